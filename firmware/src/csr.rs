@@ -1,0 +1,151 @@
+//! The machine-mode CSRs the firmware reads and writes.
+//!
+//! Every function here runs in M-mode (the firmware never leaves it except through `mret`), where
+//! all of these CSRs exist on QEMU's `rv64` CPU. Reading a CSR has no side effects.
+
+use core::arch::asm;
+
+/// `mstatus.MPP`: the privilege mode a trap came from.
+const MSTATUS_MPP: usize = 0b11 << 11;
+/// `mstatus.MPIE`: `mstatus.MIE` after `mret`.
+const MSTATUS_MPIE: usize = 1 << 7;
+/// Supervisor software, timer and external interrupts (`mip`/`mie`/`mideleg` bits).
+const SSIP: usize = 1 << 1;
+const STIP: usize = 1 << 5;
+const SEIP: usize = 1 << 9;
+/// The machine timer interrupt enable (`mie.MTIE`).
+const MTIE: usize = 1 << 7;
+
+/// The exceptions the kernel handles itself: instruction, load and store/AMO misaligned and
+/// access faults, illegal instruction, breakpoint, `ecall` from U-mode, and the three page faults.
+const DELEGATED_EXCEPTIONS: usize = (1 << 0)
+    | (1 << 1)
+    | (1 << 2)
+    | (1 << 3)
+    | (1 << 4)
+    | (1 << 5)
+    | (1 << 6)
+    | (1 << 7)
+    | (1 << 8)
+    | (1 << 12)
+    | (1 << 13)
+    | (1 << 15);
+
+/// A privilege mode as encoded in `mstatus.MPP`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// U-mode (0).
+    User,
+    /// S-mode (1).
+    Supervisor,
+    /// M-mode (3).
+    Machine,
+}
+
+/// Sets up the machine for a supervisor: PMP entry 0 grants S/U-mode read, write and execute
+/// on all of memory, the supervisor's interrupts and usual exceptions are delegated to it, all
+/// counters are readable from S-mode and the machine timer interrupt is enabled (it is only
+/// taken while the hart is in S- or U-mode, where M-mode interrupts are always on).
+pub fn init_machine() {
+    // SAFETY: M-mode CSR writes that only widen what S/U-mode may do (PMP, counters) or pick who
+    // handles which trap; the firmware's own code and data are not affected (PMP does not apply
+    // to M-mode without a locked entry, and no entry is locked). `sfence.vma` after the PMP
+    // change is what the privileged spec asks for; it has no other effect here (satp is 0).
+    unsafe {
+        asm!(
+            "csrw pmpaddr0, {addr}",
+            "csrw pmpcfg0, {cfg}",
+            "sfence.vma",
+            "csrw medeleg, {medeleg}",
+            "csrw mideleg, {mideleg}",
+            "csrw mcounteren, {all}",
+            "csrw mie, {mie}",
+            // NAPOT over 2^56 bytes: everything.
+            addr = in(reg) usize::MAX >> 10,
+            // R | W | X | A=NAPOT.
+            cfg = in(reg) 0x1f_usize,
+            medeleg = in(reg) DELEGATED_EXCEPTIONS,
+            mideleg = in(reg) SSIP | STIP | SEIP,
+            all = in(reg) usize::MAX,
+            mie = in(reg) MTIE,
+            options(nostack),
+        )
+    }
+}
+
+/// Makes the next `mret` enter S-mode at `entry` with `mstatus.MIE` staying 0.
+pub fn prepare_mret_to_supervisor(entry: usize) {
+    // SAFETY: sets `mepc` and `mstatus.MPP = S`, `MPIE = 0`; these only matter to the next
+    // `mret`, and M-mode keeps running with interrupts off (`MIE` is untouched and 0).
+    unsafe {
+        asm!(
+            "csrw mepc, {entry}",
+            "csrc mstatus, {clear}",
+            "csrs mstatus, {mpp_s}",
+            entry = in(reg) entry,
+            clear = in(reg) MSTATUS_MPP | MSTATUS_MPIE,
+            mpp_s = in(reg) 1_usize << 11,
+            options(nostack),
+        )
+    }
+}
+
+/// Reads a CSR by name; only for CSRs whose read has no side effects.
+macro_rules! read_csr {
+    ($name:literal) => {{
+        let value: usize;
+        // SAFETY: reading this M-mode CSR has no side effects and touches no memory.
+        unsafe { asm!(concat!("csrr {}, ", $name), out(reg) value, options(nomem, nostack)) };
+        value
+    }};
+}
+
+/// This hart's id.
+pub fn mhartid() -> usize {
+    read_csr!("mhartid")
+}
+
+/// Why the current trap was taken.
+pub fn mcause() -> usize {
+    read_csr!("mcause")
+}
+
+/// Where the current trap was taken (and where `mret` returns to).
+pub fn mepc() -> usize {
+    read_csr!("mepc")
+}
+
+/// The faulting address or instruction of the current trap, if the cause sets one.
+pub fn mtval() -> usize {
+    read_csr!("mtval")
+}
+
+/// The privilege mode the current trap came from.
+pub fn previous_mode() -> Mode {
+    match (read_csr!("mstatus") & MSTATUS_MPP) >> 11 {
+        0 => Mode::User,
+        1 => Mode::Supervisor,
+        _ => Mode::Machine,
+    }
+}
+
+/// Sets where `mret` returns to.
+pub fn set_mepc(pc: usize) {
+    // SAFETY: `mepc` only matters to the next `mret`; the trap handler sets it to the
+    // instruction after the supervisor's `ecall`, which is where the supervisor expects to go on.
+    unsafe { asm!("csrw mepc, {}", in(reg) pc, options(nomem, nostack)) }
+}
+
+/// Raises the supervisor timer interrupt (`mip.STIP`); it stays pending until
+/// [`clear_stip`].
+pub fn set_stip() {
+    // SAFETY: `mip.STIP` is writable from M-mode (Sstc is off) and only makes the delegated
+    // supervisor timer interrupt pending, which is what the SBI timer promises.
+    unsafe { asm!("csrs mip, {}", in(reg) STIP, options(nomem, nostack)) }
+}
+
+/// Withdraws the supervisor timer interrupt (`mip.STIP`).
+pub fn clear_stip() {
+    // SAFETY: as for `set_stip`; clearing it is what SBI `set_timer` does before arming.
+    unsafe { asm!("csrc mip, {}", in(reg) STIP, options(nomem, nostack)) }
+}

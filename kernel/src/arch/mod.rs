@@ -1,0 +1,46 @@
+//! The arch interface: everything the portable kernel needs from a CPU architecture.
+//!
+//! Each architecture module (`riscv64`, `x86_64`) provides the same items, re-exported here:
+//!
+//! | item | what it does |
+//! |---|---|
+//! | `NAME: &str` | the architecture's name in reports |
+//! | boot entry | sets up a stack and the upper-half mapping, fills a [`crate::BootInfo`] and calls [`crate::kernel_main`] |
+//! | `console::write(&[u8])` | raw bytes to the serial line (the defmt transport); usable from the first instruction of `kernel_main` |
+//! | `interrupts::disable() -> bool`, `interrupts::restore(bool)` | a critical section on this CPU |
+//! | `time::now_ticks() -> u64`, `time::now_us() -> u64` | monotonic time since boot |
+//! | `exit(ExitCode) -> !` | leaves QEMU with a status `cargo xtask` maps back to the code |
+//! | `init_platform(&BootInfo)` | after the frame allocator and heap exist: kernel page tables, traps, timers |
+//! | `phys_to_virt(u64) -> usize` | the kernel's direct map of physical memory |
+//! | `backtrace(&mut dyn FnMut(usize))` | calls back with each return address on the current stack (frame pointers) |
+//! | `wait_for_interrupt()` | idles the CPU until the next interrupt |
+//!
+//! Only RISC-V implements traps, timers and paging so far (`capabilities()` says what an
+//! architecture offers, so tests that need a feature are listed only where it exists).
+
+#[cfg(target_arch = "riscv64")]
+mod riscv64;
+#[cfg(target_arch = "riscv64")]
+pub use riscv64::*;
+
+#[cfg(target_arch = "x86_64")]
+mod x86_64;
+#[cfg(target_arch = "x86_64")]
+pub use self::x86_64::*;
+
+/// Interrupts off on this CPU for as long as the guard lives; restores the previous state.
+pub struct InterruptGuard(bool);
+
+impl InterruptGuard {
+    /// Disables interrupts, remembering whether they were on.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        InterruptGuard(interrupts::disable())
+    }
+}
+
+impl Drop for InterruptGuard {
+    fn drop(&mut self) {
+        interrupts::restore(self.0);
+    }
+}

@@ -1,0 +1,76 @@
+//! Memory probes: loads and stores that report a fault instead of taking the kernel down.
+//!
+//! Each probe is a single instruction at a known address; the trap handler sees a fault at that
+//! address and resumes at the probe's fix-up, which returns "faulted". This is the mechanism the
+//! kernel's tests use to check that an address is (un)mapped, and later the basis for copying
+//! from and to domains safely.
+
+use core::arch::global_asm;
+
+global_asm!(
+    r#"
+    .section .text
+    .globl __probe_read_u64
+__probe_read_u64:
+    mv      a1, zero
+__probe_read_insn:
+    ld      a0, 0(a0)
+    ret
+__probe_read_fixup:
+    li      a1, 1
+    ret
+
+    .globl __probe_write_u64
+__probe_write_u64:
+    mv      a2, a0
+    mv      a0, zero
+__probe_write_insn:
+    sd      a1, 0(a2)
+    ret
+__probe_write_fixup:
+    li      a0, 1
+    ret
+
+    .section .rodata
+    .balign 8
+    .globl __probe_table
+__probe_table:
+    .quad __probe_read_insn, __probe_read_fixup
+    .quad __probe_write_insn, __probe_write_fixup
+    "#
+);
+
+#[repr(C)]
+struct ReadResult {
+    value: u64,
+    faulted: u64,
+}
+
+unsafe extern "C" {
+    fn __probe_read_u64(addr: usize) -> ReadResult;
+    fn __probe_write_u64(addr: usize, value: u64) -> u64;
+    static __probe_table: [[usize; 2]; 2];
+}
+
+/// Reads the `u64` at `addr`, or `None` if the access faults.
+pub fn read_u64(addr: usize) -> Option<u64> {
+    // SAFETY: the probe performs one aligned load; a fault is caught by the trap handler and
+    // turned into `faulted = 1`, so no address can harm the kernel. Reading device registers is
+    // the caller's concern, hence the function is only used on memory.
+    let r = unsafe { __probe_read_u64(addr) };
+    (r.faulted == 0).then_some(r.value)
+}
+
+/// Writes `value` to `addr`; `false` if the access faults.
+pub fn write_u64(addr: usize, value: u64) -> bool {
+    // SAFETY: as for `read_u64`; the caller chooses an address it is entitled to write (the
+    // tests only write their own mappings), and a fault is caught.
+    unsafe { __probe_write_u64(addr, value) == 0 }
+}
+
+/// The fix-up address for a fault at `pc`, if `pc` is a probe instruction.
+pub(super) fn fixup_for(pc: usize) -> Option<usize> {
+    // SAFETY: `__probe_table` is an immutable table in `.rodata` defined above.
+    let table = unsafe { &__probe_table };
+    table.iter().find(|e| e[0] == pc).map(|e| e[1])
+}

@@ -1,0 +1,183 @@
+//! Sv39 page tables: three levels of 512 entries, 4 KiB pages, 2 MiB and 1 GiB leaves.
+//!
+//! Table frames come from the frame allocator (owned by the kernel for kernel tables; later
+//! charged to the domain a protection domain's tables serve) and are reached through the direct
+//! map. Mapping never silently replaces a mapping: it fails with [`MapError::AlreadyMapped`].
+
+use frame_allocator::{FRAME_SIZE, Frame, FrameError};
+
+use super::phys_to_virt;
+use crate::memory;
+
+/// Valid.
+pub const PTE_V: u64 = 1 << 0;
+/// Readable.
+pub const PTE_R: u64 = 1 << 1;
+/// Writable.
+pub const PTE_W: u64 = 1 << 2;
+/// Executable.
+pub const PTE_X: u64 = 1 << 3;
+/// User-accessible.
+pub const PTE_U: u64 = 1 << 4;
+/// Global (present in every address space).
+pub const PTE_G: u64 = 1 << 5;
+/// Accessed.
+pub const PTE_A: u64 = 1 << 6;
+/// Dirty.
+pub const PTE_D: u64 = 1 << 7;
+
+const LEAF: u64 = PTE_R | PTE_W | PTE_X;
+const GIB: u64 = 1 << 30;
+
+/// Why a mapping request failed.
+#[derive(Debug, PartialEq, Eq, defmt::Format)]
+pub enum MapError {
+    /// The address is not aligned to the page size asked for.
+    Misaligned,
+    /// The address is not canonical for Sv39.
+    NonCanonical,
+    /// Something is already mapped there.
+    AlreadyMapped,
+    /// Nothing is mapped there.
+    NotMapped,
+    /// No frame for an intermediate table.
+    OutOfFrames(FrameError),
+}
+
+/// A tree of Sv39 page tables, named by its root frame.
+pub struct PageTable {
+    root: Frame,
+}
+
+fn entries(table: u64) -> &'static mut [u64; 512] {
+    // SAFETY: `table` is the physical address of a page-table frame allocated by this module
+    // and owned by the kernel; the direct map covers it. Page tables are only modified with
+    // interrupts off on a single CPU, so no two references are live at once.
+    unsafe { &mut *(phys_to_virt(table) as *mut [u64; 512]) }
+}
+
+fn vpn(va: u64, level: usize) -> usize {
+    ((va >> (12 + 9 * level)) & 0x1ff) as usize
+}
+
+fn canonical(va: u64) -> bool {
+    let top = (va as i64) >> 38;
+    top == 0 || top == -1
+}
+
+impl PageTable {
+    /// A new, empty tree.
+    pub fn new() -> Result<Self, MapError> {
+        let root = memory::alloc_zeroed_kernel_frame().map_err(MapError::OutOfFrames)?;
+        Ok(PageTable { root })
+    }
+
+    /// The value for `satp` that selects this tree (Sv39, ASID 0).
+    pub fn satp(&self) -> usize {
+        (8usize << 60) | (self.root.addr() >> 12) as usize
+    }
+
+    /// The root frame.
+    pub fn root(&self) -> Frame {
+        self.root
+    }
+
+    /// Maps the 1 GiB page at `va` to `pa` with `flags` (R/W/X/U/G).
+    pub fn map_gigapage(&mut self, va: u64, pa: u64, flags: u64) -> Result<(), MapError> {
+        if va % GIB != 0 || pa % GIB != 0 {
+            return Err(MapError::Misaligned);
+        }
+        if !canonical(va) {
+            return Err(MapError::NonCanonical);
+        }
+        let e = &mut entries(self.root.addr())[vpn(va, 2)];
+        if *e & PTE_V != 0 {
+            return Err(MapError::AlreadyMapped);
+        }
+        *e = ((pa >> 12) << 10) | flags | PTE_V | PTE_A | PTE_D;
+        Ok(())
+    }
+
+    /// Maps the 4 KiB page at `va` to `pa` with `flags`, creating intermediate tables.
+    pub fn map(&mut self, va: u64, pa: u64, flags: u64) -> Result<(), MapError> {
+        if va % FRAME_SIZE != 0 || pa % FRAME_SIZE != 0 {
+            return Err(MapError::Misaligned);
+        }
+        if !canonical(va) {
+            return Err(MapError::NonCanonical);
+        }
+        let mut table = self.root.addr();
+        for level in [2, 1] {
+            let e = &mut entries(table)[vpn(va, level)];
+            if *e & PTE_V == 0 {
+                let next = memory::alloc_zeroed_kernel_frame().map_err(MapError::OutOfFrames)?;
+                *e = ((next.addr() >> 12) << 10) | PTE_V;
+            } else if *e & LEAF != 0 {
+                return Err(MapError::AlreadyMapped);
+            }
+            table = (*e >> 10) << 12;
+        }
+        let e = &mut entries(table)[vpn(va, 0)];
+        if *e & PTE_V != 0 {
+            return Err(MapError::AlreadyMapped);
+        }
+        *e = ((pa >> 12) << 10) | flags | PTE_V | PTE_A | PTE_D;
+        Ok(())
+    }
+
+    /// Removes the 4 KiB mapping at `va`, returning the physical address it mapped. The caller
+    /// flushes the TLB (see [`flush`]).
+    pub fn unmap(&mut self, va: u64) -> Result<u64, MapError> {
+        let e = self.leaf(va).ok_or(MapError::NotMapped)?;
+        let pa = (*e >> 10) << 12;
+        *e = 0;
+        Ok(pa)
+    }
+
+    /// The physical address `va` translates to, if it is mapped.
+    pub fn translate(&self, va: u64) -> Option<u64> {
+        let mut table = self.root.addr();
+        for level in [2, 1, 0] {
+            let e = entries(table)[vpn(va, level)];
+            if e & PTE_V == 0 {
+                return None;
+            }
+            let base = (e >> 10) << 12;
+            if e & LEAF != 0 {
+                let mask = (FRAME_SIZE << (9 * level)) - 1;
+                return Some(base + (va & mask));
+            }
+            table = base;
+        }
+        None
+    }
+
+    fn leaf(&mut self, va: u64) -> Option<&'static mut u64> {
+        if !canonical(va) {
+            return None;
+        }
+        let mut table = self.root.addr();
+        for level in [2, 1] {
+            let e = entries(table)[vpn(va, level)];
+            if e & PTE_V == 0 || e & LEAF != 0 {
+                return None;
+            }
+            table = (e >> 10) << 12;
+        }
+        let e = &mut entries(table)[vpn(va, 0)];
+        (*e & PTE_V != 0).then_some(e)
+    }
+}
+
+/// Makes this CPU use `table`.
+pub fn activate(table: &PageTable) {
+    // SAFETY: callers pass a tree that maps the kernel image, its stacks and the direct map at
+    // the same addresses as the tree in use, so execution continues unaffected.
+    unsafe { core::arch::asm!("csrw satp, {0}", "sfence.vma", in(reg) table.satp()) };
+}
+
+/// Flushes this CPU's TLB entries for `va`.
+pub fn flush(va: u64) {
+    // SAFETY: `sfence.vma` only drops cached translations.
+    unsafe { core::arch::asm!("sfence.vma {0}, zero", in(reg) va) };
+}

@@ -1,0 +1,204 @@
+//! Trap entry and dispatch for S-mode.
+//!
+//! Every trap switches to a dedicated trap stack (its top kept in `sscratch`), so that a kernel
+//! stack overflow into the guard page can still be reported. The handler runs with interrupts
+//! off. Timer interrupts go to [`super::timer`]; a fault at one of the probe instructions
+//! ([`super::probe`]) resumes at the probe's fix-up; anything else is an unexpected trap, which
+//! is reported (cause, address, symbolized PC, backtrace) and ends the run with a failure status.
+
+use core::arch::global_asm;
+
+use super::{entry, probe, timer};
+
+/// Registers saved on trap entry.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TrapFrame {
+    /// x0..x31 (x0 is unused; x2 is the interrupted `sp`).
+    pub regs: [usize; 32],
+    /// Interrupted PC.
+    pub sepc: usize,
+    /// Interrupted `sstatus`.
+    pub sstatus: usize,
+}
+
+const TRAP_STACK_BYTES: usize = 16 * 1024;
+
+global_asm!(
+    r#"
+    .section .bss.trap_stack, "aw", @nobits
+    .balign 16
+__trap_stack_bottom:
+    .space {stack}
+    .globl __trap_stack_top
+__trap_stack_top:
+
+    .section .text
+    .balign 4
+    .globl __trap_entry
+__trap_entry:
+    csrrw   sp, sscratch, sp
+    addi    sp, sp, -{frame}
+    sd      x1, 1*8(sp)
+    sd      x3, 3*8(sp)
+    sd      x4, 4*8(sp)
+    sd      x5, 5*8(sp)
+    sd      x6, 6*8(sp)
+    sd      x7, 7*8(sp)
+    sd      x8, 8*8(sp)
+    sd      x9, 9*8(sp)
+    sd      x10, 10*8(sp)
+    sd      x11, 11*8(sp)
+    sd      x12, 12*8(sp)
+    sd      x13, 13*8(sp)
+    sd      x14, 14*8(sp)
+    sd      x15, 15*8(sp)
+    sd      x16, 16*8(sp)
+    sd      x17, 17*8(sp)
+    sd      x18, 18*8(sp)
+    sd      x19, 19*8(sp)
+    sd      x20, 20*8(sp)
+    sd      x21, 21*8(sp)
+    sd      x22, 22*8(sp)
+    sd      x23, 23*8(sp)
+    sd      x24, 24*8(sp)
+    sd      x25, 25*8(sp)
+    sd      x26, 26*8(sp)
+    sd      x27, 27*8(sp)
+    sd      x28, 28*8(sp)
+    sd      x29, 29*8(sp)
+    sd      x30, 30*8(sp)
+    sd      x31, 31*8(sp)
+    csrr    t0, sscratch
+    sd      t0, 2*8(sp)
+    csrr    t0, sepc
+    sd      t0, 32*8(sp)
+    csrr    t0, sstatus
+    sd      t0, 33*8(sp)
+    mv      a0, sp
+    call    {handler}
+    ld      t0, 32*8(sp)
+    csrw    sepc, t0
+    ld      t0, 33*8(sp)
+    csrw    sstatus, t0
+    addi    t0, sp, {frame}
+    csrw    sscratch, t0
+    ld      x1, 1*8(sp)
+    ld      x3, 3*8(sp)
+    ld      x4, 4*8(sp)
+    ld      x5, 5*8(sp)
+    ld      x6, 6*8(sp)
+    ld      x7, 7*8(sp)
+    ld      x8, 8*8(sp)
+    ld      x9, 9*8(sp)
+    ld      x10, 10*8(sp)
+    ld      x11, 11*8(sp)
+    ld      x12, 12*8(sp)
+    ld      x13, 13*8(sp)
+    ld      x14, 14*8(sp)
+    ld      x15, 15*8(sp)
+    ld      x16, 16*8(sp)
+    ld      x17, 17*8(sp)
+    ld      x18, 18*8(sp)
+    ld      x19, 19*8(sp)
+    ld      x20, 20*8(sp)
+    ld      x21, 21*8(sp)
+    ld      x22, 22*8(sp)
+    ld      x23, 23*8(sp)
+    ld      x24, 24*8(sp)
+    ld      x25, 25*8(sp)
+    ld      x26, 26*8(sp)
+    ld      x27, 27*8(sp)
+    ld      x28, 28*8(sp)
+    ld      x29, 29*8(sp)
+    ld      x30, 30*8(sp)
+    ld      x31, 31*8(sp)
+    ld      sp, 2*8(sp)
+    sret
+    "#,
+    stack = const TRAP_STACK_BYTES,
+    frame = const core::mem::size_of::<TrapFrame>(),
+    handler = sym trap_handler,
+);
+
+unsafe extern "C" {
+    fn __trap_entry();
+    static __trap_stack_top: u8;
+}
+
+/// Installs the trap vector and the trap stack.
+pub fn init() {
+    let vector = __trap_entry as *const () as usize;
+    let stack = &raw const __trap_stack_top as usize;
+    // SAFETY: `__trap_entry` is 4-byte aligned trap code that saves and restores every register
+    // it touches; `sscratch` holds the top of a stack used by nothing else.
+    unsafe {
+        core::arch::asm!("csrw sscratch, {0}", "csrw stvec, {1}", in(reg) stack, in(reg) vector);
+    }
+}
+
+const INTERRUPT: usize = 1 << 63;
+const SUPERVISOR_TIMER: usize = INTERRUPT | 5;
+
+/// Standard exception names, by `scause` code.
+fn exception_name(code: usize) -> &'static str {
+    match code {
+        0 => "instruction address misaligned",
+        1 => "instruction access fault",
+        2 => "illegal instruction",
+        3 => "breakpoint",
+        4 => "load address misaligned",
+        5 => "load access fault",
+        6 => "store address misaligned",
+        7 => "store access fault",
+        8 => "environment call from U-mode",
+        9 => "environment call from S-mode",
+        12 => "instruction page fault",
+        13 => "load page fault",
+        15 => "store page fault",
+        _ => "unknown exception",
+    }
+}
+
+extern "C" fn trap_handler(frame: &mut TrapFrame) {
+    let (scause, stval): (usize, usize);
+    // SAFETY: reading the trap CSRs has no side effects.
+    unsafe {
+        core::arch::asm!("csrr {0}, scause", "csrr {1}, stval", out(reg) scause, out(reg) stval)
+    };
+    if scause == SUPERVISOR_TIMER {
+        timer::on_interrupt();
+        return;
+    }
+    if scause & INTERRUPT == 0 && matches!(scause, 5 | 7 | 13 | 15) {
+        if let Some(fixup) = probe::fixup_for(frame.sepc) {
+            frame.sepc = fixup;
+            return;
+        }
+    }
+    report(frame, scause, stval)
+}
+
+fn report(frame: &TrapFrame, scause: usize, stval: usize) -> ! {
+    let what =
+        if scause & INTERRUPT != 0 { "unexpected interrupt" } else { exception_name(scause) };
+    defmt::error!(
+        "trap: {=str} (scause {=u64:#x}) at address {=u64:#x}, pc={=u64:#x}",
+        what,
+        scause as u64,
+        stval as u64,
+        frame.sepc as u64
+    );
+    let (guard, _) = entry::boot_stack();
+    if (guard..guard + 4096).contains(&stval) {
+        defmt::error!("trap: the address is the boot stack's guard page: kernel stack overflow");
+    }
+    defmt::error!("backtrace:");
+    defmt::error!("  #0 pc={=u64:#x}", frame.sepc as u64);
+    let mut depth = 1usize;
+    super::walk_frames(frame.regs[8], &mut |pc| {
+        defmt::error!("  #{=usize} pc={=u64:#x}", depth, pc as u64);
+        depth += 1;
+    });
+    crate::shutdown(crate::ExitCode::Panic)
+}

@@ -1,0 +1,119 @@
+//! What the arch boot code learned about the machine, in a portable form.
+//!
+//! The boot code fills a [`BootInfo`] before the heap exists, so it holds fixed-capacity
+//! collections. Addresses are physical.
+
+use heapless::{String, Vec};
+
+/// A half-open range of physical addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, defmt::Format)]
+pub struct PhysRange {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+}
+
+impl PhysRange {
+    /// The range's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.end - self.start
+    }
+}
+
+/// A device found at boot (from the device tree on RISC-V, from fixed platform knowledge on x86).
+#[derive(Clone, Debug, defmt::Format)]
+pub struct Device {
+    /// The device tree's `compatible` string or a platform name.
+    pub kind: String<32>,
+    /// Register window.
+    pub regs: PhysRange,
+    /// Interrupt number at the platform's interrupt controller, if any.
+    pub irq: Option<u32>,
+}
+
+/// Everything the portable kernel needs to know about the machine it booted on.
+pub struct BootInfo {
+    /// Which firmware started us, e.g. `RustSBI 0.4.1 (SBI 2.0)`.
+    pub firmware: String<64>,
+    /// The kernel command line (`-append` in QEMU).
+    pub cmdline: String<256>,
+    /// Usable RAM.
+    pub memory: Vec<PhysRange, 8>,
+    /// Parts of RAM that are not free: the kernel image, firmware, device tree, boot tables.
+    pub reserved: Vec<PhysRange, 8>,
+    /// Devices found.
+    pub devices: Vec<Device, 32>,
+    /// Timer ticks per second.
+    pub timebase_hz: u64,
+}
+
+impl Default for BootInfo {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BootInfo {
+    /// An empty description, for the boot code to fill.
+    pub const fn new() -> Self {
+        BootInfo {
+            firmware: String::new(),
+            cmdline: String::new(),
+            memory: Vec::new(),
+            reserved: Vec::new(),
+            devices: Vec::new(),
+            timebase_hz: 0,
+        }
+    }
+
+    /// Total usable RAM in bytes.
+    pub fn memory_bytes(&self) -> u64 {
+        self.memory.iter().map(PhysRange::len).sum()
+    }
+
+    /// Logs what was found: the boot banner's body.
+    pub fn report(&self) {
+        defmt::info!(
+            "memory: {=u64} MiB in {=usize} region(s), timer {=u64} Hz",
+            self.memory_bytes() >> 20,
+            self.memory.len(),
+            self.timebase_hz
+        );
+        for r in &self.memory {
+            defmt::info!("  ram {=u64:#x}..{=u64:#x}", r.start, r.end);
+        }
+        defmt::info!("devices: {=usize} found", self.devices.len());
+        for d in &self.devices {
+            match d.irq {
+                Some(irq) => defmt::info!(
+                    "  {=str} @ {=u64:#x} (+{=u64:#x}) irq {=u32}",
+                    d.kind.as_str(),
+                    d.regs.start,
+                    d.regs.len(),
+                    irq
+                ),
+                None => defmt::info!(
+                    "  {=str} @ {=u64:#x} (+{=u64:#x})",
+                    d.kind.as_str(),
+                    d.regs.start,
+                    d.regs.len()
+                ),
+            }
+        }
+        if !self.cmdline.is_empty() {
+            defmt::info!("command line: {=str}", self.cmdline.as_str());
+        }
+    }
+}
+
+/// Copies `s` into a fixed-capacity string, cutting it at a character boundary if it is long.
+pub fn fixed<const N: usize>(s: &str) -> String<N> {
+    let mut out = String::new();
+    for c in s.chars() {
+        if out.push(c).is_err() {
+            break;
+        }
+    }
+    out
+}

@@ -1,0 +1,98 @@
+//! Physical memory: the global frame allocator and the kernel heap that lives on its frames.
+//!
+//! At boot the owner table is carved out of the first free RAM large enough to hold it, every
+//! usable region is handed to the allocator, and every reserved region (firmware, the kernel
+//! image, the device tree, the table itself) is taken back out. The heap is then a contiguous
+//! run of frames owned by [`Owner::Kernel`], reached through the arch direct map.
+
+use frame_allocator::{FRAME_SIZE, Frame, FrameAllocator, FrameError, Owner};
+use spin::Mutex;
+
+use crate::{BootInfo, arch, boot_info::PhysRange};
+
+/// Size of the kernel heap, taken from RAM at boot.
+pub const HEAP_BYTES: u64 = 4 << 20;
+
+static FRAMES: Mutex<Option<FrameAllocator<'static>>> = Mutex::new(None);
+
+/// Runs `f` with the global frame allocator. Panics if called before [`init`].
+pub fn with_frames<R>(f: impl FnOnce(&mut FrameAllocator<'static>) -> R) -> R {
+    let _guard = arch::InterruptGuard::new();
+    let mut frames = FRAMES.lock();
+    f(frames.as_mut().expect("frame allocator used before memory::init"))
+}
+
+/// Allocates one frame for the kernel and zeroes it.
+pub fn alloc_zeroed_kernel_frame() -> Result<Frame, FrameError> {
+    let frame = with_frames(|fa| fa.alloc(Owner::Kernel))?;
+    zero_frame(frame);
+    Ok(frame)
+}
+
+/// Fills `frame` with zeroes through the direct map.
+pub fn zero_frame(frame: Frame) {
+    let page = arch::phys_to_virt(frame.addr()) as *mut u8;
+    // SAFETY: the direct map covers all RAM and `frame` is a RAM frame that the caller owns, so
+    // the 4 KiB behind `page` are valid, writable and aliased by nobody who relies on them.
+    unsafe { core::ptr::write_bytes(page, 0, FRAME_SIZE as usize) };
+}
+
+/// Sets up the frame allocator and the heap from what the boot code found.
+pub fn init(boot: &BootInfo) {
+    let (lo, hi) = boot
+        .memory
+        .iter()
+        .fold((u64::MAX, 0), |(lo, hi), r| (lo.min(r.start & !(FRAME_SIZE - 1)), hi.max(r.end)));
+    assert!(lo < hi, "no usable memory reported by the boot code");
+    let entries = FrameAllocator::table_len(hi - lo);
+    let table_bytes = (entries as u64 * 4).next_multiple_of(FRAME_SIZE);
+    let table_at = find_free(boot, table_bytes).expect("no room for the frame owner table");
+
+    // SAFETY: `table_at` is free RAM (inside a usable region, clear of every reserved range) of
+    // `table_bytes` bytes, reached through the direct map; it is reserved in the allocator below
+    // so nothing else will ever be handed this memory, making the slice exclusively ours for the
+    // kernel's lifetime.
+    let table = unsafe {
+        core::slice::from_raw_parts_mut(arch::phys_to_virt(table_at) as *mut u32, entries)
+    };
+    let mut fa = FrameAllocator::new(lo, table).expect("RAM base is frame-aligned");
+    for r in &boot.memory {
+        fa.add_free(r.start, r.end);
+    }
+    for r in &boot.reserved {
+        fa.reserve(r.start, r.end);
+    }
+    fa.reserve(table_at, table_at + table_bytes);
+    let free = fa.free_count();
+
+    let heap = fa
+        .alloc_contiguous(HEAP_BYTES / FRAME_SIZE, 1, Owner::Kernel)
+        .expect("no room for the kernel heap");
+    *FRAMES.lock() = Some(fa);
+    crate::heap::init(arch::phys_to_virt(heap.addr()), HEAP_BYTES as usize);
+    defmt::info!(
+        "frames: {=u64} free of {=u64} ({=u64} KiB owner table), heap {=u64} KiB",
+        free,
+        entries as u64,
+        table_bytes >> 10,
+        HEAP_BYTES >> 10
+    );
+}
+
+/// The lowest frame-aligned free stretch of `bytes` inside usable RAM that overlaps no reserved
+/// range.
+fn find_free(boot: &BootInfo, bytes: u64) -> Option<u64> {
+    let overlaps = |a: u64| {
+        boot.reserved.iter().find(|r: &&PhysRange| a < r.end && r.start < a + bytes).copied()
+    };
+    for region in &boot.memory {
+        let mut a = region.start.next_multiple_of(FRAME_SIZE);
+        while a + bytes <= region.end {
+            match overlaps(a) {
+                None => return Some(a),
+                Some(r) => a = r.end.next_multiple_of(FRAME_SIZE),
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,50 @@
+//! The kernel's own tests, run by [`crate::ktest`] when the command line asks for them, and the
+//! deliberate faults that show the trap report.
+//!
+//! Tests that need traps, timers or paging exist only on architectures that have them (RISC-V
+//! today; x86_64 gains them with its port).
+
+use crate::cmdline::Args;
+use crate::ktest::KernelTest;
+use crate::{ExitCode, ktest};
+
+#[cfg(target_arch = "riscv64")]
+mod faults;
+mod frames;
+#[cfg(target_arch = "riscv64")]
+mod paging;
+#[cfg(target_arch = "riscv64")]
+mod sbi;
+#[cfg(target_arch = "riscv64")]
+mod timer;
+
+/// Every kernel test of this architecture.
+const ALL: &[KernelTest] = &[
+    KernelTest { name: "frames::owner_table", run: frames::owner_table },
+    KernelTest { name: "frames::heap", run: frames::heap },
+    #[cfg(target_arch = "riscv64")]
+    KernelTest { name: "paging::alias_and_unmap", run: paging::alias_and_unmap },
+    #[cfg(target_arch = "riscv64")]
+    KernelTest { name: "paging::stack_guard", run: paging::stack_guard },
+    #[cfg(target_arch = "riscv64")]
+    KernelTest { name: "sbi::console", run: sbi::console },
+    #[cfg(target_arch = "riscv64")]
+    KernelTest { name: "timer::rate_busy", run: timer::rate_busy },
+    #[cfg(target_arch = "riscv64")]
+    KernelTest { name: "timer::rate_idle", run: timer::rate_idle },
+];
+
+/// Does what the command line asks after boot: commit a deliberate fault, run tests, or nothing.
+pub fn run(args: &Args<'_>) -> ExitCode {
+    if let Some(kind) = args.fault {
+        #[cfg(target_arch = "riscv64")]
+        faults::commit(kind);
+        #[cfg(not(target_arch = "riscv64"))]
+        defmt::error!("fault={=str}: deliberate faults need trap handling on this arch", kind);
+        return ExitCode::TestFailure;
+    }
+    match args.test {
+        Some(selection) => ktest::run(ALL, selection),
+        None => ExitCode::Success,
+    }
+}

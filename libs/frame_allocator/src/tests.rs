@@ -1,0 +1,184 @@
+use std::vec;
+use std::vec::Vec;
+
+use super::*;
+
+const BASE: u64 = 0x8000_0000;
+
+fn with_allocator(frames: usize, f: impl FnOnce(&mut FrameAllocator<'_>)) {
+    let mut table = vec![0u32; frames];
+    let mut fa = FrameAllocator::new(BASE, &mut table).unwrap();
+    fa.add_free(BASE, BASE + frames as u64 * FRAME_SIZE);
+    f(&mut fa);
+    fa.check().unwrap();
+}
+
+#[test]
+fn starts_reserved_until_memory_is_added() {
+    let mut table = vec![0u32; 8];
+    let mut fa = FrameAllocator::new(BASE, &mut table).unwrap();
+    assert_eq!(fa.free_count(), 0);
+    assert_eq!(fa.owned_by(Owner::Reserved), 8);
+    assert_eq!(fa.alloc(Owner::Kernel), Err(FrameError::Exhausted { requested: 1, free: 0 }));
+    // Partial frames at the edges stay reserved.
+    fa.add_free(BASE + 100, BASE + 4 * FRAME_SIZE + 100);
+    assert_eq!(fa.free_count(), 3);
+    fa.check().unwrap();
+}
+
+#[test]
+fn allocate_and_free_every_frame() {
+    with_allocator(16, |fa| {
+        let frames: Vec<_> = (0..16).map(|_| fa.alloc(Owner::Domain(7)).unwrap()).collect();
+        let mut sorted = frames.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 16, "no frame handed out twice");
+        assert!(frames.iter().all(|f| f.addr() % FRAME_SIZE == 0));
+        assert_eq!(fa.owned_by(Owner::Domain(7)), 16);
+        assert_eq!(fa.free_count(), 0);
+        for f in frames {
+            fa.free(f, Owner::Domain(7)).unwrap();
+        }
+        assert_eq!(fa.free_count(), 16);
+    });
+}
+
+#[test]
+fn double_free_is_rejected() {
+    with_allocator(4, |fa| {
+        let f = fa.alloc(Owner::Kernel).unwrap();
+        fa.free(f, Owner::Kernel).unwrap();
+        assert_eq!(fa.free(f, Owner::Kernel), Err(FrameError::DoubleFree { frame: f }));
+        assert_eq!(fa.free_count(), 4);
+    });
+}
+
+#[test]
+fn exhaustion_is_reported_with_counts() {
+    with_allocator(4, |fa| {
+        for _ in 0..3 {
+            fa.alloc(Owner::Kernel).unwrap();
+        }
+        assert_eq!(
+            fa.alloc_contiguous(2, 1, Owner::Kernel),
+            Err(FrameError::Exhausted { requested: 2, free: 1 })
+        );
+        fa.alloc(Owner::Kernel).unwrap();
+        assert_eq!(fa.alloc(Owner::Kernel), Err(FrameError::Exhausted { requested: 1, free: 0 }));
+    });
+}
+
+#[test]
+fn only_the_owner_may_free() {
+    with_allocator(4, |fa| {
+        let f = fa.alloc(Owner::Domain(1)).unwrap();
+        assert_eq!(
+            fa.free(f, Owner::Domain(2)),
+            Err(FrameError::NotOwner { frame: f, owner: Owner::Domain(1) })
+        );
+        assert_eq!(fa.owner(f), Ok(Owner::Domain(1)));
+        fa.free(f, Owner::Domain(1)).unwrap();
+    });
+}
+
+#[test]
+fn reserved_frames_are_never_handed_out_or_freed() {
+    with_allocator(8, |fa| {
+        fa.reserve(BASE + 2 * FRAME_SIZE, BASE + 3 * FRAME_SIZE + 1);
+        assert_eq!(fa.free_count(), 6);
+        let reserved = Frame::containing(BASE + 2 * FRAME_SIZE);
+        assert_eq!(
+            fa.free(reserved, Owner::Kernel),
+            Err(FrameError::NotOwner { frame: reserved, owner: Owner::Reserved })
+        );
+        let got: Vec<_> = (0..6).map(|_| fa.alloc(Owner::Kernel).unwrap()).collect();
+        assert!(!got.contains(&reserved));
+        assert!(!got.contains(&reserved.add(1)));
+    });
+}
+
+#[test]
+fn contiguous_allocation_respects_alignment_and_holes() {
+    with_allocator(64, |fa| {
+        let single = fa.alloc(Owner::Kernel).unwrap();
+        assert_eq!(single.addr(), BASE);
+        let run = fa.alloc_contiguous(8, 8, Owner::Kernel).unwrap();
+        assert_eq!((run.addr() / FRAME_SIZE) % 8, 0);
+        assert_eq!(run.addr(), BASE + 8 * FRAME_SIZE, "skips the partly used first block");
+        for k in 0..8 {
+            assert_eq!(fa.owner(run.add(k)), Ok(Owner::Kernel));
+        }
+        fa.free_contiguous(run, 8, Owner::Kernel).unwrap();
+        assert_eq!(fa.alloc_contiguous(0, 1, Owner::Kernel), Err(FrameError::Invalid));
+        assert_eq!(fa.alloc_contiguous(1, 3, Owner::Kernel), Err(FrameError::Invalid));
+        assert_eq!(fa.alloc(Owner::Free), Err(FrameError::Invalid));
+    });
+}
+
+#[test]
+fn failed_multi_free_frees_nothing() {
+    with_allocator(8, |fa| {
+        let run = fa.alloc_contiguous(4, 1, Owner::Domain(3)).unwrap();
+        fa.transfer(run.add(2), Owner::Domain(3), Owner::Domain(4)).unwrap();
+        let before = fa.free_count();
+        assert!(matches!(
+            fa.free_contiguous(run, 4, Owner::Domain(3)),
+            Err(FrameError::NotOwner { owner: Owner::Domain(4), .. })
+        ));
+        assert_eq!(fa.free_count(), before);
+        assert_eq!(fa.owned_by(Owner::Domain(3)), 3);
+    });
+}
+
+#[test]
+fn out_of_range_and_misaligned_addresses_are_rejected() {
+    with_allocator(4, |fa| {
+        let outside = Frame::containing(BASE + 4 * FRAME_SIZE);
+        assert_eq!(
+            fa.free(outside, Owner::Kernel),
+            Err(FrameError::OutOfRange { addr: outside.addr() })
+        );
+        assert_eq!(
+            fa.owner(Frame::containing(BASE - FRAME_SIZE)),
+            Err(FrameError::OutOfRange { addr: BASE - FRAME_SIZE })
+        );
+        let f = fa.alloc(Owner::Kernel).unwrap();
+        assert!(matches!(fa.free_contiguous(f, u64::MAX / 2, Owner::Kernel), Err(_)));
+        assert!(FrameAllocator::new(BASE + 1, &mut [0; 1]).is_err());
+    });
+}
+
+#[test]
+fn owner_table_stays_consistent_under_random_churn() {
+    // A fixed-seed xorshift drives allocations and frees; after every step the owner table and
+    // the free count must agree, and every held frame must belong to whoever we think holds it.
+    let mut table = vec![0u32; 256];
+    let mut fa = FrameAllocator::new(BASE, &mut table).unwrap();
+    fa.add_free(BASE, BASE + 256 * FRAME_SIZE);
+    let mut held: Vec<(Frame, u64, Owner)> = Vec::new();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..5000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let owner = Owner::Domain((x % 5) as u32);
+        if x % 3 != 0 || held.is_empty() {
+            let n = 1 + (x >> 8) % 4;
+            if let Ok(f) = fa.alloc_contiguous(n, 1, owner) {
+                held.push((f, n, owner));
+            }
+        } else {
+            let (f, n, o) = held.swap_remove((x >> 16) as usize % held.len());
+            fa.free_contiguous(f, n, o).unwrap();
+        }
+        fa.check().unwrap();
+    }
+    for (f, n, o) in &held {
+        for k in 0..*n {
+            assert_eq!(fa.owner(f.add(k)), Ok(*o));
+        }
+    }
+    let held_total: u64 = held.iter().map(|h| h.1).sum();
+    assert_eq!(fa.free_count() + held_total, 256);
+}

@@ -1,0 +1,180 @@
+//! Decoding the kernel's serial output: defmt frames, with plain text between them.
+//!
+//! The serial line carries rzCOBS-encoded defmt frames, each ending in a zero byte. Anything
+//! else on the line (the firmware's banner, text written through the SBI console) arrives as a
+//! chunk that does not decode; chunks that are mostly printable are shown as text lines. Every
+//! `pc=0x...` in a message is followed by the symbol it falls in, read from the kernel ELF.
+
+use std::fmt;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use defmt_decoder::{DecodeError, Table};
+use object::{Object, ObjectSymbol, SymbolKind};
+
+/// One line of the decoded log.
+#[derive(Clone, Debug)]
+pub struct LogLine {
+    /// `TRACE`..`ERROR` for defmt frames, `TEXT` for plain text.
+    pub level: String,
+    /// The timestamp as the kernel formats it (seconds with microseconds), if any.
+    pub timestamp: Option<String>,
+    /// The message, with symbols added.
+    pub message: String,
+}
+
+impl fmt::Display for LogLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.timestamp {
+            Some(t) => write!(f, "{t:>12} {:<5} {}", self.level, self.message),
+            None => write!(f, "{:>12} {:<5} {}", "", self.level, self.message),
+        }
+    }
+}
+
+/// Maps addresses in the kernel image to function names.
+pub struct Symbols {
+    /// (start, size, demangled name), sorted by start.
+    funcs: Vec<(u64, u64, String)>,
+}
+
+impl Symbols {
+    fn parse(elf: &[u8]) -> Result<Self> {
+        let file = object::File::parse(elf).context("parsing the kernel ELF")?;
+        let mut funcs: Vec<_> = file
+            .symbols()
+            .filter(|s| matches!(s.kind(), SymbolKind::Text) && s.address() != 0)
+            .filter_map(|s| {
+                let name = s.name().ok()?;
+                Some((s.address(), s.size(), format!("{:#}", rustc_demangle::demangle(name))))
+            })
+            .collect();
+        funcs.sort_by_key(|f| f.0);
+        Ok(Symbols { funcs })
+    }
+
+    /// `name+0xoff` for `addr`, if it lies in a known function.
+    pub fn lookup(&self, addr: u64) -> Option<String> {
+        let i = self.funcs.partition_point(|f| f.0 <= addr).checked_sub(1)?;
+        let (start, size, name) = &self.funcs[i];
+        let off = addr - start;
+        (*size == 0 || off < *size).then(|| format!("{name}+{off:#x}"))
+    }
+
+    /// Adds ` <symbol>` after each `pc=0x...` in `message`.
+    pub fn annotate(&self, message: &str) -> String {
+        let mut out = String::with_capacity(message.len() + 32);
+        let mut rest = message;
+        while let Some(i) = rest.find("pc=0x") {
+            let hex_start = i + 5;
+            let hex_len = rest[hex_start..]
+                .find(|c: char| !c.is_ascii_hexdigit())
+                .unwrap_or(rest.len() - hex_start);
+            let end = hex_start + hex_len;
+            out.push_str(&rest[..end]);
+            if let Ok(addr) = u64::from_str_radix(&rest[hex_start..end], 16)
+                && let Some(sym) = self.lookup(addr)
+            {
+                out.push_str(&format!(" <{sym}>"));
+            }
+            rest = &rest[end..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// The kernel's defmt table and symbols, loaded from its ELF.
+pub struct Kernel {
+    table: Table,
+    symbols: Symbols,
+}
+
+impl Kernel {
+    /// Reads `elf`.
+    pub fn load(elf: &Path) -> Result<Self> {
+        let bytes = std::fs::read(elf).with_context(|| format!("reading {}", elf.display()))?;
+        let table = Table::parse(&bytes)?
+            .with_context(|| format!("{} has no .defmt section", elf.display()))?;
+        Ok(Kernel { table, symbols: Symbols::parse(&bytes)? })
+    }
+
+    /// A decoder for one boot's serial stream.
+    pub fn decoder(&self) -> Decoder<'_> {
+        Decoder { kernel: self, stream: self.table.new_stream_decoder(), pending: Vec::new() }
+    }
+}
+
+/// Turns serial bytes into log lines, incrementally.
+pub struct Decoder<'k> {
+    kernel: &'k Kernel,
+    stream: Box<dyn defmt_decoder::StreamDecoder + Send + Sync + 'k>,
+    pending: Vec<u8>,
+}
+
+impl Decoder<'_> {
+    /// Feeds `bytes`; returns the lines completed by them.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<LogLine> {
+        let mut lines = Vec::new();
+        for &b in bytes {
+            self.pending.push(b);
+            if b == 0 {
+                let chunk = std::mem::take(&mut self.pending);
+                self.chunk(&chunk, &mut lines);
+            }
+        }
+        lines
+    }
+
+    /// Flushes what is left at the end of the stream (text without a terminating zero).
+    pub fn finish(&mut self) -> Vec<LogLine> {
+        let mut lines = Vec::new();
+        let rest = std::mem::take(&mut self.pending);
+        text_lines(&rest, &mut lines);
+        lines
+    }
+
+    fn chunk(&mut self, chunk: &[u8], lines: &mut Vec<LogLine>) {
+        self.stream.received(chunk);
+        match self.stream.decode() {
+            Ok(frame) => {
+                let message = self.kernel.symbols.annotate(&frame.display_message().to_string());
+                lines.push(LogLine {
+                    level: frame
+                        .level()
+                        .map_or("PRINT".into(), |l| format!("{l:?}").to_uppercase()),
+                    timestamp: frame.display_timestamp().map(|t| t.to_string()),
+                    message,
+                });
+            }
+            Err(DecodeError::UnexpectedEof) => {}
+            Err(DecodeError::Malformed) => text_lines(&chunk[..chunk.len() - 1], lines),
+        }
+    }
+}
+
+/// Splits printable text into lines; binary garbage is summarised.
+fn text_lines(bytes: &[u8], lines: &mut Vec<LogLine>) {
+    if bytes.is_empty() {
+        return;
+    }
+    let printable =
+        bytes.iter().filter(|b| b.is_ascii_graphic() || b.is_ascii_whitespace()).count();
+    if printable * 10 < bytes.len() * 9 {
+        lines.push(LogLine {
+            level: "RAW".into(),
+            timestamp: None,
+            message: format!("({} undecodable bytes)", bytes.len()),
+        });
+        return;
+    }
+    for line in String::from_utf8_lossy(bytes).split(['\n', '\r']) {
+        if !line.trim().is_empty() {
+            lines.push(LogLine {
+                level: "TEXT".into(),
+                timestamp: None,
+                message: line.to_string(),
+            });
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! `cargo xtask`: Tessera's host tool.
+//!
+//! It installs what a fresh machine lacks (`setup`), builds the kernel and firmware for the
+//! bare-metal targets, boots them in QEMU and decodes the kernel's defmt log (`run`), runs every
+//! test (`test`: clippy, host unit tests, QEMU suites) and measures (`bench`).
+
+mod artifacts;
+mod bench;
+mod log;
+mod qemu;
+mod setup;
+mod suite;
+mod util;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Tessera's build, run, test and bench tool.
+#[derive(Parser)]
+#[command(name = "cargo xtask", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// A guest architecture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Arch {
+    /// RISC-V 64 on QEMU `virt`.
+    Riscv64,
+    /// x86_64 on QEMU `q35` (PVH boot).
+    #[value(name = "x86_64", alias = "x86-64")]
+    X86_64,
+}
+
+impl Arch {
+    /// The Rust target triple.
+    pub fn target(self) -> &'static str {
+        match self {
+            Arch::Riscv64 => "riscv64gc-unknown-none-elf",
+            Arch::X86_64 => "x86_64-unknown-none",
+        }
+    }
+    /// The name used in test names and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Riscv64 => "riscv64",
+            Arch::X86_64 => "x86_64",
+        }
+    }
+}
+
+/// The RISC-V M-mode firmware to boot with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Bios {
+    /// Tessera's own firmware (`firmware/`, on the rustsbi crate).
+    Rustsbi,
+    /// QEMU's bundled OpenSBI.
+    Opensbi,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Install what is missing: bare-metal Rust targets, QEMU (and gdb-multiarch with --gdb).
+    Setup {
+        /// Also install gdb-multiarch.
+        #[arg(long)]
+        gdb: bool,
+    },
+    /// Build the kernel (and the firmware) for an architecture.
+    Build {
+        /// Guest architecture.
+        #[arg(long, value_enum, default_value = "riscv64")]
+        arch: Arch,
+    },
+    /// Build, boot in QEMU and show the decoded log; exits with the kernel's status.
+    Run {
+        /// Guest architecture.
+        #[arg(long, value_enum, default_value = "riscv64")]
+        arch: Arch,
+        /// M-mode firmware (RISC-V only).
+        #[arg(long, value_enum, default_value = "rustsbi")]
+        bios: Bios,
+        /// Guest memory, in MiB.
+        #[arg(long, default_value_t = 128)]
+        memory: u32,
+        /// Kernel command line, e.g. `test=all` or `fault=load`.
+        #[arg(long, default_value = "")]
+        append: String,
+        /// Deterministic virtual time (`-icount shift=0,sleep=off`).
+        #[arg(long)]
+        icount: bool,
+        /// Wait for a debugger on localhost:1234 before the first instruction.
+        #[arg(long)]
+        gdb: bool,
+        /// Also show frames the decoder could not read.
+        #[arg(long)]
+        raw: bool,
+    },
+    /// Clippy, host unit tests and the QEMU suites; ends with `N passed, N failed`.
+    Test {
+        /// Run only tests whose name contains this text.
+        filter: Option<String>,
+        /// List the tests instead of running them.
+        #[arg(long)]
+        list: bool,
+    },
+    /// Benchmarks; results as a table and as JSON under target/bench/.
+    Bench {
+        /// Which benchmark.
+        #[arg(value_enum)]
+        name: bench::Name,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Setup { gdb } => setup::ensure(setup::Needs { gdb, qemu: true }).map(|_| 0),
+        Command::Build { arch } => setup::ensure(setup::Needs { gdb: false, qemu: false })
+            .and_then(|_| artifacts::build(arch))
+            .map(|a| {
+                println!("kernel: {}", a.kernel.display());
+                if let Some(fw) = a.firmware {
+                    println!("firmware: {}", fw.display());
+                }
+                0
+            }),
+        Command::Run { arch, bios, memory, append, icount, gdb, raw } => {
+            qemu::run_interactive(qemu::RunArgs { arch, bios, memory, append, icount, gdb, raw })
+        }
+        Command::Test { filter, list } => suite::run(filter.as_deref(), list),
+        Command::Bench { name } => bench::run(name).map(|_| 0),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

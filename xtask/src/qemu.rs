@@ -1,0 +1,298 @@
+//! Booting Tessera in QEMU: command lines, timeouts, exit statuses and the live decoded log.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::artifacts::{self, Artifacts};
+use crate::log::{Kernel, LogLine};
+use crate::{Arch, Bios, setup};
+
+/// One QEMU boot.
+#[derive(Clone, Debug)]
+pub struct Boot {
+    /// Guest architecture.
+    pub arch: Arch,
+    /// RISC-V firmware.
+    pub bios: Bios,
+    /// Guest memory in MiB.
+    pub memory: u32,
+    /// Kernel command line.
+    pub append: String,
+    /// `-icount shift=0,sleep=off`.
+    pub icount: bool,
+    /// Wait for gdb on :1234.
+    pub gdb: bool,
+    /// Kill QEMU after this long.
+    pub timeout: Duration,
+}
+
+impl Boot {
+    /// A boot of `arch` with defaults: own firmware, 128 MiB, no arguments, 60 s timeout.
+    pub fn new(arch: Arch) -> Self {
+        Boot {
+            arch,
+            bios: Bios::Rustsbi,
+            memory: 128,
+            append: String::new(),
+            icount: false,
+            gdb: false,
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// The QEMU command line.
+    pub fn command(&self, a: &Artifacts) -> Command {
+        let mut c = match self.arch {
+            Arch::Riscv64 => {
+                let mut c = Command::new("qemu-system-riscv64");
+                c.args(["-machine", "virt", "-smp", "1", "-bios"]);
+                match (self.bios, &a.firmware) {
+                    (Bios::Rustsbi, Some(fw)) => c.arg(fw),
+                    _ => c.arg("default"),
+                };
+                c
+            }
+            Arch::X86_64 => {
+                let mut c = Command::new("qemu-system-x86_64");
+                c.args(["-machine", "q35", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]);
+                c
+            }
+        };
+        c.arg("-m").arg(format!("{}M", self.memory));
+        c.arg("-kernel").arg(&a.kernel);
+        c.arg("-append").arg(&self.append);
+        c.args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"]);
+        c.args(["-nic", "none"]);
+        if self.icount {
+            c.args(["-icount", "shift=0,sleep=off"]);
+        }
+        if self.gdb {
+            c.args(["-s", "-S"]);
+        }
+        c
+    }
+
+    /// Firmware description for reports.
+    pub fn firmware_name(&self) -> &'static str {
+        match (self.arch, self.bios) {
+            (Arch::Riscv64, Bios::Rustsbi) => "Tessera firmware (RustSBI)",
+            (Arch::Riscv64, Bios::Opensbi) => "QEMU's OpenSBI",
+            (Arch::X86_64, _) => "PVH (QEMU -kernel)",
+        }
+    }
+}
+
+/// How a boot ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The kernel exited with this code (0 success, 1 test failure, 2 panic).
+    Kernel(u8),
+    /// QEMU exited with a status the kernel cannot produce (a crash, a triple fault).
+    Other(Option<i32>),
+    /// Killed after the timeout.
+    Timeout,
+    /// Stopped with Ctrl-C.
+    Interrupted,
+}
+
+/// The result of a boot.
+pub struct Outcome {
+    /// How it ended.
+    pub ending: Ending,
+    /// The decoded log.
+    pub log: Vec<LogLine>,
+    /// What QEMU wrote to stderr.
+    pub stderr: String,
+    /// Wall-clock time from spawn to exit.
+    pub wall: Duration,
+}
+
+impl Outcome {
+    /// Does any line contain `text`?
+    pub fn has(&self, text: &str) -> bool {
+        self.log.iter().any(|l| l.message.contains(text))
+    }
+
+    /// The first line containing `text`.
+    pub fn line(&self, text: &str) -> Option<&LogLine> {
+        self.log.iter().find(|l| l.message.contains(text))
+    }
+
+    /// The log as text, one line each.
+    pub fn log_text(&self) -> String {
+        let mut s: String = self.log.iter().map(|l| format!("{l}\n")).collect();
+        if !self.stderr.is_empty() {
+            s.push_str("--- qemu stderr ---\n");
+            s.push_str(&self.stderr);
+        }
+        s
+    }
+}
+
+fn ending(arch: Arch, status: Option<i32>) -> Ending {
+    match (arch, status) {
+        (Arch::Riscv64, Some(s)) if (0..=2).contains(&s) => Ending::Kernel(s as u8),
+        // isa-debug-exit: the kernel writes 0x10 + code, QEMU exits with (value << 1) | 1.
+        (Arch::X86_64, Some(s)) if (33..=37).contains(&s) && s % 2 == 1 => {
+            Ending::Kernel(((s - 33) / 2) as u8)
+        }
+        (_, s) => Ending::Other(s),
+    }
+}
+
+/// Boots `boot`, calling `on_line` for each decoded line as it arrives.
+pub fn boot(
+    boot: &Boot,
+    a: &Artifacts,
+    kernel: &Kernel,
+    stop: Option<&AtomicBool>,
+    on_line: &mut dyn FnMut(&LogLine),
+) -> Result<Outcome> {
+    let mut cmd = boot.command(a);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd.spawn().with_context(|| format!("starting {cmd:?}"))?;
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut decoder = kernel.decoder();
+    let mut log = Vec::new();
+    let mut forced = None;
+    let status = loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(bytes) => {
+                for line in decoder.feed(&bytes) {
+                    on_line(&line);
+                    log.push(line);
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) | Err(mpsc::RecvTimeoutError::Disconnected) => {}
+        }
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if start.elapsed() > boot.timeout && !boot.gdb {
+            forced = Some(Ending::Timeout);
+        } else if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            forced = Some(Ending::Interrupted);
+        }
+        if forced.is_some() {
+            let _ = child.kill();
+            break child.wait()?;
+        }
+    };
+    let wall = start.elapsed();
+    let _ = reader.join();
+    for bytes in rx.try_iter() {
+        for line in decoder.feed(&bytes) {
+            on_line(&line);
+            log.push(line);
+        }
+    }
+    for line in decoder.finish() {
+        on_line(&line);
+        log.push(line);
+    }
+    let stderr = err_reader.join().unwrap_or_default();
+    let ending = forced.unwrap_or_else(|| ending(boot.arch, status.code()));
+    Ok(Outcome { ending, log, stderr, wall })
+}
+
+/// Arguments of `cargo xtask run`.
+pub struct RunArgs {
+    pub arch: Arch,
+    pub bios: Bios,
+    pub memory: u32,
+    pub append: String,
+    pub icount: bool,
+    pub gdb: bool,
+    pub raw: bool,
+}
+
+/// `cargo xtask run`: build, boot, show the log live; returns the kernel's exit code.
+pub fn run_interactive(args: RunArgs) -> Result<u8> {
+    setup::ensure(setup::Needs { gdb: args.gdb, qemu: true })?;
+    let a = artifacts::build(args.arch)?;
+    let kernel = Kernel::load(&a.kernel)?;
+    let mut b = Boot::new(args.arch);
+    b.bios = args.bios;
+    b.memory = args.memory;
+    b.append = args.append;
+    b.icount = args.icount;
+    b.gdb = args.gdb;
+    b.timeout = Duration::from_secs(24 * 3600);
+    if args.gdb {
+        let gdb = if args.arch == Arch::Riscv64 { "gdb-multiarch" } else { "gdb" };
+        eprintln!("QEMU waits for a debugger. In another terminal:");
+        eprintln!("  {gdb} {} -ex 'target remote localhost:1234'", a.kernel.display());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("installing the Ctrl-C handler")?;
+    let show_raw = args.raw;
+    let out = boot(&b, &a, &kernel, Some(&stop), &mut |line| {
+        if show_raw || line.level != "RAW" {
+            println!("{line}");
+        }
+    })?;
+    if !out.stderr.trim().is_empty() {
+        eprintln!("{}", out.stderr.trim_end());
+    }
+    Ok(match out.ending {
+        Ending::Kernel(code) => {
+            eprintln!("kernel exited with code {code} after {:.2?}", out.wall);
+            code
+        }
+        Ending::Interrupted => {
+            eprintln!("stopped (Ctrl-C)");
+            130
+        }
+        Ending::Timeout => 124,
+        Ending::Other(status) => {
+            eprintln!("QEMU exited with status {status:?} without a kernel exit code");
+            3
+        }
+    })
+}
+
+/// The installed QEMU's version line, for reports.
+pub fn version(arch: Arch) -> String {
+    let program = match arch {
+        Arch::Riscv64 => "qemu-system-riscv64",
+        Arch::X86_64 => "qemu-system-x86_64",
+    };
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Where failing boots' logs are kept.
+pub fn log_dir() -> PathBuf {
+    crate::util::target_dir().join("qemu-logs")
+}

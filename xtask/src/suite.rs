@@ -1,0 +1,403 @@
+//! `cargo xtask test`: every check the project has, with one verdict.
+//!
+//! Order: formatting and clippy (warnings are errors) for the host and both bare-metal targets,
+//! host unit tests (`cargo test`), then the QEMU suites. Names are namespaced (`host::...`,
+//! `qemu::<arch>::...`); each QEMU boot has a timeout and its log is kept under
+//! `target/qemu-logs/` when it fails. The last line is `N passed, N failed`.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::artifacts::{self, Artifacts};
+use crate::log::Kernel;
+use crate::qemu::{self, Boot, Ending, Outcome};
+use crate::{Arch, Bios, setup, util};
+
+type Check = Box<dyn Fn(&Outcome) -> Result<(), String>>;
+
+/// A QEMU test: one boot and what its log and ending must show.
+struct QemuTest {
+    name: String,
+    boot: Boot,
+    check: Check,
+}
+
+/// Results so far.
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: Vec<String>,
+}
+
+impl Tally {
+    fn record(&mut self, name: &str, result: Result<(), String>) {
+        match result {
+            Ok(()) => {
+                self.passed += 1;
+                println!("test {name} ... ok");
+            }
+            Err(why) => {
+                println!("test {name} ... FAILED");
+                for line in why.lines() {
+                    println!("    {line}");
+                }
+                self.failed.push(name.to_string());
+            }
+        }
+    }
+}
+
+/// Runs (or lists) every test whose name contains `filter`; returns the process exit code.
+pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
+    setup::ensure(setup::Needs { gdb: false, qemu: true })?;
+    let wanted = |name: &str| filter.is_none_or(|f| name.contains(f));
+    let mut tally = Tally::default();
+
+    // Static checks.
+    let static_checks: [(&str, Vec<&str>, Option<Arch>); 4] = [
+        ("host::fmt", vec!["fmt", "--all", "--", "--check"], None),
+        ("host::clippy::host", vec!["clippy", "--all-targets", "--", "-D", "warnings"], None),
+        (
+            "host::clippy::riscv64",
+            vec!["clippy", "--release", "-p", "kernel", "-p", "firmware", "--", "-D", "warnings"],
+            Some(Arch::Riscv64),
+        ),
+        (
+            "host::clippy::x86_64",
+            vec!["clippy", "--release", "-p", "kernel", "--", "-D", "warnings"],
+            Some(Arch::X86_64),
+        ),
+    ];
+    for (name, args, arch) in static_checks {
+        if !wanted(name) {
+            continue;
+        }
+        if list {
+            println!("{name}");
+            continue;
+        }
+        let mut cmd = util::cargo();
+        cmd.args(&args);
+        if let Some(arch) = arch {
+            cmd.args(["--target", arch.target()]).env("DEFMT_LOG", "info");
+        }
+        tally.record(name, command_check(&mut cmd));
+    }
+
+    // Host unit tests, package by package.
+    for package in host_packages()? {
+        unit_tests(&package, &wanted, list, &mut tally)?;
+    }
+
+    // QEMU suites.
+    for arch in [Arch::Riscv64, Arch::X86_64] {
+        let prefix = format!("qemu::{}::", arch.name());
+        if filter.is_some_and(|f| {
+            !prefix.contains(f)
+                && !f.starts_with(&prefix)
+                && !f.contains("::")
+                && !f.starts_with("qemu")
+        }) && !any_qemu_name_matches(arch, filter)
+        {
+            continue;
+        }
+        let a = match artifacts::build(arch) {
+            Ok(a) => a,
+            Err(e) => {
+                tally.record(&format!("{prefix}build"), Err(format!("{e:#}")));
+                continue;
+            }
+        };
+        let kernel = Kernel::load(&a.kernel)?;
+        let tests = qemu_tests(arch, &a, &kernel)?;
+        for t in tests.into_iter().filter(|t| wanted(&t.name)) {
+            if list {
+                println!("{}", t.name);
+                continue;
+            }
+            let result = run_qemu_test(&t, &a, &kernel);
+            tally.record(&t.name, result);
+        }
+        kernel_tests(arch, &a, &kernel, &wanted, list, &mut tally)?;
+    }
+
+    if list {
+        return Ok(0);
+    }
+    if !tally.failed.is_empty() {
+        println!("\nfailed:");
+        for f in &tally.failed {
+            println!("    {f}");
+        }
+        println!("logs of failed boots: {}", qemu::log_dir().display());
+    }
+    println!("{} passed, {} failed", tally.passed, tally.failed.len());
+    Ok(if tally.failed.is_empty() { 0 } else { 1 })
+}
+
+/// Whether `filter` could match some QEMU test name of `arch` (they all start with the prefix).
+fn any_qemu_name_matches(arch: Arch, filter: Option<&str>) -> bool {
+    let Some(f) = filter else { return true };
+    let prefix = format!("qemu::{}::", arch.name());
+    // Names are `prefix` + a suffix; a filter matches if it overlaps the prefix or could be in a
+    // suffix. Only filters naming the other architecture or `host::` are excluded.
+    !(f.starts_with("host")
+        || (f.starts_with("qemu::") && !prefix.starts_with(f) && !f.starts_with(&prefix)))
+}
+
+fn command_check(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("could not start {cmd:?}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        let text = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<_> = text.lines().rev().take(40).collect();
+        Err(tail.into_iter().rev().collect::<Vec<_>>().join("\n"))
+    }
+}
+
+/// The host-buildable packages: xtask and every crate under `libs/`.
+fn host_packages() -> Result<Vec<String>> {
+    let mut packages = vec!["xtask".to_string()];
+    let mut libs: Vec<_> = std::fs::read_dir(util::root().join("libs"))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    libs.sort();
+    packages.extend(libs);
+    Ok(packages)
+}
+
+/// Runs one package's unit tests and records each libtest result as `host::PACKAGE::TEST`.
+fn unit_tests(
+    package: &str,
+    wanted: &dyn Fn(&str) -> bool,
+    list: bool,
+    tally: &mut Tally,
+) -> Result<()> {
+    let prefix = format!("host::{package}::");
+    if !wanted(&prefix) && !list && !wanted("host::") {
+        // The filter may still name one test of this package; run and filter the results.
+    }
+    let mut cmd = util::cargo();
+    cmd.args(["test", "-p", package, "--"]);
+    if list {
+        cmd.args(["--list", "--format", "terse"]);
+    }
+    let out = cmd.stderr(Stdio::piped()).output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut seen = 0;
+    for line in stdout.lines() {
+        if list {
+            if let Some(name) = line.strip_suffix(": test") {
+                let full = format!("{prefix}{name}");
+                if wanted(&full) {
+                    println!("{full}");
+                }
+            }
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("test ") else { continue };
+        let Some((name, verdict)) = rest.rsplit_once(" ... ") else { continue };
+        let full = format!("{prefix}{}", name.trim());
+        seen += 1;
+        if !wanted(&full) {
+            continue;
+        }
+        match verdict.trim() {
+            "ok" => tally.record(&full, Ok(())),
+            "ignored" => {}
+            other => tally.record(&full, Err(format!("libtest says `{other}`"))),
+        }
+    }
+    if !list && (!out.status.success() && seen == 0) {
+        let err = String::from_utf8_lossy(&out.stderr);
+        tally.record(
+            &format!("{prefix}build"),
+            Err(err
+                .lines()
+                .rev()
+                .take(30)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n")),
+        );
+    }
+    Ok(())
+}
+
+fn run_qemu_test(t: &QemuTest, a: &Artifacts, kernel: &Kernel) -> Result<(), String> {
+    let out = qemu::boot(&t.boot, a, kernel, None, &mut |_| {}).map_err(|e| format!("{e:#}"))?;
+    let verdict = (t.check)(&out);
+    if verdict.is_err() {
+        keep_log(&t.name, &t.boot, a, &out);
+    }
+    verdict.map_err(|why| format!("{why}\n(log: {})", log_path(&t.name).display()))
+}
+
+fn log_path(name: &str) -> std::path::PathBuf {
+    qemu::log_dir().join(format!("{}.log", name.replace("::", ".")))
+}
+
+fn keep_log(name: &str, boot: &Boot, a: &Artifacts, out: &Outcome) {
+    let _ = std::fs::create_dir_all(qemu::log_dir());
+    let header = format!("command: {:?}\nending: {:?}\n\n", boot.command(a), out.ending);
+    let _ = std::fs::write(log_path(name), header + &out.log_text());
+}
+
+fn expect_ending(out: &Outcome, want: Ending) -> Result<(), String> {
+    if out.ending == want {
+        Ok(())
+    } else {
+        let tail: Vec<_> = out.log.iter().rev().take(8).map(|l| l.to_string()).collect();
+        Err(format!(
+            "expected {want:?}, got {:?}; last lines:\n{}",
+            out.ending,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        ))
+    }
+}
+
+fn expect_line(out: &Outcome, text: &str) -> Result<(), String> {
+    if out.has(text) { Ok(()) } else { Err(format!("no log line contains `{text}`")) }
+}
+
+/// The `memory: N MiB` figure of the banner.
+fn reported_mib(out: &Outcome) -> Option<u64> {
+    let line = out.line("memory: ")?;
+    let rest = line.message.split("memory: ").nth(1)?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTest>> {
+    let p = format!("qemu::{}::", arch.name());
+    let mut tests = Vec::new();
+    // The banner's memory size follows -m.
+    for mib in [128u32, 256] {
+        let mut boot = Boot::new(arch);
+        boot.memory = mib;
+        let exact = arch == Arch::Riscv64;
+        tests.push(QemuTest {
+            name: format!("{p}boot::memory_{mib}M"),
+            boot,
+            check: Box::new(move |out| {
+                expect_ending(out, Ending::Kernel(0))?;
+                expect_line(out, "Tessera")?;
+                let got = reported_mib(out).ok_or("no `memory: N MiB` line in the banner")?;
+                // PVH's E820 map leaves the first MiB and a few firmware pages out of RAM.
+                let ok = if exact {
+                    got == mib as u64
+                } else {
+                    got <= mib as u64 && got + 2 >= mib as u64
+                };
+                if ok { Ok(()) } else { Err(format!("banner reports {got} MiB for -m {mib}M")) }
+            }),
+        });
+    }
+    if arch == Arch::Riscv64 {
+        for (bios, name, console) in
+            [(Bios::Rustsbi, "RustSBI", "DBCN"), (Bios::Opensbi, "OpenSBI", "legacy")]
+        {
+            let mut boot = Boot::new(arch);
+            boot.bios = bios;
+            boot.append = "test=sbi::console".into();
+            tests.push(QemuTest {
+                name: format!("{p}firmware::{}", name.to_lowercase()),
+                boot,
+                check: Box::new(move |out| {
+                    expect_ending(out, Ending::Kernel(0))?;
+                    expect_line(out, &format!("firmware: {name}"))?;
+                    expect_line(out, &format!("SBI console: {console}"))?;
+                    expect_line(out, "SBI console check: written through the firmware")
+                }),
+            });
+        }
+        let faults: [(&str, &str, &[&str]); 3] = [
+            ("load", "load", &["trap: load page fault", "deliberate_bad_access"]),
+            ("stack_overflow", "stack-overflow", &["guard page: kernel stack overflow", "recurse"]),
+            ("panic", "panic", &["panic: ", "deliberate panic", "faults::commit"]),
+        ];
+        for (name, kind, needles) in faults {
+            let mut boot = Boot::new(arch);
+            boot.append = format!("fault={kind}");
+            tests.push(QemuTest {
+                name: format!("{p}fault::{name}"),
+                boot,
+                check: Box::new(move |out| {
+                    expect_ending(out, Ending::Kernel(2))?;
+                    needles.iter().try_for_each(|n| expect_line(out, n))
+                }),
+            });
+        }
+    }
+    Ok(tests)
+}
+
+/// Boots once with `test=list` to learn the kernel's tests, then once to run the wanted ones
+/// (under `-icount` so timer tests see virtual time), recording each as `qemu::ARCH::kernel::T`.
+fn kernel_tests(
+    arch: Arch,
+    a: &Artifacts,
+    kernel: &Kernel,
+    wanted: &dyn Fn(&str) -> bool,
+    list: bool,
+    tally: &mut Tally,
+) -> Result<()> {
+    let p = format!("qemu::{}::kernel::", arch.name());
+    let mut boot = Boot::new(arch);
+    boot.append = "test=list".into();
+    boot.timeout = Duration::from_secs(30);
+    let listing = qemu::boot(&boot, a, kernel, None, &mut |_| {})?;
+    let names: Vec<String> = listing
+        .log
+        .iter()
+        .filter_map(|l| l.message.strip_prefix("test available: ").map(str::to_string))
+        .filter(|n| wanted(&format!("{p}{n}")))
+        .collect();
+    if list {
+        names.iter().for_each(|n| println!("{p}{n}"));
+        return Ok(());
+    }
+    if listing.ending != Ending::Kernel(0) {
+        tally.record(&format!("{p}list"), Err(format!("listing boot ended {:?}", listing.ending)));
+        return Ok(());
+    }
+    if names.is_empty() {
+        return Ok(());
+    }
+    boot.append = format!("test={}", names.join(","));
+    boot.icount = true;
+    boot.timeout = Duration::from_secs(300);
+    let out = qemu::boot(&boot, a, kernel, None, &mut |_| {})?;
+    let mut any_failed = false;
+    for n in &names {
+        let verdict = if out.has(&format!("test {n} ... ok")) {
+            Ok(())
+        } else {
+            any_failed = true;
+            let why: Vec<_> = out
+                .log
+                .iter()
+                .skip_while(|l| l.message != format!("test {n} ..."))
+                .skip(1)
+                .take_while(|l| !l.message.starts_with("test "))
+                .map(|l| l.to_string())
+                .collect();
+            Err(if why.is_empty() {
+                format!("no verdict; boot ended {:?}", out.ending)
+            } else {
+                why.join("\n")
+            })
+        };
+        tally.record(&format!("{p}{n}"), verdict);
+    }
+    if any_failed || out.ending != Ending::Kernel(0) {
+        keep_log(&format!("{p}all"), &boot, a, &out);
+    }
+    Ok(())
+}
