@@ -7,11 +7,15 @@ use core::arch::asm;
 
 /// `mstatus.MPP`: the privilege mode a trap came from.
 const MSTATUS_MPP: usize = 0b11 << 11;
+/// `mstatus.MPP` for S-mode.
+const MSTATUS_MPP_S: usize = 0b01 << 11;
 /// `mstatus.MPIE`: `mstatus.MIE` after `mret`.
 const MSTATUS_MPIE: usize = 1 << 7;
-/// Supervisor software, timer and external interrupts (`mip`/`mie`/`mideleg` bits).
+/// Supervisor software interrupt (`mip`/`mie`/`mideleg` bit).
 const SSIP: usize = 1 << 1;
+/// Supervisor timer interrupt (`mip`/`mie`/`mideleg` bit).
 const STIP: usize = 1 << 5;
+/// Supervisor external interrupt (`mip`/`mie`/`mideleg` bit).
 const SEIP: usize = 1 << 9;
 /// The machine timer interrupt enable (`mie.MTIE`).
 const MTIE: usize = 1 << 7;
@@ -84,7 +88,7 @@ pub fn prepare_mret_to_supervisor(entry: usize) {
             "csrs mstatus, {mpp_s}",
             entry = in(reg) entry,
             clear = in(reg) MSTATUS_MPP | MSTATUS_MPIE,
-            mpp_s = in(reg) 1_usize << 11,
+            mpp_s = in(reg) MSTATUS_MPP_S,
             options(nostack),
         )
     }

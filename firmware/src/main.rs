@@ -23,7 +23,7 @@
 //! | `SRST` shutdown, reason `SystemFailure` (1) | 1 |
 //! | `SRST` shutdown, vendor reason `0xF000_0000 \| code` with `code` in 0..=255 | `code` |
 //! | legacy `shutdown` (0x08) | 0 |
-//! | anything unexpected in M-mode (a trap the firmware does not handle, a panic) | [`FIRMWARE_FAULT_EXIT`] (3) |
+//! | unexpected in M-mode (an unhandled trap, a panic) | [`FIRMWARE_FAULT_EXIT`] (3) |
 //!
 //! A vendor code above 255 is refused with `SBI_ERR_INVALID_PARAM` (the host only sees the low
 //! 8 bits of an exit status). Cold and warm reboot reset the machine through the same device.
@@ -36,9 +36,9 @@
 //! protect itself from the supervisor.
 //!
 //! All `unsafe` code sits in the modules named for the hardware it touches: [`entry`] (boot and
-//! the jump to S-mode), [`trap`] (the trap vector), [`csr`] (machine CSRs), [`uart`], [`clint`],
-//! [`sifive_test`], [`fw_dynamic`] (QEMU's boot information), [`dtb`] and [`phys_mem`] (the
-//! supervisor's buffers for the debug console).
+//! the jump to S-mode), [`trap`] (the trap vector, in assembly), [`csr`] (machine CSRs),
+//! [`uart`], [`clint`], [`sifive_test`], [`fw_dynamic`] (QEMU's boot information), [`dtb`] and
+//! [`phys_mem`] (the supervisor's buffers for the debug console).
 
 #![no_std]
 #![no_main]

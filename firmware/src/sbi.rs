@@ -30,8 +30,8 @@ struct Timer;
 /// System reset: the `sifive_test` device.
 struct Reset;
 
-/// `SRST` reset reasons from this value up are vendor-specific; the low bits are the exit
-/// status (see the crate documentation).
+/// `SRST` reset types and reasons from this value up are vendor-specific; for a vendor reason
+/// the low bits are the exit status (see the crate documentation).
 const VENDOR_REASON: u32 = 0xF000_0000;
 
 /// Legacy (v0.1) extension IDs, each a single call (the `sbi-spec` names).
@@ -139,13 +139,17 @@ impl rustsbi::Reset for Reset {
             srst::RESET_REASON_SYSTEM_FAILURE => 1,
             VENDOR_REASON.. => match u8::try_from(reset_reason - VENDOR_REASON) {
                 Ok(code) => code,
+                // The host would only see the low 8 bits of a larger code.
                 Err(_) => return SbiRet::invalid_param(),
             },
+            // Reserved (2..0xF000_0000) or SBI-implementation-specific reasons.
             _ => return SbiRet::invalid_param(),
         };
         match reset_type {
             srst::RESET_TYPE_SHUTDOWN => sifive_test::exit(status),
             srst::RESET_TYPE_COLD_REBOOT | srst::RESET_TYPE_WARM_REBOOT => sifive_test::reset(),
+            // Vendor-specific reset types.
+            VENDOR_REASON.. => SbiRet::not_supported(),
             _ => SbiRet::invalid_param(),
         }
     }

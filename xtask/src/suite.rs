@@ -78,11 +78,14 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
             println!("{name}");
             continue;
         }
+        let (before, after) =
+            args.split_at(args.iter().position(|a| *a == "--").unwrap_or(args.len()));
         let mut cmd = util::cargo();
-        cmd.args(&args);
+        cmd.args(before);
         if let Some(arch) = arch {
             cmd.args(["--target", arch.target()]).env("DEFMT_LOG", "info");
         }
+        cmd.args(after);
         tally.record(name, command_check(&mut cmd));
     }
 

@@ -315,10 +315,11 @@ impl<'t> FrameAllocator<'t> {
             return Err(FrameError::Invalid);
         }
         let i = self.index(first.0)?;
-        let end = i
-            .checked_add(count as usize)
-            .filter(|&e| e <= self.owners.len())
-            .ok_or(FrameError::OutOfRange { addr: first.0.saturating_add(count * FRAME_SIZE) })?;
+        let end = i.checked_add(count as usize).filter(|&e| e <= self.owners.len()).ok_or(
+            FrameError::OutOfRange {
+                addr: first.0.saturating_add(count.saturating_mul(FRAME_SIZE)),
+            },
+        )?;
         for j in i..end {
             let actual = Owner::decode(self.owners[j]);
             if actual == Owner::Free {

@@ -144,7 +144,7 @@ fn out_of_range_and_misaligned_addresses_are_rejected() {
             Err(FrameError::OutOfRange { addr: BASE - FRAME_SIZE })
         );
         let f = fa.alloc(Owner::Kernel).unwrap();
-        assert!(matches!(fa.free_contiguous(f, u64::MAX / 2, Owner::Kernel), Err(_)));
+        assert!(fa.free_contiguous(f, u64::MAX / 2, Owner::Kernel).is_err());
         assert!(FrameAllocator::new(BASE + 1, &mut [0; 1]).is_err());
     });
 }
@@ -163,7 +163,7 @@ fn owner_table_stays_consistent_under_random_churn() {
         x ^= x >> 7;
         x ^= x << 17;
         let owner = Owner::Domain((x % 5) as u32);
-        if x % 3 != 0 || held.is_empty() {
+        if !x.is_multiple_of(3) || held.is_empty() {
             let n = 1 + (x >> 8) % 4;
             if let Ok(f) = fa.alloc_contiguous(n, 1, owner) {
                 held.push((f, n, owner));

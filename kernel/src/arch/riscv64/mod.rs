@@ -133,7 +133,7 @@ pub fn backtrace(f: &mut dyn FnMut(usize)) {
 /// pointer at `fp - 16`. Stops at a null, misaligned or non-kernel frame pointer.
 pub(crate) fn walk_frames(mut fp: usize, f: &mut dyn FnMut(usize)) {
     for _ in 0..32 {
-        if fp == 0 || fp % 8 != 0 || (fp as u64) < DIRECT_MAP_BASE {
+        if fp == 0 || !fp.is_multiple_of(8) || (fp as u64) < DIRECT_MAP_BASE {
             return;
         }
         let (Some(ra), Some(prev)) = (probe::read_u64(fp - 8), probe::read_u64(fp - 16)) else {

@@ -84,7 +84,7 @@ impl PageTable {
 
     /// Maps the 1 GiB page at `va` to `pa` with `flags` (R/W/X/U/G).
     pub fn map_gigapage(&mut self, va: u64, pa: u64, flags: u64) -> Result<(), MapError> {
-        if va % GIB != 0 || pa % GIB != 0 {
+        if !va.is_multiple_of(GIB) || !pa.is_multiple_of(GIB) {
             return Err(MapError::Misaligned);
         }
         if !canonical(va) {
@@ -100,7 +100,7 @@ impl PageTable {
 
     /// Maps the 4 KiB page at `va` to `pa` with `flags`, creating intermediate tables.
     pub fn map(&mut self, va: u64, pa: u64, flags: u64) -> Result<(), MapError> {
-        if va % FRAME_SIZE != 0 || pa % FRAME_SIZE != 0 {
+        if !va.is_multiple_of(FRAME_SIZE) || !pa.is_multiple_of(FRAME_SIZE) {
             return Err(MapError::Misaligned);
         }
         if !canonical(va) {

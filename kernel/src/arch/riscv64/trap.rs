@@ -170,11 +170,12 @@ extern "C" fn trap_handler(frame: &mut TrapFrame) {
         timer::on_interrupt();
         return;
     }
-    if scause & INTERRUPT == 0 && matches!(scause, 5 | 7 | 13 | 15) {
-        if let Some(fixup) = probe::fixup_for(frame.sepc) {
-            frame.sepc = fixup;
-            return;
-        }
+    if scause & INTERRUPT == 0
+        && matches!(scause, 5 | 7 | 13 | 15)
+        && let Some(fixup) = probe::fixup_for(frame.sepc)
+    {
+        frame.sepc = fixup;
+        return;
     }
     report(frame, scause, stval)
 }
