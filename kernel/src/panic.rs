@@ -1,6 +1,6 @@
 //! Kernel panics: a report with the message, the location and a backtrace, then a failure exit.
 //!
-//! Return addresses are logged as `pc=0x...`; `cargo xtask` resolves them to symbols from the
+//! Return addresses are logged as `ret=0x...`; `cargo xtask` resolves them to symbols from the
 //! kernel ELF when it decodes the log.
 
 use crate::{ExitCode, arch};
@@ -18,7 +18,7 @@ pub fn backtrace() {
     defmt::error!("backtrace:");
     let mut depth = 0usize;
     arch::backtrace(&mut |pc| {
-        defmt::error!("  #{=usize} pc={=u64:#x}", depth, pc as u64);
+        defmt::error!("  #{=usize} ret={=u64:#x}", depth, pc as u64);
         depth += 1;
     });
 }

@@ -43,13 +43,21 @@ impl Symbols {
         let file = object::File::parse(elf).context("parsing the kernel ELF")?;
         let mut funcs: Vec<_> = file
             .symbols()
-            .filter(|s| matches!(s.kind(), SymbolKind::Text) && s.address() != 0)
+            // Functions, and the untyped labels of hand-written assembly (entry points).
+            .filter(|s| {
+                matches!(s.kind(), SymbolKind::Text | SymbolKind::Label | SymbolKind::Unknown)
+            })
+            .filter(|s| s.address() != 0 && s.section_index().is_some())
             .filter_map(|s| {
                 let name = s.name().ok()?;
-                Some((s.address(), s.size(), format!("{:#}", rustc_demangle::demangle(name))))
+                (!name.is_empty() && !name.starts_with(".L") && !name.starts_with('$')).then(|| {
+                    (s.address(), s.size(), format!("{:#}", rustc_demangle::demangle(name)))
+                })
             })
             .collect();
-        funcs.sort_by_key(|f| f.0);
+        // Sized symbols first among equals, so that a function wins over a label at its start.
+        funcs.sort_by_key(|f| (f.0, f.1 == 0, f.2.starts_with("__")));
+        funcs.dedup_by_key(|f| f.0);
         Ok(Symbols { funcs })
     }
 
@@ -61,19 +69,25 @@ impl Symbols {
         (*size == 0 || off < *size).then(|| format!("{name}+{off:#x}"))
     }
 
-    /// Adds ` <symbol>` after each `pc=0x...` in `message`.
+    /// Adds ` <symbol>` after each `pc=0x...` (an instruction address) and `ret=0x...` (a return
+    /// address, looked up one byte earlier so that a call at the very end of a function names
+    /// that function) in `message`.
     pub fn annotate(&self, message: &str) -> String {
         let mut out = String::with_capacity(message.len() + 32);
         let mut rest = message;
-        while let Some(i) = rest.find("pc=0x") {
-            let hex_start = i + 5;
+        loop {
+            let next = [("pc=0x", 0u64), ("ret=0x", 1)]
+                .into_iter()
+                .filter_map(|(tag, back)| rest.find(tag).map(|i| (i + tag.len(), back)))
+                .min();
+            let Some((hex_start, back)) = next else { break };
             let hex_len = rest[hex_start..]
                 .find(|c: char| !c.is_ascii_hexdigit())
                 .unwrap_or(rest.len() - hex_start);
             let end = hex_start + hex_len;
             out.push_str(&rest[..end]);
             if let Ok(addr) = u64::from_str_radix(&rest[hex_start..end], 16)
-                && let Some(sym) = self.lookup(addr)
+                && let Some(sym) = self.lookup(addr.saturating_sub(back))
             {
                 out.push_str(&format!(" <{sym}>"));
             }

@@ -314,10 +314,41 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
                 }),
             });
         }
-        let faults: [(&str, &str, &[&str]); 3] = [
-            ("load", "load", &["trap: load page fault", "deliberate_bad_access"]),
-            ("stack_overflow", "stack-overflow", &["guard page: kernel stack overflow", "recurse"]),
-            ("panic", "panic", &["panic: ", "deliberate panic", "faults::commit"]),
+    }
+    // A panic is reported with its message and a symbolized backtrace on every architecture.
+    let mut boot = Boot::new(arch);
+    boot.append = "fault=panic".into();
+    tests.push(QemuTest {
+        name: format!("{p}fault::panic"),
+        boot,
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(2))?;
+            [
+                "panic: ",
+                "deliberate panic",
+                "<kernel::tests::faults::commit",
+                "<kernel::kernel_main",
+            ]
+            .iter()
+            .try_for_each(|n| expect_line(out, n))
+        }),
+    });
+    if arch == Arch::Riscv64 {
+        let faults: [(&str, &str, &[&str]); 2] = [
+            (
+                "load",
+                "load",
+                &[
+                    "trap: load page fault",
+                    "pc=0x",
+                    "<kernel::tests::faults::deliberate_bad_access",
+                ],
+            ),
+            (
+                "stack_overflow",
+                "stack-overflow",
+                &["guard page: kernel stack overflow", "<kernel::tests::faults::recurse"],
+            ),
         ];
         for (name, kind, needles) in faults {
             let mut boot = Boot::new(arch);

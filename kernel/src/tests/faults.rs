@@ -1,7 +1,17 @@
 //! Deliberate faults (`fault=KIND` on the command line), to show and test the trap report.
 
-/// Commits the fault named `kind`; returns only if the kind is unknown.
+/// Commits the fault named `kind`; returns only if the kind is unknown or needs trap handling
+/// that this architecture does not have yet.
 pub fn commit(kind: &str) {
+    let needs_traps = matches!(kind, "load" | "stack-overflow");
+    if needs_traps && !crate::arch::HANDLES_TRAPS {
+        defmt::error!(
+            "fault={=str}: {=str} does not catch CPU exceptions yet",
+            kind,
+            crate::arch::NAME
+        );
+        return;
+    }
     match kind {
         "load" => {
             deliberate_bad_access();

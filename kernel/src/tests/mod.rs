@@ -8,7 +8,6 @@ use crate::cmdline::Args;
 use crate::ktest::KernelTest;
 use crate::{ExitCode, ktest};
 
-#[cfg(target_arch = "riscv64")]
 mod faults;
 mod frames;
 #[cfg(target_arch = "riscv64")]
@@ -37,10 +36,7 @@ const ALL: &[KernelTest] = &[
 /// Does what the command line asks after boot: commit a deliberate fault, run tests, or nothing.
 pub fn run(args: &Args<'_>) -> ExitCode {
     if let Some(kind) = args.fault {
-        #[cfg(target_arch = "riscv64")]
         faults::commit(kind);
-        #[cfg(not(target_arch = "riscv64"))]
-        defmt::error!("fault={=str}: deliberate faults need trap handling on this arch", kind);
         return ExitCode::TestFailure;
     }
     match args.test {

@@ -198,7 +198,7 @@ fn report(frame: &TrapFrame, scause: usize, stval: usize) -> ! {
     defmt::error!("  #0 pc={=u64:#x}", frame.sepc as u64);
     let mut depth = 1usize;
     super::walk_frames(frame.regs[8], &mut |pc| {
-        defmt::error!("  #{=usize} pc={=u64:#x}", depth, pc as u64);
+        defmt::error!("  #{=usize} ret={=u64:#x}", depth, pc as u64);
         depth += 1;
     });
     crate::shutdown(crate::ExitCode::Panic)

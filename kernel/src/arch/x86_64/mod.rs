@@ -18,6 +18,9 @@ pub use exit::exit;
 /// The architecture's name in reports.
 pub const NAME: &str = "x86_64";
 
+/// Whether this architecture catches CPU exceptions yet (the IDT comes with the x86_64 port).
+pub const HANDLES_TRAPS: bool = false;
+
 /// Where the boot page tables map physical address 0 for the kernel (the direct map).
 const DIRECT_MAP_BASE: usize = 0xffff_8000_0000_0000;
 
