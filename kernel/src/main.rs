@@ -36,6 +36,7 @@ mod ktest;
 mod log;
 mod memory;
 mod panic;
+mod phys;
 mod tests;
 
 pub use boot_info::BootInfo;

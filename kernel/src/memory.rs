@@ -8,7 +8,7 @@
 use frame_allocator::{FRAME_SIZE, Frame, FrameAllocator, FrameError, Owner};
 use spin::Mutex;
 
-use crate::{BootInfo, arch, boot_info::PhysRange};
+use crate::{BootInfo, arch, boot_info::PhysRange, phys};
 
 /// Size of the kernel heap, taken from RAM at boot.
 pub const HEAP_BYTES: u64 = 4 << 20;
@@ -25,16 +25,8 @@ pub fn with_frames<R>(f: impl FnOnce(&mut FrameAllocator<'static>) -> R) -> R {
 /// Allocates one frame for the kernel and zeroes it.
 pub fn alloc_zeroed_kernel_frame() -> Result<Frame, FrameError> {
     let frame = with_frames(|fa| fa.alloc(Owner::Kernel))?;
-    zero_frame(frame);
+    phys::zero_frame(frame);
     Ok(frame)
-}
-
-/// Fills `frame` with zeroes through the direct map.
-pub fn zero_frame(frame: Frame) {
-    let page = arch::phys_to_virt(frame.addr()) as *mut u8;
-    // SAFETY: the direct map covers all RAM and `frame` is a RAM frame that the caller owns, so
-    // the 4 KiB behind `page` are valid, writable and aliased by nobody who relies on them.
-    unsafe { core::ptr::write_bytes(page, 0, FRAME_SIZE as usize) };
 }
 
 /// Sets up the frame allocator and the heap from what the boot code found.
@@ -48,13 +40,10 @@ pub fn init(boot: &BootInfo) {
     let table_bytes = (entries as u64 * 4).next_multiple_of(FRAME_SIZE);
     let table_at = find_free(boot, table_bytes).expect("no room for the frame owner table");
 
-    // SAFETY: `table_at` is free RAM (inside a usable region, clear of every reserved range) of
-    // `table_bytes` bytes, reached through the direct map; it is reserved in the allocator below
-    // so nothing else will ever be handed this memory, making the slice exclusively ours for the
-    // kernel's lifetime.
-    let table = unsafe {
-        core::slice::from_raw_parts_mut(arch::phys_to_virt(table_at) as *mut u32, entries)
-    };
+    // SAFETY: `table_at` is free, frame-aligned RAM (inside a usable region, clear of every
+    // reserved range) of `table_bytes` bytes; it is reserved in the allocator below, so nothing
+    // else will ever be handed this memory.
+    let table = unsafe { phys::claim_u32s(table_at, entries) };
     let mut fa = FrameAllocator::new(lo, table).expect("RAM base is frame-aligned");
     for r in &boot.memory {
         fa.add_free(r.start, r.end);

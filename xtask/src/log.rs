@@ -192,3 +192,57 @@ fn text_lines(bytes: &[u8], lines: &mut Vec<LogLine>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn symbols() -> Symbols {
+        Symbols {
+            funcs: vec![
+                (0x1000, 0x40, "kernel::a".into()),
+                (0x1040, 0x20, "kernel::b".into()),
+                (0x2000, 0, "_start".into()),
+            ],
+        }
+    }
+
+    #[test]
+    fn pcs_are_annotated_with_their_function() {
+        let s = symbols();
+        assert_eq!(
+            s.annotate("trap at pc=0x1004, done"),
+            "trap at pc=0x1004 <kernel::a+0x4>, done"
+        );
+        assert_eq!(s.annotate("pc=0x1040"), "pc=0x1040 <kernel::b+0x0>");
+        // Beyond a sized function and before the next symbol: nothing to say.
+        assert_eq!(s.annotate("pc=0x1070"), "pc=0x1070");
+        // An unsized label covers what follows it.
+        assert_eq!(s.annotate("pc=0x2010"), "pc=0x2010 <_start+0x10>");
+        assert_eq!(s.annotate("no addresses here"), "no addresses here");
+    }
+
+    #[test]
+    fn return_addresses_name_the_calling_function() {
+        let s = symbols();
+        // A call at the very end of `a` returns to the first byte of `b`.
+        assert_eq!(s.annotate("#1 ret=0x1040"), "#1 ret=0x1040 <kernel::a+0x3f>");
+        assert_eq!(
+            s.annotate("ret=0x1010 pc=0x1041"),
+            "ret=0x1010 <kernel::a+0xf> pc=0x1041 <kernel::b+0x1>"
+        );
+    }
+
+    #[test]
+    fn text_between_frames_becomes_lines_and_binary_is_summarised() {
+        let mut lines = Vec::new();
+        text_lines(b"OpenSBI v1.1\r\n\r\nPlatform: virt\n", &mut lines);
+        let text: Vec<_> = lines.iter().map(|l| (l.level.as_str(), l.message.as_str())).collect();
+        assert_eq!(text, [("TEXT", "OpenSBI v1.1"), ("TEXT", "Platform: virt")]);
+        lines.clear();
+        text_lines(&[0x91, 0x02, 0xff, 0x80, 0x13, 0x07], &mut lines);
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].level, "RAW");
+        assert_eq!(lines[0].message, "(6 undecodable bytes)");
+    }
+}

@@ -215,7 +215,13 @@ pub fn boot(
         log.push(line);
     }
     let stderr = err_reader.join().unwrap_or_default();
-    let ending = forced.unwrap_or_else(|| ending(boot.arch, status.code()));
+    // A status the kernel could have produced counts as the kernel's only if it said so: QEMU
+    // also exits with 0 when gdb kills it, or on a triple fault with -no-reboot.
+    let said_shutdown = log.iter().any(|l| l.message.starts_with("shutdown: "));
+    let ending = match forced.unwrap_or_else(|| ending(boot.arch, status.code())) {
+        Ending::Kernel(_) if !said_shutdown => Ending::Other(status.code()),
+        e => e,
+    };
     Ok(Outcome { ending, log, stderr, wall })
 }
 
@@ -295,4 +301,46 @@ pub fn version(arch: Arch) -> String {
 /// Where failing boots' logs are kept.
 pub fn log_dir() -> PathBuf {
     crate::util::target_dir().join("qemu-logs")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_statuses_map_back_to_kernel_codes() {
+        assert_eq!(ending(Arch::Riscv64, Some(0)), Ending::Kernel(0));
+        assert_eq!(ending(Arch::Riscv64, Some(2)), Ending::Kernel(2));
+        assert_eq!(ending(Arch::Riscv64, Some(3)), Ending::Other(Some(3)));
+        assert_eq!(ending(Arch::X86_64, Some(33)), Ending::Kernel(0));
+        assert_eq!(ending(Arch::X86_64, Some(35)), Ending::Kernel(1));
+        assert_eq!(ending(Arch::X86_64, Some(37)), Ending::Kernel(2));
+        // A triple fault with -no-reboot exits 0 on x86_64: not the kernel's doing.
+        assert_eq!(ending(Arch::X86_64, Some(0)), Ending::Other(Some(0)));
+        assert_eq!(ending(Arch::X86_64, None), Ending::Other(None));
+    }
+
+    #[test]
+    fn command_lines_carry_the_boot_settings() {
+        let a = Artifacts { kernel: "k".into(), firmware: Some("fw".into()) };
+        let mut b = Boot::new(Arch::Riscv64);
+        b.memory = 256;
+        b.icount = true;
+        b.append = "test=all".into();
+        let args: Vec<String> =
+            b.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect();
+        let joined = args.join(" ");
+        assert!(joined.contains("-bios fw"), "{joined}");
+        assert!(joined.contains("-m 256M"), "{joined}");
+        assert!(joined.contains("-icount shift=0,sleep=off"), "{joined}");
+        assert!(joined.contains("-append test=all"), "{joined}");
+        b.bios = Bios::Opensbi;
+        let joined: Vec<String> =
+            b.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect();
+        assert!(joined.join(" ").contains("-bios default"));
+        let x = Boot::new(Arch::X86_64);
+        let joined: Vec<String> =
+            x.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect();
+        assert!(joined.join(" ").contains("isa-debug-exit,iobase=0xf4,iosize=0x04"));
+    }
 }

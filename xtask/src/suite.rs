@@ -429,3 +429,39 @@ fn kernel_tests(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_select_architectures() {
+        assert!(arch_may_match(Arch::Riscv64, None));
+        assert!(arch_may_match(Arch::Riscv64, Some("timer")));
+        assert!(arch_may_match(Arch::X86_64, Some("memory")));
+        assert!(arch_may_match(Arch::Riscv64, Some("qemu::riscv64::kernel")));
+        assert!(arch_may_match(Arch::Riscv64, Some("qemu::ri")));
+        assert!(!arch_may_match(Arch::X86_64, Some("qemu::riscv64::kernel")));
+        assert!(!arch_may_match(Arch::Riscv64, Some("x86_64")));
+        assert!(!arch_may_match(Arch::Riscv64, Some("host::clippy")));
+    }
+
+    #[test]
+    fn the_banner_memory_figure_is_read() {
+        let out = Outcome {
+            ending: Ending::Kernel(0),
+            log: vec![crate::log::LogLine {
+                level: "INFO".into(),
+                timestamp: Some("0.1".into()),
+                message: "memory: 256 MiB in 1 region(s), timer 10000000 Hz".into(),
+            }],
+            stderr: String::new(),
+            wall: Duration::ZERO,
+        };
+        assert_eq!(reported_mib(&out), Some(256));
+        assert!(expect_ending(&out, Ending::Kernel(0)).is_ok());
+        assert!(expect_ending(&out, Ending::Kernel(2)).is_err());
+        assert!(expect_line(&out, "256 MiB").is_ok());
+        assert!(expect_line(&out, "512 MiB").is_err());
+    }
+}
