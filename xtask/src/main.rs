@@ -128,7 +128,8 @@ fn main() -> ExitCode {
                 0
             }),
         Command::Run { arch, bios, memory, append, icount, gdb, raw } => {
-            qemu::run_interactive(qemu::RunArgs { arch, bios, memory, append, icount, gdb, raw })
+            let boot = qemu::Boot { bios, memory, append, icount, gdb, ..qemu::Boot::new(arch) };
+            qemu::run_interactive(boot, raw)
         }
         Command::Test { filter, list } => suite::run(filter.as_deref(), list),
         Command::Bench { name } => bench::run(name).map(|_| 0),

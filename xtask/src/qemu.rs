@@ -192,7 +192,7 @@ pub fn boot(
         if let Some(status) = child.try_wait()? {
             break status;
         }
-        if start.elapsed() > boot.timeout && !boot.gdb {
+        if start.elapsed() > boot.timeout {
             forced = Some(Ending::Timeout);
         } else if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
             forced = Some(Ending::Interrupted);
@@ -225,39 +225,21 @@ pub fn boot(
     Ok(Outcome { ending, log, stderr, wall })
 }
 
-/// Arguments of `cargo xtask run`.
-pub struct RunArgs {
-    pub arch: Arch,
-    pub bios: Bios,
-    pub memory: u32,
-    pub append: String,
-    pub icount: bool,
-    pub gdb: bool,
-    pub raw: bool,
-}
-
-/// `cargo xtask run`: build, boot, show the log live; returns the kernel's exit code.
-pub fn run_interactive(args: RunArgs) -> Result<u8> {
-    setup::ensure(setup::Needs { gdb: args.gdb, qemu: true })?;
-    let a = artifacts::build(args.arch)?;
+/// `cargo xtask run`: build, boot `b` (no timeout), show the log live (with undecodable bytes
+/// too if `show_raw`); returns the kernel's exit code.
+pub fn run_interactive(mut b: Boot, show_raw: bool) -> Result<u8> {
+    setup::ensure(setup::Needs { gdb: b.gdb, qemu: true })?;
+    let a = artifacts::build(b.arch)?;
     let kernel = Kernel::load(&a.kernel)?;
-    let mut b = Boot::new(args.arch);
-    b.bios = args.bios;
-    b.memory = args.memory;
-    b.append = args.append;
-    b.icount = args.icount;
-    b.gdb = args.gdb;
-    b.timeout = Duration::from_secs(24 * 3600);
-    if args.gdb {
-        let gdb = if args.arch == Arch::Riscv64 { "gdb-multiarch" } else { "gdb" };
+    b.timeout = Duration::MAX;
+    if b.gdb {
         eprintln!("QEMU waits for a debugger. In another terminal:");
-        eprintln!("  {gdb} {} -ex 'target remote localhost:1234'", a.kernel.display());
+        eprintln!("  gdb-multiarch {} -ex 'target remote localhost:1234'", a.kernel.display());
     }
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("installing the Ctrl-C handler")?;
-    let show_raw = args.raw;
     let out = boot(&b, &a, &kernel, Some(&stop), &mut |line| {
         if show_raw || line.level != "RAW" {
             println!("{line}");
