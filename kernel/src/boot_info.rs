@@ -46,6 +46,8 @@ pub struct BootInfo {
     pub devices: Vec<Device, 32>,
     /// Timer ticks per second.
     pub timebase_hz: u64,
+    /// The boot image (QEMU `-initrd`), if one was loaded.
+    pub initrd: Option<PhysRange>,
 }
 
 impl Default for BootInfo {
@@ -64,6 +66,7 @@ impl BootInfo {
             reserved: Vec::new(),
             devices: Vec::new(),
             timebase_hz: 0,
+            initrd: None,
         }
     }
 

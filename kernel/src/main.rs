@@ -31,6 +31,8 @@ extern crate alloc;
 pub mod arch;
 mod boot_info;
 mod cmdline;
+#[cfg(target_arch = "riscv64")]
+mod domain;
 mod heap;
 mod ktest;
 mod log;
@@ -52,6 +54,8 @@ pub enum ExitCode {
     TestFailure = 1,
     /// The kernel panicked or took an unexpected trap.
     Panic = 2,
+    /// The boot image or its compiled manifest failed validation.
+    BootImageRejected = 3,
 }
 
 /// The portable kernel entry point, called by the arch boot code once the console works and
@@ -67,8 +71,13 @@ pub fn kernel_main(boot: BootInfo) -> ! {
     memory::init(&boot);
     arch::init_platform(&boot);
     boot.report();
-    let status = tests::run(&args);
-    shutdown(status)
+    if let Some(status) = tests::run(&args) {
+        shutdown(status)
+    }
+    // Domains need user mode, which x86_64 gains with its port.
+    #[cfg(target_arch = "riscv64")]
+    domain::start_from_boot_image(&boot);
+    shutdown(ExitCode::Success)
 }
 
 /// Logs the shutdown and leaves the machine with `code`.

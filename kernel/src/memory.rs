@@ -24,9 +24,24 @@ pub fn with_frames<R>(f: impl FnOnce(&mut FrameAllocator<'static>) -> R) -> R {
 
 /// Allocates one frame for the kernel and zeroes it.
 pub fn alloc_zeroed_kernel_frame() -> Result<Frame, FrameError> {
-    let frame = with_frames(|fa| fa.alloc(Owner::Kernel))?;
+    alloc_zeroed(Owner::Kernel)
+}
+
+/// Allocates one frame for `owner` and zeroes it.
+pub fn alloc_zeroed(owner: Owner) -> Result<Frame, FrameError> {
+    let frame = with_frames(|fa| fa.alloc(owner))?;
     phys::zero_frame(frame);
     Ok(frame)
+}
+
+/// Scrubs `frame` (its contents never reach the next owner) and returns it to the free pool.
+#[cfg_attr(
+    target_arch = "x86_64",
+    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
+)]
+pub fn scrub_and_free(frame: Frame, owner: Owner) -> Result<(), FrameError> {
+    phys::zero_frame(frame);
+    with_frames(|fa| fa.free(frame, owner))
 }
 
 /// Sets up the frame allocator and the heap from what the boot code found.

@@ -24,3 +24,28 @@ pub unsafe fn claim_u32s(pa: u64, len: usize) -> &'static mut [u32] {
     // and aligned.
     unsafe { core::slice::from_raw_parts_mut(arch::phys_to_virt(pa) as *mut u32, len) }
 }
+
+/// Copies `data` (at most one frame) to the start of `frame`.
+#[cfg_attr(
+    target_arch = "x86_64",
+    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
+)]
+pub fn write_frame(frame: Frame, data: &[u8]) {
+    assert!(data.len() <= FRAME_SIZE as usize, "write_frame: more than a frame of data");
+    let page = arch::phys_to_virt(frame.addr()) as *mut u8;
+    // SAFETY: as for `zero_frame`: the caller owns the RAM frame, the direct map covers it, and
+    // `data` fits in it.
+    unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), page, data.len()) };
+}
+
+/// The `len` bytes of physical memory at `pa` (the boot image), read-only, for the kernel's
+/// lifetime. The range is reserved in the frame allocator, so it never changes owner.
+#[cfg_attr(
+    target_arch = "x86_64",
+    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
+)]
+pub fn bytes(pa: u64, len: usize) -> &'static [u8] {
+    // SAFETY: callers pass a range the boot code found (the initrd) and reserved; the direct
+    // map covers it and nothing writes it.
+    unsafe { core::slice::from_raw_parts(arch::phys_to_virt(pa) as *const u8, len) }
+}

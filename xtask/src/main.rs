@@ -4,6 +4,7 @@
 //! bare-metal targets, boots them in QEMU and decodes the kernel's defmt log (`run`), runs every
 //! test (`test`: clippy, host unit tests, QEMU suites) and measures (`bench`).
 
+mod apps;
 mod artifacts;
 mod bench;
 mod log;

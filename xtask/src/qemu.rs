@@ -138,9 +138,9 @@ impl Outcome {
 
 fn ending(arch: Arch, status: Option<i32>) -> Ending {
     match (arch, status) {
-        (Arch::Riscv64, Some(s)) if (0..=2).contains(&s) => Ending::Kernel(s as u8),
+        (Arch::Riscv64, Some(s)) if (0..=3).contains(&s) => Ending::Kernel(s as u8),
         // isa-debug-exit: the kernel writes 0x10 + code, QEMU exits with (value << 1) | 1.
-        (Arch::X86_64, Some(s)) if (33..=37).contains(&s) && s % 2 == 1 => {
+        (Arch::X86_64, Some(s)) if (33..=39).contains(&s) && s % 2 == 1 => {
             Ending::Kernel(((s - 33) / 2) as u8)
         }
         (_, s) => Ending::Other(s),
@@ -293,7 +293,8 @@ mod tests {
     fn exit_statuses_map_back_to_kernel_codes() {
         assert_eq!(ending(Arch::Riscv64, Some(0)), Ending::Kernel(0));
         assert_eq!(ending(Arch::Riscv64, Some(2)), Ending::Kernel(2));
-        assert_eq!(ending(Arch::Riscv64, Some(3)), Ending::Other(Some(3)));
+        assert_eq!(ending(Arch::Riscv64, Some(3)), Ending::Kernel(3));
+        assert_eq!(ending(Arch::Riscv64, Some(4)), Ending::Other(Some(4)));
         assert_eq!(ending(Arch::X86_64, Some(33)), Ending::Kernel(0));
         assert_eq!(ending(Arch::X86_64, Some(35)), Ending::Kernel(1));
         assert_eq!(ending(Arch::X86_64, Some(37)), Ending::Kernel(2));

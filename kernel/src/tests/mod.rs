@@ -33,14 +33,12 @@ const ALL: &[KernelTest] = &[
     KernelTest { name: "timer::rate_idle", run: timer::rate_idle },
 ];
 
-/// Does what the command line asks after boot: commit a deliberate fault, run tests, or nothing.
-pub fn run(args: &Args<'_>) -> ExitCode {
+/// Does what the command line asks after boot: commit a deliberate fault or run tests, and
+/// returns the run's verdict; `None` if it asks for neither.
+pub fn run(args: &Args<'_>) -> Option<ExitCode> {
     if let Some(kind) = args.fault {
         faults::commit(kind);
-        return ExitCode::TestFailure;
+        return Some(ExitCode::TestFailure);
     }
-    match args.test {
-        Some(selection) => ktest::run(ALL, selection),
-        None => ExitCode::Success,
-    }
+    args.test.map(|selection| ktest::run(ALL, selection))
 }

@@ -29,11 +29,13 @@ pub enum Call {
     /// `stretch_rights(base, domain, rights) -> 0`: sets what `domain`'s protection domain may
     /// do with a stretch the caller owns (needs the meta right on it).
     StretchRights = 7,
+    /// `null() -> 0`: does nothing; measures the bare system-call path.
+    Null = 8,
 }
 
 impl Call {
     /// Every call, in number order.
-    pub const ALL: [Call; 7] = [
+    pub const ALL: [Call; 8] = [
         Call::ConsoleWrite,
         Call::Exit,
         Call::Yield,
@@ -41,6 +43,7 @@ impl Call {
         Call::StretchCreate,
         Call::StretchDestroy,
         Call::StretchRights,
+        Call::Null,
     ];
 
     /// The call with number `n`.

@@ -11,6 +11,22 @@ unsafe extern "C" {
     static __kernel_end: u8;
 }
 
+/// The boot image's range from `/chosen` (`linux,initrd-start`, `linux,initrd-end`, 32- or
+/// 64-bit cells).
+fn initrd(fdt: &Fdt<'_>) -> Option<PhysRange> {
+    let chosen = fdt.find_node("/chosen")?;
+    let read = |name: &str| {
+        let p = chosen.property(name)?;
+        match p.value.len() {
+            4 => Some(u32::from_be_bytes(p.value.try_into().ok()?) as u64),
+            8 => Some(u64::from_be_bytes(p.value.try_into().ok()?)),
+            _ => None,
+        }
+    };
+    let (start, end) = (read("linux,initrd-start")?, read("linux,initrd-end")?);
+    (end > start).then_some(PhysRange { start, end })
+}
+
 /// Builds the boot information from the device tree at physical address `dtb`.
 pub fn boot_info(hart: usize, dtb: u64) -> BootInfo {
     let mut boot = BootInfo::new();
@@ -34,6 +50,7 @@ pub fn boot_info(hart: usize, dtb: u64) -> BootInfo {
     if let Some(args) = fdt.chosen().bootargs() {
         boot.cmdline = fixed(args);
     }
+    boot.initrd = initrd(&fdt);
     for region in fdt.memory().regions() {
         let start = region.starting_address as u64;
         let end = start + region.size.unwrap_or(0) as u64;
@@ -50,6 +67,9 @@ pub fn boot_info(hart: usize, dtb: u64) -> BootInfo {
     let _ = reserved.push(PhysRange { start: ram_start, end: kernel_start });
     let _ = reserved.push(PhysRange { start: kernel_start, end: kernel_end });
     let _ = reserved.push(PhysRange { start: dtb, end: dtb_end });
+    if let Some(r) = boot.initrd {
+        let _ = reserved.push(r);
+    }
     if let Some(node) = fdt.find_node("/reserved-memory") {
         for child in node.children() {
             for r in child.reg().into_iter().flatten() {

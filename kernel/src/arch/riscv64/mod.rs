@@ -9,6 +9,7 @@ pub mod sbi;
 pub mod sv39;
 pub mod timer;
 mod trap;
+pub mod user;
 
 use spin::Mutex;
 
@@ -23,6 +24,7 @@ pub const NAME: &str = "riscv64";
 pub const HANDLES_TRAPS: bool = true;
 
 pub use entry::boot_stack;
+pub use user::{AddressSpace, UserContext, UserTrap, copy_from_user, enter_user};
 
 /// The kernel's page tables, once [`init_platform`] has built them.
 static KERNEL_TABLE: Mutex<Option<PageTable>> = Mutex::new(None);
@@ -163,7 +165,8 @@ unsafe extern "C" {
 pub fn init_platform(boot: &BootInfo) {
     time::set_frequency(boot.timebase_hz);
     trap::init();
-    let mut table = PageTable::new().expect("no frame for the kernel root table");
+    let mut table = PageTable::new(frame_allocator::Owner::Kernel, 0)
+        .expect("no frame for the kernel root table");
     let text = &raw const __kernel_start as u64;
     let rodata = &raw const __text_end as u64;
     let data = &raw const __rodata_end as u64;

@@ -31,12 +31,23 @@ __probe_write_fixup:
     li      a0, 1
     ret
 
+    .globl __probe_read_u8
+__probe_read_u8:
+    mv      a1, zero
+__probe_read_u8_insn:
+    lbu     a0, 0(a0)
+    ret
+__probe_read_u8_fixup:
+    li      a1, 1
+    ret
+
     .section .rodata
     .balign 8
     .globl __probe_table
 __probe_table:
     .quad __probe_read_insn, __probe_read_fixup
     .quad __probe_write_insn, __probe_write_fixup
+    .quad __probe_read_u8_insn, __probe_read_u8_fixup
     "#
 );
 
@@ -49,7 +60,8 @@ struct ReadResult {
 unsafe extern "C" {
     fn __probe_read_u64(addr: usize) -> ReadResult;
     fn __probe_write_u64(addr: usize, value: u64) -> u64;
-    static __probe_table: [[usize; 2]; 2];
+    fn __probe_read_u8(addr: usize) -> ReadResult;
+    static __probe_table: [[usize; 2]; 3];
 }
 
 /// Reads the `u64` at `addr`, or `None` if the access faults.
@@ -59,6 +71,13 @@ pub fn read_u64(addr: usize) -> Option<u64> {
     // the caller's concern, hence the function is only used on memory.
     let r = unsafe { __probe_read_u64(addr) };
     (r.faulted == 0).then_some(r.value)
+}
+
+/// Reads the byte at `addr`, or `None` if the access faults.
+pub fn read_u8(addr: usize) -> Option<u8> {
+    // SAFETY: as for `read_u64`: one load, a fault is caught and reported.
+    let r = unsafe { __probe_read_u8(addr) };
+    (r.faulted == 0).then_some(r.value as u8)
 }
 
 /// Writes `value` to `addr`; `false` if the access faults.

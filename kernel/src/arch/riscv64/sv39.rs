@@ -4,7 +4,7 @@
 //! charged to the domain a protection domain's tables serve) and are reached through the direct
 //! map. Mapping never silently replaces a mapping: it fails with [`MapError::AlreadyMapped`].
 
-use frame_allocator::{FRAME_SIZE, Frame, FrameError};
+use frame_allocator::{FRAME_SIZE, Frame, FrameError, Owner};
 
 use super::phys_to_virt;
 use crate::memory;
@@ -44,9 +44,12 @@ pub enum MapError {
     OutOfFrames(FrameError),
 }
 
-/// A tree of Sv39 page tables, named by its root frame.
+/// A tree of Sv39 page tables, named by its root frame. Its table frames are charged to
+/// `owner`.
 pub struct PageTable {
     root: Frame,
+    owner: Owner,
+    asid: u16,
 }
 
 fn entries(table: u64) -> &'static mut [u64; 512] {
@@ -66,15 +69,52 @@ fn canonical(va: u64) -> bool {
 }
 
 impl PageTable {
-    /// A new, empty tree.
-    pub fn new() -> Result<Self, MapError> {
-        let root = memory::alloc_zeroed_kernel_frame().map_err(MapError::OutOfFrames)?;
-        Ok(PageTable { root })
+    /// A new, empty tree whose frames are charged to `owner`, tagged with address-space
+    /// identifier `asid` in the TLB.
+    pub fn new(owner: Owner, asid: u16) -> Result<Self, MapError> {
+        let root = memory::alloc_zeroed(owner).map_err(MapError::OutOfFrames)?;
+        Ok(PageTable { root, owner, asid })
     }
 
-    /// The value for `satp` that selects this tree (Sv39, ASID 0).
+    /// A new tree for a protection domain: it shares the kernel half (the upper 256 root
+    /// entries, and through them every kernel table) with `kernel`, and has an empty user half.
+    pub fn new_sharing_kernel(
+        kernel: &PageTable,
+        owner: Owner,
+        asid: u16,
+    ) -> Result<Self, MapError> {
+        let table = PageTable::new(owner, asid)?;
+        let src = entries(kernel.root.addr());
+        entries(table.root.addr())[256..].copy_from_slice(&src[256..]);
+        Ok(table)
+    }
+
+    /// The value for `satp` that selects this tree (Sv39 with its ASID).
     pub fn satp(&self) -> usize {
-        (8usize << 60) | (self.root.addr() >> 12) as usize
+        (8usize << 60) | ((self.asid as usize) << 44) | (self.root.addr() >> 12) as usize
+    }
+
+    /// The address-space identifier.
+    pub fn asid(&self) -> u16 {
+        self.asid
+    }
+
+    /// Frees every table frame of the user half and the root. Leaf frames (the memory that was
+    /// mapped) are not touched: they belong to stretches.
+    pub fn destroy(self) {
+        fn free_level(table: u64, level: usize, owner: Owner) {
+            for e in entries(table).iter_mut() {
+                if *e & PTE_V != 0 && *e & LEAF == 0 && level > 0 {
+                    let next = (*e >> 10) << 12;
+                    free_level(next, level - 1, owner);
+                    *e = 0;
+                }
+            }
+            let _ = memory::scrub_and_free(Frame::containing(table), owner);
+        }
+        // The kernel half is shared: clear it before freeing so it is not walked.
+        entries(self.root.addr())[256..].fill(0);
+        free_level(self.root.addr(), 2, self.owner);
     }
 
     /// The root frame.
@@ -110,7 +150,7 @@ impl PageTable {
         for level in [2, 1] {
             let e = &mut entries(table)[vpn(va, level)];
             if *e & PTE_V == 0 {
-                let next = memory::alloc_zeroed_kernel_frame().map_err(MapError::OutOfFrames)?;
+                let next = memory::alloc_zeroed(self.owner).map_err(MapError::OutOfFrames)?;
                 *e = ((next.addr() >> 12) << 10) | PTE_V;
             } else if *e & LEAF != 0 {
                 return Err(MapError::AlreadyMapped);
@@ -180,4 +220,10 @@ pub fn activate(table: &PageTable) {
 pub fn flush(va: u64) {
     // SAFETY: `sfence.vma` only drops cached translations.
     unsafe { core::arch::asm!("sfence.vma {0}, zero", in(reg) va) };
+}
+
+/// Flushes this CPU's TLB entries for address space `asid`.
+pub fn flush_asid(asid: u16) {
+    // SAFETY: `sfence.vma` only drops cached translations.
+    unsafe { core::arch::asm!("sfence.vma zero, {0}", in(reg) asid as usize) };
 }

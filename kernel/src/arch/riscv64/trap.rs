@@ -8,11 +8,11 @@
 
 use core::arch::global_asm;
 
-use super::{entry, probe, timer};
+use super::{entry, probe, timer, user};
 
 /// Registers saved on trap entry.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct TrapFrame {
     /// x0..x31 (x0 is unused; x2 is the interrupted `sp`).
     pub regs: [usize; 32],
@@ -77,6 +77,8 @@ __trap_entry:
     sd      t0, 33*8(sp)
     mv      a0, sp
     call    {handler}
+    .globl __trap_restore
+__trap_restore:
     ld      t0, 32*8(sp)
     csrw    sepc, t0
     ld      t0, 33*8(sp)
@@ -137,11 +139,18 @@ pub fn init() {
     }
 }
 
-const INTERRUPT: usize = 1 << 63;
-const SUPERVISOR_TIMER: usize = INTERRUPT | 5;
+pub(super) const INTERRUPT: usize = 1 << 63;
+pub(super) const SUPERVISOR_TIMER: usize = INTERRUPT | 5;
+/// `sstatus.SPP`: the trap came from S-mode.
+pub(super) const SSTATUS_SPP: usize = 1 << 8;
+
+/// The top of the trap stack, where the frame of the trap being handled sits just below.
+pub(super) fn stack_top() -> usize {
+    &raw const __trap_stack_top as usize
+}
 
 /// Standard exception names, by `scause` code.
-fn exception_name(code: usize) -> &'static str {
+pub(super) fn exception_name(code: usize) -> &'static str {
     match code {
         0 => "instruction address misaligned",
         1 => "instruction access fault",
@@ -166,6 +175,9 @@ extern "C" fn trap_handler(frame: &mut TrapFrame) {
     unsafe {
         core::arch::asm!("csrr {0}, scause", "csrr {1}, stval", out(reg) scause, out(reg) stval)
     };
+    if frame.sstatus & SSTATUS_SPP == 0 {
+        return user::on_trap(frame, scause, stval);
+    }
     if scause == SUPERVISOR_TIMER {
         timer::on_interrupt();
         return;

@@ -1,0 +1,331 @@
+//! Domains: the schedulable principals of Tessera, each with a protection domain, a saved
+//! context, a memory contract and the stretches it owns.
+//!
+//! What is implemented: domains created from the boot image's manifest, nailed stretches
+//! (images, stacks, run-time stretches) with per-domain rights, protection domains as
+//! per-domain page tables over the one address space (with ASIDs), the first system calls
+//! ([`syscall`]), round-robin scheduling with a 10 ms time slice, and domain death (exit or a
+//! fault) that unmaps the domain's stretches from every protection domain, then scrubs and
+//! frees their frames. Not yet: activations and events (the domain is resumed where it
+//! trapped), CPU contracts (Atropos replaces the round robin), stretch drivers (all stretches
+//! are nailed), optimistic frames.
+//!
+//! Invariants: every frame of a stretch is charged to the stretch's owner; a domain's frames
+//! (stretches plus page tables) never exceed its guaranteed frames; a page is mapped in a
+//! protection domain exactly when that domain holds rights on the stretch containing it.
+//!
+//! Everything here runs in trap handlers (interrupts off, one CPU) or at boot, under the one
+//! [`WORLD`] lock.
+
+mod loader;
+pub mod stretch;
+mod syscall;
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use abi::{PAGE_SIZE, Rights, SysError};
+use frame_allocator::{FRAME_SIZE, Owner};
+use spin::Mutex;
+
+use crate::arch::{self, AddressSpace, UserContext, UserTrap};
+use crate::memory::{self, with_frames};
+use stretch::{Kind, Stretch, VirtualAllocator};
+
+pub use loader::start_from_boot_image;
+
+/// Time a domain runs before the round robin moves on, in microseconds.
+pub const TIME_SLICE_US: u64 = 10_000;
+
+/// How a domain ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, defmt::Format)]
+pub enum Ending {
+    /// It called `exit` with this code.
+    Exited(i32),
+    /// The kernel terminated it for this fault.
+    Terminated(&'static str),
+}
+
+/// One domain; its identifier is its index in the manifest (and in [`World`]), which is also
+/// its frame-owner id.
+pub struct Domain {
+    /// Name from the manifest.
+    pub name: String,
+    /// Saved registers while it is not running.
+    ctx: UserContext,
+    /// Its protection domain; `None` once it is dead.
+    space: Option<AddressSpace>,
+    /// Frames it may hold at most (stretches and page tables).
+    guaranteed_frames: u64,
+    /// `None` while alive.
+    pub ending: Option<Ending>,
+}
+
+/// All domains and stretches.
+pub struct World {
+    domains: Vec<Domain>,
+    stretches: BTreeMap<usize, Stretch>,
+    virtual_space: VirtualAllocator,
+    current: usize,
+    /// Free frames before the first domain was created.
+    free_before: u64,
+}
+
+/// The kernel's domains and stretches.
+pub static WORLD: Mutex<Option<World>> = Mutex::new(None);
+
+impl World {
+    fn new() -> Self {
+        World {
+            domains: Vec::new(),
+            stretches: BTreeMap::new(),
+            virtual_space: VirtualAllocator::new(abi::STRETCH_BASE, abi::USER_END),
+            current: 0,
+            free_before: with_frames(|fa| fa.free_count()),
+        }
+    }
+
+    fn domain(&self, id: u32) -> Option<&Domain> {
+        self.domains.get(id as usize).filter(|d| d.ending.is_none())
+    }
+
+    /// The stretch containing `addr`.
+    pub fn stretch_at(&self, addr: usize) -> Option<&Stretch> {
+        self.stretches.range(..=addr).next_back().map(|(_, s)| s).filter(|s| s.contains(addr))
+    }
+
+    /// Does domain `id` hold `want` on every page of `[addr, addr + len)`?
+    pub fn may_access(&self, id: u32, addr: usize, len: usize, want: Rights) -> bool {
+        let Some(end) = addr.checked_add(len) else { return false };
+        if addr < abi::USER_BASE || end > abi::USER_END {
+            return false;
+        }
+        let mut a = addr;
+        while a < end {
+            match self.stretch_at(a) {
+                Some(s) if s.rights_of(id).contains(want) => a = s.end(),
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// Frames charged to domain `id` now.
+    fn charged(&self, id: u32) -> u64 {
+        with_frames(|fa| fa.owned_by(Owner::Domain(id)))
+    }
+
+    /// Creates a nailed stretch of `pages` pages at `base` owned by `owner`, with `rights` for the
+    /// owner's protection domain, filled from `data` (the rest zero). Checks the owner's frames
+    /// contract, counting up to three page-table frames the mapping may need.
+    fn create_stretch(
+        &mut self,
+        owner: u32,
+        base: usize,
+        pages: usize,
+        rights: Rights,
+        kind: Kind,
+        data: &[u8],
+    ) -> Result<(), SysError> {
+        let d = self.domain(owner).ok_or(SysError::NotFound)?;
+        if self.charged(owner) + pages as u64 + 3 > d.guaranteed_frames {
+            return Err(SysError::NoMemory);
+        }
+        let end = base.checked_add(pages * PAGE_SIZE).ok_or(SysError::InvalidArgument)?;
+        if self.stretches.range(..end).next_back().is_some_and(|(_, s)| s.end() > base) {
+            return Err(SysError::InvalidArgument);
+        }
+        let mut frames = Vec::with_capacity(pages);
+        for _ in 0..pages {
+            match memory::alloc_zeroed(Owner::Domain(owner)) {
+                Ok(f) => frames.push(f),
+                Err(_) => {
+                    frames.into_iter().for_each(|f| {
+                        let _ = memory::scrub_and_free(f, Owner::Domain(owner));
+                    });
+                    return Err(SysError::NoMemory);
+                }
+            }
+        }
+        for (i, chunk) in data.chunks(PAGE_SIZE).enumerate().take(pages) {
+            crate::phys::write_frame(frames[i], chunk);
+        }
+        let mut s = Stretch { base, frames, owner, rights: Vec::new(), kind };
+        s.set_rights(owner, rights);
+        self.map_for(&s, owner, rights)?;
+        self.stretches.insert(base, s);
+        Ok(())
+    }
+
+    /// Maps (or, with `NONE`, unmaps) stretch `s` in domain `id`'s protection domain.
+    fn map_for(&mut self, s: &Stretch, id: u32, rights: Rights) -> Result<(), SysError> {
+        let Some(space) = self.domains.get_mut(id as usize).and_then(|d| d.space.as_mut()) else {
+            return Ok(());
+        };
+        for (i, f) in s.frames.iter().enumerate() {
+            let va = s.base + i * PAGE_SIZE;
+            space.unmap(va);
+            if rights != Rights::NONE {
+                space.map(va, f.addr(), rights).map_err(|_| SysError::NoMemory)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Unmaps `s` from every protection domain, then scrubs and frees its frames.
+    fn destroy_stretch(&mut self, base: usize) {
+        let Some(s) = self.stretches.remove(&base) else { return };
+        for &(id, _) in &s.rights {
+            let _ = self.map_for(&s, id, Rights::NONE);
+        }
+        for f in &s.frames {
+            if let Err(e) = memory::scrub_and_free(*f, Owner::Domain(s.owner)) {
+                defmt::error!("stretch {=u64:#x}: freeing a frame failed: {}", base as u64, e);
+            }
+        }
+    }
+
+    /// Ends domain `id`: its stretches are unmapped everywhere and freed, its rights on other
+    /// stretches dropped, its page tables freed.
+    fn kill(&mut self, id: u32, ending: Ending) {
+        let owned: Vec<usize> =
+            self.stretches.values().filter(|s| s.owner == id).map(|s| s.base).collect();
+        for base in owned {
+            self.destroy_stretch(base);
+        }
+        for s in self.stretches.values_mut() {
+            s.set_rights(id, Rights::NONE);
+        }
+        let d = &mut self.domains[id as usize];
+        if let Some(space) = d.space.take() {
+            space.destroy();
+        }
+        d.ending = Some(ending);
+        let left = with_frames(|fa| fa.owned_by(Owner::Domain(id)));
+        if left != 0 {
+            defmt::error!(
+                "domain {=str}: {=u64} frames still charged after death",
+                d.name.as_str(),
+                left
+            );
+        }
+        match ending {
+            Ending::Exited(code) => {
+                defmt::info!("domain {=str} exited with status {=i32}", d.name.as_str(), code)
+            }
+            Ending::Terminated(why) => {
+                defmt::error!("domain {=str} terminated: {=str}", d.name.as_str(), why)
+            }
+        }
+    }
+
+    /// The next live domain after the current one, round robin.
+    fn next_runnable(&self) -> Option<usize> {
+        let n = self.domains.len();
+        (1..=n).map(|k| (self.current + k) % n).find(|&i| self.domains[i].ending.is_none())
+    }
+}
+
+/// Creates the world (before any domain exists).
+pub fn init() {
+    *WORLD.lock() = Some(World::new());
+}
+
+/// Where the CPU goes after `frame`'s domain stops running: saves its context (if it lives),
+/// loads the next runnable domain's into `frame` and switches address spaces. With no domain
+/// left it prints the run summary and shuts down.
+fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
+    if save {
+        w.domains[w.current].ctx = frame.clone();
+    }
+    let Some(next) = w.next_runnable() else {
+        summary(w);
+        crate::shutdown(crate::ExitCode::Success);
+    };
+    w.current = next;
+    let d = &w.domains[next];
+    *frame = d.ctx.clone();
+    if let Some(space) = &d.space {
+        space.activate();
+    }
+    arch::timer::arm(arch::time::now_ticks() + arch::time::frequency() * TIME_SLICE_US / 1_000_000);
+}
+
+/// Entry from the arch trap handler for every trap taken in U-mode.
+pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
+    let mut guard = WORLD.lock();
+    let w = guard.as_mut().expect("user trap without domains");
+    let id = w.current as u32;
+    match trap {
+        UserTrap::SystemCall { number, args } => match syscall::dispatch(w, id, number, args) {
+            syscall::Next::Return(result) => match result {
+                Ok(value) => frame.set_result(0, value),
+                Err(e) => frame.set_result(e as usize, 0),
+            },
+            syscall::Next::Yield => switch(w, frame, true),
+            syscall::Next::Exit(code) => {
+                w.kill(id, Ending::Exited(code));
+                switch(w, frame, false);
+            }
+        },
+        UserTrap::Timer => switch(w, frame, true),
+        UserTrap::Fault { cause, addr } => {
+            report_fault(w, id, cause, addr, frame.pc());
+            w.kill(id, Ending::Terminated(cause));
+            switch(w, frame, false);
+        }
+    }
+}
+
+fn report_fault(w: &World, id: u32, cause: &'static str, addr: usize, pc: usize) {
+    let name = w.domains[id as usize].name.as_str();
+    defmt::error!(
+        "domain {=str}: {=str} at address {=u64:#x}, pc={=u64:#x}",
+        name,
+        cause,
+        addr as u64,
+        pc as u64
+    );
+    match w.stretch_at(addr) {
+        Some(s) => defmt::error!(
+            "domain {=str}: the address is in {} stretch {=u64:#x}..{=u64:#x} of domain {=str}, where it holds rights {=u8:#x}",
+            name,
+            s.kind,
+            s.base as u64,
+            s.end() as u64,
+            w.domains[s.owner as usize].name.as_str(),
+            s.rights_of(id).0
+        ),
+        None if addr >= abi::USER_END => {
+            defmt::error!("domain {=str}: the address is outside the user half", name)
+        }
+        None => defmt::error!("domain {=str}: no stretch contains the address", name),
+    }
+}
+
+fn summary(w: &World) {
+    defmt::info!("run summary: {=usize} domain(s)", w.domains.len());
+    for d in &w.domains {
+        match d.ending {
+            Some(Ending::Exited(code)) => {
+                defmt::info!("  {=str}: exited with status {=i32}", d.name.as_str(), code)
+            }
+            Some(Ending::Terminated(why)) => {
+                defmt::info!("  {=str}: terminated ({=str})", d.name.as_str(), why)
+            }
+            None => defmt::info!("  {=str}: still running", d.name.as_str()),
+        }
+    }
+    let free = with_frames(|fa| fa.free_count());
+    defmt::info!(
+        "frames: {=u64} free after all domains ended, {=u64} before they started",
+        free,
+        w.free_before
+    );
+}
+
+/// Frames needed for `bytes`, rounded up.
+fn pages_for(bytes: usize) -> usize {
+    bytes.div_ceil(FRAME_SIZE as usize)
+}

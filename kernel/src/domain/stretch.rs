@@ -1,0 +1,93 @@
+//! Stretches: page-aligned ranges of the single address space, owned by a domain, with rights
+//! per protection domain.
+//!
+//! All stretches are *nailed* for now: their frames are allocated, scrubbed and charged to the
+//! owner when the stretch is created, and mapped into every protection domain that holds rights
+//! on it. Stretch drivers (demand paging) come with the self-paging issue.
+
+use alloc::vec::Vec;
+
+use abi::{PAGE_SIZE, Rights};
+use frame_allocator::Frame;
+
+/// What a stretch is for (reports and the run summary).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, defmt::Format)]
+pub enum Kind {
+    /// A segment of a domain's program image.
+    Image,
+    /// A domain's stack (an unmapped guard page lies below it).
+    Stack,
+    /// Created at run time with `stretch_create`.
+    Dynamic,
+}
+
+/// One stretch.
+pub struct Stretch {
+    /// First address.
+    pub base: usize,
+    /// The frames behind each page, in order.
+    pub frames: Vec<Frame>,
+    /// The owning domain (charged for the frames).
+    pub owner: u32,
+    /// Rights per domain (protection domain), at most one entry per domain.
+    pub rights: Vec<(u32, Rights)>,
+    /// What it is for.
+    pub kind: Kind,
+}
+
+impl Stretch {
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.frames.len() * PAGE_SIZE
+    }
+
+    /// One past the last address.
+    pub fn end(&self) -> usize {
+        self.base + self.len()
+    }
+
+    /// Does the stretch contain `addr`?
+    pub fn contains(&self, addr: usize) -> bool {
+        (self.base..self.end()).contains(&addr)
+    }
+
+    /// The rights `domain` holds.
+    pub fn rights_of(&self, domain: u32) -> Rights {
+        self.rights.iter().find(|(d, _)| *d == domain).map_or(Rights::NONE, |(_, r)| *r)
+    }
+
+    /// Sets `domain`'s rights (`NONE` removes the entry).
+    pub fn set_rights(&mut self, domain: u32, rights: Rights) {
+        self.rights.retain(|(d, _)| *d != domain);
+        if rights != Rights::NONE {
+            self.rights.push((domain, rights));
+        }
+    }
+}
+
+/// Hands out virtual ranges for run-time stretches and stacks, from `abi::STRETCH_BASE` up,
+/// leaving an unmapped guard page before each range. Ranges are never reused (the region is
+/// 128 GiB), so a stale pointer into a destroyed stretch can never reach a new one.
+pub struct VirtualAllocator {
+    next: usize,
+    end: usize,
+}
+
+impl VirtualAllocator {
+    /// The allocator for `[start, end)`.
+    pub const fn new(start: usize, end: usize) -> Self {
+        VirtualAllocator { next: start, end }
+    }
+
+    /// A range of `pages` pages with a guard page below it.
+    pub fn take(&mut self, pages: usize) -> Option<usize> {
+        let bytes = pages.checked_mul(PAGE_SIZE)?;
+        let base = self.next.checked_add(PAGE_SIZE)?;
+        let end = base.checked_add(bytes)?;
+        if end > self.end {
+            return None;
+        }
+        self.next = end;
+        Some(base)
+    }
+}

@@ -1,0 +1,107 @@
+//! System-call dispatch: decodes the call, validates every argument, and does the work.
+//! The table of calls and their errors is in `docs/syscalls.md`; numbers and error codes are
+//! in the `abi` crate.
+
+use abi::{Call, Rights, SysError};
+
+use super::stretch::Kind;
+use super::{World, pages_for};
+use crate::arch;
+
+/// Longest text one `console_write` takes.
+pub const CONSOLE_MAX: usize = 1024;
+/// Largest stretch one `stretch_create` makes.
+pub const STRETCH_MAX: usize = 64 << 20;
+
+/// What happens after a call.
+pub enum Next {
+    /// Return to the caller with this result.
+    Return(Result<usize, SysError>),
+    /// Run another domain first (the caller sees `Ok(0)` when it resumes).
+    Yield,
+    /// The caller is gone.
+    Exit(i32),
+}
+
+/// Runs call `number` for domain `id`.
+pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
+    let Some(call) = Call::from_number(number) else {
+        return Next::Return(Err(SysError::NoSuchCall));
+    };
+    match call {
+        Call::Null => Next::Return(Ok(0)),
+        Call::Exit => Next::Exit(a[0] as i32),
+        Call::Yield => Next::Yield,
+        Call::Time => Next::Return(Ok((arch::time::now_us() * 1000) as usize)),
+        Call::ConsoleWrite => Next::Return(console_write(w, id, a[0], a[1])),
+        Call::StretchCreate => Next::Return(stretch_create(w, id, a[0], a[1])),
+        Call::StretchDestroy => Next::Return(stretch_destroy(w, id, a[0])),
+        Call::StretchRights => Next::Return(stretch_rights(w, id, a[0], a[1], a[2])),
+    }
+}
+
+fn console_write(w: &World, id: u32, ptr: usize, len: usize) -> Result<usize, SysError> {
+    if len > CONSOLE_MAX {
+        return Err(SysError::InvalidArgument);
+    }
+    if len == 0 {
+        return Ok(0);
+    }
+    if !w.may_access(id, ptr, len, Rights::READ) {
+        return Err(SysError::BadAddress);
+    }
+    let mut buf = [0u8; CONSOLE_MAX];
+    arch::copy_from_user(&mut buf[..len], ptr).map_err(|_| SysError::BadAddress)?;
+    let text = core::str::from_utf8(&buf[..len]).map_err(|_| SysError::InvalidArgument)?;
+    let name = w.domains[id as usize].name.as_str();
+    for line in text.split_terminator('\n') {
+        defmt::info!("[{=str}] {=str}", name, line);
+    }
+    Ok(len)
+}
+
+fn stretch_create(w: &mut World, id: u32, bytes: usize, rights: usize) -> Result<usize, SysError> {
+    let rights = Rights::from_bits(rights).ok_or(SysError::InvalidArgument)?;
+    if bytes == 0 || bytes > STRETCH_MAX {
+        return Err(SysError::InvalidArgument);
+    }
+    let pages = pages_for(bytes);
+    let base = w.virtual_space.take(pages).ok_or(SysError::NoAddressSpace)?;
+    // The owner always holds meta on what it creates.
+    w.create_stretch(id, base, pages, rights.union(Rights::META), Kind::Dynamic, &[])?;
+    Ok(base)
+}
+
+fn stretch_destroy(w: &mut World, id: u32, base: usize) -> Result<usize, SysError> {
+    let s = w.stretches.get(&base).ok_or(SysError::NotFound)?;
+    if !s.rights_of(id).contains(Rights::META) || s.owner != id {
+        return Err(SysError::PermissionDenied);
+    }
+    if s.kind != Kind::Dynamic {
+        // Images and stacks live as long as their domain.
+        return Err(SysError::PermissionDenied);
+    }
+    w.destroy_stretch(base);
+    Ok(0)
+}
+
+fn stretch_rights(
+    w: &mut World,
+    id: u32,
+    base: usize,
+    target: usize,
+    rights: usize,
+) -> Result<usize, SysError> {
+    let rights = Rights::from_bits(rights).ok_or(SysError::InvalidArgument)?;
+    let target = u32::try_from(target).map_err(|_| SysError::NotFound)?;
+    w.domain(target).ok_or(SysError::NotFound)?;
+    let s = w.stretches.get(&base).ok_or(SysError::NotFound)?;
+    if !s.rights_of(id).contains(Rights::META) {
+        return Err(SysError::PermissionDenied);
+    }
+    let mut s = w.stretches.remove(&base).expect("looked up above");
+    s.set_rights(target, rights);
+    let mapped = w.map_for(&s, target, rights);
+    w.stretches.insert(base, s);
+    mapped.map(|()| 0)
+}

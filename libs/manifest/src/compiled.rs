@@ -1,0 +1,276 @@
+//! The compiled form of a manifest: a checked header and a postcard payload.
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::{Manifest, Problem};
+
+/// The first four bytes of a compiled manifest.
+pub const MAGIC: [u8; 4] = *b"TSMF";
+/// The compiled format's version; [`decode`] accepts only this one.
+pub const FORMAT_VERSION: u16 = 1;
+/// The length of the header before the payload: magic, version, length and CRC.
+pub const HEADER_LEN: usize = 4 + 2 + 4 + 4;
+
+/// Why [`decode`] rejected a compiled manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum CompiledError {
+    /// Shorter than the header.
+    TooShort {
+        /// How many bytes there are.
+        len: usize,
+    },
+    /// The first four bytes are not [`MAGIC`].
+    BadMagic,
+    /// A format version other than [`FORMAT_VERSION`].
+    UnsupportedVersion(u16),
+    /// The header's payload length disagrees with the bytes that follow it.
+    LengthMismatch {
+        /// The length the header gives.
+        header: u32,
+        /// The number of bytes after the header.
+        actual: usize,
+    },
+    /// The payload's CRC-32 is not the header's.
+    Checksum {
+        /// The CRC-32 the header gives.
+        expected: u32,
+        /// The CRC-32 of the payload.
+        found: u32,
+    },
+    /// The payload does not decode as a manifest (or has bytes left over).
+    Malformed,
+    /// The manifest decodes but breaks a rule of [`Manifest::check`].
+    Invalid(Problem),
+}
+
+impl fmt::Display for CompiledError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooShort { len } => {
+                write!(f, "compiled manifest too short: {len} bytes, the header is {HEADER_LEN}")
+            }
+            Self::BadMagic => write!(f, "not a compiled manifest (bad magic)"),
+            Self::UnsupportedVersion(v) => write!(
+                f,
+                "compiled manifest format version {v} is not supported (expected \
+                 {FORMAT_VERSION})"
+            ),
+            Self::LengthMismatch { header, actual } => write!(
+                f,
+                "compiled manifest length mismatch: header says {header} payload bytes, \
+                 {actual} follow"
+            ),
+            Self::Checksum { expected, found } => write!(
+                f,
+                "compiled manifest checksum mismatch: header says {expected:#010x}, payload \
+                 has {found:#010x}"
+            ),
+            Self::Malformed => write!(f, "compiled manifest payload is malformed"),
+            Self::Invalid(p) => write!(f, "invalid manifest: {p}"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for CompiledError {}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes)
+}
+
+impl Manifest {
+    /// Compiles the manifest to the binary form of the boot image (see the
+    /// [crate documentation](crate)). It does not validate: call [`Manifest::check`] first
+    /// (`parse` has); [`decode`] rejects an invalid manifest.
+    ///
+    /// # Panics
+    ///
+    /// If the payload is 4 GiB or more (impossible for a manifest that passes `check`).
+    pub fn compile(&self) -> Vec<u8> {
+        let payload = postcard::to_allocvec(self).expect("postcard encodes to a Vec");
+        let len = u32::try_from(payload.len()).expect("manifest payload under 4 GiB");
+        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&crc32(&payload).to_le_bytes());
+        out.extend_from_slice(&payload);
+        out
+    }
+}
+
+/// Decodes and validates a compiled manifest: header (magic, version, exact length, CRC-32),
+/// then the postcard payload (with nothing left over), then [`Manifest::check`].
+pub fn decode(bytes: &[u8]) -> Result<Manifest, CompiledError> {
+    let Some((header, payload)) = bytes.split_first_chunk::<HEADER_LEN>() else {
+        return Err(CompiledError::TooShort { len: bytes.len() });
+    };
+    let (magic, rest) = header.split_at(4);
+    if magic != MAGIC {
+        return Err(CompiledError::BadMagic);
+    }
+    let version = u16::from_le_bytes([rest[0], rest[1]]);
+    if version != FORMAT_VERSION {
+        return Err(CompiledError::UnsupportedVersion(version));
+    }
+    let len = u32::from_le_bytes([rest[2], rest[3], rest[4], rest[5]]);
+    if usize::try_from(len).ok() != Some(payload.len()) {
+        return Err(CompiledError::LengthMismatch { header: len, actual: payload.len() });
+    }
+    let expected = u32::from_le_bytes([rest[6], rest[7], rest[8], rest[9]]);
+    let found = crc32(payload);
+    if expected != found {
+        return Err(CompiledError::Checksum { expected, found });
+    }
+    let manifest = match postcard::take_from_bytes::<Manifest>(payload) {
+        Ok((manifest, [])) => manifest,
+        _ => return Err(CompiledError::Malformed),
+    };
+    manifest.check().map_err(CompiledError::Invalid)?;
+    Ok(manifest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DomainSpec, MIB, ProblemKind};
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    fn manifest() -> Manifest {
+        Manifest {
+            memory: 128 * MIB,
+            domains: vec![
+                DomainSpec {
+                    name: "hello".to_string(),
+                    app: "hello".to_string(),
+                    args: vec!["--count".to_string(), "3".to_string()],
+                    guaranteed: 256 * 1024,
+                    optimistic: 0,
+                },
+                DomainSpec {
+                    name: "counter-a".to_string(),
+                    app: "counter".to_string(),
+                    args: vec![],
+                    guaranteed: MIB,
+                    optimistic: 4 * MIB,
+                },
+            ],
+        }
+    }
+
+    /// A compiled form with a valid header around any payload.
+    fn wrap(payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(&crc32(payload).to_le_bytes());
+        out.extend_from_slice(payload);
+        out
+    }
+
+    #[test]
+    fn round_trip() {
+        let m = manifest();
+        let bytes = m.compile();
+        assert_eq!(&bytes[..4], b"TSMF");
+        assert_eq!(&bytes[4..6], &[1, 0]);
+        assert_eq!(decode(&bytes), Ok(m));
+    }
+
+    #[test]
+    fn header_layout() {
+        let bytes = manifest().compile();
+        let len = u32::from_le_bytes(bytes[6..10].try_into().unwrap()) as usize;
+        assert_eq!(len, bytes.len() - HEADER_LEN);
+        let crc = u32::from_le_bytes(bytes[10..14].try_into().unwrap());
+        assert_eq!(crc, crc32(&bytes[HEADER_LEN..]));
+        // The standard CRC-32 check value.
+        assert_eq!(crc32(b"123456789"), 0xcbf4_3926);
+    }
+
+    #[test]
+    fn every_single_byte_flip_is_rejected() {
+        let bytes = manifest().compile();
+        for i in 0..bytes.len() {
+            for flip in [0x01, 0x80, 0xff] {
+                let mut bad = bytes.clone();
+                bad[i] ^= flip;
+                let err = decode(&bad).unwrap_err();
+                let expected_kind = match i {
+                    0..4 => matches!(err, CompiledError::BadMagic),
+                    4..6 => matches!(err, CompiledError::UnsupportedVersion(_)),
+                    6..10 => matches!(err, CompiledError::LengthMismatch { .. }),
+                    _ => matches!(err, CompiledError::Checksum { .. }),
+                };
+                assert!(expected_kind, "byte {i} ^ {flip:#x}: {err:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn truncation_and_trailing_bytes_are_rejected() {
+        let bytes = manifest().compile();
+        for len in 0..HEADER_LEN {
+            assert_eq!(decode(&bytes[..len]), Err(CompiledError::TooShort { len }));
+        }
+        for len in HEADER_LEN..bytes.len() {
+            assert!(
+                matches!(decode(&bytes[..len]), Err(CompiledError::LengthMismatch { .. })),
+                "truncated to {len}"
+            );
+        }
+        let mut long = bytes.clone();
+        long.push(0);
+        assert_eq!(
+            decode(&long),
+            Err(CompiledError::LengthMismatch {
+                header: (bytes.len() - HEADER_LEN) as u32,
+                actual: bytes.len() - HEADER_LEN + 1
+            })
+        );
+    }
+
+    #[test]
+    fn payload_must_decode_exactly() {
+        let payload = postcard::to_allocvec(&manifest()).unwrap();
+        let mut extra = payload.clone();
+        extra.push(0);
+        assert_eq!(decode(&wrap(&extra)), Err(CompiledError::Malformed));
+        assert_eq!(decode(&wrap(&payload[..payload.len() - 1])), Err(CompiledError::Malformed));
+        assert_eq!(decode(&wrap(&[])), Err(CompiledError::Malformed));
+        assert_eq!(decode(&wrap(&[0xff; 40])), Err(CompiledError::Malformed));
+        assert_eq!(decode(&wrap(&payload)), Ok(manifest()));
+    }
+
+    #[test]
+    fn decode_validates_again() {
+        let mut m = manifest();
+        m.domains[1].name = "hello".to_string();
+        let err = decode(&m.compile()).unwrap_err();
+        let CompiledError::Invalid(p) = &err else { panic!("{err:?}") };
+        assert_eq!(p.kind, ProblemKind::DuplicateName { first: 0 });
+        assert_eq!(
+            err.to_string(),
+            "invalid manifest: domain 1 (\"hello\"): duplicate domain name (first used by \
+             domain 0)"
+        );
+    }
+
+    #[test]
+    fn errors_display() {
+        assert_eq!(
+            decode(b"TSMF\x02\x00").unwrap_err().to_string(),
+            "compiled manifest too short: 6 bytes, the header is 14"
+        );
+        let mut bytes = manifest().compile();
+        bytes[4] = 2;
+        assert_eq!(
+            decode(&bytes).unwrap_err().to_string(),
+            "compiled manifest format version 2 is not supported (expected 1)"
+        );
+    }
+}

@@ -1,0 +1,227 @@
+//! The TOML front end against the manifests in the repository and hand-written cases.
+
+#![cfg(feature = "toml")]
+
+use std::path::{Path, PathBuf};
+
+use manifest::{DomainSpec, MIB, Manifest, ManifestError, decode, parse, parse_file};
+
+/// The apps the repository's manifests may name.
+const APPS: &[&str] = &["hello", "counter", "faulty"];
+
+fn manifests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests")
+}
+
+/// The `.toml` files directly in `dir`, sorted.
+fn toml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn err(text: &str) -> ManifestError {
+    parse("t.toml", text, APPS).unwrap_err()
+}
+
+const GOOD: &str = r#"
+[system]
+memory = "128M"
+
+[[domain]]
+name = "hello-a"
+app = "hello"
+args = ["--count", "3"]
+memory = { guaranteed = "256K", optimistic = "0" }
+
+[[domain]]
+name = "c"
+app = "counter"
+memory.guaranteed = 1048576
+memory.optimistic = "2M"
+"#;
+
+#[test]
+fn parses_the_documented_example() {
+    let m = parse("t.toml", GOOD, APPS).unwrap();
+    assert_eq!(
+        m,
+        Manifest {
+            memory: 128 * MIB,
+            domains: vec![
+                DomainSpec {
+                    name: "hello-a".into(),
+                    app: "hello".into(),
+                    args: vec!["--count".into(), "3".into()],
+                    guaranteed: 256 * 1024,
+                    optimistic: 0,
+                },
+                DomainSpec {
+                    name: "c".into(),
+                    app: "counter".into(),
+                    args: vec![],
+                    guaranteed: MIB,
+                    optimistic: 2 * MIB,
+                },
+            ],
+        }
+    );
+}
+
+#[test]
+fn round_trip_parse_compile_decode() {
+    for path in toml_files(&manifests_dir()) {
+        let m = parse_file(&path, APPS).unwrap();
+        assert_eq!(decode(&m.compile()).as_ref(), Ok(&m), "{}", path.display());
+    }
+    let m = parse("t.toml", GOOD, APPS).unwrap();
+    assert_eq!(decode(&m.compile()), Ok(m));
+}
+
+#[test]
+fn every_good_manifest_parses() {
+    let files = toml_files(&manifests_dir());
+    assert!(files.iter().any(|p| p.ends_with("default.toml")), "{files:?}");
+    for path in files {
+        if let Err(e) = parse_file(&path, APPS) {
+            panic!("{e}");
+        }
+    }
+}
+
+#[test]
+fn default_manifest_is_what_xtask_run_boots() {
+    let m = parse_file(&manifests_dir().join("default.toml"), APPS).unwrap();
+    assert_eq!(m.memory, 128 * MIB);
+    assert!((3..=4).contains(&m.domains.len()));
+    assert!(m.domains.iter().filter(|d| d.app == "counter").count() >= 2);
+    assert!(m.domains.iter().any(|d| d.app == "hello"));
+    assert!(m.domains.iter().all(|d| (256 * 1024..=MIB).contains(&d.guaranteed)));
+}
+
+/// Every `manifests/bad/*.toml` fails, and its message contains the file's `# expect: ` line.
+#[test]
+fn every_bad_manifest_fails_as_expected() {
+    let files = toml_files(&manifests_dir().join("bad"));
+    assert!(files.len() >= 12, "only {} bad manifests", files.len());
+    let mut failures = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let expect = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# expect: "))
+            .unwrap_or_else(|| panic!("{}: no `# expect: ` first line", path.display()));
+        assert!(expect.contains(':'), "{}: expect a line number", path.display());
+        match parse_file(&path, APPS) {
+            Ok(_) => failures.push(format!("{}: parsed, expected `{expect}`", path.display())),
+            Err(e) => {
+                let message = e.to_string();
+                let file = path.display().to_string();
+                assert!(message.starts_with(&format!("{file}:")), "{message}");
+                if !message.contains(expect) {
+                    failures.push(format!("{message}\n    expected to contain `{expect}`"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn error_display_format() {
+    let e = err("[system]\nmemory = \"128M\"\n[[domain]]\nname = \"a\"\napp = \"hello\"\n\
+                 memory = { guaranteed = \"256K\" }\n[[domain]]\nname = \"a\"\napp = \"hello\"\n\
+                 memory = { guaranteed = \"256K\" }\n");
+    assert_eq!(e.file, "t.toml");
+    assert_eq!(e.line, Some(8));
+    assert_eq!(e.key.as_deref(), Some("domain[1].name"));
+    assert_eq!(
+        e.to_string(),
+        "t.toml:8: domain[1].name: duplicate domain name \"a\" (first at line 4)"
+    );
+    let e = ManifestError { file: "f".into(), line: None, key: None, reason: "r".into() };
+    assert_eq!(e.to_string(), "f: r");
+}
+
+#[test]
+fn unreadable_file() {
+    let e = parse_file(Path::new("/nonexistent/x.toml"), APPS).unwrap_err();
+    assert_eq!((e.line, e.key.as_deref()), (None, None));
+    assert!(e.to_string().starts_with("/nonexistent/x.toml: "), "{e}");
+}
+
+#[test]
+fn sizes_in_all_forms() {
+    let with = |g: &str| {
+        format!(
+            "[system]\nmemory = \"16M\"\n[[domain]]\nname = \"a\"\napp = \"hello\"\nmemory = {{ guaranteed = {g} }}\n"
+        )
+    };
+    for (g, bytes) in [("\"4K\"", 4096), ("\"8192\"", 8192), ("12288", 12288), ("\"1M\"", MIB)] {
+        assert_eq!(parse("t", &with(g), APPS).unwrap().domains[0].guaranteed, bytes, "{g}");
+    }
+    for (g, reason) in [
+        ("1.5", "fractional size"),
+        ("\"4k\"", "unknown unit"),
+        ("\"4 K\"", "unknown unit"),
+        ("\"K\"", "not a number"),
+        ("\"\"", "empty size"),
+        ("-4096", "negative size"),
+        ("\"99999999999999999999\"", "does not fit in 64 bits"),
+        ("[4096]", "invalid type: sequence"),
+    ] {
+        let e = err(&with(g));
+        assert_eq!(e.key.as_deref(), Some("domain[0].memory.guaranteed"), "{g}");
+        assert_eq!(e.line, Some(6), "{g}");
+        assert!(e.reason.contains(reason), "{g}: {e}");
+    }
+}
+
+#[test]
+fn key_paths_of_nested_and_quoted_keys() {
+    let base = "[system]\nmemory = \"128M\"\n[[domain]]\nname = \"a\"\napp = \"hello\"\n";
+    let e = err(&format!("{base}memory = {{ guaranteed = \"4K\" }}\n\"odd key\" = 1\n"));
+    assert_eq!(e.key.as_deref(), Some("domain[0].\"odd key\""));
+    assert_eq!(e.line, Some(7));
+    let e = err(&format!("{base}memory = {{ optimistic = \"4K\" }}\n"));
+    assert_eq!(e.key.as_deref(), Some("domain[0].memory.guaranteed"));
+    assert_eq!(e.reason, "missing field `guaranteed`");
+    let e = err(&format!("{base}memory = \"4K\"\n"));
+    assert_eq!(e.key.as_deref(), Some("domain[0].memory"));
+    assert!(e.reason.starts_with("invalid type: string \"4K\", expected a table"), "{e}");
+    let e = err(&format!("{base}memory = {{ guaranteed = \"4K\" }}\nargs = [\"x\", 3]\n"));
+    assert_eq!(e.key.as_deref(), Some("domain[0].args[1]"));
+    let e = err("[system]\nmemory = \"128M\"\nextra = 1\n");
+    assert_eq!((e.line, e.key.as_deref()), (Some(3), Some("system.extra")));
+    let e = err("system = 5\n");
+    assert_eq!((e.line, e.key.as_deref()), (Some(1), Some("system")));
+}
+
+#[test]
+fn too_many_domains_points_at_the_first_extra_one() {
+    let mut text = String::from("[system]\nmemory = \"1G\"\n");
+    for i in 0..65 {
+        text.push_str(&format!(
+            "[[domain]]\nname = \"d{i}\"\napp = \"hello\"\nmemory = {{ guaranteed = \"4K\" }}\n"
+        ));
+    }
+    let e = err(&text);
+    assert_eq!(e.key.as_deref(), Some("domain[64]"));
+    assert_eq!(e.line, Some(3 + 64 * 4));
+    assert!(e.reason.contains("too many domains: 65"), "{e}");
+}
+
+#[test]
+fn unknown_app_lists_the_known_ones() {
+    let text = "[system]\nmemory = \"128M\"\n[[domain]]\nname = \"a\"\napp = \"nope\"\n\
+                memory = { guaranteed = \"4K\" }\n";
+    assert_eq!(
+        parse("t", text, &["hello"]).unwrap_err().to_string(),
+        "t:5: domain[0].app: unknown app \"nope\" (known apps: hello)"
+    );
+}

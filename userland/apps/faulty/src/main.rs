@@ -1,0 +1,113 @@
+//! `faulty`: misbehaves on purpose, so tests can check that the kernel contains a bad domain.
+//!
+//! Usage: `faulty --kind KIND [--target 0xADDR]`. It first prints `faulty: will <what>`, then:
+//! - `illegal`: executes an illegal instruction (`unimp`);
+//! - `jump`: jumps to ADDR (meant: another domain's code);
+//! - `write`: writes a word to ADDR (meant: another domain's stretch);
+//! - `read`: reads a word from ADDR;
+//! - `guard`: recurses with 4 KiB frames until it runs off its stack into the guard page;
+//! - `kernel`: reads the kernel address `0xffffffffc0200000`;
+//! - `ok`: exits with 0.
+//!
+//! If the misbehaviour does not end the domain it prints `faulty: survived <kind>` and exits
+//! with 1. Bad arguments exit with 2. The unsafe code is all in `misbehave`.
+//!
+//! Not implemented: faults inside the domain's own fault handling (activations come later).
+
+#![no_std]
+#![no_main]
+
+mod misbehave;
+
+use tessera::{Env, println};
+
+tessera::main!(main);
+
+/// The kernel address the `kernel` kind reads (the kernel's image in the upper half).
+const KERNEL_ADDRESS: usize = 0xffff_ffff_c020_0000;
+
+fn main(env: Env) -> i32 {
+    let mut kind = None;
+    let mut target = None;
+    let mut args = env.args;
+    while let Some(arg) = args.next() {
+        match (arg, args.next()) {
+            ("--kind", Some(k)) => kind = Some(k),
+            ("--target", Some(t)) => match parse_hex(t) {
+                Some(addr) => target = Some(addr),
+                None => return usage(&["bad address `", t, "` (want 0x followed by hex digits)"]),
+            },
+            (arg, _) => return usage(&["unexpected argument `", arg, "`"]),
+        }
+    }
+    let Some(kind) = kind else { return usage(&["--kind is missing"]) };
+    let needs_target = |what: &str| -> Result<usize, i32> {
+        target.ok_or_else(|| usage(&["--kind ", what, " needs --target 0xADDR"]))
+    };
+    match kind {
+        "ok" => {
+            println!("faulty: will exit cleanly");
+            return 0;
+        }
+        "illegal" => {
+            println!("faulty: will execute an illegal instruction");
+            misbehave::illegal_instruction();
+        }
+        "jump" => {
+            let addr = match needs_target(kind) {
+                Ok(a) => a,
+                Err(code) => return code,
+            };
+            println!("faulty: will jump to {addr:#x}");
+            misbehave::jump(addr);
+        }
+        "write" => {
+            let addr = match needs_target(kind) {
+                Ok(a) => a,
+                Err(code) => return code,
+            };
+            println!("faulty: will write to {addr:#x}");
+            misbehave::write(addr);
+        }
+        "read" => {
+            let addr = match needs_target(kind) {
+                Ok(a) => a,
+                Err(code) => return code,
+            };
+            println!("faulty: will read from {addr:#x}");
+            let value = misbehave::read(addr);
+            println!("faulty: read {value:#x}");
+        }
+        "guard" => {
+            let sp = misbehave::stack_pointer();
+            println!("faulty: will overflow the stack from sp {sp:#x} into its guard page");
+            let sum = misbehave::recurse(0);
+            println!("faulty: recursion returned {sum}");
+        }
+        "kernel" => {
+            println!("faulty: will read the kernel address {KERNEL_ADDRESS:#x}");
+            let value = misbehave::read(KERNEL_ADDRESS);
+            println!("faulty: read {value:#x}");
+        }
+        other => return usage(&["unknown kind `", other, "`"]),
+    }
+    println!("faulty: survived {kind}, which should have faulted");
+    1
+}
+
+/// Parses `0x` followed by hexadecimal digits.
+fn parse_hex(text: &str) -> Option<usize> {
+    let digits = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))?;
+    usize::from_str_radix(digits, 16).ok()
+}
+
+/// Prints why the arguments are wrong and the usage; returns the exit code for it.
+fn usage(why: &[&str]) -> i32 {
+    tessera::print!("faulty: ");
+    for part in why {
+        tessera::print!("{part}");
+    }
+    println!();
+    println!("usage: faulty --kind illegal|jump|write|read|guard|kernel|ok [--target 0xADDR]");
+    2
+}

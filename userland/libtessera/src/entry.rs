@@ -1,0 +1,63 @@
+//! The program entry: `_start` (assembly) and the Rust `start` it calls, which validates the
+//! argument block, runs the app's `main` (registered with [`main!`](crate::main!)) and exits.
+//!
+//! `unsafe` here: the global assembly, turning the kernel's `(a1, a2)` into a slice, and the
+//! call into the app's `__tessera_main`.
+
+use core::arch::global_asm;
+
+use crate::{Args, EXIT_BAD_ARGS, Env, exit, println};
+
+// The kernel enters at `_start` with a0 = domain id, a1/a2 = argument block, sp = a 16-byte
+// aligned stack top. Clearing `fp` (s0) and `ra` ends frame-pointer backtraces here. Nothing is
+// zeroed: `.bss` is mapped zero-filled by the kernel. `start` never returns; `unimp` traps if
+// it somehow did.
+global_asm!(
+    ".pushsection .text._start, \"ax\", @progbits",
+    ".globl _start",
+    ".type _start, @function",
+    "_start:",
+    "    li fp, 0",
+    "    li ra, 0",
+    "    call {start}",
+    "    unimp",
+    ".size _start, . - _start",
+    ".popsection",
+    start = sym start,
+);
+
+unsafe extern "Rust" {
+    /// The app's `main`, defined by the [`main!`](crate::main!) macro in the app crate.
+    fn __tessera_main(env: Env) -> i32;
+}
+
+/// The Rust entry, called once by `_start` with the kernel's `a0..a2`.
+extern "C" fn start(domain_id: usize, args_ptr: *const u8, args_len: usize) -> ! {
+    let plausible = args_len <= isize::MAX as usize
+        && !args_ptr.is_null()
+        && (args_ptr as usize).checked_add(args_len).is_some();
+    let block: &'static [u8] = if args_len == 0 {
+        &[]
+    } else if plausible {
+        // SAFETY: the entry contract (crate documentation): the kernel passes a block of
+        // `args_len` readable bytes at `args_ptr` that stays mapped and unchanged for the
+        // domain's lifetime, above the initial stack pointer so the stack never overwrites
+        // it. The length and address checks above cover `from_raw_parts`'s size rules.
+        unsafe { core::slice::from_raw_parts(args_ptr, args_len) }
+    } else {
+        println!("tessera: argument block at {args_ptr:p} of {args_len} bytes is not addressable");
+        exit(EXIT_BAD_ARGS)
+    };
+    let args = match Args::parse(block) {
+        Ok(args) => args,
+        Err(e) => {
+            println!("tessera: malformed argument block: {e}");
+            exit(EXIT_BAD_ARGS)
+        }
+    };
+    // SAFETY: `__tessera_main` is defined only by `tessera::main!`, with exactly this
+    // signature (the macro checks the app's function against `fn(Env) -> i32`); an app without
+    // the macro fails to link.
+    let code = unsafe { __tessera_main(Env { domain_id, args }) };
+    exit(code)
+}

@@ -1,0 +1,123 @@
+//! System calls: the `ecall` instruction (the crate's only `unsafe` besides `entry`) and safe
+//! wrappers for each call of `libs/abi` (see `docs/syscalls.md` for arguments and errors).
+//!
+//! Convention (RISC-V): call number in `a7`, arguments in `a0..a5`; on return `a0` is 0 or a
+//! [`SysError`] code (an unknown code reads as [`SysError::NoSuchCall`]) and `a1` the value.
+//! The kernel changes no other register.
+//!
+//! Stretch addresses are plain numbers here. Destroying a stretch, or taking rights away from
+//! the caller's own domain, invalidates every pointer into it: code that made a reference to
+//! stretch memory (which needs `unsafe`) must keep the stretch alive and accessible for as
+//! long as the reference lives.
+
+use core::arch::asm;
+
+use abi::{Call, Rights, SysError};
+
+/// The longest text one `console_write` accepts (`docs/syscalls.md`).
+pub const CONSOLE_WRITE_MAX: usize = 1024;
+
+/// Makes system call `number` with arguments `args` (`a0..a5`) and decodes the result.
+///
+/// # Safety
+/// The kernel validates every argument, so no call can harm the kernel or another domain, but
+/// some calls change the caller's own memory: the caller must ensure the call does not unmap
+/// or remove access to memory that Rust code still references (`stretch_destroy`, or
+/// `stretch_rights` on the caller's own domain).
+pub unsafe fn raw(number: usize, args: [usize; 6]) -> Result<usize, SysError> {
+    let status: usize;
+    let value: usize;
+    // SAFETY: `ecall` traps to the kernel, which reads `a0..a5` and `a7`, may read (never
+    // write) caller memory named by the arguments, writes only `a0` and `a1`, and leaves the
+    // stack alone (`nostack`). The memory effects of the particular call are the caller's
+    // obligation (this function's contract).
+    unsafe {
+        asm!(
+            "ecall",
+            inlateout("a0") args[0] => status,
+            inlateout("a1") args[1] => value,
+            in("a2") args[2],
+            in("a3") args[3],
+            in("a4") args[4],
+            in("a5") args[5],
+            in("a7") number,
+            options(nostack),
+        );
+    }
+    match status {
+        0 => Ok(value),
+        code => Err(SysError::from_code(code).unwrap_or(SysError::NoSuchCall)),
+    }
+}
+
+/// A call that cannot invalidate the caller's memory.
+fn call(c: Call, args: [usize; 6]) -> Result<usize, SysError> {
+    debug_assert!(!matches!(c, Call::StretchDestroy | Call::StretchRights));
+    // SAFETY: every call but `stretch_destroy` and `stretch_rights` leaves the caller's
+    // existing memory and rights as they are; those two are documented hazards of their safe
+    // wrappers (see the module documentation) and go through `raw` directly.
+    unsafe { raw(c as usize, args) }
+}
+
+/// Prints `text` on the console, tagged with the domain's name; long text is sent in pieces of
+/// at most [`CONSOLE_WRITE_MAX`] bytes, split between characters.
+pub fn console_write(text: &str) -> Result<(), SysError> {
+    let mut rest = text;
+    while !rest.is_empty() {
+        let piece = &rest[..rest.floor_char_boundary(CONSOLE_WRITE_MAX)];
+        let written = call(Call::ConsoleWrite, [piece.as_ptr() as usize, piece.len(), 0, 0, 0, 0])?;
+        // The kernel writes whole pieces; anything else ends the write rather than looping.
+        match rest.get(written..) {
+            Some(tail) if written > 0 => rest = tail,
+            _ => break,
+        }
+    }
+    Ok(())
+}
+
+/// Ends the calling domain with `code` (sign-extended into `a0`).
+pub fn exit(code: i32) -> ! {
+    let _ = call(Call::Exit, [code as isize as usize, 0, 0, 0, 0, 0]);
+    // `exit` does not return; should a kernel bug let it, give the CPU away forever.
+    loop {
+        yield_now();
+    }
+}
+
+/// Gives up the rest of this turn on the CPU.
+pub fn yield_now() {
+    let _ = call(Call::Yield, [0; 6]);
+}
+
+/// Nanoseconds since boot (0 if the kernel does not provide the call).
+pub fn time_ns() -> u64 {
+    call(Call::Time, [0; 6]).map_or(0, |ns| ns as u64)
+}
+
+/// The empty system call, for measuring the bare call path.
+pub fn null() -> Result<(), SysError> {
+    call(Call::Null, [0; 6]).map(|_| ())
+}
+
+/// Creates a nailed stretch of `bytes` (rounded up to pages) with `rights` for the caller, who
+/// also holds the meta right; returns its base address.
+pub fn stretch_create(bytes: usize, rights: Rights) -> Result<usize, SysError> {
+    call(Call::StretchCreate, [bytes, rights.0 as usize, 0, 0, 0, 0])
+}
+
+/// Destroys the stretch at `base`, which the caller owns. Every pointer into it becomes
+/// invalid (see the module documentation).
+pub fn stretch_destroy(base: usize) -> Result<(), SysError> {
+    // SAFETY: no reference into the stretch can exist without `unsafe` code that took on
+    // keeping it alive (module documentation); this call itself touches no Rust memory.
+    unsafe { raw(Call::StretchDestroy as usize, [base, 0, 0, 0, 0, 0]) }.map(|_| ())
+}
+
+/// Sets what domain `domain_id` may do with the stretch at `base` (the caller needs the meta
+/// right on it). Taking rights from the caller itself invalidates its own pointers into it.
+pub fn stretch_rights(base: usize, domain_id: usize, rights: Rights) -> Result<(), SysError> {
+    let args = [base, domain_id, rights.0 as usize, 0, 0, 0];
+    // SAFETY: as for `stretch_destroy`: references into stretch memory are the business of
+    // the `unsafe` code that made them (module documentation).
+    unsafe { raw(Call::StretchRights as usize, args) }.map(|_| ())
+}

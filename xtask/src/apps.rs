@@ -1,0 +1,412 @@
+//! Apps: building them as static position-independent executables, relocating one copy per
+//! domain instance into its image slot, and packing the copies with the compiled manifest into
+//! the boot image (`libs/boot_image`). See `docs/userland.md`.
+//!
+//! Each app under `userland/apps/` is built once, linked at address 0 with libtessera's
+//! `tessera-app.ld` (three page-aligned segments: text R+X, rodata R, data+bss R+W). Instance
+//! `i` of the manifest is relocated to `abi::IMAGE_BASE + i * abi::IMAGE_SLOT`: every dynamic
+//! relocation must be `R_RISCV_RELATIVE` (`*(base + offset) = base + addend`); anything that
+//! needs a symbol, a dynamic linker, TLS or a page shared by different rights is refused.
+
+// Wired into `cargo xtask run/test` separately; until then only the unit tests use this.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail, ensure};
+use boot_image::{BootImage, BootImageBuilder};
+use object::LittleEndian as LE;
+use object::elf;
+use object::read::elf::{Dyn, FileHeader, ProgramHeader, Rela, SectionHeader};
+
+use crate::{Arch, util};
+
+/// Page size of the single address space.
+const PAGE: u64 = abi::PAGE_SIZE as u64;
+
+/// `DT_RELR`/`DT_RELRSZ` (packed relative relocations), which are not implemented.
+const DT_RELRSZ: u64 = 35;
+const DT_RELR: u64 = 36;
+
+/// One loadable segment of a relocated app: `(vaddr, mem_size, rights, data)`, page-aligned
+/// `vaddr` and `mem_size`, `data` the bytes stored in the image (the rest is zero-filled).
+pub type Segment = (u64, u64, u8, Vec<u8>);
+
+/// An app relocated to its instance's base address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Relocated {
+    /// The entry point (`_start`) at its final address.
+    pub entry: u64,
+    /// The segments, sorted by address, page-aligned, with `abi::Rights` bits.
+    pub segments: Vec<Segment>,
+}
+
+impl Relocated {
+    /// One past the last address of the last segment.
+    pub fn end(&self) -> u64 {
+        self.segments.last().map_or(0, |(vaddr, size, _, _)| vaddr + size)
+    }
+}
+
+/// The apps: directories under `userland/apps/` with a `Cargo.toml` (each is a package and a
+/// binary of the same name), sorted.
+pub fn app_names() -> Vec<String> {
+    let dir = util::root().join("userland").join("apps");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.path().join("Cargo.toml").is_file())
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The `rustc` flags of app builds (`CARGO_ENCODED_RUSTFLAGS` form: separated by 0x1f).
+fn app_rustflags() -> String {
+    [
+        "-C",
+        "relocation-model=pie",
+        "-C",
+        "link-arg=-pie",
+        "-C",
+        "link-arg=--no-dynamic-linker",
+        "-C",
+        "force-frame-pointers=yes",
+        // Found through the search path libtessera's build.rs adds.
+        "-C",
+        "link-arg=-Ttessera-app.ld",
+    ]
+    .join("\x1f")
+}
+
+/// Builds every app for RISC-V in release mode as a static PIE, in `<target>/userland` so that
+/// its flags do not invalidate the kernel's build; returns app name to ELF path.
+pub fn build_apps() -> Result<BTreeMap<String, PathBuf>> {
+    let names = app_names();
+    ensure!(!names.is_empty(), "no apps found under userland/apps/");
+    let target = Arch::Riscv64.target();
+    let target_dir = util::target_dir().join("userland");
+    let mut cmd = util::cargo();
+    cmd.args(["build", "--release", "--target", target, "--target-dir"]);
+    cmd.arg(&target_dir);
+    for name in &names {
+        cmd.args(["-p", name]);
+    }
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", app_rustflags());
+    util::run(&mut cmd, "building the apps")?;
+    let out = target_dir.join(target).join("release");
+    let mut apps = BTreeMap::new();
+    for name in names {
+        let elf = out.join(&name);
+        ensure!(
+            elf.is_file(),
+            "app `{name}` built no {}: its package and binary must be named like its directory",
+            elf.display()
+        );
+        apps.insert(name, elf);
+    }
+    Ok(apps)
+}
+
+/// Packs the boot image: the compiled manifest and, for each `(domain, app)` instance `i`, the
+/// app relocated to `abi::IMAGE_BASE + i * abi::IMAGE_SLOT`. The result is checked with the
+/// same parser the kernel uses.
+pub fn pack(
+    manifest_bytes: Vec<u8>,
+    instances: &[(String, String)],
+    apps: &BTreeMap<String, PathBuf>,
+) -> Result<Vec<u8>> {
+    let slot = abi::IMAGE_SLOT as u64;
+    let slots = (abi::STRETCH_BASE - abi::IMAGE_BASE) / abi::IMAGE_SLOT;
+    ensure!(
+        instances.len() <= slots,
+        "{} domains do not fit: the address space has image slots for {slots}",
+        instances.len()
+    );
+    let mut elves: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
+    let mut builder = BootImageBuilder::new(manifest_bytes);
+    for (i, (domain, app)) in instances.iter().enumerate() {
+        let Some(path) = apps.get(app) else {
+            let known: Vec<&str> = apps.keys().map(String::as_str).collect();
+            bail!("domain `{domain}` runs app `{app}`, which does not exist (apps: {known:?})");
+        };
+        if !elves.contains_key(app.as_str()) {
+            let bytes = std::fs::read(path)
+                .with_context(|| format!("reading app `{app}` from {}", path.display()))?;
+            elves.insert(app, bytes);
+        }
+        let base = abi::IMAGE_BASE as u64 + i as u64 * slot;
+        let image = relocate(&elves[app.as_str()], base)
+            .with_context(|| format!("relocating app `{app}` for domain `{domain}`"))?;
+        ensure!(
+            image.end() <= base + slot,
+            "app `{app}` for domain `{domain}` needs {:#x} bytes of address space, more than \
+             its image slot of {slot:#x}",
+            image.end() - base
+        );
+        builder = builder.add_image(domain.as_str(), app.as_str(), image.entry, image.segments);
+    }
+    let bytes = builder.finish();
+    BootImage::parse(&bytes).map_err(|e| anyhow::anyhow!("the packed boot image is invalid: {e}"))?;
+    Ok(bytes)
+}
+
+/// Name of a RISC-V relocation type, for error messages.
+fn reloc_name(r_type: u32) -> &'static str {
+    match r_type {
+        elf::R_RISCV_NONE => "R_RISCV_NONE",
+        elf::R_RISCV_32 => "R_RISCV_32",
+        elf::R_RISCV_64 => "R_RISCV_64",
+        elf::R_RISCV_RELATIVE => "R_RISCV_RELATIVE",
+        elf::R_RISCV_COPY => "R_RISCV_COPY",
+        elf::R_RISCV_JUMP_SLOT => "R_RISCV_JUMP_SLOT",
+        elf::R_RISCV_TLS_DTPMOD64 | elf::R_RISCV_TLS_DTPREL64 | elf::R_RISCV_TLS_TPREL64 => {
+            "a TLS relocation"
+        }
+        _ => "an unsupported relocation",
+    }
+}
+
+/// A `PT_LOAD` segment as linked.
+struct Load {
+    vaddr: u64,
+    mem_size: u64,
+    rights: u8,
+    data: Vec<u8>,
+}
+
+/// `abi::Rights` bits for ELF segment flags.
+fn rights(p_flags: u32) -> u8 {
+    let mut r = 0;
+    if p_flags & elf::PF_R != 0 {
+        r |= abi::Rights::READ.0;
+    }
+    if p_flags & elf::PF_W != 0 {
+        r |= abi::Rights::WRITE.0;
+    }
+    if p_flags & elf::PF_X != 0 {
+        r |= abi::Rights::EXECUTE.0;
+    }
+    r
+}
+
+/// Relocates a static-PIE RISC-V ELF (linked at 0) to `base`: applies its `R_RISCV_RELATIVE`
+/// relocations, refuses any other, and returns its page-aligned segments at their final
+/// addresses with their rights.
+pub fn relocate(elf_bytes: &[u8], base: u64) -> Result<Relocated> {
+    ensure!(base % PAGE == 0, "base address {base:#x} is not page-aligned");
+    let header = elf::FileHeader64::<LE>::parse(elf_bytes)
+        .map_err(|e| anyhow::anyhow!("not a 64-bit ELF file: {e}"))?;
+    let endian = header.endian().map_err(|_| anyhow::anyhow!("not a little-endian ELF file"))?;
+    ensure!(header.e_machine(endian) == elf::EM_RISCV, "not a RISC-V ELF file");
+    ensure!(
+        header.e_type(endian) == elf::ET_DYN,
+        "not position-independent (ELF type {}, want ET_DYN): build it with `cargo xtask`",
+        header.e_type(endian)
+    );
+    let phdrs = header
+        .program_headers(endian, elf_bytes)
+        .map_err(|e| anyhow::anyhow!("bad program headers: {e}"))?;
+
+    let mut loads = Vec::new();
+    let mut dynamic = None;
+    for ph in phdrs {
+        match ph.p_type(endian) {
+            elf::PT_LOAD => {
+                let (vaddr, mem_size) = (ph.p_vaddr(endian), ph.p_memsz(endian));
+                let data = ph
+                    .data(endian, elf_bytes)
+                    .map_err(|_| anyhow::anyhow!("segment at {vaddr:#x} lies outside the file"))?;
+                ensure!(
+                    data.len() as u64 <= mem_size,
+                    "segment at {vaddr:#x} stores more bytes than it occupies"
+                );
+                ensure!(vaddr.checked_add(mem_size).is_some(), "segment at {vaddr:#x} overflows");
+                let r = rights(ph.p_flags(endian));
+                let (w, x) = (abi::Rights::WRITE.0, abi::Rights::EXECUTE.0);
+                ensure!(r & (w | x) != w | x, "segment at {vaddr:#x} is writable and executable");
+                ensure!(r != 0, "segment at {vaddr:#x} has no access rights");
+                if mem_size > 0 {
+                    loads.push(Load { vaddr, mem_size, rights: r, data: data.to_vec() });
+                }
+            }
+            elf::PT_DYNAMIC => {
+                dynamic = ph
+                    .dynamic(endian, elf_bytes)
+                    .map_err(|e| anyhow::anyhow!("bad dynamic segment: {e}"))?;
+            }
+            elf::PT_INTERP => bail!("asks for a dynamic linker (PT_INTERP); apps are static"),
+            elf::PT_TLS => bail!("uses thread-local storage, which apps do not have yet"),
+            _ => {}
+        }
+    }
+    ensure!(!loads.is_empty(), "has no loadable segments");
+    loads.sort_by_key(|l| l.vaddr);
+
+    if let Some(dynamic) = dynamic {
+        apply_relocations(&header, endian, elf_bytes, dynamic, &mut loads, base)?;
+    } else {
+        // Without a dynamic table nothing can be relocated, so there must be nothing to do.
+        let sections = header
+            .sections(endian, elf_bytes)
+            .map_err(|e| anyhow::anyhow!("bad section headers: {e}"))?;
+        for s in sections.iter() {
+            let (kind, flags) = (s.sh_type(endian), s.sh_flags(endian));
+            if (kind == elf::SHT_RELA || kind == elf::SHT_REL) && flags & u64::from(elf::SHF_ALLOC) != 0
+            {
+                bail!("has dynamic relocations but no dynamic table (PT_DYNAMIC)");
+            }
+        }
+    }
+
+    let segments = page_align(loads, base)?;
+    let entry = base
+        .checked_add(header.e_entry(endian))
+        .context("entry point overflows the address space")?;
+    let exec = abi::Rights::EXECUTE.0;
+    ensure!(
+        segments.iter().any(|(v, size, r, _)| r & exec != 0 && (*v..v + size).contains(&entry)),
+        "entry point {:#x} is not in an executable segment",
+        header.e_entry(endian)
+    );
+    Ok(Relocated { entry, segments })
+}
+
+/// Applies the dynamic relocations of `dynamic` to the segment data of `loads`.
+fn apply_relocations(
+    header: &elf::FileHeader64<LE>,
+    endian: LE,
+    elf_bytes: &[u8],
+    dynamic: &[elf::Dyn64<LE>],
+    loads: &mut [Load],
+    base: u64,
+) -> Result<()> {
+    let (mut rela, mut rela_size, mut rela_ent) = (None, 0, 24);
+    for d in dynamic {
+        let (tag, val) = (d.d_tag(endian), d.d_val(endian));
+        match tag {
+            t if t == u64::from(elf::DT_NULL) => break,
+            t if t == u64::from(elf::DT_RELA) => rela = Some(val),
+            t if t == u64::from(elf::DT_RELASZ) => rela_size = val,
+            t if t == u64::from(elf::DT_RELAENT) => rela_ent = val,
+            t if t == u64::from(elf::DT_NEEDED) => bail!("needs a shared library (DT_NEEDED)"),
+            t if (t == u64::from(elf::DT_RELSZ) || t == u64::from(elf::DT_PLTRELSZ)) && val != 0 => {
+                bail!("has REL or PLT relocations; apps may only have RELA R_RISCV_RELATIVE")
+            }
+            t if t == DT_RELR || (t == DT_RELRSZ && val != 0) => {
+                bail!("has packed relative relocations (DT_RELR), which are not supported")
+            }
+            _ => {}
+        }
+    }
+    let Some(rela) = rela else { return Ok(()) };
+    ensure!(rela_ent == 24, "unexpected relocation entry size {rela_ent}");
+    ensure!(rela_size % 24 == 0, "relocation table size {rela_size} is not a multiple of 24");
+    // The table is addressed by virtual address; find it in a segment's file bytes.
+    let table = loads
+        .iter()
+        .find_map(|l| {
+            let start = rela.checked_sub(l.vaddr)?;
+            let end = start.checked_add(rela_size)?;
+            l.data.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
+        })
+        .with_context(|| format!("relocation table at {rela:#x} is not inside a segment"))?
+        .to_vec();
+    let relas: &[elf::Rela64<LE>] = object::pod::slice_from_all_bytes(&table)
+        .map_err(|_| anyhow::anyhow!("relocation table at {rela:#x} is misaligned"))?;
+    for (n, r) in relas.iter().enumerate() {
+        let offset = r.r_offset(endian);
+        let r_type = r.r_type(endian, false);
+        let sym = r.r_sym(endian, false);
+        if sym != 0 {
+            let name = symbol_name(header, endian, elf_bytes, sym);
+            bail!(
+                "relocation {n} at {offset:#x} refers to the dynamic symbol `{name}`; apps must \
+                 not reference symbols at run time (is something undefined or exported?)"
+            );
+        }
+        match r_type {
+            elf::R_RISCV_NONE => continue,
+            elf::R_RISCV_RELATIVE => {}
+            other => bail!(
+                "relocation {n} at {offset:#x} has type {other} ({}); only R_RISCV_RELATIVE is \
+                 supported in apps",
+                reloc_name(other)
+            ),
+        }
+        let value = base
+            .checked_add_signed(r.r_addend(endian))
+            .with_context(|| format!("relocation {n} at {offset:#x} overflows"))?;
+        let word = loads
+            .iter_mut()
+            .find_map(|l| {
+                let start = usize::try_from(offset.checked_sub(l.vaddr)?).ok()?;
+                l.data.get_mut(start..start.checked_add(8)?)
+            })
+            .with_context(|| {
+                format!("relocation {n} at {offset:#x} is not inside a segment's file bytes")
+            })?;
+        word.copy_from_slice(&value.to_le_bytes());
+    }
+    Ok(())
+}
+
+/// The name of dynamic symbol `index`, or `#index` if it cannot be found.
+fn symbol_name(header: &elf::FileHeader64<LE>, endian: LE, elf_bytes: &[u8], index: u32) -> String {
+    let name = || -> Option<String> {
+        let sections = header.sections(endian, elf_bytes).ok()?;
+        let symbols = sections.symbols(endian, elf_bytes, elf::SHT_DYNSYM).ok()?;
+        let sym = symbols.symbol(object::SymbolIndex(index as usize)).ok()?;
+        let bytes = symbols.symbol_name(endian, sym).ok()?;
+        Some(String::from_utf8_lossy(bytes).into_owned())
+    };
+    name().unwrap_or_else(|| format!("#{index}"))
+}
+
+/// Rounds each segment out to whole pages (data padded at the front), merges neighbours with
+/// the same rights that share a page, refuses pages shared by different rights, and moves
+/// everything to `base`.
+fn page_align(loads: Vec<Load>, base: u64) -> Result<Vec<Segment>> {
+    let mut out: Vec<(u64, u64, u8, Vec<u8>)> = Vec::new();
+    let mut prev_end = 0; // end of the previous segment's bytes (before rounding)
+    for l in loads {
+        let start = l.vaddr & !(PAGE - 1);
+        let end = (l.vaddr + l.mem_size).checked_next_multiple_of(PAGE).with_context(|| {
+            format!("segment at {:#x} overflows the address space", l.vaddr)
+        })?;
+        match out.last_mut() {
+            Some((p_start, p_size, p_rights, p_data)) if start < *p_start + *p_size => {
+                ensure!(
+                    *p_rights == l.rights,
+                    "segments with different rights share the page at {start:#x}; the linker \
+                     script must page-align each segment"
+                );
+                ensure!(l.vaddr >= prev_end, "segments overlap at {:#x}", l.vaddr);
+                p_data.resize((l.vaddr - *p_start) as usize, 0);
+                p_data.extend_from_slice(&l.data);
+                *p_size = (*p_size).max(end - *p_start);
+            }
+            _ => {
+                let mut data = vec![0; (l.vaddr - start) as usize];
+                data.extend_from_slice(&l.data);
+                out.push((start, end - start, l.rights, data));
+            }
+        }
+        prev_end = l.vaddr + l.mem_size;
+    }
+    out.into_iter()
+        .map(|(vaddr, size, rights, data)| {
+            let at = base.checked_add(vaddr).filter(|a| a.checked_add(size).is_some());
+            let at = at.with_context(|| format!("segment at {vaddr:#x} overflows at {base:#x}"))?;
+            Ok((at, size, rights, data))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
