@@ -8,9 +8,6 @@
 //! relocation must be `R_RISCV_RELATIVE` (`*(base + offset) = base + addend`); anything that
 //! needs a symbol, a dynamic linker, TLS or a page shared by different rights is refused.
 
-// Wired into `cargo xtask run/test` separately; until then only the unit tests use this.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -152,7 +149,8 @@ pub fn pack(
         builder = builder.add_image(domain.as_str(), app.as_str(), image.entry, image.segments);
     }
     let bytes = builder.finish();
-    BootImage::parse(&bytes).map_err(|e| anyhow::anyhow!("the packed boot image is invalid: {e}"))?;
+    BootImage::parse(&bytes)
+        .map_err(|e| anyhow::anyhow!("the packed boot image is invalid: {e}"))?;
     Ok(bytes)
 }
 
@@ -199,7 +197,7 @@ fn rights(p_flags: u32) -> u8 {
 /// relocations, refuses any other, and returns its page-aligned segments at their final
 /// addresses with their rights.
 pub fn relocate(elf_bytes: &[u8], base: u64) -> Result<Relocated> {
-    ensure!(base % PAGE == 0, "base address {base:#x} is not page-aligned");
+    ensure!(base.is_multiple_of(PAGE), "base address {base:#x} is not page-aligned");
     let header = elf::FileHeader64::<LE>::parse(elf_bytes)
         .map_err(|e| anyhow::anyhow!("not a 64-bit ELF file: {e}"))?;
     let endian = header.endian().map_err(|_| anyhow::anyhow!("not a little-endian ELF file"))?;
@@ -249,7 +247,7 @@ pub fn relocate(elf_bytes: &[u8], base: u64) -> Result<Relocated> {
     loads.sort_by_key(|l| l.vaddr);
 
     if let Some(dynamic) = dynamic {
-        apply_relocations(&header, endian, elf_bytes, dynamic, &mut loads, base)?;
+        apply_relocations(header, endian, elf_bytes, dynamic, &mut loads, base)?;
     } else {
         // Without a dynamic table nothing can be relocated, so there must be nothing to do.
         let sections = header
@@ -257,7 +255,8 @@ pub fn relocate(elf_bytes: &[u8], base: u64) -> Result<Relocated> {
             .map_err(|e| anyhow::anyhow!("bad section headers: {e}"))?;
         for s in sections.iter() {
             let (kind, flags) = (s.sh_type(endian), s.sh_flags(endian));
-            if (kind == elf::SHT_RELA || kind == elf::SHT_REL) && flags & u64::from(elf::SHF_ALLOC) != 0
+            if (kind == elf::SHT_RELA || kind == elf::SHT_REL)
+                && flags & u64::from(elf::SHF_ALLOC) != 0
             {
                 bail!("has dynamic relocations but no dynamic table (PT_DYNAMIC)");
             }
@@ -295,7 +294,9 @@ fn apply_relocations(
             t if t == u64::from(elf::DT_RELASZ) => rela_size = val,
             t if t == u64::from(elf::DT_RELAENT) => rela_ent = val,
             t if t == u64::from(elf::DT_NEEDED) => bail!("needs a shared library (DT_NEEDED)"),
-            t if (t == u64::from(elf::DT_RELSZ) || t == u64::from(elf::DT_PLTRELSZ)) && val != 0 => {
+            t if (t == u64::from(elf::DT_RELSZ) || t == u64::from(elf::DT_PLTRELSZ))
+                && val != 0 =>
+            {
                 bail!("has REL or PLT relocations; apps may only have RELA R_RISCV_RELATIVE")
             }
             t if t == DT_RELR || (t == DT_RELRSZ && val != 0) => {
@@ -306,7 +307,10 @@ fn apply_relocations(
     }
     let Some(rela) = rela else { return Ok(()) };
     ensure!(rela_ent == 24, "unexpected relocation entry size {rela_ent}");
-    ensure!(rela_size % 24 == 0, "relocation table size {rela_size} is not a multiple of 24");
+    ensure!(
+        rela_size.is_multiple_of(24),
+        "relocation table size {rela_size} is not a multiple of 24"
+    );
     // The table is addressed by virtual address; find it in a segment's file bytes.
     let table = loads
         .iter()
@@ -376,9 +380,9 @@ fn page_align(loads: Vec<Load>, base: u64) -> Result<Vec<Segment>> {
     let mut prev_end = 0; // end of the previous segment's bytes (before rounding)
     for l in loads {
         let start = l.vaddr & !(PAGE - 1);
-        let end = (l.vaddr + l.mem_size).checked_next_multiple_of(PAGE).with_context(|| {
-            format!("segment at {:#x} overflows the address space", l.vaddr)
-        })?;
+        let end = (l.vaddr + l.mem_size)
+            .checked_next_multiple_of(PAGE)
+            .with_context(|| format!("segment at {:#x} overflows the address space", l.vaddr))?;
         match out.last_mut() {
             Some((p_start, p_size, p_rights, p_data)) if start < *p_start + *p_size => {
                 ensure!(

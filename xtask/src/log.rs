@@ -113,6 +113,19 @@ impl Kernel {
         Ok(Kernel { table, symbols: Symbols::parse(&bytes)? })
     }
 
+    /// Adds the symbols of each domain instance: `(base address, app ELF)`; apps are linked at
+    /// 0, so their symbols move by the base.
+    pub fn add_instances(&mut self, instances: &[(u64, std::path::PathBuf)]) -> Result<()> {
+        for (base, elf) in instances {
+            let bytes = std::fs::read(elf).with_context(|| format!("reading {}", elf.display()))?;
+            let app = Symbols::parse(&bytes)?;
+            self.symbols.funcs.extend(app.funcs.into_iter().map(|(a, s, n)| (a + base, s, n)));
+        }
+        self.symbols.funcs.sort_by_key(|f| (f.0, f.1 == 0, f.2.starts_with("__")));
+        self.symbols.funcs.dedup_by_key(|f| f.0);
+        Ok(())
+    }
+
     /// A decoder for one boot's serial stream.
     pub fn decoder(&self) -> Decoder<'_> {
         Decoder { kernel: self, stream: self.table.new_stream_decoder(), pending: Vec::new() }

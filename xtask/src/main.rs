@@ -11,8 +11,10 @@ mod log;
 mod qemu;
 mod setup;
 mod suite;
+mod system;
 mod util;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -83,9 +85,15 @@ enum Command {
         /// M-mode firmware (RISC-V only).
         #[arg(long, value_enum, default_value = "rustsbi")]
         bios: Bios,
-        /// Guest memory, in MiB.
-        #[arg(long, default_value_t = 128)]
-        memory: u32,
+        /// Guest memory, in MiB (default: the manifest's, else 128).
+        #[arg(long)]
+        memory: Option<u32>,
+        /// The QoS manifest whose domains to run (RISC-V).
+        #[arg(long, default_value = "manifests/default.toml")]
+        manifest: PathBuf,
+        /// Boot the kernel alone, without a manifest and domains.
+        #[arg(long, conflicts_with = "manifest")]
+        bare: bool,
         /// Kernel command line, e.g. `test=all` or `fault=load`.
         #[arg(long, default_value = "")]
         append: String,
@@ -128,9 +136,10 @@ fn main() -> ExitCode {
                 }
                 0
             }),
-        Command::Run { arch, bios, memory, append, icount, gdb, raw } => {
-            let boot = qemu::Boot { bios, memory, append, icount, gdb, ..qemu::Boot::new(arch) };
-            qemu::run_interactive(boot, raw)
+        Command::Run { arch, bios, memory, manifest, bare, append, icount, gdb, raw } => {
+            let boot = qemu::Boot { bios, append, icount, gdb, ..qemu::Boot::new(arch) };
+            let manifest = (!bare).then(|| util::resolve(&manifest));
+            qemu::run_interactive(boot, manifest.as_deref(), memory, raw)
         }
         Command::Test { filter, list } => suite::run(filter.as_deref(), list),
         Command::Bench { name } => bench::run(name).map(|_| 0),

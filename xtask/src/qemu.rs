@@ -1,7 +1,7 @@
 //! Booting Tessera in QEMU: command lines, timeouts, exit statuses and the live decoded log.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 
 use crate::artifacts::{self, Artifacts};
 use crate::log::{Kernel, LogLine};
+use crate::system::{self, Spoil, System};
 use crate::{Arch, Bios, setup};
 
 /// One QEMU boot.
@@ -31,6 +32,8 @@ pub struct Boot {
     pub gdb: bool,
     /// Kill QEMU after this long.
     pub timeout: Duration,
+    /// The boot image (`-initrd`), if the boot runs domains.
+    pub initrd: Option<PathBuf>,
 }
 
 impl Boot {
@@ -44,6 +47,7 @@ impl Boot {
             icount: false,
             gdb: false,
             timeout: Duration::from_secs(60),
+            initrd: None,
         }
     }
 
@@ -68,6 +72,9 @@ impl Boot {
         c.arg("-m").arg(format!("{}M", self.memory));
         c.arg("-kernel").arg(&a.kernel);
         c.arg("-append").arg(&self.append);
+        if let Some(initrd) = &self.initrd {
+            c.arg("-initrd").arg(initrd);
+        }
         c.args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"]);
         c.args(["-nic", "none"]);
         if self.icount {
@@ -225,12 +232,30 @@ pub fn boot(
     Ok(Outcome { ending, log, stderr, wall })
 }
 
-/// `cargo xtask run`: build, boot `b` (no timeout), show the log live (with undecodable bytes
-/// too if `show_raw`); returns the kernel's exit code.
-pub fn run_interactive(mut b: Boot, show_raw: bool) -> Result<u8> {
+/// `cargo xtask run`: build, boot `b` with the domains of `manifest` (RISC-V), no timeout, show
+/// the log live (with undecodable bytes too if `show_raw`); returns the kernel's exit code.
+pub fn run_interactive(
+    mut b: Boot,
+    manifest: Option<&Path>,
+    memory: Option<u32>,
+    show_raw: bool,
+) -> Result<u8> {
     setup::ensure(setup::Needs { gdb: b.gdb, qemu: true })?;
+    let system = match manifest {
+        Some(path) if b.arch == Arch::Riscv64 => Some(system::prepare(path, Spoil::Nothing)?),
+        Some(path) => {
+            eprintln!("note: {} runs no domains yet; not using {}", b.arch.name(), path.display());
+            None
+        }
+        None => None,
+    };
+    b.memory = memory.or(system.as_ref().map(System::memory_mib)).unwrap_or(128);
+    b.initrd = system.as_ref().map(|s| s.image.clone());
     let a = artifacts::build(b.arch)?;
-    let kernel = Kernel::load(&a.kernel)?;
+    let mut kernel = Kernel::load(&a.kernel)?;
+    if let Some(s) = &system {
+        kernel.add_instances(&s.instances)?;
+    }
     b.timeout = Duration::MAX;
     if b.gdb {
         eprintln!("QEMU waits for a debugger. In another terminal:");

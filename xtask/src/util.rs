@@ -47,3 +47,8 @@ pub fn have(program: &str) -> bool {
 pub fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"))
 }
+
+/// `path` as given if it exists from the current directory, else relative to the workspace.
+pub fn resolve(path: &std::path::Path) -> PathBuf {
+    if path.exists() { path.to_path_buf() } else { root().join(path) }
+}

@@ -410,7 +410,7 @@ fn validate(dir: &Directory, data_len: u64) -> Result<(), ImageError> {
             if seg.mem_size == 0 {
                 return Err(ImageError::EmptySegment { image, segment });
             }
-            if seg.vaddr % PAGE_SIZE != 0 || seg.mem_size % PAGE_SIZE != 0 {
+            if !seg.vaddr.is_multiple_of(PAGE_SIZE) || !seg.mem_size.is_multiple_of(PAGE_SIZE) {
                 return Err(ImageError::UnalignedSegment { image, segment });
             }
             let end = seg.vaddr.checked_add(seg.mem_size);

@@ -153,8 +153,10 @@ impl AddressSpace {
         sv39::activate(&self.table);
     }
 
-    /// Frees the tables (not the mapped frames) and forgets cached translations.
+    /// Frees the tables (not the mapped frames) and forgets cached translations. The CPU moves
+    /// to the kernel's own tables first, in case this space is the current one.
     pub fn destroy(self) {
+        super::with_kernel_table(|k| sv39::activate(k));
         let asid = self.table.asid();
         self.table.destroy();
         sv39::flush_asid(asid);
