@@ -10,7 +10,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use defmt_decoder::{DecodeError, Table};
-use object::{Object, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 
 /// One line of the decoded log.
 #[derive(Clone, Debug)]
@@ -40,14 +40,19 @@ pub struct Symbols {
 
 impl Symbols {
     fn parse(elf: &[u8]) -> Result<Self> {
-        let file = object::File::parse(elf).context("parsing the kernel ELF")?;
+        let file = object::File::parse(elf).context("parsing an ELF for its symbols")?;
+        let is_code = |s: &object::Symbol<'_, '_>| {
+            s.section_index()
+                .and_then(|i| file.section_by_index(i).ok())
+                .is_some_and(|sec| sec.kind() == object::SectionKind::Text)
+        };
         let mut funcs: Vec<_> = file
             .symbols()
+            .filter(is_code)
             // Functions, and the untyped labels of hand-written assembly (entry points).
             .filter(|s| {
                 matches!(s.kind(), SymbolKind::Text | SymbolKind::Label | SymbolKind::Unknown)
             })
-            .filter(|s| s.address() != 0 && s.section_index().is_some())
             .filter_map(|s| {
                 let name = s.name().ok()?;
                 (!name.is_empty() && !name.starts_with(".L") && !name.starts_with('$')).then(|| {

@@ -280,6 +280,16 @@ pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
 
 fn report_fault(w: &World, id: u32, cause: &'static str, addr: usize, pc: usize) {
     let name = w.domains[id as usize].name.as_str();
+    if cause == "illegal instruction" {
+        defmt::error!(
+            "domain {=str}: {=str} (instruction bits {=u64:#x}), pc={=u64:#x}",
+            name,
+            cause,
+            addr as u64,
+            pc as u64
+        );
+        return;
+    }
     defmt::error!(
         "domain {=str}: {=str} at address {=u64:#x}, pc={=u64:#x}",
         name,
@@ -287,20 +297,30 @@ fn report_fault(w: &World, id: u32, cause: &'static str, addr: usize, pc: usize)
         addr as u64,
         pc as u64
     );
-    match w.stretch_at(addr) {
-        Some(s) => defmt::error!(
-            "domain {=str}: the address is in {} stretch {=u64:#x}..{=u64:#x} of domain {=str}, where it holds rights {=u8:#x}",
+    let guarded = w
+        .stretch_at(addr.saturating_add(PAGE_SIZE))
+        .filter(|s| s.kind == Kind::Stack && addr < s.base && w.stretch_at(addr).is_none());
+    match (w.stretch_at(addr), guarded) {
+        (Some(s), _) => defmt::error!(
+            "domain {=str}: the address is in {=str} stretch {=u64:#x}..{=u64:#x} of domain {=str}, where it holds rights {=u8:#x}",
             name,
-            s.kind,
+            s.kind.name(),
             s.base as u64,
             s.end() as u64,
             w.domains[s.owner as usize].name.as_str(),
             s.rights_of(id).0
         ),
-        None if addr >= abi::USER_END => {
+        (None, Some(s)) => defmt::error!(
+            "domain {=str}: the address is in the guard page below the stack {=u64:#x}..{=u64:#x} of domain {=str}",
+            name,
+            s.base as u64,
+            s.end() as u64,
+            w.domains[s.owner as usize].name.as_str()
+        ),
+        (None, None) if addr >= abi::USER_END || addr < abi::USER_BASE => {
             defmt::error!("domain {=str}: the address is outside the user half", name)
         }
-        None => defmt::error!("domain {=str}: no stretch contains the address", name),
+        (None, None) => defmt::error!("domain {=str}: no stretch contains the address", name),
     }
 }
 

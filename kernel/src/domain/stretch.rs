@@ -11,7 +11,7 @@ use abi::{PAGE_SIZE, Rights};
 use frame_allocator::Frame;
 
 /// What a stretch is for (reports and the run summary).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, defmt::Format)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// A segment of a domain's program image.
     Image,
@@ -19,6 +19,17 @@ pub enum Kind {
     Stack,
     /// Created at run time with `stretch_create`.
     Dynamic,
+}
+
+impl Kind {
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Image => "image",
+            Kind::Stack => "stack",
+            Kind::Dynamic => "dynamic",
+        }
+    }
 }
 
 /// One stretch.
