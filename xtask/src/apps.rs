@@ -89,7 +89,7 @@ pub fn build_apps() -> Result<BTreeMap<String, PathBuf>> {
     let target = Arch::Riscv64.target();
     let target_dir = util::target_dir().join("userland");
     let mut cmd = util::cargo();
-    cmd.args(["build", "--release", "--target", target, "--target-dir"]);
+    cmd.args(["build", "--quiet", "--release", "--target", target, "--target-dir"]);
     cmd.arg(&target_dir);
     for name in &names {
         cmd.args(["-p", name]);

@@ -18,7 +18,7 @@ pub struct Artifacts {
 /// Builds the kernel (and on RISC-V the firmware) in release mode with defmt logging at `info`.
 pub fn build(arch: Arch) -> Result<Artifacts> {
     let mut cmd = util::cargo();
-    cmd.args(["build", "--release", "--target", arch.target(), "-p", "kernel"]);
+    cmd.args(["build", "--quiet", "--release", "--target", arch.target(), "-p", "kernel"]);
     if arch == Arch::Riscv64 {
         cmd.args(["-p", "firmware"]);
     }

@@ -13,6 +13,7 @@ use anyhow::Result;
 use crate::artifacts::{self, Artifacts};
 use crate::log::Kernel;
 use crate::qemu::{self, Boot, Ending, Outcome};
+use crate::system::{self, Spoil};
 use crate::{Arch, Bios, setup, util};
 
 type Check = Box<dyn Fn(&Outcome) -> Result<(), String>>;
@@ -21,6 +22,8 @@ type Check = Box<dyn Fn(&Outcome) -> Result<(), String>>;
 struct QemuTest {
     name: String,
     boot: Boot,
+    /// A manifest whose domains the boot runs (relative to the workspace), and how to spoil it.
+    system: Option<(String, Spoil)>,
     check: Check,
 }
 
@@ -229,10 +232,21 @@ fn unit_tests(
 }
 
 fn run_qemu_test(t: &QemuTest, a: &Artifacts, kernel: &Kernel) -> Result<(), String> {
-    let out = qemu::boot(&t.boot, a, kernel, None, &mut |_| {}).map_err(|e| format!("{e:#}"))?;
+    let mut boot = t.boot.clone();
+    let mut with_apps;
+    let mut kernel = kernel;
+    if let Some((path, spoil)) = &t.system {
+        let s = system::prepare(&util::root().join(path), *spoil).map_err(|e| format!("{e:#}"))?;
+        boot.initrd = Some(s.image.clone());
+        boot.memory = s.memory_mib();
+        with_apps = Kernel::load(&a.kernel).map_err(|e| format!("{e:#}"))?;
+        with_apps.add_instances(&s.instances).map_err(|e| format!("{e:#}"))?;
+        kernel = &with_apps;
+    }
+    let out = qemu::boot(&boot, a, kernel, None, &mut |_| {}).map_err(|e| format!("{e:#}"))?;
     let verdict = (t.check)(&out);
     if verdict.is_err() {
-        keep_log(&t.name, &t.boot, a, &out);
+        keep_log(&t.name, &boot, a, &out);
     }
     verdict.map_err(|why| format!("{why}\n(log: {})", log_path(&t.name).display()))
 }
@@ -282,6 +296,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
         tests.push(QemuTest {
             name: format!("{p}boot::memory_{mib}M"),
             boot,
+            system: None,
             check: Box::new(move |out| {
                 expect_ending(out, Ending::Kernel(0))?;
                 expect_line(out, "Tessera")?;
@@ -306,6 +321,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
             tests.push(QemuTest {
                 name: format!("{p}firmware::{}", name.to_lowercase()),
                 boot,
+                system: None,
                 check: Box::new(move |out| {
                     expect_ending(out, Ending::Kernel(0))?;
                     expect_line(out, &format!("firmware: {name}"))?;
@@ -321,6 +337,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
     tests.push(QemuTest {
         name: format!("{p}fault::panic"),
         boot,
+        system: None,
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(2))?;
             [
@@ -356,6 +373,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
             tests.push(QemuTest {
                 name: format!("{p}fault::{name}"),
                 boot,
+                system: None,
                 check: Box::new(move |out| {
                     expect_ending(out, Ending::Kernel(2))?;
                     needles.iter().try_for_each(|n| expect_line(out, n))
@@ -363,7 +381,164 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
             });
         }
     }
+    if arch == Arch::Riscv64 {
+        tests.extend(domain_tests(&p));
+    }
     Ok(tests)
+}
+
+/// Index of the first line containing `text`.
+fn position(out: &Outcome, text: &str) -> Result<usize, String> {
+    out.log
+        .iter()
+        .position(|l| l.message.contains(text))
+        .ok_or(format!("no log line contains `{text}`"))
+}
+
+/// Index of the last line containing `text`.
+fn last_position(out: &Outcome, text: &str) -> Result<usize, String> {
+    out.log
+        .iter()
+        .rposition(|l| l.message.contains(text))
+        .ok_or(format!("no log line contains `{text}`"))
+}
+
+/// The domains' frames all came back: the run summary's two counts agree.
+fn frames_returned(out: &Outcome) -> Result<(), String> {
+    let line =
+        out.line("free after all domains ended").ok_or("no frame count in the run summary")?;
+    let numbers: Vec<u64> =
+        line.message.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    match numbers[..] {
+        [after, before] if after == before => Ok(()),
+        _ => Err(format!("frames not all returned: {}", line.message)),
+    }
+}
+
+/// The `static at 0x...` addresses and values a counter instance printed.
+fn counter_rounds(out: &Outcome, name: &str) -> Vec<(String, u64)> {
+    let prefix = format!("[counter-{name}] counter {name}: round ");
+    out.log
+        .iter()
+        .filter_map(|l| l.message.strip_prefix(&prefix))
+        .filter_map(|rest| {
+            let addr = rest.split("static at ").nth(1)?.split(',').next()?.to_string();
+            let value = rest.rsplit("value ").next()?.trim().parse().ok()?;
+            Some((addr, value))
+        })
+        .collect()
+}
+
+fn domain_tests(p: &str) -> Vec<QemuTest> {
+    let boot = || Boot::new(Arch::Riscv64);
+    let mut tests = vec![
+        QemuTest {
+            name: format!("{p}domains::default_manifest"),
+            boot: boot(),
+            system: Some(("manifests/default.toml".into(), Spoil::Nothing)),
+            check: Box::new(|out| {
+                expect_ending(out, Ending::Kernel(0))?;
+                [
+                    "hello: exited with status 0",
+                    "counter-a: exited with status 0",
+                    "counter-b: exited with status 0",
+                ]
+                .iter()
+                .try_for_each(|n| expect_line(out, n))?;
+                frames_returned(out)
+            }),
+        },
+        QemuTest {
+            name: format!("{p}domains::private_statics"),
+            boot: boot(),
+            system: Some(("tests/manifests/two-counters.toml".into(), Spoil::Nothing)),
+            check: Box::new(|out| {
+                expect_ending(out, Ending::Kernel(0))?;
+                let (a, b) = (counter_rounds(out, "a"), counter_rounds(out, "b"));
+                let values = |r: &[(String, u64)]| r.iter().map(|x| x.1).collect::<Vec<_>>();
+                if values(&a) != [1, 2, 3, 4] || values(&b) != [1, 2, 3, 4] {
+                    return Err(format!(
+                        "values not private: a {:?}, b {:?}",
+                        values(&a),
+                        values(&b)
+                    ));
+                }
+                let addr = |r: &[(String, u64)]| {
+                    r.iter().map(|x| x.0.clone()).collect::<std::collections::BTreeSet<_>>()
+                };
+                let (aa, ab) = (addr(&a), addr(&b));
+                if aa.len() != 1 || ab.len() != 1 || aa == ab {
+                    return Err(format!(
+                        "static addresses: a {aa:?}, b {ab:?}; want one each, different"
+                    ));
+                }
+                frames_returned(out)
+            }),
+        },
+        QemuTest {
+            name: format!("{p}domains::corrupt_manifest_rejected"),
+            boot: boot(),
+            system: Some(("tests/manifests/two-counters.toml".into(), Spoil::ManifestByte)),
+            check: Box::new(|out| {
+                expect_ending(out, Ending::Kernel(3))?;
+                expect_line(out, "boot image rejected: manifest")?;
+                if out.has("[counter-") {
+                    Err("a domain ran from a corrupt manifest".into())
+                } else {
+                    Ok(())
+                }
+            }),
+        },
+    ];
+    let faults: [(&'static str, &'static str, &'static [&'static str]); 5] = [
+        (
+            "illegal",
+            "illegal instruction",
+            &["illegal instruction (instruction bits", "pc=0x", "<__tessera_main+"],
+        ),
+        (
+            "jump",
+            "instruction page fault",
+            &[
+                "at address 0x100000000, pc=0x100000000 <_start+0x0>",
+                "image stretch 0x100000000",
+                "of domain counter-a, where it holds rights 0x0",
+            ],
+        ),
+        (
+            "write",
+            "store page fault",
+            &[
+                "store page fault at address 0x180000000",
+                "image stretch 0x180000000",
+                "of domain counter-b, where it holds rights 0x0",
+            ],
+        ),
+        ("guard", "store page fault", &["in the guard page below the stack", "of domain faulty"]),
+        ("kernel", "load page fault", &["at address 0xffffffffc0200000", "outside the user half"]),
+    ];
+    for (kind, cause, needles) in faults {
+        tests.push(QemuTest {
+            name: format!("{p}domains::fault_{kind}"),
+            boot: boot(),
+            system: Some((format!("tests/manifests/fault-{kind}.toml"), Spoil::Nothing)),
+            check: Box::new(move |out| {
+                expect_ending(out, Ending::Kernel(0))?;
+                let died = position(out, &format!("domain faulty terminated: {cause}"))?;
+                needles.iter().try_for_each(|n| expect_line(out, n))?;
+                // The survivors keep counting after the fault and finish.
+                for name in ["a", "b"] {
+                    let last = last_position(out, &format!("counter {name}: round 12,"))?;
+                    if last < died {
+                        return Err(format!("counter-{name} made no progress after the fault"));
+                    }
+                    expect_line(out, &format!("counter-{name}: exited with status 0"))?;
+                }
+                frames_returned(out)
+            }),
+        });
+    }
+    tests
 }
 
 /// Boots once with `test=list` to learn the kernel's tests, then once to run the wanted ones
