@@ -317,7 +317,7 @@ fn report_fault(w: &World, id: u32, cause: &'static str, addr: usize, pc: usize)
             s.end() as u64,
             w.domains[s.owner as usize].name.as_str()
         ),
-        (None, None) if addr >= abi::USER_END || addr < abi::USER_BASE => {
+        (None, None) if !(abi::USER_BASE..abi::USER_END).contains(&addr) => {
             defmt::error!("domain {=str}: the address is outside the user half", name)
         }
         (None, None) => defmt::error!("domain {=str}: no stretch contains the address", name),
@@ -348,4 +348,80 @@ fn summary(w: &World) {
 /// Frames needed for `bytes`, rounded up.
 fn pages_for(bytes: usize) -> usize {
     bytes.div_ceil(FRAME_SIZE as usize)
+}
+
+/// Kernel tests of domain teardown (run with `test=domains::...`).
+pub mod tests {
+    use alloc::vec;
+
+    use super::*;
+    use crate::check;
+    use crate::ktest::Outcome;
+
+    /// A dead domain's frames are back in the free pool, scrubbed (they read as zero when they
+    /// are reused), and its page tables are freed too.
+    pub fn scrub_on_death() -> Outcome {
+        let free_before = with_frames(|fa| fa.free_count());
+        let mut w = World::new();
+        let id = 0u32;
+        let space = AddressSpace::new(Owner::Domain(id), 60).map_err(|_| crate::ktest::Failed)?;
+        w.domains.push(Domain {
+            name: "scrub-test".into(),
+            ctx: UserContext::new_user(0, 0, [0; 3]),
+            space: Some(space),
+            guaranteed_frames: 64,
+            ending: None,
+        });
+        let pattern = vec![0xa5u8; 8 * PAGE_SIZE];
+        let base = abi::STRETCH_BASE;
+        let made = w.create_stretch(
+            id,
+            base,
+            8,
+            Rights::READ.union(Rights::WRITE),
+            Kind::Dynamic,
+            &pattern,
+        );
+        check!(made.is_ok(), "create_stretch failed: {}", made);
+        let frames = w.stretches[&base].frames.clone();
+        let charged = with_frames(|fa| fa.owned_by(Owner::Domain(id)));
+        check!(charged > 8, "only {=u64} frames charged for 8 pages and tables", charged);
+        let first = crate::phys::bytes(frames[0].addr(), PAGE_SIZE);
+        check!(first.iter().all(|&b| b == 0xa5), "the stretch did not receive its contents");
+        w.kill(id, Ending::Exited(0));
+        check!(with_frames(|fa| fa.owned_by(Owner::Domain(id))) == 0, "frames still charged");
+        check!(with_frames(|fa| fa.free_count()) == free_before, "frames not all returned");
+        for f in &frames {
+            check!(with_frames(|fa| fa.owner(*f)) == Ok(Owner::Free), "a frame is not free");
+            let page = crate::phys::bytes(f.addr(), PAGE_SIZE);
+            check!(page.iter().all(|&b| b == 0), "frame {=u64:#x} was not scrubbed", f.addr());
+        }
+        Ok(())
+    }
+
+    /// Contract enforcement: a stretch larger than the guarantee is refused with `NoMemory`
+    /// and leaves nothing behind; overlapping stretches are refused.
+    pub fn contract_and_overlap() -> Outcome {
+        let free_before = with_frames(|fa| fa.free_count());
+        let mut w = World::new();
+        let space = AddressSpace::new(Owner::Domain(0), 61).map_err(|_| crate::ktest::Failed)?;
+        w.domains.push(Domain {
+            name: "contract-test".into(),
+            ctx: UserContext::new_user(0, 0, [0; 3]),
+            space: Some(space),
+            guaranteed_frames: 16,
+            ending: None,
+        });
+        let rw = Rights::READ.union(Rights::WRITE);
+        let base = abi::STRETCH_BASE;
+        let big = w.create_stretch(0, base, 32, rw, Kind::Dynamic, &[]);
+        check!(big == Err(SysError::NoMemory), "over-contract stretch gave {}", big);
+        let ok = w.create_stretch(0, base, 4, rw, Kind::Dynamic, &[]);
+        check!(ok.is_ok(), "a stretch within the contract failed: {}", ok);
+        let overlap = w.create_stretch(0, base + PAGE_SIZE, 2, rw, Kind::Dynamic, &[]);
+        check!(overlap == Err(SysError::InvalidArgument), "overlap gave {}", overlap);
+        w.kill(0, Ending::Exited(0));
+        check!(with_frames(|fa| fa.free_count()) == free_before, "frames not all returned");
+        Ok(())
+    }
 }

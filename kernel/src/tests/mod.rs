@@ -28,6 +28,13 @@ const ALL: &[KernelTest] = &[
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "sbi::console", run: sbi::console },
     #[cfg(target_arch = "riscv64")]
+    KernelTest { name: "domains::scrub_on_death", run: crate::domain::tests::scrub_on_death },
+    #[cfg(target_arch = "riscv64")]
+    KernelTest {
+        name: "domains::contract_and_overlap",
+        run: crate::domain::tests::contract_and_overlap,
+    },
+    #[cfg(target_arch = "riscv64")]
     KernelTest { name: "timer::rate_busy", run: timer::rate_busy },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "timer::rate_idle", run: timer::rate_idle },
