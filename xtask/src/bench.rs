@@ -22,6 +22,8 @@ use crate::{Arch, Bios, setup, util};
 pub enum Name {
     /// Boot to shutdown.
     Boot,
+    /// System-call and communication costs, in instructions under -icount.
+    Ipc,
 }
 
 #[derive(Serialize)]
@@ -53,6 +55,7 @@ pub fn run(name: Name) -> Result<()> {
     setup::ensure(setup::Needs { gdb: false, qemu: true })?;
     match name {
         Name::Boot => boot(),
+        Name::Ipc => ipc(),
     }
 }
 
@@ -92,6 +95,81 @@ fn shutdown_us(out: &qemu::Outcome) -> Option<u64> {
     let t = out.line("shutdown: ")?.timestamp.as_ref()?;
     let secs: f64 = t.trim().parse().ok()?;
     Some((secs * 1e6).round() as u64)
+}
+
+#[derive(Serialize)]
+struct IpcRow {
+    operation: &'static str,
+    instructions: f64,
+    runs: usize,
+    spread: f64,
+    iterations: u64,
+    flags: String,
+}
+
+/// `(calls, calls_ns, loop_ns)` from the `nullcall:` line.
+fn nullcall_figures(out: &qemu::Outcome) -> Option<(u64, u64, u64)> {
+    let msg = &out.line("nullcall: ")?.message;
+    let n: Vec<u64> =
+        msg.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    match n[..] {
+        [calls, calls_ns, loop_ns] => Some((calls, calls_ns, loop_ns)),
+        _ => None,
+    }
+}
+
+/// The null system call: `manifests/bench-ipc.toml` under `-icount shift=0,sleep=off`, where a
+/// nanosecond of guest time is one instruction; the empty loop of the same length, timed in the
+/// same run, is subtracted. Three boots show that the figure is deterministic.
+fn ipc() -> Result<()> {
+    let manifest = util::root().join("manifests/bench-ipc.toml");
+    let s = crate::system::prepare(&manifest, crate::system::Spoil::Nothing)?;
+    let a = artifacts::build(Arch::Riscv64)?;
+    let mut kernel = Kernel::load(&a.kernel)?;
+    kernel.add_instances(&s.instances)?;
+    let mut b = Boot::new(Arch::Riscv64);
+    b.memory = s.memory_mib();
+    b.initrd = Some(s.image.clone());
+    b.icount = true;
+    let mut per_call = Vec::new();
+    let mut calls = 0;
+    for _ in 0..3 {
+        let out = qemu::boot(&b, &a, &kernel, None, &mut |_| {})?;
+        let (n, calls_ns, loop_ns) = nullcall_figures(&out)
+            .with_context(|| format!("no nullcall figures:\n{}", out.log_text()))?;
+        calls = n;
+        per_call.push((calls_ns - loop_ns) as f64 / n as f64);
+    }
+    let (min, max) = per_call.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+    let row = IpcRow {
+        operation: "null system call (ecall, dispatch, return)",
+        instructions: per_call[0],
+        runs: per_call.len(),
+        spread: max - min,
+        iterations: calls,
+        flags: format!("{:?}", b.command(&a)).replace('"', ""),
+    };
+    let env = environment(Arch::Riscv64);
+    let mut md = format!(
+        "# bench ipc\n\ncommit {} · {} · host {} ({} cores) · {}\n\n",
+        env.commit, env.qemu, env.host_cpu, env.host_cores, env.date
+    );
+    md.push_str(
+        "| operation | instructions | runs | spread | iterations |\n|---|---:|---:|---:|---:|\n",
+    );
+    md.push_str(&format!(
+        "| {} | {:.1} | {} | {:.2} | {} |\n",
+        row.operation, row.instructions, row.runs, row.spread, row.iterations
+    ));
+    md.push_str("\nInstructions are guest nanoseconds under `-icount shift=0,sleep=off`, minus an empty loop of the same length timed in the same run.\n");
+    print!("{md}");
+    let dir = util::target_dir().join("bench");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("ipc.md"), &md)?;
+    let json = serde_json::json!({ "benchmark": "ipc", "environment": env, "results": [row] });
+    std::fs::write(dir.join("ipc.json"), serde_json::to_string_pretty(&json)?)?;
+    println!("\nwritten: {}, {}", dir.join("ipc.md").display(), dir.join("ipc.json").display());
+    Ok(())
 }
 
 fn boot() -> Result<()> {

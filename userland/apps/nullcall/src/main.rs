@@ -1,0 +1,45 @@
+//! `nullcall`: measures the bare system-call path.
+//!
+//! Usage: `nullcall [--calls N]` (default 100000). It times N iterations of an empty loop, then
+//! N `null` system calls, with the kernel's clock, and prints
+//! `nullcall: N calls in T ns, empty loop L ns`. Under `-icount shift=0,sleep=off` one
+//! nanosecond of guest time is one instruction, so `(T - L) / N` is the instructions one null
+//! call costs (entry, dispatch, return); `cargo xtask bench ipc` computes it.
+
+#![no_std]
+#![no_main]
+
+use core::hint::black_box;
+
+use tessera::{Env, println};
+
+tessera::main!(main);
+
+fn main(env: Env) -> i32 {
+    let mut calls: u64 = 100_000;
+    let mut args = env.args;
+    while let Some(arg) = args.next() {
+        match (arg, args.next().map(str::parse)) {
+            ("--calls", Some(Ok(n))) if n > 0 => calls = n,
+            _ => {
+                println!("nullcall: usage: nullcall [--calls N]");
+                return 2;
+            }
+        }
+    }
+    let t0 = tessera::time_ns();
+    for i in 0..calls {
+        black_box(i);
+    }
+    let t1 = tessera::time_ns();
+    for i in 0..calls {
+        black_box(i);
+        if tessera::null().is_err() {
+            println!("nullcall: the null call failed");
+            return 1;
+        }
+    }
+    let t2 = tessera::time_ns();
+    println!("nullcall: {} calls in {} ns, empty loop {} ns", calls, t2 - t1, t1 - t0);
+    0
+}
