@@ -59,7 +59,15 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
     let mut tally = Tally::default();
 
     // Static checks.
-    let static_checks: [(&str, Vec<&str>, Option<Arch>); 4] = [
+    // Userland is checked on its own: checked together with the kernel, features would unify
+    // (defmt's `alloc`) and the apps would need an allocator.
+    let mut userland_clippy = vec!["clippy", "--release", "-p", "libtessera"];
+    let app_names = crate::apps::app_names();
+    for app in &app_names {
+        userland_clippy.extend(["-p", app.as_str()]);
+    }
+    userland_clippy.extend(["--", "-D", "warnings"]);
+    let static_checks: [(&str, Vec<&str>, Option<Arch>); 5] = [
         ("host::fmt", vec!["fmt", "--all", "--", "--check"], None),
         ("host::clippy::host", vec!["clippy", "--all-targets", "--", "-D", "warnings"], None),
         (
@@ -67,6 +75,7 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
             vec!["clippy", "--release", "-p", "kernel", "-p", "firmware", "--", "-D", "warnings"],
             Some(Arch::Riscv64),
         ),
+        ("host::clippy::userland", userland_clippy, Some(Arch::Riscv64)),
         (
             "host::clippy::x86_64",
             vec!["clippy", "--release", "-p", "kernel", "--", "-D", "warnings"],
@@ -490,6 +499,27 @@ fn domain_tests(p: &str) -> Vec<QemuTest> {
             }),
         },
     ];
+    tests.push(QemuTest {
+        name: format!("{p}domains::syscall_errors"),
+        boot: boot(),
+        system: Some(("tests/manifests/syscheck.toml".into(), Spoil::Nothing)),
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            if out.has("syscheck: FAILED") {
+                let failed: Vec<_> = out
+                    .log
+                    .iter()
+                    .filter(|l| l.message.contains("FAILED"))
+                    .map(|l| l.message.clone())
+                    .collect();
+                return Err(failed.join("\n"));
+            }
+            expect_line(out, "checks, 0 failed")?;
+            expect_line(out, "syscheck: exited with status 0")?;
+            expect_line(out, "counter: exited with status 0")?;
+            frames_returned(out)
+        }),
+    });
     let faults: [(&'static str, &'static str, &'static [&'static str]); 5] = [
         (
             "illegal",

@@ -1,0 +1,167 @@
+//! `syscheck`: calls every system call with bad arguments and checks that each is refused with
+//! the error `docs/syscalls.md` lists, then checks the good paths of the stretch calls.
+//!
+//! Prints `syscheck: ok <what>` per check, `syscheck: FAILED <what>: got <result>` on a
+//! mismatch, and finally `syscheck: N checks, M failed`; exits with the number of failures.
+//! The raw calls with bad pointers are in `raw_calls`, the only unsafe code.
+
+#![no_std]
+#![no_main]
+
+mod raw_calls;
+
+use tessera::{Env, Rights, SysError, println};
+
+tessera::main!(main);
+
+struct Tally {
+    checks: u32,
+    failed: u32,
+}
+
+impl Tally {
+    fn expect(&mut self, what: &str, got: Result<usize, SysError>, want: Result<(), SysError>) {
+        self.checks += 1;
+        let ok = match (got, want) {
+            (Ok(_), Ok(())) => true,
+            (Err(g), Err(w)) => g == w,
+            _ => false,
+        };
+        if ok {
+            println!("syscheck: ok {}", what);
+        } else {
+            self.failed += 1;
+            println!(
+                "syscheck: FAILED {}: got {}, want {}",
+                what,
+                name(got.map(|_| ())),
+                name(want)
+            );
+        }
+    }
+}
+
+/// A result's name (Debug formatting would pull non-PIC parts of `core` into the app).
+fn name(r: Result<(), SysError>) -> &'static str {
+    match r {
+        Ok(()) => "Ok",
+        Err(SysError::NoSuchCall) => "NoSuchCall",
+        Err(SysError::InvalidArgument) => "InvalidArgument",
+        Err(SysError::BadAddress) => "BadAddress",
+        Err(SysError::NoMemory) => "NoMemory",
+        Err(SysError::NotFound) => "NotFound",
+        Err(SysError::PermissionDenied) => "PermissionDenied",
+        Err(SysError::NoAddressSpace) => "NoAddressSpace",
+    }
+}
+
+fn main(env: Env) -> i32 {
+    let mut t = Tally { checks: 0, failed: 0 };
+    let rw = Rights::READ.union(Rights::WRITE);
+    use SysError::*;
+
+    t.expect("unknown call number", raw_calls::call(999, [0; 6]), Err(NoSuchCall));
+    t.expect(
+        "console_write from a kernel address",
+        raw_calls::console(0xffff_ffff_c020_0000, 8),
+        Err(BadAddress),
+    );
+    t.expect(
+        "console_write from an unmapped address",
+        raw_calls::console(0x10, 8),
+        Err(BadAddress),
+    );
+    t.expect(
+        "console_write with an overflowing length",
+        raw_calls::console(0x1_0000_0000, usize::MAX),
+        Err(InvalidArgument),
+    );
+    t.expect(
+        "console_write over 1024 bytes",
+        raw_calls::console(0x1_0000_0000, 1025),
+        Err(InvalidArgument),
+    );
+    let bad_utf8 = [0xffu8, 0xfe, 0xfd];
+    t.expect(
+        "console_write of invalid UTF-8",
+        raw_calls::console(bad_utf8.as_ptr() as usize, 3),
+        Err(InvalidArgument),
+    );
+    t.expect(
+        "stretch_create of 0 bytes",
+        raw_calls::create(0, rw.0 as usize),
+        Err(InvalidArgument),
+    );
+    t.expect(
+        "stretch_create with unknown rights",
+        raw_calls::create(4096, 0x10),
+        Err(InvalidArgument),
+    );
+    t.expect(
+        "stretch_create over 64 MiB",
+        raw_calls::create(usize::MAX, rw.0 as usize),
+        Err(InvalidArgument),
+    );
+    t.expect(
+        "stretch_create beyond the contract",
+        raw_calls::create(8 << 20, rw.0 as usize),
+        Err(NoMemory),
+    );
+    t.expect(
+        "stretch_destroy of nothing",
+        raw_calls::destroy(0x20_0000_0000 - 4096),
+        Err(NotFound),
+    );
+    t.expect(
+        "stretch_destroy of a kernel address",
+        raw_calls::destroy(0xffff_ffff_c020_0000),
+        Err(NotFound),
+    );
+    let own_image = 0x1_0000_0000 + env.domain_id * 0x4000_0000;
+    t.expect(
+        "stretch_destroy of the own image",
+        raw_calls::destroy(own_image),
+        Err(PermissionDenied),
+    );
+    t.expect("stretch_rights on nothing", raw_calls::rights(12345, 0, 1), Err(NotFound));
+
+    // The good paths, and the checks that need a stretch.
+    let base = tessera::stretch_create(3 * 4096, rw);
+    t.expect("stretch_create of 3 pages", base, Ok(()));
+    if let Ok(base) = base {
+        let words = base as *mut u64;
+        let sum = raw_calls::fill_and_sum(words, 3 * 512);
+        t.expect(
+            "the new stretch is zeroed and writable",
+            if sum == 0 { Ok(0) } else { Err(InvalidArgument) },
+            Ok(()),
+        );
+        t.expect(
+            "stretch_rights with unknown bits",
+            raw_calls::rights(base, env.domain_id, 0x30),
+            Err(InvalidArgument),
+        );
+        t.expect(
+            "stretch_rights for no such domain",
+            raw_calls::rights(base, 4096, 1),
+            Err(NotFound),
+        );
+        t.expect(
+            "stretch_rights for a huge domain id",
+            raw_calls::rights(base, usize::MAX, 1),
+            Err(NotFound),
+        );
+        t.expect("console_write from the stretch", raw_calls::console(base, 0), Ok(()));
+        t.expect("stretch_destroy of the stretch", raw_calls::destroy(base), Ok(()));
+        t.expect("stretch_destroy twice", raw_calls::destroy(base), Err(NotFound));
+        t.expect(
+            "console_write from the destroyed stretch",
+            raw_calls::console(base, 8),
+            Err(BadAddress),
+        );
+    }
+    t.expect("time", Ok(tessera::time_ns() as usize), Ok(()));
+    t.expect("null", tessera::null().map(|()| 0), Ok(()));
+    println!("syscheck: {} checks, {} failed", t.checks, t.failed);
+    t.failed as i32
+}
