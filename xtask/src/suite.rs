@@ -170,9 +170,10 @@ fn command_check(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
-/// The host-buildable packages: xtask and every crate under `libs/`.
+/// The packages with host unit tests: xtask, libtessera and every crate under `libs/`.
 fn host_packages() -> Result<Vec<String>> {
-    let mut packages = vec!["xtask".to_string()];
+    // libtessera's portable parts (argument block, print chunking) are tested on the host too.
+    let mut packages = vec!["xtask".to_string(), "libtessera".to_string()];
     let mut libs: Vec<_> = std::fs::read_dir(util::root().join("libs"))?
         .filter_map(|e| e.ok())
         .filter(|e| e.path().join("Cargo.toml").is_file())

@@ -1,8 +1,8 @@
 //! `libtessera` (crate name `tessera`): the runtime every Tessera app links.
 //!
-//! It provides the program entry (`_start`, in [`entry`](crate#entry)), the system-call
-//! wrappers of the ABI in `libs/abi` ([`console_write`], [`exit`], [`yield_now`], [`time_ns`],
-//! the stretch calls), console printing ([`print!`], [`println!`]), the panic handler (prints
+//! It provides the program entry (`_start`, see [Entry](crate#entry)), the system-call
+//! wrappers of the ABI in `libs/abi` (`console_write`, `exit`, `yield_now`, `time_ns`, the
+//! stretch calls, in module `syscall`), console printing ([`print!`], [`println!`]), the panic handler (prints
 //! the message, exits with [`EXIT_PANIC`]) and the domain's arguments ([`Args`]). An app is a
 //! `#![no_std] #![no_main]` binary that registers `fn main(env: Env) -> i32` with
 //! [`main!`]; its return value becomes the domain's exit code.

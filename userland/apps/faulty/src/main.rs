@@ -7,6 +7,7 @@
 //! - `read`: reads a word from ADDR;
 //! - `guard`: recurses with 4 KiB frames until it runs off its stack into the guard page;
 //! - `kernel`: reads the kernel address `0xffffffffc0200000`;
+//! - `panic`: panics (libtessera's handler prints the message and exits with 101);
 //! - `ok`: exits with 0.
 //!
 //! If the misbehaviour does not end the domain it prints `faulty: survived <kind>` and exits
@@ -18,6 +19,8 @@
 #![no_main]
 
 mod misbehave;
+
+use core::fmt;
 
 use tessera::{Env, println};
 
@@ -35,14 +38,14 @@ fn main(env: Env) -> i32 {
             ("--kind", Some(k)) => kind = Some(k),
             ("--target", Some(t)) => match parse_hex(t) {
                 Some(addr) => target = Some(addr),
-                None => return usage(&["bad address `", t, "` (want 0x followed by hex digits)"]),
+                None => return usage(format_args!("bad address `{t}` (want 0x and hex digits)")),
             },
-            (arg, _) => return usage(&["unexpected argument `", arg, "`"]),
+            (arg, _) => return usage(format_args!("unexpected argument `{arg}`")),
         }
     }
-    let Some(kind) = kind else { return usage(&["--kind is missing"]) };
+    let Some(kind) = kind else { return usage(format_args!("--kind is missing")) };
     let needs_target = |what: &str| -> Result<usize, i32> {
-        target.ok_or_else(|| usage(&["--kind ", what, " needs --target 0xADDR"]))
+        target.ok_or_else(|| usage(format_args!("--kind {what} needs --target 0xADDR")))
     };
     match kind {
         "ok" => {
@@ -89,7 +92,11 @@ fn main(env: Env) -> i32 {
             let value = misbehave::read(KERNEL_ADDRESS);
             println!("faulty: read {value:#x}");
         }
-        other => return usage(&["unknown kind `", other, "`"]),
+        "panic" => {
+            println!("faulty: will panic");
+            panic!("deliberate panic (--kind panic)");
+        }
+        other => return usage(format_args!("unknown kind `{other}`")),
     }
     println!("faulty: survived {kind}, which should have faulted");
     1
@@ -102,12 +109,10 @@ fn parse_hex(text: &str) -> Option<usize> {
 }
 
 /// Prints why the arguments are wrong and the usage; returns the exit code for it.
-fn usage(why: &[&str]) -> i32 {
-    tessera::print!("faulty: ");
-    for part in why {
-        tessera::print!("{part}");
-    }
-    println!();
-    println!("usage: faulty --kind illegal|jump|write|read|guard|kernel|ok [--target 0xADDR]");
+fn usage(why: fmt::Arguments<'_>) -> i32 {
+    println!("faulty: {why}");
+    println!(
+        "usage: faulty --kind illegal|jump|write|read|guard|kernel|panic|ok [--target 0xADDR]"
+    );
     2
 }
