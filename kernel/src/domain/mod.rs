@@ -358,20 +358,31 @@ pub mod tests {
     use crate::check;
     use crate::ktest::Outcome;
 
+    /// A private world (not [`WORLD`]) with domain 0 called `name`, its protection domain
+    /// tagged `asid`, allowed `frames` frames.
+    fn world_with_one_domain(
+        name: &str,
+        asid: u16,
+        frames: u64,
+    ) -> Result<World, crate::ktest::Failed> {
+        let mut w = World::new();
+        let space = AddressSpace::new(Owner::Domain(0), asid).map_err(|_| crate::ktest::Failed)?;
+        w.domains.push(Domain {
+            name: name.into(),
+            ctx: UserContext::new_user(0, 0, [0; 3]),
+            space: Some(space),
+            guaranteed_frames: frames,
+            ending: None,
+        });
+        Ok(w)
+    }
+
     /// A dead domain's frames are back in the free pool, scrubbed (they read as zero when they
     /// are reused), and its page tables are freed too.
     pub fn scrub_on_death() -> Outcome {
         let free_before = with_frames(|fa| fa.free_count());
-        let mut w = World::new();
         let id = 0u32;
-        let space = AddressSpace::new(Owner::Domain(id), 60).map_err(|_| crate::ktest::Failed)?;
-        w.domains.push(Domain {
-            name: "scrub-test".into(),
-            ctx: UserContext::new_user(0, 0, [0; 3]),
-            space: Some(space),
-            guaranteed_frames: 64,
-            ending: None,
-        });
+        let mut w = world_with_one_domain("scrub-test", 60, 64)?;
         let pattern = vec![0xa5u8; 8 * PAGE_SIZE];
         let base = abi::STRETCH_BASE;
         let made = w.create_stretch(
@@ -403,15 +414,7 @@ pub mod tests {
     /// and leaves nothing behind; overlapping stretches are refused.
     pub fn contract_and_overlap() -> Outcome {
         let free_before = with_frames(|fa| fa.free_count());
-        let mut w = World::new();
-        let space = AddressSpace::new(Owner::Domain(0), 61).map_err(|_| crate::ktest::Failed)?;
-        w.domains.push(Domain {
-            name: "contract-test".into(),
-            ctx: UserContext::new_user(0, 0, [0; 3]),
-            space: Some(space),
-            guaranteed_frames: 16,
-            ending: None,
-        });
+        let mut w = world_with_one_domain("contract-test", 61, 16)?;
         let rw = Rights::READ.union(Rights::WRITE);
         let base = abi::STRETCH_BASE;
         let big = w.create_stretch(0, base, 32, rw, Kind::Dynamic, &[]);
