@@ -521,6 +521,22 @@ fn domain_tests(p: &str) -> Vec<QemuTest> {
             frames_returned(out)
         }),
     });
+    tests.push(QemuTest {
+        name: format!("{p}domains::fp_state"),
+        boot: boot(),
+        system: Some(("tests/manifests/fp-state.toml".into(), Spoil::Nothing)),
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            for d in ["fp-a", "fp-b"] {
+                expect_line(
+                    out,
+                    &format!("[{d}] fpcheck: 200 rounds, 0 mismatches, sum 1.639946"),
+                )?;
+                expect_line(out, &format!("{d}: exited with status 0"))?;
+            }
+            Ok(())
+        }),
+    });
     let faults: [(&'static str, &'static str, &'static [&'static str]); 5] = [
         (
             "illegal",

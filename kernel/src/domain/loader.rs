@@ -75,6 +75,7 @@ pub fn start_from_boot_image(boot: &BootInfo) {
         w.domains.push(Domain {
             name: spec.name.clone(),
             ctx: UserContext::new_user(0, 0, [0; 3]),
+            fp: arch::FpState::default(),
             space: Some(space),
             guaranteed_frames: spec.guaranteed / PAGE_SIZE as u64,
             ending: None,
@@ -145,7 +146,8 @@ fn enter_first(mut guard: spin::MutexGuard<'_, Option<World>>) -> ! {
         crate::shutdown(ExitCode::Success)
     };
     w.current = first;
-    let ctx = w.domains[first].ctx.clone();
+    let mut ctx = w.domains[first].ctx.clone();
+    arch::restore_fp(&mut ctx, &w.domains[first].fp);
     w.domains[first].space.as_ref().expect("alive").activate();
     let hz = arch::time::frequency();
     arch::timer::arm(arch::time::now_ticks() + hz * super::TIME_SLICE_US / 1_000_000);

@@ -54,6 +54,8 @@ pub struct Domain {
     pub name: String,
     /// Saved registers while it is not running.
     ctx: UserContext,
+    /// Saved floating-point registers.
+    fp: arch::FpState,
     /// Its protection domain; `None` once it is dead.
     space: Option<AddressSpace>,
     /// Frames it may hold at most (stretches and page tables).
@@ -237,7 +239,9 @@ pub fn init() {
 /// left it prints the run summary and shuts down.
 fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
     if save {
-        w.domains[w.current].ctx = frame.clone();
+        let d = &mut w.domains[w.current];
+        arch::save_fp(frame, &mut d.fp);
+        d.ctx = frame.clone();
     }
     let Some(next) = w.next_runnable() else {
         summary(w);
@@ -246,6 +250,7 @@ fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
     w.current = next;
     let d = &w.domains[next];
     *frame = d.ctx.clone();
+    arch::restore_fp(frame, &d.fp);
     if let Some(space) = &d.space {
         space.activate();
     }
@@ -370,6 +375,7 @@ pub mod tests {
         w.domains.push(Domain {
             name: name.into(),
             ctx: UserContext::new_user(0, 0, [0; 3]),
+            fp: arch::FpState::default(),
             space: Some(space),
             guaranteed_frames: frames,
             ending: None,

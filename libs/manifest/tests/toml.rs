@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use manifest::{DomainSpec, MIB, Manifest, ManifestError, decode, parse, parse_file};
 
 /// The apps the repository's manifests may name.
-const APPS: &[&str] = &["hello", "counter", "faulty", "nullcall", "syscheck"];
+const APPS: &[&str] = &["hello", "counter", "faulty", "nullcall", "syscheck", "fpcheck"];
 
 fn manifests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests")

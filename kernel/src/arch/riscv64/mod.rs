@@ -24,7 +24,9 @@ pub const NAME: &str = "riscv64";
 pub const HANDLES_TRAPS: bool = true;
 
 pub use entry::boot_stack;
-pub use user::{AddressSpace, UserContext, UserTrap, copy_from_user, enter_user};
+pub use user::{
+    AddressSpace, FpState, UserContext, UserTrap, copy_from_user, enter_user, restore_fp, save_fp,
+};
 
 /// The kernel's page tables, once [`init_platform`] has built them.
 static KERNEL_TABLE: Mutex<Option<PageTable>> = Mutex::new(None);

@@ -20,15 +20,77 @@ pub type UserContext = TrapFrame;
 
 const SSTATUS_SPIE: usize = 1 << 5;
 const SSTATUS_SUM: usize = 1 << 18;
+const SSTATUS_FS: usize = 3 << 13;
+const FS_INITIAL: usize = 1 << 13;
+const FS_CLEAN: usize = 2 << 13;
+const FS_DIRTY: usize = 3 << 13;
+
+/// A domain's floating-point registers (`f0..f31`) and `fcsr`, saved while it does not run.
+#[repr(C)]
+#[derive(Clone, Default)]
+pub struct FpState {
+    f: [u64; 32],
+    fcsr: u64,
+}
+
+/// Saves the interrupted domain's floating-point state into `fp` if it changed since it was
+/// last restored (`sstatus.FS` is Dirty), and marks it Clean.
+pub fn save_fp(frame: &mut TrapFrame, fp: &mut FpState) {
+    if frame.sstatus & SSTATUS_FS != FS_DIRTY {
+        return;
+    }
+    let p = fp as *mut FpState as usize;
+    // SAFETY: FS is Dirty, so the FP unit is on; `p` points at a writable `FpState` whose layout
+    // (32 doubles, then fcsr) matches the stores.
+    unsafe {
+        core::arch::asm!(
+            "fsd f0, 0({p})", "fsd f1, 8({p})", "fsd f2, 16({p})", "fsd f3, 24({p})",
+            "fsd f4, 32({p})", "fsd f5, 40({p})", "fsd f6, 48({p})", "fsd f7, 56({p})",
+            "fsd f8, 64({p})", "fsd f9, 72({p})", "fsd f10, 80({p})", "fsd f11, 88({p})",
+            "fsd f12, 96({p})", "fsd f13, 104({p})", "fsd f14, 112({p})", "fsd f15, 120({p})",
+            "fsd f16, 128({p})", "fsd f17, 136({p})", "fsd f18, 144({p})", "fsd f19, 152({p})",
+            "fsd f20, 160({p})", "fsd f21, 168({p})", "fsd f22, 176({p})", "fsd f23, 184({p})",
+            "fsd f24, 192({p})", "fsd f25, 200({p})", "fsd f26, 208({p})", "fsd f27, 216({p})",
+            "fsd f28, 224({p})", "fsd f29, 232({p})", "fsd f30, 240({p})", "fsd f31, 248({p})",
+            "frcsr {t}", "sd {t}, 256({p})",
+            p = in(reg) p, t = out(reg) _,
+        );
+    }
+    frame.sstatus = (frame.sstatus & !SSTATUS_FS) | FS_CLEAN;
+}
+
+/// Loads `fp` into the floating-point registers for the domain about to resume with `frame`
+/// (every domain gets its own values, never another's), and marks its state Clean.
+pub fn restore_fp(frame: &mut TrapFrame, fp: &FpState) {
+    let p = fp as *const FpState as usize;
+    // SAFETY: setting FS turns the FP unit on for the loads (the domain's own FS comes back from
+    // `frame` on `sret`); `p` points at a readable `FpState`.
+    unsafe {
+        core::arch::asm!(
+            "csrs sstatus, {fs}",
+            "fld f0, 0({p})", "fld f1, 8({p})", "fld f2, 16({p})", "fld f3, 24({p})",
+            "fld f4, 32({p})", "fld f5, 40({p})", "fld f6, 48({p})", "fld f7, 56({p})",
+            "fld f8, 64({p})", "fld f9, 72({p})", "fld f10, 80({p})", "fld f11, 88({p})",
+            "fld f12, 96({p})", "fld f13, 104({p})", "fld f14, 112({p})", "fld f15, 120({p})",
+            "fld f16, 128({p})", "fld f17, 136({p})", "fld f18, 144({p})", "fld f19, 152({p})",
+            "fld f20, 160({p})", "fld f21, 168({p})", "fld f22, 176({p})", "fld f23, 184({p})",
+            "fld f24, 192({p})", "fld f25, 200({p})", "fld f26, 208({p})", "fld f27, 216({p})",
+            "fld f28, 224({p})", "fld f29, 232({p})", "fld f30, 240({p})", "fld f31, 248({p})",
+            "ld {t}, 256({p})", "fscsr {t}",
+            fs = in(reg) FS_INITIAL, p = in(reg) p, t = out(reg) _,
+        );
+    }
+    frame.sstatus = (frame.sstatus & !SSTATUS_FS) | FS_CLEAN;
+}
 
 impl TrapFrame {
     /// A context that starts at `entry` with stack pointer `sp` and arguments `a0..a2`, in
-    /// U-mode with interrupts enabled.
+    /// U-mode with interrupts and the floating-point unit enabled.
     pub fn new_user(entry: usize, sp: usize, args: [usize; 3]) -> Self {
         let mut regs = [0usize; 32];
         regs[2] = sp;
         regs[10..13].copy_from_slice(&args);
-        TrapFrame { regs, sepc: entry, sstatus: SSTATUS_SPIE }
+        TrapFrame { regs, sepc: entry, sstatus: SSTATUS_SPIE | FS_INITIAL }
     }
 
     /// The interrupted program counter.
