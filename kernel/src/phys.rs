@@ -26,10 +26,6 @@ pub unsafe fn claim_u32s(pa: u64, len: usize) -> &'static mut [u32] {
 }
 
 /// Copies `data` (at most one frame) to the start of `frame`.
-#[cfg_attr(
-    target_arch = "x86_64",
-    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
-)]
 pub fn write_frame(frame: Frame, data: &[u8]) {
     assert!(data.len() <= FRAME_SIZE as usize, "write_frame: more than a frame of data");
     let page = arch::phys_to_virt(frame.addr()) as *mut u8;
@@ -48,4 +44,32 @@ pub fn bytes(pa: u64, len: usize) -> &'static [u8] {
     // SAFETY: callers pass a range the boot code found (the initrd) and reserved; the direct
     // map covers it and nothing writes it.
     unsafe { core::slice::from_raw_parts(arch::phys_to_virt(pa) as *const u8, len) }
+}
+
+/// The control block in `frame`, as the kernel sees it: only its atomic fields may be changed
+/// through this reference (the domain may write the page at any time too; the kernel never
+/// trusts what it reads there).
+#[cfg_attr(
+    target_arch = "x86_64",
+    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
+)]
+pub fn dcb(frame: Frame) -> &'static abi::Dcb {
+    const { assert!(core::mem::size_of::<abi::Dcb>() <= FRAME_SIZE as usize) };
+    // SAFETY: a control-block frame is a whole, page-aligned RAM frame owned by a live domain
+    // (callers drop it when the domain dies), reached through the direct map; `Dcb` fits in it
+    // and is made of atomics and plain integers, valid for any bit pattern.
+    unsafe { &*(arch::phys_to_virt(frame.addr()) as *const abi::Dcb) }
+}
+
+/// Writes `value` as the initial contents of the control block in `frame`.
+#[cfg_attr(
+    target_arch = "x86_64",
+    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
+)]
+pub fn write_dcb(frame: Frame, value: &abi::Dcb) {
+    let bytes = value as *const abi::Dcb as *const u8;
+    // SAFETY: `value` is a live `Dcb` of `size_of::<Dcb>()` bytes, all initialised (integers and
+    // atomics, no padding: every field is 8-byte sized or a byte array of 32).
+    let bytes = unsafe { core::slice::from_raw_parts(bytes, core::mem::size_of::<abi::Dcb>()) };
+    write_frame(frame, bytes);
 }

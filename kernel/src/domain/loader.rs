@@ -74,11 +74,15 @@ pub fn start_from_boot_image(boot: &BootInfo) {
             .unwrap_or_else(|e| reject("domain", e));
         w.domains.push(Domain {
             name: spec.name.clone(),
-            ctx: UserContext::new_user(0, 0, [0; 3]),
+            ctx: UserContext::new_user(0, 0, [0; 4]),
             fp: arch::FpState::default(),
             space: Some(space),
             guaranteed_frames: spec.guaranteed / PAGE_SIZE as u64,
             ending: None,
+            blocked: None,
+            pending: false,
+            endpoints: Vec::new(),
+            dcb: None,
         });
         if let Err(e) = populate(w, id, &image, i, &spec.args) {
             defmt::error!("domain {=str} could not be created: {}", spec.name.as_str(), e);
@@ -94,6 +98,15 @@ pub fn start_from_boot_image(boot: &BootInfo) {
             w.charged(id),
             w.domains[i].guaranteed_frames
         );
+    }
+    let mut ends = alloc::vec![0usize; w.domains.len()];
+    for channel in &manifest.channels {
+        let slot = [ends[channel.from], ends[channel.to]];
+        ends[channel.from] += 1;
+        ends[channel.to] += 1;
+        if let Err(e) = connect(w, channel, slot) {
+            defmt::error!("channel {=str} could not be created: {}", channel.name.as_str(), e);
+        }
     }
     enter_first(guard)
 }
@@ -133,9 +146,72 @@ fn populate(
     )?;
     let args_addr = base + args_at;
     let sp = args_addr & !15;
-    w.domains[index].ctx =
-        UserContext::new_user(img.entry as usize, sp, [id as usize, args_addr, block.len()]);
+    let dcb_at = w.virtual_space.take(1).ok_or(abi::SysError::NoAddressSpace)?;
+    w.create_stretch(id, dcb_at, 1, Rights::READ.union(Rights::WRITE), Kind::ControlBlock, &[])?;
+    let frame = w.stretches[&dcb_at].frames[0];
+    let dcb = abi::Dcb { domain_id: id as u64, ..Default::default() };
+    crate::phys::write_dcb(frame, &dcb);
+    w.domains[index].dcb = Some(frame);
+    w.domains[index].ctx = UserContext::new_user(
+        img.entry as usize,
+        sp,
+        [id as usize, args_addr, block.len(), dcb_at],
+    );
     Ok(())
+}
+
+/// Creates the manifest's IO channels: a shared stretch owned by the sender, read-write for
+/// both ends, an endpoint at each end that only the other end may signal, and the description
+/// of the channel in both control blocks.
+fn connect(
+    w: &mut World,
+    channel: &manifest::ChannelSpec,
+    slot: [usize; 2],
+) -> Result<(), abi::SysError> {
+    let (from, to) = (channel.from as u32, channel.to as u32);
+    if w.domain(from).is_none() || w.domain(to).is_none() {
+        return Err(abi::SysError::NotFound);
+    }
+    let pages = (channel.bytes() as usize).div_ceil(PAGE_SIZE);
+    let base = w.virtual_space.take(pages).ok_or(abi::SysError::NoAddressSpace)?;
+    let rw = Rights::READ.union(Rights::WRITE);
+    w.create_stretch(from, base, pages, rw, Kind::Channel, &[])?;
+    let mut s = w.stretches.remove(&base).expect("just created");
+    s.set_rights(to, rw);
+    let mapped = w.map_for(&s, to, rw);
+    w.stretches.insert(base, s);
+    mapped?;
+    let space_event = w.alloc_endpoint(from, to).ok_or(abi::SysError::NoMemory)?;
+    let data_event = w.alloc_endpoint(to, from).ok_or(abi::SysError::NoMemory)?;
+    let mut name = [0u8; 32];
+    let n = channel.name.len().min(32);
+    name[..n].copy_from_slice(&channel.name.as_bytes()[..n]);
+    let ends = [
+        (from, abi::ChannelRole::Sender, space_event, to, data_event, slot[0]),
+        (to, abi::ChannelRole::Receiver, data_event, from, space_event, slot[1]),
+    ];
+    for (me, role, local, peer, peer_event, index) in ends {
+        let frame = w.domains[me as usize].dcb.ok_or(abi::SysError::NotFound)?;
+        let mut dcb = read_dcb(frame);
+        dcb.channels[index] = abi::ChannelSlot {
+            role: role as u64,
+            name,
+            base: base as u64,
+            slots: channel.slots as u64,
+            slot_size: channel.slot_size as u64,
+            local_event: local as u64,
+            peer_domain: peer as u64,
+            peer_event: peer_event as u64,
+        };
+        crate::phys::write_dcb(frame, &dcb);
+    }
+    Ok(())
+}
+
+/// A copy of the control block in `frame` (before its domain runs).
+fn read_dcb(frame: frame_allocator::Frame) -> abi::Dcb {
+    let live = crate::phys::dcb(frame);
+    abi::Dcb { domain_id: live.domain_id, channels: live.channels, ..Default::default() }
 }
 
 fn enter_first(mut guard: spin::MutexGuard<'_, Option<World>>) -> ! {

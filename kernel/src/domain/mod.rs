@@ -17,7 +17,9 @@
 //! Everything here runs in trap handlers (interrupts off, one CPU) or at boot, under the one
 //! [`WORLD`] lock.
 
+mod events;
 mod loader;
+mod sched;
 pub mod stretch;
 mod syscall;
 
@@ -29,11 +31,12 @@ use abi::{PAGE_SIZE, Rights, SysError};
 use frame_allocator::{FRAME_SIZE, Owner};
 use spin::Mutex;
 
-use crate::arch::{self, AddressSpace, UserContext, UserTrap};
+use crate::arch::{self, AddressSpace, UserContext};
 use crate::memory::{self, with_frames};
 use stretch::{Kind, Stretch, VirtualAllocator};
 
 pub use loader::start_from_boot_image;
+pub use sched::on_user_trap;
 
 /// Time a domain runs before the round robin moves on, in microseconds.
 pub const TIME_SLICE_US: u64 = 10_000;
@@ -62,6 +65,14 @@ pub struct Domain {
     guaranteed_frames: u64,
     /// `None` while alive.
     pub ending: Option<Ending>,
+    /// While blocked: the deadline in timer ticks (`u64::MAX`: none).
+    blocked: Option<u64>,
+    /// An endpoint changed since the domain last returned from `block`.
+    pending: bool,
+    /// Its event endpoints.
+    endpoints: Vec<events::Endpoint>,
+    /// The frame of its control block.
+    dcb: Option<frame_allocator::Frame>,
 }
 
 /// All domains and stretches.
@@ -191,20 +202,43 @@ impl World {
     /// Ends domain `id`: its stretches are unmapped everywhere and freed, its rights on other
     /// stretches dropped, its page tables freed.
     fn kill(&mut self, id: u32, ending: Ending) {
-        let owned: Vec<usize> =
-            self.stretches.values().filter(|s| s.owner == id).map(|s| s.base).collect();
-        for base in owned {
+        // Drop the dying domain's rights everywhere; then destroy what it owns, except channel
+        // stretches a live peer still uses (they go when the last end dies), and orphaned
+        // channel stretches nobody uses any more.
+        let held: Vec<usize> = self
+            .stretches
+            .values()
+            .filter(|s| s.rights_of(id) != Rights::NONE)
+            .map(|s| s.base)
+            .collect();
+        for base in held {
+            let mut s = self.stretches.remove(&base).expect("listed above");
+            let _ = self.map_for(&s, id, Rights::NONE);
+            s.set_rights(id, Rights::NONE);
+            self.stretches.insert(base, s);
+        }
+        let doomed: Vec<usize> = self
+            .stretches
+            .values()
+            .filter(|s| s.owner == id || self.domain(s.owner).is_none())
+            .filter(|s| s.kind != Kind::Channel || s.rights.iter().all(|(d, _)| *d == id))
+            .map(|s| s.base)
+            .collect();
+        for base in doomed {
             self.destroy_stretch(base);
         }
-        for s in self.stretches.values_mut() {
-            s.set_rights(id, Rights::NONE);
-        }
+        self.close_endpoints_signalled_by(id);
         let d = &mut self.domains[id as usize];
         if let Some(space) = d.space.take() {
             space.destroy();
         }
         d.ending = Some(ending);
-        let left = with_frames(|fa| fa.owned_by(Owner::Domain(id)));
+        d.dcb = None;
+        d.blocked = None;
+        let lingering: u64 =
+            self.stretches.values().filter(|s| s.owner == id).map(|s| s.frames.len() as u64).sum();
+        let d = &mut self.domains[id as usize];
+        let left = with_frames(|fa| fa.owned_by(Owner::Domain(id))) - lingering;
         if left != 0 {
             defmt::error!(
                 "domain {=str}: {=u64} frames still charged after death",
@@ -222,65 +256,18 @@ impl World {
         }
     }
 
-    /// The next live domain after the current one, round robin.
+    /// The next live, unblocked domain after the current one, round robin.
     fn next_runnable(&self) -> Option<usize> {
         let n = self.domains.len();
-        (1..=n).map(|k| (self.current + k) % n).find(|&i| self.domains[i].ending.is_none())
+        (1..=n)
+            .map(|k| (self.current + k) % n)
+            .find(|&i| self.domains[i].ending.is_none() && self.domains[i].blocked.is_none())
     }
 }
 
 /// Creates the world (before any domain exists).
 pub fn init() {
     *WORLD.lock() = Some(World::new());
-}
-
-/// Where the CPU goes after `frame`'s domain stops running: saves its context (if it lives),
-/// loads the next runnable domain's into `frame` and switches address spaces. With no domain
-/// left it prints the run summary and shuts down.
-fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
-    if save {
-        let d = &mut w.domains[w.current];
-        arch::save_fp(frame, &mut d.fp);
-        d.ctx = frame.clone();
-    }
-    let Some(next) = w.next_runnable() else {
-        summary(w);
-        crate::shutdown(crate::ExitCode::Success);
-    };
-    w.current = next;
-    let d = &w.domains[next];
-    *frame = d.ctx.clone();
-    arch::restore_fp(frame, &d.fp);
-    if let Some(space) = &d.space {
-        space.activate();
-    }
-    arch::timer::arm(arch::time::now_ticks() + arch::time::frequency() * TIME_SLICE_US / 1_000_000);
-}
-
-/// Entry from the arch trap handler for every trap taken in U-mode.
-pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
-    let mut guard = WORLD.lock();
-    let w = guard.as_mut().expect("user trap without domains");
-    let id = w.current as u32;
-    match trap {
-        UserTrap::SystemCall { number, args } => match syscall::dispatch(w, id, number, args) {
-            syscall::Next::Return(result) => match result {
-                Ok(value) => frame.set_result(0, value),
-                Err(e) => frame.set_result(e as usize, 0),
-            },
-            syscall::Next::Yield => switch(w, frame, true),
-            syscall::Next::Exit(code) => {
-                w.kill(id, Ending::Exited(code));
-                switch(w, frame, false);
-            }
-        },
-        UserTrap::Timer => switch(w, frame, true),
-        UserTrap::Fault { cause, addr } => {
-            report_fault(w, id, cause, addr, frame.pc());
-            w.kill(id, Ending::Terminated(cause));
-            switch(w, frame, false);
-        }
-    }
 }
 
 fn report_fault(w: &World, id: u32, cause: &'static str, addr: usize, pc: usize) {
@@ -374,11 +361,15 @@ pub mod tests {
         let space = AddressSpace::new(Owner::Domain(0), asid).map_err(|_| crate::ktest::Failed)?;
         w.domains.push(Domain {
             name: name.into(),
-            ctx: UserContext::new_user(0, 0, [0; 3]),
+            ctx: UserContext::new_user(0, 0, [0; 4]),
             fp: arch::FpState::default(),
             space: Some(space),
             guaranteed_frames: frames,
             ending: None,
+            blocked: None,
+            pending: false,
+            endpoints: Vec::new(),
+            dcb: None,
         });
         Ok(w)
     }

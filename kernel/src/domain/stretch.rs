@@ -19,6 +19,10 @@ pub enum Kind {
     Stack,
     /// Created at run time with `stretch_create`.
     Dynamic,
+    /// A domain's control block (`abi::Dcb`).
+    ControlBlock,
+    /// The shared memory of an IO channel, owned (and paid for) by its sender.
+    Channel,
 }
 
 impl Kind {
@@ -28,6 +32,8 @@ impl Kind {
             Kind::Image => "image",
             Kind::Stack => "stack",
             Kind::Dynamic => "dynamic",
+            Kind::ControlBlock => "control block",
+            Kind::Channel => "channel",
         }
     }
 }

@@ -19,6 +19,8 @@ pub enum Next {
     Return(Result<usize, SysError>),
     /// Run another domain first (the caller sees `Ok(0)` when it resumes).
     Yield,
+    /// Block the caller until an endpoint changes or the deadline (timer ticks) passes.
+    Block(u64),
     /// The caller is gone.
     Exit(i32),
 }
@@ -37,6 +39,16 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         Call::StretchCreate => Next::Return(stretch_create(w, id, a[0], a[1])),
         Call::StretchDestroy => Next::Return(stretch_destroy(w, id, a[0])),
         Call::StretchRights => Next::Return(stretch_rights(w, id, a[0], a[1], a[2])),
+        Call::EventSend => Next::Return(w.send_event(id, a[0], a[1]).map(|()| 0)),
+        Call::Block => {
+            let d = &mut w.domains[id as usize];
+            if d.pending {
+                d.pending = false;
+                Next::Return(Ok(0))
+            } else {
+                Next::Block(super::sched::ticks_from_ns(a[0] as u64))
+            }
+        }
     }
 }
 

@@ -9,6 +9,8 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+use core::sync::atomic::AtomicU64;
+
 /// System-call numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -31,11 +33,18 @@ pub enum Call {
     StretchRights = 7,
     /// `null() -> 0`: does nothing; measures the bare system-call path.
     Null = 8,
+    /// `event_send(domain, endpoint) -> 0`: increments event endpoint `endpoint` of `domain`,
+    /// which must have allowed the caller to send to it (channels from the manifest do).
+    EventSend = 9,
+    /// `block(deadline_ns) -> 0`: stops running until one of the caller's event endpoints
+    /// changes or the clock reaches `deadline_ns` (`u64::MAX`: no deadline). Returns at once
+    /// if an endpoint changed since the caller last ran.
+    Block = 10,
 }
 
 impl Call {
     /// Every call, in number order.
-    pub const ALL: [Call; 8] = [
+    pub const ALL: [Call; 10] = [
         Call::ConsoleWrite,
         Call::Exit,
         Call::Yield,
@@ -44,6 +53,8 @@ impl Call {
         Call::StretchDestroy,
         Call::StretchRights,
         Call::Null,
+        Call::EventSend,
+        Call::Block,
     ];
 
     /// The call with number `n`.
@@ -71,11 +82,13 @@ pub enum SysError {
     PermissionDenied = 6,
     /// The virtual address range for stretches is exhausted.
     NoAddressSpace = 7,
+    /// The operation would wait forever: every domain is blocked without a deadline.
+    WouldDeadlock = 8,
 }
 
 impl SysError {
     /// Every error, in number order.
-    pub const ALL: [SysError; 7] = [
+    pub const ALL: [SysError; 8] = [
         SysError::NoSuchCall,
         SysError::InvalidArgument,
         SysError::BadAddress,
@@ -83,6 +96,7 @@ impl SysError {
         SysError::NotFound,
         SysError::PermissionDenied,
         SysError::NoAddressSpace,
+        SysError::WouldDeadlock,
     ];
 
     /// The error with code `n` (0 is success, not an error).
@@ -124,6 +138,82 @@ impl Rights {
     }
 }
 
+/// Event endpoints per domain.
+pub const MAX_EVENTS: usize = 32;
+/// IO channels a domain can be an end of.
+pub const MAX_CHANNELS: usize = 8;
+
+/// One event endpoint as the domain sees it in its control block. The kernel writes it; the
+/// domain reads it.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct EventSlot {
+    /// How many times the endpoint has been signalled.
+    pub value: AtomicU64,
+    /// Non-zero once the only domain allowed to signal it has died: no more increments will
+    /// come.
+    pub closed: AtomicU64,
+}
+
+/// Which end of an IO channel a domain holds.
+#[repr(u64)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChannelRole {
+    /// The slot is unused.
+    None = 0,
+    /// This domain writes messages.
+    Sender = 1,
+    /// This domain reads messages.
+    Receiver = 2,
+}
+
+/// One IO channel end, described in the control block by the kernel at domain creation.
+///
+/// The channel's memory is a nailed stretch shared read-write by both ends: a 64-byte header
+/// (`head: u64` written by the sender, then at offset 8 `tail: u64` written by the receiver)
+/// followed by `slots` slots of `slot_size` bytes. Message `n` lives in slot `n % slots`; the
+/// sender may write while `head - tail < slots`. After publishing (bumping `head`) the sender
+/// signals the receiver's `data_event`; after consuming (bumping `tail`) the receiver signals
+/// the sender's `space_event`. Each end waits on its own endpoint, `local_event`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChannelSlot {
+    /// `ChannelRole` as a number.
+    pub role: u64,
+    /// The channel's name from the manifest, NUL-padded.
+    pub name: [u8; 32],
+    /// The shared stretch's base address.
+    pub base: u64,
+    /// Number of slots (a power of two).
+    pub slots: u64,
+    /// Bytes per slot (a multiple of 8).
+    pub slot_size: u64,
+    /// This end's event endpoint (index into `Dcb::events`), signalled by the peer.
+    pub local_event: u64,
+    /// The peer domain.
+    pub peer_domain: u64,
+    /// The peer's endpoint this end signals.
+    pub peer_event: u64,
+}
+
+/// Size of the channel header at the start of a channel's stretch.
+pub const CHANNEL_HEADER: usize = 64;
+
+/// The domain control block: one page shared between the kernel and the domain (a stretch
+/// mapped read-write in the domain; its address arrives in `a3` at the entry point).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct Dcb {
+    /// The domain's identifier.
+    pub domain_id: u64,
+    /// How many times the domain blocked and was woken (by an event or a deadline).
+    pub wakeups: AtomicU64,
+    /// The event endpoints.
+    pub events: [EventSlot; MAX_EVENTS],
+    /// The IO channels this domain is an end of.
+    pub channels: [ChannelSlot; MAX_CHANNELS],
+}
+
 /// The page size of every architecture Tessera supports.
 pub const PAGE_SIZE: usize = 4096;
 
@@ -163,6 +253,12 @@ mod tests {
         assert!(Rights(3).contains(Rights::READ));
         assert!(!Rights::READ.contains(Rights::WRITE));
         assert_eq!(Rights::READ.union(Rights::WRITE), Rights(3));
+    }
+
+    #[test]
+    fn the_control_block_fits_a_page() {
+        assert!(core::mem::size_of::<Dcb>() <= PAGE_SIZE);
+        assert_eq!(core::mem::size_of::<EventSlot>(), 16);
     }
 
     #[test]

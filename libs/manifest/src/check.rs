@@ -4,16 +4,19 @@ use alloc::string::String;
 use core::fmt;
 
 use crate::{
-    Bytes, KERNEL_RESERVE, MAX_ARG_LEN, MAX_ARGS, MAX_DOMAINS, MAX_NAME_LEN, MEMORY_ALIGN,
-    MIN_MEMORY, Manifest, PAGE_SIZE,
+    Bytes, DOMAIN_FIXED_FRAMES, KERNEL_RESERVE, MAX_ARG_LEN, MAX_ARGS, MAX_CHANNEL_BYTES,
+    MAX_CHANNELS, MAX_CHANNELS_PER_DOMAIN, MAX_DOMAINS, MAX_NAME_LEN, MAX_SLOT_SIZE, MAX_SLOTS,
+    MEMORY_ALIGN, MIN_MEMORY, MIN_SLOT_SIZE, MIN_SLOTS, Manifest, PAGE_SIZE, SLOT_ALIGN,
 };
 
 /// A rule of [`Manifest::check`] that a manifest breaks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Problem {
-    /// The domain at fault, or `None` for the system as a whole.
+    /// The domain at fault, or `None` for the system as a whole or a channel alone.
     pub domain: Option<DomainRef>,
+    /// The channel at fault, or `None` if the problem is not about a channel.
+    pub channel: Option<ChannelRef>,
     /// What is wrong.
     pub kind: ProblemKind,
 }
@@ -23,6 +26,16 @@ pub struct Problem {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DomainRef {
     /// Its position in [`Manifest::domains`] (0-based).
+    pub index: usize,
+    /// Its name as written (possibly the invalid name the problem is about).
+    pub name: String,
+}
+
+/// Which channel a [`Problem`] is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ChannelRef {
+    /// Its position in [`Manifest::channels`] (0-based).
     pub index: usize,
     /// Its name as written (possibly the invalid name the problem is about).
     pub name: String,
@@ -110,6 +123,77 @@ pub enum ProblemKind {
         /// The value in bytes.
         bytes: u64,
     },
+    /// More than [`MAX_CHANNELS`] channels (the problem's channel is the first extra one).
+    TooManyChannels {
+        /// How many the manifest declares.
+        count: usize,
+    },
+    /// The channel's name is empty.
+    ChannelNameEmpty,
+    /// The channel's name is longer than [`MAX_NAME_LEN`] bytes.
+    ChannelNameTooLong {
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// The channel's name has a character outside `[a-z0-9-]`.
+    ChannelNameBadChar {
+        /// The first such character.
+        ch: char,
+    },
+    /// Another channel before this one has the same name.
+    DuplicateChannelName {
+        /// The index of the first channel with this name.
+        first: usize,
+    },
+    /// The channel's `from` is not the index of a domain.
+    FromOutOfRange {
+        /// The index.
+        index: usize,
+        /// How many domains there are.
+        domains: usize,
+    },
+    /// The channel's `to` is not the index of a domain.
+    ToOutOfRange {
+        /// The index.
+        index: usize,
+        /// How many domains there are.
+        domains: usize,
+    },
+    /// The channel's `from` and `to` are the same domain (the problem's domain).
+    SameEnds,
+    /// `slots` is not a power of two in [`MIN_SLOTS`]`..=`[`MAX_SLOTS`].
+    SlotsInvalid {
+        /// The value.
+        slots: u32,
+    },
+    /// `slot_size` is not a multiple of [`SLOT_ALIGN`] in
+    /// [`MIN_SLOT_SIZE`]`..=`[`MAX_SLOT_SIZE`].
+    SlotSizeInvalid {
+        /// The value in bytes.
+        slot_size: u64,
+    },
+    /// The channel's memory ([`ChannelSpec::bytes`](crate::ChannelSpec::bytes)) exceeds
+    /// [`MAX_CHANNEL_BYTES`].
+    ChannelTooLarge {
+        /// The channel's memory in bytes.
+        bytes: u64,
+    },
+    /// The problem's domain is an end of more than [`MAX_CHANNELS_PER_DOMAIN`] channels; the
+    /// problem's channel is the first one too many.
+    TooManyChannelEnds {
+        /// How many channels the domain is an end of.
+        count: usize,
+    },
+    /// The problem's domain sends on channels whose memory, with the domain's fixed frames
+    /// ([`DOMAIN_FIXED_FRAMES`]), does not fit in its guarantee; the problem's channel is the
+    /// first one that does not fit.
+    SenderGuaranteeTooSmall {
+        /// The domain's guaranteed memory in bytes.
+        guaranteed: u64,
+        /// What it needs: [`DOMAIN_FIXED_FRAMES`] pages plus the memory of every channel it
+        /// sends on, in bytes (see [`Manifest::charged_to`]).
+        needed: u64,
+    },
 }
 
 /// The part of a manifest a [`ProblemKind`] is about (for the front end's key paths).
@@ -132,6 +216,20 @@ pub(crate) enum Field {
     Guaranteed,
     /// `domain[i].memory.optimistic`.
     Optimistic,
+    /// The list of channels as a whole, or one channel's table.
+    Channels,
+    /// `channel[i].name`.
+    ChannelName,
+    /// `channel[i].from`.
+    ChannelFrom,
+    /// `channel[i].to`.
+    ChannelTo,
+    /// `channel[i].from` or `channel[i].to`, whichever is the problem's domain.
+    ChannelEnd,
+    /// `channel[i].slots`.
+    ChannelSlots,
+    /// `channel[i].slot_size`.
+    ChannelSlotSize,
 }
 
 impl ProblemKind {
@@ -148,10 +246,21 @@ impl ProblemKind {
             Self::AppEmpty | Self::AppTooLong { .. } | Self::AppBadChar { .. } => Field::App,
             Self::TooManyArgs { .. } => Field::Args,
             Self::ArgTooLong { arg, .. } => Field::Arg(*arg),
-            Self::OverCapacity { .. } | Self::GuaranteedZero | Self::GuaranteedUnaligned { .. } => {
-                Field::Guaranteed
-            }
+            Self::OverCapacity { .. }
+            | Self::GuaranteedZero
+            | Self::GuaranteedUnaligned { .. }
+            | Self::SenderGuaranteeTooSmall { .. } => Field::Guaranteed,
             Self::OptimisticUnaligned { .. } => Field::Optimistic,
+            Self::TooManyChannels { .. } | Self::ChannelTooLarge { .. } => Field::Channels,
+            Self::ChannelNameEmpty
+            | Self::ChannelNameTooLong { .. }
+            | Self::ChannelNameBadChar { .. }
+            | Self::DuplicateChannelName { .. } => Field::ChannelName,
+            Self::FromOutOfRange { .. } => Field::ChannelFrom,
+            Self::ToOutOfRange { .. } | Self::SameEnds => Field::ChannelTo,
+            Self::TooManyChannelEnds { .. } => Field::ChannelEnd,
+            Self::SlotsInvalid { .. } => Field::ChannelSlots,
+            Self::SlotSizeInvalid { .. } => Field::ChannelSlotSize,
         }
     }
 }
@@ -223,16 +332,82 @@ impl fmt::Display for ProblemKind {
                 Bytes(*bytes),
                 Bytes(PAGE_SIZE)
             ),
+            Self::TooManyChannels { count } => {
+                write!(f, "too many channels: {count} (at most {MAX_CHANNELS})")
+            }
+            Self::ChannelNameEmpty => write!(f, "empty channel name"),
+            Self::ChannelNameTooLong { len } => {
+                write!(f, "channel name is {len} bytes long (at most {MAX_NAME_LEN})")
+            }
+            Self::ChannelNameBadChar { ch } => {
+                write!(f, "channel name contains {ch:?} (use only a-z, 0-9 and '-')")
+            }
+            Self::DuplicateChannelName { first } => {
+                write!(f, "duplicate channel name (first used by channel {first})")
+            }
+            Self::FromOutOfRange { index, domains } => {
+                write!(f, "sending domain {index} does not exist (there are {domains} domains)")
+            }
+            Self::ToOutOfRange { index, domains } => {
+                write!(f, "receiving domain {index} does not exist (there are {domains} domains)")
+            }
+            Self::SameEnds => write!(
+                f,
+                "a channel connects two different domains, but `from` and `to` are the same"
+            ),
+            Self::SlotsInvalid { slots } => {
+                let what =
+                    if slots.is_power_of_two() { "out of range" } else { "not a power of two" };
+                write!(
+                    f,
+                    "slots {slots} is {what} (a power of two from {MIN_SLOTS} to {MAX_SLOTS})"
+                )
+            }
+            Self::SlotSizeInvalid { slot_size } => {
+                let what = if slot_size.is_multiple_of(u64::from(SLOT_ALIGN)) {
+                    "out of range"
+                } else {
+                    "not a multiple of 8"
+                };
+                write!(
+                    f,
+                    "slot size {} is {what} (a multiple of {SLOT_ALIGN} bytes from \
+                     {MIN_SLOT_SIZE} to {MAX_SLOT_SIZE})",
+                    Bytes(*slot_size)
+                )
+            }
+            Self::ChannelTooLarge { bytes } => write!(
+                f,
+                "channel memory {} (a 64-byte header plus slots × slot_size, in whole pages) \
+                 exceeds the maximum of {}",
+                Bytes(*bytes),
+                Bytes(MAX_CHANNEL_BYTES)
+            ),
+            Self::TooManyChannelEnds { count } => write!(
+                f,
+                "the domain is an end of {count} channels (at most {MAX_CHANNELS_PER_DOMAIN})"
+            ),
+            Self::SenderGuaranteeTooSmall { guaranteed, needed } => write!(
+                f,
+                "guaranteed memory {} cannot hold the channels this domain sends on: it needs \
+                 {} ({} of stack and control block plus the channels' memory)",
+                Bytes(*guaranteed),
+                Bytes(*needed),
+                Bytes(DOMAIN_FIXED_FRAMES * PAGE_SIZE)
+            ),
         }
     }
 }
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.domain {
-            Some(d) => write!(f, "domain {} ({:?}): {}", d.index, d.name, self.kind),
-            None => write!(f, "{}", self.kind),
+        if let Some(d) = &self.domain {
+            write!(f, "domain {} ({:?}): ", d.index, d.name)?;
         }
+        if let Some(c) = &self.channel {
+            write!(f, "channel {} ({:?}): ", c.index, c.name)?;
+        }
+        write!(f, "{}", self.kind)
     }
 }
 
@@ -244,21 +419,34 @@ fn bad_char(s: &str) -> Option<char> {
     s.chars().find(|c| !matches!(c, 'a'..='z' | '0'..='9' | '-'))
 }
 
+/// Is `slots` a valid number of channel slots?
+fn slots_valid(slots: u32) -> bool {
+    slots.is_power_of_two() && (MIN_SLOTS..=MAX_SLOTS).contains(&slots)
+}
+
+/// Is `slot_size` a valid channel slot size?
+fn slot_size_valid(slot_size: u32) -> bool {
+    slot_size.is_multiple_of(SLOT_ALIGN) && (MIN_SLOT_SIZE..=MAX_SLOT_SIZE).contains(&slot_size)
+}
+
 impl Manifest {
     /// Checks the semantic rules (see the [crate documentation](crate)); returns the first
-    /// problem found, in manifest order (system, then each domain in turn, then capacity).
+    /// problem found, in this order: system, each domain in turn, each channel in turn, channel
+    /// ends per domain, senders' guarantees, then capacity.
     pub fn check(&self) -> Result<(), Problem> {
-        let system = |kind| Problem { domain: None, kind };
+        let system = |kind| Problem { domain: None, channel: None, kind };
+        let domain_ref = |index: usize| {
+            self.domains.get(index).map(|d| DomainRef { index, name: d.name.clone() })
+        };
+        let channel_ref = |index: usize| {
+            self.channels.get(index).map(|c| ChannelRef { index, name: c.name.clone() })
+        };
         if self.domains.is_empty() {
             return Err(system(ProblemKind::NoDomains));
         }
         if self.domains.len() > MAX_DOMAINS {
             let kind = ProblemKind::TooManyDomains { count: self.domains.len() };
-            let d = &self.domains[MAX_DOMAINS];
-            return Err(Problem {
-                domain: Some(DomainRef { index: MAX_DOMAINS, name: d.name.clone() }),
-                kind,
-            });
+            return Err(Problem { domain: domain_ref(MAX_DOMAINS), channel: None, kind });
         }
         if !self.memory.is_multiple_of(MEMORY_ALIGN) {
             return Err(system(ProblemKind::MemoryUnaligned { memory: self.memory }));
@@ -267,8 +455,7 @@ impl Manifest {
             return Err(system(ProblemKind::MemoryTooSmall { memory: self.memory }));
         }
         for (index, d) in self.domains.iter().enumerate() {
-            let problem =
-                |kind| Problem { domain: Some(DomainRef { index, name: d.name.clone() }), kind };
+            let problem = |kind| Problem { domain: domain_ref(index), channel: None, kind };
             if d.name.is_empty() {
                 return Err(problem(ProblemKind::NameEmpty));
             }
@@ -306,12 +493,91 @@ impl Manifest {
                 return Err(problem(ProblemKind::OptimisticUnaligned { bytes: d.optimistic }));
             }
         }
+        if self.channels.len() > MAX_CHANNELS {
+            let kind = ProblemKind::TooManyChannels { count: self.channels.len() };
+            return Err(Problem { domain: None, channel: channel_ref(MAX_CHANNELS), kind });
+        }
+        let domains = self.domains.len();
+        for (index, c) in self.channels.iter().enumerate() {
+            let problem = |kind| Problem { domain: None, channel: channel_ref(index), kind };
+            if c.name.is_empty() {
+                return Err(problem(ProblemKind::ChannelNameEmpty));
+            }
+            if c.name.len() > MAX_NAME_LEN {
+                return Err(problem(ProblemKind::ChannelNameTooLong { len: c.name.len() }));
+            }
+            if let Some(ch) = bad_char(&c.name) {
+                return Err(problem(ProblemKind::ChannelNameBadChar { ch }));
+            }
+            if let Some(first) = self.channels[..index].iter().position(|e| e.name == c.name) {
+                return Err(problem(ProblemKind::DuplicateChannelName { first }));
+            }
+            if c.from >= domains {
+                return Err(problem(ProblemKind::FromOutOfRange { index: c.from, domains }));
+            }
+            if c.to >= domains {
+                return Err(problem(ProblemKind::ToOutOfRange { index: c.to, domains }));
+            }
+            if c.from == c.to {
+                let domain = domain_ref(c.from);
+                return Err(Problem {
+                    domain,
+                    channel: channel_ref(index),
+                    kind: ProblemKind::SameEnds,
+                });
+            }
+            if !slots_valid(c.slots) {
+                return Err(problem(ProblemKind::SlotsInvalid { slots: c.slots }));
+            }
+            if !slot_size_valid(c.slot_size) {
+                let slot_size = u64::from(c.slot_size);
+                return Err(problem(ProblemKind::SlotSizeInvalid { slot_size }));
+            }
+            if c.bytes() > MAX_CHANNEL_BYTES {
+                return Err(problem(ProblemKind::ChannelTooLarge { bytes: c.bytes() }));
+            }
+        }
+        // Every index is now in range and every channel at most 1 MiB.
+        let mut ends = [0usize; MAX_DOMAINS];
+        for c in &self.channels {
+            ends[c.from] += 1;
+            ends[c.to] += 1;
+        }
+        let mut seen = [0usize; MAX_DOMAINS];
+        for (index, c) in self.channels.iter().enumerate() {
+            for end in [c.from, c.to] {
+                seen[end] += 1;
+                if seen[end] > MAX_CHANNELS_PER_DOMAIN {
+                    return Err(Problem {
+                        domain: domain_ref(end),
+                        channel: channel_ref(index),
+                        kind: ProblemKind::TooManyChannelEnds { count: ends[end] },
+                    });
+                }
+            }
+        }
+        let mut charged = [DOMAIN_FIXED_FRAMES * PAGE_SIZE; MAX_DOMAINS];
+        for (index, c) in self.channels.iter().enumerate() {
+            charged[c.from] += c.bytes();
+            let guaranteed = self.domains[c.from].guaranteed;
+            if charged[c.from] > guaranteed {
+                return Err(Problem {
+                    domain: domain_ref(c.from),
+                    channel: channel_ref(index),
+                    kind: ProblemKind::SenderGuaranteeTooSmall {
+                        guaranteed,
+                        needed: self.charged_to(c.from),
+                    },
+                });
+            }
+        }
         let mut guaranteed = 0u64;
         for (index, d) in self.domains.iter().enumerate() {
             guaranteed = guaranteed.saturating_add(d.guaranteed);
             if guaranteed.saturating_add(KERNEL_RESERVE) > self.memory {
                 return Err(Problem {
-                    domain: Some(DomainRef { index, name: d.name.clone() }),
+                    domain: domain_ref(index),
+                    channel: None,
                     kind: ProblemKind::OverCapacity { guaranteed, memory: self.memory },
                 });
             }
@@ -323,7 +589,7 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{DomainSpec, MIB};
+    use crate::{ChannelSpec, DomainSpec, MIB};
     use alloc::string::ToString;
     use alloc::vec;
     use alloc::vec::Vec;
@@ -339,7 +605,18 @@ mod tests {
     }
 
     fn manifest() -> Manifest {
-        Manifest { memory: 128 * MIB, domains: vec![domain("a"), domain("b")] }
+        Manifest { memory: 128 * MIB, domains: vec![domain("a"), domain("b")], channels: vec![] }
+    }
+
+    fn channel(name: &str, from: usize, to: usize) -> ChannelSpec {
+        ChannelSpec { name: name.to_string(), from, to, slots: 64, slot_size: 64 }
+    }
+
+    /// Two domains with a channel each way.
+    fn with_channels() -> Manifest {
+        let mut m = manifest();
+        m.channels = vec![channel("ab", 0, 1), channel("ba", 1, 0)];
+        m
     }
 
     fn kind(m: &Manifest) -> ProblemKind {
@@ -445,6 +722,214 @@ mod tests {
         assert_eq!(p.domain.unwrap().index, 1);
         // Sums saturate rather than wrap.
         m.domains[0].guaranteed = u64::MAX - 4095;
+        assert!(matches!(kind(&m), ProblemKind::OverCapacity { .. }));
+    }
+
+    #[test]
+    fn channel_bytes() {
+        let mut c = channel("c", 0, 1);
+        assert_eq!(c.bytes(), 8192);
+        (c.slots, c.slot_size) = (2, 8);
+        assert_eq!(c.bytes(), 4096);
+        (c.slots, c.slot_size) = (63, 64);
+        assert_eq!(c.bytes(), 4096); // 64 + 4032 = exactly one page
+        (c.slots, c.slot_size) = (256, 4096);
+        assert_eq!(c.bytes(), MIB + 4096);
+        (c.slots, c.slot_size) = (u32::MAX, u32::MAX);
+        assert_eq!(c.bytes(), (u64::from(u32::MAX).pow(2) + 64).div_ceil(4096) * 4096);
+    }
+
+    #[test]
+    fn channels_pass_and_are_optional() {
+        manifest().check().unwrap();
+        with_channels().check().unwrap();
+    }
+
+    #[test]
+    fn channel_names() {
+        let mut m = with_channels();
+        m.channels[1].name = String::new();
+        assert_eq!(kind(&m), ProblemKind::ChannelNameEmpty);
+        m.channels[1].name = "c".repeat(MAX_NAME_LEN + 1);
+        assert_eq!(kind(&m), ProblemKind::ChannelNameTooLong { len: MAX_NAME_LEN + 1 });
+        m.channels[1].name = "a.b".to_string();
+        assert_eq!(kind(&m), ProblemKind::ChannelNameBadChar { ch: '.' });
+        // A channel may share a domain's name, but not another channel's.
+        m.channels[1].name = "a".to_string();
+        m.check().unwrap();
+        m.channels[1].name = "ab".to_string();
+        let p = m.check().unwrap_err();
+        assert_eq!(p.kind, ProblemKind::DuplicateChannelName { first: 0 });
+        assert_eq!(p.domain, None);
+        assert_eq!(p.channel, Some(ChannelRef { index: 1, name: "ab".into() }));
+        assert_eq!(
+            p.to_string(),
+            "channel 1 (\"ab\"): duplicate channel name (first used by channel 0)"
+        );
+    }
+
+    #[test]
+    fn channel_ends() {
+        let mut m = with_channels();
+        m.channels[0].from = 2;
+        assert_eq!(kind(&m), ProblemKind::FromOutOfRange { index: 2, domains: 2 });
+        m.channels[0].from = usize::MAX;
+        assert_eq!(kind(&m), ProblemKind::FromOutOfRange { index: usize::MAX, domains: 2 });
+        m.channels[0].from = 0;
+        m.channels[0].to = 5;
+        assert_eq!(kind(&m), ProblemKind::ToOutOfRange { index: 5, domains: 2 });
+        m.channels[0].to = 0;
+        let p = m.check().unwrap_err();
+        assert_eq!(p.kind, ProblemKind::SameEnds);
+        assert_eq!(p.domain, Some(DomainRef { index: 0, name: "a".into() }));
+        assert_eq!(p.channel.unwrap().index, 0);
+    }
+
+    #[test]
+    fn slot_rules() {
+        let mut m = with_channels();
+        m.domains[0].guaranteed = 4 * MIB;
+        for slots in [0, 1, 3, 48, 8192, u32::MAX] {
+            m.channels[0].slots = slots;
+            assert_eq!(kind(&m), ProblemKind::SlotsInvalid { slots }, "{slots}");
+        }
+        for slots in [2, 4, 64, 1024] {
+            m.channels[0].slots = slots;
+            m.check().unwrap();
+        }
+        m.channels[0].slots = 64;
+        for slot_size in [0, 4, 12, 4100, 8192] {
+            m.channels[0].slot_size = slot_size;
+            let expected = ProblemKind::SlotSizeInvalid { slot_size: u64::from(slot_size) };
+            assert_eq!(kind(&m), expected, "{slot_size}");
+        }
+        for slot_size in [8, 24, 1000, 4096] {
+            m.channels[0].slot_size = slot_size;
+            m.check().unwrap();
+        }
+        assert_eq!(
+            ProblemKind::SlotsInvalid { slots: 48 }.to_string(),
+            "slots 48 is not a power of two (a power of two from 2 to 4096)"
+        );
+        assert_eq!(
+            ProblemKind::SlotsInvalid { slots: 8192 }.to_string(),
+            "slots 8192 is out of range (a power of two from 2 to 4096)"
+        );
+        assert_eq!(
+            ProblemKind::SlotSizeInvalid { slot_size: 12 }.to_string(),
+            "slot size 12 bytes is not a multiple of 8 (a multiple of 8 bytes from 8 to 4096)"
+        );
+    }
+
+    #[test]
+    fn channel_memory_limit() {
+        let mut m = with_channels();
+        m.domains[0].guaranteed = 4 * MIB;
+        // The header makes 256 slots of 4K one page too many.
+        (m.channels[0].slots, m.channels[0].slot_size) = (128, 4096);
+        assert_eq!(m.channels[0].bytes(), MIB / 2 + 4096);
+        m.check().unwrap();
+        (m.channels[0].slots, m.channels[0].slot_size) = (256, 4096);
+        assert_eq!(kind(&m), ProblemKind::ChannelTooLarge { bytes: MIB + 4096 });
+        (m.channels[0].slots, m.channels[0].slot_size) = (4096, 248);
+        assert_eq!(m.channels[0].bytes(), 4096 * 248 + 4096);
+        m.check().unwrap();
+    }
+
+    #[test]
+    fn channel_count_limits() {
+        let mut m = manifest();
+        m.memory = 1024 * MIB;
+        m.domains = (0..MAX_DOMAINS).map(|i| domain(&i.to_string())).collect();
+        m.domains.iter_mut().for_each(|d| d.guaranteed = MIB);
+        m.channels = (0..MAX_CHANNELS)
+            .map(|i| channel(&alloc::format!("c{i}"), i, (i + 1) % MAX_DOMAINS))
+            .collect();
+        m.check().unwrap();
+        m.channels.push(channel("extra", 0, 2));
+        let p = m.check().unwrap_err();
+        assert_eq!(p.kind, ProblemKind::TooManyChannels { count: MAX_CHANNELS + 1 });
+        assert_eq!(p.channel.unwrap().index, MAX_CHANNELS);
+    }
+
+    #[test]
+    fn channel_ends_per_domain() {
+        let mut m = manifest();
+        m.domains = (0..10).map(|i| domain(&alloc::format!("d{i}"))).collect();
+        m.domains[0].guaranteed = 4 * MIB;
+        // Domain 0 sends on four and receives on four: eight ends.
+        m.channels = (1..=4)
+            .map(|i| channel(&alloc::format!("out{i}"), 0, i))
+            .chain((5..=8).map(|i| channel(&alloc::format!("in{i}"), i, 0)))
+            .collect();
+        m.check().unwrap();
+        m.channels.push(channel("in9", 9, 0));
+        m.channels.push(channel("more", 9, 1));
+        let p = m.check().unwrap_err();
+        assert_eq!(p.kind, ProblemKind::TooManyChannelEnds { count: 9 });
+        assert_eq!(p.domain, Some(DomainRef { index: 0, name: "d0".into() }));
+        assert_eq!(p.channel, Some(ChannelRef { index: 8, name: "in9".into() }));
+        assert_eq!(
+            p.to_string(),
+            "domain 0 (\"d0\"): channel 8 (\"in9\"): the domain is an end of 9 channels (at most \
+             8)"
+        );
+    }
+
+    #[test]
+    fn sender_guarantee_holds_its_channels() {
+        let fixed = DOMAIN_FIXED_FRAMES * PAGE_SIZE;
+        assert_eq!(fixed, 17 * 4096);
+        let mut m = with_channels();
+        m.channels.push(channel("ab2", 0, 1));
+        // Domain 0 sends on two channels of 8K each: it needs 17 pages + 16K.
+        assert_eq!(m.charged_to(0), fixed + 2 * 8192);
+        assert_eq!(m.charged_to(1), fixed + 8192);
+        m.domains[0].guaranteed = fixed + 2 * 8192;
+        m.domains[1].guaranteed = fixed + 8192;
+        m.check().unwrap();
+        // Receiving costs nothing: a receiver only needs its guarantee to be non-zero.
+        m.channels[1].from = 0;
+        m.channels[1].to = 1;
+        m.channels[1].name = "ab3".into();
+        m.domains[1].guaranteed = PAGE_SIZE;
+        let p = m.check().unwrap_err();
+        assert_eq!(
+            p.kind,
+            ProblemKind::SenderGuaranteeTooSmall {
+                guaranteed: fixed + 2 * 8192,
+                needed: fixed + 3 * 8192
+            }
+        );
+        assert_eq!(p.domain.as_ref().unwrap().index, 0);
+        // The channel named is the first one that no longer fits.
+        assert_eq!(p.channel.as_ref().unwrap().index, 2);
+        m.domains[0].guaranteed = fixed + 3 * 8192;
+        m.check().unwrap();
+        // The fixed frames alone must fit, too.
+        m.domains[0].guaranteed = fixed;
+        let p = m.check().unwrap_err();
+        assert_eq!(p.channel.as_ref().unwrap().index, 0);
+        assert_eq!(
+            p.to_string(),
+            "domain 0 (\"a\"): channel 0 (\"ab\"): guaranteed memory 68K cannot hold the channels \
+             this domain sends on: it needs 92K (68K of stack and control block plus the \
+             channels' memory)"
+        );
+        // Domains that send nothing are not held to the fixed frames.
+        m.channels.clear();
+        m.check().unwrap();
+    }
+
+    #[test]
+    fn capacity_counts_guarantees_only() {
+        let mut m = with_channels();
+        m.memory = 16 * MIB;
+        m.domains[0].guaranteed = 4 * MIB;
+        m.domains[1].guaranteed = 4 * MIB;
+        (m.channels[0].slots, m.channels[0].slot_size) = (128, 4096);
+        m.check().unwrap();
+        m.domains[1].guaranteed += PAGE_SIZE;
         assert!(matches!(kind(&m), ProblemKind::OverCapacity { .. }));
     }
 }

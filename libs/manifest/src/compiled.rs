@@ -8,7 +8,10 @@ use crate::{Manifest, Problem};
 /// The first four bytes of a compiled manifest.
 pub const MAGIC: [u8; 4] = *b"TSMF";
 /// The compiled format's version; [`decode`] accepts only this one.
-pub const FORMAT_VERSION: u16 = 1;
+///
+/// Version 2 added [`Manifest::channels`]. The kernel and the host tool are built together, so
+/// there is no compatibility with older versions.
+pub const FORMAT_VERSION: u16 = 2;
 /// The length of the header before the payload: magic, version, length and CRC.
 pub const HEADER_LEN: usize = 4 + 2 + 4 + 4;
 
@@ -135,7 +138,7 @@ pub fn decode(bytes: &[u8]) -> Result<Manifest, CompiledError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{DomainSpec, MIB, ProblemKind};
+    use crate::{ChannelSpec, DomainSpec, MIB, ProblemKind};
     use alloc::string::ToString;
     use alloc::vec;
 
@@ -158,6 +161,22 @@ mod tests {
                     optimistic: 4 * MIB,
                 },
             ],
+            channels: vec![
+                ChannelSpec {
+                    name: "numbers".to_string(),
+                    from: 1,
+                    to: 0,
+                    slots: 64,
+                    slot_size: 64,
+                },
+                ChannelSpec {
+                    name: "replies".to_string(),
+                    from: 0,
+                    to: 1,
+                    slots: 2,
+                    slot_size: 4096,
+                },
+            ],
         }
     }
 
@@ -177,7 +196,7 @@ mod tests {
         let m = manifest();
         let bytes = m.compile();
         assert_eq!(&bytes[..4], b"TSMF");
-        assert_eq!(&bytes[4..6], &[1, 0]);
+        assert_eq!(&bytes[4..6], &[2, 0]);
         assert_eq!(decode(&bytes), Ok(m));
     }
 
@@ -261,16 +280,47 @@ mod tests {
     }
 
     #[test]
+    fn version_1_is_rejected() {
+        // A version-1 image: the same header layout, a payload without channels.
+        #[derive(serde::Serialize)]
+        struct V1<'a> {
+            memory: u64,
+            domains: &'a [DomainSpec],
+        }
+        let m = manifest();
+        let payload = postcard::to_allocvec(&V1 { memory: m.memory, domains: &m.domains }).unwrap();
+        let mut bytes = wrap(&payload);
+        bytes[4..6].copy_from_slice(&1u16.to_le_bytes());
+        assert_eq!(decode(&bytes), Err(CompiledError::UnsupportedVersion(1)));
+    }
+
+    #[test]
+    fn channels_are_validated_again() {
+        let mut m = manifest();
+        m.channels[1].to = 7;
+        let err = decode(&m.compile()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid manifest: channel 1 (\"replies\"): receiving domain 7 does not exist \
+             (there are 2 domains)"
+        );
+        let mut m = manifest();
+        m.channels[0].slots = 48;
+        let CompiledError::Invalid(p) = decode(&m.compile()).unwrap_err() else { panic!() };
+        assert_eq!(p.kind, ProblemKind::SlotsInvalid { slots: 48 });
+    }
+
+    #[test]
     fn errors_display() {
         assert_eq!(
             decode(b"TSMF\x02\x00").unwrap_err().to_string(),
             "compiled manifest too short: 6 bytes, the header is 14"
         );
         let mut bytes = manifest().compile();
-        bytes[4] = 2;
+        bytes[4] = 1;
         assert_eq!(
             decode(&bytes).unwrap_err().to_string(),
-            "compiled manifest format version 2 is not supported (expected 1)"
+            "compiled manifest format version 1 is not supported (expected 2)"
         );
     }
 }

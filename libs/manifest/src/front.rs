@@ -14,7 +14,10 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::check::Field;
-use crate::{DomainSpec, Manifest, ProblemKind, parse_size};
+use crate::{
+    Bytes, ChannelSpec, DEFAULT_SLOT_SIZE, DEFAULT_SLOTS, DOMAIN_FIXED_FRAMES, DomainSpec,
+    MAX_CHANNELS_PER_DOMAIN, Manifest, PAGE_SIZE, Problem, ProblemKind, parse_size,
+};
 
 /// A manifest the front end rejected: where, and why.
 ///
@@ -57,8 +60,9 @@ pub fn parse_file(path: &Path, known_apps: &[&str]) -> Result<Manifest, Manifest
 }
 
 /// Parses and validates the TOML manifest `text` (named `file_name` in errors): the schema of
-/// the [crate documentation](crate), then [`Manifest::check`], then that every domain's app is
-/// one of `known_apps`. Returns the first error found.
+/// the [crate documentation](crate), then [`Manifest::check`] (with a channel's `from` or `to`
+/// that names no domain reported as such), then that every domain's app is one of
+/// `known_apps`. Returns the first error found.
 pub fn parse(file_name: &str, text: &str, known_apps: &[&str]) -> Result<Manifest, ManifestError> {
     let at = |span: Option<Range<usize>>, key: Option<String>, reason: String| ManifestError {
         file: file_name.to_owned(),
@@ -81,15 +85,8 @@ pub fn parse(file_name: &str, text: &str, known_apps: &[&str]) -> Result<Manifes
 
     let (manifest, spans) = raw.lower(&root);
     if let Err(problem) = manifest.check() {
-        let (span, key) = spans.locate(problem.domain.as_ref().map(|d| d.index), &problem.kind);
-        let reason = match problem.kind {
-            ProblemKind::DuplicateName { first } => format!(
-                "duplicate domain name {:?} (first at line {})",
-                manifest.domains[first].name,
-                line_of(text, spans.domains[first].name.start)
-            ),
-            kind => kind.to_string(),
-        };
+        let (span, key) = spans.locate(&problem, &manifest);
+        let reason = spans.reason(&problem, &manifest, text);
         return Err(at(Some(span), Some(key), reason));
     }
     for (i, d) in manifest.domains.iter().enumerate() {
@@ -205,6 +202,8 @@ struct RawManifest {
     system: Spanned<RawSystem>,
     #[serde(default)]
     domain: Vec<Spanned<RawDomain>>,
+    #[serde(default)]
+    channel: Vec<Spanned<RawChannel>>,
 }
 
 #[derive(Deserialize)]
@@ -232,12 +231,52 @@ struct RawMemory {
     optimistic: Option<Spanned<Size>>,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table [[channel]]")]
+struct RawChannel {
+    name: Spanned<String>,
+    from: Spanned<String>,
+    to: Spanned<String>,
+    slots: Option<Spanned<u32>>,
+    slot_size: Option<Spanned<SlotSize>>,
+}
+
+/// A slot size: a [`Size`] that fits in 32 bits (larger ones break the slot-size rule anyway).
+struct SlotSize(u32);
+
+impl<'de> Deserialize<'de> for SlotSize {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let Size(n) = Size::deserialize(deserializer)?;
+        u32::try_from(n).map(SlotSize).map_err(|_| {
+            de::Error::custom(ProblemKind::SlotSizeInvalid { slot_size: n }.to_string())
+        })
+    }
+}
+
 /// Where each field of a parsed manifest was written, to point errors at it.
 struct Spans {
     /// The `domain` key, or the start of the file if there is none.
     domain_key: Range<usize>,
     system_memory: Range<usize>,
     domains: Vec<DomainSpans>,
+    /// The `channel` key, or the start of the file if there is none.
+    channel_key: Range<usize>,
+    channels: Vec<ChannelSpans>,
+}
+
+struct ChannelSpans {
+    table: Range<usize>,
+    name: Range<usize>,
+    from: Range<usize>,
+    /// The domain name `from` was written as (it may name no domain).
+    from_name: String,
+    to: Range<usize>,
+    /// The domain name `to` was written as (it may name no domain).
+    to_name: String,
+    /// The `slots` value, or the table if there is none.
+    slots: Range<usize>,
+    /// The `slot_size` value, or the table if there is none.
+    slot_size: Range<usize>,
 }
 
 struct DomainSpans {
@@ -255,14 +294,16 @@ struct DomainSpans {
 impl RawManifest {
     /// The model and the spans of its fields.
     fn lower(self, root: &DeValue<'_>) -> (Manifest, Spans) {
-        let domains_span = match root {
-            DeValue::Table(t) => t.get_key_value("domain").map(|(k, _)| k.span()),
+        let key_span = |key: &str| match root {
+            DeValue::Table(t) => t.get_key_value(key).map(|(k, _)| k.span()),
             _ => None,
         };
         let mut spans = Spans {
-            domain_key: domains_span.unwrap_or(0..0),
+            domain_key: key_span("domain").unwrap_or(0..0),
             system_memory: self.system.get_ref().memory.span(),
             domains: Vec::with_capacity(self.domain.len()),
+            channel_key: key_span("channel").unwrap_or(0..0),
+            channels: Vec::with_capacity(self.channel.len()),
         };
         let memory = self.system.into_inner().memory.into_inner().0;
         let mut domains = Vec::with_capacity(self.domain.len());
@@ -296,23 +337,78 @@ impl RawManifest {
                 optimistic,
             });
         }
-        (Manifest { memory, domains }, spans)
+        // A name that is no domain's becomes an index out of range, which `check` reports
+        // after the domains' own problems; `Spans::reason` words it as an unknown name.
+        let index_of =
+            |name: &str| domains.iter().position(|d| d.name == name).unwrap_or(usize::MAX);
+        let mut channels = Vec::with_capacity(self.channel.len());
+        for c in self.channel {
+            let table = c.span();
+            let c = c.into_inner();
+            let (slots_span, slots) = match c.slots {
+                Some(s) => (s.span(), s.into_inner()),
+                None => (table.clone(), DEFAULT_SLOTS),
+            };
+            let (slot_size_span, slot_size) = match c.slot_size {
+                Some(s) => (s.span(), s.into_inner().0),
+                None => (table.clone(), DEFAULT_SLOT_SIZE),
+            };
+            let (from, to) = (index_of(c.from.get_ref()), index_of(c.to.get_ref()));
+            spans.channels.push(ChannelSpans {
+                table,
+                name: c.name.span(),
+                from: c.from.span(),
+                from_name: c.from.into_inner(),
+                to: c.to.span(),
+                to_name: c.to.into_inner(),
+                slots: slots_span,
+                slot_size: slot_size_span,
+            });
+            channels.push(ChannelSpec { name: c.name.into_inner(), from, to, slots, slot_size });
+        }
+        (Manifest { memory, domains, channels }, spans)
     }
 }
 
 impl Spans {
     /// The span and key path of the field a problem is about.
-    fn locate(&self, domain: Option<usize>, kind: &ProblemKind) -> (Range<usize>, String) {
-        let field = kind.field();
-        let Some(d) = domain.and_then(|i| Some((i, self.domains.get(i)?))) else {
+    fn locate(&self, problem: &Problem, manifest: &Manifest) -> (Range<usize>, String) {
+        let field = problem.kind.field();
+        let channel_field = |s: &ChannelSpans| match field {
+            Field::ChannelName => Some((s.name.clone(), ".name")),
+            Field::ChannelFrom => Some((s.from.clone(), ".from")),
+            Field::ChannelTo => Some((s.to.clone(), ".to")),
+            Field::ChannelEnd => {
+                let domain = problem.domain.as_ref().map(|d| d.index);
+                let channel = problem.channel.as_ref().and_then(|c| manifest.channels.get(c.index));
+                if channel.is_some_and(|c| Some(c.from) == domain) {
+                    Some((s.from.clone(), ".from"))
+                } else {
+                    Some((s.to.clone(), ".to"))
+                }
+            }
+            Field::ChannelSlots => Some((s.slots.clone(), ".slots")),
+            Field::ChannelSlotSize => Some((s.slot_size.clone(), ".slot_size")),
+            Field::Channels => Some((s.table.clone(), "")),
+            _ => None,
+        };
+        if let Some(c) = &problem.channel
+            && let Some(s) = self.channels.get(c.index)
+            && let Some((span, suffix)) = channel_field(s)
+        {
+            return (span, format!("channel[{}]{suffix}", c.index));
+        }
+        let Some(d) =
+            problem.domain.as_ref().and_then(|d| Some((d.index, self.domains.get(d.index)?)))
+        else {
             return match field {
                 Field::SystemMemory => (self.system_memory.clone(), "system.memory".into()),
-                _ => (self.domain_key.clone(), "domain".into()),
+                Field::Domains => (self.domain_key.clone(), "domain".into()),
+                _ => (self.channel_key.clone(), "channel".into()),
             };
         };
         let (i, s) = d;
         let (span, suffix) = match field {
-            Field::Domains => (s.table.clone(), String::new()),
             Field::SystemMemory => return (self.system_memory.clone(), "system.memory".into()),
             Field::Name => (s.name.clone(), ".name".into()),
             Field::App => (s.app.clone(), ".app".into()),
@@ -320,7 +416,59 @@ impl Spans {
             Field::Arg(j) => (s.arg.get(j).unwrap_or(&s.args).clone(), format!(".args[{j}]")),
             Field::Guaranteed => (s.guaranteed.clone(), ".memory.guaranteed".into()),
             Field::Optimistic => (s.optimistic.clone(), ".memory.optimistic".into()),
+            _ => (s.table.clone(), String::new()),
         };
         (span, format!("domain[{i}]{suffix}"))
+    }
+
+    /// The reason to give for a problem: its `Display`, or for some problems a wording with the
+    /// names and lines of the manifest as written.
+    fn reason(&self, problem: &Problem, manifest: &Manifest, text: &str) -> String {
+        let channel = problem.channel.as_ref().and_then(|c| self.channels.get(c.index));
+        let domain_names =
+            || manifest.domains.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ");
+        match (&problem.kind, channel) {
+            (ProblemKind::DuplicateName { first }, _) => format!(
+                "duplicate domain name {:?} (first at line {})",
+                manifest.domains[*first].name,
+                line_of(text, self.domains[*first].name.start)
+            ),
+            (ProblemKind::DuplicateChannelName { first }, _) => format!(
+                "duplicate channel name {:?} (first at line {})",
+                manifest.channels[*first].name,
+                line_of(text, self.channels[*first].name.start)
+            ),
+            (ProblemKind::FromOutOfRange { .. }, Some(c)) => {
+                format!("unknown domain {:?} (domains: {})", c.from_name, domain_names())
+            }
+            (ProblemKind::ToOutOfRange { .. }, Some(c)) => {
+                format!("unknown domain {:?} (domains: {})", c.to_name, domain_names())
+            }
+            (ProblemKind::SameEnds, Some(c)) => format!(
+                "from and to are both {:?}: a channel connects two different domains",
+                c.from_name
+            ),
+            (ProblemKind::TooManyChannelEnds { count }, _) => {
+                let name = problem.domain.as_ref().map_or("?", |d| d.name.as_str());
+                format!(
+                    "domain {name:?} is an end of {count} channels (at most \
+                     {MAX_CHANNELS_PER_DOMAIN})"
+                )
+            }
+            (ProblemKind::SenderGuaranteeTooSmall { guaranteed, needed }, _) => {
+                let c = problem.channel.as_ref().and_then(|c| manifest.channels.get(c.index));
+                let (name, bytes) = c.map_or(("?", 0), |c| (c.name.as_str(), c.bytes()));
+                format!(
+                    "guaranteed memory {} cannot hold channel {name:?} ({}) that this domain \
+                     sends on: it needs {} in all ({} of stack and control block plus the \
+                     memory of every channel it sends on)",
+                    Bytes(*guaranteed),
+                    Bytes(bytes),
+                    Bytes(*needed),
+                    Bytes(DOMAIN_FIXED_FRAMES * PAGE_SIZE)
+                )
+            }
+            (kind, _) => kind.to_string(),
+        }
     }
 }

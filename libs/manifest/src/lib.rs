@@ -9,9 +9,11 @@
 //!
 //! # The model
 //!
-//! [`Manifest`] holds the guest's memory size and a list of [`DomainSpec`]s (name, app, args and
-//! the memory contract `(guaranteed, optimistic)` in bytes). [`Manifest::check`] holds the
-//! semantic rules, shared by the host and the kernel:
+//! [`Manifest`] holds the guest's memory size, a list of [`DomainSpec`]s (name, app, args and
+//! the memory contract `(guaranteed, optimistic)` in bytes) and a list of [`ChannelSpec`]s (IO
+//! channels: a name, the sending and the receiving domain as indices into the domains, and the
+//! ring's geometry). [`Manifest::check`] holds the semantic rules, shared by the host and the
+//! kernel:
 //!
 //! - at least one domain and at most [`MAX_DOMAINS`];
 //! - domain names non-empty, at most [`MAX_NAME_LEN`] bytes of `[a-z0-9-]`, unique; app names the
@@ -19,8 +21,20 @@
 //! - at most [`MAX_ARGS`] arguments per domain, each at most [`MAX_ARG_LEN`] bytes;
 //! - `guaranteed` non-zero and a multiple of [`PAGE_SIZE`]; `optimistic` a multiple of
 //!   [`PAGE_SIZE`] (zero allowed);
+//! - at most [`MAX_CHANNELS`] channels; channel names follow the domain-name rules and are
+//!   unique among channels (a channel may share a name with a domain);
+//! - a channel's `from` and `to` are indices of existing domains, and differ;
+//! - `slots` a power of two in [`MIN_SLOTS`]`..=`[`MAX_SLOTS`]; `slot_size` a multiple of
+//!   [`SLOT_ALIGN`] in [`MIN_SLOT_SIZE`]`..=`[`MAX_SLOT_SIZE`]; the channel's memory
+//!   ([`ChannelSpec::bytes`]) at most [`MAX_CHANNEL_BYTES`] (1 MiB);
+//! - every domain is an end (`from` or `to`) of at most [`MAX_CHANNELS_PER_DOMAIN`] channels;
+//! - a channel's memory is charged to its sender: every domain that is the `from` of at least
+//!   one channel must have
+//!   `guaranteed >= DOMAIN_FIXED_FRAMES * PAGE_SIZE + sum of bytes() of the channels it sends on`
+//!   (see [`DOMAIN_FIXED_FRAMES`]); domains that send on no channel are not held to this rule;
 //! - system memory a multiple of [`MEMORY_ALIGN`] (1 MiB) and at least [`MIN_MEMORY`] (16 MiB);
-//! - the sum of all `guaranteed` plus [`KERNEL_RESERVE`] at most the system memory.
+//! - the sum of all `guaranteed` plus [`KERNEL_RESERVE`] at most the system memory (channel
+//!   memory is inside its sender's guarantee, so it is not counted again).
 //!
 //! # The compiled form
 //!
@@ -35,7 +49,9 @@
 //! | 14     | len  | the [`Manifest`], postcard-encoded                     |
 //!
 //! [`decode`] checks all of it (exact length, no trailing bytes) and then runs
-//! [`Manifest::check`]; it never panics on any input.
+//! [`Manifest::check`]; it never panics on any input. The kernel and the host tool are always
+//! built together, so only the current version is accepted: version 2 added
+//! [`Manifest::channels`], and version 1 images are rejected.
 //!
 //! # The TOML schema (feature `toml`)
 //!
@@ -48,6 +64,18 @@
 //! app = "hello"              # a program in userland/apps/
 //! args = ["--count", "3"]    # optional, default []
 //! memory = { guaranteed = "256K", optimistic = "0" }   # optimistic optional, default 0
+//!
+//! [[domain]]
+//! name = "sink"
+//! app = "counter"
+//! memory = { guaranteed = "256K" }
+//!
+//! [[channel]]
+//! name = "numbers"           # unique among channels
+//! from = "hello-a"           # the sending domain
+//! to = "sink"                # the receiving domain (not the sender)
+//! slots = 64                 # optional, default 64: a power of two, 2..=4096
+//! slot_size = 64             # optional, default 64 bytes: a multiple of 8, 8..=4096
 //! ```
 //!
 //! | key                          | type                   | unit  | default  |
@@ -58,14 +86,20 @@
 //! | `domain[i].args`             | array of strings       |       | `[]`     |
 //! | `domain[i].memory.guaranteed`| size                   | bytes | required |
 //! | `domain[i].memory.optimistic`| size                   | bytes | `0`      |
+//! | `channel[i].name`            | string, `[a-z0-9-]`    |       | required |
+//! | `channel[i].from`            | string, a domain name  |       | required |
+//! | `channel[i].to`              | string, a domain name  |       | required |
+//! | `channel[i].slots`           | integer                | slots | `64`     |
+//! | `channel[i].slot_size`       | size                   | bytes | `64`     |
 //!
 //! A *size* is a string of decimal digits with an optional binary unit `K` (1024), `M` (1024²)
 //! or `G` (1024³), e.g. `"256K"`, or a plain number of bytes (a TOML integer or a string of
 //! digits). Negative, fractional and overflowing sizes and other units are errors (see
 //! [`parse_size`]). Unknown keys anywhere are errors, as are missing required keys, wrong types,
-//! apps that are not in the list the caller knows, and every rule of [`Manifest::check`]. Errors
-//! read `FILE:LINE: KEY: REASON`, e.g.
+//! apps that are not in the list the caller knows, channel ends that name no domain, and every
+//! rule of [`Manifest::check`]. Errors read `FILE:LINE: KEY: REASON`, e.g.
 //! `manifests/bad/dup.toml:9: domain[1].name: duplicate domain name "a" (first at line 4)`.
+//! `[[channel]]` tables may come before or after the `[[domain]]`s they name.
 //!
 //! # Not implemented yet
 //!
@@ -100,7 +134,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
-pub use check::{DomainRef, Problem, ProblemKind};
+pub use check::{ChannelRef, DomainRef, Problem, ProblemKind};
 pub use compiled::{CompiledError, FORMAT_VERSION, HEADER_LEN, MAGIC, decode};
 #[cfg(feature = "toml")]
 pub use front::{ManifestError, parse, parse_file};
@@ -126,6 +160,45 @@ pub const MAX_ARGS: usize = 16;
 /// The longest argument, in bytes.
 pub const MAX_ARG_LEN: usize = 128;
 
+/// The most IO channels a manifest may declare.
+pub const MAX_CHANNELS: usize = 64;
+/// The most channels a domain may be an end of (as sender or receiver): the channel slots of
+/// its control block, [`abi::MAX_CHANNELS`].
+pub const MAX_CHANNELS_PER_DOMAIN: usize = 8;
+/// The smallest number of slots of a channel.
+pub const MIN_SLOTS: u32 = 2;
+/// The largest number of slots of a channel.
+pub const MAX_SLOTS: u32 = 4096;
+/// The number of slots of a channel when the manifest does not say.
+pub const DEFAULT_SLOTS: u32 = 64;
+/// A channel's slot size is a multiple of this many bytes.
+pub const SLOT_ALIGN: u32 = 8;
+/// The smallest slot size, in bytes.
+pub const MIN_SLOT_SIZE: u32 = 8;
+/// The largest slot size, in bytes.
+pub const MAX_SLOT_SIZE: u32 = 4096;
+/// The slot size of a channel when the manifest does not say, in bytes.
+pub const DEFAULT_SLOT_SIZE: u32 = 64;
+/// The header at the start of a channel's memory (the sender's `head` and the receiver's
+/// `tail` counters), in bytes: [`abi::CHANNEL_HEADER`].
+pub const CHANNEL_HEADER: u64 = 64;
+/// The most memory one channel may take ([`ChannelSpec::bytes`]): 1 MiB.
+pub const MAX_CHANNEL_BYTES: u64 = MIB;
+/// The frames every domain takes from its guarantee before anything else: 16 pages of stack
+/// and 1 page of domain control block ([`abi::Dcb`]).
+///
+/// A domain that sends on channels must have
+/// `guaranteed >= DOMAIN_FIXED_FRAMES * PAGE_SIZE + sum of bytes() of the channels it sends on`,
+/// since the kernel charges each channel's memory to its sender.
+pub const DOMAIN_FIXED_FRAMES: u64 = 17;
+
+// The limits must agree with the kernel ABI that carries channels to domains.
+const _: () = assert!(MAX_CHANNELS_PER_DOMAIN == abi::MAX_CHANNELS);
+const _: () = assert!(CHANNEL_HEADER == abi::CHANNEL_HEADER as u64);
+const _: () = assert!(PAGE_SIZE == abi::PAGE_SIZE as u64);
+// A channel's name fits the ABI's NUL-padded name field with room for the NUL.
+const _: () = assert!(MAX_NAME_LEN < 32);
+
 /// A validated (or to-be-validated) manifest: the whole system's configuration.
 ///
 /// Values built by `parse` and [`decode`] have passed [`Manifest::check`]; values built by
@@ -137,6 +210,8 @@ pub struct Manifest {
     pub memory: u64,
     /// The domains to create, in manifest order.
     pub domains: Vec<DomainSpec>,
+    /// The IO channels to create between the domains, in manifest order.
+    pub channels: Vec<ChannelSpec>,
 }
 
 /// One domain of a [`Manifest`].
@@ -155,9 +230,62 @@ pub struct DomainSpec {
     pub optimistic: u64,
 }
 
+/// One IO channel of a [`Manifest`]: a ring of `slots` slots of `slot_size` bytes in memory
+/// shared by two domains, written by `from` and read by `to`.
+///
+/// The kernel gives each end one of its [`abi::ChannelSlot`]s; the channel's memory
+/// ([`bytes`](Self::bytes)) is charged to the sender's guarantee.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ChannelSpec {
+    /// The channel's unique name (`[a-z0-9-]`, at most [`MAX_NAME_LEN`] bytes).
+    pub name: String,
+    /// The sending domain: an index into [`Manifest::domains`].
+    pub from: usize,
+    /// The receiving domain: an index into [`Manifest::domains`], not `from`.
+    pub to: usize,
+    /// The number of slots: a power of two in [`MIN_SLOTS`]`..=`[`MAX_SLOTS`].
+    pub slots: u32,
+    /// Bytes per slot: a multiple of [`SLOT_ALIGN`] in [`MIN_SLOT_SIZE`]`..=`[`MAX_SLOT_SIZE`].
+    pub slot_size: u32,
+}
+
+impl ChannelSpec {
+    /// The channel's memory in bytes: [`CHANNEL_HEADER`] plus `slots * slot_size`, rounded up to
+    /// a whole number of pages ([`PAGE_SIZE`]). Never overflows, whatever the field values.
+    ///
+    /// ```
+    /// let c = manifest::ChannelSpec {
+    ///     name: "numbers".into(),
+    ///     from: 0,
+    ///     to: 1,
+    ///     slots: 64,
+    ///     slot_size: 64,
+    /// };
+    /// assert_eq!(c.bytes(), 8192); // 64 + 64 * 64 = 4160 bytes, two pages
+    /// ```
+    pub fn bytes(&self) -> u64 {
+        // At most (2^32 - 1)^2 + 64 + 4095 < 2^64: no overflow.
+        let raw = CHANNEL_HEADER + u64::from(self.slots) * u64::from(self.slot_size);
+        raw.div_ceil(PAGE_SIZE) * PAGE_SIZE
+    }
+}
+
 impl Manifest {
     /// The sum of all domains' guaranteed memory in bytes (saturating).
     pub fn total_guaranteed(&self) -> u64 {
         self.domains.iter().fold(0u64, |sum, d| sum.saturating_add(d.guaranteed))
+    }
+
+    /// The memory the domain at `index` must have guaranteed for what the kernel charges to it:
+    /// [`DOMAIN_FIXED_FRAMES`] pages plus the memory of every channel it sends on (saturating).
+    ///
+    /// [`Manifest::check`] holds every domain that sends on a channel to
+    /// `guaranteed >= charged_to(index)`.
+    pub fn charged_to(&self, index: usize) -> u64 {
+        self.channels
+            .iter()
+            .filter(|c| c.from == index)
+            .fold(DOMAIN_FIXED_FRAMES * PAGE_SIZE, |sum, c| sum.saturating_add(c.bytes()))
     }
 }

@@ -4,10 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use manifest::{DomainSpec, MIB, Manifest, ManifestError, decode, parse, parse_file};
+use manifest::{ChannelSpec, DomainSpec, MIB, Manifest, ManifestError, decode, parse, parse_file};
 
 /// The apps the repository's manifests may name.
-const APPS: &[&str] = &["hello", "counter", "faulty", "nullcall", "syscheck", "fpcheck"];
+const APPS: &[&str] = &[
+    "hello", "counter", "faulty", "nullcall", "syscheck", "fpcheck", "pingpong", "chanpipe", "fuzz",
+];
 
 fn manifests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests")
@@ -45,6 +47,135 @@ memory.guaranteed = 1048576
 memory.optimistic = "2M"
 "#;
 
+/// Two domains joined by channels, one of them declared before the domains it names.
+const CHANNELS: &str = r#"
+[system]
+memory = "128M"
+
+[[channel]]
+name = "back"
+from = "consumer"
+to = "producer"
+slots = 2
+slot_size = "4K"
+
+[[domain]]
+name = "producer"
+app = "pingpong"
+memory = { guaranteed = "512K" }
+
+[[domain]]
+name = "consumer"
+app = "chanpipe"
+memory = { guaranteed = "256K" }
+
+[[channel]]
+name = "numbers"
+from = "producer"
+to = "consumer"
+
+[[channel]]
+name = "producer"
+from = "producer"
+to = "consumer"
+slots = 4096
+slot_size = 8
+"#;
+
+#[test]
+fn parses_channels() {
+    let m = parse("t.toml", CHANNELS, APPS).unwrap();
+    let channel = |name: &str, from, to, slots, slot_size| ChannelSpec {
+        name: name.into(),
+        from,
+        to,
+        slots,
+        slot_size,
+    };
+    assert_eq!(
+        m.channels,
+        vec![
+            channel("back", 1, 0, 2, 4096),
+            channel("numbers", 0, 1, 64, 64),
+            channel("producer", 0, 1, 4096, 8),
+        ]
+    );
+    assert_eq!(
+        m.channels.iter().map(ChannelSpec::bytes).collect::<Vec<_>>(),
+        [3 * 4096, 2 * 4096, 9 * 4096]
+    );
+    assert_eq!(m.charged_to(0), 17 * 4096 + 11 * 4096);
+    assert_eq!(m.charged_to(1), 17 * 4096 + 3 * 4096);
+    assert_eq!(decode(&m.compile()), Ok(m));
+}
+
+#[test]
+fn channel_errors_point_at_the_key() {
+    let base = "[system]\nmemory = \"128M\"\n[[domain]]\nname = \"a\"\napp = \"hello\"\n\
+                memory = { guaranteed = \"256K\" }\n[[domain]]\nname = \"b\"\napp = \"hello\"\n\
+                memory = { guaranteed = \"256K\" }\n[[channel]]\nname = \"c\"\n";
+    let cases: &[(&str, &str, &str)] = &[
+        ("to = \"b\"\n", "channel[0].from", "missing field `from`"),
+        ("from = \"a\"\nto = \"b\"\nslots = -1\n", "channel[0].slots", "invalid value"),
+        ("from = \"a\"\nto = \"b\"\nslots = \"64\"\n", "channel[0].slots", "invalid type"),
+        (
+            "from = \"a\"\nto = \"b\"\nslots = 8192\n",
+            "channel[0].slots",
+            "slots 8192 is out of range",
+        ),
+        (
+            "from = \"a\"\nto = \"b\"\nslot_size = \"8G\"\n",
+            "channel[0].slot_size",
+            "slot size 8G is out of range",
+        ),
+        (
+            "from = \"a\"\nto = \"b\"\nslot_size = \"1.5K\"\n",
+            "channel[0].slot_size",
+            "fractional size",
+        ),
+        ("from = \"A\"\nto = \"b\"\n", "channel[0].from", "unknown domain \"A\" (domains: a, b)"),
+        ("from = 1\nto = \"b\"\n", "channel[0].from", "invalid type: integer"),
+    ];
+    for (tail, key, reason) in cases {
+        let e = err(&format!("{base}{tail}"));
+        assert_eq!(e.key.as_deref(), Some(*key), "{tail}: {e}");
+        assert!(e.reason.contains(reason), "{tail}: {e}");
+        assert!(e.line.is_some_and(|l| l >= 11), "{tail}: {e}");
+    }
+    let e =
+        err(&format!("{base}from = \"a\"\nto = \"b\"\n").replace("name = \"c\"", "name = \"C\""));
+    assert_eq!((e.line, e.key.as_deref()), (Some(12), Some("channel[0].name")));
+    assert_eq!(e.reason, "channel name contains 'C' (use only a-z, 0-9 and '-')");
+    // Domain problems come before channel problems.
+    let e = err(&format!("{base}from = \"x\"\nto = \"b\"\n").replace("\"256K\"", "\"1000\""));
+    assert_eq!(e.key.as_deref(), Some("domain[0].memory.guaranteed"));
+    // `channel` must be an array of tables.
+    let e = err(&format!("{base}from = \"a\"\nto = \"b\"\n").replace("[[channel]]", "[channel]"));
+    assert_eq!(e.key.as_deref(), Some("channel"), "{e}");
+}
+
+#[test]
+fn too_many_channels_points_at_the_first_extra_one() {
+    let mut text = String::from("[system]\nmemory = \"1G\"\n");
+    for i in 0..64 {
+        text.push_str(&format!(
+            "[[domain]]\nname = \"d{i}\"\napp = \"hello\"\nmemory = {{ guaranteed = \"1M\" }}\n"
+        ));
+    }
+    let start = text.lines().count();
+    for i in 0..65 {
+        text.push_str(&format!(
+            "[[channel]]\nname = \"c{i}\"\nfrom = \"d{}\"\nto = \"d{}\"\n",
+            i % 64,
+            (i + 1) % 64
+        ));
+    }
+    let e = err(&text);
+    assert_eq!(e.key.as_deref(), Some("channel[64]"));
+    assert_eq!(e.line, Some(start + 1 + 64 * 4));
+    assert!(e.reason.contains("too many channels: 65 (at most 64)"), "{e}");
+}
+
 #[test]
 fn parses_the_documented_example() {
     let m = parse("t.toml", GOOD, APPS).unwrap();
@@ -68,6 +199,7 @@ fn parses_the_documented_example() {
                     optimistic: 2 * MIB,
                 },
             ],
+            channels: vec![],
         }
     );
 }
@@ -78,8 +210,36 @@ fn round_trip_parse_compile_decode() {
         let m = parse_file(&path, APPS).unwrap();
         assert_eq!(decode(&m.compile()).as_ref(), Ok(&m), "{}", path.display());
     }
-    let m = parse("t.toml", GOOD, APPS).unwrap();
-    assert_eq!(decode(&m.compile()), Ok(m));
+    for text in [GOOD, CHANNELS] {
+        let m = parse("t.toml", text, APPS).unwrap();
+        assert_eq!(decode(&m.compile()), Ok(m));
+    }
+}
+
+/// The first TOML example of `text` (between "```toml" and "```", with `//! ` stripped).
+fn first_toml_block(text: &str) -> String {
+    let lines = text.lines().map(|l| {
+        let l = l.trim_start_matches("//!");
+        l.strip_prefix(' ').unwrap_or(l)
+    });
+    let block: Vec<_> = lines
+        .skip_while(|l| l.trim() != "```toml")
+        .skip(1)
+        .take_while(|l| l.trim() != "```")
+        .collect();
+    assert!(!block.is_empty(), "no ```toml block");
+    block.join("\n")
+}
+
+#[test]
+fn documented_examples_parse() {
+    let readme = std::fs::read_to_string(manifests_dir().join("README.md")).unwrap();
+    let crate_doc = include_str!("../src/lib.rs");
+    for (name, text) in [("README.md", readme.as_str()), ("lib.rs", crate_doc)] {
+        let m = parse(name, &first_toml_block(text), APPS).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.channels.len(), 1, "{name}");
+        assert_eq!((m.channels[0].slots, m.channels[0].slot_size), (64, 64), "{name}");
+    }
 }
 
 #[test]

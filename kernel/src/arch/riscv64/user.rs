@@ -84,12 +84,12 @@ pub fn restore_fp(frame: &mut TrapFrame, fp: &FpState) {
 }
 
 impl TrapFrame {
-    /// A context that starts at `entry` with stack pointer `sp` and arguments `a0..a2`, in
+    /// A context that starts at `entry` with stack pointer `sp` and arguments `a0..a3`, in
     /// U-mode with interrupts and the floating-point unit enabled.
-    pub fn new_user(entry: usize, sp: usize, args: [usize; 3]) -> Self {
+    pub fn new_user(entry: usize, sp: usize, args: [usize; 4]) -> Self {
         let mut regs = [0usize; 32];
         regs[2] = sp;
-        regs[10..13].copy_from_slice(&args);
+        regs[10..14].copy_from_slice(&args);
         TrapFrame { regs, sepc: entry, sstatus: SSTATUS_SPIE | FS_INITIAL }
     }
 

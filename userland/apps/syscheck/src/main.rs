@@ -52,6 +52,7 @@ fn name(r: Result<(), SysError>) -> &'static str {
         Err(SysError::NotFound) => "NotFound",
         Err(SysError::PermissionDenied) => "PermissionDenied",
         Err(SysError::NoAddressSpace) => "NoAddressSpace",
+        Err(SysError::WouldDeadlock) => "WouldDeadlock",
     }
 }
 

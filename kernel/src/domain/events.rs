@@ -1,0 +1,91 @@
+//! Event endpoints: counters in a domain's control block that other domains (and later the
+//! kernel: timers, interrupts, faults, revocation) signal.
+//!
+//! Each endpoint names the one domain allowed to signal it. Signalling increments the counter
+//! in the owner's control block and wakes the owner if it is blocked. When the allowed sender
+//! dies, the endpoint is *closed*: its `closed` flag is set and the owner is woken, so a domain
+//! waiting on a dead peer learns of it instead of waiting forever.
+
+use abi::{MAX_EVENTS, SysError};
+use core::sync::atomic::Ordering;
+
+use super::World;
+use crate::phys;
+
+/// Kernel-side state of one endpoint (its value lives in the control block).
+pub struct Endpoint {
+    /// The only domain that may signal it.
+    pub sender: u32,
+    /// Its sender died.
+    pub closed: bool,
+}
+
+impl World {
+    /// A new endpoint of domain `owner` that `sender` may signal; its index.
+    pub(super) fn alloc_endpoint(&mut self, owner: u32, sender: u32) -> Option<usize> {
+        let d = self.domains.get_mut(owner as usize)?;
+        if d.endpoints.len() >= MAX_EVENTS {
+            return None;
+        }
+        d.endpoints.push(Endpoint { sender, closed: false });
+        Some(d.endpoints.len() - 1)
+    }
+
+    /// `event_send`: domain `from` signals endpoint `ep` of domain `to`.
+    pub(super) fn send_event(&mut self, from: u32, to: usize, ep: usize) -> Result<(), SysError> {
+        let to = u32::try_from(to).map_err(|_| SysError::NotFound)?;
+        let d = self.domain(to).ok_or(SysError::NotFound)?;
+        let endpoint = d.endpoints.get(ep).ok_or(SysError::InvalidArgument)?;
+        if endpoint.sender != from {
+            return Err(SysError::PermissionDenied);
+        }
+        self.signal(to, ep);
+        Ok(())
+    }
+
+    /// Increments endpoint `ep` of live domain `to` and wakes it.
+    fn signal(&mut self, to: u32, ep: usize) {
+        let d = &mut self.domains[to as usize];
+        if let Some(frame) = d.dcb {
+            phys::dcb(frame).events[ep].value.fetch_add(1, Ordering::Release);
+        }
+        self.wake(to);
+    }
+
+    /// Wakes domain `id` because one of its endpoints changed: a blocked domain becomes
+    /// runnable (its `block` returns), a running one finds `pending` set at its next `block`.
+    fn wake(&mut self, id: u32) {
+        let d = &mut self.domains[id as usize];
+        if d.blocked.take().is_some() {
+            d.pending = false;
+            if let Some(frame) = d.dcb {
+                phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
+            }
+        } else {
+            d.pending = true;
+        }
+    }
+
+    /// Closes every endpoint that only `dead` could signal, waking their owners.
+    pub(super) fn close_endpoints_signalled_by(&mut self, dead: u32) {
+        for owner in 0..self.domains.len() as u32 {
+            if owner == dead || self.domain(owner).is_none() {
+                continue;
+            }
+            let mut woke = false;
+            let d = &mut self.domains[owner as usize];
+            for (i, e) in d.endpoints.iter_mut().enumerate() {
+                if e.sender == dead && !e.closed {
+                    e.closed = true;
+                    if let Some(frame) = d.dcb {
+                        phys::dcb(frame).events[i].closed.store(1, Ordering::Release);
+                    }
+                    woke = true;
+                }
+            }
+            if woke {
+                self.wake(owner);
+            }
+        }
+    }
+}
