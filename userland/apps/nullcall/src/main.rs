@@ -1,10 +1,12 @@
-//! `nullcall`: measures the bare system-call path.
+//! `nullcall`: measures the bare system-call path, or the domain switch.
 //!
-//! Usage: `nullcall [--calls N]` (default 100000). It times N iterations of an empty loop, then
-//! N `null` system calls, with the kernel's clock, and prints
+//! Usage: `nullcall [--calls N] [--yield]` (default 100000 calls of `null`). It times N
+//! iterations of an empty loop, then N system calls, with the kernel's clock, and prints
 //! `nullcall: N calls in T ns, empty loop L ns`. Under `-icount shift=0,sleep=off` one
 //! nanosecond of guest time is one instruction, so `(T - L) / N` is the instructions one null
-//! call costs (entry, dispatch, return); `cargo xtask bench ipc` computes it.
+//! call costs (entry, dispatch, return); `cargo xtask bench ipc` computes it. With `--yield`
+//! the calls are `yield`: with two such domains every call switches to the other, so
+//! `(T - L) / (2 N)` is one domain switch (including the `yield` call that causes it).
 
 #![no_std]
 #![no_main]
@@ -17,12 +19,17 @@ tessera::main!(main);
 
 fn main(env: Env) -> i32 {
     let mut calls: u64 = 100_000;
+    let mut switch = false;
     let mut args = env.args;
     while let Some(arg) = args.next() {
+        if arg == "--yield" {
+            switch = true;
+            continue;
+        }
         match (arg, args.next().map(str::parse)) {
             ("--calls", Some(Ok(n))) if n > 0 => calls = n,
             _ => {
-                println!("nullcall: usage: nullcall [--calls N]");
+                println!("nullcall: usage: nullcall [--calls N] [--yield]");
                 return 2;
             }
         }
@@ -34,7 +41,9 @@ fn main(env: Env) -> i32 {
     let t1 = tessera::time_ns();
     for i in 0..calls {
         black_box(i);
-        if tessera::null().is_err() {
+        if switch {
+            tessera::yield_now();
+        } else if tessera::null().is_err() {
             println!("nullcall: the null call failed");
             return 1;
         }
