@@ -73,3 +73,16 @@ pub fn write_dcb(frame: Frame, value: &abi::Dcb) {
     let bytes = unsafe { core::slice::from_raw_parts(bytes, core::mem::size_of::<abi::Dcb>()) };
     write_frame(frame, bytes);
 }
+
+/// Writes `ctx` into the `saved` field of the control block in `frame`.
+#[cfg_attr(
+    target_arch = "x86_64",
+    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
+)]
+pub fn write_saved_context(frame: Frame, ctx: &abi::SavedContext) {
+    let at = core::mem::offset_of!(abi::Dcb, saved);
+    let dst = (arch::phys_to_virt(frame.addr()) + at) as *mut abi::SavedContext;
+    // SAFETY: the control block frame is a whole RAM frame owned by a live domain; `saved` lies
+    // inside it (the `Dcb` fits in a frame) at its field offset, which is 8-byte aligned.
+    unsafe { dst.write_volatile(*ctx) };
+}

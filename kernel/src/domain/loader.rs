@@ -83,6 +83,8 @@ pub fn start_from_boot_image(boot: &BootInfo) {
             pending: false,
             endpoints: Vec::new(),
             dcb: None,
+            dcb_va: 0,
+            handler: None,
         });
         if let Err(e) = populate(w, id, &image, i, &spec.args) {
             defmt::error!("domain {=str} could not be created: {}", spec.name.as_str(), e);
@@ -152,6 +154,7 @@ fn populate(
     let dcb = abi::Dcb { domain_id: id as u64, ..Default::default() };
     crate::phys::write_dcb(frame, &dcb);
     w.domains[index].dcb = Some(frame);
+    w.domains[index].dcb_va = dcb_at;
     w.domains[index].ctx = UserContext::new_user(
         img.entry as usize,
         sp,

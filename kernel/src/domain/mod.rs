@@ -73,6 +73,10 @@ pub struct Domain {
     endpoints: Vec<events::Endpoint>,
     /// The frame of its control block.
     dcb: Option<frame_allocator::Frame>,
+    /// The control block's address in the domain.
+    dcb_va: usize,
+    /// The activation handler's entry and stack top, if registered.
+    handler: Option<(usize, usize)>,
 }
 
 /// All domains and stretches.
@@ -370,6 +374,8 @@ pub mod tests {
             pending: false,
             endpoints: Vec::new(),
             dcb: None,
+            dcb_va: 0,
+            handler: None,
         });
         Ok(w)
     }

@@ -59,9 +59,10 @@ fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
         w.expire(now);
         if let Some(next) = w.next_runnable() {
             w.current = next;
-            let d = &w.domains[next];
+            let d = &mut w.domains[next];
             *frame = d.ctx.clone();
             arch::restore_fp(frame, &d.fp);
+            upcall(d, frame);
             if let Some(space) = &d.space {
                 space.activate();
             }
@@ -92,6 +93,25 @@ fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
     }
 }
 
+/// If domain `d` has activations on and a handler, turns the context in `frame` (where it
+/// stopped) into an activation: the context goes to the control block's `saved`, activations
+/// go off, and `frame` enters the handler instead.
+fn upcall(d: &mut super::Domain, frame: &mut UserContext) {
+    let (Some((entry, stack)), Some(dcb_frame)) = (d.handler, d.dcb) else { return };
+    let dcb = crate::phys::dcb(dcb_frame);
+    if dcb.activations.load(core::sync::atomic::Ordering::Acquire) != 1 {
+        return;
+    }
+    crate::phys::write_saved_context(dcb_frame, &frame.saved());
+    dcb.activations.store(0, core::sync::atomic::Ordering::Release);
+    dcb.upcalls.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    let mut reason = abi::activation::SCHEDULED;
+    if core::mem::take(&mut d.pending) {
+        reason |= abi::activation::EVENT;
+    }
+    frame.enter_handler(entry, stack, [reason as usize, d.dcb_va]);
+}
+
 /// Entry from the arch trap handler for every trap taken in U-mode.
 pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
     let mut guard = WORLD.lock();
@@ -104,6 +124,7 @@ pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
                 Err(e) => frame.set_result(e as usize, 0),
             },
             Next::Yield => switch(w, frame, true),
+            Next::Resumed(ctx) => frame.load(&ctx),
             Next::Block(deadline) => {
                 frame.set_result(0, 0);
                 w.domains[id as usize].blocked = Some(deadline);

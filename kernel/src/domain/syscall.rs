@@ -21,6 +21,8 @@ pub enum Next {
     Yield,
     /// Block the caller until an endpoint changes or the deadline (timer ticks) passes.
     Block(u64),
+    /// Continue in the context `resume` loaded (no result registers are written).
+    Resumed(abi::SavedContext),
     /// The caller is gone.
     Exit(i32),
 }
@@ -40,6 +42,11 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         Call::StretchDestroy => Next::Return(stretch_destroy(w, id, a[0])),
         Call::StretchRights => Next::Return(stretch_rights(w, id, a[0], a[1], a[2])),
         Call::EventSend => Next::Return(w.send_event(id, a[0], a[1]).map(|()| 0)),
+        Call::ActivationSet => Next::Return(activation_set(w, id, a[0], a[1])),
+        Call::Resume => match resume(w, id, a[0]) {
+            Ok(ctx) => Next::Resumed(ctx),
+            Err(e) => Next::Return(Err(e)),
+        },
         Call::Block => {
             let d = &mut w.domains[id as usize];
             if d.pending {
@@ -70,6 +77,45 @@ fn console_write(w: &World, id: u32, ptr: usize, len: usize) -> Result<usize, Sy
         defmt::info!("[{=str}] {=str}", name, line);
     }
     Ok(len)
+}
+
+fn activation_set(w: &mut World, id: u32, entry: usize, stack: usize) -> Result<usize, SysError> {
+    if entry == 0 {
+        w.domains[id as usize].handler = None;
+        return Ok(0);
+    }
+    if entry % 2 != 0 || stack % 16 != 0 {
+        return Err(SysError::InvalidArgument);
+    }
+    let runnable = w.may_access(id, entry, 4, Rights::EXECUTE);
+    let stack_ok = stack >= 256 && w.may_access(id, stack - 256, 256, Rights::WRITE);
+    if !runnable || !stack_ok {
+        return Err(SysError::BadAddress);
+    }
+    w.domains[id as usize].handler = Some((entry, stack));
+    Ok(0)
+}
+
+/// Reads the context to resume and turns activations on.
+fn resume(w: &mut World, id: u32, ptr: usize) -> Result<abi::SavedContext, SysError> {
+    const WORDS: usize = 33;
+    if ptr % 8 != 0 {
+        return Err(SysError::InvalidArgument);
+    }
+    if !w.may_access(id, ptr, WORDS * 8, Rights::READ) {
+        return Err(SysError::BadAddress);
+    }
+    let mut raw = [0u8; WORDS * 8];
+    arch::copy_from_user(&mut raw, ptr).map_err(|_| SysError::BadAddress)?;
+    let word = |i: usize| u64::from_le_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    let mut ctx = abi::SavedContext { regs: [0; 32], pc: word(32) };
+    for (i, r) in ctx.regs.iter_mut().enumerate() {
+        *r = word(i);
+    }
+    if let Some(frame) = w.domains[id as usize].dcb {
+        crate::phys::dcb(frame).activations.store(1, core::sync::atomic::Ordering::Release);
+    }
+    Ok(ctx)
 }
 
 fn stretch_create(w: &mut World, id: u32, bytes: usize, rights: usize) -> Result<usize, SysError> {

@@ -40,11 +40,18 @@ pub enum Call {
     /// changes or the clock reaches `deadline_ns` (`u64::MAX`: no deadline). Returns at once
     /// if an endpoint changed since the caller last ran.
     Block = 10,
+    /// `activation_set(entry, stack_top) -> 0`: registers the caller's activation handler and
+    /// the stack it runs on (`entry` 0 removes it). Activations take effect while
+    /// `Dcb::activations` is 1.
+    ActivationSet = 11,
+    /// `resume(context) -> !`: loads the `SavedContext` at `context` and, in the same step,
+    /// turns activations back on. The usual way out of an activation handler.
+    Resume = 12,
 }
 
 impl Call {
     /// Every call, in number order.
-    pub const ALL: [Call; 10] = [
+    pub const ALL: [Call; 12] = [
         Call::ConsoleWrite,
         Call::Exit,
         Call::Yield,
@@ -55,6 +62,8 @@ impl Call {
         Call::Null,
         Call::EventSend,
         Call::Block,
+        Call::ActivationSet,
+        Call::Resume,
     ];
 
     /// The call with number `n`.
@@ -199,8 +208,33 @@ pub struct ChannelSlot {
 /// Size of the channel header at the start of a channel's stretch.
 pub const CHANNEL_HEADER: usize = 64;
 
+/// A domain's user registers as the kernel saves them for an activation: `regs[i]` is `x{i}`
+/// (`regs[0]` unused), then the program counter.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SavedContext {
+    /// `x0..x31`.
+    pub regs: [u64; 32],
+    /// The program counter.
+    pub pc: u64,
+}
+
+/// Why the activation handler runs (bits of its `a0`).
+pub mod activation {
+    /// The domain is being given the CPU again after it was preempted or yielded.
+    pub const SCHEDULED: u64 = 1;
+    /// One of its event endpoints changed since it last ran.
+    pub const EVENT: u64 = 2;
+}
+
 /// The domain control block: one page shared between the kernel and the domain (a stretch
 /// mapped read-write in the domain; its address arrives in `a3` at the entry point).
+///
+/// Activations: while `activations` is 1 and a handler is registered, the kernel does not
+/// resume the domain where it stopped: it stores that context in `saved`, sets `activations`
+/// to 0 and enters the handler (`a0` = reason bits from [`activation`], `a1` = this block's
+/// address, `sp` = the handler's stack). While `activations` is 0 the domain is resumed where
+/// it stopped. The handler leaves with the `resume` call, which turns activations on again.
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct Dcb {
@@ -208,6 +242,12 @@ pub struct Dcb {
     pub domain_id: u64,
     /// How many times the domain blocked and was woken (by an event or a deadline).
     pub wakeups: AtomicU64,
+    /// 1 while activations are on (written by the domain and by the kernel).
+    pub activations: AtomicU64,
+    /// How many times the kernel entered the activation handler.
+    pub upcalls: AtomicU64,
+    /// The context interrupted by the last activation.
+    pub saved: SavedContext,
     /// The event endpoints.
     pub events: [EventSlot; MAX_EVENTS],
     /// The IO channels this domain is an end of.

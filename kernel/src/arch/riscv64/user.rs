@@ -98,6 +98,34 @@ impl TrapFrame {
         self.sepc
     }
 
+    /// The user registers and PC, as an activation handler sees them.
+    pub fn saved(&self) -> abi::SavedContext {
+        let mut regs = [0u64; 32];
+        for (r, v) in regs.iter_mut().zip(&self.regs) {
+            *r = *v as u64;
+        }
+        regs[0] = 0;
+        abi::SavedContext { regs, pc: self.sepc as u64 }
+    }
+
+    /// Loads user registers and PC from `ctx` (the mode and interrupt bits stay the kernel's).
+    pub fn load(&mut self, ctx: &abi::SavedContext) {
+        for (r, v) in self.regs.iter_mut().zip(&ctx.regs).skip(1) {
+            *r = *v as usize;
+        }
+        self.sepc = ctx.pc as usize;
+    }
+
+    /// Enters an activation handler at `entry` on stack `stack` with `a0`, `a1` = `args`; other
+    /// registers are cleared.
+    pub fn enter_handler(&mut self, entry: usize, stack: usize, args: [usize; 2]) {
+        self.regs = [0; 32];
+        self.regs[2] = stack;
+        self.regs[10] = args[0];
+        self.regs[11] = args[1];
+        self.sepc = entry;
+    }
+
     /// Sets a system call's results: `a0` = status (0 or an error code), `a1` = value.
     pub fn set_result(&mut self, status: usize, value: usize) {
         self.regs[10] = status;
