@@ -22,7 +22,7 @@ pub enum Next {
     /// Block the caller until an endpoint changes or the deadline (timer ticks) passes.
     Block(u64),
     /// Continue in the context `resume` loaded (no result registers are written).
-    Resumed(abi::SavedContext),
+    Resumed(alloc::boxed::Box<abi::SavedContext>),
     /// The caller is gone.
     Exit(i32),
 }
@@ -44,7 +44,7 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         Call::EventSend => Next::Return(w.send_event(id, a[0], a[1]).map(|()| 0)),
         Call::ActivationSet => Next::Return(activation_set(w, id, a[0], a[1])),
         Call::Resume => match resume(w, id, a[0]) {
-            Ok(ctx) => Next::Resumed(ctx),
+            Ok(ctx) => Next::Resumed(alloc::boxed::Box::new(ctx)),
             Err(e) => Next::Return(Err(e)),
         },
         Call::Block => {
@@ -84,7 +84,7 @@ fn activation_set(w: &mut World, id: u32, entry: usize, stack: usize) -> Result<
         w.domains[id as usize].handler = None;
         return Ok(0);
     }
-    if entry % 2 != 0 || stack % 16 != 0 {
+    if !entry.is_multiple_of(2) || !stack.is_multiple_of(16) {
         return Err(SysError::InvalidArgument);
     }
     let runnable = w.may_access(id, entry, 4, Rights::EXECUTE);
@@ -99,7 +99,7 @@ fn activation_set(w: &mut World, id: u32, entry: usize, stack: usize) -> Result<
 /// Reads the context to resume and turns activations on.
 fn resume(w: &mut World, id: u32, ptr: usize) -> Result<abi::SavedContext, SysError> {
     const WORDS: usize = 33;
-    if ptr % 8 != 0 {
+    if !ptr.is_multiple_of(8) {
         return Err(SysError::InvalidArgument);
     }
     if !w.may_access(id, ptr, WORDS * 8, Rights::READ) {
