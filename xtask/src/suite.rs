@@ -522,6 +522,40 @@ fn domain_tests(p: &str) -> Vec<QemuTest> {
         }),
     });
     tests.push(QemuTest {
+        name: format!("{p}domains::syscall_fuzz"),
+        boot: {
+            let mut b = boot();
+            b.timeout = Duration::from_secs(120);
+            b
+        },
+        system: Some(("tests/manifests/fuzz.toml".into(), Spoil::Nothing)),
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            let problems: Vec<_> = out
+                .log
+                .iter()
+                .map(|l| &l.message)
+                .filter(|m| {
+                    ["fuzz: missing ", "fuzz: undocumented ", "fuzz: FAILED"]
+                        .iter()
+                        .any(|p| m.contains(p))
+                })
+                .cloned()
+                .collect();
+            if !problems.is_empty() {
+                return Err(problems.join("\n"));
+            }
+            expect_line(out, "pairs expected, 0 missing")?;
+            expect_line(out, "fuzz: 0 undocumented, 0 failures")?;
+            expect_line(out, "fuzz: exited with status 0")?;
+            let values: Vec<u64> = counter_rounds(out, "canary").iter().map(|r| r.1).collect();
+            if values != (1..=40).collect::<Vec<u64>>() {
+                return Err(format!("the canary counted {values:?}, want 1..=40"));
+            }
+            frames_returned(out)
+        }),
+    });
+    tests.push(QemuTest {
         name: format!("{p}domains::fp_state"),
         boot: boot(),
         system: Some(("tests/manifests/fp-state.toml".into(), Spoil::Nothing)),
@@ -535,6 +569,49 @@ fn domain_tests(p: &str) -> Vec<QemuTest> {
                 expect_line(out, &format!("{d}: exited with status 0"))?;
             }
             Ok(())
+        }),
+    });
+    tests.push(QemuTest {
+        name: format!("{p}domains::channel_100k"),
+        boot: boot(),
+        system: Some(("tests/manifests/channel.toml".into(), Spoil::Nothing)),
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            let line = out
+                .line("chanpipe: received ")
+                .ok_or("the receiver printed no result")?
+                .message
+                .clone();
+            if !line.contains("received 100000 messages, 0 lost, 0 reordered, 0 corrupt") {
+                return Err(format!("receiver: {line}"));
+            }
+            let blocked: u64 = line
+                .rsplit("blocked ")
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+                .ok_or(format!("no block count in `{line}`"))?;
+            if blocked == 0 {
+                return Err("the receiver never blocked".into());
+            }
+            expect_line(out, "producer: exited with status 0")?;
+            expect_line(out, "consumer: exited with status 0")?;
+            frames_returned(out)
+        }),
+    });
+    tests.push(QemuTest {
+        name: format!("{p}domains::channel_peer_death"),
+        boot: boot(),
+        system: Some(("tests/manifests/channel-peer-death.toml".into(), Spoil::Nothing)),
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            let died = position(out, "domain producer exited")?;
+            let closed = position(out, "chanpipe: channel closed after 1000 messages")?;
+            if closed < died {
+                return Err("the receiver saw the channel closed before the sender died".into());
+            }
+            expect_line(out, "consumer: exited with status 0")?;
+            frames_returned(out)
         }),
     });
     let faults: [(&'static str, &'static str, &'static [&'static str]); 5] = [

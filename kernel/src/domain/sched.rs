@@ -123,7 +123,10 @@ pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
                 Ok(value) => frame.set_result(0, value),
                 Err(e) => frame.set_result(e as usize, 0),
             },
-            Next::Yield => switch(w, frame, true),
+            Next::Yield => {
+                frame.set_result(0, 0);
+                switch(w, frame, true);
+            }
             Next::Resumed(ctx) => frame.load(&ctx),
             Next::Block(deadline) => {
                 frame.set_result(0, 0);

@@ -1,17 +1,18 @@
-//! The program entry: `_start` (assembly) and the Rust `start` it calls, which validates the
-//! argument block, runs the app's `main` (registered with [`main!`](crate::main!)) and exits.
+//! The program entry: `_start` (assembly) and the Rust `start` it calls, which records the
+//! control block, validates the argument block, runs the app's `main` (registered with
+//! [`main!`](crate::main!)) and exits.
 //!
-//! `unsafe` here: the global assembly, turning the kernel's `(a1, a2)` into a slice, and the
-//! call into the app's `__tessera_main`.
+//! `unsafe` here: the global assembly, turning the kernel's `(a1, a2)` into a slice, handing
+//! `a3` to the control-block module, and the call into the app's `__tessera_main`.
 
 use core::arch::global_asm;
 
-use crate::{Args, EXIT_BAD_ARGS, Env, exit, println};
+use crate::{Args, EXIT_BAD_ARGS, EXIT_NO_CONTROL_BLOCK, Env, control_block, exit, println};
 
-// The kernel enters at `_start` with a0 = domain id, a1/a2 = argument block, sp = a 16-byte
-// aligned stack top. Clearing `fp` (s0) and `ra` ends frame-pointer backtraces here. Nothing is
-// zeroed: `.bss` is mapped zero-filled by the kernel. `start` never returns; `unimp` traps if
-// it somehow did.
+// The kernel enters at `_start` with a0 = domain id, a1/a2 = argument block, a3 = control
+// block, sp = a 16-byte aligned stack top; `call` leaves a0..a3 for `start`. Clearing `fp` (s0)
+// and `ra` ends frame-pointer backtraces here. Nothing is zeroed: `.bss` is mapped zero-filled
+// by the kernel. `start` never returns; `unimp` traps if it somehow did.
 global_asm!(
     ".pushsection .text._start, \"ax\", @progbits",
     ".globl _start",
@@ -31,8 +32,15 @@ unsafe extern "Rust" {
     fn __tessera_main(env: Env) -> i32;
 }
 
-/// The Rust entry, called once by `_start` with the kernel's `a0..a2`.
-extern "C" fn start(domain_id: usize, args_ptr: *const u8, args_len: usize) -> ! {
+/// The Rust entry, called once by `_start` with the kernel's `a0..a3`.
+extern "C" fn start(domain_id: usize, args_ptr: *const u8, args_len: usize, dcb: usize) -> ! {
+    if !control_block::plausible(dcb) {
+        println!("tessera: control block address {dcb:#x} is not a user page");
+        exit(EXIT_NO_CONTROL_BLOCK)
+    }
+    // SAFETY: `dcb` is the kernel's `a3`, the control block's address (entry contract), and
+    // this is the only call of `set`.
+    unsafe { control_block::set(dcb) };
     let plausible = args_len <= isize::MAX as usize
         && !args_ptr.is_null()
         && (args_ptr as usize).checked_add(args_len).is_some();

@@ -2,35 +2,43 @@
 //!
 //! It provides the program entry (`_start`, see [Entry](crate#entry)), the system-call
 //! wrappers of the ABI in `libs/abi` (`console_write`, `exit`, `yield_now`, `time_ns`, the
-//! stretch calls, in module `syscall`), console printing ([`print!`], [`println!`]), the panic handler (prints
-//! the message, exits with [`EXIT_PANIC`]) and the domain's arguments ([`Args`]). An app is a
-//! `#![no_std] #![no_main]` binary that registers `fn main(env: Env) -> i32` with
-//! [`main!`]; its return value becomes the domain's exit code.
+//! stretch calls, `event_send`, `block`, in module `syscall`), console printing ([`print!`],
+//! [`println!`]), the panic handler (prints the message, exits with [`EXIT_PANIC`]), the
+//! domain's arguments ([`Args`]), its control block (`dcb()`), event endpoints ([`events`]),
+//! IO channels ([`channel`]) and checksummed records ([`record`]). An app is a
+//! `#![no_std] #![no_main]` binary that registers `fn main(env: Env) -> i32` with [`main!`];
+//! its return value becomes the domain's exit code.
 //!
 //! # Entry
 //! The kernel starts a domain at its ELF entry `_start` with `a0` = the domain id, `a1` = the
-//! address of the argument block, `a2` = its length, and `sp` = the 16-byte-aligned top of a
-//! stack it set up; `gp` and `tp` are unspecified and unused. `_start` clears the frame pointer
-//! and return address (ending backtraces), zeroes nothing (`.bss` is part of a segment's
-//! `mem_size` and the kernel maps it zero-filled) and calls the Rust entry, which validates the
-//! argument block, runs `main` and exits with its result. The argument block is `u32 argc`, then
-//! for each argument `u32 len` and `len` bytes of UTF-8, packed and little-endian; it holds the
-//! manifest's `args` only (no program name). It must stay mapped and unchanged for the
-//! domain's lifetime, because [`Args`] hands out `&'static str`s into it. A malformed block
-//! makes the domain print why and exit with [`EXIT_BAD_ARGS`].
+//! address of the argument block, `a2` = its length, `a3` = the address of the domain's control
+//! block (`abi::Dcb`, one page mapped read-write), and `sp` = the 16-byte-aligned top of a stack
+//! it set up; `gp` and `tp` are unspecified and unused. `_start` clears the frame pointer and
+//! return address (ending backtraces), zeroes nothing (`.bss` is part of a segment's
+//! `mem_size` and the kernel maps it zero-filled) and calls the Rust entry, which records the
+//! control block (a page-aligned user address, otherwise it prints why and exits with
+//! [`EXIT_NO_CONTROL_BLOCK`]), validates the argument block, runs `main` and exits with its
+//! result. The argument block is `u32 argc`, then for each argument `u32 len` and `len` bytes
+//! of UTF-8, packed and little-endian; it holds the manifest's `args` only (no program name).
+//! It must stay mapped and unchanged for the domain's lifetime, because [`Args`] hands out
+//! `&'static str`s into it. A malformed block makes the domain print why and exit with
+//! [`EXIT_BAD_ARGS`].
 //!
 //! # Invariants
-//! - `unsafe` lives only in `syscall` (the `ecall` instruction) and `entry` (`_start`, the
-//!   argument block, the call into the app's `main`).
+//! - `unsafe` lives only in `syscall` (the `ecall` instruction), `entry` (`_start`, the
+//!   argument block, the call into the app's `main`), `control_block` (the control block's
+//!   address as a reference) and `shared` (the memory of IO channels).
 //! - Nothing here allocates; printing formats into a 256-byte stack buffer, flushed with one
 //!   `console_write` each time it fills and at the end of each `print!`.
+//! - A domain has one thread: the statics here (the control block's address, the block count,
+//!   the claimed channel ends) are atomics only to be `Sync`.
 //!
 //! The runtime parts exist only for `riscv64` bare metal (`target_os = "none"`); on other
-//! targets the crate is just its portable logic ([`Args`], [`ChunkWriter`]), which is what its
-//! host unit tests cover.
+//! targets the crate is just its portable logic ([`Args`], [`ChunkWriter`], [`record`], the
+//! waiting logic of [`events`], and the ring and name lookup of [`channel`]), which is what
+//! its host unit tests cover.
 //!
-//! Not implemented yet: activations and user-level threads, a heap, events and IO channels,
-//! and an x86_64 port.
+//! Not implemented yet: activations and user-level threads, a heap, and an x86_64 port.
 
 #![no_std]
 
@@ -38,11 +46,21 @@
 extern crate std;
 
 mod args;
+pub mod channel;
+pub mod events;
 mod print;
+pub mod record;
+#[cfg_attr(
+    not(all(target_arch = "riscv64", target_os = "none")),
+    allow(dead_code, reason = "used by the runtime's ends; on the host only by the tests")
+)]
+mod shared;
 
 #[cfg(all(target_os = "none", not(target_arch = "riscv64")))]
 compile_error!("libtessera's runtime supports only riscv64 so far");
 
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+mod control_block;
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 mod entry;
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
@@ -53,17 +71,22 @@ pub mod syscall;
 pub use abi::{Rights, SysError};
 pub use args::{Args, ArgsError};
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
+pub use control_block::dcb;
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub use print::_print;
 pub use print::{BUFFER_SIZE, ChunkWriter};
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub use syscall::{
-    console_write, exit, null, stretch_create, stretch_destroy, stretch_rights, time_ns, yield_now,
+    block, console_write, event_send, exit, null, stretch_create, stretch_destroy, stretch_rights,
+    time_ns, yield_now,
 };
 
 /// Exit code of a domain whose code panicked.
 pub const EXIT_PANIC: i32 = 101;
 /// Exit code of a domain started with a malformed argument block.
 pub const EXIT_BAD_ARGS: i32 = 102;
+/// Exit code of a domain started without a plausible control-block address in `a3`.
+pub const EXIT_NO_CONTROL_BLOCK: i32 = 103;
 
 /// What an app's `main` receives.
 #[derive(Clone, Debug)]

@@ -99,6 +99,24 @@ pub fn null() -> Result<(), SysError> {
     call(Call::Null, [0; 6]).map(|_| ())
 }
 
+/// Increments event endpoint `endpoint` of domain `domain`, waking it if it is blocked. Only
+/// the domain the kernel allowed may signal an endpoint (each end of an IO channel may signal
+/// the other end's endpoint); errors: `NotFound` (no such live domain), `InvalidArgument` (no
+/// such endpoint), `PermissionDenied` (the endpoint does not accept events from the caller).
+pub fn event_send(domain: usize, endpoint: usize) -> Result<(), SysError> {
+    call(Call::EventSend, [domain, endpoint, 0, 0, 0, 0]).map(|_| ())
+}
+
+/// Stops the domain until one of its event endpoints changes or [`time_ns`] reaches
+/// `deadline_ns` (`u64::MAX`: no deadline). Returns at once if an endpoint changed since the
+/// domain last returned from `block`, so reading a counter, deciding to wait and then blocking
+/// loses no signal. `Ok` says nothing about which: callers check their counters and the clock
+/// again (see [`events::wait`](crate::events::wait)). Fails with
+/// [`SysError::WouldDeadlock`] when every live domain is blocked without a deadline.
+pub fn block(deadline_ns: u64) -> Result<(), SysError> {
+    call(Call::Block, [deadline_ns as usize, 0, 0, 0, 0, 0]).map(|_| ())
+}
+
 /// Creates a nailed stretch of `bytes` (rounded up to pages) with `rights` for the caller, who
 /// also holds the meta right; returns its base address.
 pub fn stretch_create(bytes: usize, rights: Rights) -> Result<usize, SysError> {
