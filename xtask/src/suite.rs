@@ -572,6 +572,27 @@ fn domain_tests(p: &str) -> Vec<QemuTest> {
         }),
     });
     tests.push(QemuTest {
+        name: format!("{p}domains::threads"),
+        boot: boot(),
+        system: Some(("tests/manifests/threads.toml".into(), Spoil::Nothing)),
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            let line =
+                out.line("threads: 6 workers").ok_or("no result from threads")?.message.clone();
+            let numbers: Vec<u64> =
+                line.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+            // workers, rounds, total, progress while one slept, sleep ms, activations
+            match numbers[..] {
+                [6, 40, 240, during, slept, activations]
+                    if during > 0 && slept >= 20 && activations > 0 => {}
+                _ => return Err(format!("threads: {line}")),
+            }
+            expect_line(out, "threads: exited with status 0")?;
+            expect_line(out, "counter: exited with status 0")?;
+            frames_returned(out)
+        }),
+    });
+    tests.push(QemuTest {
         name: format!("{p}domains::channel_100k"),
         boot: boot(),
         system: Some(("tests/manifests/channel.toml".into(), Spoil::Nothing)),

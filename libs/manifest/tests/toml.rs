@@ -8,7 +8,8 @@ use manifest::{ChannelSpec, DomainSpec, MIB, Manifest, ManifestError, decode, pa
 
 /// The apps the repository's manifests may name.
 const APPS: &[&str] = &[
-    "hello", "counter", "faulty", "nullcall", "syscheck", "fpcheck", "pingpong", "chanpipe", "fuzz",
+    "threads", "hello", "counter", "faulty", "nullcall", "syscheck", "fpcheck", "pingpong",
+    "chanpipe", "fuzz",
 ];
 
 fn manifests_dir() -> PathBuf {

@@ -38,7 +38,10 @@
 //! waiting logic of [`events`], and the ring and name lookup of [`channel`]), which is what
 //! its host unit tests cover.
 //!
-//! Not implemented yet: activations and user-level threads, a heap, and an x86_64 port.
+//! User-level threads (`thread`: spawn, yield, sleep, wait for an event, mutex, join) run on
+//! top of the kernel's activations; see that module for what is and is not implemented.
+//!
+//! Not implemented yet: a heap, and an x86_64 port.
 
 #![no_std]
 
@@ -60,6 +63,8 @@ mod shared;
 compile_error!("libtessera's runtime supports only riscv64 so far");
 
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
+mod context;
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
 mod control_block;
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 mod entry;
@@ -67,6 +72,8 @@ mod entry;
 mod panic;
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub mod syscall;
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+pub mod thread;
 
 pub use abi::{Rights, SysError};
 pub use args::{Args, ArgsError};
@@ -87,6 +94,8 @@ pub const EXIT_PANIC: i32 = 101;
 pub const EXIT_BAD_ARGS: i32 = 102;
 /// Exit code of a domain started without a plausible control-block address in `a3`.
 pub const EXIT_NO_CONTROL_BLOCK: i32 = 103;
+/// Exit code of a domain whose threads all wait for something that can never happen.
+pub const EXIT_DEADLOCK: i32 = 104;
 
 /// What an app's `main` receives.
 #[derive(Clone, Debug)]

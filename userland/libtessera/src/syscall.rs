@@ -139,3 +139,27 @@ pub fn stretch_rights(base: usize, domain_id: usize, rights: Rights) -> Result<(
     // the `unsafe` code that made them (module documentation).
     unsafe { raw(Call::StretchRights as usize, args) }.map(|_| ())
 }
+
+/// Registers the activation handler `entry` and the stack it runs on (top, 16-byte aligned).
+pub fn activation_set(entry: usize, stack_top: usize) -> Result<(), SysError> {
+    call(Call::ActivationSet, [entry, stack_top, 0, 0, 0, 0]).map(|_| ())
+}
+
+/// Continues in `ctx` and turns activations back on, in one step (the way out of an
+/// activation handler). Returns only if the kernel refuses `ctx`'s address, by exiting.
+pub fn resume(ctx: &abi::SavedContext) -> ! {
+    let status: usize;
+    // SAFETY: `resume` reads the context at `ctx` (a live reference) and continues there; it
+    // returns to this code only with an error status in `a0`.
+    unsafe {
+        asm!(
+            "ecall",
+            inlateout("a0") ctx as *const abi::SavedContext as usize => status,
+            in("a7") Call::Resume as usize,
+            out("a1") _,
+            options(nostack),
+        );
+    }
+    crate::println!("tessera: the kernel refused to resume a context (error {})", status);
+    exit(crate::EXIT_PANIC)
+}
