@@ -128,6 +128,12 @@ impl World {
         true
     }
 
+    /// Could domain `id` take `pages` more frames, plus the (up to three) page-table frames
+    /// mapping them may need, within its guarantee?
+    fn within_contract(&self, id: u32, pages: u64) -> bool {
+        self.domain(id).is_some_and(|d| self.charged(id) + pages + 3 <= d.guaranteed_frames)
+    }
+
     /// Frames charged to domain `id` now.
     fn charged(&self, id: u32) -> u64 {
         with_frames(|fa| fa.owned_by(Owner::Domain(id)))
@@ -145,8 +151,8 @@ impl World {
         kind: Kind,
         data: &[u8],
     ) -> Result<(), SysError> {
-        let d = self.domain(owner).ok_or(SysError::NotFound)?;
-        if self.charged(owner) + pages as u64 + 3 > d.guaranteed_frames {
+        self.domain(owner).ok_or(SysError::NotFound)?;
+        if !self.within_contract(owner, pages as u64) {
             return Err(SysError::NoMemory);
         }
         let end = base.checked_add(pages * PAGE_SIZE).ok_or(SysError::InvalidArgument)?;
@@ -410,6 +416,28 @@ pub mod tests {
             let page = crate::phys::bytes(f.addr(), PAGE_SIZE);
             check!(page.iter().all(|&b| b == 0), "frame {=u64:#x} was not scrubbed", f.addr());
         }
+        Ok(())
+    }
+
+    /// Page tables follow what they map: creating and destroying stretches in ever new regions
+    /// of the address space (ranges are never reused) leaves the domain's charge where it was.
+    pub fn tables_follow_mappings() -> Outcome {
+        let mut w = world_with_one_domain("tables-test", 62, 64)?;
+        let rw = Rights::READ.union(Rights::WRITE);
+        let first = w.virtual_space.take(1).ok_or(crate::ktest::Failed)?;
+        let made = w.create_stretch(0, first, 1, rw, Kind::Dynamic, &[]);
+        check!(made.is_ok(), "the first stretch failed: {}", made);
+        let baseline = w.charged(0);
+        for i in 0..200usize {
+            // 2 MiB apart: every stretch needs a fresh level-0 table, every 512 a level-1 one.
+            let base = abi::STRETCH_BASE + (1 + i) * (2 << 20);
+            let made = w.create_stretch(0, base, 1, rw, Kind::Dynamic, &[]);
+            check!(made.is_ok(), "stretch {=usize} failed: {}", i, made);
+            w.destroy_stretch(base);
+        }
+        let after = w.charged(0);
+        check!(after == baseline, "charge grew from {=u64} to {=u64} frames", baseline, after);
+        w.kill(0, Ending::Exited(0));
         Ok(())
     }
 

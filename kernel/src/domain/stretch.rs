@@ -96,6 +96,14 @@ impl VirtualAllocator {
         VirtualAllocator { next: start, end }
     }
 
+    /// Returns the range `take` just handed out at `base` (when creating the stretch failed),
+    /// if nothing was taken after it.
+    pub fn give_back(&mut self, base: usize, pages: usize) {
+        if base + pages * PAGE_SIZE == self.next {
+            self.next = base - PAGE_SIZE;
+        }
+    }
+
     /// A range of `pages` pages with a guard page below it.
     pub fn take(&mut self, pages: usize) -> Option<usize> {
         let bytes = pages.checked_mul(PAGE_SIZE)?;

@@ -124,9 +124,16 @@ fn stretch_create(w: &mut World, id: u32, bytes: usize, rights: usize) -> Result
         return Err(SysError::InvalidArgument);
     }
     let pages = pages_for(bytes);
+    if !w.within_contract(id, pages as u64) {
+        return Err(SysError::NoMemory);
+    }
     let base = w.virtual_space.take(pages).ok_or(SysError::NoAddressSpace)?;
     // The owner always holds meta on what it creates.
-    w.create_stretch(id, base, pages, rights.union(Rights::META), Kind::Dynamic, &[])?;
+    let made = w.create_stretch(id, base, pages, rights.union(Rights::META), Kind::Dynamic, &[]);
+    if let Err(e) = made {
+        w.virtual_space.give_back(base, pages);
+        return Err(e);
+    }
     Ok(base)
 }
 
@@ -156,6 +163,19 @@ fn stretch_rights(
     let s = w.stretches.get(&base).ok_or(SysError::NotFound)?;
     if !s.rights_of(id).contains(Rights::META) {
         return Err(SysError::PermissionDenied);
+    }
+    // Only the owner changes the owner's rights, and it always keeps meta.
+    let rights = if target == s.owner {
+        if id != s.owner {
+            return Err(SysError::PermissionDenied);
+        }
+        rights.union(Rights::META)
+    } else {
+        rights
+    };
+    // Mapping may need page tables, charged to the target.
+    if rights != Rights::NONE && !w.within_contract(target, 0) {
+        return Err(SysError::NoMemory);
     }
     let mut s = w.stretches.remove(&base).expect("looked up above");
     s.set_rights(target, rights);

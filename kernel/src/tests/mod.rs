@@ -31,6 +31,11 @@ const ALL: &[KernelTest] = &[
     KernelTest { name: "domains::scrub_on_death", run: crate::domain::tests::scrub_on_death },
     #[cfg(target_arch = "riscv64")]
     KernelTest {
+        name: "domains::tables_follow_mappings",
+        run: crate::domain::tests::tables_follow_mappings,
+    },
+    #[cfg(target_arch = "riscv64")]
+    KernelTest {
         name: "domains::contract_and_overlap",
         run: crate::domain::tests::contract_and_overlap,
     },

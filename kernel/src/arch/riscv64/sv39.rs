@@ -171,7 +171,31 @@ impl PageTable {
         let e = self.leaf(va).ok_or(MapError::NotMapped)?;
         let pa = (*e >> 10) << 12;
         *e = 0;
+        self.prune(va);
         Ok(pa)
+    }
+
+    /// Frees the lower-level tables on the path to `va` that no longer map anything, so that a
+    /// tree's frames follow what it maps (they are charged to its owner). The root stays.
+    fn prune(&mut self, va: u64) {
+        let root = self.root.addr();
+        let e2 = entries(root)[vpn(va, 2)];
+        if e2 & PTE_V == 0 || e2 & LEAF != 0 {
+            return;
+        }
+        let l1 = (e2 >> 10) << 12;
+        let e1 = entries(l1)[vpn(va, 1)];
+        if e1 & PTE_V != 0 && e1 & LEAF == 0 {
+            let l0 = (e1 >> 10) << 12;
+            if entries(l0).iter().all(|e| *e & PTE_V == 0) {
+                entries(l1)[vpn(va, 1)] = 0;
+                let _ = memory::scrub_and_free(Frame::containing(l0), self.owner);
+            }
+        }
+        if entries(l1).iter().all(|e| *e & PTE_V == 0) {
+            entries(root)[vpn(va, 2)] = 0;
+            let _ = memory::scrub_and_free(Frame::containing(l1), self.owner);
+        }
     }
 
     /// The physical address `va` translates to, if it is mapped.

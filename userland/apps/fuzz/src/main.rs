@@ -17,11 +17,17 @@
 //! does not read get values from any pool.
 //!
 //! Output: per (call, outcome) pair observed, `fuzz: <call> <outcome> <count>`; then
-//! `fuzz: undocumented <call> <error> <count>` for each error of a documented call that the
-//! table does not list, `fuzz: missing <call> <error>` for each listed pair never observed,
-//! `fuzz: not expected <call> <error>: <why>` for the excluded pairs below, and finally
-//! `fuzz: N calls, M pairs expected, K missing` and `fuzz: U undocumented, F failures`. The
-//! exit status is `K + U`, or 100 if `F > 0`.
+//! `fuzz: undocumented <call> <outcome> <count>` for each outcome the table does not allow (an
+//! error it does not list for the call, or success of an unknown number), `fuzz: missing
+//! <call> <error>` for each listed pair never observed, `fuzz: not expected <call> <error>:
+//! <why>` for the excluded pairs below, and finally `fuzz: N calls, M pairs expected, K
+//! missing` and `fuzz: U undocumented, F failures`. The exit status is `K + U`, or 100 if
+//! `F > 0`.
+//!
+//! The manifest (`tests/manifests/fuzz.toml`) gives the fuzzer an IO channel to the canary:
+//! its endpoint there accepts events only from the canary (`event_send` `PermissionDenied`),
+//! and the channel's stretch is one it owns but may not destroy (`stretch_destroy`
+//! `PermissionDenied` after the canary, and with it the canary's image, is gone).
 //!
 //! # Not hurting itself
 //! Every call first passes `Own::harmless` (the gate in `raw_calls`), which admits only calls
@@ -29,34 +35,32 @@
 //! its control flow, even if the kernel carried them out instead of refusing them; the
 //! argument drawing rewrites what would not pass, keeping the error it aims at:
 //! `stretch_destroy` of its own image, stack or control block becomes its channel or a foreign
-//! address (the channel, owned by the fuzzer, is refused with `PermissionDenied` like an image
-//! would be, and the fuzzer never touches its memory); `stretch_rights` for itself on its own
-//! memory gets all four rights bits (only adds access; still refused for lack of meta), and on
-//! stretches it created keeps the meta bit (so that it can destroy them at the end);
-//! `activation_set` never names its own code (entry 0, removing the handler, is its one valid
-//! form), `resume` never its own memory. `console_write` never prints fuzzed text: a readable
-//! buffer of its own becomes one of bytes that are not UTF-8, a straddle over the end of a
-//! stretch it created, length 0, or (at most 8 times) a run of dots.
+//! address (the fuzzer never touches the channel's memory); `stretch_rights` for itself on its
+//! own memory gets all four rights bits (which only add access; refused anyway for lack of
+//! meta), and on stretches it created keeps the meta bit (so that it can destroy them at the
+//! end); `activation_set` never names its own code (entry 0, removing the handler, is its one
+//! valid form), `resume` never its own memory. `console_write` never prints fuzzed text: a
+//! readable buffer of its own becomes one of bytes that are not UTF-8, a straddle over the end
+//! of a stretch it created, length 0, or (at most 8 times) a run of dots.
 //!
 //! # `exit` and `block`
 //! Neither takes an argument the kernel could refuse: a fuzzed `exit` would end the run and a
-//! fuzzed `block` stop it (unless an event came), so the fuzzer never makes them; its one
-//! `exit` is the last thing it does. Their valid forms are covered elsewhere: every QEMU test's
-//! domains exit, and `block` (and its `WouldDeadlock`) is exercised by the channel tests.
+//! fuzzed `block` stop it, so the fuzzer never makes them; its one `exit` is the last thing it
+//! does. Their valid forms are covered by other tests: every QEMU test's domains exit, and
+//! `block` is exercised by the channel tests (`chanpipe`). Its `WouldDeadlock` needs every live
+//! domain blocked without a deadline, which a fuzzer that keeps running cannot cause.
 //!
 //! # Pairs not expected to be observed
-//! - `stretch_create` `NoAddressSpace`: the stretch range is 128 GiB, shared by all domains
-//!   and never reused; each call takes at most 64 MiB of it, so exhausting it takes over 2000
-//!   calls of the largest size, and would then deny every other domain its stretches for the
-//!   rest of the boot. The fuzzer does not aim at it (it is printed if seen).
-//! - `stretch_rights` `NoMemory`: needs the machine out of free frames while page tables are
-//!   built for the target; the frames contract keeps one domain from using them up.
+//! - `stretch_create` `NoAddressSpace`: the stretch range (128 GiB from `abi::STRETCH_BASE`)
+//!   is shared by all domains and never reused. Every `stretch_create` that passes its
+//!   argument checks takes its range, even one that then fails with `NoMemory`, so some 2000
+//!   calls of 64 MiB would use it up, and from then on every domain's `stretch_create` would
+//!   fail for the rest of the boot. The fuzzer does not aim at it (the default run takes a few
+//!   GiB); it is printed if seen.
+//! - `stretch_rights` `NoMemory`: only when the machine has no free frame while page tables
+//!   are built for the target (no contract is checked there). Getting there means using up the
+//!   machine's memory, starving every other domain; the fuzzer does not try.
 //! - `block` `WouldDeadlock`: `block` is never called (above).
-//!
-//! # Calls the table does not list
-//! Calls of `abi::Call::ALL` without a row in `docs/syscalls.md` (`activation_set`, `resume`
-//! when this was written) are fuzzed and their outcomes printed, with a note that the table
-//! lacks them; their errors are not counted as undocumented.
 //!
 //! # Health
 //! Every 128 calls the fuzzer checks a static word, a pattern on its stack, and the words it
@@ -104,7 +108,7 @@ const MAX_REPORTS: u32 = 10;
 fn main(env: Env) -> i32 {
     let mut seed = 1u64;
     let mut calls_per = 1000u64;
-    // The argument block lies at the top of the stack.
+    // An address in the argument block, which lies at the top of the stack.
     let args_at = env.args.clone().next().map_or(0, |a| a.as_ptr() as usize);
     let mut args = env.args;
     while let Some(arg) = args.next() {
@@ -155,15 +159,14 @@ fn main(env: Env) -> i32 {
     );
     let before = f.largest_stretch();
 
-    let kinds: [usize; KINDS] = core::array::from_fn(|k| k);
     let fuzzed = |k: &usize| !matches!(spec::kind_call(*k), Some(Call::Exit | Call::Block));
     let mut done = [0u64; KINDS];
     let mut calls = 0u64;
     loop {
         let mut open = [0usize; KINDS];
         let mut n = 0;
-        for k in kinds.iter().filter(|k| fuzzed(k)).filter(|&&k| done[k] < calls_per) {
-            open[n] = *k;
+        for k in (0..KINDS).filter(fuzzed).filter(|&k| done[k] < calls_per) {
+            open[n] = k;
             n += 1;
         }
         if n == 0 {
@@ -471,10 +474,6 @@ impl Fuzzer {
         let mut undocumented = 0;
         for k in 0..KINDS {
             let call = spec::kind_call(k);
-            if call.is_some_and(|c| !spec::documented_call(c)) {
-                println!("fuzz: note: {} is not in docs/syscalls.md", spec::kind_name(k));
-                continue;
-            }
             for o in 0..OUTCOMES {
                 let n = self.counts[k][o];
                 let listed = match SysError::from_code(o) {
