@@ -72,20 +72,7 @@ pub fn start_from_boot_image(boot: &BootInfo) {
         }
         let space = AddressSpace::new(Owner::Domain(id), (i + 1) as u16)
             .unwrap_or_else(|e| reject("domain", e));
-        w.domains.push(Domain {
-            name: spec.name.clone(),
-            ctx: UserContext::new_user(0, 0, [0; 4]),
-            fp: arch::FpState::default(),
-            space: Some(space),
-            guaranteed_frames: spec.guaranteed / PAGE_SIZE as u64,
-            ending: None,
-            blocked: None,
-            pending: false,
-            endpoints: Vec::new(),
-            dcb: None,
-            dcb_va: 0,
-            handler: None,
-        });
+        w.domains.push(Domain::new(&spec.name, space, spec.guaranteed / PAGE_SIZE as u64));
         if let Err(e) = populate(w, id, &image, i, &spec.args) {
             defmt::error!("domain {=str} could not be created: {}", spec.name.as_str(), e);
             w.kill(id, super::Ending::Terminated("could not be created"));

@@ -79,6 +79,27 @@ pub struct Domain {
     handler: Option<(usize, usize)>,
 }
 
+impl Domain {
+    /// A live domain called `name` with protection domain `space`, allowed `guaranteed_frames`
+    /// frames; its context, control block and endpoints are filled in by the loader.
+    fn new(name: &str, space: AddressSpace, guaranteed_frames: u64) -> Self {
+        Domain {
+            name: name.into(),
+            ctx: UserContext::new_user(0, 0, [0; 4]),
+            fp: arch::FpState::default(),
+            space: Some(space),
+            guaranteed_frames,
+            ending: None,
+            blocked: None,
+            pending: false,
+            endpoints: Vec::new(),
+            dcb: None,
+            dcb_va: 0,
+            handler: None,
+        }
+    }
+}
+
 /// All domains and stretches.
 pub struct World {
     domains: Vec<Domain>,
@@ -369,20 +390,7 @@ pub mod tests {
     ) -> Result<World, crate::ktest::Failed> {
         let mut w = World::new();
         let space = AddressSpace::new(Owner::Domain(0), asid).map_err(|_| crate::ktest::Failed)?;
-        w.domains.push(Domain {
-            name: name.into(),
-            ctx: UserContext::new_user(0, 0, [0; 4]),
-            fp: arch::FpState::default(),
-            space: Some(space),
-            guaranteed_frames: frames,
-            ending: None,
-            blocked: None,
-            pending: false,
-            endpoints: Vec::new(),
-            dcb: None,
-            dcb_va: 0,
-            handler: None,
-        });
+        w.domains.push(Domain::new(name, space, frames));
         Ok(w)
     }
 
