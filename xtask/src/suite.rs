@@ -548,6 +548,12 @@ fn domain_tests(p: &str) -> Vec<QemuTest> {
             expect_line(out, "pairs expected, 0 missing")?;
             expect_line(out, "fuzz: 0 undocumented, 0 failures")?;
             expect_line(out, "fuzz: exited with status 0")?;
+            // The helper domains: one valid block(u64::MAX) once the others are gone, and a
+            // full guarantee for the fuzzer's stretch_rights NoMemory.
+            expect_line(out, "[fuzz-block] fuzz: block -> WouldDeadlock")?;
+            expect_line(out, "fuzz-block: exited with status 0")?;
+            expect_line(out, "[fuzz-fill] fuzz: filled ")?;
+            expect_line(out, "fuzz-fill: exited with status 0")?;
             let values: Vec<u64> = counter_rounds(out, "canary").iter().map(|r| r.1).collect();
             if values != (1..=40).collect::<Vec<u64>>() {
                 return Err(format!("the canary counted {values:?}, want 1..=40"));

@@ -3,18 +3,20 @@
 //! and that it survives the calls itself.
 //!
 //! Usage: `fuzz [--seed S] [--calls-per N]` (defaults 1 and 1000; numbers in decimal or `0x`
-//! hex). With a xorshift64 generator seeded by `S` it makes exactly `N` calls of every kind, in
-//! a random interleaving: each call of `abi::Call::ALL` except `exit` and `block`, and unknown
-//! call numbers (0, 11..=20, 999, `u64::MAX`, and numbers whose low 32 bits name a call,
-//! leaving out whichever `abi::Call::from_number` knows). Arguments come from boundary pools
-//! (`pools`): 0, 1, 7, 4095, 4096, 4097, `u32::MAX`, `u64::MAX`, `u64::MAX - 4095`,
-//! `i64::MIN`; kernel addresses; the lower half below `abi::USER_BASE`; `abi::USER_END` and
-//! around it; the first four image slots (other domains' images, the canary's among them); the
-//! fuzzer's own code, data, stack, arguments, control block and channel; the stretches it
-//! created (their bases, insides and ends); sizes around 1024, a page, the fuzzer's guarantee
-//! and 64 MiB, and overflowing ones; rights 0..=0x20 and huge values; domain ids 0..=5 and
-//! huge ones (some truncate to small ids); endpoints 0..=40 and huge ones. Registers a call
-//! does not read get values from any pool.
+//! hex), or `fuzz --block-once`, or `fuzz --fill-then-wait MS` (the helper modes below). It
+//! first yields once, so that every other domain gets to run; then, with a xorshift64
+//! generator seeded by `S`, it makes exactly `N` calls of every kind, in a random
+//! interleaving: each call of `abi::Call::ALL` except `exit` and `block`, and unknown call
+//! numbers (0, 11..=20, 999, `u64::MAX`, and numbers whose low 32 bits name a call, leaving out
+//! whichever `abi::Call::from_number` knows). Arguments come from boundary pools (`pools`): 0,
+//! 1, 7, 4095, 4096, 4097, `u32::MAX`, `u64::MAX`, `u64::MAX - 4095`, `i64::MIN`; kernel
+//! addresses; the lower half below `abi::USER_BASE`; `abi::USER_END` and around it; the first
+//! four image slots (other domains' images, the canary's among them); the fuzzer's own code,
+//! data, stack, arguments, control block and channel; the stretches it created (their bases,
+//! insides and ends); sizes around 1024, a page, the fuzzer's guarantee and 64 MiB, and
+//! overflowing ones; rights 0..=0x20 and huge values; domain ids 0..=5 (the manifest's four
+//! domains and two ids no domain has) and huge ones (some truncate to small ids); endpoints
+//! 0..=40 and huge ones. Registers a call does not read get values from any pool.
 //!
 //! Output: per (call, outcome) pair observed, `fuzz: <call> <outcome> <count>`; then
 //! `fuzz: undocumented <call> <outcome> <count>` for each outcome the table does not allow (an
@@ -27,7 +29,23 @@
 //! The manifest (`tests/manifests/fuzz.toml`) gives the fuzzer an IO channel to the canary:
 //! its endpoint there accepts events only from the canary (`event_send` `PermissionDenied`),
 //! and the channel's stretch is one it owns but may not destroy (`stretch_destroy`
-//! `PermissionDenied` after the canary, and with it the canary's image, is gone).
+//! `PermissionDenied` after the canary, and with it the canary's image, is gone). Next to them
+//! run two helper domains of this app.
+//!
+//! # Helper modes
+//! - `--block-once`: one valid `block(u64::MAX)`, then `fuzz: block -> <outcome>`; exits 0 if
+//!   the outcome is `WouldDeadlock`, else 1. The kernel returns it when every live domain is
+//!   blocked without a deadline, which happens once the others have exited: none of them
+//!   blocks without a deadline. It has no event endpoint, so nothing can wake it before.
+//! - `--fill-then-wait MS`: creates one-page read-write stretches until `stretch_create`
+//!   fails with `NoMemory`, making sure (by asking for its own rights again) that not even
+//!   the three page-table frames a grant may need are left, prints `fuzz: filled N pages`,
+//!   then stays alive for `MS` ms of guest time, yielding and blocking only with deadlines,
+//!   and exits 0. Each time it wakes it fills up again, in case the page tables of a grant
+//!   made to it before it was full have been freed since. The manifest gives it a small
+//!   guarantee and `MS` well beyond the fuzzer's run; its id is among the fuzzed domain ids,
+//!   so the fuzzer's grants to it on stretches the fuzzer created are refused with
+//!   `NoMemory`.
 //!
 //! # Not hurting itself
 //! Every call first passes `Own::harmless` (the gate in `raw_calls`), which admits only calls
@@ -46,21 +64,22 @@
 //! # `exit` and `block`
 //! Neither takes an argument the kernel could refuse: a fuzzed `exit` would end the run and a
 //! fuzzed `block` stop it, so the fuzzer never makes them; its one `exit` is the last thing it
-//! does. Their valid forms are covered by other tests: every QEMU test's domains exit, and
-//! `block` is exercised by the channel tests (`chanpipe`). Its `WouldDeadlock` needs every live
-//! domain blocked without a deadline, which a fuzzer that keeps running cannot cause.
+//! does. Their valid forms are covered elsewhere: every QEMU test's domains exit, `block` is
+//! exercised by the channel tests (`chanpipe`), and its `WouldDeadlock` by the one valid call
+//! of the `--block-once` domain, which the QEMU test checks.
 //!
 //! # Pairs not expected to be observed
 //! - `stretch_create` `NoAddressSpace`: the stretch range (128 GiB from `abi::STRETCH_BASE`)
-//!   is shared by all domains and never reused. Every `stretch_create` that passes its
-//!   argument checks takes its range, even one that then fails with `NoMemory`, so some 2000
-//!   calls of 64 MiB would use it up, and from then on every domain's `stretch_create` would
-//!   fail for the rest of the boot. The fuzzer does not aim at it (the default run takes a few
-//!   GiB); it is printed if seen.
-//! - `stretch_rights` `NoMemory`: only when the machine has no free frame while page tables
-//!   are built for the target (no contract is checked there). Getting there means using up the
-//!   machine's memory, starving every other domain; the fuzzer does not try.
-//! - `block` `WouldDeadlock`: `block` is never called (above).
+//!   is shared by all domains and never reused. A `stretch_create` takes at most 64 MiB of
+//!   it, and one that fails gives its range back, so only successful calls use it up: some
+//!   2000 of 64 MiB (far more within the fuzzer's 2 MiB guarantee), after which every
+//!   domain's `stretch_create` would fail for the rest of the boot. The fuzzer does not aim
+//!   at it (the default run takes a few GiB); it is printed if seen.
+//! - `block` `WouldDeadlock`: the fuzzer never calls `block` (above); the `--block-once`
+//!   domain observes it instead.
+//!
+//! `stretch_rights` `NoMemory` (the target's guarantee has no room for the page tables a
+//! mapping may need) is expected: the `--fill-then-wait` domain is such a target.
 //!
 //! # Health
 //! Every 128 calls the fuzzer checks a static word, a pattern on its stack, and the words it
@@ -75,6 +94,7 @@
 #![no_std]
 #![no_main]
 
+mod helpers;
 mod own;
 mod pools;
 mod raw_calls;
@@ -108,23 +128,35 @@ const MAX_REPORTS: u32 = 10;
 fn main(env: Env) -> i32 {
     let mut seed = 1u64;
     let mut calls_per = 1000u64;
+    let mut helper = None;
     // An address in the argument block, which lies at the top of the stack.
     let args_at = env.args.clone().next().map_or(0, |a| a.as_ptr() as usize);
     let mut args = env.args;
     while let Some(arg) = args.next() {
+        if arg == "--block-once" {
+            helper = Some(Helper::BlockOnce);
+            continue;
+        }
         let value = args.next();
         match (arg, value.and_then(number)) {
             ("--seed", Some(n)) => seed = n,
             ("--calls-per", Some(n)) if n > 0 => calls_per = n,
+            ("--fill-then-wait", Some(ms)) => helper = Some(Helper::FillThenWait(ms)),
             _ => {
                 println!(
-                    "fuzz: bad argument `{} {}`; usage: fuzz [--seed S] [--calls-per N]",
+                    "fuzz: bad argument `{} {}`; usage: fuzz [--seed S] [--calls-per N] | \
+                     --block-once | --fill-then-wait MS",
                     arg,
                     value.unwrap_or("")
                 );
                 return 2;
             }
         }
+    }
+    match helper {
+        Some(Helper::BlockOnce) => return helpers::block_once(),
+        Some(Helper::FillThenWait(ms)) => return helpers::fill_then_wait(env.domain_id, ms),
+        None => {}
     }
 
     let stack_pattern = [seed ^ 0xa5a5_5a5a_0f0f_f0f0; 16];
@@ -157,6 +189,9 @@ fn main(env: Env) -> i32 {
         env.domain_id,
         if channel.is_some() { "yes" } else { "no" }
     );
+    // Every other domain runs first: a `--fill-then-wait` domain starts filling its guarantee
+    // before the fuzzer's first grant could map something into it.
+    tessera::yield_now();
     let before = f.largest_stretch();
 
     let fuzzed = |k: &usize| !matches!(spec::kind_call(*k), Some(Call::Exit | Call::Block));
@@ -185,6 +220,12 @@ fn main(env: Env) -> i32 {
     let after = f.largest_stretch();
     println!("fuzz: largest stretch {} pages before the run, {} after", before, after);
     f.report(calls)
+}
+
+/// What a domain started with `--block-once` or `--fill-then-wait` does instead of fuzzing.
+enum Helper {
+    BlockOnce,
+    FillThenWait(u64),
 }
 
 /// `s` as a number, decimal or `0x` hex.

@@ -173,7 +173,8 @@ pub fn rights(rng: &mut Rng) -> usize {
     }
 }
 
-/// A domain id: 0..=5 mostly, sometimes a huge one.
+/// A domain id: 0..=5 mostly (every domain of `tests/manifests/fuzz.toml`, the full
+/// `--fill-then-wait` one among them, and ids no domain has), sometimes a huge one.
 pub fn domain(rng: &mut Rng) -> usize {
     if rng.one_in(4) { rng.pick(&HUGE_IDS) } else { rng.below(6) }
 }
