@@ -12,12 +12,17 @@ use core::sync::atomic::Ordering;
 use super::World;
 use crate::phys;
 
+/// The `sender` of endpoints only the kernel signals (timers).
+pub const KERNEL: u32 = u32::MAX;
+
 /// Kernel-side state of one endpoint (its value lives in the control block).
 pub struct Endpoint {
-    /// The only domain that may signal it.
+    /// The only domain that may signal it, or [`KERNEL`].
     pub sender: u32,
     /// Its sender died.
     pub closed: bool,
+    /// For a timer endpoint: when the kernel signals it next (timer ticks).
+    pub deadline: Option<u64>,
 }
 
 impl World {
@@ -27,7 +32,7 @@ impl World {
         if d.endpoints.len() >= MAX_EVENTS {
             return None;
         }
-        d.endpoints.push(Endpoint { sender, closed: false });
+        d.endpoints.push(Endpoint { sender, closed: false, deadline: None });
         Some(d.endpoints.len() - 1)
     }
 
@@ -41,6 +46,47 @@ impl World {
         }
         self.signal(to, ep);
         Ok(())
+    }
+
+    /// `timer_set`: arms (or with `None` cancels) timer endpoint `ep` of domain `id`.
+    pub(super) fn set_timer(
+        &mut self,
+        id: u32,
+        ep: usize,
+        deadline: Option<u64>,
+    ) -> Result<(), SysError> {
+        let d = &mut self.domains[id as usize];
+        let endpoint = d.endpoints.get_mut(ep).ok_or(SysError::NotFound)?;
+        if endpoint.sender != KERNEL {
+            return Err(SysError::PermissionDenied);
+        }
+        endpoint.deadline = deadline;
+        Ok(())
+    }
+
+    /// Signals every armed timer endpoint whose deadline is at or before `now`.
+    pub(super) fn fire_timers(&mut self, now: u64) {
+        for id in 0..self.domains.len() as u32 {
+            if self.domain(id).is_none() {
+                continue;
+            }
+            for ep in 0..self.domains[id as usize].endpoints.len() {
+                let e = &mut self.domains[id as usize].endpoints[ep];
+                if e.deadline.is_some_and(|t| t <= now) {
+                    e.deadline = None;
+                    self.signal(id, ep);
+                }
+            }
+        }
+    }
+
+    /// The earliest armed timer endpoint of a live domain.
+    pub(super) fn earliest_timer(&self) -> Option<u64> {
+        self.domains
+            .iter()
+            .filter(|d| d.ending.is_none())
+            .flat_map(|d| d.endpoints.iter().filter_map(|e| e.deadline))
+            .min()
     }
 
     /// Increments endpoint `ep` of live domain `to` and wakes it.

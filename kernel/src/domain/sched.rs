@@ -25,8 +25,9 @@ pub fn ticks_from_ns(ns: u64) -> u64 {
 }
 
 impl World {
-    /// Unblocks every domain whose deadline has passed.
+    /// Fires due timer endpoints and unblocks every domain whose deadline has passed.
     fn expire(&mut self, now: u64) {
+        self.fire_timers(now);
         for d in self.domains.iter_mut().filter(|d| d.ending.is_none()) {
             if d.blocked.is_some_and(|deadline| deadline <= now) {
                 d.blocked = None;
@@ -39,9 +40,14 @@ impl World {
         }
     }
 
-    /// The earliest deadline of a blocked domain.
+    /// The earliest deadline of a blocked domain or an armed timer endpoint.
     fn earliest_deadline(&self) -> Option<u64> {
-        self.domains.iter().filter_map(|d| d.blocked).filter(|&t| t != u64::MAX).min()
+        let blocked =
+            self.domains.iter().filter_map(|d| d.blocked).filter(|&t| t != u64::MAX).min();
+        match (blocked, self.earliest_timer()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 }
 

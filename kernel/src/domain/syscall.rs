@@ -43,6 +43,14 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         Call::StretchRights => Next::Return(stretch_rights(w, id, a[0], a[1], a[2])),
         Call::EventSend => Next::Return(w.send_event(id, a[0], a[1]).map(|()| 0)),
         Call::ActivationSet => Next::Return(activation_set(w, id, a[0], a[1])),
+        Call::TimerAlloc => {
+            Next::Return(w.alloc_endpoint(id, super::events::KERNEL).ok_or(SysError::NoMemory))
+        }
+        Call::TimerSet => {
+            let deadline =
+                (a[1] as u64 != u64::MAX).then(|| super::sched::ticks_from_ns(a[1] as u64));
+            Next::Return(w.set_timer(id, a[0], deadline).map(|()| 0))
+        }
         Call::Resume => match resume(w, id, a[0]) {
             Ok(ctx) => Next::Resumed(alloc::boxed::Box::new(ctx)),
             Err(e) => Next::Return(Err(e)),

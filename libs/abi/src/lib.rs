@@ -47,11 +47,17 @@ pub enum Call {
     /// `resume(context) -> !`: loads the `SavedContext` at `context` and, in the same step,
     /// turns activations back on. The usual way out of an activation handler.
     Resume = 12,
+    /// `timer_alloc() -> endpoint`: a new event endpoint of the caller that only the kernel's
+    /// clock signals.
+    TimerAlloc = 13,
+    /// `timer_set(endpoint, deadline_ns) -> 0`: the kernel signals timer endpoint `endpoint`
+    /// once the clock reaches `deadline_ns` (one shot; `u64::MAX` cancels).
+    TimerSet = 14,
 }
 
 impl Call {
     /// Every call, in number order.
-    pub const ALL: [Call; 12] = [
+    pub const ALL: [Call; 14] = [
         Call::ConsoleWrite,
         Call::Exit,
         Call::Yield,
@@ -64,6 +70,8 @@ impl Call {
         Call::Block,
         Call::ActivationSet,
         Call::Resume,
+        Call::TimerAlloc,
+        Call::TimerSet,
     ];
 
     /// The call with number `n`.

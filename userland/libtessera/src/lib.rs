@@ -85,7 +85,7 @@ pub use print::{BUFFER_SIZE, ChunkWriter};
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub use syscall::{
     block, console_write, event_send, exit, null, stretch_create, stretch_destroy, stretch_rights,
-    time_ns, yield_now,
+    time_ns, timer_alloc, timer_set, yield_now,
 };
 
 /// Exit code of a domain whose code panicked.

@@ -163,3 +163,15 @@ pub fn resume(ctx: &abi::SavedContext) -> ! {
     crate::println!("tessera: the kernel refused to resume a context (error {})", status);
     exit(crate::EXIT_PANIC)
 }
+
+/// A new event endpoint of this domain that only the kernel's clock signals (see
+/// [`timer_set`]).
+pub fn timer_alloc() -> Result<usize, SysError> {
+    call(Call::TimerAlloc, [0; 6])
+}
+
+/// Has the kernel signal timer endpoint `endpoint` once `time_ns()` reaches `deadline_ns`
+/// (one shot; `u64::MAX` cancels).
+pub fn timer_set(endpoint: usize, deadline_ns: u64) -> Result<(), SysError> {
+    call(Call::TimerSet, [endpoint, deadline_ns as usize, 0, 0, 0, 0]).map(|_| ())
+}

@@ -289,7 +289,16 @@ impl Fuzzer {
                     if rng.one_in(3) { rng.below(spec::CONSOLE_MAX + 2) } else { pools::size(rng) };
                 self.tame_console(&mut a);
             }
-            Call::Exit | Call::Block | Call::Yield | Call::Time | Call::Null => {}
+            Call::Exit | Call::Block | Call::Yield | Call::Time | Call::Null | Call::TimerAlloc => {
+            }
+            Call::TimerSet => {
+                a[0] = pools::endpoint(rng);
+                a[1] = if rng.one_in(4) {
+                    u64::MAX as usize
+                } else {
+                    tessera::time_ns() as usize + pools::endpoint(rng) * 1000
+                };
+            }
             Call::StretchCreate => {
                 a[0] = pools::size(rng);
                 a[1] = pools::rights(rng);

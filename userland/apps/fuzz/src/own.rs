@@ -128,7 +128,9 @@ impl Own {
             | Call::Time
             | Call::Null
             | Call::EventSend
-            | Call::StretchCreate => true,
+            | Call::StretchCreate
+            | Call::TimerAlloc
+            | Call::TimerSet => true,
             Call::StretchDestroy => {
                 self.find(a[0]).is_some() || Some(a[0]) == self.channel || !self.may_be_own(a[0])
             }

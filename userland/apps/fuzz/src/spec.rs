@@ -47,6 +47,9 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(ActivationSet), BadAddress),
         (Some(Resume), InvalidArgument),
         (Some(Resume), BadAddress),
+        (Some(TimerAlloc), NoMemory),
+        (Some(TimerSet), NotFound),
+        (Some(TimerSet), PermissionDenied),
         (None, NoSuchCall),
     ]
 };
@@ -95,6 +98,8 @@ pub fn kind_name(k: usize) -> &'static str {
         Some(Call::Block) => "block",
         Some(Call::ActivationSet) => "activation_set",
         Some(Call::Resume) => "resume",
+        Some(Call::TimerAlloc) => "timer_alloc",
+        Some(Call::TimerSet) => "timer_set",
     }
 }
 

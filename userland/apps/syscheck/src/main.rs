@@ -161,6 +161,29 @@ fn main(env: Env) -> i32 {
             Err(BadAddress),
         );
     }
+    // A kernel timer event: signalled once the clock passes its deadline, not before.
+    t.expect("timer_set on no endpoint", tessera::timer_set(31, 0).map(|()| 0), Err(NotFound));
+    match tessera::timer_alloc() {
+        Ok(ep) => {
+            t.expect("timer_alloc", Ok(ep), Ok(()));
+            let slot = &tessera::dcb().events[ep];
+            let value = || slot.value.load(core::sync::atomic::Ordering::Acquire);
+            let deadline = tessera::time_ns() + 2_000_000;
+            t.expect("timer_set", tessera::timer_set(ep, deadline).map(|()| 0), Ok(()));
+            let early = value();
+            while value() == 0 && tessera::time_ns() < deadline + 50_000_000 {
+                let _ = tessera::block(deadline + 50_000_000);
+            }
+            let fired_at = tessera::time_ns();
+            let ok = early == 0 && value() == 1 && fired_at >= deadline;
+            t.expect(
+                "the timer event fires once, after its deadline",
+                if ok { Ok(0) } else { Err(InvalidArgument) },
+                Ok(()),
+            );
+        }
+        Err(e) => t.expect("timer_alloc", Err(e), Ok(())),
+    }
     t.expect("time", Ok(tessera::time_ns() as usize), Ok(()));
     t.expect("null", tessera::null().map(|()| 0), Ok(()));
     println!("syscheck: {} checks, {} failed", t.checks, t.failed);
