@@ -41,9 +41,9 @@ pub fn has_dbcn() -> bool {
 }
 
 /// Writes text through the firmware's console: DBCN when present, else the legacy call.
-/// Returns which path was used. For use before the UART is known and for checking the
+/// Returns which path was used and how many bytes the firmware accepted. For use before the UART is known and for checking the
 /// firmware, not for the defmt stream.
-pub fn console_write(text: &[u8]) -> &'static str {
+pub fn console_write(text: &[u8]) -> (&'static str, usize) {
     if has_dbcn() {
         let phys = super::virt_to_phys(text.as_ptr() as usize);
         let mut done = 0;
@@ -55,13 +55,12 @@ pub fn console_write(text: &[u8]) -> &'static str {
                 _ => break,
             }
         }
-        "DBCN"
+        ("DBCN", done)
     } else {
-        for &b in text {
-            #[allow(deprecated)]
-            sbi_rt::legacy::console_putchar(b as usize);
-        }
-        "legacy"
+        #[allow(deprecated)]
+        let accepted =
+            text.iter().filter(|&&b| sbi_rt::legacy::console_putchar(b as usize) == 0).count();
+        ("legacy", accepted)
     }
 }
 
