@@ -1,0 +1,304 @@
+//! The QEMU suite of domains (RISC-V): boots of manifests in `tests/manifests/` and
+//! `manifests/default.toml`, and what their logs must show.
+
+use std::time::Duration;
+
+use super::{QemuTest, expect_ending, expect_line};
+use crate::Arch;
+use crate::qemu::{Boot, Ending, Outcome};
+use crate::system::Spoil;
+
+/// Index of the first line containing `text`.
+fn position(out: &Outcome, text: &str) -> Result<usize, String> {
+    out.log
+        .iter()
+        .position(|l| l.message.contains(text))
+        .ok_or(format!("no log line contains `{text}`"))
+}
+
+/// Index of the last line containing `text`.
+fn last_position(out: &Outcome, text: &str) -> Result<usize, String> {
+    out.log
+        .iter()
+        .rposition(|l| l.message.contains(text))
+        .ok_or(format!("no log line contains `{text}`"))
+}
+
+/// The domains' frames all came back: the run summary's two counts agree.
+fn frames_returned(out: &Outcome) -> Result<(), String> {
+    let line =
+        out.line("free after all domains ended").ok_or("no frame count in the run summary")?;
+    let numbers: Vec<u64> =
+        line.message.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    match numbers[..] {
+        [after, before] if after == before => Ok(()),
+        _ => Err(format!("frames not all returned: {}", line.message)),
+    }
+}
+
+/// The `static at 0x...` addresses and values a counter instance printed.
+fn counter_rounds(out: &Outcome, name: &str) -> Vec<(String, u64)> {
+    let prefix = format!("[counter-{name}] counter {name}: round ");
+    out.log
+        .iter()
+        .filter_map(|l| l.message.strip_prefix(&prefix))
+        .filter_map(|rest| {
+            let addr = rest.split("static at ").nth(1)?.split(',').next()?.to_string();
+            let value = rest.rsplit("value ").next()?.trim().parse().ok()?;
+            Some((addr, value))
+        })
+        .collect()
+}
+
+pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
+    let boot = || Boot::new(Arch::Riscv64);
+    let mut tests = vec![
+        QemuTest {
+            name: format!("{p}domains::default_manifest"),
+            boot: boot(),
+            system: Some(("manifests/default.toml".into(), Spoil::Nothing)),
+            check: Box::new(|out| {
+                expect_ending(out, Ending::Kernel(0))?;
+                [
+                    "hello: exited with status 0",
+                    "counter-a: exited with status 0",
+                    "counter-b: exited with status 0",
+                ]
+                .iter()
+                .try_for_each(|n| expect_line(out, n))?;
+                frames_returned(out)
+            }),
+        },
+        QemuTest {
+            name: format!("{p}domains::private_statics"),
+            boot: boot(),
+            system: Some(("tests/manifests/two-counters.toml".into(), Spoil::Nothing)),
+            check: Box::new(|out| {
+                expect_ending(out, Ending::Kernel(0))?;
+                let (a, b) = (counter_rounds(out, "a"), counter_rounds(out, "b"));
+                let values = |r: &[(String, u64)]| r.iter().map(|x| x.1).collect::<Vec<_>>();
+                if values(&a) != [1, 2, 3, 4] || values(&b) != [1, 2, 3, 4] {
+                    return Err(format!(
+                        "values not private: a {:?}, b {:?}",
+                        values(&a),
+                        values(&b)
+                    ));
+                }
+                let addr = |r: &[(String, u64)]| {
+                    r.iter().map(|x| x.0.clone()).collect::<std::collections::BTreeSet<_>>()
+                };
+                let (aa, ab) = (addr(&a), addr(&b));
+                if aa.len() != 1 || ab.len() != 1 || aa == ab {
+                    return Err(format!(
+                        "static addresses: a {aa:?}, b {ab:?}; want one each, different"
+                    ));
+                }
+                frames_returned(out)
+            }),
+        },
+        QemuTest {
+            name: format!("{p}domains::corrupt_manifest_rejected"),
+            boot: boot(),
+            system: Some(("tests/manifests/two-counters.toml".into(), Spoil::ManifestByte)),
+            check: Box::new(|out| {
+                expect_ending(out, Ending::Kernel(3))?;
+                expect_line(out, "boot image rejected: manifest")?;
+                if out.has("[counter-") {
+                    Err("a domain ran from a corrupt manifest".into())
+                } else {
+                    Ok(())
+                }
+            }),
+        },
+    ];
+    tests.push(QemuTest {
+        name: format!("{p}domains::syscall_errors"),
+        boot: boot(),
+        system: Some(("tests/manifests/syscheck.toml".into(), Spoil::Nothing)),
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            if out.has("syscheck: FAILED") {
+                let failed: Vec<_> = out
+                    .log
+                    .iter()
+                    .filter(|l| l.message.contains("FAILED"))
+                    .map(|l| l.message.clone())
+                    .collect();
+                return Err(failed.join("\n"));
+            }
+            expect_line(out, "checks, 0 failed")?;
+            expect_line(out, "syscheck: exited with status 0")?;
+            expect_line(out, "counter: exited with status 0")?;
+            frames_returned(out)
+        }),
+    });
+    tests.push(QemuTest {
+        name: format!("{p}domains::syscall_fuzz"),
+        boot: {
+            let mut b = boot();
+            b.timeout = Duration::from_secs(120);
+            b
+        },
+        system: Some(("tests/manifests/fuzz.toml".into(), Spoil::Nothing)),
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            let problems: Vec<_> = out
+                .log
+                .iter()
+                .map(|l| &l.message)
+                .filter(|m| {
+                    ["fuzz: missing ", "fuzz: undocumented ", "fuzz: FAILED"]
+                        .iter()
+                        .any(|p| m.contains(p))
+                })
+                .cloned()
+                .collect();
+            if !problems.is_empty() {
+                return Err(problems.join("\n"));
+            }
+            expect_line(out, "pairs expected, 0 missing")?;
+            expect_line(out, "fuzz: 0 undocumented, 0 failures")?;
+            expect_line(out, "fuzz: exited with status 0")?;
+            // The helper domains: one valid block(u64::MAX) once the others are gone, and a
+            // full guarantee for the fuzzer's stretch_rights NoMemory.
+            expect_line(out, "[fuzz-block] fuzz: block -> WouldDeadlock")?;
+            expect_line(out, "fuzz-block: exited with status 0")?;
+            expect_line(out, "[fuzz-fill] fuzz: filled ")?;
+            expect_line(out, "fuzz-fill: exited with status 0")?;
+            let values: Vec<u64> = counter_rounds(out, "canary").iter().map(|r| r.1).collect();
+            if values != (1..=40).collect::<Vec<u64>>() {
+                return Err(format!("the canary counted {values:?}, want 1..=40"));
+            }
+            frames_returned(out)
+        }),
+    });
+    tests.push(QemuTest {
+        name: format!("{p}domains::fp_state"),
+        boot: boot(),
+        system: Some(("tests/manifests/fp-state.toml".into(), Spoil::Nothing)),
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            for d in ["fp-a", "fp-b"] {
+                expect_line(
+                    out,
+                    &format!("[{d}] fpcheck: 200 rounds, 0 mismatches, sum 1.639946"),
+                )?;
+                expect_line(out, &format!("{d}: exited with status 0"))?;
+            }
+            Ok(())
+        }),
+    });
+    tests.push(QemuTest {
+        name: format!("{p}domains::threads"),
+        boot: boot(),
+        system: Some(("tests/manifests/threads.toml".into(), Spoil::Nothing)),
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            let line =
+                out.line("threads: 6 workers").ok_or("no result from threads")?.message.clone();
+            let numbers: Vec<u64> =
+                line.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+            // workers, rounds, total, progress while one slept, sleep ms, activations
+            match numbers[..] {
+                [6, 40, 240, during, slept, activations]
+                    if during > 0 && slept >= 20 && activations > 0 => {}
+                _ => return Err(format!("threads: {line}")),
+            }
+            expect_line(out, "threads: exited with status 0")?;
+            expect_line(out, "counter: exited with status 0")?;
+            frames_returned(out)
+        }),
+    });
+    tests.push(QemuTest {
+        name: format!("{p}domains::channel_100k"),
+        boot: boot(),
+        system: Some(("tests/manifests/channel.toml".into(), Spoil::Nothing)),
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            let line = out
+                .line("chanpipe: received ")
+                .ok_or("the receiver printed no result")?
+                .message
+                .clone();
+            if !line.contains("received 100000 messages, 0 lost, 0 reordered, 0 corrupt") {
+                return Err(format!("receiver: {line}"));
+            }
+            let blocked: u64 = line
+                .rsplit("blocked ")
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+                .ok_or(format!("no block count in `{line}`"))?;
+            if blocked == 0 {
+                return Err("the receiver never blocked".into());
+            }
+            expect_line(out, "producer: exited with status 0")?;
+            expect_line(out, "consumer: exited with status 0")?;
+            frames_returned(out)
+        }),
+    });
+    tests.push(QemuTest {
+        name: format!("{p}domains::channel_peer_death"),
+        boot: boot(),
+        system: Some(("tests/manifests/channel-peer-death.toml".into(), Spoil::Nothing)),
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            let died = position(out, "domain producer exited")?;
+            let closed = position(out, "chanpipe: channel closed after 1000 messages")?;
+            if closed < died {
+                return Err("the receiver saw the channel closed before the sender died".into());
+            }
+            expect_line(out, "consumer: exited with status 0")?;
+            frames_returned(out)
+        }),
+    });
+    let faults: [(&'static str, &'static str, &'static [&'static str]); 5] = [
+        (
+            "illegal",
+            "illegal instruction",
+            &["illegal instruction (instruction bits", "pc=0x", "<__tessera_main+"],
+        ),
+        (
+            "jump",
+            "instruction page fault",
+            &[
+                "at address 0x100000000, pc=0x100000000 <_start+0x0>",
+                "image stretch 0x100000000",
+                "of domain counter-a, where it holds rights 0x0",
+            ],
+        ),
+        (
+            "write",
+            "store page fault",
+            &[
+                "store page fault at address 0x180000000",
+                "image stretch 0x180000000",
+                "of domain counter-b, where it holds rights 0x0",
+            ],
+        ),
+        ("guard", "store page fault", &["in the guard page below the stack", "of domain faulty"]),
+        ("kernel", "load page fault", &["at address 0xffffffffc0200000", "outside the user half"]),
+    ];
+    for (kind, cause, needles) in faults {
+        tests.push(QemuTest {
+            name: format!("{p}domains::fault_{kind}"),
+            boot: boot(),
+            system: Some((format!("tests/manifests/fault-{kind}.toml"), Spoil::Nothing)),
+            check: Box::new(move |out| {
+                expect_ending(out, Ending::Kernel(0))?;
+                let died = position(out, &format!("domain faulty terminated: {cause}"))?;
+                needles.iter().try_for_each(|n| expect_line(out, n))?;
+                // The survivors keep counting after the fault and finish.
+                for name in ["a", "b"] {
+                    let last = last_position(out, &format!("counter {name}: round 12,"))?;
+                    if last < died {
+                        return Err(format!("counter-{name} made no progress after the fault"));
+                    }
+                    expect_line(out, &format!("counter-{name}: exited with status 0"))?;
+                }
+                frames_returned(out)
+            }),
+        });
+    }
+    tests
+}
