@@ -1,0 +1,442 @@
+//! Atropos: Tessera's CPU scheduler, earliest deadline first over QoS contracts, after the
+//! scheduler of Nemesis (Roscoe, 1995; Leslie et al., 1996).
+//!
+//! Each client (a domain) has a [`Contract`] `(period p, slice s, extra x, latency l)`. Time is
+//! cut into periods of length `p` per client; in each period the client is owed `s` of CPU.
+//! The scheduler is a pure state machine over nanoseconds: the kernel tells it what happened
+//! ([`Atropos::block`], [`Atropos::wake`], [`Atropos::yield_now`], [`Atropos::remove`]) and asks
+//! it what to run ([`Atropos::dispatch`]); the answer says until when, so the kernel arms a
+//! one-shot timer for exactly that instant. There is no periodic tick.
+//!
+//! # The rules
+//!
+//! - **Guaranteed time.** Among runnable clients with slice left, the one with the earliest
+//!   *key* runs, where the key is the end of its current period (its deadline), or earlier
+//!   while a wake-up is urgent (below). It runs until its slice is used up, or until another
+//!   client's period ends (a replenishment may bring an earlier deadline), whichever is first.
+//! - **Replenishment.** When a runnable client's period ends it starts the next one with a fresh
+//!   slice; if it still had slice left at the end, that is a *missed deadline* (counted in its
+//!   [`Accounts`]).
+//! - **Extra time.** When no runnable client has slice left, the slack goes to runnable clients
+//!   with `extra = true`, round robin in turns of [`EXTRA_QUANTUM`] of extra time each. A client
+//!   with `extra = false` never runs beyond its slice.
+//! - **Blocking and waking.** A client that blocks keeps its slice. If it is woken before its
+//!   period ends with slice left, its key becomes `min(deadline, now + l)` until that instant
+//!   passes or it blocks again, so it runs within `l` (see below). If it was blocked past the
+//!   end of its period, it starts a fresh period at the wake-up: a new slice, a deadline of
+//!   `now + p`, and the same urgent key `now + l`. (Atropos sets the deadline itself to
+//!   `now + l`; keeping the period at `p` and only the key at `now + l` gives the same latency
+//!   while never granting more than `s` in any period.)
+//! - **Yielding.** A client that yields gives up the rest of its slice for this period (it is
+//!   not a miss) and, if it was running on extra time, the rest of its turn.
+//!
+//! Why the latency bound holds: a woken client with slice left is overtaken only by clients
+//! whose deadline is before `now + l`; an admitted set of contracts is EDF-feasible, so those
+//! complete their slices by their deadlines, and the woken client runs by `now + l` plus the
+//! cost of the switches. Moving one client's work earlier can, in a set loaded close to
+//! capacity, make a later-deadline client miss; the kernel reserve ([`KERNEL_RESERVE_PERCENT`])
+//! leaves room for this, and missed deadlines are counted, never hidden.
+//!
+//! # Accounting
+//!
+//! Each client's [`Accounts`] hold the guaranteed and extra time it used, its completed periods
+//! and missed deadlines. All time between two scheduler calls is charged to the client that was
+//! dispatched, so the kernel's trap and switch paths count against the running domain. With
+//! [`Atropos::set_trace`] on, every completed period leaves a [`PeriodRecord`] to
+//! [`Atropos::take_records`].
+//!
+//! # Not implemented
+//!
+//! One CPU only (Tessera's guests are uniprocessor). Clients cannot change their contract after
+//! they are added; renegotiation would be an [`admit`] over the new set followed by a replace.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
+
+mod contract;
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+
+pub use contract::*;
+
+/// Extra (slack) time is shared round robin in turns of this much each (1 ms).
+pub const EXTRA_QUANTUM: Nanos = MILLISECOND;
+
+/// Whether a dispatched client runs on its guaranteed slice or on slack time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Mode {
+    /// On its slice for the current period.
+    Guaranteed,
+    /// On slack time (only clients with `extra = true`).
+    Extra,
+}
+
+/// The scheduler's answer: run `client` in `mode`, and call [`Atropos::dispatch`] again at
+/// `until` at the latest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Dispatch {
+    /// Index of the client to run.
+    pub client: usize,
+    /// Guaranteed or extra time.
+    pub mode: Mode,
+    /// When the scheduler must be asked again (slice or turn used up, or a period ends).
+    pub until: Nanos,
+}
+
+/// What a client has received so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Accounts {
+    /// CPU time used on its slices.
+    pub guaranteed: Nanos,
+    /// CPU time used on slack time.
+    pub extra: Nanos,
+    /// Periods completed.
+    pub periods: u64,
+    /// Periods that ended while it was runnable with slice left.
+    pub deadlines_missed: u64,
+    /// Times it was woken from blocking.
+    pub wakeups: u64,
+}
+
+/// One completed period of one client (see [`Atropos::set_trace`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PeriodRecord {
+    /// The client.
+    pub client: usize,
+    /// When the period started.
+    pub start: Nanos,
+    /// When it ended (its deadline; earlier than `start + period` never, later only when the
+    /// client was blocked past it and the period is closed at the wake-up).
+    pub end: Nanos,
+    /// Guaranteed time used in it.
+    pub guaranteed: Nanos,
+    /// Extra time used in it.
+    pub extra: Nanos,
+    /// Whether it ended with slice left while the client was runnable.
+    pub missed: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Runnable,
+    Blocked,
+    Gone,
+}
+
+#[derive(Clone, Debug)]
+struct Client {
+    contract: Contract,
+    state: State,
+    /// Slice left in the current period.
+    remain: Nanos,
+    /// Start and end (deadline) of the current period.
+    start: Nanos,
+    deadline: Nanos,
+    /// While a wake-up is urgent: the key until this instant.
+    urgent: Option<Nanos>,
+    /// Blocked past the end of its period: the next period starts at the wake-up.
+    lapsed: bool,
+    /// Time used in the current period.
+    period_guaranteed: Nanos,
+    period_extra: Nanos,
+    accounts: Accounts,
+}
+
+impl Client {
+    fn key(&self) -> Nanos {
+        self.urgent.map_or(self.deadline, |u| u.min(self.deadline))
+    }
+
+    fn start_period(&mut self, start: Nanos) {
+        self.start = start;
+        self.deadline = start.saturating_add(self.contract.period);
+        self.remain = self.contract.slice;
+        self.period_guaranteed = 0;
+        self.period_extra = 0;
+        self.lapsed = false;
+    }
+}
+
+/// The scheduler state for all clients of one CPU.
+#[derive(Clone, Debug, Default)]
+pub struct Atropos {
+    clients: Vec<Client>,
+    /// The dispatched client, its mode and since when it is charged.
+    running: Option<(usize, Mode, Nanos)>,
+    /// Clients with `extra = true`, in round-robin order; the head's turn is running.
+    extra_queue: VecDeque<usize>,
+    /// Extra time the head of `extra_queue` used in its current turn.
+    turn_used: Nanos,
+    trace: bool,
+    records: Vec<PeriodRecord>,
+}
+
+impl Atropos {
+    /// A scheduler with no clients.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a runnable client whose first period starts at `now`; returns its index (clients
+    /// are numbered in the order they are added). The contract should have passed [`admit`]
+    /// together with the others; this does not check it again.
+    pub fn add(&mut self, contract: Contract, now: Nanos) -> usize {
+        let mut c = Client {
+            contract,
+            state: State::Runnable,
+            remain: 0,
+            start: 0,
+            deadline: 0,
+            urgent: None,
+            lapsed: false,
+            period_guaranteed: 0,
+            period_extra: 0,
+            accounts: Accounts::default(),
+        };
+        c.start_period(now);
+        self.clients.push(c);
+        let id = self.clients.len() - 1;
+        if contract.extra {
+            self.extra_queue.push_back(id);
+        }
+        id
+    }
+
+    /// Client `id`'s contract.
+    pub fn contract(&self, id: usize) -> Option<Contract> {
+        self.clients.get(id).map(|c| c.contract)
+    }
+
+    /// Client `id`'s accounts (up to the last scheduler call).
+    pub fn accounts(&self, id: usize) -> Option<Accounts> {
+        self.clients.get(id).map(|c| c.accounts)
+    }
+
+    /// The start of client `id`'s current period.
+    pub fn period_start(&self, id: usize) -> Option<Nanos> {
+        self.clients.get(id).map(|c| c.start)
+    }
+
+    /// The dispatched client and its mode, if any.
+    pub fn running(&self) -> Option<(usize, Mode)> {
+        self.running.map(|(id, mode, _)| (id, mode))
+    }
+
+    /// Turns the per-period trace on or off.
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = on;
+    }
+
+    /// The periods completed since the last call (only while the trace is on).
+    pub fn take_records(&mut self) -> Vec<PeriodRecord> {
+        core::mem::take(&mut self.records)
+    }
+
+    /// Charges the time since the last call to the dispatched client.
+    fn charge(&mut self, now: Nanos) {
+        let Some((id, mode, since)) = self.running else { return };
+        let used = now.saturating_sub(since);
+        let c = &mut self.clients[id];
+        match mode {
+            Mode::Guaranteed => {
+                c.remain = c.remain.saturating_sub(used);
+                c.accounts.guaranteed += used;
+                c.period_guaranteed += used;
+            }
+            Mode::Extra => {
+                c.accounts.extra += used;
+                c.period_extra += used;
+                self.turn_used += used;
+            }
+        }
+        self.running = Some((id, mode, now));
+    }
+
+    /// Ends the periods that are over at `now`.
+    fn replenish(&mut self, now: Nanos) {
+        for (id, c) in self.clients.iter_mut().enumerate() {
+            if c.state == State::Gone || c.lapsed {
+                continue;
+            }
+            if c.urgent.is_some_and(|u| u <= now) {
+                c.urgent = None;
+            }
+            while c.deadline <= now {
+                let missed = c.state == State::Runnable && c.remain > 0;
+                c.accounts.periods += 1;
+                if missed {
+                    c.accounts.deadlines_missed += 1;
+                }
+                if self.trace {
+                    self.records.push(PeriodRecord {
+                        client: id,
+                        start: c.start,
+                        end: c.deadline,
+                        guaranteed: c.period_guaranteed,
+                        extra: c.period_extra,
+                        missed,
+                    });
+                }
+                if c.state == State::Blocked {
+                    // The next period starts when it wakes.
+                    c.lapsed = true;
+                    c.period_guaranteed = 0;
+                    c.period_extra = 0;
+                    break;
+                }
+                let next = c.deadline;
+                c.start_period(next);
+            }
+        }
+    }
+
+    /// Brings the state up to `now`: charges the running client, ends finished periods.
+    fn advance(&mut self, now: Nanos) {
+        self.charge(now);
+        self.replenish(now);
+    }
+
+    /// Stops charging `id` if it is the dispatched client.
+    fn stop_if_running(&mut self, id: usize) {
+        if self.running.is_some_and(|(r, _, _)| r == id) {
+            self.running = None;
+        }
+    }
+
+    /// Client `id` blocks at `now` (it keeps its slice).
+    pub fn block(&mut self, id: usize, now: Nanos) {
+        self.advance(now);
+        let Some(c) = self.clients.get_mut(id) else { return };
+        if c.state == State::Runnable {
+            c.state = State::Blocked;
+            c.urgent = None;
+            self.stop_if_running(id);
+        }
+    }
+
+    /// Client `id` is woken at `now` (no effect unless it is blocked). Returns whether the
+    /// wake-up should preempt the dispatched client: the woken one has slice left and an
+    /// earlier key, or nothing guaranteed is running.
+    pub fn wake(&mut self, id: usize, now: Nanos) -> bool {
+        self.advance(now);
+        let Some(c) = self.clients.get_mut(id) else { return false };
+        if c.state != State::Blocked {
+            return false;
+        }
+        c.state = State::Runnable;
+        c.accounts.wakeups += 1;
+        if c.lapsed {
+            c.start_period(now);
+        }
+        if c.remain == 0 {
+            return self.running.is_none();
+        }
+        c.urgent = Some(now.saturating_add(c.contract.latency));
+        let key = c.key();
+        match self.running {
+            Some((r, Mode::Guaranteed, _)) => key < self.clients[r].key(),
+            _ => true,
+        }
+    }
+
+    /// Client `id` gives up the rest of its slice for this period (and of its extra turn).
+    pub fn yield_now(&mut self, id: usize, now: Nanos) {
+        self.advance(now);
+        let Some(c) = self.clients.get_mut(id) else { return };
+        c.remain = 0;
+        c.urgent = None;
+        if self.extra_queue.front() == Some(&id) {
+            self.extra_queue.rotate_left(1);
+            self.turn_used = 0;
+        }
+        self.stop_if_running(id);
+    }
+
+    /// Client `id` is gone for good (it exited or was terminated).
+    pub fn remove(&mut self, id: usize, now: Nanos) {
+        self.advance(now);
+        let Some(c) = self.clients.get_mut(id) else { return };
+        c.state = State::Gone;
+        c.urgent = None;
+        if self.extra_queue.front() == Some(&id) {
+            self.turn_used = 0;
+        }
+        self.extra_queue.retain(|&e| e != id);
+        self.stop_if_running(id);
+    }
+
+    /// The earliest end of a period of a runnable client: the next instant at which a
+    /// replenishment can change what should run.
+    fn next_replenishment(&self) -> Option<Nanos> {
+        self.clients
+            .iter()
+            .filter(|c| c.state == State::Runnable)
+            .flat_map(|c| [Some(c.deadline), c.urgent])
+            .flatten()
+            .min()
+    }
+
+    /// Decides what runs from `now`: charges the time since the last call, ends finished
+    /// periods, and picks by the rules in the crate documentation. `None` means nothing is
+    /// runnable now; then [`Atropos::next_event`] says when that may change by itself.
+    pub fn dispatch(&mut self, now: Nanos) -> Option<Dispatch> {
+        self.advance(now);
+        self.running = None;
+        let guaranteed = self
+            .clients
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.state == State::Runnable && c.remain > 0)
+            .min_by_key(|(id, c)| (c.key(), *id))
+            .map(|(id, _)| id);
+        let (client, mode, budget) = match guaranteed {
+            Some(id) => (id, Mode::Guaranteed, self.clients[id].remain),
+            None => {
+                let id = self.next_extra()?;
+                (id, Mode::Extra, EXTRA_QUANTUM - self.turn_used)
+            }
+        };
+        let until = self
+            .next_replenishment()
+            .map_or(now + budget, |r| r.min(now.saturating_add(budget)))
+            .max(now + 1);
+        self.running = Some((client, mode, now));
+        Some(Dispatch { client, mode, until })
+    }
+
+    /// The client whose extra turn it is, rotating past finished turns and clients that
+    /// cannot run.
+    fn next_extra(&mut self) -> Option<usize> {
+        if self.turn_used >= EXTRA_QUANTUM {
+            self.extra_queue.rotate_left(1);
+            self.turn_used = 0;
+        }
+        for _ in 0..self.extra_queue.len() {
+            let &head = self.extra_queue.front()?;
+            if self.clients[head].state == State::Runnable {
+                return Some(head);
+            }
+            self.extra_queue.rotate_left(1);
+            self.turn_used = 0;
+        }
+        None
+    }
+
+    /// When nothing is runnable: the next instant at which a period ends for a runnable
+    /// client (with its slice used up), after which [`Atropos::dispatch`] may find work.
+    pub fn next_event(&self) -> Option<Nanos> {
+        self.next_replenishment()
+    }
+}
+
+#[cfg(test)]
+mod tests;
