@@ -6,7 +6,13 @@
 //! - `fault=KIND` makes the kernel commit a deliberate fault after boot (see [`crate::tests`]),
 //!   to show the trap report.
 //!
-//! Unknown keys are reported and ignored.
+//! - `trace=sched` logs every completed CPU period of every domain (a `sched period` record
+//!   with its guaranteed and extra time and whether it missed its deadline); xtask turns them
+//!   into live figures and CSV/JSON (`cargo xtask run --cpu`).
+//! - `stop=TIME` (e.g. `stop=2s`, `stop=500ms`) ends the run at that instant of the kernel's
+//!   clock, with the run summary, even if domains are still running.
+//!
+//! Unknown keys and bad values are reported and ignored.
 
 /// The parsed command line; it borrows from the boot information.
 #[derive(Default)]
@@ -15,6 +21,10 @@ pub struct Args<'a> {
     pub test: Option<&'a str>,
     /// Value of `fault=`.
     pub fault: Option<&'a str>,
+    /// `trace=sched` was given.
+    pub trace_sched: bool,
+    /// Value of `stop=`, in nanoseconds since boot.
+    pub stop_ns: Option<u64>,
 }
 
 impl<'a> Args<'a> {
@@ -25,9 +35,30 @@ impl<'a> Args<'a> {
             match word.split_once('=') {
                 Some(("test", v)) => args.test = Some(v),
                 Some(("fault", v)) => args.fault = Some(v),
+                Some(("trace", "sched")) => args.trace_sched = true,
+                Some(("stop", v)) => match duration_ns(v) {
+                    Some(ns) => args.stop_ns = Some(ns),
+                    None => {
+                        defmt::warn!("command line: `{=str}` is not a time like 2s or 500ms", word)
+                    }
+                },
                 _ => defmt::warn!("command line: ignoring unknown word `{=str}`", word),
             }
         }
         args
     }
+}
+
+/// `"2s"`, `"500ms"`, `"750us"` or `"1000ns"` in nanoseconds.
+fn duration_ns(text: &str) -> Option<u64> {
+    let digits = text.find(|c: char| !c.is_ascii_digit())?;
+    let (number, unit) = text.split_at(digits);
+    let scale = match unit {
+        "s" => 1_000_000_000,
+        "ms" => 1_000_000,
+        "us" => 1_000,
+        "ns" => 1,
+        _ => return None,
+    };
+    number.parse::<u64>().ok()?.checked_mul(scale)
 }

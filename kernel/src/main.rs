@@ -76,7 +76,7 @@ pub fn kernel_main(boot: BootInfo) -> ! {
     }
     // Domains need user mode, which x86_64 gains with its port.
     #[cfg(target_arch = "riscv64")]
-    domain::start_from_boot_image(&boot);
+    domain::start_from_boot_image(&boot, &args);
     shutdown(ExitCode::Success)
 }
 

@@ -100,12 +100,17 @@ impl World {
 
     /// Wakes domain `id` because one of its endpoints changed: a blocked domain becomes
     /// runnable (its `block` returns), a running one finds `pending` set at its next `block`.
+    /// If the scheduler says the woken domain should run before the current one, `preempt` is
+    /// set and the current call ends in a switch.
     fn wake(&mut self, id: u32) {
         let d = &mut self.domains[id as usize];
         if d.blocked.take().is_some() {
             d.pending = false;
             if let Some(frame) = d.dcb {
                 phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
+            }
+            if self.sched.wake(id as usize, super::sched::now_ns()) {
+                self.preempt = true;
             }
         } else {
             d.pending = true;

@@ -6,6 +6,7 @@
 
 use alloc::vec;
 use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
 
 use abi::{IMAGE_BASE, IMAGE_SLOT, PAGE_SIZE, Rights};
 use boot_image::BootImage;
@@ -38,7 +39,7 @@ fn argument_block(args: &[alloc::string::String]) -> Vec<u8> {
 
 /// Creates every domain of the boot image and runs the first; returns only if there is no
 /// boot image.
-pub fn start_from_boot_image(boot: &BootInfo) {
+pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
     let Some(range) = boot.initrd else { return };
     let bytes = crate::phys::bytes(range.start, range.len() as usize);
     let image = BootImage::parse(bytes).unwrap_or_else(|e| reject("image", e));
@@ -54,6 +55,8 @@ pub fn start_from_boot_image(boot: &BootInfo) {
     super::init();
     let mut guard = WORLD.lock();
     let w = guard.as_mut().expect("world just created");
+    w.sched.set_trace(args.trace_sched);
+    w.stop_at = args.stop_ns.map(super::sched::ticks_from_ns);
     for (i, (spec, img)) in manifest.domains.iter().zip(image.images()).enumerate() {
         if spec.name != img.domain || spec.app != img.app {
             reject("image", "image entries do not follow the manifest's domains");
@@ -73,6 +76,8 @@ pub fn start_from_boot_image(boot: &BootInfo) {
         let space = AddressSpace::new(Owner::Domain(id), (i + 1) as u16)
             .unwrap_or_else(|e| reject("domain", e));
         w.domains.push(Domain::new(&spec.name, space, spec.guaranteed / PAGE_SIZE as u64));
+        let contract = spec.cpu.contract();
+        w.sched.add(contract, 0);
         if let Err(e) = populate(w, id, &image, i, &spec.args) {
             defmt::error!("domain {=str} could not be created: {}", spec.name.as_str(), e);
             w.kill(id, super::Ending::Terminated("could not be created"));
@@ -87,6 +92,15 @@ pub fn start_from_boot_image(boot: &BootInfo) {
             w.charged(id),
             w.domains[i].guaranteed_frames
         );
+        defmt::info!(
+            "domain {=str}: cpu contract: slice {=u64} us every {=u64} us, extra {=bool}, latency {=u64} us",
+            spec.name.as_str(),
+            contract.slice / 1000,
+            contract.period / 1000,
+            contract.extra,
+            contract.latency / 1000
+        );
+        publish_contract(w, i, contract);
     }
     let mut ends = alloc::vec![0usize; w.domains.len()];
     for channel in &manifest.channels {
@@ -138,7 +152,11 @@ fn populate(
     let dcb_at = w.virtual_space.take(1).ok_or(abi::SysError::NoAddressSpace)?;
     w.create_stretch(id, dcb_at, 1, Rights::READ.union(Rights::WRITE), Kind::ControlBlock, &[])?;
     let frame = w.stretches[&dcb_at].frames[0];
-    let dcb = abi::Dcb { domain_id: id as u64, ..Default::default() };
+    let dcb = abi::Dcb {
+        domain_id: id as u64,
+        timebase_hz: arch::time::frequency(),
+        ..Default::default()
+    };
     crate::phys::write_dcb(frame, &dcb);
     w.domains[index].dcb = Some(frame);
     w.domains[index].dcb_va = dcb_at;
@@ -206,17 +224,18 @@ fn read_dcb(frame: frame_allocator::Frame) -> abi::Dcb {
 
 fn enter_first(mut guard: spin::MutexGuard<'_, Option<World>>) -> ! {
     let w = guard.as_mut().expect("world exists");
-    let Some(first) = w.domains.iter().position(|d| d.ending.is_none()) else {
-        super::summary(w);
-        drop(guard);
-        crate::shutdown(ExitCode::Success)
-    };
-    w.current = first;
-    let mut ctx = w.domains[first].ctx.clone();
-    arch::restore_fp(&mut ctx, &w.domains[first].fp);
-    w.domains[first].space.as_ref().expect("alive").activate();
-    let hz = arch::time::frequency();
-    arch::timer::arm(arch::time::now_ticks() + hz * super::TIME_SLICE_US / 1_000_000);
+    w.sched.restart(super::sched::now_ns());
+    let ctx = super::sched::first(w);
     drop(guard);
     arch::enter_user(&ctx)
+}
+
+/// Writes domain `index`'s CPU contract into its control block.
+fn publish_contract(w: &World, index: usize, c: atropos::Contract) {
+    let Some(frame) = w.domains[index].dcb else { return };
+    let cpu = &crate::phys::dcb(frame).cpu;
+    cpu.period_ns.store(c.period, Ordering::Relaxed);
+    cpu.slice_ns.store(c.slice, Ordering::Relaxed);
+    cpu.latency_ns.store(c.latency, Ordering::Relaxed);
+    cpu.extra.store(u64::from(c.extra), Ordering::Relaxed);
 }

@@ -4,11 +4,10 @@
 //! What is implemented: domains created from the boot image's manifest, nailed stretches
 //! (images, stacks, run-time stretches) with per-domain rights, protection domains as
 //! per-domain page tables over the one address space (with ASIDs), the first system calls
-//! ([`syscall`]), round-robin scheduling with a 10 ms time slice, and domain death (exit or a
-//! fault) that unmaps the domain's stretches from every protection domain, then scrubs and
-//! frees their frames. Not yet: activations and events (the domain is resumed where it
-//! trapped), CPU contracts (Atropos replaces the round robin), stretch drivers (all stretches
-//! are nailed), optimistic frames.
+//! ([`syscall`]), events and activations, CPU contracts scheduled by Atropos ([`sched`]), and
+//! domain death (exit or a fault) that unmaps the domain's stretches from every protection
+//! domain, then scrubs and frees their frames. Not yet: stretch drivers (all stretches are
+//! nailed), optimistic frames.
 //!
 //! Invariants: every frame of a stretch is charged to the stretch's owner; a domain's frames
 //! (stretches plus page tables) never exceed its guaranteed frames; a page is mapped in a
@@ -37,9 +36,6 @@ use stretch::{Kind, Stretch, VirtualAllocator};
 
 pub use loader::start_from_boot_image;
 pub use sched::on_user_trap;
-
-/// Time a domain runs before the round robin moves on, in microseconds.
-pub const TIME_SLICE_US: u64 = 10_000;
 
 /// How a domain ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, defmt::Format)]
@@ -108,6 +104,12 @@ pub struct World {
     current: usize,
     /// Free frames before the first domain was created.
     free_before: u64,
+    /// The CPU scheduler; its clients are the domains, by index.
+    sched: atropos::Atropos,
+    /// A wake-up during the current system call should preempt the caller.
+    preempt: bool,
+    /// When to end the run (`stop=`), in timer ticks.
+    stop_at: Option<u64>,
 }
 
 /// The kernel's domains and stretches.
@@ -121,6 +123,9 @@ impl World {
             virtual_space: VirtualAllocator::new(abi::STRETCH_BASE, abi::USER_END),
             current: 0,
             free_before: with_frames(|fa| fa.free_count()),
+            sched: atropos::Atropos::new(),
+            preempt: false,
+            stop_at: None,
         }
     }
 
@@ -259,6 +264,7 @@ impl World {
             self.destroy_stretch(base);
         }
         self.close_endpoints_signalled_by(id);
+        self.sched.remove(id as usize, sched::now_ns());
         let d = &mut self.domains[id as usize];
         if let Some(space) = d.space.take() {
             space.destroy();
@@ -285,14 +291,6 @@ impl World {
                 defmt::error!("domain {=str} terminated: {=str}", d.name.as_str(), why)
             }
         }
-    }
-
-    /// The next live, unblocked domain after the current one, round robin.
-    fn next_runnable(&self) -> Option<usize> {
-        let n = self.domains.len();
-        (1..=n)
-            .map(|k| (self.current + k) % n)
-            .find(|&i| self.domains[i].ending.is_none() && self.domains[i].blocked.is_none())
     }
 }
 
@@ -359,6 +357,20 @@ fn summary(w: &World) {
             }
             None => defmt::info!("  {=str}: still running", d.name.as_str()),
         }
+    }
+    for (id, d) in w.domains.iter().enumerate() {
+        let (Some(a), Some(c)) = (w.sched.accounts(id), w.sched.contract(id)) else { continue };
+        defmt::info!(
+            "  {=str}: cpu {=u64} us guaranteed + {=u64} us extra, {=u64} periods of {=u64} us, {=u64} deadlines missed (contract: slice {=u64} us, extra {=bool})",
+            d.name.as_str(),
+            a.guaranteed / 1000,
+            a.extra / 1000,
+            a.periods,
+            c.period / 1000,
+            a.deadlines_missed,
+            c.slice / 1000,
+            c.extra
+        );
     }
     let free = with_frames(|fa| fa.free_count());
     defmt::info!(

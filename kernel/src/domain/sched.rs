@@ -1,21 +1,28 @@
-//! Which domain runs: round robin with a time slice, blocking with deadlines, and the idle loop.
+//! Which domain runs: the [`atropos`] scheduler over the domains' CPU contracts, blocking with
+//! deadlines, and the idle loop.
+//!
+//! The policy (EDF over `(period, slice, extra, latency)`, slack sharing, accounting) is the
+//! host-tested `atropos` crate; this module is the mechanism around it. Every entry from user
+//! mode that may change what should run (a timer interrupt, `yield`, `block`, `exit`, a fault,
+//! a wake-up that should preempt) ends in [`switch`], which asks the scheduler and arms the one
+//! one-shot timer for the earliest of: the scheduler's `until`, a blocked domain's deadline, an
+//! armed timer endpoint, and the `stop=` instant. There is no periodic tick.
 //!
 //! Everything here runs in the trap handler with interrupts off. The CPU is never idle while a
-//! domain can run; when every live domain is blocked, the kernel sleeps (`wfi`) until the
-//! earliest deadline. If none has a deadline nothing can ever wake them, so each `block`
-//! returns `WouldDeadlock`. With no live domain left the run summary ends the run.
+//! domain can run; when none can, the kernel sleeps (`wfi`) until the earliest of those
+//! instants. If every live domain is blocked without a deadline and nothing else can happen,
+//! nothing could ever wake them, so each `block` returns `WouldDeadlock`. With no live domain
+//! left the run summary ends the run.
 
 use abi::SysError;
+use atropos::Nanos;
+use core::sync::atomic::Ordering;
 
 use super::syscall::{self, Next};
-use super::{Ending, TIME_SLICE_US, WORLD, World, report_fault, summary};
+use super::{Ending, WORLD, World, report_fault, summary};
 use crate::arch::{self, UserContext, UserTrap};
 
-fn ticks_from_us(us: u64) -> u64 {
-    arch::time::frequency() * us / 1_000_000
-}
-
-/// Nanoseconds since boot to timer ticks (saturating: `u64::MAX` stays "never").
+/// Nanoseconds since boot to timer ticks, rounded down (saturating: `u64::MAX` stays "never").
 pub fn ticks_from_ns(ns: u64) -> u64 {
     if ns == u64::MAX {
         return u64::MAX;
@@ -24,63 +31,118 @@ pub fn ticks_from_ns(ns: u64) -> u64 {
         as u64
 }
 
+/// Nanoseconds to timer ticks, rounded up: a timer armed for the result fires no earlier than
+/// `ns`.
+fn ticks_from_ns_up(ns: u64) -> u64 {
+    let hz = arch::time::frequency() as u128;
+    (ns as u128 * hz).div_ceil(1_000_000_000).min(u64::MAX as u128 - 1) as u64
+}
+
+/// Timer ticks to nanoseconds since boot.
+pub fn ns_from_ticks(ticks: u64) -> Nanos {
+    ((ticks as u128 * 1_000_000_000) / arch::time::frequency() as u128) as u64
+}
+
+/// The kernel's clock in nanoseconds since boot.
+pub fn now_ns() -> Nanos {
+    ns_from_ticks(arch::time::now_ticks())
+}
+
 impl World {
     /// Fires due timer endpoints and unblocks every domain whose deadline has passed.
     fn expire(&mut self, now: u64) {
         self.fire_timers(now);
-        for d in self.domains.iter_mut().filter(|d| d.ending.is_none()) {
-            if d.blocked.is_some_and(|deadline| deadline <= now) {
+        for id in 0..self.domains.len() {
+            let d = &mut self.domains[id];
+            if d.ending.is_none() && d.blocked.is_some_and(|deadline| deadline <= now) {
                 d.blocked = None;
                 if let Some(frame) = d.dcb {
-                    crate::phys::dcb(frame)
-                        .wakeups
-                        .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+                    crate::phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
                 }
+                self.sched.wake(id, ns_from_ticks(now));
             }
         }
     }
 
-    /// The earliest deadline of a blocked domain or an armed timer endpoint.
+    /// The earliest deadline of a blocked domain or an armed timer endpoint, in ticks.
     fn earliest_deadline(&self) -> Option<u64> {
         let blocked =
             self.domains.iter().filter_map(|d| d.blocked).filter(|&t| t != u64::MAX).min();
-        match (blocked, self.earliest_timer()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        [blocked, self.earliest_timer(), self.stop_at].into_iter().flatten().min()
+    }
+
+    /// Copies domain `id`'s accounts from the scheduler into its control block.
+    fn publish_accounts(&self, id: usize) {
+        let (Some(frame), Some(a), Some(start)) =
+            (self.domains[id].dcb, self.sched.accounts(id), self.sched.period_start(id))
+        else {
+            return;
+        };
+        let cpu = &crate::phys::dcb(frame).cpu;
+        cpu.period_start_ns.store(start, Ordering::Relaxed);
+        cpu.guaranteed_ns.store(a.guaranteed, Ordering::Relaxed);
+        cpu.extra_ns.store(a.extra, Ordering::Relaxed);
+        cpu.periods.store(a.periods, Ordering::Relaxed);
+        cpu.deadlines_missed.store(a.deadlines_missed, Ordering::Release);
+    }
+
+    /// Logs the periods the scheduler completed since the last call (with `trace=sched`).
+    fn log_periods(&mut self) {
+        for r in self.sched.take_records() {
+            defmt::info!(
+                "sched period: domain={=usize} start={=u64} end={=u64} guaranteed={=u64} extra={=u64} missed={=bool}",
+                r.client,
+                r.start,
+                r.end,
+                r.guaranteed,
+                r.extra,
+                r.missed
+            );
         }
     }
 }
 
 /// Where the CPU goes after `frame`'s domain stops running: saves its context (if `save`),
-/// then loads the next runnable domain's into `frame` and switches address spaces, idling until
-/// a deadline if every domain is blocked.
+/// then loads the domain the scheduler picks into `frame` and switches address spaces, idling
+/// until the next instant something can happen if none can run.
 fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
+    let previous = w.current;
     if save {
-        let d = &mut w.domains[w.current];
+        let d = &mut w.domains[previous];
         arch::save_fp(frame, &mut d.fp);
         d.ctx = frame.clone();
     }
     loop {
         let now = arch::time::now_ticks();
+        if w.stop_at.is_some_and(|t| t <= now) {
+            defmt::info!("stop: the time given by stop= has come");
+            summary(w);
+            crate::shutdown(crate::ExitCode::Success);
+        }
         w.expire(now);
-        if let Some(next) = w.next_runnable() {
-            w.current = next;
-            let d = &mut w.domains[next];
+        let picked = w.sched.dispatch(ns_from_ticks(now));
+        w.publish_accounts(previous);
+        w.log_periods();
+        if let Some(pick) = picked {
+            w.current = pick.client;
+            w.publish_accounts(pick.client);
+            let d = &mut w.domains[pick.client];
             *frame = d.ctx.clone();
             arch::restore_fp(frame, &d.fp);
             upcall(d, frame);
             if let Some(space) = &d.space {
                 space.activate();
             }
-            let slice_end = now + ticks_from_us(TIME_SLICE_US);
-            arch::timer::arm(w.earliest_deadline().map_or(slice_end, |t| t.min(slice_end)));
+            let until = ticks_from_ns_up(pick.until);
+            arch::timer::arm(w.earliest_deadline().map_or(until, |t| t.min(until)));
             return;
         }
         if w.domains.iter().all(|d| d.ending.is_some()) {
             summary(w);
             crate::shutdown(crate::ExitCode::Success);
         }
-        match w.earliest_deadline() {
+        let replenish = w.sched.next_event().map(ticks_from_ns_up);
+        match [replenish, w.earliest_deadline()].into_iter().flatten().min() {
             Some(deadline) => {
                 arch::timer::arm(deadline);
                 while arch::time::now_ticks() < deadline {
@@ -89,14 +151,26 @@ fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
                 arch::timer::disarm();
             }
             None => {
-                for d in w.domains.iter_mut().filter(|d| d.blocked.is_some()) {
-                    d.blocked = None;
-                    d.ctx.set_result(SysError::WouldDeadlock as usize, 0);
+                let now = now_ns();
+                for id in 0..w.domains.len() {
+                    let d = &mut w.domains[id];
+                    if d.blocked.take().is_some() {
+                        d.ctx.set_result(SysError::WouldDeadlock as usize, 0);
+                        w.sched.wake(id, now);
+                    }
                 }
                 defmt::warn!("every domain is blocked without a deadline: waking them all");
             }
         }
     }
+}
+
+/// The context of the first domain to run, once every domain is loaded: as after a switch
+/// from nothing (ends the run if no domain could be created).
+pub(super) fn first(w: &mut World) -> UserContext {
+    let mut frame = UserContext::new_user(0, 0, [0; 4]);
+    switch(w, &mut frame, false);
+    frame
 }
 
 /// If domain `d` has activations on and a handler, turns the context in `frame` (where it
@@ -105,12 +179,12 @@ fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
 fn upcall(d: &mut super::Domain, frame: &mut UserContext) {
     let (Some((entry, stack)), Some(dcb_frame)) = (d.handler, d.dcb) else { return };
     let dcb = crate::phys::dcb(dcb_frame);
-    if dcb.activations.load(core::sync::atomic::Ordering::Acquire) != 1 {
+    if dcb.activations.load(Ordering::Acquire) != 1 {
         return;
     }
     crate::phys::write_saved_context(dcb_frame, &frame.saved());
-    dcb.activations.store(0, core::sync::atomic::Ordering::Release);
-    dcb.upcalls.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    dcb.activations.store(0, Ordering::Release);
+    dcb.upcalls.fetch_add(1, Ordering::Relaxed);
     let mut reason = abi::activation::SCHEDULED;
     if core::mem::take(&mut d.pending) {
         reason |= abi::activation::EVENT;
@@ -125,18 +199,26 @@ pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
     let id = w.current as u32;
     match trap {
         UserTrap::SystemCall { number, args } => match syscall::dispatch(w, id, number, args) {
-            Next::Return(result) => match result {
-                Ok(value) => frame.set_result(0, value),
-                Err(e) => frame.set_result(e as usize, 0),
-            },
+            Next::Return(result) => {
+                match result {
+                    Ok(value) => frame.set_result(0, value),
+                    Err(e) => frame.set_result(e as usize, 0),
+                }
+                // The call woke a domain that should run before the caller.
+                if core::mem::take(&mut w.preempt) {
+                    switch(w, frame, true);
+                }
+            }
             Next::Yield => {
                 frame.set_result(0, 0);
+                w.sched.yield_now(id as usize, now_ns());
                 switch(w, frame, true);
             }
             Next::Resumed(ctx) => frame.load(&ctx),
             Next::Block(deadline) => {
                 frame.set_result(0, 0);
                 w.domains[id as usize].blocked = Some(deadline);
+                w.sched.block(id as usize, now_ns());
                 switch(w, frame, true);
             }
             Next::Exit(code) => {

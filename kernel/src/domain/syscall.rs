@@ -36,7 +36,7 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         Call::Null => Next::Return(Ok(0)),
         Call::Exit => Next::Exit(a[0] as i32),
         Call::Yield => Next::Yield,
-        Call::Time => Next::Return(Ok((arch::time::now_us() * 1000) as usize)),
+        Call::Time => Next::Return(Ok(super::sched::now_ns() as usize)),
         Call::ConsoleWrite => Next::Return(console_write(w, id, a[0], a[1])),
         Call::StretchCreate => Next::Return(stretch_create(w, id, a[0], a[1])),
         Call::StretchDestroy => Next::Return(stretch_destroy(w, id, a[0])),

@@ -20,7 +20,7 @@ pub enum Call {
     ConsoleWrite = 1,
     /// `exit(code) -> !`: ends the calling domain with `code`.
     Exit = 2,
-    /// `yield() -> 0`: gives up the rest of this turn on the CPU.
+    /// `yield() -> 0`: gives up the rest of this period's slice (and of a turn on slack time).
     Yield = 3,
     /// `time() -> ns`: nanoseconds since boot.
     Time = 4,
@@ -260,6 +260,39 @@ pub struct Dcb {
     pub events: [EventSlot; MAX_EVENTS],
     /// The IO channels this domain is an end of.
     pub channels: [ChannelSlot; MAX_CHANNELS],
+    /// Ticks per second of the clock the domain reads directly (RISC-V: the `time` CSR, which
+    /// the kernel lets user mode read). Written once, before the domain runs.
+    pub timebase_hz: u64,
+    /// The domain's CPU contract and what it has received.
+    pub cpu: CpuAccount,
+}
+
+/// A domain's CPU contract (from its manifest) and its accounts, in its control block.
+///
+/// The kernel writes the contract before the domain runs and the accounts every time the
+/// scheduler dispatches the domain, so while it runs they are as of its last dispatch. Times
+/// are nanoseconds (since boot for instants).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct CpuAccount {
+    /// The contract's period.
+    pub period_ns: AtomicU64,
+    /// The contract's slice: CPU time guaranteed in each period.
+    pub slice_ns: AtomicU64,
+    /// The contract's latency hint.
+    pub latency_ns: AtomicU64,
+    /// 1 if the domain may run in slack time beyond its slice.
+    pub extra: AtomicU64,
+    /// When its current period started.
+    pub period_start_ns: AtomicU64,
+    /// CPU time it used on its slices.
+    pub guaranteed_ns: AtomicU64,
+    /// CPU time it used in slack time.
+    pub extra_ns: AtomicU64,
+    /// Periods completed.
+    pub periods: AtomicU64,
+    /// Periods that ended while it could run and still had slice left.
+    pub deadlines_missed: AtomicU64,
 }
 
 /// The page size of every architecture Tessera supports.

@@ -211,6 +211,19 @@ impl Atropos {
         id
     }
 
+    /// Starts every client's current period afresh at `now`, with zeroed accounts: for a
+    /// kernel that adds its clients one by one while it loads them and starts time for all of
+    /// them together.
+    pub fn restart(&mut self, now: Nanos) {
+        for c in self.clients.iter_mut().filter(|c| c.state != State::Gone) {
+            c.start_period(now);
+            c.accounts = Accounts::default();
+        }
+        self.running = None;
+        self.turn_used = 0;
+        self.records.clear();
+    }
+
     /// Client `id`'s contract.
     pub fn contract(&self, id: usize) -> Option<Contract> {
         self.clients.get(id).map(|c| c.contract)

@@ -393,3 +393,18 @@ fn removed_and_unknown_clients_are_ignored() {
     s.remove(7, 0);
     assert_eq!(s.accounts(7), None);
 }
+
+#[test]
+fn restart_aligns_periods_and_clears_accounts() {
+    let mut s = Atropos::new();
+    let a = s.add(contract(10 * MS, MS, false), 0);
+    let _ = s.dispatch(0);
+    let b = s.add(contract(10 * MS, MS, false), 3 * MS);
+    s.restart(5 * MS);
+    assert_eq!(s.period_start(a), Some(5 * MS));
+    assert_eq!(s.period_start(b), Some(5 * MS));
+    assert_eq!(s.accounts(a), Some(Accounts::default()));
+    assert_eq!(s.running(), None);
+    let d = s.dispatch(5 * MS).unwrap();
+    assert_eq!((d.client, d.until), (a, 6 * MS));
+}

@@ -1,12 +1,15 @@
 //! The semantic rules of a manifest, shared by the host tool and the kernel.
 
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt;
 
+use atropos::{AdmissionError, CAPACITY_PPB, ContractError, KERNEL_RESERVE_PERCENT, PPB};
+
 use crate::{
-    Bytes, DOMAIN_FIXED_FRAMES, KERNEL_RESERVE, MAX_ARG_LEN, MAX_ARGS, MAX_CHANNEL_BYTES,
+    Bytes, CpuSpec, DOMAIN_FIXED_FRAMES, KERNEL_RESERVE, MAX_ARG_LEN, MAX_ARGS, MAX_CHANNEL_BYTES,
     MAX_CHANNELS, MAX_CHANNELS_PER_DOMAIN, MAX_DOMAINS, MAX_NAME_LEN, MAX_SLOT_SIZE, MAX_SLOTS,
-    MEMORY_ALIGN, MIN_MEMORY, MIN_SLOT_SIZE, MIN_SLOTS, Manifest, PAGE_SIZE, SLOT_ALIGN,
+    MEMORY_ALIGN, MIN_MEMORY, MIN_SLOT_SIZE, MIN_SLOTS, Manifest, PAGE_SIZE, SLOT_ALIGN, Time,
 };
 
 /// A rule of [`Manifest::check`] that a manifest breaks.
@@ -194,6 +197,20 @@ pub enum ProblemKind {
         /// sends on, in bytes (see [`Manifest::charged_to`]).
         needed: u64,
     },
+    /// The domain's CPU contract is invalid by itself ([`atropos::Contract::validate`]).
+    CpuContractInvalid {
+        /// The contract.
+        cpu: CpuSpec,
+        /// What is wrong with it.
+        error: ContractError,
+    },
+    /// The CPU contracts of the domains up to and including this one sum to more than the CPU
+    /// left after the kernel's reserve ([`atropos::admit`]).
+    CpuOverCapacity {
+        /// The sum of `slice / period` up to and including this domain, in parts per billion
+        /// (each share rounded up, the sum saturating).
+        total_ppb: u64,
+    },
 }
 
 /// The part of a manifest a [`ProblemKind`] is about (for the front end's key paths).
@@ -230,6 +247,14 @@ pub(crate) enum Field {
     ChannelSlots,
     /// `channel[i].slot_size`.
     ChannelSlotSize,
+    /// `domain[i].cpu` as a whole.
+    Cpu,
+    /// `domain[i].cpu.period`.
+    CpuPeriod,
+    /// `domain[i].cpu.slice`.
+    CpuSlice,
+    /// `domain[i].cpu.latency`.
+    CpuLatency,
 }
 
 impl ProblemKind {
@@ -261,6 +286,18 @@ impl ProblemKind {
             Self::TooManyChannelEnds { .. } => Field::ChannelEnd,
             Self::SlotsInvalid { .. } => Field::ChannelSlots,
             Self::SlotSizeInvalid { .. } => Field::ChannelSlotSize,
+            Self::CpuContractInvalid { error, .. } => match error {
+                ContractError::ZeroPeriod
+                | ContractError::PeriodTooShort
+                | ContractError::PeriodTooLong => Field::CpuPeriod,
+                ContractError::ZeroSlice
+                | ContractError::SliceTooShort
+                | ContractError::SliceExceedsPeriod => Field::CpuSlice,
+                ContractError::ZeroLatency
+                | ContractError::LatencyTooShort
+                | ContractError::LatencyTooLong => Field::CpuLatency,
+            },
+            Self::CpuOverCapacity { .. } => Field::Cpu,
         }
     }
 }
@@ -395,6 +432,40 @@ impl fmt::Display for ProblemKind {
                 Bytes(*needed),
                 Bytes(DOMAIN_FIXED_FRAMES * PAGE_SIZE)
             ),
+            Self::CpuContractInvalid { cpu, error } => {
+                write!(f, "invalid CPU contract: {}", error.describe())?;
+                let (period, slice, latency) =
+                    (Time(cpu.period_ns), Time(cpu.slice_ns), Time(cpu.latency_ns));
+                match error {
+                    ContractError::ZeroPeriod
+                    | ContractError::ZeroSlice
+                    | ContractError::ZeroLatency => Ok(()),
+                    ContractError::PeriodTooShort | ContractError::PeriodTooLong => {
+                        write!(f, " (period {period})")
+                    }
+                    ContractError::SliceTooShort => write!(f, " (slice {slice})"),
+                    ContractError::SliceExceedsPeriod => {
+                        write!(f, " (slice {slice}, period {period})")
+                    }
+                    ContractError::LatencyTooShort | ContractError::LatencyTooLong => {
+                        write!(f, " (latency {latency})")
+                    }
+                }
+            }
+            Self::CpuOverCapacity { total_ppb } => {
+                // Tenths of a percent, rounded up so that a sum just over the capacity never
+                // reads as equal to it.
+                let tenths = total_ppb.div_ceil(PPB / 1000);
+                write!(
+                    f,
+                    "CPU contracts over capacity: with this domain the slices sum to {}.{}% of \
+                     the CPU, more than the {}% left after the kernel's {}% reserve",
+                    tenths / 10,
+                    tenths % 10,
+                    CAPACITY_PPB / (PPB / 100),
+                    KERNEL_RESERVE_PERCENT
+                )
+            }
         }
     }
 }
@@ -432,7 +503,7 @@ fn slot_size_valid(slot_size: u32) -> bool {
 impl Manifest {
     /// Checks the semantic rules (see the [crate documentation](crate)); returns the first
     /// problem found, in this order: system, each domain in turn, each channel in turn, channel
-    /// ends per domain, senders' guarantees, then capacity.
+    /// ends per domain, senders' guarantees, memory capacity, then CPU admission.
     pub fn check(&self) -> Result<(), Problem> {
         let system = |kind| Problem { domain: None, channel: None, kind };
         let domain_ref = |index: usize| {
@@ -491,6 +562,9 @@ impl Manifest {
             }
             if !d.optimistic.is_multiple_of(PAGE_SIZE) {
                 return Err(problem(ProblemKind::OptimisticUnaligned { bytes: d.optimistic }));
+            }
+            if let Err(error) = d.cpu.contract().validate() {
+                return Err(problem(ProblemKind::CpuContractInvalid { cpu: d.cpu, error }));
             }
         }
         if self.channels.len() > MAX_CHANNELS {
@@ -582,7 +656,20 @@ impl Manifest {
                 });
             }
         }
-        Ok(())
+        let contracts: Vec<_> = self.domains.iter().map(|d| d.cpu.contract()).collect();
+        match atropos::admit(&contracts) {
+            Ok(_) => Ok(()),
+            Err(AdmissionError::Invalid { index, error }) => Err(Problem {
+                domain: domain_ref(index),
+                channel: None,
+                kind: ProblemKind::CpuContractInvalid { cpu: self.domains[index].cpu, error },
+            }),
+            Err(AdmissionError::OverCapacity { index, total_ppb }) => Err(Problem {
+                domain: domain_ref(index),
+                channel: None,
+                kind: ProblemKind::CpuOverCapacity { total_ppb },
+            }),
+        }
     }
 }
 
@@ -601,6 +688,7 @@ mod tests {
             args: Vec::new(),
             guaranteed: 256 * 1024,
             optimistic: 0,
+            cpu: CpuSpec::BEST_EFFORT,
         }
     }
 
@@ -919,6 +1007,169 @@ mod tests {
         // Domains that send nothing are not held to the fixed frames.
         m.channels.clear();
         m.check().unwrap();
+    }
+
+    fn cpu(period_ms: u64, slice_ms: u64) -> CpuSpec {
+        CpuSpec {
+            period_ns: period_ms * 1_000_000,
+            slice_ns: slice_ms * 1_000_000,
+            extra: false,
+            latency_ns: period_ms * 1_000_000,
+        }
+    }
+
+    #[test]
+    fn cpu_spec_is_the_scheduler_contract() {
+        let spec = CpuSpec { period_ns: 10, slice_ns: 2, extra: true, latency_ns: 1 };
+        let c = spec.contract();
+        assert_eq!((c.period, c.slice, c.extra, c.latency), (10, 2, true, 1));
+        assert_eq!(CpuSpec::from(c), spec);
+        assert_eq!(CpuSpec::BEST_EFFORT.contract(), atropos::Contract::BEST_EFFORT);
+        assert_eq!(
+            CpuSpec::BEST_EFFORT,
+            CpuSpec {
+                period_ns: 100_000_000,
+                slice_ns: 1_000_000,
+                extra: true,
+                latency_ns: 10_000_000
+            }
+        );
+    }
+
+    #[test]
+    fn cpu_contract_rules() {
+        let mut m = manifest();
+        m.domains[1].cpu = cpu(10, 2);
+        m.check().unwrap();
+        let cases = [
+            (cpu(10, 20), ContractError::SliceExceedsPeriod, Field::CpuSlice),
+            (cpu(0, 2), ContractError::ZeroPeriod, Field::CpuPeriod),
+            (cpu(10, 0), ContractError::ZeroSlice, Field::CpuSlice),
+            (
+                CpuSpec { latency_ns: 0, ..cpu(10, 2) },
+                ContractError::ZeroLatency,
+                Field::CpuLatency,
+            ),
+            (
+                CpuSpec { period_ns: 50_000, ..cpu(10, 0) },
+                ContractError::ZeroSlice,
+                Field::CpuSlice,
+            ),
+            (
+                CpuSpec { period_ns: 99_999, slice_ns: 10_000, ..cpu(1, 0) },
+                ContractError::PeriodTooShort,
+                Field::CpuPeriod,
+            ),
+            (cpu(10_001, 2), ContractError::PeriodTooLong, Field::CpuPeriod),
+            (
+                CpuSpec { slice_ns: 9_999, ..cpu(10, 0) },
+                ContractError::SliceTooShort,
+                Field::CpuSlice,
+            ),
+            (
+                CpuSpec { latency_ns: 9_999, ..cpu(10, 2) },
+                ContractError::LatencyTooShort,
+                Field::CpuLatency,
+            ),
+            (
+                CpuSpec { latency_ns: 10_000_000_001, ..cpu(10, 2) },
+                ContractError::LatencyTooLong,
+                Field::CpuLatency,
+            ),
+        ];
+        for (spec, error, field) in cases {
+            m.domains[1].cpu = spec;
+            let p = m.check().unwrap_err();
+            assert_eq!(p.kind, ProblemKind::CpuContractInvalid { cpu: spec, error }, "{spec:?}");
+            assert_eq!(p.kind.field(), field, "{spec:?}");
+            assert_eq!(p.domain.unwrap().index, 1);
+        }
+        // The limits themselves are fine; a slice may fill its period.
+        m.domains[1].cpu =
+            CpuSpec { period_ns: 100_000, slice_ns: 10_000, extra: true, latency_ns: 10_000 };
+        m.check().unwrap();
+        m.domains[1].cpu = CpuSpec { latency_ns: 10_000_000_000, ..cpu(10_000, 5_000) };
+        m.check().unwrap();
+        m.domains[0].cpu = cpu(10, 5);
+        m.domains[1].cpu = cpu(10, 4);
+        m.check().unwrap();
+        // Contracts are checked with their domain, before any channel.
+        let mut m = with_channels();
+        m.channels[0].slots = 3;
+        m.domains[1].cpu = cpu(10, 20);
+        assert!(matches!(kind(&m), ProblemKind::CpuContractInvalid { .. }));
+    }
+
+    #[test]
+    fn cpu_contract_messages() {
+        let invalid = |cpu, error| ProblemKind::CpuContractInvalid { cpu, error }.to_string();
+        assert_eq!(
+            invalid(cpu(10, 20), ContractError::SliceExceedsPeriod),
+            "invalid CPU contract: slice is longer than the period (slice 20ms, period 10ms)"
+        );
+        assert_eq!(
+            invalid(cpu(0, 2), ContractError::ZeroPeriod),
+            "invalid CPU contract: period must be more than zero"
+        );
+        let short = CpuSpec { period_ns: 50_000, slice_ns: 10_000, ..cpu(1, 0) };
+        assert_eq!(
+            invalid(short, ContractError::PeriodTooShort),
+            "invalid CPU contract: period is shorter than the minimum of 100us (period 50us)"
+        );
+        let thin = CpuSpec { slice_ns: 1_500, ..cpu(1, 0) };
+        assert_eq!(
+            invalid(thin, ContractError::SliceTooShort),
+            "invalid CPU contract: slice is shorter than the minimum of 10us (slice 1500ns)"
+        );
+        let slow = CpuSpec { latency_ns: 11_000_000_000, ..cpu(1, 1) };
+        assert_eq!(
+            invalid(slow, ContractError::LatencyTooLong),
+            "invalid CPU contract: latency is longer than the maximum of 10s (latency 11s)"
+        );
+    }
+
+    #[test]
+    fn cpu_admission() {
+        let mut m = manifest();
+        m.domains.push(domain("c"));
+        m.domains[0].cpu = cpu(10, 5);
+        m.domains[1].cpu = cpu(10, 3);
+        m.domains[2].cpu = cpu(100, 10);
+        m.check().unwrap();
+        m.domains[2].cpu = cpu(100, 15);
+        let p = m.check().unwrap_err();
+        assert_eq!(p.kind, ProblemKind::CpuOverCapacity { total_ppb: 950_000_000 });
+        assert_eq!(p.kind.field(), Field::Cpu);
+        assert_eq!(p.domain, Some(DomainRef { index: 2, name: "c".into() }));
+        assert_eq!(
+            p.to_string(),
+            "domain 2 (\"c\"): CPU contracts over capacity: with this domain the slices sum to \
+             95.0% of the CPU, more than the 90% left after the kernel's 10% reserve"
+        );
+        // The first domain that does not fit is named, not the last.
+        m.domains.push(domain("d"));
+        assert_eq!(m.check().unwrap_err().domain.unwrap().index, 2);
+        // A sum just over the capacity does not read as equal to it.
+        let just_over = ProblemKind::CpuOverCapacity { total_ppb: 900_000_001 };
+        assert!(just_over.to_string().contains(" 90.1% "), "{just_over}");
+        let saturated = ProblemKind::CpuOverCapacity { total_ppb: u64::MAX };
+        assert!(saturated.to_string().contains(" 1844674407371.0% "), "{saturated}");
+        // Memory capacity is checked first.
+        m.memory = 16 * MIB;
+        m.domains[0].guaranteed = 8 * MIB;
+        assert!(matches!(kind(&m), ProblemKind::OverCapacity { .. }));
+    }
+
+    #[test]
+    fn best_effort_fills_a_full_manifest() {
+        let mut m = manifest();
+        m.memory = 1024 * MIB;
+        m.domains = (0..MAX_DOMAINS).map(|i| domain(&i.to_string())).collect();
+        m.check().unwrap();
+        m.domains[0].cpu = cpu(10, 3);
+        let p = m.check().unwrap_err();
+        assert_eq!(p.kind, ProblemKind::CpuOverCapacity { total_ppb: 910_000_000 });
+        assert_eq!(p.domain.unwrap().index, 61);
     }
 
     #[test]

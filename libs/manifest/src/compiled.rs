@@ -9,9 +9,10 @@ use crate::{Manifest, Problem};
 pub const MAGIC: [u8; 4] = *b"TSMF";
 /// The compiled format's version; [`decode`] accepts only this one.
 ///
-/// Version 2 added [`Manifest::channels`]. The kernel and the host tool are built together, so
-/// there is no compatibility with older versions.
-pub const FORMAT_VERSION: u16 = 2;
+/// Version 2 added [`Manifest::channels`]; version 3 added each domain's CPU contract
+/// ([`DomainSpec::cpu`](crate::DomainSpec::cpu)). The kernel and the host tool are built
+/// together, so there is no compatibility with older versions.
+pub const FORMAT_VERSION: u16 = 3;
 /// The length of the header before the payload: magic, version, length and CRC.
 pub const HEADER_LEN: usize = 4 + 2 + 4 + 4;
 
@@ -138,7 +139,7 @@ pub fn decode(bytes: &[u8]) -> Result<Manifest, CompiledError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ChannelSpec, DomainSpec, MIB, ProblemKind};
+    use crate::{ChannelSpec, CpuSpec, DomainSpec, MIB, ProblemKind};
     use alloc::string::ToString;
     use alloc::vec;
 
@@ -152,6 +153,7 @@ mod tests {
                     args: vec!["--count".to_string(), "3".to_string()],
                     guaranteed: 256 * 1024,
                     optimistic: 0,
+                    cpu: CpuSpec::BEST_EFFORT,
                 },
                 DomainSpec {
                     name: "counter-a".to_string(),
@@ -159,6 +161,12 @@ mod tests {
                     args: vec![],
                     guaranteed: MIB,
                     optimistic: 4 * MIB,
+                    cpu: CpuSpec {
+                        period_ns: 10_000_000,
+                        slice_ns: 2_000_000,
+                        extra: false,
+                        latency_ns: 500_000,
+                    },
                 },
             ],
             channels: vec![
@@ -196,7 +204,7 @@ mod tests {
         let m = manifest();
         let bytes = m.compile();
         assert_eq!(&bytes[..4], b"TSMF");
-        assert_eq!(&bytes[4..6], &[2, 0]);
+        assert_eq!(&bytes[4..6], &[3, 0]);
         assert_eq!(decode(&bytes), Ok(m));
     }
 
@@ -295,6 +303,60 @@ mod tests {
     }
 
     #[test]
+    fn version_2_is_rejected() {
+        // A version-2 image: channels, but domains without CPU contracts.
+        #[derive(serde::Serialize)]
+        struct DomainV2<'a> {
+            name: &'a str,
+            app: &'a str,
+            args: &'a [alloc::string::String],
+            guaranteed: u64,
+            optimistic: u64,
+        }
+        #[derive(serde::Serialize)]
+        struct V2<'a> {
+            memory: u64,
+            domains: Vec<DomainV2<'a>>,
+            channels: &'a [ChannelSpec],
+        }
+        let m = manifest();
+        let domains = m
+            .domains
+            .iter()
+            .map(|d| DomainV2 {
+                name: &d.name,
+                app: &d.app,
+                args: &d.args,
+                guaranteed: d.guaranteed,
+                optimistic: d.optimistic,
+            })
+            .collect();
+        let v2 = V2 { memory: m.memory, domains, channels: &m.channels };
+        let payload = postcard::to_allocvec(&v2).unwrap();
+        let mut bytes = wrap(&payload);
+        bytes[4..6].copy_from_slice(&2u16.to_le_bytes());
+        assert_eq!(decode(&bytes), Err(CompiledError::UnsupportedVersion(2)));
+    }
+
+    #[test]
+    fn cpu_contracts_are_validated_again() {
+        let mut m = manifest();
+        m.domains[1].cpu.slice_ns = 20_000_000;
+        let err = decode(&m.compile()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid manifest: domain 1 (\"counter-a\"): invalid CPU contract: slice is longer \
+             than the period (slice 20ms, period 10ms)"
+        );
+        let mut m = manifest();
+        m.domains[0].cpu.slice_ns = 8_000_000;
+        m.domains[1].cpu.slice_ns = 9_000_000;
+        let CompiledError::Invalid(p) = decode(&m.compile()).unwrap_err() else { panic!() };
+        assert_eq!(p.domain.unwrap().index, 1);
+        assert_eq!(p.kind, ProblemKind::CpuOverCapacity { total_ppb: 980_000_000 });
+    }
+
+    #[test]
     fn channels_are_validated_again() {
         let mut m = manifest();
         m.channels[1].to = 7;
@@ -320,7 +382,7 @@ mod tests {
         bytes[4] = 1;
         assert_eq!(
             decode(&bytes).unwrap_err().to_string(),
-            "compiled manifest format version 1 is not supported (expected 2)"
+            "compiled manifest format version 1 is not supported (expected 3)"
         );
     }
 }

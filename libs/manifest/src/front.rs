@@ -14,9 +14,11 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::check::Field;
+use crate::duration::unit_of;
 use crate::{
-    Bytes, ChannelSpec, DEFAULT_SLOT_SIZE, DEFAULT_SLOTS, DOMAIN_FIXED_FRAMES, DomainSpec,
-    MAX_CHANNELS_PER_DOMAIN, Manifest, PAGE_SIZE, Problem, ProblemKind, parse_size,
+    Bytes, ChannelSpec, CpuSpec, DEFAULT_SLOT_SIZE, DEFAULT_SLOTS, DOMAIN_FIXED_FRAMES, DomainSpec,
+    DurationError, MAX_CHANNELS_PER_DOMAIN, Manifest, PAGE_SIZE, Problem, ProblemKind,
+    parse_duration, parse_size,
 };
 
 /// A manifest the front end rejected: where, and why.
@@ -196,6 +198,58 @@ impl<'de> Deserialize<'de> for Size {
     }
 }
 
+/// A duration in nanoseconds as written in TOML: a string such as `"10ms"` or `"500us"`.
+struct Duration(u64);
+
+impl<'de> Deserialize<'de> for Duration {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct DurationVisitor;
+        impl Visitor<'_> for DurationVisitor {
+            type Value = Duration;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a duration such as \"10ms\", \"500us\" or \"1s\"")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Duration, E> {
+                parse_duration(s).map(Duration).map_err(|e| {
+                    E::custom(match e {
+                        DurationError::BadUnit => format!(
+                            "invalid duration {s:?}: unknown unit {:?} (use ns, us, ms or s)",
+                            unit_of(s)
+                        ),
+                        _ => format!("invalid duration {s:?}: {e}"),
+                    })
+                })
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Duration, E> {
+                Err(E::custom(format!(
+                    "invalid duration {n}: {} (write it as a string, e.g. \"{n}ms\")",
+                    DurationError::MissingUnit
+                )))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Duration, E> {
+                match u64::try_from(n) {
+                    Ok(n) => self.visit_u64(n),
+                    Err(_) => {
+                        Err(E::custom(format!("invalid duration {n}: {}", DurationError::Negative)))
+                    }
+                }
+            }
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Duration, E> {
+                let reason = if n < 0.0 {
+                    DurationError::Negative.to_string()
+                } else {
+                    format!("{}, and no fraction", DurationError::MissingUnit)
+                };
+                Err(E::custom(format!(
+                    "invalid duration {n}: {reason} (write it as a string, e.g. \"1500us\" for \
+                     1.5ms)"
+                )))
+            }
+        }
+        deserializer.deserialize_any(DurationVisitor)
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawManifest {
@@ -218,7 +272,21 @@ struct RawDomain {
     name: Spanned<String>,
     app: Spanned<String>,
     args: Option<Spanned<Vec<Spanned<String>>>>,
+    cpu: Option<Spanned<RawCpu>>,
     memory: Spanned<RawMemory>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as { period = \"10ms\", slice = \"2ms\", extra = true, \
+                 latency = \"1ms\" }"
+)]
+struct RawCpu {
+    period: Spanned<Duration>,
+    slice: Spanned<Duration>,
+    extra: Option<bool>,
+    latency: Option<Spanned<Duration>>,
 }
 
 #[derive(Deserialize)]
@@ -289,6 +357,14 @@ struct DomainSpans {
     guaranteed: Range<usize>,
     /// The `optimistic` value, or the `memory` table if there is none.
     optimistic: Range<usize>,
+    /// The `cpu` table, or the domain's table if there is none.
+    cpu: Range<usize>,
+    /// The `period` value, or the `cpu` span if there is none.
+    cpu_period: Range<usize>,
+    /// The `slice` value, or the `cpu` span if there is none.
+    cpu_slice: Range<usize>,
+    /// The `latency` value, or the `cpu` span if there is none.
+    cpu_latency: Range<usize>,
 }
 
 impl RawManifest {
@@ -320,6 +396,25 @@ impl RawManifest {
                 Some(o) => (o.span(), o.into_inner().0),
                 None => (mem_span, 0),
             };
+            let (cpu_span, cpu) = match d.cpu {
+                Some(c) => (c.span(), Some(c.into_inner())),
+                None => (table.clone(), None),
+            };
+            let cpu_period = cpu.as_ref().map_or(cpu_span.clone(), |c| c.period.span());
+            let cpu_slice = cpu.as_ref().map_or(cpu_span.clone(), |c| c.slice.span());
+            let cpu_latency = cpu
+                .as_ref()
+                .and_then(|c| c.latency.as_ref().map(Spanned::span))
+                .unwrap_or(cpu_span.clone());
+            let cpu = cpu.map_or(CpuSpec::BEST_EFFORT, |c| {
+                let period_ns = c.period.into_inner().0;
+                CpuSpec {
+                    period_ns,
+                    slice_ns: c.slice.into_inner().0,
+                    extra: c.extra.unwrap_or(false),
+                    latency_ns: c.latency.map_or(period_ns, |l| l.into_inner().0),
+                }
+            });
             spans.domains.push(DomainSpans {
                 table,
                 name: d.name.span(),
@@ -328,6 +423,10 @@ impl RawManifest {
                 arg: args.iter().map(Spanned::span).collect(),
                 guaranteed: mem.guaranteed.span(),
                 optimistic: optimistic_span,
+                cpu: cpu_span,
+                cpu_period,
+                cpu_slice,
+                cpu_latency,
             });
             domains.push(DomainSpec {
                 name: d.name.into_inner(),
@@ -335,6 +434,7 @@ impl RawManifest {
                 args: args.into_iter().map(Spanned::into_inner).collect(),
                 guaranteed: mem.guaranteed.into_inner().0,
                 optimistic,
+                cpu,
             });
         }
         // A name that is no domain's becomes an index out of range, which `check` reports
@@ -416,6 +516,10 @@ impl Spans {
             Field::Arg(j) => (s.arg.get(j).unwrap_or(&s.args).clone(), format!(".args[{j}]")),
             Field::Guaranteed => (s.guaranteed.clone(), ".memory.guaranteed".into()),
             Field::Optimistic => (s.optimistic.clone(), ".memory.optimistic".into()),
+            Field::Cpu => (s.cpu.clone(), ".cpu".into()),
+            Field::CpuPeriod => (s.cpu_period.clone(), ".cpu.period".into()),
+            Field::CpuSlice => (s.cpu_slice.clone(), ".cpu.slice".into()),
+            Field::CpuLatency => (s.cpu_latency.clone(), ".cpu.latency".into()),
             _ => (s.table.clone(), String::new()),
         };
         (span, format!("domain[{i}]{suffix}"))

@@ -9,8 +9,9 @@
 //!
 //! # The model
 //!
-//! [`Manifest`] holds the guest's memory size, a list of [`DomainSpec`]s (name, app, args and
-//! the memory contract `(guaranteed, optimistic)` in bytes) and a list of [`ChannelSpec`]s (IO
+//! [`Manifest`] holds the guest's memory size, a list of [`DomainSpec`]s (name, app, args, the
+//! memory contract `(guaranteed, optimistic)` in bytes and the CPU contract [`CpuSpec`]
+//! `(period, slice, extra, latency)` in nanoseconds) and a list of [`ChannelSpec`]s (IO
 //! channels: a name, the sending and the receiving domain as indices into the domains, and the
 //! ring's geometry). [`Manifest::check`] holds the semantic rules, shared by the host and the
 //! kernel:
@@ -21,6 +22,10 @@
 //! - at most [`MAX_ARGS`] arguments per domain, each at most [`MAX_ARG_LEN`] bytes;
 //! - `guaranteed` non-zero and a multiple of [`PAGE_SIZE`]; `optimistic` a multiple of
 //!   [`PAGE_SIZE`] (zero allowed);
+//! - each CPU contract valid by itself ([`atropos::Contract::validate`]): period, slice and
+//!   latency non-zero; the period from [`atropos::MIN_PERIOD`] (100 µs) to
+//!   [`atropos::MAX_PERIOD`] (10 s); the slice at least [`atropos::MIN_SLICE`] (10 µs) and at
+//!   most the period; the latency from [`atropos::MIN_LATENCY`] (10 µs) to 10 s;
 //! - at most [`MAX_CHANNELS`] channels; channel names follow the domain-name rules and are
 //!   unique among channels (a channel may share a name with a domain);
 //! - a channel's `from` and `to` are indices of existing domains, and differ;
@@ -34,7 +39,11 @@
 //!   (see [`DOMAIN_FIXED_FRAMES`]); domains that send on no channel are not held to this rule;
 //! - system memory a multiple of [`MEMORY_ALIGN`] (1 MiB) and at least [`MIN_MEMORY`] (16 MiB);
 //! - the sum of all `guaranteed` plus [`KERNEL_RESERVE`] at most the system memory (channel
-//!   memory is inside its sender's guarantee, so it is not counted again).
+//!   memory is inside its sender's guarantee, so it is not counted again);
+//! - CPU admission ([`atropos::admit`], over the domains in order): the shares
+//!   `slice / period` (each rounded up to a part per billion) sum to at most
+//!   [`atropos::CAPACITY_PPB`], the 90% of the CPU left after the kernel's
+//!   [`atropos::KERNEL_RESERVE_PERCENT`] (10%); the first domain that does not fit is named.
 //!
 //! # The compiled form
 //!
@@ -51,7 +60,8 @@
 //! [`decode`] checks all of it (exact length, no trailing bytes) and then runs
 //! [`Manifest::check`]; it never panics on any input. The kernel and the host tool are always
 //! built together, so only the current version is accepted: version 2 added
-//! [`Manifest::channels`], and version 1 images are rejected.
+//! [`Manifest::channels`], version 3 added each domain's CPU contract ([`DomainSpec::cpu`]), and
+//! images of versions 1 and 2 are rejected.
 //!
 //! # The TOML schema (feature `toml`)
 //!
@@ -63,6 +73,7 @@
 //! name = "hello-a"           # unique
 //! app = "hello"              # a program in userland/apps/
 //! args = ["--count", "3"]    # optional, default []
+//! cpu = { period = "10ms", slice = "2ms", extra = true, latency = "1ms" }   # optional
 //! memory = { guaranteed = "256K", optimistic = "0" }   # optimistic optional, default 0
 //!
 //! [[domain]]
@@ -78,34 +89,51 @@
 //! slot_size = 64             # optional, default 64 bytes: a multiple of 8, 8..=4096
 //! ```
 //!
-//! | key                          | type                   | unit  | default  |
-//! |------------------------------|------------------------|-------|----------|
-//! | `system.memory`              | size                   | bytes | required |
-//! | `domain[i].name`             | string, `[a-z0-9-]`    |       | required |
-//! | `domain[i].app`              | string, a known app    |       | required |
-//! | `domain[i].args`             | array of strings       |       | `[]`     |
-//! | `domain[i].memory.guaranteed`| size                   | bytes | required |
-//! | `domain[i].memory.optimistic`| size                   | bytes | `0`      |
-//! | `channel[i].name`            | string, `[a-z0-9-]`    |       | required |
-//! | `channel[i].from`            | string, a domain name  |       | required |
-//! | `channel[i].to`              | string, a domain name  |       | required |
-//! | `channel[i].slots`           | integer                | slots | `64`     |
-//! | `channel[i].slot_size`       | size                   | bytes | `64`     |
+//! | key                          | type                   | unit  | default         |
+//! |------------------------------|------------------------|-------|-----------------|
+//! | `system.memory`              | size                   | bytes | required        |
+//! | `domain[i].name`             | string, `[a-z0-9-]`    |       | required        |
+//! | `domain[i].app`              | string, a known app    |       | required        |
+//! | `domain[i].args`             | array of strings       |       | `[]`            |
+//! | `domain[i].cpu`              | table                  |       | best effort     |
+//! | `domain[i].cpu.period`       | duration               | time  | required        |
+//! | `domain[i].cpu.slice`        | duration               | time  | required        |
+//! | `domain[i].cpu.extra`        | boolean                |       | `false`         |
+//! | `domain[i].cpu.latency`      | duration               | time  | the period      |
+//! | `domain[i].memory.guaranteed`| size                   | bytes | required        |
+//! | `domain[i].memory.optimistic`| size                   | bytes | `0`             |
+//! | `channel[i].name`            | string, `[a-z0-9-]`    |       | required        |
+//! | `channel[i].from`            | string, a domain name  |       | required        |
+//! | `channel[i].to`              | string, a domain name  |       | required        |
+//! | `channel[i].slots`           | integer                | slots | `64`            |
+//! | `channel[i].slot_size`       | size                   | bytes | `64`            |
 //!
 //! A *size* is a string of decimal digits with an optional binary unit `K` (1024), `M` (1024²)
 //! or `G` (1024³), e.g. `"256K"`, or a plain number of bytes (a TOML integer or a string of
 //! digits). Negative, fractional and overflowing sizes and other units are errors (see
-//! [`parse_size`]). Unknown keys anywhere are errors, as are missing required keys, wrong types,
+//! [`parse_size`]).
+//!
+//! A *duration* is a string of decimal digits followed by a unit: `ns`, `us` (or `µs`), `ms` or
+//! `s`, e.g. `"10ms"` or `"500us"`. The unit is required, so a bare TOML integer is an error;
+//! so are negative, fractional (`"1.5ms"`: write `"1500us"`) and overflowing durations and
+//! other units (see [`parse_duration`]).
+//!
+//! A domain without `cpu` gets [`CpuSpec::BEST_EFFORT`] ([`atropos::Contract::BEST_EFFORT`]):
+//! 1 ms every 100 ms, with slack time (`extra`) and a 10 ms latency hint. Up to 64 such domains
+//! fit in the CPU's capacity.
+//!
+//! Unknown keys anywhere are errors, as are missing required keys, wrong types,
 //! apps that are not in the list the caller knows, channel ends that name no domain, and every
 //! rule of [`Manifest::check`]. Errors read `FILE:LINE: KEY: REASON`, e.g.
 //! `manifests/bad/dup.toml:9: domain[1].name: duplicate domain name "a" (first at line 4)`.
+//! A CPU contract's own problems name the field (`domain[2].cpu.slice`), admission names the
+//! first domain that does not fit (`domain[2].cpu`) with the sum of the shares in percent.
 //! `[[channel]]` tables may come before or after the `[[domain]]`s they name.
 //!
 //! # Not implemented yet
 //!
-//! - CPU contracts (`cpu = { period, slice, extra, latency }`), disk contracts, the `[system]`
-//!   disk, and stretches per domain (`[[domain.stretch]]`) come with later issues; today they are
-//!   unknown keys and rejected.
+//! - Disk contracts, the `[system]` disk, and stretches per domain (`[[domain.stretch]]`) come
+//!   with later issues; today they are unknown keys and rejected.
 //! - `optimistic` memory is parsed, validated and carried to the kernel, but the kernel grants
 //!   optimistic frames only from a later issue; until then a domain gets its `guaranteed`
 //!   frames only.
@@ -126,6 +154,7 @@ extern crate std;
 
 mod check;
 mod compiled;
+mod duration;
 #[cfg(feature = "toml")]
 mod front;
 mod size;
@@ -136,6 +165,7 @@ use serde::{Deserialize, Serialize};
 
 pub use check::{ChannelRef, DomainRef, Problem, ProblemKind};
 pub use compiled::{CompiledError, FORMAT_VERSION, HEADER_LEN, MAGIC, decode};
+pub use duration::{DurationError, Time, parse_duration};
 #[cfg(feature = "toml")]
 pub use front::{ManifestError, parse, parse_file};
 pub use size::{Bytes, SizeError, parse_size};
@@ -228,6 +258,54 @@ pub struct DomainSpec {
     pub guaranteed: u64,
     /// Optimistic memory in bytes: granted from unused memory, revocable.
     pub optimistic: u64,
+    /// The CPU contract.
+    pub cpu: CpuSpec,
+}
+
+/// A domain's CPU contract as a manifest carries it: an [`atropos::Contract`] with its times in
+/// nanoseconds. In every `period_ns` the domain receives `slice_ns` of CPU time; with `extra` it
+/// may also run in slack time; `latency_ns` is how soon it should run after it is woken.
+///
+/// [`Manifest::check`] holds each to [`atropos::Contract::validate`] and all of them together
+/// to [`atropos::admit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CpuSpec {
+    /// The length of each period, in nanoseconds.
+    pub period_ns: u64,
+    /// The CPU time guaranteed in each period, in nanoseconds.
+    pub slice_ns: u64,
+    /// Whether the domain may use slack time beyond its slice.
+    pub extra: bool,
+    /// The latency hint, in nanoseconds.
+    pub latency_ns: u64,
+}
+
+impl CpuSpec {
+    /// The contract of a domain whose manifest names none: [`atropos::Contract::BEST_EFFORT`]
+    /// (1 ms every 100 ms, slack time allowed, a 10 ms latency hint).
+    pub const BEST_EFFORT: CpuSpec = CpuSpec {
+        period_ns: atropos::Contract::BEST_EFFORT.period,
+        slice_ns: atropos::Contract::BEST_EFFORT.slice,
+        extra: atropos::Contract::BEST_EFFORT.extra,
+        latency_ns: atropos::Contract::BEST_EFFORT.latency,
+    };
+
+    /// The scheduler's contract.
+    pub fn contract(&self) -> atropos::Contract {
+        atropos::Contract {
+            period: self.period_ns,
+            slice: self.slice_ns,
+            extra: self.extra,
+            latency: self.latency_ns,
+        }
+    }
+}
+
+impl From<atropos::Contract> for CpuSpec {
+    fn from(c: atropos::Contract) -> Self {
+        CpuSpec { period_ns: c.period, slice_ns: c.slice, extra: c.extra, latency_ns: c.latency }
+    }
 }
 
 /// One IO channel of a [`Manifest`]: a ring of `slots` slots of `slot_size` bytes in memory

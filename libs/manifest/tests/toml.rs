@@ -4,11 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use manifest::{ChannelSpec, DomainSpec, MIB, Manifest, ManifestError, decode, parse, parse_file};
+use manifest::{
+    ChannelSpec, CpuSpec, DomainSpec, MIB, Manifest, ManifestError, decode, parse, parse_file,
+};
 
 /// The apps the repository's manifests may name.
 const APPS: &[&str] = &[
-    "threads", "hello", "counter", "faulty", "nullcall", "syscheck", "fpcheck", "pingpong",
+    "threads", "hello", "counter", "faulty", "nullcall", "syscheck", "fpcheck", "pingpong", "spin",
     "chanpipe", "fuzz",
 ];
 
@@ -39,6 +41,7 @@ memory = "128M"
 name = "hello-a"
 app = "hello"
 args = ["--count", "3"]
+cpu = { period = "10ms", slice = "2ms", extra = true, latency = "1ms" }
 memory = { guaranteed = "256K", optimistic = "0" }
 
 [[domain]]
@@ -191,6 +194,12 @@ fn parses_the_documented_example() {
                     args: vec!["--count".into(), "3".into()],
                     guaranteed: 256 * 1024,
                     optimistic: 0,
+                    cpu: CpuSpec {
+                        period_ns: 10_000_000,
+                        slice_ns: 2_000_000,
+                        extra: true,
+                        latency_ns: 1_000_000,
+                    },
                 },
                 DomainSpec {
                     name: "c".into(),
@@ -198,6 +207,7 @@ fn parses_the_documented_example() {
                     args: vec![],
                     guaranteed: MIB,
                     optimistic: 2 * MIB,
+                    cpu: CpuSpec::BEST_EFFORT,
                 },
             ],
             channels: vec![],
@@ -211,7 +221,7 @@ fn round_trip_parse_compile_decode() {
         let m = parse_file(&path, APPS).unwrap();
         assert_eq!(decode(&m.compile()).as_ref(), Ok(&m), "{}", path.display());
     }
-    for text in [GOOD, CHANNELS] {
+    for text in [GOOD, CHANNELS, MIXED_PERIODS] {
         let m = parse("t.toml", text, APPS).unwrap();
         assert_eq!(decode(&m.compile()), Ok(m));
     }
@@ -384,5 +394,184 @@ fn unknown_app_lists_the_known_ones() {
     assert_eq!(
         parse("t", text, &["hello"]).unwrap_err().to_string(),
         "t:5: domain[0].app: unknown app \"nope\" (known apps: hello)"
+    );
+}
+
+/// CPU contracts with three different periods: 1 of 5ms (20%), 10 of 100ms (10%) and 15 of
+/// 50ms (30%), written with every unit and with dotted keys.
+const MIXED_PERIODS: &str = r#"
+[system]
+memory = "128M"
+
+[[domain]]
+name = "fast"
+app = "hello"
+cpu = { period = "5ms", slice = "1000us", latency = "500µs" }
+memory = { guaranteed = "256K" }
+
+[[domain]]
+name = "slow"
+app = "counter"
+cpu = { period = "100000000ns", slice = "10ms", extra = true }
+memory = { guaranteed = "256K" }
+
+[[domain]]
+name = "mid"
+app = "counter"
+cpu.period = "50ms"
+cpu.slice = "15ms"
+cpu.extra = false
+cpu.latency = "1s"
+memory = { guaranteed = "256K" }
+
+[[domain]]
+name = "idle"
+app = "counter"
+memory = { guaranteed = "256K" }
+"#;
+
+#[test]
+fn parses_cpu_contracts_to_the_nanosecond() {
+    let m = parse("t.toml", MIXED_PERIODS, APPS).unwrap();
+    let cpu =
+        |period_ns, slice_ns, extra, latency_ns| CpuSpec { period_ns, slice_ns, extra, latency_ns };
+    assert_eq!(
+        m.domains.iter().map(|d| d.cpu).collect::<Vec<_>>(),
+        [
+            cpu(5_000_000, 1_000_000, false, 500_000),
+            // Latency defaults to the period, `extra` to false.
+            cpu(100_000_000, 10_000_000, true, 100_000_000),
+            cpu(50_000_000, 15_000_000, false, 1_000_000_000),
+            // No `cpu`: the best-effort contract.
+            cpu(100_000_000, 1_000_000, true, 10_000_000),
+        ]
+    );
+    assert_eq!(m.domains[3].cpu, CpuSpec::BEST_EFFORT);
+    let contracts: Vec<_> = m.domains.iter().map(|d| d.cpu.contract()).collect();
+    assert_eq!(atropos::admit(&contracts), Ok(610_000_000));
+    assert_eq!(decode(&m.compile()), Ok(m));
+}
+
+/// A one-domain manifest whose domain has the line `cpu` (line 6).
+fn with_cpu(cpu: &str) -> String {
+    format!(
+        "[system]\nmemory = \"128M\"\n[[domain]]\nname = \"a\"\napp = \"hello\"\n{cpu}\n\
+         memory = {{ guaranteed = \"256K\" }}\n"
+    )
+}
+
+#[test]
+fn durations_in_all_forms() {
+    let period = |p: &str| {
+        let text = with_cpu(&format!("cpu = {{ period = {p}, slice = \"10us\" }}"));
+        parse("t", &text, APPS).map(|m| m.domains[0].cpu.period_ns)
+    };
+    for (p, ns) in [
+        ("\"100us\"", 100_000),
+        ("\"100µs\"", 100_000),
+        ("\"100000ns\"", 100_000),
+        ("\"7ms\"", 7_000_000),
+        ("\"10s\"", 10_000_000_000),
+        ("'2s'", 2_000_000_000),
+    ] {
+        assert_eq!(period(p), Ok(ns), "{p}");
+    }
+    for (p, reason) in [
+        ("\"\"", "invalid duration \"\": empty duration"),
+        ("\"10\"", "invalid duration \"10\": a duration needs a unit: ns, us, ms or s"),
+        ("10", "invalid duration 10: a duration needs a unit: ns, us, ms or s"),
+        ("0", "a duration needs a unit"),
+        ("-10", "invalid duration -10: negative duration"),
+        ("\"-10ms\"", "invalid duration \"-10ms\": negative duration"),
+        ("1.5", "invalid duration 1.5: a duration needs a unit: ns, us, ms or s, and no fraction"),
+        ("\"1.5ms\"", "fractional duration (use a smaller unit"),
+        ("\"10 ms\"", "unknown unit \" ms\" (use ns, us, ms or s)"),
+        ("\"10Ms\"", "unknown unit \"Ms\""),
+        ("\"ms\"", "invalid duration \"ms\": not a number"),
+        ("\"18446744074s\"", "duration does not fit in 64 bits of nanoseconds"),
+        ("\"99999999999999999999ns\"", "does not fit in 64 bits"),
+        ("true", "invalid type: boolean `true`, expected a duration such as \"10ms\""),
+        ("[\"10ms\"]", "invalid type: sequence"),
+        ("{ ms = 10 }", "invalid type: map"),
+    ] {
+        let e = period(p).unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("domain[0].cpu.period")), "{p}: {e}");
+        assert!(e.reason.contains(reason), "{p}: {e}");
+    }
+}
+
+#[test]
+fn cpu_errors_point_at_the_key() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("cpu = { slice = \"2ms\" }", "domain[0].cpu.period", "missing field `period`"),
+        ("cpu = { period = \"10ms\" }", "domain[0].cpu.slice", "missing field `slice`"),
+        ("cpu = \"10ms\"", "domain[0].cpu", "invalid type: string \"10ms\", expected a table"),
+        (
+            "cpu = { period = \"10ms\", slice = \"2ms\", extra = 1 }",
+            "domain[0].cpu.extra",
+            "invalid type: integer `1`, expected a boolean",
+        ),
+        (
+            "cpu = { period = \"10ms\", slice = \"2ms\", latency = \"5us\" }",
+            "domain[0].cpu.latency",
+            "invalid CPU contract: latency is shorter than the minimum of 10us (latency 5us)",
+        ),
+        (
+            "cpu = { period = \"10ms\", slice = \"2ms\", latency = \"0s\" }",
+            "domain[0].cpu.latency",
+            "invalid CPU contract: latency must be more than zero",
+        ),
+        (
+            "cpu = { period = \"11s\", slice = \"2ms\" }",
+            "domain[0].cpu.period",
+            "invalid CPU contract: period is longer than the maximum of 10s (period 11s)",
+        ),
+        (
+            "cpu = { period = \"10ms\", slice = \"9us\" }",
+            "domain[0].cpu.slice",
+            "invalid CPU contract: slice is shorter than the minimum of 10us (slice 9us)",
+        ),
+        (
+            "cpu = { period = \"10ms\", slice = \"9500us\" }",
+            "domain[0].cpu",
+            "slices sum to 95.0% of the CPU",
+        ),
+        ("cpu = { period = \"10ms\", slice = \"9ms\" }", "", ""),
+        (
+            "cpu.period = \"10ms\"\ncpu.slice = \"10ms\"",
+            "domain[0].cpu",
+            "CPU contracts over capacity",
+        ),
+    ];
+    for (cpu, key, reason) in cases {
+        let result = parse("t", &with_cpu(cpu), APPS);
+        if key.is_empty() {
+            assert!(result.is_ok(), "{cpu}: {result:?}");
+            continue;
+        }
+        let e = result.unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(6), Some(*key)), "{cpu}: {e}");
+        assert!(e.reason.contains(reason), "{cpu}: {e}");
+    }
+}
+
+#[test]
+fn cpu_over_capacity_names_the_first_domain_that_does_not_fit() {
+    let mut text = String::from("[system]\nmemory = \"128M\"\n");
+    // 80 percent in one domain, then best-effort domains of 1 percent each.
+    for i in 0..12 {
+        let cpu = if i == 0 { "cpu = { period = \"10ms\", slice = \"8ms\" }\n" } else { "" };
+        text.push_str(&format!(
+            "[[domain]]\nname = \"d{i}\"\napp = \"hello\"\n{cpu}memory = {{ guaranteed = \"4K\" }}\n"
+        ));
+    }
+    let e = err(&text);
+    // The eleventh domain (80 + 10 = 90 percent fit) has no `cpu`: its table is named.
+    assert_eq!(e.key.as_deref(), Some("domain[11].cpu"));
+    assert_eq!(e.line, Some(3 + 5 + 10 * 4));
+    assert_eq!(
+        e.reason,
+        "CPU contracts over capacity: with this domain the slices sum to 91.0% of the CPU, more \
+         than the 90% left after the kernel's 10% reserve"
     );
 }

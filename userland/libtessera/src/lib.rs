@@ -25,9 +25,9 @@
 //! [`EXIT_BAD_ARGS`].
 //!
 //! # Invariants
-//! - `unsafe` lives only in `syscall` (the `ecall` instruction), `entry` (`_start`, the
-//!   argument block, the call into the app's `main`), `control_block` (the control block's
-//!   address as a reference) and `shared` (the memory of IO channels).
+//! - `unsafe` lives only in `syscall` (the `ecall` instruction), `clock` (`rdtime`), `entry`
+//!   (`_start`, the argument block, the call into the app's `main`), `control_block` (the
+//!   control block's address as a reference) and `shared` (the memory of IO channels).
 //! - Nothing here allocates; printing formats into a 256-byte stack buffer, flushed with one
 //!   `console_write` each time it fills and at the end of each `print!`.
 //! - A domain has one thread: the statics here (the control block's address, the block count,
@@ -35,8 +35,8 @@
 //!
 //! The runtime parts exist only for `riscv64` bare metal (`target_os = "none"`); on other
 //! targets the crate is just its portable logic ([`Args`], [`ChunkWriter`], [`record`], the
-//! waiting logic of [`events`], and the ring and name lookup of [`channel`]), which is what
-//! its host unit tests cover.
+//! waiting logic of [`events`], the ring and name lookup of [`channel`], and the CPU time
+//! meter of [`cpu_meter`]), which is what its host unit tests cover.
 //!
 //! User-level threads (`thread`: spawn, yield, sleep, wait for an event, mutex, join) run on
 //! top of the kernel's activations; see that module for what is and is not implemented.
@@ -50,6 +50,7 @@ extern crate std;
 
 mod args;
 pub mod channel;
+pub mod cpu_meter;
 pub mod events;
 mod print;
 pub mod record;
@@ -62,6 +63,8 @@ mod shared;
 #[cfg(all(target_os = "none", not(target_arch = "riscv64")))]
 compile_error!("libtessera's runtime supports only riscv64 so far");
 
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+pub mod clock;
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 mod context;
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]

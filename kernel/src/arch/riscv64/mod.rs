@@ -167,6 +167,9 @@ unsafe extern "C" {
 pub fn init_platform(boot: &BootInfo) {
     time::set_frequency(boot.timebase_hz);
     trap::init();
+    // SAFETY: setting `scounteren.TM` only lets user mode read the `time` CSR (the same clock
+    // every domain can ask for with the `time` call), so domains can timestamp without a trap.
+    unsafe { core::arch::asm!("csrs scounteren, {tm}", tm = in(reg) 2usize) };
     let mut table = PageTable::new(frame_allocator::Owner::Kernel, 0)
         .expect("no frame for the kernel root table");
     let text = &raw const __kernel_start as u64;
