@@ -86,3 +86,22 @@ pub fn write_saved_context(frame: Frame, ctx: &abi::SavedContext) {
     // inside it (the `Dcb` fits in a frame) at its field offset, which is 8-byte aligned.
     unsafe { dst.write_volatile(*ctx) };
 }
+
+/// Writes `slot` into entry `index` of the `channels` of the control block in `frame` (before
+/// its domain runs); an index past the table is ignored.
+#[cfg_attr(
+    target_arch = "x86_64",
+    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
+)]
+pub fn write_channel_slot(frame: Frame, index: usize, slot: &abi::ChannelSlot) {
+    if index >= abi::MAX_CHANNELS {
+        return;
+    }
+    let at = core::mem::offset_of!(abi::Dcb, channels)
+        + index * core::mem::size_of::<abi::ChannelSlot>();
+    let dst = (arch::phys_to_virt(frame.addr()) + at) as *mut abi::ChannelSlot;
+    // SAFETY: the control block frame is a whole RAM frame owned by a live domain; entry
+    // `index` (checked above) of `channels` lies inside it (the `Dcb` fits in a frame), at an
+    // 8-byte aligned offset (`ChannelSlot` is made of `u64`s and a byte array).
+    unsafe { dst.write_volatile(*slot) };
+}

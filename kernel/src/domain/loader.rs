@@ -200,8 +200,7 @@ fn connect(
     ];
     for (me, role, local, peer, peer_event, index) in ends {
         let frame = w.domains[me as usize].dcb.ok_or(abi::SysError::NotFound)?;
-        let mut dcb = read_dcb(frame);
-        dcb.channels[index] = abi::ChannelSlot {
+        let slot = abi::ChannelSlot {
             role: role as u64,
             name,
             base: base as u64,
@@ -211,15 +210,9 @@ fn connect(
             peer_domain: peer as u64,
             peer_event: peer_event as u64,
         };
-        crate::phys::write_dcb(frame, &dcb);
+        crate::phys::write_channel_slot(frame, index, &slot);
     }
     Ok(())
-}
-
-/// A copy of the control block in `frame` (before its domain runs).
-fn read_dcb(frame: frame_allocator::Frame) -> abi::Dcb {
-    let live = crate::phys::dcb(frame);
-    abi::Dcb { domain_id: live.domain_id, channels: live.channels, ..Default::default() }
 }
 
 fn enter_first(mut guard: spin::MutexGuard<'_, Option<World>>) -> ! {

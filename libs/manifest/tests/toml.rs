@@ -11,7 +11,7 @@ use manifest::{
 /// The apps the repository's manifests may name.
 const APPS: &[&str] = &[
     "threads", "hello", "counter", "faulty", "nullcall", "syscheck", "fpcheck", "pingpong", "spin",
-    "chanpipe", "fuzz",
+    "wakeup", "chanpipe", "fuzz",
 ];
 
 fn manifests_dir() -> PathBuf {

@@ -345,6 +345,24 @@ mod runtime {
             }
         }
 
+        /// Receives the next message into `buf` if there is one, without waiting: `Ok(None)`
+        /// when the ring is empty. For code that waits in its own way, e.g. a user-level
+        /// thread waiting on [`event`](Receiver::event) with `thread::wait_event`. Errors as
+        /// for [`recv`](Receiver::recv), except that an empty ring of a dead sender is
+        /// `Ok(None)` (the endpoint's `closed` flag says so).
+        pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<Option<usize>, ChannelError> {
+            let got = self.reader.try_read(buf)?;
+            if got.is_some() {
+                self.end.signal()?;
+            }
+            Ok(got)
+        }
+
+        /// The event endpoint the sender signals after each message.
+        pub fn event(&self) -> usize {
+            self.end.local()
+        }
+
         /// Number of slots in the ring: how many messages may wait unread.
         pub fn slots(&self) -> u64 {
             self.end.desc.slots
