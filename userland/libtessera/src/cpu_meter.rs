@@ -44,6 +44,7 @@ pub struct CpuMeter {
     window: u64,
     got: u64,
     first_window: u64,
+    excluded: Option<u64>,
     running_total: u64,
     stats: WindowStats,
 }
@@ -62,6 +63,7 @@ impl CpuMeter {
             window,
             got: 0,
             first_window: window,
+            excluded: None,
             running_total: 0,
             stats: WindowStats::default(),
         }
@@ -105,7 +107,7 @@ impl CpuMeter {
     fn close(&mut self) -> Option<Window> {
         let w = Window { index: self.window, got: self.got };
         self.got = 0;
-        if w.index == self.first_window {
+        if w.index == self.first_window || self.excluded == Some(w.index) {
             return None;
         }
         self.record(w.got);
@@ -118,6 +120,13 @@ impl CpuMeter {
         s.max = s.max.max(got);
         s.count += 1;
         s.total += got;
+    }
+
+    /// Leaves the current window out of the stats: for a window in which the domain spent
+    /// time on something other than its loop whose cost it cannot tell apart from being
+    /// descheduled (a system call that prints, for example).
+    pub fn exclude_current(&mut self) {
+        self.excluded = Some(self.window);
     }
 
     /// The complete windows so far.
@@ -181,6 +190,16 @@ mod tests {
         assert_eq!(s.count, 3, "windows 1, 2 and 3 are complete");
         assert_eq!(s.min, 0);
         assert_eq!(s.max, 50);
+    }
+
+    #[test]
+    fn an_excluded_window_is_left_out() {
+        let mut m = CpuMeter::new(0, 100, 2, 0);
+        feed(&mut m, 0, 150, 1, &[]);
+        m.exclude_current();
+        let done = feed(&mut m, 150, 400, 1, &[(160, 190)]);
+        assert_eq!(done.iter().map(|w| w.index).collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(m.stats(), WindowStats { count: 2, min: 100, max: 100, total: 200 });
     }
 
     #[test]

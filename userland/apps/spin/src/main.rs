@@ -12,7 +12,9 @@
 //! `spin: iterations=I elapsed_ns=E running_ns=R windows=W min_ns=A max_ns=B total_ns=T period_ns=P slice_ns=S`
 //!
 //! where `I` is the work done (iterations of the loop), `R` the running time it saw, and `W`,
-//! `A`, `B`, `T` summarize the complete periods (the first, partial one excluded): the least,
+//! `A`, `B`, `T` summarize the complete periods (the first, partial one excluded, and every
+//! period in which the app printed, since a console call's cost cannot be told apart from
+//! being descheduled): the least,
 //! the most and the total running time in one period. Comparing `I` with the iterations of the
 //! same app alone on the CPU gives the share it received; `A` and `B` against `S` show whether
 //! it got its slice in every period.
@@ -124,12 +126,14 @@ fn main(env: Env) -> i32 {
         let now = clock::ticks();
         if let Some(w) = meter.observe(now)
             && o.windows
+            && line.push(s.ns(w.got))
         {
-            line.push(s.ns(w.got));
+            meter.exclude_current();
         }
         if o.forever && meter.stats().count >= reported + o.report {
             reported = meter.stats().count;
             summary("spin: report", iterations, now - start, &meter, &s, period_ns, slice_ns);
+            meter.exclude_current();
         }
         if let Some(at) = next_progress
             && now >= at
@@ -145,6 +149,7 @@ fn main(env: Env) -> i32 {
             );
             progress_iterations = iterations;
             progress_running = meter.running_total();
+            meter.exclude_current();
             next_progress = Some(at + interval);
         }
         if fault_at.is_some_and(|t| now >= t) {
@@ -198,12 +203,15 @@ struct Line {
 }
 
 impl Line {
-    fn push(&mut self, ns: u64) {
+    /// Adds a figure; returns whether that filled the line and printed it.
+    fn push(&mut self, ns: u64) -> bool {
         self.values[self.len] = ns;
         self.len += 1;
-        if self.len == self.values.len() {
+        let full = self.len == self.values.len();
+        if full {
             self.flush();
         }
+        full
     }
 
     fn flush(&mut self) {
