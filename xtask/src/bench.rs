@@ -4,6 +4,13 @@
 //! `boot`: boot to shutdown, for each firmware and architecture, as wall-clock time (median of
 //! 5 runs, with min and max) and as virtual time under `-icount shift=0,sleep=off` (the kernel's
 //! own timestamp on its shutdown record; deterministic).
+//!
+//! `ipc`: system-call and communication costs in instructions under `-icount`.
+//!
+//! `sched`: CPU contracts (see [`sched`]): share error, per-period deviation, wake-up latency
+//! and domain switch cost, with an SVG of each domain's CPU per period.
+
+mod sched;
 
 use std::process::Command;
 use std::time::Duration;
@@ -24,6 +31,8 @@ pub enum Name {
     Boot,
     /// System-call and communication costs, in instructions under -icount.
     Ipc,
+    /// CPU contracts: shares, per-period deviation, wake-up latency, switch cost.
+    Sched,
 }
 
 #[derive(Serialize)]
@@ -56,6 +65,7 @@ pub fn run(name: Name) -> Result<()> {
     match name {
         Name::Boot => boot(),
         Name::Ipc => ipc(),
+        Name::Sched => sched::run(),
     }
 }
 

@@ -7,8 +7,12 @@
 mod apps;
 mod artifacts;
 mod bench;
+mod cpu;
+mod cpu_trace;
 mod log;
+mod plot;
 mod qemu;
+mod sched;
 mod setup;
 mod suite;
 mod system;
@@ -106,6 +110,19 @@ enum Command {
         /// Also show frames the decoder could not read.
         #[arg(long)]
         raw: bool,
+        /// Show each domain's CPU share live, one line per interval, instead of the kernel's
+        /// per-period records (adds `trace=sched` to the kernel command line).
+        #[arg(long)]
+        cpu: bool,
+        /// The interval of `--cpu`, in ms of the kernel's clock (implies `--cpu`; default 100).
+        #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+        cpu_every: Option<u64>,
+        /// Write every CPU period record to FILE when the run ends: `.csv` or `.json`.
+        #[arg(long, value_name = "FILE")]
+        cpu_out: Option<PathBuf>,
+        /// Plot each domain's CPU per period to FILE (SVG) when the run ends.
+        #[arg(long, value_name = "FILE")]
+        cpu_svg: Option<PathBuf>,
     },
     /// Clippy, host unit tests and the QEMU suites; ends with `N passed, N failed`.
     Test {
@@ -136,10 +153,33 @@ fn main() -> ExitCode {
                 }
                 0
             }),
-        Command::Run { arch, bios, memory, manifest, bare, append, icount, gdb, raw } => {
+        Command::Run {
+            arch,
+            bios,
+            memory,
+            manifest,
+            bare,
+            append,
+            icount,
+            gdb,
+            raw,
+            cpu,
+            cpu_every,
+            cpu_out,
+            cpu_svg,
+        } => {
             let boot = qemu::Boot { bios, append, icount, gdb, ..qemu::Boot::new(arch) };
-            let manifest = (!bare).then(|| util::resolve(&manifest));
-            qemu::run_interactive(boot, manifest.as_deref(), memory, raw)
+            let live = (cpu || cpu_every.is_some())
+                .then(|| cpu_every.unwrap_or(100).saturating_mul(1_000_000));
+            qemu::run_interactive(
+                boot,
+                qemu::RunOptions {
+                    manifest: (!bare).then(|| util::resolve(&manifest)),
+                    memory,
+                    show_raw: raw,
+                    cpu: cpu_trace::Options { every_ns: live, out: cpu_out, svg: cpu_svg },
+                },
+            )
         }
         Command::Test { filter, list } => suite::run(filter.as_deref(), list),
         Command::Bench { name } => bench::run(name).map(|_| 0),

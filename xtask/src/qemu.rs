@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::artifacts::{self, Artifacts};
+use crate::cpu_trace;
 use crate::log::{Kernel, LogLine};
 use crate::system::{self, Spoil, System};
 use crate::{Arch, Bios, setup};
@@ -232,16 +233,25 @@ pub fn boot(
     Ok(Outcome { ending, log, stderr, wall })
 }
 
-/// `cargo xtask run`: build, boot `b` with the domains of `manifest` (RISC-V), no timeout, show
-/// the log live (with undecodable bytes too if `show_raw`); returns the kernel's exit code.
-pub fn run_interactive(
-    mut b: Boot,
-    manifest: Option<&Path>,
-    memory: Option<u32>,
-    show_raw: bool,
-) -> Result<u8> {
+/// What `cargo xtask run` boots besides the [`Boot`] settings, and what it shows.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// The manifest whose domains to run (RISC-V).
+    pub manifest: Option<PathBuf>,
+    /// Guest memory in MiB (default: the manifest's, else 128).
+    pub memory: Option<u32>,
+    /// Also show the bytes the decoder could not read.
+    pub show_raw: bool,
+    /// What to do with the kernel's per-period CPU records.
+    pub cpu: cpu_trace::Options,
+}
+
+/// `cargo xtask run`: build, boot `b` as `opts` says, no timeout, show the log live; returns
+/// the kernel's exit code.
+pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
+    opts.cpu.check()?;
     setup::ensure(setup::Needs { gdb: b.gdb, qemu: true })?;
-    let system = match manifest {
+    let system = match &opts.manifest {
         Some(path) if b.arch == Arch::Riscv64 => Some(system::prepare(path, Spoil::Nothing)?),
         Some(path) => {
             eprintln!("note: {} runs no domains yet; not using {}", b.arch.name(), path.display());
@@ -249,7 +259,7 @@ pub fn run_interactive(
         }
         None => None,
     };
-    b.memory = memory.or(system.as_ref().map(System::memory_mib)).unwrap_or(128);
+    b.memory = opts.memory.or(system.as_ref().map(System::memory_mib)).unwrap_or(128);
     b.initrd = system.as_ref().map(|s| s.image.clone());
     let a = artifacts::build(b.arch)?;
     let mut kernel = Kernel::load(&a.kernel)?;
@@ -261,19 +271,30 @@ pub fn run_interactive(
         eprintln!("QEMU waits for a debugger. In another terminal:");
         eprintln!("  gdb-multiarch {} -ex 'target remote localhost:1234'", a.kernel.display());
     }
+    let mut cpu = opts.cpu.wanted().then(|| {
+        b.append = cpu_trace::with_trace(&b.append);
+        cpu_trace::Recorder::new(opts.cpu.clone(), system.as_ref().map(|s| &s.manifest))
+    });
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("installing the Ctrl-C handler")?;
-    let out = boot(&b, &a, &kernel, Some(&stop), &mut |line| {
-        if show_raw || line.level != "RAW" {
+    let mut show = |line: &LogLine| {
+        if opts.show_raw || line.level != "RAW" {
             println!("{line}");
         }
+    };
+    let out = boot(&b, &a, &kernel, Some(&stop), &mut |line| match cpu.as_mut() {
+        Some(c) => c.feed(line, &mut show),
+        None => show(line),
     })?;
+    if let Some(c) = cpu.as_mut() {
+        c.finish(&mut show);
+    }
     if !out.stderr.trim().is_empty() {
         eprintln!("{}", out.stderr.trim_end());
     }
-    Ok(match out.ending {
+    let code = match out.ending {
         Ending::Kernel(code) => {
             eprintln!("kernel exited with code {code} after {:.2?}", out.wall);
             code
@@ -287,7 +308,16 @@ pub fn run_interactive(
             eprintln!("QEMU exited with status {status:?} without a kernel exit code");
             3
         }
-    })
+    };
+    if let Some(c) = &cpu {
+        let source = opts.manifest.as_deref().and_then(Path::file_name);
+        let title = match source {
+            Some(name) => format!("CPU per period: {}", name.to_string_lossy()),
+            None => "CPU per period".to_string(),
+        };
+        c.save(&title)?;
+    }
+    Ok(code)
 }
 
 /// The installed QEMU's version line, for reports.

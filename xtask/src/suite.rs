@@ -135,6 +135,9 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
             tally.record(&t.name, result);
         }
         kernel_tests(arch, &a, &kernel, &wanted, list, &mut tally)?;
+        if arch == Arch::Riscv64 {
+            sched_tests(&a, &wanted, list, &mut tally);
+        }
     }
 
     if list {
@@ -263,6 +266,43 @@ fn run_qemu_test(t: &QemuTest, a: &Artifacts, kernel: &Kernel) -> Result<(), Str
         keep_log(&t.name, &boot, a, &out);
     }
     verdict.map_err(|why| format!("{why}\n(log: {})", log_path(&t.name).display()))
+}
+
+/// The CPU-contract scenarios of [`crate::sched`], as `qemu::riscv64::sched::NAME`; boots
+/// they share (the baseline) happen once.
+fn sched_tests(a: &Artifacts, wanted: &dyn Fn(&str) -> bool, list: bool, tally: &mut Tally) {
+    let mut runs = crate::sched::Runs::new(a);
+    for (name, check) in crate::sched::SCENARIOS {
+        let full = format!("qemu::riscv64::sched::{name}");
+        if !wanted(&full) {
+            continue;
+        }
+        if list {
+            println!("{full}");
+            continue;
+        }
+        let result = check(&mut runs).map_err(|why| {
+            let _ = std::fs::create_dir_all(qemu::log_dir());
+            let mut kept = Vec::new();
+            for run in crate::sched::ALL {
+                if let Some(out) = runs.outcome(run) {
+                    let stem = run.manifest.rsplit('/').next().unwrap_or("run");
+                    let path = qemu::log_dir().join(format!("sched.{stem}.log"));
+                    let text = format!(
+                        "append: {}\nending: {:?}\n\n{}",
+                        run.append,
+                        out.ending,
+                        out.log_text()
+                    );
+                    if std::fs::write(&path, text).is_ok() {
+                        kept.push(path.display().to_string());
+                    }
+                }
+            }
+            format!("{why}\n(logs: {})", kept.join(", "))
+        });
+        tally.record(&full, result);
+    }
 }
 
 fn log_path(name: &str) -> std::path::PathBuf {

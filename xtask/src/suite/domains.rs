@@ -61,8 +61,10 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
                 expect_ending(out, Ending::Kernel(0))?;
                 [
                     "hello: exited with status 0",
-                    "counter-a: exited with status 0",
-                    "counter-b: exited with status 0",
+                    "gold: exited with status 0",
+                    "silver: exited with status 0",
+                    "bronze: exited with status 0",
+                    "[gold] spin: iterations=",
                 ]
                 .iter()
                 .try_for_each(|n| expect_line(out, n))?;

@@ -1,0 +1,292 @@
+//! CPU-contract scenarios: the manifests in `tests/manifests/sched/`, booted under
+//! `-icount shift=0,sleep=off`, and what each must show. The QEMU suite (`qemu::riscv64::sched`)
+//! checks them; `cargo xtask bench sched` reports their figures.
+//!
+//! Shares are measured by work: the iterations each `spin` domain completed, divided by the
+//! iterations of the same app alone on the CPU with slack time (`alone.toml`), booted in the same
+//! invocation. The kernel's own accounting is not used for shares; per-period figures come from
+//! the apps' own clock readings.
+
+use std::collections::HashMap;
+
+use anyhow::{Context, Result};
+
+use crate::artifacts::Artifacts;
+use crate::cpu::{self, SpinReport};
+use crate::log::Kernel;
+use crate::qemu::{self, Boot, Ending, Outcome};
+use crate::system::{self, Spoil};
+use crate::{Arch, util};
+
+/// How far a period's CPU may be from the slice: 10 µs.
+pub const PERIOD_TOLERANCE_NS: u64 = 10_000;
+/// How far a share may be from its contract, in points.
+pub const SHARE_TOLERANCE: f64 = 1.0;
+/// How unevenly two `extra = true` domains may split slack time, in points.
+pub const SLACK_TOLERANCE: f64 = 5.0;
+/// How much a domain's death may move the others' shares, in points.
+pub const DEATH_TOLERANCE: f64 = 0.5;
+/// How late after its latency hint a woken thread may run.
+pub const WAKEUP_SLACK_NS: u64 = 50_000;
+
+/// A manifest and the kernel command line to boot it with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Run {
+    /// The manifest, relative to the workspace.
+    pub manifest: &'static str,
+    /// The kernel command line.
+    pub append: &'static str,
+}
+
+/// The baseline: one `spin` alone with slack time.
+pub const ALONE: Run = Run { manifest: "tests/manifests/sched/alone.toml", append: "" };
+/// Slices of 1, 2 and 5 ms of 10 ms, no slack.
+pub const FIXED: Run = Run { manifest: "tests/manifests/sched/fixed.toml", append: "" };
+/// 1 of 5 ms, 10 of 100 ms, 15 of 50 ms, no slack.
+pub const MIXED: Run = Run { manifest: "tests/manifests/sched/mixed.toml", append: "" };
+/// FIXED with slack for the first two.
+pub const SLACK: Run = Run { manifest: "tests/manifests/sched/slack.toml", append: "" };
+/// A domain spinning forever (stopped after a second).
+pub const FOREVER: Run = Run { manifest: "tests/manifests/sched/forever.toml", append: "stop=1s" };
+/// FIXED plus a domain that faults after 300 ms.
+pub const DEATH: Run = Run { manifest: "tests/manifests/sched/death.toml", append: "" };
+/// Wake-up latency of a thread woken by a channel's event.
+pub const WAKEUP: Run = Run { manifest: "tests/manifests/sched/wakeup.toml", append: "" };
+
+/// Every scenario.
+pub const ALL: [Run; 7] = [ALONE, FIXED, MIXED, SLACK, FOREVER, DEATH, WAKEUP];
+
+/// Boots of scenarios, each booted at most once per invocation.
+pub struct Runs<'a> {
+    artifacts: &'a Artifacts,
+    done: HashMap<Run, Outcome>,
+}
+
+impl<'a> Runs<'a> {
+    /// No boots yet; they will use the kernel and firmware of `artifacts`.
+    pub fn new(artifacts: &'a Artifacts) -> Self {
+        Runs { artifacts, done: HashMap::new() }
+    }
+
+    /// The outcome of `run`, booting it the first time.
+    pub fn get(&mut self, run: Run) -> Result<&Outcome> {
+        if !self.done.contains_key(&run) {
+            let out = boot(self.artifacts, run)?;
+            self.done.insert(run, out);
+        }
+        Ok(&self.done[&run])
+    }
+
+    /// The outcome of `run` if it was booted.
+    pub fn outcome(&self, run: Run) -> Option<&Outcome> {
+        self.done.get(&run)
+    }
+
+    /// The baseline's iterations (work per second alone).
+    pub fn alone_iterations(&mut self) -> Result<u64> {
+        let out = self.get(ALONE)?;
+        let r = cpu::spin_reports(out);
+        let alone = r.first().context("the baseline boot printed no spin report")?;
+        Ok(alone.iterations)
+    }
+}
+
+/// Boots `run` under `-icount shift=0,sleep=off`.
+pub fn boot(a: &Artifacts, run: Run) -> Result<Outcome> {
+    let s = system::prepare(&util::root().join(run.manifest), Spoil::Nothing)?;
+    let mut kernel = Kernel::load(&a.kernel)?;
+    kernel.add_instances(&s.instances)?;
+    let mut b = Boot::new(Arch::Riscv64);
+    b.memory = s.memory_mib();
+    b.initrd = Some(s.image.clone());
+    b.icount = true;
+    b.append = run.append.to_string();
+    qemu::boot(&b, a, &kernel, None, &mut |_| {})
+}
+
+/// One domain's measured figures in a scenario.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Share {
+    /// The domain.
+    pub domain: String,
+    /// Its contract's slice / period, in percent.
+    pub contract: f64,
+    /// Its work relative to the baseline, in percent.
+    pub measured: f64,
+    /// Complete periods it saw, and the largest distance of one period's CPU from the slice.
+    pub periods: u64,
+    /// See `periods`.
+    pub deviation_us: f64,
+}
+
+/// The shares of every `spin` domain of `out` against `alone` iterations.
+pub fn shares(out: &Outcome, alone: u64) -> Vec<Share> {
+    cpu::spin_reports(out)
+        .into_iter()
+        .map(|r: SpinReport| Share {
+            contract: r.slice_ns as f64 * 100.0 / r.period_ns.max(1) as f64,
+            measured: r.iterations as f64 * 100.0 / alone.max(1) as f64
+                * (1e9 / r.elapsed_ns.max(1) as f64),
+            periods: r.windows,
+            deviation_us: r.deviation_ns() as f64 / 1000.0,
+            domain: r.domain,
+        })
+        .collect()
+}
+
+fn share_of<'s>(shares: &'s [Share], domain: &str) -> Result<&'s Share, String> {
+    shares.iter().find(|s| s.domain == domain).ok_or(format!("no spin report from `{domain}`"))
+}
+
+fn ended_well(out: &Outcome) -> Result<(), String> {
+    if out.ending == Ending::Kernel(0) {
+        Ok(())
+    } else {
+        Err(format!("the boot ended {:?}", out.ending))
+    }
+}
+
+/// Each domain's share is its contract within [`SHARE_TOLERANCE`], and it got its slice in
+/// every complete period within [`PERIOD_TOLERANCE_NS`].
+fn contracts_held(shares: &[Share], names: &[&str], min_periods: u64) -> Result<(), String> {
+    for name in names {
+        let s = share_of(shares, name)?;
+        if (s.measured - s.contract).abs() > SHARE_TOLERANCE {
+            return Err(format!(
+                "{name}: {:.2}% of the CPU for a contract of {:.2}%",
+                s.measured, s.contract
+            ));
+        }
+        check_periods(s, min_periods)?;
+    }
+    Ok(())
+}
+
+fn check_periods(s: &Share, min_periods: u64) -> Result<(), String> {
+    if s.periods < min_periods {
+        return Err(format!("{}: only {} complete periods", s.domain, s.periods));
+    }
+    if s.deviation_us * 1000.0 > PERIOD_TOLERANCE_NS as f64 {
+        return Err(format!(
+            "{}: a period's CPU was {:.1} us away from the slice",
+            s.domain, s.deviation_us
+        ));
+    }
+    Ok(())
+}
+
+/// A scenario's check.
+pub type Check = fn(&mut Runs<'_>) -> Result<(), String>;
+
+/// The scenarios the suite checks, by test name.
+pub const SCENARIOS: &[(&str, Check)] = &[
+    ("fixed_shares", fixed_shares),
+    ("mixed_periods", mixed_periods),
+    ("slack_split_evenly", slack_split_evenly),
+    ("spinning_forever_gets_its_slice", spinning_forever),
+    ("death_leaves_shares", death_leaves_shares),
+    ("wakeup_within_latency", wakeup_within_latency),
+];
+
+fn err(e: anyhow::Error) -> String {
+    format!("{e:#}")
+}
+
+fn fixed_shares(runs: &mut Runs<'_>) -> Result<(), String> {
+    let alone = runs.alone_iterations().map_err(err)?;
+    let out = runs.get(FIXED).map_err(err)?;
+    ended_well(out)?;
+    contracts_held(&shares(out, alone), &["one", "two", "five"], 99)
+}
+
+fn mixed_periods(runs: &mut Runs<'_>) -> Result<(), String> {
+    let alone = runs.alone_iterations().map_err(err)?;
+    let out = runs.get(MIXED).map_err(err)?;
+    ended_well(out)?;
+    let shares = shares(out, alone);
+    contracts_held(&shares, &["fast"], 199)?;
+    contracts_held(&shares, &["medium"], 19)?;
+    contracts_held(&shares, &["slow"], 9)?;
+    let accounts = cpu::summary_accounts(out);
+    if accounts.len() != 3 {
+        return Err(format!("{} domains in the run summary's accounts", accounts.len()));
+    }
+    match accounts.iter().find(|a| a.missed > 0) {
+        Some(a) => Err(format!("{} missed {} deadlines", a.domain, a.missed)),
+        None => Ok(()),
+    }
+}
+
+fn slack_split_evenly(runs: &mut Runs<'_>) -> Result<(), String> {
+    let alone = runs.alone_iterations().map_err(err)?;
+    let out = runs.get(SLACK).map_err(err)?;
+    ended_well(out)?;
+    let shares = shares(out, alone);
+    contracts_held(&shares, &["five"], 99)?;
+    let extra = |name| share_of(&shares, name).map(|s| s.measured - s.contract);
+    let (one, two) = (extra("one")?, extra("two")?);
+    if (one - two).abs() > SLACK_TOLERANCE || one < 5.0 || two < 5.0 {
+        return Err(format!("slack split {one:.2} / {two:.2} points (20 to share)"));
+    }
+    Ok(())
+}
+
+fn spinning_forever(runs: &mut Runs<'_>) -> Result<(), String> {
+    let out = runs.get(FOREVER).map_err(err)?;
+    ended_well(out)?;
+    if !out.has("stop: the time given by stop= has come") {
+        return Err("the run did not end at stop=1s".into());
+    }
+    let hog = cpu::spin_reports(out)
+        .into_iter()
+        .find(|r| r.domain == "hog")
+        .ok_or("no report from `hog`")?;
+    if hog.windows < 80 {
+        return Err(format!("hog: only {} complete periods reported", hog.windows));
+    }
+    if hog.max_ns > hog.slice_ns + PERIOD_TOLERANCE_NS || hog.deviation_ns() > PERIOD_TOLERANCE_NS {
+        return Err(format!(
+            "hog: between {} and {} ns in a period for a slice of {} ns",
+            hog.min_ns, hog.max_ns, hog.slice_ns
+        ));
+    }
+    Ok(())
+}
+
+fn death_leaves_shares(runs: &mut Runs<'_>) -> Result<(), String> {
+    let alone = runs.alone_iterations().map_err(err)?;
+    let before = shares(runs.get(FIXED).map_err(err)?, alone);
+    let out = runs.get(DEATH).map_err(err)?;
+    ended_well(out)?;
+    if !out.has("domain victim terminated") {
+        return Err("the victim was not terminated".into());
+    }
+    let after = shares(out, alone);
+    for name in ["one", "two", "five"] {
+        let (b, a) = (share_of(&before, name)?, share_of(&after, name)?);
+        if (a.measured - b.measured).abs() > DEATH_TOLERANCE {
+            return Err(format!(
+                "{name}: {:.2}% with a dying neighbour, {:.2}% without",
+                a.measured, b.measured
+            ));
+        }
+        check_periods(a, 99)?;
+    }
+    Ok(())
+}
+
+fn wakeup_within_latency(runs: &mut Runs<'_>) -> Result<(), String> {
+    let out = runs.get(WAKEUP).map_err(err)?;
+    ended_well(out)?;
+    let w = cpu::wakeup_report(out).ok_or("no wakeup report")?;
+    if w.samples < 190 {
+        return Err(format!("only {} samples", w.samples));
+    }
+    if w.max_ns > w.latency_ns + WAKEUP_SLACK_NS {
+        return Err(format!(
+            "a woken thread ran {} ns after the send, for a latency hint of {} ns",
+            w.max_ns, w.latency_ns
+        ));
+    }
+    Ok(())
+}
