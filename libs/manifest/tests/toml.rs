@@ -268,10 +268,14 @@ fn every_good_manifest_parses() {
 fn default_manifest_is_what_xtask_run_boots() {
     let m = parse_file(&manifests_dir().join("default.toml"), APPS).unwrap();
     assert_eq!(m.memory, 128 * MIB);
-    assert!((3..=4).contains(&m.domains.len()));
-    assert!(m.domains.iter().filter(|d| d.app == "counter").count() >= 2);
+    assert!((3..=6).contains(&m.domains.len()));
     assert!(m.domains.iter().any(|d| d.app == "hello"));
     assert!(m.domains.iter().all(|d| (256 * 1024..=MIB).contains(&d.guaranteed)));
+    // It demonstrates CPU contracts: domains with and without slack time, and a best-effort one.
+    let spinning: Vec<_> = m.domains.iter().filter(|d| d.app == "spin").collect();
+    assert!(spinning.len() >= 2);
+    assert!(spinning.iter().any(|d| d.cpu.extra) && spinning.iter().any(|d| !d.cpu.extra));
+    assert!(m.domains.iter().any(|d| d.cpu == manifest::CpuSpec::BEST_EFFORT));
 }
 
 /// Every `manifests/bad/*.toml` fails, and its message contains the file's `# expect: ` line.
