@@ -48,8 +48,9 @@ pub enum Mode {
 
 /// Sets up the machine for a supervisor: PMP entry 0 grants S/U-mode read, write and execute
 /// on all of memory, the supervisor's interrupts and usual exceptions are delegated to it, all
-/// counters are readable from S-mode and the machine timer interrupt is enabled (it is only
-/// taken while the hart is in S- or U-mode, where M-mode interrupts are always on).
+/// counters are readable from S-mode, S-mode may program its own timer (`stimecmp`, where the
+/// hart has Sstc) and the machine timer interrupt is enabled (it is only taken while the hart
+/// is in S- or U-mode, where M-mode interrupts are always on).
 pub fn init_machine() {
     // SAFETY: M-mode CSR writes that only widen what S/U-mode may do (PMP, counters) or pick who
     // handles which trap; the firmware's own code and data are not affected (PMP does not apply
@@ -64,6 +65,8 @@ pub fn init_machine() {
             "csrw mideleg, {mideleg}",
             "csrw mcounteren, {all}",
             "csrw mie, {mie}",
+            // menvcfg.STCE: S-mode may use `stimecmp` (Sstc), ignored where Sstc is absent.
+            "csrs 0x30a, {stce}",
             // NAPOT over 2^56 bytes: everything.
             addr = in(reg) usize::MAX >> 10,
             // R | W | X | A=NAPOT.
@@ -72,6 +75,7 @@ pub fn init_machine() {
             mideleg = in(reg) SSIP | STIP | SEIP,
             all = in(reg) usize::MAX,
             mie = in(reg) MTIE,
+            stce = in(reg) 1usize << 63,
             options(nostack),
         )
     }

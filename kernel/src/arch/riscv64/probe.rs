@@ -1,4 +1,4 @@
-//! Memory probes: loads and stores that report a fault instead of taking the kernel down.
+//! Probes: loads, stores and a CSR write that report a fault instead of taking the kernel down.
 //!
 //! Each probe is a single instruction at a known address; the trap handler sees a fault at that
 //! address and resumes at the probe's fix-up, which returns "faulted". This is the mechanism the
@@ -41,6 +41,17 @@ __probe_read_u8_fixup:
     li      a1, 1
     ret
 
+    .globl __probe_write_stimecmp
+__probe_write_stimecmp:
+    mv      a1, a0
+    mv      a0, zero
+__probe_stimecmp_insn:
+    csrw    0x14d, a1
+    ret
+__probe_stimecmp_fixup:
+    li      a0, 1
+    ret
+
     .section .rodata
     .balign 8
     .globl __probe_table
@@ -48,6 +59,7 @@ __probe_table:
     .quad __probe_read_insn, __probe_read_fixup
     .quad __probe_write_insn, __probe_write_fixup
     .quad __probe_read_u8_insn, __probe_read_u8_fixup
+    .quad __probe_stimecmp_insn, __probe_stimecmp_fixup
     "#
 );
 
@@ -61,7 +73,8 @@ unsafe extern "C" {
     fn __probe_read_u64(addr: usize) -> ReadResult;
     fn __probe_write_u64(addr: usize, value: u64) -> u64;
     fn __probe_read_u8(addr: usize) -> ReadResult;
-    static __probe_table: [[usize; 2]; 3];
+    fn __probe_write_stimecmp(value: u64) -> u64;
+    static __probe_table: [[usize; 2]; 4];
 }
 
 /// Reads the `u64` at `addr`, or `None` if the access faults.
@@ -85,6 +98,15 @@ pub fn write_u64(addr: usize, value: u64) -> bool {
     // SAFETY: as for `read_u64`; the caller chooses an address it is entitled to write (the
     // tests only write their own mappings), and a fault is caught.
     unsafe { __probe_write_u64(addr, value) == 0 }
+}
+
+/// Writes `value` to the `stimecmp` CSR (the Sstc extension's supervisor timer compare
+/// register); `false` if the instruction traps because the CPU has no such register or the
+/// firmware has not opened it to S-mode (`menvcfg.STCE`).
+pub fn write_stimecmp(value: u64) -> bool {
+    // SAFETY: one CSR write; an illegal-instruction trap is caught and reported. Writing
+    // `stimecmp` only decides when the supervisor timer interrupt is raised.
+    unsafe { __probe_write_stimecmp(value) == 0 }
 }
 
 /// The fix-up address for a fault at `pc`, if `pc` is a probe instruction.

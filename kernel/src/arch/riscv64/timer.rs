@@ -1,11 +1,17 @@
-//! One-shot timer interrupts through the SBI timer (no periodic tick).
+//! One-shot timer interrupts (no periodic tick): through the `stimecmp` register where the CPU
+//! has the Sstc extension and the firmware opened it to S-mode, else through the SBI timer
+//! call. Sstc makes arming the timer one CSR write instead of a call into the firmware, which
+//! matters because the scheduler arms it on every switch.
 //!
 //! [`arm`] programs one interrupt at an absolute time; when it fires the timer is disarmed and
 //! the installed handler runs (in the trap handler, interrupts off), which may arm the next one.
 
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::sbi;
+use super::{probe, sbi};
+
+/// Whether `stimecmp` works (found by [`init`]).
+static SSTC: AtomicBool = AtomicBool::new(false);
 
 /// Handler called on each timer interrupt with the current time in ticks.
 pub type Handler = fn(now: u64);
@@ -19,17 +25,28 @@ pub fn set_handler(handler: Option<Handler>) {
 
 /// Requests one interrupt at absolute time `deadline` (ticks).
 pub fn arm(deadline: u64) {
-    sbi::set_timer(deadline);
+    if SSTC.load(Ordering::Relaxed) {
+        // SAFETY: `init` found that `stimecmp` can be written; writing it only sets when the
+        // supervisor timer interrupt is raised.
+        unsafe { core::arch::asm!("csrw 0x14d, {0}", in(reg) deadline) };
+    } else {
+        sbi::set_timer(deadline);
+    }
 }
 
 /// Cancels a pending request.
 pub fn disarm() {
-    sbi::set_timer(u64::MAX);
+    arm(u64::MAX);
 }
 
-/// Enables supervisor timer interrupts (`sie.STIE`).
+/// Chooses the timer (`stimecmp` if it can be written) and enables supervisor timer
+/// interrupts (`sie.STIE`).
 pub fn init() {
-    disarm();
+    // The firmware's timer stays disarmed whichever is used.
+    sbi::set_timer(u64::MAX);
+    let sstc = probe::write_stimecmp(u64::MAX);
+    SSTC.store(sstc, Ordering::Relaxed);
+    defmt::info!("timer: {=str}", if sstc { "stimecmp (Sstc)" } else { "SBI set_timer" });
     // SAFETY: setting STIE only lets timer interrupts through once `sstatus.SIE` is on, and the
     // trap vector is installed before this is called.
     unsafe { core::arch::asm!("csrs sie, {0}", in(reg) 1usize << 5) };

@@ -183,7 +183,7 @@ extern "C" fn trap_handler(frame: &mut TrapFrame) {
         return;
     }
     if scause & INTERRUPT == 0
-        && matches!(scause, 5 | 7 | 13 | 15)
+        && matches!(scause, 2 | 5 | 7 | 13 | 15)
         && let Some(fixup) = probe::fixup_for(frame.sepc)
     {
         frame.sepc = fixup;
