@@ -183,18 +183,13 @@ const IPC: &[Measure] = &[
 /// Boots `m`'s manifest under `-icount shift=0,sleep=off` three times (the figure must come
 /// out the same each time) and returns its row.
 fn measure(m: &Measure) -> Result<IpcRow> {
-    let s = crate::system::prepare(&util::root().join(m.manifest), crate::system::Spoil::Nothing)?;
     let a = artifacts::build(Arch::Riscv64)?;
-    let mut kernel = Kernel::load(&a.kernel)?;
-    kernel.add_instances(&s.instances)?;
-    let mut b = Boot::new(Arch::Riscv64);
-    b.memory = s.memory_mib();
-    b.initrd = Some(s.image.clone());
-    b.icount = true;
+    let prepared = crate::system::IcountBoot::new(&a, m.manifest, "")?;
+    let b = &prepared.boot;
     let mut figures = Vec::new();
     let mut iterations = 0;
     for _ in 0..3 {
-        let out = qemu::boot(&b, &a, &kernel, None, &mut |_| {})?;
+        let out = prepared.run(&a)?;
         let (per_op, n) = (m.extract)(&out).with_context(|| {
             format!("{}: no figures in the log:\n{}", m.manifest, out.log_text())
         })?;

@@ -13,10 +13,8 @@ use anyhow::{Context, Result};
 
 use crate::artifacts::Artifacts;
 use crate::cpu::{self, SpinReport};
-use crate::log::Kernel;
-use crate::qemu::{self, Boot, Ending, Outcome};
-use crate::system::{self, Spoil};
-use crate::{Arch, util};
+use crate::qemu::{Ending, Outcome};
+use crate::system;
 
 /// How far a period's CPU may be from the slice: 10 µs.
 pub const PERIOD_TOLERANCE_NS: u64 = 10_000;
@@ -93,15 +91,7 @@ impl<'a> Runs<'a> {
 
 /// Boots `run` under `-icount shift=0,sleep=off`.
 pub fn boot(a: &Artifacts, run: Run) -> Result<Outcome> {
-    let s = system::prepare(&util::root().join(run.manifest), Spoil::Nothing)?;
-    let mut kernel = Kernel::load(&a.kernel)?;
-    kernel.add_instances(&s.instances)?;
-    let mut b = Boot::new(Arch::Riscv64);
-    b.memory = s.memory_mib();
-    b.initrd = Some(s.image.clone());
-    b.icount = true;
-    b.append = run.append.to_string();
-    qemu::boot(&b, a, &kernel, None, &mut |_| {})
+    system::IcountBoot::new(a, run.manifest, run.append)?.run(a)
 }
 
 /// One domain's measured figures in a scenario.

@@ -10,8 +10,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use manifest::Manifest;
 
-use crate::apps;
-use crate::util;
+use crate::artifacts::Artifacts;
+use crate::log::Kernel;
+use crate::qemu::{self, Boot, Outcome};
+use crate::{Arch, apps, util};
 
 /// What a boot with a manifest needs.
 pub struct System {
@@ -95,4 +97,33 @@ pub fn prepare(path: &Path, spoil: Spoil) -> Result<System> {
         .map(|(i, d)| (image_base(i), built[&d.app].clone()))
         .collect();
     Ok(System { manifest, image: out, instances })
+}
+
+/// A manifest ready to boot on RISC-V under `-icount shift=0,sleep=off`, as many times as
+/// wanted: the boot and a kernel that symbolizes its apps' addresses.
+pub struct IcountBoot {
+    /// The QEMU boot (image, memory, command line).
+    pub boot: Boot,
+    kernel: Kernel,
+}
+
+impl IcountBoot {
+    /// Prepares `manifest` (relative to the workspace) for the kernel of `a`, with `append` on
+    /// the kernel command line.
+    pub fn new(a: &Artifacts, manifest: &str, append: &str) -> Result<Self> {
+        let s = prepare(&util::root().join(manifest), Spoil::Nothing)?;
+        let mut kernel = Kernel::load(&a.kernel)?;
+        kernel.add_instances(&s.instances)?;
+        let mut boot = Boot::new(Arch::Riscv64);
+        boot.memory = s.memory_mib();
+        boot.initrd = Some(s.image.clone());
+        boot.icount = true;
+        boot.append = append.to_string();
+        Ok(IcountBoot { boot, kernel })
+    }
+
+    /// Boots it once.
+    pub fn run(&self, a: &Artifacts) -> Result<Outcome> {
+        qemu::boot(&self.boot, a, &self.kernel, None, &mut |_| {})
+    }
 }

@@ -415,12 +415,18 @@ impl Atropos {
             Some(id) => (id, Mode::Guaranteed, self.clients[id].remain),
             None => {
                 let id = self.next_extra()?;
-                (id, Mode::Extra, EXTRA_QUANTUM - self.turn_used)
+                // Alone on slack time, a turn ends only when something else can run.
+                let others = self
+                    .extra_queue
+                    .iter()
+                    .any(|&e| e != id && self.clients[e].state == State::Runnable);
+                let budget = if others { EXTRA_QUANTUM - self.turn_used } else { Nanos::MAX };
+                (id, Mode::Extra, budget)
             }
         };
         let until = self
             .next_replenishment()
-            .map_or(now + budget, |r| r.min(now.saturating_add(budget)))
+            .map_or(now.saturating_add(budget), |r| r.min(now.saturating_add(budget)))
             .max(now + 1);
         self.running = Some((client, mode, now));
         Some(Dispatch { client, mode, until })

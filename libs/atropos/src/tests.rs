@@ -229,6 +229,12 @@ fn a_lone_extra_client_gets_the_whole_cpu() {
     let mut sim = Sim::new(&clients);
     sim.run_until(100 * MS);
     assert_eq!(sim.got[0], 100 * MS);
+    // Alone on slack time, it is interrupted only when its periods end.
+    let mut s = Atropos::new();
+    let c = s.add(contract(10 * MS, MS, true), 0);
+    assert_eq!(s.dispatch(0).unwrap().until, MS);
+    let d = s.dispatch(MS).unwrap();
+    assert_eq!((d.client, d.mode, d.until), (c, Mode::Extra, 10 * MS));
 }
 
 #[test]

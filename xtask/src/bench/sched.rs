@@ -129,6 +129,7 @@ pub(super) fn run() -> Result<()> {
             r.share.deviation_us
         ));
     }
+    md.push_str("\nFor domains with slack time (`extra = true`) the per-period deviation is the slack they received on top of their slice.\n");
     md.push_str(&format!(
         "\nWake-up latency (send on a channel to the woken thread's first instruction; latency hint {:.0} µs, {} samples, under load): min {:.1} µs, median {:.1} µs, p99 {:.1} µs, max {:.1} µs.\n\n| latency | samples |\n|---|---:|\n",
         latency.hint_us, latency.samples, latency.min_us, latency.median_us, latency.p99_us, latency.max_us

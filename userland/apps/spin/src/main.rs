@@ -3,8 +3,9 @@
 //! Usage: `spin [--for MS | --forever] [--every MS] [--report N] [--windows] [--fault-at MS]
 //! [--exit-at MS]`.
 //!
-//! It runs a loop of fixed work for `--for` milliseconds of the clock (default 1000), reading
-//! the clock directly (no system call) on every iteration, and feeds the readings to a
+//! It runs a loop of fixed work for `--for` milliseconds of the clock (default 1000, rounded up
+//! to whole CPU periods, counted from the first period boundary after it starts), reading the
+//! clock directly (no system call) on every iteration, and feeds the readings to a
 //! [`CpuMeter`] whose windows are the domain's CPU periods, aligned with the period the kernel
 //! says is current when it starts (from the control block). Steps of at most 2 µs between
 //! readings count as running. At the end it prints
@@ -105,9 +106,13 @@ fn main(env: Env) -> i32 {
     let slice_ns = cpu.slice_ns.load(core::sync::atomic::Ordering::Relaxed);
     let epoch_ns = cpu.period_start_ns.load(core::sync::atomic::Ordering::Relaxed);
     let s = Scale { hz: clock::hz() };
-    let start = clock::ticks();
-    let mut meter = CpuMeter::new(s.ticks(epoch_ns), s.ticks(period_ns), s.ticks(GAP_NS), start);
-    let end = start + s.ticks(o.duration_ms * 1_000_000);
+    let booted = clock::ticks();
+    let (epoch, period) = (s.ticks(epoch_ns), s.ticks(period_ns).max(1));
+    let mut meter = CpuMeter::new(epoch, period, s.ticks(GAP_NS), booted);
+    // Work is counted over whole periods: from the first period boundary after the start, for
+    // the duration rounded up to whole periods (so no partial slice at either end skews it).
+    let start = epoch + (booted.saturating_sub(epoch) / period + 1) * period;
+    let end = start + s.ticks(o.duration_ms * 1_000_000).div_ceil(period) * period;
     let every = o.every_ms.map(|ms| s.ticks(ms * 1_000_000));
     let fault_at = o.fault_at_ms.map(|ms| start + s.ticks(ms * 1_000_000));
     let exit_at = o.exit_at_ms.map(|ms| start + s.ticks(ms * 1_000_000));
@@ -122,8 +127,12 @@ fn main(env: Env) -> i32 {
         for k in 0..8u64 {
             acc = black_box(acc.wrapping_mul(6364136223846793005).wrapping_add(k));
         }
-        iterations += 1;
         let now = clock::ticks();
+        if now < start {
+            meter.observe(now);
+            continue;
+        }
+        iterations += 1;
         if let Some(w) = meter.observe(now)
             && o.windows
             && line.push(s.ns(w.got))
@@ -164,7 +173,7 @@ fn main(env: Env) -> i32 {
         }
         if !o.forever && now >= end {
             line.flush();
-            summary("spin:", iterations, now - start, &meter, &s, period_ns, slice_ns);
+            summary("spin:", iterations, end - start, &meter, &s, period_ns, slice_ns);
             return 0;
         }
     }
