@@ -177,7 +177,8 @@ fn command_check(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
-/// The packages with host unit tests: xtask, libtessera and every crate under `libs/`.
+/// The packages with host unit tests: xtask, libtessera, every crate under `libs/` and every
+/// crate under `stretch_drivers/`.
 fn host_packages() -> Result<Vec<String>> {
     // libtessera's portable parts (argument block, print chunking) are tested on the host too.
     let mut packages = vec!["xtask".to_string(), "libtessera".to_string()];
@@ -188,6 +189,17 @@ fn host_packages() -> Result<Vec<String>> {
         .collect();
     libs.sort();
     packages.extend(libs);
+    // The stretch drivers and their interface (with its host mock of the kernel).
+    let mut drivers: Vec<_> = std::fs::read_dir(util::root().join("stretch_drivers"))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("Cargo.toml")).ok())
+        .filter_map(|toml| {
+            let line = toml.lines().find(|l| l.starts_with("name = "))?;
+            Some(line.trim_start_matches("name = ").trim_matches('"').to_string())
+        })
+        .collect();
+    drivers.sort();
+    packages.extend(drivers);
     Ok(packages)
 }
 

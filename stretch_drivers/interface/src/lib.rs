@@ -1,0 +1,458 @@
+//! The stretch-driver interface: how a domain pages its own memory in Tessera.
+//!
+//! Memory comes as *stretches*, page-aligned ranges of the one address space. Each stretch is
+//! bound to a *stretch driver* that runs inside the domain that owns it (self-paging): when a
+//! thread touches a page of the stretch that is not mapped, the kernel activates the domain,
+//! and the driver resolves the fault with the domain's own frames (take a frame within the
+//! domain's frames contract, fill it, ask the kernel to map it); then the thread resumes. This
+//! crate holds the two sides of that conversation and a stand-in for the kernel:
+//!
+//! - [`MemoryKernel`]: what a driver may ask of the kernel. Each method is one system call
+//!   (`frame_alloc`, `frame_free`, `map`, `unmap`, `protect`, and `frames_held`, which the
+//!   runtime may also read from the control block), except [`MemoryKernel::read`] and
+//!   [`MemoryKernel::write`], which are plain memory copies in the domain.
+//! - [`StretchDriver`]: what the runtime asks of a driver: bind, fault, lock, unlock, revoke,
+//!   unbind, stats.
+//! - [`mock::MockKernel`] (feature `mock`, on by default): a host model of the kernel's memory
+//!   calls with the same checks, plus helpers that play the CPU and the fault path, so drivers
+//!   are tested with `cargo test`. It needs `alloc`; the interface itself does not.
+//!
+//! # Life cycle of a driver
+//!
+//! One driver value manages one stretch at a time. The runtime calls its methods one at a time
+//! (they take `&mut self`), never from inside another of them.
+//!
+//! ```text
+//!            new()
+//!              |
+//!              v
+//!        +-----------+    bind(stretch) ok     +---------+
+//!   +--> |  Unbound  | ----------------------> |  Bound  | <--+  fault, lock, unlock,
+//!   |    +-----------+ <---------------------- +---------+ ---+  revoke, stats
+//!   |        |             unbind()
+//!   +--------+
+//!   bind fails: it holds nothing, stays Unbound
+//! ```
+//!
+//! - `bind` takes what the driver needs up front (all pages for a nailed driver, a pool of
+//!   frames for others) and checks the stretch; if it fails it has released all it took.
+//! - `fault` resolves one fault in the stretch by mapping the page, or fails it; a failed fault
+//!   becomes an error for the faulting thread, and the domain lives on.
+//! - `lock` makes pages resident on frames that revocation never takes; `unlock` lets them go.
+//! - `revoke` answers the kernel's revocation notice: release up to the frames asked for,
+//!   optimistic ones first, and say how many were released.
+//! - `unbind` unmaps every page and frees every frame; the driver may be bound again.
+//!
+//! # What the kernel guarantees a driver
+//!
+//! Frames come zero-filled. A frame handed out is the domain's until it frees it, except
+//! optimistic frames, which a revocation notice may ask back (and which the kernel takes by
+//! force, terminating the domain, if the domain does not comply in time). A fault reaches the
+//! driver only for its own bound stretch and for an access the domain's rights allow; any
+//! other fault terminates the domain before a driver runs. The kernel validates every call:
+//! a driver cannot map outside the stretches its domain manages, map a frame it does not
+//! hold, or exceed its frames contract; a bad call returns a [`MemError`].
+//!
+//! # Compared with Nemesis and Zircon
+//!
+//! Nemesis's stretch drivers offer bind, fault, map, lock, unlock and revoke. Here `bind`,
+//! `fault`, `lock`, `unlock` and `revoke` keep their meaning; mapping is a kernel call a
+//! driver makes ([`MemoryKernel::map`]) rather than a driver operation, and `lock` makes pages
+//! resident, which covers Nemesis's mapping on request. Zircon's pager is the reverse
+//! arrangement: a separate pager process answers page requests on a VMO with `supply` (hand
+//! over filled pages), `fail` (the faulting thread gets an error) and `writeback` begin and end
+//! (track dirty pages while they are saved), and the kernel evicts pages by its own policy.
+//! Tessera's `fault` returning `Ok` corresponds to `supply`, a [`FaultError`] to `fail`;
+//! eviction is the driver's own, through `revoke`, and a driver with a backing store saves a
+//! page through [`MemoryKernel::read`] before it unmaps it.
+//!
+//! # Invariants
+//!
+//! - A page is mapped at most once, and a frame is mapped at most at one address.
+//! - `unmap` returns the frame that was mapped, which stays the domain's until `frame_free`.
+//! - A driver never holds more frames than its domain's contract allows: the kernel refuses.
+//! - Write implies read in the page tables (Sv39 has no write-only pages), so a page mapped
+//!   with [`Rights::WRITE`] can be read.
+//!
+//! # Not implemented
+//!
+//! The kernel's side is not in the kernel yet: the memory calls, managed stretches and the
+//! hand-over of faults to the activation handler, with libtessera's implementation of
+//! [`MemoryKernel`] over them. Until then drivers run against [`mock::MockKernel`] only.
+//! Dirty and referenced bits are not reported to drivers, so a driver with a backing store
+//! saves every page it evicts. A driver manages a single stretch. The rights a driver maps
+//! with are those of the stretch when it was bound; a later change of rights is not passed on.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+#[cfg(feature = "mock")]
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
+
+#[cfg(feature = "mock")]
+pub mod mock;
+
+use core::fmt;
+use core::ops::Range;
+
+pub use abi::{PAGE_SIZE, Rights};
+
+/// A physical frame as the kernel hands it out: its frame number (physical address divided by
+/// [`PAGE_SIZE`]). Drivers treat it as an opaque handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Frame(pub u64);
+
+/// The kind of access that faulted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// A load.
+    Read,
+    /// A store.
+    Write,
+    /// An instruction fetch.
+    Execute,
+}
+
+impl Access {
+    /// Whether a page or stretch with `rights` allows this access (write implies read).
+    pub const fn allowed_by(self, rights: Rights) -> bool {
+        match self {
+            Access::Read => rights.contains(Rights::READ) || rights.contains(Rights::WRITE),
+            Access::Write => rights.contains(Rights::WRITE),
+            Access::Execute => rights.contains(Rights::EXECUTE),
+        }
+    }
+}
+
+/// A page fault as the kernel reports it to the domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// The base of the stretch the address lies in, which names the driver to call.
+    pub stretch_base: usize,
+    /// The faulting address (not rounded to its page).
+    pub addr: usize,
+    /// What the thread tried to do.
+    pub access: Access,
+}
+
+impl Fault {
+    /// The address of the faulting page.
+    pub const fn page(&self) -> usize {
+        self.addr & !(PAGE_SIZE - 1)
+    }
+}
+
+/// A stretch as its driver sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StretchInfo {
+    /// The first address (page-aligned).
+    pub base: usize,
+    /// Its length in pages.
+    pub pages: usize,
+    /// The rights the owning domain holds on it.
+    pub rights: Rights,
+}
+
+/// The page rights: read, write, execute.
+const PAGE_RIGHTS: u8 = Rights::READ.0 | Rights::WRITE.0 | Rights::EXECUTE.0;
+
+impl StretchInfo {
+    /// Its length in bytes.
+    pub const fn bytes(&self) -> usize {
+        self.pages * PAGE_SIZE
+    }
+
+    /// One past its last address.
+    pub const fn end(&self) -> usize {
+        self.base + self.bytes()
+    }
+
+    /// Whether `addr` lies in it.
+    pub const fn contains(&self, addr: usize) -> bool {
+        addr >= self.base && addr - self.base < self.bytes()
+    }
+
+    /// The index of the page `addr` lies in, if it lies in the stretch.
+    pub const fn page_index(&self, addr: usize) -> Option<usize> {
+        if self.contains(addr) { Some((addr - self.base) / PAGE_SIZE) } else { None }
+    }
+
+    /// The address of page `index`.
+    pub const fn page_addr(&self, index: usize) -> usize {
+        self.base + index * PAGE_SIZE
+    }
+
+    /// The rights to map its pages with: the stretch's rights without [`Rights::META`].
+    pub const fn page_rights(&self) -> Rights {
+        Rights(self.rights.0 & PAGE_RIGHTS)
+    }
+
+    /// Checks what a driver relies on: a page-aligned base, at least one page, an end that
+    /// does not wrap, and at least one page right.
+    pub fn check(&self) -> Result<(), DriverError> {
+        let fits = self.pages.checked_mul(PAGE_SIZE).and_then(|b| self.base.checked_add(b));
+        if !self.base.is_multiple_of(PAGE_SIZE)
+            || self.pages == 0
+            || fits.is_none()
+            || self.page_rights() == Rights::NONE
+        {
+            return Err(DriverError::BadStretch);
+        }
+        Ok(())
+    }
+
+    /// The indices of the pages an address range covers (whole pages: the start rounded down,
+    /// the end rounded up). An empty range covers no page. Fails with
+    /// [`DriverError::OutOfRange`] unless the range lies inside the stretch.
+    pub fn pages_in(&self, range: Range<usize>) -> Result<Range<usize>, DriverError> {
+        if range.start > range.end || range.start < self.base || range.end > self.end() {
+            return Err(DriverError::OutOfRange);
+        }
+        let first = (range.start - self.base) / PAGE_SIZE;
+        let last = (range.end - self.base).div_ceil(PAGE_SIZE);
+        Ok(first..last.max(first))
+    }
+}
+
+/// Which part of the frames contract a frame is taken from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameKind {
+    /// Within the domain's guarantee: always available up to the contract, never revoked.
+    Guaranteed,
+    /// From memory nobody uses at the moment, up to the contract's optimistic count; the kernel
+    /// may ask for it back with a revocation notice.
+    Optimistic,
+}
+
+/// Why a [`MemoryKernel`] call failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemError {
+    /// No frame of the kind asked for: the contract's count of that kind is used up, or (for
+    /// optimistic frames) no memory is free.
+    NoFrames,
+    /// The address is not in a stretch the domain owns.
+    NotOwned,
+    /// The address is in a stretch the domain owns but that is not bound to one of its
+    /// drivers, so the domain does not manage its mappings.
+    NotManaged,
+    /// The page is mapped already.
+    AlreadyMapped,
+    /// The page is not mapped (or, for `read` and `write`, some page of the range is not).
+    NotMapped,
+    /// The address is not page-aligned, or the range wraps around the address space.
+    BadAddress,
+    /// The rights are not page rights: none of read, write or execute, or other bits.
+    BadRights,
+    /// The rights exceed what the domain holds on the stretch, or (for `read` and `write`) the
+    /// mapping does not allow the copy.
+    Denied,
+    /// The frame is not one the domain holds.
+    BadFrame,
+    /// The frame is mapped: it cannot be freed, or mapped at a second address.
+    FrameInUse,
+}
+
+impl MemError {
+    /// A short description.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            MemError::NoFrames => "no frame left in the contract",
+            MemError::NotOwned => "address is not in a stretch the domain owns",
+            MemError::NotManaged => "stretch is not managed by the domain (no driver bound)",
+            MemError::AlreadyMapped => "page is mapped already",
+            MemError::NotMapped => "page is not mapped",
+            MemError::BadAddress => "address is not page-aligned or the range wraps",
+            MemError::BadRights => "rights are not page rights",
+            MemError::Denied => "rights exceed what the domain holds",
+            MemError::BadFrame => "frame is not held by the domain",
+            MemError::FrameInUse => "frame is mapped",
+        }
+    }
+}
+
+impl fmt::Display for MemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+impl core::error::Error for MemError {}
+
+/// What a stretch driver may ask of the kernel, for the domain it runs in. Each method but
+/// `read` and `write` is one system call; all are checked by the kernel.
+pub trait MemoryKernel {
+    /// Takes a frame of `kind` from the domain's frames contract. The frame comes zero-filled
+    /// and stays the domain's until it is freed (or, if optimistic, revoked).
+    ///
+    /// Errors: [`MemError::NoFrames`].
+    fn frame_alloc(&mut self, kind: FrameKind) -> Result<Frame, MemError>;
+
+    /// Gives a frame back to the kernel.
+    ///
+    /// Errors: [`MemError::BadFrame`] (not held by the domain), [`MemError::FrameInUse`]
+    /// (still mapped; unmap it first).
+    fn frame_free(&mut self, frame: Frame) -> Result<(), MemError>;
+
+    /// Maps `frame` at the page `va` with `rights`.
+    ///
+    /// Errors: [`MemError::BadAddress`] (`va` not page-aligned), [`MemError::NotOwned`],
+    /// [`MemError::NotManaged`], [`MemError::BadRights`], [`MemError::Denied`] (rights beyond
+    /// the domain's on the stretch), [`MemError::BadFrame`], [`MemError::FrameInUse`] (the
+    /// frame is mapped elsewhere), [`MemError::AlreadyMapped`].
+    fn map(&mut self, va: usize, frame: Frame, rights: Rights) -> Result<(), MemError>;
+
+    /// Removes the mapping of the page `va` and returns its frame, which the domain still
+    /// holds.
+    ///
+    /// Errors: [`MemError::BadAddress`], [`MemError::NotOwned`], [`MemError::NotManaged`],
+    /// [`MemError::NotMapped`].
+    fn unmap(&mut self, va: usize) -> Result<Frame, MemError>;
+
+    /// Changes the rights of the mapped page `va`.
+    ///
+    /// Errors: those of `map` that concern the address and rights, and
+    /// [`MemError::NotMapped`].
+    fn protect(&mut self, va: usize, rights: Rights) -> Result<(), MemError>;
+
+    /// Copies `data` to memory at `va` through the domain's mappings (any alignment and length;
+    /// every page touched must be mapped with [`Rights::WRITE`]). In a domain this is a plain
+    /// memory copy.
+    ///
+    /// Errors: [`MemError::BadAddress`] (the range wraps), [`MemError::NotMapped`],
+    /// [`MemError::Denied`]. Nothing is written if the call fails.
+    fn write(&mut self, va: usize, data: &[u8]) -> Result<(), MemError>;
+
+    /// Copies memory at `va` into `buf` through the domain's mappings (every page touched must
+    /// be mapped readable). In a domain this is a plain memory copy.
+    ///
+    /// Errors: [`MemError::BadAddress`], [`MemError::NotMapped`], [`MemError::Denied`].
+    fn read(&mut self, va: usize, buf: &mut [u8]) -> Result<(), MemError>;
+
+    /// The frames the domain holds now: `(guaranteed, optimistic)`.
+    fn frames_held(&self) -> (usize, usize);
+}
+
+/// Why `bind`, `lock` or `unlock` failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DriverError {
+    /// `bind` on a driver that already manages a stretch.
+    AlreadyBound,
+    /// The driver manages no stretch.
+    NotBound,
+    /// The stretch is not page-aligned, is empty, wraps, or grants no page right.
+    BadStretch,
+    /// The address range does not lie inside the stretch.
+    OutOfRange,
+    /// The frames contract has no frame left for what the call needs.
+    OutOfMemory,
+    /// The kernel refused a call the driver made.
+    Kernel(MemError),
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DriverError::AlreadyBound => f.write_str("driver already manages a stretch"),
+            DriverError::NotBound => f.write_str("driver manages no stretch"),
+            DriverError::BadStretch => f.write_str("stretch is unaligned, empty, or has no rights"),
+            DriverError::OutOfRange => f.write_str("address range is not inside the stretch"),
+            DriverError::OutOfMemory => f.write_str("out of frames"),
+            DriverError::Kernel(e) => write!(f, "kernel refused: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for DriverError {}
+
+/// Why a fault could not be resolved. The faulting thread gets the error; the domain goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultError {
+    /// The driver manages no stretch.
+    NotBound,
+    /// The fault is not in the driver's stretch.
+    WrongStretch,
+    /// The stretch's rights do not allow the access.
+    Denied,
+    /// No frame could be found for the page.
+    OutOfMemory,
+    /// The driver's stretches never fault (a nailed stretch).
+    Unexpected,
+    /// The kernel refused a call the driver made.
+    Kernel(MemError),
+}
+
+impl fmt::Display for FaultError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FaultError::NotBound => f.write_str("driver manages no stretch"),
+            FaultError::WrongStretch => f.write_str("fault is not in the driver's stretch"),
+            FaultError::Denied => f.write_str("access not allowed by the stretch's rights"),
+            FaultError::OutOfMemory => f.write_str("out of frames"),
+            FaultError::Unexpected => f.write_str("fault in a stretch that never faults"),
+            FaultError::Kernel(e) => write!(f, "kernel refused: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for FaultError {}
+
+/// What a driver has done since it was created (bindings do not reset it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DriverStats {
+    /// Faults delivered to it.
+    pub faults: u64,
+    /// Pages it mapped.
+    pub maps: u64,
+    /// Frames it allocated.
+    pub frames_allocated: u64,
+    /// Frames it freed (on revocation, unbind, or after a failure).
+    pub frames_released: u64,
+    /// Faults it failed.
+    pub failures: u64,
+}
+
+/// A stretch driver: manages the pages of one stretch with its domain's frames. See the crate
+/// documentation for the life cycle.
+pub trait StretchDriver {
+    /// Starts managing `stretch`. On failure the driver holds nothing and is still unbound.
+    ///
+    /// Errors: [`DriverError::AlreadyBound`], [`DriverError::BadStretch`],
+    /// [`DriverError::OutOfMemory`], [`DriverError::Kernel`].
+    fn bind(&mut self, k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError>;
+
+    /// Resolves `fault` by mapping its page with the access allowed, or fails it (the faulting
+    /// thread then gets the error). A fault on a page already mapped with the access allowed
+    /// is resolved without doing anything (another thread's fault got there first).
+    fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError>;
+
+    /// Makes the pages of `range` resident on frames that `revoke` never takes, and keeps them
+    /// so until `unlock`. Locks do not nest.
+    ///
+    /// Errors: [`DriverError::NotBound`], [`DriverError::OutOfRange`],
+    /// [`DriverError::OutOfMemory`] (no guaranteed frame for some page; the call then leaves
+    /// no page of the range locked that was not locked before), [`DriverError::Kernel`].
+    fn lock(&mut self, k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError>;
+
+    /// Lets `revoke` take the pages of `range` again. Pages that were not locked are left
+    /// alone.
+    ///
+    /// Errors: [`DriverError::NotBound`], [`DriverError::OutOfRange`].
+    fn unlock(&mut self, k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError>;
+
+    /// Releases up to `frames_wanted` frames to the kernel, optimistic ones first, never a
+    /// locked page's; returns how many were released. The kernel's revocation notice calls
+    /// this.
+    fn revoke(&mut self, k: &mut dyn MemoryKernel, frames_wanted: usize) -> usize;
+
+    /// Unmaps every page and frees every frame; the driver is unbound afterwards. Unbinding an
+    /// unbound driver does nothing.
+    fn unbind(&mut self, k: &mut dyn MemoryKernel);
+
+    /// What the driver has done so far.
+    fn stats(&self) -> DriverStats;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,294 @@
+//! Host tests of the stretch helpers and of the mock kernel's checks, with a toy driver.
+
+use std::string::ToString;
+
+use super::mock::{MockKernel, Outcome};
+use super::*;
+
+const RW: Rights = Rights(Rights::READ.0 | Rights::WRITE.0);
+
+/// A toy driver: on a fault it maps a fresh guaranteed frame, fails, or claims success
+/// without mapping anything.
+#[derive(Default)]
+struct Toy {
+    stretch: Option<StretchInfo>,
+    behaviour: Behaviour,
+}
+
+#[derive(Default, Clone, Copy)]
+enum Behaviour {
+    #[default]
+    Map,
+    Fail,
+    Lie,
+}
+
+impl StretchDriver for Toy {
+    fn bind(&mut self, _k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
+        stretch.check()?;
+        self.stretch = Some(stretch);
+        Ok(())
+    }
+    fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
+        let s = self.stretch.ok_or(FaultError::NotBound)?;
+        match self.behaviour {
+            Behaviour::Map => {
+                let frame = k.frame_alloc(FrameKind::Guaranteed).map_err(FaultError::Kernel)?;
+                k.map(fault.page(), frame, s.page_rights()).map_err(FaultError::Kernel)
+            }
+            Behaviour::Fail => Err(FaultError::OutOfMemory),
+            Behaviour::Lie => Ok(()),
+        }
+    }
+    fn lock(&mut self, _k: &mut dyn MemoryKernel, _r: Range<usize>) -> Result<(), DriverError> {
+        Ok(())
+    }
+    fn unlock(&mut self, _k: &mut dyn MemoryKernel, _r: Range<usize>) -> Result<(), DriverError> {
+        Ok(())
+    }
+    fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
+        0
+    }
+    fn unbind(&mut self, _k: &mut dyn MemoryKernel) {
+        self.stretch = None;
+    }
+    fn stats(&self) -> DriverStats {
+        DriverStats::default()
+    }
+}
+
+/// A mock with a bound read-write stretch of `pages` pages.
+fn bound(pages: usize, guaranteed: usize, optimistic: usize) -> (MockKernel, StretchInfo, Toy) {
+    let mut k = MockKernel::new(guaranteed, optimistic);
+    let s = k.create_stretch(pages, RW);
+    let mut d = Toy::default();
+    k.bind_driver(&mut d, s).unwrap();
+    (k, s, d)
+}
+
+#[test]
+fn stretch_helpers() {
+    let s = StretchInfo { base: 0x10_0000, pages: 4, rights: Rights(0xf) };
+    assert_eq!(s.end(), 0x10_4000);
+    assert!(s.contains(0x10_3fff) && !s.contains(0x10_4000) && !s.contains(0xf_ffff));
+    assert_eq!(s.page_index(0x10_1234), Some(1));
+    assert_eq!(s.page_index(0x10_4000), None);
+    assert_eq!(s.page_addr(3), 0x10_3000);
+    assert_eq!(s.page_rights(), Rights(7));
+    assert_eq!(s.check(), Ok(()));
+    assert_eq!(s.pages_in(0x10_0001..0x10_1001), Ok(0..2));
+    assert_eq!(s.pages_in(0x10_1000..0x10_1000), Ok(1..1));
+    assert_eq!(s.pages_in(0x10_0000..0x10_4000), Ok(0..4));
+    assert_eq!(s.pages_in(0x10_0000..0x10_4001), Err(DriverError::OutOfRange));
+    assert_eq!(s.pages_in(0xf_f000..0x10_1000), Err(DriverError::OutOfRange));
+    let bad = |base, pages, rights| StretchInfo { base, pages, rights }.check();
+    assert_eq!(bad(0x10_0001, 1, RW), Err(DriverError::BadStretch));
+    assert_eq!(bad(0x10_0000, 0, RW), Err(DriverError::BadStretch));
+    assert_eq!(bad(usize::MAX - 0xfff, 2, RW), Err(DriverError::BadStretch));
+    assert_eq!(bad(0x10_0000, 1, Rights::META), Err(DriverError::BadStretch));
+}
+
+#[test]
+fn access_rights_and_fault_page() {
+    assert!(Access::Read.allowed_by(Rights::WRITE), "write implies read");
+    assert!(!Access::Write.allowed_by(Rights::READ));
+    assert!(!Access::Execute.allowed_by(RW));
+    let f = Fault { stretch_base: 0, addr: 0x1234, access: Access::Read };
+    assert_eq!(f.page(), 0x1000);
+}
+
+#[test]
+fn errors_display() {
+    assert_eq!(MemError::AlreadyMapped.to_string(), "page is mapped already");
+    assert_eq!(
+        DriverError::Kernel(MemError::NoFrames).to_string(),
+        "kernel refused: no frame left in the contract"
+    );
+    assert_eq!(FaultError::Unexpected.to_string(), "fault in a stretch that never faults");
+}
+
+#[test]
+fn contract_limits() {
+    let mut k = MockKernel::new(2, 1);
+    let g1 = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    let _g2 = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    assert_eq!(k.frame_alloc(FrameKind::Guaranteed), Err(MemError::NoFrames));
+    let o = k.frame_alloc(FrameKind::Optimistic).unwrap();
+    assert_eq!(k.frame_alloc(FrameKind::Optimistic), Err(MemError::NoFrames));
+    assert_eq!(k.frames_held(), (2, 1));
+    assert_eq!(k.frame_kind(o), Some(FrameKind::Optimistic));
+    k.frame_free(g1).unwrap();
+    assert_eq!(k.frames_held(), (1, 1));
+    assert_eq!(k.frame_free(g1), Err(MemError::BadFrame), "a freed frame is not held");
+    let g3 = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    assert_ne!(g3, g1, "frame numbers are not reused");
+    assert_eq!(k.peak_held(), (2, 1));
+    assert_eq!(k.contract(), (2, 1));
+    assert_eq!(k.calls().frame_alloc, 6);
+    assert_eq!(k.calls().frame_free, 2);
+}
+
+#[test]
+fn frames_come_zero_filled() {
+    let (mut k, s, _d) = bound(1, 1, 0);
+    let f = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    k.map(s.base, f, RW).unwrap();
+    let mut buf = [0xffu8; PAGE_SIZE];
+    k.read(s.base, &mut buf).unwrap();
+    assert!(buf.iter().all(|b| *b == 0));
+}
+
+#[test]
+fn double_map_refused() {
+    let (mut k, s, _d) = bound(2, 3, 0);
+    let a = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    let b = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    k.map(s.base, a, RW).unwrap();
+    assert_eq!(k.map(s.base, b, RW), Err(MemError::AlreadyMapped));
+    assert_eq!(k.map(s.page_addr(1), a, RW), Err(MemError::FrameInUse));
+    assert_eq!(k.frame_free(a), Err(MemError::FrameInUse));
+    assert_eq!(k.mapping(s.base), Some((a, RW)));
+    assert_eq!(k.mapped_pages(), 1);
+}
+
+#[test]
+fn unmap_returns_the_frame() {
+    let (mut k, s, _d) = bound(1, 1, 0);
+    let a = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    k.map(s.base, a, RW).unwrap();
+    k.store_u64(s.base + 8, 42).unwrap();
+    assert_eq!(k.unmap(s.base), Ok(a));
+    assert_eq!(k.unmap(s.base), Err(MemError::NotMapped));
+    assert_eq!(k.frames_held(), (1, 0), "the domain still holds the frame");
+    k.map(s.base, a, RW).unwrap();
+    assert_eq!(k.load_u64(s.base + 8), Ok(42), "the frame kept its contents");
+    k.unmap(s.base).unwrap();
+    k.frame_free(a).unwrap();
+    assert_eq!(k.map(s.base, a, RW), Err(MemError::BadFrame));
+}
+
+#[test]
+fn mapping_only_where_the_domain_manages() {
+    let mut k = MockKernel::new(4, 0);
+    let f = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    let unbound = k.create_stretch(1, RW);
+    assert_eq!(k.map(unbound.base, f, RW), Err(MemError::NotManaged));
+    assert_eq!(k.map(unbound.end(), f, RW), Err(MemError::NotOwned), "the gap after it");
+    let ro = k.create_stretch(1, Rights::READ);
+    let mut d = Toy::default();
+    k.bind_driver(&mut d, ro).unwrap();
+    assert_eq!(k.map(ro.base + 8, f, Rights::READ), Err(MemError::BadAddress));
+    assert_eq!(k.map(ro.base, f, Rights::NONE), Err(MemError::BadRights));
+    assert_eq!(
+        k.map(ro.base, f, Rights(Rights::READ.0 | Rights::META.0)),
+        Err(MemError::BadRights)
+    );
+    assert_eq!(k.map(ro.base, f, RW), Err(MemError::Denied));
+    assert_eq!(k.map(ro.base, Frame(1), Rights::READ), Err(MemError::BadFrame));
+    k.map(ro.base, f, Rights::READ).unwrap();
+    assert_eq!(k.protect(ro.base, RW), Err(MemError::Denied));
+    assert_eq!(k.unbind_driver(&mut d, ro), 1, "the toy driver leaks its page");
+    assert_eq!(k.unmap(ro.base), Err(MemError::NotManaged));
+}
+
+#[test]
+fn touch_and_fault_semantics() {
+    let mut k = MockKernel::new(4, 0);
+    let s = k.create_stretch(2, Rights(7));
+    let mut d = Toy::default();
+    k.bind_driver(&mut d, s).unwrap();
+    let va = s.base + 0x10;
+    assert_eq!(
+        k.touch(va, Access::Read),
+        Err(Fault { stretch_base: s.base, addr: va, access: Access::Read })
+    );
+    let f = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    k.map(s.base, f, Rights::READ).unwrap();
+    assert_eq!(k.touch(va, Access::Read), Ok(()));
+    assert_eq!(k.load_u64(va), Ok(0));
+    let write = Fault { stretch_base: s.base, addr: va, access: Access::Write };
+    assert_eq!(k.touch(va, Access::Write), Err(write), "write to a read-only mapping");
+    assert_eq!(k.store_u64(va, 7), Err(write));
+    assert_eq!(k.touch(va, Access::Execute).unwrap_err().access, Access::Execute);
+    k.protect(s.base, Rights::WRITE).unwrap();
+    assert_eq!(k.touch(va, Access::Read), Ok(()), "write implies read");
+    k.store_u64(va, 7).unwrap();
+    assert_eq!(k.load_u64(va), Ok(7));
+    assert_eq!(k.touch(s.page_addr(1), Access::Read).unwrap_err().addr, s.page_addr(1));
+    assert_eq!(k.protect(s.page_addr(1), Rights::READ), Err(MemError::NotMapped));
+}
+
+#[test]
+#[should_panic(expected = "is in no stretch")]
+fn touch_outside_every_stretch_panics() {
+    let k = MockKernel::new(0, 0);
+    let _ = k.touch(abi::STRETCH_BASE, Access::Read);
+}
+
+#[test]
+fn copies_cross_pages_and_check_every_page() {
+    let (mut k, s, _d) = bound(3, 3, 0);
+    for i in 0..2 {
+        let f = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+        k.map(s.page_addr(i), f, RW).unwrap();
+    }
+    let data: std::vec::Vec<u8> = (0..100u8).collect();
+    let va = s.page_addr(1) - 50;
+    k.write(va, &data).unwrap();
+    let mut back = [0u8; 100];
+    k.read(va, &mut back).unwrap();
+    assert_eq!(&back[..], &data[..]);
+    assert_eq!(k.write(s.page_addr(2) - 1, &[1, 2]), Err(MemError::NotMapped));
+    assert_eq!(k.read(s.page_addr(2) - 1, &mut [0; 1]), Ok(()));
+    assert_eq!(k.load_u64(s.page_addr(2) - 8), Ok(0), "a failed write writes nothing");
+    assert_eq!(k.write(usize::MAX, &[1, 2]), Err(MemError::BadAddress));
+    k.protect(s.base, Rights::READ).unwrap();
+    assert_eq!(k.write(s.base, &[1]), Err(MemError::Denied));
+    assert_eq!(k.write(s.base, &[]), Ok(()));
+    assert_eq!(k.calls().write, 5);
+    assert_eq!(k.calls().read, 2);
+}
+
+#[test]
+fn the_harness_runs_the_fault_path() {
+    let (mut k, s, mut d) = bound(2, 1, 0);
+    assert_eq!(k.access(&mut d, &s, s.base + 3, Access::Write), Outcome::Resolved);
+    assert_eq!(k.access(&mut d, &s, s.base + 3, Access::Read), Outcome::Hit);
+    assert_eq!(
+        k.access(&mut d, &s, s.page_addr(1), Access::Read),
+        Outcome::Failed(FaultError::Kernel(MemError::NoFrames)),
+        "the contract has one frame"
+    );
+    assert_eq!(k.calls().faults, 2);
+    d.behaviour = Behaviour::Fail;
+    assert_eq!(
+        k.access(&mut d, &s, s.page_addr(1), Access::Read),
+        Outcome::Failed(FaultError::OutOfMemory)
+    );
+    d.behaviour = Behaviour::Lie;
+    assert!(matches!(k.access(&mut d, &s, s.page_addr(1), Access::Read), Outcome::Refaulted(_)));
+    assert!(
+        matches!(k.access(&mut d, &s, s.base, Access::Execute), Outcome::Terminated(_)),
+        "the stretch's rights do not allow execution"
+    );
+    assert_eq!(k.calls().faults, 4);
+}
+
+#[test]
+fn the_harness_terminates_on_an_unbound_stretch() {
+    let mut k = MockKernel::new(1, 0);
+    let s = k.create_stretch(1, RW);
+    let mut d = Toy::default();
+    assert!(matches!(k.access(&mut d, &s, s.base, Access::Read), Outcome::Terminated(_)));
+    assert_eq!(k.calls().faults, 0);
+}
+
+#[test]
+fn a_failed_bind_leaves_the_stretch_unmanaged() {
+    let mut k = MockKernel::new(1, 0);
+    let s = k.create_stretch(1, Rights::META);
+    let mut d = Toy::default();
+    assert_eq!(k.bind_driver(&mut d, s), Err(DriverError::BadStretch));
+    let f = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    assert_eq!(k.map(s.base, f, Rights::READ), Err(MemError::NotManaged));
+}

@@ -1,0 +1,173 @@
+//! The template stretch driver: the smallest correct driver, to copy when writing a new one.
+//!
+//! It gives demand-zero pages on guaranteed frames only: nothing is mapped at bind, the first
+//! touch of a page faults, and the fault maps a fresh guaranteed frame (which the kernel hands
+//! out zero-filled). When the guarantee is used up, faults fail with
+//! [`FaultError::OutOfMemory`]. Guaranteed frames are never revoked, so `revoke` releases
+//! nothing and `lock` has nothing to do.
+//!
+//! To start a driver of your own: copy this directory, rename the package and the type, and
+//! change `fault` (where the page comes from) and `revoke` (what you give back). The test at
+//! the bottom runs the driver against the mock kernel; add yours next to it.
+//!
+//! # Invariants
+//!
+//! `frames[i]` is `Some` exactly when page `i` is mapped, and holds the frame mapped there.
+//!
+//! # Not implemented
+//!
+//! Optimistic frames, a backing store, eviction: see the physical driver for the first, and
+//! the crate documentation of `stretch_driver` for how the pieces fit.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use stretch_driver::{
+    DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, MemError, MemoryKernel,
+    StretchDriver, StretchInfo,
+};
+
+/// The template driver. See the crate documentation.
+#[derive(Debug, Default)]
+pub struct TemplateDriver {
+    /// The stretch we manage, while bound.
+    stretch: Option<StretchInfo>,
+    /// The frame mapped at each page of the stretch, if any.
+    frames: Vec<Option<Frame>>,
+    stats: DriverStats,
+}
+
+impl TemplateDriver {
+    /// An unbound driver.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl StretchDriver for TemplateDriver {
+    fn bind(&mut self, _k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
+        // Must: refuse a second stretch and a malformed one, take what the driver needs up
+        // front, and on failure give it all back. The kernel guarantees that the domain owns
+        // the stretch and that it is now managed by this domain (`map` works inside it).
+        if self.stretch.is_some() {
+            return Err(DriverError::AlreadyBound);
+        }
+        stretch.check()?;
+        self.frames = vec![None; stretch.pages];
+        self.stretch = Some(stretch);
+        Ok(())
+    }
+
+    fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
+        // Must: map the faulting page so that the access succeeds when the thread resumes, or
+        // return an error (the thread gets it). The kernel guarantees that the fault is in a
+        // stretch of this domain and that the domain's rights allow the access; it calls us
+        // one fault at a time.
+        self.stats.faults += 1;
+        let stretch = self.stretch.ok_or(FaultError::NotBound)?;
+        let index = stretch.page_index(fault.addr).ok_or(FaultError::WrongStretch)?;
+        if self.frames[index].is_some() {
+            return Ok(()); // Another thread's fault on this page was resolved first.
+        }
+        let frame = k.frame_alloc(FrameKind::Guaranteed).map_err(|e| {
+            self.stats.failures += 1;
+            match e {
+                MemError::NoFrames => FaultError::OutOfMemory,
+                e => FaultError::Kernel(e),
+            }
+        })?;
+        self.stats.frames_allocated += 1;
+        if let Err(e) = k.map(fault.page(), frame, stretch.page_rights()) {
+            // Never leak a frame: give it back before failing.
+            if k.frame_free(frame).is_ok() {
+                self.stats.frames_released += 1;
+            }
+            self.stats.failures += 1;
+            return Err(FaultError::Kernel(e));
+        }
+        self.stats.maps += 1;
+        self.frames[index] = Some(frame);
+        Ok(())
+    }
+
+    fn lock(&mut self, _k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError> {
+        // Must: make the pages resident on frames `revoke` never takes. Ours are all
+        // guaranteed and `revoke` takes nothing, so a page is safe as soon as it is mapped;
+        // only the range is checked.
+        self.stretch.ok_or(DriverError::NotBound)?.pages_in(range).map(|_| ())
+    }
+
+    fn unlock(
+        &mut self,
+        _k: &mut dyn MemoryKernel,
+        range: Range<usize>,
+    ) -> Result<(), DriverError> {
+        // Must: let `revoke` take the pages again.
+        self.stretch.ok_or(DriverError::NotBound)?.pages_in(range).map(|_| ())
+    }
+
+    fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
+        // Must: release up to `frames_wanted` frames, optimistic ones first, never a locked
+        // page's, and return how many. The kernel asks when it needs optimistic frames back;
+        // we hold none, so we release nothing.
+        0
+    }
+
+    fn unbind(&mut self, k: &mut dyn MemoryKernel) {
+        // Must: unmap every page and free every frame. Afterwards `map` no longer works in
+        // the stretch.
+        let Some(stretch) = self.stretch.take() else { return };
+        for (index, frame) in self.frames.drain(..).enumerate() {
+            if let Some(frame) = frame
+                && k.unmap(stretch.page_addr(index)).is_ok()
+                && k.frame_free(frame).is_ok()
+            {
+                self.stats.frames_released += 1;
+            }
+        }
+    }
+
+    fn stats(&self) -> DriverStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stretch_driver::Access;
+    use stretch_driver::Rights;
+    use stretch_driver::mock::{MockKernel, Outcome};
+
+    #[test]
+    fn pages_appear_on_first_touch() {
+        // A domain with 2 guaranteed frames and a read-write stretch of 3 pages.
+        let mut k = MockKernel::new(2, 0);
+        let s = k.create_stretch(3, Rights(Rights::READ.0 | Rights::WRITE.0));
+        let mut d = TemplateDriver::new();
+        k.bind_driver(&mut d, s).unwrap();
+
+        // The first touch faults and the driver maps a zeroed page; the second does not fault.
+        assert_eq!(k.access(&mut d, &s, s.base, Access::Read), Outcome::Resolved);
+        assert_eq!(k.load_u64(s.base), Ok(0));
+        k.store_u64(s.base, 42).unwrap();
+        assert_eq!(k.access(&mut d, &s, s.base, Access::Write), Outcome::Hit);
+        assert_eq!(k.load_u64(s.base), Ok(42));
+
+        // The third page finds the guarantee used up: the thread gets an error.
+        k.access(&mut d, &s, s.page_addr(1), Access::Write);
+        let third = k.access(&mut d, &s, s.page_addr(2), Access::Write);
+        assert_eq!(third, Outcome::Failed(FaultError::OutOfMemory));
+        assert_eq!(d.stats().faults, 3);
+
+        // Unbinding gives everything back.
+        assert_eq!(k.unbind_driver(&mut d, s), 0);
+        assert_eq!(k.frames_held(), (0, 0));
+    }
+}
