@@ -63,6 +63,12 @@ pub fn app_names() -> Vec<String> {
     names
 }
 
+/// The cargo package spec of app `name`: with the version, so that an app named like a
+/// dependency (`spin`) is not ambiguous (apps share the workspace's version).
+pub fn package_spec(name: &str) -> String {
+    format!("{name}@{}", env!("CARGO_PKG_VERSION"))
+}
+
 /// The `rustc` flags of app builds (`CARGO_ENCODED_RUSTFLAGS` form: separated by 0x1f).
 fn app_rustflags() -> String {
     [
@@ -72,6 +78,12 @@ fn app_rustflags() -> String {
         "link-arg=-pie",
         "-C",
         "link-arg=--no-dynamic-linker",
+        // The precompiled `core` and `alloc` are not position-independent: their read-only
+        // data holds absolute addresses. Let the linker turn those into relative relocations
+        // in read-only segments too; xtask applies every relocation before the image is
+        // loaded, so no segment is ever written at run time.
+        "-C",
+        "link-arg=-znotext",
         "-C",
         "force-frame-pointers=yes",
         // Found through the search path libtessera's build.rs adds.
@@ -92,7 +104,7 @@ pub fn build_apps() -> Result<BTreeMap<String, PathBuf>> {
     cmd.args(["build", "--quiet", "--release", "--target", target, "--target-dir"]);
     cmd.arg(&target_dir);
     for name in &names {
-        cmd.args(["-p", name]);
+        cmd.args(["-p", &package_spec(name)]);
     }
     cmd.env("CARGO_ENCODED_RUSTFLAGS", app_rustflags());
     util::run(&mut cmd, "building the apps")?;

@@ -17,8 +17,10 @@ use crate::system::{self, Spoil};
 use crate::{Arch, Bios, setup, util};
 
 mod domains;
+mod paging;
 
 use domains::domain_tests;
+use paging::paging_tests;
 
 type Check = Box<dyn Fn(&Outcome) -> Result<(), String>>;
 
@@ -66,8 +68,9 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
     // Userland is checked on its own: checked together with the kernel, features would unify
     // (defmt's `alloc`) and the apps would need an allocator.
     let mut userland_clippy = vec!["clippy", "--release", "-p", "libtessera"];
-    let app_names = crate::apps::app_names();
-    for app in &app_names {
+    let app_specs: Vec<String> =
+        crate::apps::app_names().iter().map(|n| crate::apps::package_spec(n)).collect();
+    for app in &app_specs {
         userland_clippy.extend(["-p", app.as_str()]);
     }
     userland_clippy.extend(["--", "-D", "warnings"]);
@@ -449,6 +452,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
     }
     if arch == Arch::Riscv64 {
         tests.extend(domain_tests(&p));
+        tests.extend(paging_tests(&p));
     }
     Ok(tests)
 }

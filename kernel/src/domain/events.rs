@@ -102,7 +102,7 @@ impl World {
     /// runnable (its `block` returns), a running one finds `pending` set at its next `block`.
     /// If the scheduler says the woken domain should run before the current one, `preempt` is
     /// set and the current call ends in a switch.
-    fn wake(&mut self, id: u32) {
+    pub(super) fn wake(&mut self, id: u32) {
         let d = &mut self.domains[id as usize];
         if d.blocked.take().is_some() {
             d.pending = false;

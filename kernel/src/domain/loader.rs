@@ -75,7 +75,13 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
         }
         let space = AddressSpace::new(Owner::Domain(id), (i + 1) as u16)
             .unwrap_or_else(|e| reject("domain", e));
-        w.domains.push(Domain::new(&spec.name, space, spec.guaranteed / PAGE_SIZE as u64));
+        let page = PAGE_SIZE as u64;
+        w.domains.push(Domain::new(
+            &spec.name,
+            space,
+            spec.guaranteed / page,
+            spec.optimistic / page,
+        ));
         let contract = spec.cpu.contract();
         w.sched.add(contract, 0);
         if let Err(e) = populate(w, id, &image, i, &spec.args) {
@@ -101,6 +107,7 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
             contract.latency / 1000
         );
         publish_contract(w, i, contract);
+        w.publish_frames(id);
     }
     let mut ends = alloc::vec![0usize; w.domains.len()];
     for channel in &manifest.channels {
@@ -151,7 +158,7 @@ fn populate(
     let sp = args_addr & !15;
     let dcb_at = w.virtual_space.take(1).ok_or(abi::SysError::NoAddressSpace)?;
     w.create_stretch(id, dcb_at, 1, Rights::READ.union(Rights::WRITE), Kind::ControlBlock, &[])?;
-    let frame = w.stretches[&dcb_at].frames[0];
+    let frame = w.stretches[&dcb_at].frames[0].ok_or(abi::SysError::NoMemory)?;
     let dcb = abi::Dcb {
         domain_id: id as u64,
         timebase_hz: arch::time::frequency(),

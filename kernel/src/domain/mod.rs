@@ -18,6 +18,7 @@
 
 mod events;
 mod loader;
+mod paging;
 mod sched;
 pub mod stretch;
 mod syscall;
@@ -73,12 +74,33 @@ pub struct Domain {
     dcb_va: usize,
     /// The activation handler's entry and stack top, if registered.
     handler: Option<(usize, usize)>,
+    /// Optimistic frames it may hold on top of its guarantee.
+    optimistic_frames: u64,
+    /// Frames it took with `frame_alloc` (by physical address), mapped or not.
+    loose: BTreeMap<u64, paging::Loose>,
+    /// How many of its loose frames are optimistic.
+    optimistic_held: u64,
+    /// Frames' worth of kernel memory its managed stretches' page records take (charged to
+    /// its guarantee).
+    records: u64,
+    /// Page faults delivered to it.
+    faults: u64,
+    /// The revocation notice it has to answer, if any.
+    revocation: Option<paging::Revocation>,
+    /// Blocked in a system call that needs memory a revocation is freeing; the call runs
+    /// again when it is woken.
+    waiting_for_frames: bool,
 }
 
 impl Domain {
     /// A live domain called `name` with protection domain `space`, allowed `guaranteed_frames`
     /// frames; its context, control block and endpoints are filled in by the loader.
-    fn new(name: &str, space: AddressSpace, guaranteed_frames: u64) -> Self {
+    fn new(
+        name: &str,
+        space: AddressSpace,
+        guaranteed_frames: u64,
+        optimistic_frames: u64,
+    ) -> Self {
         Domain {
             name: name.into(),
             ctx: UserContext::new_user(0, 0, [0; 4]),
@@ -92,6 +114,13 @@ impl Domain {
             dcb: None,
             dcb_va: 0,
             handler: None,
+            optimistic_frames,
+            loose: BTreeMap::new(),
+            optimistic_held: 0,
+            records: 0,
+            faults: 0,
+            revocation: None,
+            waiting_for_frames: false,
         }
     }
 }
@@ -138,6 +167,11 @@ impl World {
         self.stretches.range(..=addr).next_back().map(|(_, s)| s).filter(|s| s.contains(addr))
     }
 
+    /// Is `addr` in a managed stretch of domain `id`?
+    fn in_managed_stretch(&self, id: u32, addr: usize) -> bool {
+        self.stretch_at(addr).is_some_and(|s| s.kind == Kind::Managed && s.owner == id)
+    }
+
     /// Does domain `id` hold `want` on every page of `[addr, addr + len)`?
     pub fn may_access(&self, id: u32, addr: usize, len: usize, want: Rights) -> bool {
         let Some(end) = addr.checked_add(len) else { return false };
@@ -157,7 +191,14 @@ impl World {
     /// Could domain `id` take `pages` more frames, plus the (up to three) page-table frames
     /// mapping them may need, within its guarantee?
     fn within_contract(&self, id: u32, pages: u64) -> bool {
-        self.domain(id).is_some_and(|d| self.charged(id) + pages + 3 <= d.guaranteed_frames)
+        self.domain(id).is_some_and(|d| self.guaranteed_used(id) + pages + 3 <= d.guaranteed_frames)
+    }
+
+    /// Frames domain `id` holds within its guarantee: all it is charged for but its optimistic
+    /// frames.
+    fn guaranteed_used(&self, id: u32) -> u64 {
+        let d = &self.domains[id as usize];
+        self.charged(id) - d.optimistic_held + d.records
     }
 
     /// Frames charged to domain `id` now.
@@ -200,7 +241,9 @@ impl World {
         for (i, chunk) in data.chunks(PAGE_SIZE).enumerate().take(pages) {
             crate::phys::write_frame(frames[i], chunk);
         }
-        let mut s = Stretch { base, frames, owner, rights: Vec::new(), kind };
+        let frames = frames.into_iter().map(Some).collect();
+        let mut s =
+            Stretch { base, frames, page_rights: Vec::new(), owner, rights: Vec::new(), kind };
         s.set_rights(owner, rights);
         self.map_for(&s, owner, rights)?;
         self.stretches.insert(base, s);
@@ -213,6 +256,7 @@ impl World {
             return Ok(());
         };
         for (i, f) in s.frames.iter().enumerate() {
+            let Some(f) = f else { continue };
             let va = s.base + i * PAGE_SIZE;
             space.unmap(va);
             if rights != Rights::NONE {
@@ -222,13 +266,18 @@ impl World {
         Ok(())
     }
 
-    /// Unmaps `s` from every protection domain, then scrubs and frees its frames.
+    /// Unmaps `s` from every protection domain, then scrubs and frees its frames (a managed
+    /// stretch's frames go back to its owner's loose frames instead).
     fn destroy_stretch(&mut self, base: usize) {
         let Some(s) = self.stretches.remove(&base) else { return };
         for &(id, _) in &s.rights {
             let _ = self.map_for(&s, id, Rights::NONE);
         }
-        for f in &s.frames {
+        if s.kind == Kind::Managed {
+            self.release_managed_pages(&s);
+            return;
+        }
+        for f in s.frames.iter().flatten() {
             if let Err(e) = memory::scrub_and_free(*f, Owner::Domain(s.owner)) {
                 defmt::error!("stretch {=u64:#x}: freeing a frame failed: {}", base as u64, e);
             }
@@ -263,6 +312,7 @@ impl World {
         for base in doomed {
             self.destroy_stretch(base);
         }
+        self.free_loose_frames(id);
         self.close_endpoints_signalled_by(id);
         self.sched.remove(id as usize, sched::now_ns());
         let d = &mut self.domains[id as usize];
@@ -291,6 +341,9 @@ impl World {
                 defmt::error!("domain {=str} terminated: {=str}", d.name.as_str(), why)
             }
         }
+        d.revocation = None;
+        // Its frames are free again: domains waiting for memory may retry.
+        self.wake_frame_waiters();
     }
 }
 
@@ -372,6 +425,13 @@ fn summary(w: &World) {
             c.extra
         );
     }
+    for d in w.domains.iter().filter(|d| d.faults > 0) {
+        defmt::info!(
+            "  {=str}: {=u64} page faults delivered to its stretch drivers",
+            d.name.as_str(),
+            d.faults
+        );
+    }
     let free = with_frames(|fa| fa.free_count());
     defmt::info!(
         "frames: {=u64} free after all domains ended, {=u64} before they started",
@@ -402,7 +462,7 @@ pub mod tests {
     ) -> Result<World, crate::ktest::Failed> {
         let mut w = World::new();
         let space = AddressSpace::new(Owner::Domain(0), asid).map_err(|_| crate::ktest::Failed)?;
-        w.domains.push(Domain::new(name, space, frames));
+        w.domains.push(Domain::new(name, space, frames, 0));
         Ok(w)
     }
 
@@ -423,7 +483,8 @@ pub mod tests {
             &pattern,
         );
         check!(made.is_ok(), "create_stretch failed: {}", made);
-        let frames = w.stretches[&base].frames.clone();
+        let frames: Vec<frame_allocator::Frame> =
+            w.stretches[&base].frames.iter().flatten().copied().collect();
         let charged = with_frames(|fa| fa.owned_by(Owner::Domain(id)));
         check!(charged > 8, "only {=u64} frames charged for 8 pages and tables", charged);
         let first = crate::phys::bytes(frames[0].addr(), PAGE_SIZE);

@@ -69,6 +69,7 @@ impl World {
     /// Fires due timer endpoints and unblocks every domain whose deadline has passed.
     fn expire(&mut self, now: u64) {
         self.fire_timers(now);
+        self.enforce_revocations(ns_from_ticks(now));
         for id in 0..self.domains.len() {
             let d = &mut self.domains[id];
             if d.ending.is_none() && d.blocked.is_some_and(|deadline| deadline <= now) {
@@ -85,7 +86,10 @@ impl World {
     fn earliest_deadline(&self) -> Option<u64> {
         let blocked =
             self.domains.iter().filter_map(|d| d.blocked).filter(|&t| t != u64::MAX).min();
-        [blocked, self.earliest_timer(), self.stop_at].into_iter().flatten().min()
+        [blocked, self.earliest_timer(), self.earliest_revocation(), self.stop_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Copies domain `id`'s accounts from the scheduler into its control block.
@@ -206,6 +210,9 @@ fn upcall(d: &mut super::Domain, frame: &mut UserContext) {
     if core::mem::take(&mut d.pending) {
         reason |= abi::activation::EVENT;
     }
+    if d.revocation.is_some() {
+        reason |= abi::activation::REVOKE;
+    }
     frame.enter_handler(entry, stack, [reason as usize, d.dcb_va]);
 }
 
@@ -238,14 +245,37 @@ pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
                 w.sched.block(id as usize, now_ns());
                 switch(w, frame, true);
             }
+            Next::WaitForFrames => {
+                // The call runs again once a revocation has freed frames.
+                frame.restart_call();
+                let d = &mut w.domains[id as usize];
+                d.blocked = Some(u64::MAX);
+                d.waiting_for_frames = true;
+                w.sched.block(id as usize, now_ns());
+                switch(w, frame, true);
+            }
             Next::Exit(code) => {
                 w.kill(id, Ending::Exited(code));
                 switch(w, frame, false);
             }
         },
         UserTrap::Timer => switch(w, frame, true),
-        UserTrap::Fault { cause, addr } => {
+        UserTrap::Fault { cause, addr, access } => {
+            let why = match access {
+                Some(access) => match w.deliver_fault(id, frame, addr, access) {
+                    Ok(()) => return,
+                    Err(why) => Some(why),
+                },
+                None => None,
+            };
             report_fault(w, id, cause, addr, frame.pc());
+            if let Some(why) = why.filter(|_| w.in_managed_stretch(id, addr)) {
+                defmt::error!(
+                    "domain {=str}: the fault was not delivered to its stretch driver: {=str}",
+                    w.domains[id as usize].name.as_str(),
+                    why
+                );
+            }
             w.kill(id, Ending::Terminated(cause));
             switch(w, frame, false);
         }

@@ -1,9 +1,13 @@
 //! Stretches: page-aligned ranges of the single address space, owned by a domain, with rights
 //! per protection domain.
 //!
-//! All stretches are *nailed* for now: their frames are allocated, scrubbed and charged to the
-//! owner when the stretch is created, and mapped into every protection domain that holds rights
-//! on it. Stretch drivers (demand paging) come with the self-paging issue.
+//! A stretch is either *nailed* or *managed*. A nailed stretch (images, stacks, control blocks,
+//! channels, `stretch_create`) gets its frames when it is created, scrubbed and charged to the
+//! owner, and is mapped into every protection domain that holds rights on it; it never faults.
+//! A managed stretch (`stretch_create_managed`) starts with no page mapped: its owner binds a
+//! stretch driver to it, which maps frames the domain holds page by page (`map`, `unmap`,
+//! `protect`), and its page faults are delivered to the owner (see `paging`). Managed
+//! stretches are private to their owner: they cannot be shared.
 
 use alloc::vec::Vec;
 
@@ -23,6 +27,8 @@ pub enum Kind {
     ControlBlock,
     /// The shared memory of an IO channel, owned (and paid for) by its sender.
     Channel,
+    /// Paged by a stretch driver in its owner (`stretch_create_managed`).
+    Managed,
 }
 
 impl Kind {
@@ -34,6 +40,7 @@ impl Kind {
             Kind::Dynamic => "dynamic",
             Kind::ControlBlock => "control block",
             Kind::Channel => "channel",
+            Kind::Managed => "managed",
         }
     }
 }
@@ -42,8 +49,12 @@ impl Kind {
 pub struct Stretch {
     /// First address.
     pub base: usize,
-    /// The frames behind each page, in order.
-    pub frames: Vec<Frame>,
+    /// The frame behind each page, in order (`None`: a page of a managed stretch that is not
+    /// mapped). The frames of a nailed stretch belong to it; those mapped in a managed stretch
+    /// belong to the owner's loose frames (`frame_alloc`) and outlive the mapping.
+    pub frames: Vec<Option<Frame>>,
+    /// The rights each page of a managed stretch is mapped with (empty for nailed stretches).
+    pub page_rights: Vec<Rights>,
     /// The owning domain (charged for the frames).
     pub owner: u32,
     /// Rights per domain (protection domain), at most one entry per domain.

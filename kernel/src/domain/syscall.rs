@@ -4,6 +4,7 @@
 
 use abi::{Call, Rights, SysError};
 
+use super::paging::Shortage;
 use super::stretch::Kind;
 use super::{World, pages_for};
 use crate::arch;
@@ -21,6 +22,8 @@ pub enum Next {
     Yield,
     /// Block the caller until an endpoint changes or the deadline (timer ticks) passes.
     Block(u64),
+    /// Block the caller until a revocation frees memory, then run the call again.
+    WaitForFrames,
     /// Continue in the context `resume` loaded (no result registers are written).
     Resumed(alloc::boxed::Box<abi::SavedContext>),
     /// The caller is gone.
@@ -38,7 +41,7 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         Call::Yield => Next::Yield,
         Call::Time => Next::Return(Ok(super::sched::now_ns() as usize)),
         Call::ConsoleWrite => Next::Return(console_write(w, id, a[0], a[1])),
-        Call::StretchCreate => Next::Return(stretch_create(w, id, a[0], a[1])),
+        Call::StretchCreate => memory_call(stretch_create(w, id, a[0], a[1])),
         Call::StretchDestroy => Next::Return(stretch_destroy(w, id, a[0])),
         Call::StretchRights => Next::Return(stretch_rights(w, id, a[0], a[1], a[2])),
         Call::EventSend => Next::Return(w.send_event(id, a[0], a[1]).map(|()| 0)),
@@ -55,6 +58,12 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
             Ok(ctx) => Next::Resumed(alloc::boxed::Box::new(ctx)),
             Err(e) => Next::Return(Err(e)),
         },
+        Call::StretchCreateManaged => Next::Return(w.create_managed_stretch(id, a[0], a[1])),
+        Call::FrameAlloc => memory_call(w.frame_alloc(id, a[0])),
+        Call::FrameFree => Next::Return(w.frame_free(id, a[0])),
+        Call::Map => memory_call(w.map_page(id, a[0], a[1], a[2])),
+        Call::Unmap => Next::Return(w.unmap_page(id, a[0])),
+        Call::Protect => Next::Return(w.protect_page(id, a[0], a[1])),
         Call::Block => {
             let d = &mut w.domains[id as usize];
             if d.pending {
@@ -64,6 +73,15 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
                 Next::Block(super::sched::ticks_from_ns(a[0] as u64))
             }
         }
+    }
+}
+
+/// The outcome of a call that may have to wait for a revocation.
+fn memory_call(result: Result<usize, Shortage>) -> Next {
+    match result {
+        Ok(v) => Next::Return(Ok(v)),
+        Err(Shortage::Fail(e)) => Next::Return(Err(e)),
+        Err(Shortage::Wait) => Next::WaitForFrames,
     }
 }
 
@@ -126,21 +144,22 @@ fn resume(w: &mut World, id: u32, ptr: usize) -> Result<abi::SavedContext, SysEr
     Ok(ctx)
 }
 
-fn stretch_create(w: &mut World, id: u32, bytes: usize, rights: usize) -> Result<usize, SysError> {
+fn stretch_create(w: &mut World, id: u32, bytes: usize, rights: usize) -> Result<usize, Shortage> {
     let rights = Rights::from_bits(rights).ok_or(SysError::InvalidArgument)?;
     if bytes == 0 || bytes > STRETCH_MAX {
-        return Err(SysError::InvalidArgument);
+        return Err(SysError::InvalidArgument.into());
     }
     let pages = pages_for(bytes);
     if !w.within_contract(id, pages as u64) {
-        return Err(SysError::NoMemory);
+        return Err(SysError::NoMemory.into());
     }
+    w.reserve_frames(id, pages as u64 + 3)?;
     let base = w.virtual_space.take(pages).ok_or(SysError::NoAddressSpace)?;
     // The owner always holds meta on what it creates.
     let made = w.create_stretch(id, base, pages, rights.union(Rights::META), Kind::Dynamic, &[]);
     if let Err(e) = made {
         w.virtual_space.give_back(base, pages);
-        return Err(e);
+        return Err(e.into());
     }
     Ok(base)
 }
@@ -150,7 +169,7 @@ fn stretch_destroy(w: &mut World, id: u32, base: usize) -> Result<usize, SysErro
     if !s.rights_of(id).contains(Rights::META) || s.owner != id {
         return Err(SysError::PermissionDenied);
     }
-    if s.kind != Kind::Dynamic {
+    if !matches!(s.kind, Kind::Dynamic | Kind::Managed) {
         // Images and stacks live as long as their domain.
         return Err(SysError::PermissionDenied);
     }
@@ -170,6 +189,10 @@ fn stretch_rights(
     w.domain(target).ok_or(SysError::NotFound)?;
     let s = w.stretches.get(&base).ok_or(SysError::NotFound)?;
     if !s.rights_of(id).contains(Rights::META) {
+        return Err(SysError::PermissionDenied);
+    }
+    if s.kind == Kind::Managed {
+        // Managed stretches are private to their owner, with the rights they were made with.
         return Err(SysError::PermissionDenied);
     }
     // Only the owner changes the owner's rights, and it always keeps meta.

@@ -53,11 +53,29 @@ pub enum Call {
     /// `timer_set(endpoint, deadline_ns) -> 0`: the kernel signals timer endpoint `endpoint`
     /// once the clock reaches `deadline_ns` (one shot; `u64::MAX` cancels).
     TimerSet = 14,
+    /// `stretch_create_managed(bytes, rights) -> base`: a new stretch owned by the caller with
+    /// no page mapped, whose pages the caller maps itself with `map` (it binds a stretch
+    /// driver to it). Its faults are delivered to the caller's activation handler.
+    StretchCreateManaged = 15,
+    /// `frame_alloc(kind) -> frame`: a zero-filled frame from the caller's frames contract,
+    /// [`frame_kind::GUARANTEED`] or [`frame_kind::OPTIMISTIC`]; the result is its frame number.
+    FrameAlloc = 16,
+    /// `frame_free(frame) -> 0`: gives back a frame the caller holds and has not mapped.
+    FrameFree = 17,
+    /// `map(va, frame, rights) -> 0`: maps a frame the caller holds at page `va` of a stretch
+    /// it manages.
+    Map = 18,
+    /// `unmap(va) -> frame`: removes the mapping of page `va` of a stretch the caller manages;
+    /// the frame stays the caller's.
+    Unmap = 19,
+    /// `protect(va, rights) -> 0`: changes the rights of the mapped page `va` of a stretch the
+    /// caller manages.
+    Protect = 20,
 }
 
 impl Call {
     /// Every call, in number order.
-    pub const ALL: [Call; 14] = [
+    pub const ALL: [Call; 20] = [
         Call::ConsoleWrite,
         Call::Exit,
         Call::Yield,
@@ -72,6 +90,12 @@ impl Call {
         Call::Resume,
         Call::TimerAlloc,
         Call::TimerSet,
+        Call::StretchCreateManaged,
+        Call::FrameAlloc,
+        Call::FrameFree,
+        Call::Map,
+        Call::Unmap,
+        Call::Protect,
     ];
 
     /// The call with number `n`.
@@ -101,11 +125,20 @@ pub enum SysError {
     NoAddressSpace = 7,
     /// The operation would wait forever: every domain is blocked without a deadline.
     WouldDeadlock = 8,
+    /// The page is not mapped.
+    NotMapped = 9,
+    /// The page is mapped already.
+    AlreadyMapped = 10,
+    /// The frame is mapped, so it cannot be freed or mapped a second time.
+    InUse = 11,
+    /// The stretch is not managed by the caller (it is nailed: its pages are mapped by the
+    /// kernel).
+    NotManaged = 12,
 }
 
 impl SysError {
     /// Every error, in number order.
-    pub const ALL: [SysError; 8] = [
+    pub const ALL: [SysError; 12] = [
         SysError::NoSuchCall,
         SysError::InvalidArgument,
         SysError::BadAddress,
@@ -114,11 +147,33 @@ impl SysError {
         SysError::PermissionDenied,
         SysError::NoAddressSpace,
         SysError::WouldDeadlock,
+        SysError::NotMapped,
+        SysError::AlreadyMapped,
+        SysError::InUse,
+        SysError::NotManaged,
     ];
 
     /// The error with code `n` (0 is success, not an error).
     pub fn from_code(n: usize) -> Option<SysError> {
         SysError::ALL.into_iter().find(|e| *e as usize == n)
+    }
+
+    /// Its name, as `docs/syscalls.md` writes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SysError::NoSuchCall => "NoSuchCall",
+            SysError::InvalidArgument => "InvalidArgument",
+            SysError::BadAddress => "BadAddress",
+            SysError::NoMemory => "NoMemory",
+            SysError::NotFound => "NotFound",
+            SysError::PermissionDenied => "PermissionDenied",
+            SysError::NoAddressSpace => "NoAddressSpace",
+            SysError::WouldDeadlock => "WouldDeadlock",
+            SysError::NotMapped => "NotMapped",
+            SysError::AlreadyMapped => "AlreadyMapped",
+            SysError::InUse => "InUse",
+            SysError::NotManaged => "NotManaged",
+        }
     }
 }
 
@@ -153,6 +208,62 @@ impl Rights {
     pub const fn union(self, other: Rights) -> Rights {
         Rights(self.0 | other.0)
     }
+
+    /// The rights in `self` that are not in `other`.
+    pub const fn difference(self, other: Rights) -> Rights {
+        Rights(self.0 & !other.0)
+    }
+}
+
+/// The kind of access that faulted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u64)]
+pub enum Access {
+    /// A load.
+    Read = 0,
+    /// A store.
+    Write = 1,
+    /// An instruction fetch.
+    Execute = 2,
+}
+
+impl Access {
+    /// The access with code `n` (as in [`FaultSlot::access`]).
+    pub const fn from_code(n: u64) -> Option<Access> {
+        match n {
+            0 => Some(Access::Read),
+            1 => Some(Access::Write),
+            2 => Some(Access::Execute),
+            _ => None,
+        }
+    }
+
+    /// Whether a page or stretch with `rights` allows this access (write implies read).
+    pub const fn allowed_by(self, rights: Rights) -> bool {
+        match self {
+            Access::Read => rights.contains(Rights::READ) || rights.contains(Rights::WRITE),
+            Access::Write => rights.contains(Rights::WRITE),
+            Access::Execute => rights.contains(Rights::EXECUTE),
+        }
+    }
+
+    /// Its name in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+            Access::Execute => "execute",
+        }
+    }
+}
+
+/// The kinds of frame `frame_alloc` takes from a frames contract.
+pub mod frame_kind {
+    /// Within the domain's guarantee: always available up to the contract, never revoked.
+    pub const GUARANTEED: usize = 0;
+    /// From memory nobody uses now, up to the contract's optimistic count; revocable.
+    pub const OPTIMISTIC: usize = 1;
 }
 
 /// Event endpoints per domain.
@@ -233,6 +344,67 @@ pub mod activation {
     pub const SCHEDULED: u64 = 1;
     /// One of its event endpoints changed since it last ran.
     pub const EVENT: u64 = 2;
+    /// A thread touched a page of a stretch the domain manages that is not mapped (or is
+    /// mapped without the access): [`Dcb::fault`](super::Dcb::fault) says where. `saved` is
+    /// the faulting context, to be resumed once the page is mapped.
+    pub const FAULT: u64 = 4;
+    /// The kernel asks for optimistic frames back: see
+    /// [`Dcb::revocation`](super::Dcb::revocation).
+    pub const REVOKE: u64 = 8;
+}
+
+/// The last page fault delivered to the domain (written by the kernel before it enters the
+/// activation handler with [`activation::FAULT`]).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct FaultSlot {
+    /// The faulting address.
+    pub addr: AtomicU64,
+    /// [`Access`] as a number.
+    pub access: AtomicU64,
+    /// The base of the managed stretch the address lies in.
+    pub stretch: AtomicU64,
+    /// The faulting instruction's address.
+    pub pc: AtomicU64,
+    /// Faults delivered so far.
+    pub count: AtomicU64,
+}
+
+/// A revocation notice (written by the kernel, which then wakes the domain and enters its
+/// activation handler with [`activation::REVOKE`]).
+///
+/// The domain must release `frames_wanted` optimistic frames (unmap them and `frame_free`
+/// them) before the clock reaches `deadline_ns`, three of its CPU periods after the notice.
+/// The kernel counts the frames as they come back and clears `frames_wanted` to 0 when the
+/// notice is satisfied. A domain that has not complied by the deadline loses its frames by
+/// force and is terminated. The protocol is documented in `docs/memory.md`.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct RevocationSlot {
+    /// Optimistic frames still to release (0: no notice outstanding).
+    pub frames_wanted: AtomicU64,
+    /// When the notice expires.
+    pub deadline_ns: AtomicU64,
+    /// Notices received so far.
+    pub notices: AtomicU64,
+}
+
+/// A domain's frames contract (from its manifest) and what it holds, in its control block.
+/// The kernel updates the counts on every frame the domain takes or gives back.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct FramesAccount {
+    /// Frames the domain may always hold: stretches, loose frames and its page tables.
+    pub guaranteed: AtomicU64,
+    /// Optimistic frames it may hold on top.
+    pub optimistic: AtomicU64,
+    /// Frames it holds within its guarantee (stretches, loose frames, page tables, the
+    /// kernel's records of its managed stretches).
+    pub guaranteed_held: AtomicU64,
+    /// Optimistic frames it holds now.
+    pub optimistic_held: AtomicU64,
+    /// Page faults the kernel delivered to it.
+    pub faults: AtomicU64,
 }
 
 /// The domain control block: one page shared between the kernel and the domain (a stretch
@@ -265,6 +437,12 @@ pub struct Dcb {
     pub timebase_hz: u64,
     /// The domain's CPU contract and what it has received.
     pub cpu: CpuAccount,
+    /// The last page fault delivered.
+    pub fault: FaultSlot,
+    /// The outstanding revocation notice, if any.
+    pub revocation: RevocationSlot,
+    /// The frames contract and holdings.
+    pub frames: FramesAccount,
 }
 
 /// A domain's CPU contract (from its manifest) and its accounts, in its control block.

@@ -12,8 +12,10 @@
 //! - exhaustion is an error naming what was asked for and what was left, never a panic.
 //!
 //! The owner table's storage is supplied by the caller (the kernel carves it out of RAM at boot),
-//! so this crate needs no allocator. What it does not do yet: per-domain quotas (frames
-//! contracts) are enforced by the kernel on top of [`FrameAllocator::owned_by`].
+//! so this crate needs no allocator. Frames held by each of the first [`COUNTED_DOMAINS`] domains
+//! are also counted as they change hands, so [`FrameAllocator::owned_by`] answers in constant
+//! time for them (the kernel checks frames contracts with it on every allocation); other owners
+//! are counted by scanning the table. Frames contracts themselves are the kernel's business.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -25,6 +27,9 @@ use core::fmt;
 
 /// Size of one frame in bytes.
 pub const FRAME_SIZE: u64 = 4096;
+
+/// Domains `0..COUNTED_DOMAINS` have their frames counted as they change hands.
+pub const COUNTED_DOMAINS: usize = 64;
 
 /// A physical frame, named by its first byte's address (always `FRAME_SIZE`-aligned).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -149,8 +154,18 @@ pub struct FrameAllocator<'t> {
     base: u64,
     owners: &'t mut [u32],
     free: u64,
+    /// Frames held by each of the first [`COUNTED_DOMAINS`] domains.
+    held: [u64; COUNTED_DOMAINS],
     /// Index where the next single-frame search starts (a roving pointer).
     hint: usize,
+}
+
+/// The counter slot of `owner`, if it is counted.
+fn counted(owner: Owner) -> Option<usize> {
+    match owner {
+        Owner::Domain(id) if (id as usize) < COUNTED_DOMAINS => Some(id as usize),
+        _ => None,
+    }
 }
 
 impl<'t> FrameAllocator<'t> {
@@ -162,7 +177,7 @@ impl<'t> FrameAllocator<'t> {
             return Err(FrameError::Misaligned { addr: base });
         }
         owners.fill(Owner::RESERVED);
-        Ok(FrameAllocator { base, owners, free: 0, hint: 0 })
+        Ok(FrameAllocator { base, owners, free: 0, held: [0; COUNTED_DOMAINS], hint: 0 })
     }
 
     /// Number of table entries needed to cover `bytes` of physical memory.
@@ -182,6 +197,9 @@ impl<'t> FrameAllocator<'t> {
 
     /// Frames currently held by `owner`.
     pub fn owned_by(&self, owner: Owner) -> u64 {
+        if let Some(slot) = counted(owner) {
+            return self.held[slot];
+        }
         let w = owner.encode();
         self.owners.iter().filter(|&&o| o == w).count() as u64
     }
@@ -228,6 +246,7 @@ impl<'t> FrameAllocator<'t> {
             } else if was != Owner::Free && to == Owner::Free {
                 self.free += 1;
             }
+            self.recount(was, to, 1);
             self.owners[i] = to.encode();
             a += FRAME_SIZE;
         }
@@ -286,6 +305,7 @@ impl<'t> FrameAllocator<'t> {
                 None => {
                     self.owners[i..i + count].fill(owner.encode());
                     self.free -= count as u64;
+                    self.recount(Owner::Free, owner, count as u64);
                     self.hint = i + count;
                     return Ok(self.frame_at(i));
                 }
@@ -331,6 +351,7 @@ impl<'t> FrameAllocator<'t> {
         }
         self.owners[i..end].fill(Owner::FREE);
         self.free += count;
+        self.recount(owner, Owner::Free, count);
         Ok(())
     }
 
@@ -345,7 +366,18 @@ impl<'t> FrameAllocator<'t> {
             return Err(FrameError::NotOwner { frame, owner: actual });
         }
         self.owners[i] = to.encode();
+        self.recount(from, to, 1);
         Ok(())
+    }
+
+    /// Moves `n` frames from `from`'s count to `to`'s.
+    fn recount(&mut self, from: Owner, to: Owner, n: u64) {
+        if let Some(slot) = counted(from) {
+            self.held[slot] -= n;
+        }
+        if let Some(slot) = counted(to) {
+            self.held[slot] += n;
+        }
     }
 
     /// The owner of `frame`.
@@ -353,10 +385,21 @@ impl<'t> FrameAllocator<'t> {
         Ok(Owner::decode(self.owners[self.index(frame.0)?]))
     }
 
-    /// Verifies that the free count matches the owner table.
+    /// Verifies that the free count and the per-domain counts match the owner table; on a
+    /// mismatch returns the kept count and the table's.
     pub fn check(&self) -> Result<(), (u64, u64)> {
-        let counted = self.owned_by(Owner::Free);
-        if counted == self.free { Ok(()) } else { Err((self.free, counted)) }
+        let scan = |w: u32| self.owners.iter().filter(|&&o| o == w).count() as u64;
+        let counted = scan(Owner::FREE);
+        if counted != self.free {
+            return Err((self.free, counted));
+        }
+        for (id, &kept) in self.held.iter().enumerate() {
+            let table = scan(Owner::Domain(id as u32).encode());
+            if table != kept {
+                return Err((kept, table));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -182,3 +182,26 @@ fn owner_table_stays_consistent_under_random_churn() {
     let held_total: u64 = held.iter().map(|h| h.1).sum();
     assert_eq!(fa.free_count() + held_total, 256);
 }
+
+#[test]
+fn domain_counts_follow_every_change_of_hands() {
+    let mut table = [0u32; 64];
+    let mut fa = FrameAllocator::new(0x8000_0000, &mut table).unwrap();
+    fa.add_free(0x8000_0000, 0x8000_0000 + 64 * FRAME_SIZE);
+    let a = Owner::Domain(3);
+    let far = Owner::Domain(COUNTED_DOMAINS as u32 + 5);
+    let f1 = fa.alloc(a).unwrap();
+    let run = fa.alloc_contiguous(4, 4, a).unwrap();
+    let f2 = fa.alloc(far).unwrap();
+    assert_eq!(fa.owned_by(a), 5);
+    assert_eq!(fa.owned_by(far), 1);
+    fa.transfer(f2, far, a).unwrap();
+    fa.transfer(f1, a, Owner::Kernel).unwrap();
+    assert_eq!(fa.owned_by(a), 5);
+    assert_eq!(fa.owned_by(far), 0);
+    fa.free_contiguous(run, 4, a).unwrap();
+    assert_eq!(fa.owned_by(a), 1);
+    fa.reserve(f2.addr(), f2.addr() + FRAME_SIZE);
+    assert_eq!(fa.owned_by(a), 0);
+    fa.check().unwrap();
+}

@@ -97,34 +97,12 @@ pub mod mock;
 use core::fmt;
 use core::ops::Range;
 
-pub use abi::{PAGE_SIZE, Rights};
+pub use abi::{Access, PAGE_SIZE, Rights};
 
 /// A physical frame as the kernel hands it out: its frame number (physical address divided by
 /// [`PAGE_SIZE`]). Drivers treat it as an opaque handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Frame(pub u64);
-
-/// The kind of access that faulted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    /// A load.
-    Read,
-    /// A store.
-    Write,
-    /// An instruction fetch.
-    Execute,
-}
-
-impl Access {
-    /// Whether a page or stretch with `rights` allows this access (write implies read).
-    pub const fn allowed_by(self, rights: Rights) -> bool {
-        match self {
-            Access::Read => rights.contains(Rights::READ) || rights.contains(Rights::WRITE),
-            Access::Write => rights.contains(Rights::WRITE),
-            Access::Execute => rights.contains(Rights::EXECUTE),
-        }
-    }
-}
 
 /// A page fault as the kernel reports it to the domain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

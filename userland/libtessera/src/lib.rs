@@ -72,13 +72,17 @@ mod control_block;
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 mod entry;
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
+pub mod heap;
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+pub mod paging;
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
 mod panic;
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub mod syscall;
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub mod thread;
 
-pub use abi::{Rights, SysError};
+pub use abi::{PAGE_SIZE, Rights, SysError};
 pub use args::{Args, ArgsError};
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub use control_block::dcb;

@@ -175,3 +175,43 @@ pub fn timer_alloc() -> Result<usize, SysError> {
 pub fn timer_set(endpoint: usize, deadline_ns: u64) -> Result<(), SysError> {
     call(Call::TimerSet, [endpoint, deadline_ns as usize, 0, 0, 0, 0]).map(|_| ())
 }
+
+/// Creates a managed stretch of `bytes` (rounded up to pages) with `rights` for the caller (who
+/// also holds the meta right): no page is mapped; the caller maps them with [`map`], and its
+/// faults come to the activation handler. Returns its base address. Use
+/// [`crate::paging::bind`], which also binds a stretch driver to it.
+pub fn stretch_create_managed(bytes: usize, rights: Rights) -> Result<usize, SysError> {
+    call(Call::StretchCreateManaged, [bytes, rights.0 as usize, 0, 0, 0, 0])
+}
+
+/// Takes a zero-filled frame of `kind` (`abi::frame_kind`) from the frames contract; returns
+/// its frame number.
+pub fn frame_alloc(kind: usize) -> Result<usize, SysError> {
+    call(Call::FrameAlloc, [kind, 0, 0, 0, 0, 0])
+}
+
+/// Gives back frame `frame`, which must not be mapped.
+pub fn frame_free(frame: usize) -> Result<(), SysError> {
+    call(Call::FrameFree, [frame, 0, 0, 0, 0, 0]).map(|_| ())
+}
+
+/// Maps frame `frame` at page `va` of a managed stretch with `rights`.
+pub fn map(va: usize, frame: usize, rights: Rights) -> Result<(), SysError> {
+    call(Call::Map, [va, frame, rights.0 as usize, 0, 0, 0]).map(|_| ())
+}
+
+/// Removes the mapping of page `va` of a managed stretch; returns the frame that was mapped.
+/// Every pointer into the page becomes invalid until it is mapped again (the next access
+/// faults to the stretch's driver).
+pub fn unmap(va: usize) -> Result<usize, SysError> {
+    // SAFETY: as for `stretch_destroy`: a page of a managed stretch is reached only through
+    // its driver's contract; an access after `unmap` faults to the driver instead of reading
+    // freed memory.
+    unsafe { raw(Call::Unmap as usize, [va, 0, 0, 0, 0, 0]) }
+}
+
+/// Changes the rights of the mapped page `va` of a managed stretch.
+pub fn protect(va: usize, rights: Rights) -> Result<(), SysError> {
+    // SAFETY: as for `unmap`: an access the new rights refuse faults to the stretch's driver.
+    unsafe { raw(Call::Protect as usize, [va, rights.0 as usize, 0, 0, 0, 0]) }.map(|_| ())
+}

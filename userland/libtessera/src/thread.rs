@@ -84,6 +84,13 @@ impl JoinHandle {
     }
 }
 
+/// Registers the activation handler and turns activations on (once; [`spawn`] and
+/// `paging::bind` do it). A domain with activations on takes its page faults in its stretch
+/// drivers.
+pub fn init_activations() {
+    init();
+}
+
 fn init() {
     let s = sched();
     if s.started {
@@ -97,12 +104,13 @@ fn init() {
     }
 }
 
-/// The activation handler: resumes the interrupted context (see the module documentation).
-pub(crate) extern "C" fn activated(_reason: u64, dcb: *const abi::Dcb) -> ! {
+/// The activation handler: hands page faults and revocation notices to [`crate::paging`],
+/// and otherwise resumes the interrupted context (see the module documentation).
+pub(crate) extern "C" fn activated(reason: u64, dcb: *const abi::Dcb) -> ! {
     // SAFETY: the kernel passes the address of this domain's control block, mapped read-write
     // for the domain's lifetime.
-    let saved = unsafe { &(*dcb).saved };
-    syscall::resume(saved)
+    let dcb = unsafe { &*dcb };
+    crate::paging::on_activation(reason, dcb)
 }
 
 extern "C" fn thread_main(index: usize) -> ! {
@@ -111,6 +119,20 @@ extern "C" fn thread_main(index: usize) -> ! {
         (t.entry.expect("a spawned thread has an entry"), t.arg)
     };
     let result = f(arg);
+    finish(index, result)
+}
+
+/// Ends the running thread with `result` (what `join` returns). The domain's first thread
+/// cannot end alone: ending it exits the domain with `exit_code`.
+pub(crate) fn end_current(result: usize, exit_code: i32) -> ! {
+    let s = sched();
+    if !s.started || s.current == 0 {
+        crate::exit(exit_code)
+    }
+    finish(s.current, result)
+}
+
+fn finish(index: usize, result: usize) -> ! {
     let s = sched();
     s.threads[index].state = State::Done { result };
     for t in s.threads.iter_mut() {

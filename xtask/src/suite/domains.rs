@@ -25,7 +25,7 @@ fn last_position(out: &Outcome, text: &str) -> Result<usize, String> {
 }
 
 /// The domains' frames all came back: the run summary's two counts agree.
-fn frames_returned(out: &Outcome) -> Result<(), String> {
+pub(super) fn frames_returned(out: &Outcome) -> Result<(), String> {
     let line =
         out.line("free after all domains ended").ok_or("no frame count in the run summary")?;
     let numbers: Vec<u64> =

@@ -42,6 +42,8 @@ pub enum MapError {
     NotMapped,
     /// No frame for an intermediate table.
     OutOfFrames(FrameError),
+    /// The rights asked for grant no access (a leaf needs read, write or execute).
+    NoAccess,
 }
 
 /// A tree of Sv39 page tables, named by its root frame. Its table frames are charged to
@@ -161,6 +163,26 @@ impl PageTable {
         if *e & PTE_V != 0 {
             return Err(MapError::AlreadyMapped);
         }
+        *e = ((pa >> 12) << 10) | flags | PTE_V | PTE_A | PTE_D;
+        Ok(())
+    }
+
+    /// How many intermediate tables [`PageTable::map`] would have to create to map `va` (0 to
+    /// 2).
+    pub fn tables_needed(&self, va: u64) -> u64 {
+        let e2 = entries(self.root.addr())[vpn(va, 2)];
+        if e2 & PTE_V == 0 {
+            return 2;
+        }
+        let e1 = entries((e2 >> 10) << 12)[vpn(va, 1)];
+        u64::from(e1 & PTE_V == 0)
+    }
+
+    /// Replaces the permission `flags` of the 4 KiB mapping at `va`, keeping its frame. The
+    /// caller flushes the TLB (see [`flush`]).
+    pub fn protect(&mut self, va: u64, flags: u64) -> Result<(), MapError> {
+        let e = self.leaf(va).ok_or(MapError::NotMapped)?;
+        let pa = (*e >> 10) << 12;
         *e = ((pa >> 12) << 10) | flags | PTE_V | PTE_A | PTE_D;
         Ok(())
     }

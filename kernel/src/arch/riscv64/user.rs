@@ -131,6 +131,12 @@ impl TrapFrame {
         self.regs[10] = status;
         self.regs[11] = value;
     }
+
+    /// Makes the system call that trapped here run again when the context resumes (the PC goes
+    /// back to its `ecall`; the arguments are still in their registers).
+    pub fn restart_call(&mut self) {
+        self.sepc -= 4;
+    }
 }
 
 /// Why a domain entered the kernel.
@@ -151,6 +157,8 @@ pub enum UserTrap {
         cause: &'static str,
         /// The faulting address (`stval`), or the instruction bits for illegal instructions.
         addr: usize,
+        /// For a page fault, the access that faulted.
+        access: Option<abi::Access>,
     },
 }
 
@@ -163,9 +171,15 @@ pub(super) fn on_trap(frame: &mut TrapFrame, scause: usize, stval: usize) {
         let r = &frame.regs;
         UserTrap::SystemCall { number: r[17], args: [r[10], r[11], r[12], r[13], r[14], r[15]] }
     } else if scause & INTERRUPT != 0 {
-        UserTrap::Fault { cause: "unexpected interrupt", addr: scause }
+        UserTrap::Fault { cause: "unexpected interrupt", addr: scause, access: None }
     } else {
-        UserTrap::Fault { cause: trap::exception_name(scause), addr: stval }
+        let access = match scause {
+            12 => Some(abi::Access::Execute),
+            13 => Some(abi::Access::Read),
+            15 => Some(abi::Access::Write),
+            _ => None,
+        };
+        UserTrap::Fault { cause: trap::exception_name(scause), addr: stval, access }
     };
     crate::domain::on_user_trap(frame, trap);
 }
@@ -215,20 +229,24 @@ impl AddressSpace {
     /// Maps the user page `va` to frame `pa` with `rights` (write implies read: Sv39 has no
     /// write-only pages). `Rights::NONE` maps nothing.
     pub fn map(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), MapError> {
-        let mut flags = PTE_U;
-        if rights.contains(Rights::READ) || rights.contains(Rights::WRITE) {
-            flags |= PTE_R;
+        match leaf_flags(rights) {
+            Some(flags) => self.table.map(va as u64, pa, flags),
+            None => Ok(()),
         }
-        if rights.contains(Rights::WRITE) {
-            flags |= PTE_W;
-        }
-        if rights.contains(Rights::EXECUTE) {
-            flags |= PTE_X;
-        }
-        if flags == PTE_U {
-            return Ok(());
-        }
-        self.table.map(va as u64, pa, flags)
+    }
+
+    /// How many page-table frames mapping the page `va` would take now (0 to 2).
+    pub fn tables_needed(&self, va: usize) -> u64 {
+        self.table.tables_needed(va as u64)
+    }
+
+    /// Changes the rights of the mapped page `va` (at least one of read, write, execute) and
+    /// flushes it.
+    pub fn protect(&mut self, va: usize, rights: Rights) -> Result<(), MapError> {
+        let flags = leaf_flags(rights).ok_or(MapError::NoAccess)?;
+        self.table.protect(va as u64, flags)?;
+        sv39::flush(va as u64);
+        Ok(())
     }
 
     /// Removes the mapping of `va`, if any, and flushes it.
@@ -251,6 +269,22 @@ impl AddressSpace {
         self.table.destroy();
         sv39::flush_asid(asid);
     }
+}
+
+/// The leaf flags of a user page with `rights` (write implies read), or `None` if they grant
+/// no access.
+fn leaf_flags(rights: Rights) -> Option<u64> {
+    let mut flags = PTE_U;
+    if rights.contains(Rights::READ) || rights.contains(Rights::WRITE) {
+        flags |= PTE_R;
+    }
+    if rights.contains(Rights::WRITE) {
+        flags |= PTE_W;
+    }
+    if rights.contains(Rights::EXECUTE) {
+        flags |= PTE_X;
+    }
+    (flags != PTE_U).then_some(flags)
 }
 
 /// Copies `dst.len()` bytes from the user address `src` of the current address space into

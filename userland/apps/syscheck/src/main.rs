@@ -41,19 +41,9 @@ impl Tally {
     }
 }
 
-/// A result's name (Debug formatting would pull non-PIC parts of `core` into the app).
+/// A result's name.
 fn name(r: Result<(), SysError>) -> &'static str {
-    match r {
-        Ok(()) => "Ok",
-        Err(SysError::NoSuchCall) => "NoSuchCall",
-        Err(SysError::InvalidArgument) => "InvalidArgument",
-        Err(SysError::BadAddress) => "BadAddress",
-        Err(SysError::NoMemory) => "NoMemory",
-        Err(SysError::NotFound) => "NotFound",
-        Err(SysError::PermissionDenied) => "PermissionDenied",
-        Err(SysError::NoAddressSpace) => "NoAddressSpace",
-        Err(SysError::WouldDeadlock) => "WouldDeadlock",
-    }
+    r.err().map_or("Ok", SysError::name)
 }
 
 fn main(env: Env) -> i32 {

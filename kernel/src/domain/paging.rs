@@ -1,0 +1,486 @@
+//! Self-paging, the kernel's part: managed stretches, frames contracts, the memory calls, the
+//! delivery of page faults to the faulting domain, and the revocation of optimistic frames.
+//!
+//! The kernel holds the mechanism and checks every step; the policy (which frame backs which
+//! page, what to evict, where pages go) belongs to the stretch drivers that run in each domain
+//! (`stretch_drivers/`, libtessera's `paging`).
+//!
+//! - A domain's *frames contract* is `(guaranteed, optimistic)` frames from its manifest.
+//!   Everything charged to it (nailed stretches, loose frames, page tables, and the kernel's
+//!   per-page records of its managed stretches) counts against the guarantee, except the loose
+//!   frames it took as optimistic, which count against the optimistic allowance.
+//! - *Loose frames* are those a domain takes with `frame_alloc`: zero-filled, charged to it,
+//!   mapped by `map` at most at one page of a stretch it manages, given back with `frame_free`.
+//! - A *managed stretch* starts unmapped; when a thread touches a page that is not mapped (or
+//!   mapped without the access), the kernel saves the context and the fault in the control
+//!   block and enters the domain's activation handler with [`abi::activation::FAULT`], on the
+//!   domain's own CPU time. If the access exceeds the domain's rights on the stretch, or
+//!   activations are off (a fault inside the domain's own fault handling), or the domain has no
+//!   handler, the domain is terminated with a report instead.
+//! - *Revocation*: a guaranteed allocation that finds too few free frames sends a notice to the
+//!   domain holding the most optimistic frames (not the caller) and blocks the caller; its call
+//!   runs again when frames come back. The notice names the frames wanted and a deadline three
+//!   of the victim's CPU periods away. The victim's drivers release frames with `unmap` and
+//!   `frame_free`; the kernel counts them and clears the notice once enough came back. At the
+//!   deadline a victim that has not complied is terminated, which frees all its frames.
+//!
+//! Invariants: a loose frame is mapped at most at one page, and a page of a managed stretch
+//! maps only a loose frame of the stretch's owner; `Domain::optimistic_held` is the number of
+//! its loose frames marked optimistic; at most one revocation notice is outstanding at a time.
+//!
+//! Not implemented: shared managed stretches (managed stretches are private to their owner),
+//! dirty and referenced bits for drivers, revocation of guaranteed frames (never needed:
+//! admission keeps the guarantees within memory).
+
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+
+use abi::{Access, PAGE_SIZE, Rights, SysError, frame_kind};
+use frame_allocator::{Frame, Owner};
+
+use super::sched::{now_ns, ticks_from_ns};
+use super::stretch::{Kind, Stretch};
+use super::{Ending, World};
+use crate::arch::UserContext;
+use crate::memory::{self, with_frames};
+
+/// Optimistic frames are granted only while more than this many frames stay free, so that page
+/// tables and small guaranteed allocations rarely wait for a revocation.
+pub const OPTIMISTIC_FLOOR: u64 = 32;
+/// A revocation notice's deadline, in CPU periods of the domain it is sent to.
+pub const REVOCATION_PERIODS: u64 = 3;
+/// Largest managed stretch (its pages cost nothing until they are mapped).
+pub const MANAGED_MAX: usize = 256 << 20;
+/// Bytes of kernel memory charged per page of a managed stretch (its record of the page).
+const RECORD_BYTES: u64 = 24;
+
+/// A frame a domain took with `frame_alloc`.
+pub struct Loose {
+    /// Taken from the optimistic allowance (revocable).
+    pub optimistic: bool,
+    /// The page it is mapped at, if any.
+    pub mapped_at: Option<usize>,
+}
+
+/// An outstanding revocation notice.
+pub struct Revocation {
+    /// Optimistic frames asked for.
+    pub wanted: u64,
+    /// The notice is satisfied once the domain holds at most this many optimistic frames.
+    pub goal: u64,
+    /// When it was sent (ns since boot).
+    pub sent_ns: u64,
+    /// When it expires (ns since boot).
+    pub deadline_ns: u64,
+}
+
+/// Why a call that needs free frames cannot go on now.
+pub enum Shortage {
+    /// A revocation is under way: block the caller and run the call again later.
+    Wait,
+    /// The call fails with this error.
+    Fail(SysError),
+}
+
+impl From<SysError> for Shortage {
+    fn from(e: SysError) -> Self {
+        Shortage::Fail(e)
+    }
+}
+
+/// A frame number as the memory calls name frames (physical address / page size).
+fn frame_number(frame: Frame) -> usize {
+    (frame.addr() / PAGE_SIZE as u64) as usize
+}
+
+/// Page rights from a system-call argument: at least one of read, write, execute, and no
+/// other bit.
+fn page_rights(bits: usize) -> Result<Rights, SysError> {
+    let r = Rights::from_bits(bits).ok_or(SysError::InvalidArgument)?;
+    let page = Rights::READ.union(Rights::WRITE).union(Rights::EXECUTE);
+    if r.contains(Rights::META) || r == Rights::NONE || !page.contains(r) {
+        return Err(SysError::InvalidArgument);
+    }
+    Ok(r)
+}
+
+impl World {
+    /// `stretch_create_managed`: a stretch of `bytes` owned by `id` with no page mapped.
+    pub(super) fn create_managed_stretch(
+        &mut self,
+        id: u32,
+        bytes: usize,
+        rights: usize,
+    ) -> Result<usize, SysError> {
+        let rights = page_rights(rights & !(Rights::META.0 as usize))?;
+        if bytes == 0 || bytes > MANAGED_MAX {
+            return Err(SysError::InvalidArgument);
+        }
+        let pages = super::pages_for(bytes);
+        let records = (pages as u64 * RECORD_BYTES).div_ceil(PAGE_SIZE as u64);
+        if !self.within_contract(id, records) {
+            return Err(SysError::NoMemory);
+        }
+        let mut frames = Vec::new();
+        let mut rights_of_pages = Vec::new();
+        if frames.try_reserve_exact(pages).is_err()
+            || rights_of_pages.try_reserve_exact(pages).is_err()
+        {
+            return Err(SysError::NoMemory);
+        }
+        frames.resize(pages, None);
+        rights_of_pages.resize(pages, Rights::NONE);
+        let base = self.virtual_space.take(pages).ok_or(SysError::NoAddressSpace)?;
+        let mut s = Stretch {
+            base,
+            frames,
+            page_rights: rights_of_pages,
+            owner: id,
+            rights: Vec::new(),
+            kind: Kind::Managed,
+        };
+        s.set_rights(id, rights.union(Rights::META));
+        self.stretches.insert(base, s);
+        self.domains[id as usize].records += records;
+        self.publish_frames(id);
+        Ok(base)
+    }
+
+    /// The kernel's records of managed stretch `s` are freed, and the frames mapped in it go
+    /// back to its owner's loose frames (the mappings are gone already).
+    pub(super) fn release_managed_pages(&mut self, s: &Stretch) {
+        let records = (s.frames.len() as u64 * RECORD_BYTES).div_ceil(PAGE_SIZE as u64);
+        let d = &mut self.domains[s.owner as usize];
+        d.records = d.records.saturating_sub(records);
+        for f in s.frames.iter().flatten() {
+            if let Some(l) = d.loose.get_mut(&f.addr()) {
+                l.mapped_at = None;
+            }
+        }
+    }
+
+    /// Makes sure `needed` frames are free for a guaranteed allocation of domain `id`; if they
+    /// are not, sends a revocation notice (unless one is outstanding) and answers
+    /// [`Shortage::Wait`].
+    pub(super) fn reserve_frames(&mut self, id: u32, needed: u64) -> Result<(), Shortage> {
+        let free = with_frames(|fa| fa.free_count());
+        if free >= needed {
+            return Ok(());
+        }
+        if self.domains.iter().any(|d| d.ending.is_none() && d.revocation.is_some()) {
+            return Err(Shortage::Wait);
+        }
+        let victim = (0..self.domains.len() as u32)
+            .filter(|&v| v != id && self.domain(v).is_some())
+            .filter(|&v| self.domains[v as usize].optimistic_held > 0)
+            .max_by_key(|&v| (self.domains[v as usize].optimistic_held, u32::MAX - v));
+        let Some(victim) = victim else { return Err(Shortage::Fail(SysError::NoMemory)) };
+        let held = self.domains[victim as usize].optimistic_held;
+        self.send_revocation(victim, (needed - free).min(held), id);
+        Err(Shortage::Wait)
+    }
+
+    /// Asks domain `victim` to release `wanted` optimistic frames (for domain `for_whom`).
+    fn send_revocation(&mut self, victim: u32, wanted: u64, for_whom: u32) {
+        let period = self.sched.contract(victim as usize).map_or(atropos::MIN_PERIOD, |c| c.period);
+        let sent_ns = now_ns();
+        let deadline_ns = sent_ns + REVOCATION_PERIODS * period;
+        let for_whom = self.domains[for_whom as usize].name.clone();
+        let d = &mut self.domains[victim as usize];
+        let goal = d.optimistic_held - wanted;
+        d.revocation = Some(Revocation { wanted, goal, sent_ns, deadline_ns });
+        if let Some(frame) = d.dcb {
+            let slot = &crate::phys::dcb(frame).revocation;
+            slot.deadline_ns.store(deadline_ns, Ordering::Relaxed);
+            slot.frames_wanted.store(wanted, Ordering::Relaxed);
+            slot.notices.fetch_add(1, Ordering::Release);
+        }
+        defmt::info!(
+            "revocation: domain {=str} (holding {=u64} optimistic frames, the most) asked to release {=u64} by {=u64} us, for domain {=str}",
+            d.name.as_str(),
+            d.optimistic_held,
+            wanted,
+            deadline_ns / 1000,
+            for_whom.as_str()
+        );
+        self.wake(victim);
+    }
+
+    /// Domain `id` gave back an optimistic frame: clears its notice once it is satisfied.
+    fn revocation_progress(&mut self, id: u32) {
+        let d = &mut self.domains[id as usize];
+        let Some(r) = &d.revocation else { return };
+        let left = d.optimistic_held.saturating_sub(r.goal);
+        if let Some(frame) = d.dcb {
+            crate::phys::dcb(frame).revocation.frames_wanted.store(left, Ordering::Release);
+        }
+        if left > 0 {
+            return;
+        }
+        defmt::info!(
+            "revocation: domain {=str} released {=u64} optimistic frames in {=u64} us",
+            d.name.as_str(),
+            r.wanted,
+            (now_ns() - r.sent_ns) / 1000
+        );
+        d.revocation = None;
+        self.wake_frame_waiters();
+    }
+
+    /// Terminates every domain whose revocation deadline has passed, which frees its frames.
+    pub(super) fn enforce_revocations(&mut self, now_ns: u64) {
+        for id in 0..self.domains.len() as u32 {
+            let d = &self.domains[id as usize];
+            let Some(r) = d.revocation.as_ref().filter(|_| d.ending.is_none()) else { continue };
+            if r.deadline_ns > now_ns {
+                continue;
+            }
+            defmt::error!(
+                "domain {=str}: revocation: asked for {=u64} optimistic frames, still {=u64} to release at the deadline ({=u64} us): taking all its frames by force",
+                d.name.as_str(),
+                r.wanted,
+                d.optimistic_held - r.goal,
+                r.deadline_ns / 1000
+            );
+            self.kill(id, Ending::Terminated("did not release revoked frames by the deadline"));
+        }
+    }
+
+    /// The earliest revocation deadline, in timer ticks.
+    pub(super) fn earliest_revocation(&self) -> Option<u64> {
+        self.domains
+            .iter()
+            .filter(|d| d.ending.is_none())
+            .filter_map(|d| d.revocation.as_ref())
+            .map(|r| ticks_from_ns(r.deadline_ns))
+            .min()
+    }
+
+    /// Wakes the domains blocked in a call that waits for frames; their calls run again.
+    pub(super) fn wake_frame_waiters(&mut self) {
+        let now = now_ns();
+        for id in 0..self.domains.len() {
+            let d = &mut self.domains[id];
+            if d.ending.is_none() && core::mem::take(&mut d.waiting_for_frames) {
+                d.blocked = None;
+                self.sched.wake(id, now);
+            }
+        }
+    }
+
+    /// `frame_alloc`: a zero-filled loose frame of `kind` for domain `id`; its frame number.
+    pub(super) fn frame_alloc(&mut self, id: u32, kind: usize) -> Result<usize, Shortage> {
+        let d = &self.domains[id as usize];
+        let optimistic = match kind {
+            frame_kind::GUARANTEED => {
+                if self.guaranteed_used(id) + 1 > d.guaranteed_frames {
+                    return Err(SysError::NoMemory.into());
+                }
+                self.reserve_frames(id, 1)?;
+                false
+            }
+            frame_kind::OPTIMISTIC => {
+                let free = with_frames(|fa| fa.free_count());
+                if d.optimistic_held >= d.optimistic_frames
+                    || free <= OPTIMISTIC_FLOOR
+                    || d.revocation.is_some()
+                {
+                    return Err(SysError::NoMemory.into());
+                }
+                true
+            }
+            _ => return Err(SysError::InvalidArgument.into()),
+        };
+        let frame = memory::alloc_zeroed(Owner::Domain(id)).map_err(|_| SysError::NoMemory)?;
+        let d = &mut self.domains[id as usize];
+        d.loose.insert(frame.addr(), Loose { optimistic, mapped_at: None });
+        d.optimistic_held += u64::from(optimistic);
+        self.publish_frames(id);
+        Ok(frame_number(frame))
+    }
+
+    /// `frame_free`: domain `id` gives back loose frame `number`, which must not be mapped.
+    pub(super) fn frame_free(&mut self, id: u32, number: usize) -> Result<usize, SysError> {
+        let pa = (number as u64).checked_mul(PAGE_SIZE as u64).ok_or(SysError::NotFound)?;
+        let d = &mut self.domains[id as usize];
+        let loose = d.loose.get(&pa).ok_or(SysError::NotFound)?;
+        if loose.mapped_at.is_some() {
+            return Err(SysError::InUse);
+        }
+        let optimistic = loose.optimistic;
+        d.loose.remove(&pa);
+        if let Err(e) = memory::scrub_and_free(Frame::containing(pa), Owner::Domain(id)) {
+            defmt::error!("frame_free: freeing frame {=u64:#x} failed: {}", pa, e);
+        }
+        if optimistic {
+            d.optimistic_held -= 1;
+            self.revocation_progress(id);
+        }
+        self.publish_frames(id);
+        Ok(0)
+    }
+
+    /// Frees every loose frame of dying domain `id` (its managed stretches are unmapped).
+    pub(super) fn free_loose_frames(&mut self, id: u32) {
+        let d = &mut self.domains[id as usize];
+        d.optimistic_held = 0;
+        for pa in core::mem::take(&mut d.loose).into_keys() {
+            if let Err(e) = memory::scrub_and_free(Frame::containing(pa), Owner::Domain(id)) {
+                defmt::error!("freeing loose frame {=u64:#x} failed: {}", pa, e);
+            }
+        }
+    }
+
+    /// The base and page index of `va` in a managed stretch of domain `id`.
+    fn managed_page(&self, id: u32, va: usize) -> Result<(usize, usize), SysError> {
+        if !va.is_multiple_of(PAGE_SIZE) {
+            return Err(SysError::InvalidArgument);
+        }
+        let s = self
+            .stretch_at(va)
+            .filter(|s| s.owner == id && s.rights_of(id) != Rights::NONE)
+            .ok_or(SysError::BadAddress)?;
+        if s.kind != Kind::Managed {
+            return Err(SysError::NotManaged);
+        }
+        Ok((s.base, (va - s.base) / PAGE_SIZE))
+    }
+
+    /// Checks `rights` for page `va` of domain `id`: page rights within its rights on the
+    /// stretch.
+    fn page_rights_for(&self, id: u32, base: usize, rights: usize) -> Result<Rights, SysError> {
+        let rights = page_rights(rights)?;
+        if !self.stretches[&base].rights_of(id).contains(rights) {
+            return Err(SysError::PermissionDenied);
+        }
+        Ok(rights)
+    }
+
+    /// `map`: maps domain `id`'s loose frame `number` at page `va` of a stretch it manages.
+    pub(super) fn map_page(
+        &mut self,
+        id: u32,
+        va: usize,
+        number: usize,
+        rights: usize,
+    ) -> Result<usize, Shortage> {
+        let (base, index) = self.managed_page(id, va)?;
+        let rights = self.page_rights_for(id, base, rights)?;
+        let pa = (number as u64).checked_mul(PAGE_SIZE as u64).ok_or(SysError::NotFound)?;
+        let loose = self.domains[id as usize].loose.get(&pa).ok_or(SysError::NotFound)?;
+        if loose.mapped_at.is_some() {
+            return Err(SysError::InUse.into());
+        }
+        if self.stretches[&base].frames[index].is_some() {
+            return Err(SysError::AlreadyMapped.into());
+        }
+        let d = &self.domains[id as usize];
+        let tables = d.space.as_ref().map_or(0, |s| s.tables_needed(va));
+        if tables > 0 {
+            if self.guaranteed_used(id) + tables > d.guaranteed_frames {
+                return Err(SysError::NoMemory.into());
+            }
+            self.reserve_frames(id, tables)?;
+        }
+        let d = &mut self.domains[id as usize];
+        let space = d.space.as_mut().ok_or(SysError::NotFound)?;
+        space.map(va, pa, rights).map_err(|_| SysError::NoMemory)?;
+        if let Some(l) = d.loose.get_mut(&pa) {
+            l.mapped_at = Some(va);
+        }
+        let s = self.stretches.get_mut(&base).expect("found above");
+        s.frames[index] = Some(Frame::containing(pa));
+        s.page_rights[index] = rights;
+        self.publish_frames(id);
+        Ok(0)
+    }
+
+    /// `unmap`: removes page `va` of a stretch domain `id` manages; the frame's number.
+    pub(super) fn unmap_page(&mut self, id: u32, va: usize) -> Result<usize, SysError> {
+        let (base, index) = self.managed_page(id, va)?;
+        let s = self.stretches.get_mut(&base).expect("found above");
+        let frame = s.frames[index].take().ok_or(SysError::NotMapped)?;
+        s.page_rights[index] = Rights::NONE;
+        let d = &mut self.domains[id as usize];
+        if let Some(space) = d.space.as_mut() {
+            space.unmap(va);
+        }
+        if let Some(l) = d.loose.get_mut(&frame.addr()) {
+            l.mapped_at = None;
+        }
+        self.publish_frames(id);
+        Ok(frame_number(frame))
+    }
+
+    /// `protect`: changes the rights of the mapped page `va` of a stretch domain `id` manages.
+    pub(super) fn protect_page(
+        &mut self,
+        id: u32,
+        va: usize,
+        rights: usize,
+    ) -> Result<usize, SysError> {
+        let (base, index) = self.managed_page(id, va)?;
+        let rights = self.page_rights_for(id, base, rights)?;
+        if self.stretches[&base].frames[index].is_none() {
+            return Err(SysError::NotMapped);
+        }
+        let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
+        space.protect(va, rights).map_err(|_| SysError::NotMapped)?;
+        self.stretches.get_mut(&base).expect("found above").page_rights[index] = rights;
+        Ok(0)
+    }
+
+    /// Delivers a page fault at `addr` to domain `id`'s activation handler (`frame` then enters
+    /// the handler), or says why it cannot be delivered (the domain is then terminated).
+    pub(super) fn deliver_fault(
+        &mut self,
+        id: u32,
+        frame: &mut UserContext,
+        addr: usize,
+        access: Access,
+    ) -> Result<(), &'static str> {
+        let s = self.stretch_at(addr).filter(|s| s.kind == Kind::Managed && s.owner == id);
+        let Some(s) = s else { return Err("not in a stretch the domain manages") };
+        if !access.allowed_by(s.rights_of(id)) {
+            return Err("the domain's rights on the stretch do not allow the access");
+        }
+        let stretch = s.base;
+        let d = &mut self.domains[id as usize];
+        let (Some((entry, stack)), Some(dcb_frame)) = (d.handler, d.dcb) else {
+            return Err("the domain has no activation handler to take the fault");
+        };
+        let dcb = crate::phys::dcb(dcb_frame);
+        if dcb.activations.load(Ordering::Acquire) != 1 {
+            return Err(
+                "the fault came with activations off (inside the domain's own fault handling)",
+            );
+        }
+        crate::phys::write_saved_context(dcb_frame, &frame.saved());
+        dcb.fault.addr.store(addr as u64, Ordering::Relaxed);
+        dcb.fault.access.store(access as u64, Ordering::Relaxed);
+        dcb.fault.stretch.store(stretch as u64, Ordering::Relaxed);
+        dcb.fault.pc.store(frame.pc() as u64, Ordering::Relaxed);
+        dcb.fault.count.fetch_add(1, Ordering::Relaxed);
+        dcb.frames.faults.fetch_add(1, Ordering::Relaxed);
+        dcb.activations.store(0, Ordering::Release);
+        dcb.upcalls.fetch_add(1, Ordering::Relaxed);
+        d.faults += 1;
+        let mut reason = abi::activation::FAULT;
+        if d.revocation.is_some() {
+            reason |= abi::activation::REVOKE;
+        }
+        frame.enter_handler(entry, stack, [reason as usize, d.dcb_va]);
+        Ok(())
+    }
+
+    /// Copies domain `id`'s frames contract and holdings into its control block.
+    pub(super) fn publish_frames(&self, id: u32) {
+        let d = &self.domains[id as usize];
+        let Some(frame) = d.dcb else { return };
+        let account = &crate::phys::dcb(frame).frames;
+        account.guaranteed.store(d.guaranteed_frames, Ordering::Relaxed);
+        account.optimistic.store(d.optimistic_frames, Ordering::Relaxed);
+        account.guaranteed_held.store(self.guaranteed_used(id), Ordering::Relaxed);
+        account.optimistic_held.store(d.optimistic_held, Ordering::Release);
+    }
+}

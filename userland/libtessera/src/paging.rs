@@ -1,0 +1,355 @@
+//! Self-paging in the domain: binding stretch drivers to managed stretches and running them
+//! when the kernel delivers a page fault or a revocation notice.
+//!
+//! [`bind`] creates a managed stretch (`stretch_create_managed`), binds the driver to it and
+//! records the pair; it also turns activations on. From then on a touch of an unmapped page of
+//! the stretch traps to the kernel, which enters the activation handler with
+//! [`abi::activation::FAULT`] and the fault in the control block. The handler does not run the
+//! driver itself (it runs with activations off, on the one activation stack): it builds an
+//! *upcall record* on the faulting thread's own stack (the interrupted context and the fault)
+//! and resumes the thread in [`upcall_entry`] with activations on. So the driver runs as the
+//! faulting thread, on the domain's own CPU contract: if it waits (for an event, a disk, the
+//! network) the thread package runs the domain's other threads meanwhile. When the driver has
+//! mapped the page, the thread resumes the interrupted context and the access is retried.
+//!
+//! A fault the driver fails (for instance, no frame left in the contract) ends the faulting
+//! thread with a report; the domain's first thread ending that way exits the domain with
+//! [`EXIT_FAULT`]. So does a fault in a managed stretch no driver is bound to, and a fault on a
+//! stretch whose driver is already running in the same thread (a driver touching its own
+//! stretch). The kernel terminates the domain itself for faults it cannot deliver (activations
+//! off, rights exceeded).
+//!
+//! Revocation: the kernel enters the handler with [`abi::activation::REVOKE`] while a notice is
+//! outstanding; the interrupted thread then runs the bound drivers' `revoke` (in the order they
+//! were bound, until the notice's frames are released) before it resumes.
+//!
+//! Invariants: a binding's driver runs in one thread at a time (others wait their turn); the
+//! registry is touched only by the domain's single flow of control (threads switch
+//! cooperatively, and the activation handler only reads the control block).
+//!
+//! Not implemented: unbinding and destroying a bound stretch, and more than [`MAX_BINDINGS`]
+//! bindings.
+
+use core::cell::UnsafeCell;
+use core::sync::atomic::Ordering;
+
+use abi::{Access, PAGE_SIZE, Rights, SavedContext, SysError, activation, frame_kind};
+use stretch_driver::{
+    DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, MemError, MemoryKernel,
+    StretchDriver, StretchInfo,
+};
+
+use crate::syscall;
+
+/// Exit code of a domain whose first thread took a page fault that could not be resolved.
+pub const EXIT_FAULT: i32 = 105;
+/// What `join` returns for a thread ended by a page fault that could not be resolved.
+pub const FAULT_FAILED: usize = usize::MAX - 1;
+/// Most stretches bound at once.
+pub const MAX_BINDINGS: usize = 16;
+
+/// The kernel's memory calls, for the stretch drivers of this domain.
+pub struct SysKernel;
+
+/// The error a memory call's [`SysError`] stands for.
+fn mem_error(e: SysError) -> MemError {
+    match e {
+        SysError::NoMemory => MemError::NoFrames,
+        SysError::BadAddress => MemError::NotOwned,
+        SysError::NotManaged => MemError::NotManaged,
+        SysError::AlreadyMapped => MemError::AlreadyMapped,
+        SysError::NotMapped => MemError::NotMapped,
+        SysError::PermissionDenied => MemError::Denied,
+        SysError::NotFound => MemError::BadFrame,
+        SysError::InUse => MemError::FrameInUse,
+        _ => MemError::BadRights,
+    }
+}
+
+/// Checks what the kernel would refuse with `InvalidArgument`, to name it precisely.
+fn check_page(va: usize, rights: Option<Rights>) -> Result<(), MemError> {
+    if !va.is_multiple_of(PAGE_SIZE) {
+        return Err(MemError::BadAddress);
+    }
+    let page = Rights::READ.union(Rights::WRITE).union(Rights::EXECUTE);
+    match rights {
+        Some(r) if r == Rights::NONE || !page.contains(r) => Err(MemError::BadRights),
+        _ => Ok(()),
+    }
+}
+
+impl MemoryKernel for SysKernel {
+    fn frame_alloc(&mut self, kind: FrameKind) -> Result<Frame, MemError> {
+        let kind = match kind {
+            FrameKind::Guaranteed => frame_kind::GUARANTEED,
+            FrameKind::Optimistic => frame_kind::OPTIMISTIC,
+        };
+        syscall::frame_alloc(kind).map(|n| Frame(n as u64)).map_err(mem_error)
+    }
+
+    fn frame_free(&mut self, frame: Frame) -> Result<(), MemError> {
+        syscall::frame_free(frame.0 as usize).map_err(mem_error)
+    }
+
+    fn map(&mut self, va: usize, frame: Frame, rights: Rights) -> Result<(), MemError> {
+        check_page(va, Some(rights))?;
+        syscall::map(va, frame.0 as usize, rights).map_err(mem_error)
+    }
+
+    fn unmap(&mut self, va: usize) -> Result<Frame, MemError> {
+        check_page(va, None)?;
+        syscall::unmap(va).map(|n| Frame(n as u64)).map_err(mem_error)
+    }
+
+    fn protect(&mut self, va: usize, rights: Rights) -> Result<(), MemError> {
+        check_page(va, Some(rights))?;
+        syscall::protect(va, rights).map_err(mem_error)
+    }
+
+    /// A plain copy: the driver must have mapped every page it writes with write access (a
+    /// page it has not faults, and the fault fails as a fault inside the driver).
+    fn write(&mut self, va: usize, data: &[u8]) -> Result<(), MemError> {
+        va.checked_add(data.len()).ok_or(MemError::BadAddress)?;
+        // SAFETY: the stretch driver calling this has mapped `[va, va + len)` writable (its
+        // contract; a page it has not faults to the fault path instead of corrupting memory),
+        // and no Rust reference covers a page of a managed stretch while its driver writes it.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), va as *mut u8, data.len()) };
+        Ok(())
+    }
+
+    /// A plain copy, with the same contract as `write`.
+    fn read(&mut self, va: usize, buf: &mut [u8]) -> Result<(), MemError> {
+        va.checked_add(buf.len()).ok_or(MemError::BadAddress)?;
+        // SAFETY: as for `write`, for a readable mapping.
+        unsafe { core::ptr::copy_nonoverlapping(va as *const u8, buf.as_mut_ptr(), buf.len()) };
+        Ok(())
+    }
+
+    fn frames_held(&self) -> (usize, usize) {
+        let f = &crate::dcb().frames;
+        (
+            f.guaranteed_held.load(Ordering::Acquire) as usize,
+            f.optimistic_held.load(Ordering::Acquire) as usize,
+        )
+    }
+}
+
+/// One bound stretch.
+struct Binding {
+    info: StretchInfo,
+    driver: *mut dyn StretchDriver,
+    /// The thread running the driver now, if any.
+    busy: Option<usize>,
+    /// Faults the driver resolved.
+    resolved: u64,
+}
+
+struct Registry {
+    bindings: [Option<Binding>; MAX_BINDINGS],
+    revoking: bool,
+}
+
+struct Global(UnsafeCell<Registry>);
+
+// SAFETY: only the domain's single flow of control touches the registry (threads switch
+// cooperatively and never inside a borrow of it; the activation handler does not touch it).
+unsafe impl Sync for Global {}
+
+static REGISTRY: Global =
+    Global(UnsafeCell::new(Registry { bindings: [const { None }; MAX_BINDINGS], revoking: false }));
+
+fn registry() -> &'static mut Registry {
+    // SAFETY: see `Global`; no reference to the registry is held across a thread switch.
+    unsafe { &mut *REGISTRY.0.get() }
+}
+
+/// Why [`bind`] failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindError {
+    /// The kernel refused to create the managed stretch.
+    Kernel(SysError),
+    /// The driver refused the stretch (it was destroyed again).
+    Driver(DriverError),
+    /// [`MAX_BINDINGS`] stretches are bound already.
+    TooMany,
+}
+
+impl core::fmt::Display for BindError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            BindError::Kernel(e) => {
+                write!(f, "the kernel refused the stretch (error {})", *e as usize)
+            }
+            BindError::Driver(e) => write!(f, "the driver refused the stretch: {e}"),
+            BindError::TooMany => f.write_str("too many bound stretches"),
+        }
+    }
+}
+
+/// Creates a managed stretch of `bytes` with `rights` and binds `driver` to it; returns the
+/// stretch. Turns activations on, so that its faults reach the driver.
+pub fn bind(
+    driver: &'static mut dyn StretchDriver,
+    bytes: usize,
+    rights: Rights,
+) -> Result<StretchInfo, BindError> {
+    let slot = registry().bindings.iter().position(Option::is_none).ok_or(BindError::TooMany)?;
+    let base = syscall::stretch_create_managed(bytes, rights).map_err(BindError::Kernel)?;
+    let info = StretchInfo { base, pages: bytes.div_ceil(PAGE_SIZE), rights };
+    if let Err(e) = driver.bind(&mut SysKernel, info) {
+        let _ = syscall::stretch_destroy(base);
+        return Err(BindError::Driver(e));
+    }
+    registry().bindings[slot] = Some(Binding { info, driver, busy: None, resolved: 0 });
+    crate::thread::init_activations();
+    Ok(info)
+}
+
+/// What the driver bound to the stretch at `base` has done, and how many faults the runtime
+/// saw it resolve; `None` if no driver is bound there or it is running now.
+pub fn driver_stats(base: usize) -> Option<(DriverStats, u64)> {
+    let b = registry().bindings.iter().flatten().find(|b| b.info.base == base)?;
+    if b.busy.is_some() {
+        return None;
+    }
+    // SAFETY: the driver is not running (`busy` is clear) and only the fault path, which
+    // runs in this same flow of control, ever uses it; `stats` takes `&self`.
+    let stats = unsafe { (*b.driver).stats() };
+    Some((stats, b.resolved))
+}
+
+/// What the activation handler leaves on the interrupted thread's stack for [`upcall_entry`].
+#[repr(C)]
+struct Upcall {
+    saved: SavedContext,
+    fault: Option<Fault>,
+    revoke: bool,
+}
+
+/// The activation handler's work (activations off, on the activation stack): resumes the
+/// interrupted context, or, for a fault or a revocation notice, continues the interrupted
+/// thread in [`upcall_entry`] with an upcall record on its stack.
+pub(crate) fn on_activation(reason: u64, dcb: &abi::Dcb) -> ! {
+    let saved = dcb.saved;
+    let fault = (reason & activation::FAULT != 0).then(|| Fault {
+        stretch_base: dcb.fault.stretch.load(Ordering::Relaxed) as usize,
+        addr: dcb.fault.addr.load(Ordering::Relaxed) as usize,
+        access: Access::from_code(dcb.fault.access.load(Ordering::Relaxed)).unwrap_or(Access::Read),
+    });
+    let reg = registry();
+    let revoke = reason & activation::REVOKE != 0
+        && dcb.revocation.frames_wanted.load(Ordering::Acquire) > 0
+        && !reg.revoking;
+    if fault.is_none() && !revoke {
+        syscall::resume(&saved)
+    }
+    reg.revoking |= revoke;
+    let sp = saved.regs[2] as usize;
+    let at = (sp - core::mem::size_of::<Upcall>()) & !15;
+    let record = Upcall { saved, fault, revoke };
+    // SAFETY: the interrupted thread's stack is mapped read-write and everything below its
+    // `sp` is free (the RISC-V ABI has no red zone); the record is written there, 16-byte
+    // aligned, and the thread continues with `sp` below it, so nothing else uses that memory.
+    unsafe { (at as *mut Upcall).write(record) };
+    let mut ctx = saved;
+    ctx.regs[2] = at as u64;
+    ctx.regs[1] = 0;
+    ctx.regs[8] = 0;
+    ctx.regs[10] = at as u64;
+    ctx.pc = upcall_entry as *const () as usize as u64;
+    syscall::resume(&ctx)
+}
+
+/// Runs the driver for an upcall record, as the interrupted thread with activations on, then
+/// resumes the interrupted context (or ends the thread if its fault could not be resolved).
+extern "C" fn upcall_entry(record: *const Upcall) -> ! {
+    // SAFETY: `on_activation` wrote the record at this address on this thread's stack, below
+    // the stack pointer this function started with, so it stays intact while we run.
+    let record = unsafe { &*record };
+    if record.revoke {
+        revoke_all();
+        registry().revoking = false;
+    }
+    if let Some(fault) = record.fault
+        && let Err(why) = resolve(fault)
+    {
+        crate::println!(
+            "tessera: page fault at {:#x} ({}) in stretch {:#x}, pc={:#x}: {}; the thread ends",
+            fault.addr,
+            fault.access.name(),
+            fault.stretch_base,
+            record.saved.pc,
+            why
+        );
+        crate::thread::end_current(FAULT_FAILED, EXIT_FAULT)
+    }
+    syscall::resume(&record.saved)
+}
+
+/// Why a fault could not be resolved.
+enum Unresolved {
+    Unbound,
+    Recursive,
+    Driver(FaultError),
+}
+
+impl core::fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Unresolved::Unbound => f.write_str("no stretch driver is bound to the stretch"),
+            Unresolved::Recursive => f.write_str("the fault is inside the stretch's own driver"),
+            Unresolved::Driver(e) => write!(f, "the stretch driver failed the fault: {e}"),
+        }
+    }
+}
+
+/// Runs the driver of `fault`'s stretch, one thread at a time.
+fn resolve(fault: Fault) -> Result<(), Unresolved> {
+    let me = crate::thread::current();
+    let index = loop {
+        let reg = registry();
+        let index = reg
+            .bindings
+            .iter()
+            .position(|b| b.as_ref().is_some_and(|b| b.info.base == fault.stretch_base))
+            .ok_or(Unresolved::Unbound)?;
+        let b = reg.bindings[index].as_mut().expect("found above");
+        match b.busy {
+            None => {
+                b.busy = Some(me);
+                break index;
+            }
+            Some(t) if t == me => return Err(Unresolved::Recursive),
+            Some(_) => crate::thread::yield_now(),
+        }
+    };
+    let driver = registry().bindings[index].as_ref().expect("bound").driver;
+    // SAFETY: the driver was handed over as `&'static mut` in `bind`, and `busy` makes this
+    // thread its only user until it is cleared below.
+    let result = unsafe { (*driver).fault(&mut SysKernel, fault) };
+    let b = registry().bindings[index].as_mut().expect("bound");
+    b.busy = None;
+    b.resolved += u64::from(result.is_ok());
+    result.map_err(Unresolved::Driver)
+}
+
+/// Answers a revocation notice: asks the bound drivers, in the order they were bound, to
+/// release frames until the notice is satisfied (or every driver has been asked).
+fn revoke_all() {
+    let wanted = || crate::dcb().revocation.frames_wanted.load(Ordering::Acquire) as usize;
+    for index in 0..MAX_BINDINGS {
+        let left = wanted();
+        if left == 0 {
+            return;
+        }
+        let Some(b) = registry().bindings[index].as_mut() else { continue };
+        if b.busy.is_some() {
+            continue;
+        }
+        b.busy = Some(crate::thread::current());
+        let driver = b.driver;
+        // SAFETY: as in `resolve`: `busy` makes this thread the driver's only user.
+        unsafe { (*driver).revoke(&mut SysKernel, left) };
+        registry().bindings[index].as_mut().expect("bound").busy = None;
+    }
+}
