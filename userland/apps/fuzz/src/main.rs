@@ -291,6 +291,12 @@ impl Fuzzer {
             }
             Call::Exit | Call::Block | Call::Yield | Call::Time | Call::Null | Call::TimerAlloc => {
             }
+            Call::StretchCreateManaged
+            | Call::FrameAlloc
+            | Call::FrameFree
+            | Call::Map
+            | Call::Unmap
+            | Call::Protect => {}
             Call::TimerSet => {
                 a[0] = pools::endpoint(rng);
                 a[1] = if rng.one_in(4) {

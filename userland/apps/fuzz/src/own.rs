@@ -115,6 +115,9 @@ impl Own {
     /// - `activation_set`: entry 0 (no handler) or an entry outside its own memory, so no
     ///   handler could ever run its code with a fuzzed stack.
     /// - `resume`: only a context outside its own memory, so none of its bytes is ever loaded.
+    /// - the memory calls always pass: `map`, `unmap` and `protect` act only on managed
+    ///   stretches (the fuzzer's own memory is nailed), `frame_free` only on frames taken with
+    ///   `frame_alloc`, which the fuzzer never uses.
     /// - unknown numbers: no argument points into its own memory, in case the kernel decoded
     ///   the number as some call after all.
     pub fn harmless(&self, n: usize, a: [usize; 6]) -> bool {
@@ -130,7 +133,13 @@ impl Own {
             | Call::EventSend
             | Call::StretchCreate
             | Call::TimerAlloc
-            | Call::TimerSet => true,
+            | Call::TimerSet
+            | Call::StretchCreateManaged
+            | Call::FrameAlloc
+            | Call::FrameFree
+            | Call::Map
+            | Call::Unmap
+            | Call::Protect => true,
             Call::StretchDestroy => {
                 self.find(a[0]).is_some() || Some(a[0]) == self.channel || !self.may_be_own(a[0])
             }

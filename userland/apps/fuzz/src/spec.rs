@@ -100,6 +100,12 @@ pub fn kind_name(k: usize) -> &'static str {
         Some(Call::Resume) => "resume",
         Some(Call::TimerAlloc) => "timer_alloc",
         Some(Call::TimerSet) => "timer_set",
+        Some(Call::StretchCreateManaged) => "stretch_create_managed",
+        Some(Call::FrameAlloc) => "frame_alloc",
+        Some(Call::FrameFree) => "frame_free",
+        Some(Call::Map) => "map",
+        Some(Call::Unmap) => "unmap",
+        Some(Call::Protect) => "protect",
     }
 }
 
@@ -111,18 +117,7 @@ pub fn outcome(r: Result<usize, SysError>) -> usize {
     }
 }
 
-/// The name of outcome index `o` (Debug formatting would pull non-PIC parts of `core` into
-/// the app).
+/// The name of outcome index `o`.
 pub fn outcome_name(o: usize) -> &'static str {
-    match SysError::from_code(o) {
-        None => "Ok",
-        Some(SysError::NoSuchCall) => "NoSuchCall",
-        Some(SysError::InvalidArgument) => "InvalidArgument",
-        Some(SysError::BadAddress) => "BadAddress",
-        Some(SysError::NoMemory) => "NoMemory",
-        Some(SysError::NotFound) => "NotFound",
-        Some(SysError::PermissionDenied) => "PermissionDenied",
-        Some(SysError::NoAddressSpace) => "NoAddressSpace",
-        Some(SysError::WouldDeadlock) => "WouldDeadlock",
-    }
+    SysError::from_code(o).map_or("Ok", SysError::name)
 }
