@@ -208,7 +208,7 @@ impl World {
 
     /// Creates a nailed stretch of `pages` pages at `base` owned by `owner`, with `rights` for the
     /// owner's protection domain, filled from `data` (the rest zero). Checks the owner's frames
-    /// contract, counting up to three page-table frames the mapping may need.
+    /// contract, counting the page tables the mapping needs.
     fn create_stretch(
         &mut self,
         owner: u32,
@@ -218,34 +218,68 @@ impl World {
         kind: Kind,
         data: &[u8],
     ) -> Result<(), SysError> {
+        self.create_stretch_or_wait(owner, base, pages, rights, kind, data).map_err(|e| match e {
+            paging::Shortage::Fail(e) => e,
+            paging::Shortage::Wait => SysError::NoMemory,
+        })
+    }
+
+    /// [`World::create_stretch`], which may find that a revocation must free memory first
+    /// ([`paging::Shortage::Wait`]: nothing was done, try again later).
+    fn create_stretch_or_wait(
+        &mut self,
+        owner: u32,
+        base: usize,
+        pages: usize,
+        rights: Rights,
+        kind: Kind,
+        data: &[u8],
+    ) -> Result<(), paging::Shortage> {
         self.domain(owner).ok_or(SysError::NotFound)?;
-        if !self.within_contract(owner, pages as u64) {
-            return Err(SysError::NoMemory);
-        }
         let end = base.checked_add(pages * PAGE_SIZE).ok_or(SysError::InvalidArgument)?;
         if self.stretches.range(..end).next_back().is_some_and(|(_, s)| s.end() > base) {
-            return Err(SysError::InvalidArgument);
+            return Err(SysError::InvalidArgument.into());
         }
+        let space = self.domains[owner as usize].space.as_mut().ok_or(SysError::NotFound)?;
+        let tables = space.tables_missing(base, end).map_err(|_| SysError::InvalidArgument)?;
+        let d = &self.domains[owner as usize];
+        if self.guaranteed_used(owner) + pages as u64 + tables > d.guaranteed_frames {
+            return Err(SysError::NoMemory.into());
+        }
+        self.reserve_frames(owner, pages as u64 + tables)?;
         let mut frames = Vec::with_capacity(pages);
+        let free_all = |frames: &mut Vec<frame_allocator::Frame>| {
+            frames.drain(..).for_each(|f| {
+                let _ = memory::scrub_and_free(f, Owner::Domain(owner));
+            })
+        };
         for _ in 0..pages {
             match memory::alloc_zeroed(Owner::Domain(owner)) {
                 Ok(f) => frames.push(f),
                 Err(_) => {
-                    frames.into_iter().for_each(|f| {
-                        let _ = memory::scrub_and_free(f, Owner::Domain(owner));
-                    });
-                    return Err(SysError::NoMemory);
+                    free_all(&mut frames);
+                    return Err(SysError::NoMemory.into());
                 }
             }
         }
         for (i, chunk) in data.chunks(PAGE_SIZE).enumerate().take(pages) {
             crate::phys::write_frame(frames[i], chunk);
         }
-        let frames = frames.into_iter().map(Some).collect();
-        let mut s =
-            Stretch { base, frames, page_rights: Vec::new(), owner, rights: Vec::new(), kind };
+        let pages_of = frames.iter().copied().map(Some).collect();
+        let mut s = Stretch {
+            base,
+            frames: pages_of,
+            page_rights: Vec::new(),
+            owner,
+            rights: Vec::new(),
+            kind,
+        };
         s.set_rights(owner, rights);
-        self.map_for(&s, owner, rights)?;
+        if let Err(e) = self.map_for(&s, owner, rights) {
+            let _ = self.map_for(&s, owner, Rights::NONE);
+            free_all(&mut frames);
+            return Err(e.into());
+        }
         self.stretches.insert(base, s);
         Ok(())
     }

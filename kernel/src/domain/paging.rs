@@ -11,7 +11,8 @@
 //!   frames it took as optimistic, which count against the optimistic allowance.
 //! - *Loose frames* are those a domain takes with `frame_alloc`: zero-filled, charged to it,
 //!   mapped by `map` at most at one page of a stretch it manages, given back with `frame_free`.
-//! - A *managed stretch* starts unmapped; when a thread touches a page that is not mapped (or
+//! - A *managed stretch* starts unmapped, with its page tables made (and charged to the
+//!   guarantee) when it is created, so that `map` never needs memory; when a thread touches a page that is not mapped (or
 //!   mapped without the access), the kernel saves the context and the fault in the control
 //!   block and enters the domain's activation handler with [`abi::activation::FAULT`], on the
 //!   domain's own CPU time. If the access exceeds the domain's rights on the stretch, or
@@ -105,32 +106,37 @@ fn page_rights(bits: usize) -> Result<Rights, SysError> {
 }
 
 impl World {
-    /// `stretch_create_managed`: a stretch of `bytes` owned by `id` with no page mapped.
+    /// `stretch_create_managed`: a stretch of `bytes` owned by `id` with no page mapped. Its
+    /// page tables are made now (charged to the guarantee with the kernel's records of its
+    /// pages), so that mapping its pages never needs memory.
     pub(super) fn create_managed_stretch(
         &mut self,
         id: u32,
         bytes: usize,
         rights: usize,
-    ) -> Result<usize, SysError> {
+    ) -> Result<usize, Shortage> {
         let rights = page_rights(rights & !(Rights::META.0 as usize))?;
         if bytes == 0 || bytes > MANAGED_MAX {
-            return Err(SysError::InvalidArgument);
+            return Err(SysError::InvalidArgument.into());
         }
         let pages = super::pages_for(bytes);
         let records = (pages as u64 * RECORD_BYTES).div_ceil(PAGE_SIZE as u64);
-        if !self.within_contract(id, records) {
-            return Err(SysError::NoMemory);
-        }
         let mut frames = Vec::new();
         let mut rights_of_pages = Vec::new();
         if frames.try_reserve_exact(pages).is_err()
             || rights_of_pages.try_reserve_exact(pages).is_err()
         {
-            return Err(SysError::NoMemory);
+            return Err(SysError::NoMemory.into());
         }
         frames.resize(pages, None);
         rights_of_pages.resize(pages, Rights::NONE);
         let base = self.virtual_space.take(pages).ok_or(SysError::NoAddressSpace)?;
+        let end = base + pages * PAGE_SIZE;
+        let made = self.populate_tables(id, base, end, records);
+        if let Err(e) = made {
+            self.virtual_space.give_back(base, pages);
+            return Err(e);
+        }
         let mut s = Stretch {
             base,
             frames,
@@ -146,11 +152,37 @@ impl World {
         Ok(base)
     }
 
+    /// Makes the page tables of `[base, end)` in domain `id`'s protection domain, checking
+    /// them and `records` frames of kernel records against its guarantee.
+    fn populate_tables(
+        &mut self,
+        id: u32,
+        base: usize,
+        end: usize,
+        records: u64,
+    ) -> Result<(), Shortage> {
+        let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
+        let tables = space.tables_missing(base, end).map_err(|_| SysError::InvalidArgument)?;
+        if !self.within_contract(id, records + tables) {
+            return Err(SysError::NoMemory.into());
+        }
+        self.reserve_frames(id, tables)?;
+        let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
+        if space.populate(base, end).is_err() {
+            space.prune_range(base, end);
+            return Err(SysError::NoMemory.into());
+        }
+        Ok(())
+    }
+
     /// The kernel's records of managed stretch `s` are freed, and the frames mapped in it go
     /// back to its owner's loose frames (the mappings are gone already).
     pub(super) fn release_managed_pages(&mut self, s: &Stretch) {
         let records = (s.frames.len() as u64 * RECORD_BYTES).div_ceil(PAGE_SIZE as u64);
         let d = &mut self.domains[s.owner as usize];
+        if let Some(space) = d.space.as_mut() {
+            space.prune_range(s.base, s.end());
+        }
         d.records = d.records.saturating_sub(records);
         for f in s.frames.iter().flatten() {
             if let Some(l) = d.loose.get_mut(&f.addr()) {
@@ -196,12 +228,14 @@ impl World {
             slot.notices.fetch_add(1, Ordering::Release);
         }
         defmt::info!(
-            "revocation: domain {=str} (holding {=u64} optimistic frames, the most) asked to release {=u64} by {=u64} us, for domain {=str}",
+            "revocation: domain {=str} (holding {=u64} optimistic frames, the most) asked to release {=u64} for domain {=str}: sent={=u64} us deadline={=u64} us period={=u64} us",
             d.name.as_str(),
             d.optimistic_held,
             wanted,
+            for_whom.as_str(),
+            sent_ns / 1000,
             deadline_ns / 1000,
-            for_whom.as_str()
+            period / 1000
         );
         self.wake(victim);
     }
@@ -374,6 +408,8 @@ impl World {
         if self.stretches[&base].frames[index].is_some() {
             return Err(SysError::AlreadyMapped.into());
         }
+        // The tables were made with the stretch; they may have gone with a neighbouring
+        // stretch that shared them.
         let d = &self.domains[id as usize];
         let tables = d.space.as_ref().map_or(0, |s| s.tables_needed(va));
         if tables > 0 {
@@ -403,7 +439,7 @@ impl World {
         s.page_rights[index] = Rights::NONE;
         let d = &mut self.domains[id as usize];
         if let Some(space) = d.space.as_mut() {
-            space.unmap(va);
+            space.unmap_keeping_tables(va);
         }
         if let Some(l) = d.loose.get_mut(&frame.addr()) {
             l.mapped_at = None;

@@ -58,7 +58,7 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
             Ok(ctx) => Next::Resumed(alloc::boxed::Box::new(ctx)),
             Err(e) => Next::Return(Err(e)),
         },
-        Call::StretchCreateManaged => Next::Return(w.create_managed_stretch(id, a[0], a[1])),
+        Call::StretchCreateManaged => memory_call(w.create_managed_stretch(id, a[0], a[1])),
         Call::FrameAlloc => memory_call(w.frame_alloc(id, a[0])),
         Call::FrameFree => Next::Return(w.frame_free(id, a[0])),
         Call::Map => memory_call(w.map_page(id, a[0], a[1], a[2])),
@@ -153,13 +153,13 @@ fn stretch_create(w: &mut World, id: u32, bytes: usize, rights: usize) -> Result
     if !w.within_contract(id, pages as u64) {
         return Err(SysError::NoMemory.into());
     }
-    w.reserve_frames(id, pages as u64 + 3)?;
     let base = w.virtual_space.take(pages).ok_or(SysError::NoAddressSpace)?;
     // The owner always holds meta on what it creates.
-    let made = w.create_stretch(id, base, pages, rights.union(Rights::META), Kind::Dynamic, &[]);
+    let rights = rights.union(Rights::META);
+    let made = w.create_stretch_or_wait(id, base, pages, rights, Kind::Dynamic, &[]);
     if let Err(e) = made {
         w.virtual_space.give_back(base, pages);
-        return Err(e.into());
+        return Err(e);
     }
     Ok(base)
 }

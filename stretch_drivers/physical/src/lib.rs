@@ -89,6 +89,11 @@ impl PhysicalDriver {
         self.pages.iter().flatten().count()
     }
 
+    /// Whether page `index` is resident, and on which kind of frame.
+    pub fn residence(&self, index: usize) -> Option<FrameKind> {
+        self.pages.get(index).copied().flatten().map(|p| p.kind)
+    }
+
     /// How many pages are locked.
     pub fn locked(&self) -> usize {
         self.pages.iter().flatten().filter(|p| p.locked).count()

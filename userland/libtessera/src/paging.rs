@@ -30,6 +30,7 @@
 //! Not implemented: unbinding and destroying a bound stretch, and more than [`MAX_BINDINGS`]
 //! bindings.
 
+use core::any::TypeId;
 use core::cell::UnsafeCell;
 use core::sync::atomic::Ordering;
 
@@ -138,6 +139,8 @@ impl MemoryKernel for SysKernel {
 struct Binding {
     info: StretchInfo,
     driver: *mut dyn StretchDriver,
+    /// The driver's concrete type, for [`with_driver`].
+    type_id: TypeId,
     /// The thread running the driver now, if any.
     busy: Option<usize>,
     /// Faults the driver resolved.
@@ -188,8 +191,8 @@ impl core::fmt::Display for BindError {
 
 /// Creates a managed stretch of `bytes` with `rights` and binds `driver` to it; returns the
 /// stretch. Turns activations on, so that its faults reach the driver.
-pub fn bind(
-    driver: &'static mut dyn StretchDriver,
+pub fn bind<D: StretchDriver + 'static>(
+    driver: &'static mut D,
     bytes: usize,
     rights: Rights,
 ) -> Result<StretchInfo, BindError> {
@@ -200,7 +203,8 @@ pub fn bind(
         let _ = syscall::stretch_destroy(base);
         return Err(BindError::Driver(e));
     }
-    registry().bindings[slot] = Some(Binding { info, driver, busy: None, resolved: 0 });
+    let type_id = TypeId::of::<D>();
+    registry().bindings[slot] = Some(Binding { info, driver, type_id, busy: None, resolved: 0 });
     crate::thread::init_activations();
     Ok(info)
 }
@@ -216,6 +220,29 @@ pub fn driver_stats(base: usize) -> Option<(DriverStats, u64)> {
     // runs in this same flow of control, ever uses it; `stats` takes `&self`.
     let stats = unsafe { (*b.driver).stats() };
     Some((stats, b.resolved))
+}
+
+/// Runs `f` on the driver of type `D` bound to the stretch at `base` (to ask it what it
+/// holds, or to `lock` pages); `None` if no driver of that type is bound there or it is
+/// running now (in another thread's fault).
+pub fn with_driver<D: StretchDriver + 'static, R>(
+    base: usize,
+    f: impl FnOnce(&mut D, &mut SysKernel) -> R,
+) -> Option<R> {
+    let index = registry().bindings.iter().position(|b| {
+        b.as_ref().is_some_and(|b| b.info.base == base && b.type_id == TypeId::of::<D>())
+    })?;
+    let b = registry().bindings[index].as_mut().expect("found above");
+    if b.busy.is_some() {
+        return None;
+    }
+    b.busy = Some(crate::thread::current());
+    let driver = b.driver as *mut D;
+    // SAFETY: the binding's driver was handed over in `bind` as a `&'static mut D` (checked
+    // by its type id), and `busy` makes this call its only user until it is cleared below.
+    let result = f(unsafe { &mut *driver }, &mut SysKernel);
+    registry().bindings[index].as_mut().expect("bound").busy = None;
+    Some(result)
 }
 
 /// What the activation handler leaves on the interrupted thread's stack for [`upcall_entry`].

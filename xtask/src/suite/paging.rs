@@ -61,6 +61,82 @@ fn unbound(out: &Outcome) -> Result<(), String> {
     frames_returned(out)
 }
 
+/// What the revocation scenarios share: `small` held optimistic frames too but fewer, so it
+/// got no notice and lost nothing; `guard`'s nailed memory is unchanged; `claim` got its
+/// memory; every frame came back.
+fn revocation_common(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    let small = line_with(out, "[small] memhog: filled")?;
+    let small_optimistic = field(small, "optimistic").ok_or("no optimistic count for small")?;
+    let notice = line_with(out, "revocation: domain ")?;
+    if !notice.contains("revocation: domain big (holding") {
+        return Err(format!("the notice did not go to big: {notice}"));
+    }
+    let held = number_after(notice, "holding ")?;
+    if held <= small_optimistic {
+        return Err(format!("big held {held} optimistic frames, small {small_optimistic}"));
+    }
+    let small_end = line_with(out, "[small] memhog: held")?;
+    for (k, want) in [("notices", 0), ("corrupt", 0), ("guaranteed_lost", 0)] {
+        if field(small_end, k) != Some(want) {
+            return Err(format!("small: {k} should be {want}: {small_end}"));
+        }
+    }
+    expect_line(out, "[claim] memhog: claimed bytes=8388608")?;
+    for d in ["small", "claim", "guard"] {
+        expect_line(out, &format!("{d}: exited with status 0"))?;
+    }
+    frames_returned(out)
+}
+
+/// The number that follows `after` in `line`.
+fn number_after(line: &str, after: &str) -> Result<u64, String> {
+    line.split(after)
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .ok_or(format!("no number after `{after}` in `{line}`"))
+}
+
+fn revocation(out: &Outcome) -> Result<(), String> {
+    revocation_common(out)?;
+    let notice = line_with(out, "revocation: domain big (holding")?;
+    let wanted = number_after(notice, "asked to release ")?;
+    expect_line(out, &format!("revocation: domain big released {wanted} optimistic frames"))?;
+    let big = line_with(out, "[big] memhog: held")?;
+    let released = field(big, "released").ok_or(format!("no released= in `{big}`"))?;
+    let lost_nothing_else =
+        field(big, "corrupt") == Some(0) && field(big, "guaranteed_lost") == Some(0);
+    if released < wanted || !lost_nothing_else {
+        return Err(format!(
+            "big should have released {wanted} frames and lost nothing else: {big}"
+        ));
+    }
+    expect_line(out, "big: exited with status 0")
+}
+
+fn revocation_ignored(out: &Outcome) -> Result<(), String> {
+    revocation_common(out)?;
+    let notice = line_with(out, "revocation: domain big (holding")?;
+    let get = |k: &str| field(notice, k).ok_or(format!("no {k}= in `{notice}`"));
+    let (sent, deadline, period) = (get("sent")?, get("deadline")?, get("period")?);
+    if deadline - sent != 3 * period {
+        return Err(format!("the deadline is not three periods after the notice: {notice}"));
+    }
+    let forced = line_with(out, "domain big: revocation: asked for")?;
+    if !forced.contains("taking all its frames by force") {
+        return Err(format!("unexpected report: {forced}"));
+    }
+    let at: f64 = out
+        .line("domain big: revocation: asked for")
+        .and_then(|l| l.timestamp.as_deref()?.trim().parse().ok())
+        .ok_or("no time on the forced revocation")?;
+    if at < deadline as f64 / 1e6 {
+        return Err(format!("big was terminated at {at} s, before the deadline"));
+    }
+    expect_line(out, "big: terminated (did not release revoked frames by the deadline)")
+}
+
 pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
     let boot = || Boot::new(Arch::Riscv64);
     let test = |name: &str, manifest: &str, check: fn(&Outcome) -> Result<(), String>| QemuTest {
@@ -69,8 +145,16 @@ pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
         system: Some((format!("tests/manifests/paging/{manifest}"), Spoil::Nothing)),
         check: Box::new(check),
     };
+    // Deadlines and sleeps in virtual time (one instruction a nanosecond, idle time skipped),
+    // so the scenarios do not depend on the host's speed.
+    let virtual_time = |mut t: QemuTest| {
+        t.boot.icount = true;
+        t
+    };
     vec![
         test("demand_zero", "demand-zero.toml", demand_zero),
         test("unbound", "unbound.toml", unbound),
+        virtual_time(test("revocation", "revocation.toml", revocation)),
+        virtual_time(test("revocation_ignored", "revocation-ignored.toml", revocation_ignored)),
     ]
 }

@@ -167,6 +167,79 @@ impl PageTable {
         Ok(())
     }
 
+    /// Visits the 2 MiB regions that `[start, end)` touches and, for each, whether its level-1
+    /// and level-0 tables exist; with `create`, makes the missing ones. Returns how many were
+    /// missing (made, with `create`).
+    fn tables_of_range(&mut self, start: u64, end: u64, create: bool) -> Result<u64, MapError> {
+        const REGION: u64 = 2 << 20;
+        let mut missing = 0;
+        let mut counted_l1 = None;
+        let mut va = start & !(REGION - 1);
+        while va < end {
+            if !canonical(va) {
+                return Err(MapError::NonCanonical);
+            }
+            let root = self.root.addr();
+            let e2 = entries(root)[vpn(va, 2)];
+            if e2 & PTE_V != 0 && e2 & LEAF != 0 {
+                return Err(MapError::AlreadyMapped);
+            }
+            if e2 & PTE_V == 0 {
+                if create {
+                    let next = memory::alloc_zeroed(self.owner).map_err(MapError::OutOfFrames)?;
+                    entries(root)[vpn(va, 2)] = ((next.addr() >> 12) << 10) | PTE_V;
+                    missing += 1;
+                } else if counted_l1 != Some(vpn(va, 2)) {
+                    counted_l1 = Some(vpn(va, 2));
+                    missing += 1;
+                }
+            }
+            let e2 = entries(root)[vpn(va, 2)];
+            let l0_present = e2 & PTE_V != 0 && entries((e2 >> 10) << 12)[vpn(va, 1)] & PTE_V != 0;
+            if !l0_present {
+                if create {
+                    let l1 = (e2 >> 10) << 12;
+                    let next = memory::alloc_zeroed(self.owner).map_err(MapError::OutOfFrames)?;
+                    entries(l1)[vpn(va, 1)] = ((next.addr() >> 12) << 10) | PTE_V;
+                }
+                missing += 1;
+            }
+            va += REGION;
+        }
+        Ok(missing)
+    }
+
+    /// How many intermediate tables mapping every page of `[start, end)` would need.
+    pub fn tables_missing(&mut self, start: u64, end: u64) -> Result<u64, MapError> {
+        self.tables_of_range(start, end, false)
+    }
+
+    /// Creates the intermediate tables of every page of `[start, end)`, so that mapping a page
+    /// there never needs a frame; returns how many tables it made. On failure the tables made
+    /// so far stay (they are freed by [`PageTable::prune_range`] or with the tree).
+    pub fn populate(&mut self, start: u64, end: u64) -> Result<u64, MapError> {
+        self.tables_of_range(start, end, true)
+    }
+
+    /// Frees the tables of `[start, end)` that map nothing any more.
+    pub fn prune_range(&mut self, start: u64, end: u64) {
+        const REGION: u64 = 2 << 20;
+        let mut va = start & !(REGION - 1);
+        while va < end {
+            self.prune(va);
+            va += REGION;
+        }
+    }
+
+    /// Removes the 4 KiB mapping at `va` like [`PageTable::unmap`] but keeps the tables on the
+    /// way to it, even if they map nothing else.
+    pub fn unmap_keeping_tables(&mut self, va: u64) -> Result<u64, MapError> {
+        let e = self.leaf(va).ok_or(MapError::NotMapped)?;
+        let pa = (*e >> 10) << 12;
+        *e = 0;
+        Ok(pa)
+    }
+
     /// How many intermediate tables [`PageTable::map`] would have to create to map `va` (0 to
     /// 2).
     pub fn tables_needed(&self, va: u64) -> u64 {

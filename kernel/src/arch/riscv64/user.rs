@@ -235,6 +235,28 @@ impl AddressSpace {
         }
     }
 
+    /// How many page-table frames mapping every page of `[start, end)` would take now.
+    pub fn tables_missing(&mut self, start: usize, end: usize) -> Result<u64, MapError> {
+        self.table.tables_missing(start as u64, end as u64)
+    }
+
+    /// Creates the page tables of every page of `[start, end)` (see [`PageTable::populate`]).
+    pub fn populate(&mut self, start: usize, end: usize) -> Result<u64, MapError> {
+        self.table.populate(start as u64, end as u64)
+    }
+
+    /// Frees the page tables of `[start, end)` that map nothing.
+    pub fn prune_range(&mut self, start: usize, end: usize) {
+        self.table.prune_range(start as u64, end as u64);
+    }
+
+    /// Removes the mapping of `va`, if any, keeping its page tables, and flushes it.
+    pub fn unmap_keeping_tables(&mut self, va: usize) {
+        if self.table.unmap_keeping_tables(va as u64).is_ok() {
+            sv39::flush(va as u64);
+        }
+    }
+
     /// How many page-table frames mapping the page `va` would take now (0 to 2).
     pub fn tables_needed(&self, va: usize) -> u64 {
         self.table.tables_needed(va as u64)
