@@ -26,6 +26,11 @@ pub const SLACK_TOLERANCE: f64 = 5.0;
 pub const DEATH_TOLERANCE: f64 = 0.5;
 /// How late after its latency hint a woken thread may run.
 pub const WAKEUP_SLACK_NS: u64 = 50_000;
+/// How much a faulting neighbour may change a domain's completed work, in percent.
+pub const SELF_PAGING_TOLERANCE: f64 = 1.0;
+/// How far doubling the slice of a faulting domain may be from doubling its fault rate, in
+/// percent.
+pub const FAULT_RATE_TOLERANCE: f64 = 10.0;
 
 /// A manifest and the kernel command line to boot it with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,8 +56,18 @@ pub const DEATH: Run = Run { manifest: "tests/manifests/sched/death.toml", appen
 /// Wake-up latency of a thread woken by a channel's event.
 pub const WAKEUP: Run = Run { manifest: "tests/manifests/sched/wakeup.toml", append: "" };
 
+/// Self-paging baseline: `pager` spins (no faults) next to `neighbour`, 2 of 10 ms each.
+pub const PAGING_BASE: Run = Run { manifest: "tests/manifests/sched/paging-base.toml", append: "" };
+/// `pager` faults continuously, its driver running on its own slice.
+pub const PAGING_FAULTS: Run =
+    Run { manifest: "tests/manifests/sched/paging-faults.toml", append: "" };
+/// PAGING_FAULTS with `pager`'s slice doubled.
+pub const PAGING_DOUBLE: Run =
+    Run { manifest: "tests/manifests/sched/paging-double.toml", append: "" };
+
 /// Every scenario.
-pub const ALL: [Run; 7] = [ALONE, FIXED, MIXED, SLACK, FOREVER, DEATH, WAKEUP];
+pub const ALL: [Run; 10] =
+    [ALONE, FIXED, MIXED, SLACK, FOREVER, DEATH, WAKEUP, PAGING_BASE, PAGING_FAULTS, PAGING_DOUBLE];
 
 /// Boots of scenarios, each booted at most once per invocation.
 pub struct Runs<'a> {
@@ -176,6 +191,8 @@ pub const SCENARIOS: &[(&str, Check)] = &[
     ("spinning_forever_gets_its_slice", spinning_forever),
     ("death_leaves_shares", death_leaves_shares),
     ("wakeup_within_latency", wakeup_within_latency),
+    ("self_paging_leaves_neighbour_work", self_paging_leaves_neighbour_work),
+    ("fault_rate_follows_slice", fault_rate_follows_slice),
 ];
 
 fn err(e: anyhow::Error) -> String {
@@ -277,6 +294,65 @@ fn wakeup_within_latency(runs: &mut Runs<'_>) -> Result<(), String> {
             "a woken thread ran {} ns after the send, for a latency hint of {} ns",
             w.max_ns, w.latency_ns
         ));
+    }
+    Ok(())
+}
+
+/// The iterations `domain`'s `spin` completed in `out`.
+fn spin_iterations(out: &Outcome, domain: &str) -> Result<u64, String> {
+    cpu::spin_reports(out)
+        .into_iter()
+        .find(|r| r.domain == domain)
+        .map(|r| r.iterations)
+        .ok_or(format!("no spin report from `{domain}`"))
+}
+
+/// `pager`'s fault rate in `out`, in faults per second of the clock.
+pub fn fault_rate(out: &Outcome) -> Result<f64, String> {
+    let line = out.line("[pager] faulter: faults=").ok_or("no faulter report")?;
+    let field = |k: &str| crate::suite::field(&line.message, k).ok_or(format!("no {k}="));
+    let (faults, elapsed) = (field("faults")?, field("elapsed_ns")?);
+    if faults == 0 || elapsed == 0 {
+        return Err(format!("no faults measured: {}", line.message));
+    }
+    Ok(faults as f64 * 1e9 / elapsed as f64)
+}
+
+/// The neighbour's work next to a domain that faults continuously, against its work next to
+/// the same domain spinning, in percent.
+pub fn neighbour_change(runs: &mut Runs<'_>) -> Result<f64, String> {
+    let base = runs.get(PAGING_BASE).map_err(err)?;
+    ended_well(base)?;
+    let before = spin_iterations(base, "neighbour")?;
+    let faults = runs.get(PAGING_FAULTS).map_err(err)?;
+    ended_well(faults)?;
+    let after = spin_iterations(faults, "neighbour")?;
+    Ok((after as f64 - before as f64) * 100.0 / before.max(1) as f64)
+}
+
+fn self_paging_leaves_neighbour_work(runs: &mut Runs<'_>) -> Result<(), String> {
+    let change = neighbour_change(runs)?;
+    fault_rate(runs.get(PAGING_FAULTS).map_err(err)?)?;
+    if change.abs() > SELF_PAGING_TOLERANCE {
+        return Err(format!(
+            "the neighbour's work changed by {change:.3}% next to a faulting domain"
+        ));
+    }
+    Ok(())
+}
+
+/// `pager`'s fault rate with its slice doubled over its rate with the slice as given.
+pub fn fault_rate_ratio(runs: &mut Runs<'_>) -> Result<f64, String> {
+    let single = fault_rate(runs.get(PAGING_FAULTS).map_err(err)?)?;
+    let out = runs.get(PAGING_DOUBLE).map_err(err)?;
+    ended_well(out)?;
+    Ok(fault_rate(out)? / single)
+}
+
+fn fault_rate_follows_slice(runs: &mut Runs<'_>) -> Result<(), String> {
+    let ratio = fault_rate_ratio(runs)?;
+    if (ratio - 2.0).abs() * 50.0 > FAULT_RATE_TOLERANCE {
+        return Err(format!("doubling the slice multiplied the fault rate by {ratio:.3}"));
     }
     Ok(())
 }

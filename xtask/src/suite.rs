@@ -20,6 +20,7 @@ mod domains;
 mod paging;
 
 use domains::domain_tests;
+pub(crate) use paging::field;
 use paging::paging_tests;
 
 type Check = Box<dyn Fn(&Outcome) -> Result<(), String>>;

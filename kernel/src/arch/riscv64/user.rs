@@ -316,14 +316,29 @@ pub fn copy_from_user(dst: &mut [u8], src: usize) -> Result<(), usize> {
     // SAFETY: setting SUM lets S-mode loads reach U pages; it is cleared again below, and every
     // load goes through a probe, so an unmapped page yields an error, not a trap.
     unsafe { core::arch::asm!("csrs sstatus, {0}", in(reg) SSTATUS_SUM) };
+    // Whole aligned words where possible (one probe each), single bytes at the edges.
     let mut result = Ok(());
-    for (i, byte) in dst.iter_mut().enumerate() {
-        match probe::read_u8(src + i) {
-            Some(b) => *byte = b,
-            None => {
-                result = Err(src + i);
-                break;
+    let mut i = 0;
+    while i < dst.len() {
+        let at = src + i;
+        if at.is_multiple_of(8) && dst.len() - i >= 8 {
+            match probe::read_u64(at) {
+                Some(w) => dst[i..i + 8].copy_from_slice(&w.to_le_bytes()),
+                None => {
+                    result = Err(at);
+                    break;
+                }
             }
+            i += 8;
+        } else {
+            match probe::read_u8(at) {
+                Some(b) => dst[i] = b,
+                None => {
+                    result = Err(at);
+                    break;
+                }
+            }
+            i += 1;
         }
     }
     // SAFETY: clears SUM again.
