@@ -169,6 +169,8 @@ pub fn current() -> usize {
 
 /// Lets the other ready threads run; if there are none, lets other domains run.
 pub fn yield_now() {
+    // Threads whose sleep or wait is over are ready too.
+    wake_due(crate::time_ns());
     if !others_ready() {
         crate::yield_now();
         return;

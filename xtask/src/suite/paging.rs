@@ -137,6 +137,17 @@ fn revocation_ignored(out: &Outcome) -> Result<(), String> {
     expect_line(out, "big: terminated (did not release revoked frames by the deadline)")
 }
 
+fn driver_waits(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    let line = line_with(out, "pagewait: faults=")?;
+    for k in ["faults", "waits", "waits_with_progress"] {
+        if field(line, k) != Some(20) {
+            return Err(format!("{k} should be 20: {line}"));
+        }
+    }
+    expect_line(out, "pagewait: exited with status 0")
+}
+
 pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
     let boot = || Boot::new(Arch::Riscv64);
     let test = |name: &str, manifest: &str, check: fn(&Outcome) -> Result<(), String>| QemuTest {
@@ -154,6 +165,7 @@ pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
     vec![
         test("demand_zero", "demand-zero.toml", demand_zero),
         test("unbound", "unbound.toml", unbound),
+        test("driver_waits", "driver-waits.toml", driver_waits),
         virtual_time(test("revocation", "revocation.toml", revocation)),
         virtual_time(test("revocation_ignored", "revocation-ignored.toml", revocation_ignored)),
     ]

@@ -1,0 +1,188 @@
+//! `pagewait`: a thread keeps running while another thread's page fault waits in its stretch
+//! driver.
+//!
+//! Usage: `pagewait [--pages N] [--wait-us US]`.
+//!
+//! The driver resolves each fault like a demand-zero driver, but first waits `US`
+//! microseconds (default 2,000) for a kernel timer event, as a driver waits for a disk or the
+//! network. Thread T1 touches `N` pages (default 20) of its stretch; thread T2 counts while it
+//! can. For every wait the driver notes whether T2's count moved meanwhile; the app prints
+//! `pagewait: faults=F waits=W waits_with_progress=P t2_count=C` and exits 0 if every fault
+//! waited and T2 moved during every wait (`F` = `W` = `P` = `N`).
+
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+use alloc::boxed::Box;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::ops::Range;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use stretch_driver::{
+    DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, MemoryKernel, StretchDriver,
+    StretchInfo,
+};
+use tessera::{Env, PAGE_SIZE, Rights, paging, println, syscall, thread};
+
+tessera::main!(main);
+
+/// T2's count.
+static COUNT: AtomicU64 = AtomicU64::new(0);
+/// T1 has finished.
+static DONE: AtomicBool = AtomicBool::new(false);
+
+/// Demand-zero on guaranteed frames, after waiting for a timer event on every fault.
+struct WaitingDriver {
+    wait_ns: u64,
+    timer: usize,
+    stretch: Option<StretchInfo>,
+    pages: Vec<Option<Frame>>,
+    waits: u64,
+    waits_with_progress: u64,
+    stats: DriverStats,
+}
+
+impl WaitingDriver {
+    /// Waits for the timer event `wait_ns` from now, letting other threads run.
+    fn wait(&mut self) -> Result<(), FaultError> {
+        let slot = &tessera::dcb().events[self.timer];
+        let past = slot.value.load(Ordering::Acquire);
+        let now = tessera::time_ns();
+        syscall::timer_set(self.timer, now + self.wait_ns).map_err(|_| FaultError::OutOfMemory)?;
+        let before = COUNT.load(Ordering::Relaxed);
+        let woken = thread::wait_event(self.timer, past, now + 100 * self.wait_ns);
+        self.waits += u64::from(woken.is_ok());
+        self.waits_with_progress += u64::from(COUNT.load(Ordering::Relaxed) > before);
+        Ok(())
+    }
+}
+
+impl StretchDriver for WaitingDriver {
+    fn bind(&mut self, _k: &mut dyn MemoryKernel, s: StretchInfo) -> Result<(), DriverError> {
+        s.check()?;
+        self.pages = vec![None; s.pages];
+        self.stretch = Some(s);
+        Ok(())
+    }
+
+    fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
+        self.stats.faults += 1;
+        let s = self.stretch.ok_or(FaultError::NotBound)?;
+        let index = s.page_index(fault.addr).ok_or(FaultError::WrongStretch)?;
+        if self.pages[index].is_some() {
+            return Ok(());
+        }
+        self.wait()?;
+        let frame = k.frame_alloc(FrameKind::Guaranteed).map_err(|_| FaultError::OutOfMemory)?;
+        if let Err(e) = k.map(s.page_addr(index), frame, s.page_rights()) {
+            let _ = k.frame_free(frame);
+            return Err(FaultError::Kernel(e));
+        }
+        self.pages[index] = Some(frame);
+        self.stats.maps += 1;
+        self.stats.frames_allocated += 1;
+        Ok(())
+    }
+
+    fn lock(&mut self, _k: &mut dyn MemoryKernel, _r: Range<usize>) -> Result<(), DriverError> {
+        Err(DriverError::OutOfMemory)
+    }
+
+    fn unlock(&mut self, _k: &mut dyn MemoryKernel, _r: Range<usize>) -> Result<(), DriverError> {
+        Ok(())
+    }
+
+    fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
+        0
+    }
+
+    fn unbind(&mut self, k: &mut dyn MemoryKernel) {
+        let Some(s) = self.stretch.take() else { return };
+        for (i, page) in self.pages.iter_mut().enumerate() {
+            if let Some(f) = page.take()
+                && k.unmap(s.page_addr(i)).is_ok()
+                && k.frame_free(f).is_ok()
+            {
+                self.stats.frames_released += 1;
+            }
+        }
+    }
+
+    fn stats(&self) -> DriverStats {
+        self.stats
+    }
+}
+
+fn counter(_: usize) -> usize {
+    while !DONE.load(Ordering::Relaxed) {
+        COUNT.fetch_add(1, Ordering::Relaxed);
+        thread::yield_now();
+    }
+    0
+}
+
+fn main(env: Env) -> i32 {
+    let (mut pages, mut wait_us) = (20usize, 2_000u64);
+    let mut args = env.args;
+    while let Some(arg) = args.next() {
+        let Some(n) = args.next().and_then(|v| v.parse::<u64>().ok()).filter(|&n| n > 0) else {
+            println!("pagewait: usage: pagewait [--pages N] [--wait-us US]");
+            return 2;
+        };
+        match arg {
+            "--pages" => pages = n as usize,
+            "--wait-us" => wait_us = n,
+            _ => {
+                println!("pagewait: usage: pagewait [--pages N] [--wait-us US]");
+                return 2;
+            }
+        }
+    }
+    let Ok(timer) = syscall::timer_alloc() else {
+        println!("pagewait: no timer endpoint");
+        return 1;
+    };
+    let driver = Box::leak(Box::new(WaitingDriver {
+        wait_ns: wait_us * 1000,
+        timer,
+        stretch: None,
+        pages: Vec::new(),
+        waits: 0,
+        waits_with_progress: 0,
+        stats: DriverStats::default(),
+    }));
+    let info = match paging::bind(driver, pages * PAGE_SIZE, Rights::READ.union(Rights::WRITE)) {
+        Ok(info) => info,
+        Err(e) => {
+            println!("pagewait: bind failed: {}", e);
+            return 1;
+        }
+    };
+    let Ok(t2) = thread::spawn(counter, 0) else {
+        println!("pagewait: no thread");
+        return 1;
+    };
+    for page in 0..pages {
+        // SAFETY: a page of the managed stretch bound above, read-write for this domain; the
+        // write faults, and the driver maps the page after its wait.
+        unsafe { (info.page_addr(page) as *mut u64).write_volatile(page as u64) };
+    }
+    DONE.store(true, Ordering::Relaxed);
+    thread::join(t2);
+    let (faults, waits, progress) = paging::with_driver(info.base, |d: &mut WaitingDriver, _| {
+        (d.stats.faults, d.waits, d.waits_with_progress)
+    })
+    .unwrap_or_default();
+    println!(
+        "pagewait: faults={} waits={} waits_with_progress={} t2_count={}",
+        faults,
+        waits,
+        progress,
+        COUNT.load(Ordering::Relaxed)
+    );
+    let n = pages as u64;
+    if faults == n && waits == n && progress == n { 0 } else { 1 }
+}
