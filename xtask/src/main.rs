@@ -9,6 +9,7 @@ mod artifacts;
 mod bench;
 mod cpu;
 mod cpu_trace;
+mod doc_includes;
 mod log;
 mod plot;
 mod qemu;

@@ -33,6 +33,7 @@ use stretch_driver::{
     StretchDriver, StretchInfo,
 };
 
+// ANCHOR: state
 /// The template driver. See the crate documentation.
 #[derive(Debug, Default)]
 pub struct TemplateDriver {
@@ -42,6 +43,7 @@ pub struct TemplateDriver {
     frames: Vec<Option<Frame>>,
     stats: DriverStats,
 }
+// ANCHOR_END: state
 
 impl TemplateDriver {
     /// An unbound driver.
@@ -51,6 +53,7 @@ impl TemplateDriver {
 }
 
 impl StretchDriver for TemplateDriver {
+    // ANCHOR: bind
     fn bind(&mut self, _k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
         // Must: refuse a second stretch and a malformed one, take what the driver needs up
         // front, and on failure give it all back. The kernel guarantees that the domain owns
@@ -63,7 +66,9 @@ impl StretchDriver for TemplateDriver {
         self.stretch = Some(stretch);
         Ok(())
     }
+    // ANCHOR_END: bind
 
+    // ANCHOR: fault_find
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
         // Must: map the faulting page so that the access succeeds when the thread resumes, or
         // return an error (the thread gets it). The kernel guarantees that the fault is in a
@@ -75,6 +80,8 @@ impl StretchDriver for TemplateDriver {
         if self.frames[index].is_some() {
             return Ok(()); // Another thread's fault on this page was resolved first.
         }
+        // ANCHOR_END: fault_find
+        // ANCHOR: fault_frame
         let frame = k.frame_alloc(FrameKind::Guaranteed).map_err(|e| {
             self.stats.failures += 1;
             match e {
@@ -83,6 +90,8 @@ impl StretchDriver for TemplateDriver {
             }
         })?;
         self.stats.frames_allocated += 1;
+        // ANCHOR_END: fault_frame
+        // ANCHOR: fault_map
         if let Err(e) = k.map(fault.page(), frame, stretch.page_rights()) {
             // Never leak a frame: give it back before failing.
             if k.frame_free(frame).is_ok() {
@@ -94,6 +103,7 @@ impl StretchDriver for TemplateDriver {
         self.stats.maps += 1;
         self.frames[index] = Some(frame);
         Ok(())
+        // ANCHOR_END: fault_map
     }
 
     fn lock(&mut self, _k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError> {
@@ -119,6 +129,7 @@ impl StretchDriver for TemplateDriver {
         0
     }
 
+    // ANCHOR: unbind
     fn unbind(&mut self, k: &mut dyn MemoryKernel) {
         // Must: unmap every page and free every frame. Afterwards `map` no longer works in
         // the stretch.
@@ -132,6 +143,7 @@ impl StretchDriver for TemplateDriver {
             }
         }
     }
+    // ANCHOR_END: unbind
 
     fn stats(&self) -> DriverStats {
         self.stats
@@ -145,6 +157,7 @@ mod tests {
     use stretch_driver::Rights;
     use stretch_driver::mock::{MockKernel, Outcome};
 
+    // ANCHOR: test
     #[test]
     fn pages_appear_on_first_touch() {
         // A domain with 2 guaranteed frames and a read-write stretch of 3 pages.
@@ -170,4 +183,5 @@ mod tests {
         assert_eq!(k.unbind_driver(&mut d, s), 0);
         assert_eq!(k.frames_held(), (0, 0));
     }
+    // ANCHOR_END: test
 }

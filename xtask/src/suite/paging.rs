@@ -148,6 +148,30 @@ fn driver_waits(out: &Outcome) -> Result<(), String> {
     expect_line(out, "pagewait: exited with status 0")
 }
 
+/// The tutorial's example driver, built from the files the tutorial includes.
+fn recorder(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    let line = line_with(out, "pagetrace: touched=")?;
+    let want = [
+        ("touched", 48),
+        ("read_only", 16),
+        ("written", 32),
+        ("upgrades", 16),
+        ("faults", 64),
+        ("kernel_faults", 64),
+        ("dropped", 0),
+    ];
+    for (k, v) in want {
+        if field(line, k) != Some(v) {
+            return Err(format!("{k} should be {v}: {line}"));
+        }
+    }
+    if !line.contains("sequential=true") {
+        return Err(format!("the first touches were not sequential: {line}"));
+    }
+    expect_line(out, "pagetrace: exited with status 0")
+}
+
 pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
     let boot = || Boot::new(Arch::Riscv64);
     let test = |name: &str, manifest: &str, check: fn(&Outcome) -> Result<(), String>| QemuTest {
@@ -166,6 +190,7 @@ pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
         test("demand_zero", "demand-zero.toml", demand_zero),
         test("unbound", "unbound.toml", unbound),
         test("driver_waits", "driver-waits.toml", driver_waits),
+        test("recorder", "recorder.toml", recorder),
         virtual_time(test("revocation", "revocation.toml", revocation)),
         virtual_time(test("revocation_ignored", "revocation-ignored.toml", revocation_ignored)),
     ]
