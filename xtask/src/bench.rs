@@ -9,7 +9,10 @@
 //!
 //! `sched`: CPU contracts (see [`sched`]): share error, per-period deviation, wake-up latency
 //! and domain switch cost, with an SVG of each domain's CPU per period.
+//!
+//! `fault`: the user-level page fault round trip and self-paging (see [`fault`]).
 
+mod fault;
 mod sched;
 
 use std::process::Command;
@@ -33,6 +36,8 @@ pub enum Name {
     Ipc,
     /// CPU contracts: shares, per-period deviation, wake-up latency, switch cost.
     Sched,
+    /// The user-level page fault round trip, and self-paging under CPU contracts.
+    Fault,
 }
 
 #[derive(Serialize)]
@@ -66,6 +71,7 @@ pub fn run(name: Name) -> Result<()> {
         Name::Boot => boot(),
         Name::Ipc => ipc(),
         Name::Sched => sched::run(),
+        Name::Fault => fault::run(),
     }
 }
 
