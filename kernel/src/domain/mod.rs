@@ -6,11 +6,14 @@
 //! per-domain page tables over the one address space (with ASIDs), the first system calls
 //! ([`syscall`]), events and activations, CPU contracts scheduled by Atropos ([`sched`]), and
 //! domain death (exit or a fault) that unmaps the domain's stretches from every protection
-//! domain, then scrubs and frees their frames. Not yet: stretch drivers (all stretches are
-//! nailed), optimistic frames.
+//! domain, then scrubs and frees their frames; self-paging ([`paging`]): managed stretches,
+//! loose frames under guaranteed and optimistic contracts, page faults delivered to the
+//! domain, and revocation.
 //!
 //! Invariants: every frame of a stretch is charged to the stretch's owner; a domain's frames
-//! (stretches plus page tables) never exceed its guaranteed frames; a page is mapped in a
+//! within its guarantee (nailed stretches, guaranteed loose frames, page tables, the records of
+//! its managed stretches) never exceed its guaranteed frames, nor its optimistic loose frames
+//! its optimistic allowance; a page is mapped in a
 //! protection domain exactly when that domain holds rights on the stretch containing it.
 //!
 //! Everything here runs in trap handlers (interrupts off, one CPU) or at boot, under the one

@@ -134,9 +134,6 @@
 //!
 //! - Disk contracts, the `[system]` disk, and stretches per domain (`[[domain.stretch]]`) come
 //!   with later issues; today they are unknown keys and rejected.
-//! - `optimistic` memory is parsed, validated and carried to the kernel, but the kernel grants
-//!   optimistic frames only from a later issue; until then a domain gets its `guaranteed`
-//!   frames only.
 //!
 //! # Features
 //!

@@ -76,9 +76,8 @@
 //!
 //! # Not implemented
 //!
-//! The kernel's side is not in the kernel yet: the memory calls, managed stretches and the
-//! hand-over of faults to the activation handler, with libtessera's implementation of
-//! [`MemoryKernel`] over them. Until then drivers run against [`mock::MockKernel`] only.
+//! In a domain, libtessera's `paging` module implements [`MemoryKernel`] over the kernel's
+//! memory calls and runs drivers on faults and revocation notices (`docs/memory.md`).
 //! Dirty and referenced bits are not reported to drivers, so a driver with a backing store
 //! saves every page it evicts. A driver manages a single stretch. The rights a driver maps
 //! with are those of the stretch when it was bound; a later change of rights is not passed on.

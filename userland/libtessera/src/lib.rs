@@ -27,9 +27,13 @@
 //! # Invariants
 //! - `unsafe` lives only in `syscall` (the `ecall` instruction), `clock` (`rdtime`), `entry`
 //!   (`_start`, the argument block, the call into the app's `main`), `control_block` (the
-//!   control block's address as a reference) and `shared` (the memory of IO channels).
-//! - Nothing here allocates; printing formats into a 256-byte stack buffer, flushed with one
-//!   `console_write` each time it fills and at the end of each `print!`.
+//!   control block's address as a reference), `shared` (the memory of IO channels), `heap`
+//!   (handing stretches to the allocator) and `paging` (the upcall record on a faulting
+//!   thread's stack, the drivers handed over at bind, and the memory copies of its
+//!   `MemoryKernel`); `thread` and `context` switch stacks.
+//! - The runtime itself never allocates (printing formats into a 256-byte stack buffer, flushed
+//!   with one `console_write` each time it fills and at the end of each `print!`); apps and
+//!   stretch drivers may, through the heap ([`heap`]), which lives in nailed stretches.
 //! - A domain has one thread: the statics here (the control block's address, the block count,
 //!   the claimed channel ends) are atomics only to be `Sync`.
 //!
@@ -41,7 +45,10 @@
 //! User-level threads (`thread`: spawn, yield, sleep, wait for an event, mutex, join) run on
 //! top of the kernel's activations; see that module for what is and is not implemented.
 //!
-//! Not implemented yet: a heap, and an x86_64 port.
+//! Self-paging (`paging`): stretch drivers bound to managed stretches, run when the kernel
+//! delivers a page fault or a revocation notice; see `docs/memory.md`.
+//!
+//! Not implemented yet: an x86_64 port.
 
 #![no_std]
 

@@ -137,6 +137,19 @@ fn revocation_ignored(out: &Outcome) -> Result<(), String> {
     expect_line(out, "big: terminated (did not release revoked frames by the deadline)")
 }
 
+fn fault_in_handler(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    expect_line(out, "domain nested: store page fault at address")?;
+    expect_line(out, "domain nested: the address is in managed stretch")?;
+    expect_line(
+        out,
+        "domain nested: the fault was not delivered to its stretch driver: the fault came with activations off",
+    )?;
+    expect_line(out, "nested: terminated (store page fault)")?;
+    expect_line(out, "neighbour: exited with status 0")?;
+    frames_returned(out)
+}
+
 fn driver_waits(out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     let line = line_with(out, "pagewait: faults=")?;
@@ -189,6 +202,7 @@ pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
     vec![
         test("demand_zero", "demand-zero.toml", demand_zero),
         test("unbound", "unbound.toml", unbound),
+        test("fault_in_handler", "fault-in-handler.toml", fault_in_handler),
         test("driver_waits", "driver-waits.toml", driver_waits),
         test("recorder", "recorder.toml", recorder),
         virtual_time(test("revocation", "revocation.toml", revocation)),

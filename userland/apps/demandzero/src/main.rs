@@ -1,7 +1,7 @@
 //! `demandzero`: touches every page of a managed stretch once through the physical stretch
 //! driver and checks what self-paging promises.
 //!
-//! Usage: `demandzero [--pages N] [--unbound]`.
+//! Usage: `demandzero [--pages N] [--unbound | --activations-off]`.
 //!
 //! It binds a [`PhysicalDriver`] to a read-write managed stretch of `N` pages (default 10,000)
 //! and visits the pages in order: each page is read whole (the read faults, the driver maps a
@@ -16,7 +16,9 @@
 //!
 //! With `--unbound` it creates a managed stretch without binding a driver and reads it: the
 //! fault reaches the runtime, which finds no driver, reports it and ends the domain with
-//! status 105 (`EXIT_FAULT`).
+//! status 105 (`EXIT_FAULT`). With `--activations-off` it binds the driver, then turns
+//! activations off (as inside its own fault handling) and touches a page: the kernel cannot
+//! deliver the fault and terminates the domain with a report.
 
 #![no_std]
 #![no_main]
@@ -46,6 +48,7 @@ fn held() -> u64 {
 fn main(env: Env) -> i32 {
     let mut pages = 10_000usize;
     let mut unbound = false;
+    let mut activations_off = false;
     let mut args = env.args;
     while let Some(arg) = args.next() {
         match (arg, args.clone().next().and_then(|v| v.parse::<usize>().ok())) {
@@ -54,8 +57,11 @@ fn main(env: Env) -> i32 {
                 args.next();
             }
             ("--unbound", _) => unbound = true,
+            ("--activations-off", _) => activations_off = true,
             _ => {
-                println!("demandzero: usage: demandzero [--pages N] [--unbound]");
+                println!(
+                    "demandzero: usage: demandzero [--pages N] [--unbound | --activations-off]"
+                );
                 return 2;
             }
         }
@@ -89,6 +95,15 @@ fn main(env: Env) -> i32 {
             return 1;
         }
     };
+    if activations_off {
+        dcb().activations.store(0, Ordering::Release);
+        println!("demandzero: touching {:#x} with activations off", info.base);
+        // SAFETY: a page of the stretch bound above, read-write for this domain; with
+        // activations off the kernel terminates the domain instead of completing the write.
+        unsafe { (info.base as *mut u64).write_volatile(1) };
+        println!("demandzero: the write completed (it should not have)");
+        return 1;
+    }
     let kernel_before = dcb().frames.faults.load(Ordering::Acquire);
     let (mut nonzero, mut bad, mut max_held) = (0usize, 0usize, held());
     for page in 0..pages {
