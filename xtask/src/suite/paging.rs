@@ -137,6 +137,17 @@ fn revocation_ignored(out: &Outcome) -> Result<(), String> {
     expect_line(out, "big: terminated (did not release revoked frames by the deadline)")
 }
 
+fn out_of_frames(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    let report = line_with(out, "[greedy] tessera: page fault at ")?;
+    if !report.contains("the stretch driver failed the fault: out of frames; the thread ends") {
+        return Err(format!("unexpected report: {report}"));
+    }
+    expect_line(out, "greedy: exited with status 105")?;
+    expect_line(out, "neighbour: exited with status 0")?;
+    frames_returned(out)
+}
+
 fn fault_in_handler(out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     expect_line(out, "domain nested: store page fault at address")?;
@@ -202,6 +213,7 @@ pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
     vec![
         test("demand_zero", "demand-zero.toml", demand_zero),
         test("unbound", "unbound.toml", unbound),
+        test("out_of_frames", "out-of-frames.toml", out_of_frames),
         test("fault_in_handler", "fault-in-handler.toml", fault_in_handler),
         test("driver_waits", "driver-waits.toml", driver_waits),
         test("recorder", "recorder.toml", recorder),
