@@ -16,7 +16,9 @@
 //! insides and ends); sizes around 1024, a page, the fuzzer's guarantee and 64 MiB, and
 //! overflowing ones; rights 0..=0x20 and huge values; domain ids 0..=5 (the manifest's four
 //! domains and two ids no domain has) and huge ones (some truncate to small ids); endpoints
-//! 0..=40 and huge ones. Registers a call does not read get values from any pool.
+//! 0..=40 and huge ones. Registers a call does not read get values from any pool. The
+//! self-paging calls draw from what the fuzzer holds (managed stretches it created, loose
+//! frames it took), aiming at each documented error in turn; see `paging`.
 //!
 //! Output: per (call, outcome) pair observed, `fuzz: <call> <outcome> <count>`; then
 //! `fuzz: undocumented <call> <outcome> <count>` for each outcome the table does not allow (an
@@ -96,6 +98,7 @@
 
 mod helpers;
 mod own;
+mod paging;
 mod pools;
 mod raw_calls;
 mod spec;
@@ -107,6 +110,7 @@ use abi::{Call, ChannelRole, PAGE_SIZE, Rights, STRETCH_BASE, SysError, USER_END
 use tessera::{Env, println};
 
 use own::{Created, Own};
+use paging::Memory;
 use pools::Rng;
 use spec::{KINDS, OUTCOMES, UNKNOWN};
 
@@ -181,6 +185,7 @@ fn main(env: Env) -> i32 {
         prints: 0,
         failures: 0,
         last_time: 0,
+        mem: Memory::new(),
     };
     println!(
         "fuzz: seed {}, {} calls per kind, domain {}, channel {}",
@@ -246,6 +251,8 @@ struct Fuzzer {
     failures: u32,
     /// The last `time` result.
     last_time: u64,
+    /// The managed stretches and loose frames it holds.
+    mem: Memory,
 }
 
 impl Fuzzer {
@@ -296,7 +303,7 @@ impl Fuzzer {
             | Call::FrameFree
             | Call::Map
             | Call::Unmap
-            | Call::Protect => {}
+            | Call::Protect => self.mem.draw(call, rng, own, &mut a),
             Call::TimerSet => {
                 a[0] = pools::endpoint(rng);
                 a[1] = if rng.one_in(4) {
@@ -440,6 +447,19 @@ impl Fuzzer {
                     }
                 }
             }
+            (
+                Call::StretchCreateManaged
+                | Call::FrameAlloc
+                | Call::FrameFree
+                | Call::Map
+                | Call::Unmap
+                | Call::Protect,
+                Ok(value),
+            ) => {
+                if let Err(what) = self.mem.after(c, a, value) {
+                    self.fail(what, a);
+                }
+            }
             (Call::Time, Ok(t)) => {
                 if (t as u64) < self.last_time {
                     self.fail("time went backwards", a);
@@ -488,6 +508,35 @@ impl Fuzzer {
             }
         }
         println!("fuzz: destroyed the {} stretches left", destroyed);
+        self.give_back_paging();
+    }
+
+    /// Destroys its managed stretches (which unmaps their pages) and frees its loose frames;
+    /// each must succeed.
+    fn give_back_paging(&mut self) {
+        let held = self.mem.take_all();
+        for m in held.managed() {
+            let (base, pages) = (m.base, m.pages);
+            let a = [base, 0, 0, 0, 0, 0];
+            // Recorded for the moment, so that the gate lets it be destroyed.
+            let recorded = self.own.record(Created { base, pages, rights: 0xf, marker: 0 });
+            let r = raw_calls::call(&self.own, Call::StretchDestroy as usize, a);
+            self.own.forget(base);
+            if !recorded || r != Some(Ok(0)) {
+                self.fail("clean-up: destroying a managed stretch failed", a);
+            }
+        }
+        for number in held.frames().iter().map(|f| f.number) {
+            let a = [number, 0, 0, 0, 0, 0];
+            if raw_calls::call(&self.own, Call::FrameFree as usize, a) != Some(Ok(0)) {
+                self.fail("clean-up: freeing a loose frame failed", a);
+            }
+        }
+        println!(
+            "fuzz: gave back {} managed stretches and {} frames",
+            held.managed().len(),
+            held.frames().len()
+        );
     }
 
     /// The largest stretch it can create now, in pages (created and destroyed at once).

@@ -115,9 +115,9 @@ impl Own {
     /// - `activation_set`: entry 0 (no handler) or an entry outside its own memory, so no
     ///   handler could ever run its code with a fuzzed stack.
     /// - `resume`: only a context outside its own memory, so none of its bytes is ever loaded.
-    /// - the memory calls always pass: `map`, `unmap` and `protect` act only on managed
-    ///   stretches (the fuzzer's own memory is nailed), `frame_free` only on frames taken with
-    ///   `frame_alloc`, which the fuzzer never uses.
+    /// - the self-paging calls always pass: `map`, `unmap` and `protect` act only on managed
+    ///   stretches (the fuzzer's own memory is nailed), and `frame_free` only on loose frames,
+    ///   which hold none of the memory its code uses (see `paging`).
     /// - unknown numbers: no argument points into its own memory, in case the kernel decoded
     ///   the number as some call after all.
     pub fn harmless(&self, n: usize, a: [usize; 6]) -> bool {

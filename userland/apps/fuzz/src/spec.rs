@@ -50,6 +50,30 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(TimerAlloc), NoMemory),
         (Some(TimerSet), NotFound),
         (Some(TimerSet), PermissionDenied),
+        (Some(StretchCreateManaged), InvalidArgument),
+        (Some(StretchCreateManaged), NoMemory),
+        (Some(StretchCreateManaged), NoAddressSpace),
+        (Some(FrameAlloc), InvalidArgument),
+        (Some(FrameAlloc), NoMemory),
+        (Some(FrameFree), NotFound),
+        (Some(FrameFree), InUse),
+        (Some(Map), InvalidArgument),
+        (Some(Map), BadAddress),
+        (Some(Map), NotManaged),
+        (Some(Map), PermissionDenied),
+        (Some(Map), NotFound),
+        (Some(Map), InUse),
+        (Some(Map), AlreadyMapped),
+        (Some(Map), NoMemory),
+        (Some(Unmap), InvalidArgument),
+        (Some(Unmap), BadAddress),
+        (Some(Unmap), NotManaged),
+        (Some(Unmap), NotMapped),
+        (Some(Protect), InvalidArgument),
+        (Some(Protect), BadAddress),
+        (Some(Protect), NotManaged),
+        (Some(Protect), PermissionDenied),
+        (Some(Protect), NotMapped),
         (None, NoSuchCall),
     ]
 };
@@ -64,6 +88,14 @@ pub const NOT_EXPECTED: &[(Pair, &str)] = &[
     (
         (Some(Call::Block), SysError::WouldDeadlock),
         "the fuzzer never blocks; the `--block-once` domain shows it",
+    ),
+    (
+        (Some(Call::StretchCreateManaged), SysError::NoAddressSpace),
+        "needs the 128 GiB stretch range exhausted, as for stretch_create",
+    ),
+    (
+        (Some(Call::Map), SysError::NoMemory),
+        "needs a managed stretch's page table freed with a neighbouring stretch while the guarantee is full",
     ),
 ];
 

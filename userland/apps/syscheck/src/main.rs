@@ -151,6 +151,7 @@ fn main(env: Env) -> i32 {
             Err(BadAddress),
         );
     }
+    self_paging(&mut t, own_image);
     // A kernel timer event: signalled once the clock passes its deadline, not before.
     t.expect("timer_set on no endpoint", tessera::timer_set(31, 0).map(|()| 0), Err(NotFound));
     match tessera::timer_alloc() {
@@ -178,4 +179,64 @@ fn main(env: Env) -> i32 {
     t.expect("null", tessera::null().map(|()| 0), Ok(()));
     println!("syscheck: {} checks, {} failed", t.checks, t.failed);
     t.failed as i32
+}
+
+/// The self-paging calls: a managed stretch, a loose frame mapped, read, protected, unmapped
+/// and freed, with the boundary errors on the way.
+fn self_paging(t: &mut Tally, own_image: usize) {
+    use SysError::*;
+    use tessera::syscall::{frame_alloc, frame_free, map, protect, stretch_create_managed, unmap};
+    let (r, rw) = (Rights::READ, Rights::READ.union(Rights::WRITE));
+    let ok = |r: Result<(), SysError>| r.map(|()| 0);
+    t.expect(
+        "stretch_create_managed of 0 bytes",
+        stretch_create_managed(0, rw),
+        Err(InvalidArgument),
+    );
+    t.expect(
+        "stretch_create_managed with no page right",
+        stretch_create_managed(4096, Rights::META),
+        Err(InvalidArgument),
+    );
+    t.expect("frame_alloc of an unknown kind", frame_alloc(2), Err(InvalidArgument));
+    t.expect("frame_alloc beyond the optimistic contract", frame_alloc(1), Err(NoMemory));
+    t.expect("frame_free of a frame not held", ok(frame_free(1)), Err(NotFound));
+    t.expect("unmap in the own image", unmap(own_image), Err(NotManaged));
+    t.expect("unmap outside the own memory", unmap(0x8020_0000), Err(BadAddress));
+    let Ok(base) = stretch_create_managed(2 * 4096, r) else {
+        t.expect("stretch_create_managed of 2 pages", Err(NoMemory), Ok(()));
+        return;
+    };
+    t.expect("stretch_create_managed of 2 pages", Ok(base), Ok(()));
+    let Ok(frame) = frame_alloc(0) else {
+        t.expect("frame_alloc of a guaranteed frame", Err(NoMemory), Ok(()));
+        return;
+    };
+    t.expect("frame_alloc of a guaranteed frame", Ok(frame), Ok(()));
+    t.expect("map at an unaligned address", ok(map(base + 8, frame, r)), Err(InvalidArgument));
+    t.expect("map beyond the stretch's rights", ok(map(base, frame, rw)), Err(PermissionDenied));
+    t.expect("map of a frame not held", ok(map(base, 1, r)), Err(NotFound));
+    t.expect("map", ok(map(base, frame, r)), Ok(()));
+    // SAFETY: the page was just mapped readable with a zero-filled frame.
+    let word = unsafe { (base as *const u64).read_volatile() };
+    t.expect(
+        "the mapped frame reads zero",
+        if word == 0 { Ok(0) } else { Err(InvalidArgument) },
+        Ok(()),
+    );
+    t.expect("map of a mapped frame", ok(map(base + 4096, frame, r)), Err(InUse));
+    if let Ok(other) = frame_alloc(0) {
+        t.expect("map at a mapped page", ok(map(base, other, r)), Err(AlreadyMapped));
+        t.expect("frame_free of an unmapped frame", ok(frame_free(other)), Ok(()));
+    }
+    t.expect("frame_free of a mapped frame", ok(frame_free(frame)), Err(InUse));
+    t.expect("protect beyond the stretch's rights", ok(protect(base, rw)), Err(PermissionDenied));
+    t.expect("protect of an unmapped page", ok(protect(base + 4096, r)), Err(NotMapped));
+    t.expect("protect", ok(protect(base, r)), Ok(()));
+    let same = |f: usize| if f == frame { Ok(f) } else { Err(InvalidArgument) };
+    t.expect("unmap returns the frame", unmap(base).and_then(same), Ok(()));
+    t.expect("unmap twice", unmap(base), Err(NotMapped));
+    t.expect("frame_free", ok(frame_free(frame)), Ok(()));
+    t.expect("frame_free twice", ok(frame_free(frame)), Err(NotFound));
+    t.expect("stretch_destroy of the managed stretch", raw_calls::destroy(base), Ok(()));
 }
