@@ -96,6 +96,13 @@ __tessera_thread_start:
     li fp, 0
     li ra, 0
     jr s1
+
+    .globl __tessera_continue_on
+__tessera_continue_on:
+    mv sp, a0
+    li fp, 0
+    li ra, 0
+    jr a1
     .popsection
 
     .pushsection .text.__tessera_activation, "ax", @progbits
@@ -112,6 +119,7 @@ __tessera_activation:
 );
 
 unsafe extern "C" {
+    fn __tessera_continue_on(stack: usize, f: extern "C" fn(usize) -> !) -> !;
     fn __tessera_switch(save: *mut Context, load: *const Context);
     fn __tessera_thread_start();
     fn __tessera_activation();
@@ -132,4 +140,16 @@ pub unsafe fn switch(save: *mut Context, load: *const Context) {
     // SAFETY: the caller's contract; the assembly saves exactly the callee-saved registers and
     // returns into the loaded context.
     unsafe { __tessera_switch(save, load) }
+}
+
+/// Leaves the current stack for good: continues in `f(stack)` with the stack pointer at
+/// `stack` (16-byte aligned; `f` receives it as its argument).
+///
+/// # Safety
+/// The memory below `stack` must be a mapped, writable stack that nothing else uses, and
+/// nothing may refer to the current stack's frames afterwards (it is abandoned).
+pub unsafe fn continue_on(stack: usize, f: extern "C" fn(usize) -> !) -> ! {
+    // SAFETY: the caller's contract; the assembly sets `sp` and jumps, clearing the frame
+    // pointer and return address so that backtraces end there.
+    unsafe { __tessera_continue_on(stack, f) }
 }

@@ -6,8 +6,8 @@
 //! the stretch traps to the kernel, which enters the activation handler with
 //! [`abi::activation::FAULT`] and the fault in the control block. The handler does not run the
 //! driver itself (it runs with activations off, on the one activation stack): it builds an
-//! *upcall record* on the faulting thread's own stack (the interrupted context and the fault)
-//! and resumes the thread in [`upcall_entry`] with activations on. So the driver runs as the
+//! *upcall record* on the faulting thread's own stack (the interrupted context and the fault),
+//! moves to that stack and continues in [`upcall_entry`], which turns activations on. So the driver runs as the
 //! faulting thread, on the domain's own CPU contract: if it waits (for an event, a disk, the
 //! network) the thread package runs the domain's other threads meanwhile. When the driver has
 //! mapped the page, the thread resumes the interrupted context and the access is retried.
@@ -277,22 +277,22 @@ pub(crate) fn on_activation(reason: u64, dcb: &abi::Dcb) -> ! {
     // SAFETY: the interrupted thread's stack is mapped read-write and everything below its
     // `sp` is free (the RISC-V ABI has no red zone); the record is written there, 16-byte
     // aligned, and the thread continues with `sp` below it, so nothing else uses that memory.
-    unsafe { (at as *mut Upcall).write(record) };
-    let mut ctx = saved;
-    ctx.regs[2] = at as u64;
-    ctx.regs[1] = 0;
-    ctx.regs[8] = 0;
-    ctx.regs[10] = at as u64;
-    ctx.pc = upcall_entry as *const () as usize as u64;
-    syscall::resume(&ctx)
+    // The activation stack is left for good (the next activation starts it afresh).
+    unsafe {
+        (at as *mut Upcall).write(record);
+        crate::context::continue_on(at, upcall_entry)
+    }
 }
 
-/// Runs the driver for an upcall record, as the interrupted thread with activations on, then
-/// resumes the interrupted context (or ends the thread if its fault could not be resolved).
-extern "C" fn upcall_entry(record: *const Upcall) -> ! {
-    // SAFETY: `on_activation` wrote the record at this address on this thread's stack, below
+/// Runs the driver for an upcall record as the interrupted thread, then resumes the
+/// interrupted context (or ends the thread if its fault could not be resolved). It starts on
+/// the thread's stack with activations still off, and turns them on: from here on an
+/// activation saves this thread's context, not the handler's.
+extern "C" fn upcall_entry(record: usize) -> ! {
+    crate::dcb().activations.store(1, Ordering::Release);
+    // SAFETY: `on_activation` wrote the record at this address on this thread's stack, at
     // the stack pointer this function started with, so it stays intact while we run.
-    let record = unsafe { &*record };
+    let record = unsafe { &*(record as *const Upcall) };
     if record.revoke {
         revoke_all();
         registry().revoking = false;
