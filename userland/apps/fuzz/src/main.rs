@@ -18,7 +18,11 @@
 //! domains and two ids no domain has) and huge ones (some truncate to small ids); endpoints
 //! 0..=40 and huge ones. Registers a call does not read get values from any pool. The
 //! self-paging calls draw from what the fuzzer holds (managed stretches it created, loose
-//! frames it took), aiming at each documented error in turn; see `paging`.
+//! frames it took), aiming at each documented error in turn, and their outcomes are checked
+//! against what its records say they must be; `stretch_destroy` and `stretch_rights` also get
+//! the bases of its managed stretches (destroying one unmaps its pages, whose frames stay the
+//! fuzzer's; `stretch_rights` must refuse them). Now and then a `map` is prepared so that it
+//! needs a page table while the guarantee is full (`NoMemory`); see `paging`.
 //!
 //! Output: per (call, outcome) pair observed, `fuzz: <call> <outcome> <count>`; then
 //! `fuzz: undocumented <call> <outcome> <count>` for each outcome the table does not allow (an
@@ -79,6 +83,9 @@
 //!   at it (the default run takes a few GiB); it is printed if seen.
 //! - `block` `WouldDeadlock`: the fuzzer never calls `block` (above); the `--block-once`
 //!   domain observes it instead.
+//! - `stretch_create_managed` `NoAddressSpace`: the same range, used up the same way (a
+//!   managed stretch takes at most 256 MiB of it, and its page tables and records must fit the
+//!   guarantee).
 //!
 //! `stretch_rights` `NoMemory` (the target's guarantee has no room for the page tables a
 //! mapping may need) is expected: the `--fill-then-wait` domain is such a target.
@@ -89,9 +96,10 @@
 //! read, and a marker written where it may write reads back. Calls that succeed where they must
 //! not (destroying or changing the rights of a stretch it did not create, invalid arguments
 //! accepted, time going backwards) count as failures, and so does any such check. At the end it
-//! destroys every stretch it created (each must succeed, then be `NotFound`), so the kernel's
-//! run summary shows all frames returned, and prints the largest stretch it could create before
-//! and after the run.
+//! destroys every stretch it created (each must succeed, then be `NotFound`), destroys its
+//! managed stretches and frees its loose frames (each must succeed: destroying a managed
+//! stretch leaves its frames unmapped), so the kernel's run summary shows all frames returned,
+//! and prints the largest stretch it could create before and after the run.
 
 #![no_std]
 #![no_main]
@@ -110,7 +118,6 @@ use abi::{Call, ChannelRole, PAGE_SIZE, Rights, STRETCH_BASE, SysError, USER_END
 use tessera::{Env, println};
 
 use own::{Created, Own};
-use paging::Memory;
 use pools::Rng;
 use spec::{KINDS, OUTCOMES, UNKNOWN};
 
@@ -128,6 +135,8 @@ const MAX_PRINTS: u32 = 8;
 const HEALTH_EVERY: u64 = 128;
 /// How many failures are described (all are counted).
 const MAX_REPORTS: u32 = 10;
+/// One `map` in this many is prepared to need a page table while the guarantee is full.
+const SQUEEZE_ONE_IN: usize = 40;
 
 fn main(env: Env) -> i32 {
     let mut seed = 1u64;
@@ -185,7 +194,6 @@ fn main(env: Env) -> i32 {
         prints: 0,
         failures: 0,
         last_time: 0,
-        mem: Memory::new(),
     };
     println!(
         "fuzz: seed {}, {} calls per kind, domain {}, channel {}",
@@ -251,8 +259,6 @@ struct Fuzzer {
     failures: u32,
     /// The last `time` result.
     last_time: u64,
-    /// The managed stretches and loose frames it holds.
-    mem: Memory,
 }
 
 impl Fuzzer {
@@ -266,7 +272,17 @@ impl Fuzzer {
 
     /// One fuzzed call of kind `k`.
     fn step(&mut self, k: usize) {
-        let (n, a) = self.draw(k);
+        let mut squeeze = None;
+        if spec::kind_call(k) == Some(Call::Map) && self.rng.one_in(SQUEEZE_ONE_IN) {
+            match paging::squeeze(&mut self.own) {
+                Ok(s) => squeeze = s,
+                Err(what) => self.fail(what, [0; 6]),
+            }
+        }
+        let (n, a) = match &squeeze {
+            Some((a, _)) => (Call::Map as usize, *a),
+            None => self.draw(k),
+        };
         let Some(r) = raw_calls::call(&self.own, n, a) else {
             self.fail("the fuzzer drew a call its gate refused", a);
             return;
@@ -274,6 +290,11 @@ impl Fuzzer {
         self.counts[k][spec::outcome(r)] += 1;
         if let Some(c) = spec::kind_call(k) {
             self.after(c, a, r);
+        }
+        if let Some((_, s)) = squeeze
+            && let Err(what) = paging::release(&mut self.own, s)
+        {
+            self.fail(what, a);
         }
     }
 
@@ -303,7 +324,7 @@ impl Fuzzer {
             | Call::FrameFree
             | Call::Map
             | Call::Unmap
-            | Call::Protect => self.mem.draw(call, rng, own, &mut a),
+            | Call::Protect => own.mem.draw(call, rng, own, &mut a),
             Call::TimerSet => {
                 a[0] = pools::endpoint(rng);
                 a[1] = if rng.one_in(4) {
@@ -321,7 +342,7 @@ impl Fuzzer {
             }
             Call::StretchDestroy => {
                 a[0] = pools::base(rng, own);
-                if own.may_be_own(a[0]) && own.find(a[0]).is_none() && Some(a[0]) != own.channel {
+                if !own.harmless(call as usize, a) {
                     a[0] = match own.channel {
                         Some(c) if rng.one_in(2) => c,
                         _ => pools::foreign(rng, own),
@@ -425,12 +446,19 @@ impl Fuzzer {
             (Call::StretchDestroy, Ok(_)) => {
                 if self.own.find(a[0]).is_some() {
                     self.own.forget(a[0]);
+                } else if self.own.mem.is_managed(a[0]) {
+                    self.own.mem.destroyed(a[0]);
                 } else {
                     self.fail("stretch_destroy of a stretch it did not create succeeded", a);
                 }
             }
-            (Call::StretchDestroy, Err(_)) if self.own.find(a[0]).is_some() => {
+            (Call::StretchDestroy, Err(_))
+                if self.own.find(a[0]).is_some() || self.own.mem.is_managed(a[0]) =>
+            {
                 self.fail("stretch_destroy of a stretch it created failed", a);
+            }
+            (Call::StretchRights, Ok(_)) if self.own.mem.is_managed(a[0]) => {
+                self.fail("stretch_rights on a managed stretch succeeded", a);
             }
             (Call::StretchRights, Ok(_)) => {
                 let me = self.own.id;
@@ -454,9 +482,9 @@ impl Fuzzer {
                 | Call::Map
                 | Call::Unmap
                 | Call::Protect,
-                Ok(value),
+                r,
             ) => {
-                if let Err(what) = self.mem.after(c, a, value) {
+                if let Err(what) = self.own.mem.after(c, a, r) {
                     self.fail(what, a);
                 }
             }
@@ -511,32 +539,28 @@ impl Fuzzer {
         self.give_back_paging();
     }
 
-    /// Destroys its managed stretches (which unmaps their pages) and frees its loose frames;
-    /// each must succeed.
+    /// Destroys its managed stretches and then frees its loose frames; each must succeed (the
+    /// frames are all unmapped once the stretches are gone).
     fn give_back_paging(&mut self) {
-        let held = self.mem.take_all();
-        for m in held.managed() {
-            let (base, pages) = (m.base, m.pages);
-            let a = [base, 0, 0, 0, 0, 0];
-            // Recorded for the moment, so that the gate lets it be destroyed.
-            let recorded = self.own.record(Created { base, pages, rights: 0xf, marker: 0 });
+        let (mut stretches, mut frames) = (0, 0);
+        while let Some(m) = self.own.mem.managed().first().copied() {
+            let a = [m.base, 0, 0, 0, 0, 0];
             let r = raw_calls::call(&self.own, Call::StretchDestroy as usize, a);
-            self.own.forget(base);
-            if !recorded || r != Some(Ok(0)) {
+            self.own.mem.destroyed(m.base);
+            if r != Some(Ok(0)) {
                 self.fail("clean-up: destroying a managed stretch failed", a);
             }
+            stretches += 1;
         }
-        for number in held.frames().iter().map(|f| f.number) {
-            let a = [number, 0, 0, 0, 0, 0];
+        while let Some(f) = self.own.mem.frames().first().copied() {
+            let a = [f.number, 0, 0, 0, 0, 0];
             if raw_calls::call(&self.own, Call::FrameFree as usize, a) != Some(Ok(0)) {
                 self.fail("clean-up: freeing a loose frame failed", a);
             }
+            self.own.mem.forget_frame(f.number);
+            frames += 1;
         }
-        println!(
-            "fuzz: gave back {} managed stretches and {} frames",
-            held.managed().len(),
-            held.frames().len()
-        );
+        println!("fuzz: gave back {} managed stretches and {} frames", stretches, frames);
     }
 
     /// The largest stretch it can create now, in pages (created and destroyed at once).

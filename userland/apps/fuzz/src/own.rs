@@ -1,8 +1,11 @@
-//! What belongs to the fuzzer: its image slot, a few of its own addresses, its IO channel, and
-//! the stretches it created (with the rights it holds on each). [`Own::harmless`] is the rule
-//! every fuzzed call must pass before `raw_calls` makes it.
+//! What belongs to the fuzzer: its image slot, a few of its own addresses, its IO channel, the
+//! stretches it created (with the rights it holds on each), and the managed stretches and loose
+//! frames it holds. [`Own::harmless`] is the rule every fuzzed call must pass before
+//! `raw_calls` makes it.
 
 use abi::{Call, IMAGE_BASE, IMAGE_SLOT, Rights, STRETCH_BASE, USER_END};
+
+use crate::paging::Memory;
 
 /// At most this many stretches of its own exist at once.
 pub const MAX_CREATED: usize = 256;
@@ -33,6 +36,8 @@ pub struct Own {
     /// The base of the IO channel it sends on, if the manifest gave it one. It holds no
     /// reference into that memory, which is why the fuzzer may pass it to `stretch_destroy`.
     pub channel: Option<usize>,
+    /// The managed stretches and loose frames it holds.
+    pub mem: Memory,
     created: [Created; MAX_CREATED],
     len: usize,
 }
@@ -47,6 +52,7 @@ impl Own {
             addrs,
             dcb,
             channel,
+            mem: Memory::new(),
             created: [empty; MAX_CREATED],
             len: 0,
         }
@@ -108,8 +114,9 @@ impl Own {
     /// carried it out instead of refusing it*? The fuzzer only makes calls that pass.
     ///
     /// - `exit` and `block` never pass (the fuzzer ends with `tessera::exit`).
-    /// - `stretch_destroy`: a stretch it created (nothing references them), its channel, or an
-    ///   address outside its own memory.
+    /// - `stretch_destroy`: a stretch it created (nothing references them), a managed stretch it
+    ///   holds (it references none of their pages), its channel, or an address outside its own
+    ///   memory.
     /// - `stretch_rights` for itself on its own memory: only rights with all four bits, which
     ///   can only add access; on stretches it created anything goes.
     /// - `activation_set`: entry 0 (no handler) or an entry outside its own memory, so no
@@ -141,7 +148,10 @@ impl Own {
             | Call::Unmap
             | Call::Protect => true,
             Call::StretchDestroy => {
-                self.find(a[0]).is_some() || Some(a[0]) == self.channel || !self.may_be_own(a[0])
+                self.find(a[0]).is_some()
+                    || self.mem.is_managed(a[0])
+                    || Some(a[0]) == self.channel
+                    || !self.may_be_own(a[0])
             }
             Call::StretchRights => {
                 !self.may_be_me(a[1])

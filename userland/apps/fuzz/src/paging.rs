@@ -1,26 +1,51 @@
 //! The fuzzer's self-paging calls (`stretch_create_managed`, `frame_alloc`, `frame_free`,
 //! `map`, `unmap`, `protect`): the managed stretches and loose frames it holds, how it draws
 //! arguments aimed at each documented error (keeping the other arguments valid so that the
-//! kernel's earlier checks pass), and what it checks after a call succeeds.
+//! kernel's earlier checks pass), the outcome its records say each call must have, and what it
+//! checks after a call succeeds.
 //!
 //! The fuzzer never touches a page of a managed stretch except to read, right after a `map`
 //! that allowed reading, the word at its start (a frame comes zero-filled and nothing writes
 //! managed pages), so none of these calls can fault it: the kernel would deliver such a fault to
 //! a domain with no stretch driver.
+//!
+//! `map` `NoMemory` needs a page table that is missing while the guarantee is full. The kernel
+//! makes a managed stretch's tables when it creates it, but a table shared with a neighbouring
+//! stretch goes when the neighbour is destroyed and nothing else in the table's 2 MiB is mapped.
+//! [`squeeze`] sets that up with calls that are not counted: a 4 MiB managed stretch, a 2 MiB
+//! one right after it (so the first page of the second shares a table only with the first),
+//! the first destroyed, then the guarantee filled to its last frame with a nailed stretch and
+//! guaranteed frames. The counted call is then a `map` at that first page, and [`release`]
+//! gives back what filled the guarantee.
 
-use abi::{Call, PAGE_SIZE, Rights, STRETCH_BASE, USER_END};
+use abi::{Call, PAGE_SIZE, Rights, STRETCH_BASE, SysError, USER_END};
 
-use crate::own::Own;
+use crate::own::{Created, Own};
 use crate::pools::{self, Rng};
+use crate::raw_calls;
 
-/// At most this many managed stretches exist at once.
-const MAX_MANAGED: usize = 6;
-/// At most this many loose frames are held at once.
+/// At most this many managed stretches exist at once; the drawn calls leave the last two
+/// places to [`squeeze`].
+const MAX_MANAGED: usize = 8;
+/// The managed stretches the drawn calls keep at most.
+const POOL_MANAGED: usize = MAX_MANAGED - 2;
+/// At most this many loose frames are held at once; the drawn calls leave the last place to
+/// [`squeeze`].
 const MAX_FRAMES: usize = 48;
 /// The largest managed stretch the kernel accepts (`docs/syscalls.md`: "over 256 MiB").
 pub const MANAGED_MAX: usize = 256 << 20;
 /// Read, write and execute.
-const PAGE_RIGHTS: u8 = 7;
+const PAGE_RIGHTS: usize = 7;
+/// What one page table maps.
+const REGION: usize = 2 << 20;
+/// The managed stretch [`squeeze`] destroys, and the one whose first page it maps.
+const NEIGHBOUR_BYTES: usize = 2 * REGION;
+const SQUEEZED_BYTES: usize = REGION;
+/// The guaranteed frames [`squeeze`] takes at most after its nailed stretch (the three frames
+/// of page tables `stretch_create` keeps room for, and the pages of a smaller stretch).
+const MAX_EXTRA: usize = 16;
+/// How many sizes [`squeeze`] tries for its nailed stretch, from the largest the account allows.
+const FILL_TRIES: usize = 4;
 
 /// A managed stretch the fuzzer created.
 #[derive(Clone, Copy)]
@@ -30,7 +55,7 @@ pub struct Managed {
     /// Its size in pages.
     pub pages: usize,
     /// The page rights it was made with.
-    pub rights: u8,
+    pub rights: usize,
 }
 
 /// A loose frame the fuzzer holds, and where it is mapped.
@@ -39,7 +64,7 @@ pub struct Loose {
     /// Its frame number.
     pub number: usize,
     /// The page it is mapped at, and with which rights.
-    pub mapped: Option<(usize, u8)>,
+    pub mapped: Option<(usize, usize)>,
 }
 
 /// What the fuzzer holds of self-paging.
@@ -48,6 +73,32 @@ pub struct Memory {
     n_managed: usize,
     frames: [Loose; MAX_FRAMES],
     n_frames: usize,
+}
+
+/// What a call's outcome must be, by the fuzzer's records.
+enum Want {
+    /// Exactly this.
+    Is(Result<(), SysError>),
+    /// Success, or this error (which the records cannot predict).
+    OkOr(SysError),
+    /// One of these errors.
+    AnyOf(&'static [SysError]),
+}
+
+impl Want {
+    fn allows(&self, r: Result<usize, SysError>) -> bool {
+        match (self, r) {
+            (Want::Is(Ok(())), Ok(_)) | (Want::OkOr(_), Ok(_)) => true,
+            (Want::Is(Err(w)), Err(e)) | (Want::OkOr(w), Err(e)) => *w == e,
+            (Want::AnyOf(errors), Err(e)) => errors.contains(&e),
+            _ => false,
+        }
+    }
+}
+
+/// Are `bits` page rights: at least one of read, write, execute, and no other bit?
+fn page_rights(bits: usize) -> bool {
+    (1..=PAGE_RIGHTS).contains(&bits)
 }
 
 impl Memory {
@@ -71,6 +122,15 @@ impl Memory {
         &self.frames[..self.n_frames]
     }
 
+    /// Is `base` the base of a managed stretch it holds?
+    pub fn is_managed(&self, base: usize) -> bool {
+        self.managed().iter().any(|m| m.base == base)
+    }
+
+    fn frame(&self, number: usize) -> Option<&Loose> {
+        self.frames().iter().find(|f| f.number == number)
+    }
+
     fn frame_mut(&mut self, number: usize) -> Option<&mut Loose> {
         self.frames[..self.n_frames].iter_mut().find(|f| f.number == number)
     }
@@ -85,9 +145,45 @@ impl Memory {
         self.managed().iter().find(|m| (m.base..m.base + m.pages * PAGE_SIZE).contains(&va))
     }
 
-    /// Everything held, which the fuzzer now forgets (to give it back).
-    pub fn take_all(&mut self) -> Memory {
-        core::mem::replace(self, Memory::new())
+    fn add_managed(&mut self, m: Managed) -> bool {
+        if self.n_managed == MAX_MANAGED {
+            return false;
+        }
+        self.managed[self.n_managed] = m;
+        self.n_managed += 1;
+        true
+    }
+
+    fn add_frame(&mut self, number: usize) -> bool {
+        if self.n_frames == MAX_FRAMES {
+            return false;
+        }
+        self.frames[self.n_frames] = Loose { number, mapped: None };
+        self.n_frames += 1;
+        true
+    }
+
+    /// Forgets frame `number` (after `frame_free`).
+    pub fn forget_frame(&mut self, number: usize) {
+        if let Some(i) = self.frames().iter().position(|f| f.number == number) {
+            self.frames.copy_within(i + 1..self.n_frames, i);
+            self.n_frames -= 1;
+        }
+    }
+
+    /// Forgets the managed stretch at `base` after `stretch_destroy`: the frames mapped in it
+    /// are unmapped and still held.
+    pub fn destroyed(&mut self, base: usize) {
+        let Some(i) = self.managed().iter().position(|m| m.base == base) else { return };
+        let m = self.managed[i];
+        let inside = |va: usize| (m.base..m.base + m.pages * PAGE_SIZE).contains(&va);
+        for f in &mut self.frames[..self.n_frames] {
+            if f.mapped.is_some_and(|(va, _)| inside(va)) {
+                f.mapped = None;
+            }
+        }
+        self.managed.copy_within(i + 1..self.n_managed, i);
+        self.n_managed -= 1;
     }
 
     fn unmapped_page(&self, rng: &mut Rng, m: &Managed) -> Option<usize> {
@@ -98,11 +194,8 @@ impl Memory {
     }
 
     fn mapped_page(&self, rng: &mut Rng) -> Option<usize> {
-        let mapped: Option<usize> = {
-            let n = self.frames().iter().filter(|f| f.mapped.is_some()).count();
-            (n > 0).then(|| rng.below(n))
-        };
-        let k = mapped?;
+        let n = self.frames().iter().filter(|f| f.mapped.is_some()).count();
+        let k = (n > 0).then(|| rng.below(n))?;
         self.frames().iter().filter_map(|f| f.mapped.map(|(va, _)| va)).nth(k)
     }
 
@@ -119,16 +212,16 @@ impl Memory {
     fn beyond(m: &Managed) -> Option<usize> {
         [Rights::READ.0, Rights::WRITE.0, Rights::EXECUTE.0]
             .into_iter()
+            .map(usize::from)
             .find(|r| m.rights & r == 0)
-            .map(|r| r as usize)
     }
 
     /// Valid rights for a page of `m`: a non-empty subset of its rights.
     fn rights_within(rng: &mut Rng, m: &Managed) -> usize {
         loop {
-            let r = (rng.below(8) as u8) & m.rights;
+            let r = rng.below(8) & m.rights;
             if r != 0 {
-                return r as usize;
+                return r;
             }
         }
     }
@@ -140,30 +233,32 @@ impl Memory {
         let m = (self.n_managed > 0).then(|| rng.pick(self.managed()));
         match c {
             Call::StretchCreateManaged => {
-                a[1] = rng.below(8).max(1);
+                // Now and then with the meta bit, which the owner holds anyway.
+                a[1] =
+                    rng.below(8).max(1) | if rng.one_in(4) { Rights::META.0 as usize } else { 0 };
                 a[0] = match rng.below(8) {
                     0 => 0,
-                    1 => MANAGED_MAX + 1,
+                    1 => rng.pick(&[MANAGED_MAX + 1, usize::MAX, i64::MIN as usize]),
                     2 => MANAGED_MAX,
                     3 => {
-                        a[1] = rng.pick(&[0, Rights::META.0 as usize, 0x10, usize::MAX]);
+                        a[1] = rng.pick(&[0, Rights::META.0 as usize, 0x10, 0x11, usize::MAX]);
                         PAGE_SIZE
                     }
-                    _ if self.n_managed == MAX_MANAGED => pools::size(rng).max(MANAGED_MAX + 1),
-                    _ => (1 + rng.below(8)) * PAGE_SIZE,
+                    _ if self.n_managed >= POOL_MANAGED => pools::size(rng).max(MANAGED_MAX + 1),
+                    _ => (1 + rng.below(8)) * PAGE_SIZE - rng.below(2),
                 };
             }
             Call::FrameAlloc => {
                 a[0] = match rng.below(6) {
                     0 => rng.pick(&[2, 7, usize::MAX]),
                     1 => 1,
-                    _ if self.n_frames == MAX_FRAMES => 1,
+                    _ if self.n_frames >= MAX_FRAMES - 1 => 1,
                     _ => 0,
                 };
             }
             Call::FrameFree => {
                 a[0] = match rng.below(4) {
-                    0 => rng.pick(&[0, 1, usize::MAX, 1 << 40]),
+                    0 => rng.pick(&[0, 1, usize::MAX, 1 << 40, 1 << 52]),
                     1 => self.frame_where(rng, true).unwrap_or(0),
                     _ if self.n_frames > MAX_FRAMES / 2 => {
                         self.frame_where(rng, false).unwrap_or(1)
@@ -173,7 +268,7 @@ impl Memory {
             }
             Call::Map | Call::Protect => {
                 let Some(m) = m else {
-                    a[0] = foreign;
+                    a[0] = if rng.one_in(2) { nailed } else { foreign };
                     return;
                 };
                 let page = self.unmapped_page(rng, &m).unwrap_or(m.base);
@@ -188,8 +283,8 @@ impl Memory {
                         Some(r) => (page, r, free),
                         None => (page, rng.pick(&[0, 8, 0x10]), free),
                     },
-                    4 => (page, rng.pick(&[0, 8, 9, 0x10, usize::MAX]), free),
-                    5 if c == Call::Map => (page, valid, Some(rng.pick(&[0, 1, 1 << 40]))),
+                    4 => (page, rng.pick(&[0, 8, 9, 0xf, 0x10, usize::MAX]), free),
+                    5 if c == Call::Map => (page, valid, Some(rng.pick(&[0, 1, 1 << 40, 1 << 52]))),
                     6 if c == Call::Map => (page, valid, used.or(free)),
                     7 if c == Call::Map => (mapped.unwrap_or(page), valid, free),
                     5..=7 => (page, valid, free),
@@ -218,63 +313,132 @@ impl Memory {
         }
     }
 
-    /// Bookkeeping and checks after call `c` with arguments `a` succeeded with `value`;
-    /// returns what went wrong, if anything.
-    pub fn after(&mut self, c: Call, a: [usize; 6], value: usize) -> Result<(), &'static str> {
+    /// What the outcome of call `c` with `a` must be, as far as the records tell.
+    fn want(&self, c: Call, a: &[usize; 6]) -> Option<Want> {
+        use SysError::*;
+        let page = |va: usize| {
+            if !va.is_multiple_of(PAGE_SIZE) {
+                return Err(Want::Is(Err(InvalidArgument)));
+            }
+            // Not in a managed stretch: nailed memory of its own, or not its own.
+            self.stretch_of(va).ok_or(Want::AnyOf(&[BadAddress, NotManaged]))
+        };
+        let rights = |m: &Managed, bits: usize| match bits {
+            _ if !page_rights(bits) => Err(Want::Is(Err(InvalidArgument))),
+            _ if bits & !m.rights != 0 => Err(Want::Is(Err(PermissionDenied))),
+            _ => Ok(()),
+        };
+        let want = match c {
+            // The meta bit is allowed (the owner holds it anyway).
+            Call::StretchCreateManaged
+                if a[0] == 0 || a[0] > MANAGED_MAX || !page_rights(a[1] & !8) =>
+            {
+                Want::Is(Err(InvalidArgument))
+            }
+            Call::FrameAlloc => match a[0] {
+                0 => Want::OkOr(NoMemory),
+                // The manifest gives the fuzzer no optimistic frames.
+                1 => Want::Is(Err(NoMemory)),
+                _ => Want::Is(Err(InvalidArgument)),
+            },
+            Call::FrameFree => match self.frame(a[0]) {
+                Some(f) if f.mapped.is_some() => Want::Is(Err(InUse)),
+                Some(_) => Want::Is(Ok(())),
+                None => Want::Is(Err(NotFound)),
+            },
+            Call::Map => {
+                let m = match page(a[0]) {
+                    Ok(m) => m,
+                    Err(w) => return Some(w),
+                };
+                if let Err(w) = rights(m, a[2]) {
+                    return Some(w);
+                }
+                match self.frame(a[1]) {
+                    None => Want::Is(Err(NotFound)),
+                    Some(f) if f.mapped.is_some() => Want::Is(Err(InUse)),
+                    Some(_) if self.at(a[0]).is_some() => Want::Is(Err(AlreadyMapped)),
+                    // NoMemory if a table of the page went with a neighbour and the guarantee
+                    // is full.
+                    Some(_) => Want::OkOr(NoMemory),
+                }
+            }
+            Call::Unmap => match page(a[0]) {
+                Err(w) => w,
+                Ok(_) if self.at(a[0]).is_some() => Want::Is(Ok(())),
+                Ok(_) => Want::Is(Err(NotMapped)),
+            },
+            Call::Protect => {
+                let m = match page(a[0]) {
+                    Ok(m) => m,
+                    Err(w) => return Some(w),
+                };
+                match rights(m, a[1]) {
+                    Err(w) => w,
+                    Ok(()) if self.at(a[0]).is_some() => Want::Is(Ok(())),
+                    Ok(()) => Want::Is(Err(NotMapped)),
+                }
+            }
+            _ => return None,
+        };
+        Some(want)
+    }
+
+    /// Checks the outcome `r` of call `c` with arguments `a` against the records, then, if it
+    /// succeeded, brings them up to date and checks what it made; returns what went wrong, if
+    /// anything.
+    pub fn after(
+        &mut self,
+        c: Call,
+        a: [usize; 6],
+        r: Result<usize, SysError>,
+    ) -> Result<(), &'static str> {
+        if self.want(c, &a).is_some_and(|w| !w.allows(r)) {
+            return Err(match c {
+                Call::StretchCreateManaged => "stretch_create_managed accepted invalid arguments",
+                Call::FrameAlloc => "frame_alloc's outcome is not the one its kind allows",
+                Call::FrameFree => "frame_free's outcome disagrees with the frames it holds",
+                Call::Map => "map's outcome disagrees with the stretches and frames it holds",
+                Call::Unmap => "unmap's outcome disagrees with the pages it mapped",
+                _ => "protect's outcome disagrees with the pages it mapped",
+            });
+        }
+        let Ok(value) = r else { return Ok(()) };
         match c {
             Call::StretchCreateManaged => {
-                let valid = a[0] != 0 && a[0] <= MANAGED_MAX && a[1] & !(PAGE_RIGHTS as usize) == 0;
-                if !valid || !value.is_multiple_of(PAGE_SIZE) {
-                    return Err("stretch_create_managed succeeded where it must not");
-                }
-                if !(STRETCH_BASE..USER_END).contains(&value) {
+                let pages = a[0].div_ceil(PAGE_SIZE);
+                let end = value.checked_add(pages * PAGE_SIZE);
+                if !value.is_multiple_of(PAGE_SIZE)
+                    || value < STRETCH_BASE
+                    || end.is_none_or(|e| e > USER_END)
+                {
                     return Err("stretch_create_managed returned a base outside the stretch range");
                 }
-                if self.n_managed == MAX_MANAGED {
-                    return Err("more managed stretches than the fuzzer keeps track of");
-                }
-                let pages = a[0].div_ceil(PAGE_SIZE);
-                self.managed[self.n_managed] = Managed { base: value, pages, rights: a[1] as u8 };
-                self.n_managed += 1;
-            }
-            Call::FrameAlloc => {
-                if a[0] != 0 {
+                if self.stretch_of(value).is_some() {
                     return Err(
-                        "frame_alloc of an optimistic frame (none in the contract) or of an unknown kind succeeded",
+                        "stretch_create_managed returned a base inside another of its stretches",
                     );
                 }
-                if self.frame_mut(value).is_some() {
+                let m = Managed { base: value, pages, rights: a[1] & PAGE_RIGHTS };
+                if !self.add_managed(m) {
+                    return Err("more managed stretches than the fuzzer keeps track of");
+                }
+            }
+            Call::FrameAlloc => {
+                if self.frame(value).is_some() {
                     return Err("frame_alloc handed out a frame the fuzzer already holds");
                 }
-                if self.n_frames == MAX_FRAMES {
+                if !self.add_frame(value) {
                     return Err("more frames than the fuzzer keeps track of");
                 }
-                self.frames[self.n_frames] = Loose { number: value, mapped: None };
-                self.n_frames += 1;
             }
-            Call::FrameFree => {
-                let i = self.frames().iter().position(|f| f.number == a[0]);
-                let Some(i) = i.filter(|&i| self.frames[i].mapped.is_none()) else {
-                    return Err("frame_free of a frame not held, or mapped, succeeded");
-                };
-                self.frames.copy_within(i + 1..self.n_frames, i);
-                self.n_frames -= 1;
-            }
+            Call::FrameFree => self.forget_frame(a[0]),
             Call::Map => {
                 let (va, rights) = (a[0], a[2]);
-                let page_ok = va.is_multiple_of(PAGE_SIZE)
-                    && self.stretch_of(va).is_some_and(|m| {
-                        rights != 0 && rights as u8 & !m.rights == 0 && rights <= 7
-                    })
-                    && self.at(va).is_none();
-                let Some(f) = self.frame_mut(a[1]).filter(|f| f.mapped.is_none()) else {
-                    return Err("map of a frame not held, or mapped elsewhere, succeeded");
-                };
-                if !page_ok {
-                    return Err("map succeeded where it must not");
+                if let Some(f) = self.frame_mut(a[1]) {
+                    f.mapped = Some((va, rights));
                 }
-                f.mapped = Some((va, rights as u8));
-                if rights & (Rights::READ.0 | Rights::WRITE.0) as usize != 0 {
+                if rights & usize::from(Rights::READ.0 | Rights::WRITE.0) != 0 {
                     // SAFETY: the page was just mapped readable with a frame the fuzzer holds;
                     // nothing writes managed pages, and frames come zero-filled.
                     let word = unsafe { (va as *const u64).read_volatile() };
@@ -284,9 +448,7 @@ impl Memory {
                 }
             }
             Call::Unmap => {
-                let Some(number) = self.at(a[0]).map(|f| f.number) else {
-                    return Err("unmap of a page that was not mapped succeeded");
-                };
+                let number = self.at(a[0]).map_or(usize::MAX, |f| f.number);
                 if number != value {
                     return Err("unmap returned another frame than the one mapped");
                 }
@@ -295,18 +457,102 @@ impl Memory {
                 }
             }
             Call::Protect => {
-                let ok = self
-                    .stretch_of(a[0])
-                    .is_some_and(|m| a[1] != 0 && a[1] <= 7 && a[1] as u8 & !m.rights == 0);
-                let Some(number) = self.at(a[0]).map(|f| f.number).filter(|_| ok) else {
-                    return Err("protect succeeded where it must not");
-                };
+                let number = self.at(a[0]).map_or(usize::MAX, |f| f.number);
                 if let Some(f) = self.frame_mut(number) {
-                    f.mapped = Some((a[0], a[1] as u8));
+                    f.mapped = Some((a[0], a[1]));
                 }
             }
             _ => {}
         }
         Ok(())
     }
+}
+
+/// What [`squeeze`] holds to fill the guarantee until its `map` was made.
+pub struct Squeeze {
+    /// The nailed stretch (recorded in `Own` meanwhile, so that the gate lets it be
+    /// destroyed).
+    fill: Option<usize>,
+    /// The guaranteed frames taken after it.
+    extra: [usize; MAX_EXTRA],
+    n_extra: usize,
+}
+
+/// One uncounted call through the gate.
+fn call(own: &Own, c: Call, a: [usize; 3]) -> Result<usize, SysError> {
+    let args = [a[0], a[1], a[2], 0, 0, 0];
+    raw_calls::call(own, c as usize, args).unwrap_or(Err(SysError::PermissionDenied))
+}
+
+/// Prepares a `map` that needs a page table while the fuzzer's guarantee is full (module
+/// documentation): `Ok(None)` if the set-up cannot be made now (no room in its records, the
+/// guarantee too full already, or another domain's stretch came between the two managed
+/// stretches), else the arguments of the `map` and what fills the guarantee, to give back with
+/// [`release`] after the call. `Err` if a call the set-up relies on failed.
+pub fn squeeze(own: &mut Own) -> Result<Option<([usize; 6], Squeeze)>, &'static str> {
+    let r = Rights::READ.0 as usize;
+    if own.mem.n_managed > POOL_MANAGED || own.mem.n_frames == MAX_FRAMES || own.full() {
+        return Ok(None);
+    }
+    let Ok(neighbour) = call(own, Call::StretchCreateManaged, [NEIGHBOUR_BYTES, r, 0]) else {
+        return Ok(None);
+    };
+    own.mem.add_managed(Managed { base: neighbour, pages: NEIGHBOUR_BYTES / PAGE_SIZE, rights: r });
+    let second = call(own, Call::StretchCreateManaged, [SQUEEZED_BYTES, r, 0]);
+    if let Ok(base) = second {
+        own.mem.add_managed(Managed { base, pages: SQUEEZED_BYTES / PAGE_SIZE, rights: r });
+    }
+    // The neighbour goes, and with it the table its end shares with the second stretch.
+    if call(own, Call::StretchDestroy, [neighbour, 0, 0]) != Ok(0) {
+        return Err("squeeze: destroying a managed stretch failed");
+    }
+    own.mem.destroyed(neighbour);
+    let Ok(page) = second else { return Ok(None) };
+    if page & !(REGION - 1) >= neighbour + NEIGHBOUR_BYTES {
+        return Ok(None);
+    }
+    // The frame to map; taking it also brings the control block's account up to date.
+    let Ok(frame) = call(own, Call::FrameAlloc, [abi::frame_kind::GUARANTEED, 0, 0]) else {
+        return Ok(None);
+    };
+    own.mem.add_frame(frame);
+    let mut s = Squeeze { fill: None, extra: [0; MAX_EXTRA], n_extra: 0 };
+    let account = &tessera::dcb().frames;
+    let guaranteed = account.guaranteed.load(core::sync::atomic::Ordering::Acquire);
+    let held = account.guaranteed_held.load(core::sync::atomic::Ordering::Acquire);
+    // `stretch_create` keeps room for three frames of page tables.
+    let most = guaranteed.saturating_sub(held + 3) as usize;
+    let rw = (Rights::READ.0 | Rights::WRITE.0) as usize;
+    for pages in (most.saturating_sub(FILL_TRIES - 1)..=most).rev().filter(|&p| p > 0) {
+        if let Ok(base) = call(own, Call::StretchCreate, [pages * PAGE_SIZE, rw, 0]) {
+            own.record(Created { base, pages, rights: rw as u8 | Rights::META.0, marker: 0 });
+            s.fill = Some(base);
+            break;
+        }
+    }
+    while s.n_extra < MAX_EXTRA {
+        match call(own, Call::FrameAlloc, [abi::frame_kind::GUARANTEED, 0, 0]) {
+            Ok(f) => {
+                s.extra[s.n_extra] = f;
+                s.n_extra += 1;
+            }
+            Err(SysError::NoMemory) => return Ok(Some(([page, frame, r, 0, 0, 0], s))),
+            Err(_) => break,
+        }
+    }
+    release(own, s)?;
+    Ok(None)
+}
+
+/// Gives back what filled the guarantee for a [`squeeze`].
+pub fn release(own: &mut Own, s: Squeeze) -> Result<(), &'static str> {
+    let mut ok = true;
+    if let Some(base) = s.fill {
+        ok &= call(own, Call::StretchDestroy, [base, 0, 0]) == Ok(0);
+        own.forget(base);
+    }
+    for &f in &s.extra[..s.n_extra] {
+        ok &= call(own, Call::FrameFree, [f, 0, 0]) == Ok(0);
+    }
+    if ok { Ok(()) } else { Err("squeeze: giving back what filled the guarantee failed") }
 }

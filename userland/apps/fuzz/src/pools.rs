@@ -148,10 +148,12 @@ pub fn foreign(rng: &mut Rng, own: &Own) -> usize {
     }
 }
 
-/// A stretch base: mostly addresses where stretches start.
+/// A stretch base: mostly addresses where stretches start (its own, its managed ones, other
+/// domains').
 pub fn base(rng: &mut Rng, own: &Own) -> usize {
     match rng.below(10) {
         0..=2 if !own.created().is_empty() => rng.pick(own.created()).base,
+        3 if !own.mem.managed().is_empty() => rng.pick(own.mem.managed()).base,
         3 | 4 => slot(rng.below(4)) + rng.below(4) * PAGE_SIZE,
         5 | 6 => rng.pick(&[own.dcb, own.channel.unwrap_or(own.dcb), own.slot, slot(own.id + 1)]),
         _ => addr(rng, own),

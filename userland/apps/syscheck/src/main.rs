@@ -1,9 +1,13 @@
 //! `syscheck`: calls every system call with bad arguments and checks that each is refused with
-//! the error `docs/syscalls.md` lists, then checks the good paths of the stretch calls.
+//! the error `docs/syscalls.md` lists, then checks the good paths of the stretch calls and of
+//! the self-paging calls (a frame mapped, written, unmapped, mapped elsewhere and read back;
+//! a managed stretch destroyed with a page mapped; `map` refused with `NoMemory` once a page
+//! table it needs went with a neighbouring stretch and the guarantee is full).
 //!
 //! Prints `syscheck: ok <what>` per check, `syscheck: FAILED <what>: got <result>` on a
 //! mismatch, and finally `syscheck: N checks, M failed`; exits with the number of failures.
-//! The raw calls with bad pointers are in `raw_calls`, the only unsafe code.
+//! The raw calls with bad pointers are in `raw_calls`; the only other unsafe code reads and
+//! writes pages the self-paging checks mapped themselves.
 
 #![no_std]
 #![no_main]
@@ -151,7 +155,7 @@ fn main(env: Env) -> i32 {
             Err(BadAddress),
         );
     }
-    self_paging(&mut t, own_image);
+    self_paging(&mut t, env.domain_id, own_image);
     // A kernel timer event: signalled once the clock passes its deadline, not before.
     t.expect("timer_set on no endpoint", tessera::timer_set(31, 0).map(|()| 0), Err(NotFound));
     match tessera::timer_alloc() {
@@ -181,16 +185,43 @@ fn main(env: Env) -> i32 {
     t.failed as i32
 }
 
-/// The self-paging calls: a managed stretch, a loose frame mapped, read, protected, unmapped
-/// and freed, with the boundary errors on the way.
-fn self_paging(t: &mut Tally, own_image: usize) {
+/// What one page table maps: a managed stretch's tables are shared with its neighbours within
+/// such a region.
+const REGION: usize = 2 << 20;
+/// The largest managed stretch (`docs/syscalls.md`: "over 256 MiB").
+const MANAGED_MAX: usize = 256 << 20;
+
+/// Ok if `good`, else an error to report.
+fn holds(good: bool) -> Result<usize, SysError> {
+    if good { Ok(0) } else { Err(SysError::InvalidArgument) }
+}
+
+/// `r` without its value.
+fn done(r: Result<(), SysError>) -> Result<usize, SysError> {
+    r.map(|()| 0)
+}
+
+/// The self-paging calls: their boundary errors, then a managed stretch with a loose frame
+/// mapped, read, written, protected, unmapped, mapped elsewhere and freed; a managed stretch
+/// destroyed with a page mapped; `map` needing a page table while the guarantee is full.
+fn self_paging(t: &mut Tally, me: usize, own_image: usize) {
     use SysError::*;
     use tessera::syscall::{frame_alloc, frame_free, map, protect, stretch_create_managed, unmap};
     let (r, rw) = (Rights::READ, Rights::READ.union(Rights::WRITE));
-    let ok = |r: Result<(), SysError>| r.map(|()| 0);
+    let kernel = 0xffff_ffff_c020_0000;
     t.expect(
         "stretch_create_managed of 0 bytes",
         stretch_create_managed(0, rw),
+        Err(InvalidArgument),
+    );
+    t.expect(
+        "stretch_create_managed just over 256 MiB",
+        stretch_create_managed(MANAGED_MAX + 1, rw),
+        Err(InvalidArgument),
+    );
+    t.expect(
+        "stretch_create_managed of usize::MAX bytes",
+        stretch_create_managed(usize::MAX, rw),
         Err(InvalidArgument),
     );
     t.expect(
@@ -198,45 +229,210 @@ fn self_paging(t: &mut Tally, own_image: usize) {
         stretch_create_managed(4096, Rights::META),
         Err(InvalidArgument),
     );
+    t.expect(
+        "stretch_create_managed with no rights",
+        stretch_create_managed(4096, Rights::NONE),
+        Err(InvalidArgument),
+    );
+    t.expect(
+        "stretch_create_managed with unknown rights",
+        stretch_create_managed(4096, Rights(0x11)),
+        Err(InvalidArgument),
+    );
+    t.expect(
+        "stretch_create_managed of 256 MiB, whose records exceed the guarantee",
+        stretch_create_managed(MANAGED_MAX, r),
+        Err(NoMemory),
+    );
     t.expect("frame_alloc of an unknown kind", frame_alloc(2), Err(InvalidArgument));
+    t.expect("frame_alloc of kind usize::MAX", frame_alloc(usize::MAX), Err(InvalidArgument));
     t.expect("frame_alloc beyond the optimistic contract", frame_alloc(1), Err(NoMemory));
-    t.expect("frame_free of a frame not held", ok(frame_free(1)), Err(NotFound));
+    t.expect("frame_free of a frame not held", done(frame_free(1)), Err(NotFound));
+    t.expect("frame_free of frame usize::MAX", done(frame_free(usize::MAX)), Err(NotFound));
     t.expect("unmap in the own image", unmap(own_image), Err(NotManaged));
     t.expect("unmap outside the own memory", unmap(0x8020_0000), Err(BadAddress));
+    t.expect("unmap of a kernel address", unmap(kernel), Err(BadAddress));
+    t.expect("map outside the own memory", done(map(0x8020_0000, 1, r)), Err(BadAddress));
+    t.expect("protect of a kernel address", done(protect(kernel, r)), Err(BadAddress));
+    if let Ok(nailed) = tessera::stretch_create(4096, rw) {
+        t.expect("map in a nailed stretch", done(map(nailed, 1, r)), Err(NotManaged));
+        t.expect("protect in a nailed stretch", done(protect(nailed, r)), Err(NotManaged));
+        t.expect("unmap in a nailed stretch", unmap(nailed), Err(NotManaged));
+        t.expect("stretch_destroy of the nailed stretch", raw_calls::destroy(nailed), Ok(()));
+    } else {
+        t.expect("stretch_create of a page", Err(NoMemory), Ok(()));
+    }
+    round_trip(t, me);
+    destroy_mapped(t);
+    table_gone(t);
+}
+
+/// A frame mapped read-only, then read-write, written, unmapped, mapped at another page and
+/// read back, protected, unmapped and freed, with the boundary errors on the way.
+fn round_trip(t: &mut Tally, me: usize) {
+    use SysError::*;
+    use tessera::syscall::{frame_alloc, frame_free, map, protect, stretch_create_managed, unmap};
+    let (r, rw) = (Rights::READ, Rights::READ.union(Rights::WRITE));
     let Ok(base) = stretch_create_managed(2 * 4096, r) else {
         t.expect("stretch_create_managed of 2 pages", Err(NoMemory), Ok(()));
         return;
     };
     t.expect("stretch_create_managed of 2 pages", Ok(base), Ok(()));
+    t.expect(
+        "stretch_rights on a managed stretch",
+        raw_calls::rights(base, me, (Rights::READ.0 | Rights::META.0) as usize),
+        Err(PermissionDenied),
+    );
     let Ok(frame) = frame_alloc(0) else {
         t.expect("frame_alloc of a guaranteed frame", Err(NoMemory), Ok(()));
         return;
     };
     t.expect("frame_alloc of a guaranteed frame", Ok(frame), Ok(()));
-    t.expect("map at an unaligned address", ok(map(base + 8, frame, r)), Err(InvalidArgument));
-    t.expect("map beyond the stretch's rights", ok(map(base, frame, rw)), Err(PermissionDenied));
-    t.expect("map of a frame not held", ok(map(base, 1, r)), Err(NotFound));
-    t.expect("map", ok(map(base, frame, r)), Ok(()));
+    t.expect("map at an unaligned address", done(map(base + 8, frame, r)), Err(InvalidArgument));
+    t.expect("map with no rights", done(map(base, frame, Rights::NONE)), Err(InvalidArgument));
+    t.expect("map with the meta right", done(map(base, frame, Rights(9))), Err(InvalidArgument));
+    t.expect("map with unknown rights", done(map(base, frame, Rights(0x11))), Err(InvalidArgument));
+    t.expect("map beyond the stretch's rights", done(map(base, frame, rw)), Err(PermissionDenied));
+    t.expect("map of a frame not held", done(map(base, 1, r)), Err(NotFound));
+    t.expect("map of frame usize::MAX", done(map(base, usize::MAX, r)), Err(NotFound));
+    t.expect("map", done(map(base, frame, r)), Ok(()));
     // SAFETY: the page was just mapped readable with a zero-filled frame.
     let word = unsafe { (base as *const u64).read_volatile() };
-    t.expect(
-        "the mapped frame reads zero",
-        if word == 0 { Ok(0) } else { Err(InvalidArgument) },
-        Ok(()),
-    );
-    t.expect("map of a mapped frame", ok(map(base + 4096, frame, r)), Err(InUse));
+    t.expect("the mapped frame reads zero", holds(word == 0), Ok(()));
+    t.expect("map of a mapped frame", done(map(base + 4096, frame, r)), Err(InUse));
     if let Ok(other) = frame_alloc(0) {
-        t.expect("map at a mapped page", ok(map(base, other, r)), Err(AlreadyMapped));
-        t.expect("frame_free of an unmapped frame", ok(frame_free(other)), Ok(()));
+        t.expect("map at a mapped page", done(map(base, other, r)), Err(AlreadyMapped));
+        t.expect("frame_free of an unmapped frame", done(frame_free(other)), Ok(()));
     }
-    t.expect("frame_free of a mapped frame", ok(frame_free(frame)), Err(InUse));
-    t.expect("protect beyond the stretch's rights", ok(protect(base, rw)), Err(PermissionDenied));
-    t.expect("protect of an unmapped page", ok(protect(base + 4096, r)), Err(NotMapped));
-    t.expect("protect", ok(protect(base, r)), Ok(()));
+    t.expect("frame_free of a mapped frame", done(frame_free(frame)), Err(InUse));
+    t.expect("protect at an unaligned address", done(protect(base + 1, r)), Err(InvalidArgument));
+    t.expect("protect with no rights", done(protect(base, Rights::NONE)), Err(InvalidArgument));
+    t.expect(
+        "protect with the meta right",
+        done(protect(base, Rights::META)),
+        Err(InvalidArgument),
+    );
+    t.expect("protect beyond the stretch's rights", done(protect(base, rw)), Err(PermissionDenied));
+    t.expect("protect of an unmapped page", done(protect(base + 4096, r)), Err(NotMapped));
+    t.expect("protect", done(protect(base, r)), Ok(()));
+    t.expect("unmap at an unaligned address", unmap(base + 4095), Err(InvalidArgument));
     let same = |f: usize| if f == frame { Ok(f) } else { Err(InvalidArgument) };
     t.expect("unmap returns the frame", unmap(base).and_then(same), Ok(()));
     t.expect("unmap twice", unmap(base), Err(NotMapped));
-    t.expect("frame_free", ok(frame_free(frame)), Ok(()));
-    t.expect("frame_free twice", ok(frame_free(frame)), Err(NotFound));
     t.expect("stretch_destroy of the managed stretch", raw_calls::destroy(base), Ok(()));
+    t.expect("unmap in the destroyed stretch", unmap(base), Err(BadAddress));
+
+    // The frame keeps what was written into it from one page to another.
+    let Ok(base) = stretch_create_managed(2 * 4096, rw) else {
+        t.expect("stretch_create_managed of 2 read-write pages", Err(NoMemory), Ok(()));
+        return;
+    };
+    let second = base + 4096;
+    let pattern = 0x7e55_e4a0_0000_0000 | frame as u64;
+    t.expect("map read-write", done(map(base, frame, rw)), Ok(()));
+    // SAFETY: the page was just mapped read-write with a frame this domain holds; nothing else
+    // refers to it.
+    unsafe { (base as *mut u64).write_volatile(pattern) };
+    t.expect("unmap the written page", unmap(base).and_then(same), Ok(()));
+    t.expect("map the frame at another page", done(map(second, frame, r)), Ok(()));
+    // SAFETY: the frame is now mapped readable at `second`.
+    let word = unsafe { (second as *const u64).read_volatile() };
+    t.expect("the frame kept what was written", holds(word == pattern), Ok(()));
+    t.expect("protect read-write", done(protect(second, rw)), Ok(()));
+    t.expect("unmap the other page", unmap(second).and_then(same), Ok(()));
+    t.expect("frame_free", done(frame_free(frame)), Ok(()));
+    t.expect("frame_free twice", done(frame_free(frame)), Err(NotFound));
+    t.expect("map of a freed frame", done(map(base, frame, r)), Err(NotFound));
+    t.expect("stretch_destroy of the read-write stretch", raw_calls::destroy(base), Ok(()));
+}
+
+/// Destroying a managed stretch with a page mapped unmaps the page; the frame stays the
+/// domain's, unmapped.
+fn destroy_mapped(t: &mut Tally) {
+    use tessera::syscall::{frame_alloc, frame_free, map, stretch_create_managed};
+    let r = Rights::READ;
+    let (base, frame) = match (stretch_create_managed(4096, r), frame_alloc(0)) {
+        (Ok(base), Ok(frame)) => (base, frame),
+        (Err(e), _) | (_, Err(e)) => {
+            t.expect("a managed stretch of a page and a frame", Err(e), Ok(()));
+            return;
+        }
+    };
+    t.expect("map in a stretch about to go", done(map(base, frame, r)), Ok(()));
+    t.expect("stretch_destroy with a page mapped", raw_calls::destroy(base), Ok(()));
+    t.expect("frame_free of its frame, unmapped with it", done(frame_free(frame)), Ok(()));
+}
+
+/// `map` needs a page table that went with a neighbouring stretch while the guarantee is
+/// full: `NoMemory`; once frames are back it makes the table again.
+///
+/// A 4 MiB managed stretch and a 2 MiB one right after it: the second's first page shares its
+/// table only with the first (when the table's 2 MiB starts inside the first; if another
+/// domain took the range in between, the pair is made again). Destroying the first frees the
+/// table; guaranteed frames then fill the guarantee.
+fn table_gone(t: &mut Tally) {
+    use SysError::*;
+    use tessera::syscall::{frame_alloc, frame_free, map, stretch_create_managed, unmap};
+    let r = Rights::READ;
+    let mut squeezed = None;
+    for _ in 0..3 {
+        let pair = (stretch_create_managed(2 * REGION, r), stretch_create_managed(REGION, r));
+        let (first, second) = match pair {
+            (Ok(first), Ok(second)) => (first, second),
+            (Err(e), _) | (_, Err(e)) => {
+                t.expect("two managed stretches of 4 and 2 MiB", Err(e), Ok(()));
+                return;
+            }
+        };
+        // Counted once, for the pair that is used.
+        let gone = raw_calls::destroy(first);
+        if gone.is_err() || second & !(REGION - 1) < first + 2 * REGION {
+            t.expect("stretch_destroy of the neighbour", gone, Ok(()));
+            squeezed = Some(second);
+            break;
+        }
+        if let Err(e) = raw_calls::destroy(second) {
+            t.expect("stretch_destroy of a misplaced stretch", Err(e), Ok(()));
+        }
+    }
+    let Some(page) = squeezed else {
+        t.expect("two managed stretches that share a page table", holds(false), Ok(()));
+        return;
+    };
+    let mut frames = [0usize; 128];
+    let mut n = 0;
+    let last = loop {
+        match frame_alloc(0) {
+            Ok(f) if n < frames.len() => {
+                frames[n] = f;
+                n += 1;
+            }
+            Ok(f) => {
+                let _ = frame_free(f);
+                break Ok(f);
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    t.expect("frame_alloc of guaranteed frames until the guarantee is full", last, Err(NoMemory));
+    if n == 0 {
+        t.expect("frame_alloc of a guaranteed frame", Err(NoMemory), Ok(()));
+        return;
+    }
+    t.expect(
+        "map that needs a page table, the guarantee full",
+        done(map(page, frames[0], r)),
+        Err(NoMemory),
+    );
+    let freed = frames[..n].iter().filter(|&&f| frame_free(f).is_ok()).count() == n;
+    t.expect("frame_free of the frames that filled the guarantee", holds(freed), Ok(()));
+    match frame_alloc(0) {
+        Ok(frame) => {
+            t.expect("map that makes its page table again", done(map(page, frame, r)), Ok(()));
+            t.expect("unmap", unmap(page), Ok(()));
+            t.expect("frame_free", done(frame_free(frame)), Ok(()));
+        }
+        Err(e) => t.expect("frame_alloc once frames are back", Err(e), Ok(())),
+    }
+    t.expect("stretch_destroy of the second stretch", raw_calls::destroy(page), Ok(()));
 }
