@@ -23,6 +23,7 @@ use domains::domain_tests;
 pub(crate) use paging::field;
 use paging::paging_tests;
 
+// ANCHOR: qemu_test
 type Check = Box<dyn Fn(&Outcome) -> Result<(), String>>;
 
 /// A QEMU test: one boot and what its log and ending must show.
@@ -33,6 +34,7 @@ struct QemuTest {
     system: Option<(String, Spoil)>,
     check: Check,
 }
+// ANCHOR_END: qemu_test
 
 /// Results so far.
 #[derive(Default)]
@@ -331,6 +333,7 @@ fn keep_log(name: &str, boot: &Boot, a: &Artifacts, out: &Outcome) {
     let _ = std::fs::write(log_path(name), header + &out.log_text());
 }
 
+// ANCHOR: expect
 fn expect_ending(out: &Outcome, want: Ending) -> Result<(), String> {
     if out.ending == want {
         Ok(())
@@ -347,6 +350,7 @@ fn expect_ending(out: &Outcome, want: Ending) -> Result<(), String> {
 fn expect_line(out: &Outcome, text: &str) -> Result<(), String> {
     if out.has(text) { Ok(()) } else { Err(format!("no log line contains `{text}`")) }
 }
+// ANCHOR_END: expect
 
 /// The `memory: N MiB` figure of the banner.
 fn reported_mib(out: &Outcome) -> Option<u64> {
@@ -451,10 +455,12 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
             });
         }
     }
+    // ANCHOR: suites
     if arch == Arch::Riscv64 {
         tests.extend(domain_tests(&p));
         tests.extend(paging_tests(&p));
     }
+    // ANCHOR_END: suites
     Ok(tests)
 }
 

@@ -6,12 +6,14 @@ use crate::Arch;
 use crate::qemu::{Boot, Ending, Outcome};
 use crate::system::Spoil;
 
+// ANCHOR: field
 /// The value of `key=` in `line` (up to the next space).
 pub(crate) fn field(line: &str, key: &str) -> Option<u64> {
     let pattern = format!("{key}=");
     let at = line.split(' ').find_map(|w| w.strip_prefix(pattern.as_str()))?;
     at.parse().ok()
 }
+// ANCHOR_END: field
 
 /// The first log line containing `text`.
 fn line_with<'a>(out: &'a Outcome, text: &str) -> Result<&'a str, String> {
@@ -161,6 +163,7 @@ fn fault_in_handler(out: &Outcome) -> Result<(), String> {
     frames_returned(out)
 }
 
+// ANCHOR: driver_waits
 fn driver_waits(out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     let line = line_with(out, "pagewait: faults=")?;
@@ -171,6 +174,7 @@ fn driver_waits(out: &Outcome) -> Result<(), String> {
     }
     expect_line(out, "pagewait: exited with status 0")
 }
+// ANCHOR_END: driver_waits
 
 /// The tutorial's example driver, built from the files the tutorial includes.
 fn recorder(out: &Outcome) -> Result<(), String> {
@@ -197,6 +201,7 @@ fn recorder(out: &Outcome) -> Result<(), String> {
 }
 
 pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
+    // ANCHOR: test_closure
     let boot = || Boot::new(Arch::Riscv64);
     let test = |name: &str, manifest: &str, check: fn(&Outcome) -> Result<(), String>| QemuTest {
         name: format!("{p}paging::{name}"),
@@ -204,6 +209,7 @@ pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
         system: Some((format!("tests/manifests/paging/{manifest}"), Spoil::Nothing)),
         check: Box::new(check),
     };
+    // ANCHOR_END: test_closure
     // Deadlines and sleeps in virtual time (one instruction a nanosecond, idle time skipped),
     // so the scenarios do not depend on the host's speed.
     let virtual_time = |mut t: QemuTest| {
@@ -215,7 +221,9 @@ pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
         test("unbound", "unbound.toml", unbound),
         test("out_of_frames", "out-of-frames.toml", out_of_frames),
         test("fault_in_handler", "fault-in-handler.toml", fault_in_handler),
+        // ANCHOR: register
         test("driver_waits", "driver-waits.toml", driver_waits),
+        // ANCHOR_END: register
         test("recorder", "recorder.toml", recorder),
         virtual_time(test("revocation", "revocation.toml", revocation)),
         virtual_time(test("revocation_ignored", "revocation-ignored.toml", revocation_ignored)),

@@ -176,6 +176,7 @@ fn main(env: Env) -> i32 {
         (d.stats.faults, d.waits, d.waits_with_progress)
     })
     .unwrap_or_default();
+    // ANCHOR: report
     println!(
         "pagewait: faults={} waits={} waits_with_progress={} t2_count={}",
         faults,
@@ -185,4 +186,5 @@ fn main(env: Env) -> i32 {
     );
     let n = pages as u64;
     if faults == n && waits == n && progress == n { 0 } else { 1 }
+    // ANCHOR_END: report
 }
