@@ -133,11 +133,20 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
-    /// Benchmarks; results as a table and as JSON under target/bench/.
+    /// Benchmarks; results as a table and as JSON under target/bench/, kept figures against
+    /// bench/baseline.toml.
     Bench {
-        /// Which benchmark.
+        /// Which benchmark (`all`: every one; `check`: the kept figures against the baseline).
         #[arg(value_enum)]
         name: bench::Name,
+        /// Architectures to measure (repeatable). Default: those that boot domains for `all`,
+        /// those in the baseline for `check`, the bench's own otherwise.
+        #[arg(long, value_enum)]
+        arch: Vec<Arch>,
+        /// With `all`: rewrite bench/baseline.toml (the tables measured) and
+        /// docs/performance.md from this run.
+        #[arg(long)]
+        update_baseline: bool,
     },
 }
 
@@ -183,7 +192,9 @@ fn main() -> ExitCode {
             )
         }
         Command::Test { filter, list } => suite::run(filter.as_deref(), list),
-        Command::Bench { name } => bench::run(name).map(|_| 0),
+        Command::Bench { name, arch, update_baseline } => {
+            bench::run(name, bench::Options { arches: arch, update_baseline })
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

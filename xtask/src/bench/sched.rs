@@ -13,7 +13,7 @@
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::{IPC, environment, measure};
+use super::{IPC, Mode, Table, environment, measure, table};
 use crate::cpu::{self, Period};
 use crate::qemu::Outcome;
 use crate::sched::{self as scenarios, Run, Runs, Share};
@@ -38,13 +38,13 @@ struct Latency {
     histogram: Vec<(String, usize)>,
 }
 
-/// Scenarios whose shares are reported, with a label.
-const SHARED: [(&str, Run); 5] = [
-    ("fixed 1/2/5 of 10 ms", scenarios::FIXED),
-    ("mixed periods", scenarios::MIXED),
-    ("slack to one and two", scenarios::SLACK),
-    ("fixed, a fourth dies at 300 ms", scenarios::DEATH),
-    ("spinning forever (to 1 s)", scenarios::FOREVER),
+/// Scenarios whose shares are reported: label, key in the baseline, run.
+const SHARED: [(&str, &str, Run); 5] = [
+    ("fixed 1/2/5 of 10 ms", "fixed", scenarios::FIXED),
+    ("mixed periods", "mixed", scenarios::MIXED),
+    ("slack to one and two", "slack", scenarios::SLACK),
+    ("fixed, a fourth dies at 300 ms", "death", scenarios::DEATH),
+    ("spinning forever (to 1 s)", "forever", scenarios::FOREVER),
 ];
 
 /// Scenarios plotted from traced boots: (file stem, title, run with `trace=sched`).
@@ -61,16 +61,21 @@ const PLOTS: [(&str, &str, Run); 2] = [
     ),
 ];
 
-pub(super) fn run() -> Result<()> {
+/// Runs the bench; returns its kept figures (share errors, per-period deviations, deadlines
+/// missed per scenario, wake-up latencies). [`Mode::Check`] stops there: no switch cost (kept
+/// by `ipc`), no plots, no report.
+pub(super) fn run(mode: Mode) -> Result<Table> {
     let a = artifacts::build(Arch::Riscv64)?;
     let mut runs = Runs::new(&a);
     let alone = runs.alone_iterations()?;
     let mut rows = Vec::new();
-    for (label, run) in SHARED {
+    let mut kept = Vec::new();
+    for (label, key, run) in SHARED {
         let out = runs.get(run)?;
         if !out.has("shutdown: Success") {
             bail!("{} did not end cleanly:\n{}", run.manifest, out.log_text());
         }
+        let missed: u64 = cpu::summary_accounts(out).iter().map(|a| a.missed).sum();
         for share in scenarios::shares(out, alone) {
             // The forever scenario has no work figure for a full second: report periods only.
             let error =
@@ -79,12 +84,27 @@ pub(super) fn run() -> Result<()> {
                 } else {
                     share.measured - share.contract
                 };
+            if !error.is_nan() {
+                kept.push((format!("{key}_{}_share_error", share.domain), error));
+            }
+            // With slack time the deviation is the slack received: not a figure to keep.
+            if !(run == scenarios::SLACK && share.domain != "five") {
+                kept.push((format!("{key}_{}_deviation_us", share.domain), share.deviation_us));
+            }
             rows.push(ShareRow { scenario: label, share, error_points: error });
         }
+        kept.push((format!("{key}_missed"), missed as f64));
     }
     let wake = cpu::wakeup_report(runs.get(scenarios::WAKEUP)?).context("no wakeup report")?;
     let latency = latency(&wake);
-    let switch = measure(&IPC[1])?;
+    kept.push(("wakeup_median_us".into(), latency.median_us));
+    kept.push(("wakeup_p99_us".into(), latency.p99_us));
+    kept.push(("wakeup_max_us".into(), latency.max_us));
+    let kept = table(Arch::Riscv64, "sched", kept);
+    if mode == Mode::Check {
+        return Ok(kept);
+    }
+    let switch = measure(&IPC[1], mode)?;
 
     let dir = util::target_dir().join("bench");
     std::fs::create_dir_all(&dir)?;
@@ -154,7 +174,7 @@ pub(super) fn run() -> Result<()> {
     });
     std::fs::write(dir.join("sched.json"), serde_json::to_string_pretty(&json)?)?;
     println!("\nwritten: {}, {}", dir.join("sched.md").display(), dir.join("sched.json").display());
-    Ok(())
+    Ok(kept)
 }
 
 fn latency(w: &cpu::WakeupReport) -> Latency {

@@ -1,0 +1,280 @@
+//! The kept figures: what each deterministic benchmark figure means, which way is better, how
+//! much it may drift before `cargo xtask bench check` fails, and what to compare it with.
+//!
+//! A figure is named by its architecture, its bench and its key (`riscv64`, `ipc`,
+//! `domain_switch`). Its [`Spec`] lives here, with the bench that measures it in mind; its
+//! value lives in `bench/baseline.toml` ([`super::baseline`]). Only deterministic figures are
+//! kept: instruction counts and virtual time under `-icount shift=0,sleep=off`, shares and
+//! deviations measured in virtual time, counts of deadlines missed. Wall-clock figures are
+//! printed by the benches and never kept.
+//!
+//! Figures whose keys are made from a scenario and a domain (`fixed_five_share_error`) are
+//! recognised by their suffix, so a new scenario or domain needs no new entry here.
+
+use std::fmt;
+
+/// Which way a figure improves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Better {
+    /// Smaller is better (costs, latencies, deviations, misses).
+    Lower,
+    /// Larger is better (rates).
+    Higher,
+    /// Closer to this value is better (errors around zero, ratios around their ideal).
+    Toward(f64),
+}
+
+/// How far a figure may move the wrong way before the check fails.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Tolerance {
+    /// A fraction of the baseline's value (0.01 is 1%).
+    Relative(f64),
+    /// An amount in the figure's unit.
+    Absolute(f64),
+}
+
+impl Tolerance {
+    /// The amount in the figure's unit, for a baseline of `base`.
+    pub fn amount(self, base: f64) -> f64 {
+        match self {
+            Tolerance::Relative(r) => (base * r).abs(),
+            Tolerance::Absolute(a) => a,
+        }
+    }
+}
+
+impl fmt::Display for Tolerance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tolerance::Relative(r) => write!(f, "{}%", r * 100.0),
+            Tolerance::Absolute(a) => write!(f, "±{a}"),
+        }
+    }
+}
+
+/// What a kept figure is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spec {
+    /// What is measured, for people.
+    pub label: String,
+    /// Its unit.
+    pub unit: &'static str,
+    /// Which way is better.
+    pub better: Better,
+    /// How far it may move the wrong way.
+    pub tolerance: Tolerance,
+    /// What to compare it with (Linux in the same QEMU settings, the papers' figures), or "".
+    pub anchor: &'static str,
+    /// The goal an issue set for it, or "".
+    pub goal: &'static str,
+}
+
+/// Instruction counts may drift by 1%.
+const INSTRUCTIONS: Tolerance = Tolerance::Relative(0.01);
+
+fn spec(
+    label: impl Into<String>,
+    unit: &'static str,
+    better: Better,
+    tolerance: Tolerance,
+    anchor: &'static str,
+    goal: &'static str,
+) -> Spec {
+    Spec { label: label.into(), unit, better, tolerance, anchor, goal }
+}
+
+/// The spec of figure `key` of `bench` on `arch`, or `None` if no such figure is known.
+pub fn lookup(arch: &str, bench: &str, key: &str) -> Option<Spec> {
+    use Better::*;
+    let linux_boot = "Linux 6.1: 1,734 ms from kernel timer start to `/init` (x86_64 q35)";
+    Some(match (arch, bench, key) {
+        ("riscv64", "boot", "virtual_us_rustsbi") => spec(
+            "boot to shutdown, Tessera's firmware (virtual time)",
+            "µs",
+            Lower,
+            Tolerance::Relative(0.02),
+            linux_boot,
+            "",
+        ),
+        ("riscv64", "boot", "virtual_us_opensbi") => spec(
+            "boot to shutdown, QEMU's OpenSBI (virtual time)",
+            "µs",
+            Lower,
+            Tolerance::Relative(0.02),
+            linux_boot,
+            "",
+        ),
+        ("x86_64", "boot", "virtual_us") => spec(
+            "boot to shutdown, PVH (virtual time)",
+            "µs",
+            Lower,
+            Tolerance::Relative(0.02),
+            linux_boot,
+            "",
+        ),
+        (_, "ipc", "null_call") => spec(
+            "null system call (trap, dispatch, return)",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            "Linux `getppid`: 338",
+            "no slower than 275 (hardening issue)",
+        ),
+        (_, "ipc", "domain_switch") => spec(
+            "domain switch (yield to the other of two domains)",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            "Linux `sched_yield` switch: 1,766 (SCHED_FIFO) to 2,133 (CFS)",
+            "at most 1,000, flat in the number of domains (hardening issue)",
+        ),
+        (_, "ipc", "event_round_trip") => spec(
+            "event round trip between two domains (8-byte message over a channel and back)",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            "Linux futex wake/wait round trip: 10,088; pipe round trip: 13,150",
+            "at most 3,000 (hardening issue)",
+        ),
+        (_, "ipc", "channel_message") => spec(
+            "IO-channel message, 64 slots, both ends (send, receive, events, blocking)",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            "Linux pipe round trip (two messages): 13,150",
+            "",
+        ),
+        (_, "fault", "round_trip") => spec(
+            "user-level fault round trip (fault, activation, driver maps a zeroed frame, resume)",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            "Linux userfaultfd round trip: 25,728; in-kernel anonymous fault: 6,946 (x86_64)",
+            "at most 4,000 (hardening issue)",
+        ),
+        (_, "fault", "round_trip_zero_fill") => spec(
+            "user-level fault round trip, the driver zero-filling the page",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            "Linux in-kernel anonymous fault (zeroes the page): 6,946 (x86_64)",
+            "",
+        ),
+        (_, "fault", "neighbour_change") => spec(
+            "change in a neighbour's work while `pager` faults continuously (2 of 10 ms each)",
+            "%",
+            Toward(0.0),
+            Tolerance::Absolute(0.05),
+            "",
+            "within ±1% (self-paging issue)",
+        ),
+        (_, "fault", "fault_rate") => spec(
+            "`pager`'s fault rate (zero-filling recycling driver, 2 of 10 ms)",
+            "faults/s",
+            Higher,
+            Tolerance::Relative(0.01),
+            "",
+            "",
+        ),
+        (_, "fault", "fault_rate_ratio") => spec(
+            "fault rate with `pager`'s slice doubled, over the fault rate",
+            "ratio",
+            Toward(2.0),
+            Tolerance::Absolute(0.01),
+            "",
+            "2 within 10% (self-paging issue)",
+        ),
+        (_, "sched", "wakeup_median_us") => spec(
+            "wake-up latency, median (send on a channel to the woken thread's first instruction)",
+            "µs",
+            Lower,
+            Tolerance::Absolute(1.0),
+            "",
+            "within the latency hint plus 50 µs (CPU-contract issue)",
+        ),
+        (_, "sched", "wakeup_p99_us") => spec(
+            "wake-up latency, 99th percentile",
+            "µs",
+            Lower,
+            Tolerance::Absolute(2.0),
+            "",
+            "within the latency hint plus 50 µs (CPU-contract issue)",
+        ),
+        (_, "sched", "wakeup_max_us") => spec(
+            "wake-up latency, largest",
+            "µs",
+            Lower,
+            Tolerance::Absolute(2.0),
+            "",
+            "within the latency hint plus 50 µs (CPU-contract issue)",
+        ),
+        (_, "sched", k) => return sched_scenario(k),
+        _ => return None,
+    })
+}
+
+/// `{scenario}_{domain}_share_error`, `{scenario}_{domain}_deviation_us`, `{scenario}_missed`.
+fn sched_scenario(key: &str) -> Option<Spec> {
+    use Better::*;
+    if let Some(who) = key.strip_suffix("_share_error") {
+        let (scenario, domain) = who.split_once('_')?;
+        return Some(spec(
+            format!("{scenario}: `{domain}`'s share of the CPU by its work, minus its contract"),
+            "points",
+            Toward(0.0),
+            Tolerance::Absolute(0.05),
+            "Linux SCHED_DEADLINE, 1/2/5 of 10 ms: within 0.1 point (-0.09 with the default tick)",
+            "within ±1 point (CPU-contract issue)",
+        ));
+    }
+    if let Some(who) = key.strip_suffix("_deviation_us") {
+        let (scenario, domain) = who.split_once('_')?;
+        return Some(spec(
+            format!("{scenario}: `{domain}`'s largest distance of one period's CPU from its slice"),
+            "µs",
+            Lower,
+            Tolerance::Absolute(1.0),
+            "Linux SCHED_DEADLINE: 7-9 µs with HRTICK_DL, about 3,000 µs with the default tick",
+            "at most 10 µs (CPU-contract issue)",
+        ));
+    }
+    if let Some(scenario) = key.strip_suffix("_missed") {
+        if scenario.is_empty() {
+            return None;
+        }
+        return Some(spec(
+            format!("{scenario}: deadlines missed, all domains (the kernel's accounts)"),
+            "deadlines",
+            Lower,
+            Tolerance::Absolute(0.0),
+            "",
+            "0",
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_keys_are_recognised() {
+        let s = lookup("riscv64", "sched", "fixed_five_share_error").unwrap();
+        assert!(s.label.contains("`five`"));
+        assert_eq!(s.better, Better::Toward(0.0));
+        assert!(lookup("riscv64", "sched", "mixed_slow_deviation_us").is_some());
+        assert!(lookup("riscv64", "sched", "death_missed").is_some());
+        assert!(lookup("riscv64", "sched", "_missed").is_none());
+        assert!(lookup("riscv64", "sched", "share_error").is_none());
+        assert!(lookup("riscv64", "sched", "nonsense").is_none());
+        assert!(lookup("riscv64", "nonsense", "null_call").is_none());
+    }
+
+    #[test]
+    fn tolerance_amounts() {
+        assert_eq!(Tolerance::Relative(0.01).amount(2000.0), 20.0);
+        assert_eq!(Tolerance::Absolute(0.5).amount(2000.0), 0.5);
+        assert_eq!(Tolerance::Relative(0.01).to_string(), "1%");
+    }
+}
