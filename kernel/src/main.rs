@@ -1,9 +1,9 @@
 //! # The Tessera microkernel
 //!
 //! Tessera is a single-address-space microkernel in the Nemesis tradition. The kernel provides
-//! mechanism only: physical frames and who owns them, translation and protection, traps, timers
-//! and (in later steps) domains, events, activations and the CPU scheduler. Policy (paging, disk
-//! scheduling, remote memory) lives at user level, in the domains that pay for it.
+//! mechanism only: physical frames and who owns them, translation and protection, traps, timers,
+//! domains, events, activations and the CPU scheduler. Policy (paging, disk scheduling, remote
+//! memory) lives at user level, in the domains that pay for it.
 //!
 //! Design intent, in the order it matters:
 //! 1. **Validate, never trust.** Every request that crosses into the kernel is checked; bad input
@@ -20,8 +20,9 @@
 //! x86_64 (QEMU `q35`, PVH), device-tree discovery of memory and devices, the frame allocator
 //! with its owner table, the kernel heap, Sv39 kernel page tables with a guard page under the
 //! boot stack, trap handling with symbolized reports, one-shot timer interrupts and an in-kernel
-//! test runner. x86_64 reaches the banner and shuts down; its traps, timers and paging come with
-//! the x86_64 port.
+//! test runner; on RISC-V, domains (`domain`: protection domains, system calls, events and
+//! activations, Atropos CPU contracts, self-paging). x86_64 reaches the banner and shuts down;
+//! its traps, timers, paging and domains come with the x86_64 port.
 
 #![no_std]
 #![no_main]
