@@ -226,7 +226,7 @@ mod tests {
             "[rx] wakeup: samples=3 min_ns=1 median_ns=2 p99_ns=3 max_ns=3 latency_ns=200000",
             "[rx] wakeup: samples us: 0.0 0.1 10.4",
             "sched period: domain=2 start=0 end=10000000 guaranteed=1000000 extra=5 missed=false",
-            "  one: cpu 100144 us guaranteed + 7 us extra, 100 periods of 10000 us, 2 deadlines missed (contract: slice 1000 us, extra false)",
+            "  one: cpu 100144 us guaranteed + 7 us extra, 100 periods of 10000 us, 2 deadlines missed, 0 periods ended late (contract: slice 1000 us, extra false)",
         ]);
         let spin = spin_reports(&out);
         assert_eq!(spin.len(), 1);

@@ -451,13 +451,14 @@ fn summary(w: &World) {
     for (id, d) in w.domains.iter().enumerate() {
         let (Some(a), Some(c)) = (w.sched.accounts(id), w.sched.contract(id)) else { continue };
         defmt::info!(
-            "  {=str}: cpu {=u64} us guaranteed + {=u64} us extra, {=u64} periods of {=u64} us, {=u64} deadlines missed (contract: slice {=u64} us, extra {=bool})",
+            "  {=str}: cpu {=u64} us guaranteed + {=u64} us extra, {=u64} periods of {=u64} us, {=u64} deadlines missed, {=u64} periods ended late (contract: slice {=u64} us, extra {=bool})",
             d.name.as_str(),
             a.guaranteed / 1000,
             a.extra / 1000,
             a.periods,
             c.period / 1000,
             a.deadlines_missed,
+            a.late_ends,
             c.slice / 1000,
             c.extra
         );

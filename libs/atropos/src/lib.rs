@@ -102,6 +102,10 @@ pub struct Accounts {
     pub periods: u64,
     /// Periods that ended while it was runnable with slice left.
     pub deadlines_missed: u64,
+    /// Periods whose end the scheduler saw, while the client was runnable, later than its
+    /// deadline by more than its slice: the clock jumped (on QEMU, the host stalled the guest),
+    /// so no schedule could have kept the contract.
+    pub late_ends: u64,
     /// Times it was woken from blocking.
     pub wakeups: u64,
 }
@@ -288,6 +292,9 @@ impl Atropos {
                 c.accounts.periods += 1;
                 if missed {
                     c.accounts.deadlines_missed += 1;
+                }
+                if c.state == State::Runnable && now - c.deadline > c.contract.slice {
+                    c.accounts.late_ends += 1;
                 }
                 if self.trace {
                     self.records.push(PeriodRecord {

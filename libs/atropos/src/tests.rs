@@ -175,6 +175,7 @@ fn mixed_periods_meet_every_deadline() {
     for (i, (c, _)) in clients.iter().enumerate() {
         let a = sim.s.accounts(i).unwrap();
         assert_eq!(a.deadlines_missed, 0, "client {i}");
+        assert_eq!(a.late_ends, 0, "client {i}: a period end seen late");
         let periods = 1000 * MS / c.period;
         assert_eq!(a.periods, periods, "client {i}");
         for k in 0..periods {
@@ -269,6 +270,7 @@ fn woken_client_with_slice_left_runs_within_its_latency() {
     assert!(worst <= 500 * US + 10 * US, "worst wake-up latency {worst} ns");
     for i in 1..3 {
         assert_eq!(sim.s.accounts(i).unwrap().deadlines_missed, 0, "client {i}");
+        assert_eq!(sim.s.accounts(i).unwrap().late_ends, 0, "client {i}");
     }
 }
 
@@ -384,6 +386,10 @@ fn an_overrun_is_charged_and_a_starved_period_is_a_miss() {
     assert_eq!(s.accounts(other).unwrap().deadlines_missed, 1);
     assert_eq!(s.accounts(hog).unwrap().guaranteed, 12 * MS);
     assert_eq!(s.accounts(hog).unwrap().deadlines_missed, 0);
+    // The scheduler saw the other's deadline 2 ms late, more than its 1 ms slice: a late end;
+    // the hog's lateness is within its slice.
+    assert_eq!(s.accounts(other).unwrap().late_ends, 1);
+    assert_eq!(s.accounts(hog).unwrap().late_ends, 0);
 }
 
 #[test]
