@@ -689,6 +689,7 @@ mod tests {
             guaranteed: 256 * 1024,
             optimistic: 0,
             cpu: CpuSpec::BEST_EFFORT,
+            expect_failure: false,
         }
     }
 

@@ -154,6 +154,7 @@ mod tests {
                     guaranteed: 256 * 1024,
                     optimistic: 0,
                     cpu: CpuSpec::BEST_EFFORT,
+                    expect_failure: false,
                 },
                 DomainSpec {
                     name: "counter-a".to_string(),
@@ -167,6 +168,7 @@ mod tests {
                         extra: false,
                         latency_ns: 500_000,
                     },
+                    expect_failure: false,
                 },
             ],
             channels: vec![

@@ -274,6 +274,7 @@ struct RawDomain {
     args: Option<Spanned<Vec<Spanned<String>>>>,
     cpu: Option<Spanned<RawCpu>>,
     memory: Spanned<RawMemory>,
+    expect_failure: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -435,6 +436,7 @@ impl RawManifest {
                 guaranteed: mem.guaranteed.into_inner().0,
                 optimistic,
                 cpu,
+                expect_failure: d.expect_failure.unwrap_or(false),
             });
         }
         // A name that is no domain's becomes an index out of range, which `check` reports

@@ -257,6 +257,10 @@ pub struct DomainSpec {
     pub optimistic: u64,
     /// The CPU contract.
     pub cpu: CpuSpec,
+    /// Whether the domain is meant to fail (exit with a non-zero status or be terminated), as
+    /// the fault demos do. Read by the host tool only: `cargo xtask run` does not count such a
+    /// domain's failure against the run.
+    pub expect_failure: bool,
 }
 
 /// A domain's CPU contract as a manifest carries it: an [`atropos::Contract`] with its times in

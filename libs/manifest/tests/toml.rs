@@ -200,6 +200,7 @@ fn parses_the_documented_example() {
                         extra: true,
                         latency_ns: 1_000_000,
                     },
+                    expect_failure: false,
                 },
                 DomainSpec {
                     name: "c".into(),
@@ -208,6 +209,7 @@ fn parses_the_documented_example() {
                     guaranteed: MIB,
                     optimistic: 2 * MIB,
                     cpu: CpuSpec::BEST_EFFORT,
+                    expect_failure: false,
                 },
             ],
             channels: vec![],
@@ -578,4 +580,16 @@ fn cpu_over_capacity_names_the_first_domain_that_does_not_fit() {
         "CPU contracts over capacity: with this domain the slices sum to 91.0% of the CPU, more \
          than the 90% left after the kernel's 10% reserve"
     );
+}
+
+#[test]
+fn expect_failure_marks_a_domain() {
+    let base = "[system]\nmemory = \"128M\"\n[[domain]]\nname = \"a\"\napp = \"faulty\"\n\
+                memory = { guaranteed = \"256K\" }\n";
+    let m = parse("t.toml", base, APPS).unwrap();
+    assert!(!m.domains[0].expect_failure);
+    let m = parse("t.toml", &format!("{base}expect_failure = true\n"), APPS).unwrap();
+    assert!(m.domains[0].expect_failure);
+    let e = err(&format!("{base}expect_failure = \"yes\"\n"));
+    assert_eq!((e.line, e.key.as_deref()), (Some(7), Some("domain[0].expect_failure")));
 }
