@@ -86,6 +86,19 @@ fn app_rustflags() -> String {
         "link-arg=-znotext",
         "-C",
         "force-frame-pointers=yes",
+        // Apps are linked at 0, where the linker would also put the debug information of every
+        // function it discarded: gdb would then name `_start` after one of them and unwind
+        // through it. Mark them with an address no code has instead (loaded bytes unchanged;
+        // `.debug_ranges` and `.debug_loc` keep the linker's own marker, as -1 means something
+        // else there).
+        "-C",
+        "link-arg=-zdead-reloc-in-nonalloc=.debug_info=0xffffffffffffffff",
+        "-C",
+        "link-arg=-zdead-reloc-in-nonalloc=.debug_line=0xffffffffffffffff",
+        "-C",
+        "link-arg=-zdead-reloc-in-nonalloc=.debug_aranges=0xffffffffffffffff",
+        "-C",
+        "link-arg=-zdead-reloc-in-nonalloc=.debug_frame=0xffffffffffffffff",
         // Found through the search path libtessera's build.rs adds.
         "-C",
         "link-arg=-Ttessera-app.ld",

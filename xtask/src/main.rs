@@ -10,6 +10,7 @@ mod bench;
 mod cpu;
 mod cpu_trace;
 mod doc_includes;
+mod gdb;
 mod log;
 mod plot;
 mod qemu;
@@ -105,7 +106,8 @@ enum Command {
         /// Deterministic virtual time (`-icount shift=0,sleep=off`).
         #[arg(long)]
         icount: bool,
-        /// Wait for a debugger on localhost:1234 before the first instruction.
+        /// Wait for a debugger on localhost:1234 before the first instruction; writes a gdb
+        /// script that loads every domain's symbols (docs/debugging.md).
         #[arg(long)]
         gdb: bool,
         /// Also show frames the decoder could not read.

@@ -268,8 +268,7 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     }
     b.timeout = Duration::MAX;
     if b.gdb {
-        eprintln!("QEMU waits for a debugger. In another terminal:");
-        eprintln!("  gdb-multiarch {} -ex 'target remote localhost:1234'", a.kernel.display());
+        crate::gdb::prepare(&b, &a, system.as_ref())?;
     }
     let mut cpu = opts.cpu.wanted().then(|| {
         b.append = cpu_trace::with_trace(&b.append);
