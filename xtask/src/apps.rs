@@ -106,22 +106,43 @@ fn app_rustflags() -> String {
     .join("\x1f")
 }
 
-/// Builds every app for RISC-V in release mode as a static PIE, in `<target>/userland` so that
-/// its flags do not invalidate the kernel's build; returns app name to ELF path.
-pub fn build_apps() -> Result<BTreeMap<String, PathBuf>> {
+/// How the apps are compiled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Build {
+    /// The release profile: what tests and benches run.
+    #[default]
+    Release,
+    /// The workspace's `debug-apps` profile (`cargo xtask run --debug-apps`): release without
+    /// optimisation, so that gdb reads every local.
+    Debug,
+}
+
+impl Build {
+    /// The cargo profile, which also names the output directory.
+    pub fn profile(self) -> &'static str {
+        match self {
+            Build::Release => "release",
+            Build::Debug => "debug-apps",
+        }
+    }
+}
+
+/// Builds every app for RISC-V as a static PIE with `build`'s profile, in `<target>/userland`
+/// so that its flags do not invalidate the kernel's build; returns app name to ELF path.
+pub fn build_apps(build: Build) -> Result<BTreeMap<String, PathBuf>> {
     let names = app_names();
     ensure!(!names.is_empty(), "no apps found under userland/apps/");
     let target = Arch::Riscv64.target();
     let target_dir = util::target_dir().join("userland");
     let mut cmd = util::cargo();
-    cmd.args(["build", "--quiet", "--release", "--target", target, "--target-dir"]);
-    cmd.arg(&target_dir);
+    cmd.args(["build", "--quiet", "--profile", build.profile(), "--target", target]);
+    cmd.arg("--target-dir").arg(&target_dir);
     for name in &names {
         cmd.args(["-p", &package_spec(name)]);
     }
     cmd.env("CARGO_ENCODED_RUSTFLAGS", app_rustflags());
     util::run(&mut cmd, "building the apps")?;
-    let out = target_dir.join(target).join("release");
+    let out = target_dir.join(target).join(build.profile());
     let mut apps = BTreeMap::new();
     for name in names {
         let elf = out.join(&name);

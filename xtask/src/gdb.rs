@@ -219,6 +219,16 @@ mod tests {
     }
 
     #[test]
+    fn the_debug_apps_profile_exists() {
+        // `--debug-apps` builds with `cargo --profile debug-apps`, which the workspace defines.
+        let toml = std::fs::read_to_string(util::root().join("Cargo.toml")).unwrap();
+        let section = toml.split("[profile.debug-apps]").nth(1).expect("no [profile.debug-apps]");
+        assert!(section.contains("inherits = \"release\""), "{section}");
+        assert_eq!(crate::apps::Build::Debug.profile(), "debug-apps");
+        assert_eq!(crate::apps::Build::default().profile(), "release");
+    }
+
+    #[test]
     fn a_bare_kernel_loads_the_kernel_alone() {
         let s = script(Path::new("/t/kernel"), None, &[], None);
         assert_eq!(

@@ -110,6 +110,9 @@ enum Command {
         /// script that loads every domain's symbols (docs/debugging.md).
         #[arg(long)]
         gdb: bool,
+        /// Build the apps with the `debug-apps` profile (unoptimised: gdb reads their locals).
+        #[arg(long)]
+        debug_apps: bool,
         /// Also show frames the decoder could not read.
         #[arg(long)]
         raw: bool,
@@ -174,6 +177,7 @@ fn main() -> ExitCode {
             append,
             icount,
             gdb,
+            debug_apps,
             raw,
             cpu,
             cpu_every,
@@ -189,6 +193,7 @@ fn main() -> ExitCode {
                     manifest: (!bare).then(|| util::resolve(&manifest)),
                     memory,
                     show_raw: raw,
+                    apps: if debug_apps { apps::Build::Debug } else { apps::Build::Release },
                     cpu: cpu_trace::Options { every_ns: live, out: cpu_out, svg: cpu_svg },
                 },
             )

@@ -242,6 +242,8 @@ pub struct RunOptions {
     pub memory: Option<u32>,
     /// Also show the bytes the decoder could not read.
     pub show_raw: bool,
+    /// How to build the apps.
+    pub apps: crate::apps::Build,
     /// What to do with the kernel's per-period CPU records.
     pub cpu: cpu_trace::Options,
 }
@@ -252,7 +254,9 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     opts.cpu.check()?;
     setup::ensure(setup::Needs { gdb: b.gdb, qemu: true })?;
     let system = match &opts.manifest {
-        Some(path) if b.arch == Arch::Riscv64 => Some(system::prepare(path, Spoil::Nothing)?),
+        Some(path) if b.arch == Arch::Riscv64 => {
+            Some(system::prepare_with(path, Spoil::Nothing, opts.apps)?)
+        }
         Some(path) => {
             eprintln!("note: {} runs no domains yet; not using {}", b.arch.name(), path.display());
             None

@@ -74,8 +74,13 @@ pub enum Spoil {
 
 /// Checks the manifest, builds the apps and packs the boot image under `target/boot/`.
 pub fn prepare(path: &Path, spoil: Spoil) -> Result<System> {
+    prepare_with(path, spoil, apps::Build::Release)
+}
+
+/// [`prepare`] with the apps built as `build` says.
+pub fn prepare_with(path: &Path, spoil: Spoil, build: apps::Build) -> Result<System> {
     let manifest = load_manifest(path)?;
-    let built = apps::build_apps()?;
+    let built = apps::build_apps(build)?;
     let mut bytes = manifest.compile();
     if spoil == Spoil::ManifestByte {
         let last = bytes.len() - 1;

@@ -374,7 +374,7 @@ fn app_names_lists_the_apps() {
 #[test]
 #[ignore = "builds the apps for RISC-V"]
 fn real_apps_relocate_at_two_bases() {
-    let apps = build_apps().unwrap();
+    let apps = build_apps(Build::Release).unwrap();
     for (name, path) in &apps {
         let bytes = std::fs::read(path).unwrap();
         let a = relocate(&bytes, BASE_A).unwrap();
