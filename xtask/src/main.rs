@@ -14,6 +14,7 @@ mod gdb;
 mod log;
 mod plot;
 mod qemu;
+mod run_verdict;
 mod sched;
 mod setup;
 mod suite;
@@ -83,7 +84,8 @@ enum Command {
         #[arg(long, value_enum, default_value = "riscv64")]
         arch: Arch,
     },
-    /// Build, boot in QEMU and show the decoded log; exits with the kernel's status.
+    /// Build, boot in QEMU and show the decoded log; exits with the kernel's status, or 4 when
+    /// a domain failed that was not expected to.
     Run {
         /// Guest architecture.
         #[arg(long, value_enum, default_value = "riscv64")]
@@ -103,9 +105,19 @@ enum Command {
         /// Kernel command line, e.g. `test=all` or `fault=load`.
         #[arg(long, default_value = "")]
         append: String,
-        /// Deterministic virtual time (`-icount shift=0,sleep=off`).
+        /// Run the guest on the host's clock instead of deterministic virtual time
+        /// (`-icount shift=0,sleep=off`, the default): for interactive use; a busy host then
+        /// stalls the guest, and the run summary warns when that broke periods.
         #[arg(long)]
+        realtime: bool,
+        /// Deterministic virtual time: the default (kept for older command lines).
+        #[arg(long, hide = true, conflicts_with = "realtime")]
         icount: bool,
+        /// Exit 0 even when a domain fails (by default a domain that exits with a non-zero
+        /// status or is terminated, unless its manifest entry says `expect_failure = true`,
+        /// makes the run exit with status 4).
+        #[arg(long)]
+        allow_failures: bool,
         /// Wait for a debugger on localhost:1234 before the first instruction; writes a gdb
         /// script that loads every domain's symbols (docs/debugging.md).
         #[arg(long)]
@@ -175,7 +187,9 @@ fn main() -> ExitCode {
             manifest,
             bare,
             append,
-            icount,
+            realtime,
+            icount: _,
+            allow_failures,
             gdb,
             debug_apps,
             raw,
@@ -184,7 +198,7 @@ fn main() -> ExitCode {
             cpu_out,
             cpu_svg,
         } => {
-            let boot = qemu::Boot { bios, append, icount, gdb, ..qemu::Boot::new(arch) };
+            let boot = qemu::Boot { bios, append, icount: !realtime, gdb, ..qemu::Boot::new(arch) };
             let live = (cpu || cpu_every.is_some())
                 .then(|| cpu_every.unwrap_or(100).saturating_mul(1_000_000));
             qemu::run_interactive(
@@ -193,6 +207,7 @@ fn main() -> ExitCode {
                     manifest: (!bare).then(|| util::resolve(&manifest)),
                     memory,
                     show_raw: raw,
+                    allow_failures,
                     apps: if debug_apps { apps::Build::Debug } else { apps::Build::Release },
                     cpu: cpu_trace::Options { every_ns: live, out: cpu_out, svg: cpu_svg },
                 },

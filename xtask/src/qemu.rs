@@ -14,7 +14,7 @@ use crate::artifacts::{self, Artifacts};
 use crate::cpu_trace;
 use crate::log::{Kernel, LogLine};
 use crate::system::{self, Spoil, System};
-use crate::{Arch, Bios, setup};
+use crate::{Arch, Bios, run_verdict, setup};
 
 /// One QEMU boot.
 #[derive(Clone, Debug)]
@@ -242,6 +242,8 @@ pub struct RunOptions {
     pub memory: Option<u32>,
     /// Also show the bytes the decoder could not read.
     pub show_raw: bool,
+    /// Exit 0 even when a domain fails that was not expected to.
+    pub allow_failures: bool,
     /// How to build the apps.
     pub apps: crate::apps::Build,
     /// What to do with the kernel's per-period CPU records.
@@ -271,6 +273,15 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
         kernel.add_instances(&s.instances)?;
     }
     b.timeout = Duration::MAX;
+    if b.icount {
+        println!(
+            "run: deterministic virtual time (-icount shift=0,sleep=off): the guest's clock counts its instructions, one a nanosecond, whatever the host does; --realtime runs it on the host's clock"
+        );
+    } else {
+        println!(
+            "run: on the host's clock (--realtime): a busy host stalls the guest, and CPU figures then wobble"
+        );
+    }
     if b.gdb {
         crate::gdb::prepare(&b, &a, system.as_ref())?;
     }
@@ -300,7 +311,30 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     let code = match out.ending {
         Ending::Kernel(code) => {
             eprintln!("kernel exited with code {code} after {:.2?}", out.wall);
-            code
+            let failed =
+                run_verdict::unexpected_failures(&out.log, system.as_ref().map(|s| &s.manifest));
+            if !b.icount {
+                for (domain, n) in run_verdict::late_periods(&out.log) {
+                    eprintln!(
+                        "warning: the host stalled the guest: {n} of {domain}'s periods ended later than their slice allows, so no schedule could keep its contract; run without --realtime for deterministic virtual time"
+                    );
+                }
+            }
+            if code == 0 && !failed.is_empty() {
+                eprintln!("domains failed: {}", failed.join(", "));
+                if opts.allow_failures {
+                    eprintln!("(--allow-failures: exiting 0)");
+                    0
+                } else {
+                    eprintln!(
+                        "exiting with status {} (a domain failed; mark expected failures with `expect_failure = true` in the manifest, or pass --allow-failures)",
+                        run_verdict::DOMAIN_FAILED
+                    );
+                    run_verdict::DOMAIN_FAILED
+                }
+            } else {
+                code
+            }
         }
         Ending::Interrupted => {
             eprintln!("stopped (Ctrl-C)");

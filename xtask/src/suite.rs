@@ -18,6 +18,7 @@ use crate::{Arch, Bios, setup, util};
 
 mod domains;
 mod paging;
+mod run;
 
 use domains::domain_tests;
 pub(crate) use paging::field;
@@ -78,7 +79,7 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
     }
     userland_clippy.extend(["--", "-D", "warnings"]);
     let static_checks: [(&str, Vec<&str>, Option<Arch>); 5] = [
-        ("host::fmt", vec!["fmt", "--all", "--", "--check"], None),
+        ("host::fmt", vec!["fmt", "--all", "--", "--check", "--color", "never"], None),
         ("host::clippy::host", vec!["clippy", "--all-targets", "--", "-D", "warnings"], None),
         (
             "host::clippy::riscv64",
@@ -143,6 +144,17 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
         kernel_tests(arch, &a, &kernel, &wanted, list, &mut tally)?;
         if arch == Arch::Riscv64 {
             sched_tests(&a, &wanted, list, &mut tally);
+            for (name, test) in run::RUN_TESTS {
+                let full = format!("{prefix}run::{name}");
+                if !wanted(&full) {
+                    continue;
+                }
+                if list {
+                    println!("{full}");
+                    continue;
+                }
+                tally.record(&full, test());
+            }
         }
     }
 
@@ -154,7 +166,9 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
         for f in &tally.failed {
             println!("    {f}");
         }
-        println!("logs of failed boots: {}", qemu::log_dir().display());
+        if tally.failed.iter().any(|f| f.starts_with("qemu::")) {
+            println!("logs of failed boots: {}", qemu::log_dir().display());
+        }
     }
     println!("{} passed, {} failed", tally.passed, tally.failed.len());
     Ok(if tally.failed.is_empty() { 0 } else { 1 })
@@ -175,12 +189,21 @@ fn arch_may_match(arch: Arch, filter: Option<&str>) -> bool {
 fn command_check(cmd: &mut Command) -> Result<(), String> {
     let out = cmd.output().map_err(|e| format!("could not start {cmd:?}: {e}"))?;
     if out.status.success() {
-        Ok(())
-    } else {
-        let text = String::from_utf8_lossy(&out.stderr);
-        let tail: Vec<_> = text.lines().rev().take(40).collect();
-        Err(tail.into_iter().rev().collect::<Vec<_>>().join("\n"))
+        return Ok(());
     }
+    // Both streams: `cargo fmt --check` writes its diff to stdout, clippy to stderr.
+    let tail = |bytes: &[u8], n: usize| {
+        let text = String::from_utf8_lossy(bytes);
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    };
+    let mut why = format!("{cmd:?} exited with {}", out.status);
+    for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        if !bytes.iter().all(u8::is_ascii_whitespace) {
+            why.push_str(&format!("\n--- {name}:\n{}", tail(bytes, 60)));
+        }
+    }
+    Err(why)
 }
 
 /// The packages with host unit tests: xtask, libtessera, every crate under `libs/` and every

@@ -1,7 +1,7 @@
 //! `spin`: CPU-bound work that measures, by its own clock, the CPU its domain receives.
 //!
 //! Usage: `spin [--for MS | --forever] [--every MS] [--report N] [--windows] [--fault-at MS]
-//! [--exit-at MS]`.
+//! [--exit-at MS [--status N]]`.
 //!
 //! It runs a loop of fixed work for `--for` milliseconds of the clock (default 1000, rounded up
 //! to whole CPU periods, counted from the first period boundary after it starts), reading the
@@ -24,7 +24,8 @@
 //! `--forever` never stops; it prints the summary line (labelled `spin: report`) every
 //! `--report N` complete periods (default 100). `--windows` prints every complete period's
 //! running time in microseconds, ten to a line. `--fault-at MS` stores to address 16 after MS
-//! milliseconds (the kernel terminates the domain); `--exit-at MS` exits with status 0 then.
+//! milliseconds (the kernel terminates the domain); `--exit-at MS` exits with status 0 then
+//! (or `--status N`: a domain that fails on purpose, for `cargo xtask run`'s exit status).
 
 #![no_std]
 #![no_main]
@@ -47,6 +48,8 @@ struct Options {
     windows: bool,
     fault_at_ms: Option<u64>,
     exit_at_ms: Option<u64>,
+    /// The exit status at `exit_at_ms`.
+    status: i32,
 }
 
 fn options(env: Env) -> Option<Options> {
@@ -58,6 +61,7 @@ fn options(env: Env) -> Option<Options> {
         windows: false,
         fault_at_ms: None,
         exit_at_ms: None,
+        status: 0,
     };
     let mut args = env.args;
     while let Some(arg) = args.next() {
@@ -72,6 +76,7 @@ fn options(env: Env) -> Option<Options> {
                     "--report" => o.report = n,
                     "--fault-at" => o.fault_at_ms = Some(n),
                     "--exit-at" => o.exit_at_ms = Some(n),
+                    "--status" => o.status = i32::try_from(n).ok()?,
                     _ => return None,
                 }
             }
@@ -168,8 +173,8 @@ fn main(env: Env) -> i32 {
             unsafe { core::ptr::write_volatile(16 as *mut u64, acc) };
         }
         if exit_at.is_some_and(|t| now >= t) {
-            println!("spin: exiting as asked");
-            return 0;
+            println!("spin: exiting with status {} as asked", o.status);
+            return o.status;
         }
         if !o.forever && now >= end {
             line.flush();
