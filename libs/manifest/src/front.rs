@@ -55,9 +55,29 @@ impl std::error::Error for ManifestError {}
 /// Reads and parses the manifest at `path`; see [`parse`].
 pub fn parse_file(path: &Path, known_apps: &[&str]) -> Result<Manifest, ManifestError> {
     let file = path.display().to_string();
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse(&file, &text, known_apps),
-        Err(e) => Err(ManifestError { file, line: None, key: None, reason: format!("{e}") }),
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            return Err(ManifestError { file, line: None, key: None, reason: format!("{e}") });
+        }
+    };
+    match core::str::from_utf8(&bytes) {
+        Ok(text) => parse(&file, text, known_apps),
+        Err(e) => {
+            let good = &bytes[..e.valid_up_to()];
+            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = good.len() - good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            Err(ManifestError {
+                file,
+                line: Some(line),
+                key: None,
+                reason: format!(
+                    "not valid UTF-8: byte {:#04x} at column {}",
+                    bytes[e.valid_up_to()],
+                    column + 1
+                ),
+            })
+        }
     }
 }
 
@@ -72,14 +92,30 @@ pub fn parse(file_name: &str, text: &str, known_apps: &[&str]) -> Result<Manifes
         key,
         reason,
     };
-    let doc = DeTable::parse(text)
-        .map_err(|e| at(e.span(), None, format!("TOML syntax error: {}", e.message())))?;
+    let doc = DeTable::parse(text).map_err(|e| {
+        let mut reason = format!("TOML syntax error: {}", e.message());
+        // Name the key a duplicate-key error points at.
+        if e.message() == "duplicate key"
+            && let Some(name) = e.span().and_then(|sp| text.get(sp)).map(str::trim)
+            && !name.is_empty()
+        {
+            reason = format!("TOML syntax error: duplicate key `{name}`");
+        }
+        at(e.span(), None, reason)
+    })?;
     let root = DeValue::Table(doc.get_ref().clone());
     let raw = RawManifest::deserialize(toml::de::Deserializer::from(doc)).map_err(|e| {
         let mut key = e.span().map(|s| key_path(&root, s.start)).unwrap_or_default();
         if let Some(field) =
             e.message().strip_prefix("missing field `").and_then(|m| m.strip_suffix('`'))
         {
+            // `system` is the only required top-level key: when the document lacks it, it is
+            // the key, whatever table the error's span points into.
+            let top_missing = field == "system"
+                && matches!(&root, DeValue::Table(t) if !t.contains_key("system"));
+            if top_missing {
+                key.clear();
+            }
             push_key(&mut key, field);
         }
         at(e.span(), (!key.is_empty()).then_some(key), e.message().to_owned())

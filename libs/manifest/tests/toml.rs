@@ -593,3 +593,20 @@ fn expect_failure_marks_a_domain() {
     let e = err(&format!("{base}expect_failure = \"yes\"\n"));
     assert_eq!((e.line, e.key.as_deref()), (Some(7), Some("domain[0].expect_failure")));
 }
+
+#[test]
+fn top_level_duplicate_and_encoding_errors_name_their_key_or_line() {
+    let e = err("[[domain]]\nname = \"a\"\napp = \"hello\"\nmemory = { guaranteed = \"256K\" }\n");
+    assert_eq!(e.key.as_deref(), Some("system"), "{e}");
+    assert_eq!(e.reason, "missing field `system`");
+    let e = err("[system]\nmemory = \"128M\"\nmemory = \"64M\"\n");
+    assert_eq!(e.line, Some(3));
+    assert_eq!(e.reason, "TOML syntax error: duplicate key `memory`");
+    let dir = std::env::temp_dir().join(format!("manifest-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    std::fs::write(&path, b"[system]\nmemory = \"128M\"\n# \xff\xfe\n").unwrap();
+    let e = parse_file(&path, APPS).unwrap_err();
+    assert_eq!((e.line, e.reason.as_str()), (Some(3), "not valid UTF-8: byte 0xff at column 3"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
