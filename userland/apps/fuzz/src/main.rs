@@ -104,6 +104,7 @@
 #![no_std]
 #![no_main]
 
+mod held;
 mod helpers;
 mod own;
 mod paging;

@@ -5,7 +5,7 @@
 
 use abi::{Call, IMAGE_BASE, IMAGE_SLOT, Rights, STRETCH_BASE, USER_END};
 
-use crate::paging::Memory;
+use crate::held::Memory;
 
 /// At most this many stretches of its own exist at once.
 pub const MAX_CREATED: usize = 256;

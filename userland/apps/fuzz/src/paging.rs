@@ -20,18 +20,14 @@
 
 use abi::{Call, PAGE_SIZE, Rights, STRETCH_BASE, SysError, USER_END};
 
+use crate::held::{MAX_FRAMES, MAX_MANAGED, Managed, Memory};
 use crate::own::{Created, Own};
 use crate::pools::{self, Rng};
 use crate::raw_calls;
 
-/// At most this many managed stretches exist at once; the drawn calls leave the last two
-/// places to [`squeeze`].
-const MAX_MANAGED: usize = 8;
-/// The managed stretches the drawn calls keep at most.
+/// The managed stretches the drawn calls keep at most: the last two places are left to
+/// [`squeeze`] (as the last place for a loose frame is).
 const POOL_MANAGED: usize = MAX_MANAGED - 2;
-/// At most this many loose frames are held at once; the drawn calls leave the last place to
-/// [`squeeze`].
-const MAX_FRAMES: usize = 48;
 /// The largest managed stretch the kernel accepts (`docs/syscalls.md`: "over 256 MiB").
 pub const MANAGED_MAX: usize = 256 << 20;
 /// Read, write and execute.
@@ -46,34 +42,6 @@ const SQUEEZED_BYTES: usize = REGION;
 const MAX_EXTRA: usize = 16;
 /// How many sizes [`squeeze`] tries for its nailed stretch, from the largest the account allows.
 const FILL_TRIES: usize = 4;
-
-/// A managed stretch the fuzzer created.
-#[derive(Clone, Copy)]
-pub struct Managed {
-    /// Its base.
-    pub base: usize,
-    /// Its size in pages.
-    pub pages: usize,
-    /// The page rights it was made with.
-    pub rights: usize,
-}
-
-/// A loose frame the fuzzer holds, and where it is mapped.
-#[derive(Clone, Copy)]
-pub struct Loose {
-    /// Its frame number.
-    pub number: usize,
-    /// The page it is mapped at, and with which rights.
-    pub mapped: Option<(usize, usize)>,
-}
-
-/// What the fuzzer holds of self-paging.
-pub struct Memory {
-    managed: [Managed; MAX_MANAGED],
-    n_managed: usize,
-    frames: [Loose; MAX_FRAMES],
-    n_frames: usize,
-}
 
 /// What a call's outcome must be, by the fuzzer's records.
 enum Want {
@@ -102,90 +70,6 @@ fn page_rights(bits: usize) -> bool {
 }
 
 impl Memory {
-    /// Nothing held.
-    pub const fn new() -> Memory {
-        Memory {
-            managed: [Managed { base: 0, pages: 0, rights: 0 }; MAX_MANAGED],
-            n_managed: 0,
-            frames: [Loose { number: 0, mapped: None }; MAX_FRAMES],
-            n_frames: 0,
-        }
-    }
-
-    /// The managed stretches.
-    pub fn managed(&self) -> &[Managed] {
-        &self.managed[..self.n_managed]
-    }
-
-    /// The loose frames.
-    pub fn frames(&self) -> &[Loose] {
-        &self.frames[..self.n_frames]
-    }
-
-    /// Is `base` the base of a managed stretch it holds?
-    pub fn is_managed(&self, base: usize) -> bool {
-        self.managed().iter().any(|m| m.base == base)
-    }
-
-    fn frame(&self, number: usize) -> Option<&Loose> {
-        self.frames().iter().find(|f| f.number == number)
-    }
-
-    fn frame_mut(&mut self, number: usize) -> Option<&mut Loose> {
-        self.frames[..self.n_frames].iter_mut().find(|f| f.number == number)
-    }
-
-    /// The frame mapped at page `va`.
-    fn at(&self, va: usize) -> Option<&Loose> {
-        self.frames().iter().find(|f| f.mapped.is_some_and(|(p, _)| p == va))
-    }
-
-    /// The managed stretch containing `va`.
-    fn stretch_of(&self, va: usize) -> Option<&Managed> {
-        self.managed().iter().find(|m| (m.base..m.base + m.pages * PAGE_SIZE).contains(&va))
-    }
-
-    fn add_managed(&mut self, m: Managed) -> bool {
-        if self.n_managed == MAX_MANAGED {
-            return false;
-        }
-        self.managed[self.n_managed] = m;
-        self.n_managed += 1;
-        true
-    }
-
-    fn add_frame(&mut self, number: usize) -> bool {
-        if self.n_frames == MAX_FRAMES {
-            return false;
-        }
-        self.frames[self.n_frames] = Loose { number, mapped: None };
-        self.n_frames += 1;
-        true
-    }
-
-    /// Forgets frame `number` (after `frame_free`).
-    pub fn forget_frame(&mut self, number: usize) {
-        if let Some(i) = self.frames().iter().position(|f| f.number == number) {
-            self.frames.copy_within(i + 1..self.n_frames, i);
-            self.n_frames -= 1;
-        }
-    }
-
-    /// Forgets the managed stretch at `base` after `stretch_destroy`: the frames mapped in it
-    /// are unmapped and still held.
-    pub fn destroyed(&mut self, base: usize) {
-        let Some(i) = self.managed().iter().position(|m| m.base == base) else { return };
-        let m = self.managed[i];
-        let inside = |va: usize| (m.base..m.base + m.pages * PAGE_SIZE).contains(&va);
-        for f in &mut self.frames[..self.n_frames] {
-            if f.mapped.is_some_and(|(va, _)| inside(va)) {
-                f.mapped = None;
-            }
-        }
-        self.managed.copy_within(i + 1..self.n_managed, i);
-        self.n_managed -= 1;
-    }
-
     fn unmapped_page(&self, rng: &mut Rng, m: &Managed) -> Option<usize> {
         let start = rng.below(m.pages);
         (0..m.pages)
@@ -230,7 +114,7 @@ impl Memory {
     pub fn draw(&self, c: Call, rng: &mut Rng, own: &Own, a: &mut [usize; 6]) {
         let nailed = own.addrs[0] & !(PAGE_SIZE - 1);
         let foreign = pools::foreign(rng, own) & !(PAGE_SIZE - 1);
-        let m = (self.n_managed > 0).then(|| rng.pick(self.managed()));
+        let m = (!self.managed().is_empty()).then(|| rng.pick(self.managed()));
         match c {
             Call::StretchCreateManaged => {
                 // Now and then with the meta bit, which the owner holds anyway.
@@ -244,7 +128,9 @@ impl Memory {
                         a[1] = rng.pick(&[0, Rights::META.0 as usize, 0x10, 0x11, usize::MAX]);
                         PAGE_SIZE
                     }
-                    _ if self.n_managed >= POOL_MANAGED => pools::size(rng).max(MANAGED_MAX + 1),
+                    _ if self.managed().len() >= POOL_MANAGED => {
+                        pools::size(rng).max(MANAGED_MAX + 1)
+                    }
                     _ => (1 + rng.below(8)) * PAGE_SIZE - rng.below(2),
                 };
             }
@@ -252,7 +138,7 @@ impl Memory {
                 a[0] = match rng.below(6) {
                     0 => rng.pick(&[2, 7, usize::MAX]),
                     1 => 1,
-                    _ if self.n_frames >= MAX_FRAMES - 1 => 1,
+                    _ if self.frames().len() >= MAX_FRAMES - 1 => 1,
                     _ => 0,
                 };
             }
@@ -260,7 +146,7 @@ impl Memory {
                 a[0] = match rng.below(4) {
                     0 => rng.pick(&[0, 1, usize::MAX, 1 << 40, 1 << 52]),
                     1 => self.frame_where(rng, true).unwrap_or(0),
-                    _ if self.n_frames > MAX_FRAMES / 2 => {
+                    _ if self.frames().len() > MAX_FRAMES / 2 => {
                         self.frame_where(rng, false).unwrap_or(1)
                     }
                     _ => self.frame_where(rng, true).unwrap_or(usize::MAX),
@@ -491,7 +377,8 @@ fn call(own: &Own, c: Call, a: [usize; 3]) -> Result<usize, SysError> {
 /// [`release`] after the call. `Err` if a call the set-up relies on failed.
 pub fn squeeze(own: &mut Own) -> Result<Option<([usize; 6], Squeeze)>, &'static str> {
     let r = Rights::READ.0 as usize;
-    if own.mem.n_managed > POOL_MANAGED || own.mem.n_frames == MAX_FRAMES || own.full() {
+    if own.mem.managed().len() > POOL_MANAGED || own.mem.frames().len() == MAX_FRAMES || own.full()
+    {
         return Ok(None);
     }
     let Ok(neighbour) = call(own, Call::StretchCreateManaged, [NEIGHBOUR_BYTES, r, 0]) else {
