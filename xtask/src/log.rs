@@ -211,6 +211,15 @@ fn text_lines(bytes: &[u8], lines: &mut Vec<LogLine>) {
     }
 }
 
+// ANCHOR: field
+/// The value of `key=` in `line` (up to the next space).
+pub fn field(line: &str, key: &str) -> Option<u64> {
+    let pattern = format!("{key}=");
+    let at = line.split(' ').find_map(|w| w.strip_prefix(pattern.as_str()))?;
+    at.parse().ok()
+}
+// ANCHOR_END: field
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ mod gdb;
 mod log;
 mod plot;
 mod qemu;
-mod run_verdict;
+mod run;
 mod sched;
 mod setup;
 mod suite;
@@ -110,9 +110,6 @@ enum Command {
         /// stalls the guest, and the run summary warns when that broke periods.
         #[arg(long)]
         realtime: bool,
-        /// Deterministic virtual time: the default (kept for older command lines).
-        #[arg(long, hide = true, conflicts_with = "realtime")]
-        icount: bool,
         /// Exit 0 even when a domain fails (by default a domain that exits with a non-zero
         /// status or is terminated, unless its manifest entry says `expect_failure = true`,
         /// makes the run exit with status 4).
@@ -188,7 +185,6 @@ fn main() -> ExitCode {
             bare,
             append,
             realtime,
-            icount: _,
             allow_failures,
             gdb,
             debug_apps,
@@ -201,9 +197,9 @@ fn main() -> ExitCode {
             let boot = qemu::Boot { bios, append, icount: !realtime, gdb, ..qemu::Boot::new(arch) };
             let live = (cpu || cpu_every.is_some())
                 .then(|| cpu_every.unwrap_or(100).saturating_mul(1_000_000));
-            qemu::run_interactive(
+            run::run_interactive(
                 boot,
-                qemu::RunOptions {
+                run::RunOptions {
                     manifest: (!bare).then(|| util::resolve(&manifest)),
                     memory,
                     show_raw: raw,

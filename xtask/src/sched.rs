@@ -310,7 +310,7 @@ fn spin_iterations(out: &Outcome, domain: &str) -> Result<u64, String> {
 /// `pager`'s fault rate in `out`, in faults per second of the clock.
 pub fn fault_rate(out: &Outcome) -> Result<f64, String> {
     let line = out.line("[pager] faulter: faults=").ok_or("no faulter report")?;
-    let field = |k: &str| crate::suite::field(&line.message, k).ok_or(format!("no {k}="));
+    let field = |k: &str| crate::log::field(&line.message, k).ok_or(format!("no {k}="));
     let (faults, elapsed) = (field("faults")?, field("elapsed_ns")?);
     if faults == 0 || elapsed == 0 {
         return Err(format!("no faults measured: {}", line.message));

@@ -21,7 +21,6 @@ mod paging;
 mod run;
 
 use domains::domain_tests;
-pub(crate) use paging::field;
 use paging::paging_tests;
 
 // ANCHOR: qemu_test
@@ -186,21 +185,25 @@ fn arch_may_match(arch: Arch, filter: Option<&str>) -> bool {
     !f.starts_with("qemu::") || f.starts_with(&prefix) || prefix.starts_with(f)
 }
 
+/// The last `n` lines of `text`.
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 fn command_check(cmd: &mut Command) -> Result<(), String> {
     let out = cmd.output().map_err(|e| format!("could not start {cmd:?}: {e}"))?;
     if out.status.success() {
         return Ok(());
     }
     // Both streams: `cargo fmt --check` writes its diff to stdout, clippy to stderr.
-    let tail = |bytes: &[u8], n: usize| {
-        let text = String::from_utf8_lossy(bytes);
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(n)..].join("\n")
-    };
     let mut why = format!("{cmd:?} exited with {}", out.status);
     for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
         if !bytes.iter().all(u8::is_ascii_whitespace) {
-            why.push_str(&format!("\n--- {name}:\n{}", tail(bytes, 60)));
+            why.push_str(&format!(
+                "\n--- {name}:\n{}",
+                last_lines(&String::from_utf8_lossy(bytes), 60)
+            ));
         }
     }
     Err(why)
@@ -273,18 +276,7 @@ fn unit_tests(
     }
     if !list && (!out.status.success() && seen == 0) {
         let err = String::from_utf8_lossy(&out.stderr);
-        tally.record(
-            &format!("{prefix}build"),
-            Err(err
-                .lines()
-                .rev()
-                .take(30)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect::<Vec<_>>()
-                .join("\n")),
-        );
+        tally.record(&format!("{prefix}build"), Err(last_lines(&err, 30)));
     }
     Ok(())
 }

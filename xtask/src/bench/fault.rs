@@ -57,7 +57,7 @@ fn per_fault(out: &Outcome) -> Result<(f64, u64)> {
         bail!("the boot ended {:?}:\n{}", out.ending, out.log_text());
     }
     let line = out.line("faulter: bench faults=").context("no faulter report")?;
-    let get = |k| crate::suite::field(&line.message, k).with_context(|| format!("no {k}="));
+    let get = |k| crate::log::field(&line.message, k).with_context(|| format!("no {k}="));
     let (faults, fault_ns, touch_ns) = (get("faults")?, get("fault_ns")?, get("touch_ns")?);
     Ok(((fault_ns.saturating_sub(touch_ns)) as f64 / faults.max(1) as f64, faults))
 }

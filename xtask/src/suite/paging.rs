@@ -3,17 +3,9 @@
 
 use super::{QemuTest, expect_ending, expect_line};
 use crate::Arch;
+use crate::log::field;
 use crate::qemu::{Boot, Ending, Outcome};
 use crate::system::Spoil;
-
-// ANCHOR: field
-/// The value of `key=` in `line` (up to the next space).
-pub(crate) fn field(line: &str, key: &str) -> Option<u64> {
-    let pattern = format!("{key}=");
-    let at = line.split(' ').find_map(|w| w.strip_prefix(pattern.as_str()))?;
-    at.parse().ok()
-}
-// ANCHOR_END: field
 
 /// The first log line containing `text`.
 fn line_with<'a>(out: &'a Outcome, text: &str) -> Result<&'a str, String> {

@@ -15,10 +15,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::last_lines;
 use crate::cpu;
 use crate::log::LogLine;
 use crate::qemu::{Ending, Outcome};
-use crate::run_verdict::{DOMAIN_FAILED, DomainEnding, endings, late_periods};
+use crate::run::verdict::{DOMAIN_FAILED, DomainEnding, endings, late_periods};
 use crate::sched::PERIOD_TOLERANCE_NS;
 use crate::util;
 
@@ -51,21 +52,11 @@ impl RunOutput {
     }
 
     fn describe(&self) -> String {
-        let tail = |s: &str| {
-            s.lines()
-                .rev()
-                .take(25)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
         format!(
             "exit status {:?}\n--- stdout (last lines)\n{}\n--- stderr\n{}",
             self.status,
-            tail(&self.stdout),
-            tail(&self.stderr)
+            last_lines(&self.stdout, 25),
+            last_lines(&self.stderr, 25)
         )
     }
 }
