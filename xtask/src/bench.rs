@@ -180,12 +180,7 @@ fn one(bench: Name, mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
 
 /// A table of kept figures measured now, on `arch`, by `bench`.
 fn table(arch: Arch, bench: &str, figures: Vec<(String, f64)>) -> Table {
-    Table {
-        arch: arch.name().into(),
-        bench: bench.into(),
-        commit: environment(arch).commit,
-        figures,
-    }
+    Table { arch: arch.name().into(), bench: bench.into(), commit: commit(), figures }
 }
 
 /// Prints the kept figures of `tables` against `base`: figure, unit, baseline, now, change.
@@ -284,7 +279,8 @@ struct BootRow {
 
 const RUNS: usize = 5;
 
-fn environment(arch: Arch) -> Environment {
+/// The commit the tree is at, `-dirty` when it has changes.
+fn commit() -> String {
     let commit = util::output(Command::new("git").current_dir(util::root()).args([
         "rev-parse",
         "--short",
@@ -296,6 +292,10 @@ fn environment(arch: Arch) -> Environment {
         util::output(Command::new("git").current_dir(util::root()).args(["status", "--porcelain"]))
             .map(|s| !s.trim().is_empty())
             .unwrap_or(false);
+    if dirty { format!("{commit}-dirty") } else { commit }
+}
+
+fn environment(arch: Arch) -> Environment {
     let host_cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
@@ -307,7 +307,7 @@ fn environment(arch: Arch) -> Environment {
     let date =
         util::output(Command::new("date").arg("-u").arg("+%Y-%m-%dT%H:%M:%SZ")).unwrap_or_default();
     Environment {
-        commit: if dirty { format!("{commit}-dirty") } else { commit },
+        commit: commit(),
         qemu: qemu::version(arch),
         host_cpu,
         host_cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),

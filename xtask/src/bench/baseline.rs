@@ -321,7 +321,13 @@ pub fn compare(
         .map(|key| {
             let b = base.and_then(|t| t.get(key));
             let n = now.get(key);
-            let spec = lookup(key).unwrap_or_else(|| Spec {
+            let known = lookup(key);
+            let verdict = match (&known, b, n) {
+                (Some(spec), Some(b), Some(n)) => judge(spec, b, n),
+                (None, _, _) | (_, None, _) => Verdict::NotInBaseline,
+                (_, Some(_), None) => Verdict::NotMeasured,
+            };
+            let spec = known.unwrap_or_else(|| Spec {
                 label: "unknown figure".into(),
                 unit: "",
                 better: Better::Lower,
@@ -329,11 +335,6 @@ pub fn compare(
                 anchor: "",
                 goal: "",
             });
-            let verdict = match (b, n) {
-                (Some(b), Some(n)) => judge(&spec, b, n),
-                (None, _) => Verdict::NotInBaseline,
-                (Some(_), None) => Verdict::NotMeasured,
-            };
             Comparison { key: key.to_string(), spec, baseline: b, now: n, verdict }
         })
         .collect()
@@ -456,6 +457,14 @@ mod tests {
         assert!(c.iter().all(Comparison::fails));
         let c = compare(None, &table(&[("null_call", 275.0)]), lookup);
         assert_eq!(c[0].verdict, Verdict::NotInBaseline);
+    }
+
+    #[test]
+    fn an_unknown_figure_fails_even_on_both_sides() {
+        let t = table(&[("mystery", 1.0)]);
+        let c = compare(Some(&t), &t, lookup);
+        assert_eq!(c[0].verdict, Verdict::NotInBaseline);
+        assert!(c[0].fails());
     }
 
     #[test]
