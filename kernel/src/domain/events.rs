@@ -61,6 +61,9 @@ impl World {
             return Err(SysError::PermissionDenied);
         }
         endpoint.deadline = deadline;
+        if let Some(t) = deadline {
+            self.note_instant(t);
+        }
         Ok(())
     }
 

@@ -142,6 +142,9 @@ pub struct World {
     preempt: bool,
     /// When to end the run (`stop=`), in timer ticks.
     stop_at: Option<u64>,
+    /// Nothing timed (a blocked domain's deadline, a timer endpoint, a revocation deadline)
+    /// happens before this instant, in timer ticks (a lower bound, exact after each pass).
+    next_instant: u64,
 }
 
 /// The kernel's domains and stretches.
@@ -158,6 +161,7 @@ impl World {
             sched: atropos::Atropos::new(),
             preempt: false,
             stop_at: None,
+            next_instant: 0,
         }
     }
 

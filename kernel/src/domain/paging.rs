@@ -221,6 +221,8 @@ impl World {
         let d = &mut self.domains[victim as usize];
         let goal = d.optimistic_held - wanted;
         d.revocation = Some(Revocation { wanted, goal, sent_ns, deadline_ns });
+        self.note_instant(ticks_from_ns(deadline_ns));
+        let d = &mut self.domains[victim as usize];
         if let Some(frame) = d.dcb {
             let slot = &crate::phys::dcb(frame).revocation;
             slot.deadline_ns.store(deadline_ns, Ordering::Relaxed);

@@ -66,8 +66,19 @@ pub fn now_ns() -> Nanos {
 }
 
 impl World {
-    /// Fires due timer endpoints and unblocks every domain whose deadline has passed.
+    /// Something will happen at `ticks` (a blocked domain's deadline, a timer endpoint, a
+    /// revocation deadline): [`World::expire`] must look at the domains by then.
+    pub(super) fn note_instant(&mut self, ticks: u64) {
+        self.next_instant = self.next_instant.min(ticks);
+    }
+
+    /// Fires due timer endpoints, enforces revocation deadlines and unblocks every domain whose
+    /// deadline has passed. The domains are visited only once `next_instant` has come, so a
+    /// switch does not cost more with more domains.
     fn expire(&mut self, now: u64) {
+        if now < self.next_instant {
+            return;
+        }
         self.fire_timers(now);
         self.enforce_revocations(ns_from_ticks(now));
         for id in 0..self.domains.len() {
@@ -80,16 +91,25 @@ impl World {
                 self.sched.wake(id, ns_from_ticks(now));
             }
         }
-    }
-
-    /// The earliest deadline of a blocked domain or an armed timer endpoint, in ticks.
-    fn earliest_deadline(&self) -> Option<u64> {
-        let blocked =
-            self.domains.iter().filter_map(|d| d.blocked).filter(|&t| t != u64::MAX).min();
-        [blocked, self.earliest_timer(), self.earliest_revocation(), self.stop_at]
+        let blocked = self
+            .domains
+            .iter()
+            .filter(|d| d.ending.is_none())
+            .filter_map(|d| d.blocked)
+            .filter(|&t| t != u64::MAX)
+            .min();
+        self.next_instant = [blocked, self.earliest_timer(), self.earliest_revocation()]
             .into_iter()
             .flatten()
             .min()
+            .unwrap_or(u64::MAX);
+    }
+
+    /// The earliest deadline of a blocked domain, an armed timer endpoint, a revocation or the
+    /// end of the run, in ticks (possibly earlier than needed, never later).
+    fn earliest_deadline(&self) -> Option<u64> {
+        let next = (self.next_instant != u64::MAX).then_some(self.next_instant);
+        [next, self.stop_at].into_iter().flatten().min()
     }
 
     /// Copies domain `id`'s accounts from the scheduler into its control block.
@@ -109,6 +129,9 @@ impl World {
 
     /// Logs the periods the scheduler completed since the last call (with `trace=sched`).
     fn log_periods(&mut self) {
+        if !self.sched.tracing() {
+            return;
+        }
         for r in self.sched.take_records() {
             defmt::info!(
                 "sched period: domain={=usize} start={=u64} end={=u64} guaranteed={=u64} extra={=u64} missed={=bool}",
@@ -131,7 +154,7 @@ fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
     if save {
         let d = &mut w.domains[previous];
         arch::save_fp(frame, &mut d.fp);
-        d.ctx = frame.clone();
+        d.ctx.clone_from(frame);
     }
     loop {
         let now = arch::time::now_ticks();
@@ -148,7 +171,7 @@ fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
             w.current = pick.client;
             w.publish_accounts(pick.client);
             let d = &mut w.domains[pick.client];
-            *frame = d.ctx.clone();
+            frame.clone_from(&d.ctx);
             arch::restore_fp(frame, &d.fp);
             upcall(d, frame);
             if let Some(space) = &d.space {
@@ -242,6 +265,7 @@ pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
             Next::Block(deadline) => {
                 frame.set_result(0, 0);
                 w.domains[id as usize].blocked = Some(deadline);
+                w.note_instant(deadline);
                 w.sched.block(id as usize, now_ns());
                 switch(w, frame, true);
             }

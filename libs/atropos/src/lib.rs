@@ -153,6 +153,8 @@ struct Client {
     period_guaranteed: Nanos,
     period_extra: Nanos,
     accounts: Accounts,
+    /// Its position in [`Atropos::ready`] while it is runnable.
+    slot: usize,
 }
 
 impl Client {
@@ -168,18 +170,40 @@ impl Client {
         self.period_extra = 0;
         self.lapsed = false;
     }
+
+    /// The next instant at which time alone changes this client: its period ends, or its
+    /// urgent key lapses (`MAX`: never, while it is gone or blocked past its period).
+    fn next_change(&self) -> Nanos {
+        match self.state {
+            State::Gone => Nanos::MAX,
+            _ if self.lapsed => Nanos::MAX,
+            State::Blocked => self.deadline,
+            State::Runnable => self.urgent.map_or(self.deadline, |u| u.min(self.deadline)),
+        }
+    }
 }
 
 /// The scheduler state for all clients of one CPU.
+///
+/// Its cost does not grow with the number of blocked clients: the runnable ones are kept in
+/// [`Atropos::ready`] (what [`Atropos::dispatch`] looks at), the runnable ones with
+/// `extra = true` in the round-robin queue [`Atropos::extra_ready`], and every client is
+/// visited only when one of their periods may have ended ([`Atropos::next_change`]).
 #[derive(Clone, Debug, Default)]
 pub struct Atropos {
     clients: Vec<Client>,
     /// The dispatched client, its mode and since when it is charged.
     running: Option<(usize, Mode, Nanos)>,
-    /// Clients with `extra = true`, in round-robin order; the head's turn is running.
-    extra_queue: VecDeque<usize>,
-    /// Extra time the head of `extra_queue` used in its current turn.
+    /// The runnable clients, in no particular order.
+    ready: Vec<usize>,
+    /// The runnable clients with `extra = true`, in round-robin order; the head's turn is
+    /// running.
+    extra_ready: VecDeque<usize>,
+    /// Extra time the head of `extra_ready` used in its current turn.
     turn_used: Nanos,
+    /// No client's period ends and no urgent key lapses before this instant (a lower bound,
+    /// exact after each pass over the clients).
+    next_change: Nanos,
     trace: bool,
     records: Vec<PeriodRecord>,
 }
@@ -196,7 +220,7 @@ impl Atropos {
     pub fn add(&mut self, contract: Contract, now: Nanos) -> usize {
         let mut c = Client {
             contract,
-            state: State::Runnable,
+            state: State::Blocked,
             remain: 0,
             start: 0,
             deadline: 0,
@@ -205,13 +229,13 @@ impl Atropos {
             period_guaranteed: 0,
             period_extra: 0,
             accounts: Accounts::default(),
+            slot: 0,
         };
         c.start_period(now);
         self.clients.push(c);
         let id = self.clients.len() - 1;
-        if contract.extra {
-            self.extra_queue.push_back(id);
-        }
+        self.make_runnable(id);
+        self.next_change = self.next_change.min(self.clients[id].next_change());
         id
     }
 
@@ -226,6 +250,7 @@ impl Atropos {
         self.running = None;
         self.turn_used = 0;
         self.records.clear();
+        self.next_change = self.earliest_change();
     }
 
     /// Client `id`'s contract.
@@ -253,9 +278,44 @@ impl Atropos {
         self.trace = on;
     }
 
+    /// Is the per-period trace on?
+    pub fn tracing(&self) -> bool {
+        self.trace
+    }
+
     /// The periods completed since the last call (only while the trace is on).
     pub fn take_records(&mut self) -> Vec<PeriodRecord> {
         core::mem::take(&mut self.records)
+    }
+
+    /// Puts blocked client `id` in the ready set (and the extra queue if it takes slack).
+    fn make_runnable(&mut self, id: usize) {
+        let c = &mut self.clients[id];
+        c.state = State::Runnable;
+        c.slot = self.ready.len();
+        self.ready.push(id);
+        if c.contract.extra {
+            self.extra_ready.push_back(id);
+        }
+    }
+
+    /// Takes runnable client `id` out of the ready set and the extra queue; it becomes `to`.
+    fn make_unrunnable(&mut self, id: usize, to: State) {
+        let slot = self.clients[id].slot;
+        self.ready.swap_remove(slot);
+        if let Some(&moved) = self.ready.get(slot) {
+            self.clients[moved].slot = slot;
+        }
+        if let Some(at) = self.extra_ready.iter().position(|&e| e == id) {
+            if at == 0 {
+                self.turn_used = 0;
+            }
+            self.extra_ready.remove(at);
+        }
+        let c = &mut self.clients[id];
+        c.state = to;
+        c.urgent = None;
+        self.stop_if_running(id);
     }
 
     /// Charges the time since the last call to the dispatched client.
@@ -278,8 +338,16 @@ impl Atropos {
         self.running = Some((id, mode, now));
     }
 
-    /// Ends the periods that are over at `now`.
+    /// The earliest [`Client::next_change`] of all clients.
+    fn earliest_change(&self) -> Nanos {
+        self.clients.iter().map(Client::next_change).min().unwrap_or(Nanos::MAX)
+    }
+
+    /// Ends the periods that are over at `now` (a pass over the clients only when one may be).
     fn replenish(&mut self, now: Nanos) {
+        if now < self.next_change {
+            return;
+        }
         for (id, c) in self.clients.iter_mut().enumerate() {
             if c.state == State::Gone || c.lapsed {
                 continue;
@@ -317,6 +385,7 @@ impl Atropos {
                 c.start_period(next);
             }
         }
+        self.next_change = self.earliest_change();
     }
 
     /// Brings the state up to `now`: charges the running client, ends finished periods.
@@ -335,11 +404,8 @@ impl Atropos {
     /// Client `id` blocks at `now` (it keeps its slice).
     pub fn block(&mut self, id: usize, now: Nanos) {
         self.advance(now);
-        let Some(c) = self.clients.get_mut(id) else { return };
-        if c.state == State::Runnable {
-            c.state = State::Blocked;
-            c.urgent = None;
-            self.stop_if_running(id);
+        if self.clients.get(id).is_some_and(|c| c.state == State::Runnable) {
+            self.make_unrunnable(id, State::Blocked);
         }
     }
 
@@ -348,20 +414,22 @@ impl Atropos {
     /// earlier key, or nothing guaranteed is running.
     pub fn wake(&mut self, id: usize, now: Nanos) -> bool {
         self.advance(now);
-        let Some(c) = self.clients.get_mut(id) else { return false };
-        if c.state != State::Blocked {
+        if self.clients.get(id).is_none_or(|c| c.state != State::Blocked) {
             return false;
         }
-        c.state = State::Runnable;
+        self.make_runnable(id);
+        let c = &mut self.clients[id];
         c.accounts.wakeups += 1;
         if c.lapsed {
             c.start_period(now);
         }
         if c.remain == 0 {
+            self.next_change = self.next_change.min(c.next_change());
             return self.running.is_none();
         }
         c.urgent = Some(now.saturating_add(c.contract.latency));
         let key = c.key();
+        self.next_change = self.next_change.min(c.next_change());
         match self.running {
             Some((r, Mode::Guaranteed, _)) => key < self.clients[r].key(),
             _ => true,
@@ -374,9 +442,8 @@ impl Atropos {
         let Some(c) = self.clients.get_mut(id) else { return };
         c.remain = 0;
         c.urgent = None;
-        if self.extra_queue.front() == Some(&id) {
-            self.extra_queue.rotate_left(1);
-            self.turn_used = 0;
+        if self.extra_ready.front() == Some(&id) {
+            self.end_turn();
         }
         self.stop_if_running(id);
     }
@@ -384,25 +451,11 @@ impl Atropos {
     /// Client `id` is gone for good (it exited or was terminated).
     pub fn remove(&mut self, id: usize, now: Nanos) {
         self.advance(now);
-        let Some(c) = self.clients.get_mut(id) else { return };
-        c.state = State::Gone;
-        c.urgent = None;
-        if self.extra_queue.front() == Some(&id) {
-            self.turn_used = 0;
+        match self.clients.get(id).map(|c| c.state) {
+            Some(State::Runnable) => self.make_unrunnable(id, State::Gone),
+            Some(State::Blocked) => self.clients[id].state = State::Gone,
+            _ => {}
         }
-        self.extra_queue.retain(|&e| e != id);
-        self.stop_if_running(id);
-    }
-
-    /// The earliest end of a period of a runnable client: the next instant at which a
-    /// replenishment can change what should run.
-    fn next_replenishment(&self) -> Option<Nanos> {
-        self.clients
-            .iter()
-            .filter(|c| c.state == State::Runnable)
-            .flat_map(|c| [Some(c.deadline), c.urgent])
-            .flatten()
-            .min()
     }
 
     /// Decides what runs from `now`: charges the time since the last call, ends finished
@@ -411,56 +464,50 @@ impl Atropos {
     pub fn dispatch(&mut self, now: Nanos) -> Option<Dispatch> {
         self.advance(now);
         self.running = None;
-        let guaranteed = self
-            .clients
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.state == State::Runnable && c.remain > 0)
-            .min_by_key(|(id, c)| (c.key(), *id))
-            .map(|(id, _)| id);
+        let mut guaranteed: Option<(Nanos, usize)> = None;
+        let mut change = Nanos::MAX;
+        for &id in &self.ready {
+            let c = &self.clients[id];
+            change = change.min(c.next_change());
+            if c.remain > 0 && guaranteed.is_none_or(|best| (c.key(), id) < best) {
+                guaranteed = Some((c.key(), id));
+            }
+        }
         let (client, mode, budget) = match guaranteed {
-            Some(id) => (id, Mode::Guaranteed, self.clients[id].remain),
+            Some((_, id)) => (id, Mode::Guaranteed, self.clients[id].remain),
             None => {
                 let id = self.next_extra()?;
                 // Alone on slack time, a turn ends only when something else can run.
-                let others = self
-                    .extra_queue
-                    .iter()
-                    .any(|&e| e != id && self.clients[e].state == State::Runnable);
+                let others = self.extra_ready.len() > 1;
                 let budget = if others { EXTRA_QUANTUM - self.turn_used } else { Nanos::MAX };
                 (id, Mode::Extra, budget)
             }
         };
-        let until = self
-            .next_replenishment()
-            .map_or(now.saturating_add(budget), |r| r.min(now.saturating_add(budget)))
-            .max(now + 1);
+        let until = change.min(now.saturating_add(budget)).max(now + 1);
         self.running = Some((client, mode, now));
         Some(Dispatch { client, mode, until })
     }
 
-    /// The client whose extra turn it is, rotating past finished turns and clients that
-    /// cannot run.
+    /// Ends the extra turn of the head of the queue: it goes to the back.
+    fn end_turn(&mut self) {
+        if let Some(head) = self.extra_ready.pop_front() {
+            self.extra_ready.push_back(head);
+        }
+        self.turn_used = 0;
+    }
+
+    /// The client whose extra turn it is, rotating past a finished turn.
     fn next_extra(&mut self) -> Option<usize> {
         if self.turn_used >= EXTRA_QUANTUM {
-            self.extra_queue.rotate_left(1);
-            self.turn_used = 0;
+            self.end_turn();
         }
-        for _ in 0..self.extra_queue.len() {
-            let &head = self.extra_queue.front()?;
-            if self.clients[head].state == State::Runnable {
-                return Some(head);
-            }
-            self.extra_queue.rotate_left(1);
-            self.turn_used = 0;
-        }
-        None
+        self.extra_ready.front().copied()
     }
 
     /// When nothing is runnable: the next instant at which a period ends for a runnable
     /// client (with its slice used up), after which [`Atropos::dispatch`] may find work.
     pub fn next_event(&self) -> Option<Nanos> {
-        self.next_replenishment()
+        self.ready.iter().map(|&id| self.clients[id].next_change()).min()
     }
 }
 
