@@ -17,15 +17,25 @@
 //! bytes.
 //!
 //! - Sending: while `head - tail == slots` (`tail` loaded with Acquire) the ring is full and the
-//!   sender waits on its own endpoint (`local_event`). Otherwise it writes slot `head % slots`,
-//!   stores `head + 1` with Release (publishing the slot), and signals the receiver's endpoint
+//!   sender waits on its own endpoint (`local_event`). Otherwise it writes slot `head % slots`
+//!   and stores `head + 1` with Release (publishing the slot). If the ring was empty before it
+//!   (`tail`, loaded again after the store, equals the old `head`), the receiver may be
+//!   waiting, and the sender signals the receiver's endpoint
 //!   (`event_send(peer_domain, peer_event)`).
 //! - Receiving: while `head == tail` (`head` loaded with Acquire) the ring is empty and the
-//!   receiver waits on its own endpoint. Otherwise it copies slot `tail % slots` out, stores
-//!   `tail + 1` with Release (giving the slot back) and signals the sender's endpoint.
+//!   receiver waits on its own endpoint. Otherwise it copies slot `tail % slots` out and stores
+//!   `tail + 1` with Release (giving the slot back). If the ring was full before it (`head`,
+//!   loaded again after the store, is `slots` past the old `tail`), the sender may be waiting,
+//!   and the receiver signals the sender's endpoint.
+//! - So a message costs one `event_send` only when its receiver may be waiting for it, and a
+//!   slot given back costs one only when the ring was full: a round trip over two channels is
+//!   two events, not four, and a busy pipeline sends few.
 //! - No wake-up is lost: each side reads its endpoint's value *before* looking at the ring and
 //!   then waits for the value to move past it (`events::wait`), and the peer
-//!   changes the ring *before* signalling.
+//!   changes the ring *before* deciding whether to signal. A side that finds the ring empty
+//!   (full) saw the old counter; the peer's second load, after its own store and a full fence,
+//!   sees that the ring was empty (full) before its change unless the waiting side had already
+//!   seen the change.
 //! - Death: when the sender dies the kernel closes the receiver's endpoint; the receiver drains
 //!   what was published and then gets [`ChannelError::Closed`]. When the receiver dies the
 //!   sender's endpoint is closed and every later send returns [`ChannelError::Closed`].
@@ -40,7 +50,7 @@
 //! portable and tested on the host; the blocking ends exist only on the target.
 
 use core::fmt;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{Ordering, fence};
 
 use abi::{ChannelRole, Dcb, SysError};
 
@@ -102,6 +112,8 @@ pub fn find(dcb: &Dcb, name: &str, role: ChannelRole) -> Option<usize> {
 pub(crate) struct Writer {
     ring: Ring,
     head: u64,
+    /// The last message went into an empty ring: the receiver may be waiting for it.
+    wake_receiver: bool,
 }
 
 #[cfg_attr(
@@ -112,7 +124,7 @@ impl Writer {
     /// Takes over the sending end of `ring`, continuing from its published `head`.
     pub(crate) fn new(ring: Ring) -> Writer {
         let head = ring.head().load(Ordering::Relaxed);
-        Writer { ring, head }
+        Writer { ring, head, wake_receiver: false }
     }
 
     /// Publishes `msg` if there is room: `Ok(true)` if it was, `Ok(false)` if the ring is full.
@@ -129,9 +141,17 @@ impl Writer {
             return Ok(false);
         }
         self.ring.write(self.head, msg);
+        let before = self.head;
         self.head = self.head.wrapping_add(1);
         self.ring.head().store(self.head, Ordering::Release);
+        fence(Ordering::SeqCst);
+        self.wake_receiver = self.ring.tail().load(Ordering::Acquire) == before;
         Ok(true)
+    }
+
+    /// Did the last message written go into an empty ring (so the receiver must be signalled)?
+    pub(crate) fn receiver_may_wait(&self) -> bool {
+        self.wake_receiver
     }
 }
 
@@ -144,6 +164,8 @@ impl Writer {
 pub(crate) struct Reader {
     ring: Ring,
     tail: u64,
+    /// The last message was taken from a full ring: the sender may be waiting for the slot.
+    wake_sender: bool,
 }
 
 #[cfg_attr(
@@ -154,7 +176,7 @@ impl Reader {
     /// Takes over the receiving end of `ring`, continuing from its published `tail`.
     pub(crate) fn new(ring: Ring) -> Reader {
         let tail = ring.tail().load(Ordering::Relaxed);
-        Reader { ring, tail }
+        Reader { ring, tail, wake_sender: false }
     }
 
     /// Takes the next message into `buf` if there is one: `Ok(Some(len))`, or `Ok(None)` if
@@ -176,9 +198,18 @@ impl Reader {
             return Err(ChannelError::TooLarge);
         };
         self.ring.read(self.tail, buf);
+        let before = self.tail;
         self.tail = self.tail.wrapping_add(1);
         self.ring.tail().store(self.tail, Ordering::Release);
+        fence(Ordering::SeqCst);
+        let head = self.ring.head().load(Ordering::Acquire);
+        self.wake_sender = head.wrapping_sub(before) == self.ring.slots();
         Ok(Some(len))
+    }
+
+    /// Was the last message read taken from a full ring (so the sender must be signalled)?
+    pub(crate) fn sender_may_wait(&self) -> bool {
+        self.wake_sender
     }
 }
 
@@ -298,7 +329,10 @@ mod runtime {
                 }
                 let seen = events::value(self.end.local());
                 if self.writer.try_write(msg)? {
-                    return self.end.signal();
+                    return match self.writer.receiver_may_wait() {
+                        true => self.end.signal(),
+                        false => Ok(()),
+                    };
                 }
                 self.end.wait(seen)?;
             }
@@ -330,14 +364,14 @@ mod runtime {
             loop {
                 let seen = events::value(self.end.local());
                 if let Some(len) = self.reader.try_read(buf)? {
-                    self.end.signal()?;
+                    self.given_back()?;
                     return Ok(len);
                 }
                 if events::closed(self.end.local()) {
                     // The sender may have published between the look at the ring and its
                     // death: look once more now that it can publish nothing else.
                     return match self.reader.try_read(buf)? {
-                        Some(len) => self.end.signal().map(|()| len),
+                        Some(len) => self.given_back().map(|()| len),
                         None => Err(ChannelError::Closed),
                     };
                 }
@@ -353,12 +387,21 @@ mod runtime {
         pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<Option<usize>, ChannelError> {
             let got = self.reader.try_read(buf)?;
             if got.is_some() {
-                self.end.signal()?;
+                self.given_back()?;
             }
             Ok(got)
         }
 
-        /// The event endpoint the sender signals after each message.
+        /// After a message was taken: signals the sender if it may be waiting for the slot.
+        fn given_back(&self) -> Result<(), ChannelError> {
+            match self.reader.sender_may_wait() {
+                true => self.end.signal(),
+                false => Ok(()),
+            }
+        }
+
+        /// The event endpoint the sender signals when a message goes into an empty ring (after
+        /// finding the ring empty, wait for it to move past the value read before looking).
         pub fn event(&self) -> usize {
             self.end.local()
         }
@@ -391,6 +434,24 @@ mod tests {
         let mut slot = ChannelSlot { role: role as u64, ..Default::default() };
         slot.name[..name.len()].copy_from_slice(name.as_bytes());
         slot
+    }
+
+    #[test]
+    fn signals_only_when_the_peer_may_wait() {
+        let ring = leaked_ring(2, 16, 0);
+        let (mut w, mut r) = (Writer::new(ring.clone()), Reader::new(ring));
+        let mut buf = [0u8; 8];
+        assert_eq!(w.try_write(b"a"), Ok(true));
+        assert!(w.receiver_may_wait(), "into an empty ring: the receiver may wait");
+        assert_eq!(w.try_write(b"b"), Ok(true));
+        assert!(!w.receiver_may_wait(), "the ring held a message already");
+        assert_eq!(w.try_write(b"c"), Ok(false), "full");
+        assert_eq!(r.try_read(&mut buf), Ok(Some(1)));
+        assert!(r.sender_may_wait(), "from a full ring: the sender may wait");
+        assert_eq!(r.try_read(&mut buf), Ok(Some(1)));
+        assert!(!r.sender_may_wait(), "the ring was not full");
+        assert_eq!(w.try_write(b"d"), Ok(true));
+        assert!(w.receiver_may_wait(), "emptied again: the receiver may wait once more");
     }
 
     #[test]
