@@ -1,16 +1,30 @@
 //! The domain's heap: the global allocator of every app, so apps and stretch drivers may use
 //! `alloc` (`Vec`, `Box`).
 //!
-//! A buddy allocator (`buddy_system_allocator`) over nailed stretches of the domain: the heap
-//! starts empty, and when an allocation does not fit, it grows by a new read-write stretch of
-//! at least [`GROWTH_BYTES`] (or twice the request rounded up to a power of two), charged to the domain's guarantee like any
-//! stretch. When the contract has no room left the allocation fails, and `alloc` reports it
-//! (the domain panics with the allocation error).
+//! A buddy allocator (`buddy_system_allocator`) over nailed stretches of the domain. The heap
+//! starts empty; when an allocation does not fit, it grows by one new read-write stretch of
+//! `max(GROWTH_BYTES, 2 * b)` bytes, `b` being the allocation's size (or alignment, if larger)
+//! rounded up to a power of two: always a power of two, at least 64 KiB. The stretch is charged
+//! to the domain's guarantee like any nailed stretch (its frames and its page tables), and
+//! `stretch_create` may wait while the kernel revokes another domain's optimistic frames. When
+//! the kernel refuses the stretch (the guarantee is full, for instance, or it would exceed the
+//! 64 MiB `stretch_create` allows, as for any allocation over 32 MiB), the allocation fails and
+//! `alloc` reports it (the domain panics with the allocation error).
 //!
-//! Invariants: heap memory is always nailed (a heap access never faults to a stretch driver, so
-//! drivers may allocate while resolving faults); stretches given to the heap are never
-//! destroyed. The heap's lock is a spin lock: threads switch only cooperatively and the
-//! activation handler never allocates, so it is never contended.
+//! Stretch drivers: heap memory never faults and the allocator never touches a managed stretch,
+//! so a page fault never interrupts the allocator, and a driver's `fault` may allocate. Growth
+//! there, though, takes guaranteed frames the driver may need for pages, and a full guarantee
+//! then ends the domain rather than failing the fault: a driver that must keep working when its
+//! contract is used up reserves its memory before the first fault. A driver's `revoke` must
+//! neither allocate nor free: it runs on whichever thread the revocation notice interrupted,
+//! which may hold this heap's lock (`docs/stretch-driver-tutorial.md`, "What a driver may do in
+//! a domain").
+//!
+//! Invariants: heap memory is always nailed; stretches given to the heap are never destroyed.
+//! The heap's lock is a spin lock. Threads never contend for it (they switch only
+//! cooperatively, never inside the allocator); one thread would take it twice only if code the
+//! runtime runs on an interrupted thread allocated, which the activation handler never does
+//! and a driver's `revoke` must not.
 
 use core::alloc::Layout;
 

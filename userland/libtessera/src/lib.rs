@@ -33,9 +33,11 @@
 //!   `MemoryKernel`); `thread` and `context` switch stacks.
 //! - The runtime itself never allocates (printing formats into a 256-byte stack buffer, flushed
 //!   with one `console_write` each time it fills and at the end of each `print!`); apps and
-//!   stretch drivers may, through the heap ([`heap`]), which lives in nailed stretches.
-//! - A domain has one thread: the statics here (the control block's address, the block count,
-//!   the claimed channel ends) are atomics only to be `Sync`.
+//!   stretch drivers may, through the heap ([`heap`]), which lives in nailed stretches (a
+//!   driver's `revoke` excepted: see [`heap`]).
+//! - A domain runs one flow of control at a time (its user-level threads switch
+//!   cooperatively): the statics here (the control block's address, the block count, the
+//!   claimed channel ends) are atomics only to be `Sync`.
 //!
 //! The runtime parts exist only for `riscv64` bare metal (`target_os = "none"`); on other
 //! targets the crate is just its portable logic ([`Args`], [`ChunkWriter`], [`record`], the

@@ -23,6 +23,12 @@
 //! outstanding; the interrupted thread then runs the bound drivers' `revoke` (in the order they
 //! were bound, until the notice's frames are released) before it resumes.
 //!
+//! What a driver may do: a fault interrupts only code that touched a managed stretch, so
+//! `fault` may wait, yield and allocate (see [`crate::heap`] for what growing the heap costs
+//! there). `revoke` runs wherever the interrupted thread was, perhaps inside the allocator
+//! holding the heap's lock or inside the thread package between two threads, so it must not
+//! allocate, free heap memory, wait or yield. `docs/stretch-driver-tutorial.md` has the rules.
+//!
 //! Invariants: a binding's driver runs in one thread at a time (others wait their turn); the
 //! registry is touched only by the domain's single flow of control (threads switch
 //! cooperatively, and the activation handler only reads the control block).
