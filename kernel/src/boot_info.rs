@@ -32,12 +32,16 @@ pub struct Device {
     pub irq: Option<u32>,
 }
 
+/// The longest kernel command line kept (a selection of every kernel test fits).
+pub const CMDLINE_MAX: usize = 1024;
+
 /// Everything the portable kernel needs to know about the machine it booted on.
+
 pub struct BootInfo {
     /// Which firmware started us, e.g. `RustSBI 0.4.1 (SBI 2.0)`.
     pub firmware: String<64>,
     /// The kernel command line (`-append` in QEMU).
-    pub cmdline: String<256>,
+    pub cmdline: String<CMDLINE_MAX>,
     /// Usable RAM.
     pub memory: Vec<PhysRange, 8>,
     /// Parts of RAM that are not free: the kernel image, firmware, device tree, boot tables.

@@ -101,12 +101,19 @@ impl World {
         self.wake(to);
     }
 
-    /// Wakes domain `id` because one of its endpoints changed: a blocked domain becomes
-    /// runnable (its `block` returns), a running one finds `pending` set at its next `block`.
+    /// Wakes domain `id` because one of its endpoints changed: a domain blocked in `block`
+    /// becomes runnable (its `block` returns); a running one, or one blocked in a memory call
+    /// waiting for frames, finds `pending` set at its next `block`.
     /// If the scheduler says the woken domain should run before the current one, `preempt` is
     /// set and the current call ends in a switch.
     pub(super) fn wake(&mut self, id: u32) {
         let d = &mut self.domains[id as usize];
+        if d.waiting_for_frames {
+            // Blocked inside a memory call, not in `block`: the call goes on waiting for
+            // frames, and the event is kept for its next `block`.
+            d.pending = true;
+            return;
+        }
         if d.blocked.take().is_some() {
             d.pending = false;
             if let Some(frame) = d.dcb {

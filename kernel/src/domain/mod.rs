@@ -581,4 +581,53 @@ pub mod tests {
         check!(with_frames(|fa| fa.free_count()) == free_before, "frames not all returned");
         Ok(())
     }
+
+    /// A domain blocked in a memory call that waits for frames, woken by an event: it keeps
+    /// waiting for frames, and the event stays pending for its next `block` (which must not
+    /// sleep through it).
+    pub fn event_while_waiting_for_frames() -> Outcome {
+        let mut w = world_with_one_domain("pending-test", 63, 16)?;
+        let d = &mut w.domains[0];
+        d.blocked = Some(u64::MAX);
+        d.waiting_for_frames = true;
+        w.wake(0);
+        let d = &w.domains[0];
+        check!(d.pending, "the event was lost: pending is not set");
+        check!(d.waiting_for_frames, "the memory call no longer waits for frames");
+        check!(d.blocked == Some(u64::MAX), "the domain was unblocked by the event");
+        w.kill(0, Ending::Exited(0));
+        Ok(())
+    }
+
+    /// When every domain is blocked for good, a memory call waiting for frames runs again
+    /// with its arguments untouched, while a `block` returns `WouldDeadlock`.
+    pub fn deadlock_leaves_restarted_calls_alone() -> Outcome {
+        let mut w = world_with_one_domain("deadlock-test", 63, 16)?;
+        let space = AddressSpace::new(Owner::Domain(1), 62).map_err(|_| crate::ktest::Failed)?;
+        w.domains.push(Domain::new("blocker", space, 16, 0));
+        let args = [0x1234, 0x5678, 3, 4];
+        for d in &mut w.domains {
+            d.ctx = UserContext::new_user(0x1000, 0x2000, args);
+            d.blocked = Some(u64::MAX);
+        }
+        w.domains[0].waiting_for_frames = true;
+        w.break_deadlock();
+        let (waiter, blocker) = (w.domains[0].ctx.saved(), w.domains[1].ctx.saved());
+        check!(
+            waiter.regs[10] == 0x1234 && waiter.regs[11] == 0x5678,
+            "the restarted call's arguments were overwritten: a0={=u64:#x} a1={=u64:#x}",
+            waiter.regs[10],
+            waiter.regs[11]
+        );
+        check!(!w.domains[0].waiting_for_frames, "the memory call still waits for frames");
+        check!(
+            blocker.regs[10] == SysError::WouldDeadlock as u64,
+            "block did not return WouldDeadlock: a0={=u64:#x}",
+            blocker.regs[10]
+        );
+        check!(w.domains.iter().all(|d| d.blocked.is_none()), "a domain is still blocked");
+        w.kill(1, Ending::Exited(0));
+        w.kill(0, Ending::Exited(0));
+        Ok(())
+    }
 }

@@ -112,6 +112,24 @@ impl World {
         [next, self.stop_at].into_iter().flatten().min()
     }
 
+    /// Every live domain is blocked and nothing timed can wake any of them: each `block`
+    /// returns `WouldDeadlock`, and each memory call waiting for frames runs again (its
+    /// arguments untouched; with no revocation under way it gets its frames, sends a new
+    /// notice or fails with `NoMemory`).
+    pub(super) fn break_deadlock(&mut self) {
+        let now = now_ns();
+        for id in 0..self.domains.len() {
+            let d = &mut self.domains[id];
+            if d.ending.is_some() || d.blocked.take().is_none() {
+                continue;
+            }
+            if !core::mem::take(&mut d.waiting_for_frames) {
+                d.ctx.set_result(SysError::WouldDeadlock as usize, 0);
+            }
+            self.sched.wake(id, now);
+        }
+    }
+
     /// Copies domain `id`'s accounts from the scheduler into its control block.
     fn publish_accounts(&self, id: usize) {
         let (Some(frame), Some(a), Some(start)) =
@@ -195,15 +213,8 @@ fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
                 arch::timer::disarm();
             }
             None => {
-                let now = now_ns();
-                for id in 0..w.domains.len() {
-                    let d = &mut w.domains[id];
-                    if d.blocked.take().is_some() {
-                        d.ctx.set_result(SysError::WouldDeadlock as usize, 0);
-                        w.sched.wake(id, now);
-                    }
-                }
                 defmt::warn!("every domain is blocked without a deadline: waking them all");
+                w.break_deadlock();
             }
         }
     }

@@ -40,6 +40,16 @@ const ALL: &[KernelTest] = &[
         run: crate::domain::tests::contract_and_overlap,
     },
     #[cfg(target_arch = "riscv64")]
+    KernelTest {
+        name: "domains::event_while_waiting_for_frames",
+        run: crate::domain::tests::event_while_waiting_for_frames,
+    },
+    #[cfg(target_arch = "riscv64")]
+    KernelTest {
+        name: "domains::deadlock_leaves_restarted_calls_alone",
+        run: crate::domain::tests::deadlock_leaves_restarted_calls_alone,
+    },
+    #[cfg(target_arch = "riscv64")]
     KernelTest { name: "timer::rate_busy", run: timer::rate_busy },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "timer::rate_idle", run: timer::rate_idle },

@@ -59,7 +59,6 @@ extern crate std;
 
 mod contract;
 
-use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 pub use contract::*;
@@ -197,8 +196,8 @@ pub struct Atropos {
     /// The runnable clients, in no particular order.
     ready: Vec<usize>,
     /// The runnable clients with `extra = true`, in round-robin order; the head's turn is
-    /// running.
-    extra_ready: VecDeque<usize>,
+    /// running (a `Vec`: it is short, and taking one out of the middle is a small shift).
+    extra_ready: Vec<usize>,
     /// Extra time the head of `extra_ready` used in its current turn.
     turn_used: Nanos,
     /// No client's period ends and no urgent key lapses before this instant (a lower bound,
@@ -295,7 +294,7 @@ impl Atropos {
         c.slot = self.ready.len();
         self.ready.push(id);
         if c.contract.extra {
-            self.extra_ready.push_back(id);
+            self.extra_ready.push(id);
         }
     }
 
@@ -306,7 +305,9 @@ impl Atropos {
         if let Some(&moved) = self.ready.get(slot) {
             self.clients[moved].slot = slot;
         }
-        if let Some(at) = self.extra_ready.iter().position(|&e| e == id) {
+        if self.clients[id].contract.extra
+            && let Some(at) = self.extra_ready.iter().position(|&e| e == id)
+        {
             if at == 0 {
                 self.turn_used = 0;
             }
@@ -442,7 +443,7 @@ impl Atropos {
         let Some(c) = self.clients.get_mut(id) else { return };
         c.remain = 0;
         c.urgent = None;
-        if self.extra_ready.front() == Some(&id) {
+        if self.extra_ready.first() == Some(&id) {
             self.end_turn();
         }
         self.stop_if_running(id);
@@ -490,8 +491,8 @@ impl Atropos {
 
     /// Ends the extra turn of the head of the queue: it goes to the back.
     fn end_turn(&mut self) {
-        if let Some(head) = self.extra_ready.pop_front() {
-            self.extra_ready.push_back(head);
+        if !self.extra_ready.is_empty() {
+            self.extra_ready.rotate_left(1);
         }
         self.turn_used = 0;
     }
@@ -501,7 +502,7 @@ impl Atropos {
         if self.turn_used >= EXTRA_QUANTUM {
             self.end_turn();
         }
-        self.extra_ready.front().copied()
+        self.extra_ready.first().copied()
     }
 
     /// When nothing is runnable: the next instant at which a period ends for a runnable
