@@ -24,6 +24,7 @@ mod fault;
 mod figures;
 mod performance_doc;
 mod sched;
+mod switch_scaling;
 
 use std::process::Command;
 use std::time::Duration;
@@ -436,14 +437,16 @@ fn measure(m: &Measure, mode: Mode) -> Result<IpcRow> {
 /// loop overhead timed in the same run is subtracted.
 fn ipc(mode: Mode) -> Result<Table> {
     let rows = IPC.iter().map(|m| measure(m, mode)).collect::<Result<Vec<_>>>()?;
-    let kept = table(
-        Arch::Riscv64,
-        "ipc",
-        IPC.iter().zip(&rows).map(|(m, r)| (m.key.to_string(), r.instructions)).collect(),
-    );
+    let mut figures: Vec<(String, f64)> =
+        IPC.iter().zip(&rows).map(|(m, r)| (m.key.to_string(), r.instructions)).collect();
     if mode == Mode::Check {
-        return Ok(kept);
+        let most = *switch_scaling::OTHERS.last().expect("a sweep");
+        figures.push((SWITCH_64.into(), switch_scaling::switch_with(most, mode)?));
+        return Ok(table(Arch::Riscv64, "ipc", figures));
     }
+    let (scaling, most) = switch_scaling::sweep(mode)?;
+    figures.push((SWITCH_64.into(), most));
+    let kept = table(Arch::Riscv64, "ipc", figures);
     let env = environment(Arch::Riscv64);
     let mut md = format!(
         "# bench ipc\n\ncommit {} · {} · host {} ({} cores) · {}\n\n",
@@ -458,6 +461,8 @@ fn ipc(mode: Mode) -> Result<Table> {
             row.operation, row.instructions, row.runs, row.spread, row.iterations
         ));
     }
+    md.push_str("\n## The domain switch against the number of domains\n");
+    md.push_str(&scaling);
     md.push_str("\nInstructions are guest nanoseconds under `-icount shift=0,sleep=off`, minus an empty loop of the same length timed in the same run (the channel row is the whole transfer divided by the messages, including the apps' own work: sequence numbers and checksums). For comparison, Linux in the same QEMU settings: futex round trip 10,088, thread switch 1,766 to 2,133.\n");
     print!("{md}");
     let dir = util::target_dir().join("bench");
@@ -468,6 +473,9 @@ fn ipc(mode: Mode) -> Result<Table> {
     println!("\nwritten: {}, {}", dir.join("ipc.md").display(), dir.join("ipc.json").display());
     Ok(kept)
 }
+
+/// The kept figure of the switch with 62 other domains beside the two that switch.
+const SWITCH_64: &str = "domain_switch_64_domains";
 
 /// How many boots under `-icount` a figure is measured in: three (which must agree), or one
 /// for the check.

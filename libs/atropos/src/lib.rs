@@ -195,10 +195,12 @@ pub struct Atropos {
     running: Option<(usize, Mode, Nanos)>,
     /// The runnable clients, in no particular order.
     ready: Vec<usize>,
-    /// The runnable clients with `extra = true`, in round-robin order; the head's turn is
-    /// running (a `Vec`: it is short, and taking one out of the middle is a small shift).
+    /// The runnable clients with `extra = true`, in round-robin order from `turn`, whose turn
+    /// it is.
     extra_ready: Vec<usize>,
-    /// Extra time the head of `extra_ready` used in its current turn.
+    /// The position in `extra_ready` of the client whose extra turn it is.
+    turn: usize,
+    /// Extra time the client whose turn it is used in its current turn.
     turn_used: Nanos,
     /// No client's period ends and no urgent key lapses before this instant (a lower bound,
     /// exact after each pass over the clients).
@@ -308,10 +310,17 @@ impl Atropos {
         if self.clients[id].contract.extra
             && let Some(at) = self.extra_ready.iter().position(|&e| e == id)
         {
-            if at == 0 {
+            if at == self.turn {
                 self.turn_used = 0;
             }
             self.extra_ready.remove(at);
+            // The turn stays with its client, or passes to the next in line.
+            if at < self.turn {
+                self.turn -= 1;
+            }
+            if self.turn >= self.extra_ready.len() {
+                self.turn = 0;
+            }
         }
         let c = &mut self.clients[id];
         c.state = to;
@@ -443,7 +452,7 @@ impl Atropos {
         let Some(c) = self.clients.get_mut(id) else { return };
         c.remain = 0;
         c.urgent = None;
-        if self.extra_ready.first() == Some(&id) {
+        if self.extra_ready.get(self.turn) == Some(&id) {
             self.end_turn();
         }
         self.stop_if_running(id);
@@ -491,8 +500,9 @@ impl Atropos {
 
     /// Ends the extra turn of the head of the queue: it goes to the back.
     fn end_turn(&mut self) {
-        if !self.extra_ready.is_empty() {
-            self.extra_ready.rotate_left(1);
+        self.turn += 1;
+        if self.turn >= self.extra_ready.len() {
+            self.turn = 0;
         }
         self.turn_used = 0;
     }
@@ -502,7 +512,7 @@ impl Atropos {
         if self.turn_used >= EXTRA_QUANTUM {
             self.end_turn();
         }
-        self.extra_ready.first().copied()
+        self.extra_ready.get(self.turn).copied()
     }
 
     /// When nothing is runnable: the next instant at which a period ends for a runnable

@@ -128,6 +128,14 @@ pub fn lookup(arch: &str, bench: &str, key: &str) -> Option<Spec> {
             "Linux `sched_yield` switch: 1,766 (SCHED_FIFO) to 2,133 (CFS)",
             "at most 1,000, flat in the number of domains (hardening issue)",
         ),
+        (_, "ipc", "domain_switch_64_domains") => spec(
+            "domain switch with 62 other domains asleep under contracts",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            "the two-domain switch",
+            "within 10% of the two-domain switch (hardening issue)",
+        ),
         (_, "ipc", "event_round_trip") => spec(
             "event round trip between two domains (8-byte message over a channel and back)",
             "instructions",

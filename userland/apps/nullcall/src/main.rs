@@ -1,12 +1,16 @@
 //! `nullcall`: measures the bare system-call path, or the domain switch.
 //!
-//! Usage: `nullcall [--calls N] [--yield]` (default 100000 calls of `null`). It times N
+//! Usage: `nullcall [--calls N] [--yield]` (default 100000 calls of `null`), or
+//! `nullcall --idle MS`. It times N
 //! iterations of an empty loop, then N system calls, with the kernel's clock, and prints
 //! `nullcall: N calls in T ns, empty loop L ns`. Under `-icount shift=0,sleep=off` one
 //! nanosecond of guest time is one instruction, so `(T - L) / N` is the instructions one null
 //! call costs (entry, dispatch, return); `cargo xtask bench ipc` computes it. With `--yield`
 //! the calls are `yield`: with two such domains every call switches to the other, so
 //! `(T - L) / (2 N)` is one domain switch (including the `yield` call that causes it).
+//! With `--idle MS` it only sleeps for `MS` milliseconds and exits: a domain under a
+//! contract that is blocked while others are measured (`bench ipc` runs the switch beside
+//! up to 62 of them).
 
 #![no_std]
 #![no_main]
@@ -26,10 +30,18 @@ fn main(env: Env) -> i32 {
             switch = true;
             continue;
         }
+        if arg == "--idle" {
+            let Some(Ok(ms)) = args.next().map(str::parse::<u64>) else {
+                println!("nullcall: usage: nullcall --idle MS");
+                return 2;
+            };
+            tessera::thread::sleep(ms * 1_000_000);
+            return 0;
+        }
         match (arg, args.next().map(str::parse)) {
             ("--calls", Some(Ok(n))) if n > 0 => calls = n,
             _ => {
-                println!("nullcall: usage: nullcall [--calls N] [--yield]");
+                println!("nullcall: usage: nullcall [--calls N] [--yield] | nullcall --idle MS");
                 return 2;
             }
         }
