@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 
 use crate::artifacts::Artifacts;
 use crate::cpu::{self, SpinReport};
+use crate::expected::Expected;
 use crate::qemu::{Ending, Outcome};
 use crate::system;
 
@@ -39,31 +40,49 @@ pub struct Run {
     pub manifest: &'static str,
     /// The kernel command line.
     pub append: &'static str,
+    /// The kernel's `ERROR` and `WARN` lines the boot may show; any other fails every test
+    /// that uses the boot.
+    pub expected: Expected,
 }
 
 /// The baseline: one `spin` alone with slack time.
-pub const ALONE: Run = Run { manifest: "tests/manifests/sched/alone.toml", append: "" };
+pub const ALONE: Run =
+    Run { manifest: "tests/manifests/sched/alone.toml", append: "", expected: &[] };
 /// Slices of 1, 2 and 5 ms of 10 ms, no slack.
-pub const FIXED: Run = Run { manifest: "tests/manifests/sched/fixed.toml", append: "" };
+pub const FIXED: Run =
+    Run { manifest: "tests/manifests/sched/fixed.toml", append: "", expected: &[] };
 /// 1 of 5 ms, 10 of 100 ms, 15 of 50 ms, no slack.
-pub const MIXED: Run = Run { manifest: "tests/manifests/sched/mixed.toml", append: "" };
+pub const MIXED: Run =
+    Run { manifest: "tests/manifests/sched/mixed.toml", append: "", expected: &[] };
 /// FIXED with slack for the first two.
-pub const SLACK: Run = Run { manifest: "tests/manifests/sched/slack.toml", append: "" };
+pub const SLACK: Run =
+    Run { manifest: "tests/manifests/sched/slack.toml", append: "", expected: &[] };
 /// A domain spinning forever (stopped after a second).
-pub const FOREVER: Run = Run { manifest: "tests/manifests/sched/forever.toml", append: "stop=1s" };
+pub const FOREVER: Run =
+    Run { manifest: "tests/manifests/sched/forever.toml", append: "stop=1s", expected: &[] };
 /// FIXED plus a domain that faults after 300 ms.
-pub const DEATH: Run = Run { manifest: "tests/manifests/sched/death.toml", append: "" };
+pub const DEATH: Run = Run {
+    manifest: "tests/manifests/sched/death.toml",
+    append: "",
+    expected: &[
+        "domain victim: store page fault at address 0x10, pc=0x*",
+        "domain victim: the address is outside the user half",
+        "domain victim terminated: store page fault",
+    ],
+};
 /// Wake-up latency of a thread woken by a channel's event.
-pub const WAKEUP: Run = Run { manifest: "tests/manifests/sched/wakeup.toml", append: "" };
+pub const WAKEUP: Run =
+    Run { manifest: "tests/manifests/sched/wakeup.toml", append: "", expected: &[] };
 
 /// Self-paging baseline: `pager` spins (no faults) next to `neighbour`, 2 of 10 ms each.
-pub const PAGING_BASE: Run = Run { manifest: "tests/manifests/sched/paging-base.toml", append: "" };
+pub const PAGING_BASE: Run =
+    Run { manifest: "tests/manifests/sched/paging-base.toml", append: "", expected: &[] };
 /// `pager` faults continuously, its driver running on its own slice.
 pub const PAGING_FAULTS: Run =
-    Run { manifest: "tests/manifests/sched/paging-faults.toml", append: "" };
+    Run { manifest: "tests/manifests/sched/paging-faults.toml", append: "", expected: &[] };
 /// PAGING_FAULTS with `pager`'s slice doubled.
 pub const PAGING_DOUBLE: Run =
-    Run { manifest: "tests/manifests/sched/paging-double.toml", append: "" };
+    Run { manifest: "tests/manifests/sched/paging-double.toml", append: "", expected: &[] };
 
 /// Every scenario.
 pub const ALL: [Run; 10] =
@@ -73,16 +92,21 @@ pub const ALL: [Run; 10] =
 pub struct Runs<'a> {
     artifacts: &'a Artifacts,
     done: HashMap<Run, Outcome>,
+    /// The runs asked for since [`Runs::take_used`], in order.
+    used: Vec<Run>,
 }
 
 impl<'a> Runs<'a> {
     /// No boots yet; they will use the kernel and firmware of `artifacts`.
     pub fn new(artifacts: &'a Artifacts) -> Self {
-        Runs { artifacts, done: HashMap::new() }
+        Runs { artifacts, done: HashMap::new(), used: Vec::new() }
     }
 
     /// The outcome of `run`, booting it the first time.
     pub fn get(&mut self, run: Run) -> Result<&Outcome> {
+        if !self.used.contains(&run) {
+            self.used.push(run);
+        }
         if !self.done.contains_key(&run) {
             let out = boot(self.artifacts, run)?;
             self.done.insert(run, out);
@@ -93,6 +117,11 @@ impl<'a> Runs<'a> {
     /// The outcome of `run` if it was booted.
     pub fn outcome(&self, run: Run) -> Option<&Outcome> {
         self.done.get(&run)
+    }
+
+    /// The runs asked for since the last call (whose boots a test used), booted or not.
+    pub fn take_used(&mut self) -> Vec<Run> {
+        std::mem::take(&mut self.used)
     }
 
     /// The baseline's iterations (work per second alone).

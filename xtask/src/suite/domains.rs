@@ -5,8 +5,17 @@ use std::time::Duration;
 
 use super::{QemuTest, expect_ending, expect_line};
 use crate::Arch;
+use crate::expected::Expected;
 use crate::qemu::{Boot, Ending, Outcome};
 use crate::system::Spoil;
+
+/// The report of `tests/manifests/fault-write.toml`'s fault: `faulty` writes to an image
+/// stretch of `counter-b` and is terminated.
+pub(super) const FAULT_WRITE: Expected = &[
+    "domain faulty: store page fault at address 0x180000000, pc=0x*",
+    "domain faulty: the address is in image stretch 0x180000000..* of domain counter-b, where it holds rights 0x0",
+    "domain faulty terminated: store page fault",
+];
 
 /// Index of the first line containing `text`.
 fn position(out: &Outcome, text: &str) -> Result<usize, String> {
@@ -57,6 +66,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             name: format!("{p}domains::default_manifest"),
             boot: boot(),
             system: Some(("manifests/default.toml".into(), Spoil::Nothing)),
+            expected: &[],
             check: Box::new(|out| {
                 expect_ending(out, Ending::Kernel(0))?;
                 [
@@ -75,6 +85,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             name: format!("{p}domains::private_statics"),
             boot: boot(),
             system: Some(("tests/manifests/two-counters.toml".into(), Spoil::Nothing)),
+            expected: &[],
             check: Box::new(|out| {
                 expect_ending(out, Ending::Kernel(0))?;
                 let (a, b) = (counter_rounds(out, "a"), counter_rounds(out, "b"));
@@ -102,6 +113,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             name: format!("{p}domains::corrupt_manifest_rejected"),
             boot: boot(),
             system: Some(("tests/manifests/two-counters.toml".into(), Spoil::ManifestByte)),
+            expected: &["boot image rejected: manifest: Checksum *"],
             check: Box::new(|out| {
                 expect_ending(out, Ending::Kernel(3))?;
                 expect_line(out, "boot image rejected: manifest")?;
@@ -117,6 +129,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
         name: format!("{p}domains::syscall_errors"),
         boot: boot(),
         system: Some(("tests/manifests/syscheck.toml".into(), Spoil::Nothing)),
+        expected: &[],
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(0))?;
             if out.has("syscheck: FAILED") {
@@ -142,6 +155,9 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             b
         },
         system: Some(("tests/manifests/fuzz.toml".into(), Spoil::Nothing)),
+        // fuzz-block's block(u64::MAX), once every other domain has ended, is the one
+        // all-blocked wake-up the run has (checked below: it returns WouldDeadlock).
+        expected: &["every domain is blocked without a deadline: waking them all"],
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(0))?;
             let problems: Vec<_> = out
@@ -178,6 +194,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
         name: format!("{p}domains::fp_state"),
         boot: boot(),
         system: Some(("tests/manifests/fp-state.toml".into(), Spoil::Nothing)),
+        expected: &[],
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(0))?;
             for d in ["fp-a", "fp-b"] {
@@ -194,6 +211,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
         name: format!("{p}domains::threads"),
         boot: boot(),
         system: Some(("tests/manifests/threads.toml".into(), Spoil::Nothing)),
+        expected: &[],
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(0))?;
             let line =
@@ -215,6 +233,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
         name: format!("{p}domains::channel_100k"),
         boot: boot(),
         system: Some(("tests/manifests/channel.toml".into(), Spoil::Nothing)),
+        expected: &[],
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(0))?;
             let line = out
@@ -243,6 +262,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
         name: format!("{p}domains::channel_peer_death"),
         boot: boot(),
         system: Some(("tests/manifests/channel-peer-death.toml".into(), Spoil::Nothing)),
+        expected: &[],
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(0))?;
             let died = position(out, "domain producer exited")?;
@@ -254,11 +274,16 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             frames_returned(out)
         }),
     });
-    let faults: [(&'static str, &'static str, &'static [&'static str]); 5] = [
+    // Each fault's report (the fault, where its address lies) and the termination.
+    let faults: [(&'static str, &'static str, &'static [&'static str], Expected); 5] = [
         (
             "illegal",
             "illegal instruction",
             &["illegal instruction (instruction bits", "pc=0x", "<__tessera_main+"],
+            &[
+                "domain faulty: illegal instruction (instruction bits 0x*), pc=0x*",
+                "domain faulty terminated: illegal instruction",
+            ],
         ),
         (
             "jump",
@@ -267,6 +292,11 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
                 "at address 0x100000000, pc=0x100000000 <_start+0x0>",
                 "image stretch 0x100000000",
                 "of domain counter-a, where it holds rights 0x0",
+            ],
+            &[
+                "domain faulty: instruction page fault at address 0x100000000, pc=0x*",
+                "domain faulty: the address is in image stretch 0x100000000..* of domain counter-a, where it holds rights 0x0",
+                "domain faulty terminated: instruction page fault",
             ],
         ),
         (
@@ -277,15 +307,37 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
                 "image stretch 0x180000000",
                 "of domain counter-b, where it holds rights 0x0",
             ],
+            FAULT_WRITE,
         ),
-        ("guard", "store page fault", &["in the guard page below the stack", "of domain faulty"]),
-        ("kernel", "load page fault", &["at address 0xffffffffc0200000", "outside the user half"]),
+        (
+            "guard",
+            "store page fault",
+            &["in the guard page below the stack", "of domain faulty"],
+            &[
+                "domain faulty: store page fault at address 0x*, pc=0x*",
+                "domain faulty: the address is in the guard page below the stack * of domain faulty",
+                "domain faulty terminated: store page fault",
+            ],
+        ),
+        (
+            "kernel",
+            "load page fault",
+            &["at address 0xffffffffc0200000", "outside the user half"],
+            // ANCHOR: fault_kernel_expected
+            &[
+                "domain faulty: load page fault at address 0xffffffffc0200000, pc=0x*",
+                "domain faulty: the address is outside the user half",
+                "domain faulty terminated: load page fault",
+            ],
+            // ANCHOR_END: fault_kernel_expected
+        ),
     ];
-    for (kind, cause, needles) in faults {
+    for (kind, cause, needles, expected) in faults {
         tests.push(QemuTest {
             name: format!("{p}domains::fault_{kind}"),
             boot: boot(),
             system: Some((format!("tests/manifests/fault-{kind}.toml"), Spoil::Nothing)),
+            expected,
             check: Box::new(move |out| {
                 expect_ending(out, Ending::Kernel(0))?;
                 let died = position(out, &format!("domain faulty terminated: {cause}"))?;
