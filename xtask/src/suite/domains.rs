@@ -17,6 +17,11 @@ pub(super) const FAULT_WRITE: Expected = &[
     "domain faulty terminated: store page fault",
 ];
 
+/// How long the `threads` app's sleeper sleeps, in ms.
+const THREADS_SLEEP_MS: u64 = 20;
+/// The latency hint of the best-effort CPU contract (a domain without `cpu`), in ms.
+const BEST_EFFORT_LATENCY_MS: u64 = 10;
+
 /// Index of the first line containing `text`.
 fn position(out: &Outcome, text: &str) -> Result<usize, String> {
     out.log
@@ -209,7 +214,12 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
     });
     tests.push(QemuTest {
         name: format!("{p}domains::threads"),
-        boot: boot(),
+        // In virtual time, so that the sleep's length does not depend on the host.
+        boot: {
+            let mut b = boot();
+            b.icount = true;
+            b
+        },
         system: Some(("tests/manifests/threads.toml".into(), Spoil::Nothing)),
         expected: &[],
         check: Box::new(|out| {
@@ -219,10 +229,21 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             let numbers: Vec<u64> =
                 line.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
             // workers, rounds, total, progress while one slept, sleep ms, activations
-            match numbers[..] {
-                [6, 40, 240, during, slept, activations]
-                    if during > 0 && slept >= 20 && activations > 0 => {}
-                _ => return Err(format!("threads: {line}")),
+            let [6, 40, 240, during, slept, activations] = numbers[..] else {
+                return Err(format!("threads: {line}"));
+            };
+            // Some of the 240 increments happen while the sleeper sleeps, and no more than all.
+            if !(1..=240).contains(&during) {
+                return Err(format!("progress while one slept should be 1..=240: {line}"));
+            }
+            // The sleeper asks for 20 ms (whole ms are printed). The domain has the best-effort
+            // contract (no `cpu` in the manifest: latency hint 10 ms, slack time), so once the
+            // sleep is over its thread runs within 10 ms: at most 30 ms in all.
+            if !(THREADS_SLEEP_MS..=THREADS_SLEEP_MS + BEST_EFFORT_LATENCY_MS).contains(&slept) {
+                return Err(format!("the sleeper should wake after 20 to 30 ms: {line}"));
+            }
+            if activations == 0 {
+                return Err(format!("the domain was never activated: {line}"));
             }
             expect_line(out, "threads: exited with status 0")?;
             expect_line(out, "counter: exited with status 0")?;
