@@ -10,6 +10,7 @@ mod bench;
 mod cpu;
 mod cpu_trace;
 mod doc_includes;
+mod expected;
 mod gdb;
 mod log;
 mod plot;

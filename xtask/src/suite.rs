@@ -5,13 +5,15 @@
 //! `qemu::<arch>::...`); each QEMU boot has a timeout and its log is kept under
 //! `target/qemu-logs/` when it fails. The last line is `N passed, N failed`.
 
+use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::Result;
 
 use crate::artifacts::{self, Artifacts};
-use crate::log::Kernel;
+use crate::expected::{self, Expected};
+use crate::log::{Kernel, LogLine};
 use crate::qemu::{self, Boot, Ending, Outcome};
 use crate::system::{self, Spoil};
 use crate::{Arch, Bios, setup, util};
@@ -32,6 +34,8 @@ struct QemuTest {
     boot: Boot,
     /// A manifest whose domains the boot runs (relative to the workspace), and how to spoil it.
     system: Option<(String, Spoil)>,
+    /// The kernel's `ERROR` and `WARN` lines the boot may show; any other fails the test.
+    expected: Expected,
     check: Check,
 }
 // ANCHOR_END: qemu_test
@@ -143,7 +147,7 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
         kernel_tests(arch, &a, &kernel, &wanted, list, &mut tally)?;
         if arch == Arch::Riscv64 {
             sched_tests(&a, &wanted, list, &mut tally);
-            for (name, test) in run::RUN_TESTS {
+            for (name, test, allowed) in run::RUN_TESTS {
                 let full = format!("{prefix}run::{name}");
                 if !wanted(&full) {
                     continue;
@@ -152,7 +156,11 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
                     println!("{full}");
                     continue;
                 }
-                tally.record(&full, test());
+                let mut children = run::Children::default();
+                let own = test(&mut children);
+                let boots: Vec<(&Outcome, Expected)> =
+                    children.outcomes.iter().map(|o| (o, *allowed)).collect();
+                tally.record(&full, expected::verdict(&full, own, &boots));
             }
         }
     }
@@ -294,7 +302,7 @@ fn run_qemu_test(t: &QemuTest, a: &Artifacts, kernel: &Kernel) -> Result<(), Str
         kernel = &with_apps;
     }
     let out = qemu::boot(&boot, a, kernel, None, &mut |_| {}).map_err(|e| format!("{e:#}"))?;
-    let verdict = (t.check)(&out);
+    let verdict = expected::verdict(&t.name, (t.check)(&out), &[(&out, t.expected)]);
     if verdict.is_err() {
         keep_log(&t.name, &boot, a, &out);
     }
@@ -314,7 +322,11 @@ fn sched_tests(a: &Artifacts, wanted: &dyn Fn(&str) -> bool, list: bool, tally: 
             println!("{full}");
             continue;
         }
-        let result = check(&mut runs).map_err(|why| {
+        let own = check(&mut runs);
+        let used = runs.take_used();
+        let boots: Vec<(&Outcome, Expected)> =
+            used.iter().filter_map(|r| Some((runs.outcome(*r)?, r.expected))).collect();
+        let result = expected::verdict(&full, own, &boots).map_err(|why| {
             let _ = std::fs::create_dir_all(qemu::log_dir());
             let mut kept = Vec::new();
             for run in crate::sched::ALL {
@@ -386,6 +398,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
             name: format!("{p}boot::memory_{mib}M"),
             boot,
             system: None,
+            expected: &[],
             check: Box::new(move |out| {
                 expect_ending(out, Ending::Kernel(0))?;
                 expect_line(out, "Tessera")?;
@@ -411,6 +424,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
                 name: format!("{p}firmware::{}", name.to_lowercase()),
                 boot,
                 system: None,
+                expected: &[],
                 check: Box::new(move |out| {
                     expect_ending(out, Ending::Kernel(0))?;
                     expect_line(out, &format!("firmware: {name}"))?;
@@ -427,6 +441,11 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
         name: format!("{p}fault::panic"),
         boot,
         system: None,
+        expected: &[
+            "panic: panicked at kernel/src/tests/faults.rs:*deliberate panic*",
+            "backtrace:",
+            "  #* ret=0x*",
+        ],
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(2))?;
             [
@@ -440,7 +459,8 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
         }),
     });
     if arch == Arch::Riscv64 {
-        let faults: [(&str, &str, &[&str]); 2] = [
+        // The trap report: the cause, the address and pc, a backtrace.
+        let faults: [(&str, &str, &[&str], Expected); 2] = [
             (
                 "load",
                 "load",
@@ -449,20 +469,34 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
                     "pc=0x",
                     "<kernel::tests::faults::deliberate_bad_access",
                 ],
+                &[
+                    "trap: load page fault (scause 0xd) at address 0x1234567000, pc=0x*",
+                    "backtrace:",
+                    "  #0 pc=0x*",
+                    "  #* ret=0x*",
+                ],
             ),
             (
                 "stack_overflow",
                 "stack-overflow",
                 &["guard page: kernel stack overflow", "<kernel::tests::faults::recurse"],
+                &[
+                    "trap: store page fault (scause 0xf) at address 0x*, pc=0x*",
+                    "trap: the address is the boot stack's guard page: kernel stack overflow",
+                    "backtrace:",
+                    "  #0 pc=0x*",
+                    "  #* ret=0x*",
+                ],
             ),
         ];
-        for (name, kind, needles) in faults {
+        for (name, kind, needles, expected) in faults {
             let mut boot = Boot::new(arch);
             boot.append = format!("fault={kind}");
             tests.push(QemuTest {
                 name: format!("{p}fault::{name}"),
                 boot,
                 system: None,
+                expected,
                 check: Box::new(move |out| {
                     expect_ending(out, Ending::Kernel(2))?;
                     needles.iter().try_for_each(|n| expect_line(out, n))
@@ -477,6 +511,32 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
     }
     // ANCHOR_END: suites
     Ok(tests)
+}
+
+/// The `ERROR` and `WARN` lines each kernel test may log, by the test's name (a test not
+/// listed may log none). Lines logged outside every test, by either boot, count against each.
+const KERNEL_EXPECTED: &[(&str, Expected)] = &[];
+
+/// The lines of each kernel test's run (between `test NAME ...` and its verdict), and the
+/// lines outside every test.
+fn kernel_test_lines(log: &[LogLine]) -> (HashMap<&str, Vec<&LogLine>>, Vec<&LogLine>) {
+    let mut of_test: HashMap<&str, Vec<&LogLine>> = HashMap::new();
+    let mut outside = Vec::new();
+    let mut current = None;
+    for l in log {
+        if let Some(rest) = l.message.strip_prefix("test ") {
+            current = rest.strip_suffix(" ...");
+            if let Some(name) = current {
+                of_test.entry(name).or_default();
+            }
+            continue;
+        }
+        match current {
+            Some(name) => of_test.entry(name).or_default().push(l),
+            None => outside.push(l),
+        }
+    }
+    (of_test, outside)
 }
 
 /// Boots once with `test=list` to learn the kernel's tests, then once to run the wanted ones
@@ -515,10 +575,21 @@ fn kernel_tests(
     boot.icount = true;
     boot.timeout = Duration::from_secs(300);
     let out = qemu::boot(&boot, a, kernel, None, &mut |_| {})?;
+    let (of_test, mut outside) = kernel_test_lines(&out.log);
+    outside.extend(listing.log.iter());
     let mut any_failed = false;
     for n in &names {
         let verdict = if out.has(&format!("test {n} ... ok")) {
-            Ok(())
+            // A passing test's own lines, and those of the boots around the tests.
+            let lines: Vec<LogLine> = of_test
+                .get(n.as_str())
+                .into_iter()
+                .flatten()
+                .chain(&outside)
+                .map(|l| (*l).clone())
+                .collect();
+            let allowed = KERNEL_EXPECTED.iter().find(|(t, _)| t == n).map_or(&[][..], |e| e.1);
+            expected::check_log(&format!("{p}{n}"), &lines, allowed)
         } else {
             any_failed = true;
             let why: Vec<_> = out
@@ -557,6 +628,32 @@ mod tests {
         assert!(!arch_may_match(Arch::X86_64, Some("qemu::riscv64::kernel")));
         assert!(!arch_may_match(Arch::Riscv64, Some("x86_64")));
         assert!(!arch_may_match(Arch::Riscv64, Some("host::clippy")));
+    }
+
+    #[test]
+    fn kernel_test_lines_are_split_by_test() {
+        let line = |level: &str, message: &str| crate::log::LogLine {
+            level: level.into(),
+            timestamp: None,
+            message: message.into(),
+        };
+        let log = vec![
+            line("INFO", "Tessera"),
+            line("INFO", "test a::one ..."),
+            line("WARN", "inside one"),
+            line("INFO", "test a::one ... ok"),
+            line("INFO", "between"),
+            line("INFO", "test a::two ..."),
+            line("ERROR", "test a::two ... FAILED"),
+            line("INFO", "kernel tests: 1 passed, 1 failed"),
+        ];
+        let (of_test, outside) = kernel_test_lines(&log);
+        fn messages<'a>(lines: &[&'a LogLine]) -> Vec<&'a str> {
+            lines.iter().map(|l| l.message.as_str()).collect()
+        }
+        assert_eq!(messages(&of_test["a::one"]), ["inside one"]);
+        assert!(of_test["a::two"].is_empty());
+        assert_eq!(messages(&outside), ["Tessera", "between", "kernel tests: 1 passed, 1 failed"]);
     }
 
     #[test]

@@ -5,8 +5,22 @@ use std::time::Duration;
 
 use super::{QemuTest, expect_ending, expect_line};
 use crate::Arch;
+use crate::expected::Expected;
 use crate::qemu::{Boot, Ending, Outcome};
 use crate::system::Spoil;
+
+/// The report of `tests/manifests/fault-write.toml`'s fault: `faulty` writes to an image
+/// stretch of `counter-b` and is terminated.
+pub(super) const FAULT_WRITE: Expected = &[
+    "domain faulty: store page fault at address 0x180000000, pc=0x*",
+    "domain faulty: the address is in image stretch 0x180000000..* of domain counter-b, where it holds rights 0x0",
+    "domain faulty terminated: store page fault",
+];
+
+/// How long the `threads` app's sleeper sleeps, in ms.
+const THREADS_SLEEP_MS: u64 = 20;
+/// The latency hint of the best-effort CPU contract (a domain without `cpu`), in ms.
+const BEST_EFFORT_LATENCY_MS: u64 = 10;
 
 /// Index of the first line containing `text`.
 fn position(out: &Outcome, text: &str) -> Result<usize, String> {
@@ -57,6 +71,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             name: format!("{p}domains::default_manifest"),
             boot: boot(),
             system: Some(("manifests/default.toml".into(), Spoil::Nothing)),
+            expected: &[],
             check: Box::new(|out| {
                 expect_ending(out, Ending::Kernel(0))?;
                 [
@@ -75,6 +90,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             name: format!("{p}domains::private_statics"),
             boot: boot(),
             system: Some(("tests/manifests/two-counters.toml".into(), Spoil::Nothing)),
+            expected: &[],
             check: Box::new(|out| {
                 expect_ending(out, Ending::Kernel(0))?;
                 let (a, b) = (counter_rounds(out, "a"), counter_rounds(out, "b"));
@@ -102,6 +118,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             name: format!("{p}domains::corrupt_manifest_rejected"),
             boot: boot(),
             system: Some(("tests/manifests/two-counters.toml".into(), Spoil::ManifestByte)),
+            expected: &["boot image rejected: manifest: Checksum *"],
             check: Box::new(|out| {
                 expect_ending(out, Ending::Kernel(3))?;
                 expect_line(out, "boot image rejected: manifest")?;
@@ -117,6 +134,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
         name: format!("{p}domains::syscall_errors"),
         boot: boot(),
         system: Some(("tests/manifests/syscheck.toml".into(), Spoil::Nothing)),
+        expected: &[],
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(0))?;
             if out.has("syscheck: FAILED") {
@@ -142,6 +160,9 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             b
         },
         system: Some(("tests/manifests/fuzz.toml".into(), Spoil::Nothing)),
+        // fuzz-block's block(u64::MAX), once every other domain has ended, is the one
+        // all-blocked wake-up the run has (checked below: it returns WouldDeadlock).
+        expected: &["every domain is blocked without a deadline: waking them all"],
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(0))?;
             let problems: Vec<_> = out
@@ -178,6 +199,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
         name: format!("{p}domains::fp_state"),
         boot: boot(),
         system: Some(("tests/manifests/fp-state.toml".into(), Spoil::Nothing)),
+        expected: &[],
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(0))?;
             for d in ["fp-a", "fp-b"] {
@@ -192,8 +214,14 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
     });
     tests.push(QemuTest {
         name: format!("{p}domains::threads"),
-        boot: boot(),
+        // In virtual time, so that the sleep's length does not depend on the host.
+        boot: {
+            let mut b = boot();
+            b.icount = true;
+            b
+        },
         system: Some(("tests/manifests/threads.toml".into(), Spoil::Nothing)),
+        expected: &[],
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(0))?;
             let line =
@@ -201,10 +229,21 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             let numbers: Vec<u64> =
                 line.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
             // workers, rounds, total, progress while one slept, sleep ms, activations
-            match numbers[..] {
-                [6, 40, 240, during, slept, activations]
-                    if during > 0 && slept >= 20 && activations > 0 => {}
-                _ => return Err(format!("threads: {line}")),
+            let [6, 40, 240, during, slept, activations] = numbers[..] else {
+                return Err(format!("threads: {line}"));
+            };
+            // Some of the 240 increments happen while the sleeper sleeps, and no more than all.
+            if !(1..=240).contains(&during) {
+                return Err(format!("progress while one slept should be 1..=240: {line}"));
+            }
+            // The sleeper asks for 20 ms (whole ms are printed). The domain has the best-effort
+            // contract (no `cpu` in the manifest: latency hint 10 ms, slack time), so once the
+            // sleep is over its thread runs within 10 ms: at most 30 ms in all.
+            if !(THREADS_SLEEP_MS..=THREADS_SLEEP_MS + BEST_EFFORT_LATENCY_MS).contains(&slept) {
+                return Err(format!("the sleeper should wake after 20 to 30 ms: {line}"));
+            }
+            if activations == 0 {
+                return Err(format!("the domain was never activated: {line}"));
             }
             expect_line(out, "threads: exited with status 0")?;
             expect_line(out, "counter: exited with status 0")?;
@@ -215,6 +254,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
         name: format!("{p}domains::channel_100k"),
         boot: boot(),
         system: Some(("tests/manifests/channel.toml".into(), Spoil::Nothing)),
+        expected: &[],
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(0))?;
             let line = out
@@ -243,6 +283,7 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
         name: format!("{p}domains::channel_peer_death"),
         boot: boot(),
         system: Some(("tests/manifests/channel-peer-death.toml".into(), Spoil::Nothing)),
+        expected: &[],
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(0))?;
             let died = position(out, "domain producer exited")?;
@@ -254,11 +295,16 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             frames_returned(out)
         }),
     });
-    let faults: [(&'static str, &'static str, &'static [&'static str]); 5] = [
+    // Each fault's report (the fault, where its address lies) and the termination.
+    let faults: [(&'static str, &'static str, &'static [&'static str], Expected); 5] = [
         (
             "illegal",
             "illegal instruction",
             &["illegal instruction (instruction bits", "pc=0x", "<__tessera_main+"],
+            &[
+                "domain faulty: illegal instruction (instruction bits 0x*), pc=0x*",
+                "domain faulty terminated: illegal instruction",
+            ],
         ),
         (
             "jump",
@@ -267,6 +313,11 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
                 "at address 0x100000000, pc=0x100000000 <_start+0x0>",
                 "image stretch 0x100000000",
                 "of domain counter-a, where it holds rights 0x0",
+            ],
+            &[
+                "domain faulty: instruction page fault at address 0x100000000, pc=0x*",
+                "domain faulty: the address is in image stretch 0x100000000..* of domain counter-a, where it holds rights 0x0",
+                "domain faulty terminated: instruction page fault",
             ],
         ),
         (
@@ -277,15 +328,37 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
                 "image stretch 0x180000000",
                 "of domain counter-b, where it holds rights 0x0",
             ],
+            FAULT_WRITE,
         ),
-        ("guard", "store page fault", &["in the guard page below the stack", "of domain faulty"]),
-        ("kernel", "load page fault", &["at address 0xffffffffc0200000", "outside the user half"]),
+        (
+            "guard",
+            "store page fault",
+            &["in the guard page below the stack", "of domain faulty"],
+            &[
+                "domain faulty: store page fault at address 0x*, pc=0x*",
+                "domain faulty: the address is in the guard page below the stack * of domain faulty",
+                "domain faulty terminated: store page fault",
+            ],
+        ),
+        (
+            "kernel",
+            "load page fault",
+            &["at address 0xffffffffc0200000", "outside the user half"],
+            // ANCHOR: fault_kernel_expected
+            &[
+                "domain faulty: load page fault at address 0xffffffffc0200000, pc=0x*",
+                "domain faulty: the address is outside the user half",
+                "domain faulty terminated: load page fault",
+            ],
+            // ANCHOR_END: fault_kernel_expected
+        ),
     ];
-    for (kind, cause, needles) in faults {
+    for (kind, cause, needles, expected) in faults {
         tests.push(QemuTest {
             name: format!("{p}domains::fault_{kind}"),
             boot: boot(),
             system: Some((format!("tests/manifests/fault-{kind}.toml"), Spoil::Nothing)),
+            expected,
             check: Box::new(move |out| {
                 expect_ending(out, Ending::Kernel(0))?;
                 let died = position(out, &format!("domain faulty terminated: {cause}"))?;
