@@ -73,8 +73,7 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
         if !((slot as u64)..(slot + IMAGE_SLOT) as u64).contains(&img.entry) {
             reject("image", "an entry point lies outside its domain's image slot");
         }
-        let space = AddressSpace::new(Owner::Domain(id), (i + 1) as u16)
-            .unwrap_or_else(|e| reject("domain", e));
+        let space = AddressSpace::new(Owner::Domain(id)).unwrap_or_else(|e| reject("domain", e));
         let page = PAGE_SIZE as u64;
         w.domains.push(Domain::new(
             &spec.name,

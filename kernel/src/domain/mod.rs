@@ -495,15 +495,10 @@ pub mod tests {
     use crate::check;
     use crate::ktest::Outcome;
 
-    /// A private world (not [`WORLD`]) with domain 0 called `name`, its protection domain
-    /// tagged `asid`, allowed `frames` frames.
-    fn world_with_one_domain(
-        name: &str,
-        asid: u16,
-        frames: u64,
-    ) -> Result<World, crate::ktest::Failed> {
+    /// A private world (not [`WORLD`]) with domain 0 called `name`, allowed `frames` frames.
+    fn world_with_one_domain(name: &str, frames: u64) -> Result<World, crate::ktest::Failed> {
         let mut w = World::new();
-        let space = AddressSpace::new(Owner::Domain(0), asid).map_err(|_| crate::ktest::Failed)?;
+        let space = AddressSpace::new(Owner::Domain(0)).map_err(|_| crate::ktest::Failed)?;
         w.domains.push(Domain::new(name, space, frames, 0));
         Ok(w)
     }
@@ -513,7 +508,7 @@ pub mod tests {
     pub fn scrub_on_death() -> Outcome {
         let free_before = with_frames(|fa| fa.free_count());
         let id = 0u32;
-        let mut w = world_with_one_domain("scrub-test", 60, 64)?;
+        let mut w = world_with_one_domain("scrub-test", 64)?;
         let pattern = vec![0xa5u8; 8 * PAGE_SIZE];
         let base = abi::STRETCH_BASE;
         let made = w.create_stretch(
@@ -545,7 +540,7 @@ pub mod tests {
     /// Page tables follow what they map: creating and destroying stretches in ever new regions
     /// of the address space (ranges are never reused) leaves the domain's charge where it was.
     pub fn tables_follow_mappings() -> Outcome {
-        let mut w = world_with_one_domain("tables-test", 62, 64)?;
+        let mut w = world_with_one_domain("tables-test", 64)?;
         let rw = Rights::READ.union(Rights::WRITE);
         let first = w.virtual_space.take(1).ok_or(crate::ktest::Failed)?;
         let made = w.create_stretch(0, first, 1, rw, Kind::Dynamic, &[]);
@@ -568,7 +563,7 @@ pub mod tests {
     /// and leaves nothing behind; overlapping stretches are refused.
     pub fn contract_and_overlap() -> Outcome {
         let free_before = with_frames(|fa| fa.free_count());
-        let mut w = world_with_one_domain("contract-test", 61, 16)?;
+        let mut w = world_with_one_domain("contract-test", 16)?;
         let rw = Rights::READ.union(Rights::WRITE);
         let base = abi::STRETCH_BASE;
         let big = w.create_stretch(0, base, 32, rw, Kind::Dynamic, &[]);

@@ -1,7 +1,9 @@
 //! Deliberate faults (`fault=KIND` on the command line), to show and test the trap report.
 
 /// Commits the fault named `kind`; returns only if the kind is unknown or needs trap handling
-/// that this architecture does not have yet.
+/// that this architecture does not have yet. Never inlined: the panic report's backtrace names
+/// it, which `fault::panic` checks.
+#[inline(never)]
 pub fn commit(kind: &str) {
     let needs_traps = matches!(kind, "load" | "stack-overflow");
     if needs_traps && !crate::arch::HANDLES_TRAPS {

@@ -8,6 +8,8 @@ use crate::cmdline::Args;
 use crate::ktest::KernelTest;
 use crate::{ExitCode, ktest};
 
+#[cfg(target_arch = "riscv64")]
+mod asid;
 mod faults;
 mod frames;
 #[cfg(target_arch = "riscv64")]
@@ -25,6 +27,8 @@ const ALL: &[KernelTest] = &[
     KernelTest { name: "paging::alias_and_unmap", run: paging::alias_and_unmap },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "paging::stack_guard", run: paging::stack_guard },
+    #[cfg(target_arch = "riscv64")]
+    KernelTest { name: "paging::asid_recycling", run: asid::recycling },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "sbi::console", run: sbi::console },
     #[cfg(target_arch = "riscv64")]

@@ -170,8 +170,8 @@ pub fn init_platform(boot: &BootInfo) {
     // SAFETY: setting `scounteren.TM` only lets user mode read the `time` CSR (the same clock
     // every domain can ask for with the `time` call), so domains can timestamp without a trap.
     unsafe { core::arch::asm!("csrs scounteren, {tm}", tm = in(reg) 2usize) };
-    let mut table = PageTable::new(frame_allocator::Owner::Kernel, 0)
-        .expect("no frame for the kernel root table");
+    let mut table =
+        PageTable::new(frame_allocator::Owner::Kernel).expect("no frame for the kernel root table");
     let text = &raw const __kernel_start as u64;
     let rodata = &raw const __text_end as u64;
     let data = &raw const __rodata_end as u64;
@@ -201,13 +201,15 @@ pub fn init_platform(boot: &BootInfo) {
             .expect("mapping the direct map");
         pa += 1 << 30;
     }
-    sv39::activate(&table);
+    let asid_bits = sv39::probe_asid_bits(&table);
+    user::init_asids(asid_bits);
     *KERNEL_TABLE.lock() = Some(table);
     timer::init();
     interrupts::enable();
     let dbcn = sbi::has_dbcn();
     defmt::info!(
-        "riscv64: Sv39 kernel tables active, traps on, timer {=u64} Hz, SBI console: {=str}",
+        "riscv64: Sv39 kernel tables active ({=u32} ASID bits), traps on, timer {=u64} Hz, SBI console: {=str}",
+        asid_bits,
         time::frequency(),
         if dbcn { "DBCN" } else { "legacy" }
     );

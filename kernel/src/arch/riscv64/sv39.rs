@@ -1,10 +1,21 @@
-//! Sv39 page tables: three levels of 512 entries, 4 KiB pages, 2 MiB and 1 GiB leaves.
+//! Sv39 page tables: three levels of 512 entries, 4 KiB pages, 2 MiB and 1 GiB leaves; and the
+//! TLB: switching trees under an address-space identifier (ASID), and flushes.
 //!
-//! Table frames come from the frame allocator (owned by the kernel for kernel tables; later
-//! charged to the domain a protection domain's tables serve) and are reached through the direct
-//! map. Mapping never silently replaces a mapping: it fails with [`MapError::AlreadyMapped`].
+//! Table frames come from the frame allocator (owned by the kernel for kernel tables; charged
+//! to the domain a protection domain's tables serve) and are reached through the direct map.
+//! Mapping never silently replaces a mapping: it fails with [`MapError::AlreadyMapped`].
+//!
+//! Every mapping in the upper (kernel) half is global (`PTE_G`, set by [`PageTable::map`] and
+//! [`PageTable::map_gigapage`] whatever the caller asks) and no mapping in the lower half is:
+//! the kernel half is the same in every tree, so its TLB entries serve every ASID, while a
+//! domain's entries are tagged with its ASID and survive switches to other domains. Which ASID
+//! a tree runs under is decided by [`super::user`] (the [`asid_allocator`] crate); the kernel's
+//! own tree runs under ASID 0 ([`asid_allocator::KERNEL`]) and maps nothing in the lower half,
+//! so switching to it never needs a flush.
 
+use asid_allocator::Flush;
 use frame_allocator::{FRAME_SIZE, Frame, FrameError, Owner};
+use riscv::register::satp;
 
 use super::phys_to_virt;
 use crate::memory;
@@ -29,6 +40,12 @@ pub const PTE_D: u64 = 1 << 7;
 const LEAF: u64 = PTE_R | PTE_W | PTE_X;
 const GIB: u64 = 1 << 30;
 
+/// `flags` with the global bit as the half `va` lies in demands: set in the upper half, clear
+/// in the lower.
+fn global_by_half(va: u64, flags: u64) -> u64 {
+    if (va as i64) < 0 { flags | PTE_G } else { flags & !PTE_G }
+}
+
 /// Why a mapping request failed.
 #[derive(Debug, PartialEq, Eq, defmt::Format)]
 pub enum MapError {
@@ -51,7 +68,6 @@ pub enum MapError {
 pub struct PageTable {
     root: Frame,
     owner: Owner,
-    asid: u16,
 }
 
 fn entries(table: u64) -> &'static mut [u64; 512] {
@@ -71,34 +87,25 @@ fn canonical(va: u64) -> bool {
 }
 
 impl PageTable {
-    /// A new, empty tree whose frames are charged to `owner`, tagged with address-space
-    /// identifier `asid` in the TLB.
-    pub fn new(owner: Owner, asid: u16) -> Result<Self, MapError> {
+    /// A new, empty tree whose frames are charged to `owner`.
+    pub fn new(owner: Owner) -> Result<Self, MapError> {
         let root = memory::alloc_zeroed(owner).map_err(MapError::OutOfFrames)?;
-        Ok(PageTable { root, owner, asid })
+        Ok(PageTable { root, owner })
     }
 
     /// A new tree for a protection domain: it shares the kernel half (the upper 256 root
     /// entries, and through them every kernel table) with `kernel`, and has an empty user half.
-    pub fn new_sharing_kernel(
-        kernel: &PageTable,
-        owner: Owner,
-        asid: u16,
-    ) -> Result<Self, MapError> {
-        let table = PageTable::new(owner, asid)?;
+    pub fn new_sharing_kernel(kernel: &PageTable, owner: Owner) -> Result<Self, MapError> {
+        let table = PageTable::new(owner)?;
         let src = entries(kernel.root.addr());
         entries(table.root.addr())[256..].copy_from_slice(&src[256..]);
         Ok(table)
     }
 
-    /// The value for `satp` that selects this tree (Sv39 with its ASID).
-    pub fn satp(&self) -> usize {
-        (8usize << 60) | ((self.asid as usize) << 44) | (self.root.addr() >> 12) as usize
-    }
-
-    /// The address-space identifier.
-    pub fn asid(&self) -> u16 {
-        self.asid
+    /// The value for `satp` that selects this tree (Sv39) under address-space identifier
+    /// `asid`.
+    pub fn satp(&self, asid: u16) -> usize {
+        (8usize << 60) | ((asid as usize) << 44) | (self.root.addr() >> 12) as usize
     }
 
     /// Frees every table frame of the user half and the root. Leaf frames (the memory that was
@@ -124,7 +131,7 @@ impl PageTable {
         self.root
     }
 
-    /// Maps the 1 GiB page at `va` to `pa` with `flags` (R/W/X/U/G).
+    /// Maps the 1 GiB page at `va` to `pa` with `flags` (R/W/X/U; G follows the half).
     pub fn map_gigapage(&mut self, va: u64, pa: u64, flags: u64) -> Result<(), MapError> {
         if !va.is_multiple_of(GIB) || !pa.is_multiple_of(GIB) {
             return Err(MapError::Misaligned);
@@ -136,12 +143,19 @@ impl PageTable {
         if *e & PTE_V != 0 {
             return Err(MapError::AlreadyMapped);
         }
-        *e = ((pa >> 12) << 10) | flags | PTE_V | PTE_A | PTE_D;
+        *e = ((pa >> 12) << 10) | global_by_half(va, flags) | PTE_V | PTE_A | PTE_D;
         Ok(())
     }
 
-    /// Maps the 4 KiB page at `va` to `pa` with `flags`, creating intermediate tables.
+    /// Maps the 4 KiB page at `va` to `pa` with `flags` (R/W/X/U; G follows the half),
+    /// creating intermediate tables.
     pub fn map(&mut self, va: u64, pa: u64, flags: u64) -> Result<(), MapError> {
+        self.map_page(va, pa, flags).map(|_| ())
+    }
+
+    /// [`PageTable::map`], which also says whether it created intermediate tables (a change
+    /// of non-leaf entries, which a TLB flush of the page alone does not cover).
+    pub fn map_page(&mut self, va: u64, pa: u64, flags: u64) -> Result<bool, MapError> {
         if !va.is_multiple_of(FRAME_SIZE) || !pa.is_multiple_of(FRAME_SIZE) {
             return Err(MapError::Misaligned);
         }
@@ -149,11 +163,13 @@ impl PageTable {
             return Err(MapError::NonCanonical);
         }
         let mut table = self.root.addr();
+        let mut made = false;
         for level in [2, 1] {
             let e = &mut entries(table)[vpn(va, level)];
             if *e & PTE_V == 0 {
                 let next = memory::alloc_zeroed(self.owner).map_err(MapError::OutOfFrames)?;
                 *e = ((next.addr() >> 12) << 10) | PTE_V;
+                made = true;
             } else if *e & LEAF != 0 {
                 return Err(MapError::AlreadyMapped);
             }
@@ -163,8 +179,8 @@ impl PageTable {
         if *e & PTE_V != 0 {
             return Err(MapError::AlreadyMapped);
         }
-        *e = ((pa >> 12) << 10) | flags | PTE_V | PTE_A | PTE_D;
-        Ok(())
+        *e = ((pa >> 12) << 10) | global_by_half(va, flags) | PTE_V | PTE_A | PTE_D;
+        Ok(made)
     }
 
     /// Visits the 2 MiB regions that `[start, end)` touches and, for each, whether its level-1
@@ -221,14 +237,17 @@ impl PageTable {
         self.tables_of_range(start, end, true)
     }
 
-    /// Frees the tables of `[start, end)` that map nothing any more.
-    pub fn prune_range(&mut self, start: u64, end: u64) {
+    /// Frees the tables of `[start, end)` that map nothing any more; returns whether it freed
+    /// any.
+    pub fn prune_range(&mut self, start: u64, end: u64) -> bool {
         const REGION: u64 = 2 << 20;
+        let mut freed = false;
         let mut va = start & !(REGION - 1);
         while va < end {
-            self.prune(va);
+            freed |= self.prune(va);
             va += REGION;
         }
+        freed
     }
 
     /// Removes the 4 KiB mapping at `va` like [`PageTable::unmap`] but keeps the tables on the
@@ -252,32 +271,33 @@ impl PageTable {
     }
 
     /// Replaces the permission `flags` of the 4 KiB mapping at `va`, keeping its frame. The
-    /// caller flushes the TLB (see [`flush`]).
+    /// caller flushes the TLB.
     pub fn protect(&mut self, va: u64, flags: u64) -> Result<(), MapError> {
         let e = self.leaf(va).ok_or(MapError::NotMapped)?;
         let pa = (*e >> 10) << 12;
-        *e = ((pa >> 12) << 10) | flags | PTE_V | PTE_A | PTE_D;
+        *e = ((pa >> 12) << 10) | global_by_half(va, flags) | PTE_V | PTE_A | PTE_D;
         Ok(())
     }
 
-    /// Removes the 4 KiB mapping at `va`, returning the physical address it mapped. The caller
-    /// flushes the TLB (see [`flush`]).
+    /// Removes the 4 KiB mapping at `va`, returning the physical address it mapped, and frees
+    /// the tables that map nothing any more. The caller flushes the TLB (for a kernel-half
+    /// page, [`flush`]).
     pub fn unmap(&mut self, va: u64) -> Result<u64, MapError> {
-        let e = self.leaf(va).ok_or(MapError::NotMapped)?;
-        let pa = (*e >> 10) << 12;
-        *e = 0;
+        let pa = self.unmap_keeping_tables(va)?;
         self.prune(va);
         Ok(pa)
     }
 
     /// Frees the lower-level tables on the path to `va` that no longer map anything, so that a
     /// tree's frames follow what it maps (they are charged to its owner). The root stays.
-    fn prune(&mut self, va: u64) {
+    /// Returns whether it freed any (a change of non-leaf entries).
+    pub fn prune(&mut self, va: u64) -> bool {
         let root = self.root.addr();
         let e2 = entries(root)[vpn(va, 2)];
         if e2 & PTE_V == 0 || e2 & LEAF != 0 {
-            return;
+            return false;
         }
+        let mut freed = false;
         let l1 = (e2 >> 10) << 12;
         let e1 = entries(l1)[vpn(va, 1)];
         if e1 & PTE_V != 0 && e1 & LEAF == 0 {
@@ -285,12 +305,15 @@ impl PageTable {
             if entries(l0).iter().all(|e| *e & PTE_V == 0) {
                 entries(l1)[vpn(va, 1)] = 0;
                 let _ = memory::scrub_and_free(Frame::containing(l0), self.owner);
+                freed = true;
             }
         }
         if entries(l1).iter().all(|e| *e & PTE_V == 0) {
             entries(root)[vpn(va, 2)] = 0;
             let _ = memory::scrub_and_free(Frame::containing(l1), self.owner);
+            freed = true;
         }
+        freed
     }
 
     /// The physical address `va` translates to, if it is mapped.
@@ -328,21 +351,63 @@ impl PageTable {
     }
 }
 
-/// Makes this CPU use `table`.
-pub fn activate(table: &PageTable) {
-    // SAFETY: callers pass a tree that maps the kernel image, its stacks and the direct map at
-    // the same addresses as the tree in use, so execution continues unaffected.
-    unsafe { core::arch::asm!("csrw satp, {0}", "sfence.vma", in(reg) table.satp()) };
+/// Makes this CPU translate with `table` under address-space identifier `asid`, then runs
+/// `flush` (see [`asid_allocator::Flush`]).
+pub fn switch(table: &PageTable, asid: u16, flush: Flush) {
+    write_satp(table.satp(asid));
+    match flush {
+        Flush::None => {}
+        Flush::Asid(asid) => flush_asid(asid),
+        Flush::All => flush_all(),
+    }
 }
 
-/// Flushes this CPU's TLB entries for `va`.
+/// Writes `satp` (a value of [`PageTable::satp`]) without a flush: the caller knows the TLB
+/// holds nothing stale under its ASID.
+#[inline]
+pub fn write_satp(value: usize) {
+    // SAFETY: every tree maps the kernel image, its stacks and the direct map at the same
+    // addresses as the tree in use (they share the kernel half), so execution continues
+    // unaffected; the caller's flush (or its knowledge that none is needed) keeps the TLB
+    // consistent with the new tree.
+    unsafe { satp::write(satp::Satp::from_bits(value)) };
+}
+
+/// How many ASID bits this hart keeps (ASIDLEN, 0 to 16): writes all ones to `satp.ASID` with
+/// `table` selected and reads back, then leaves `table` selected under ASID 0 with the whole
+/// TLB flushed. For the switch from the boot tables, whose identity map of the first 4 GiB is
+/// global and must not outlive them.
+pub fn probe_asid_bits(table: &PageTable) -> u32 {
+    // SAFETY: as in `switch`; the ASID written first is whatever the hart keeps of all ones,
+    // and no TLB entry made under it survives the full flush below.
+    unsafe { satp::write(satp::Satp::from_bits(table.satp(u16::MAX))) };
+    let kept = satp::read().asid();
+    switch(table, asid_allocator::KERNEL, Flush::All);
+    kept.count_ones()
+}
+
+/// Flushes this CPU's whole TLB, global entries included.
+pub fn flush_all() {
+    riscv::asm::sfence_vma_all();
+}
+
+/// Flushes this CPU's TLB entries for `va` in every address space, global entries included
+/// (what a change in the kernel half needs).
 pub fn flush(va: u64) {
-    // SAFETY: `sfence.vma` only drops cached translations.
-    unsafe { core::arch::asm!("sfence.vma {0}, zero", in(reg) va) };
+    // SAFETY: `sfence.vma` only drops cached translations. The `riscv` crate's `sfence_vma`
+    // always names an ASID register, which would spare global entries: rs2 must be `zero`.
+    unsafe { core::arch::asm!("sfence.vma {0}, zero", in(reg) va, options(nostack)) };
 }
 
-/// Flushes this CPU's TLB entries for address space `asid`.
+/// Flushes this CPU's TLB entries for `va` in address space `asid` (global entries stay).
+pub fn flush_page(va: u64, asid: u16) {
+    riscv::asm::sfence_vma(asid as usize, va as usize);
+}
+
+/// Flushes this CPU's TLB entries of address space `asid`, at every address, non-leaf ones
+/// included (global entries stay).
 pub fn flush_asid(asid: u16) {
-    // SAFETY: `sfence.vma` only drops cached translations.
-    unsafe { core::arch::asm!("sfence.vma zero, {0}", in(reg) asid as usize) };
+    // SAFETY: `sfence.vma` only drops cached translations. The `riscv` crate has no form with
+    // rs1 = `zero` (every address).
+    unsafe { core::arch::asm!("sfence.vma zero, {0}", in(reg) asid as usize, options(nostack)) };
 }

@@ -7,9 +7,13 @@
 //! that domain instead.
 
 use core::arch::global_asm;
+use core::cell::Cell;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use abi::Rights;
+use asid_allocator::{AsidAllocator, Flush, Tag};
 use frame_allocator::Owner;
+use spin::Mutex;
 
 use super::sv39::{self, MapError, PTE_R, PTE_U, PTE_W, PTE_X, PageTable};
 use super::trap::{self, INTERRUPT, SUPERVISOR_TIMER, TrapFrame};
@@ -212,27 +216,101 @@ pub fn enter_user(ctx: &UserContext) -> ! {
     }
 }
 
+/// The address-space identifiers of this hart: how many there are is found at boot
+/// ([`init_asids`]); [`AddressSpace::activate`] takes them from here. No interrupt handler
+/// touches it (they never switch address spaces), so taking the lock with interrupts on cannot
+/// deadlock on this single hart.
+static ASIDS: Mutex<AsidAllocator> = Mutex::new(AsidAllocator::new(1));
+
+/// The generation of [`ASIDS`], copied there whenever it changes (under the lock), so that the
+/// common case of a switch, to a space whose ASID is live, takes no lock.
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// Runs `f` on the allocator and keeps [`GENERATION`] in step.
+fn with_asids<R>(f: impl FnOnce(&mut AsidAllocator) -> R) -> R {
+    let mut asids = ASIDS.lock();
+    let r = f(&mut asids);
+    GENERATION.store(asids.generation(), Ordering::Relaxed);
+    r
+}
+
+/// How many ASIDs the hart has (the kernel's included), as found at boot.
+static HART_ASIDS: AtomicU32 = AtomicU32::new(1);
+
+/// Sets the number of ASIDs from the hart's ASIDLEN (found by [`sv39::probe_asid_bits`]), before
+/// any address space runs.
+pub(super) fn init_asids(bits: u32) {
+    let count = 1 << bits.min(16);
+    HART_ASIDS.store(count, Ordering::Relaxed);
+    with_asids(|a| a.restart(count));
+}
+
+/// Uses at most `count` ASIDs from now on (the kernel's 0 included; never more than the hart
+/// has, at least 1), for tests that make recycling happen; returns the number used before. The
+/// CPU moves to the kernel's own tables, and the TLB is flushed: every address space gets a
+/// fresh ASID when it next runs.
+pub fn limit_asids(count: u32) -> u32 {
+    let before = with_asids(|a| {
+        let before = a.count();
+        a.restart(count.clamp(1, HART_ASIDS.load(Ordering::Relaxed)));
+        before
+    });
+    super::with_kernel_table(|k| sv39::switch(k, asid_allocator::KERNEL, Flush::All));
+    before
+}
+
+/// The current ASID generation (it grows by one each time the ASIDs run out and are recycled).
+pub fn asid_generation() -> u64 {
+    GENERATION.load(Ordering::Relaxed)
+}
+
 /// A protection domain's view of the single address space: one Sv39 tree that shares the
 /// kernel half and maps, in the user half, exactly the stretches the domain may access, with
 /// its rights.
+///
+/// It runs under an ASID the arch hands out ([`asid_allocator`]: by generations, recycled when
+/// there are fewer ASIDs than spaces), so switching to it writes `satp` without flushing the
+/// TLB; every change of its mappings (map, unmap, protect, tables made or freed) is flushed by
+/// its ASID, and by address where only a leaf changed, if its ASID is live (otherwise the TLB
+/// holds nothing of it).
 pub struct AddressSpace {
     table: PageTable,
+    tag: Cell<Tag>,
+    /// `satp` for the tree under the ASID of `tag`.
+    satp: Cell<usize>,
 }
 
 impl AddressSpace {
-    /// An empty user half, its tables charged to `owner`, tagged with `asid`.
-    pub fn new(owner: Owner, asid: u16) -> Result<Self, MapError> {
-        let table = super::with_kernel_table(|k| PageTable::new_sharing_kernel(k, owner, asid))?;
-        Ok(AddressSpace { table })
+    /// An empty user half, its tables charged to `owner`. It gets an ASID when it first runs.
+    pub fn new(owner: Owner) -> Result<Self, MapError> {
+        let table = super::with_kernel_table(|k| PageTable::new_sharing_kernel(k, owner))?;
+        Ok(AddressSpace { table, tag: Cell::new(Tag::NONE), satp: Cell::new(0) })
+    }
+
+    /// The ASID under which the TLB may hold this space's translations, if any.
+    pub fn live_asid(&self) -> Option<u16> {
+        let tag = self.tag.get();
+        if tag.generation() == GENERATION.load(Ordering::Relaxed) { tag.asid() } else { None }
+    }
+
+    /// Makes a change to the page at `va` reach the TLB: flushes the page in this space's ASID
+    /// (with `tables`, the whole ASID: non-leaf entries changed), if the ASID is live.
+    fn flush_change(&self, va: usize, tables: bool) {
+        match self.live_asid() {
+            Some(asid) if tables => sv39::flush_asid(asid),
+            Some(asid) => sv39::flush_page(va as u64, asid),
+            None => {}
+        }
     }
 
     /// Maps the user page `va` to frame `pa` with `rights` (write implies read: Sv39 has no
     /// write-only pages). `Rights::NONE` maps nothing.
     pub fn map(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), MapError> {
-        match leaf_flags(rights) {
-            Some(flags) => self.table.map(va as u64, pa, flags),
-            None => Ok(()),
-        }
+        let Some(flags) = leaf_flags(rights) else { return Ok(()) };
+        // Flushed although the page was invalid: the TLB may cache the absence of a mapping.
+        let tables = self.table.map_page(va as u64, pa, flags)?;
+        self.flush_change(va, tables);
+        Ok(())
     }
 
     /// How many page-table frames mapping every page of `[start, end)` would take now.
@@ -242,18 +320,23 @@ impl AddressSpace {
 
     /// Creates the page tables of every page of `[start, end)` (see [`PageTable::populate`]).
     pub fn populate(&mut self, start: usize, end: usize) -> Result<u64, MapError> {
-        self.table.populate(start as u64, end as u64)
+        let made = self.table.populate(start as u64, end as u64);
+        // Made tables change non-leaf entries, even when a later one failed.
+        self.flush_change(start, true);
+        made
     }
 
     /// Frees the page tables of `[start, end)` that map nothing.
     pub fn prune_range(&mut self, start: usize, end: usize) {
-        self.table.prune_range(start as u64, end as u64);
+        if self.table.prune_range(start as u64, end as u64) {
+            self.flush_change(start, true);
+        }
     }
 
     /// Removes the mapping of `va`, if any, keeping its page tables, and flushes it.
     pub fn unmap_keeping_tables(&mut self, va: usize) {
         if self.table.unmap_keeping_tables(va as u64).is_ok() {
-            sv39::flush(va as u64);
+            self.flush_change(va, false);
         }
     }
 
@@ -267,29 +350,49 @@ impl AddressSpace {
     pub fn protect(&mut self, va: usize, rights: Rights) -> Result<(), MapError> {
         let flags = leaf_flags(rights).ok_or(MapError::NoAccess)?;
         self.table.protect(va as u64, flags)?;
-        sv39::flush(va as u64);
+        self.flush_change(va, false);
         Ok(())
     }
 
-    /// Removes the mapping of `va`, if any, and flushes it.
+    /// Removes the mapping of `va`, if any, and flushes it (with the tables it frees).
     pub fn unmap(&mut self, va: usize) {
-        if self.table.unmap(va as u64).is_ok() {
-            sv39::flush(va as u64);
+        if self.table.unmap_keeping_tables(va as u64).is_ok() {
+            let freed = self.table.prune(va as u64);
+            self.flush_change(va, freed);
         }
     }
 
-    /// Makes this the current address space.
+    /// Makes this the current address space: `satp` selects its tree under its ASID, which it
+    /// gets first if it has none of the current generation (then the TLB is flushed of that
+    /// ASID, or whole when the ASIDs ran out and a new generation began).
+    #[inline]
     pub fn activate(&self) {
-        sv39::activate(&self.table);
+        if self.tag.get().generation() == GENERATION.load(Ordering::Relaxed) {
+            sv39::write_satp(self.satp.get());
+        } else {
+            self.activate_with_new_asid();
+        }
+    }
+
+    /// [`AddressSpace::activate`] for a space whose ASID is not live.
+    #[cold]
+    #[inline(never)]
+    fn activate_with_new_asid(&self) {
+        let mut tag = self.tag.get();
+        let switch = with_asids(|a| a.switch_to(&mut tag));
+        self.tag.set(tag);
+        self.satp.set(self.table.satp(switch.asid));
+        sv39::switch(&self.table, switch.asid, switch.flush);
     }
 
     /// Frees the tables (not the mapped frames) and forgets cached translations. The CPU moves
     /// to the kernel's own tables first, in case this space is the current one.
     pub fn destroy(self) {
-        super::with_kernel_table(|k| sv39::activate(k));
-        let asid = self.table.asid();
+        super::with_kernel_table(|k| sv39::switch(k, asid_allocator::KERNEL, Flush::None));
+        if let Some(asid) = self.live_asid() {
+            sv39::flush_asid(asid);
+        }
         self.table.destroy();
-        sv39::flush_asid(asid);
     }
 }
 
