@@ -20,10 +20,14 @@
 //!   handler, the domain is terminated with a report instead.
 //! - *Revocation*: a guaranteed allocation that finds too few free frames sends a notice to the
 //!   domain holding the most optimistic frames (not the caller) and blocks the caller; its call
-//!   runs again when frames come back. The notice names the frames wanted and a deadline three
-//!   of the victim's CPU periods away. The victim's drivers release frames with `unmap` and
-//!   `frame_free`; the kernel counts them and clears the notice once enough came back. At the
-//!   deadline a victim that has not complied is terminated, which frees all its frames.
+//!   runs again when frames come back. The notice names the frames wanted and a deadline
+//!   ([`revocation_window`]): the time by which the victim's CPU contract guarantees it
+//!   [`RELEASE_WORK_NS`] of CPU per frame asked for, but never more than
+//!   [`REVOCATION_BOUND_NS`]. So a victim whose contract lets it comply is never forced,
+//!   whatever its period, and a claimer waits at most the bound, whatever the victim's
+//!   period. The victim's drivers release frames with `unmap` and `frame_free`; the kernel
+//!   counts them and clears the notice once enough came back. At the deadline a victim that
+//!   has not complied is terminated, which frees all its frames.
 //!
 //! Invariants: a loose frame is mapped at most at one page, and a page of a managed stretch
 //! maps only a loose frame of the stretch's owner; `Domain::optimistic_held` is the number of
@@ -48,8 +52,28 @@ use crate::memory::{self, with_frames};
 /// Optimistic frames are granted only while more than this many frames stay free, so that page
 /// tables and small guaranteed allocations rarely wait for a revocation.
 pub const OPTIMISTIC_FLOOR: u64 = 32;
-/// A revocation notice's deadline, in CPU periods of the domain it is sent to.
-pub const REVOCATION_PERIODS: u64 = 3;
+/// The longest a revocation notice runs: whatever the victim's contract, the domain waiting
+/// for the frames has them this long after the notice (plus the time the kernel takes to free
+/// them by force).
+pub const REVOCATION_BOUND_NS: u64 = 50_000_000;
+/// The CPU time a victim is allowed per frame it is asked for (a physical driver releases a
+/// frame with one `unmap` and one `frame_free`, about 1 µs; the rest is slack for drivers that
+/// do more).
+pub const RELEASE_WORK_NS: u64 = 10_000;
+
+/// How long after a notice for `wanted` frames its deadline lies, for a victim with CPU
+/// `contract`: the time by which the contract guarantees it `wanted × RELEASE_WORK_NS` of CPU
+/// (whole slices, one period more for a notice that arrives mid-period), but at most
+/// [`REVOCATION_BOUND_NS`]. So a victim whose contract gives it the time to comply is never
+/// forced, and no claimer waits longer than the bound.
+pub fn revocation_window(contract: Option<atropos::Contract>, wanted: u64) -> u64 {
+    let work = wanted.saturating_mul(RELEASE_WORK_NS);
+    let needed = match contract {
+        Some(c) if c.slice > 0 => work.div_ceil(c.slice).saturating_add(1).saturating_mul(c.period),
+        _ => u64::MAX,
+    };
+    needed.min(REVOCATION_BOUND_NS)
+}
 /// Largest managed stretch (its pages cost nothing until they are mapped).
 pub const MANAGED_MAX: usize = 256 << 20;
 /// Bytes of kernel memory charged per page of a managed stretch (its record of the page).
@@ -214,9 +238,10 @@ impl World {
 
     /// Asks domain `victim` to release `wanted` optimistic frames (for domain `for_whom`).
     fn send_revocation(&mut self, victim: u32, wanted: u64, for_whom: u32) {
-        let period = self.sched.contract(victim as usize).map_or(atropos::MIN_PERIOD, |c| c.period);
+        let contract = self.sched.contract(victim as usize);
+        let (period, slice) = contract.map_or((0, 0), |c| (c.period, c.slice));
         let sent_ns = now_ns();
-        let deadline_ns = sent_ns + REVOCATION_PERIODS * period;
+        let deadline_ns = sent_ns + revocation_window(contract, wanted);
         let for_whom = self.domains[for_whom as usize].name.clone();
         let d = &mut self.domains[victim as usize];
         let goal = d.optimistic_held - wanted;
@@ -230,14 +255,15 @@ impl World {
             slot.notices.fetch_add(1, Ordering::Release);
         }
         defmt::info!(
-            "revocation: domain {=str} (holding {=u64} optimistic frames, the most) asked to release {=u64} for domain {=str}: sent={=u64} us deadline={=u64} us period={=u64} us",
+            "revocation: domain {=str} (holding {=u64} optimistic frames, the most) asked to release {=u64} for domain {=str}: sent={=u64} us deadline={=u64} us period={=u64} us slice={=u64} us",
             d.name.as_str(),
             d.optimistic_held,
             wanted,
             for_whom.as_str(),
             sent_ns / 1000,
             deadline_ns / 1000,
-            period / 1000
+            period / 1000,
+            slice / 1000
         );
         self.wake(victim);
     }
@@ -345,7 +371,7 @@ impl World {
         }
         let optimistic = loose.optimistic;
         d.loose.remove(&pa);
-        if let Err(e) = memory::scrub_and_free(Frame::containing(pa), Owner::Domain(id)) {
+        if let Err(e) = memory::free(Frame::containing(pa), Owner::Domain(id)) {
             defmt::error!("frame_free: freeing frame {=u64:#x} failed: {}", pa, e);
         }
         if optimistic {
@@ -361,7 +387,7 @@ impl World {
         let d = &mut self.domains[id as usize];
         d.optimistic_held = 0;
         for pa in core::mem::take(&mut d.loose).into_keys() {
-            if let Err(e) = memory::scrub_and_free(Frame::containing(pa), Owner::Domain(id)) {
+            if let Err(e) = memory::free(Frame::containing(pa), Owner::Domain(id)) {
                 defmt::error!("freeing loose frame {=u64:#x} failed: {}", pa, e);
             }
         }

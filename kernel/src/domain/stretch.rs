@@ -2,7 +2,7 @@
 //! per protection domain.
 //!
 //! A stretch is either *nailed* or *managed*. A nailed stretch (images, stacks, control blocks,
-//! channels, `stretch_create`) gets its frames when it is created, scrubbed and charged to the
+//! channels, `stretch_create`) gets its frames when it is created, zeroed and charged to the
 //! owner, and is mapped into every protection domain that holds rights on it; it never faults.
 //! A managed stretch (`stretch_create_managed`) starts with no page mapped: its owner binds a
 //! stretch driver to it, which maps frames the domain holds page by page (`map`, `unmap`,

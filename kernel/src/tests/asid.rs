@@ -70,7 +70,7 @@ pub fn recycling() -> Outcome {
         space.destroy();
     }
     for f in frames {
-        let _ = memory::scrub_and_free(f, Owner::Kernel);
+        let _ = memory::free(f, Owner::Kernel);
     }
     user::limit_asids(before);
     outcome?;

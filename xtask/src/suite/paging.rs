@@ -133,18 +133,64 @@ fn revocation(out: &Outcome) -> Result<(), String> {
     expect_line(out, "big: exited with status 0")
 }
 
-fn revocation_ignored(out: &Outcome) -> Result<(), String> {
-    revocation_common(out)?;
+/// The revocation rule (docs/memory.md), in us: the time by which a contract of `period` and
+/// `slice` guarantees 10 us of CPU per frame `wanted` (whole slices, plus one period), at most
+/// 50 ms.
+fn revocation_window_us(wanted: u64, period: u64, slice: u64) -> u64 {
+    ((wanted * 10).div_ceil(slice) + 1).saturating_mul(period).min(50_000)
+}
+
+/// The notice to big names its contract (`period`, `slice` in us) and a deadline by the rule;
+/// returns `(sent, deadline)` in us.
+fn notice_by_the_rule(out: &Outcome, period: u64, slice: u64) -> Result<(u64, u64), String> {
     let notice = line_with(out, "revocation: domain big (holding")?;
     let get = |k: &str| field(notice, k).ok_or(format!("no {k}= in `{notice}`"));
-    let (sent, deadline, period) = (get("sent")?, get("deadline")?, get("period")?);
-    // big's contract: `cpu = { period = "100ms", ... }`.
-    if period != 100_000 {
-        return Err(format!("the notice should name big's period, 100000 us: {notice}"));
+    let (sent, deadline) = (get("sent")?, get("deadline")?);
+    if (get("period")?, get("slice")?) != (period, slice) {
+        return Err(format!(
+            "the notice should name big's contract, {period}/{slice} us: {notice}"
+        ));
     }
-    if deadline.checked_sub(sent) != Some(3 * period) {
-        return Err(format!("the deadline is not three periods after the notice: {notice}"));
+    let wanted = number_after(notice, "asked to release ")?;
+    let window = revocation_window_us(wanted, period, slice);
+    if deadline.checked_sub(sent) != Some(window) {
+        return Err(format!("the deadline should be {window} us after the notice: {notice}"));
     }
+    Ok((sent, deadline))
+}
+
+/// A victim with a 1 ms period that complies is not terminated: its deadline is many of its
+/// periods away, as many as its contract needs to release what was asked.
+fn revocation_short_period(out: &Outcome) -> Result<(), String> {
+    let (sent, deadline) = notice_by_the_rule(out, 1_000, 300)?;
+    if deadline - sent <= 3 * 1_000 {
+        return Err(format!("a deadline of {} us leaves big too little time", deadline - sent));
+    }
+    revocation(out)
+}
+
+/// A victim with a 10 s period that ignores the notice: the deadline is the 50 ms bound, and the
+/// claimer has its memory within 100 ms of asking, by its own clock.
+fn revocation_long_period(out: &Outcome) -> Result<(), String> {
+    revocation_forced(out, 10_000_000, 3_000_000)?;
+    let claim = line_with(out, "[claim] memhog: claimed bytes=")?;
+    let waited = field(claim, "waited_us").ok_or(format!("no waited_us= in `{claim}`"))?;
+    // Not before the 50 ms deadline (big frees nothing before), and within the 100 ms bound.
+    if !(50_000..=100_000).contains(&waited) {
+        return Err(format!("claim should wait 50 to 100 ms for its memory: {claim}"));
+    }
+    Ok(())
+}
+
+fn revocation_ignored(out: &Outcome) -> Result<(), String> {
+    revocation_forced(out, 100_000, 30_000)
+}
+
+/// big, with CPU contract (`period`, `slice`) in us, ignores the notice and loses its frames by
+/// force at the deadline.
+fn revocation_forced(out: &Outcome, period: u64, slice: u64) -> Result<(), String> {
+    revocation_common(out)?;
+    let (_, deadline) = notice_by_the_rule(out, period, slice)?;
     let forced = line_with(out, "domain big: revocation: asked for")?;
     if !forced.contains("taking all its frames by force") {
         return Err(format!("unexpected report: {forced}"));
@@ -156,8 +202,8 @@ fn revocation_ignored(out: &Outcome) -> Result<(), String> {
     // Not before the deadline, and at it: the kernel arms its timer for the earliest
     // revocation deadline, so it acts in that interrupt (1 us after the deadline in this run,
     // whose virtual time is the same every time). The margin leaves room for kernel work in
-    // progress when the interrupt comes, and is far below big's 100 ms period, by which a
-    // kernel that looked only when it next schedules big would be late.
+    // progress when the interrupt comes, and is far below big's period, by which a kernel that
+    // looked only when it next schedules big would be late.
     let at_us = (at * 1e6).round() as u64;
     if !(deadline..=deadline + REVOCATION_MARGIN_US).contains(&at_us) {
         return Err(format!(
@@ -273,6 +319,18 @@ pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
             "revocation-ignored.toml",
             forced,
             revocation_ignored,
+        )),
+        virtual_time(test(
+            "revocation_short_period",
+            "revocation-short-period.toml",
+            &[],
+            revocation_short_period,
+        )),
+        virtual_time(test(
+            "revocation_long_period",
+            "revocation-long-period.toml",
+            forced,
+            revocation_long_period,
         )),
     ]
 }

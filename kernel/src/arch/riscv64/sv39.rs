@@ -119,7 +119,7 @@ impl PageTable {
                     *e = 0;
                 }
             }
-            let _ = memory::scrub_and_free(Frame::containing(table), owner);
+            let _ = memory::free(Frame::containing(table), owner);
         }
         // The kernel half is shared: clear it before freeing so it is not walked.
         entries(self.root.addr())[256..].fill(0);
@@ -304,13 +304,13 @@ impl PageTable {
             let l0 = (e1 >> 10) << 12;
             if entries(l0).iter().all(|e| *e & PTE_V == 0) {
                 entries(l1)[vpn(va, 1)] = 0;
-                let _ = memory::scrub_and_free(Frame::containing(l0), self.owner);
+                let _ = memory::free(Frame::containing(l0), self.owner);
                 freed = true;
             }
         }
         if entries(l1).iter().all(|e| *e & PTE_V == 0) {
             entries(root)[vpn(va, 2)] = 0;
-            let _ = memory::scrub_and_free(Frame::containing(l1), self.owner);
+            let _ = memory::free(Frame::containing(l1), self.owner);
             freed = true;
         }
         freed
