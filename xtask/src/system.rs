@@ -32,14 +32,56 @@ impl System {
     }
 }
 
-/// Reads and checks `path` (errors name the file, line, key and reason).
+/// Reads and checks `path` (errors name the file, line, key and reason), including that this
+/// host has the memory the manifest asks for ([`check_host_memory`]).
 pub fn load_manifest(path: &Path) -> Result<Manifest> {
     let names = apps::app_names();
     let known: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut m = manifest::parse_file(path, &known).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(host) = host_memory() {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        check_host_memory(&path.display().to_string(), &text, m.memory, host)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     resolve_placeholders(&mut m).with_context(|| format!("{}", path.display()))?;
     m.check().map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(m)
+}
+
+/// The host's physical memory in bytes (`MemTotal` in `/proc/meminfo`), if it says.
+pub fn host_memory() -> Option<u64> {
+    meminfo_total(&std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
+/// `MemTotal` of a `/proc/meminfo` text, in bytes.
+fn meminfo_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+    let kib = line.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Fails when the manifest `text` (read from `file`) asks for more guest memory than the
+/// host's `host` bytes of physical memory. QEMU maps the guest's RAM in one piece, and Linux's
+/// default overcommit refuses a mapping larger than the host's memory (and swap): QEMU would
+/// stop with "Cannot allocate memory". The error names the file, the line and the key
+/// `system.memory`, as the manifest's own errors do.
+pub fn check_host_memory(
+    file: &str,
+    text: &str,
+    memory: u64,
+    host: u64,
+) -> Result<(), manifest::ManifestError> {
+    if memory <= host {
+        return Ok(());
+    }
+    let reason = format!(
+        "system memory {} is more than this host's memory, {} (MemTotal in /proc/meminfo): \
+         QEMU could not allocate the guest's RAM",
+        manifest::Bytes(memory),
+        manifest::Bytes(host / manifest::MIB * manifest::MIB)
+    );
+    Err(manifest::ManifestError::at_key(file, text, "system.memory", reason))
 }
 
 fn image_base(index: usize) -> u64 {
@@ -130,5 +172,61 @@ impl IcountBoot {
     /// Boots it once.
     pub fn run(&self, a: &Artifacts) -> Result<Outcome> {
         qemu::boot(&self.boot, a, &self.kernel, None, &mut |_| {})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MEMINFO: &str = "MemTotal:       24684084 kB\nMemFree:         1419612 kB\n\
+                           MemAvailable:   24104404 kB\nSwapTotal:             0 kB\n";
+
+    #[test]
+    fn the_host_memory_is_read_from_meminfo() {
+        assert_eq!(meminfo_total(MEMINFO), Some(24684084 * 1024));
+        assert_eq!(meminfo_total("MemFree: 1 kB\n"), None);
+        assert_eq!(meminfo_total("MemTotal: lots\n"), None);
+        // This host (Linux) says.
+        assert!(host_memory().is_some_and(|m| m > 0));
+    }
+
+    #[test]
+    fn a_manifest_beyond_the_host_memory_is_refused_at_its_key() {
+        let text = "[[domain]]\nname = \"a\"\napp = \"hello\"\nmemory = { guaranteed = \"1M\" }\n\n\
+                    [system]\nmemory = \"32G\"\n";
+        let host = meminfo_total(MEMINFO).unwrap();
+        let e = check_host_memory("big.toml", text, 32 << 30, host).unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(7), Some("system.memory")));
+        assert_eq!(
+            e.to_string(),
+            "big.toml:7: system.memory: system memory 32G is more than this host's memory, \
+             24105M (MemTotal in /proc/meminfo): QEMU could not allocate the guest's RAM"
+        );
+        assert!(check_host_memory("big.toml", text, 23 << 30, host).is_ok());
+        assert!(check_host_memory("big.toml", text, host, host).is_ok());
+    }
+
+    #[test]
+    fn loading_a_manifest_checks_the_host_memory() {
+        let Some(host) = host_memory() else { return };
+        // The most this host can be refused for that the manifest crate still accepts.
+        let over = (host / manifest::MIB + 1) * manifest::MIB;
+        if over > manifest::MAX_MEMORY {
+            return;
+        }
+        let dir = util::target_dir().join("host-memory-test");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("over.toml");
+        let text = format!(
+            "[system]\nmemory = \"{}M\"\n\n[[domain]]\nname = \"a\"\napp = \"hello\"\n\
+             memory = {{ guaranteed = \"256K\" }}\n",
+            over / manifest::MIB
+        );
+        std::fs::write(&path, text).unwrap();
+        let e = load_manifest(&path).unwrap_err().to_string();
+        let want = format!("{}:2: system.memory: system memory ", path.display());
+        assert!(e.starts_with(&want), "{e}");
+        assert!(e.contains("is more than this host's memory"), "{e}");
     }
 }

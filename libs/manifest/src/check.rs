@@ -8,8 +8,9 @@ use atropos::{AdmissionError, CAPACITY_PPB, ContractError, KERNEL_RESERVE_PERCEN
 
 use crate::{
     Bytes, CpuSpec, DOMAIN_FIXED_FRAMES, KERNEL_RESERVE, MAX_ARG_LEN, MAX_ARGS, MAX_CHANNEL_BYTES,
-    MAX_CHANNELS, MAX_CHANNELS_PER_DOMAIN, MAX_DOMAINS, MAX_NAME_LEN, MAX_SLOT_SIZE, MAX_SLOTS,
-    MEMORY_ALIGN, MIN_MEMORY, MIN_SLOT_SIZE, MIN_SLOTS, Manifest, PAGE_SIZE, SLOT_ALIGN, Time,
+    MAX_CHANNELS, MAX_CHANNELS_PER_DOMAIN, MAX_DOMAINS, MAX_MEMORY, MAX_NAME_LEN, MAX_SLOT_SIZE,
+    MAX_SLOTS, MEMORY_ALIGN, MIN_MEMORY, MIN_SLOT_SIZE, MIN_SLOTS, Machine, Manifest, PAGE_SIZE,
+    SLOT_ALIGN, Time,
 };
 
 /// A rule of [`Manifest::check`] that a manifest breaks.
@@ -57,6 +58,12 @@ pub enum ProblemKind {
     },
     /// System memory is not a multiple of [`MEMORY_ALIGN`].
     MemoryUnaligned {
+        /// System memory in bytes.
+        memory: u64,
+    },
+    /// System memory is above [`MAX_MEMORY`], more than some [`Machine`](crate::Machine)
+    /// can give.
+    MemoryTooLarge {
         /// System memory in bytes.
         memory: u64,
     },
@@ -263,7 +270,9 @@ impl ProblemKind {
     pub(crate) fn field(&self) -> Field {
         match self {
             Self::NoDomains | Self::TooManyDomains { .. } => Field::Domains,
-            Self::MemoryUnaligned { .. } | Self::MemoryTooSmall { .. } => Field::SystemMemory,
+            Self::MemoryUnaligned { .. }
+            | Self::MemoryTooSmall { .. }
+            | Self::MemoryTooLarge { .. } => Field::SystemMemory,
             Self::NameEmpty
             | Self::NameTooLong { .. }
             | Self::NameBadChar { .. }
@@ -314,6 +323,17 @@ impl fmt::Display for ProblemKind {
                 "system memory {} is not a multiple of {}",
                 Bytes(*memory),
                 Bytes(MEMORY_ALIGN)
+            ),
+            Self::MemoryTooLarge { memory } => write!(
+                f,
+                "system memory {} is above the maximum of {}: {} gives a kernel at most {} \
+                 (its RAM starts at 2G and the kernel's direct map ends at 64G), {} at most {}",
+                Bytes(*memory),
+                Bytes(MAX_MEMORY),
+                Machine::RiscvVirt.name(),
+                Bytes(Machine::RiscvVirt.max_memory()),
+                Machine::Q35.name(),
+                Bytes(Machine::Q35.max_memory())
             ),
             Self::MemoryTooSmall { memory } => write!(
                 f,
@@ -524,6 +544,9 @@ impl Manifest {
         }
         if self.memory < MIN_MEMORY {
             return Err(system(ProblemKind::MemoryTooSmall { memory: self.memory }));
+        }
+        if self.memory > MAX_MEMORY {
+            return Err(system(ProblemKind::MemoryTooLarge { memory: self.memory }));
         }
         for (index, d) in self.domains.iter().enumerate() {
             let problem = |kind| Problem { domain: domain_ref(index), channel: None, kind };
@@ -738,6 +761,23 @@ mod tests {
         assert_eq!(kind(&m), ProblemKind::MemoryTooSmall { memory: 15 * MIB });
         m.memory = MIN_MEMORY;
         m.check().unwrap();
+        m.memory = MAX_MEMORY;
+        m.check().unwrap();
+        m.memory = MAX_MEMORY + MIB;
+        assert_eq!(kind(&m), ProblemKind::MemoryTooLarge { memory: MAX_MEMORY + MIB });
+        m.memory = 99999 * 1024 * MIB;
+        assert_eq!(kind(&m), ProblemKind::MemoryTooLarge { memory: 99999 * 1024 * MIB });
+    }
+
+    #[test]
+    fn the_memory_bound_is_what_every_machine_gives() {
+        assert_eq!(MAX_MEMORY, 62 * 1024 * MIB);
+        let least = Machine::ALL.iter().map(|m| m.max_memory()).min();
+        assert_eq!(least, Some(MAX_MEMORY));
+        // virt's RAM starts at 2 GiB; the riscv64 kernel's direct map ends at 64 GiB.
+        assert_eq!(Machine::RiscvVirt.max_memory() + 2 * 1024 * MIB, 64 * 1024 * MIB);
+        assert_eq!(Machine::Q35.max_memory(), 978 * 1024 * MIB);
+        assert!(MAX_MEMORY.is_multiple_of(MEMORY_ALIGN));
     }
 
     #[test]

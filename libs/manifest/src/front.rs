@@ -52,6 +52,44 @@ impl fmt::Display for ManifestError {
 
 impl std::error::Error for ManifestError {}
 
+impl ManifestError {
+    /// An error about `key` of the manifest `text` (read from `file`), on the line where the
+    /// key is written, for checks a caller makes beyond [`parse`]'s own (the host tool checks
+    /// `system.memory` against the host's memory). `key` is a key path as in other errors:
+    /// dotted keys, with `[i]` for the i-th table of an array (`domain[1].memory.guaranteed`).
+    /// The line is left out if `text` does not hold the key.
+    pub fn at_key(file: &str, text: &str, key: &str, reason: String) -> ManifestError {
+        let line = DeTable::parse(text)
+            .ok()
+            .and_then(|doc| key_span(&DeValue::Table(doc.get_ref().clone()), key))
+            .map(|span| line_of(text, span.start));
+        ManifestError { file: file.to_owned(), line, key: Some(key.to_owned()), reason }
+    }
+}
+
+/// Where the key at `path` (as [`ManifestError::at_key`] takes it) is written in `root`.
+fn key_span(root: &DeValue<'_>, path: &str) -> Option<Range<usize>> {
+    let mut value = root;
+    let mut span = None;
+    for part in path.split('.') {
+        let (name, index) = match part.split_once('[') {
+            Some((name, rest)) => (name, Some(rest.strip_suffix(']')?.parse::<usize>().ok()?)),
+            None => (part, None),
+        };
+        let DeValue::Table(table) = value else { return None };
+        let (k, v) = table.get_key_value(name)?;
+        span = Some(k.span());
+        value = v.get_ref();
+        if let Some(i) = index {
+            let DeValue::Array(array) = value else { return None };
+            let item = array.get(i)?;
+            span = Some(item.span());
+            value = item.get_ref();
+        }
+    }
+    span
+}
+
 /// Reads and parses the manifest at `path`; see [`parse`].
 pub fn parse_file(path: &Path, known_apps: &[&str]) -> Result<Manifest, ManifestError> {
     let file = path.display().to_string();

@@ -37,7 +37,8 @@
 //!   one channel must have
 //!   `guaranteed >= DOMAIN_FIXED_FRAMES * PAGE_SIZE + sum of bytes() of the channels it sends on`
 //!   (see [`DOMAIN_FIXED_FRAMES`]); domains that send on no channel are not held to this rule;
-//! - system memory a multiple of [`MEMORY_ALIGN`] (1 MiB) and at least [`MIN_MEMORY`] (16 MiB);
+//! - system memory a multiple of [`MEMORY_ALIGN`] (1 MiB), at least [`MIN_MEMORY`] (16 MiB)
+//!   and at most [`MAX_MEMORY`] (62 GiB, what every [`Machine`] can give);
 //! - the sum of all `guaranteed` plus [`KERNEL_RESERVE`] at most the system memory (channel
 //!   memory is inside its sender's guarantee, so it is not counted again);
 //! - CPU admission ([`atropos::admit`], over the domains in order): the shares
@@ -175,6 +176,53 @@ pub const MIB: u64 = 1024 * 1024;
 pub const MEMORY_ALIGN: u64 = MIB;
 /// The smallest system memory accepted (16 MiB).
 pub const MIN_MEMORY: u64 = 16 * MIB;
+/// One gibibyte.
+pub const GIB: u64 = 1024 * MIB;
+/// The largest system memory accepted (62 GiB): the least any [`Machine`] gives, so that a
+/// manifest that passes boots on each of them.
+pub const MAX_MEMORY: u64 = {
+    let (a, b) = (Machine::RiscvVirt.max_memory(), Machine::Q35.max_memory());
+    if a < b { a } else { b }
+};
+
+/// A machine model Tessera boots on, for the guest RAM it can give ([`Machine::max_memory`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Machine {
+    /// QEMU's `virt` with a riscv64 hart.
+    RiscvVirt,
+    /// QEMU's `q35` with an x86_64 CPU.
+    Q35,
+}
+
+impl Machine {
+    /// Every machine.
+    pub const ALL: [Machine; 2] = [Machine::RiscvVirt, Machine::Q35];
+
+    /// The machine and its architecture, for messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Machine::RiscvVirt => "QEMU virt (riscv64)",
+            Machine::Q35 => "QEMU q35 (x86_64)",
+        }
+    }
+
+    /// The most guest RAM (`-m`) the machine gives a Tessera kernel.
+    ///
+    /// - `virt`: RAM starts at physical address 2 GiB (`0x8000_0000`), and the riscv64
+    ///   kernel's direct map covers physical addresses below 64 GiB
+    ///   (`kernel/src/arch/riscv64/layout.rs`), so 62 GiB. QEMU's model itself takes far more
+    ///   (tens of TiB).
+    /// - `q35`: QEMU refuses more than 978 GiB with its default CPU ("phys-bits too low"):
+    ///   with 40 physical address bits, the RAM above 4 GiB, the 64-bit PCI window and the
+    ///   memory-hotplug area must all lie below 1 TiB (measured with QEMU 7.2). The x86_64
+    ///   kernel uses the first 4 GiB and leaves the rest out with a warning.
+    pub const fn max_memory(self) -> u64 {
+        match self {
+            Machine::RiscvVirt => 64 * GIB - 0x8000_0000,
+            Machine::Q35 => 978 * GIB,
+        }
+    }
+}
 /// Memory the kernel keeps for itself (8 MiB): its image, heap and tables, and the firmware's
 /// share. Domains' guarantees must fit in the rest.
 pub const KERNEL_RESERVE: u64 = 8 * MIB;

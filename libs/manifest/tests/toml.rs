@@ -610,3 +610,44 @@ fn top_level_duplicate_and_encoding_errors_name_their_key_or_line() {
     assert_eq!((e.line, e.reason.as_str()), (Some(3), "not valid UTF-8: byte 0xff at column 3"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn system_memory_beyond_every_machine_is_refused_with_its_line() {
+    let text = "# a machine too large\n[system]\nmemory = \"99999G\"\n\n[[domain]]\nname = \"a\"\n\
+                app = \"hello\"\nmemory = { guaranteed = \"256K\" }\n";
+    let e = err(text);
+    assert_eq!((e.line, e.key.as_deref()), (Some(3), Some("system.memory")));
+    assert_eq!(
+        e.to_string(),
+        "t.toml:3: system.memory: system memory 99999G is above the maximum of 62G: QEMU virt \
+         (riscv64) gives a kernel at most 62G (its RAM starts at 2G and the kernel's direct map \
+         ends at 64G), QEMU q35 (x86_64) at most 978G"
+    );
+    // The bound itself passes; a MiB more does not, in any form a size may take.
+    let with = |memory: &str| text.replace("\"99999G\"", memory);
+    parse("t.toml", &with("\"62G\""), APPS).unwrap();
+    assert_eq!(err(&with("\"63489M\"")).line, Some(3));
+    assert_eq!(err(&with(&format!("{}", 62 * 1024 * MIB + MIB))).line, Some(3));
+    let dotted = "[[domain]]\nname = \"a\"\napp = \"hello\"\nmemory.guaranteed = \"256K\"\n\n\
+                  [system]\nmemory = \"1024G\"\n";
+    let e = err(dotted);
+    assert_eq!((e.line, e.key.as_deref()), (Some(7), Some("system.memory")));
+    assert!(e.reason.starts_with("system memory 1024G is above the maximum of 62G"), "{e}");
+}
+
+#[test]
+fn errors_can_be_placed_at_a_key_by_the_caller() {
+    let at = |key: &str| ManifestError::at_key("m.toml", GOOD, key, "too much".into());
+    let e = at("system.memory");
+    assert_eq!(e.to_string(), "m.toml:3: system.memory: too much");
+    assert_eq!(at("domain[0].name").line, Some(6));
+    assert_eq!(at("domain[1].memory.optimistic").line, Some(16));
+    assert_eq!(at("domain[0].memory.guaranteed").line, Some(10));
+    // A key the text does not hold keeps its name and loses its line.
+    for missing in ["system.disk", "domain[5].name", "domain.name", "nothing"] {
+        let e = at(missing);
+        assert_eq!((e.line, e.key.as_deref()), (None, Some(missing)));
+    }
+    let broken = ManifestError::at_key("b.toml", "[system", "system.memory", "r".into());
+    assert_eq!(broken.to_string(), "b.toml: system.memory: r");
+}
