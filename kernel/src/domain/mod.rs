@@ -36,7 +36,7 @@ use spin::Mutex;
 
 use crate::arch::{self, AddressSpace, UserContext};
 use crate::memory::{self, with_frames};
-use stretch::{Kind, Stretch, VirtualAllocator};
+use stretch::{AddressQuota, Kind, Stretch};
 
 pub use loader::start_from_boot_image;
 pub use sched::on_user_trap;
@@ -93,6 +93,8 @@ pub struct Domain {
     /// Blocked in a system call that needs memory a revocation is freeing; the call runs
     /// again when it is woken.
     waiting_for_frames: bool,
+    /// Its share of the stretch region.
+    address: AddressQuota,
 }
 
 impl Domain {
@@ -103,6 +105,7 @@ impl Domain {
         space: AddressSpace,
         guaranteed_frames: u64,
         optimistic_frames: u64,
+        address: AddressQuota,
     ) -> Self {
         Domain {
             name: name.into(),
@@ -124,6 +127,7 @@ impl Domain {
             faults: 0,
             revocation: None,
             waiting_for_frames: false,
+            address,
         }
     }
 }
@@ -132,7 +136,8 @@ impl Domain {
 pub struct World {
     domains: Vec<Domain>,
     stretches: BTreeMap<usize, Stretch>,
-    virtual_space: VirtualAllocator,
+    /// Where the next domain's share of the stretch region starts.
+    next_share: usize,
     current: usize,
     /// Free frames before the first domain was created.
     free_before: u64,
@@ -155,7 +160,7 @@ impl World {
         World {
             domains: Vec::new(),
             stretches: BTreeMap::new(),
-            virtual_space: VirtualAllocator::new(abi::STRETCH_BASE, abi::USER_END),
+            next_share: abi::STRETCH_BASE,
             current: 0,
             free_before: with_frames(|fa| fa.free_count()),
             sched: atropos::Atropos::new(),
@@ -163,6 +168,15 @@ impl World {
             stop_at: None,
             next_instant: 0,
         }
+    }
+
+    /// The next `bytes` of the stretch region, as a new domain's share; `None` if the region
+    /// (or the kernel heap) has no room for it.
+    fn share(&mut self, bytes: usize) -> Option<AddressQuota> {
+        let end = self.next_share.checked_add(bytes).filter(|&e| e <= abi::USER_END)?;
+        let quota = AddressQuota::new(self.next_share, bytes)?;
+        self.next_share = end;
+        Some(quota)
     }
 
     fn domain(&self, id: u32) -> Option<&Domain> {
@@ -316,13 +330,15 @@ impl World {
         }
         if s.kind == Kind::Managed {
             self.release_managed_pages(&s);
-            return;
-        }
-        for f in s.frames.iter().flatten() {
-            if let Err(e) = memory::free(*f, Owner::Domain(s.owner)) {
-                defmt::error!("stretch {=u64:#x}: freeing a frame failed: {}", base as u64, e);
+        } else {
+            for f in s.frames.iter().flatten() {
+                if let Err(e) = memory::free(*f, Owner::Domain(s.owner)) {
+                    defmt::error!("stretch {=u64:#x}: freeing a frame failed: {}", base as u64, e);
+                }
             }
         }
+        // Unmapped everywhere (and flushed): the range may serve another stretch.
+        self.domains[s.owner as usize].address.give_back(s.base, s.frames.len());
     }
 
     /// Ends domain `id`: its stretches are unmapped everywhere and freed, its rights on other
@@ -499,7 +515,8 @@ pub mod tests {
     fn world_with_one_domain(name: &str, frames: u64) -> Result<World, crate::ktest::Failed> {
         let mut w = World::new();
         let space = AddressSpace::new(Owner::Domain(0)).map_err(|_| crate::ktest::Failed)?;
-        w.domains.push(Domain::new(name, space, frames, 0));
+        let quota = w.share(1 << 30).ok_or(crate::ktest::Failed)?;
+        w.domains.push(Domain::new(name, space, frames, 0, quota));
         Ok(w)
     }
 
@@ -533,9 +550,10 @@ pub mod tests {
         for f in &frames {
             check!(with_frames(|fa| fa.owner(*f)) == Ok(Owner::Free), "a frame is not free");
         }
-        // The next owner: every frame it gets reads zero, the dead domain's among them.
+        // The next owner: every frame it gets reads zero, the dead domain's among them (the
+        // allocator hands frames out next-fit, so this may take every free frame).
         let mut next = Vec::new();
-        while next.len() < 4096 && !frames.iter().all(|f| next.contains(f)) {
+        while !frames.iter().all(|f| next.contains(f)) {
             match memory::alloc_zeroed(Owner::Kernel) {
                 Ok(f) => next.push(f),
                 Err(_) => break,
@@ -562,7 +580,7 @@ pub mod tests {
     pub fn tables_follow_mappings() -> Outcome {
         let mut w = world_with_one_domain("tables-test", 64)?;
         let rw = Rights::READ.union(Rights::WRITE);
-        let first = w.virtual_space.take(1).ok_or(crate::ktest::Failed)?;
+        let first = w.domains[0].address.take(1).ok_or(crate::ktest::Failed)?;
         let made = w.create_stretch(0, first, 1, rw, Kind::Dynamic, &[]);
         check!(made.is_ok(), "the first stretch failed: {}", made);
         let baseline = w.charged(0);
@@ -619,7 +637,8 @@ pub mod tests {
     pub fn deadlock_leaves_restarted_calls_alone() -> Outcome {
         let mut w = world_with_one_domain("deadlock-test", 16)?;
         let space = AddressSpace::new(Owner::Domain(1)).map_err(|_| crate::ktest::Failed)?;
-        w.domains.push(Domain::new("blocker", space, 16, 0));
+        let quota = w.share(1 << 30).ok_or(crate::ktest::Failed)?;
+        w.domains.push(Domain::new("blocker", space, 16, 0, quota));
         let args = [0x1234, 0x5678, 3, 4];
         for d in &mut w.domains {
             d.ctx = UserContext::new_user(0x1000, 0x2000, args);
@@ -643,6 +662,38 @@ pub mod tests {
         check!(w.domains.iter().all(|d| d.blocked.is_none()), "a domain is still blocked");
         w.kill(1, Ending::Exited(0));
         w.kill(0, Ending::Exited(0));
+        Ok(())
+    }
+
+    /// A domain's address space: ranges come with a guard page, are reused once given back
+    /// (merging with their neighbours), and the quota is a hard limit.
+    pub fn address_quota_reuse() -> Outcome {
+        let mut q =
+            AddressQuota::new(abi::STRETCH_BASE, 64 * PAGE_SIZE).ok_or(crate::ktest::Failed)?;
+        let a = q.take(10).ok_or(crate::ktest::Failed)?;
+        let b = q.take(10).ok_or(crate::ktest::Failed)?;
+        check!(a == abi::STRETCH_BASE + PAGE_SIZE, "the first range has no guard page below");
+        check!(b == a + 11 * PAGE_SIZE, "ranges are not packed with one guard page between");
+        check!(q.take(50).is_none(), "the quota handed out more than it holds");
+        q.give_back(a, 10);
+        check!(q.take(10) == Some(a), "a freed range was not reused");
+        for _ in 0..10_000 {
+            let c = q.take(30).ok_or(crate::ktest::Failed)?;
+            q.give_back(c, 30);
+        }
+        check!(
+            q.unused() == 64 * PAGE_SIZE - 22 * PAGE_SIZE,
+            "cycling leaked {=usize} bytes",
+            42 * PAGE_SIZE - q.unused()
+        );
+        q.give_back(a, 10);
+        q.give_back(b, 10);
+        check!(
+            q.unused() == 64 * PAGE_SIZE,
+            "freed neighbours did not merge back: {=usize}",
+            q.unused()
+        );
+        check!(q.take(63).is_some(), "the whole quota is not usable again");
         Ok(())
     }
 }

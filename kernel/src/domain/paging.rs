@@ -154,11 +154,11 @@ impl World {
         }
         frames.resize(pages, None);
         rights_of_pages.resize(pages, Rights::NONE);
-        let base = self.virtual_space.take(pages).ok_or(SysError::NoAddressSpace)?;
+        let base = self.domains[id as usize].address.take(pages).ok_or(SysError::NoAddressSpace)?;
         let end = base + pages * PAGE_SIZE;
         let made = self.populate_tables(id, base, end, records);
         if let Err(e) = made {
-            self.virtual_space.give_back(base, pages);
+            self.domains[id as usize].address.give_back(base, pages);
             return Err(e);
         }
         let mut s = Stretch {

@@ -153,12 +153,12 @@ fn stretch_create(w: &mut World, id: u32, bytes: usize, rights: usize) -> Result
     if !w.within_contract(id, pages as u64) {
         return Err(SysError::NoMemory.into());
     }
-    let base = w.virtual_space.take(pages).ok_or(SysError::NoAddressSpace)?;
+    let base = w.domains[id as usize].address.take(pages).ok_or(SysError::NoAddressSpace)?;
     // The owner always holds meta on what it creates.
     let rights = rights.union(Rights::META);
     let made = w.create_stretch_or_wait(id, base, pages, rights, Kind::Dynamic, &[]);
     if let Err(e) = made {
-        w.virtual_space.give_back(base, pages);
+        w.domains[id as usize].address.give_back(base, pages);
         return Err(e);
     }
     Ok(base)
