@@ -20,6 +20,7 @@
 //! [`WORLD`] lock.
 
 mod events;
+mod jobs;
 mod loader;
 mod paging;
 mod sched;
@@ -95,6 +96,8 @@ pub struct Domain {
     waiting_for_frames: bool,
     /// Its share of the stretch region.
     address: AddressQuota,
+    /// Kernel work under way for it, run in chunks on its CPU time (see [`jobs`]).
+    job: Option<jobs::Job>,
 }
 
 impl Domain {
@@ -128,6 +131,7 @@ impl Domain {
             revocation: None,
             waiting_for_frames: false,
             address,
+            job: None,
         }
     }
 }
@@ -202,7 +206,7 @@ impl World {
         let mut a = addr;
         while a < end {
             match self.stretch_at(a) {
-                Some(s) if s.rights_of(id).contains(want) => a = s.end(),
+                Some(s) if !s.busy && s.rights_of(id).contains(want) => a = s.end(),
                 _ => return false,
             }
         }
@@ -239,14 +243,17 @@ impl World {
         kind: Kind,
         data: &[u8],
     ) -> Result<(), SysError> {
-        self.create_stretch_or_wait(owner, base, pages, rights, kind, data).map_err(|e| match e {
+        let filled = Filling::Now(data);
+        self.create_stretch_or_wait(owner, base, pages, rights, kind, filled).map_err(|e| match e {
             paging::Shortage::Fail(e) => e,
             paging::Shortage::Wait => SysError::NoMemory,
         })
     }
 
     /// [`World::create_stretch`], which may find that a revocation must free memory first
-    /// ([`paging::Shortage::Wait`]: nothing was done, try again later).
+    /// ([`paging::Shortage::Wait`]: nothing was done, try again later). With
+    /// [`Filling::Later`] the stretch is made busy and empty, its frames checked and reserved
+    /// but not taken: a [`jobs::Job::Fill`] gives them.
     fn create_stretch_or_wait(
         &mut self,
         owner: u32,
@@ -254,7 +261,7 @@ impl World {
         pages: usize,
         rights: Rights,
         kind: Kind,
-        data: &[u8],
+        filling: Filling<'_>,
     ) -> Result<(), paging::Shortage> {
         self.domain(owner).ok_or(SysError::NotFound)?;
         let end = base.checked_add(pages * PAGE_SIZE).ok_or(SysError::InvalidArgument)?;
@@ -268,7 +275,28 @@ impl World {
             return Err(SysError::NoMemory.into());
         }
         self.reserve_frames(owner, pages as u64 + tables)?;
-        let mut frames = Vec::with_capacity(pages);
+        let data = match filling {
+            Filling::Now(data) => data,
+            Filling::Later => {
+                let mut none = Vec::new();
+                none.try_reserve_exact(pages).map_err(|_| SysError::NoMemory)?;
+                none.resize(pages, None);
+                let mut s = Stretch {
+                    base,
+                    frames: none,
+                    page_rights: Vec::new(),
+                    owner,
+                    rights: Vec::new(),
+                    kind,
+                    busy: true,
+                };
+                s.set_rights(owner, rights);
+                self.stretches.insert(base, s);
+                return Ok(());
+            }
+        };
+        let mut frames = Vec::new();
+        frames.try_reserve_exact(pages).map_err(|_| SysError::NoMemory)?;
         let free_all = |frames: &mut Vec<frame_allocator::Frame>| {
             frames.drain(..).for_each(|f| {
                 let _ = memory::free(f, Owner::Domain(owner));
@@ -294,6 +322,7 @@ impl World {
             owner,
             rights: Vec::new(),
             kind,
+            busy: false,
         };
         s.set_rights(owner, rights);
         if let Err(e) = self.map_for(&s, owner, rights) {
@@ -321,87 +350,23 @@ impl World {
         Ok(())
     }
 
-    /// Unmaps `s` from every protection domain, then frees its frames (a managed
-    /// stretch's frames go back to its owner's loose frames instead).
+    /// Unmaps the stretch at `base` from every protection domain, then frees its frames (a
+    /// managed stretch's frames go back to its owner's loose frames instead), all at once (see
+    /// [`jobs`] for the bounded way).
     fn destroy_stretch(&mut self, base: usize) {
-        let Some(s) = self.stretches.remove(&base) else { return };
-        for &(id, _) in &s.rights {
-            let _ = self.map_for(&s, id, Rights::NONE);
+        let mut left = self.stretches.get(&base).map(|s| s.frames.len());
+        while let Some(l) = left {
+            left = self.empty_chunk(base, l);
         }
-        if s.kind == Kind::Managed {
-            self.release_managed_pages(&s);
-        } else {
-            for f in s.frames.iter().flatten() {
-                if let Err(e) = memory::free(*f, Owner::Domain(s.owner)) {
-                    defmt::error!("stretch {=u64:#x}: freeing a frame failed: {}", base as u64, e);
-                }
-            }
-        }
-        // Unmapped everywhere (and flushed): the range may serve another stretch.
-        self.domains[s.owner as usize].address.give_back(s.base, s.frames.len());
     }
+}
 
-    /// Ends domain `id`: its stretches are unmapped everywhere and freed, its rights on other
-    /// stretches dropped, its page tables freed.
-    fn kill(&mut self, id: u32, ending: Ending) {
-        // Drop the dying domain's rights everywhere; then destroy what it owns, except channel
-        // stretches a live peer still uses (they go when the last end dies), and orphaned
-        // channel stretches nobody uses any more.
-        let held: Vec<usize> = self
-            .stretches
-            .values()
-            .filter(|s| s.rights_of(id) != Rights::NONE)
-            .map(|s| s.base)
-            .collect();
-        for base in held {
-            let mut s = self.stretches.remove(&base).expect("listed above");
-            let _ = self.map_for(&s, id, Rights::NONE);
-            s.set_rights(id, Rights::NONE);
-            self.stretches.insert(base, s);
-        }
-        let doomed: Vec<usize> = self
-            .stretches
-            .values()
-            .filter(|s| s.owner == id || self.domain(s.owner).is_none())
-            .filter(|s| s.kind != Kind::Channel || s.rights.iter().all(|(d, _)| *d == id))
-            .map(|s| s.base)
-            .collect();
-        for base in doomed {
-            self.destroy_stretch(base);
-        }
-        self.free_loose_frames(id);
-        self.close_endpoints_signalled_by(id);
-        self.sched.remove(id as usize, sched::now_ns());
-        let d = &mut self.domains[id as usize];
-        if let Some(space) = d.space.take() {
-            space.destroy();
-        }
-        d.ending = Some(ending);
-        d.dcb = None;
-        d.blocked = None;
-        let lingering: u64 =
-            self.stretches.values().filter(|s| s.owner == id).map(|s| s.frames.len() as u64).sum();
-        let d = &mut self.domains[id as usize];
-        let left = with_frames(|fa| fa.owned_by(Owner::Domain(id))) - lingering;
-        if left != 0 {
-            defmt::error!(
-                "domain {=str}: {=u64} frames still charged after death",
-                d.name.as_str(),
-                left
-            );
-        }
-        match ending {
-            Ending::Exited(code) => {
-                defmt::info!("domain {=str} exited with status {=i32}", d.name.as_str(), code)
-            }
-            Ending::Terminated(why) => {
-                defmt::error!("domain {=str} terminated: {=str}", d.name.as_str(), why)
-            }
-        }
-        d.revocation = None;
-        // Its frames are free again: domains waiting for memory may retry.
-        self.wake_frame_waiters();
-    }
+/// Where a new nailed stretch's frames come from.
+enum Filling<'a> {
+    /// Taken now, filled from these bytes (the rest zero).
+    Now(&'a [u8]),
+    /// Taken later, page by page, by a [`jobs::Job::Fill`].
+    Later,
 }
 
 /// Creates the world (before any domain exists).

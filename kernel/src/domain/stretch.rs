@@ -61,6 +61,8 @@ pub struct Stretch {
     pub rights: Vec<(u32, Rights)>,
     /// What it is for.
     pub kind: Kind,
+    /// Being filled or emptied by a kernel job (`jobs`): nobody may use it or change it.
+    pub busy: bool,
 }
 
 impl Stretch {
