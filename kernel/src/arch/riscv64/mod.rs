@@ -3,6 +3,7 @@
 pub mod console;
 mod device_tree;
 mod entry;
+pub mod fp;
 pub mod layout;
 pub mod probe;
 pub mod sbi;
@@ -24,9 +25,8 @@ pub const NAME: &str = "riscv64";
 pub const HANDLES_TRAPS: bool = true;
 
 pub use entry::boot_stack;
-pub use user::{
-    AddressSpace, FpState, UserContext, UserTrap, copy_from_user, enter_user, restore_fp, save_fp,
-};
+pub use fp::{FpState, restore_fp, save_fp};
+pub use user::{AddressSpace, UserContext, UserTrap, copy_from_user, enter_user};
 
 /// The kernel's page tables, once [`init_platform`] has built them.
 static KERNEL_TABLE: Mutex<Option<PageTable>> = Mutex::new(None);
@@ -114,6 +114,10 @@ pub fn exit(code: ExitCode) -> ! {
         other => ((other as u32) << 16) | 0x3333,
     };
     interrupts::disable();
+    let loads = fp::loads();
+    if loads > 0 {
+        defmt::info!("fp: {=u64} floating-point state loads on first use", loads);
+    }
     // SAFETY: QEMU virt's test device sits at 0x100000 (in the direct map); writing it ends the
     // machine, which is what we want here.
     unsafe { (phys_to_virt(SIFIVE_TEST) as *mut u32).write_volatile(value) };
