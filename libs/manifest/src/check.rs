@@ -7,10 +7,11 @@ use core::fmt;
 use atropos::{AdmissionError, CAPACITY_PPB, ContractError, KERNEL_RESERVE_PERCENT, PPB};
 
 use crate::{
-    Bytes, CpuSpec, DOMAIN_FIXED_FRAMES, KERNEL_RESERVE, MAX_ARG_LEN, MAX_ARGS, MAX_CHANNEL_BYTES,
+    ADDRESS_SPACE_ALIGN, Bytes, CpuSpec, DEFAULT_ADDRESS_SPACE, DOMAIN_FIXED_FRAMES,
+    DOMAIN_FIXED_RANGES, GUARD_BYTES, KERNEL_RESERVE, MAX_ARG_LEN, MAX_ARGS, MAX_CHANNEL_BYTES,
     MAX_CHANNELS, MAX_CHANNELS_PER_DOMAIN, MAX_DOMAINS, MAX_MEMORY, MAX_NAME_LEN, MAX_SLOT_SIZE,
-    MAX_SLOTS, MEMORY_ALIGN, MIN_MEMORY, MIN_SLOT_SIZE, MIN_SLOTS, Machine, Manifest, PAGE_SIZE,
-    SLOT_ALIGN, Time,
+    MAX_SLOTS, MEMORY_ALIGN, MIN_ADDRESS_SPACE, MIN_MEMORY, MIN_SLOT_SIZE, MIN_SLOTS, Machine,
+    Manifest, PAGE_SIZE, SLOT_ALIGN, STRETCH_REGION, Time,
 };
 
 /// A rule of [`Manifest::check`] that a manifest breaks.
@@ -133,6 +134,31 @@ pub enum ProblemKind {
         /// The value in bytes.
         bytes: u64,
     },
+    /// `address_space` is below [`MIN_ADDRESS_SPACE`].
+    AddressSpaceTooSmall {
+        /// The value in bytes.
+        bytes: u64,
+    },
+    /// `address_space` is not a multiple of [`ADDRESS_SPACE_ALIGN`].
+    AddressSpaceUnaligned {
+        /// The value in bytes.
+        bytes: u64,
+    },
+    /// The address-space quotas of the domains up to and including this one exceed
+    /// [`STRETCH_REGION`].
+    AddressSpaceOverCapacity {
+        /// The sum of the quotas up to and including this domain, in bytes (saturating).
+        total: u64,
+    },
+    /// The problem's domain sends on channels whose ranges, with its stack and control block
+    /// and a guard page below each, do not fit in its address space; the problem's channel is
+    /// the first one that does not fit.
+    SenderAddressSpaceTooSmall {
+        /// The domain's address-space quota in bytes.
+        address_space: u64,
+        /// What it needs, in bytes (see [`Manifest::address_space_charged_to`]).
+        needed: u64,
+    },
     /// More than [`MAX_CHANNELS`] channels (the problem's channel is the first extra one).
     TooManyChannels {
         /// How many the manifest declares.
@@ -240,6 +266,8 @@ pub(crate) enum Field {
     Guaranteed,
     /// `domain[i].memory.optimistic`.
     Optimistic,
+    /// `domain[i].memory.address_space`.
+    AddressSpace,
     /// The list of channels as a whole, or one channel's table.
     Channels,
     /// `channel[i].name`.
@@ -285,6 +313,10 @@ impl ProblemKind {
             | Self::GuaranteedUnaligned { .. }
             | Self::SenderGuaranteeTooSmall { .. } => Field::Guaranteed,
             Self::OptimisticUnaligned { .. } => Field::Optimistic,
+            Self::AddressSpaceTooSmall { .. }
+            | Self::AddressSpaceUnaligned { .. }
+            | Self::AddressSpaceOverCapacity { .. }
+            | Self::SenderAddressSpaceTooSmall { .. } => Field::AddressSpace,
             Self::TooManyChannels { .. } | Self::ChannelTooLarge { .. } => Field::Channels,
             Self::ChannelNameEmpty
             | Self::ChannelNameTooLong { .. }
@@ -388,6 +420,37 @@ impl fmt::Display for ProblemKind {
                 "optimistic memory {} is not a multiple of the page size ({})",
                 Bytes(*bytes),
                 Bytes(PAGE_SIZE)
+            ),
+            Self::AddressSpaceTooSmall { bytes } => write!(
+                f,
+                "address space {} is below the minimum of {}",
+                Bytes(*bytes),
+                Bytes(MIN_ADDRESS_SPACE)
+            ),
+            Self::AddressSpaceUnaligned { bytes } => write!(
+                f,
+                "address space {} is not a multiple of {}",
+                Bytes(*bytes),
+                Bytes(ADDRESS_SPACE_ALIGN)
+            ),
+            Self::AddressSpaceOverCapacity { total } => write!(
+                f,
+                "address space over capacity: the quotas up to this domain total {}, more than \
+                 the stretch region of {} (each domain has its own partition of it; the \
+                 default quota is {})",
+                Bytes(*total),
+                Bytes(STRETCH_REGION),
+                Bytes(DEFAULT_ADDRESS_SPACE)
+            ),
+            Self::SenderAddressSpaceTooSmall { address_space, needed } => write!(
+                f,
+                "address space {} cannot hold the channels this domain sends on: it needs {} \
+                 ({} of stack and control block, the channels' memory, and a guard page of {} \
+                 below each)",
+                Bytes(*address_space),
+                Bytes(*needed),
+                Bytes(DOMAIN_FIXED_FRAMES * PAGE_SIZE),
+                Bytes(GUARD_BYTES)
             ),
             Self::TooManyChannels { count } => {
                 write!(f, "too many channels: {count} (at most {MAX_CHANNELS})")
@@ -523,7 +586,8 @@ fn slot_size_valid(slot_size: u32) -> bool {
 impl Manifest {
     /// Checks the semantic rules (see the [crate documentation](crate)); returns the first
     /// problem found, in this order: system, each domain in turn, each channel in turn, channel
-    /// ends per domain, senders' guarantees, memory capacity, then CPU admission.
+    /// ends per domain, senders' guarantees, senders' address spaces, memory capacity,
+    /// address-space capacity, then CPU admission.
     pub fn check(&self) -> Result<(), Problem> {
         let system = |kind| Problem { domain: None, channel: None, kind };
         let domain_ref = |index: usize| {
@@ -585,6 +649,13 @@ impl Manifest {
             }
             if !d.optimistic.is_multiple_of(PAGE_SIZE) {
                 return Err(problem(ProblemKind::OptimisticUnaligned { bytes: d.optimistic }));
+            }
+            if d.address_space < MIN_ADDRESS_SPACE {
+                return Err(problem(ProblemKind::AddressSpaceTooSmall { bytes: d.address_space }));
+            }
+            if !d.address_space.is_multiple_of(ADDRESS_SPACE_ALIGN) {
+                let bytes = d.address_space;
+                return Err(problem(ProblemKind::AddressSpaceUnaligned { bytes }));
             }
             if let Err(error) = d.cpu.contract().validate() {
                 return Err(problem(ProblemKind::CpuContractInvalid { cpu: d.cpu, error }));
@@ -668,6 +739,23 @@ impl Manifest {
                 });
             }
         }
+        // Channels are at most 1 MiB each and at most 64, so these sums do not overflow.
+        let mut placed =
+            [DOMAIN_FIXED_FRAMES * PAGE_SIZE + DOMAIN_FIXED_RANGES * GUARD_BYTES; MAX_DOMAINS];
+        for (index, c) in self.channels.iter().enumerate() {
+            placed[c.from] += c.bytes() + GUARD_BYTES;
+            let address_space = self.domains[c.from].address_space;
+            if placed[c.from] > address_space {
+                return Err(Problem {
+                    domain: domain_ref(c.from),
+                    channel: channel_ref(index),
+                    kind: ProblemKind::SenderAddressSpaceTooSmall {
+                        address_space,
+                        needed: self.address_space_charged_to(c.from),
+                    },
+                });
+            }
+        }
         let mut guaranteed = 0u64;
         for (index, d) in self.domains.iter().enumerate() {
             guaranteed = guaranteed.saturating_add(d.guaranteed);
@@ -676,6 +764,17 @@ impl Manifest {
                     domain: domain_ref(index),
                     channel: None,
                     kind: ProblemKind::OverCapacity { guaranteed, memory: self.memory },
+                });
+            }
+        }
+        let mut total = 0u64;
+        for (index, d) in self.domains.iter().enumerate() {
+            total = total.saturating_add(d.address_space);
+            if total > STRETCH_REGION {
+                return Err(Problem {
+                    domain: domain_ref(index),
+                    channel: None,
+                    kind: ProblemKind::AddressSpaceOverCapacity { total },
                 });
             }
         }
@@ -711,6 +810,7 @@ mod tests {
             args: Vec::new(),
             guaranteed: 256 * 1024,
             optimistic: 0,
+            address_space: DEFAULT_ADDRESS_SPACE,
             cpu: CpuSpec::BEST_EFFORT,
             expect_failure: false,
         }
@@ -833,6 +933,139 @@ mod tests {
         assert_eq!(kind(&m), ProblemKind::OptimisticUnaligned { bytes: 100 });
         m.domains[0].optimistic = 1 << 40;
         m.check().unwrap();
+    }
+
+    #[test]
+    fn address_space_default_and_limits() {
+        assert_eq!(DEFAULT_ADDRESS_SPACE, 1024 * MIB);
+        assert_eq!((MIN_ADDRESS_SPACE, ADDRESS_SPACE_ALIGN), (2 * MIB, 2 * MIB));
+        // The region is the ABI's, [STRETCH_BASE, USER_END): 128 GiB.
+        assert_eq!(STRETCH_REGION, (abi::USER_END - abi::STRETCH_BASE) as u64);
+        assert_eq!(STRETCH_REGION, 128 * 1024 * MIB);
+        let mut m = manifest();
+        m.check().unwrap();
+        for bytes in [MIN_ADDRESS_SPACE, 4 * MIB, 64 * MIB, 6 * 1024 * MIB] {
+            m.domains[1].address_space = bytes;
+            m.check().unwrap();
+        }
+    }
+
+    #[test]
+    fn address_space_rules() {
+        let mut m = manifest();
+        for bytes in [0, PAGE_SIZE, MIB, 2 * MIB - PAGE_SIZE] {
+            m.domains[1].address_space = bytes;
+            let p = m.check().unwrap_err();
+            assert_eq!(p.kind, ProblemKind::AddressSpaceTooSmall { bytes }, "{bytes}");
+            assert_eq!(p.kind.field(), Field::AddressSpace);
+            assert_eq!(p.domain.unwrap().index, 1);
+        }
+        for bytes in [2 * MIB + PAGE_SIZE, 3 * MIB, 64 * MIB + MIB, 1024 * MIB - PAGE_SIZE] {
+            m.domains[1].address_space = bytes;
+            assert_eq!(kind(&m), ProblemKind::AddressSpaceUnaligned { bytes }, "{bytes}");
+        }
+        m.domains[1].address_space = MIB;
+        assert_eq!(
+            m.check().unwrap_err().to_string(),
+            "domain 1 (\"b\"): address space 1M is below the minimum of 2M"
+        );
+        m.domains[1].address_space = 3 * MIB;
+        assert_eq!(
+            m.check().unwrap_err().to_string(),
+            "domain 1 (\"b\"): address space 3M is not a multiple of 2M"
+        );
+        // The domain's own rules come before the channels'.
+        let mut m = with_channels();
+        m.channels[0].slots = 3;
+        m.domains[1].address_space = 0;
+        assert!(matches!(kind(&m), ProblemKind::AddressSpaceTooSmall { .. }));
+    }
+
+    #[test]
+    fn address_space_capacity_is_exact() {
+        let mut m = manifest();
+        m.domains.push(domain("c"));
+        m.domains[0].address_space = 64 * 1024 * MIB;
+        m.domains[1].address_space = 62 * 1024 * MIB;
+        m.domains[2].address_space = 2 * 1024 * MIB;
+        assert_eq!(m.total_address_space(), STRETCH_REGION);
+        m.check().unwrap();
+        m.domains[2].address_space += ADDRESS_SPACE_ALIGN;
+        let p = m.check().unwrap_err();
+        assert_eq!(
+            p.kind,
+            ProblemKind::AddressSpaceOverCapacity { total: STRETCH_REGION + ADDRESS_SPACE_ALIGN }
+        );
+        assert_eq!(p.kind.field(), Field::AddressSpace);
+        assert_eq!(p.domain, Some(DomainRef { index: 2, name: "c".into() }));
+        assert_eq!(
+            p.to_string(),
+            "domain 2 (\"c\"): address space over capacity: the quotas up to this domain total \
+             131074M, more than the stretch region of 128G (each domain has its own partition \
+             of it; the default quota is 1G)"
+        );
+        // The first domain that does not fit is named, and sums saturate rather than wrap.
+        m.domains[1].address_space = u64::MAX - (u64::MAX % ADDRESS_SPACE_ALIGN);
+        let p = m.check().unwrap_err();
+        assert_eq!(p.kind, ProblemKind::AddressSpaceOverCapacity { total: u64::MAX });
+        assert_eq!(p.domain.unwrap().index, 1);
+        // A full manifest with the default quota fits in half the region.
+        let mut m = manifest();
+        m.memory = 1024 * MIB;
+        m.domains = (0..MAX_DOMAINS).map(|i| domain(&i.to_string())).collect();
+        m.check().unwrap();
+        assert_eq!(m.total_address_space(), STRETCH_REGION / 2);
+        // Memory capacity is checked first, CPU admission after.
+        let mut m = manifest();
+        m.domains[0].address_space = STRETCH_REGION;
+        m.domains[1].guaranteed = 128 * MIB;
+        assert!(matches!(kind(&m), ProblemKind::OverCapacity { .. }));
+        m.domains[1].guaranteed = PAGE_SIZE;
+        m.domains[1].cpu = cpu(10, 10);
+        assert!(matches!(kind(&m), ProblemKind::AddressSpaceOverCapacity { .. }));
+    }
+
+    #[test]
+    fn sender_address_space_holds_its_channels() {
+        let fixed = DOMAIN_FIXED_FRAMES * PAGE_SIZE + DOMAIN_FIXED_RANGES * GUARD_BYTES;
+        assert_eq!(fixed, 19 * 4096);
+        let mut m = with_channels();
+        m.domains[0].guaranteed = 4 * MIB;
+        // Two channels of 1 MiB (256 slots of 4088 bytes and the header: 256 pages) from
+        // domain 0: it needs its stack and control block, both channels and three guard pages.
+        (m.channels[0].slots, m.channels[0].slot_size) = (256, 4088);
+        assert_eq!(m.channels[0].bytes(), MIB);
+        m.channels.push(channel("ab2", 0, 1));
+        (m.channels[2].slots, m.channels[2].slot_size) = (256, 4088);
+        assert_eq!(m.address_space_charged_to(0), fixed + 2 * MIB + 2 * PAGE_SIZE);
+        assert_eq!(m.address_space_charged_to(1), fixed + 8192 + PAGE_SIZE);
+        m.domains[0].address_space = MIN_ADDRESS_SPACE;
+        let p = m.check().unwrap_err();
+        assert_eq!(
+            p.kind,
+            ProblemKind::SenderAddressSpaceTooSmall {
+                address_space: 2 * MIB,
+                needed: fixed + 2 * MIB + 2 * PAGE_SIZE
+            }
+        );
+        assert_eq!(p.kind.field(), Field::AddressSpace);
+        assert_eq!(p.domain.as_ref().unwrap().index, 0);
+        // The channel named is the first that no longer fits: the second 1 MiB one.
+        assert_eq!(p.channel.as_ref().unwrap().index, 2);
+        assert_eq!(
+            p.to_string(),
+            "domain 0 (\"a\"): channel 2 (\"ab2\"): address space 2M cannot hold the channels \
+             this domain sends on: it needs 2132K (68K of stack and control block, the \
+             channels' memory, and a guard page of 4K below each)"
+        );
+        m.domains[0].address_space = 4 * MIB;
+        m.check().unwrap();
+        // Receivers are not charged, and senders' guarantees are checked first.
+        m.domains[1].address_space = MIN_ADDRESS_SPACE;
+        m.check().unwrap();
+        m.domains[0].address_space = MIN_ADDRESS_SPACE;
+        m.domains[0].guaranteed = PAGE_SIZE;
+        assert!(matches!(kind(&m), ProblemKind::SenderGuaranteeTooSmall { .. }));
     }
 
     #[test]

@@ -10,9 +10,10 @@ pub const MAGIC: [u8; 4] = *b"TSMF";
 /// The compiled format's version; [`decode`] accepts only this one.
 ///
 /// Version 2 added [`Manifest::channels`]; version 3 added each domain's CPU contract
-/// ([`DomainSpec::cpu`](crate::DomainSpec::cpu)). The kernel and the host tool are built
-/// together, so there is no compatibility with older versions.
-pub const FORMAT_VERSION: u16 = 3;
+/// ([`DomainSpec::cpu`](crate::DomainSpec::cpu)); version 4 its address-space quota
+/// ([`DomainSpec::address_space`](crate::DomainSpec::address_space)). The kernel and the host
+/// tool are built together, so there is no compatibility with older versions.
+pub const FORMAT_VERSION: u16 = 4;
 /// The length of the header before the payload: magic, version, length and CRC.
 pub const HEADER_LEN: usize = 4 + 2 + 4 + 4;
 
@@ -139,7 +140,7 @@ pub fn decode(bytes: &[u8]) -> Result<Manifest, CompiledError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ChannelSpec, CpuSpec, DomainSpec, MIB, ProblemKind};
+    use crate::{ChannelSpec, CpuSpec, DEFAULT_ADDRESS_SPACE, DomainSpec, MIB, ProblemKind};
     use alloc::string::ToString;
     use alloc::vec;
 
@@ -153,6 +154,7 @@ mod tests {
                     args: vec!["--count".to_string(), "3".to_string()],
                     guaranteed: 256 * 1024,
                     optimistic: 0,
+                    address_space: DEFAULT_ADDRESS_SPACE,
                     cpu: CpuSpec::BEST_EFFORT,
                     expect_failure: false,
                 },
@@ -162,6 +164,7 @@ mod tests {
                     args: vec![],
                     guaranteed: MIB,
                     optimistic: 4 * MIB,
+                    address_space: 64 * MIB,
                     cpu: CpuSpec {
                         period_ns: 10_000_000,
                         slice_ns: 2_000_000,
@@ -206,7 +209,7 @@ mod tests {
         let m = manifest();
         let bytes = m.compile();
         assert_eq!(&bytes[..4], b"TSMF");
-        assert_eq!(&bytes[4..6], &[3, 0]);
+        assert_eq!(&bytes[4..6], &[4, 0]);
         assert_eq!(decode(&bytes), Ok(m));
     }
 
@@ -341,6 +344,70 @@ mod tests {
     }
 
     #[test]
+    fn version_3_is_rejected() {
+        // A version-3 image: CPU contracts, but domains without an address-space quota.
+        #[derive(serde::Serialize)]
+        struct DomainV3<'a> {
+            name: &'a str,
+            app: &'a str,
+            args: &'a [alloc::string::String],
+            guaranteed: u64,
+            optimistic: u64,
+            cpu: CpuSpec,
+            expect_failure: bool,
+        }
+        #[derive(serde::Serialize)]
+        struct V3<'a> {
+            memory: u64,
+            domains: Vec<DomainV3<'a>>,
+            channels: &'a [ChannelSpec],
+        }
+        let m = manifest();
+        let domains = m
+            .domains
+            .iter()
+            .map(|d| DomainV3 {
+                name: &d.name,
+                app: &d.app,
+                args: &d.args,
+                guaranteed: d.guaranteed,
+                optimistic: d.optimistic,
+                cpu: d.cpu,
+                expect_failure: d.expect_failure,
+            })
+            .collect();
+        let v3 = V3 { memory: m.memory, domains, channels: &m.channels };
+        let payload = postcard::to_allocvec(&v3).unwrap();
+        let mut bytes = wrap(&payload);
+        bytes[4..6].copy_from_slice(&3u16.to_le_bytes());
+        assert_eq!(decode(&bytes), Err(CompiledError::UnsupportedVersion(3)));
+        // Nor would its payload pass for a version-4 one.
+        bytes[4..6].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        assert!(decode(&bytes).is_err());
+    }
+
+    #[test]
+    fn address_spaces_are_carried_and_validated_again() {
+        let m = manifest();
+        let decoded = decode(&m.compile()).unwrap();
+        assert_eq!(decoded.domains[0].address_space, DEFAULT_ADDRESS_SPACE);
+        assert_eq!(decoded.domains[1].address_space, 64 * MIB);
+        let mut m = manifest();
+        m.domains[1].address_space = 3 * MIB;
+        let err = decode(&m.compile()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid manifest: domain 1 (\"counter-a\"): address space 3M is not a multiple of 2M"
+        );
+        let mut m = manifest();
+        m.domains[0].address_space = 100 * 1024 * MIB;
+        m.domains[1].address_space = 30 * 1024 * MIB;
+        let CompiledError::Invalid(p) = decode(&m.compile()).unwrap_err() else { panic!() };
+        assert_eq!(p.domain.unwrap().index, 1);
+        assert_eq!(p.kind, ProblemKind::AddressSpaceOverCapacity { total: 130 * 1024 * MIB });
+    }
+
+    #[test]
     fn cpu_contracts_are_validated_again() {
         let mut m = manifest();
         m.domains[1].cpu.slice_ns = 20_000_000;
@@ -384,7 +451,7 @@ mod tests {
         bytes[4] = 1;
         assert_eq!(
             decode(&bytes).unwrap_err().to_string(),
-            "compiled manifest format version 1 is not supported (expected 3)"
+            "compiled manifest format version 1 is not supported (expected 4)"
         );
     }
 }

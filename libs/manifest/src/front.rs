@@ -16,9 +16,9 @@ use toml::de::{DeTable, DeValue};
 use crate::check::Field;
 use crate::duration::unit_of;
 use crate::{
-    Bytes, ChannelSpec, CpuSpec, DEFAULT_SLOT_SIZE, DEFAULT_SLOTS, DOMAIN_FIXED_FRAMES, DomainSpec,
-    DurationError, MAX_CHANNELS_PER_DOMAIN, Manifest, PAGE_SIZE, Problem, ProblemKind,
-    parse_duration, parse_size,
+    Bytes, ChannelSpec, CpuSpec, DEFAULT_ADDRESS_SPACE, DEFAULT_SLOT_SIZE, DEFAULT_SLOTS,
+    DOMAIN_FIXED_FRAMES, DomainSpec, DurationError, GUARD_BYTES, MAX_CHANNELS_PER_DOMAIN, Manifest,
+    PAGE_SIZE, Problem, ProblemKind, parse_duration, parse_size,
 };
 
 /// A manifest the front end rejected: where, and why.
@@ -367,11 +367,13 @@ struct RawCpu {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table such as { guaranteed = \"256K\", optimistic = \"0\" }"
+    expecting = "a table such as { guaranteed = \"256K\", optimistic = \"0\", \
+                 address_space = \"1G\" }"
 )]
 struct RawMemory {
     guaranteed: Spanned<Size>,
     optimistic: Option<Spanned<Size>>,
+    address_space: Option<Spanned<Size>>,
 }
 
 #[derive(Deserialize)]
@@ -432,6 +434,8 @@ struct DomainSpans {
     guaranteed: Range<usize>,
     /// The `optimistic` value, or the `memory` table if there is none.
     optimistic: Range<usize>,
+    /// The `address_space` value, or the `memory` table if there is none.
+    address_space: Range<usize>,
     /// The `cpu` table, or the domain's table if there is none.
     cpu: Range<usize>,
     /// The `period` value, or the `cpu` span if there is none.
@@ -469,7 +473,11 @@ impl RawManifest {
             let mem = d.memory.into_inner();
             let (optimistic_span, optimistic) = match mem.optimistic {
                 Some(o) => (o.span(), o.into_inner().0),
-                None => (mem_span, 0),
+                None => (mem_span.clone(), 0),
+            };
+            let (address_space_span, address_space) = match mem.address_space {
+                Some(a) => (a.span(), a.into_inner().0),
+                None => (mem_span, DEFAULT_ADDRESS_SPACE),
             };
             let (cpu_span, cpu) = match d.cpu {
                 Some(c) => (c.span(), Some(c.into_inner())),
@@ -498,6 +506,7 @@ impl RawManifest {
                 arg: args.iter().map(Spanned::span).collect(),
                 guaranteed: mem.guaranteed.span(),
                 optimistic: optimistic_span,
+                address_space: address_space_span,
                 cpu: cpu_span,
                 cpu_period,
                 cpu_slice,
@@ -509,6 +518,7 @@ impl RawManifest {
                 args: args.into_iter().map(Spanned::into_inner).collect(),
                 guaranteed: mem.guaranteed.into_inner().0,
                 optimistic,
+                address_space,
                 cpu,
                 expect_failure: d.expect_failure.unwrap_or(false),
             });
@@ -592,6 +602,7 @@ impl Spans {
             Field::Arg(j) => (s.arg.get(j).unwrap_or(&s.args).clone(), format!(".args[{j}]")),
             Field::Guaranteed => (s.guaranteed.clone(), ".memory.guaranteed".into()),
             Field::Optimistic => (s.optimistic.clone(), ".memory.optimistic".into()),
+            Field::AddressSpace => (s.address_space.clone(), ".memory.address_space".into()),
             Field::Cpu => (s.cpu.clone(), ".cpu".into()),
             Field::CpuPeriod => (s.cpu_period.clone(), ".cpu.period".into()),
             Field::CpuSlice => (s.cpu_slice.clone(), ".cpu.slice".into()),
@@ -646,6 +657,20 @@ impl Spans {
                     Bytes(bytes),
                     Bytes(*needed),
                     Bytes(DOMAIN_FIXED_FRAMES * PAGE_SIZE)
+                )
+            }
+            (ProblemKind::SenderAddressSpaceTooSmall { address_space, needed }, _) => {
+                let c = problem.channel.as_ref().and_then(|c| manifest.channels.get(c.index));
+                let (name, bytes) = c.map_or(("?", 0), |c| (c.name.as_str(), c.bytes()));
+                format!(
+                    "address space {} cannot hold channel {name:?} ({}) that this domain sends \
+                     on: it needs {} in all ({} of stack and control block, the memory of \
+                     every channel it sends on, and a guard page of {} below each)",
+                    Bytes(*address_space),
+                    Bytes(bytes),
+                    Bytes(*needed),
+                    Bytes(DOMAIN_FIXED_FRAMES * PAGE_SIZE),
+                    Bytes(GUARD_BYTES)
                 )
             }
             (kind, _) => kind.to_string(),

@@ -10,7 +10,8 @@
 //! # The model
 //!
 //! [`Manifest`] holds the guest's memory size, a list of [`DomainSpec`]s (name, app, args, the
-//! memory contract `(guaranteed, optimistic)` in bytes and the CPU contract [`CpuSpec`]
+//! memory contract `(guaranteed, optimistic)` in bytes, the address-space quota in bytes and
+//! the CPU contract [`CpuSpec`]
 //! `(period, slice, extra, latency)` in nanoseconds) and a list of [`ChannelSpec`]s (IO
 //! channels: a name, the sending and the receiving domain as indices into the domains, and the
 //! ring's geometry). [`Manifest::check`] holds the semantic rules, shared by the host and the
@@ -22,6 +23,8 @@
 //! - at most [`MAX_ARGS`] arguments per domain, each at most [`MAX_ARG_LEN`] bytes;
 //! - `guaranteed` non-zero and a multiple of [`PAGE_SIZE`]; `optimistic` a multiple of
 //!   [`PAGE_SIZE`] (zero allowed);
+//! - `address_space` at least [`MIN_ADDRESS_SPACE`] (2 MiB) and a multiple of
+//!   [`ADDRESS_SPACE_ALIGN`] (2 MiB);
 //! - each CPU contract valid by itself ([`atropos::Contract::validate`]): period, slice and
 //!   latency non-zero; the period from [`atropos::MIN_PERIOD`] (100 µs) to
 //!   [`atropos::MAX_PERIOD`] (10 s); the slice at least [`atropos::MIN_SLICE`] (10 µs) and at
@@ -37,10 +40,16 @@
 //!   one channel must have
 //!   `guaranteed >= DOMAIN_FIXED_FRAMES * PAGE_SIZE + sum of bytes() of the channels it sends on`
 //!   (see [`DOMAIN_FIXED_FRAMES`]); domains that send on no channel are not held to this rule;
+//! - a domain's address space holds the ranges the kernel places there when it creates the
+//!   domain: every domain that is the `from` of at least one channel must have
+//!   `address_space >= address_space_charged_to(index)` ([`Manifest::address_space_charged_to`]:
+//!   its stack, its control block and every channel it sends on, each with a guard page);
 //! - system memory a multiple of [`MEMORY_ALIGN`] (1 MiB), at least [`MIN_MEMORY`] (16 MiB)
 //!   and at most [`MAX_MEMORY`] (62 GiB, what every [`Machine`] can give);
 //! - the sum of all `guaranteed` plus [`KERNEL_RESERVE`] at most the system memory (channel
 //!   memory is inside its sender's guarantee, so it is not counted again);
+//! - the sum of all `address_space` at most [`STRETCH_REGION`] (128 GiB): each domain's quota
+//!   is its own partition of the region; the first domain that does not fit is named;
 //! - CPU admission ([`atropos::admit`], over the domains in order): the shares
 //!   `slice / period` (each rounded up to a part per billion) sum to at most
 //!   [`atropos::CAPACITY_PPB`], the 90% of the CPU left after the kernel's
@@ -61,8 +70,9 @@
 //! [`decode`] checks all of it (exact length, no trailing bytes) and then runs
 //! [`Manifest::check`]; it never panics on any input. The kernel and the host tool are always
 //! built together, so only the current version is accepted: version 2 added
-//! [`Manifest::channels`], version 3 added each domain's CPU contract ([`DomainSpec::cpu`]), and
-//! images of versions 1 and 2 are rejected.
+//! [`Manifest::channels`], version 3 added each domain's CPU contract ([`DomainSpec::cpu`]),
+//! version 4 its address-space quota ([`DomainSpec::address_space`]), and images of versions 1
+//! to 3 are rejected.
 //!
 //! # The TOML schema (feature `toml`)
 //!
@@ -80,7 +90,7 @@
 //! [[domain]]
 //! name = "sink"
 //! app = "counter"
-//! memory = { guaranteed = "256K" }
+//! memory = { guaranteed = "256K", address_space = "64M" }   # address_space: default 1G
 //!
 //! [[channel]]
 //! name = "numbers"           # unique among channels
@@ -103,6 +113,7 @@
 //! | `domain[i].cpu.latency`      | duration               | time  | the period      |
 //! | `domain[i].memory.guaranteed`| size                   | bytes | required        |
 //! | `domain[i].memory.optimistic`| size                   | bytes | `0`             |
+//! | `domain[i].memory.address_space` | size               | bytes | `1G` ([`DEFAULT_ADDRESS_SPACE`]) |
 //! | `channel[i].name`            | string, `[a-z0-9-]`    |       | required        |
 //! | `channel[i].from`            | string, a domain name  |       | required        |
 //! | `channel[i].to`              | string, a domain name  |       | required        |
@@ -118,6 +129,13 @@
 //! `s`, e.g. `"10ms"` or `"500us"`. The unit is required, so a bare TOML integer is an error;
 //! so are negative, fractional (`"1.5ms"`: write `"1500us"`) and overflowing durations and
 //! other units (see [`parse_duration`]).
+//!
+//! `address_space` is the domain's address-space quota: the size of its own partition of the
+//! stretch region `[abi::STRETCH_BASE, abi::USER_END)` ([`STRETCH_REGION`], 128 GiB), from which
+//! the kernel places everything it makes for the domain there (its stack, its control block,
+//! the channels it sends on, the stretches it creates), each range with an unmapped guard page
+//! below it. Partitions are assigned in manifest order. A domain without `address_space` gets
+//! [`DEFAULT_ADDRESS_SPACE`] (1 GiB), so that 64 domains with the default fill half the region.
 //!
 //! A domain without `cpu` gets [`CpuSpec::BEST_EFFORT`] ([`atropos::Contract::BEST_EFFORT`]):
 //! 1 ms every 100 ms, with slack time (`extra`) and a 10 ms latency hint. Up to 64 such domains
@@ -223,6 +241,34 @@ impl Machine {
         }
     }
 }
+/// The stretch region, `[abi::STRETCH_BASE, abi::USER_END)`, in bytes (128 GiB): where the
+/// kernel places stacks, control blocks, channels and the stretches domains create at run time.
+/// Each domain has its own partition of it, of the size of its quota
+/// ([`DomainSpec::address_space`]); the quotas together must fit in it.
+pub const STRETCH_REGION: u64 = (abi::USER_END - abi::STRETCH_BASE) as u64;
+/// A domain's address-space quota when its manifest does not give one (1 GiB): 64 domains with
+/// the default take half of [`STRETCH_REGION`].
+pub const DEFAULT_ADDRESS_SPACE: u64 = GIB;
+/// An address-space quota is a multiple of this (2 MiB, the span of one last-level page table
+/// on RISC-V Sv39), so that no page table is shared by two domains' partitions.
+pub const ADDRESS_SPACE_ALIGN: u64 = 2 * MIB;
+/// The smallest address-space quota accepted (2 MiB).
+pub const MIN_ADDRESS_SPACE: u64 = 2 * MIB;
+/// The address space the kernel places around each range in the stretch region: one unmapped
+/// guard page below it ([`PAGE_SIZE`]).
+pub const GUARD_BYTES: u64 = PAGE_SIZE;
+
+const _: () = assert!(STRETCH_REGION == 128 * GIB);
+const _: () = assert!(STRETCH_REGION.is_multiple_of(ADDRESS_SPACE_ALIGN));
+const _: () = assert!(DEFAULT_ADDRESS_SPACE.is_multiple_of(ADDRESS_SPACE_ALIGN));
+const _: () = assert!(MIN_ADDRESS_SPACE.is_multiple_of(ADDRESS_SPACE_ALIGN));
+// Any manifest whose domains all take the default fits in the region.
+const _: () = assert!(MAX_DOMAINS as u64 * DEFAULT_ADDRESS_SPACE <= STRETCH_REGION);
+// The smallest quota holds a domain's stack and control block with their guard pages.
+const _: () = assert!(
+    DOMAIN_FIXED_FRAMES * PAGE_SIZE + DOMAIN_FIXED_RANGES * GUARD_BYTES <= MIN_ADDRESS_SPACE
+);
+
 /// Memory the kernel keeps for itself (8 MiB): its image, heap and tables, and the firmware's
 /// share. Domains' guarantees must fit in the rest.
 pub const KERNEL_RESERVE: u64 = 8 * MIB;
@@ -266,6 +312,10 @@ pub const MAX_CHANNEL_BYTES: u64 = MIB;
 /// `guaranteed >= DOMAIN_FIXED_FRAMES * PAGE_SIZE + sum of bytes() of the channels it sends on`,
 /// since the kernel charges each channel's memory to its sender.
 pub const DOMAIN_FIXED_FRAMES: u64 = 17;
+/// The ranges every domain takes from its address space before anything else: its stack and
+/// its control block ([`DOMAIN_FIXED_FRAMES`] pages in all), each with a guard page below it
+/// ([`GUARD_BYTES`]).
+pub const DOMAIN_FIXED_RANGES: u64 = 2;
 
 // The limits must agree with the kernel ABI that carries channels to domains.
 const _: () = assert!(MAX_CHANNELS_PER_DOMAIN == abi::MAX_CHANNELS);
@@ -303,6 +353,12 @@ pub struct DomainSpec {
     pub guaranteed: u64,
     /// Optimistic memory in bytes: granted from unused memory, revocable.
     pub optimistic: u64,
+    /// The address-space quota in bytes: the size of the domain's own partition of the stretch
+    /// region ([`STRETCH_REGION`]), from which the kernel places its stack, control block,
+    /// the channels it sends on and the stretches it creates, each with a guard page below.
+    /// A multiple of [`ADDRESS_SPACE_ALIGN`], at least [`MIN_ADDRESS_SPACE`];
+    /// [`DEFAULT_ADDRESS_SPACE`] when the manifest does not say.
+    pub address_space: u64,
     /// The CPU contract.
     pub cpu: CpuSpec,
     /// Whether the domain is meant to fail (exit with a non-zero status or be terminated), as
@@ -414,5 +470,23 @@ impl Manifest {
             .iter()
             .filter(|c| c.from == index)
             .fold(DOMAIN_FIXED_FRAMES * PAGE_SIZE, |sum, c| sum.saturating_add(c.bytes()))
+    }
+
+    /// The sum of all domains' address-space quotas in bytes (saturating).
+    pub fn total_address_space(&self) -> u64 {
+        self.domains.iter().fold(0u64, |sum, d| sum.saturating_add(d.address_space))
+    }
+
+    /// The address space the kernel takes from the partition of the domain at `index` when it
+    /// creates the domain: [`charged_to`](Self::charged_to) (its stack, control block and the
+    /// channels it sends on) plus a guard page ([`GUARD_BYTES`]) below each of those ranges
+    /// (saturating).
+    ///
+    /// [`Manifest::check`] holds every domain that sends on a channel to
+    /// `address_space >= address_space_charged_to(index)`.
+    pub fn address_space_charged_to(&self, index: usize) -> u64 {
+        let ranges = self.channels.iter().filter(|c| c.from == index).count() as u64;
+        self.charged_to(index)
+            .saturating_add((DOMAIN_FIXED_RANGES + ranges).saturating_mul(GUARD_BYTES))
     }
 }

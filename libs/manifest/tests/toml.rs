@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use manifest::{
-    ChannelSpec, CpuSpec, DomainSpec, MIB, Manifest, ManifestError, decode, parse, parse_file,
+    ChannelSpec, CpuSpec, DEFAULT_ADDRESS_SPACE, DomainSpec, MIB, Manifest, ManifestError, decode,
+    parse, parse_file,
 };
 
 /// The apps the repository's manifests may name.
@@ -194,6 +195,7 @@ fn parses_the_documented_example() {
                     args: vec!["--count".into(), "3".into()],
                     guaranteed: 256 * 1024,
                     optimistic: 0,
+                    address_space: DEFAULT_ADDRESS_SPACE,
                     cpu: CpuSpec {
                         period_ns: 10_000_000,
                         slice_ns: 2_000_000,
@@ -208,6 +210,7 @@ fn parses_the_documented_example() {
                     args: vec![],
                     guaranteed: MIB,
                     optimistic: 2 * MIB,
+                    address_space: DEFAULT_ADDRESS_SPACE,
                     cpu: CpuSpec::BEST_EFFORT,
                     expect_failure: false,
                 },
@@ -650,4 +653,144 @@ fn errors_can_be_placed_at_a_key_by_the_caller() {
     }
     let broken = ManifestError::at_key("b.toml", "[system", "system.memory", "r".into());
     assert_eq!(broken.to_string(), "b.toml: system.memory: r");
+}
+
+/// A two-domain manifest whose second domain's `memory` line (line 10) is `memory`.
+fn with_memory(memory: &str) -> String {
+    format!(
+        "[system]\nmemory = \"128M\"\n[[domain]]\nname = \"a\"\napp = \"hello\"\n\
+         memory = {{ guaranteed = \"256K\" }}\n[[domain]]\nname = \"b\"\napp = \"hello\"\n\
+         {memory}\n"
+    )
+}
+
+#[test]
+fn address_space_defaults_and_parses_in_every_form() {
+    let quota = |memory: &str| {
+        parse("t.toml", &with_memory(memory), APPS).map(|m| {
+            assert_eq!(m.domains[0].address_space, DEFAULT_ADDRESS_SPACE);
+            m.domains[1].address_space
+        })
+    };
+    assert_eq!(DEFAULT_ADDRESS_SPACE, 1024 * MIB);
+    assert_eq!(quota("memory = { guaranteed = \"1M\" }"), Ok(DEFAULT_ADDRESS_SPACE));
+    for (text, bytes) in [
+        ("memory = { guaranteed = \"1M\", address_space = \"4G\" }", 4096 * MIB),
+        ("memory = { guaranteed = \"1M\", address_space = \"64M\" }", 64 * MIB),
+        ("memory = { guaranteed = \"1M\", address_space = \"2048K\" }", 2 * MIB),
+        ("memory = { guaranteed = \"1M\", address_space = 4194304 }", 4 * MIB),
+        ("memory.guaranteed = \"1M\"\nmemory.address_space = \"128G\"", 128 * 1024 * MIB),
+    ] {
+        // 128G is the whole region: with `a`'s default 1G it no longer fits.
+        if bytes == 128 * 1024 * MIB {
+            let e = quota(text).unwrap_err();
+            assert_eq!(
+                (e.line, e.key.as_deref()),
+                (Some(11), Some("domain[1].memory.address_space"))
+            );
+            continue;
+        }
+        assert_eq!(quota(text), Ok(bytes), "{text}");
+    }
+    let m = parse(
+        "t.toml",
+        &with_memory("memory = { guaranteed = \"1M\", address_space = \"4G\" }"),
+        APPS,
+    )
+    .unwrap();
+    assert_eq!(decode(&m.compile()), Ok(m));
+}
+
+#[test]
+fn address_space_errors_point_at_the_key() {
+    let cases: &[(&str, usize, &str, &str)] = &[
+        (
+            "memory = { guaranteed = \"1M\", address_space = \"1M\" }",
+            10,
+            "domain[1].memory.address_space",
+            "address space 1M is below the minimum of 2M",
+        ),
+        (
+            "memory = { guaranteed = \"1M\", address_space = \"0\" }",
+            10,
+            "domain[1].memory.address_space",
+            "address space 0 is below the minimum of 2M",
+        ),
+        (
+            "memory = { guaranteed = \"1M\", address_space = \"3M\" }",
+            10,
+            "domain[1].memory.address_space",
+            "address space 3M is not a multiple of 2M",
+        ),
+        (
+            "memory = { guaranteed = \"1M\", address_space = \"1.5G\" }",
+            10,
+            "domain[1].memory.address_space",
+            "fractional size",
+        ),
+        (
+            "memory = { guaranteed = \"1M\", address_space = \"4g\" }",
+            10,
+            "domain[1].memory.address_space",
+            "unknown unit",
+        ),
+        (
+            "memory = { guaranteed = \"1M\", address_space = true }",
+            10,
+            "domain[1].memory.address_space",
+            "invalid type: boolean",
+        ),
+        (
+            "memory = { guaranteed = \"1M\", address_space = \"128G\" }",
+            10,
+            "domain[1].memory.address_space",
+            "address space over capacity: the quotas up to this domain total 129G, more than",
+        ),
+        (
+            "memory = { guaranteed = \"1M\", address_sapce = \"4G\" }",
+            10,
+            "domain[1].memory.address_sapce",
+            "unknown field `address_sapce`, expected one of `guaranteed`, `optimistic`, \
+             `address_space`",
+        ),
+    ];
+    for (memory, line, key, reason) in cases {
+        let e = err(&with_memory(memory));
+        assert_eq!((e.line, e.key.as_deref()), (Some(*line), Some(*key)), "{memory}: {e}");
+        assert!(e.reason.contains(reason), "{memory}: {e}");
+    }
+    // 127G fits beside the first domain's default 1G, exactly.
+    parse(
+        "t.toml",
+        &with_memory("memory = { guaranteed = \"1M\", address_space = \"127G\" }"),
+        APPS,
+    )
+    .unwrap();
+    // A domain that takes the default and does not fit is pointed at by its `memory` table.
+    let text = "[system]\nmemory = \"128M\"\n[[domain]]\nname = \"a\"\napp = \"hello\"\n\
+                memory = { guaranteed = \"256K\", address_space = \"128G\" }\n[[domain]]\n\
+                name = \"b\"\napp = \"hello\"\nmemory = { guaranteed = \"256K\" }\n";
+    let e = err(text);
+    assert_eq!((e.line, e.key.as_deref()), (Some(10), Some("domain[1].memory.address_space")));
+    assert!(e.reason.contains("the quotas up to this domain total 129G"), "{e}");
+}
+
+#[test]
+fn a_sender_address_space_holds_its_channels() {
+    let text = "[system]\nmemory = \"128M\"\n[[domain]]\nname = \"a\"\napp = \"hello\"\n\
+                memory = { guaranteed = \"4M\", address_space = \"2M\" }\n[[domain]]\n\
+                name = \"b\"\napp = \"hello\"\nmemory = { guaranteed = \"256K\" }\n\
+                [[channel]]\nname = \"one\"\nfrom = \"a\"\nto = \"b\"\nslots = 256\n\
+                slot_size = 4088\n[[channel]]\nname = \"two\"\nfrom = \"a\"\nto = \"b\"\n\
+                slots = 256\nslot_size = 4088\n";
+    let e = err(text);
+    assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("domain[0].memory.address_space")));
+    assert_eq!(
+        e.reason,
+        "address space 2M cannot hold channel \"two\" (1M) that this domain sends on: it needs \
+         2132K in all (68K of stack and control block, the memory of every channel it sends \
+         on, and a guard page of 4K below each)"
+    );
+    parse("t.toml", &text.replace("address_space = \"2M\"", "address_space = \"4M\""), APPS)
+        .unwrap();
 }
