@@ -17,9 +17,6 @@ use super::{Domain, WORLD, World};
 use crate::arch::{self, AddressSpace, UserContext};
 use crate::{BootInfo, ExitCode};
 
-/// Each domain's share of the stretch region, until the manifest names one.
-const DEFAULT_ADDRESS_SPACE: usize = 1 << 30;
-
 /// Pages of stack each domain gets (plus an unmapped guard page below).
 pub const STACK_PAGES: usize = 16;
 
@@ -78,7 +75,7 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
         }
         let space = AddressSpace::new(Owner::Domain(id)).unwrap_or_else(|e| reject("domain", e));
         let page = PAGE_SIZE as u64;
-        let quota = w.share(DEFAULT_ADDRESS_SPACE).unwrap_or_else(|| {
+        let quota = w.share(spec.address_space as usize).unwrap_or_else(|| {
             reject("domain", "the stretch region cannot hold its address space")
         });
         w.domains.push(Domain::new(
