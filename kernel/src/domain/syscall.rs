@@ -143,13 +143,10 @@ fn resume(w: &mut World, id: u32, ptr: usize) -> Result<abi::SavedContext, SysEr
     if !w.may_access(id, ptr, WORDS * 8, Rights::READ) {
         return Err(SysError::BadAddress);
     }
-    let mut raw = [0u8; WORDS * 8];
-    arch::copy_from_user(&mut raw, ptr).map_err(|_| SysError::BadAddress)?;
-    let word = |i: usize| u64::from_le_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-    let mut ctx = abi::SavedContext { regs: [0; 32], pc: word(32) };
-    for (i, r) in ctx.regs.iter_mut().enumerate() {
-        *r = word(i);
-    }
+    let mut words = [0u64; WORDS];
+    arch::copy_words_from_user(&mut words, ptr).map_err(|_| SysError::BadAddress)?;
+    let mut ctx = abi::SavedContext { regs: [0; 32], pc: words[32] };
+    ctx.regs.copy_from_slice(&words[..32]);
     if let Some(frame) = w.domains[id as usize].dcb {
         crate::phys::dcb(frame).activations.store(1, core::sync::atomic::Ordering::Release);
     }

@@ -377,6 +377,22 @@ fn leaf_flags(rights: Rights) -> Option<u64> {
     (flags != PTE_U).then_some(flags)
 }
 
+/// Copies `dst.len()` words from the 8-byte aligned user address `src` of the current address
+/// space into `dst`, in one probed loop. The caller has checked that the domain may read the
+/// range; a fault on the way yields `Err(())` instead of a kernel trap.
+pub fn copy_words_from_user(dst: &mut [u64], src: usize) -> Result<(), ()> {
+    if !src.is_multiple_of(8) {
+        return Err(());
+    }
+    // SAFETY: setting SUM lets S-mode loads reach U pages; it is cleared again below, and every
+    // load goes through the probe loop, so an unmapped page yields an error, not a trap.
+    unsafe { core::arch::asm!("csrs sstatus, {0}", in(reg) SSTATUS_SUM) };
+    let copied = probe::copy_words(dst, src);
+    // SAFETY: clears SUM again.
+    unsafe { core::arch::asm!("csrc sstatus, {0}", in(reg) SSTATUS_SUM) };
+    if copied { Ok(()) } else { Err(()) }
+}
+
 /// Copies `dst.len()` bytes from the user address `src` of the current address space into
 /// `dst`. The caller has checked that the domain may read the range; a fault on the way (the
 /// check notwithstanding) yields `Err(faulting address)` instead of a kernel trap.
