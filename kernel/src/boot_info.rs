@@ -36,7 +36,6 @@ pub struct Device {
 pub const CMDLINE_MAX: usize = 1024;
 
 /// Everything the portable kernel needs to know about the machine it booted on.
-
 pub struct BootInfo {
     /// Which firmware started us, e.g. `RustSBI 0.4.1 (SBI 2.0)`.
     pub firmware: String<64>,

@@ -75,11 +75,15 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
         }
         let space = AddressSpace::new(Owner::Domain(id)).unwrap_or_else(|e| reject("domain", e));
         let page = PAGE_SIZE as u64;
+        let quota = w.share(spec.address_space as usize).unwrap_or_else(|| {
+            reject("domain", "the stretch region cannot hold its address space")
+        });
         w.domains.push(Domain::new(
             &spec.name,
             space,
             spec.guaranteed / page,
             spec.optimistic / page,
+            quota,
         ));
         let contract = spec.cpu.contract();
         w.sched.add(contract, 0);
@@ -104,6 +108,14 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
             contract.period / 1000,
             contract.extra,
             contract.latency / 1000
+        );
+        let share = w.domains[i].address.range();
+        defmt::info!(
+            "domain {=str}: address space {=u64:#x}..{=u64:#x} ({=u64} MiB)",
+            spec.name.as_str(),
+            share.start as u64,
+            share.end as u64,
+            (share.len() >> 20) as u64
         );
         publish_contract(w, i, contract);
         w.publish_frames(id);
@@ -136,7 +148,7 @@ fn populate(
         let data = image.segment_data(seg);
         w.create_stretch(id, seg.vaddr as usize, pages, rights, Kind::Image, data)?;
     }
-    let base = w.virtual_space.take(STACK_PAGES).ok_or(abi::SysError::NoAddressSpace)?;
+    let base = w.domains[index].address.take(STACK_PAGES).ok_or(abi::SysError::NoAddressSpace)?;
     let block = argument_block(args);
     let bytes = STACK_PAGES * PAGE_SIZE;
     if block.len() + 64 > bytes {
@@ -155,7 +167,7 @@ fn populate(
     )?;
     let args_addr = base + args_at;
     let sp = args_addr & !15;
-    let dcb_at = w.virtual_space.take(1).ok_or(abi::SysError::NoAddressSpace)?;
+    let dcb_at = w.domains[index].address.take(1).ok_or(abi::SysError::NoAddressSpace)?;
     w.create_stretch(id, dcb_at, 1, Rights::READ.union(Rights::WRITE), Kind::ControlBlock, &[])?;
     let frame = w.stretches[&dcb_at].frames[0].ok_or(abi::SysError::NoMemory)?;
     let dcb = abi::Dcb {
@@ -187,7 +199,7 @@ fn connect(
         return Err(abi::SysError::NotFound);
     }
     let pages = (channel.bytes() as usize).div_ceil(PAGE_SIZE);
-    let base = w.virtual_space.take(pages).ok_or(abi::SysError::NoAddressSpace)?;
+    let base = w.domains[from as usize].address.take(pages).ok_or(abi::SysError::NoAddressSpace)?;
     let rw = Rights::READ.union(Rights::WRITE);
     w.create_stretch(from, base, pages, rw, Kind::Channel, &[])?;
     let mut s = w.stretches.remove(&base).expect("just created");

@@ -20,6 +20,7 @@
 //! [`WORLD`] lock.
 
 mod events;
+mod jobs;
 mod loader;
 mod paging;
 mod sched;
@@ -36,7 +37,7 @@ use spin::Mutex;
 
 use crate::arch::{self, AddressSpace, UserContext};
 use crate::memory::{self, with_frames};
-use stretch::{Kind, Stretch, VirtualAllocator};
+use stretch::{AddressQuota, Kind, Stretch};
 
 pub use loader::start_from_boot_image;
 pub use sched::on_user_trap;
@@ -93,6 +94,10 @@ pub struct Domain {
     /// Blocked in a system call that needs memory a revocation is freeing; the call runs
     /// again when it is woken.
     waiting_for_frames: bool,
+    /// Its share of the stretch region.
+    address: AddressQuota,
+    /// Kernel work under way for it, run in chunks on its CPU time (see [`jobs`]).
+    job: Option<jobs::Job>,
 }
 
 impl Domain {
@@ -103,6 +108,7 @@ impl Domain {
         space: AddressSpace,
         guaranteed_frames: u64,
         optimistic_frames: u64,
+        address: AddressQuota,
     ) -> Self {
         Domain {
             name: name.into(),
@@ -124,6 +130,8 @@ impl Domain {
             faults: 0,
             revocation: None,
             waiting_for_frames: false,
+            address,
+            job: None,
         }
     }
 }
@@ -132,7 +140,8 @@ impl Domain {
 pub struct World {
     domains: Vec<Domain>,
     stretches: BTreeMap<usize, Stretch>,
-    virtual_space: VirtualAllocator,
+    /// Where the next domain's share of the stretch region starts.
+    next_share: usize,
     current: usize,
     /// Free frames before the first domain was created.
     free_before: u64,
@@ -155,7 +164,7 @@ impl World {
         World {
             domains: Vec::new(),
             stretches: BTreeMap::new(),
-            virtual_space: VirtualAllocator::new(abi::STRETCH_BASE, abi::USER_END),
+            next_share: abi::STRETCH_BASE,
             current: 0,
             free_before: with_frames(|fa| fa.free_count()),
             sched: atropos::Atropos::new(),
@@ -163,6 +172,15 @@ impl World {
             stop_at: None,
             next_instant: 0,
         }
+    }
+
+    /// The next `bytes` of the stretch region, as a new domain's share; `None` if the region
+    /// (or the kernel heap) has no room for it.
+    fn share(&mut self, bytes: usize) -> Option<AddressQuota> {
+        let end = self.next_share.checked_add(bytes).filter(|&e| e <= abi::USER_END)?;
+        let quota = AddressQuota::new(self.next_share, bytes)?;
+        self.next_share = end;
+        Some(quota)
     }
 
     fn domain(&self, id: u32) -> Option<&Domain> {
@@ -188,7 +206,7 @@ impl World {
         let mut a = addr;
         while a < end {
             match self.stretch_at(a) {
-                Some(s) if s.rights_of(id).contains(want) => a = s.end(),
+                Some(s) if !s.busy && s.rights_of(id).contains(want) => a = s.end(),
                 _ => return false,
             }
         }
@@ -225,14 +243,17 @@ impl World {
         kind: Kind,
         data: &[u8],
     ) -> Result<(), SysError> {
-        self.create_stretch_or_wait(owner, base, pages, rights, kind, data).map_err(|e| match e {
+        let filled = Filling::Now(data);
+        self.create_stretch_or_wait(owner, base, pages, rights, kind, filled).map_err(|e| match e {
             paging::Shortage::Fail(e) => e,
             paging::Shortage::Wait => SysError::NoMemory,
         })
     }
 
     /// [`World::create_stretch`], which may find that a revocation must free memory first
-    /// ([`paging::Shortage::Wait`]: nothing was done, try again later).
+    /// ([`paging::Shortage::Wait`]: nothing was done, try again later). With
+    /// [`Filling::Later`] the stretch is made busy and empty, its frames checked and reserved
+    /// but not taken: a [`jobs::Job::Fill`] gives them.
     fn create_stretch_or_wait(
         &mut self,
         owner: u32,
@@ -240,7 +261,7 @@ impl World {
         pages: usize,
         rights: Rights,
         kind: Kind,
-        data: &[u8],
+        filling: Filling<'_>,
     ) -> Result<(), paging::Shortage> {
         self.domain(owner).ok_or(SysError::NotFound)?;
         let end = base.checked_add(pages * PAGE_SIZE).ok_or(SysError::InvalidArgument)?;
@@ -254,7 +275,28 @@ impl World {
             return Err(SysError::NoMemory.into());
         }
         self.reserve_frames(owner, pages as u64 + tables)?;
-        let mut frames = Vec::with_capacity(pages);
+        let data = match filling {
+            Filling::Now(data) => data,
+            Filling::Later => {
+                let mut none = Vec::new();
+                none.try_reserve_exact(pages).map_err(|_| SysError::NoMemory)?;
+                none.resize(pages, None);
+                let mut s = Stretch {
+                    base,
+                    frames: none,
+                    page_rights: Vec::new(),
+                    owner,
+                    rights: Vec::new(),
+                    kind,
+                    busy: true,
+                };
+                s.set_rights(owner, rights);
+                self.stretches.insert(base, s);
+                return Ok(());
+            }
+        };
+        let mut frames = Vec::new();
+        frames.try_reserve_exact(pages).map_err(|_| SysError::NoMemory)?;
         let free_all = |frames: &mut Vec<frame_allocator::Frame>| {
             frames.drain(..).for_each(|f| {
                 let _ = memory::free(f, Owner::Domain(owner));
@@ -280,6 +322,7 @@ impl World {
             owner,
             rights: Vec::new(),
             kind,
+            busy: false,
         };
         s.set_rights(owner, rights);
         if let Err(e) = self.map_for(&s, owner, rights) {
@@ -307,85 +350,23 @@ impl World {
         Ok(())
     }
 
-    /// Unmaps `s` from every protection domain, then frees its frames (a managed
-    /// stretch's frames go back to its owner's loose frames instead).
+    /// Unmaps the stretch at `base` from every protection domain, then frees its frames (a
+    /// managed stretch's frames go back to its owner's loose frames instead), all at once (see
+    /// [`jobs`] for the bounded way).
     fn destroy_stretch(&mut self, base: usize) {
-        let Some(s) = self.stretches.remove(&base) else { return };
-        for &(id, _) in &s.rights {
-            let _ = self.map_for(&s, id, Rights::NONE);
-        }
-        if s.kind == Kind::Managed {
-            self.release_managed_pages(&s);
-            return;
-        }
-        for f in s.frames.iter().flatten() {
-            if let Err(e) = memory::free(*f, Owner::Domain(s.owner)) {
-                defmt::error!("stretch {=u64:#x}: freeing a frame failed: {}", base as u64, e);
-            }
+        let mut left = self.stretches.get(&base).map(|s| s.frames.len());
+        while let Some(l) = left {
+            left = self.empty_chunk(base, l);
         }
     }
+}
 
-    /// Ends domain `id`: its stretches are unmapped everywhere and freed, its rights on other
-    /// stretches dropped, its page tables freed.
-    fn kill(&mut self, id: u32, ending: Ending) {
-        // Drop the dying domain's rights everywhere; then destroy what it owns, except channel
-        // stretches a live peer still uses (they go when the last end dies), and orphaned
-        // channel stretches nobody uses any more.
-        let held: Vec<usize> = self
-            .stretches
-            .values()
-            .filter(|s| s.rights_of(id) != Rights::NONE)
-            .map(|s| s.base)
-            .collect();
-        for base in held {
-            let mut s = self.stretches.remove(&base).expect("listed above");
-            let _ = self.map_for(&s, id, Rights::NONE);
-            s.set_rights(id, Rights::NONE);
-            self.stretches.insert(base, s);
-        }
-        let doomed: Vec<usize> = self
-            .stretches
-            .values()
-            .filter(|s| s.owner == id || self.domain(s.owner).is_none())
-            .filter(|s| s.kind != Kind::Channel || s.rights.iter().all(|(d, _)| *d == id))
-            .map(|s| s.base)
-            .collect();
-        for base in doomed {
-            self.destroy_stretch(base);
-        }
-        self.free_loose_frames(id);
-        self.close_endpoints_signalled_by(id);
-        self.sched.remove(id as usize, sched::now_ns());
-        let d = &mut self.domains[id as usize];
-        if let Some(space) = d.space.take() {
-            space.destroy();
-        }
-        d.ending = Some(ending);
-        d.dcb = None;
-        d.blocked = None;
-        let lingering: u64 =
-            self.stretches.values().filter(|s| s.owner == id).map(|s| s.frames.len() as u64).sum();
-        let d = &mut self.domains[id as usize];
-        let left = with_frames(|fa| fa.owned_by(Owner::Domain(id))) - lingering;
-        if left != 0 {
-            defmt::error!(
-                "domain {=str}: {=u64} frames still charged after death",
-                d.name.as_str(),
-                left
-            );
-        }
-        match ending {
-            Ending::Exited(code) => {
-                defmt::info!("domain {=str} exited with status {=i32}", d.name.as_str(), code)
-            }
-            Ending::Terminated(why) => {
-                defmt::error!("domain {=str} terminated: {=str}", d.name.as_str(), why)
-            }
-        }
-        d.revocation = None;
-        // Its frames are free again: domains waiting for memory may retry.
-        self.wake_frame_waiters();
-    }
+/// Where a new nailed stretch's frames come from.
+enum Filling<'a> {
+    /// Taken now, filled from these bytes (the rest zero).
+    Now(&'a [u8]),
+    /// Taken later, page by page, by a [`jobs::Job::Fill`].
+    Later,
 }
 
 /// Creates the world (before any domain exists).
@@ -499,7 +480,8 @@ pub mod tests {
     fn world_with_one_domain(name: &str, frames: u64) -> Result<World, crate::ktest::Failed> {
         let mut w = World::new();
         let space = AddressSpace::new(Owner::Domain(0)).map_err(|_| crate::ktest::Failed)?;
-        w.domains.push(Domain::new(name, space, frames, 0));
+        let quota = w.share(1 << 30).ok_or(crate::ktest::Failed)?;
+        w.domains.push(Domain::new(name, space, frames, 0, quota));
         Ok(w)
     }
 
@@ -533,9 +515,10 @@ pub mod tests {
         for f in &frames {
             check!(with_frames(|fa| fa.owner(*f)) == Ok(Owner::Free), "a frame is not free");
         }
-        // The next owner: every frame it gets reads zero, the dead domain's among them.
+        // The next owner: every frame it gets reads zero, the dead domain's among them (the
+        // allocator hands frames out next-fit, so this may take every free frame).
         let mut next = Vec::new();
-        while next.len() < 4096 && !frames.iter().all(|f| next.contains(f)) {
+        while !frames.iter().all(|f| next.contains(f)) {
             match memory::alloc_zeroed(Owner::Kernel) {
                 Ok(f) => next.push(f),
                 Err(_) => break,
@@ -562,7 +545,7 @@ pub mod tests {
     pub fn tables_follow_mappings() -> Outcome {
         let mut w = world_with_one_domain("tables-test", 64)?;
         let rw = Rights::READ.union(Rights::WRITE);
-        let first = w.virtual_space.take(1).ok_or(crate::ktest::Failed)?;
+        let first = w.domains[0].address.take(1).ok_or(crate::ktest::Failed)?;
         let made = w.create_stretch(0, first, 1, rw, Kind::Dynamic, &[]);
         check!(made.is_ok(), "the first stretch failed: {}", made);
         let baseline = w.charged(0);
@@ -619,7 +602,8 @@ pub mod tests {
     pub fn deadlock_leaves_restarted_calls_alone() -> Outcome {
         let mut w = world_with_one_domain("deadlock-test", 16)?;
         let space = AddressSpace::new(Owner::Domain(1)).map_err(|_| crate::ktest::Failed)?;
-        w.domains.push(Domain::new("blocker", space, 16, 0));
+        let quota = w.share(1 << 30).ok_or(crate::ktest::Failed)?;
+        w.domains.push(Domain::new("blocker", space, 16, 0, quota));
         let args = [0x1234, 0x5678, 3, 4];
         for d in &mut w.domains {
             d.ctx = UserContext::new_user(0x1000, 0x2000, args);
@@ -643,6 +627,38 @@ pub mod tests {
         check!(w.domains.iter().all(|d| d.blocked.is_none()), "a domain is still blocked");
         w.kill(1, Ending::Exited(0));
         w.kill(0, Ending::Exited(0));
+        Ok(())
+    }
+
+    /// A domain's address space: ranges come with a guard page, are reused once given back
+    /// (merging with their neighbours), and the quota is a hard limit.
+    pub fn address_quota_reuse() -> Outcome {
+        let mut q =
+            AddressQuota::new(abi::STRETCH_BASE, 64 * PAGE_SIZE).ok_or(crate::ktest::Failed)?;
+        let a = q.take(10).ok_or(crate::ktest::Failed)?;
+        let b = q.take(10).ok_or(crate::ktest::Failed)?;
+        check!(a == abi::STRETCH_BASE + PAGE_SIZE, "the first range has no guard page below");
+        check!(b == a + 11 * PAGE_SIZE, "ranges are not packed with one guard page between");
+        check!(q.take(50).is_none(), "the quota handed out more than it holds");
+        q.give_back(a, 10);
+        check!(q.take(10) == Some(a), "a freed range was not reused");
+        for _ in 0..10_000 {
+            let c = q.take(30).ok_or(crate::ktest::Failed)?;
+            q.give_back(c, 30);
+        }
+        check!(
+            q.unused() == 64 * PAGE_SIZE - 22 * PAGE_SIZE,
+            "cycling leaked {=usize} bytes",
+            42 * PAGE_SIZE - q.unused()
+        );
+        q.give_back(a, 10);
+        q.give_back(b, 10);
+        check!(
+            q.unused() == 64 * PAGE_SIZE,
+            "freed neighbours did not merge back: {=usize}",
+            q.unused()
+        );
+        check!(q.take(63).is_some(), "the whole quota is not usable again");
         Ok(())
     }
 }

@@ -154,11 +154,11 @@ impl World {
         }
         frames.resize(pages, None);
         rights_of_pages.resize(pages, Rights::NONE);
-        let base = self.virtual_space.take(pages).ok_or(SysError::NoAddressSpace)?;
+        let base = self.domains[id as usize].address.take(pages).ok_or(SysError::NoAddressSpace)?;
         let end = base + pages * PAGE_SIZE;
         let made = self.populate_tables(id, base, end, records);
         if let Err(e) = made {
-            self.virtual_space.give_back(base, pages);
+            self.domains[id as usize].address.give_back(base, pages);
             return Err(e);
         }
         let mut s = Stretch {
@@ -168,6 +168,7 @@ impl World {
             owner: id,
             rights: Vec::new(),
             kind: Kind::Managed,
+            busy: false,
         };
         s.set_rights(id, rights.union(Rights::META));
         self.stretches.insert(base, s);
@@ -199,8 +200,8 @@ impl World {
         Ok(())
     }
 
-    /// The kernel's records of managed stretch `s` are freed, and the frames mapped in it go
-    /// back to its owner's loose frames (the mappings are gone already).
+    /// The kernel's records of managed stretch `s` are freed, with its page tables (its pages
+    /// are unmapped already, their frames back among its owner's loose frames).
     pub(super) fn release_managed_pages(&mut self, s: &Stretch) {
         let records = (s.frames.len() as u64 * RECORD_BYTES).div_ceil(PAGE_SIZE as u64);
         let d = &mut self.domains[s.owner as usize];
@@ -208,11 +209,6 @@ impl World {
             space.prune_range(s.base, s.end());
         }
         d.records = d.records.saturating_sub(records);
-        for f in s.frames.iter().flatten() {
-            if let Some(l) = d.loose.get_mut(&f.addr()) {
-                l.mapped_at = None;
-            }
-        }
     }
 
     /// Makes sure `needed` frames are free for a guaranteed allocation of domain `id`; if they
@@ -223,7 +219,12 @@ impl World {
         if free >= needed {
             return Ok(());
         }
-        if self.domains.iter().any(|d| d.ending.is_none() && d.revocation.is_some()) {
+        // A notice is outstanding until its victim complied or, forced, is taken apart.
+        if self
+            .domains
+            .iter()
+            .any(|d| d.revocation.is_some() && (d.ending.is_none() || d.job.is_some()))
+        {
             return Err(Shortage::Wait);
         }
         let victim = (0..self.domains.len() as u32)
@@ -304,7 +305,10 @@ impl World {
                 d.optimistic_held - r.goal,
                 r.deadline_ns / 1000
             );
-            self.kill(id, Ending::Terminated("did not release revoked frames by the deadline"));
+            self.begin_death(
+                id,
+                Ending::Terminated("did not release revoked frames by the deadline"),
+            );
         }
     }
 
@@ -382,17 +386,6 @@ impl World {
         Ok(0)
     }
 
-    /// Frees every loose frame of dying domain `id` (its managed stretches are unmapped).
-    pub(super) fn free_loose_frames(&mut self, id: u32) {
-        let d = &mut self.domains[id as usize];
-        d.optimistic_held = 0;
-        for pa in core::mem::take(&mut d.loose).into_keys() {
-            if let Err(e) = memory::free(Frame::containing(pa), Owner::Domain(id)) {
-                defmt::error!("freeing loose frame {=u64:#x} failed: {}", pa, e);
-            }
-        }
-    }
-
     /// The base and page index of `va` in a managed stretch of domain `id`.
     fn managed_page(&self, id: u32, va: usize) -> Result<(usize, usize), SysError> {
         if !va.is_multiple_of(PAGE_SIZE) {
@@ -400,7 +393,7 @@ impl World {
         }
         let s = self
             .stretch_at(va)
-            .filter(|s| s.owner == id && s.rights_of(id) != Rights::NONE)
+            .filter(|s| s.owner == id && s.rights_of(id) != Rights::NONE && !s.busy)
             .ok_or(SysError::BadAddress)?;
         if s.kind != Kind::Managed {
             return Err(SysError::NotManaged);

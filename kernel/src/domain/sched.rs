@@ -186,6 +186,14 @@ fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
         w.publish_accounts(previous);
         w.log_periods();
         if let Some(pick) = picked {
+            if w.domains[pick.client].job.is_some() {
+                // Kernel work for it, in chunks, on its time: to the end of its dispatch or the
+                // next timed event, then the scheduler is asked again.
+                let until = ticks_from_ns_up(pick.until);
+                let stop = w.earliest_deadline().map_or(until, |t| t.min(until));
+                w.run_job(pick.client as u32, stop);
+                continue;
+            }
             w.current = pick.client;
             w.publish_accounts(pick.client);
             let d = &mut w.domains[pick.client];
@@ -199,7 +207,7 @@ fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
             arch::timer::arm(w.earliest_deadline().map_or(until, |t| t.min(until)));
             return;
         }
-        if w.domains.iter().all(|d| d.ending.is_some()) {
+        if w.domains.iter().all(|d| d.ending.is_some()) && !w.burying() {
             summary(w);
             crate::shutdown(crate::ExitCode::Success);
         }
@@ -289,8 +297,12 @@ pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
                 w.sched.block(id as usize, now_ns());
                 switch(w, frame, true);
             }
+            Next::Job(job) => {
+                w.domains[id as usize].job = Some(job);
+                switch(w, frame, true);
+            }
             Next::Exit(code) => {
-                w.kill(id, Ending::Exited(code));
+                w.begin_death(id, Ending::Exited(code));
                 switch(w, frame, false);
             }
         },
@@ -311,7 +323,7 @@ pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
                     why
                 );
             }
-            w.kill(id, Ending::Terminated(cause));
+            w.begin_death(id, Ending::Terminated(cause));
             switch(w, frame, false);
         }
     }

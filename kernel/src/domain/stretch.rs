@@ -61,6 +61,8 @@ pub struct Stretch {
     pub rights: Vec<(u32, Rights)>,
     /// What it is for.
     pub kind: Kind,
+    /// Being filled or emptied by a kernel job (`jobs`): nobody may use it or change it.
+    pub busy: bool,
 }
 
 impl Stretch {
@@ -93,37 +95,100 @@ impl Stretch {
     }
 }
 
-/// Hands out virtual ranges for run-time stretches and stacks, from `abi::STRETCH_BASE` up,
-/// leaving an unmapped guard page before each range. Ranges are never reused (the region is
-/// 128 GiB), so a stale pointer into a destroyed stretch can never reach a new one.
-pub struct VirtualAllocator {
-    next: usize,
+/// Most freed ranges a domain's [`AddressQuota`] keeps apart (adjacent ones merge). A range
+/// freed when the list is full and touches none of them is kept out of use until the domain
+/// dies: only the domain's own quota shrinks.
+pub const MAX_FREE_RANGES: usize = 64;
+
+/// A domain's share of the stretch region, `[base, end)`: it hands out ranges for the domain's
+/// stack, control block, channel stretches and run-time stretches, each with an unmapped guard
+/// page below it, and takes them back when their stretch is destroyed (after it is unmapped from
+/// every protection domain and flushed from the TLB), to hand them out again. No domain can use
+/// another's share, so none can deny address space to another.
+pub struct AddressQuota {
+    base: usize,
     end: usize,
+    /// Everything from here to `end` is unused.
+    next: usize,
+    /// Freed ranges below `next` (start, bytes; each starts with its guard page), sorted by
+    /// start, never adjacent; the capacity is reserved when the quota is made.
+    free: Vec<(usize, usize)>,
 }
 
-impl VirtualAllocator {
-    /// The allocator for `[start, end)`.
-    pub const fn new(start: usize, end: usize) -> Self {
-        VirtualAllocator { next: start, end }
+impl AddressQuota {
+    /// The quota `[base, base + bytes)`, or `None` if the kernel heap cannot hold its list of
+    /// freed ranges.
+    pub fn new(base: usize, bytes: usize) -> Option<Self> {
+        let mut free = Vec::new();
+        free.try_reserve_exact(MAX_FREE_RANGES).ok()?;
+        Some(AddressQuota { base, end: base.checked_add(bytes)?, next: base, free })
     }
 
-    /// Returns the range `take` just handed out at `base` (when creating the stretch failed),
-    /// if nothing was taken after it.
-    pub fn give_back(&mut self, base: usize, pages: usize) {
-        if base + pages * PAGE_SIZE == self.next {
-            self.next = base - PAGE_SIZE;
-        }
+    /// The addresses of the quota.
+    pub fn range(&self) -> core::ops::Range<usize> {
+        self.base..self.end
     }
 
-    /// A range of `pages` pages with a guard page below it.
+    /// A range of `pages` pages with a guard page below it (the first freed range large enough,
+    /// else fresh space), or `None` if the quota has no room.
     pub fn take(&mut self, pages: usize) -> Option<usize> {
-        let bytes = pages.checked_mul(PAGE_SIZE)?;
-        let base = self.next.checked_add(PAGE_SIZE)?;
-        let end = base.checked_add(bytes)?;
+        let bytes = pages.checked_add(1)?.checked_mul(PAGE_SIZE)?;
+        if let Some(i) = self.free.iter().position(|&(_, len)| len >= bytes) {
+            let (start, len) = self.free[i];
+            if len == bytes {
+                self.free.remove(i);
+            } else {
+                self.free[i] = (start + bytes, len - bytes);
+            }
+            return Some(start + PAGE_SIZE);
+        }
+        let end = self.next.checked_add(bytes)?;
         if end > self.end {
             return None;
         }
+        let start = self.next;
         self.next = end;
-        Some(base)
+        Some(start + PAGE_SIZE)
+    }
+
+    /// Takes back the range of `pages` pages at `base` (and its guard page) that [`take`] handed
+    /// out. The caller has made sure nothing maps it any more.
+    ///
+    /// [`take`]: AddressQuota::take
+    pub fn give_back(&mut self, base: usize, pages: usize) {
+        let (start, bytes) = (base - PAGE_SIZE, (pages + 1) * PAGE_SIZE);
+        if !(self.base..self.next).contains(&start) {
+            return;
+        }
+        let at = self.free.partition_point(|&(s, _)| s < start);
+        let joins_before = at > 0 && {
+            let (s, len) = self.free[at - 1];
+            s + len == start
+        };
+        let joins_after = self.free.get(at).is_some_and(|&(s, _)| start + bytes == s);
+        match (joins_before, joins_after) {
+            (true, true) => {
+                let (_, after) = self.free.remove(at);
+                self.free[at - 1].1 += bytes + after;
+            }
+            (true, false) => self.free[at - 1].1 += bytes,
+            (false, true) => self.free[at] = (start, bytes + self.free[at].1),
+            (false, false) if self.free.len() < MAX_FREE_RANGES => {
+                self.free.insert(at, (start, bytes))
+            }
+            (false, false) => return,
+        }
+        // A freed range that ends at `next` goes back to the unused space.
+        if let Some(&(s, len)) = self.free.last()
+            && s + len == self.next
+        {
+            self.next = s;
+            self.free.pop();
+        }
+    }
+
+    /// Bytes of the quota not handed out (fresh space and freed ranges).
+    pub fn unused(&self) -> usize {
+        self.end - self.next + self.free.iter().map(|&(_, len)| len).sum::<usize>()
     }
 }

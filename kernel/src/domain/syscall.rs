@@ -4,9 +4,10 @@
 
 use abi::{Call, Rights, SysError};
 
+use super::jobs::{CHUNK_PAGES, Job};
 use super::paging::Shortage;
 use super::stretch::Kind;
-use super::{World, pages_for};
+use super::{Filling, World, pages_for};
 use crate::arch;
 
 /// Longest text one `console_write` takes.
@@ -26,6 +27,9 @@ pub enum Next {
     WaitForFrames,
     /// Continue in the context `resume` loaded (no result registers are written).
     Resumed(alloc::boxed::Box<abi::SavedContext>),
+    /// The call goes on as a kernel job, in chunks on the caller's CPU time; the caller resumes
+    /// with the job's result.
+    Job(super::jobs::Job),
     /// The caller is gone.
     Exit(i32),
 }
@@ -41,8 +45,16 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         Call::Yield => Next::Yield,
         Call::Time => Next::Return(Ok(super::sched::now_ns() as usize)),
         Call::ConsoleWrite => Next::Return(console_write(w, id, a[0], a[1])),
-        Call::StretchCreate => memory_call(stretch_create(w, id, a[0], a[1])),
-        Call::StretchDestroy => Next::Return(stretch_destroy(w, id, a[0])),
+        Call::StretchCreate => match stretch_create(w, id, a[0], a[1]) {
+            Ok(Made::Now(base)) => Next::Return(Ok(base)),
+            Ok(Made::Later(job)) => Next::Job(job),
+            Err(e) => memory_call(Err(e)),
+        },
+        Call::StretchDestroy => match stretch_destroy(w, id, a[0]) {
+            Ok(Some(job)) => Next::Job(job),
+            Ok(None) => Next::Return(Ok(0)),
+            Err(e) => Next::Return(Err(e)),
+        },
         Call::StretchRights => Next::Return(stretch_rights(w, id, a[0], a[1], a[2])),
         Call::EventSend => Next::Return(w.send_event(id, a[0], a[1]).map(|()| 0)),
         Call::ActivationSet => Next::Return(activation_set(w, id, a[0], a[1])),
@@ -131,20 +143,23 @@ fn resume(w: &mut World, id: u32, ptr: usize) -> Result<abi::SavedContext, SysEr
     if !w.may_access(id, ptr, WORDS * 8, Rights::READ) {
         return Err(SysError::BadAddress);
     }
-    let mut raw = [0u8; WORDS * 8];
-    arch::copy_from_user(&mut raw, ptr).map_err(|_| SysError::BadAddress)?;
-    let word = |i: usize| u64::from_le_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-    let mut ctx = abi::SavedContext { regs: [0; 32], pc: word(32) };
-    for (i, r) in ctx.regs.iter_mut().enumerate() {
-        *r = word(i);
-    }
+    let mut words = [0u64; WORDS];
+    arch::copy_words_from_user(&mut words, ptr).map_err(|_| SysError::BadAddress)?;
+    let mut ctx = abi::SavedContext { regs: [0; 32], pc: words[32] };
+    ctx.regs.copy_from_slice(&words[..32]);
     if let Some(frame) = w.domains[id as usize].dcb {
         crate::phys::dcb(frame).activations.store(1, core::sync::atomic::Ordering::Release);
     }
     Ok(ctx)
 }
 
-fn stretch_create(w: &mut World, id: u32, bytes: usize, rights: usize) -> Result<usize, Shortage> {
+/// A stretch made by `stretch_create`: at once (small), or by a kernel job.
+enum Made {
+    Now(usize),
+    Later(Job),
+}
+
+fn stretch_create(w: &mut World, id: u32, bytes: usize, rights: usize) -> Result<Made, Shortage> {
     let rights = Rights::from_bits(rights).ok_or(SysError::InvalidArgument)?;
     if bytes == 0 || bytes > STRETCH_MAX {
         return Err(SysError::InvalidArgument.into());
@@ -153,28 +168,36 @@ fn stretch_create(w: &mut World, id: u32, bytes: usize, rights: usize) -> Result
     if !w.within_contract(id, pages as u64) {
         return Err(SysError::NoMemory.into());
     }
-    let base = w.virtual_space.take(pages).ok_or(SysError::NoAddressSpace)?;
+    let base = w.domains[id as usize].address.take(pages).ok_or(SysError::NoAddressSpace)?;
     // The owner always holds meta on what it creates.
     let rights = rights.union(Rights::META);
-    let made = w.create_stretch_or_wait(id, base, pages, rights, Kind::Dynamic, &[]);
+    let later = pages > CHUNK_PAGES;
+    let filling = if later { Filling::Later } else { Filling::Now(&[]) };
+    let made = w.create_stretch_or_wait(id, base, pages, rights, Kind::Dynamic, filling);
     if let Err(e) = made {
-        w.virtual_space.give_back(base, pages);
+        w.domains[id as usize].address.give_back(base, pages);
         return Err(e);
     }
-    Ok(base)
+    Ok(if later { Made::Later(Job::Fill { base, done: 0 }) } else { Made::Now(base) })
 }
 
-fn stretch_destroy(w: &mut World, id: u32, base: usize) -> Result<usize, SysError> {
+/// Destroys the stretch at `base` at once if it is small, or returns the job that will.
+fn stretch_destroy(w: &mut World, id: u32, base: usize) -> Result<Option<Job>, SysError> {
     let s = w.stretches.get(&base).ok_or(SysError::NotFound)?;
-    if !s.rights_of(id).contains(Rights::META) || s.owner != id {
+    if !s.rights_of(id).contains(Rights::META) || s.owner != id || s.busy {
         return Err(SysError::PermissionDenied);
     }
     if !matches!(s.kind, Kind::Dynamic | Kind::Managed) {
         // Images and stacks live as long as their domain.
         return Err(SysError::PermissionDenied);
     }
+    let pages = s.frames.len();
+    if pages > CHUNK_PAGES {
+        w.stretches.get_mut(&base).expect("looked up above").busy = true;
+        return Ok(Some(Job::Empty { base, left: pages, result: Ok(0) }));
+    }
     w.destroy_stretch(base);
-    Ok(0)
+    Ok(None)
 }
 
 fn stretch_rights(
@@ -188,7 +211,7 @@ fn stretch_rights(
     let target = u32::try_from(target).map_err(|_| SysError::NotFound)?;
     w.domain(target).ok_or(SysError::NotFound)?;
     let s = w.stretches.get(&base).ok_or(SysError::NotFound)?;
-    if !s.rights_of(id).contains(Rights::META) {
+    if !s.rights_of(id).contains(Rights::META) || s.busy {
         return Err(SysError::PermissionDenied);
     }
     if s.kind == Kind::Managed {

@@ -54,6 +54,8 @@ const ALL: &[KernelTest] = &[
         run: crate::domain::tests::deadlock_leaves_restarted_calls_alone,
     },
     #[cfg(target_arch = "riscv64")]
+    KernelTest { name: "domains::address_quota", run: crate::domain::tests::address_quota_reuse },
+    #[cfg(target_arch = "riscv64")]
     KernelTest { name: "timer::rate_busy", run: timer::rate_busy },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "timer::rate_idle", run: timer::rate_idle },

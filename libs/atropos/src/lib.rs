@@ -313,10 +313,12 @@ impl Atropos {
             if at == self.turn {
                 self.turn_used = 0;
             }
-            self.extra_ready.remove(at);
-            // The turn stays with its client, or passes to the next in line.
-            if at < self.turn {
-                self.turn -= 1;
+            // The last in line takes its place (the order of a round robin does not matter,
+            // only that every turn comes); the turn stays with its client, or passes on.
+            let last = self.extra_ready.len() - 1;
+            self.extra_ready.swap_remove(at);
+            if self.turn == last && at != last {
+                self.turn = at;
             }
             if self.turn >= self.extra_ready.len() {
                 self.turn = 0;
@@ -354,10 +356,17 @@ impl Atropos {
     }
 
     /// Ends the periods that are over at `now` (a pass over the clients only when one may be).
+    #[inline]
     fn replenish(&mut self, now: Nanos) {
-        if now < self.next_change {
-            return;
+        if now >= self.next_change {
+            self.replenish_pass(now);
         }
+    }
+
+    /// The pass of [`Atropos::replenish`], kept out of line so that the common case costs a
+    /// comparison.
+    #[inline(never)]
+    fn replenish_pass(&mut self, now: Nanos) {
         for (id, c) in self.clients.iter_mut().enumerate() {
             if c.state == State::Gone || c.lapsed {
                 continue;
@@ -399,6 +408,7 @@ impl Atropos {
     }
 
     /// Brings the state up to `now`: charges the running client, ends finished periods.
+    #[inline]
     fn advance(&mut self, now: Nanos) {
         self.charge(now);
         self.replenish(now);

@@ -50,6 +50,17 @@ pub(super) fn frames_returned(out: &Outcome) -> Result<(), String> {
     }
 }
 
+/// The kernel's count of floating-point state loads on first use is `want`.
+fn fp_loads(out: &Outcome, want: u64) -> Result<(), String> {
+    let line = out.line("floating-point state loads on first use").map(|l| l.message.as_str());
+    let got = line.and_then(|m| m.split_whitespace().nth(1)?.parse::<u64>().ok());
+    if got == Some(want) {
+        Ok(())
+    } else {
+        Err(format!("want {want} floating-point state loads, the kernel says: {line:?}"))
+    }
+}
+
 /// The `static at 0x...` addresses and values a counter instance printed.
 fn counter_rounds(out: &Outcome, name: &str) -> Vec<(String, u64)> {
     let prefix = format!("[counter-{name}] counter {name}: round ");
@@ -195,9 +206,16 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             frames_returned(out)
         }),
     });
+    // Under -icount, so that no timer interrupt falls inside a round and the count of state
+    // loads is exact.
+    let icount = || {
+        let mut b = boot();
+        b.icount = true;
+        b
+    };
     tests.push(QemuTest {
         name: format!("{p}domains::fp_state"),
-        boot: boot(),
+        boot: icount(),
         system: Some(("tests/manifests/fp-state.toml".into(), Spoil::Nothing)),
         expected: &[],
         check: Box::new(|out| {
@@ -209,7 +227,30 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
                 )?;
                 expect_line(out, &format!("{d}: exited with status 0"))?;
             }
-            Ok(())
+            // Each round of each domain finds the other's state in the registers (2 x 200
+            // loads), and each domain's first use loads its state once more.
+            fp_loads(out, 402)
+        }),
+    });
+    tests.push(QemuTest {
+        name: format!("{p}domains::fp_lazy"),
+        boot: icount(),
+        system: Some(("tests/manifests/fp-lazy.toml".into(), Spoil::Nothing)),
+        expected: &[],
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            expect_line(out, "[fp] fpcheck: 200 rounds, 0 mismatches, sum 1.639946")?;
+            // The neighbour ran between the rounds: all its 100 rounds before fpcheck ended.
+            let neighbour = last_position(out, "counter n: round 100,")?;
+            if neighbour > position(out, "[fp] fpcheck: 200 rounds")? {
+                return Err("the neighbour did not run between fpcheck's rounds".into());
+            }
+            expect_line(out, "fp: exited with status 0")?;
+            expect_line(out, "counter: exited with status 0")?;
+            // The neighbour never uses the unit: fpcheck's state is loaded once, on first use,
+            // and stays in the registers across every switch.
+            fp_loads(out, 1)?;
+            frames_returned(out)
         }),
     });
     tests.push(QemuTest {
@@ -300,7 +341,14 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
         (
             "illegal",
             "illegal instruction",
-            &["illegal instruction (instruction bits", "pc=0x", "<__tessera_main+"],
+            &[
+                "illegal instruction (instruction bits",
+                "pc=0x",
+                "<__tessera_main+",
+                // The instruction trapped first with the FP unit off, loaded the domain's
+                // floating-point state, and was reported when it trapped again.
+                "fp: 1 floating-point state loads on first use",
+            ],
             &[
                 "domain faulty: illegal instruction (instruction bits 0x*), pc=0x*",
                 "domain faulty terminated: illegal instruction",

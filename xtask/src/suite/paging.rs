@@ -214,6 +214,38 @@ fn revocation_forced(out: &Outcome, period: u64, slice: u64) -> Result<(), Strin
     expect_line(out, "big: terminated (did not release revoked frames by the deadline)")
 }
 
+/// canary's own clock: in every complete period it ran its 5 ms slice, within 10 us; the
+/// kernel's accounts agree that it missed no deadline; hog did all its work and all frames
+/// came back.
+fn kernel_work(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    let hog = line_with(out, "[hog] memhog: nailed bytes=67108864")?;
+    if hog.contains("failed") {
+        return Err(format!("hog's calls failed: {hog}"));
+    }
+    let spin = line_with(out, "[canary] spin: iterations=")?;
+    let get = |k: &str| field(spin, k).ok_or(format!("no {k}= in `{spin}`"));
+    let (windows, min, max, slice) =
+        (get("windows")?, get("min_ns")?, get("max_ns")?, get("slice_ns")?);
+    if windows < 50 {
+        return Err(format!("canary saw only {windows} complete periods: {spin}"));
+    }
+    if min + 10_000 < slice || max > slice + 10_000 {
+        return Err(format!(
+            "canary's CPU per period ranged {min}..{max} ns, not its slice {slice} ns within 10 us"
+        ));
+    }
+    expect_line(out, "canary: cpu ")?;
+    let account = line_with(out, "  canary: cpu ")?;
+    if !account.contains(" 0 deadlines missed") {
+        return Err(format!("canary missed deadlines: {account}"));
+    }
+    for d in ["canary", "hog"] {
+        expect_line(out, &format!("{d}: exited with status 0"))?;
+    }
+    frames_returned(out)
+}
+
 fn out_of_frames(out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     let report = line_with(out, "[greedy] tessera: page fault at ")?;
@@ -320,6 +352,7 @@ pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
             forced,
             revocation_ignored,
         )),
+        virtual_time(test("kernel_work", "kernel-work.toml", &[], kernel_work)),
         virtual_time(test(
             "revocation_short_period",
             "revocation-short-period.toml",

@@ -3,6 +3,7 @@
 pub mod console;
 mod device_tree;
 mod entry;
+pub mod fp;
 pub mod layout;
 pub mod probe;
 pub mod sbi;
@@ -24,8 +25,9 @@ pub const NAME: &str = "riscv64";
 pub const HANDLES_TRAPS: bool = true;
 
 pub use entry::boot_stack;
+pub use fp::{FpState, restore_fp, save_fp};
 pub use user::{
-    AddressSpace, FpState, UserContext, UserTrap, copy_from_user, enter_user, restore_fp, save_fp,
+    AddressSpace, UserContext, UserTrap, copy_from_user, copy_words_from_user, enter_user,
 };
 
 /// The kernel's page tables, once [`init_platform`] has built them.
@@ -114,6 +116,10 @@ pub fn exit(code: ExitCode) -> ! {
         other => ((other as u32) << 16) | 0x3333,
     };
     interrupts::disable();
+    let loads = fp::loads();
+    if loads > 0 {
+        defmt::info!("fp: {=u64} floating-point state loads on first use", loads);
+    }
     // SAFETY: QEMU virt's test device sits at 0x100000 (in the direct map); writing it ends the
     // machine, which is what we want here.
     unsafe { (phys_to_virt(SIFIVE_TEST) as *mut u32).write_volatile(value) };

@@ -41,6 +41,24 @@ __probe_read_u8_fixup:
     li      a1, 1
     ret
 
+    .globl __probe_copy_words
+__probe_copy_words:
+    beqz    a2, 2f
+1:
+__probe_copy_insn:
+    ld      t0, 0(a1)
+    sd      t0, 0(a0)
+    addi    a0, a0, 8
+    addi    a1, a1, 8
+    addi    a2, a2, -1
+    bnez    a2, 1b
+2:
+    mv      a0, zero
+    ret
+__probe_copy_fixup:
+    li      a0, 1
+    ret
+
     .globl __probe_write_stimecmp
 __probe_write_stimecmp:
     mv      a1, a0
@@ -60,6 +78,7 @@ __probe_table:
     .quad __probe_write_insn, __probe_write_fixup
     .quad __probe_read_u8_insn, __probe_read_u8_fixup
     .quad __probe_stimecmp_insn, __probe_stimecmp_fixup
+    .quad __probe_copy_insn, __probe_copy_fixup
     "#
 );
 
@@ -74,7 +93,8 @@ unsafe extern "C" {
     fn __probe_write_u64(addr: usize, value: u64) -> u64;
     fn __probe_read_u8(addr: usize) -> ReadResult;
     fn __probe_write_stimecmp(value: u64) -> u64;
-    static __probe_table: [[usize; 2]; 4];
+    fn __probe_copy_words(dst: *mut u64, src: usize, words: usize) -> u64;
+    static __probe_table: [[usize; 2]; 5];
 }
 
 /// Reads the `u64` at `addr`, or `None` if the access faults.
@@ -98,6 +118,14 @@ pub fn write_u64(addr: usize, value: u64) -> bool {
     // SAFETY: as for `read_u64`; the caller chooses an address it is entitled to write (the
     // tests only write their own mappings), and a fault is caught.
     unsafe { __probe_write_u64(addr, value) == 0 }
+}
+
+/// Copies `dst.len()` words from the aligned address `src` into `dst`, one probed load each;
+/// `false` if a load faults (`dst` is then partly written).
+pub fn copy_words(dst: &mut [u64], src: usize) -> bool {
+    // SAFETY: the loop loads from `src` only through the probe instruction (a fault is caught
+    // and reported) and stores only into `dst`, which it may write, `dst.len()` words.
+    unsafe { __probe_copy_words(dst.as_mut_ptr(), src, dst.len()) == 0 }
 }
 
 /// Writes `value` to the `stimecmp` CSR (the Sstc extension's supervisor timer compare

@@ -17,79 +17,24 @@ use spin::Mutex;
 
 use super::sv39::{self, MapError, PTE_R, PTE_U, PTE_W, PTE_X, PageTable};
 use super::trap::{self, INTERRUPT, SUPERVISOR_TIMER, TrapFrame};
-use super::{probe, timer};
+use super::{fp, probe, timer};
+
+/// `scause` of an illegal instruction.
+const ILLEGAL_INSTRUCTION: usize = 2;
+/// `scause` of an `ecall` from U-mode.
+const ECALL_FROM_U: usize = 8;
 
 /// A domain's saved registers (the trap frame layout).
 pub type UserContext = TrapFrame;
 
 const SSTATUS_SPIE: usize = 1 << 5;
 const SSTATUS_SUM: usize = 1 << 18;
-const SSTATUS_FS: usize = 3 << 13;
 const FS_INITIAL: usize = 1 << 13;
-const FS_CLEAN: usize = 2 << 13;
-const FS_DIRTY: usize = 3 << 13;
-
-/// A domain's floating-point registers (`f0..f31`) and `fcsr`, saved while it does not run.
-#[repr(C)]
-#[derive(Clone, Default)]
-pub struct FpState {
-    f: [u64; 32],
-    fcsr: u64,
-}
-
-/// Saves the interrupted domain's floating-point state into `fp` if it changed since it was
-/// last restored (`sstatus.FS` is Dirty), and marks it Clean.
-pub fn save_fp(frame: &mut TrapFrame, fp: &mut FpState) {
-    if frame.sstatus & SSTATUS_FS != FS_DIRTY {
-        return;
-    }
-    let p = fp as *mut FpState as usize;
-    // SAFETY: FS is Dirty, so the FP unit is on; `p` points at a writable `FpState` whose layout
-    // (32 doubles, then fcsr) matches the stores.
-    unsafe {
-        core::arch::asm!(
-            "fsd f0, 0({p})", "fsd f1, 8({p})", "fsd f2, 16({p})", "fsd f3, 24({p})",
-            "fsd f4, 32({p})", "fsd f5, 40({p})", "fsd f6, 48({p})", "fsd f7, 56({p})",
-            "fsd f8, 64({p})", "fsd f9, 72({p})", "fsd f10, 80({p})", "fsd f11, 88({p})",
-            "fsd f12, 96({p})", "fsd f13, 104({p})", "fsd f14, 112({p})", "fsd f15, 120({p})",
-            "fsd f16, 128({p})", "fsd f17, 136({p})", "fsd f18, 144({p})", "fsd f19, 152({p})",
-            "fsd f20, 160({p})", "fsd f21, 168({p})", "fsd f22, 176({p})", "fsd f23, 184({p})",
-            "fsd f24, 192({p})", "fsd f25, 200({p})", "fsd f26, 208({p})", "fsd f27, 216({p})",
-            "fsd f28, 224({p})", "fsd f29, 232({p})", "fsd f30, 240({p})", "fsd f31, 248({p})",
-            "frcsr {t}", "sd {t}, 256({p})",
-            p = in(reg) p, t = out(reg) _,
-        );
-    }
-    frame.sstatus = (frame.sstatus & !SSTATUS_FS) | FS_CLEAN;
-}
-
-/// Loads `fp` into the floating-point registers for the domain about to resume with `frame`
-/// (every domain gets its own values, never another's), and marks its state Clean.
-pub fn restore_fp(frame: &mut TrapFrame, fp: &FpState) {
-    let p = fp as *const FpState as usize;
-    // SAFETY: setting FS turns the FP unit on for the loads (the domain's own FS comes back from
-    // `frame` on `sret`); `p` points at a readable `FpState`.
-    unsafe {
-        core::arch::asm!(
-            "csrs sstatus, {fs}",
-            "fld f0, 0({p})", "fld f1, 8({p})", "fld f2, 16({p})", "fld f3, 24({p})",
-            "fld f4, 32({p})", "fld f5, 40({p})", "fld f6, 48({p})", "fld f7, 56({p})",
-            "fld f8, 64({p})", "fld f9, 72({p})", "fld f10, 80({p})", "fld f11, 88({p})",
-            "fld f12, 96({p})", "fld f13, 104({p})", "fld f14, 112({p})", "fld f15, 120({p})",
-            "fld f16, 128({p})", "fld f17, 136({p})", "fld f18, 144({p})", "fld f19, 152({p})",
-            "fld f20, 160({p})", "fld f21, 168({p})", "fld f22, 176({p})", "fld f23, 184({p})",
-            "fld f24, 192({p})", "fld f25, 200({p})", "fld f26, 208({p})", "fld f27, 216({p})",
-            "fld f28, 224({p})", "fld f29, 232({p})", "fld f30, 240({p})", "fld f31, 248({p})",
-            "ld {t}, 256({p})", "fscsr {t}",
-            fs = in(reg) FS_INITIAL, p = in(reg) p, t = out(reg) _,
-        );
-    }
-    frame.sstatus = (frame.sstatus & !SSTATUS_FS) | FS_CLEAN;
-}
 
 impl TrapFrame {
     /// A context that starts at `entry` with stack pointer `sp` and arguments `a0..a3`, in
-    /// U-mode with interrupts and the floating-point unit enabled.
+    /// U-mode with interrupts and the floating-point unit enabled (until [`super::restore_fp`]
+    /// decides whether its state is loaded).
     pub fn new_user(entry: usize, sp: usize, args: [usize; 4]) -> Self {
         let mut regs = [0usize; 32];
         regs[2] = sp;
@@ -167,24 +112,44 @@ pub enum UserTrap {
 }
 
 pub(super) fn on_trap(frame: &mut TrapFrame, scause: usize, stval: usize) {
-    let trap = if scause == SUPERVISOR_TIMER {
-        timer::disarm();
-        UserTrap::Timer
-    } else if scause == 8 {
+    // Every path ends in a tail call, so that no register has to keep `frame` across a call
+    // (the system-call path is the hot one).
+    if scause == ECALL_FROM_U {
         frame.sepc += 4;
         let r = &frame.regs;
-        UserTrap::SystemCall { number: r[17], args: [r[10], r[11], r[12], r[13], r[14], r[15]] }
-    } else if scause & INTERRUPT != 0 {
-        UserTrap::Fault { cause: "unexpected interrupt", addr: scause, access: None }
-    } else {
-        let access = match scause {
-            12 => Some(abi::Access::Execute),
-            13 => Some(abi::Access::Read),
-            15 => Some(abi::Access::Write),
-            _ => None,
+        let trap = UserTrap::SystemCall {
+            number: r[17],
+            args: [r[10], r[11], r[12], r[13], r[14], r[15]],
         };
-        UserTrap::Fault { cause: trap::exception_name(scause), addr: stval, access }
+        return crate::domain::on_user_trap(frame, trap);
+    }
+    // Off the system call's path (a switch follows anyway).
+    core::hint::cold_path();
+    if scause == SUPERVISOR_TIMER {
+        timer::disarm();
+        return crate::domain::on_user_trap(frame, UserTrap::Timer);
+    }
+    on_other_trap(frame, scause, stval)
+}
+
+/// [`on_trap`] for anything but a system call or the timer.
+#[inline(never)]
+fn on_other_trap(frame: &mut TrapFrame, scause: usize, stval: usize) {
+    if scause & INTERRUPT != 0 {
+        let trap = UserTrap::Fault { cause: "unexpected interrupt", addr: scause, access: None };
+        return crate::domain::on_user_trap(frame, trap);
+    }
+    if scause == ILLEGAL_INSTRUCTION && fp::on_first_use(frame) {
+        // The domain's floating-point state is loaded now: its instruction runs again.
+        return;
+    }
+    let access = match scause {
+        12 => Some(abi::Access::Execute),
+        13 => Some(abi::Access::Read),
+        15 => Some(abi::Access::Write),
+        _ => None,
     };
+    let trap = UserTrap::Fault { cause: trap::exception_name(scause), addr: stval, access };
     crate::domain::on_user_trap(frame, trap);
 }
 
@@ -410,6 +375,22 @@ fn leaf_flags(rights: Rights) -> Option<u64> {
         flags |= PTE_X;
     }
     (flags != PTE_U).then_some(flags)
+}
+
+/// Copies `dst.len()` words from the 8-byte aligned user address `src` of the current address
+/// space into `dst`, in one probed loop. The caller has checked that the domain may read the
+/// range; a fault on the way yields `Err(())` instead of a kernel trap.
+pub fn copy_words_from_user(dst: &mut [u64], src: usize) -> Result<(), ()> {
+    if !src.is_multiple_of(8) {
+        return Err(());
+    }
+    // SAFETY: setting SUM lets S-mode loads reach U pages; it is cleared again below, and every
+    // load goes through the probe loop, so an unmapped page yields an error, not a trap.
+    unsafe { core::arch::asm!("csrs sstatus, {0}", in(reg) SSTATUS_SUM) };
+    let copied = probe::copy_words(dst, src);
+    // SAFETY: clears SUM again.
+    unsafe { core::arch::asm!("csrc sstatus, {0}", in(reg) SSTATUS_SUM) };
+    if copied { Ok(()) } else { Err(()) }
 }
 
 /// Copies `dst.len()` bytes from the user address `src` of the current address space into

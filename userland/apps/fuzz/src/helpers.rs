@@ -2,16 +2,13 @@
 //! the one valid `block` the fuzzer itself cannot make, `--fill-then-wait` is a domain whose
 //! guarantee is full, for the fuzzer's `stretch_rights` to be refused with `NoMemory`.
 
-use abi::{PAGE_SIZE, Rights, SysError};
-use tessera::println;
+use abi::{PAGE_SIZE, Rights, SysError, frame_kind};
+use tessera::{println, syscall};
 
 use crate::spec;
 
 /// How long `--fill-then-wait` blocks at a time (it yields in between).
 const NAP_NS: u64 = 5_000_000;
-/// How often `--fill-then-wait` moves its newest page to a new place, in all, before giving
-/// up.
-const MAX_MOVES: u32 = 4096;
 
 /// The name of a result, as the fuzzer prints outcomes.
 fn name(r: Result<usize, SysError>) -> &'static str {
@@ -36,13 +33,13 @@ pub fn block_once() -> i32 {
 /// guarantee full.
 pub fn fill_then_wait(me: usize, ms: u64) -> i32 {
     let start = tessera::time_ns();
-    let mut f = Filler { me, pages: 0, first: None, newest: None, moves: 0 };
+    let mut f = Filler { me, pages: 0, first: None, topped: 0 };
     if f.fill().is_err() {
         return 1;
     }
     println!("fuzz: filled {} pages", f.pages);
-    if f.moves > 0 {
-        println!("fuzz: moved the newest page {} times to fill the last frame", f.moves);
+    if f.topped > 0 {
+        println!("fuzz: took {} guaranteed frames to fill the last room", f.topped);
     }
     let filled = f.pages;
 
@@ -65,7 +62,7 @@ pub fn fill_then_wait(me: usize, ms: u64) -> i32 {
     0
 }
 
-/// The stretches of a `--fill-then-wait` domain.
+/// The stretches and loose frames of a `--fill-then-wait` domain.
 struct Filler {
     /// Its domain id.
     me: usize,
@@ -73,10 +70,8 @@ struct Filler {
     pages: usize,
     /// Its first stretch, which it asks for its own rights on.
     first: Option<usize>,
-    /// Its newest stretch, the one it moves.
-    newest: Option<usize>,
-    /// How often it moved the newest stretch.
-    moves: u32,
+    /// How many guaranteed loose frames it took to top the guarantee up.
+    topped: usize,
 }
 
 impl Filler {
@@ -85,32 +80,31 @@ impl Filler {
     ///
     /// `stretch_create` of a page needs room for the page plus three page-table frames, while
     /// `stretch_rights` for the domain needs room for the three only: when the last page
-    /// created fitted in page tables the domain already had, one frame of room may be left,
-    /// and a grant would still succeed. The domain tells by asking for its own rights on its
-    /// first stretch again (the same check, and nothing changes if it passes); if it passes,
-    /// it destroys the newest page and creates one further on in the stretch range, until one
-    /// needs a new page table.
+    /// created fitted in page tables the domain already had, up to three frames of room may be
+    /// left, and a grant would still succeed. The domain tells by asking for its own rights on
+    /// its first stretch again (the same check, and nothing changes if it passes); while it
+    /// passes, it takes one more guaranteed loose frame (`frame_alloc`, which needs room for
+    /// that frame only).
     fn fill(&mut self) -> Result<(), ()> {
         let rw = Rights::READ.union(Rights::WRITE);
         loop {
-            loop {
-                match tessera::stretch_create(PAGE_SIZE, rw) {
-                    Ok(base) => {
-                        self.pages += 1;
-                        self.first = self.first.or(Some(base));
-                        self.newest = Some(base);
-                    }
-                    Err(SysError::NoMemory) => break,
-                    Err(e) => {
-                        println!("fuzz: filling: stretch_create -> {}", name(Err(e)));
-                        return Err(());
-                    }
+            match tessera::stretch_create(PAGE_SIZE, rw) {
+                Ok(base) => {
+                    self.pages += 1;
+                    self.first = self.first.or(Some(base));
+                }
+                Err(SysError::NoMemory) => break,
+                Err(e) => {
+                    println!("fuzz: filling: stretch_create -> {}", name(Err(e)));
+                    return Err(());
                 }
             }
-            let Some(probe) = self.first else {
-                println!("fuzz: filling: not even one page fits the guarantee");
-                return Err(());
-            };
+        }
+        let Some(probe) = self.first else {
+            println!("fuzz: filling: not even one page fits the guarantee");
+            return Err(());
+        };
+        for _ in 0..=3 {
             match tessera::stretch_rights(probe, self.me, rw) {
                 Err(SysError::NoMemory) => return Ok(()),
                 Ok(()) => {}
@@ -119,17 +113,13 @@ impl Filler {
                     return Err(());
                 }
             }
-            let victim = self.newest.take().filter(|&b| Some(b) != self.first);
-            let Some(victim) = victim.filter(|_| self.moves < MAX_MOVES) else {
-                println!("fuzz: filling: could not leave the guarantee full");
-                return Err(());
-            };
-            if let Err(e) = tessera::stretch_destroy(victim) {
-                println!("fuzz: filling: stretch_destroy -> {}", name(Err(e)));
+            if let Err(e) = syscall::frame_alloc(frame_kind::GUARANTEED) {
+                println!("fuzz: filling: frame_alloc -> {}", name(Err(e)));
                 return Err(());
             }
-            self.pages -= 1;
-            self.moves += 1;
+            self.topped += 1;
         }
+        println!("fuzz: filling: could not leave the guarantee full");
+        Err(())
     }
 }

@@ -1,7 +1,7 @@
 //! `memhog`: the three parts of the revocation scenarios.
 //!
-//! Usage: `memhog --fill PAGES --hold MS [--stubborn]`, `memhog --claim BYTES --after MS`, or
-//! `memhog --guard BYTES --hold MS`.
+//! Usage: `memhog --fill PAGES --hold MS [--stubborn]`, `memhog --claim BYTES --after MS`,
+//! `memhog --guard BYTES --hold MS`, or `memhog --nailed BYTES`.
 //!
 //! - `--fill` binds the physical driver to a managed stretch of `PAGES` pages and stamps every
 //!   page: the driver backs them with guaranteed frames while the guarantee lasts, then with
@@ -18,6 +18,11 @@
 //!   optimistic frames. It prints `memhog: claimed bytes=B waited_us=W`.
 //! - `--guard` fills a nailed stretch of `BYTES` with a pattern, checksums it, sleeps `--hold`
 //!   ms and checksums it again: `memhog: guard before=X after=Y` (exit 0 if equal).
+//! - `--nailed` creates a nailed stretch of `BYTES` (the kernel zeroes and maps every page),
+//!   destroys it, creates it again and exits holding it (the kernel takes it apart): the kernel
+//!   work of the largest stretch its contract allows, three times. It prints
+//!   `memhog: nailed bytes=B create_us=C destroy_us=D again_us=A` (its own clock) and exits 0,
+//!   or 1 if a call failed.
 
 #![no_std]
 #![no_main]
@@ -80,12 +85,14 @@ enum Mode {
     Fill { pages: usize, hold: u64, stubborn: bool },
     Claim { bytes: usize, after: u64 },
     Guard { bytes: usize, hold: u64 },
+    Nailed { bytes: usize },
 }
 
 fn options(env: Env) -> Option<Mode> {
     let mut args = env.args;
     let (mut fill, mut claim, mut guard, mut hold, mut after, mut stubborn) =
         (None, None, None, 0, 0, false);
+    let mut nailed = None;
     while let Some(arg) = args.next() {
         if arg == "--stubborn" {
             stubborn = true;
@@ -96,15 +103,17 @@ fn options(env: Env) -> Option<Mode> {
             "--fill" => fill = Some(n),
             "--claim" => claim = Some(n),
             "--guard" => guard = Some(n),
+            "--nailed" => nailed = Some(n),
             "--hold" => hold = n as u64,
             "--after" => after = n as u64,
             _ => return None,
         }
     }
-    match (fill, claim, guard) {
-        (Some(pages), None, None) => Some(Mode::Fill { pages, hold, stubborn }),
-        (None, Some(bytes), None) => Some(Mode::Claim { bytes, after }),
-        (None, None, Some(bytes)) => Some(Mode::Guard { bytes, hold }),
+    match (fill, claim, guard, nailed) {
+        (Some(pages), None, None, None) => Some(Mode::Fill { pages, hold, stubborn }),
+        (None, Some(bytes), None, None) => Some(Mode::Claim { bytes, after }),
+        (None, None, Some(bytes), None) => Some(Mode::Guard { bytes, hold }),
+        (None, None, None, Some(bytes)) => Some(Mode::Nailed { bytes }),
         _ => None,
     }
 }
@@ -114,9 +123,10 @@ fn main(env: Env) -> i32 {
         Some(Mode::Fill { pages, hold, stubborn }) => fill(pages, hold, stubborn),
         Some(Mode::Claim { bytes, after }) => claim(bytes, after),
         Some(Mode::Guard { bytes, hold }) => guard(bytes, hold),
+        Some(Mode::Nailed { bytes }) => nailed(bytes),
         None => {
             println!(
-                "memhog: usage: memhog --fill PAGES --hold MS [--stubborn] | --claim BYTES --after MS | --guard BYTES --hold MS"
+                "memhog: usage: memhog --fill PAGES --hold MS [--stubborn] | --claim BYTES --after MS | --guard BYTES --hold MS | --nailed BYTES"
             );
             2
         }
@@ -225,4 +235,32 @@ fn guard(bytes: usize, hold: u64) -> i32 {
     let after = checksum(base, bytes);
     println!("memhog: guard before={:#x} after={:#x}", before, after);
     if before == after { 0 } else { 1 }
+}
+
+/// `--nailed`: create, destroy, create again, and exit holding the stretch.
+fn nailed(bytes: usize) -> i32 {
+    let rw = Rights::READ.union(Rights::WRITE);
+    let timed = |f: &mut dyn FnMut() -> Result<(), tessera::SysError>| {
+        let start = tessera::time_ns();
+        f().map(|()| (tessera::time_ns() - start) / 1000)
+    };
+    let mut base = 0;
+    let created = timed(&mut || tessera::stretch_create(bytes, rw).map(|b| base = b));
+    let destroyed = created.and_then(|_| timed(&mut || tessera::stretch_destroy(base)));
+    let again =
+        destroyed.and_then(|_| timed(&mut || tessera::stretch_create(bytes, rw).map(|_| ())));
+    match (created, destroyed, again) {
+        (Ok(c), Ok(d), Ok(a)) => {
+            println!(
+                "memhog: nailed bytes={} create_us={} destroy_us={} again_us={}",
+                bytes, c, d, a
+            );
+            0
+        }
+        (c, d, a) => {
+            let e = c.and(d).and(a).err().map_or("?", |e| e.name());
+            println!("memhog: nailed bytes={} failed: {}", bytes, e);
+            1
+        }
+    }
 }
