@@ -20,13 +20,17 @@
 //!   `stretchstorm: created=C error=NAME at_ns=T`, keeps them `MS` more milliseconds (default
 //!   0) while its neighbours go on, and exits 0 if the failure was `NoAddressSpace`, 1
 //!   otherwise.
-//! - `stretchstorm --neighbour --every MS --for MS2`: every `MS` milliseconds (sleeping in
-//!   between), for `MS2` milliseconds, creates a 64 KiB nailed stretch and a 1 MiB managed one
-//!   and destroys both. It prints
-//!   `stretchstorm: neighbour attempts=A failed=F rounds=R first_error=NAME first_ns=T0 last_ns=T1`
+//! - `stretchstorm --neighbour --every MS --for MS2 [--while-alive ID]`: every `MS`
+//!   milliseconds (sleeping in between), for `MS2` milliseconds, creates a 64 KiB nailed
+//!   stretch and a 1 MiB managed one and destroys both. With `--while-alive` it stops sooner,
+//!   after the first round that finds domain `ID` dead (so its rounds cover that domain's whole
+//!   life, however long it is): it asks with `event_send(ID, usize::MAX)`, which signals
+//!   nothing (there is no such endpoint) and fails with `NotFound` only once no live domain
+//!   has that id. It prints
+//!   `stretchstorm: neighbour attempts=A failed=F rounds=R first_error=NAME first_ns=T0 last_ns=T1 stopped=WHY`
 //!   (`A` counts the calls that create a stretch, two a round; `F` the create and destroy
 //!   calls that failed; `T0` and `T1` when its first and last round started, by the kernel's
-//!   clock) and exits 0 only if `F` = 0.
+//!   clock; `WHY` is `time` or `dead`) and exits 0 only if `F` = 0.
 //!
 //! Times are the kernel's clock (`time_ns`), the same in every domain, so the host can lay the
 //! neighbour's rounds beside the storm's cycles.
@@ -35,7 +39,9 @@
 #![no_main]
 
 use tessera::syscall::{frame_alloc, map, stretch_create_managed};
-use tessera::{Env, PAGE_SIZE, Rights, SysError, println, stretch_create, stretch_destroy};
+use tessera::{
+    Env, PAGE_SIZE, Rights, SysError, event_send, println, stretch_create, stretch_destroy,
+};
 
 tessera::main!(main);
 
@@ -49,12 +55,12 @@ const BASES_KEPT: usize = 64;
 enum Mode {
     Cycles { cycles: u64, bytes: usize, managed: bool, touch: bool },
     Exhaust { bytes: usize, hold_ms: u64 },
-    Neighbour { every_ms: u64, for_ms: u64 },
+    Neighbour { every_ms: u64, for_ms: u64, while_alive: Option<usize> },
 }
 
 fn usage() -> i32 {
     println!(
-        "stretchstorm: usage: stretchstorm --cycles N --bytes B [--managed] [--touch] | --exhaust --bytes B [--hold MS] | --neighbour --every MS --for MS"
+        "stretchstorm: usage: stretchstorm --cycles N --bytes B [--managed] [--touch] | --exhaust --bytes B [--hold MS] | --neighbour --every MS --for MS [--while-alive ID]"
     );
     2
 }
@@ -63,8 +69,10 @@ fn options(env: Env) -> Option<Mode> {
     let mut args = env.args;
     let (mut cycles, mut bytes, mut every, mut for_ms, mut hold) = (None, None, None, None, 0);
     let (mut managed, mut touch, mut exhaust, mut neighbour) = (false, false, false, false);
+    let mut while_alive = None;
     while let Some(arg) = args.next() {
         match arg {
+            "--while-alive" => while_alive = Some(args.next()?.parse().ok()?),
             "--managed" => managed = true,
             "--touch" => touch = true,
             "--exhaust" => exhaust = true,
@@ -83,6 +91,7 @@ fn options(env: Env) -> Option<Mode> {
         }
     }
     match (cycles, exhaust, neighbour) {
+        _ if while_alive.is_some() && !neighbour => None,
         (Some(cycles), false, false) if every.is_none() && for_ms.is_none() => {
             (managed || !touch).then_some(Mode::Cycles { cycles, bytes: bytes?, managed, touch })
         }
@@ -90,7 +99,8 @@ fn options(env: Env) -> Option<Mode> {
             Some(Mode::Exhaust { bytes: bytes?, hold_ms: hold })
         }
         (None, false, true) if bytes.is_none() && !managed && !touch => {
-            Some(Mode::Neighbour { every_ms: every.filter(|&e| e > 0)?, for_ms: for_ms? })
+            let every_ms = every.filter(|&e| e > 0)?;
+            Some(Mode::Neighbour { every_ms, for_ms: for_ms?, while_alive })
         }
         _ => None,
     }
@@ -102,7 +112,9 @@ fn main(env: Env) -> i32 {
             storm(cycles, bytes, managed, touch)
         }
         Some(Mode::Exhaust { bytes, hold_ms }) => exhaust(bytes, hold_ms),
-        Some(Mode::Neighbour { every_ms, for_ms }) => neighbour(every_ms, for_ms),
+        Some(Mode::Neighbour { every_ms, for_ms, while_alive }) => {
+            neighbour(every_ms, for_ms, while_alive)
+        }
         None => usage(),
     }
 }
@@ -241,22 +253,27 @@ fn exhaust(bytes: usize, hold_ms: u64) -> i32 {
     if error == SysError::NoAddressSpace { 0 } else { 1 }
 }
 
-fn neighbour(every_ms: u64, for_ms: u64) -> i32 {
+fn neighbour(every_ms: u64, for_ms: u64, while_alive: Option<usize>) -> i32 {
+    // No domain has an endpoint usize::MAX: the call signals nothing, and says `NotFound` once
+    // no live domain has the id.
+    let dead = |id: usize| event_send(id, usize::MAX) == Err(SysError::NotFound);
     let start = tessera::time_ns();
     let end = start.saturating_add(for_ms * 1_000_000);
     let (mut attempts, mut failed, mut rounds) = (0u64, 0u64, 0u64);
     let mut first_error = None;
     let (mut first_ns, mut last_ns) = (None, 0);
     let mut next = start;
-    loop {
+    let stopped = loop {
         let now = tessera::time_ns();
         if now >= end {
-            break;
+            break "time";
         }
         if now < next {
             tessera::thread::sleep(next - now);
             continue;
         }
+        // Asked before the round, so that a round is made after the domain is gone.
+        let gone = while_alive.is_some_and(dead);
         first_ns.get_or_insert(now);
         last_ns = now;
         rounds += 1;
@@ -270,16 +287,20 @@ fn neighbour(every_ms: u64, for_ms: u64) -> i32 {
         note(stretch_create(NEIGHBOUR_NAILED, rw()).and_then(stretch_destroy));
         attempts += 1;
         note(stretch_create_managed(NEIGHBOUR_MANAGED, rw()).and_then(stretch_destroy));
+        if gone {
+            break "dead";
+        }
         next = next.saturating_add(every_ms * 1_000_000).max(now);
-    }
+    };
     println!(
-        "stretchstorm: neighbour attempts={} failed={} rounds={} first_error={} first_ns={} last_ns={}",
+        "stretchstorm: neighbour attempts={} failed={} rounds={} first_error={} first_ns={} last_ns={} stopped={}",
         attempts,
         failed,
         rounds,
         name(first_error),
         Maybe(first_ns),
-        last_ns
+        last_ns,
+        stopped
     );
     if failed == 0 { 0 } else { 1 }
 }
