@@ -7,7 +7,7 @@
 //! - `reuse`: `storm` (a 4M guarantee, the default 1G quota) creates and destroys a 256M
 //!   managed stretch 10,000 times, checking on each that a reused range shows nothing of the
 //!   stretch before it, while `neighbour` creates and destroys stretches every 10 ms by its own
-//!   clock; no call of either fails.
+//!   clock for as long as `storm` lives; no call of either fails.
 //! - `quota`: `hog` (a 64M quota) creates 16M managed stretches until `NoAddressSpace`, after
 //!   as many as its partition holds, and keeps them while `neighbour` creates and destroys
 //!   stretches every 5 ms; none of the neighbour's calls fails.
@@ -33,9 +33,8 @@ const FIXED: u64 = manifest::DOMAIN_FIXED_FRAMES * PAGE + manifest::DOMAIN_FIXED
 const REUSE_CYCLES: u64 = 10_000;
 const REUSE_BYTES: u64 = 256 * MIB;
 const REUSE_QUOTA: u64 = manifest::DEFAULT_ADDRESS_SPACE;
-/// `reuse`: the neighbour's round interval and run time, in ms.
+/// `reuse`: the neighbour's round interval, in ms (it runs as long as storm lives).
 const REUSE_EVERY_MS: u64 = 10;
-const REUSE_FOR_MS: u64 = 45_000;
 
 /// `quota`: hog's quota, stretch size and hold time (ms), as its manifest gives them.
 const QUOTA: u64 = 64 * MIB;
@@ -68,12 +67,21 @@ fn number(line: &str, key: &str) -> Result<u64, String> {
     field(line, key).ok_or(format!("no number `{key}=` in `{line}`"))
 }
 
-/// What a neighbour reported: `(rounds, first_ns, last_ns)`, once the report says that none of
-/// its calls failed and that it made as many rounds as its own clock gave it: one every
-/// `every_ms` for `for_ms`, the last within its run (so at most `for_ms / every_ms` rounds
-/// after the first), and not fewer than 90% of them (a round delayed by more than a whole
-/// interval is not made up).
-fn neighbour(out: &Outcome, every_ms: u64, for_ms: u64) -> Result<(u64, u64, u64), String> {
+/// How a neighbour's run ends.
+#[derive(Clone, Copy)]
+enum Stop {
+    /// After `--for` this many ms.
+    Time(u64),
+    /// After the round that finds the domain it watches dead (`--while-alive`).
+    Dead,
+}
+
+/// What a neighbour that makes a round every `every_ms` reported: `(first_ns, last_ns)`, once
+/// the report says that none of its calls failed, that it stopped as `stop` says, and that it
+/// kept its pace by its own clock: one round every `every_ms` from its first to its last (so at
+/// most `span / every_ms + 1` rounds), and not fewer than 90% of them (a round delayed by more
+/// than a whole interval is not made up); with `Stop::Time`, as many over its whole run.
+fn neighbour(out: &Outcome, every_ms: u64, stop: Stop) -> Result<(u64, u64), String> {
     let line = line_with(out, "[neighbour] stretchstorm: neighbour attempts=")?;
     let (attempts, failed, rounds) =
         (number(line, "attempts")?, number(line, "failed")?, number(line, "rounds")?);
@@ -84,20 +92,38 @@ fn neighbour(out: &Outcome, every_ms: u64, for_ms: u64) -> Result<(u64, u64, u64
     if attempts != 2 * rounds {
         return Err(format!("the neighbour should make two stretches a round: {line}"));
     }
-    let most = for_ms / every_ms + 1;
-    let least = most * 9 / 10;
-    if !(least..=most).contains(&rounds) {
-        return Err(format!(
-            "the neighbour made {rounds} rounds, not {least}..={most} (one every {every_ms} ms \
-             for {for_ms} ms): {line}"
-        ));
-    }
     let (first, last) = (number(line, "first_ns")?, number(line, "last_ns")?);
-    if last < first || last - first > for_ms * 1_000_000 {
-        return Err(format!("the neighbour's rounds should lie within its {for_ms} ms: {line}"));
+    if last < first {
+        return Err(format!("the neighbour's last round came before its first: {line}"));
+    }
+    let paced = |span_ms: u64, what: &str| {
+        let most = span_ms / every_ms + 1;
+        let least = most * 9 / 10;
+        if (least..=most).contains(&rounds) {
+            Ok(())
+        } else {
+            Err(format!(
+                "the neighbour made {rounds} rounds, not {least}..={most} (one every {every_ms} \
+                 ms {what}): {line}"
+            ))
+        }
+    };
+    paced((last - first) / 1_000_000, "from its first round to its last")?;
+    match stop {
+        Stop::Time(for_ms) => {
+            if word(line, "stopped") != Some("time") || last - first > for_ms * 1_000_000 {
+                return Err(format!("the neighbour should run for {for_ms} ms: {line}"));
+            }
+            paced(for_ms, &format!("for {for_ms} ms"))?;
+        }
+        Stop::Dead => {
+            if word(line, "stopped") != Some("dead") {
+                return Err(format!("the neighbour should stop once storm has died: {line}"));
+            }
+        }
     }
     expect_line(out, "neighbour: exited with status 0")?;
-    Ok((rounds, first, last))
+    Ok((first, last))
 }
 
 fn reuse(out: &Outcome) -> Result<(), String> {
@@ -128,13 +154,13 @@ fn reuse(out: &Outcome) -> Result<(), String> {
     }
     expect_line(out, "storm: exited with status 0")?;
     let (start, end) = (number(line, "start_ns")?, number(line, "end_ns")?);
-    let (_, first, last) = neighbour(out, REUSE_EVERY_MS, REUSE_FOR_MS)?;
+    let (first, last) = neighbour(out, REUSE_EVERY_MS, Stop::Dead)?;
     // The neighbour's rounds cover the storm: it began within two of its intervals of storm's
-    // start, and it was still creating stretches when storm's last cycle ended.
+    // start, and made a round after storm's last cycle (after storm died).
     if first > start + 2 * REUSE_EVERY_MS * 1_000_000 || last < end {
         return Err(format!(
             "the neighbour's rounds ({first}..{last} ns) should cover storm's cycles \
-             ({start}..{end} ns); if storm takes longer now, lengthen the neighbour's --for"
+             ({start}..{end} ns)"
         ));
     }
     super::domains::frames_returned(out)
@@ -161,7 +187,7 @@ fn quota(out: &Outcome) -> Result<(), String> {
     }
     expect_line(out, "hog: exited with status 0")?;
     let at = number(line, "at_ns")?;
-    let (_, _, last) = neighbour(out, QUOTA_EVERY_MS, QUOTA_FOR_MS)?;
+    let (_, last) = neighbour(out, QUOTA_EVERY_MS, Stop::Time(QUOTA_FOR_MS))?;
     // The neighbour went on creating stretches while hog held its whole quota: for most of its
     // run after hog was refused (its run is 300 ms; hog's first stretches take well under
     // 50 ms), and all before hog let them go.
@@ -191,10 +217,9 @@ pub(super) fn address_space_tests(p: &str) -> Vec<QemuTest> {
         }
     };
     vec![
-        // 45 s of virtual time, most of it the neighbour alone and idle after storm's 10,000
-        // cycles: with per-domain partitions tried on the kernel of this commit, a cycle took
-        // 1.6 ms (16.1 s in all) and the boot 38 s of a host's time.
-        test("reuse", "reuse.toml", 300, reuse),
+        // storm's 10,000 cycles took 4.5 ms each, 45 s of virtual time, and the boot 60 to
+        // 85 s of a host's time when this was written.
+        test("reuse", "reuse.toml", 400, reuse),
         test("quota", "quota.toml", 60, quota),
     ]
 }
@@ -229,8 +254,8 @@ mod tests {
         let storm = "[storm] stretchstorm: cycles=10000 failed=0 first_error=none \
                      first_failed_cycle=none distinct_bases=1 stale=0 start_ns=2550700 \
                      end_ns=18400000000";
-        let neighbour = "[neighbour] stretchstorm: neighbour attempts=9000 failed=0 rounds=4500 \
-                         first_error=none first_ns=7792500 last_ns=44997792500";
+        let neighbour = "[neighbour] stretchstorm: neighbour attempts=3680 failed=0 rounds=1840 \
+                         first_error=none first_ns=7792500 last_ns=18407792500 stopped=dead";
         let good = [
             storm,
             "storm: exited with status 0",
@@ -245,8 +270,8 @@ mod tests {
             "[storm] stretchstorm: cycles=10000 failed=9489 first_error=NoAddressSpace \
              first_failed_cycle=511 distinct_bases=64 stale=0 start_ns=2551000 end_ns=3063571800",
             "storm: exited with status 1",
-            "[neighbour] stretchstorm: neighbour attempts=9000 failed=8524 rounds=4500 \
-             first_error=NoAddressSpace first_ns=7792800 last_ns=44997798400",
+            "[neighbour] stretchstorm: neighbour attempts=620 failed=600 rounds=310 \
+             first_error=NoAddressSpace first_ns=7792800 last_ns=3097798400 stopped=dead",
             "neighbour: exited with status 1",
             FRAMES,
         ];
@@ -256,9 +281,19 @@ mod tests {
         let stale = good.map(|l| l.replace("stale=0", "stale=1"));
         let stale: Vec<&str> = stale.iter().map(String::as_str).collect();
         assert!(reuse(&outcome(&stale)).unwrap_err().contains("previous stretch's frame"));
-        let early = good.map(|l| l.replace("last_ns=44997792500", "last_ns=10000000000"));
+        let early = good.map(|l| {
+            l.replace("rounds=1840", "rounds=1000")
+                .replace("attempts=3680", "attempts=2000")
+                .replace("last_ns=18407792500", "last_ns=10000000000")
+        });
         let early: Vec<&str> = early.iter().map(String::as_str).collect();
-        assert!(reuse(&outcome(&early)).unwrap_err().contains("lengthen"));
+        assert!(reuse(&outcome(&early)).unwrap_err().contains("should cover storm's cycles"));
+        let by_time = good.map(|l| l.replace("stopped=dead", "stopped=time"));
+        let by_time: Vec<&str> = by_time.iter().map(String::as_str).collect();
+        assert!(reuse(&outcome(&by_time)).unwrap_err().contains("once storm has died"));
+        let slow = good.map(|l| l.replace("rounds=1840", "rounds=1500").replace("=3680", "=3000"));
+        let slow: Vec<&str> = slow.iter().map(String::as_str).collect();
+        assert!(reuse(&outcome(&slow)).unwrap_err().contains("not 1656..=1841"));
         let once = good.map(|l| l.replace("failed=0 rounds", "failed=1 rounds"));
         let once: Vec<&str> = once.iter().map(String::as_str).collect();
         assert!(reuse(&outcome(&once)).unwrap_err().contains("neighbour's calls failed"));
@@ -267,7 +302,7 @@ mod tests {
     #[test]
     fn quota_passes_by_the_design_and_fails_as_today() {
         let neighbour = "[neighbour] stretchstorm: neighbour attempts=120 failed=0 rounds=60 \
-                         first_error=none first_ns=7792500 last_ns=302792500";
+                         first_error=none first_ns=7792500 last_ns=302792500 stopped=time";
         let hog = "[hog] stretchstorm: created=3 error=NoAddressSpace at_ns=2600000";
         let good = [
             hog,
