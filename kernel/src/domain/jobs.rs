@@ -172,7 +172,7 @@ impl World {
             }
         }
         if keep > 0 {
-            self.stretches.insert(base, s);
+            self.stretches.insert(s);
             return Some(keep);
         }
         if s.kind == Kind::Managed {
@@ -205,7 +205,7 @@ impl World {
         if !held.is_empty() {
             for base in held {
                 let s = self.stretches.get_mut(&base).expect("listed above");
-                s.set_rights(id, Rights::NONE);
+                let _ = s.set_rights(id, Rights::NONE);
                 let (unused, owner) = (s.rights.is_empty(), s.owner);
                 if unused && self.domain(owner).is_none() {
                     let pages = self.stretches[&base].frames.len();
