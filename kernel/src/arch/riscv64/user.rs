@@ -379,10 +379,11 @@ fn leaf_flags(rights: Rights) -> Option<u64> {
 
 /// Copies `dst.len()` words from the 8-byte aligned user address `src` of the current address
 /// space into `dst`, in one probed loop. The caller has checked that the domain may read the
-/// range; a fault on the way yields `Err(())` instead of a kernel trap.
-pub fn copy_words_from_user(dst: &mut [u64], src: usize) -> Result<(), ()> {
+/// range; a fault on the way (or a misaligned `src`) yields `Err(src)` instead of a kernel
+/// trap.
+pub fn copy_words_from_user(dst: &mut [u64], src: usize) -> Result<(), usize> {
     if !src.is_multiple_of(8) {
-        return Err(());
+        return Err(src);
     }
     // SAFETY: setting SUM lets S-mode loads reach U pages; it is cleared again below, and every
     // load goes through the probe loop, so an unmapped page yields an error, not a trap.
@@ -390,7 +391,7 @@ pub fn copy_words_from_user(dst: &mut [u64], src: usize) -> Result<(), ()> {
     let copied = probe::copy_words(dst, src);
     // SAFETY: clears SUM again.
     unsafe { core::arch::asm!("csrc sstatus, {0}", in(reg) SSTATUS_SUM) };
-    if copied { Ok(()) } else { Err(()) }
+    if copied { Ok(()) } else { Err(src) }
 }
 
 /// Copies `dst.len()` bytes from the user address `src` of the current address space into
