@@ -18,10 +18,12 @@ use crate::qemu::{self, Boot, Ending, Outcome};
 use crate::system::{self, Spoil};
 use crate::{Arch, Bios, setup, util};
 
+mod address_space;
 mod domains;
 mod paging;
 mod run;
 
+use address_space::address_space_tests;
 use domains::domain_tests;
 use paging::paging_tests;
 
@@ -508,6 +510,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
     if arch == Arch::Riscv64 {
         tests.extend(domain_tests(&p));
         tests.extend(paging_tests(&p));
+        tests.extend(address_space_tests(&p));
     }
     // ANCHOR_END: suites
     Ok(tests)
