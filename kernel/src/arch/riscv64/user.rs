@@ -17,7 +17,7 @@ use spin::Mutex;
 
 use super::sv39::{self, MapError, PTE_R, PTE_U, PTE_W, PTE_X, PageTable};
 use super::trap::{self, INTERRUPT, SUPERVISOR_TIMER, TrapFrame};
-use super::{fp, probe, timer};
+use super::{fp, interrupts, probe, timer};
 
 /// `scause` of an illegal instruction.
 const ILLEGAL_INSTRUCTION: usize = 2;
@@ -127,6 +127,7 @@ pub(super) fn on_trap(frame: &mut TrapFrame, scause: usize, stval: usize) {
     core::hint::cold_path();
     if scause == SUPERVISOR_TIMER {
         timer::disarm();
+        interrupts::raise_due_software();
         return crate::domain::on_user_trap(frame, UserTrap::Timer);
     }
     on_other_trap(frame, scause, stval)
@@ -136,8 +137,9 @@ pub(super) fn on_trap(frame: &mut TrapFrame, scause: usize, stval: usize) {
 #[inline(never)]
 fn on_other_trap(frame: &mut TrapFrame, scause: usize, stval: usize) {
     if scause & INTERRUPT != 0 {
-        let trap = UserTrap::Fault { cause: "unexpected interrupt", addr: scause, access: None };
-        return crate::domain::on_user_trap(frame, trap);
+        // The kernel's business, not the domain's: counted and silenced, and the domain
+        // resumes where it was interrupted.
+        return interrupts::unexpected(scause & !INTERRUPT, true);
     }
     if scause == ILLEGAL_INSTRUCTION && fp::on_first_use(frame) {
         // The domain's floating-point state is loaded now: its instruction runs again.
