@@ -11,6 +11,10 @@
 //!   into live figures and CSV/JSON (`cargo xtask run --cpu`).
 //! - `stop=TIME` (e.g. `stop=2s`, `stop=500ms`) ends the run at that instant of the kernel's
 //!   clock, with the run summary, even if domains are still running.
+//! - `softint=TIME[,TIME...]` (up to four, ascending; RISC-V) raises a supervisor software
+//!   interrupt, which the kernel does not expect, at each of those instants of its clock (on the
+//!   first timer interrupt from user mode at or after it): a test of how unexpected interrupts
+//!   are handled.
 //!
 //! Unknown keys and bad values are reported and ignored.
 
@@ -25,6 +29,8 @@ pub struct Args<'a> {
     pub trace_sched: bool,
     /// Value of `stop=`, in nanoseconds since boot.
     pub stop_ns: Option<u64>,
+    /// Values of `softint=`, in nanoseconds since boot.
+    pub softint_ns: heapless::Vec<u64, 4>,
 }
 
 impl<'a> Args<'a> {
@@ -42,11 +48,31 @@ impl<'a> Args<'a> {
                         defmt::warn!("command line: `{=str}` is not a time like 2s or 500ms", word)
                     }
                 },
+                Some(("softint", v)) => match instants_ns(v) {
+                    Some(list) => args.softint_ns = list,
+                    None => defmt::warn!(
+                        "command line: `{=str}` is not up to four ascending times like 10ms,20ms",
+                        word
+                    ),
+                },
                 _ => defmt::warn!("command line: ignoring unknown word `{=str}`", word),
             }
         }
         args
     }
+}
+
+/// Up to four ascending durations separated by commas, in nanoseconds.
+fn instants_ns(text: &str) -> Option<heapless::Vec<u64, 4>> {
+    let mut list = heapless::Vec::new();
+    for part in text.split(',') {
+        let ns = duration_ns(part)?;
+        if list.last().is_some_and(|&last| last > ns) {
+            return None;
+        }
+        list.push(ns).ok()?;
+    }
+    Some(list)
 }
 
 /// `"2s"`, `"500ms"`, `"750us"` or `"1000ns"` in nanoseconds.

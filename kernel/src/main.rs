@@ -71,6 +71,12 @@ pub fn kernel_main(boot: BootInfo) -> ! {
     let args = cmdline::Args::parse(boot.cmdline.as_str());
     memory::init(&boot);
     arch::init_platform(&boot);
+    #[cfg(target_arch = "riscv64")]
+    arch::interrupts::raise_software_at(&args.softint_ns);
+    #[cfg(not(target_arch = "riscv64"))]
+    if !args.softint_ns.is_empty() {
+        defmt::warn!("command line: softint= is not supported on {=str}", arch::NAME);
+    }
     boot.report();
     if let Some(status) = tests::run(&args) {
         shutdown(status)

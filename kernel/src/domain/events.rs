@@ -29,7 +29,7 @@ impl World {
     /// A new endpoint of domain `owner` that `sender` may signal; its index.
     pub(super) fn alloc_endpoint(&mut self, owner: u32, sender: u32) -> Option<usize> {
         let d = self.domains.get_mut(owner as usize)?;
-        if d.endpoints.len() >= MAX_EVENTS {
+        if d.endpoints.len() >= MAX_EVENTS || d.endpoints.try_reserve(1).is_err() {
             return None;
         }
         d.endpoints.push(Endpoint { sender, closed: false, deadline: None });

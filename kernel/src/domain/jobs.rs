@@ -172,7 +172,7 @@ impl World {
             }
         }
         if keep > 0 {
-            self.stretches.insert(base, s);
+            self.stretches.insert(s);
             return Some(keep);
         }
         if s.kind == Kind::Managed {
@@ -192,20 +192,20 @@ impl World {
                 Some(Job::Teardown { emptying: left.map(|left| (base, left)) });
             return Step::More;
         }
-        // Its rights on others' stretches first (only the entries: its protection domain goes
-        // whole at the end), so that nothing it used is emptied under a live domain. An orphaned
-        // channel stretch, whose owner died before, goes once nobody holds rights on it.
+        // Its rights first (only the entries: its protection domain goes whole at the end) on
+        // every stretch that outlives it: others' and its channels a live peer still uses. An
+        // orphaned channel stretch, whose owner died before, goes once nobody holds rights on it.
         let held = self
             .stretches
             .values()
-            .filter(|s| s.owner != id && s.rights_of(id) != Rights::NONE)
+            .filter(|s| s.rights_of(id) != Rights::NONE && !(s.owner == id && doomed(s, id)))
             .map(|s| s.base)
             .take(CHUNK_PAGES)
             .collect::<heapless::Vec<usize, CHUNK_PAGES>>();
         if !held.is_empty() {
             for base in held {
                 let s = self.stretches.get_mut(&base).expect("listed above");
-                s.set_rights(id, Rights::NONE);
+                let _ = s.set_rights(id, Rights::NONE);
                 let (unused, owner) = (s.rights.is_empty(), s.owner);
                 if unused && self.domain(owner).is_none() {
                     let pages = self.stretches[&base].frames.len();
@@ -220,8 +220,7 @@ impl World {
         let doomed = self
             .stretches
             .values()
-            .filter(|s| s.owner == id)
-            .find(|s| s.kind != Kind::Channel || s.rights.iter().all(|(d, _)| *d == id))
+            .find(|s| s.owner == id && doomed(s, id))
             .map(|s| (s.base, s.frames.len()));
         if let Some(emptying) = doomed {
             self.domains[id as usize].job = Some(Job::Teardown { emptying: Some(emptying) });
@@ -310,6 +309,12 @@ impl World {
     pub(super) fn burying(&self) -> bool {
         self.domains.iter().any(|d| matches!(d.job, Some(Job::Teardown { .. })))
     }
+}
+
+/// Does stretch `s`, owned by dead domain `id`, go with it? All but a channel that a peer still
+/// uses (that one goes when the last holder dies).
+fn doomed(s: &super::Stretch, id: u32) -> bool {
+    s.kind != Kind::Channel || s.rights.iter().all(|(d, _)| *d == id)
 }
 
 /// A dead domain holds no optimistic frames any more as far as revocation goes (they are all on

@@ -202,10 +202,9 @@ fn connect(
     let base = w.domains[from as usize].address.take(pages).ok_or(abi::SysError::NoAddressSpace)?;
     let rw = Rights::READ.union(Rights::WRITE);
     w.create_stretch(from, base, pages, rw, Kind::Channel, &[])?;
-    let mut s = w.stretches.remove(&base).expect("just created");
-    s.set_rights(to, rw);
-    let mapped = w.map_for(&s, to, rw);
-    w.stretches.insert(base, s);
+    let mut s = w.stretches.remove(&base).ok_or(abi::SysError::NotFound)?;
+    let mapped = s.set_rights(to, rw).and_then(|()| w.map_for(&s, to, rw));
+    w.stretches.insert(s);
     mapped?;
     let space_event = w.alloc_endpoint(from, to).ok_or(abi::SysError::NoMemory)?;
     let data_event = w.alloc_endpoint(to, from).ok_or(abi::SysError::NoMemory)?;

@@ -37,7 +37,7 @@ use spin::Mutex;
 
 use crate::arch::{self, AddressSpace, UserContext};
 use crate::memory::{self, with_frames};
-use stretch::{AddressQuota, Kind, Stretch};
+use stretch::{AddressQuota, Kind, Stretch, StretchTable};
 
 pub use loader::start_from_boot_image;
 pub use sched::on_user_trap;
@@ -139,7 +139,7 @@ impl Domain {
 /// All domains and stretches.
 pub struct World {
     domains: Vec<Domain>,
-    stretches: BTreeMap<usize, Stretch>,
+    stretches: StretchTable,
     /// Where the next domain's share of the stretch region starts.
     next_share: usize,
     current: usize,
@@ -151,6 +151,8 @@ pub struct World {
     preempt: bool,
     /// When to end the run (`stop=`), in timer ticks.
     stop_at: Option<u64>,
+    /// The context the last `resume` read, for the trap path to load.
+    resumed: abi::SavedContext,
     /// Nothing timed (a blocked domain's deadline, a timer endpoint, a revocation deadline)
     /// happens before this instant, in timer ticks (a lower bound, exact after each pass).
     next_instant: u64,
@@ -163,7 +165,7 @@ impl World {
     fn new() -> Self {
         World {
             domains: Vec::new(),
-            stretches: BTreeMap::new(),
+            stretches: StretchTable::default(),
             next_share: abi::STRETCH_BASE,
             current: 0,
             free_before: with_frames(|fa| fa.free_count()),
@@ -171,6 +173,7 @@ impl World {
             preempt: false,
             stop_at: None,
             next_instant: 0,
+            resumed: abi::SavedContext { regs: [0; 32], pc: 0 },
         }
     }
 
@@ -189,7 +192,7 @@ impl World {
 
     /// The stretch containing `addr`.
     pub fn stretch_at(&self, addr: usize) -> Option<&Stretch> {
-        self.stretches.range(..=addr).next_back().map(|(_, s)| s).filter(|s| s.contains(addr))
+        self.stretches.containing(addr)
     }
 
     /// Is `addr` in a managed stretch of domain `id`?
@@ -265,7 +268,7 @@ impl World {
     ) -> Result<(), paging::Shortage> {
         self.domain(owner).ok_or(SysError::NotFound)?;
         let end = base.checked_add(pages * PAGE_SIZE).ok_or(SysError::InvalidArgument)?;
-        if self.stretches.range(..end).next_back().is_some_and(|(_, s)| s.end() > base) {
+        if self.stretches.last_below(end).is_some_and(|s| s.end() > base) {
             return Err(SysError::InvalidArgument.into());
         }
         let space = self.domains[owner as usize].space.as_mut().ok_or(SysError::NotFound)?;
@@ -290,13 +293,17 @@ impl World {
                     kind,
                     busy: true,
                 };
-                s.set_rights(owner, rights);
-                self.stretches.insert(base, s);
+                s.set_rights(owner, rights)?;
+                self.stretches.reserve_one()?;
+                self.stretches.insert(s);
                 return Ok(());
             }
         };
+        self.stretches.reserve_one()?;
         let mut frames = Vec::new();
         frames.try_reserve_exact(pages).map_err(|_| SysError::NoMemory)?;
+        let mut pages_of = Vec::new();
+        pages_of.try_reserve_exact(pages).map_err(|_| SysError::NoMemory)?;
         let free_all = |frames: &mut Vec<frame_allocator::Frame>| {
             frames.drain(..).for_each(|f| {
                 let _ = memory::free(f, Owner::Domain(owner));
@@ -314,7 +321,7 @@ impl World {
         for (i, chunk) in data.chunks(PAGE_SIZE).enumerate().take(pages) {
             crate::phys::write_frame(frames[i], chunk);
         }
-        let pages_of = frames.iter().copied().map(Some).collect();
+        pages_of.extend(frames.iter().copied().map(Some));
         let mut s = Stretch {
             base,
             frames: pages_of,
@@ -324,13 +331,13 @@ impl World {
             kind,
             busy: false,
         };
-        s.set_rights(owner, rights);
-        if let Err(e) = self.map_for(&s, owner, rights) {
+        let mapped = s.set_rights(owner, rights).and_then(|()| self.map_for(&s, owner, rights));
+        if let Err(e) = mapped {
             let _ = self.map_for(&s, owner, Rights::NONE);
             free_all(&mut frames);
             return Err(e.into());
         }
-        self.stretches.insert(base, s);
+        self.stretches.insert(s);
         Ok(())
     }
 

@@ -170,8 +170,17 @@ impl World {
             kind: Kind::Managed,
             busy: false,
         };
-        s.set_rights(id, rights.union(Rights::META));
-        self.stretches.insert(base, s);
+        let room = s
+            .set_rights(id, rights.union(Rights::META))
+            .and_then(|()| self.stretches.reserve_one());
+        if let Err(e) = room {
+            if let Some(space) = self.domains[id as usize].space.as_mut() {
+                space.prune_range(base, end);
+            }
+            self.domains[id as usize].address.give_back(base, pages);
+            return Err(e.into());
+        }
+        self.stretches.insert(s);
         self.domains[id as usize].records += records;
         self.publish_frames(id);
         Ok(base)

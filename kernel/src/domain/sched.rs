@@ -280,7 +280,7 @@ pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
                 w.sched.yield_now(id as usize, now_ns());
                 switch(w, frame, true);
             }
-            Next::Resumed(ctx) => frame.load(&ctx),
+            Next::Resumed => frame.load(&w.resumed),
             Next::Block(deadline) => {
                 frame.set_result(0, 0);
                 w.domains[id as usize].blocked = Some(deadline);

@@ -11,7 +11,7 @@
 
 use alloc::vec::Vec;
 
-use abi::{PAGE_SIZE, Rights};
+use abi::{PAGE_SIZE, Rights, SysError};
 use frame_allocator::Frame;
 
 /// What a stretch is for (reports and the run summary).
@@ -86,12 +86,84 @@ impl Stretch {
         self.rights.iter().find(|(d, _)| *d == domain).map_or(Rights::NONE, |(_, r)| *r)
     }
 
-    /// Sets `domain`'s rights (`NONE` removes the entry).
-    pub fn set_rights(&mut self, domain: u32, rights: Rights) {
+    /// Sets `domain`'s rights (`NONE` removes the entry); `Err` if the kernel heap has no room
+    /// for a new entry (nothing changed then).
+    pub fn set_rights(&mut self, domain: u32, rights: Rights) -> Result<(), SysError> {
+        if rights != Rights::NONE && self.rights.iter().all(|(d, _)| *d != domain) {
+            self.rights.try_reserve(1).map_err(|_| SysError::NoMemory)?;
+        }
         self.rights.retain(|(d, _)| *d != domain);
         if rights != Rights::NONE {
             self.rights.push((domain, rights));
         }
+        Ok(())
+    }
+}
+
+/// Every stretch, sorted by base address: finding the stretch that contains an address is a
+/// binary search, and making room for a new one can fail with `NoMemory` instead of taking
+/// the kernel down ([`StretchTable::reserve_one`] before [`StretchTable::insert`]).
+#[derive(Default)]
+pub struct StretchTable {
+    list: Vec<Stretch>,
+}
+
+impl StretchTable {
+    /// Where the stretch at `base` is, or would go.
+    fn find(&self, base: usize) -> Result<usize, usize> {
+        self.list.binary_search_by_key(&base, |s| s.base)
+    }
+
+    /// The stretch at `base`.
+    pub fn get(&self, base: &usize) -> Option<&Stretch> {
+        self.find(*base).ok().map(|i| &self.list[i])
+    }
+
+    /// The stretch at `base`, to change.
+    pub fn get_mut(&mut self, base: &usize) -> Option<&mut Stretch> {
+        self.find(*base).ok().map(|i| &mut self.list[i])
+    }
+
+    /// Takes the stretch at `base` out (its room stays, for putting it back).
+    pub fn remove(&mut self, base: &usize) -> Option<Stretch> {
+        self.find(*base).ok().map(|i| self.list.remove(i))
+    }
+
+    /// Makes room for one more stretch, or fails with `NoMemory`.
+    pub fn reserve_one(&mut self) -> Result<(), SysError> {
+        self.list.try_reserve(1).map_err(|_| SysError::NoMemory)
+    }
+
+    /// Adds `s` (whose range overlaps no other), in room made by [`StretchTable::reserve_one`]
+    /// or left by [`StretchTable::remove`].
+    pub fn insert(&mut self, s: Stretch) {
+        debug_assert!(self.list.len() < self.list.capacity(), "no room reserved");
+        let at = self.find(s.base).unwrap_or_else(|i| i);
+        self.list.insert(at, s);
+    }
+
+    /// The stretch with the highest base below `end`.
+    pub fn last_below(&self, end: usize) -> Option<&Stretch> {
+        let i = self.list.partition_point(|s| s.base < end);
+        i.checked_sub(1).map(|i| &self.list[i])
+    }
+
+    /// The stretch containing `addr`.
+    pub fn containing(&self, addr: usize) -> Option<&Stretch> {
+        self.last_below(addr.checked_add(1)?).filter(|s| s.contains(addr))
+    }
+
+    /// Every stretch, by base address.
+    pub fn values(&self) -> core::slice::Iter<'_, Stretch> {
+        self.list.iter()
+    }
+}
+
+impl core::ops::Index<&usize> for StretchTable {
+    type Output = Stretch;
+
+    fn index(&self, base: &usize) -> &Stretch {
+        self.get(base).expect("a stretch at this base")
     }
 }
 

@@ -25,8 +25,9 @@ pub enum Next {
     Block(u64),
     /// Block the caller until a revocation frees memory, then run the call again.
     WaitForFrames,
-    /// Continue in the context `resume` loaded (no result registers are written).
-    Resumed(alloc::boxed::Box<abi::SavedContext>),
+    /// Continue in the context `resume` read into [`World::resumed`] (no result registers are
+    /// written).
+    Resumed,
     /// The call goes on as a kernel job, in chunks on the caller's CPU time; the caller resumes
     /// with the job's result.
     Job(super::jobs::Job),
@@ -67,7 +68,10 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
             Next::Return(w.set_timer(id, a[0], deadline).map(|()| 0))
         }
         Call::Resume => match resume(w, id, a[0]) {
-            Ok(ctx) => Next::Resumed(alloc::boxed::Box::new(ctx)),
+            Ok(ctx) => {
+                w.resumed = ctx;
+                Next::Resumed
+            }
             Err(e) => Next::Return(Err(e)),
         },
         Call::StretchCreateManaged => memory_call(w.create_managed_stretch(id, a[0], a[1])),
@@ -231,9 +235,8 @@ fn stretch_rights(
     if rights != Rights::NONE && !w.within_contract(target, 0) {
         return Err(SysError::NoMemory);
     }
-    let mut s = w.stretches.remove(&base).expect("looked up above");
-    s.set_rights(target, rights);
-    let mapped = w.map_for(&s, target, rights);
-    w.stretches.insert(base, s);
+    let Some(mut s) = w.stretches.remove(&base) else { return Err(SysError::NotFound) };
+    let mapped = s.set_rights(target, rights).and_then(|()| w.map_for(&s, target, rights));
+    w.stretches.insert(s);
     mapped.map(|()| 0)
 }

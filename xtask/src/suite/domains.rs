@@ -50,6 +50,42 @@ pub(super) fn frames_returned(out: &Outcome) -> Result<(), String> {
     }
 }
 
+/// Two supervisor software interrupts, raised by the kernel (`softint=10ms,20ms`) while `spin`
+/// runs in user mode, are taken there and leave it unharmed: one warning, two counted, the
+/// domain's slice intact in every period and its normal exit.
+fn unexpected_interrupt(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    let warnings: Vec<_> = out.log.iter().filter(|l| l.level == "WARN").collect();
+    let [warning] = warnings[..] else {
+        let lines: Vec<_> = warnings.iter().map(|l| l.to_string()).collect();
+        return Err(format!("want exactly one warning, got:\n{}", lines.join("\n")));
+    };
+    let want = "unexpected supervisor software interrupt (cause 1) taken in user mode, cleared";
+    if !warning.message.contains(want) {
+        return Err(format!("the warning is not about the interrupt: {warning}"));
+    }
+    // Not before the first instant (10 ms); the interrupt is raised on the first timer
+    // interrupt from user mode at or after it (at most a 10 ms period later) and taken when the
+    // domain next runs (at most another period): by 30 ms.
+    let at: f64 = warning.timestamp.as_deref().and_then(|t| t.trim().parse().ok()).unwrap_or(-1.0);
+    if !(0.010..=0.030).contains(&at) {
+        return Err(format!("the interrupt was taken at {at} s, want 10 to 30 ms"));
+    }
+    expect_line(out, "interrupts: 2 unexpected supervisor software interrupt(s) (cause 1)")?;
+    let spin = crate::cpu::spin_reports(out);
+    let [report] = &spin[..] else { return Err(format!("want one spin summary: {spin:?}")) };
+    // 40 ms of complete 10 ms periods after the first boundary, and the whole 5 ms slice in
+    // each within 10 us, as without interrupts.
+    if report.elapsed_ns != 40_000_000 || report.windows != 4 || report.deviation_ns() > 10_000 {
+        return Err(format!("spin was disturbed: {report:?}"));
+    }
+    expect_line(out, "spin: exited with status 0")?;
+    if out.has("terminated") {
+        return Err("a domain was terminated".into());
+    }
+    frames_returned(out)
+}
+
 /// The kernel's count of floating-point state loads on first use is `want`.
 fn fp_loads(out: &Outcome, want: u64) -> Result<(), String> {
     let line = out.line("floating-point state loads on first use").map(|l| l.message.as_str());
@@ -252,6 +288,19 @@ pub(super) fn domain_tests(p: &str) -> Vec<QemuTest> {
             fp_loads(out, 1)?;
             frames_returned(out)
         }),
+    });
+    tests.push(QemuTest {
+        name: format!("{p}domains::unexpected_interrupt"),
+        boot: {
+            let mut b = icount();
+            b.append = "softint=10ms,20ms".into();
+            b
+        },
+        system: Some(("tests/manifests/interrupt.toml".into(), Spoil::Nothing)),
+        expected: &[
+            "interrupt: unexpected * (cause *) taken in * mode, *; counted, not logged again",
+        ],
+        check: Box::new(unexpected_interrupt),
     });
     tests.push(QemuTest {
         name: format!("{p}domains::threads"),

@@ -4,6 +4,7 @@ pub mod console;
 mod device_tree;
 mod entry;
 pub mod fp;
+pub mod interrupts;
 pub mod layout;
 pub mod probe;
 pub mod sbi;
@@ -38,32 +39,6 @@ pub fn with_kernel_table<R>(f: impl FnOnce(&mut PageTable) -> R) -> R {
     let _guard = super::InterruptGuard::new();
     let mut t = KERNEL_TABLE.lock();
     f(t.as_mut().expect("kernel page tables used before init_platform"))
-}
-
-/// Interrupt control (`sstatus.SIE`).
-pub mod interrupts {
-    const SIE: usize = 1 << 1;
-
-    /// Disables interrupts; returns whether they were enabled.
-    pub fn disable() -> bool {
-        let old: usize;
-        // SAFETY: clearing SIE only defers interrupts.
-        unsafe { core::arch::asm!("csrrc {0}, sstatus, {1}", out(reg) old, in(reg) SIE) };
-        old & SIE != 0
-    }
-
-    /// Re-enables interrupts if `was_on`.
-    pub fn restore(was_on: bool) {
-        if was_on {
-            enable();
-        }
-    }
-
-    /// Enables interrupts.
-    pub fn enable() {
-        // SAFETY: the trap vector is installed before anything enables interrupts.
-        unsafe { core::arch::asm!("csrs sstatus, {0}", in(reg) SIE) };
-    }
 }
 
 /// Time from the `time` CSR.
@@ -120,6 +95,7 @@ pub fn exit(code: ExitCode) -> ! {
     if loads > 0 {
         defmt::info!("fp: {=u64} floating-point state loads on first use", loads);
     }
+    interrupts::report_unexpected();
     // SAFETY: QEMU virt's test device sits at 0x100000 (in the direct map); writing it ends the
     // machine, which is what we want here.
     unsafe { (phys_to_virt(SIFIVE_TEST) as *mut u32).write_volatile(value) };

@@ -2,13 +2,15 @@
 //!
 //! Every trap switches to a dedicated trap stack (its top kept in `sscratch`), so that a kernel
 //! stack overflow into the guard page can still be reported. The handler runs with interrupts
-//! off. Timer interrupts go to [`super::timer`]; a fault at one of the probe instructions
-//! ([`super::probe`]) resumes at the probe's fix-up; anything else is an unexpected trap, which
-//! is reported (cause, address, symbolized PC, backtrace) and ends the run with a failure status.
+//! off. Traps from user mode go to [`super::user`]. In the kernel: timer interrupts go to
+//! [`super::timer`], other interrupts are counted and silenced
+//! ([`super::interrupts::unexpected`]) and the kernel goes on; a fault at one of the probe
+//! instructions ([`super::probe`]) resumes at the probe's fix-up; any other exception is
+//! reported (cause, address, symbolized PC, backtrace) and ends the run with a failure status.
 
 use core::arch::global_asm;
 
-use super::{entry, probe, timer, user};
+use super::{entry, interrupts, probe, timer, user};
 
 /// Registers saved on trap entry.
 #[repr(C)]
@@ -223,6 +225,9 @@ extern "C" fn trap_handler(frame: &mut TrapFrame) {
         timer::on_interrupt();
         return;
     }
+    if scause & INTERRUPT != 0 {
+        return interrupts::unexpected(scause & !INTERRUPT, false);
+    }
     if scause & INTERRUPT == 0
         && matches!(scause, 2 | 5 | 7 | 13 | 15)
         && let Some(fixup) = probe::fixup_for(frame.sepc)
@@ -234,11 +239,9 @@ extern "C" fn trap_handler(frame: &mut TrapFrame) {
 }
 
 fn report(frame: &TrapFrame, scause: usize, stval: usize) -> ! {
-    let what =
-        if scause & INTERRUPT != 0 { "unexpected interrupt" } else { exception_name(scause) };
     defmt::error!(
         "trap: {=str} (scause {=u64:#x}) at address {=u64:#x}, pc={=u64:#x}",
-        what,
+        exception_name(scause),
         scause as u64,
         stval as u64,
         frame.sepc as u64

@@ -17,7 +17,7 @@ use spin::Mutex;
 
 use super::sv39::{self, MapError, PTE_R, PTE_U, PTE_W, PTE_X, PageTable};
 use super::trap::{self, INTERRUPT, SUPERVISOR_TIMER, TrapFrame};
-use super::{fp, probe, timer};
+use super::{fp, interrupts, probe, timer};
 
 /// `scause` of an illegal instruction.
 const ILLEGAL_INSTRUCTION: usize = 2;
@@ -127,6 +127,7 @@ pub(super) fn on_trap(frame: &mut TrapFrame, scause: usize, stval: usize) {
     core::hint::cold_path();
     if scause == SUPERVISOR_TIMER {
         timer::disarm();
+        interrupts::raise_due_software();
         return crate::domain::on_user_trap(frame, UserTrap::Timer);
     }
     on_other_trap(frame, scause, stval)
@@ -136,8 +137,9 @@ pub(super) fn on_trap(frame: &mut TrapFrame, scause: usize, stval: usize) {
 #[inline(never)]
 fn on_other_trap(frame: &mut TrapFrame, scause: usize, stval: usize) {
     if scause & INTERRUPT != 0 {
-        let trap = UserTrap::Fault { cause: "unexpected interrupt", addr: scause, access: None };
-        return crate::domain::on_user_trap(frame, trap);
+        // The kernel's business, not the domain's: counted and silenced, and the domain
+        // resumes where it was interrupted.
+        return interrupts::unexpected(scause & !INTERRUPT, true);
     }
     if scause == ILLEGAL_INSTRUCTION && fp::on_first_use(frame) {
         // The domain's floating-point state is loaded now: its instruction runs again.
@@ -379,10 +381,11 @@ fn leaf_flags(rights: Rights) -> Option<u64> {
 
 /// Copies `dst.len()` words from the 8-byte aligned user address `src` of the current address
 /// space into `dst`, in one probed loop. The caller has checked that the domain may read the
-/// range; a fault on the way yields `Err(())` instead of a kernel trap.
-pub fn copy_words_from_user(dst: &mut [u64], src: usize) -> Result<(), ()> {
+/// range; a fault on the way (or a misaligned `src`) yields `Err(src)` instead of a kernel
+/// trap.
+pub fn copy_words_from_user(dst: &mut [u64], src: usize) -> Result<(), usize> {
     if !src.is_multiple_of(8) {
-        return Err(());
+        return Err(src);
     }
     // SAFETY: setting SUM lets S-mode loads reach U pages; it is cleared again below, and every
     // load goes through the probe loop, so an unmapped page yields an error, not a trap.
@@ -390,7 +393,7 @@ pub fn copy_words_from_user(dst: &mut [u64], src: usize) -> Result<(), ()> {
     let copied = probe::copy_words(dst, src);
     // SAFETY: clears SUM again.
     unsafe { core::arch::asm!("csrc sstatus, {0}", in(reg) SSTATUS_SUM) };
-    if copied { Ok(()) } else { Err(()) }
+    if copied { Ok(()) } else { Err(src) }
 }
 
 /// Copies `dst.len()` bytes from the user address `src` of the current address space into

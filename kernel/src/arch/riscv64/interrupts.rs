@@ -1,0 +1,150 @@
+//! Interrupt control (`sstatus.SIE`), and the interrupts the kernel does not expect.
+//!
+//! The kernel expects one interrupt, the supervisor timer's ([`super::timer`]). Any other is
+//! still the kernel's business, never a fault of the code it interrupted: [`unexpected`]
+//! counts it by cause, logs the first of each cause once (a WARN), silences its source so that
+//! it cannot storm, and the interrupted code resumes (a domain in user mode included: it is
+//! neither terminated nor charged a switch). A supervisor software interrupt is cleared in
+//! `sip`; any other cause, whose pending bit S-mode cannot clear, is masked in `sie`. The counts
+//! are logged when the kernel shuts down.
+//!
+//! For tests, `softint=TIME,...` on the command line ([`raise_software_at`]) raises supervisor
+//! software interrupts: `sie.SSIE` is enabled, and the first timer interrupt taken from user
+//! mode at or after each instant sets `sip.SSIP`, so the interrupt is taken in user mode as
+//! soon as a domain resumes.
+
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use riscv::register::{sie, sip, sstatus};
+
+/// Disables interrupts; returns whether they were enabled.
+pub fn disable() -> bool {
+    let was_on = sstatus::read().sie();
+    // SAFETY: clearing SIE only defers interrupts. An interrupt taken between the read and the
+    // clear returns with SIE as it found it, so `was_on` stays right.
+    unsafe { sstatus::clear_sie() };
+    was_on
+}
+
+/// Re-enables interrupts if `was_on`.
+pub fn restore(was_on: bool) {
+    if was_on {
+        enable();
+    }
+}
+
+/// Enables interrupts.
+pub fn enable() {
+    // SAFETY: the trap vector is installed before anything enables interrupts.
+    unsafe { sstatus::set_sie() };
+}
+
+/// Causes counted one by one; higher ones share the last slot.
+const CAUSES: usize = 64;
+
+/// Unexpected interrupts seen, by cause.
+static UNEXPECTED: [AtomicU64; CAUSES] = [const { AtomicU64::new(0) }; CAUSES];
+
+/// The interrupt's name, by cause (the exception code of `scause`).
+fn name(code: usize) -> &'static str {
+    match code {
+        1 => "supervisor software interrupt",
+        5 => "supervisor timer interrupt",
+        9 => "supervisor external interrupt",
+        13 => "counter-overflow interrupt",
+        _ => "platform interrupt",
+    }
+}
+
+/// Handles an interrupt the kernel does not expect, with cause `code` (`scause` without its
+/// interrupt bit), taken in user mode if `from_user`: counts it, logs the first of its cause,
+/// and silences its source. The caller then resumes the interrupted code.
+pub(super) fn unexpected(code: usize, from_user: bool) {
+    let seen = UNEXPECTED[code.min(CAUSES - 1)].fetch_add(1, Ordering::Relaxed);
+    let silenced = if code == 1 {
+        // SAFETY: clearing `sip.SSIP` only withdraws the pending software interrupt.
+        unsafe { sip::clear_ssoft() };
+        "cleared in sip"
+    } else if code < CAUSES {
+        let enabled = sie::read().bits() & !(1 << code);
+        // SAFETY: clearing an enable bit only keeps that interrupt from being taken.
+        unsafe { sie::write(sie::Sie::from_bits(enabled)) };
+        "masked in sie"
+    } else {
+        "left as it is"
+    };
+    if seen == 0 {
+        defmt::warn!(
+            "interrupt: unexpected {=str} (cause {=usize}) taken in {=str} mode, {=str}; counted, not logged again",
+            name(code),
+            code,
+            if from_user { "user" } else { "supervisor" },
+            silenced
+        );
+    }
+}
+
+/// Logs how many unexpected interrupts of each cause were taken, if any.
+pub(super) fn report_unexpected() {
+    for (code, count) in UNEXPECTED.iter().enumerate() {
+        let n = count.load(Ordering::Relaxed);
+        if n > 0 {
+            defmt::info!(
+                "interrupts: {=u64} unexpected {=str}(s) (cause {=usize})",
+                n,
+                name(code),
+                code
+            );
+        }
+    }
+}
+
+/// Instants (in timer ticks) at which to raise a software interrupt, in order; `u64::MAX` ends
+/// the list.
+static SOFT_AT: [AtomicU64; 4] = [const { AtomicU64::new(u64::MAX) }; 4];
+/// The index in [`SOFT_AT`] of the next one.
+static SOFT_NEXT: AtomicUsize = AtomicUsize::new(0);
+/// The instant of the next one (`u64::MAX`: none), so that the timer path tests one word.
+static SOFT_DUE: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Raises a supervisor software interrupt at each of `instants_ns` (nanoseconds since boot,
+/// ascending; at most four are kept): enables `sie.SSIE` and, from then on, sets `sip.SSIP` on
+/// the first timer interrupt taken from user mode at or after each instant. For testing how
+/// the kernel handles interrupts it does not expect.
+pub fn raise_software_at(instants_ns: &[u64]) {
+    let hz = super::time::frequency() as u128;
+    for (slot, ns) in SOFT_AT.iter().zip(instants_ns) {
+        let ticks = (*ns as u128 * hz / 1_000_000_000).min(u64::MAX as u128 - 1) as u64;
+        slot.store(ticks, Ordering::Relaxed);
+    }
+    SOFT_NEXT.store(0, Ordering::Relaxed);
+    SOFT_DUE.store(SOFT_AT[0].load(Ordering::Relaxed), Ordering::Relaxed);
+    if !instants_ns.is_empty() {
+        // SAFETY: enabling SSIE lets software interrupts through; the trap handler takes them
+        // (as unexpected interrupts) in user mode, and in the kernel once SIE is on.
+        unsafe { sie::set_ssoft() };
+    }
+}
+
+/// On a timer interrupt taken from user mode: raises the software interrupt that is due, if
+/// any ([`raise_software_at`]).
+#[inline]
+pub(super) fn raise_due_software() {
+    if SOFT_DUE.load(Ordering::Relaxed) != u64::MAX {
+        raise_due_software_slow();
+    }
+}
+
+#[cold]
+fn raise_due_software_slow() {
+    if super::time::now_ticks() < SOFT_DUE.load(Ordering::Relaxed) {
+        return;
+    }
+    // SAFETY: setting `sip.SSIP` makes a software interrupt pending, which is the point; it is
+    // taken once SIE allows it (in user mode, always).
+    unsafe { sip::set_ssoft() };
+    let next = SOFT_NEXT.load(Ordering::Relaxed) + 1;
+    SOFT_NEXT.store(next, Ordering::Relaxed);
+    let due = SOFT_AT.get(next).map_or(u64::MAX, |t| t.load(Ordering::Relaxed));
+    SOFT_DUE.store(due, Ordering::Relaxed);
+}
