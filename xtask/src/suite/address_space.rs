@@ -217,8 +217,8 @@ pub(super) fn address_space_tests(p: &str) -> Vec<QemuTest> {
         }
     };
     vec![
-        // storm's 10,000 cycles took 4.5 ms each, 45 s of virtual time, and the boot 60 to
-        // 85 s of a host's time when this was written.
+        // storm's 10,000 cycles took 2.7 ms each, 27 s of virtual time, and the boot about
+        // 60 s of a host's time when this was written.
         test("reuse", "reuse.toml", 400, reuse),
         test("quota", "quota.toml", 60, quota),
     ]
