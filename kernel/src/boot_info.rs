@@ -32,16 +32,27 @@ pub struct Device {
     pub irq: Option<u32>,
 }
 
+/// The longest kernel command line kept (the boot code warns when it cuts one).
+pub const CMDLINE_BYTES: usize = 1024;
+
+/// A function that calls back with each of a set of ranges.
+pub type VisitRanges = fn(&mut dyn FnMut(PhysRange));
+
 /// Everything the portable kernel needs to know about the machine it booted on.
 pub struct BootInfo {
     /// Which firmware started us, e.g. `RustSBI 0.4.1 (SBI 2.0)`.
     pub firmware: String<64>,
-    /// The kernel command line (`-append` in QEMU).
-    pub cmdline: String<256>,
+    /// The kernel command line (`-append` in QEMU), at most [`CMDLINE_BYTES`] long.
+    pub cmdline: String<CMDLINE_BYTES>,
     /// Usable RAM.
     pub memory: Vec<PhysRange, 8>,
-    /// Parts of RAM that are not free: the kernel image, firmware, device tree, boot tables.
+    /// Parts of RAM that are not free that the boot code lists itself: the kernel image,
+    /// firmware, device tree, boot image, boot tables.
     pub reserved: Vec<PhysRange, 8>,
+    /// More parts of RAM that are not free, as many as the firmware describes: this function
+    /// calls back with each, reading them from the firmware's own description every time (on
+    /// RISC-V the device tree's reservations), so that no list has to hold them.
+    pub reserved_elsewhere: Option<VisitRanges>,
     /// Devices found.
     pub devices: Vec<Device, 32>,
     /// Timer ticks per second.
@@ -64,9 +75,19 @@ impl BootInfo {
             cmdline: String::new(),
             memory: Vec::new(),
             reserved: Vec::new(),
+            reserved_elsewhere: None,
             devices: Vec::new(),
             timebase_hz: 0,
             initrd: None,
+        }
+    }
+
+    /// Calls `f` with every reserved range: [`BootInfo::reserved`], then those of
+    /// [`BootInfo::reserved_elsewhere`].
+    pub fn for_each_reserved(&self, f: &mut dyn FnMut(PhysRange)) {
+        self.reserved.iter().copied().for_each(&mut *f);
+        if let Some(elsewhere) = self.reserved_elsewhere {
+            elsewhere(f);
         }
     }
 
@@ -86,6 +107,9 @@ impl BootInfo {
         for r in &self.memory {
             defmt::info!("  ram {=u64:#x}..{=u64:#x}", r.start, r.end);
         }
+        self.for_each_reserved(&mut |r| {
+            defmt::info!("  reserved {=u64:#x}..{=u64:#x}", r.start, r.end);
+        });
         defmt::info!("devices: {=usize} found", self.devices.len());
         for d in &self.devices {
             match d.irq {

@@ -2,18 +2,35 @@
 //!
 //! At boot the owner table is carved out of the first free RAM large enough to hold it, every
 //! usable region is handed to the allocator, and every reserved region (firmware, the kernel
-//! image, the device tree, the table itself) is taken back out. The heap is then a contiguous
+//! image, the device tree and every range it reserves, the boot image, the table itself) is
+//! taken back out. The heap is then a contiguous
 //! run of frames owned by [`Owner::Kernel`], reached through the arch direct map.
 
 use frame_allocator::{FRAME_SIZE, Frame, FrameAllocator, FrameError, Owner};
 use spin::Mutex;
 
-use crate::{BootInfo, arch, boot_info::PhysRange, phys};
+use crate::boot_info::{PhysRange, VisitRanges};
+use crate::{BootInfo, arch, phys};
 
 /// Size of the kernel heap, taken from RAM at boot.
 pub const HEAP_BYTES: u64 = 4 << 20;
 
 static FRAMES: Mutex<Option<FrameAllocator<'static>>> = Mutex::new(None);
+
+/// The reserved ranges the boot code found ([`BootInfo::reserved`] and
+/// [`BootInfo::reserved_elsewhere`]), kept for [`for_each_reserved`].
+type Reserved = (heapless::Vec<PhysRange, 8>, Option<VisitRanges>);
+static RESERVED: Mutex<Reserved> = Mutex::new((heapless::Vec::new(), None));
+
+/// Calls `f` with every range of RAM the boot code found reserved (the frame allocator never
+/// hands out a frame that touches one).
+pub fn for_each_reserved(f: &mut dyn FnMut(PhysRange)) {
+    let (listed, elsewhere) = RESERVED.lock().clone();
+    listed.iter().copied().for_each(&mut *f);
+    if let Some(elsewhere) = elsewhere {
+        elsewhere(f);
+    }
+}
 
 /// Runs `f` with the global frame allocator. Panics if called before [`init`].
 pub fn with_frames<R>(f: impl FnOnce(&mut FrameAllocator<'static>) -> R) -> R {
@@ -63,9 +80,8 @@ pub fn init(boot: &BootInfo) {
     for r in &boot.memory {
         fa.add_free(r.start, r.end);
     }
-    for r in &boot.reserved {
-        fa.reserve(r.start, r.end);
-    }
+    boot.for_each_reserved(&mut |r| fa.reserve(r.start, r.end));
+    *RESERVED.lock() = (boot.reserved.clone(), boot.reserved_elsewhere);
     fa.reserve(table_at, table_at + table_bytes);
     let free = fa.free_count();
 
@@ -86,8 +102,15 @@ pub fn init(boot: &BootInfo) {
 /// The lowest frame-aligned free stretch of `bytes` inside usable RAM that overlaps no reserved
 /// range.
 fn find_free(boot: &BootInfo, bytes: u64) -> Option<u64> {
+    // The reserved range overlapping `[a, a + bytes)` that ends last.
     let overlaps = |a: u64| {
-        boot.reserved.iter().find(|r: &&PhysRange| a < r.end && r.start < a + bytes).copied()
+        let mut found: Option<PhysRange> = None;
+        boot.for_each_reserved(&mut |r| {
+            if a < r.end && r.start < a + bytes && found.is_none_or(|f| f.end < r.end) {
+                found = Some(r);
+            }
+        });
+        found
     };
     for region in &boot.memory {
         let mut a = region.start.next_multiple_of(FRAME_SIZE);

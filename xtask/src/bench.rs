@@ -87,7 +87,7 @@ const DOMAIN_ARCHES: [Arch; 1] = [Arch::Riscv64];
 
 /// Runs benchmark `name`; returns the exit status (1: `check` found a figure worse or missing).
 pub fn run(name: Name, opts: Options) -> Result<u8> {
-    setup::ensure(setup::Needs { gdb: false, qemu: true })?;
+    setup::ensure(setup::Needs { gdb: false, qemu: true, dtc: false })?;
     if opts.update_baseline && name != Name::All {
         bail!("--update-baseline goes with `bench all`");
     }

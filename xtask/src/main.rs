@@ -10,6 +10,7 @@ mod bench;
 mod cpu;
 mod cpu_trace;
 mod doc_includes;
+mod dtb;
 mod gdb;
 mod log;
 mod plot;
@@ -167,16 +168,20 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Setup { gdb } => setup::ensure(setup::Needs { gdb, qemu: true }).map(|_| 0),
-        Command::Build { arch } => setup::ensure(setup::Needs { gdb: false, qemu: false })
-            .and_then(|_| artifacts::build(arch))
-            .map(|a| {
-                println!("kernel: {}", a.kernel.display());
-                if let Some(fw) = a.firmware {
-                    println!("firmware: {}", fw.display());
-                }
-                0
-            }),
+        Command::Setup { gdb } => {
+            setup::ensure(setup::Needs { gdb, qemu: true, dtc: true }).map(|_| 0)
+        }
+        Command::Build { arch } => {
+            setup::ensure(setup::Needs { gdb: false, qemu: false, dtc: false })
+                .and_then(|_| artifacts::build(arch))
+                .map(|a| {
+                    println!("kernel: {}", a.kernel.display());
+                    if let Some(fw) = a.firmware {
+                        println!("firmware: {}", fw.display());
+                    }
+                    0
+                })
+        }
         Command::Run {
             arch,
             bios,

@@ -1,7 +1,7 @@
 //! Booting Tessera in QEMU: command lines, timeouts, exit statuses and the live decoded log.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::artifacts::Artifacts;
+use crate::dtb::DtbChanges;
 use crate::log::{Kernel, LogLine};
 use crate::{Arch, Bios};
 
@@ -32,6 +33,8 @@ pub struct Boot {
     pub timeout: Duration,
     /// The boot image (`-initrd`), if the boot runs domains.
     pub initrd: Option<PathBuf>,
+    /// Boot with QEMU's device tree changed so (`-dtb`, RISC-V; see [`crate::dtb`]).
+    pub dtb: Option<DtbChanges>,
 }
 
 impl Boot {
@@ -46,15 +49,30 @@ impl Boot {
             gdb: false,
             timeout: Duration::from_secs(60),
             initrd: None,
+            dtb: None,
         }
     }
 
     /// The QEMU command line.
     pub fn command(&self, a: &Artifacts) -> Command {
+        self.command_dumping(a, None)
+    }
+
+    /// The command line that makes QEMU write the device tree it would give this boot to
+    /// `file` (without any `-dtb` change) and exit (RISC-V).
+    pub fn dump_dtb_command(&self, a: &Artifacts, file: &Path) -> Command {
+        self.command_dumping(a, Some(file))
+    }
+
+    fn command_dumping(&self, a: &Artifacts, dump: Option<&Path>) -> Command {
         let mut c = match self.arch {
             Arch::Riscv64 => {
                 let mut c = Command::new("qemu-system-riscv64");
-                c.args(["-machine", "virt", "-smp", "1", "-bios"]);
+                let machine = match dump {
+                    Some(file) => format!("virt,dumpdtb={}", file.display()),
+                    None => "virt".into(),
+                };
+                c.args(["-machine", &machine, "-smp", "1", "-bios"]);
                 match (self.bios, &a.firmware) {
                     (Bios::Rustsbi, Some(fw)) => c.arg(fw),
                     _ => c.arg("default"),
@@ -72,6 +90,9 @@ impl Boot {
         c.arg("-append").arg(&self.append);
         if let Some(initrd) = &self.initrd {
             c.arg("-initrd").arg(initrd);
+        }
+        if let (Some(changes), None) = (&self.dtb, dump) {
+            c.arg("-dtb").arg(crate::dtb::path(changes));
         }
         c.args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"]);
         c.args(["-nic", "none"]);
@@ -160,6 +181,9 @@ pub fn boot(
     stop: Option<&AtomicBool>,
     on_line: &mut dyn FnMut(&LogLine),
 ) -> Result<Outcome> {
+    if let Some(changes) = &boot.dtb {
+        crate::dtb::build(boot, a, changes)?;
+    }
     let mut cmd = boot.command(a);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let start = Instant::now();

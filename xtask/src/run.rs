@@ -37,7 +37,7 @@ pub struct RunOptions {
 /// the kernel's exit code.
 pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     opts.cpu.check()?;
-    setup::ensure(setup::Needs { gdb: b.gdb, qemu: true })?;
+    setup::ensure(setup::Needs { gdb: b.gdb, qemu: true, dtc: false })?;
     let system = match &opts.manifest {
         Some(path) if b.arch == Arch::Riscv64 => {
             Some(system::prepare_with(path, Spoil::Nothing, opts.apps)?)

@@ -1,8 +1,11 @@
-//! Installs what a fresh machine lacks: the bare-metal Rust targets and QEMU.
+//! Installs what a fresh machine lacks: the bare-metal Rust targets, QEMU, and for the tests the
+//! device-tree compiler.
 //!
 //! Targets: `rustup target add`; when that cannot download, the offline archives installer
-//! at `../shared/toolchain/install-targets` (if present). QEMU and gdb-multiarch: Debian's
-//! packages via apt-get when running as root; otherwise the exact command is printed.
+//! at `../shared/toolchain/install-targets` (if present). QEMU, `dtc` (package
+//! `device-tree-compiler`, which the tests use to change QEMU's device tree, see
+//! [`crate::dtb`]) and gdb-multiarch: Debian's packages via apt-get when running as root;
+//! otherwise the exact command is printed.
 
 use std::path::Path;
 use std::process::Command;
@@ -19,6 +22,8 @@ pub struct Needs {
     pub gdb: bool,
     /// QEMU (not needed for a plain build).
     pub qemu: bool,
+    /// `dtc`, the device-tree compiler (the QEMU tests).
+    pub dtc: bool,
 }
 
 const TARGETS: [&str; 2] = ["riscv64gc-unknown-none-elf", "x86_64-unknown-none"];
@@ -59,6 +64,9 @@ pub fn ensure(needs: Needs) -> Result<()> {
     }
     if needs.gdb && !util::have("gdb-multiarch") {
         packages.push("gdb-multiarch");
+    }
+    if needs.dtc && !util::have("dtc") {
+        packages.push("device-tree-compiler");
     }
     if !packages.is_empty() {
         install_packages(&packages)?;

@@ -2,8 +2,9 @@
 
 use alloc::vec::Vec;
 
-use frame_allocator::{FrameError, Owner};
+use frame_allocator::{FRAME_SIZE, Frame, FrameError, Owner};
 
+use crate::boot_info::PhysRange;
 use crate::check;
 use crate::ktest::Outcome;
 use crate::memory::{self, HEAP_BYTES, with_frames};
@@ -54,4 +55,53 @@ fn try_alloc(bytes: usize) -> Result<Vec<u8>, alloc::collections::TryReserveErro
     let mut v = Vec::new();
     v.try_reserve_exact(bytes)?;
     Ok(v)
+}
+
+/// No frame that touches a reserved range (firmware, kernel image, device tree, boot image, and
+/// every range the device tree reserves) is ever handed out: every free frame, allocated one by
+/// one until none is left, lies clear of them all, and every frame of them that the allocator
+/// covers is marked reserved in the owner table.
+pub fn reserved_never_handed_out() -> Outcome {
+    let free_before = with_frames(|fa| fa.free_count());
+    let mut ranges: Vec<PhysRange> = Vec::new();
+    memory::for_each_reserved(&mut |r| ranges.push(r));
+    let touches =
+        |f: &Frame| ranges.iter().find(|r| f.addr() < r.end && r.start < f.addr() + FRAME_SIZE);
+    let mut taken: Vec<Frame> = Vec::with_capacity(free_before as usize);
+    with_frames(|fa| {
+        while let Ok(f) = fa.alloc(Owner::Kernel) {
+            taken.push(f);
+        }
+    });
+    let bad = taken.iter().find_map(|f| touches(f).map(|r| (f.addr(), *r)));
+    let freed = with_frames(|fa| taken.iter().all(|f| fa.free(*f, Owner::Kernel).is_ok()));
+    check!(freed, "freeing the frames taken failed");
+    check!(
+        taken.len() as u64 == free_before,
+        "{=usize} frames allocated of {=u64} free",
+        taken.len(),
+        free_before
+    );
+    if let Some((addr, r)) = bad {
+        check!(false, "frame {=u64:#x} was handed out, inside reserved {}", addr, r);
+    }
+    let mut marked = 0u64;
+    for r in &ranges {
+        let mut a = r.start & !(FRAME_SIZE - 1);
+        while a < r.end {
+            if let Ok(owner) = with_frames(|fa| fa.owner(Frame::containing(a))) {
+                check!(owner == Owner::Reserved, "frame {=u64:#x} of {} is {}", a, *r, owner);
+                marked += 1;
+            }
+            a += FRAME_SIZE;
+        }
+    }
+    check!(with_frames(|fa| fa.free_count()) == free_before, "frames leaked");
+    defmt::info!(
+        "frames: {=usize} reserved ranges ({=u64} frames) clear of all {=u64} free frames",
+        ranges.len(),
+        marked,
+        free_before
+    );
+    Ok(())
 }

@@ -23,6 +23,10 @@ mod timer;
 const ALL: &[KernelTest] = &[
     KernelTest { name: "frames::owner_table", run: frames::owner_table },
     KernelTest { name: "frames::heap", run: frames::heap },
+    KernelTest {
+        name: "frames::reserved_never_handed_out",
+        run: frames::reserved_never_handed_out,
+    },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "paging::alias_and_unmap", run: paging::alias_and_unmap },
     #[cfg(target_arch = "riscv64")]

@@ -298,11 +298,11 @@ fn read_start_info(info: &StartInfo, boot: &mut BootInfo) {
     }
 
     if info.cmdline_paddr != 0 {
-        let mut buf = [0u8; 256];
+        let mut buf = [0u8; crate::boot_info::CMDLINE_BYTES];
         let mut len = 0;
         while len < buf.len() {
             // SAFETY: the start info points at a NUL-terminated command line; reading stops at
-            // the NUL (or after 256 bytes), and `read_phys` refuses addresses off the map.
+            // the NUL (or after `CMDLINE_BYTES`), and `read_phys` refuses addresses off the map.
             match unsafe { read_phys::<u8>(info.cmdline_paddr + len as u64) } {
                 Some(0) | None => break,
                 Some(b) => buf[len] = b,
