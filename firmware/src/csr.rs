@@ -1,16 +1,15 @@
-//! The machine-mode CSRs the firmware reads and writes.
+//! The machine-mode CSRs the firmware reads and writes, through the `riscv` crate's register
+//! modules (`menvcfg`, which the crate lacks, by number).
 //!
 //! Every function here runs in M-mode (the firmware never leaves it except through `mret`), where
 //! all of these CSRs exist on QEMU's `rv64` CPU. Reading a CSR has no side effects.
 
 use core::arch::asm;
 
-/// `mstatus.MPP`: the privilege mode a trap came from.
-const MSTATUS_MPP: usize = 0b11 << 11;
-/// `mstatus.MPP` for S-mode.
-const MSTATUS_MPP_S: usize = 0b01 << 11;
-/// `mstatus.MPIE`: `mstatus.MIE` after `mret`.
-const MSTATUS_MPIE: usize = 1 << 7;
+use riscv::register::{
+    mcause, mcounteren, medeleg, mepc, mhartid, mideleg, mie, mip, mstatus, mtval, pmpaddr0,
+    pmpcfg0,
+};
 /// Supervisor software interrupt (`mip`/`mie`/`mideleg` bit).
 const SSIP: usize = 1 << 1;
 /// Supervisor timer interrupt (`mip`/`mie`/`mideleg` bit).
@@ -57,28 +56,19 @@ pub fn init_machine() {
     // to M-mode without a locked entry, and no entry is locked). `sfence.vma` after the PMP
     // change is what the privileged spec asks for; it has no other effect here (satp is 0).
     unsafe {
-        asm!(
-            "csrw pmpaddr0, {addr}",
-            "csrw pmpcfg0, {cfg}",
-            "sfence.vma",
-            "csrw medeleg, {medeleg}",
-            "csrw mideleg, {mideleg}",
-            "csrw mcounteren, {all}",
-            "csrw mie, {mie}",
-            // menvcfg.STCE: S-mode may use `stimecmp` (Sstc), ignored where Sstc is absent.
-            "csrs 0x30a, {stce}",
-            // NAPOT over 2^56 bytes: everything.
-            addr = in(reg) usize::MAX >> 10,
-            // R | W | X | A=NAPOT.
-            cfg = in(reg) 0x1f_usize,
-            medeleg = in(reg) DELEGATED_EXCEPTIONS,
-            mideleg = in(reg) SSIP | STIP | SEIP,
-            all = in(reg) usize::MAX,
-            mie = in(reg) MTIE,
-            stce = in(reg) 1usize << 63,
-            options(nostack),
-        )
+        // NAPOT over 2^56 bytes: everything.
+        pmpaddr0::write(usize::MAX >> 10);
+        // R | W | X | A=NAPOT.
+        pmpcfg0::write(0x1f);
+        riscv::asm::sfence_vma_all();
+        medeleg::write(medeleg::Medeleg::from_bits(DELEGATED_EXCEPTIONS));
+        mideleg::write(mideleg::Mideleg::from_bits(SSIP | STIP | SEIP));
+        mcounteren::write(mcounteren::Mcounteren::from_bits(usize::MAX));
+        mie::write(mie::Mie::from_bits(MTIE));
     }
+    // SAFETY: menvcfg.STCE lets S-mode use `stimecmp` (Sstc); where Sstc is absent the bit is
+    // ignored. The `riscv` crate has no `menvcfg` register, hence the CSR by number.
+    unsafe { asm!("csrs 0x30a, {stce}", stce = in(reg) 1usize << 63, options(nomem, nostack)) };
 }
 
 /// Makes the next `mret` enter S-mode at `entry` with `mstatus.MIE` staying 0.
@@ -86,54 +76,40 @@ pub fn prepare_mret_to_supervisor(entry: usize) {
     // SAFETY: sets `mepc` and `mstatus.MPP = S`, `MPIE = 0`; these only matter to the next
     // `mret`, and M-mode keeps running with interrupts off (`MIE` is untouched and 0).
     unsafe {
-        asm!(
-            "csrw mepc, {entry}",
-            "csrc mstatus, {clear}",
-            "csrs mstatus, {mpp_s}",
-            entry = in(reg) entry,
-            clear = in(reg) MSTATUS_MPP | MSTATUS_MPIE,
-            mpp_s = in(reg) MSTATUS_MPP_S,
-            options(nostack),
-        )
+        mepc::write(entry);
+        let mut status = mstatus::read();
+        status.set_mpie(false);
+        status.set_mpp(mstatus::MPP::Supervisor);
+        mstatus::write(status);
     }
-}
-
-/// Reads a CSR by name; only for CSRs whose read has no side effects.
-macro_rules! read_csr {
-    ($name:literal) => {{
-        let value: usize;
-        // SAFETY: reading this M-mode CSR has no side effects and touches no memory.
-        unsafe { asm!(concat!("csrr {}, ", $name), out(reg) value, options(nomem, nostack)) };
-        value
-    }};
 }
 
 /// This hart's id.
 pub fn mhartid() -> usize {
-    read_csr!("mhartid")
+    mhartid::read()
 }
 
 /// Why the current trap was taken.
 pub fn mcause() -> usize {
-    read_csr!("mcause")
+    mcause::read().bits()
 }
 
 /// Where the current trap was taken (and where `mret` returns to).
 pub fn mepc() -> usize {
-    read_csr!("mepc")
+    mepc::read()
 }
 
 /// The faulting address or instruction of the current trap, if the cause sets one.
 pub fn mtval() -> usize {
-    read_csr!("mtval")
+    mtval::read()
 }
 
 /// The privilege mode the current trap came from.
 pub fn previous_mode() -> Mode {
-    match (read_csr!("mstatus") & MSTATUS_MPP) >> 11 {
-        0 => Mode::User,
-        1 => Mode::Supervisor,
-        _ => Mode::Machine,
+    match mstatus::read().mpp() {
+        mstatus::MPP::User => Mode::User,
+        mstatus::MPP::Supervisor => Mode::Supervisor,
+        mstatus::MPP::Machine => Mode::Machine,
     }
 }
 
@@ -141,7 +117,7 @@ pub fn previous_mode() -> Mode {
 pub fn set_mepc(pc: usize) {
     // SAFETY: `mepc` only matters to the next `mret`; the trap handler sets it to the
     // instruction after the supervisor's `ecall`, which is where the supervisor expects to go on.
-    unsafe { asm!("csrw mepc, {}", in(reg) pc, options(nomem, nostack)) }
+    unsafe { mepc::write(pc) }
 }
 
 /// Raises the supervisor timer interrupt (`mip.STIP`); it stays pending until
@@ -149,11 +125,11 @@ pub fn set_mepc(pc: usize) {
 pub fn set_stip() {
     // SAFETY: `mip.STIP` is writable from M-mode (Sstc is off) and only makes the delegated
     // supervisor timer interrupt pending, which is what the SBI timer promises.
-    unsafe { asm!("csrs mip, {}", in(reg) STIP, options(nomem, nostack)) }
+    unsafe { mip::set_stimer() }
 }
 
 /// Withdraws the supervisor timer interrupt (`mip.STIP`).
 pub fn clear_stip() {
     // SAFETY: as for `set_stip`; clearing it is what SBI `set_timer` does before arming.
-    unsafe { asm!("csrc mip, {}", in(reg) STIP, options(nomem, nostack)) }
+    unsafe { mip::clear_stimer() }
 }

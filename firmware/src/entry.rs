@@ -57,13 +57,8 @@ pub fn enter_supervisor(entry: usize, hartid: usize, dtb: usize) -> ! {
     // M-mode stack is used again (this function never returns), so the trap vector may reuse it
     // from the top; no Rust state is left borrowed.
     unsafe {
-        asm!(
-            "csrw mscratch, {stack}",
-            "mret",
-            stack = in(reg) stack_top,
-            in("a0") hartid,
-            in("a1") dtb,
-            options(noreturn, nostack),
-        )
+        riscv::register::mscratch::write(stack_top);
+        // The `riscv` crate has no `mret` that sets the argument registers.
+        asm!("mret", in("a0") hartid, in("a1") dtb, options(noreturn, nostack))
     }
 }

@@ -4,20 +4,26 @@
 //! direct map ([`DIRECT_MAP_BYTES`]), which is left out with a warning. Reserved: the firmware
 //! below the kernel, the kernel image, the device tree and the boot image are listed in
 //! [`BootInfo::reserved`]; the ranges the device tree itself reserves (its memory reservation
-//! block and the `reg` of every `/reserved-memory` child), however many, are not copied but
-//! read from the device tree again whenever they are asked for ([`for_each_reserved`], which
-//! [`BootInfo::reserved_elsewhere`] names), so none is ever dropped.
-
-use core::sync::atomic::{AtomicU64, Ordering};
+//! block and the `reg` of every `/reserved-memory` child), however many, are visited by
+//! [`for_each_reserved`] (which [`BootInfo::reserved_elsewhere`] names), so none is ever
+//! dropped: up to [`CACHED`] of them are kept from the one pass over the tree at boot, and a
+//! tree that reserves more is read again whenever they are asked for.
 
 use fdt::Fdt;
+use fdt::node::FdtNode;
+use spin::Mutex;
 
 use super::layout::{DIRECT_MAP_BYTES, KERNEL_PHYS, KERNEL_VIRT};
 use super::{console, sbi};
 use crate::boot_info::{BootInfo, CMDLINE_BYTES, Device, PhysRange, fixed};
 
-/// The device tree's physical address, for [`for_each_reserved`].
-static DTB: AtomicU64 = AtomicU64::new(0);
+/// How many of the device tree's reserved ranges are kept after boot; with more, they are read
+/// from the tree each time (a walk over every node).
+pub const CACHED: usize = 8;
+
+/// The device tree's physical address, and its reserved ranges if there are at most [`CACHED`]
+/// (`None`: read them from the tree).
+static RESERVED: Mutex<(u64, Option<heapless::Vec<PhysRange, CACHED>>)> = Mutex::new((0, None));
 
 /// The device tree at physical address `dtb`.
 fn open(dtb: u64) -> Result<Fdt<'static>, fdt::FdtError> {
@@ -31,21 +37,35 @@ fn open(dtb: u64) -> Result<Fdt<'static>, fdt::FdtError> {
 /// Calls `f` with every range the device tree reserves: each entry of its memory reservation
 /// block and each `reg` range of each `/reserved-memory` child. Empty ranges are skipped.
 pub fn for_each_reserved(f: &mut dyn FnMut(PhysRange)) {
-    let Ok(fdt) = open(DTB.load(Ordering::Relaxed)) else { return };
+    let (dtb, cached) = RESERVED.lock().clone();
+    if let Some(ranges) = cached {
+        return ranges.iter().copied().for_each(f);
+    }
+    let Ok(fdt) = open(dtb) else { return };
+    reservation_block(&fdt, f);
+    if let Some(node) = fdt.all_nodes().find(|n| n.name == "reserved-memory") {
+        reserved_children(&node, f);
+    }
+}
+
+/// Calls `f` with each non-empty entry of the memory reservation block (`/memreserve/`).
+fn reservation_block(fdt: &Fdt<'_>, f: &mut dyn FnMut(PhysRange)) {
     for r in fdt.memory_reservations() {
         let start = r.address() as u64;
         if r.size() > 0 {
             f(PhysRange { start, end: start.saturating_add(r.size() as u64) });
         }
     }
-    if let Some(node) = fdt.find_node("/reserved-memory") {
-        for child in node.children() {
-            for r in child.reg().into_iter().flatten() {
-                let start = r.starting_address as u64;
-                let size = r.size.unwrap_or(0) as u64;
-                if size > 0 {
-                    f(PhysRange { start, end: start.saturating_add(size) });
-                }
+}
+
+/// Calls `f` with each non-empty `reg` range of each child of the `/reserved-memory` node.
+fn reserved_children(node: &FdtNode<'_, '_>, f: &mut dyn FnMut(PhysRange)) {
+    for child in node.children() {
+        for r in child.reg().into_iter().flatten() {
+            let start = r.starting_address as u64;
+            let size = r.size.unwrap_or(0) as u64;
+            if size > 0 {
+                f(PhysRange { start, end: start.saturating_add(size) });
             }
         }
     }
@@ -81,7 +101,6 @@ pub fn boot_info(hart: usize, dtb: u64) -> BootInfo {
             panic!("hart {} booted with an unreadable device tree at {:#x}: {:?}", hart, dtb, e)
         }
     };
-    DTB.store(dtb, Ordering::Relaxed);
 
     if let Some(uart) = fdt.find_compatible(&["ns16550a", "ns16550"])
         && let Some(reg) = uart.reg().and_then(|mut r| r.next())
@@ -100,41 +119,6 @@ pub fn boot_info(hart: usize, dtb: u64) -> BootInfo {
         }
     }
     boot.initrd = initrd(&fdt);
-    let memory_nodes =
-        fdt.all_nodes().filter(|n| n.name == "memory" || n.name.starts_with("memory@"));
-    for region in memory_nodes.filter_map(|n| n.reg()).flatten() {
-        let start = region.starting_address as u64;
-        let mut end = start.saturating_add(region.size.unwrap_or(0) as u64);
-        if end > DIRECT_MAP_BYTES {
-            defmt::warn!(
-                "device tree: RAM {=u64:#x}..{=u64:#x} beyond the direct map ({=u64} GiB) is left out",
-                start.max(DIRECT_MAP_BYTES),
-                end,
-                DIRECT_MAP_BYTES >> 30
-            );
-            end = DIRECT_MAP_BYTES;
-        }
-        if end > start && boot.memory.push(PhysRange { start, end }).is_err() {
-            defmt::warn!("device tree: more memory regions than the kernel tracks; ignoring some");
-        }
-    }
-    let kernel_start = &raw const __kernel_start as u64 - KERNEL_VIRT + KERNEL_PHYS;
-    let kernel_end = &raw const __kernel_end as u64 - KERNEL_VIRT + KERNEL_PHYS;
-    let ram_start = boot.memory.iter().map(|r| r.start).min().unwrap_or(kernel_start);
-    let dtb_end = dtb + fdt.total_size() as u64;
-    // The firmware below the kernel, the kernel image, the device tree itself, the boot image;
-    // the device tree's own reservations are read from it when needed.
-    let listed = [
-        Some(PhysRange { start: ram_start, end: kernel_start }),
-        Some(PhysRange { start: kernel_start, end: kernel_end }),
-        Some(PhysRange { start: dtb, end: dtb_end }),
-        boot.initrd,
-    ];
-    for r in listed.into_iter().flatten() {
-        boot.reserved.push(r).expect("the reserved list holds the four boot ranges");
-    }
-    boot.reserved_elsewhere = Some(for_each_reserved);
-
     boot.timebase_hz = fdt
         .cpus()
         .next()
@@ -142,10 +126,24 @@ pub fn boot_info(hart: usize, dtb: u64) -> BootInfo {
         .filter(|&hz| hz > 0)
         .unwrap_or(10_000_000);
 
+    // One pass over the nodes: RAM, the reserved ranges, the devices.
+    let mut cache = heapless::Vec::<PhysRange, CACHED>::new();
+    let mut fits = true;
+    let mut keep = |r: PhysRange| fits &= cache.push(r).is_ok();
+    reservation_block(&fdt, &mut keep);
+    let mut devices_full = false;
     for node in fdt.all_nodes() {
+        if node.name == "memory" || node.name.starts_with("memory@") {
+            node.reg().into_iter().flatten().for_each(|r| add_memory(&mut boot, r));
+            continue;
+        }
+        if node.name == "reserved-memory" {
+            reserved_children(&node, &mut keep);
+            continue;
+        }
         let Some(compatible) = node.compatible().map(|c| c.first()) else { continue };
         let Some(reg) = node.reg().and_then(|mut r| r.next()) else { continue };
-        if node.name.starts_with("memory") || node.name.starts_with("cpu") {
+        if devices_full || node.name.starts_with("cpu") {
             continue;
         }
         let start = reg.starting_address as u64;
@@ -157,8 +155,45 @@ pub fn boot_info(hart: usize, dtb: u64) -> BootInfo {
         };
         if boot.devices.push(device).is_err() {
             defmt::warn!("device tree: more devices than the kernel tracks; ignoring the rest");
-            break;
+            devices_full = true;
         }
     }
+    *RESERVED.lock() = (dtb, fits.then_some(cache));
+
+    let kernel_start = &raw const __kernel_start as u64 - KERNEL_VIRT + KERNEL_PHYS;
+    let kernel_end = &raw const __kernel_end as u64 - KERNEL_VIRT + KERNEL_PHYS;
+    let ram_start = boot.memory.iter().map(|r| r.start).min().unwrap_or(kernel_start);
+    let dtb_end = dtb + fdt.total_size() as u64;
+    // The firmware below the kernel, the kernel image, the device tree itself, the boot image;
+    // the device tree's own reservations come from `for_each_reserved`.
+    let listed = [
+        Some(PhysRange { start: ram_start, end: kernel_start }),
+        Some(PhysRange { start: kernel_start, end: kernel_end }),
+        Some(PhysRange { start: dtb, end: dtb_end }),
+        boot.initrd,
+    ];
+    for r in listed.into_iter().flatten() {
+        boot.reserved.push(r).expect("the reserved list holds the four boot ranges");
+    }
+    boot.reserved_elsewhere = Some(for_each_reserved);
     boot
+}
+
+/// Adds the RAM region `r` of a memory node to `boot`, less what lies beyond the direct map
+/// (left out with a warning).
+fn add_memory(boot: &mut BootInfo, r: fdt::standard_nodes::MemoryRegion) {
+    let start = r.starting_address as u64;
+    let mut end = start.saturating_add(r.size.unwrap_or(0) as u64);
+    if end > DIRECT_MAP_BYTES {
+        defmt::warn!(
+            "device tree: RAM {=u64:#x}..{=u64:#x} beyond the direct map ({=u64} GiB) is left out",
+            start.max(DIRECT_MAP_BYTES),
+            end,
+            DIRECT_MAP_BYTES >> 30
+        );
+        end = DIRECT_MAP_BYTES;
+    }
+    if end > start && boot.memory.push(PhysRange { start, end }).is_err() {
+        defmt::warn!("device tree: more memory regions than the kernel tracks; ignoring some");
+    }
 }

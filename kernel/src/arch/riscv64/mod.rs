@@ -1,4 +1,11 @@
 //! RISC-V 64 (QEMU `virt`, S-mode under SBI firmware): boot, console, traps, timer, Sv39.
+//!
+//! CSRs are reached through the `riscv` crate's register modules (`sstatus`, `sie`, `sip`,
+//! `satp`, `stvec`, `sscratch`, `scause`, `stval`, `scounteren`, `time`) and its `wfi` and
+//! `sfence.vma` wrappers. Raw `asm!` is left only for what the crate lacks: `stimecmp` (Sstc,
+//! `timer.rs` and the probe in `probe.rs`), `sfence.vma` with rs1 or rs2 = `zero` (`sv39.rs`),
+//! the floating-point loads and stores (`fp.rs`), reading the frame pointer, and the code that
+//! runs without a Rust stack or frame: `_start`, the trap vector and the probes.
 
 pub mod console;
 mod device_tree;
@@ -58,10 +65,8 @@ pub mod time {
 
     /// Ticks since the machine started.
     pub fn now_ticks() -> u64 {
-        let t: u64;
-        // SAFETY: reading `time` has no side effects; the firmware enables it in `mcounteren`.
-        unsafe { core::arch::asm!("rdtime {0}", out(reg) t) };
-        t
+        // The firmware lets S-mode read `time` (`mcounteren.TM`).
+        riscv::register::time::read() as u64
     }
 
     /// Microseconds since the machine started.
@@ -106,8 +111,7 @@ pub fn exit(code: ExitCode) -> ! {
 
 /// Idles until an interrupt is pending.
 pub fn wait_for_interrupt() {
-    // SAFETY: `wfi` only waits.
-    unsafe { core::arch::asm!("wfi") };
+    riscv::asm::wfi();
 }
 
 /// Calls `f` with each return address on the current stack.
@@ -151,7 +155,7 @@ pub fn init_platform(boot: &BootInfo) {
     trap::init();
     // SAFETY: setting `scounteren.TM` only lets user mode read the `time` CSR (the same clock
     // every domain can ask for with the `time` call), so domains can timestamp without a trap.
-    unsafe { core::arch::asm!("csrs scounteren, {tm}", tm = in(reg) 2usize) };
+    unsafe { riscv::register::scounteren::set_tm() };
     let mut table =
         PageTable::new(frame_allocator::Owner::Kernel).expect("no frame for the kernel root table");
     let text = &raw const __kernel_start as u64;

@@ -27,8 +27,9 @@ pub fn set_handler(handler: Option<Handler>) {
 pub fn arm(deadline: u64) {
     if SSTC.load(Ordering::Relaxed) {
         // SAFETY: `init` found that `stimecmp` can be written; writing it only sets when the
-        // supervisor timer interrupt is raised.
-        unsafe { core::arch::asm!("csrw 0x14d, {0}", in(reg) deadline) };
+        // supervisor timer interrupt is raised. The `riscv` crate has no `stimecmp` (Sstc)
+        // register, hence the CSR by number.
+        unsafe { core::arch::asm!("csrw 0x14d, {0}", in(reg) deadline, options(nostack)) };
     } else {
         sbi::set_timer(deadline);
     }
@@ -49,7 +50,7 @@ pub fn init() {
     defmt::info!("timer: {=str}", if sstc { "stimecmp (Sstc)" } else { "SBI set_timer" });
     // SAFETY: setting STIE only lets timer interrupts through once `sstatus.SIE` is on, and the
     // trap vector is installed before this is called.
-    unsafe { core::arch::asm!("csrs sie, {0}", in(reg) 1usize << 5) };
+    unsafe { riscv::register::sie::set_stimer() };
 }
 
 pub(super) fn on_interrupt() {

@@ -10,6 +10,8 @@
 
 use core::arch::global_asm;
 
+use riscv::register::{scause, sscratch, stval, stvec};
+
 use super::{entry, interrupts, probe, timer, user};
 
 /// Registers saved on trap entry.
@@ -178,7 +180,8 @@ pub fn init() {
     // SAFETY: `__trap_entry` is 4-byte aligned trap code that saves and restores every register
     // it touches; `sscratch` holds the top of a stack used by nothing else.
     unsafe {
-        core::arch::asm!("csrw sscratch, {0}", "csrw stvec, {1}", in(reg) stack, in(reg) vector);
+        sscratch::write(stack);
+        stvec::write(stvec::Stvec::new(vector, stvec::TrapMode::Direct));
     }
 }
 
@@ -213,11 +216,7 @@ pub(super) fn exception_name(code: usize) -> &'static str {
 }
 
 extern "C" fn trap_handler(frame: &mut TrapFrame) {
-    let (scause, stval): (usize, usize);
-    // SAFETY: reading the trap CSRs has no side effects.
-    unsafe {
-        core::arch::asm!("csrr {0}, scause", "csrr {1}, stval", out(reg) scause, out(reg) stval)
-    };
+    let (scause, stval) = (scause::read().bits(), stval::read());
     if frame.sstatus & SSTATUS_SPP == 0 {
         return user::on_trap(frame, scause, stval);
     }

@@ -13,6 +13,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use abi::Rights;
 use asid_allocator::{AsidAllocator, Flush, Tag};
 use frame_allocator::Owner;
+use riscv::register::sstatus;
 use spin::Mutex;
 
 use super::sv39::{self, MapError, PTE_R, PTE_U, PTE_W, PTE_X, PageTable};
@@ -28,7 +29,6 @@ const ECALL_FROM_U: usize = 8;
 pub type UserContext = TrapFrame;
 
 const SSTATUS_SPIE: usize = 1 << 5;
-const SSTATUS_SUM: usize = 1 << 18;
 const FS_INITIAL: usize = 1 << 13;
 
 impl TrapFrame {
@@ -389,10 +389,10 @@ pub fn copy_words_from_user(dst: &mut [u64], src: usize) -> Result<(), usize> {
     }
     // SAFETY: setting SUM lets S-mode loads reach U pages; it is cleared again below, and every
     // load goes through the probe loop, so an unmapped page yields an error, not a trap.
-    unsafe { core::arch::asm!("csrs sstatus, {0}", in(reg) SSTATUS_SUM) };
+    unsafe { sstatus::set_sum() };
     let copied = probe::copy_words(dst, src);
     // SAFETY: clears SUM again.
-    unsafe { core::arch::asm!("csrc sstatus, {0}", in(reg) SSTATUS_SUM) };
+    unsafe { sstatus::clear_sum() };
     if copied { Ok(()) } else { Err(src) }
 }
 
@@ -402,7 +402,7 @@ pub fn copy_words_from_user(dst: &mut [u64], src: usize) -> Result<(), usize> {
 pub fn copy_from_user(dst: &mut [u8], src: usize) -> Result<(), usize> {
     // SAFETY: setting SUM lets S-mode loads reach U pages; it is cleared again below, and every
     // load goes through a probe, so an unmapped page yields an error, not a trap.
-    unsafe { core::arch::asm!("csrs sstatus, {0}", in(reg) SSTATUS_SUM) };
+    unsafe { sstatus::set_sum() };
     // Whole aligned words where possible (one probe each), single bytes at the edges.
     let mut result = Ok(());
     let mut i = 0;
@@ -428,7 +428,7 @@ pub fn copy_from_user(dst: &mut [u8], src: usize) -> Result<(), usize> {
             i += 1;
         }
     }
-    // SAFETY: clears SUM again.
-    unsafe { core::arch::asm!("csrc sstatus, {0}", in(reg) SSTATUS_SUM) };
+    // SAFETY: clears SUM again: U pages are out of S-mode's reach as before.
+    unsafe { sstatus::clear_sum() };
     result
 }
