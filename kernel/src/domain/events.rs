@@ -32,6 +32,8 @@ impl World {
         if d.endpoints.len() >= MAX_EVENTS || d.endpoints.try_reserve(1).is_err() {
             return None;
         }
+        self.charge_kmem(owner, super::kmem::ENDPOINT_RECORD, 0).ok()?;
+        let d = &mut self.domains[owner as usize];
         d.endpoints.push(Endpoint { sender, closed: false, deadline: None });
         Some(d.endpoints.len() - 1)
     }

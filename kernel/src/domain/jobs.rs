@@ -179,6 +179,7 @@ impl World {
             self.release_managed_pages(&s);
         }
         self.domains[s.owner as usize].address.give_back(s.base, s.frames.len());
+        self.release_kmem(s.owner, super::kmem::stretch_record(s.frames.len(), s.kind), true);
         None
     }
 
@@ -231,7 +232,13 @@ impl World {
         let batch = loose.collect::<heapless::Vec<u64, CHUNK_PAGES>>();
         if !batch.is_empty() {
             for pa in batch {
-                d.loose.remove(&pa);
+                if let Some(l) = d.loose.remove(&pa) {
+                    d.kmem = d.kmem.saturating_sub(super::kmem::LOOSE_RECORD);
+                    if !l.optimistic {
+                        d.kmem_guaranteed =
+                            d.kmem_guaranteed.saturating_sub(super::kmem::LOOSE_RECORD);
+                    }
+                }
                 let frame = frame_allocator::Frame::containing(pa);
                 if let Err(e) = memory::free(frame, Owner::Domain(id)) {
                     defmt::error!("freeing loose frame {=u64:#x} failed: {}", pa, e);
@@ -293,6 +300,21 @@ impl World {
                 "domain {=str}: {=u64} frames still charged after death",
                 d.name.as_str(),
                 left
+            );
+        }
+        let endpoints = d.endpoints.len() * super::kmem::ENDPOINT_RECORD;
+        let lingering_records: usize = self
+            .stretches
+            .values()
+            .filter(|s| s.owner == id)
+            .map(|s| super::kmem::stretch_record(s.frames.len(), s.kind))
+            .sum();
+        let d = &mut self.domains[id as usize];
+        if d.kmem != endpoints + lingering_records {
+            defmt::error!(
+                "domain {=str}: {=usize} bytes of kernel memory still charged after death",
+                d.name.as_str(),
+                d.kmem.saturating_sub(endpoints + lingering_records)
             );
         }
         d.revocation = None;

@@ -129,6 +129,7 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
             defmt::error!("channel {=str} could not be created: {}", channel.name.as_str(), e);
         }
     }
+    w.set_kmem_share();
     enter_first(guard)
 }
 

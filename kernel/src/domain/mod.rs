@@ -21,6 +21,7 @@
 
 mod events;
 mod jobs;
+mod kmem;
 mod loader;
 mod paging;
 mod sched;
@@ -84,9 +85,10 @@ pub struct Domain {
     loose: BTreeMap<u64, paging::Loose>,
     /// How many of its loose frames are optimistic.
     optimistic_held: u64,
-    /// Frames' worth of kernel memory its managed stretches' page records take (charged to
-    /// its guarantee).
-    records: u64,
+    /// Bytes of kernel memory made for it (see [`kmem`]), against its share of the heap.
+    kmem: usize,
+    /// The part of `kmem` charged to its guarantee (all but its optimistic frames' records).
+    kmem_guaranteed: usize,
     /// Page faults delivered to it.
     faults: u64,
     /// The revocation notice it has to answer, if any.
@@ -126,7 +128,8 @@ impl Domain {
             optimistic_frames,
             loose: BTreeMap::new(),
             optimistic_held: 0,
-            records: 0,
+            kmem: 0,
+            kmem_guaranteed: 0,
             faults: 0,
             revocation: None,
             waiting_for_frames: false,
@@ -151,6 +154,8 @@ pub struct World {
     preempt: bool,
     /// When to end the run (`stop=`), in timer ticks.
     stop_at: Option<u64>,
+    /// Bytes of kernel memory each domain may have made for it (see [`kmem`]).
+    kmem_share: usize,
     /// The context the last `resume` read, for the trap path to load.
     resumed: abi::SavedContext,
     /// Nothing timed (a blocked domain's deadline, a timer endpoint, a revocation deadline)
@@ -173,6 +178,7 @@ impl World {
             preempt: false,
             stop_at: None,
             next_instant: 0,
+            kmem_share: usize::MAX,
             resumed: abi::SavedContext { regs: [0; 32], pc: 0 },
         }
     }
@@ -226,7 +232,7 @@ impl World {
     /// frames.
     fn guaranteed_used(&self, id: u32) -> u64 {
         let d = &self.domains[id as usize];
-        self.charged(id) - d.optimistic_held + d.records
+        self.charged(id) - d.optimistic_held + kmem::frames_for(d.kmem_guaranteed)
     }
 
     /// Frames charged to domain `id` now.
@@ -278,6 +284,26 @@ impl World {
             return Err(SysError::NoMemory.into());
         }
         self.reserve_frames(owner, pages as u64 + tables)?;
+        let record = kmem::stretch_record(pages, kind);
+        self.charge_kmem(owner, record, pages as u64 + tables)?;
+        let made = self.make_stretch(owner, base, pages, rights, kind, filling);
+        if made.is_err() {
+            self.release_kmem(owner, record, true);
+        }
+        made.map_err(paging::Shortage::Fail)
+    }
+
+    /// The rest of [`World::create_stretch_or_wait`], once the frames are checked and reserved
+    /// and the record charged.
+    fn make_stretch(
+        &mut self,
+        owner: u32,
+        base: usize,
+        pages: usize,
+        rights: Rights,
+        kind: Kind,
+        filling: Filling<'_>,
+    ) -> Result<(), SysError> {
         let data = match filling {
             Filling::Now(data) => data,
             Filling::Later => {
@@ -314,7 +340,7 @@ impl World {
                 Ok(f) => frames.push(f),
                 Err(_) => {
                     free_all(&mut frames);
-                    return Err(SysError::NoMemory.into());
+                    return Err(SysError::NoMemory);
                 }
             }
         }
@@ -335,7 +361,7 @@ impl World {
         if let Err(e) = mapped {
             let _ = self.map_for(&s, owner, Rights::NONE);
             free_all(&mut frames);
-            return Err(e.into());
+            return Err(e);
         }
         self.stretches.insert(s);
         Ok(())

@@ -43,6 +43,7 @@ use core::sync::atomic::Ordering;
 use abi::{Access, PAGE_SIZE, Rights, SysError, frame_kind};
 use frame_allocator::{Frame, Owner};
 
+use super::kmem::{self, LOOSE_RECORD};
 use super::sched::{now_ns, ticks_from_ns};
 use super::stretch::{Kind, Stretch};
 use super::{Ending, World};
@@ -76,8 +77,6 @@ pub fn revocation_window(contract: Option<atropos::Contract>, wanted: u64) -> u6
 }
 /// Largest managed stretch (its pages cost nothing until they are mapped).
 pub const MANAGED_MAX: usize = 256 << 20;
-/// Bytes of kernel memory charged per page of a managed stretch (its record of the page).
-const RECORD_BYTES: u64 = 24;
 
 /// A frame a domain took with `frame_alloc`.
 pub struct Loose {
@@ -144,7 +143,7 @@ impl World {
             return Err(SysError::InvalidArgument.into());
         }
         let pages = super::pages_for(bytes);
-        let records = (pages as u64 * RECORD_BYTES).div_ceil(PAGE_SIZE as u64);
+        let record = kmem::stretch_record(pages, Kind::Managed);
         let mut frames = Vec::new();
         let mut rights_of_pages = Vec::new();
         if frames.try_reserve_exact(pages).is_err()
@@ -156,7 +155,7 @@ impl World {
         rights_of_pages.resize(pages, Rights::NONE);
         let base = self.domains[id as usize].address.take(pages).ok_or(SysError::NoAddressSpace)?;
         let end = base + pages * PAGE_SIZE;
-        let made = self.populate_tables(id, base, end, records);
+        let made = self.populate_tables(id, base, end, record);
         if let Err(e) = made {
             self.domains[id as usize].address.give_back(base, pages);
             return Err(e);
@@ -178,46 +177,46 @@ impl World {
                 space.prune_range(base, end);
             }
             self.domains[id as usize].address.give_back(base, pages);
+            self.release_kmem(id, record, true);
             return Err(e.into());
         }
         self.stretches.insert(s);
-        self.domains[id as usize].records += records;
         self.publish_frames(id);
         Ok(base)
     }
 
-    /// Makes the page tables of `[base, end)` in domain `id`'s protection domain, checking
-    /// them and `records` frames of kernel records against its guarantee.
+    /// Makes the page tables of `[base, end)` in domain `id`'s protection domain and charges
+    /// it `record` bytes of kernel memory, checking both against its guarantee.
     fn populate_tables(
         &mut self,
         id: u32,
         base: usize,
         end: usize,
-        records: u64,
+        record: usize,
     ) -> Result<(), Shortage> {
         let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
         let tables = space.tables_missing(base, end).map_err(|_| SysError::InvalidArgument)?;
-        if !self.within_contract(id, records + tables) {
+        if !self.within_contract(id, tables) {
             return Err(SysError::NoMemory.into());
         }
         self.reserve_frames(id, tables)?;
+        self.charge_kmem(id, record, tables + 3)?;
         let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
         if space.populate(base, end).is_err() {
             space.prune_range(base, end);
+            self.release_kmem(id, record, true);
             return Err(SysError::NoMemory.into());
         }
         Ok(())
     }
 
-    /// The kernel's records of managed stretch `s` are freed, with its page tables (its pages
-    /// are unmapped already, their frames back among its owner's loose frames).
+    /// The page tables of managed stretch `s` are freed (its pages are unmapped already, their
+    /// frames back among its owner's loose frames).
     pub(super) fn release_managed_pages(&mut self, s: &Stretch) {
-        let records = (s.frames.len() as u64 * RECORD_BYTES).div_ceil(PAGE_SIZE as u64);
         let d = &mut self.domains[s.owner as usize];
         if let Some(space) = d.space.as_mut() {
             space.prune_range(s.base, s.end());
         }
-        d.records = d.records.saturating_sub(records);
     }
 
     /// Makes sure `needed` frames are free for a guaranteed allocation of domain `id`; if they
@@ -366,7 +365,15 @@ impl World {
             }
             _ => return Err(SysError::InvalidArgument.into()),
         };
-        let frame = memory::alloc_zeroed(Owner::Domain(id)).map_err(|_| SysError::NoMemory)?;
+        if optimistic {
+            self.charge_share(id, LOOSE_RECORD)?;
+        } else {
+            self.charge_kmem(id, LOOSE_RECORD, 1)?;
+        }
+        let Ok(frame) = memory::alloc_zeroed(Owner::Domain(id)) else {
+            self.release_kmem(id, LOOSE_RECORD, !optimistic);
+            return Err(SysError::NoMemory.into());
+        };
         let d = &mut self.domains[id as usize];
         d.loose.insert(frame.addr(), Loose { optimistic, mapped_at: None });
         d.optimistic_held += u64::from(optimistic);
@@ -384,6 +391,8 @@ impl World {
         }
         let optimistic = loose.optimistic;
         d.loose.remove(&pa);
+        self.release_kmem(id, LOOSE_RECORD, !optimistic);
+        let d = &mut self.domains[id as usize];
         if let Err(e) = memory::free(Frame::containing(pa), Owner::Domain(id)) {
             defmt::error!("frame_free: freeing frame {=u64:#x} failed: {}", pa, e);
         }

@@ -246,6 +246,39 @@ fn kernel_work(out: &Outcome) -> Result<(), String> {
     frames_returned(out)
 }
 
+/// Each kind of kernel object, made until the kernel says no: every maker got `NoMemory`
+/// after making some, the kernel did not stop, the canary got its 5 ms slice within 10 us in
+/// every period by its own clock and missed no deadline, and every frame came back.
+fn kernel_objects(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    for (domain, kind) in [
+        ("stretches", "stretch"),
+        ("managed", "managed"),
+        ("frames", "frame"),
+        ("optimistic", "optimistic"),
+        ("timers", "timer"),
+    ] {
+        let line = line_with(out, &format!("[{domain}] kobjects: kind={kind} made="))?;
+        let made = number_after(line, "made=")?;
+        if made == 0 || !line.ends_with("error=NoMemory") {
+            return Err(format!("{domain} should make some and then get NoMemory: {line}"));
+        }
+        expect_line(out, &format!("{domain}: exited with status 0"))?;
+    }
+    let spin = line_with(out, "[canary] spin: iterations=")?;
+    let get = |k: &str| field(spin, k).ok_or(format!("no {k}= in `{spin}`"));
+    let (windows, min, max, slice) =
+        (get("windows")?, get("min_ns")?, get("max_ns")?, get("slice_ns")?);
+    if windows < 40 || min + 10_000 < slice || max > slice + 10_000 {
+        return Err(format!("canary did not get its slice in every period: {spin}"));
+    }
+    let account = line_with(out, "  canary: cpu ")?;
+    if !account.contains(" 0 deadlines missed") {
+        return Err(format!("canary missed deadlines: {account}"));
+    }
+    frames_returned(out)
+}
+
 fn out_of_frames(out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     let report = line_with(out, "[greedy] tessera: page fault at ")?;
@@ -353,6 +386,7 @@ pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
             revocation_ignored,
         )),
         virtual_time(test("kernel_work", "kernel-work.toml", &[], kernel_work)),
+        virtual_time(test("kernel_objects", "kernel-objects.toml", &[], kernel_objects)),
         virtual_time(test(
             "revocation_short_period",
             "revocation-short-period.toml",
