@@ -228,6 +228,13 @@ fn switch(w: &mut World, save: bool) {
     }
 }
 
+/// The system call domain `id` made, done.
+#[inline(always)]
+fn call(w: &mut World, id: u32) -> Next {
+    let (number, args) = w.domains[id as usize].ctx.call();
+    syscall::dispatch(w, id, number, args)
+}
+
 /// The current domain's context, where the trap path resumes it.
 fn current_context(w: &mut World) -> *mut UserContext {
     &mut *w.domains[w.current].ctx
@@ -235,9 +242,9 @@ fn current_context(w: &mut World) -> *mut UserContext {
 
 /// The context of the first domain to run, once every domain is loaded: as after a switch
 /// from nothing (ends the run if no domain could be created).
-pub(super) fn first(w: &mut World) -> *mut UserContext {
+pub(super) fn first(w: &mut World) -> core::ptr::NonNull<UserContext> {
     switch(w, false);
-    current_context(w)
+    core::ptr::NonNull::from(&mut *w.domains[w.current].ctx)
 }
 
 /// If domain `d` has activations on and a handler, turns its context (where it stopped) into
@@ -270,10 +277,7 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
     let w = guard.as_mut().expect("user trap without domains");
     let id = w.current as u32;
     match trap {
-        UserTrap::SystemCall => match {
-            let (number, args) = w.domains[id as usize].ctx.call();
-            syscall::dispatch(w, id, number, args)
-        } {
+        UserTrap::SystemCall => match call(w, id) {
             Next::Return(result) => {
                 let (status, value) = match result {
                     Ok(value) => (0, value),

@@ -197,12 +197,12 @@ unsafe extern "C" {
 /// Leaves the kernel's boot context for good and runs the context at `ctx` (a domain's, which
 /// stays where it is for as long as the domain exists) in U-mode, in the address space the
 /// caller activated. From here on the kernel runs only in trap handlers.
-pub fn enter_user(ctx: *mut UserContext) -> ! {
+pub fn enter_user(ctx: core::ptr::NonNull<UserContext>) -> ! {
     super::interrupts::disable();
     // SAFETY: `ctx` is a domain's context, boxed in the kernel's world and never freed;
     // `__enter_user` restores every register from it and returns to U-mode with `sscratch`
     // holding it, where the next trap saves the domain's registers.
-    unsafe { __enter_user(ctx) }
+    unsafe { __enter_user(ctx.as_ptr()) }
 }
 
 /// The address-space identifiers of this hart: how many there are is found at boot
