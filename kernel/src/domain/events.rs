@@ -15,6 +15,12 @@ use crate::phys;
 /// The `sender` of endpoints only the kernel signals (timers).
 pub const KERNEL: u32 = u32::MAX;
 
+/// Bytes of one endpoint's record, charged to its owner (see `kmem`).
+pub const ENDPOINT_RECORD: usize = core::mem::size_of::<Endpoint>();
+
+// The cost `docs/memory.md` gives (its table of kernel objects).
+const _: () = assert!(ENDPOINT_RECORD == 24);
+
 /// Kernel-side state of one endpoint (its value lives in the control block).
 pub struct Endpoint {
     /// The only domain that may signal it, or [`KERNEL`].
@@ -32,7 +38,7 @@ impl World {
         if d.endpoints.len() >= MAX_EVENTS || d.endpoints.try_reserve(1).is_err() {
             return None;
         }
-        self.charge_kmem(owner, super::kmem::ENDPOINT_RECORD, 0).ok()?;
+        self.charge_kmem(owner, ENDPOINT_RECORD, 0).ok()?;
         let d = &mut self.domains[owner as usize];
         d.endpoints.push(Endpoint { sender, closed: false, deadline: None });
         Some(d.endpoints.len() - 1)

@@ -302,7 +302,7 @@ impl World {
                 left
             );
         }
-        let endpoints = d.endpoints.len() * super::kmem::ENDPOINT_RECORD;
+        let endpoints = d.endpoints.len() * super::events::ENDPOINT_RECORD;
         let lingering_records: usize = self
             .stretches
             .values()

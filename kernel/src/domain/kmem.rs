@@ -23,13 +23,10 @@ use abi::{PAGE_SIZE, Rights, SysError};
 use frame_allocator::Frame;
 
 use super::World;
-use super::events::Endpoint;
 use super::stretch::{Kind, Stretch};
 
 /// Bytes of one loose frame's record (a node's share of the ordered map included).
 pub const LOOSE_RECORD: usize = 64;
-/// Bytes of one event endpoint's record.
-pub const ENDPOINT_RECORD: usize = size_of::<Endpoint>();
 
 /// Bytes of the record of a stretch of `pages` pages of `kind`: its header with two rights
 /// entries, a word per page, and for a managed stretch the rights of each page.
@@ -99,4 +96,3 @@ impl World {
 const _: () = assert!(stretch_record(0, Kind::Dynamic) == 104);
 const _: () = assert!(stretch_record(1, Kind::Dynamic) - stretch_record(0, Kind::Dynamic) == 16);
 const _: () = assert!(stretch_record(1, Kind::Managed) - stretch_record(0, Kind::Managed) == 17);
-const _: () = assert!(ENDPOINT_RECORD == 24);

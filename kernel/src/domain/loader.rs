@@ -179,7 +179,7 @@ fn populate(
     crate::phys::write_dcb(frame, &dcb);
     w.domains[index].dcb = Some(frame);
     w.domains[index].dcb_va = dcb_at;
-    w.domains[index].ctx = UserContext::new_user(
+    *w.domains[index].ctx = UserContext::new_user(
         img.entry as usize,
         sp,
         [id as usize, args_addr, block.len(), dcb_at],
@@ -238,7 +238,7 @@ fn enter_first(mut guard: spin::MutexGuard<'_, Option<World>>) -> ! {
     w.sched.restart(super::sched::now_ns());
     let ctx = super::sched::first(w);
     drop(guard);
-    arch::enter_user(&ctx)
+    arch::enter_user(ctx)
 }
 
 /// Writes domain `index`'s CPU contract into its control block.

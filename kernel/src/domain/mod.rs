@@ -57,8 +57,9 @@ pub enum Ending {
 pub struct Domain {
     /// Name from the manifest.
     pub name: String,
-    /// Saved registers while it is not running.
-    ctx: UserContext,
+    /// Its registers: saved here by the trap path when it enters the kernel, and resumed from
+    /// here (boxed, so that the address the trap path holds never moves).
+    ctx: alloc::boxed::Box<UserContext>,
     /// Saved floating-point registers.
     fp: arch::FpState,
     /// Its protection domain; `None` once it is dead.
@@ -114,7 +115,7 @@ impl Domain {
     ) -> Self {
         Domain {
             name: name.into(),
-            ctx: UserContext::new_user(0, 0, [0; 4]),
+            ctx: alloc::boxed::Box::new(UserContext::new_user(0, 0, [0; 4])),
             fp: arch::FpState::default(),
             space: Some(space),
             guaranteed_frames,
@@ -639,7 +640,7 @@ pub mod tests {
         w.domains.push(Domain::new("blocker", space, 16, 0, quota));
         let args = [0x1234, 0x5678, 3, 4];
         for d in &mut w.domains {
-            d.ctx = UserContext::new_user(0x1000, 0x2000, args);
+            *d.ctx = UserContext::new_user(0x1000, 0x2000, args);
             d.blocked = Some(u64::MAX);
         }
         w.domains[0].waiting_for_frames = true;

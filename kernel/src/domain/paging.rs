@@ -47,7 +47,6 @@ use super::kmem::{self, LOOSE_RECORD};
 use super::sched::{now_ns, ticks_from_ns};
 use super::stretch::{Kind, Stretch};
 use super::{Ending, World};
-use crate::arch::UserContext;
 use crate::memory::{self, with_frames};
 
 /// Optimistic frames are granted only while more than this many frames stay free, so that page
@@ -510,7 +509,6 @@ impl World {
     pub(super) fn deliver_fault(
         &mut self,
         id: u32,
-        frame: &mut UserContext,
         addr: usize,
         access: Access,
     ) -> Result<(), &'static str> {
@@ -530,11 +528,11 @@ impl World {
                 "the fault came with activations off (inside the domain's own fault handling)",
             );
         }
-        crate::phys::write_saved_context(dcb_frame, &frame.saved());
+        crate::phys::write_saved_context(dcb_frame, &d.ctx.saved());
         dcb.fault.addr.store(addr as u64, Ordering::Relaxed);
         dcb.fault.access.store(access as u64, Ordering::Relaxed);
         dcb.fault.stretch.store(stretch as u64, Ordering::Relaxed);
-        dcb.fault.pc.store(frame.pc() as u64, Ordering::Relaxed);
+        dcb.fault.pc.store(d.ctx.pc() as u64, Ordering::Relaxed);
         dcb.fault.count.fetch_add(1, Ordering::Relaxed);
         dcb.frames.faults.fetch_add(1, Ordering::Relaxed);
         dcb.activations.store(0, Ordering::Release);
@@ -544,7 +542,7 @@ impl World {
         if d.revocation.is_some() {
             reason |= abi::activation::REVOKE;
         }
-        frame.enter_handler(entry, stack, [reason as usize, d.dcb_va]);
+        d.ctx.enter_handler(entry, stack, [reason as usize, d.dcb_va]);
         Ok(())
     }
 

@@ -20,7 +20,7 @@ use core::sync::atomic::Ordering;
 
 use super::syscall::{self, Next};
 use super::{Ending, WORLD, World, report_fault, summary};
-use crate::arch::{self, UserContext, UserTrap};
+use crate::arch::{self, Resume, UserContext, UserTrap};
 
 /// Nanoseconds per timer tick when that is a whole number (100 on QEMU's 10 MHz `virt` clock),
 /// which makes every conversion below one multiplication or division of `u64`s; 0 otherwise.
@@ -164,15 +164,16 @@ impl World {
     }
 }
 
-/// Where the CPU goes after `frame`'s domain stops running: saves its context (if `save`),
-/// then loads the domain the scheduler picks into `frame` and switches address spaces, idling
-/// until the next instant something can happen if none can run.
-fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
+/// Where the CPU goes after the current domain stops running: saves its floating-point state
+/// (if `save`: it is still alive), then makes the domain the scheduler picks the current one
+/// and switches address spaces, idling until the next instant something can happen if none can
+/// run. Contexts stay where they are, in their domains: the trap path saved the current one
+/// there and resumes the one [`World::current`] names.
+fn switch(w: &mut World, save: bool) {
     let previous = w.current;
     if save {
         let d = &mut w.domains[previous];
-        arch::save_fp(frame, &mut d.fp);
-        d.ctx.clone_from(frame);
+        arch::save_fp(&mut d.ctx, &mut d.fp);
     }
     loop {
         let now = arch::time::now_ticks();
@@ -197,9 +198,8 @@ fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
             w.current = pick.client;
             w.publish_accounts(pick.client);
             let d = &mut w.domains[pick.client];
-            frame.clone_from(&d.ctx);
-            arch::restore_fp(frame, &d.fp);
-            upcall(d, frame);
+            arch::restore_fp(&mut d.ctx, &d.fp);
+            upcall(d);
             if let Some(space) = &d.space {
                 space.activate();
             }
@@ -228,24 +228,35 @@ fn switch(w: &mut World, frame: &mut UserContext, save: bool) {
     }
 }
 
-/// The context of the first domain to run, once every domain is loaded: as after a switch
-/// from nothing (ends the run if no domain could be created).
-pub(super) fn first(w: &mut World) -> UserContext {
-    let mut frame = UserContext::new_user(0, 0, [0; 4]);
-    switch(w, &mut frame, false);
-    frame
+/// The system call domain `id` made, done.
+#[inline(always)]
+fn call(w: &mut World, id: u32) -> Next {
+    let (number, args) = w.domains[id as usize].ctx.call();
+    syscall::dispatch(w, id, number, args)
 }
 
-/// If domain `d` has activations on and a handler, turns the context in `frame` (where it
-/// stopped) into an activation: the context goes to the control block's `saved`, activations
-/// go off, and `frame` enters the handler instead.
-fn upcall(d: &mut super::Domain, frame: &mut UserContext) {
+/// The current domain's context, where the trap path resumes it.
+fn current_context(w: &mut World) -> *mut UserContext {
+    &mut *w.domains[w.current].ctx
+}
+
+/// The context of the first domain to run, once every domain is loaded: as after a switch
+/// from nothing (ends the run if no domain could be created).
+pub(super) fn first(w: &mut World) -> core::ptr::NonNull<UserContext> {
+    switch(w, false);
+    core::ptr::NonNull::from(&mut *w.domains[w.current].ctx)
+}
+
+/// If domain `d` has activations on and a handler, turns its context (where it stopped) into
+/// an activation: the context goes to the control block's `saved`, activations go off, and the
+/// context enters the handler instead.
+fn upcall(d: &mut super::Domain) {
     let (Some((entry, stack)), Some(dcb_frame)) = (d.handler, d.dcb) else { return };
     let dcb = crate::phys::dcb(dcb_frame);
     if dcb.activations.load(Ordering::Acquire) != 1 {
         return;
     }
-    crate::phys::write_saved_context(dcb_frame, &frame.saved());
+    crate::phys::write_saved_context(dcb_frame, &d.ctx.saved());
     dcb.activations.store(0, Ordering::Release);
     dcb.upcalls.fetch_add(1, Ordering::Relaxed);
     let mut reason = abi::activation::SCHEDULED;
@@ -255,67 +266,76 @@ fn upcall(d: &mut super::Domain, frame: &mut UserContext) {
     if d.revocation.is_some() {
         reason |= abi::activation::REVOKE;
     }
-    frame.enter_handler(entry, stack, [reason as usize, d.dcb_va]);
+    d.ctx.enter_handler(entry, stack, [reason as usize, d.dcb_va]);
 }
 
-/// Entry from the arch trap handler for every trap taken in U-mode.
-pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
+/// Entry from the arch trap handler for every trap taken in U-mode, whose registers the trap
+/// path saved in the current domain's context; says what to resume: that context with a system
+/// call's results, or the current domain's context (another domain's, or changed).
+pub fn on_user_trap(trap: UserTrap) -> Resume {
     let mut guard = WORLD.lock();
     let w = guard.as_mut().expect("user trap without domains");
     let id = w.current as u32;
     match trap {
-        UserTrap::SystemCall { number, args } => match syscall::dispatch(w, id, number, args) {
+        UserTrap::SystemCall => match call(w, id) {
             Next::Return(result) => {
-                match result {
-                    Ok(value) => frame.set_result(0, value),
-                    Err(e) => frame.set_result(e as usize, 0),
+                let (status, value) = match result {
+                    Ok(value) => (0, value),
+                    Err(e) => (e as usize, 0),
+                };
+                // Unless the call woke a domain that should run before the caller.
+                if !core::mem::take(&mut w.preempt) {
+                    return Resume::Results(status, value);
                 }
-                // The call woke a domain that should run before the caller.
-                if core::mem::take(&mut w.preempt) {
-                    switch(w, frame, true);
-                }
+                w.domains[id as usize].ctx.set_result(status, value);
+                switch(w, true);
             }
             Next::Yield => {
-                frame.set_result(0, 0);
+                w.domains[id as usize].ctx.set_result(0, 0);
                 w.sched.yield_now(id as usize, now_ns());
-                switch(w, frame, true);
+                switch(w, true);
             }
-            Next::Resumed => frame.load(&w.resumed),
+            Next::Resumed => {
+                let resumed = w.resumed;
+                w.domains[id as usize].ctx.load(&resumed);
+            }
             Next::Block(deadline) => {
-                frame.set_result(0, 0);
-                w.domains[id as usize].blocked = Some(deadline);
+                let d = &mut w.domains[id as usize];
+                d.ctx.set_result(0, 0);
+                d.blocked = Some(deadline);
                 w.note_instant(deadline);
                 w.sched.block(id as usize, now_ns());
-                switch(w, frame, true);
+                switch(w, true);
             }
             Next::WaitForFrames => {
                 // The call runs again once a revocation has freed frames.
-                frame.restart_call();
                 let d = &mut w.domains[id as usize];
+                d.ctx.restart_call();
                 d.blocked = Some(u64::MAX);
                 d.waiting_for_frames = true;
                 w.sched.block(id as usize, now_ns());
-                switch(w, frame, true);
+                switch(w, true);
             }
             Next::Job(job) => {
                 w.domains[id as usize].job = Some(job);
-                switch(w, frame, true);
+                switch(w, true);
             }
             Next::Exit(code) => {
                 w.begin_death(id, Ending::Exited(code));
-                switch(w, frame, false);
+                switch(w, false);
             }
         },
-        UserTrap::Timer => switch(w, frame, true),
+        UserTrap::Timer => switch(w, true),
         UserTrap::Fault { cause, addr, access } => {
             let why = match access {
-                Some(access) => match w.deliver_fault(id, frame, addr, access) {
-                    Ok(()) => return,
+                Some(access) => match w.deliver_fault(id, addr, access) {
+                    Ok(()) => return Resume::Context(current_context(w)),
                     Err(why) => Some(why),
                 },
                 None => None,
             };
-            report_fault(w, id, cause, addr, frame.pc());
+            let pc = w.domains[id as usize].ctx.pc();
+            report_fault(w, id, cause, addr, pc);
             if let Some(why) = why.filter(|_| w.in_managed_stretch(id, addr)) {
                 defmt::error!(
                     "domain {=str}: the fault was not delivered to its stretch driver: {=str}",
@@ -324,7 +344,8 @@ pub fn on_user_trap(frame: &mut UserContext, trap: UserTrap) {
                 );
             }
             w.begin_death(id, Ending::Terminated(cause));
-            switch(w, frame, false);
+            switch(w, false);
         }
     }
+    Resume::Context(current_context(w))
 }

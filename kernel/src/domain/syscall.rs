@@ -36,6 +36,7 @@ pub enum Next {
 }
 
 /// Runs call `number` for domain `id`.
+#[inline(always)]
 pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
     let Some(call) = Call::from_number(number) else {
         return Next::Return(Err(SysError::NoSuchCall));

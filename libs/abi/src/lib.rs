@@ -99,6 +99,7 @@ impl Call {
     ];
 
     /// The call with number `n`.
+    #[inline]
     pub fn from_number(n: usize) -> Option<Call> {
         Call::ALL.into_iter().find(|c| *c as usize == n)
     }

@@ -1,7 +1,11 @@
 //! Trap entry and dispatch for S-mode.
 //!
-//! Every trap switches to a dedicated trap stack (its top kept in `sscratch`), so that a kernel
-//! stack overflow into the guard page can still be reported. The handler runs with interrupts
+//! A trap from U-mode saves the domain's registers straight into its context (whose address
+//! `sscratch` holds while the domain runs; the kernel keeps `sscratch` at 0), runs the handler
+//! on the dedicated trap stack, and resumes whichever context the handler returns: a domain
+//! switch copies no registers. A trap from S-mode saves a frame on the trap stack (below the
+//! interrupted one if it came while handling a trap, at the top otherwise), so that a kernel
+//! stack overflow into the guard page can still be reported. Handlers run with interrupts
 //! off. Traps from user mode go to [`super::user`]. In the kernel: timer interrupts go to
 //! [`super::timer`], other interrupts are counted and silenced
 //! ([`super::interrupts::unexpected`]) and the kernel goes on; a fault at one of the probe
@@ -73,6 +77,7 @@ global_asm!(
     r#"
     .section .bss.trap_stack, "aw", @nobits
     .balign 16
+    .globl __trap_stack_bottom
 __trap_stack_bottom:
     .space {stack}
     .globl __trap_stack_top
@@ -83,7 +88,102 @@ __trap_stack_top:
     .globl __trap_entry
 __trap_entry:
     csrrw   sp, sscratch, sp
+    bnez    sp, __trap_from_user
+
+    # From S-mode: sscratch held 0 and now holds the interrupted sp.
+    csrrw   sp, sscratch, sp
+    csrw    sscratch, t0
+    la      t0, __trap_stack_bottom
+    bltu    sp, t0, 1f
+    la      t0, __trap_stack_top
+    bltu    t0, sp, 1f
+    # Already on the trap stack (a probe's fault while handling a trap): nest below.
+    mv      t0, sp
+    j       2f
+1:
+    # Elsewhere (the boot stack, perhaps overflowed): move to the trap stack.
+    mv      t0, sp
+    la      sp, __trap_stack_top
+2:
     addi    sp, sp, -{frame}
+    sd      t0, 2*8(sp)
+    csrr    t0, sscratch
+    sd      t0, 5*8(sp)
+    csrw    sscratch, zero
+    sd      x1, 1*8(sp)
+    sd      x3, 3*8(sp)
+    sd      x4, 4*8(sp)
+    sd      x6, 6*8(sp)
+    sd      x7, 7*8(sp)
+    sd      x8, 8*8(sp)
+    sd      x9, 9*8(sp)
+    sd      x10, 10*8(sp)
+    sd      x11, 11*8(sp)
+    sd      x12, 12*8(sp)
+    sd      x13, 13*8(sp)
+    sd      x14, 14*8(sp)
+    sd      x15, 15*8(sp)
+    sd      x16, 16*8(sp)
+    sd      x17, 17*8(sp)
+    sd      x18, 18*8(sp)
+    sd      x19, 19*8(sp)
+    sd      x20, 20*8(sp)
+    sd      x21, 21*8(sp)
+    sd      x22, 22*8(sp)
+    sd      x23, 23*8(sp)
+    sd      x24, 24*8(sp)
+    sd      x25, 25*8(sp)
+    sd      x26, 26*8(sp)
+    sd      x27, 27*8(sp)
+    sd      x28, 28*8(sp)
+    sd      x29, 29*8(sp)
+    sd      x30, 30*8(sp)
+    sd      x31, 31*8(sp)
+    csrr    t0, sepc
+    sd      t0, 32*8(sp)
+    csrr    t0, sstatus
+    sd      t0, 33*8(sp)
+    mv      a0, sp
+    call    {kernel_handler}
+    ld      t0, 32*8(sp)
+    csrw    sepc, t0
+    ld      t0, 33*8(sp)
+    csrw    sstatus, t0
+    ld      x1, 1*8(sp)
+    ld      x3, 3*8(sp)
+    ld      x4, 4*8(sp)
+    ld      x5, 5*8(sp)
+    ld      x6, 6*8(sp)
+    ld      x7, 7*8(sp)
+    ld      x8, 8*8(sp)
+    ld      x9, 9*8(sp)
+    ld      x10, 10*8(sp)
+    ld      x11, 11*8(sp)
+    ld      x12, 12*8(sp)
+    ld      x13, 13*8(sp)
+    ld      x14, 14*8(sp)
+    ld      x15, 15*8(sp)
+    ld      x16, 16*8(sp)
+    ld      x17, 17*8(sp)
+    ld      x18, 18*8(sp)
+    ld      x19, 19*8(sp)
+    ld      x20, 20*8(sp)
+    ld      x21, 21*8(sp)
+    ld      x22, 22*8(sp)
+    ld      x23, 23*8(sp)
+    ld      x24, 24*8(sp)
+    ld      x25, 25*8(sp)
+    ld      x26, 26*8(sp)
+    ld      x27, 27*8(sp)
+    ld      x28, 28*8(sp)
+    ld      x29, 29*8(sp)
+    ld      x30, 30*8(sp)
+    ld      x31, 31*8(sp)
+    ld      sp, 2*8(sp)
+    sret
+
+    # From U-mode: sp holds the current domain's context, sscratch the domain's sp.
+__trap_from_user:
     sd      x1, 1*8(sp)
     sd      x3, 3*8(sp)
     sd      x4, 4*8(sp)
@@ -116,20 +216,24 @@ __trap_entry:
     sd      x31, 31*8(sp)
     csrr    t0, sscratch
     sd      t0, 2*8(sp)
+    csrw    sscratch, zero
     csrr    t0, sepc
     sd      t0, 32*8(sp)
     csrr    t0, sstatus
     sd      t0, 33*8(sp)
     mv      a0, sp
-    call    {handler}
-    .globl __trap_restore
-__trap_restore:
+    la      sp, __trap_stack_top
+    call    {user_handler}
+
+    # Resumes the context at a0 in U-mode; sscratch holds it while the domain runs.
+    .globl __user_resume
+__user_resume:
+    mv      sp, a0
     ld      t0, 32*8(sp)
     csrw    sepc, t0
     ld      t0, 33*8(sp)
     csrw    sstatus, t0
-    addi    t0, sp, {frame}
-    csrw    sscratch, t0
+    csrw    sscratch, sp
     ld      x1, 1*8(sp)
     ld      x3, 3*8(sp)
     ld      x4, 4*8(sp)
@@ -165,7 +269,8 @@ __trap_restore:
     "#,
     stack = const TRAP_STACK_BYTES,
     frame = const core::mem::size_of::<TrapFrame>(),
-    handler = sym trap_handler,
+    kernel_handler = sym kernel_trap,
+    user_handler = sym user_trap,
 );
 
 unsafe extern "C" {
@@ -176,24 +281,16 @@ unsafe extern "C" {
 /// Installs the trap vector and the trap stack.
 pub fn init() {
     let vector = __trap_entry as *const () as usize;
-    let stack = &raw const __trap_stack_top as usize;
     // SAFETY: `__trap_entry` is 4-byte aligned trap code that saves and restores every register
-    // it touches; `sscratch` holds the top of a stack used by nothing else.
+    // it touches; `sscratch` is 0 while the kernel runs, which the entry reads as "from S-mode".
     unsafe {
-        sscratch::write(stack);
+        sscratch::write(0);
         stvec::write(stvec::Stvec::new(vector, stvec::TrapMode::Direct));
     }
 }
 
 pub(super) const INTERRUPT: usize = 1 << 63;
 pub(super) const SUPERVISOR_TIMER: usize = INTERRUPT | 5;
-/// `sstatus.SPP`: the trap came from S-mode.
-pub(super) const SSTATUS_SPP: usize = 1 << 8;
-
-/// The top of the trap stack, where the frame of the trap being handled sits just below.
-pub(super) fn stack_top() -> usize {
-    &raw const __trap_stack_top as usize
-}
 
 /// Standard exception names, by `scause` code.
 pub(super) fn exception_name(code: usize) -> &'static str {
@@ -215,11 +312,16 @@ pub(super) fn exception_name(code: usize) -> &'static str {
     }
 }
 
-extern "C" fn trap_handler(frame: &mut TrapFrame) {
+/// A trap from U-mode: the registers are in the context at `ctx`; returns the context to
+/// resume.
+extern "C" fn user_trap(ctx: *mut TrapFrame) -> *mut TrapFrame {
     let (scause, stval) = (scause::read().bits(), stval::read());
-    if frame.sstatus & SSTATUS_SPP == 0 {
-        return user::on_trap(frame, scause, stval);
-    }
+    user::on_trap(ctx, scause, stval)
+}
+
+/// A trap from S-mode, its frame on the trap stack.
+extern "C" fn kernel_trap(frame: &mut TrapFrame) {
+    let (scause, stval) = (scause::read().bits(), stval::read());
     if scause == SUPERVISOR_TIMER {
         timer::on_interrupt();
         return;
@@ -227,8 +329,7 @@ extern "C" fn trap_handler(frame: &mut TrapFrame) {
     if scause & INTERRUPT != 0 {
         return interrupts::unexpected(scause & !INTERRUPT, false);
     }
-    if scause & INTERRUPT == 0
-        && matches!(scause, 2 | 5 | 7 | 13 | 15)
+    if matches!(scause, 2 | 5 | 7 | 13 | 15)
         && let Some(fixup) = probe::fixup_for(frame.sepc)
     {
         frame.sepc = fixup;

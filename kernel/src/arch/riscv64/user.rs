@@ -42,6 +42,13 @@ impl TrapFrame {
         TrapFrame { regs, sepc: entry, sstatus: SSTATUS_SPIE | FS_INITIAL }
     }
 
+    /// The system call made at a trap: its number (`a7`) and six arguments (`a0..a5`).
+    #[inline(always)]
+    pub fn call(&self) -> (usize, [usize; 6]) {
+        let r = &self.regs;
+        (r[17], [r[10], r[11], r[12], r[13], r[14], r[15]])
+    }
+
     /// The interrupted program counter.
     pub fn pc(&self) -> usize {
         self.sepc
@@ -88,16 +95,21 @@ impl TrapFrame {
     }
 }
 
+/// What the trap path resumes after the portable kernel handled a trap from U-mode.
+pub enum Resume {
+    /// The same context, with a system call's results (`a0` = status, `a1` = value).
+    Results(usize, usize),
+    /// This context (the current domain's, which may be another one now, or the same one
+    /// changed).
+    Context(*mut UserContext),
+}
+
 /// Why a domain entered the kernel.
 #[derive(Clone, Copy, Debug)]
 pub enum UserTrap {
-    /// `ecall`: the call number and six arguments (the PC already points past the `ecall`).
-    SystemCall {
-        /// `a7`.
-        number: usize,
-        /// `a0..a5`.
-        args: [usize; 6],
-    },
+    /// `ecall` (the PC already points past it): the call's number and arguments are in the
+    /// context ([`TrapFrame::call`]).
+    SystemCall,
     /// The timer interrupt armed by the scheduler.
     Timer,
     /// A fault the kernel does not resolve for the domain.
@@ -111,39 +123,39 @@ pub enum UserTrap {
     },
 }
 
-pub(super) fn on_trap(frame: &mut TrapFrame, scause: usize, stval: usize) {
-    // Every path ends in a tail call, so that no register has to keep `frame` across a call
-    // (the system-call path is the hot one).
+/// A trap from U-mode, the registers saved in the current domain's context at `ctx`; returns
+/// the context to resume.
+#[inline(always)]
+pub(super) fn on_trap(ctx: *mut TrapFrame, scause: usize, stval: usize) -> *mut TrapFrame {
     if scause == ECALL_FROM_U {
-        frame.sepc += 4;
-        let r = &frame.regs;
-        let trap = UserTrap::SystemCall {
-            number: r[17],
-            args: [r[10], r[11], r[12], r[13], r[14], r[15]],
-        };
-        return crate::domain::on_user_trap(frame, trap);
+        // SAFETY: `ctx` is the current domain's context, just saved by the trap entry; nothing
+        // else refers to it until the portable kernel is called, after this borrow ends.
+        unsafe { (*ctx).sepc += 4 };
+        return resume(ctx, crate::domain::on_user_trap(UserTrap::SystemCall));
     }
     // Off the system call's path (a switch follows anyway).
     core::hint::cold_path();
     if scause == SUPERVISOR_TIMER {
         timer::disarm();
         interrupts::raise_due_software();
-        return crate::domain::on_user_trap(frame, UserTrap::Timer);
+        return resume(ctx, crate::domain::on_user_trap(UserTrap::Timer));
     }
-    on_other_trap(frame, scause, stval)
+    on_other_trap(ctx, scause, stval)
 }
 
 /// [`on_trap`] for anything but a system call or the timer.
 #[inline(never)]
-fn on_other_trap(frame: &mut TrapFrame, scause: usize, stval: usize) {
+fn on_other_trap(ctx: *mut TrapFrame, scause: usize, stval: usize) -> *mut TrapFrame {
     if scause & INTERRUPT != 0 {
         // The kernel's business, not the domain's: counted and silenced, and the domain
         // resumes where it was interrupted.
-        return interrupts::unexpected(scause & !INTERRUPT, true);
+        interrupts::unexpected(scause & !INTERRUPT, true);
+        return ctx;
     }
-    if scause == ILLEGAL_INSTRUCTION && fp::on_first_use(frame) {
+    // SAFETY: as in `on_trap`: the current domain's context, referred to by nothing else here.
+    if scause == ILLEGAL_INSTRUCTION && fp::on_first_use(unsafe { &mut *ctx }) {
         // The domain's floating-point state is loaded now: its instruction runs again.
-        return;
+        return ctx;
     }
     let access = match scause {
         12 => Some(abi::Access::Execute),
@@ -152,7 +164,21 @@ fn on_other_trap(frame: &mut TrapFrame, scause: usize, stval: usize) {
         _ => None,
     };
     let trap = UserTrap::Fault { cause: trap::exception_name(scause), addr: stval, access };
-    crate::domain::on_user_trap(frame, trap);
+    resume(ctx, crate::domain::on_user_trap(trap))
+}
+
+/// The context to resume after `ctx` trapped, as `what` says.
+#[inline(always)]
+fn resume(ctx: *mut TrapFrame, what: Resume) -> *mut TrapFrame {
+    match what {
+        Resume::Results(status, value) => {
+            // SAFETY: `ctx` is the current domain's context; the portable kernel, which had it,
+            // has returned, so nothing else refers to it.
+            unsafe { (*ctx).set_result(status, value) };
+            ctx
+        }
+        Resume::Context(other) => other,
+    }
 }
 
 global_asm!(
@@ -160,27 +186,23 @@ global_asm!(
     .section .text
     .globl __enter_user
 __enter_user:
-    mv      sp, a0
-    j       __trap_restore
+    j       __user_resume
     "#
 );
 
 unsafe extern "C" {
-    fn __enter_user(frame: *const TrapFrame) -> !;
+    fn __enter_user(ctx: *mut TrapFrame) -> !;
 }
 
-/// Leaves the kernel's boot context for good and runs `ctx` in U-mode, in the address space
-/// the caller activated. From here on the kernel runs only in trap handlers.
-pub fn enter_user(ctx: &UserContext) -> ! {
-    let slot = (trap::stack_top() - core::mem::size_of::<TrapFrame>()) as *mut TrapFrame;
+/// Leaves the kernel's boot context for good and runs the context at `ctx` (a domain's, which
+/// stays where it is for as long as the domain exists) in U-mode, in the address space the
+/// caller activated. From here on the kernel runs only in trap handlers.
+pub fn enter_user(ctx: core::ptr::NonNull<UserContext>) -> ! {
     super::interrupts::disable();
-    // SAFETY: `slot` is the frame position at the top of the trap stack, which nothing uses
-    // while the kernel runs on its boot stack; `__enter_user` restores every register from it
-    // and returns to U-mode with `sscratch` pointing at the trap stack's top again.
-    unsafe {
-        slot.write(TrapFrame { regs: ctx.regs, sepc: ctx.sepc, sstatus: ctx.sstatus });
-        __enter_user(slot)
-    }
+    // SAFETY: `ctx` is a domain's context, boxed in the kernel's world and never freed;
+    // `__enter_user` restores every register from it and returns to U-mode with `sscratch`
+    // holding it, where the next trap saves the domain's registers.
+    unsafe { __enter_user(ctx.as_ptr()) }
 }
 
 /// The address-space identifiers of this hart: how many there are is found at boot
