@@ -9,8 +9,6 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::artifacts::Artifacts;
-use crate::qemu::Boot;
 use crate::util;
 
 /// What a test changes in QEMU's device tree. Ranges are `(start, size)` in bytes.
@@ -90,14 +88,14 @@ pub fn edit(dts: &str, changes: &DtbChanges) -> Result<String> {
     Ok(out)
 }
 
-/// Dumps QEMU's device tree for `boot` (its settings, without `-dtb`), makes `changes` and
-/// compiles the result to [`path`].
-pub fn build(boot: &Boot, a: &Artifacts, changes: &DtbChanges) -> Result<PathBuf> {
+/// Dumps QEMU's device tree with the command `dump` gives for a file (the boot's settings,
+/// without `-dtb`), makes `changes` and compiles the result to [`path`].
+pub fn build(dump: impl FnOnce(&Path) -> Command, changes: &DtbChanges) -> Result<PathBuf> {
     let out = path(changes);
     let dir = out.parent().expect("the dtb path has a directory");
     fs::create_dir_all(dir)?;
     let dumped = dir.join(format!("{}.qemu.dtb", changes.name));
-    let mut dump = boot.dump_dtb_command(a, &dumped);
+    let mut dump = dump(&dumped);
     util::output(&mut dump).context("dumping QEMU's device tree")?;
     let dts = util::output(Command::new("dtc").args(["-q", "-I", "dtb", "-O", "dts"]).arg(&dumped))
         .context("decompiling QEMU's device tree (dtc, from the device-tree-compiler package)")?;

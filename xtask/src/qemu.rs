@@ -182,7 +182,7 @@ pub fn boot(
     on_line: &mut dyn FnMut(&LogLine),
 ) -> Result<Outcome> {
     if let Some(changes) = &boot.dtb {
-        crate::dtb::build(boot, a, changes)?;
+        crate::dtb::build(|out| boot.dump_dtb_command(a, out), changes)?;
     }
     let mut cmd = boot.command(a);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());

@@ -127,7 +127,7 @@ impl World {
             if let Some(frame) = d.dcb {
                 phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
             }
-            if self.sched.wake(id as usize, super::sched::now_ns()) {
+            if self.sched.wake(id as usize, super::clock::now_ns()) {
                 self.preempt = true;
             }
         } else {

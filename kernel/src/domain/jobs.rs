@@ -254,7 +254,7 @@ impl World {
     /// (see the module documentation).
     pub(super) fn begin_death(&mut self, id: u32, ending: Ending) {
         self.close_endpoints_signalled_by(id);
-        let now = super::sched::now_ns();
+        let now = super::clock::now_ns();
         let d = &mut self.domains[id as usize];
         d.ending = Some(ending);
         d.dcb = None;
@@ -286,7 +286,7 @@ impl World {
     /// Dead domain `id` is taken apart: its page tables go, it leaves the scheduler, and
     /// domains waiting for memory try again.
     fn buried(&mut self, id: u32) {
-        self.sched.remove(id as usize, super::sched::now_ns());
+        self.sched.remove(id as usize, super::clock::now_ns());
         let d = &mut self.domains[id as usize];
         if let Some(space) = d.space.take() {
             space.destroy();

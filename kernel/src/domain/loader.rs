@@ -56,7 +56,7 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
     let mut guard = WORLD.lock();
     let w = guard.as_mut().expect("world just created");
     w.sched.set_trace(args.trace_sched);
-    w.stop_at = args.stop_ns.map(super::sched::ticks_from_ns);
+    w.stop_at = args.stop_ns.map(super::clock::ticks_from_ns);
     for (i, (spec, img)) in manifest.domains.iter().zip(image.images()).enumerate() {
         if spec.name != img.domain || spec.app != img.app {
             reject("image", "image entries do not follow the manifest's domains");
@@ -235,7 +235,7 @@ fn connect(
 
 fn enter_first(mut guard: spin::MutexGuard<'_, Option<World>>) -> ! {
     let w = guard.as_mut().expect("world exists");
-    w.sched.restart(super::sched::now_ns());
+    w.sched.restart(super::clock::now_ns());
     let ctx = super::sched::first(w);
     drop(guard);
     arch::enter_user(ctx)

@@ -19,6 +19,7 @@
 //! Everything here runs in trap handlers (interrupts off, one CPU) or at boot, under the one
 //! [`WORLD`] lock.
 
+mod clock;
 mod events;
 mod jobs;
 mod kmem;

@@ -43,8 +43,8 @@ use core::sync::atomic::Ordering;
 use abi::{Access, PAGE_SIZE, Rights, SysError, frame_kind};
 use frame_allocator::{Frame, Owner};
 
+use super::clock::{now_ns, ticks_from_ns};
 use super::kmem::{self, LOOSE_RECORD};
-use super::sched::{now_ns, ticks_from_ns};
 use super::stretch::{Kind, Stretch};
 use super::{Ending, World};
 use crate::memory::{self, with_frames};

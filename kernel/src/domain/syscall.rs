@@ -45,7 +45,7 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         Call::Null => Next::Return(Ok(0)),
         Call::Exit => Next::Exit(a[0] as i32),
         Call::Yield => Next::Yield,
-        Call::Time => Next::Return(Ok(super::sched::now_ns() as usize)),
+        Call::Time => Next::Return(Ok(super::clock::now_ns() as usize)),
         Call::ConsoleWrite => Next::Return(console_write(w, id, a[0], a[1])),
         Call::StretchCreate => match stretch_create(w, id, a[0], a[1]) {
             Ok(Made::Now(base)) => Next::Return(Ok(base)),
@@ -65,7 +65,7 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         }
         Call::TimerSet => {
             let deadline =
-                (a[1] as u64 != u64::MAX).then(|| super::sched::ticks_from_ns(a[1] as u64));
+                (a[1] as u64 != u64::MAX).then(|| super::clock::ticks_from_ns(a[1] as u64));
             Next::Return(w.set_timer(id, a[0], deadline).map(|()| 0))
         }
         Call::Resume => match resume(w, id, a[0]) {
@@ -87,7 +87,7 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
                 d.pending = false;
                 Next::Return(Ok(0))
             } else {
-                Next::Block(super::sched::ticks_from_ns(a[0] as u64))
+                Next::Block(super::clock::ticks_from_ns(a[0] as u64))
             }
         }
     }
