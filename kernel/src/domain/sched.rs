@@ -32,10 +32,16 @@ impl World {
     /// Fires due timer endpoints, enforces revocation deadlines and unblocks every domain whose
     /// deadline has passed. The domains are visited only once `next_instant` has come, so a
     /// switch does not cost more with more domains.
+    #[inline]
     fn expire(&mut self, now: u64) {
-        if now < self.next_instant {
-            return;
+        if now >= self.next_instant {
+            self.expire_pass(now);
         }
+    }
+
+    /// The pass of [`World::expire`], out of line so that the common case costs a comparison.
+    #[inline(never)]
+    fn expire_pass(&mut self, now: u64) {
         self.fire_timers(now);
         self.enforce_revocations(ns_from_ticks(now));
         for id in 0..self.domains.len() {
@@ -89,9 +95,7 @@ impl World {
 
     /// Copies domain `id`'s accounts from the scheduler into its control block.
     fn publish_accounts(&self, id: usize) {
-        let (Some(frame), Some(a), Some(start)) =
-            (self.domains[id].dcb, self.sched.accounts(id), self.sched.period_start(id))
-        else {
+        let (Some(frame), Some((a, start))) = (self.domains[id].dcb, self.sched.view(id)) else {
             return;
         };
         let cpu = &crate::phys::dcb(frame).cpu;

@@ -264,6 +264,13 @@ impl Atropos {
         self.clients.get(id).map(|c| c.accounts)
     }
 
+    /// Client `id`'s accounts and the start of its current period, by reference (what a kernel
+    /// publishes to the client on every switch).
+    #[inline]
+    pub fn view(&self, id: usize) -> Option<(&Accounts, Nanos)> {
+        self.clients.get(id).map(|c| (&c.accounts, c.start))
+    }
+
     /// The start of client `id`'s current period.
     pub fn period_start(&self, id: usize) -> Option<Nanos> {
         self.clients.get(id).map(|c| c.start)
