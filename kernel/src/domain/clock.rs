@@ -7,12 +7,14 @@ use crate::arch;
 
 /// Nanoseconds per timer tick when that is a whole number (100 on QEMU's 10 MHz `virt` clock),
 /// which makes every conversion below one multiplication or division of `u64`s; 0 otherwise.
+#[inline]
 fn whole_ns_per_tick() -> u64 {
     let hz = arch::time::frequency();
     if hz != 0 && 1_000_000_000 % hz == 0 { 1_000_000_000 / hz } else { 0 }
 }
 
 /// Nanoseconds since boot to timer ticks, rounded down (saturating: `u64::MAX` stays "never").
+#[inline]
 pub fn ticks_from_ns(ns: u64) -> u64 {
     if ns == u64::MAX {
         return u64::MAX;
@@ -26,6 +28,7 @@ pub fn ticks_from_ns(ns: u64) -> u64 {
 
 /// Nanoseconds to timer ticks, rounded up: a timer armed for the result fires no earlier than
 /// `ns`.
+#[inline]
 pub fn ticks_from_ns_up(ns: u64) -> u64 {
     match whole_ns_per_tick() {
         0 => (ns as u128 * arch::time::frequency() as u128)
@@ -36,6 +39,7 @@ pub fn ticks_from_ns_up(ns: u64) -> u64 {
 }
 
 /// Timer ticks to nanoseconds since boot.
+#[inline]
 pub fn ns_from_ticks(ticks: u64) -> Nanos {
     match whole_ns_per_tick() {
         0 => ((ticks as u128 * 1_000_000_000) / arch::time::frequency() as u128) as u64,
@@ -44,6 +48,7 @@ pub fn ns_from_ticks(ticks: u64) -> Nanos {
 }
 
 /// The kernel's clock in nanoseconds since boot.
+#[inline]
 pub fn now_ns() -> Nanos {
     ns_from_ticks(arch::time::now_ticks())
 }

@@ -158,8 +158,6 @@ pub struct World {
     stop_at: Option<u64>,
     /// Bytes of kernel memory each domain may have made for it (see [`kmem`]).
     kmem_share: usize,
-    /// The context the last `resume` read, for the trap path to load.
-    resumed: abi::SavedContext,
     /// Nothing timed (a blocked domain's deadline, a timer endpoint, a revocation deadline)
     /// happens before this instant, in timer ticks (a lower bound, exact after each pass).
     next_instant: u64,
@@ -181,7 +179,6 @@ impl World {
             stop_at: None,
             next_instant: 0,
             kmem_share: usize::MAX,
-            resumed: abi::SavedContext { regs: [0; 32], pc: 0 },
         }
     }
 

@@ -111,6 +111,29 @@ impl From<SysError> for Shortage {
     }
 }
 
+/// A page of a managed stretch, as a memory call found it.
+struct ManagedPage {
+    /// The stretch.
+    base: usize,
+    /// The page's index in it.
+    index: usize,
+    /// The caller's rights on the stretch.
+    stretch_rights: Rights,
+    /// A frame is mapped at the page.
+    mapped: bool,
+}
+
+impl ManagedPage {
+    /// Page rights from a system-call argument, within the caller's rights on the stretch.
+    fn rights_within(&self, bits: usize) -> Result<Rights, SysError> {
+        let rights = page_rights(bits)?;
+        if !self.stretch_rights.contains(rights) {
+            return Err(SysError::PermissionDenied);
+        }
+        Ok(rights)
+    }
+}
+
 /// A frame number as the memory calls name frames (physical address / page size).
 fn frame_number(frame: Frame) -> usize {
     (frame.addr() / PAGE_SIZE as u64) as usize
@@ -404,7 +427,7 @@ impl World {
     }
 
     /// The base and page index of `va` in a managed stretch of domain `id`.
-    fn managed_page(&self, id: u32, va: usize) -> Result<(usize, usize), SysError> {
+    fn managed_page(&self, id: u32, va: usize) -> Result<ManagedPage, SysError> {
         if !va.is_multiple_of(PAGE_SIZE) {
             return Err(SysError::InvalidArgument);
         }
@@ -415,17 +438,13 @@ impl World {
         if s.kind != Kind::Managed {
             return Err(SysError::NotManaged);
         }
-        Ok((s.base, (va - s.base) / PAGE_SIZE))
-    }
-
-    /// Checks `rights` for page `va` of domain `id`: page rights within its rights on the
-    /// stretch.
-    fn page_rights_for(&self, id: u32, base: usize, rights: usize) -> Result<Rights, SysError> {
-        let rights = page_rights(rights)?;
-        if !self.stretches[&base].rights_of(id).contains(rights) {
-            return Err(SysError::PermissionDenied);
-        }
-        Ok(rights)
+        let index = (va - s.base) / PAGE_SIZE;
+        Ok(ManagedPage {
+            base: s.base,
+            index,
+            stretch_rights: s.rights_of(id),
+            mapped: s.frames[index].is_some(),
+        })
     }
 
     /// `map`: maps domain `id`'s loose frame `number` at page `va` of a stretch it manages.
@@ -436,14 +455,15 @@ impl World {
         number: usize,
         rights: usize,
     ) -> Result<usize, Shortage> {
-        let (base, index) = self.managed_page(id, va)?;
-        let rights = self.page_rights_for(id, base, rights)?;
+        let page = self.managed_page(id, va)?;
+        let (base, index) = (page.base, page.index);
+        let rights = page.rights_within(rights)?;
         let pa = (number as u64).checked_mul(PAGE_SIZE as u64).ok_or(SysError::NotFound)?;
         let loose = self.domains[id as usize].loose.get(&pa).ok_or(SysError::NotFound)?;
         if loose.mapped_at.is_some() {
             return Err(SysError::InUse.into());
         }
-        if self.stretches[&base].frames[index].is_some() {
+        if page.mapped {
             return Err(SysError::AlreadyMapped.into());
         }
         // The tables were made with the stretch; they may have gone with a neighbouring
@@ -465,16 +485,19 @@ impl World {
         let s = self.stretches.get_mut(&base).expect("found above");
         s.frames[index] = Some(Frame::containing(pa));
         s.page_rights[index] = rights;
-        self.publish_frames(id);
+        if tables > 0 {
+            // Only new page tables change what the domain holds.
+            self.publish_frames(id);
+        }
         Ok(0)
     }
 
     /// `unmap`: removes page `va` of a stretch domain `id` manages; the frame's number.
     pub(super) fn unmap_page(&mut self, id: u32, va: usize) -> Result<usize, SysError> {
-        let (base, index) = self.managed_page(id, va)?;
-        let s = self.stretches.get_mut(&base).expect("found above");
-        let frame = s.frames[index].take().ok_or(SysError::NotMapped)?;
-        s.page_rights[index] = Rights::NONE;
+        let page = self.managed_page(id, va)?;
+        let s = self.stretches.get_mut(&page.base).expect("found above");
+        let frame = s.frames[page.index].take().ok_or(SysError::NotMapped)?;
+        s.page_rights[page.index] = Rights::NONE;
         let d = &mut self.domains[id as usize];
         if let Some(space) = d.space.as_mut() {
             space.unmap_keeping_tables(va);
@@ -482,7 +505,7 @@ impl World {
         if let Some(l) = d.loose.get_mut(&frame.addr()) {
             l.mapped_at = None;
         }
-        self.publish_frames(id);
+        // What the domain holds is unchanged: the frame stays among its loose frames.
         Ok(frame_number(frame))
     }
 
@@ -493,14 +516,14 @@ impl World {
         va: usize,
         rights: usize,
     ) -> Result<usize, SysError> {
-        let (base, index) = self.managed_page(id, va)?;
-        let rights = self.page_rights_for(id, base, rights)?;
-        if self.stretches[&base].frames[index].is_none() {
+        let page = self.managed_page(id, va)?;
+        let rights = page.rights_within(rights)?;
+        if !page.mapped {
             return Err(SysError::NotMapped);
         }
         let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
         space.protect(va, rights).map_err(|_| SysError::NotMapped)?;
-        self.stretches.get_mut(&base).expect("found above").page_rights[index] = rights;
+        self.stretches.get_mut(&page.base).expect("found above").page_rights[page.index] = rights;
         Ok(0)
     }
 

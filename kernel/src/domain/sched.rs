@@ -256,10 +256,7 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
                 w.sched.yield_now(id as usize, now_ns());
                 switch(w, true);
             }
-            Next::Resumed => {
-                let resumed = w.resumed;
-                w.domains[id as usize].ctx.load(&resumed);
-            }
+            Next::Resumed => {}
             Next::Block(deadline) => {
                 let d = &mut w.domains[id as usize];
                 d.ctx.set_result(0, 0);

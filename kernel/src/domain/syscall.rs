@@ -25,7 +25,7 @@ pub enum Next {
     Block(u64),
     /// Block the caller until a revocation frees memory, then run the call again.
     WaitForFrames,
-    /// Continue in the context `resume` read into [`World::resumed`] (no result registers are
+    /// Continue in the context `resume` loaded into the caller's (no result registers are
     /// written).
     Resumed,
     /// The call goes on as a kernel job, in chunks on the caller's CPU time; the caller resumes
@@ -69,10 +69,7 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
             Next::Return(w.set_timer(id, a[0], deadline).map(|()| 0))
         }
         Call::Resume => match resume(w, id, a[0]) {
-            Ok(ctx) => {
-                w.resumed = ctx;
-                Next::Resumed
-            }
+            Ok(()) => Next::Resumed,
             Err(e) => Next::Return(Err(e)),
         },
         Call::StretchCreateManaged => memory_call(w.create_managed_stretch(id, a[0], a[1])),
@@ -140,7 +137,9 @@ fn activation_set(w: &mut World, id: u32, entry: usize, stack: usize) -> Result<
 }
 
 /// Reads the context to resume and turns activations on.
-fn resume(w: &mut World, id: u32, ptr: usize) -> Result<abi::SavedContext, SysError> {
+/// Loads the context at `ptr` (`abi::SavedContext`: 32 registers, then the PC) into domain
+/// `id`'s own and turns activations on.
+fn resume(w: &mut World, id: u32, ptr: usize) -> Result<(), SysError> {
     const WORDS: usize = 33;
     if !ptr.is_multiple_of(8) {
         return Err(SysError::InvalidArgument);
@@ -150,12 +149,12 @@ fn resume(w: &mut World, id: u32, ptr: usize) -> Result<abi::SavedContext, SysEr
     }
     let mut words = [0u64; WORDS];
     arch::copy_words_from_user(&mut words, ptr).map_err(|_| SysError::BadAddress)?;
-    let mut ctx = abi::SavedContext { regs: [0; 32], pc: words[32] };
-    ctx.regs.copy_from_slice(&words[..32]);
-    if let Some(frame) = w.domains[id as usize].dcb {
+    let d = &mut w.domains[id as usize];
+    d.ctx.load_words(&words);
+    if let Some(frame) = d.dcb {
         crate::phys::dcb(frame).activations.store(1, core::sync::atomic::Ordering::Release);
     }
-    Ok(ctx)
+    Ok(())
 }
 
 /// A stretch made by `stretch_create`: at once (small), or by a kernel job.

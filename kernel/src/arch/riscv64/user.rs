@@ -64,12 +64,13 @@ impl TrapFrame {
         abi::SavedContext { regs, pc: self.sepc as u64 }
     }
 
-    /// Loads user registers and PC from `ctx` (the mode and interrupt bits stay the kernel's).
-    pub fn load(&mut self, ctx: &abi::SavedContext) {
-        for (r, v) in self.regs.iter_mut().zip(&ctx.regs).skip(1) {
+    /// Loads user registers and PC from the 33 words of an `abi::SavedContext` (`x0` ignored;
+    /// the mode and interrupt bits stay the kernel's).
+    pub fn load_words(&mut self, words: &[u64; 33]) {
+        for (r, v) in self.regs.iter_mut().zip(words).skip(1) {
             *r = *v as usize;
         }
-        self.sepc = ctx.pc as usize;
+        self.sepc = words[32] as usize;
     }
 
     /// Enters an activation handler at `entry` on stack `stack` with `a0`, `a1` = `args`; other
