@@ -265,45 +265,73 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
                 w.sched.block(id as usize, now_ns());
                 switch(w, true);
             }
-            Next::WaitForFrames => {
-                // The call runs again once a revocation has freed frames.
-                let d = &mut w.domains[id as usize];
-                d.ctx.restart_call();
-                d.blocked = Some(u64::MAX);
-                d.waiting_for_frames = true;
-                w.sched.block(id as usize, now_ns());
-                switch(w, true);
-            }
-            Next::Job(job) => {
-                w.domains[id as usize].job = Some(job);
-                switch(w, true);
-            }
-            Next::Exit(code) => {
-                w.begin_death(id, Ending::Exited(code));
-                switch(w, false);
-            }
+            rare => after_rare_call(w, id, rare),
         },
         UserTrap::Timer => switch(w, true),
         UserTrap::Fault { cause, addr, access } => {
-            let why = match access {
-                Some(access) => match w.deliver_fault(id, addr, access) {
-                    Ok(()) => return Resume::Context(current_context(w)),
-                    Err(why) => Some(why),
-                },
-                None => None,
-            };
-            let pc = w.domains[id as usize].ctx.pc();
-            report_fault(w, id, cause, addr, pc);
-            if let Some(why) = why.filter(|_| w.in_managed_stretch(id, addr)) {
-                defmt::error!(
-                    "domain {=str}: the fault was not delivered to its stretch driver: {=str}",
-                    w.domains[id as usize].name.as_str(),
-                    why
-                );
+            if let Some(resume) = on_fault(w, id, cause, addr, access) {
+                return resume;
             }
-            w.begin_death(id, Ending::Terminated(cause));
-            switch(w, false);
         }
     }
     Resume::Context(current_context(w))
+}
+
+/// The calls that end in waiting for frames, a kernel job or death: out of line, so that the
+/// common calls' path stays short.
+#[cold]
+#[inline(never)]
+fn after_rare_call(w: &mut World, id: u32, next: Next) {
+    match next {
+        Next::WaitForFrames => {
+            // The call runs again once a revocation has freed frames.
+            let d = &mut w.domains[id as usize];
+            d.ctx.restart_call();
+            d.blocked = Some(u64::MAX);
+            d.waiting_for_frames = true;
+            w.sched.block(id as usize, now_ns());
+            switch(w, true);
+        }
+        Next::Job(job) => {
+            w.domains[id as usize].job = Some(job);
+            switch(w, true);
+        }
+        Next::Exit(code) => {
+            w.begin_death(id, Ending::Exited(code));
+            switch(w, false);
+        }
+        // Handled on the common path.
+        Next::Return(_) | Next::Yield | Next::Resumed | Next::Block(_) => {}
+    }
+}
+
+/// A fault of domain `id` in U-mode: delivered to its stretch driver (the context to resume
+/// is returned), or the domain is terminated with a report and another runs (`None`).
+#[inline(never)]
+fn on_fault(
+    w: &mut World,
+    id: u32,
+    cause: &'static str,
+    addr: usize,
+    access: Option<abi::Access>,
+) -> Option<Resume> {
+    let why = match access {
+        Some(access) => match w.deliver_fault(id, addr, access) {
+            Ok(()) => return Some(Resume::Context(current_context(w))),
+            Err(why) => Some(why),
+        },
+        None => None,
+    };
+    let pc = w.domains[id as usize].ctx.pc();
+    report_fault(w, id, cause, addr, pc);
+    if let Some(why) = why.filter(|_| w.in_managed_stretch(id, addr)) {
+        defmt::error!(
+            "domain {=str}: the fault was not delivered to its stretch driver: {=str}",
+            w.domains[id as usize].name.as_str(),
+            why
+        );
+    }
+    w.begin_death(id, Ending::Terminated(cause));
+    switch(w, false);
+    None
 }
