@@ -30,10 +30,10 @@
 //!
 //! Not implemented (yet): more than one hart (only hart 0 boots, the others park in `wfi`, so no
 //! HSM, IPI or remote-fence extensions), misaligned-access emulation (QEMU does not need it; the
-//! traps are delegated to the kernel), PMU, suspend, and `menvcfg.STCE` (Sstc): with it set QEMU
-//! makes `mip.STIP` read-only, which would break the SBI timer path, so the kernel's timer goes
-//! through the `TIME` extension and the CLINT. PMP is open to S/U, so the firmware does not
-//! protect itself from the supervisor.
+//! traps are delegated to the kernel), PMU and suspend. `menvcfg.STCE` (Sstc) is set
+//! ([`csr`]), so the kernel arms its timer with `stimecmp` itself; the SBI `TIME` extension
+//! (through the CLINT) serves a kernel on a hart without Sstc. PMP is open to S/U, so the
+//! firmware does not protect itself from the supervisor.
 //!
 //! All `unsafe` code sits in the modules named for the hardware it touches: [`entry`] (boot and
 //! the jump to S-mode), [`trap`] (the trap vector, in assembly), [`csr`] (machine CSRs),

@@ -75,17 +75,14 @@
 //! of the `--block-once` domain, which the QEMU test checks.
 //!
 //! # Pairs not expected to be observed
-//! - `stretch_create` `NoAddressSpace`: the stretch range (128 GiB from `abi::STRETCH_BASE`)
-//!   is shared by all domains and never reused. A `stretch_create` takes at most 64 MiB of
-//!   it, and one that fails gives its range back, so only successful calls use it up: some
-//!   2000 of 64 MiB (far more within the fuzzer's 2 MiB guarantee), after which every
-//!   domain's `stretch_create` would fail for the rest of the boot. The fuzzer does not aim
-//!   at it (the default run takes a few GiB); it is printed if seen.
+//! - `stretch_create` `NoAddressSpace`: the caller's own share of the stretch range (its
+//!   `memory.address_space` quota, 1 GiB by default) has no room. Destroyed stretches give
+//!   their ranges back, and the fuzzer's 2 MiB guarantee runs out long before 1 GiB of live
+//!   stretches; it is printed if seen.
 //! - `block` `WouldDeadlock`: the fuzzer never calls `block` (above); the `--block-once`
 //!   domain observes it instead.
-//! - `stretch_create_managed` `NoAddressSpace`: the same range, used up the same way (a
-//!   managed stretch takes at most 256 MiB of it, and its page tables and records must fit the
-//!   guarantee).
+//! - `stretch_create_managed` `NoAddressSpace`: the same quota (a managed stretch takes at
+//!   most 256 MiB of it, and its page tables and records must fit the guarantee first).
 //!
 //! `stretch_rights` `NoMemory` (the target's guarantee has no room for the page tables a
 //! mapping may need) is expected: the `--fill-then-wait` domain is such a target.
