@@ -268,7 +268,8 @@ impl World {
         }
         let d = &mut self.domains[id as usize];
         d.job = Some(Job::Teardown { emptying: None });
-        optimistic_gone(d);
+        // Its optimistic frames are all on their way back: no notice can ask for them.
+        d.optimistic_held = 0;
         if d.blocked.take().is_some() {
             self.sched.wake(id as usize, now);
         }
@@ -337,10 +338,4 @@ impl World {
 /// uses (that one goes when the last holder dies).
 fn doomed(s: &super::Stretch, id: u32) -> bool {
     s.kind != Kind::Channel || s.rights.iter().all(|(d, _)| *d == id)
-}
-
-/// A dead domain holds no optimistic frames any more as far as revocation goes (they are all on
-/// their way back).
-fn optimistic_gone(d: &mut super::Domain) {
-    d.optimistic_held = 0;
 }

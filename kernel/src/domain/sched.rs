@@ -15,6 +15,7 @@
 //! left the run summary ends the run.
 
 use abi::SysError;
+use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
 
 use super::clock::{now_ns, ns_from_ticks, ticks_from_ns_up};
@@ -197,15 +198,15 @@ fn call(w: &mut World, id: u32) -> Next {
 }
 
 /// The current domain's context, where the trap path resumes it.
-fn current_context(w: &mut World) -> *mut UserContext {
-    &mut *w.domains[w.current].ctx
+fn current_context(w: &mut World) -> NonNull<UserContext> {
+    NonNull::from(&mut *w.domains[w.current].ctx)
 }
 
 /// The context of the first domain to run, once every domain is loaded: as after a switch
 /// from nothing (ends the run if no domain could be created).
-pub(super) fn first(w: &mut World) -> core::ptr::NonNull<UserContext> {
+pub(super) fn first(w: &mut World) -> NonNull<UserContext> {
     switch(w, false);
-    core::ptr::NonNull::from(&mut *w.domains[w.current].ctx)
+    current_context(w)
 }
 
 /// If domain `d` has activations on and a handler, turns its context (where it stopped) into
@@ -274,7 +275,7 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
             }
         }
     }
-    Resume::Context(current_context(w))
+    Resume::Context(current_context(w).as_ptr())
 }
 
 /// The calls that end in waiting for frames, a kernel job or death: out of line, so that the
@@ -317,7 +318,7 @@ fn on_fault(
 ) -> Option<Resume> {
     let why = match access {
         Some(access) => match w.deliver_fault(id, addr, access) {
-            Ok(()) => return Some(Resume::Context(current_context(w))),
+            Ok(()) => return Some(Resume::Context(current_context(w).as_ptr())),
             Err(why) => Some(why),
         },
         None => None,

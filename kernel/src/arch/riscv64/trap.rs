@@ -20,7 +20,7 @@ use super::{entry, interrupts, probe, timer, user};
 
 /// Registers saved on trap entry.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct TrapFrame {
     /// x0..x31 (x0 is unused; x2 is the interrupted `sp`).
     pub regs: [usize; 32],
@@ -30,45 +30,7 @@ pub struct TrapFrame {
     pub sstatus: usize,
 }
 
-impl Clone for TrapFrame {
-    fn clone(&self) -> Self {
-        let mut to = TrapFrame { regs: [0; 32], sepc: 0, sstatus: 0 };
-        to.clone_from(self);
-        to
-    }
-
-    /// A straight copy of the 34 words, without the loop of a general `memcpy` (a domain
-    /// switch copies two frames).
-    fn clone_from(&mut self, source: &Self) {
-        let (src, dst) = (source as *const TrapFrame as usize, self as *mut TrapFrame as usize);
-        // SAFETY: `src` and `dst` are whole, distinct `TrapFrame`s (34 aligned words,
-        // `#[repr(C)]`, `dst` borrowed mutably); the block reads `src` and writes `dst` only.
-        unsafe {
-            core::arch::asm!(
-                "ld {a}, 0({s})", "ld {b}, 8({s})", "sd {a}, 0({d})", "sd {b}, 8({d})",
-                "ld {a}, 16({s})", "ld {b}, 24({s})", "sd {a}, 16({d})", "sd {b}, 24({d})",
-                "ld {a}, 32({s})", "ld {b}, 40({s})", "sd {a}, 32({d})", "sd {b}, 40({d})",
-                "ld {a}, 48({s})", "ld {b}, 56({s})", "sd {a}, 48({d})", "sd {b}, 56({d})",
-                "ld {a}, 64({s})", "ld {b}, 72({s})", "sd {a}, 64({d})", "sd {b}, 72({d})",
-                "ld {a}, 80({s})", "ld {b}, 88({s})", "sd {a}, 80({d})", "sd {b}, 88({d})",
-                "ld {a}, 96({s})", "ld {b}, 104({s})", "sd {a}, 96({d})", "sd {b}, 104({d})",
-                "ld {a}, 112({s})", "ld {b}, 120({s})", "sd {a}, 112({d})", "sd {b}, 120({d})",
-                "ld {a}, 128({s})", "ld {b}, 136({s})", "sd {a}, 128({d})", "sd {b}, 136({d})",
-                "ld {a}, 144({s})", "ld {b}, 152({s})", "sd {a}, 144({d})", "sd {b}, 152({d})",
-                "ld {a}, 160({s})", "ld {b}, 168({s})", "sd {a}, 160({d})", "sd {b}, 168({d})",
-                "ld {a}, 176({s})", "ld {b}, 184({s})", "sd {a}, 176({d})", "sd {b}, 184({d})",
-                "ld {a}, 192({s})", "ld {b}, 200({s})", "sd {a}, 192({d})", "sd {b}, 200({d})",
-                "ld {a}, 208({s})", "ld {b}, 216({s})", "sd {a}, 208({d})", "sd {b}, 216({d})",
-                "ld {a}, 224({s})", "ld {b}, 232({s})", "sd {a}, 224({d})", "sd {b}, 232({d})",
-                "ld {a}, 240({s})", "ld {b}, 248({s})", "sd {a}, 240({d})", "sd {b}, 248({d})",
-                "ld {a}, 256({s})", "ld {b}, 264({s})", "sd {a}, 256({d})", "sd {b}, 264({d})",
-                s = in(reg) src, d = in(reg) dst, a = out(reg) _, b = out(reg) _,
-                options(nostack, preserves_flags),
-            );
-        }
-    }
-}
-
+// The trap entry stores `sepc` and `sstatus` at words 32 and 33.
 const _: () = assert!(core::mem::size_of::<TrapFrame>() == 34 * 8);
 
 const TRAP_STACK_BYTES: usize = 16 * 1024;
