@@ -59,11 +59,24 @@ impl ManifestError {
     /// dotted keys, with `[i]` for the i-th table of an array (`domain[1].memory.guaranteed`).
     /// The line is left out if `text` does not hold the key.
     pub fn at_key(file: &str, text: &str, key: &str, reason: String) -> ManifestError {
-        let line = DeTable::parse(text)
+        let at = DeTable::parse(text)
             .ok()
             .and_then(|doc| key_span(&DeValue::Table(doc.get_ref().clone()), key))
-            .map(|span| line_of(text, span.start));
-        ManifestError { file: file.to_owned(), line, key: Some(key.to_owned()), reason }
+            .map(|span| span.start);
+        ManifestError::at_offset(file, text, at, Some(key.to_owned()), reason)
+    }
+
+    /// An error at byte offset `at` of `text` (read from `file`; the line is left out without
+    /// an offset), about `key` if known. Other TOML files of the project report their errors
+    /// this way too (the host tool's benchmark baseline).
+    pub fn at_offset(
+        file: &str,
+        text: &str,
+        at: Option<usize>,
+        key: Option<String>,
+        reason: String,
+    ) -> ManifestError {
+        ManifestError { file: file.to_owned(), line: at.map(|at| line_of(text, at)), key, reason }
     }
 }
 

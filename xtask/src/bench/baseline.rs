@@ -15,7 +15,6 @@
 //! [`compare`] judges a run's table against the baseline's, figure by figure; [`Table::toml`]
 //! writes a table back.
 
-use std::fmt;
 use std::ops::Range;
 
 use toml::de::{DeTable, DeValue};
@@ -98,38 +97,9 @@ impl Baseline {
     }
 }
 
-/// A baseline that could not be read: where, and why. Displays as `FILE:LINE: KEY: REASON`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BaselineError {
-    /// The file's name.
-    pub file: String,
-    /// The 1-based line, when known.
-    pub line: Option<usize>,
-    /// The key path, e.g. `riscv64.ipc.null_call`, when known.
-    pub key: Option<String>,
-    /// What is wrong.
-    pub reason: String,
-}
-
-impl fmt::Display for BaselineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-        }
-        if let Some(key) = &self.key {
-            write!(f, ": {key}")?;
-        }
-        write!(f, ": {}", self.reason)
-    }
-}
-
-impl std::error::Error for BaselineError {}
-
-/// The 1-based line of byte offset `pos` in `text`.
-fn line_of(text: &str, pos: usize) -> usize {
-    text[..pos.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
-}
+/// A baseline that could not be read: where, and why. The baseline is TOML like a manifest and
+/// reports its errors the same way, `FILE:LINE: KEY: REASON`.
+pub type BaselineError = manifest::ManifestError;
 
 /// The architectures a baseline may have tables for.
 const ARCHES: [&str; 2] = ["riscv64", "x86_64"];
@@ -138,11 +108,8 @@ const BENCHES: [&str; 4] = ["boot", "ipc", "sched", "fault"];
 
 /// Parses the baseline `text` (named `file` in errors).
 pub fn parse(file: &str, text: &str) -> Result<Baseline, BaselineError> {
-    let err = |span: Option<Range<usize>>, key: Option<String>, reason: String| BaselineError {
-        file: file.to_string(),
-        line: span.map(|s| line_of(text, s.start)),
-        key,
-        reason,
+    let err = |span: Option<Range<usize>>, key: Option<String>, reason: String| {
+        BaselineError::at_offset(file, text, span.map(|s| s.start), key, reason)
     };
     let doc = DeTable::parse(text)
         .map_err(|e| err(e.span(), None, format!("TOML syntax error: {}", e.message())))?;
