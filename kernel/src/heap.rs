@@ -12,16 +12,6 @@ pub fn init(start: usize, bytes: usize) {
     unsafe { HEAP.lock().init(start, bytes) };
 }
 
-/// Bytes of the heap not allocated.
-#[cfg_attr(
-    target_arch = "x86_64",
-    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
-)]
-pub fn free() -> usize {
-    let heap = HEAP.lock();
-    heap.stats_total_bytes() - heap.stats_alloc_actual()
-}
-
 /// Bytes currently allocated from the heap.
 pub fn used() -> usize {
     HEAP.lock().stats_alloc_actual()

@@ -30,6 +30,8 @@
 extern crate alloc;
 
 pub mod arch;
+#[cfg(target_arch = "riscv64")]
+mod arena;
 mod boot_info;
 mod cmdline;
 #[cfg(target_arch = "riscv64")]

@@ -1,8 +1,9 @@
 //! Physical memory: the global frame allocator and the kernel heap that lives on its frames.
 //!
-//! At boot the owner table is carved out of the first free RAM large enough to hold it, every
+//! At boot the frame tables (the allocator's owner table, and a word per frame for the domains'
+//! loose frames) are carved out of the first free RAM large enough to hold them, every
 //! usable region is handed to the allocator, and every reserved region (firmware, the kernel
-//! image, the device tree and every range it reserves, the boot image, the table itself) is
+//! image, the device tree and every range it reserves, the boot image, the tables themselves) is
 //! taken back out. The heap is then a contiguous
 //! run of frames owned by [`Owner::Kernel`], reached through the arch direct map.
 
@@ -30,6 +31,20 @@ pub fn for_each_reserved(f: &mut dyn FnMut(PhysRange)) {
     if let Some(elsewhere) = elsewhere {
         elsewhere(f);
     }
+}
+
+/// A word per frame of the allocator's window, for the kernel's table of loose frames: the
+/// physical address of word 0's frame and the words (all 0 at boot).
+static FRAME_WORDS: Mutex<Option<(u64, &'static mut [u64])>> = Mutex::new(None);
+
+/// Hands over the words per frame (see [`FRAME_WORDS`]), once. Panics if called before [`init`]
+/// or twice.
+#[cfg_attr(
+    target_arch = "x86_64",
+    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
+)]
+pub fn take_frame_words() -> (u64, &'static mut [u64]) {
+    FRAME_WORDS.lock().take().expect("frame words taken before memory::init, or twice")
 }
 
 /// Runs `f` with the global frame allocator. Panics if called before [`init`].
@@ -71,13 +86,19 @@ pub fn init(boot: &BootInfo) {
         .fold((u64::MAX, 0), |(lo, hi), r| (lo.min(r.start & !(FRAME_SIZE - 1)), hi.max(r.end)));
     assert!(lo < hi, "no usable memory reported by the boot code");
     let entries = FrameAllocator::table_len(hi - lo);
-    let table_bytes = (entries as u64 * 4).next_multiple_of(FRAME_SIZE);
-    let table_at = find_free(boot, table_bytes).expect("no room for the frame owner table");
+    let owners_bytes = (entries as u64 * 4).next_multiple_of(FRAME_SIZE);
+    let words_bytes = (entries as u64 * 8).next_multiple_of(FRAME_SIZE);
+    let table_bytes = owners_bytes + words_bytes;
+    let table_at = find_free(boot, table_bytes).expect("no room for the frame tables");
 
     // SAFETY: `table_at` is free, frame-aligned RAM (inside a usable region, clear of every
-    // reserved range) of `table_bytes` bytes; it is reserved in the allocator below, so nothing
-    // else will ever be handed this memory.
-    let table = unsafe { phys::claim_u32s(table_at, entries) };
+    // reserved range) of `table_bytes` bytes, which holds both tables one after the other; it is
+    // reserved in the allocator below, so nothing else will ever be handed this memory.
+    let (table, words) = unsafe {
+        (phys::claim_u32s(table_at, entries), phys::claim_u64s(table_at + owners_bytes, entries))
+    };
+    words.fill(0);
+    *FRAME_WORDS.lock() = Some((lo, words));
     let mut fa = FrameAllocator::new(lo, table).expect("RAM base is frame-aligned");
     for r in &boot.memory {
         fa.add_free(r.start, r.end);
@@ -93,7 +114,7 @@ pub fn init(boot: &BootInfo) {
     *FRAMES.lock() = Some(fa);
     crate::heap::init(arch::phys_to_virt(heap.addr()), HEAP_BYTES as usize);
     defmt::info!(
-        "frames: {=u64} free of {=u64} ({=u64} KiB owner table), heap {=u64} KiB",
+        "frames: {=u64} free of {=u64} ({=u64} KiB frame tables), heap {=u64} KiB",
         free,
         entries as u64,
         table_bytes >> 10,

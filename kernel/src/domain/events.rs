@@ -15,7 +15,7 @@ use crate::phys;
 /// The `sender` of endpoints only the kernel signals (timers).
 pub const KERNEL: u32 = u32::MAX;
 
-/// Bytes of one endpoint's record, charged to its owner (see `kmem`).
+/// Bytes of one endpoint's record, in its owner's arena (see `kmem`).
 pub const ENDPOINT_RECORD: usize = core::mem::size_of::<Endpoint>();
 
 // The cost `docs/memory.md` gives (its table of kernel objects).
@@ -34,11 +34,11 @@ pub struct Endpoint {
 impl World {
     /// A new endpoint of domain `owner` that `sender` may signal; its index.
     pub(super) fn alloc_endpoint(&mut self, owner: u32, sender: u32) -> Option<usize> {
-        let d = self.domains.get_mut(owner as usize)?;
-        if d.endpoints.len() >= MAX_EVENTS || d.endpoints.try_reserve(1).is_err() {
+        if self.domains.get(owner as usize)?.endpoints.len() >= MAX_EVENTS {
             return None;
         }
-        self.charge_kmem(owner, ENDPOINT_RECORD, 0).ok()?;
+        let room = |w: &mut World| Ok(w.domains[owner as usize].endpoints.try_reserve(1)?);
+        self.with_kmem(owner, room).ok()?;
         let d = &mut self.domains[owner as usize];
         d.endpoints.push(Endpoint { sender, closed: false, deadline: None });
         Some(d.endpoints.len() - 1)

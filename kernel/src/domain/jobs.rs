@@ -30,6 +30,10 @@ use crate::memory::{self, with_frames};
 /// Pages of work in one chunk.
 pub const CHUNK_PAGES: usize = 32;
 
+/// Words of the table of loose frames one chunk of a teardown looks at (about as long as
+/// freeing [`CHUNK_PAGES`] frames).
+const LOOSE_SCAN: usize = 4096;
+
 /// Kernel work under way for a domain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Job {
@@ -56,6 +60,9 @@ pub enum Job {
     Teardown {
         /// The stretch being emptied, if any.
         emptying: Option<(usize, usize)>,
+        /// The word of the table of loose frames where the search for its loose frames goes
+        /// on (they go last).
+        loose_from: usize,
     },
 }
 
@@ -82,7 +89,9 @@ impl World {
                         Step::More
                     }
                 },
-                Job::Teardown { emptying } => self.teardown_chunk(id, emptying),
+                Job::Teardown { emptying, loose_from } => {
+                    self.teardown_chunk(id, emptying, loose_from)
+                }
             };
             if let Step::Done(result) = step {
                 self.domains[id as usize].job = None;
@@ -164,9 +173,7 @@ impl World {
             }
             if s.kind == Kind::Managed {
                 // A loose frame of the owner: it stays the owner's, unmapped.
-                if let Some(l) = self.domains[s.owner as usize].loose.get_mut(&frame.addr()) {
-                    l.mapped_at = None;
-                }
+                super::loose::with(|t| t.set_mapped(frame, None));
             } else if let Err(e) = memory::free(frame, Owner::Domain(s.owner)) {
                 defmt::error!("stretch {=u64:#x}: freeing a frame failed: {}", base as u64, e);
             }
@@ -179,18 +186,26 @@ impl World {
             self.release_managed_pages(&s);
         }
         self.domains[s.owner as usize].address.give_back(s.base, s.frames.len());
-        self.release_kmem(s.owner, super::kmem::stretch_record(s.frames.len(), s.kind), true);
+        let owner = s.owner;
+        drop(s);
+        // The last channel stretch of an owner that died before its peer held its arena.
+        self.release_arena(owner);
         None
     }
 
     /// One chunk of taking dead domain `id` apart: its rights on others' stretches, then the
     /// stretches it owns (those a live peer still uses stay until the peer is done), then its
     /// loose frames.
-    fn teardown_chunk(&mut self, id: u32, emptying: Option<(usize, usize)>) -> Step {
+    fn teardown_chunk(
+        &mut self,
+        id: u32,
+        emptying: Option<(usize, usize)>,
+        loose_from: usize,
+    ) -> Step {
         if let Some((base, left)) = emptying {
             let left = self.empty_chunk(base, left);
             self.domains[id as usize].job =
-                Some(Job::Teardown { emptying: left.map(|left| (base, left)) });
+                Some(Job::Teardown { emptying: left.map(|left| (base, left)), loose_from });
             return Step::More;
         }
         // Its rights first (only the entries: its protection domain goes whole at the end) on
@@ -211,7 +226,7 @@ impl World {
                 if unused && self.domain(owner).is_none() {
                     let pages = self.stretches[&base].frames.len();
                     self.domains[id as usize].job =
-                        Some(Job::Teardown { emptying: Some((base, pages)) });
+                        Some(Job::Teardown { emptying: Some((base, pages)), loose_from });
                     return Step::More;
                 }
             }
@@ -224,26 +239,21 @@ impl World {
             .find(|s| s.owner == id && doomed(s, id))
             .map(|s| (s.base, s.frames.len()));
         if let Some(emptying) = doomed {
-            self.domains[id as usize].job = Some(Job::Teardown { emptying: Some(emptying) });
+            self.domains[id as usize].job =
+                Some(Job::Teardown { emptying: Some(emptying), loose_from });
             return Step::More;
         }
-        let d = &mut self.domains[id as usize];
-        let loose = d.loose.keys().copied().take(CHUNK_PAGES);
-        let batch = loose.collect::<heapless::Vec<u64, CHUNK_PAGES>>();
-        if !batch.is_empty() {
-            for pa in batch {
-                if let Some(l) = d.loose.remove(&pa) {
-                    d.kmem = d.kmem.saturating_sub(super::kmem::LOOSE_RECORD);
-                    if !l.optimistic {
-                        d.kmem_guaranteed =
-                            d.kmem_guaranteed.saturating_sub(super::kmem::LOOSE_RECORD);
-                    }
-                }
-                let frame = frame_allocator::Frame::containing(pa);
-                if let Err(e) = memory::free(frame, Owner::Domain(id)) {
-                    defmt::error!("freeing loose frame {=u64:#x} failed: {}", pa, e);
-                }
+        // Then its loose frames, found by a scan of the table in steps.
+        let (batch, next) =
+            super::loose::with(|t| t.owned_by::<CHUNK_PAGES>(id, loose_from, LOOSE_SCAN));
+        for frame in batch {
+            super::loose::with(|t| t.remove(frame));
+            if let Err(e) = memory::free(frame, Owner::Domain(id)) {
+                defmt::error!("freeing loose frame {=u64:#x} failed: {}", frame.addr(), e);
             }
+        }
+        if let Some(loose_from) = next {
+            self.domains[id as usize].job = Some(Job::Teardown { emptying: None, loose_from });
             return Step::More;
         }
         Step::Done(Ok(0))
@@ -267,7 +277,7 @@ impl World {
             s.busy = false;
         }
         let d = &mut self.domains[id as usize];
-        d.job = Some(Job::Teardown { emptying: None });
+        d.job = Some(Job::Teardown { emptying: None, loose_from: 0 });
         // Its optimistic frames are all on their way back: no notice can ask for them.
         d.optimistic_held = 0;
         if d.blocked.take().is_some() {
@@ -292,30 +302,21 @@ impl World {
         if let Some(space) = d.space.take() {
             space.destroy();
         }
-        let lingering: u64 =
-            self.stretches.values().filter(|s| s.owner == id).map(|s| s.frames.len() as u64).sum();
+        self.release_arena(id);
+        // What may stay: the frames of channel stretches a live peer still uses, and the arena
+        // that holds their records.
+        let lingering: u64 = self
+            .stretches
+            .of(id)
+            .map_or(0, |t| t.iter().map(|s| s.frames.iter().flatten().count() as u64).sum());
         let d = &mut self.domains[id as usize];
-        let left = with_frames(|fa| fa.owned_by(Owner::Domain(id))) - lingering;
+        let held = with_frames(|fa| fa.owned_by(Owner::Domain(id)));
+        let left = held.saturating_sub(lingering + d.arena.arena().frames());
         if left != 0 {
             defmt::error!(
                 "domain {=str}: {=u64} frames still charged after death",
                 d.name.as_str(),
                 left
-            );
-        }
-        let endpoints = d.endpoints.len() * super::events::ENDPOINT_RECORD;
-        let lingering_records: usize = self
-            .stretches
-            .values()
-            .filter(|s| s.owner == id)
-            .map(|s| super::kmem::stretch_record(s.frames.len(), s.kind))
-            .sum();
-        let d = &mut self.domains[id as usize];
-        if d.kmem != endpoints + lingering_records {
-            defmt::error!(
-                "domain {=str}: {=usize} bytes of kernel memory still charged after death",
-                d.name.as_str(),
-                d.kmem.saturating_sub(endpoints + lingering_records)
             );
         }
         d.revocation = None;

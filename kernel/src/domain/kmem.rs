@@ -1,21 +1,22 @@
 //! Kernel memory made for domains: what each kernel object costs, and who pays.
 //!
-//! Every kernel object the kernel makes for a domain (the record of a stretch it owns, with a
-//! word per page; the record of a loose frame it took; an event endpoint) is charged to that
-//! domain in bytes ([`super::Domain::kmem`]). The bytes count against its guaranteed frames,
-//! rounded up to whole frames, with its stretches, loose frames and page tables (except the
-//! record of an optimistic frame, which goes when the frame is revoked: it counts with the
-//! optimistic frame); and all of them count against its share of the kernel heap ([`World::kmem_share`]: three quarters of the heap left free once
-//! every domain is loaded, split evenly among the domains). A call that would exceed either
-//! fails with `NoMemory`, and since the shares add up to less than the free heap, an allocation
-//! within a share always finds room: no domain can exhaust the heap for the others, and no
-//! allocation on a system-call path fails for lack of it. At a domain's death every byte comes
-//! back.
+//! Every kernel object the kernel makes for a domain lives in that domain's kernel arena
+//! ([`crate::arena`]), made of frames charged to it and counted against its guarantee with its
+//! stretches, loose frames and page tables: the record of each stretch it owns (a header, a
+//! word per page, for a managed stretch the rights of each page, its rights entries), its table
+//! of stretches, and its event endpoints. Page tables are frames of its own already. The
+//! record of a loose frame costs nothing at run time: it is a word of a table made at boot for
+//! every frame of RAM ([`super::loose`]).
 //!
-//! Not implemented yet: the objects live in the shared kernel heap, not in frames of the
-//! domain's own (a per-domain arena); the accounting above gives the same guarantees without
-//! moving them. Rights entries on a stretch (one per protection domain that holds rights) are
-//! bounded by the number of domains and charged with the stretch (two included).
+//! A call that needs kernel memory runs its allocations under [`World::with_kmem`]: when the
+//! arena has no room, the frames it asks for are checked against the domain's guarantee and
+//! granted, and the allocations run again; when the guarantee cannot cover them the call fails
+//! with `NoMemory`. No allocation on a system-call path touches the kernel heap, which keeps
+//! only what is made at boot for the whole system (per domain: its arena's header, its context,
+//! its entry in the tables of domains and stretches), so no domain can exhaust it, and none can
+//! make the kernel panic by making objects. At a domain's death its objects go, and then its
+//! arena's frames; the record of a channel stretch that a live peer still uses stays in the
+//! dead owner's arena until the peer lets go.
 
 use core::mem::size_of;
 
@@ -23,13 +24,15 @@ use abi::{PAGE_SIZE, Rights, SysError};
 use frame_allocator::Frame;
 
 use super::World;
-use super::stretch::{Kind, Stretch};
+use super::stretch::{Kind, Refused, Stretch};
+use crate::arena::Arena;
 
-/// Bytes of one loose frame's record (a node's share of the ordered map included).
-pub const LOOSE_RECORD: usize = 64;
+/// Most times a call's allocations run before it fails: each run but the last grows the arena.
+const MAX_TRIES: usize = 8;
 
-/// Bytes of the record of a stretch of `pages` pages of `kind`: its header with two rights
-/// entries, a word per page, and for a managed stretch the rights of each page.
+/// Bytes of the record of a stretch of `pages` pages of `kind`: its header in its owner's
+/// table, two rights entries, a word per page, and for a managed stretch the rights of each
+/// page (allocations of the arena round these up, see `docs/memory.md`).
 pub const fn stretch_record(pages: usize, kind: Kind) -> usize {
     let per_page = match kind {
         Kind::Managed => size_of::<Option<Frame>>() + size_of::<Rights>(),
@@ -38,61 +41,65 @@ pub const fn stretch_record(pages: usize, kind: Kind) -> usize {
     size_of::<Stretch>() + 2 * size_of::<(u32, Rights)>() + pages * per_page
 }
 
-/// Whole frames `bytes` of kernel memory are charged as.
+/// Whole frames `bytes` of kernel memory are counted as when a call checks its contract.
 pub const fn frames_for(bytes: usize) -> u64 {
     bytes.div_ceil(PAGE_SIZE) as u64
 }
 
 impl World {
-    /// Charges `bytes` of kernel memory to domain `id`, which is about to take `also` more
-    /// frames within its guarantee: `NoMemory` (and nothing charged) if its guarantee or its
-    /// share of the heap cannot hold them.
-    pub(super) fn charge_kmem(&mut self, id: u32, bytes: usize, also: u64) -> Result<(), SysError> {
-        let d = &self.domains[id as usize];
-        let after = d.kmem_guaranteed.checked_add(bytes).ok_or(SysError::NoMemory)?;
-        let more = frames_for(after) - frames_for(d.kmem_guaranteed);
-        if self.guaranteed_used(id) + more + also > d.guaranteed_frames {
-            return Err(SysError::NoMemory);
+    /// Runs `make`, whose allocations come from domain `id`'s arena, until they find room:
+    /// after each refusal, the frames the arena asked for are checked (with those granted
+    /// before and not taken) against the domain's guarantee and granted, and `make` runs again (it must undo what a failed run did, or
+    /// make each run repeat it harmlessly). `NoMemory` when the guarantee (or the free pool)
+    /// cannot cover them.
+    pub(super) fn with_kmem<R>(
+        &mut self,
+        id: u32,
+        mut make: impl FnMut(&mut World) -> Result<R, Refused>,
+    ) -> Result<R, SysError> {
+        let arena = self.domains[id as usize].arena.arena();
+        let mut result = Err(SysError::NoMemory);
+        for _ in 0..MAX_TRIES {
+            if let Ok(r) = make(self) {
+                result = Ok(r);
+                break;
+            }
+            // What a run took and let go is back in the pool; the allowance left stands, and
+            // the guarantee must cover it with what the arena asks for now.
+            let Some(needed) = arena.take_refused().map(Arena::frames_needed) else { break };
+            let granted = arena.allowance() + needed;
+            let free = crate::memory::with_frames(|fa| fa.free_count());
+            let d = &self.domains[id as usize];
+            if self.guaranteed_used(id) + granted > d.guaranteed_frames || free < granted {
+                break;
+            }
+            arena.allow(needed);
         }
-        self.charge_share(id, bytes)?;
-        self.domains[id as usize].kmem_guaranteed = after;
-        Ok(())
+        arena.end_allowance();
+        result
     }
 
-    /// Charges `bytes` of kernel memory to domain `id`'s share of the heap only (the record of
-    /// an optimistic frame): `NoMemory` if the share cannot hold them.
-    pub(super) fn charge_share(&mut self, id: u32, bytes: usize) -> Result<(), SysError> {
-        let share = self.kmem_share;
+    /// Gives dead domain `id`'s arena back once nothing of it is left (its endpoints have
+    /// gone; a channel stretch a live peer uses keeps its record, and so the arena, until the
+    /// peer lets go): its frames return to the free pool.
+    pub(super) fn release_arena(&mut self, id: u32) {
+        let lingering = self.stretches.of(id).map_or(0, |t| t.len());
         let d = &mut self.domains[id as usize];
-        let after = d.kmem.checked_add(bytes).filter(|&a| a <= share);
-        d.kmem = after.ok_or(SysError::NoMemory)?;
-        Ok(())
-    }
-
-    /// Gives back `bytes` of domain `id`'s kernel memory (`guaranteed`: charged with
-    /// [`World::charge_kmem`], else with [`World::charge_share`]).
-    pub(super) fn release_kmem(&mut self, id: u32, bytes: usize, guaranteed: bool) {
-        let d = &mut self.domains[id as usize];
-        d.kmem = d.kmem.saturating_sub(bytes);
-        if guaranteed {
-            d.kmem_guaranteed = d.kmem_guaranteed.saturating_sub(bytes);
+        if d.ending.is_none() || d.job.is_some() || lingering > 0 {
+            return;
         }
-    }
-
-    /// Splits three quarters of the heap now free among the `domains` domains (called once
-    /// they are loaded).
-    pub(super) fn set_kmem_share(&mut self) {
-        let free = crate::heap::free();
-        self.kmem_share = free / 4 * 3 / self.domains.len().max(1);
-        defmt::info!(
-            "kernel memory: {=usize} KiB of heap free, {=usize} KiB for each domain's kernel objects",
-            free >> 10,
-            self.kmem_share >> 10
-        );
+        d.endpoints = super::ArenaVec::new_in(d.arena);
+        if let Err(bytes) = d.arena.arena().release() {
+            defmt::error!(
+                "domain {=str}: {=usize} bytes of kernel objects left after death",
+                d.name.as_str(),
+                bytes
+            );
+        }
     }
 }
 
 // The costs `docs/memory.md` gives (its table of kernel objects).
-const _: () = assert!(stretch_record(0, Kind::Dynamic) == 104);
+const _: () = assert!(stretch_record(0, Kind::Dynamic) == 128);
 const _: () = assert!(stretch_record(1, Kind::Dynamic) - stretch_record(0, Kind::Dynamic) == 16);
 const _: () = assert!(stretch_record(1, Kind::Managed) - stretch_record(0, Kind::Managed) == 17);

@@ -13,7 +13,7 @@ use boot_image::BootImage;
 use frame_allocator::Owner;
 
 use super::stretch::Kind;
-use super::{Domain, WORLD, World};
+use super::{WORLD, World};
 use crate::arch::{self, AddressSpace, UserContext};
 use crate::{BootInfo, ExitCode};
 
@@ -78,13 +78,11 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
         let quota = w.share(spec.address_space as usize).unwrap_or_else(|| {
             reject("domain", "the stretch region cannot hold its address space")
         });
-        w.domains.push(Domain::new(
-            &spec.name,
-            space,
-            spec.guaranteed / page,
-            spec.optimistic / page,
-            quota,
-        ));
+        if w.add_domain(&spec.name, space, spec.guaranteed / page, spec.optimistic / page, quota)
+            != Some(id)
+        {
+            reject("domain", "the kernel heap cannot hold its records");
+        }
         let contract = spec.cpu.contract();
         w.sched.add(contract, 0);
         if let Err(e) = populate(w, id, &image, i, &spec.args) {
@@ -129,7 +127,8 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
             defmt::error!("channel {=str} could not be created: {}", channel.name.as_str(), e);
         }
     }
-    w.set_kmem_share();
+    w.boot_heap = crate::heap::used();
+    defmt::info!("kernel heap: {=usize} KiB used at boot", w.boot_heap >> 10);
     enter_first(guard)
 }
 
@@ -203,10 +202,7 @@ fn connect(
     let base = w.domains[from as usize].address.take(pages).ok_or(abi::SysError::NoAddressSpace)?;
     let rw = Rights::READ.union(Rights::WRITE);
     w.create_stretch(from, base, pages, rw, Kind::Channel, &[])?;
-    let mut s = w.stretches.remove(&base).ok_or(abi::SysError::NotFound)?;
-    let mapped = s.set_rights(to, rw).and_then(|()| w.map_for(&s, to, rw));
-    w.stretches.insert(s);
-    mapped?;
+    w.set_stretch_rights(base, to, rw)?;
     let space_event = w.alloc_endpoint(from, to).ok_or(abi::SysError::NoMemory)?;
     let data_event = w.alloc_endpoint(to, from).ok_or(abi::SysError::NoMemory)?;
     let mut name = [0u8; 32];

@@ -24,12 +24,12 @@ mod events;
 mod jobs;
 mod kmem;
 mod loader;
+mod loose;
 mod paging;
 mod sched;
 pub mod stretch;
 mod syscall;
 
-use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -38,8 +38,9 @@ use frame_allocator::{FRAME_SIZE, Owner};
 use spin::Mutex;
 
 use crate::arch::{self, AddressSpace, UserContext};
+use crate::arena::{Arena, ArenaAlloc};
 use crate::memory::{self, with_frames};
-use stretch::{AddressQuota, Kind, Stretch, StretchTable};
+use stretch::{AddressQuota, ArenaVec, Kind, Refused, Stretch, Stretches};
 
 pub use loader::start_from_boot_image;
 pub use sched::on_user_trap;
@@ -73,8 +74,8 @@ pub struct Domain {
     blocked: Option<u64>,
     /// An endpoint changed since the domain last returned from `block`.
     pending: bool,
-    /// Its event endpoints.
-    endpoints: Vec<events::Endpoint>,
+    /// Its event endpoints (in its arena).
+    endpoints: ArenaVec<events::Endpoint>,
     /// The frame of its control block.
     dcb: Option<frame_allocator::Frame>,
     /// The control block's address in the domain.
@@ -83,14 +84,11 @@ pub struct Domain {
     handler: Option<(usize, usize)>,
     /// Optimistic frames it may hold on top of its guarantee.
     optimistic_frames: u64,
-    /// Frames it took with `frame_alloc` (by physical address), mapped or not.
-    loose: BTreeMap<u64, paging::Loose>,
-    /// How many of its loose frames are optimistic.
+    /// How many of its loose frames (`frame_alloc`, recorded in [`loose`]) are optimistic.
     optimistic_held: u64,
-    /// Bytes of kernel memory made for it (see [`kmem`]), against its share of the heap.
-    kmem: usize,
-    /// The part of `kmem` charged to its guarantee (all but its optimistic frames' records).
-    kmem_guaranteed: usize,
+    /// The allocator of the kernel objects made for it, on its arena of frames charged to it
+    /// (see [`kmem`]).
+    arena: ArenaAlloc,
     /// Page faults delivered to it.
     faults: u64,
     /// The revocation notice it has to answer, if any.
@@ -106,13 +104,15 @@ pub struct Domain {
 
 impl Domain {
     /// A live domain called `name` with protection domain `space`, allowed `guaranteed_frames`
-    /// frames; its context, control block and endpoints are filled in by the loader.
+    /// frames, its kernel objects in `arena`; its context, control block and endpoints are
+    /// filled in by the loader.
     fn new(
         name: &str,
         space: AddressSpace,
         guaranteed_frames: u64,
         optimistic_frames: u64,
         address: AddressQuota,
+        arena: ArenaAlloc,
     ) -> Self {
         Domain {
             name: name.into(),
@@ -123,15 +123,13 @@ impl Domain {
             ending: None,
             blocked: None,
             pending: false,
-            endpoints: Vec::new(),
+            endpoints: ArenaVec::new_in(arena),
             dcb: None,
             dcb_va: 0,
             handler: None,
             optimistic_frames,
-            loose: BTreeMap::new(),
             optimistic_held: 0,
-            kmem: 0,
-            kmem_guaranteed: 0,
+            arena,
             faults: 0,
             revocation: None,
             waiting_for_frames: false,
@@ -144,7 +142,7 @@ impl Domain {
 /// All domains and stretches.
 pub struct World {
     domains: Vec<Domain>,
-    stretches: StretchTable,
+    stretches: Stretches,
     /// Where the next domain's share of the stretch region starts.
     next_share: usize,
     current: usize,
@@ -156,8 +154,8 @@ pub struct World {
     preempt: bool,
     /// When to end the run (`stop=`), in timer ticks.
     stop_at: Option<u64>,
-    /// Bytes of kernel memory each domain may have made for it (see [`kmem`]).
-    kmem_share: usize,
+    /// Bytes of the kernel heap in use once every domain was made (see [`kmem`]).
+    boot_heap: usize,
     /// Nothing timed (a blocked domain's deadline, a timer endpoint, a revocation deadline)
     /// happens before this instant, in timer ticks (a lower bound, exact after each pass).
     next_instant: u64,
@@ -170,7 +168,7 @@ impl World {
     fn new() -> Self {
         World {
             domains: Vec::new(),
-            stretches: StretchTable::default(),
+            stretches: Stretches::default(),
             next_share: abi::STRETCH_BASE,
             current: 0,
             free_before: with_frames(|fa| fa.free_count()),
@@ -178,7 +176,7 @@ impl World {
             preempt: false,
             stop_at: None,
             next_instant: 0,
-            kmem_share: usize::MAX,
+            boot_heap: 0,
         }
     }
 
@@ -189,6 +187,29 @@ impl World {
         let quota = AddressQuota::new(self.next_share, bytes)?;
         self.next_share = end;
         Some(quota)
+    }
+
+    /// Adds a domain called `name` with protection domain `space`, allowed `guaranteed` and
+    /// `optimistic` frames, with `address` as its share of the stretch region; its identifier,
+    /// or `None` if the kernel heap has no room for its records (boot-time state: its arena's
+    /// header, its context, its table of stretches).
+    fn add_domain(
+        &mut self,
+        name: &str,
+        space: AddressSpace,
+        guaranteed: u64,
+        optimistic: u64,
+        address: AddressQuota,
+    ) -> Option<u32> {
+        let id = u32::try_from(self.domains.len()).ok().filter(|&id| id <= loose::MAX_OWNER)?;
+        let arena =
+            ArenaAlloc::new(alloc::boxed::Box::leak(alloc::boxed::Box::new(Arena::new(id))));
+        if !self.stretches.add_domain(address.range().start, arena) {
+            return None;
+        }
+        self.domains.try_reserve(1).ok()?;
+        self.domains.push(Domain::new(name, space, guaranteed, optimistic, address, arena));
+        Some(id)
     }
 
     fn domain(&self, id: u32) -> Option<&Domain> {
@@ -227,11 +248,10 @@ impl World {
         self.domain(id).is_some_and(|d| self.guaranteed_used(id) + pages + 3 <= d.guaranteed_frames)
     }
 
-    /// Frames domain `id` holds within its guarantee: all it is charged for but its optimistic
-    /// frames.
+    /// Frames domain `id` holds within its guarantee: all it is charged for (its arena's
+    /// frames among them) but its optimistic frames.
     fn guaranteed_used(&self, id: u32) -> u64 {
-        let d = &self.domains[id as usize];
-        self.charged(id) - d.optimistic_held + kmem::frames_for(d.kmem_guaranteed)
+        self.charged(id) - self.domains[id as usize].optimistic_held
     }
 
     /// Frames charged to domain `id` now.
@@ -279,21 +299,16 @@ impl World {
         let space = self.domains[owner as usize].space.as_mut().ok_or(SysError::NotFound)?;
         let tables = space.tables_missing(base, end).map_err(|_| SysError::InvalidArgument)?;
         let d = &self.domains[owner as usize];
-        if self.guaranteed_used(owner) + pages as u64 + tables > d.guaranteed_frames {
+        let needed = pages as u64 + tables + kmem::frames_for(kmem::stretch_record(pages, kind));
+        if self.guaranteed_used(owner) + needed > d.guaranteed_frames {
             return Err(SysError::NoMemory.into());
         }
-        self.reserve_frames(owner, pages as u64 + tables)?;
-        let record = kmem::stretch_record(pages, kind);
-        self.charge_kmem(owner, record, pages as u64 + tables)?;
-        let made = self.make_stretch(owner, base, pages, rights, kind, filling);
-        if made.is_err() {
-            self.release_kmem(owner, record, true);
-        }
-        made.map_err(paging::Shortage::Fail)
+        self.reserve_frames(owner, needed)?;
+        self.make_stretch(owner, base, pages, rights, kind, filling).map_err(paging::Shortage::Fail)
     }
 
-    /// The rest of [`World::create_stretch_or_wait`], once the frames are checked and reserved
-    /// and the record charged.
+    /// The rest of [`World::create_stretch_or_wait`], once the frames (the record's among them)
+    /// are checked and reserved.
     fn make_stretch(
         &mut self,
         owner: u32,
@@ -303,67 +318,67 @@ impl World {
         kind: Kind,
         filling: Filling<'_>,
     ) -> Result<(), SysError> {
+        let alloc = self.domains[owner as usize].arena;
+        let mut s = self.with_kmem(owner, |w| {
+            let s = Stretch::new_in(base, pages, owner, kind, alloc)?;
+            w.stretches.reserve_one(base)?;
+            Ok(s)
+        })?;
+        s.set_rights(owner, rights).map_err(|_| SysError::NoMemory)?;
         let data = match filling {
             Filling::Now(data) => data,
             Filling::Later => {
-                let mut none = Vec::new();
-                none.try_reserve_exact(pages).map_err(|_| SysError::NoMemory)?;
-                none.resize(pages, None);
-                let mut s = Stretch {
-                    base,
-                    frames: none,
-                    page_rights: Vec::new(),
-                    owner,
-                    rights: Vec::new(),
-                    kind,
-                    busy: true,
-                };
-                s.set_rights(owner, rights)?;
-                self.stretches.reserve_one()?;
+                s.busy = true;
                 self.stretches.insert(s);
                 return Ok(());
             }
         };
-        self.stretches.reserve_one()?;
-        let mut frames = Vec::new();
-        frames.try_reserve_exact(pages).map_err(|_| SysError::NoMemory)?;
-        let mut pages_of = Vec::new();
-        pages_of.try_reserve_exact(pages).map_err(|_| SysError::NoMemory)?;
-        let free_all = |frames: &mut Vec<frame_allocator::Frame>| {
-            frames.drain(..).for_each(|f| {
+        let free_all = |s: &mut Stretch| {
+            s.frames.iter_mut().filter_map(Option::take).for_each(|f| {
                 let _ = memory::free(f, Owner::Domain(owner));
             })
         };
-        for _ in 0..pages {
+        for i in 0..pages {
             match memory::alloc_zeroed(Owner::Domain(owner)) {
-                Ok(f) => frames.push(f),
+                Ok(f) => s.frames[i] = Some(f),
                 Err(_) => {
-                    free_all(&mut frames);
+                    free_all(&mut s);
                     return Err(SysError::NoMemory);
                 }
             }
         }
-        for (i, chunk) in data.chunks(PAGE_SIZE).enumerate().take(pages) {
-            crate::phys::write_frame(frames[i], chunk);
+        for (chunk, frame) in data.chunks(PAGE_SIZE).zip(s.frames.iter().flatten()) {
+            crate::phys::write_frame(*frame, chunk);
         }
-        pages_of.extend(frames.iter().copied().map(Some));
-        let mut s = Stretch {
-            base,
-            frames: pages_of,
-            page_rights: Vec::new(),
-            owner,
-            rights: Vec::new(),
-            kind,
-            busy: false,
-        };
-        let mapped = s.set_rights(owner, rights).and_then(|()| self.map_for(&s, owner, rights));
-        if let Err(e) = mapped {
+        if let Err(e) = self.map_for(&s, owner, rights) {
             let _ = self.map_for(&s, owner, Rights::NONE);
-            free_all(&mut frames);
+            free_all(&mut s);
             return Err(e);
         }
         self.stretches.insert(s);
         Ok(())
+    }
+
+    /// Gives domain `target` `rights` on the stretch at `base` (`NONE`: takes them away) and
+    /// maps it accordingly; a new rights entry is made in the owner's arena.
+    fn set_stretch_rights(
+        &mut self,
+        base: usize,
+        target: u32,
+        rights: Rights,
+    ) -> Result<(), SysError> {
+        let owner = self.stretches.get(&base).ok_or(SysError::NotFound)?.owner;
+        self.with_kmem(owner, |w| {
+            let s = w.stretches.get_mut(&base).ok_or(Refused)?;
+            Ok(s.rights.try_reserve(1)?)
+        })?;
+        let mut s = self.stretches.remove(&base).ok_or(SysError::NotFound)?;
+        let mapped = s
+            .set_rights(target, rights)
+            .map_err(|_| SysError::NoMemory)
+            .and_then(|()| self.map_for(&s, target, rights));
+        self.stretches.insert(s);
+        mapped
     }
 
     /// Maps (or, with `NONE`, unmaps) stretch `s` in domain `id`'s protection domain.
@@ -493,6 +508,11 @@ fn summary(w: &World) {
         free,
         w.free_before
     );
+    defmt::info!(
+        "kernel heap: {=usize} bytes in use at the end, {=usize} once the domains were made",
+        crate::heap::used(),
+        w.boot_heap
+    );
 }
 
 /// Frames needed for `bytes`, rounded up.
@@ -513,7 +533,7 @@ pub mod tests {
         let mut w = World::new();
         let space = AddressSpace::new(Owner::Domain(0)).map_err(|_| crate::ktest::Failed)?;
         let quota = w.share(1 << 30).ok_or(crate::ktest::Failed)?;
-        w.domains.push(Domain::new(name, space, frames, 0, quota));
+        w.add_domain(name, space, frames, 0, quota).ok_or(crate::ktest::Failed)?;
         Ok(w)
     }
 
@@ -635,7 +655,7 @@ pub mod tests {
         let mut w = world_with_one_domain("deadlock-test", 16)?;
         let space = AddressSpace::new(Owner::Domain(1)).map_err(|_| crate::ktest::Failed)?;
         let quota = w.share(1 << 30).ok_or(crate::ktest::Failed)?;
-        w.domains.push(Domain::new("blocker", space, 16, 0, quota));
+        w.add_domain("blocker", space, 16, 0, quota).ok_or(crate::ktest::Failed)?;
         let args = [0x1234, 0x5678, 3, 4];
         for d in &mut w.domains {
             *d.ctx = UserContext::new_user(0x1000, 0x2000, args);

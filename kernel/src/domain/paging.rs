@@ -37,14 +37,14 @@
 //! dirty and referenced bits for drivers, revocation of guaranteed frames (never needed:
 //! admission keeps the guarantees within memory).
 
-use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
 use abi::{Access, PAGE_SIZE, Rights, SysError, frame_kind};
 use frame_allocator::{Frame, Owner};
 
 use super::clock::{now_ns, ticks_from_ns};
-use super::kmem::{self, LOOSE_RECORD};
+use super::kmem;
+use super::loose::{self, Loose};
 use super::stretch::{Kind, Stretch};
 use super::{Ending, World};
 use crate::memory::{self, with_frames};
@@ -76,14 +76,6 @@ pub fn revocation_window(contract: Option<atropos::Contract>, wanted: u64) -> u6
 }
 /// Largest managed stretch (its pages cost nothing until they are mapped).
 pub const MANAGED_MAX: usize = 256 << 20;
-
-/// A frame a domain took with `frame_alloc`.
-pub struct Loose {
-    /// Taken from the optimistic allowance (revocable).
-    pub optimistic: bool,
-    /// The page it is mapped at, if any.
-    pub mapped_at: Option<usize>,
-}
 
 /// An outstanding revocation notice.
 pub struct Revocation {
@@ -165,68 +157,59 @@ impl World {
             return Err(SysError::InvalidArgument.into());
         }
         let pages = super::pages_for(bytes);
-        let record = kmem::stretch_record(pages, Kind::Managed);
-        let mut frames = Vec::new();
-        let mut rights_of_pages = Vec::new();
-        if frames.try_reserve_exact(pages).is_err()
-            || rights_of_pages.try_reserve_exact(pages).is_err()
-        {
-            return Err(SysError::NoMemory.into());
-        }
-        frames.resize(pages, None);
-        rights_of_pages.resize(pages, Rights::NONE);
+        let record = kmem::frames_for(kmem::stretch_record(pages, Kind::Managed));
         let base = self.domains[id as usize].address.take(pages).ok_or(SysError::NoAddressSpace)?;
         let end = base + pages * PAGE_SIZE;
-        let made = self.populate_tables(id, base, end, record);
-        if let Err(e) = made {
+        let undo = |w: &mut World| {
+            if let Some(space) = w.domains[id as usize].space.as_mut() {
+                space.prune_range(base, end);
+            }
+            w.domains[id as usize].address.give_back(base, pages);
+        };
+        if let Err(e) = self.populate_tables(id, base, end, record) {
             self.domains[id as usize].address.give_back(base, pages);
             return Err(e);
         }
-        let mut s = Stretch {
-            base,
-            frames,
-            page_rights: rights_of_pages,
-            owner: id,
-            rights: Vec::new(),
-            kind: Kind::Managed,
-            busy: false,
-        };
-        let room = s
-            .set_rights(id, rights.union(Rights::META))
-            .and_then(|()| self.stretches.reserve_one());
-        if let Err(e) = room {
-            if let Some(space) = self.domains[id as usize].space.as_mut() {
-                space.prune_range(base, end);
+        let alloc = self.domains[id as usize].arena;
+        let made = self.with_kmem(id, |w| {
+            let s = Stretch::new_in(base, pages, id, Kind::Managed, alloc)?;
+            w.stretches.reserve_one(base)?;
+            Ok(s)
+        });
+        let mut s = match made {
+            Ok(s) => s,
+            Err(e) => {
+                undo(self);
+                return Err(e.into());
             }
-            self.domains[id as usize].address.give_back(base, pages);
-            self.release_kmem(id, record, true);
-            return Err(e.into());
+        };
+        if s.set_rights(id, rights.union(Rights::META)).is_err() {
+            undo(self);
+            return Err(SysError::NoMemory.into());
         }
         self.stretches.insert(s);
         self.publish_frames(id);
         Ok(base)
     }
 
-    /// Makes the page tables of `[base, end)` in domain `id`'s protection domain and charges
-    /// it `record` bytes of kernel memory, checking both against its guarantee.
+    /// Makes the page tables of `[base, end)` in domain `id`'s protection domain, checking them
+    /// and the `record` frames its kernel record will take against its guarantee.
     fn populate_tables(
         &mut self,
         id: u32,
         base: usize,
         end: usize,
-        record: usize,
+        record: u64,
     ) -> Result<(), Shortage> {
         let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
         let tables = space.tables_missing(base, end).map_err(|_| SysError::InvalidArgument)?;
-        if !self.within_contract(id, tables) {
+        if !self.within_contract(id, tables + record) {
             return Err(SysError::NoMemory.into());
         }
-        self.reserve_frames(id, tables)?;
-        self.charge_kmem(id, record, tables + 3)?;
+        self.reserve_frames(id, tables + record)?;
         let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
         if space.populate(base, end).is_err() {
             space.prune_range(base, end);
-            self.release_kmem(id, record, true);
             return Err(SysError::NoMemory.into());
         }
         Ok(())
@@ -273,12 +256,11 @@ impl World {
         let (period, slice) = contract.map_or((0, 0), |c| (c.period, c.slice));
         let sent_ns = now_ns();
         let deadline_ns = sent_ns + revocation_window(contract, wanted);
-        let for_whom = self.domains[for_whom as usize].name.clone();
         let d = &mut self.domains[victim as usize];
         let goal = d.optimistic_held - wanted;
         d.revocation = Some(Revocation { wanted, goal, sent_ns, deadline_ns });
         self.note_instant(ticks_from_ns(deadline_ns));
-        let d = &mut self.domains[victim as usize];
+        let d = &self.domains[victim as usize];
         if let Some(frame) = d.dcb {
             let slot = &crate::phys::dcb(frame).revocation;
             slot.deadline_ns.store(deadline_ns, Ordering::Relaxed);
@@ -290,7 +272,7 @@ impl World {
             d.name.as_str(),
             d.optimistic_held,
             wanted,
-            for_whom.as_str(),
+            self.domains[for_whom as usize].name.as_str(),
             sent_ns / 1000,
             deadline_ns / 1000,
             period / 1000,
@@ -387,18 +369,11 @@ impl World {
             }
             _ => return Err(SysError::InvalidArgument.into()),
         };
-        if optimistic {
-            self.charge_share(id, LOOSE_RECORD)?;
-        } else {
-            self.charge_kmem(id, LOOSE_RECORD, 1)?;
-        }
         let Ok(frame) = memory::alloc_zeroed(Owner::Domain(id)) else {
-            self.release_kmem(id, LOOSE_RECORD, !optimistic);
             return Err(SysError::NoMemory.into());
         };
-        let d = &mut self.domains[id as usize];
-        d.loose.insert(frame.addr(), Loose { optimistic, mapped_at: None });
-        d.optimistic_held += u64::from(optimistic);
+        loose::with(|t| t.insert(frame, Loose { owner: id, optimistic, mapped_at: None }));
+        self.domains[id as usize].optimistic_held += u64::from(optimistic);
         self.publish_frames(id);
         Ok(frame_number(frame))
     }
@@ -406,16 +381,17 @@ impl World {
     /// `frame_free`: domain `id` gives back loose frame `number`, which must not be mapped.
     pub(super) fn frame_free(&mut self, id: u32, number: usize) -> Result<usize, SysError> {
         let pa = (number as u64).checked_mul(PAGE_SIZE as u64).ok_or(SysError::NotFound)?;
+        let frame = Frame::containing(pa);
+        let optimistic = loose::with(|t| {
+            let l = t.get_of(id, frame).ok_or(SysError::NotFound)?;
+            if l.mapped_at.is_some() {
+                return Err(SysError::InUse);
+            }
+            t.remove(frame);
+            Ok(l.optimistic)
+        })?;
         let d = &mut self.domains[id as usize];
-        let loose = d.loose.get(&pa).ok_or(SysError::NotFound)?;
-        if loose.mapped_at.is_some() {
-            return Err(SysError::InUse);
-        }
-        let optimistic = loose.optimistic;
-        d.loose.remove(&pa);
-        self.release_kmem(id, LOOSE_RECORD, !optimistic);
-        let d = &mut self.domains[id as usize];
-        if let Err(e) = memory::free(Frame::containing(pa), Owner::Domain(id)) {
+        if let Err(e) = memory::free(frame, Owner::Domain(id)) {
             defmt::error!("frame_free: freeing frame {=u64:#x} failed: {}", pa, e);
         }
         if optimistic {
@@ -459,7 +435,8 @@ impl World {
         let (base, index) = (page.base, page.index);
         let rights = page.rights_within(rights)?;
         let pa = (number as u64).checked_mul(PAGE_SIZE as u64).ok_or(SysError::NotFound)?;
-        let loose = self.domains[id as usize].loose.get(&pa).ok_or(SysError::NotFound)?;
+        let frame = Frame::containing(pa);
+        let loose = loose::with(|t| t.get_of(id, frame)).ok_or(SysError::NotFound)?;
         if loose.mapped_at.is_some() {
             return Err(SysError::InUse.into());
         }
@@ -479,11 +456,9 @@ impl World {
         let d = &mut self.domains[id as usize];
         let space = d.space.as_mut().ok_or(SysError::NotFound)?;
         space.map(va, pa, rights).map_err(|_| SysError::NoMemory)?;
-        if let Some(l) = d.loose.get_mut(&pa) {
-            l.mapped_at = Some(va);
-        }
+        loose::with(|t| t.set_mapped(frame, Some(va)));
         let s = self.stretches.get_mut(&base).expect("found above");
-        s.frames[index] = Some(Frame::containing(pa));
+        s.frames[index] = Some(frame);
         s.page_rights[index] = rights;
         if tables > 0 {
             // Only new page tables change what the domain holds.
@@ -502,9 +477,7 @@ impl World {
         if let Some(space) = d.space.as_mut() {
             space.unmap_keeping_tables(va);
         }
-        if let Some(l) = d.loose.get_mut(&frame.addr()) {
-            l.mapped_at = None;
-        }
+        loose::with(|t| t.set_mapped(frame, None));
         // What the domain holds is unchanged: the frame stays among its loose frames.
         Ok(frame_number(frame))
     }

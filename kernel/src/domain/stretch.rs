@@ -11,8 +11,25 @@
 
 use alloc::vec::Vec;
 
-use abi::{PAGE_SIZE, Rights, SysError};
+use abi::{IMAGE_BASE, IMAGE_SLOT, PAGE_SIZE, Rights};
+use allocator_api2::collections::TryReserveError;
 use frame_allocator::Frame;
+
+use crate::arena::ArenaAlloc;
+
+/// A vector in a domain's kernel arena (see [`crate::arena`]).
+pub type ArenaVec<T> = allocator_api2::vec::Vec<T, ArenaAlloc>;
+
+/// An allocation from a domain's arena found no room; the arena knows what it needed (see
+/// `kmem::World::with_kmem`).
+#[derive(Clone, Copy, Debug)]
+pub struct Refused;
+
+impl From<TryReserveError> for Refused {
+    fn from(_: TryReserveError) -> Self {
+        Refused
+    }
+}
 
 /// What a stretch is for (reports and the run summary).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,20 +62,21 @@ impl Kind {
     }
 }
 
-/// One stretch.
+/// One stretch; its record lives in its owner's kernel arena.
 pub struct Stretch {
     /// First address.
     pub base: usize,
-    /// The frame behind each page, in order (`None`: a page of a managed stretch that is not
-    /// mapped). The frames of a nailed stretch belong to it; those mapped in a managed stretch
-    /// belong to the owner's loose frames (`frame_alloc`) and outlive the mapping.
-    pub frames: Vec<Option<Frame>>,
+    /// The frame behind each page, in order (`None`: a page not given its frame yet, or of a
+    /// managed stretch not mapped). The frames of a nailed stretch belong to it; those mapped
+    /// in a managed stretch belong to the owner's loose frames (`frame_alloc`) and outlive the
+    /// mapping.
+    pub frames: ArenaVec<Option<Frame>>,
     /// The rights each page of a managed stretch is mapped with (empty for nailed stretches).
-    pub page_rights: Vec<Rights>,
-    /// The owning domain (charged for the frames).
+    pub page_rights: ArenaVec<Rights>,
+    /// The owning domain (charged for the frames and the record).
     pub owner: u32,
     /// Rights per domain (protection domain), at most one entry per domain.
-    pub rights: Vec<(u32, Rights)>,
+    pub rights: ArenaVec<(u32, Rights)>,
     /// What it is for.
     pub kind: Kind,
     /// Being filled or emptied by a kernel job (`jobs`): nobody may use it or change it.
@@ -66,6 +84,29 @@ pub struct Stretch {
 }
 
 impl Stretch {
+    /// The record of a stretch of `pages` pages at `base` owned by `owner`, no page with its
+    /// frame yet, in `alloc` (its owner's arena): room for two rights entries, and for a managed
+    /// stretch the rights of each page.
+    pub fn new_in(
+        base: usize,
+        pages: usize,
+        owner: u32,
+        kind: Kind,
+        alloc: ArenaAlloc,
+    ) -> Result<Self, Refused> {
+        let mut frames = ArenaVec::new_in(alloc);
+        frames.try_reserve_exact(pages)?;
+        frames.resize(pages, None);
+        let mut page_rights = ArenaVec::new_in(alloc);
+        if kind == Kind::Managed {
+            page_rights.try_reserve_exact(pages)?;
+            page_rights.resize(pages, Rights::NONE);
+        }
+        let mut rights = ArenaVec::new_in(alloc);
+        rights.try_reserve_exact(2)?;
+        Ok(Stretch { base, frames, page_rights, owner, rights, kind, busy: false })
+    }
+
     /// Size in bytes.
     pub fn len(&self) -> usize {
         self.frames.len() * PAGE_SIZE
@@ -86,11 +127,11 @@ impl Stretch {
         self.rights.iter().find(|(d, _)| *d == domain).map_or(Rights::NONE, |(_, r)| *r)
     }
 
-    /// Sets `domain`'s rights (`NONE` removes the entry); `Err` if the kernel heap has no room
-    /// for a new entry (nothing changed then).
-    pub fn set_rights(&mut self, domain: u32, rights: Rights) -> Result<(), SysError> {
+    /// Sets `domain`'s rights (`NONE` removes the entry); `Err` if the owner's arena has no
+    /// room for a new entry (nothing changed then).
+    pub fn set_rights(&mut self, domain: u32, rights: Rights) -> Result<(), Refused> {
         if rights != Rights::NONE && self.rights.iter().all(|(d, _)| *d != domain) {
-            self.rights.try_reserve(1).map_err(|_| SysError::NoMemory)?;
+            self.rights.try_reserve(1)?;
         }
         self.rights.retain(|(d, _)| *d != domain);
         if rights != Rights::NONE {
@@ -100,66 +141,149 @@ impl Stretch {
     }
 }
 
-/// Every stretch, sorted by base address: finding the stretch that contains an address is a
-/// binary search, and making room for a new one can fail with `NoMemory` instead of taking
-/// the kernel down ([`StretchTable::reserve_one`] before [`StretchTable::insert`]).
-#[derive(Default)]
+/// The stretches of one domain, sorted by base address, in its arena: finding the stretch that
+/// contains an address is a binary search, and making room for a new one can fail (the arena
+/// then grows within the domain's guarantee, see `kmem`) instead of taking the kernel down
+/// ([`StretchTable::reserve_one`] before [`StretchTable::insert`]).
 pub struct StretchTable {
-    list: Vec<Stretch>,
+    list: ArenaVec<Stretch>,
 }
 
 impl StretchTable {
+    /// An empty table in `alloc`.
+    pub fn new_in(alloc: ArenaAlloc) -> Self {
+        StretchTable { list: ArenaVec::new_in(alloc) }
+    }
+
     /// Where the stretch at `base` is, or would go.
     fn find(&self, base: usize) -> Result<usize, usize> {
         self.list.binary_search_by_key(&base, |s| s.base)
     }
 
-    /// The stretch at `base`.
-    pub fn get(&self, base: &usize) -> Option<&Stretch> {
-        self.find(*base).ok().map(|i| &self.list[i])
-    }
-
-    /// The stretch at `base`, to change.
-    pub fn get_mut(&mut self, base: &usize) -> Option<&mut Stretch> {
-        self.find(*base).ok().map(|i| &mut self.list[i])
-    }
-
-    /// Takes the stretch at `base` out (its room stays, for putting it back).
-    pub fn remove(&mut self, base: &usize) -> Option<Stretch> {
-        self.find(*base).ok().map(|i| self.list.remove(i))
-    }
-
-    /// Makes room for one more stretch, or fails with `NoMemory`.
-    pub fn reserve_one(&mut self) -> Result<(), SysError> {
-        self.list.try_reserve(1).map_err(|_| SysError::NoMemory)
-    }
-
-    /// Adds `s` (whose range overlaps no other), in room made by [`StretchTable::reserve_one`]
-    /// or left by [`StretchTable::remove`].
-    pub fn insert(&mut self, s: Stretch) {
-        debug_assert!(self.list.len() < self.list.capacity(), "no room reserved");
-        let at = self.find(s.base).unwrap_or_else(|i| i);
-        self.list.insert(at, s);
-    }
-
     /// The stretch with the highest base below `end`.
-    pub fn last_below(&self, end: usize) -> Option<&Stretch> {
+    fn last_below(&self, end: usize) -> Option<&Stretch> {
         let i = self.list.partition_point(|s| s.base < end);
         i.checked_sub(1).map(|i| &self.list[i])
     }
 
-    /// The stretch containing `addr`.
-    pub fn containing(&self, addr: usize) -> Option<&Stretch> {
-        self.last_below(addr.checked_add(1)?).filter(|s| s.contains(addr))
+    /// Makes room for one more stretch.
+    pub fn reserve_one(&mut self) -> Result<(), Refused> {
+        Ok(self.list.try_reserve(1)?)
+    }
+
+    /// Takes the stretch at `base` out (its room stays, for putting it back); an emptied table
+    /// gives its room back to the arena.
+    fn remove(&mut self, base: usize) -> Option<Stretch> {
+        let s = self.find(base).ok().map(|i| self.list.remove(i));
+        if self.list.is_empty() {
+            self.list = ArenaVec::new_in(*self.list.allocator());
+        }
+        s
+    }
+
+    /// The number of stretches.
+    pub fn len(&self) -> usize {
+        self.list.len()
     }
 
     /// Every stretch, by base address.
-    pub fn values(&self) -> core::slice::Iter<'_, Stretch> {
+    pub fn iter(&self) -> core::slice::Iter<'_, Stretch> {
         self.list.iter()
     }
 }
 
-impl core::ops::Index<&usize> for StretchTable {
+/// Every stretch, in the tables of the domains whose part of the address space holds them: a
+/// domain's image slot and its share of the stretch region ([`AddressQuota`]) are its own, so
+/// the stretch at an address is looked for in one table only.
+#[derive(Default)]
+pub struct Stretches {
+    /// Per domain (by identifier): its table, and the start of its share of the stretch region
+    /// (shares are handed out in order of identifier, so these increase).
+    tables: Vec<(usize, StretchTable)>,
+}
+
+impl Stretches {
+    /// Adds the table of the next domain, whose share of the stretch region starts at
+    /// `share_start`; `false` if the kernel heap has no room for it.
+    pub fn add_domain(&mut self, share_start: usize, alloc: ArenaAlloc) -> bool {
+        if self.tables.try_reserve(1).is_err() {
+            return false;
+        }
+        self.tables.push((share_start, StretchTable::new_in(alloc)));
+        true
+    }
+
+    /// The domain whose part of the address space holds `addr`.
+    fn domain_of(&self, addr: usize) -> Option<usize> {
+        if (IMAGE_BASE..abi::STRETCH_BASE).contains(&addr) {
+            let id = (addr - IMAGE_BASE) / IMAGE_SLOT;
+            return (id < self.tables.len()).then_some(id);
+        }
+        self.tables.partition_point(|(start, _)| *start <= addr).checked_sub(1)
+    }
+
+    fn table(&self, addr: usize) -> Option<&StretchTable> {
+        self.domain_of(addr).map(|id| &self.tables[id].1)
+    }
+
+    fn table_mut(&mut self, addr: usize) -> Option<&mut StretchTable> {
+        self.domain_of(addr).map(|id| &mut self.tables[id].1)
+    }
+
+    /// Domain `id`'s table.
+    pub fn of(&self, id: u32) -> Option<&StretchTable> {
+        self.tables.get(id as usize).map(|(_, t)| t)
+    }
+
+    /// The stretch at `base`.
+    pub fn get(&self, base: &usize) -> Option<&Stretch> {
+        let t = self.table(*base)?;
+        t.find(*base).ok().map(|i| &t.list[i])
+    }
+
+    /// The stretch at `base`, to change.
+    pub fn get_mut(&mut self, base: &usize) -> Option<&mut Stretch> {
+        let t = self.table_mut(*base)?;
+        t.find(*base).ok().map(|i| &mut t.list[i])
+    }
+
+    /// Takes the stretch at `base` out (its room stays, for putting it back).
+    pub fn remove(&mut self, base: &usize) -> Option<Stretch> {
+        self.table_mut(*base)?.remove(*base)
+    }
+
+    /// Makes room for one more stretch at `base` (in the table of the domain whose part of the
+    /// address space holds it, which is the stretch's owner); `Err` if its arena has no room.
+    pub fn reserve_one(&mut self, base: usize) -> Result<(), Refused> {
+        self.table_mut(base).ok_or(Refused)?.reserve_one()
+    }
+
+    /// Adds `s` (whose range overlaps no other), in room made by [`Stretches::reserve_one`] or
+    /// left by [`Stretches::remove`].
+    pub fn insert(&mut self, s: Stretch) {
+        let Some(t) = self.table_mut(s.base) else { return };
+        debug_assert!(t.list.len() < t.list.capacity(), "no room reserved");
+        let at = t.find(s.base).unwrap_or_else(|i| i);
+        t.list.insert(at, s);
+    }
+
+    /// The stretch with the highest base below `end` in the table that holds `end - 1`.
+    pub fn last_below(&self, end: usize) -> Option<&Stretch> {
+        self.table(end.checked_sub(1)?)?.last_below(end)
+    }
+
+    /// The stretch containing `addr`.
+    pub fn containing(&self, addr: usize) -> Option<&Stretch> {
+        self.table(addr)?.last_below(addr.checked_add(1)?).filter(|s| s.contains(addr))
+    }
+
+    /// Every stretch, by domain and then base address.
+    pub fn values(&self) -> impl Iterator<Item = &Stretch> {
+        self.tables.iter().flat_map(|(_, t)| t.list.iter())
+    }
+}
+
+impl core::ops::Index<&usize> for Stretches {
     type Output = Stretch;
 
     fn index(&self, base: &usize) -> &Stretch {

@@ -235,8 +235,5 @@ fn stretch_rights(
     if rights != Rights::NONE && !w.within_contract(target, 0) {
         return Err(SysError::NoMemory);
     }
-    let Some(mut s) = w.stretches.remove(&base) else { return Err(SysError::NotFound) };
-    let mapped = s.set_rights(target, rights).and_then(|()| w.map_for(&s, target, rights));
-    w.stretches.insert(s);
-    mapped.map(|()| 0)
+    w.set_stretch_rights(base, target, rights).map(|()| 0)
 }

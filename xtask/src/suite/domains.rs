@@ -38,15 +38,24 @@ fn last_position(out: &Outcome, text: &str) -> Result<usize, String> {
         .ok_or(format!("no log line contains `{text}`"))
 }
 
-/// The domains' frames all came back: the run summary's two counts agree.
+/// The domains' frames all came back (the run summary's two counts agree), and the kernel heap
+/// holds what it held once the domains were made.
 pub(super) fn frames_returned(out: &Outcome) -> Result<(), String> {
     let line =
         out.line("free after all domains ended").ok_or("no frame count in the run summary")?;
     let numbers: Vec<u64> =
         line.message.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
     match numbers[..] {
-        [after, before] if after == before => Ok(()),
-        _ => Err(format!("frames not all returned: {}", line.message)),
+        [after, before] if after == before => {}
+        _ => return Err(format!("frames not all returned: {}", line.message)),
+    }
+    // Kernel objects live in the domains' arenas: the heap holds what it held at boot.
+    let line = out.line("in use at the end").ok_or("no kernel heap figure in the run summary")?;
+    let numbers: Vec<u64> =
+        line.message.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    match numbers[..] {
+        [end, boot] if end == boot => Ok(()),
+        _ => Err(format!("the kernel heap grew while domains ran: {}", line.message)),
     }
 }
 
