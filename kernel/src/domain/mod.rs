@@ -632,6 +632,41 @@ pub mod tests {
         Ok(())
     }
 
+    /// Kernel objects come from the domain's own frames: the record of a managed stretch
+    /// (larger than a frame) is made in the domain's arena, charged to it, and never in the
+    /// kernel heap; once the guarantee cannot hold another, the call fails with `NoMemory` and
+    /// leaves nothing behind; at death the arena's frames come back.
+    pub fn kernel_arena() -> Outcome {
+        let free_before = with_frames(|fa| fa.free_count());
+        let mut w = world_with_one_domain("arena-test", 64)?;
+        let heap_before = crate::heap::used();
+        let rw = Rights::READ.union(Rights::WRITE).0 as usize;
+        // 4,096 pages: a record of about 68 KiB, 17 frames.
+        let mut made = 0;
+        let refused = loop {
+            match w.create_managed_stretch(0, 4096 * PAGE_SIZE, rw) {
+                Ok(_) => made += 1,
+                Err(e) => break e,
+            }
+            check!(made < 8, "64 frames held the records of {=u32} managed stretches", made);
+        };
+        check!(made >= 2, "only {=u32} managed stretches of 4,096 pages in 64 frames", made);
+        check!(
+            matches!(refused, paging::Shortage::Fail(SysError::NoMemory)),
+            "the stretch beyond the guarantee was not refused with NoMemory"
+        );
+        let arena = w.domains[0].arena.arena().frames();
+        check!(arena >= 17 * made as u64, "{=u64} arena frames for {=u32} records", arena, made);
+        let used = w.guaranteed_used(0);
+        check!(used <= 64, "{=u64} frames held on a guarantee of 64", used);
+        check!(crate::heap::used() == heap_before, "records went to the kernel heap");
+        w.kill(0, Ending::Exited(0));
+        check!(w.domains[0].arena.arena().frames() == 0, "the arena kept frames after death");
+        check!(with_frames(|fa| fa.free_count()) == free_before, "frames not all returned");
+        check!(crate::heap::used() == heap_before, "the kernel heap changed");
+        Ok(())
+    }
+
     /// A domain blocked in a memory call that waits for frames, woken by an event: it keeps
     /// waiting for frames, and the event stays pending for its next `block` (which must not
     /// sleep through it).

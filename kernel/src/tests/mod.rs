@@ -58,6 +58,8 @@ const ALL: &[KernelTest] = &[
         run: crate::domain::tests::deadlock_leaves_restarted_calls_alone,
     },
     #[cfg(target_arch = "riscv64")]
+    KernelTest { name: "domains::kernel_arena", run: crate::domain::tests::kernel_arena },
+    #[cfg(target_arch = "riscv64")]
     KernelTest { name: "domains::address_quota", run: crate::domain::tests::address_quota_reuse },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "timer::rate_busy", run: timer::rate_busy },
