@@ -221,7 +221,7 @@ pub use runtime::{Receiver, Sender, open_receiver, open_sender};
 mod runtime {
     use core::sync::atomic::{AtomicU32, Ordering};
 
-    use abi::{ChannelRole, ChannelSlot, SysError};
+    use abi::{ChannelRole, ChannelSlot, EventSlot, SysError};
 
     use super::{ChannelError, Reader, Writer, find};
     use crate::events::{self, WaitError};
@@ -232,11 +232,13 @@ mod runtime {
     /// `Receiver`.
     static CLAIMED: AtomicU32 = AtomicU32::new(0);
 
-    /// What both kinds of end share: the control-block entry, its index and the block count.
+    /// What both kinds of end share: the control-block entry, its index, its local endpoint
+    /// (looked up once, at open) and the block count.
     #[derive(Debug)]
     struct End {
         index: usize,
         desc: ChannelSlot,
+        event: &'static EventSlot,
         blocks: u64,
     }
 
@@ -245,25 +247,37 @@ mod runtime {
         fn open(name: &str, role: ChannelRole) -> Option<(End, Ring)> {
             let index = find(dcb(), name, role)?;
             let desc = dcb().channels[index];
-            if !usize::try_from(desc.local_event).is_ok_and(|ep| ep < abi::MAX_EVENTS) {
-                return None;
-            }
+            let local =
+                usize::try_from(desc.local_event).ok().filter(|&ep| ep < abi::MAX_EVENTS)?;
             let ring = Ring::of_channel(index)?;
             let bit = 1u32 << index;
             if CLAIMED.fetch_or(bit, Ordering::Relaxed) & bit != 0 {
                 return None;
             }
-            Some((End { index, desc, blocks: 0 }, ring))
+            Some((End { index, desc, event: events::slot(local), blocks: 0 }, ring))
         }
 
         fn local(&self) -> usize {
             self.desc.local_event as usize
         }
 
+        /// The local endpoint's value: read it before looking at the ring, then wait for it to
+        /// move past that.
+        #[inline(always)]
+        fn value(&self) -> u64 {
+            self.event.value.load(Ordering::Acquire)
+        }
+
+        /// Is the local endpoint closed (the peer died)?
+        #[inline(always)]
+        fn closed(&self) -> bool {
+            self.event.closed.load(Ordering::Acquire) != 0
+        }
+
         /// Waits for the local endpoint to move past `seen`, counting the `block` calls.
         fn wait(&mut self, seen: u64) -> Result<(), ChannelError> {
             let before = events::blocks();
-            let r = events::wait(self.local(), seen, u64::MAX);
+            let r = events::wait_slot(self.event, seen, u64::MAX);
             self.blocks += events::blocks() - before;
             match r {
                 Ok(_) | Err(WaitError::Closed) | Err(WaitError::Timeout) => Ok(()),
@@ -324,10 +338,10 @@ mod runtime {
         /// [`ChannelError::Deadlock`], [`ChannelError::Sys`].
         pub fn send(&mut self, msg: &[u8]) -> Result<(), ChannelError> {
             loop {
-                if events::closed(self.end.local()) {
+                if self.end.closed() {
                     return Err(ChannelError::Closed);
                 }
-                let seen = events::value(self.end.local());
+                let seen = self.end.value();
                 if self.writer.try_write(msg)? {
                     return match self.writer.receiver_may_wait() {
                         true => self.end.signal(),
@@ -362,12 +376,12 @@ mod runtime {
         /// [`ChannelError::Sys`].
         pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, ChannelError> {
             loop {
-                let seen = events::value(self.end.local());
+                let seen = self.end.value();
                 if let Some(len) = self.reader.try_read(buf)? {
                     self.given_back()?;
                     return Ok(len);
                 }
-                if events::closed(self.end.local()) {
+                if self.end.closed() {
                     // The sender may have published between the look at the ring and its
                     // death: look once more now that it can publish nothing else.
                     return match self.reader.try_read(buf)? {

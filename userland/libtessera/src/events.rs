@@ -79,6 +79,8 @@ pub fn wait_on(
 
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub use runtime::{blocks, closed, value, wait, wakeups};
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+pub(crate) use runtime::{slot, wait_slot};
 
 /// The endpoints of this domain's control block and the real `block` call.
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
@@ -97,7 +99,7 @@ mod runtime {
     ///
     /// # Panics
     /// If `ep` is not below [`abi::MAX_EVENTS`].
-    fn slot(ep: usize) -> &'static EventSlot {
+    pub(crate) fn slot(ep: usize) -> &'static EventSlot {
         match dcb().events.get(ep) {
             Some(slot) => slot,
             None => panic!("event endpoint {ep} does not exist"),
@@ -132,11 +134,22 @@ mod runtime {
     /// # Panics
     /// If `ep` is not below [`abi::MAX_EVENTS`].
     pub fn wait(ep: usize, past: u64, deadline_ns: u64) -> Result<u64, WaitError> {
+        wait_slot(slot(ep), past, deadline_ns)
+    }
+
+    /// [`wait`] on an endpoint already looked up with [`slot`] (for callers that wait on the
+    /// same endpoint again and again, such as the ends of IO channels).
+    #[inline]
+    pub(crate) fn wait_slot(
+        slot: &EventSlot,
+        past: u64,
+        deadline_ns: u64,
+    ) -> Result<u64, WaitError> {
         let block = |deadline| {
             BLOCKS.fetch_add(1, Ordering::Relaxed);
             syscall::block(deadline)
         };
-        wait_on(slot(ep), past, deadline_ns, block, syscall::time_ns)
+        wait_on(slot, past, deadline_ns, block, syscall::time_ns)
     }
 
     /// How many times [`wait`] called `block` in this domain so far (each call may return at

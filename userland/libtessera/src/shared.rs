@@ -104,25 +104,26 @@ impl Ring {
     pub(crate) fn write(&self, n: u64, msg: &[u8]) {
         assert!(msg.len() <= self.max_message(), "message longer than a slot");
         let slot = self.slot(n);
-        let mut prefix = [0u8; SLOT_PREFIX];
-        prefix[..4].copy_from_slice(&(msg.len() as u32).to_le_bytes());
+        // The prefix in one word: the length as a little-endian `u32`, then 4 zero bytes.
+        let prefix = (msg.len() as u32 as u64).to_le();
         // SAFETY: the slot lies inside the ring (`index < slots`), which `new`'s contract keeps
-        // mapped writable; `msg` fits in it after the prefix (checked above); Rust code holds no
-        // reference into the ring, so the writes alias nothing (the peer's concurrent accesses,
-        // if it breaks the protocol, can only garble bytes it will itself read).
+        // mapped writable, and is 8-byte aligned (so is the base, the header is 64 bytes and
+        // `slot_size` a multiple of 8); `msg` fits in it after the prefix (checked above); Rust
+        // code holds no reference into the ring, so the writes alias nothing (the peer's
+        // concurrent accesses, if it breaks the protocol, can only garble bytes it will itself
+        // read).
         unsafe {
-            core::ptr::copy_nonoverlapping(prefix.as_ptr(), slot, SLOT_PREFIX);
+            core::ptr::write_volatile(slot as *mut u64, prefix);
             copy_message(msg.as_ptr(), slot.add(SLOT_PREFIX), msg.len());
         }
     }
 
     /// The length written in message `n`'s slot, unchecked: the peer wrote it.
     pub(crate) fn len(&self, n: u64) -> u32 {
-        let mut bytes = [0u8; 4];
-        // SAFETY: the slot's first 4 bytes lie inside the mapped ring (`new`'s contract); they
-        // are copied out, never referenced.
-        unsafe { core::ptr::copy_nonoverlapping(self.slot(n), bytes.as_mut_ptr(), 4) };
-        u32::from_le_bytes(bytes)
+        // SAFETY: the slot's first 4 bytes lie inside the mapped ring (`new`'s contract) and are
+        // 4-byte aligned (slots are 8-byte aligned, see `write`); they are copied out, never
+        // referenced.
+        u32::from_le(unsafe { core::ptr::read_volatile(self.slot(n) as *const u32) })
     }
 
     /// Copies the first `buf.len()` message bytes of message `n`'s slot into `buf`.
