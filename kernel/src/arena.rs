@@ -21,8 +21,9 @@
 //! the system call with `NoMemory` (see `domain::kmem`).
 //!
 //! Invariants: every frame the arena holds is owned by its domain in the frame allocator (and
-//! so counted against its guarantee); the allowance is zero outside the kernel's retry loop; an
-//! arena is released only when nothing is allocated from it.
+//! so counted against its guarantee); the allowance is zero outside the kernel's retry loop, and
+//! within it the frames the arena holds plus its allowance never exceed what the kernel checked
+//! against the guarantee; an arena is released only when nothing is allocated from it.
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
@@ -64,6 +65,8 @@ struct Inner {
     large_bytes: usize,
     /// Frames the arena may still take (granted by the kernel, see [`Arena::allow`]).
     allowance: u64,
+    /// An allowance is open: frames of large allocations freed meanwhile go back to it.
+    granting: bool,
     /// The last allocation that failed for want of frames.
     refused: Option<Layout>,
 }
@@ -90,6 +93,7 @@ impl Arena {
                 large_frames: 0,
                 large_bytes: 0,
                 allowance: 0,
+                granting: false,
                 refused: None,
             }),
         }
@@ -106,15 +110,19 @@ impl Arena {
     }
 
     /// Lets the arena take up to `frames` more frames of its domain, on top of what it may take
-    /// already.
+    /// already; until [`Arena::end_allowance`], the frames of large allocations it frees go back
+    /// to the allowance (a run that failed gives back what it took, for the next to take).
     pub fn allow(&self, frames: u64) {
         let mut inner = self.inner.lock();
         inner.allowance = inner.allowance.saturating_add(frames);
+        inner.granting = true;
     }
 
-    /// Frames the arena may still take; the allowance goes back to zero.
-    pub fn end_allowance(&self) -> u64 {
-        core::mem::take(&mut self.inner.lock().allowance)
+    /// Ends the allowance: the arena takes no frame until the next [`Arena::allow`].
+    pub fn end_allowance(&self) {
+        let mut inner = self.inner.lock();
+        inner.allowance = 0;
+        inner.granting = false;
     }
 
     /// Frames the arena may still take.
@@ -153,6 +161,7 @@ impl Arena {
             large_frames: 0,
             large_bytes: 0,
             allowance: 0,
+            granting: false,
             refused: None,
         };
         Ok(freed)
@@ -225,6 +234,9 @@ impl Arena {
         }
         inner.large_frames -= count;
         inner.large_bytes -= (count * FRAME_SIZE) as usize;
+        if inner.granting {
+            inner.allowance += count;
+        }
     }
 }
 
