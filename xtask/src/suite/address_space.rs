@@ -241,6 +241,7 @@ mod tests {
     }
 
     const FRAMES: &str = "frames: 14740 free after all domains ended, 14740 before they started";
+    const HEAP: &str = "kernel heap: 9448 bytes in use at the end, 9448 once the domains were made";
 
     #[test]
     fn the_design_holds_three_16m_stretches_in_64m() {
@@ -262,6 +263,7 @@ mod tests {
             neighbour,
             "neighbour: exited with status 0",
             FRAMES,
+            HEAP,
         ];
         reuse(&outcome(&good)).unwrap();
         // Before partitions and reuse: one bump allocator over the region, which runs out after
@@ -274,6 +276,7 @@ mod tests {
              first_error=NoAddressSpace first_ns=7792800 last_ns=3097798400 stopped=dead",
             "neighbour: exited with status 1",
             FRAMES,
+            HEAP,
         ];
         let why = reuse(&outcome(&today)).unwrap_err();
         assert!(why.contains("without a failure"), "{why}");
@@ -310,6 +313,7 @@ mod tests {
             neighbour,
             "neighbour: exited with status 0",
             FRAMES,
+            HEAP,
         ];
         quota(&outcome(&good)).unwrap();
         for created in [2, 4] {
