@@ -35,7 +35,7 @@ pub fn for_each_reserved(f: &mut dyn FnMut(PhysRange)) {
 
 /// A word per frame of the allocator's window, for the kernel's table of loose frames: the
 /// physical address of word 0's frame and the words (all 0 at boot).
-static FRAME_WORDS: Mutex<Option<(u64, &'static mut [u64])>> = Mutex::new(None);
+static FRAME_WORDS: Mutex<Option<(u64, &'static mut [u32])>> = Mutex::new(None);
 
 /// Hands over the words per frame (see [`FRAME_WORDS`]), once. Panics if called before [`init`]
 /// or twice.
@@ -43,7 +43,7 @@ static FRAME_WORDS: Mutex<Option<(u64, &'static mut [u64])>> = Mutex::new(None);
     target_arch = "x86_64",
     expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
 )]
-pub fn take_frame_words() -> (u64, &'static mut [u64]) {
+pub fn take_frame_words() -> (u64, &'static mut [u32]) {
     FRAME_WORDS.lock().take().expect("frame words taken before memory::init, or twice")
 }
 
@@ -87,7 +87,7 @@ pub fn init(boot: &BootInfo) {
     assert!(lo < hi, "no usable memory reported by the boot code");
     let entries = FrameAllocator::table_len(hi - lo);
     let owners_bytes = (entries as u64 * 4).next_multiple_of(FRAME_SIZE);
-    let words_bytes = (entries as u64 * 8).next_multiple_of(FRAME_SIZE);
+    let words_bytes = (entries as u64 * 4).next_multiple_of(FRAME_SIZE);
     let table_bytes = owners_bytes + words_bytes;
     let table_at = find_free(boot, table_bytes).expect("no room for the frame tables");
 
@@ -95,7 +95,7 @@ pub fn init(boot: &BootInfo) {
     // reserved range) of `table_bytes` bytes, which holds both tables one after the other; it is
     // reserved in the allocator below, so nothing else will ever be handed this memory.
     let (table, words) = unsafe {
-        (phys::claim_u32s(table_at, entries), phys::claim_u64s(table_at + owners_bytes, entries))
+        (phys::claim_u32s(table_at, entries), phys::claim_u32s(table_at + owners_bytes, entries))
     };
     words.fill(0);
     *FRAME_WORDS.lock() = Some((lo, words));

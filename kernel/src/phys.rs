@@ -25,17 +25,6 @@ pub unsafe fn claim_u32s(pa: u64, len: usize) -> &'static mut [u32] {
     unsafe { core::slice::from_raw_parts_mut(arch::phys_to_virt(pa) as *mut u32, len) }
 }
 
-/// The `u64` array of `len` entries at physical address `pa`, for the kernel's lifetime.
-///
-/// # Safety
-/// `[pa, pa + 8 * len)` must be RAM that nothing else uses now or will ever be handed (the
-/// caller reserves it in the frame allocator), 8-byte aligned.
-pub unsafe fn claim_u64s(pa: u64, len: usize) -> &'static mut [u64] {
-    // SAFETY: guaranteed by the caller: the range is exclusively ours, mapped by the direct map
-    // and aligned.
-    unsafe { core::slice::from_raw_parts_mut(arch::phys_to_virt(pa) as *mut u64, len) }
-}
-
 /// Copies `data` (at most one frame) to the start of `frame`.
 pub fn write_frame(frame: Frame, data: &[u8]) {
     assert!(data.len() <= FRAME_SIZE as usize, "write_frame: more than a frame of data");

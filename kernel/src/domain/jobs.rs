@@ -30,9 +30,9 @@ use crate::memory::{self, with_frames};
 /// Pages of work in one chunk.
 pub const CHUNK_PAGES: usize = 32;
 
-/// Words of the table of loose frames one chunk of a teardown looks at (about as long as
-/// freeing [`CHUNK_PAGES`] frames).
-const LOOSE_SCAN: usize = 4096;
+/// Words of the table of loose frames one chunk of a teardown looks at (a few instructions a
+/// word: well within the time of freeing [`CHUNK_PAGES`] frames).
+const LOOSE_SCAN: usize = 2048;
 
 /// Kernel work under way for a domain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,7 +173,7 @@ impl World {
             }
             if s.kind == Kind::Managed {
                 // A loose frame of the owner: it stays the owner's, unmapped.
-                super::loose::with(|t| t.set_mapped(frame, None));
+                super::loose::with(|t| t.set_mapped(frame, false));
             } else if let Err(e) = memory::free(frame, Owner::Domain(s.owner)) {
                 defmt::error!("stretch {=u64:#x}: freeing a frame failed: {}", base as u64, e);
             }
@@ -243,18 +243,32 @@ impl World {
                 Some(Job::Teardown { emptying: Some(emptying), loose_from });
             return Step::More;
         }
-        // Then its loose frames, found by a scan of the table in steps.
-        let (batch, next) =
-            super::loose::with(|t| t.owned_by::<CHUNK_PAGES>(id, loose_from, LOOSE_SCAN));
-        for frame in batch {
-            super::loose::with(|t| t.remove(frame));
-            if let Err(e) = memory::free(frame, Owner::Domain(id)) {
-                defmt::error!("freeing loose frame {=u64:#x} failed: {}", frame.addr(), e);
+        // Then its loose frames, found by a scan of the table in steps (none if it holds none).
+        if self.domains[id as usize].loose_held > 0 {
+            let (batch, next) =
+                super::loose::with(|t| t.owned_by::<CHUNK_PAGES>(id, loose_from, LOOSE_SCAN));
+            for frame in batch {
+                super::loose::with(|t| t.remove(frame));
+                self.domains[id as usize].loose_held -= 1;
+                if let Err(e) = memory::free(frame, Owner::Domain(id)) {
+                    defmt::error!("freeing loose frame {=u64:#x} failed: {}", frame.addr(), e);
+                }
             }
-        }
-        if let Some(loose_from) = next {
-            self.domains[id as usize].job = Some(Job::Teardown { emptying: None, loose_from });
-            return Step::More;
+            let d = &mut self.domains[id as usize];
+            match next {
+                Some(loose_from) if d.loose_held > 0 => {
+                    d.job = Some(Job::Teardown { emptying: None, loose_from });
+                    return Step::More;
+                }
+                _ if d.loose_held > 0 => {
+                    defmt::error!(
+                        "domain {=str}: {=u64} loose frames not found in the table",
+                        d.name.as_str(),
+                        d.loose_held
+                    );
+                }
+                _ => {}
+            }
         }
         Step::Done(Ok(0))
     }

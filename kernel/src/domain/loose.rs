@@ -2,11 +2,11 @@
 //! per frame of RAM.
 //!
 //! The table is made at boot with the frame allocator's owner table and covers the same frames
-//! (8 bytes a frame, about 0.2% of RAM), so recording a loose frame costs the kernel nothing at
+//! (4 bytes a frame, about 0.1% of RAM), so recording a loose frame costs the kernel nothing at
 //! run time: no domain makes the kernel allocate by taking frames, and finding a frame's record
 //! (`map`, `unmap`, `frame_free`, faults) is an index, not a search. A word is 0 for a frame
-//! that is not loose, else it holds the owner, whether the frame is optimistic, and the page it
-//! is mapped at.
+//! that is not loose, else it holds the owner, whether the frame is optimistic, and whether it
+//! is mapped (the page it is mapped at is in the stretch's record).
 //!
 //! Invariants: a word is non-zero exactly while its frame is a loose frame of the domain it
 //! names (the frame allocator records the same owner); every domain's loose frames are found by
@@ -22,39 +22,34 @@ pub struct Loose {
     pub owner: u32,
     /// Taken from the optimistic allowance (revocable).
     pub optimistic: bool,
-    /// The page it is mapped at, if any.
-    pub mapped_at: Option<usize>,
+    /// Mapped at a page of one of its owner's managed stretches.
+    pub mapped: bool,
 }
 
-/// Bits of a word: bit 0 marks a loose frame, bit 1 an optimistic one, bits 2 to 39 hold the
-/// page number it is mapped at (0: none), bits 40 to 63 the owner.
-const LOOSE: u64 = 1;
-const OPTIMISTIC: u64 = 2;
-const PAGE_SHIFT: u32 = 2;
-const PAGE_BITS: u32 = 38;
-const OWNER_SHIFT: u32 = 40;
+/// Bits of a word: bit 0 marks a loose frame, bit 1 an optimistic one, bit 2 a mapped one, bits
+/// 3 to 31 hold the owner.
+const LOOSE: u32 = 1;
+const OPTIMISTIC: u32 = 2;
+const MAPPED: u32 = 4;
+const OWNER_SHIFT: u32 = 3;
 
 /// The largest domain identifier a word can name.
-pub const MAX_OWNER: u32 = (1 << (64 - OWNER_SHIFT)) - 1;
+pub const MAX_OWNER: u32 = u32::MAX >> OWNER_SHIFT;
 
 impl Loose {
-    fn encode(self) -> u64 {
-        let page = self.mapped_at.map_or(0, |va| (va as u64 / FRAME_SIZE) & ((1 << PAGE_BITS) - 1));
+    fn encode(self) -> u32 {
+        let flag = |on: bool, bit: u32| if on { bit } else { 0 };
         LOOSE
-            | if self.optimistic { OPTIMISTIC } else { 0 }
-            | page << PAGE_SHIFT
-            | u64::from(self.owner) << OWNER_SHIFT
+            | flag(self.optimistic, OPTIMISTIC)
+            | flag(self.mapped, MAPPED)
+            | self.owner << OWNER_SHIFT
     }
 
-    fn decode(word: u64) -> Option<Loose> {
-        if word & LOOSE == 0 {
-            return None;
-        }
-        let page = (word >> PAGE_SHIFT) & ((1 << PAGE_BITS) - 1);
-        Some(Loose {
-            owner: (word >> OWNER_SHIFT) as u32,
+    fn decode(word: u32) -> Option<Loose> {
+        (word & LOOSE != 0).then_some(Loose {
+            owner: word >> OWNER_SHIFT,
             optimistic: word & OPTIMISTIC != 0,
-            mapped_at: (page != 0).then(|| (page * FRAME_SIZE) as usize),
+            mapped: word & MAPPED != 0,
         })
     }
 }
@@ -63,7 +58,7 @@ impl Loose {
 pub struct LooseFrames {
     /// Physical address of the frame of word 0.
     base: u64,
-    words: &'static mut [u64],
+    words: &'static mut [u32],
 }
 
 static TABLE: Mutex<Option<LooseFrames>> = Mutex::new(None);
@@ -102,10 +97,10 @@ impl LooseFrames {
         }
     }
 
-    /// Sets the page `frame` (a loose frame) is mapped at.
-    pub fn set_mapped(&mut self, frame: Frame, at: Option<usize>) {
+    /// Records whether `frame` (a loose frame) is mapped.
+    pub fn set_mapped(&mut self, frame: Frame, mapped: bool) {
         if let Some(mut l) = self.get(frame) {
-            l.mapped_at = at;
+            l.mapped = mapped;
             self.insert(frame, l);
         }
     }
@@ -128,12 +123,12 @@ impl LooseFrames {
     ) -> (heapless::Vec<Frame, N>, Option<usize>) {
         let mut found = heapless::Vec::new();
         let end = from.saturating_add(scan).min(self.words.len());
-        for i in from..end {
-            if Loose::decode(self.words[i]).is_some_and(|l| l.owner == owner) {
-                let frame = Frame::containing(self.base + i as u64 * FRAME_SIZE);
-                if found.push(frame).is_err() {
-                    return (found, Some(i));
-                }
+        let owned = |w: &u32| *w & LOOSE != 0 && *w >> OWNER_SHIFT == owner;
+        let words = self.words.get(from..end).unwrap_or_default();
+        for (i, _) in words.iter().enumerate().filter(|(_, w)| owned(w)) {
+            let frame = Frame::containing(self.base + (from + i) as u64 * FRAME_SIZE);
+            if found.push(frame).is_err() {
+                return (found, Some(from + i));
             }
         }
         (found, (end < self.words.len()).then_some(end))

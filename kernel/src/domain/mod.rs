@@ -84,7 +84,9 @@ pub struct Domain {
     handler: Option<(usize, usize)>,
     /// Optimistic frames it may hold on top of its guarantee.
     optimistic_frames: u64,
-    /// How many of its loose frames (`frame_alloc`, recorded in [`loose`]) are optimistic.
+    /// How many loose frames (`frame_alloc`, recorded in [`loose`]) it holds.
+    loose_held: u64,
+    /// How many of its loose frames are optimistic.
     optimistic_held: u64,
     /// The allocator of the kernel objects made for it, on its arena of frames charged to it
     /// (see [`kmem`]).
@@ -128,6 +130,7 @@ impl Domain {
             dcb_va: 0,
             handler: None,
             optimistic_frames,
+            loose_held: 0,
             optimistic_held: 0,
             arena,
             faults: 0,
@@ -221,9 +224,14 @@ impl World {
         self.stretches.containing(addr)
     }
 
+    /// The stretch of domain `id` containing `addr`, with its slot in the domain's table.
+    fn own_stretch_at(&self, id: u32, addr: usize) -> Option<(usize, &Stretch)> {
+        self.stretches.of(id)?.containing(addr)
+    }
+
     /// Is `addr` in a managed stretch of domain `id`?
     fn in_managed_stretch(&self, id: u32, addr: usize) -> bool {
-        self.stretch_at(addr).is_some_and(|s| s.kind == Kind::Managed && s.owner == id)
+        self.own_stretch_at(id, addr).is_some_and(|(_, s)| s.kind == Kind::Managed)
     }
 
     /// Does domain `id` hold `want` on every page of `[addr, addr + len)`?

@@ -105,8 +105,8 @@ impl From<SysError> for Shortage {
 
 /// A page of a managed stretch, as a memory call found it.
 struct ManagedPage {
-    /// The stretch.
-    base: usize,
+    /// The stretch's slot in its owner's table (valid until the table changes).
+    slot: usize,
     /// The page's index in it.
     index: usize,
     /// The caller's rights on the stretch.
@@ -372,8 +372,10 @@ impl World {
         let Ok(frame) = memory::alloc_zeroed(Owner::Domain(id)) else {
             return Err(SysError::NoMemory.into());
         };
-        loose::with(|t| t.insert(frame, Loose { owner: id, optimistic, mapped_at: None }));
-        self.domains[id as usize].optimistic_held += u64::from(optimistic);
+        loose::with(|t| t.insert(frame, Loose { owner: id, optimistic, mapped: false }));
+        let d = &mut self.domains[id as usize];
+        d.loose_held += 1;
+        d.optimistic_held += u64::from(optimistic);
         self.publish_frames(id);
         Ok(frame_number(frame))
     }
@@ -384,13 +386,14 @@ impl World {
         let frame = Frame::containing(pa);
         let optimistic = loose::with(|t| {
             let l = t.get_of(id, frame).ok_or(SysError::NotFound)?;
-            if l.mapped_at.is_some() {
+            if l.mapped {
                 return Err(SysError::InUse);
             }
             t.remove(frame);
             Ok(l.optimistic)
         })?;
         let d = &mut self.domains[id as usize];
+        d.loose_held -= 1;
         if let Err(e) = memory::free(frame, Owner::Domain(id)) {
             defmt::error!("frame_free: freeing frame {=u64:#x} failed: {}", pa, e);
         }
@@ -402,21 +405,22 @@ impl World {
         Ok(0)
     }
 
-    /// The base and page index of `va` in a managed stretch of domain `id`.
+    /// The stretch (by its slot in domain `id`'s table) and page index of `va` in a managed
+    /// stretch of domain `id`.
     fn managed_page(&self, id: u32, va: usize) -> Result<ManagedPage, SysError> {
         if !va.is_multiple_of(PAGE_SIZE) {
             return Err(SysError::InvalidArgument);
         }
-        let s = self
-            .stretch_at(va)
-            .filter(|s| s.owner == id && s.rights_of(id) != Rights::NONE && !s.busy)
+        let (slot, s) = self
+            .own_stretch_at(id, va)
+            .filter(|(_, s)| s.rights_of(id) != Rights::NONE && !s.busy)
             .ok_or(SysError::BadAddress)?;
         if s.kind != Kind::Managed {
             return Err(SysError::NotManaged);
         }
         let index = (va - s.base) / PAGE_SIZE;
         Ok(ManagedPage {
-            base: s.base,
+            slot,
             index,
             stretch_rights: s.rights_of(id),
             mapped: s.frames[index].is_some(),
@@ -432,12 +436,11 @@ impl World {
         rights: usize,
     ) -> Result<usize, Shortage> {
         let page = self.managed_page(id, va)?;
-        let (base, index) = (page.base, page.index);
         let rights = page.rights_within(rights)?;
         let pa = (number as u64).checked_mul(PAGE_SIZE as u64).ok_or(SysError::NotFound)?;
         let frame = Frame::containing(pa);
         let loose = loose::with(|t| t.get_of(id, frame)).ok_or(SysError::NotFound)?;
-        if loose.mapped_at.is_some() {
+        if loose.mapped {
             return Err(SysError::InUse.into());
         }
         if page.mapped {
@@ -456,10 +459,10 @@ impl World {
         let d = &mut self.domains[id as usize];
         let space = d.space.as_mut().ok_or(SysError::NotFound)?;
         space.map(va, pa, rights).map_err(|_| SysError::NoMemory)?;
-        loose::with(|t| t.set_mapped(frame, Some(va)));
-        let s = self.stretches.get_mut(&base).expect("found above");
-        s.frames[index] = Some(frame);
-        s.page_rights[index] = rights;
+        loose::with(|t| t.set_mapped(frame, true));
+        let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
+        s.frames[page.index] = Some(frame);
+        s.page_rights[page.index] = rights;
         if tables > 0 {
             // Only new page tables change what the domain holds.
             self.publish_frames(id);
@@ -470,14 +473,14 @@ impl World {
     /// `unmap`: removes page `va` of a stretch domain `id` manages; the frame's number.
     pub(super) fn unmap_page(&mut self, id: u32, va: usize) -> Result<usize, SysError> {
         let page = self.managed_page(id, va)?;
-        let s = self.stretches.get_mut(&page.base).expect("found above");
+        let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
         let frame = s.frames[page.index].take().ok_or(SysError::NotMapped)?;
         s.page_rights[page.index] = Rights::NONE;
         let d = &mut self.domains[id as usize];
         if let Some(space) = d.space.as_mut() {
             space.unmap_keeping_tables(va);
         }
-        loose::with(|t| t.set_mapped(frame, None));
+        loose::with(|t| t.set_mapped(frame, false));
         // What the domain holds is unchanged: the frame stays among its loose frames.
         Ok(frame_number(frame))
     }
@@ -496,7 +499,8 @@ impl World {
         }
         let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
         space.protect(va, rights).map_err(|_| SysError::NotMapped)?;
-        self.stretches.get_mut(&page.base).expect("found above").page_rights[page.index] = rights;
+        let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
+        s.page_rights[page.index] = rights;
         Ok(0)
     }
 
@@ -508,8 +512,8 @@ impl World {
         addr: usize,
         access: Access,
     ) -> Result<(), &'static str> {
-        let s = self.stretch_at(addr).filter(|s| s.kind == Kind::Managed && s.owner == id);
-        let Some(s) = s else { return Err("not in a stretch the domain manages") };
+        let s = self.own_stretch_at(id, addr).filter(|(_, s)| s.kind == Kind::Managed);
+        let Some((_, s)) = s else { return Err("not in a stretch the domain manages") };
         if !access.allowed_by(s.rights_of(id)) {
             return Err("the domain's rights on the stretch do not allow the access");
         }

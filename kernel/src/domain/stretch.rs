@@ -186,6 +186,19 @@ impl StretchTable {
         self.list.len()
     }
 
+    /// The stretch containing `addr`, and its slot in the table (valid until the table
+    /// changes).
+    pub fn containing(&self, addr: usize) -> Option<(usize, &Stretch)> {
+        let slot = self.list.partition_point(|s| s.base <= addr).checked_sub(1)?;
+        let s = &self.list[slot];
+        s.contains(addr).then_some((slot, s))
+    }
+
+    /// The stretch in `slot` (from [`StretchTable::containing`]), to change.
+    pub fn at_mut(&mut self, slot: usize) -> &mut Stretch {
+        &mut self.list[slot]
+    }
+
     /// Every stretch, by base address.
     pub fn iter(&self) -> core::slice::Iter<'_, Stretch> {
         self.list.iter()
@@ -230,9 +243,14 @@ impl Stretches {
         self.domain_of(addr).map(|id| &mut self.tables[id].1)
     }
 
-    /// Domain `id`'s table.
+    /// Domain `id`'s table: the stretches it owns.
     pub fn of(&self, id: u32) -> Option<&StretchTable> {
         self.tables.get(id as usize).map(|(_, t)| t)
+    }
+
+    /// Domain `id`'s table, to change.
+    pub fn of_mut(&mut self, id: u32) -> Option<&mut StretchTable> {
+        self.tables.get_mut(id as usize).map(|(_, t)| t)
     }
 
     /// The stretch at `base`.
