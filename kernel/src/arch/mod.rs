@@ -16,8 +16,26 @@
 //! | `backtrace(&mut dyn FnMut(usize))` | calls back with each return address on the current stack (frame pointers) |
 //! | `wait_for_interrupt()` | idles the CPU until the next interrupt |
 //!
-//! Only RISC-V implements traps, timers and paging so far (`capabilities()` says what an
-//! architecture offers, so tests that need a feature are listed only where it exists).
+//! To run domains an architecture also provides (see [`contract`], which states the portable
+//! types and traits and checks every signature at compile time):
+//!
+//! | item | what it does |
+//! |---|---|
+//! | `UserContext: UserContextOps` | a domain's saved registers: system-call arguments, results and restart, activations |
+//! | `AddressSpace: AddressSpaceOps` | a protection domain's page tables under a TLB tag |
+//! | `Resume` | `contract::Resume<UserContext>`: what the trap path resumes |
+//! | `FpState`, `save_fp`, `restore_fp` | a domain's floating-point state, saved and restored lazily |
+//! | `time::frequency()`, `timer::arm(ticks)`, `timer::disarm()` | the clock's rate and the one-shot timer |
+//! | `virt_to_phys(usize) -> u64` | the inverse of the direct map |
+//! | `enter_user(NonNull<UserContext>) -> !` | enters the first domain |
+//! | `copy_from_user`, `copy_words_from_user` | copies from the current address space, a fault turned into `Err` |
+//! | the trap path | calls `domain::on_user_trap(UserTrap)` for each trap from user mode and resumes what it returns |
+//!
+//! Only RISC-V implements traps, timers, paging and domains so far (`capabilities()` says what
+//! an architecture offers, so tests that need a feature are listed only where it exists).
+
+pub mod contract;
+pub use contract::{AddressSpaceOps, UserContextOps, UserFault, UserTrap};
 
 #[cfg(target_arch = "riscv64")]
 mod riscv64;

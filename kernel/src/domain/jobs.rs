@@ -25,6 +25,7 @@ use frame_allocator::Owner;
 
 use super::stretch::Kind;
 use super::{Ending, World};
+use crate::arch::{AddressSpaceOps as _, UserContextOps as _};
 use crate::memory::{self, with_frames};
 
 /// Pages of work in one chunk.

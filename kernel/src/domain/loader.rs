@@ -14,7 +14,7 @@ use frame_allocator::Owner;
 
 use super::stretch::Kind;
 use super::{WORLD, World};
-use crate::arch::{self, AddressSpace, UserContext};
+use crate::arch::{self, AddressSpace, AddressSpaceOps, UserContext, UserContextOps};
 use crate::{BootInfo, ExitCode};
 
 /// Pages of stack each domain gets (plus an unmapped guard page below).

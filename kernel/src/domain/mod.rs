@@ -37,7 +37,7 @@ use abi::{PAGE_SIZE, Rights, SysError};
 use frame_allocator::{FRAME_SIZE, Owner};
 use spin::Mutex;
 
-use crate::arch::{self, AddressSpace, UserContext};
+use crate::arch::{self, AddressSpace, AddressSpaceOps, UserContext, UserContextOps};
 use crate::arena::{Arena, ArenaAlloc};
 use crate::memory::{self, with_frames};
 use stretch::{AddressQuota, ArenaVec, Kind, Refused, Stretch, Stretches};
@@ -250,10 +250,12 @@ impl World {
         true
     }
 
-    /// Could domain `id` take `pages` more frames, plus the (up to three) page-table frames
-    /// mapping them may need, within its guarantee?
+    /// Could domain `id` take `pages` more frames, plus the page-table frames mapping a page
+    /// may need (one per level of the tree), within its guarantee?
     fn within_contract(&self, id: u32, pages: u64) -> bool {
-        self.domain(id).is_some_and(|d| self.guaranteed_used(id) + pages + 3 <= d.guaranteed_frames)
+        let tables = AddressSpace::LEVELS;
+        self.domain(id)
+            .is_some_and(|d| self.guaranteed_used(id) + pages + tables <= d.guaranteed_frames)
     }
 
     /// Frames domain `id` holds within its guarantee: all it is charged for (its arena's
@@ -429,18 +431,28 @@ pub fn init() {
     *WORLD.lock() = Some(World::new());
 }
 
-fn report_fault(w: &World, id: u32, cause: &'static str, addr: usize, pc: usize) {
+fn report_fault(w: &World, id: u32, fault: arch::UserFault, pc: usize) {
     let name = w.domains[id as usize].name.as_str();
-    if cause == "illegal instruction" {
-        defmt::error!(
-            "domain {=str}: {=str} (instruction bits {=u64:#x}), pc={=u64:#x}",
-            name,
-            cause,
-            addr as u64,
-            pc as u64
-        );
-        return;
-    }
+    let cause = fault.name();
+    let addr = match fault {
+        arch::UserFault::IllegalInstruction { bits: Some(bits) } => {
+            defmt::error!(
+                "domain {=str}: {=str} (instruction bits {=u64:#x}), pc={=u64:#x}",
+                name,
+                cause,
+                bits,
+                pc as u64
+            );
+            return;
+        }
+        f => match f.addr() {
+            Some(addr) => addr,
+            None => {
+                defmt::error!("domain {=str}: {=str}, pc={=u64:#x}", name, cause, pc as u64);
+                return;
+            }
+        },
+    };
     defmt::error!(
         "domain {=str}: {=str} at address {=u64:#x}, pc={=u64:#x}",
         name,
@@ -706,18 +718,18 @@ pub mod tests {
         }
         w.domains[0].waiting_for_frames = true;
         w.break_deadlock();
-        let (waiter, blocker) = (w.domains[0].ctx.saved(), w.domains[1].ctx.saved());
+        let (waiter, blocker) = (w.domains[0].ctx.call().1, w.domains[1].ctx.results());
         check!(
-            waiter.regs[10] == 0x1234 && waiter.regs[11] == 0x5678,
-            "the restarted call's arguments were overwritten: a0={=u64:#x} a1={=u64:#x}",
-            waiter.regs[10],
-            waiter.regs[11]
+            waiter[..2] == [0x1234, 0x5678],
+            "the restarted call's arguments were overwritten: {=usize:#x}, {=usize:#x}",
+            waiter[0],
+            waiter[1]
         );
         check!(!w.domains[0].waiting_for_frames, "the memory call still waits for frames");
         check!(
-            blocker.regs[10] == SysError::WouldDeadlock as u64,
-            "block did not return WouldDeadlock: a0={=u64:#x}",
-            blocker.regs[10]
+            blocker.0 == SysError::WouldDeadlock as usize,
+            "block did not return WouldDeadlock: status {=usize:#x}",
+            blocker.0
         );
         check!(w.domains.iter().all(|d| d.blocked.is_none()), "a domain is still blocked");
         w.kill(1, Ending::Exited(0));

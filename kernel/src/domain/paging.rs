@@ -47,6 +47,7 @@ use super::kmem;
 use super::loose::{self, Loose};
 use super::stretch::{Kind, Stretch};
 use super::{Ending, World};
+use crate::arch::{AddressSpaceOps as _, UserContextOps as _};
 use crate::memory::{self, with_frames};
 
 /// Optimistic frames are granted only while more than this many frames stay free, so that page

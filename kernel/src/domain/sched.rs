@@ -21,7 +21,8 @@ use core::sync::atomic::Ordering;
 use super::clock::{now_ns, ns_from_ticks, ticks_from_ns_up};
 use super::syscall::{self, Next};
 use super::{Ending, WORLD, World, report_fault, summary};
-use crate::arch::{self, Resume, UserContext, UserTrap};
+use crate::arch::AddressSpaceOps as _;
+use crate::arch::{self, Resume, UserContext, UserContextOps, UserFault, UserTrap};
 
 impl World {
     /// Something will happen at `ticks` (a blocked domain's deadline, a timer endpoint, a
@@ -269,8 +270,8 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
             rare => after_rare_call(w, id, rare),
         },
         UserTrap::Timer => switch(w, true),
-        UserTrap::Fault { cause, addr, access } => {
-            if let Some(resume) = on_fault(w, id, cause, addr, access) {
+        UserTrap::Fault(fault) => {
+            if let Some(resume) = on_fault(w, id, fault) {
                 return resume;
             }
         }
@@ -309,30 +310,24 @@ fn after_rare_call(w: &mut World, id: u32, next: Next) {
 /// A fault of domain `id` in U-mode: delivered to its stretch driver (the context to resume
 /// is returned), or the domain is terminated with a report and another runs (`None`).
 #[inline(never)]
-fn on_fault(
-    w: &mut World,
-    id: u32,
-    cause: &'static str,
-    addr: usize,
-    access: Option<abi::Access>,
-) -> Option<Resume> {
-    let why = match access {
-        Some(access) => match w.deliver_fault(id, addr, access) {
+fn on_fault(w: &mut World, id: u32, fault: UserFault) -> Option<Resume> {
+    let why = match fault {
+        UserFault::Page { addr, access } => match w.deliver_fault(id, addr, access) {
             Ok(()) => return Some(Resume::Context(current_context(w).as_ptr())),
-            Err(why) => Some(why),
+            Err(why) => Some((addr, why)),
         },
-        None => None,
+        _ => None,
     };
     let pc = w.domains[id as usize].ctx.pc();
-    report_fault(w, id, cause, addr, pc);
-    if let Some(why) = why.filter(|_| w.in_managed_stretch(id, addr)) {
+    report_fault(w, id, fault, pc);
+    if let Some((_, why)) = why.filter(|&(addr, _)| w.in_managed_stretch(id, addr)) {
         defmt::error!(
             "domain {=str}: the fault was not delivered to its stretch driver: {=str}",
             w.domains[id as usize].name.as_str(),
             why
         );
     }
-    w.begin_death(id, Ending::Terminated(cause));
+    w.begin_death(id, Ending::Terminated(fault.name()));
     switch(w, false);
     None
 }

@@ -9,6 +9,7 @@ use super::paging::Shortage;
 use super::stretch::Kind;
 use super::{Filling, World, pages_for};
 use crate::arch;
+use crate::arch::UserContextOps as _;
 
 /// Longest text one `console_write` takes.
 pub const CONSOLE_MAX: usize = 1024;
@@ -136,11 +137,10 @@ fn activation_set(w: &mut World, id: u32, entry: usize, stack: usize) -> Result<
     Ok(0)
 }
 
-/// Reads the context to resume and turns activations on.
-/// Loads the context at `ptr` (`abi::SavedContext`: 32 registers, then the PC) into domain
-/// `id`'s own and turns activations on.
+/// Loads the context at `ptr` (an `abi::SavedContext`) into domain `id`'s own and turns
+/// activations on.
 fn resume(w: &mut World, id: u32, ptr: usize) -> Result<(), SysError> {
-    const WORDS: usize = 33;
+    const WORDS: usize = abi::SavedContext::WORDS;
     if !ptr.is_multiple_of(8) {
         return Err(SysError::InvalidArgument);
     }

@@ -12,6 +12,7 @@ use abi::Rights;
 use frame_allocator::{Frame, Owner};
 use riscv::register::satp;
 
+use crate::arch::AddressSpaceOps as _;
 use crate::arch::{self, AddressSpace, user};
 use crate::check;
 use crate::ktest::{Failed, Outcome};

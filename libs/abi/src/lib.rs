@@ -1,15 +1,37 @@
 //! Tessera's system-call ABI, shared by the kernel and `libtessera`: call numbers, the one error
 //! enum, rights, and the user half of the single address space.
 //!
-//! Calling convention (RISC-V): `ecall` with the call number in `a7` and up to six arguments in
-//! `a0..a5`. On return `a0` holds 0 for success or a [`SysError`] code, and `a1` the result
-//! value. Every argument is validated by the kernel; a bad argument yields an error, never a
-//! kernel panic. The table of calls, their arguments and their errors is in `docs/syscalls.md`.
+//! Calling conventions:
+//! - RISC-V: `ecall` with the call number in `a7` and up to six arguments in `a0..a5`. On
+//!   return `a0` holds 0 for success or a [`SysError`] code, and `a1` the result value.
+//! - x86_64: `syscall` with the call number in `rax` and up to six arguments in `rdi`, `rsi`,
+//!   `rdx`, `r10`, `r8`, `r9`. On return `rax` holds 0 or a [`SysError`] code, and `rdx` the
+//!   result value; `rcx` and `r11` are clobbered (the instruction keeps the return address and
+//!   the flags there), every other register is preserved.
+//!
+//! Every argument is validated by the kernel; a bad argument yields an error, never a kernel
+//! panic. The table of calls, their arguments and their errors is in `docs/syscalls.md`; the
+//! saved context of each architecture is in [`context`].
 
 #![no_std]
 #![forbid(unsafe_code)]
 
 use core::sync::atomic::AtomicU64;
+
+pub mod context;
+pub use context::SavedContext;
+
+/// Where a domain's entry point and activation handler find their arguments (the C calling
+/// convention's first four integer argument registers): RISC-V `a0..a3`, x86_64 `rdi`, `rsi`,
+/// `rdx`, `rcx`. At the entry point they are the domain's identifier, the address and the
+/// length of its argument block, and the control block's address; the stack pointer is the
+/// top of the domain's stack (16-byte aligned; on x86_64 as after a `call`, 8 below a multiple
+/// of 16).
+pub const ENTRY_ARGUMENTS: [&str; 4] = if cfg!(target_arch = "riscv64") {
+    ["a0", "a1", "a2", "a3"]
+} else {
+    ["rdi", "rsi", "rdx", "rcx"]
+};
 
 /// System-call numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -328,18 +350,7 @@ pub struct ChannelSlot {
 /// Size of the channel header at the start of a channel's stretch.
 pub const CHANNEL_HEADER: usize = 64;
 
-/// A domain's user registers as the kernel saves them for an activation: `regs[i]` is `x{i}`
-/// (`regs[0]` unused), then the program counter.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SavedContext {
-    /// `x0..x31`.
-    pub regs: [u64; 32],
-    /// The program counter.
-    pub pc: u64,
-}
-
-/// Why the activation handler runs (bits of its `a0`).
+/// Why the activation handler runs (bits of its first argument).
 pub mod activation {
     /// The domain is being given the CPU again after it was preempted or yielded.
     pub const SCHEDULED: u64 = 1;
@@ -409,12 +420,13 @@ pub struct FramesAccount {
 }
 
 /// The domain control block: one page shared between the kernel and the domain (a stretch
-/// mapped read-write in the domain; its address arrives in `a3` at the entry point).
+/// mapped read-write in the domain; its address arrives as the fourth argument at the entry
+/// point, see [`ENTRY_ARGUMENTS`]).
 ///
 /// Activations: while `activations` is 1 and a handler is registered, the kernel does not
 /// resume the domain where it stopped: it stores that context in `saved`, sets `activations`
-/// to 0 and enters the handler (`a0` = reason bits from [`activation`], `a1` = this block's
-/// address, `sp` = the handler's stack). While `activations` is 0 the domain is resumed where
+/// to 0 and enters the handler with two arguments (the reason bits from [`activation`], then
+/// this block's address; in the registers [`ENTRY_ARGUMENTS`] names) on the handler's stack. While `activations` is 0 the domain is resumed where
 /// it stopped. The handler leaves with the `resume` call, which turns activations on again.
 #[repr(C)]
 #[derive(Debug, Default)]
@@ -434,7 +446,8 @@ pub struct Dcb {
     /// The IO channels this domain is an end of.
     pub channels: [ChannelSlot; MAX_CHANNELS],
     /// Ticks per second of the clock the domain reads directly (RISC-V: the `time` CSR, which
-    /// the kernel lets user mode read). Written once, before the domain runs.
+    /// the kernel lets user mode read; x86_64: the time-stamp counter). Written once, before
+    /// the domain runs.
     pub timebase_hz: u64,
     /// The domain's CPU contract and what it has received.
     pub cpu: CpuAccount,

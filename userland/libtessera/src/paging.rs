@@ -277,7 +277,7 @@ pub(crate) fn on_activation(reason: u64, dcb: &abi::Dcb) -> ! {
         syscall::resume(&saved)
     }
     reg.revoking |= revoke;
-    let sp = saved.regs[2] as usize;
+    let sp = saved.sp() as usize;
     let at = (sp - core::mem::size_of::<Upcall>()) & !15;
     let record = Upcall { saved, fault, revoke };
     // SAFETY: the interrupted thread's stack is mapped read-write and everything below its
@@ -311,7 +311,7 @@ extern "C" fn upcall_entry(record: usize) -> ! {
             fault.addr,
             fault.access.name(),
             fault.stretch_base,
-            record.saved.pc,
+            record.saved.pc(),
             why
         );
         crate::thread::end_current(FAULT_FAILED, EXIT_FAULT)

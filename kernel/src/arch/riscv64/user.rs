@@ -19,6 +19,7 @@ use spin::Mutex;
 use super::sv39::{self, MapError, PTE_R, PTE_U, PTE_W, PTE_X, PageTable};
 use super::trap::{self, INTERRUPT, SUPERVISOR_TIMER, TrapFrame};
 use super::{fp, interrupts, probe, timer};
+use crate::arch::contract::{AddressSpaceOps, UserContextOps, UserFault, UserTrap};
 
 /// `scause` of an illegal instruction.
 const ILLEGAL_INSTRUCTION: usize = 2;
@@ -31,11 +32,11 @@ pub type UserContext = TrapFrame;
 const SSTATUS_SPIE: usize = 1 << 5;
 const FS_INITIAL: usize = 1 << 13;
 
-impl TrapFrame {
+impl UserContextOps for TrapFrame {
     /// A context that starts at `entry` with stack pointer `sp` and arguments `a0..a3`, in
     /// U-mode with interrupts and the floating-point unit enabled (until [`super::restore_fp`]
     /// decides whether its state is loaded).
-    pub fn new_user(entry: usize, sp: usize, args: [usize; 4]) -> Self {
+    fn new_user(entry: usize, sp: usize, args: [usize; 4]) -> Self {
         let mut regs = [0usize; 32];
         regs[2] = sp;
         regs[10..14].copy_from_slice(&args);
@@ -44,18 +45,23 @@ impl TrapFrame {
 
     /// The system call made at a trap: its number (`a7`) and six arguments (`a0..a5`).
     #[inline(always)]
-    pub fn call(&self) -> (usize, [usize; 6]) {
+    fn call(&self) -> (usize, [usize; 6]) {
         let r = &self.regs;
         (r[17], [r[10], r[11], r[12], r[13], r[14], r[15]])
     }
 
+    /// What a system call returns, as set by [`TrapFrame::set_result`]: status, value.
+    fn results(&self) -> (usize, usize) {
+        (self.regs[10], self.regs[11])
+    }
+
     /// The interrupted program counter.
-    pub fn pc(&self) -> usize {
+    fn pc(&self) -> usize {
         self.sepc
     }
 
     /// The user registers and PC, as an activation handler sees them.
-    pub fn saved(&self) -> abi::SavedContext {
+    fn saved(&self) -> abi::SavedContext {
         let mut regs = [0u64; 32];
         for (r, v) in regs.iter_mut().zip(&self.regs) {
             *r = *v as u64;
@@ -64,9 +70,9 @@ impl TrapFrame {
         abi::SavedContext { regs, pc: self.sepc as u64 }
     }
 
-    /// Loads user registers and PC from the 33 words of an `abi::SavedContext` (`x0` ignored;
+    /// Loads user registers and PC from the words of an `abi::SavedContext` (`x0` ignored;
     /// the mode and interrupt bits stay the kernel's).
-    pub fn load_words(&mut self, words: &[u64; 33]) {
+    fn load_words(&mut self, words: &[u64; abi::SavedContext::WORDS]) {
         for (r, v) in self.regs.iter_mut().zip(words).skip(1) {
             *r = *v as usize;
         }
@@ -75,7 +81,7 @@ impl TrapFrame {
 
     /// Enters an activation handler at `entry` on stack `stack` with `a0`, `a1` = `args`; other
     /// registers are cleared.
-    pub fn enter_handler(&mut self, entry: usize, stack: usize, args: [usize; 2]) {
+    fn enter_handler(&mut self, entry: usize, stack: usize, args: [usize; 2]) {
         self.regs = [0; 32];
         self.regs[2] = stack;
         self.regs[10] = args[0];
@@ -84,45 +90,20 @@ impl TrapFrame {
     }
 
     /// Sets a system call's results: `a0` = status (0 or an error code), `a1` = value.
-    pub fn set_result(&mut self, status: usize, value: usize) {
+    fn set_result(&mut self, status: usize, value: usize) {
         self.regs[10] = status;
         self.regs[11] = value;
     }
 
     /// Makes the system call that trapped here run again when the context resumes (the PC goes
     /// back to its `ecall`; the arguments are still in their registers).
-    pub fn restart_call(&mut self) {
+    fn restart_call(&mut self) {
         self.sepc -= 4;
     }
 }
 
 /// What the trap path resumes after the portable kernel handled a trap from U-mode.
-pub enum Resume {
-    /// The same context, with a system call's results (`a0` = status, `a1` = value).
-    Results(usize, usize),
-    /// This context (the current domain's, which may be another one now, or the same one
-    /// changed).
-    Context(*mut UserContext),
-}
-
-/// Why a domain entered the kernel.
-#[derive(Clone, Copy, Debug)]
-pub enum UserTrap {
-    /// `ecall` (the PC already points past it): the call's number and arguments are in the
-    /// context ([`TrapFrame::call`]).
-    SystemCall,
-    /// The timer interrupt armed by the scheduler.
-    Timer,
-    /// A fault the kernel does not resolve for the domain.
-    Fault {
-        /// What happened (`load page fault`, `illegal instruction`, ...).
-        cause: &'static str,
-        /// The faulting address (`stval`), or the instruction bits for illegal instructions.
-        addr: usize,
-        /// For a page fault, the access that faulted.
-        access: Option<abi::Access>,
-    },
-}
+pub type Resume = crate::arch::contract::Resume<UserContext>;
 
 /// A trap from U-mode, the registers saved in the current domain's context at `ctx`; returns
 /// the context to resume.
@@ -158,14 +139,27 @@ fn on_other_trap(ctx: *mut TrapFrame, scause: usize, stval: usize) -> *mut TrapF
         // The domain's floating-point state is loaded now: its instruction runs again.
         return ctx;
     }
-    let access = match scause {
-        12 => Some(abi::Access::Execute),
-        13 => Some(abi::Access::Read),
-        15 => Some(abi::Access::Write),
-        _ => None,
-    };
-    let trap = UserTrap::Fault { cause: trap::exception_name(scause), addr: stval, access };
-    resume(ctx, crate::domain::on_user_trap(trap))
+    resume(ctx, crate::domain::on_user_trap(UserTrap::Fault(user_fault(scause, stval))))
+}
+
+/// The arch-neutral form of exception `scause` with `stval`.
+fn user_fault(scause: usize, stval: usize) -> UserFault {
+    use abi::Access::{Execute, Read, Write};
+    let addr = stval;
+    match scause {
+        0 => UserFault::Misaligned { addr, access: Execute },
+        1 => UserFault::Refused { addr, access: Execute },
+        ILLEGAL_INSTRUCTION => UserFault::IllegalInstruction { bits: Some(stval as u64) },
+        3 => UserFault::Breakpoint,
+        4 => UserFault::Misaligned { addr, access: Read },
+        5 => UserFault::Refused { addr, access: Read },
+        6 => UserFault::Misaligned { addr, access: Write },
+        7 => UserFault::Refused { addr, access: Write },
+        12 => UserFault::Page { addr, access: Execute },
+        13 => UserFault::Page { addr, access: Read },
+        15 => UserFault::Page { addr, access: Write },
+        code => UserFault::Other { name: trap::exception_name(code), code },
+    }
 }
 
 /// The context to resume after `ctx` trapped, as `what` says.
@@ -271,12 +265,6 @@ pub struct AddressSpace {
 }
 
 impl AddressSpace {
-    /// An empty user half, its tables charged to `owner`. It gets an ASID when it first runs.
-    pub fn new(owner: Owner) -> Result<Self, MapError> {
-        let table = super::with_kernel_table(|k| PageTable::new_sharing_kernel(k, owner))?;
-        Ok(AddressSpace { table, tag: Cell::new(Tag::NONE), satp: Cell::new(0) })
-    }
-
     /// The ASID under which the TLB may hold this space's translations, if any.
     pub fn live_asid(&self) -> Option<u16> {
         let tag = self.tag.get();
@@ -293,77 +281,6 @@ impl AddressSpace {
         }
     }
 
-    /// Maps the user page `va` to frame `pa` with `rights` (write implies read: Sv39 has no
-    /// write-only pages). `Rights::NONE` maps nothing.
-    pub fn map(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), MapError> {
-        let Some(flags) = leaf_flags(rights) else { return Ok(()) };
-        // Flushed although the page was invalid: the TLB may cache the absence of a mapping.
-        let tables = self.table.map_page(va as u64, pa, flags)?;
-        self.flush_change(va, tables);
-        Ok(())
-    }
-
-    /// How many page-table frames mapping every page of `[start, end)` would take now.
-    pub fn tables_missing(&mut self, start: usize, end: usize) -> Result<u64, MapError> {
-        self.table.tables_missing(start as u64, end as u64)
-    }
-
-    /// Creates the page tables of every page of `[start, end)` (see [`PageTable::populate`]).
-    pub fn populate(&mut self, start: usize, end: usize) -> Result<u64, MapError> {
-        let made = self.table.populate(start as u64, end as u64);
-        // Made tables change non-leaf entries, even when a later one failed.
-        self.flush_change(start, true);
-        made
-    }
-
-    /// Frees the page tables of `[start, end)` that map nothing.
-    pub fn prune_range(&mut self, start: usize, end: usize) {
-        if self.table.prune_range(start as u64, end as u64) {
-            self.flush_change(start, true);
-        }
-    }
-
-    /// Removes the mapping of `va`, if any, keeping its page tables, and flushes it.
-    pub fn unmap_keeping_tables(&mut self, va: usize) {
-        if self.table.unmap_keeping_tables(va as u64).is_ok() {
-            self.flush_change(va, false);
-        }
-    }
-
-    /// How many page-table frames mapping the page `va` would take now (0 to 2).
-    pub fn tables_needed(&self, va: usize) -> u64 {
-        self.table.tables_needed(va as u64)
-    }
-
-    /// Changes the rights of the mapped page `va` (at least one of read, write, execute) and
-    /// flushes it.
-    pub fn protect(&mut self, va: usize, rights: Rights) -> Result<(), MapError> {
-        let flags = leaf_flags(rights).ok_or(MapError::NoAccess)?;
-        self.table.protect(va as u64, flags)?;
-        self.flush_change(va, false);
-        Ok(())
-    }
-
-    /// Removes the mapping of `va`, if any, and flushes it (with the tables it frees).
-    pub fn unmap(&mut self, va: usize) {
-        if self.table.unmap_keeping_tables(va as u64).is_ok() {
-            let freed = self.table.prune(va as u64);
-            self.flush_change(va, freed);
-        }
-    }
-
-    /// Makes this the current address space: `satp` selects its tree under its ASID, which it
-    /// gets first if it has none of the current generation (then the TLB is flushed of that
-    /// ASID, or whole when the ASIDs ran out and a new generation began).
-    #[inline]
-    pub fn activate(&self) {
-        if self.tag.get().generation() == GENERATION.load(Ordering::Relaxed) {
-            sv39::write_satp(self.satp.get());
-        } else {
-            self.activate_with_new_asid();
-        }
-    }
-
     /// [`AddressSpace::activate`] for a space whose ASID is not live.
     #[cold]
     #[inline(never)]
@@ -374,10 +291,92 @@ impl AddressSpace {
         self.satp.set(self.table.satp(switch.asid));
         sv39::switch(&self.table, switch.asid, switch.flush);
     }
+}
+
+impl AddressSpaceOps for AddressSpace {
+    const LEVELS: u64 = 3;
+    type Error = MapError;
+
+    /// An empty user half, its tables charged to `owner`. It gets an ASID when it first runs.
+    fn new(owner: Owner) -> Result<Self, MapError> {
+        let table = super::with_kernel_table(|k| PageTable::new_sharing_kernel(k, owner))?;
+        Ok(AddressSpace { table, tag: Cell::new(Tag::NONE), satp: Cell::new(0) })
+    }
+
+    /// Maps the user page `va` to frame `pa` with `rights` (write implies read: Sv39 has no
+    /// write-only pages). `Rights::NONE` maps nothing.
+    fn map(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), MapError> {
+        let Some(flags) = leaf_flags(rights) else { return Ok(()) };
+        // Flushed although the page was invalid: the TLB may cache the absence of a mapping.
+        let tables = self.table.map_page(va as u64, pa, flags)?;
+        self.flush_change(va, tables);
+        Ok(())
+    }
+
+    /// How many page-table frames mapping every page of `[start, end)` would take now.
+    fn tables_missing(&mut self, start: usize, end: usize) -> Result<u64, MapError> {
+        self.table.tables_missing(start as u64, end as u64)
+    }
+
+    /// Creates the page tables of every page of `[start, end)` (see [`PageTable::populate`]).
+    fn populate(&mut self, start: usize, end: usize) -> Result<u64, MapError> {
+        let made = self.table.populate(start as u64, end as u64);
+        // Made tables change non-leaf entries, even when a later one failed.
+        self.flush_change(start, true);
+        made
+    }
+
+    /// Frees the page tables of `[start, end)` that map nothing.
+    fn prune_range(&mut self, start: usize, end: usize) {
+        if self.table.prune_range(start as u64, end as u64) {
+            self.flush_change(start, true);
+        }
+    }
+
+    /// Removes the mapping of `va`, if any, keeping its page tables, and flushes it.
+    fn unmap_keeping_tables(&mut self, va: usize) {
+        if self.table.unmap_keeping_tables(va as u64).is_ok() {
+            self.flush_change(va, false);
+        }
+    }
+
+    /// How many page-table frames mapping the page `va` would take now (0 to 2).
+    fn tables_needed(&self, va: usize) -> u64 {
+        self.table.tables_needed(va as u64)
+    }
+
+    /// Changes the rights of the mapped page `va` (at least one of read, write, execute) and
+    /// flushes it.
+    fn protect(&mut self, va: usize, rights: Rights) -> Result<(), MapError> {
+        let flags = leaf_flags(rights).ok_or(MapError::NoAccess)?;
+        self.table.protect(va as u64, flags)?;
+        self.flush_change(va, false);
+        Ok(())
+    }
+
+    /// Removes the mapping of `va`, if any, and flushes it (with the tables it frees).
+    fn unmap(&mut self, va: usize) {
+        if self.table.unmap_keeping_tables(va as u64).is_ok() {
+            let freed = self.table.prune(va as u64);
+            self.flush_change(va, freed);
+        }
+    }
+
+    /// Makes this the current address space: `satp` selects its tree under its ASID, which it
+    /// gets first if it has none of the current generation (then the TLB is flushed of that
+    /// ASID, or whole when the ASIDs ran out and a new generation began).
+    #[inline]
+    fn activate(&self) {
+        if self.tag.get().generation() == GENERATION.load(Ordering::Relaxed) {
+            sv39::write_satp(self.satp.get());
+        } else {
+            self.activate_with_new_asid();
+        }
+    }
 
     /// Frees the tables (not the mapped frames) and forgets cached translations. The CPU moves
     /// to the kernel's own tables first, in case this space is the current one.
-    pub fn destroy(self) {
+    fn destroy(self) {
         super::with_kernel_table(|k| sv39::switch(k, asid_allocator::KERNEL, Flush::None));
         if let Some(asid) = self.live_asid() {
             sv39::flush_asid(asid);

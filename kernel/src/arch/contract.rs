@@ -1,0 +1,209 @@
+//! The arch contract: what the portable kernel needs from an architecture to run domains, in
+//! arch-neutral terms.
+//!
+//! The portable kernel (`kernel/src/` outside `arch/`) names no architecture. It sees a
+//! domain's registers only through [`UserContextOps`], a protection domain only through
+//! [`AddressSpaceOps`], and a trap from user mode as a [`UserTrap`], its faults typed as
+//! [`UserFault`]; it tells the trap path what to resume with a [`Resume`]. Each architecture
+//! module implements the traits for its `UserContext` and `AddressSpace` and provides the
+//! free items the table in [`super`] lists; `const` checks at the end of this file make the
+//! compiler hold every architecture to the same signatures.
+//!
+//! What is implemented: RISC-V (Sv39 with ASIDs, `ecall`, the `sstatus` FP state, the SBI
+//! timer). x86_64 boots and reports but runs no domain yet: its `UserContext` (SYSCALL and
+//! SYSRET), `AddressSpace` (4-level tables with PCIDs) and FP state (XSAVE) come with its
+//! port, and the domain code is compiled for RISC-V only until then.
+
+use abi::{Access, Rights};
+use frame_allocator::Owner;
+
+/// What the trap path resumes after the portable kernel handled a trap from user mode.
+pub enum Resume<C> {
+    /// The same context, with a system call's results (status: 0 or an error code; value).
+    Results(usize, usize),
+    /// This context (the current domain's, which may be another one now, or the same one
+    /// changed).
+    Context(*mut C),
+}
+
+/// Why a domain entered the kernel.
+#[derive(Clone, Copy, Debug)]
+pub enum UserTrap {
+    /// A system call (the context's PC already points past the instruction): the call's number
+    /// and arguments are in the context ([`UserContextOps::call`]).
+    SystemCall,
+    /// The timer interrupt armed by the scheduler.
+    Timer,
+    /// A fault the kernel does not resolve for the domain by itself.
+    Fault(UserFault),
+}
+
+/// A fault a domain took in user mode, in terms every architecture maps its own onto.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UserFault {
+    /// An access to `addr` that the domain's protection domain does not map with the rights
+    /// it needs (RISC-V page faults, x86 #PF): the one fault a stretch driver can resolve.
+    Page {
+        /// The address.
+        addr: usize,
+        /// The access.
+        access: Access,
+    },
+    /// An access the memory system refused whatever the mappings (RISC-V access faults; an
+    /// x86 #GP on a non-canonical address).
+    Refused {
+        /// The address (0 where the architecture does not report it).
+        addr: usize,
+        /// The access.
+        access: Access,
+    },
+    /// A misaligned access the architecture does not perform.
+    Misaligned {
+        /// The address.
+        addr: usize,
+        /// The access.
+        access: Access,
+    },
+    /// An instruction the CPU does not know, or that user mode may not run.
+    IllegalInstruction {
+        /// Its bits, where the architecture reports them (RISC-V `stval`).
+        bits: Option<u64>,
+    },
+    /// A breakpoint instruction.
+    Breakpoint,
+    /// Anything else the architecture raises, by its own name and number.
+    Other {
+        /// The architecture's name for it.
+        name: &'static str,
+        /// Its exception number.
+        code: usize,
+    },
+}
+
+impl UserFault {
+    /// Its name in reports and in the domain's ending.
+    pub fn name(&self) -> &'static str {
+        use Access::{Execute, Read, Write};
+        match *self {
+            UserFault::Page { access: Read, .. } => "load page fault",
+            UserFault::Page { access: Write, .. } => "store page fault",
+            UserFault::Page { access: Execute, .. } => "instruction page fault",
+            UserFault::Refused { access: Read, .. } => "load access fault",
+            UserFault::Refused { access: Write, .. } => "store access fault",
+            UserFault::Refused { access: Execute, .. } => "instruction access fault",
+            UserFault::Misaligned { access: Read, .. } => "load address misaligned",
+            UserFault::Misaligned { access: Write, .. } => "store address misaligned",
+            UserFault::Misaligned { access: Execute, .. } => "instruction address misaligned",
+            UserFault::IllegalInstruction { .. } => "illegal instruction",
+            UserFault::Breakpoint => "breakpoint",
+            UserFault::Other { name, .. } => name,
+        }
+    }
+
+    /// The address the fault is about, if it is about one.
+    pub fn addr(&self) -> Option<usize> {
+        match *self {
+            UserFault::Page { addr, .. }
+            | UserFault::Refused { addr, .. }
+            | UserFault::Misaligned { addr, .. } => Some(addr),
+            _ => None,
+        }
+    }
+}
+
+/// A domain's registers as the kernel keeps them while it does not run: made by the loader,
+/// read and written by the system-call path, copied to and from `abi::SavedContext` for
+/// activations.
+pub trait UserContextOps: Sized {
+    /// A context that starts at `entry` with stack pointer `sp` and the four entry arguments
+    /// (`abi::ENTRY_ARGUMENTS`), in user mode with interrupts enabled.
+    fn new_user(entry: usize, sp: usize, args: [usize; 4]) -> Self;
+    /// The system call made at a trap: its number and six arguments.
+    fn call(&self) -> (usize, [usize; 6]);
+    /// Sets a system call's results: status (0 or an error code) and value.
+    fn set_result(&mut self, status: usize, value: usize);
+    /// The results [`UserContextOps::set_result`] set.
+    fn results(&self) -> (usize, usize);
+    /// Makes the system call that trapped here run again when the context resumes (the PC
+    /// goes back to its instruction; the arguments are still in their registers).
+    fn restart_call(&mut self);
+    /// The interrupted program counter.
+    fn pc(&self) -> usize;
+    /// The registers as an activation handler sees them.
+    fn saved(&self) -> abi::SavedContext;
+    /// Loads the registers from the words of an `abi::SavedContext` written by the domain (the
+    /// privileged state stays the kernel's).
+    fn load_words(&mut self, words: &[u64; abi::SavedContext::WORDS]);
+    /// Enters an activation handler at `entry` on stack `stack` with two arguments; the other
+    /// registers are cleared.
+    fn enter_handler(&mut self, entry: usize, stack: usize, args: [usize; 2]);
+}
+
+/// A protection domain's view of the single address space: its own page tables, which share
+/// the kernel half and map, in the user half, exactly the pages the domain may access, under a
+/// TLB tag (ASID, PCID) so that switching to it needs no flush. Its table frames are charged to
+/// its owner; every change reaches the TLB before the call returns.
+pub trait AddressSpaceOps: Sized {
+    /// Levels of the page-table tree (Sv39: 3; x86_64: 4): a bound on the table frames that
+    /// mapping one page takes, used where a call cannot count them exactly in advance.
+    const LEVELS: u64;
+    /// Why a mapping request failed.
+    type Error: core::fmt::Debug;
+
+    /// An empty user half, its tables charged to `owner`.
+    fn new(owner: Owner) -> Result<Self, Self::Error>;
+    /// Maps the user page `va` to frame `pa` with `rights`.
+    fn map(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), Self::Error>;
+    /// Changes the rights of the mapped page `va`.
+    fn protect(&mut self, va: usize, rights: Rights) -> Result<(), Self::Error>;
+    /// Removes the mapping of `va`, if any (with the tables it frees).
+    fn unmap(&mut self, va: usize);
+    /// Removes the mapping of `va`, if any, keeping its tables.
+    fn unmap_keeping_tables(&mut self, va: usize);
+    /// How many table frames mapping every page of `[start, end)` would take now.
+    fn tables_missing(&mut self, start: usize, end: usize) -> Result<u64, Self::Error>;
+    /// How many table frames mapping the page `va` would take now.
+    fn tables_needed(&self, va: usize) -> u64;
+    /// Makes the tables of every page of `[start, end)`; how many it made.
+    fn populate(&mut self, start: usize, end: usize) -> Result<u64, Self::Error>;
+    /// Frees the tables of `[start, end)` that map nothing.
+    fn prune_range(&mut self, start: usize, end: usize);
+    /// Makes this the current address space.
+    fn activate(&self);
+    /// Frees the tables (not the mapped frames) and forgets cached translations.
+    fn destroy(self);
+}
+
+// The free items every architecture provides, with the signatures the portable kernel uses.
+const _: &str = super::NAME;
+const _: bool = super::HANDLES_TRAPS;
+const _: fn(&[u8]) = super::console::write;
+const _: fn() -> bool = super::interrupts::disable;
+const _: fn(bool) = super::interrupts::restore;
+const _: fn() -> u64 = super::time::now_ticks;
+const _: fn() -> u64 = super::time::now_us;
+const _: fn(crate::ExitCode) -> ! = super::exit;
+const _: fn(&crate::BootInfo) = super::init_platform;
+const _: fn(u64) -> usize = super::phys_to_virt;
+const _: fn() = super::wait_for_interrupt;
+const _: fn(&mut dyn FnMut(usize)) = super::backtrace;
+
+/// The items that running domains need, with their signatures (x86_64 gains them with its
+/// port).
+#[cfg(target_arch = "riscv64")]
+mod domain_items {
+    use super::super::{AddressSpace, FpState, UserContext};
+    use super::{AddressSpaceOps, UserContextOps};
+
+    const fn implements<C: UserContextOps, A: AddressSpaceOps>() {}
+    const _: () = implements::<UserContext, AddressSpace>();
+    const _: fn() -> u64 = super::super::time::frequency;
+    const _: fn(u64) = super::super::timer::arm;
+    const _: fn() = super::super::timer::disarm;
+    const _: fn(usize) -> u64 = super::super::virt_to_phys;
+    const _: fn(&mut UserContext, &mut FpState) = super::super::save_fp;
+    const _: fn(&mut UserContext, &FpState) = super::super::restore_fp;
+    const _: fn(core::ptr::NonNull<UserContext>) -> ! = super::super::enter_user;
+    const _: fn(&mut [u64], usize) -> Result<(), usize> = super::super::copy_words_from_user;
+    const _: fn(&mut [u8], usize) -> Result<(), usize> = super::super::copy_from_user;
+}
