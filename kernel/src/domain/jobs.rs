@@ -161,7 +161,7 @@ impl World {
     /// page records and tables of a managed stretch, and its range back to its owner's address
     /// space). Returns the pages still left, or `None` when the stretch is gone.
     pub(super) fn empty_chunk(&mut self, base: usize, left: usize) -> Option<usize> {
-        let mut s = self.stretches.remove(&base)?;
+        let s = self.stretches.get_mut(&base)?;
         s.busy = true;
         let keep = left.min(s.frames.len()).saturating_sub(CHUNK_PAGES);
         for i in (keep..left.min(s.frames.len())).rev() {
@@ -180,9 +180,9 @@ impl World {
             }
         }
         if keep > 0 {
-            self.stretches.insert(s);
             return Some(keep);
         }
+        let s = self.stretches.remove(&base)?;
         if s.kind == Kind::Managed {
             self.release_managed_pages(&s);
         }

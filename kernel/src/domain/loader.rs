@@ -75,7 +75,7 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
         }
         let space = AddressSpace::new(Owner::Domain(id)).unwrap_or_else(|e| reject("domain", e));
         let page = PAGE_SIZE as u64;
-        let quota = w.share(spec.address_space as usize).unwrap_or_else(|| {
+        let quota = w.region.share(spec.address_space as usize).unwrap_or_else(|| {
             reject("domain", "the stretch region cannot hold its address space")
         });
         if w.add_domain(&spec.name, space, spec.guaranteed / page, spec.optimistic / page, quota)

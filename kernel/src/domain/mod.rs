@@ -19,6 +19,7 @@
 //! Everything here runs in trap handlers (interrupts off, one CPU) or at boot, under the one
 //! [`WORLD`] lock.
 
+mod address;
 mod clock;
 mod events;
 mod jobs;
@@ -40,7 +41,8 @@ use spin::Mutex;
 use crate::arch::{self, AddressSpace, AddressSpaceOps, UserContext, UserContextOps};
 use crate::arena::{Arena, ArenaAlloc};
 use crate::memory::{self, with_frames};
-use stretch::{AddressQuota, ArenaVec, Kind, Refused, Stretch, Stretches};
+use address::{AddressQuota, StretchRegion};
+use stretch::{ArenaVec, Kind, Refused, Stretch, Stretches};
 
 pub use loader::start_from_boot_image;
 pub use sched::on_user_trap;
@@ -146,8 +148,8 @@ impl Domain {
 pub struct World {
     domains: Vec<Domain>,
     stretches: Stretches,
-    /// Where the next domain's share of the stretch region starts.
-    next_share: usize,
+    /// The stretch region, cut into the domains' shares.
+    region: StretchRegion,
     current: usize,
     /// Free frames before the first domain was created.
     free_before: u64,
@@ -172,7 +174,7 @@ impl World {
         World {
             domains: Vec::new(),
             stretches: Stretches::default(),
-            next_share: abi::STRETCH_BASE,
+            region: StretchRegion::default(),
             current: 0,
             free_before: with_frames(|fa| fa.free_count()),
             sched: atropos::Atropos::new(),
@@ -181,15 +183,6 @@ impl World {
             next_instant: 0,
             boot_heap: 0,
         }
-    }
-
-    /// The next `bytes` of the stretch region, as a new domain's share; `None` if the region
-    /// (or the kernel heap) has no room for it.
-    fn share(&mut self, bytes: usize) -> Option<AddressQuota> {
-        let end = self.next_share.checked_add(bytes).filter(|&e| e <= abi::USER_END)?;
-        let quota = AddressQuota::new(self.next_share, bytes)?;
-        self.next_share = end;
-        Some(quota)
     }
 
     /// Adds a domain called `name` with protection domain `space`, allowed `guaranteed` and
@@ -360,8 +353,8 @@ impl World {
         for (chunk, frame) in data.chunks(PAGE_SIZE).zip(s.frames.iter().flatten()) {
             crate::phys::write_frame(*frame, chunk);
         }
-        if let Err(e) = self.map_for(&s, owner, rights) {
-            let _ = self.map_for(&s, owner, Rights::NONE);
+        if let Err(e) = map_for(&mut self.domains, &s, owner, rights) {
+            let _ = map_for(&mut self.domains, &s, owner, Rights::NONE);
             free_all(&mut s);
             return Err(e);
         }
@@ -382,29 +375,9 @@ impl World {
             let s = w.stretches.get_mut(&base).ok_or(Refused)?;
             Ok(s.rights.try_reserve(1)?)
         })?;
-        let mut s = self.stretches.remove(&base).ok_or(SysError::NotFound)?;
-        let mapped = s
-            .set_rights(target, rights)
-            .map_err(|_| SysError::NoMemory)
-            .and_then(|()| self.map_for(&s, target, rights));
-        self.stretches.insert(s);
-        mapped
-    }
-
-    /// Maps (or, with `NONE`, unmaps) stretch `s` in domain `id`'s protection domain.
-    fn map_for(&mut self, s: &Stretch, id: u32, rights: Rights) -> Result<(), SysError> {
-        let Some(space) = self.domains.get_mut(id as usize).and_then(|d| d.space.as_mut()) else {
-            return Ok(());
-        };
-        for (i, f) in s.frames.iter().enumerate() {
-            let Some(f) = f else { continue };
-            let va = s.base + i * PAGE_SIZE;
-            space.unmap(va);
-            if rights != Rights::NONE {
-                space.map(va, f.addr(), rights).map_err(|_| SysError::NoMemory)?;
-            }
-        }
-        Ok(())
+        let s = self.stretches.get_mut(&base).ok_or(SysError::NotFound)?;
+        s.set_rights(target, rights).map_err(|_| SysError::NoMemory)?;
+        map_for(&mut self.domains, s, target, rights)
     }
 
     /// Unmaps the stretch at `base` from every protection domain, then frees its frames (a
@@ -416,6 +389,23 @@ impl World {
             left = self.empty_chunk(base, l);
         }
     }
+}
+
+/// Maps (or, with `NONE`, unmaps) stretch `s` in domain `id`'s protection domain (a function
+/// of the domains alone, so that a stretch in the table can be mapped where it lies).
+fn map_for(domains: &mut [Domain], s: &Stretch, id: u32, rights: Rights) -> Result<(), SysError> {
+    let Some(space) = domains.get_mut(id as usize).and_then(|d| d.space.as_mut()) else {
+        return Ok(());
+    };
+    for (i, f) in s.frames.iter().enumerate() {
+        let Some(f) = f else { continue };
+        let va = s.base + i * PAGE_SIZE;
+        space.unmap(va);
+        if rights != Rights::NONE {
+            space.map(va, f.addr(), rights).map_err(|_| SysError::NoMemory)?;
+        }
+    }
+    Ok(())
 }
 
 /// Where a new nailed stretch's frames come from.
@@ -552,7 +542,7 @@ pub mod tests {
     fn world_with_one_domain(name: &str, frames: u64) -> Result<World, crate::ktest::Failed> {
         let mut w = World::new();
         let space = AddressSpace::new(Owner::Domain(0)).map_err(|_| crate::ktest::Failed)?;
-        let quota = w.share(1 << 30).ok_or(crate::ktest::Failed)?;
+        let quota = w.region.share(1 << 30).ok_or(crate::ktest::Failed)?;
         w.add_domain(name, space, frames, 0, quota).ok_or(crate::ktest::Failed)?;
         Ok(w)
     }
@@ -709,7 +699,7 @@ pub mod tests {
     pub fn deadlock_leaves_restarted_calls_alone() -> Outcome {
         let mut w = world_with_one_domain("deadlock-test", 16)?;
         let space = AddressSpace::new(Owner::Domain(1)).map_err(|_| crate::ktest::Failed)?;
-        let quota = w.share(1 << 30).ok_or(crate::ktest::Failed)?;
+        let quota = w.region.share(1 << 30).ok_or(crate::ktest::Failed)?;
         w.add_domain("blocker", space, 16, 0, quota).ok_or(crate::ktest::Failed)?;
         let args = [0x1234, 0x5678, 3, 4];
         for d in &mut w.domains {
