@@ -32,6 +32,19 @@ pub struct Device {
     pub irq: Option<u32>,
 }
 
+/// A PCI host bridge's configuration space, mapped by the Enhanced Configuration Access
+/// Mechanism (from the device tree's `pci-host-ecam-generic` node on RISC-V, from the ACPI MCFG
+/// table on x86_64).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, defmt::Format)]
+pub struct PciHost {
+    /// The ECAM window (4 KiB per function, 1 MiB per bus), starting at bus 0's.
+    pub ecam: PhysRange,
+    /// The first bus it decodes.
+    pub first_bus: u8,
+    /// The last bus it decodes.
+    pub last_bus: u8,
+}
+
 /// The longest kernel command line kept (the boot code warns when it cuts one).
 pub const CMDLINE_BYTES: usize = 1024;
 
@@ -55,6 +68,8 @@ pub struct BootInfo {
     pub reserved_elsewhere: Option<VisitRanges>,
     /// Devices found.
     pub devices: Vec<Device, 32>,
+    /// The PCI host bridge, if the machine has one.
+    pub pci: Option<PciHost>,
     /// Timer ticks per second.
     pub timebase_hz: u64,
     /// The boot image (QEMU `-initrd`), if one was loaded.
@@ -77,6 +92,7 @@ impl BootInfo {
             reserved: Vec::new(),
             reserved_elsewhere: None,
             devices: Vec::new(),
+            pci: None,
             timebase_hz: 0,
             initrd: None,
         }

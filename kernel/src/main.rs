@@ -41,6 +41,7 @@ mod ktest;
 mod log;
 mod memory;
 mod panic;
+mod pci;
 mod phys;
 mod tests;
 
@@ -80,6 +81,9 @@ pub fn kernel_main(boot: BootInfo) -> ! {
         defmt::warn!("command line: softint= is not supported on {=str}", arch::NAME);
     }
     boot.report();
+    if let Some(host) = &boot.pci {
+        pci::report(host);
+    }
     if let Some(status) = tests::run(&args) {
         shutdown(status)
     }

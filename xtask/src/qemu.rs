@@ -35,6 +35,8 @@ pub struct Boot {
     pub initrd: Option<PathBuf>,
     /// Boot with QEMU's device tree changed so (`-dtb`, RISC-V; see [`crate::dtb`]).
     pub dtb: Option<DtbChanges>,
+    /// Extra devices (each the argument of a `-device`).
+    pub devices: Vec<String>,
 }
 
 impl Boot {
@@ -50,6 +52,7 @@ impl Boot {
             timeout: Duration::from_secs(60),
             initrd: None,
             dtb: None,
+            devices: Vec::new(),
         }
     }
 
@@ -96,6 +99,9 @@ impl Boot {
         }
         c.args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"]);
         c.args(["-nic", "none"]);
+        for device in &self.devices {
+            c.arg("-device").arg(device);
+        }
         if self.icount {
             c.args(["-icount", "shift=0,sleep=off"]);
         }

@@ -440,6 +440,9 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
             });
         }
     }
+    if arch == Arch::Riscv64 {
+        tests.push(pci_test(&p, arch));
+    }
     // A panic is reported with its message and a symbolized backtrace on every architecture.
     let mut boot = Boot::new(arch);
     boot.append = "fault=panic".into();
@@ -555,6 +558,36 @@ fn kernel_test_lines(log: &[LogLine]) -> (HashMap<&str, Vec<&LogLine>>, Vec<&Log
 /// ranges, more than the kernel once kept (8, then silently dropped the rest) and more than it
 /// now keeps from its pass over the tree (8, `device_tree::CACHED`), so it reads them from the
 /// tree each time; two make three, which it keeps.
+/// PCI enumeration through ECAM: a random-number device on the root bus and another behind a
+/// PCI-to-PCI bridge are listed, with the host bridge and the bridge, at their addresses.
+fn pci_test(p: &str, arch: Arch) -> QemuTest {
+    let mut boot = Boot::new(arch);
+    boot.devices = vec![
+        "virtio-rng-pci,addr=0x5".into(),
+        "pci-bridge,chassis_nr=1,id=bridge1,addr=0x6".into(),
+        "virtio-rng-pci,bus=bridge1,addr=0x3".into(),
+    ];
+    QemuTest {
+        name: format!("{p}boot::pci"),
+        boot,
+        system: None,
+        expected: &[],
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            for line in [
+                "pci 00:00.0 1b36:0008 class 06.00.00 (host bridge)",
+                "pci 00:05.0 1af4:1005 class 00.ff.00 (unclassified)",
+                "pci 00:06.0 1b36:0001 class 06.04.00 (PCI bridge)",
+                "pci 01:03.0 1af4:1005 class 00.ff.00 (unclassified)",
+                "pci: 4 function(s)",
+            ] {
+                expect_line(out, line)?;
+            }
+            Ok(())
+        }),
+    }
+}
+
 fn reserved_memory_test(p: &str, name: &str, children: u64) -> QemuTest {
     let mut reserved: Vec<(u64, u64)> =
         (0..children.min(10)).map(|i| (0x8040_0000 + i * 0x8_0000, 0x1_0000)).collect();

@@ -15,7 +15,7 @@ use spin::Mutex;
 
 use super::layout::{DIRECT_MAP_BYTES, KERNEL_PHYS, KERNEL_VIRT};
 use super::{console, sbi};
-use crate::boot_info::{BootInfo, CMDLINE_BYTES, Device, PhysRange, fixed};
+use crate::boot_info::{BootInfo, CMDLINE_BYTES, Device, PciHost, PhysRange, fixed};
 
 /// How many of the device tree's reserved ranges are kept after boot; with more, they are read
 /// from the tree each time (a walk over every node).
@@ -159,6 +159,7 @@ pub fn boot_info(hart: usize, dtb: u64) -> BootInfo {
         }
     }
     *RESERVED.lock() = (dtb, fits.then_some(cache));
+    boot.pci = pci_host(&fdt);
 
     let kernel_start = &raw const __kernel_start as u64 - KERNEL_VIRT + KERNEL_PHYS;
     let kernel_end = &raw const __kernel_end as u64 - KERNEL_VIRT + KERNEL_PHYS;
@@ -181,6 +182,28 @@ pub fn boot_info(hart: usize, dtb: u64) -> BootInfo {
 
 /// Adds the RAM region `r` of a memory node to `boot`, less what lies beyond the direct map
 /// (left out with a warning).
+/// The ECAM window and bus range of the `pci-host-ecam-generic` node, if there is one (the
+/// `bus-range` property defaults to every bus the window covers).
+fn pci_host(fdt: &Fdt<'_>) -> Option<PciHost> {
+    let node = fdt.find_compatible(&["pci-host-ecam-generic"])?;
+    let reg = node.reg()?.next()?;
+    let start = reg.starting_address as u64;
+    let end = start + reg.size? as u64;
+    let buses = ((end - start) >> 20).clamp(1, 256) as u32;
+    let (first, last) = match node.property("bus-range").map(|p| p.value) {
+        Some([a0, a1, a2, a3, b0, b1, b2, b3]) => {
+            (u32::from_be_bytes([*a0, *a1, *a2, *a3]), u32::from_be_bytes([*b0, *b1, *b2, *b3]))
+        }
+        _ => (0, buses - 1),
+    };
+    let last = last.min(buses - 1).min(255);
+    Some(PciHost {
+        ecam: PhysRange { start, end },
+        first_bus: first.min(last) as u8,
+        last_bus: last as u8,
+    })
+}
+
 fn add_memory(boot: &mut BootInfo, r: fdt::standard_nodes::MemoryRegion) {
     let start = r.starting_address as u64;
     let mut end = start.saturating_add(r.size.unwrap_or(0) as u64);
