@@ -316,6 +316,9 @@ fn read_start_info(info: &StartInfo, boot: &mut BootInfo) {
         };
         boot.cmdline = fixed(text);
     }
+    if info.rsdp_paddr != 0 {
+        boot.pci = super::acpi::pci_host(info.rsdp_paddr);
+    }
 }
 
 /// Whether QEMU's fw_cfg interface answers with its `QEMU` signature.

@@ -5,6 +5,7 @@
 //! machine exits through QEMU's `isa-debug-exit` device. Traps, timers and kernel page tables
 //! come with the x86_64 port; until then the boot page tables stay in use.
 
+mod acpi;
 mod backtrace;
 mod boot;
 mod exit;
