@@ -236,8 +236,8 @@ impl World {
         // Then the stretches it owns, but channels a live peer still uses.
         let doomed = self
             .stretches
-            .values()
-            .find(|s| s.owner == id && doomed(s, id))
+            .of(id)
+            .and_then(|t| t.iter().find(|s| doomed(s, id)))
             .map(|s| (s.base, s.frames.len()));
         if let Some(emptying) = doomed {
             self.domains[id as usize].job =
