@@ -1,7 +1,7 @@
 //! The in-kernel test runner.
 //!
-//! A kernel test is a plain function returning [`Outcome`]; the list lives in
-//! [`crate::tests::ALL`]. The command line selects tests (`test=all`, `test=a,b`), the runner
+//! A kernel test is a plain function returning [`Outcome`]; the list lives in `ALL` in
+//! [`crate::tests`]. The command line selects tests (`test=all`, `test=a,b`), the runner
 //! reports each as a defmt record (`test NAME ... ok` / `... FAILED`) and the run's verdict
 //! becomes the QEMU exit status, which `cargo xtask test` reads.
 

@@ -185,9 +185,9 @@ impl Client {
 /// The scheduler state for all clients of one CPU.
 ///
 /// Its cost does not grow with the number of blocked clients: the runnable ones are kept in
-/// [`Atropos::ready`] (what [`Atropos::dispatch`] looks at), the runnable ones with
-/// `extra = true` in the round-robin queue [`Atropos::extra_ready`], and every client is
-/// visited only when one of their periods may have ended ([`Atropos::next_change`]).
+/// `ready` (what [`Atropos::dispatch`] looks at), the runnable ones with
+/// `extra = true` in the round-robin queue `extra_ready`, and every client is
+/// visited only when one of their periods may have ended (`next_change`).
 #[derive(Clone, Debug, Default)]
 pub struct Atropos {
     clients: Vec<Client>,
