@@ -71,6 +71,20 @@ struct Inner {
     refused: Option<Layout>,
 }
 
+impl Inner {
+    /// An arena that holds no frame.
+    const EMPTY: Inner = Inner {
+        small: Heap::empty(),
+        small_frames: 0,
+        small_count: 0,
+        large_frames: 0,
+        large_bytes: 0,
+        allowance: 0,
+        granting: false,
+        refused: None,
+    };
+}
+
 /// Is `layout` served by the small-object heap?
 fn is_small(layout: Layout) -> bool {
     layout.size().max(layout.align()) <= SMALL_MAX
@@ -86,16 +100,7 @@ impl Arena {
     pub const fn new(owner: u32) -> Self {
         Arena {
             owner,
-            inner: Mutex::new(Inner {
-                small: Heap::empty(),
-                small_frames: 0,
-                small_count: 0,
-                large_frames: 0,
-                large_bytes: 0,
-                allowance: 0,
-                granting: false,
-                refused: None,
-            }),
+            inner: Mutex::new(Inner::EMPTY),
         }
     }
 
@@ -154,16 +159,7 @@ impl Arena {
             let _ = memory::free(frame, Owner::Domain(self.owner));
             freed += 1;
         }
-        *inner = Inner {
-            small: Heap::empty(),
-            small_frames: 0,
-            small_count: 0,
-            large_frames: 0,
-            large_bytes: 0,
-            allowance: 0,
-            granting: false,
-            refused: None,
-        };
+        *inner = Inner::EMPTY;
         Ok(freed)
     }
 
