@@ -98,10 +98,7 @@ fn large_frames(layout: Layout) -> u64 {
 impl Arena {
     /// An empty arena for domain `owner`.
     pub const fn new(owner: u32) -> Self {
-        Arena {
-            owner,
-            inner: Mutex::new(Inner::EMPTY),
-        }
+        Arena { owner, inner: Mutex::new(Inner::EMPTY) }
     }
 
     /// Frames it would take to serve `layout` when no room is left.

@@ -304,7 +304,7 @@ impl World {
                 defmt::info!("domain {=str} exited with status {=i32}", d.name.as_str(), code)
             }
             Ending::Terminated(why) => {
-                defmt::error!("domain {=str} terminated: {=str}", d.name.as_str(), why)
+                defmt::error!("domain {=str} terminated: {=str}", d.name.as_str(), why.name())
             }
         }
     }

@@ -87,7 +87,7 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
         w.sched.add(contract, 0);
         if let Err(e) = populate(w, id, &image, i, &spec.args) {
             defmt::error!("domain {=str} could not be created: {}", spec.name.as_str(), e);
-            w.kill(id, super::Ending::Terminated("could not be created"));
+            w.kill(id, super::Ending::Terminated(super::Termination::NotCreated));
             continue;
         }
         defmt::info!(

@@ -52,8 +52,36 @@ pub use sched::on_user_trap;
 pub enum Ending {
     /// It called `exit` with this code.
     Exited(i32),
-    /// The kernel terminated it for this fault.
-    Terminated(&'static str),
+    /// The kernel terminated it, for this reason.
+    Terminated(Termination),
+}
+
+/// Why the kernel terminated a domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Termination {
+    /// It took a fault nothing resolves (its stretch drivers included).
+    Fault(arch::UserFault),
+    /// It kept optimistic frames past a revocation's deadline.
+    RevocationIgnored,
+    /// Its stretches, stack or control block could not be made at boot.
+    NotCreated,
+}
+
+impl Termination {
+    /// The reason in reports and in the run summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            Termination::Fault(fault) => fault.name(),
+            Termination::RevocationIgnored => "did not release revoked frames by the deadline",
+            Termination::NotCreated => "could not be created",
+        }
+    }
+}
+
+impl defmt::Format for Termination {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{=str}", self.name())
+    }
 }
 
 /// One domain; its identifier is its index in the manifest (and in [`World`]), which is also
@@ -485,7 +513,7 @@ fn summary(w: &World) {
                 defmt::info!("  {=str}: exited with status {=i32}", d.name.as_str(), code)
             }
             Some(Ending::Terminated(why)) => {
-                defmt::info!("  {=str}: terminated ({=str})", d.name.as_str(), why)
+                defmt::info!("  {=str}: terminated ({=str})", d.name.as_str(), why.name())
             }
             None => defmt::info!("  {=str}: still running", d.name.as_str()),
         }

@@ -318,10 +318,7 @@ impl World {
                 d.optimistic_held - r.goal,
                 r.deadline_ns / 1000
             );
-            self.begin_death(
-                id,
-                Ending::Terminated("did not release revoked frames by the deadline"),
-            );
+            self.begin_death(id, Ending::Terminated(super::Termination::RevocationIgnored));
         }
     }
 

@@ -327,7 +327,7 @@ fn on_fault(w: &mut World, id: u32, fault: UserFault) -> Option<Resume> {
             why
         );
     }
-    w.begin_death(id, Ending::Terminated(fault.name()));
+    w.begin_death(id, Ending::Terminated(super::Termination::Fault(fault)));
     switch(w, false);
     None
 }
