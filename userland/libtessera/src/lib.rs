@@ -34,7 +34,7 @@
 //!   allocator), `paging` (the upcall record on a faulting thread's stack, the drivers handed
 //!   over at bind, and the memory copies of its `MemoryKernel`) and `thread` (switching
 //!   threads).
-//! - Only `arch` names an architecture: it has one module per architecture (riscv64 so far)
+//! - Only `arch` names an architecture: it has one module per architecture (riscv64, x86_64)
 //!   behind one interface, and everything else is portable.
 //! - The runtime itself never allocates (printing formats into a 256-byte stack buffer, flushed
 //!   with one `console_write` each time it fills and at the end of each `print!`); apps and
@@ -72,7 +72,7 @@ pub mod record;
 )]
 mod shared;
 
-#[cfg(target_os = "none")]
+#[cfg(any(target_os = "none", test))]
 mod arch;
 #[cfg(target_os = "none")]
 pub mod clock;

@@ -14,21 +14,33 @@
 //! | `_start` | the program entry (assembly), which calls `entry::start(domain, args, len, dcb)` |
 //!
 //! Each module documents its registers; `abi::ENTRY_ARGUMENTS` and `abi::SavedContext` give
-//! the kernel's side. The signatures are checked below, so that every module keeps the same
+//! the kernel's side. The signatures are checked below, so that both modules keep the same
 //! interface (each is compiled by its target's build and clippy).
 //!
 //! `unsafe` here: the assembly (system calls, the clock, the entry, thread switches) and the
 //! functions that wrap it.
+//!
+//! On an x86_64 host the x86_64 module is also compiled for the unit tests, without the entry
+//! and the activation handler (which call into the runtime): its system-call stub, clock and
+//! thread switch run there, under Linux, whose system calls take the same registers.
 
-#[cfg(target_arch = "riscv64")]
+#![cfg_attr(not(target_os = "none"), allow(dead_code, reason = "the host runs only the tests"))]
+
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
 mod riscv64;
-#[cfg(target_arch = "riscv64")]
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub(crate) use riscv64::*;
 
-#[cfg(not(target_arch = "riscv64"))]
-compile_error!("libtessera's runtime supports only riscv64 so far");
+#[cfg(target_arch = "x86_64")]
+mod x86_64;
+#[cfg(all(target_arch = "x86_64", target_os = "none"))]
+pub(crate) use x86_64::*;
+
+#[cfg(all(target_os = "none", not(any(target_arch = "riscv64", target_arch = "x86_64"))))]
+compile_error!("libtessera's runtime supports riscv64 and x86_64");
 
 /// Every architecture provides the same items with the same signatures.
+#[cfg(target_os = "none")]
 const _: () = {
     let _: unsafe fn(usize, [usize; 6]) -> (usize, usize) = syscall;
     let _: unsafe fn(*const abi::SavedContext) -> usize = resume;
