@@ -40,7 +40,7 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     setup::ensure(setup::Needs { gdb: b.gdb, qemu: true, dtc: false })?;
     let system = match &opts.manifest {
         Some(path) if b.arch == Arch::Riscv64 => {
-            Some(system::prepare_with(path, Spoil::Nothing, opts.apps)?)
+            Some(system::prepare_with(path, Spoil::Nothing, opts.apps, b.arch)?)
         }
         Some(path) => {
             eprintln!("note: {} runs no domains yet; not using {}", b.arch.name(), path.display());

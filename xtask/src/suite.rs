@@ -296,7 +296,8 @@ fn run_qemu_test(t: &QemuTest, a: &Artifacts, kernel: &Kernel) -> Result<(), Str
     let mut with_apps;
     let mut kernel = kernel;
     if let Some((path, spoil)) = &t.system {
-        let s = system::prepare(&util::root().join(path), *spoil).map_err(|e| format!("{e:#}"))?;
+        let s = system::prepare(&util::root().join(path), *spoil, t.boot.arch)
+            .map_err(|e| format!("{e:#}"))?;
         boot.initrd = Some(s.image.clone());
         boot.memory = s.memory_mib();
         with_apps = Kernel::load(&a.kernel).map_err(|e| format!("{e:#}"))?;

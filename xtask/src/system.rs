@@ -114,15 +114,16 @@ pub enum Spoil {
     ManifestByte,
 }
 
-/// Checks the manifest, builds the apps and packs the boot image under `target/boot/`.
-pub fn prepare(path: &Path, spoil: Spoil) -> Result<System> {
-    prepare_with(path, spoil, apps::Build::Release)
+/// Checks the manifest, builds the apps for `arch` and packs the boot image under
+/// `target/boot/` (`target/boot/x86_64/` for x86_64).
+pub fn prepare(path: &Path, spoil: Spoil, arch: Arch) -> Result<System> {
+    prepare_with(path, spoil, apps::Build::Release, arch)
 }
 
 /// [`prepare`] with the apps built as `build` says.
-pub fn prepare_with(path: &Path, spoil: Spoil, build: apps::Build) -> Result<System> {
+pub fn prepare_with(path: &Path, spoil: Spoil, build: apps::Build, arch: Arch) -> Result<System> {
     let manifest = load_manifest(path)?;
-    let built = apps::build_apps(build)?;
+    let built = apps::build_apps(arch, build)?;
     let mut bytes = manifest.compile();
     if spoil == Spoil::ManifestByte {
         let last = bytes.len() - 1;
@@ -130,8 +131,11 @@ pub fn prepare_with(path: &Path, spoil: Spoil, build: apps::Build) -> Result<Sys
     }
     let instances: Vec<(String, String)> =
         manifest.domains.iter().map(|d| (d.name.clone(), d.app.clone())).collect();
-    let image = apps::pack(bytes, &instances, &built)?;
-    let dir = util::target_dir().join("boot");
+    let image = apps::pack(arch, bytes, &instances, &built)?;
+    let dir = match arch {
+        Arch::Riscv64 => util::target_dir().join("boot"),
+        other => util::target_dir().join("boot").join(other.name()),
+    };
     std::fs::create_dir_all(&dir)?;
     let stem = path.file_stem().map_or("manifest".into(), |s| s.to_string_lossy().into_owned());
     let suffix = if spoil == Spoil::Nothing { "" } else { "-spoiled" };
@@ -158,7 +162,7 @@ impl IcountBoot {
     /// Prepares `manifest` (relative to the workspace) for the kernel of `a`, with `append` on
     /// the kernel command line.
     pub fn new(a: &Artifacts, manifest: &str, append: &str) -> Result<Self> {
-        let s = prepare(&util::root().join(manifest), Spoil::Nothing)?;
+        let s = prepare(&util::root().join(manifest), Spoil::Nothing, Arch::Riscv64)?;
         let mut kernel = Kernel::load(&a.kernel)?;
         kernel.add_instances(&s.instances)?;
         let mut boot = Boot::new(Arch::Riscv64);
