@@ -219,7 +219,6 @@ pub fn pack(
 /// at two image slots it has the same layout in both (text R+X, rodata R, data R+W), its entry
 /// at the same offset, and every 8-byte word that differs between the two holds its slot's base
 /// plus the same offset into the image (at least one does). Returns its segment table.
-#[cfg(test)]
 pub fn check_app(arch: Arch, name: &str, bytes: &[u8]) -> Result<String> {
     let base_a = abi::IMAGE_BASE as u64;
     let base_b = base_a + 7 * abi::IMAGE_SLOT as u64;

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use manifest::Manifest;
 
 use crate::artifacts::Artifacts;
@@ -148,6 +148,50 @@ pub fn prepare_with(path: &Path, spoil: Spoil, build: apps::Build, arch: Arch) -
         .map(|(i, d)| (image_base(i), built[&d.app].clone()))
         .collect();
     Ok(System { manifest, image: out, instances })
+}
+
+/// The manifests that must boot: every `*.toml` under `manifests/` (but `manifests/bad/`, which
+/// the manifest checks must refuse) and under `tests/manifests/`, sorted.
+pub fn bootable_manifests() -> Result<Vec<PathBuf>> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+        for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+            let path = entry?.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "bad") {
+                    walk(&path, out)?;
+                }
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(&util::root().join("manifests"), &mut out)?;
+    walk(&util::root().join("tests").join("manifests"), &mut out)?;
+    out.sort();
+    Ok(out)
+}
+
+/// The userland of `arch` without booting it: builds every app for `arch`, checks that each
+/// loads ([`apps::check_app`]: relocated at two image slots, only relative relocations), and
+/// packs the boot image of every bootable manifest ([`bootable_manifests`]) in memory.
+pub fn check_userland(arch: Arch) -> Result<()> {
+    let built = apps::build_apps(arch, apps::Build::Release)?;
+    for (name, path) in &built {
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        apps::check_app(arch, name, &bytes)?;
+    }
+    let manifests = bootable_manifests()?;
+    ensure!(!manifests.is_empty(), "no manifests found");
+    for path in &manifests {
+        let manifest = load_manifest(path)?;
+        let instances: Vec<(String, String)> =
+            manifest.domains.iter().map(|d| (d.name.clone(), d.app.clone())).collect();
+        apps::pack(arch, manifest.compile(), &instances, &built)
+            .with_context(|| format!("packing the boot image of {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// A manifest ready to boot on RISC-V under `-icount shift=0,sleep=off`, as many times as
