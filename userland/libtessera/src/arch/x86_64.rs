@@ -99,7 +99,7 @@ pub(crate) fn ticks() -> u64 {
 // block, rsp = a stack top as after a call (8 below a multiple of 16); they are already where
 // `start` takes its arguments. Clearing `rbp` ends frame-pointer backtraces here; `rsp` is
 // aligned down to 16 whatever the kernel passed, so that `call` gives `start` the alignment
-// the ABI promises. Nothing is zeroed: `.bss` is mapped zero-filled by the kernel. `start`
+// the ABI promises, and the direction flag is cleared as the ABI requires. Nothing is zeroed: `.bss` is mapped zero-filled by the kernel. `start`
 // never returns; `ud2` traps if it somehow did.
 #[cfg(target_os = "none")]
 global_asm!(
@@ -109,6 +109,7 @@ global_asm!(
     "_start:",
     "    xor ebp, ebp",
     "    and rsp, -16",
+    "    cld",
     "    call {start}",
     "    ud2",
     ".size _start, . - _start",
@@ -188,7 +189,8 @@ __tessera_continue_on:
 );
 
 // `__tessera_activation`: the kernel enters it with rdi = reason bits, rsi = control block, rsp
-// = the handler's stack top; it calls `thread::activated`, which never returns.
+// = the handler's stack top; like `_start` it clears `rbp`, aligns `rsp` and clears the
+// direction flag, and calls `thread::activated`, which never returns.
 #[cfg(target_os = "none")]
 global_asm!(
     r#"
@@ -197,6 +199,7 @@ global_asm!(
 __tessera_activation:
     xor ebp, ebp
     and rsp, -16
+    cld
     call {handler}
     ud2
     .popsection
