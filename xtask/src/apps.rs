@@ -2,11 +2,13 @@
 //! domain instance into its image slot, and packing the copies with the compiled manifest into
 //! the boot image (`libs/boot_image`). See `docs/userland.md`.
 //!
-//! Each app under `userland/apps/` is built once, linked at address 0 with libtessera's
-//! `tessera-app.ld` (three page-aligned segments: text R+X, rodata R, data+bss R+W). Instance
-//! `i` of the manifest is relocated to `abi::IMAGE_BASE + i * abi::IMAGE_SLOT`: every dynamic
-//! relocation must be `R_RISCV_RELATIVE` (`*(base + offset) = base + addend`); anything that
-//! needs a symbol, a dynamic linker, TLS or a page shared by different rights is refused.
+//! Each app under `userland/apps/` is built once per architecture, linked at address 0 with
+//! libtessera's `tessera-app.ld` (three page-aligned segments: text R+X, rodata R, data+bss
+//! R+W). Instance `i` of the manifest is relocated to `abi::IMAGE_BASE + i * abi::IMAGE_SLOT`:
+//! every dynamic relocation must be the architecture's relative one (`R_RISCV_RELATIVE`,
+//! `R_X86_64_RELATIVE`: `*(base + offset) = base + addend`); anything that needs a symbol, a
+//! dynamic linker, TLS or a page shared by different rights is refused, and so is an app built
+//! for another architecture than the boot image's.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -69,21 +71,20 @@ pub fn package_spec(name: &str) -> String {
     format!("{name}@{}", env!("CARGO_PKG_VERSION"))
 }
 
-/// The `rustc` flags of app builds (`CARGO_ENCODED_RUSTFLAGS` form: separated by 0x1f).
-fn app_rustflags() -> String {
-    [
-        "-C",
-        "relocation-model=pie",
-        "-C",
-        "link-arg=-pie",
-        "-C",
-        "link-arg=--no-dynamic-linker",
-        // The precompiled `core` and `alloc` are not position-independent: their read-only
-        // data holds absolute addresses. Let the linker turn those into relative relocations
-        // in read-only segments too; xtask applies every relocation before the image is
-        // loaded, so no segment is ever written at run time.
-        "-C",
-        "link-arg=-znotext",
+/// The `rustc` flags of app builds for `arch` (`CARGO_ENCODED_RUSTFLAGS` form: separated by
+/// 0x1f).
+fn app_rustflags(arch: Arch) -> String {
+    let mut flags = vec!["-C", "relocation-model=pie", "-C", "link-arg=-pie"];
+    flags.extend(["-C", "link-arg=--no-dynamic-linker"]);
+    if arch == Arch::Riscv64 {
+        // The precompiled `core` and `alloc` of RISC-V are not position-independent: their
+        // read-only data holds absolute addresses. Let the linker turn those into relative
+        // relocations in read-only segments too; xtask applies every relocation before the
+        // image is loaded, so no segment is ever written at run time. (x86_64's are, and its
+        // apps keep every relocation in the writable segment.)
+        flags.extend(["-C", "link-arg=-znotext"]);
+    }
+    flags.extend([
         "-C",
         "force-frame-pointers=yes",
         // Apps are linked at 0, where the linker would also put the debug information of every
@@ -102,8 +103,21 @@ fn app_rustflags() -> String {
         // Found through the search path libtessera's build.rs adds.
         "-C",
         "link-arg=-Ttessera-app.ld",
-    ]
-    .join("\x1f")
+    ]);
+    if arch == Arch::X86_64 {
+        flags.extend([
+            // The target's default is the kernel code model (code in the top 2 GiB); apps are
+            // position-independent code anywhere in the user half.
+            "-C",
+            "code-model=small",
+            // No data below the stack pointer: the runtime writes an upcall record there
+            // (`libtessera/src/paging.rs`). `x86_64-unknown-none` already disables the red
+            // zone, its precompiled `core` included; this keeps it so for the apps' own code.
+            "-C",
+            "no-redzone=yes",
+        ]);
+    }
+    flags.join("\x1f")
 }
 
 /// How the apps are compiled.
@@ -127,12 +141,12 @@ impl Build {
     }
 }
 
-/// Builds every app for RISC-V as a static PIE with `build`'s profile, in `<target>/userland`
+/// Builds every app for `arch` as a static PIE with `build`'s profile, in `<target>/userland`
 /// so that its flags do not invalidate the kernel's build; returns app name to ELF path.
-pub fn build_apps(build: Build) -> Result<BTreeMap<String, PathBuf>> {
+pub fn build_apps(arch: Arch, build: Build) -> Result<BTreeMap<String, PathBuf>> {
     let names = app_names();
     ensure!(!names.is_empty(), "no apps found under userland/apps/");
-    let target = Arch::Riscv64.target();
+    let target = arch.target();
     let target_dir = util::target_dir().join("userland");
     let mut cmd = util::cargo();
     cmd.args(["build", "--quiet", "--profile", build.profile(), "--target", target]);
@@ -140,8 +154,8 @@ pub fn build_apps(build: Build) -> Result<BTreeMap<String, PathBuf>> {
     for name in &names {
         cmd.args(["-p", &package_spec(name)]);
     }
-    cmd.env("CARGO_ENCODED_RUSTFLAGS", app_rustflags());
-    util::run(&mut cmd, "building the apps")?;
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", app_rustflags(arch));
+    util::run(&mut cmd, &format!("building the apps for {}", arch.name()))?;
     let out = target_dir.join(target).join(build.profile());
     let mut apps = BTreeMap::new();
     for name in names {
@@ -156,10 +170,11 @@ pub fn build_apps(build: Build) -> Result<BTreeMap<String, PathBuf>> {
     Ok(apps)
 }
 
-/// Packs the boot image: the compiled manifest and, for each `(domain, app)` instance `i`, the
-/// app relocated to `abi::IMAGE_BASE + i * abi::IMAGE_SLOT`. The result is checked with the
-/// same parser the kernel uses.
+/// Packs the boot image for `arch`: the compiled manifest and, for each `(domain, app)`
+/// instance `i`, the app (built for `arch`) relocated to `abi::IMAGE_BASE + i *
+/// abi::IMAGE_SLOT`. The result is checked with the same parser the kernel uses.
 pub fn pack(
+    arch: Arch,
     manifest_bytes: Vec<u8>,
     instances: &[(String, String)],
     apps: &BTreeMap<String, PathBuf>,
@@ -184,7 +199,7 @@ pub fn pack(
             elves.insert(app, bytes);
         }
         let base = abi::IMAGE_BASE as u64 + i as u64 * slot;
-        let image = relocate(&elves[app.as_str()], base)
+        let image = relocate(arch, &elves[app.as_str()], base)
             .with_context(|| format!("relocating app `{app}` for domain `{domain}`"))?;
         ensure!(
             image.end() <= base + slot,
@@ -200,8 +215,97 @@ pub fn pack(
     Ok(bytes)
 }
 
+/// Checks that app `name` (the ELF `bytes`, built for `arch`) loads as every app must: relocated
+/// at two image slots it has the same layout in both (text R+X, rodata R, data R+W), its entry
+/// at the same offset, and every 8-byte word that differs between the two holds its slot's base
+/// plus the same offset into the image (at least one does). Returns its segment table.
+pub fn check_app(arch: Arch, name: &str, bytes: &[u8]) -> Result<String> {
+    let base_a = abi::IMAGE_BASE as u64;
+    let base_b = base_a + 7 * abi::IMAGE_SLOT as u64;
+    let a = relocate(arch, bytes, base_a).with_context(|| format!("relocating app `{name}`"))?;
+    let b = relocate(arch, bytes, base_b).with_context(|| format!("relocating app `{name}`"))?;
+    let mut table = format!("{name}: entry {:#x}\n", a.entry);
+    for (v, m, r, d) in &a.segments {
+        table.push_str(&format!("  {v:#014x} {m:#8x} rights {r} file {:#x}\n", d.len()));
+    }
+    ensure!(a.entry - base_a == b.entry - base_b, "{name}: the entry moved within the image");
+    let rights: Vec<u8> = a.segments.iter().map(|s| s.2).collect();
+    ensure!(
+        rights == [5, 1, 3],
+        "{name}: segments with rights {rights:?}, want text, rodata, data"
+    );
+    ensure!(a.segments.len() == b.segments.len(), "{name}: the segments differ");
+    let mut words = 0;
+    for (sa, sb) in a.segments.iter().zip(&b.segments) {
+        ensure!(
+            (sa.0 - base_a, sa.1, sa.3.len()) == (sb.0 - base_b, sb.1, sb.3.len()),
+            "{name}: the segment at {:#x} differs between the two slots",
+            sa.0 - base_a
+        );
+        for (k, (wa, wb)) in sa.3.chunks(8).zip(sb.3.chunks(8)).enumerate() {
+            if wa == wb {
+                continue;
+            }
+            let word = |w: &[u8]| {
+                let mut bytes = [0u8; 8];
+                bytes[..w.len()].copy_from_slice(w);
+                u64::from_le_bytes(bytes)
+            };
+            let (x, y) = (word(wa).wrapping_sub(base_a), word(wb).wrapping_sub(base_b));
+            let at = sa.0 - base_a + 8 * k as u64;
+            ensure!(x == y, "{name}: the word at {at:#x} differs by more than the base");
+            ensure!(x < a.end() - base_a, "{name}: the word at {at:#x} points outside the image");
+            // x86_64's `core` is position-independent, so its apps are linked without
+            // `-znotext` and the linker keeps relocations out of read-only segments.
+            ensure!(
+                arch != Arch::X86_64 || sa.2 & abi::Rights::WRITE.0 != 0,
+                "{name}: the word at {at:#x} is relocated in a read-only segment"
+            );
+            words += 1;
+        }
+    }
+    ensure!(words > 0, "{name}: no relocations applied");
+    table.push_str(&format!("  {words} relocated words\n"));
+    Ok(table)
+}
+
+/// What the loader accepts of one architecture's ELF files.
+struct Machine {
+    /// `e_machine`.
+    e_machine: u16,
+    /// The architecture's name in messages.
+    name: &'static str,
+    /// The relocation that does nothing, skipped.
+    none: u32,
+    /// The only relocation applied: `*(base + offset) = base + addend`.
+    relative: u32,
+    /// Names relocation types, for messages.
+    reloc_name: fn(u32) -> &'static str,
+}
+
+impl Machine {
+    fn of(arch: Arch) -> Machine {
+        match arch {
+            Arch::Riscv64 => Machine {
+                e_machine: elf::EM_RISCV,
+                name: "RISC-V",
+                none: elf::R_RISCV_NONE,
+                relative: elf::R_RISCV_RELATIVE,
+                reloc_name: riscv_reloc_name,
+            },
+            Arch::X86_64 => Machine {
+                e_machine: elf::EM_X86_64,
+                name: "x86_64",
+                none: elf::R_X86_64_NONE,
+                relative: elf::R_X86_64_RELATIVE,
+                reloc_name: x86_64_reloc_name,
+            },
+        }
+    }
+}
+
 /// Name of a RISC-V relocation type, for error messages.
-fn reloc_name(r_type: u32) -> &'static str {
+fn riscv_reloc_name(r_type: u32) -> &'static str {
     match r_type {
         elf::R_RISCV_NONE => "R_RISCV_NONE",
         elf::R_RISCV_32 => "R_RISCV_32",
@@ -212,6 +316,33 @@ fn reloc_name(r_type: u32) -> &'static str {
         elf::R_RISCV_TLS_DTPMOD64 | elf::R_RISCV_TLS_DTPREL64 | elf::R_RISCV_TLS_TPREL64 => {
             "a TLS relocation"
         }
+        elf::R_RISCV_IRELATIVE => "R_RISCV_IRELATIVE",
+        _ => "an unsupported relocation",
+    }
+}
+
+/// Name of an x86_64 relocation type, for error messages.
+fn x86_64_reloc_name(r_type: u32) -> &'static str {
+    match r_type {
+        elf::R_X86_64_NONE => "R_X86_64_NONE",
+        elf::R_X86_64_64 => "R_X86_64_64",
+        elf::R_X86_64_PC32 => "R_X86_64_PC32",
+        elf::R_X86_64_GOT32 => "R_X86_64_GOT32",
+        elf::R_X86_64_PLT32 => "R_X86_64_PLT32",
+        elf::R_X86_64_COPY => "R_X86_64_COPY",
+        elf::R_X86_64_GLOB_DAT => "R_X86_64_GLOB_DAT",
+        elf::R_X86_64_JUMP_SLOT => "R_X86_64_JUMP_SLOT",
+        elf::R_X86_64_RELATIVE => "R_X86_64_RELATIVE",
+        elf::R_X86_64_GOTPCREL => "R_X86_64_GOTPCREL",
+        elf::R_X86_64_32 => "R_X86_64_32",
+        elf::R_X86_64_32S => "R_X86_64_32S",
+        elf::R_X86_64_PC64 => "R_X86_64_PC64",
+        elf::R_X86_64_DTPMOD64
+        | elf::R_X86_64_DTPOFF64
+        | elf::R_X86_64_TPOFF64
+        | elf::R_X86_64_TPOFF32 => "a TLS relocation",
+        elf::R_X86_64_IRELATIVE => "R_X86_64_IRELATIVE",
+        elf::R_X86_64_RELATIVE64 => "R_X86_64_RELATIVE64",
         _ => "an unsupported relocation",
     }
 }
@@ -239,15 +370,22 @@ fn rights(p_flags: u32) -> u8 {
     r
 }
 
-/// Relocates a static-PIE RISC-V ELF (linked at 0) to `base`: applies its `R_RISCV_RELATIVE`
-/// relocations, refuses any other, and returns its page-aligned segments at their final
-/// addresses with their rights.
-pub fn relocate(elf_bytes: &[u8], base: u64) -> Result<Relocated> {
+/// Relocates a static-PIE ELF of `arch` (linked at 0) to `base`: applies its relative
+/// relocations (`R_RISCV_RELATIVE`, `R_X86_64_RELATIVE`), refuses any other, and returns its
+/// page-aligned segments at their final addresses with their rights.
+pub fn relocate(arch: Arch, elf_bytes: &[u8], base: u64) -> Result<Relocated> {
+    let machine = Machine::of(arch);
     ensure!(base.is_multiple_of(PAGE), "base address {base:#x} is not page-aligned");
     let header = elf::FileHeader64::<LE>::parse(elf_bytes)
         .map_err(|e| anyhow::anyhow!("not a 64-bit ELF file: {e}"))?;
     let endian = header.endian().map_err(|_| anyhow::anyhow!("not a little-endian ELF file"))?;
-    ensure!(header.e_machine(endian) == elf::EM_RISCV, "not a RISC-V ELF file");
+    ensure!(
+        header.e_machine(endian) == machine.e_machine,
+        "not an ELF file for {} (machine {}, want {}): built for another architecture?",
+        machine.name,
+        header.e_machine(endian),
+        machine.e_machine
+    );
     ensure!(
         header.e_type(endian) == elf::ET_DYN,
         "not position-independent (ELF type {}, want ET_DYN): build it with `cargo xtask`",
@@ -293,7 +431,7 @@ pub fn relocate(elf_bytes: &[u8], base: u64) -> Result<Relocated> {
     loads.sort_by_key(|l| l.vaddr);
 
     if let Some(dynamic) = dynamic {
-        apply_relocations(header, endian, elf_bytes, dynamic, &mut loads, base)?;
+        apply_relocations(&machine, header, endian, elf_bytes, dynamic, &mut loads, base)?;
     } else {
         // Without a dynamic table nothing can be relocated, so there must be nothing to do.
         let sections = header
@@ -324,6 +462,7 @@ pub fn relocate(elf_bytes: &[u8], base: u64) -> Result<Relocated> {
 
 /// Applies the dynamic relocations of `dynamic` to the segment data of `loads`.
 fn apply_relocations(
+    machine: &Machine,
     header: &elf::FileHeader64<LE>,
     endian: LE,
     elf_bytes: &[u8],
@@ -343,7 +482,10 @@ fn apply_relocations(
             t if (t == u64::from(elf::DT_RELSZ) || t == u64::from(elf::DT_PLTRELSZ))
                 && val != 0 =>
             {
-                bail!("has REL or PLT relocations; apps may only have RELA R_RISCV_RELATIVE")
+                bail!(
+                    "has REL or PLT relocations; apps may only have RELA {}",
+                    (machine.reloc_name)(machine.relative)
+                )
             }
             t if t == DT_RELR || (t == DT_RELRSZ && val != 0) => {
                 bail!("has packed relative relocations (DT_RELR), which are not supported")
@@ -380,15 +522,15 @@ fn apply_relocations(
                  not reference symbols at run time (is something undefined or exported?)"
             );
         }
-        match r_type {
-            elf::R_RISCV_NONE => continue,
-            elf::R_RISCV_RELATIVE => {}
-            other => bail!(
-                "relocation {n} at {offset:#x} has type {other} ({}); only R_RISCV_RELATIVE is \
-                 supported in apps",
-                reloc_name(other)
-            ),
+        if r_type == machine.none {
+            continue;
         }
+        ensure!(
+            r_type == machine.relative,
+            "relocation {n} at {offset:#x} has type {r_type} ({}); only {} is supported in apps",
+            (machine.reloc_name)(r_type),
+            (machine.reloc_name)(machine.relative)
+        );
         let value = base
             .checked_add_signed(r.r_addend(endian))
             .with_context(|| format!("relocation {n} at {offset:#x} overflows"))?;

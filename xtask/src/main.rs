@@ -80,7 +80,7 @@ enum Command {
         #[arg(long)]
         gdb: bool,
     },
-    /// Build the kernel (and the firmware) for an architecture.
+    /// Build the kernel (and the firmware) and the apps for an architecture.
     Build {
         /// Guest architecture.
         #[arg(long, value_enum, default_value = "riscv64")]
@@ -98,7 +98,8 @@ enum Command {
         /// Guest memory, in MiB (default: the manifest's, else 128).
         #[arg(long)]
         memory: Option<u32>,
-        /// The QoS manifest whose domains to run (RISC-V).
+        /// The QoS manifest whose domains to run (on x86_64 its boot image is built and
+        /// passed to QEMU, but the kernel does not run domains yet).
         #[arg(long, default_value = "manifests/default.toml")]
         manifest: PathBuf,
         /// Boot the kernel alone, without a manifest and domains.
@@ -148,6 +149,10 @@ enum Command {
         /// List the tests instead of running them.
         #[arg(long)]
         list: bool,
+        /// Architectures whose tests to run (repeatable; default: both). The host's own tests
+        /// (formatting, clippy of the host crates, unit tests) run in any case.
+        #[arg(long, value_enum)]
+        arch: Vec<Arch>,
     },
     /// Benchmarks; results as a table and as JSON under target/bench/, kept figures against
     /// bench/baseline.toml.
@@ -174,11 +179,16 @@ fn main() -> ExitCode {
         }
         Command::Build { arch } => {
             setup::ensure(setup::Needs { gdb: false, qemu: false, dtc: false })
-                .and_then(|_| artifacts::build(arch))
-                .map(|a| {
+                .and_then(|_| {
+                    Ok((artifacts::build(arch)?, apps::build_apps(arch, apps::Build::Release)?))
+                })
+                .map(|(a, apps)| {
                     println!("kernel: {}", a.kernel.display());
                     if let Some(fw) = a.firmware {
                         println!("firmware: {}", fw.display());
+                    }
+                    if let Some(dir) = apps.values().next().and_then(|p| p.parent()) {
+                        println!("apps: {}", dir.display());
                     }
                     0
                 })
@@ -215,7 +225,7 @@ fn main() -> ExitCode {
                 },
             )
         }
-        Command::Test { filter, list } => suite::run(filter.as_deref(), list),
+        Command::Test { filter, list, arch } => suite::run(filter.as_deref(), list, &arch),
         Command::Bench { name, arch, update_baseline } => {
             bench::run(name, bench::Options { arches: arch, update_baseline })
         }

@@ -19,7 +19,7 @@ use crate::{Arch, artifacts, cpu_trace, setup};
 /// What `cargo xtask run` boots besides the [`Boot`] settings, and what it shows.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
-    /// The manifest whose domains to run (RISC-V).
+    /// The manifest whose domains to run.
     pub manifest: Option<PathBuf>,
     /// Guest memory in MiB (default: the manifest's, else 128).
     pub memory: Option<u32>,
@@ -39,15 +39,16 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     opts.cpu.check()?;
     setup::ensure(setup::Needs { gdb: b.gdb, qemu: true, dtc: false })?;
     let system = match &opts.manifest {
-        Some(path) if b.arch == Arch::Riscv64 => {
-            Some(system::prepare_with(path, Spoil::Nothing, opts.apps)?)
-        }
-        Some(path) => {
-            eprintln!("note: {} runs no domains yet; not using {}", b.arch.name(), path.display());
-            None
-        }
+        Some(path) => Some(system::prepare_with(path, Spoil::Nothing, opts.apps, b.arch)?),
         None => None,
     };
+    if let (Arch::X86_64, Some(path)) = (b.arch, &opts.manifest) {
+        eprintln!(
+            "note: the boot image of {} is built for x86_64 and passed to QEMU, but the x86_64 \
+             kernel runs no domains yet",
+            path.display()
+        );
+    }
     b.memory = opts.memory.or(system.as_ref().map(System::memory_mib)).unwrap_or(128);
     b.initrd = system.as_ref().map(|s| s.image.clone());
     let a = artifacts::build(b.arch)?;

@@ -1,9 +1,10 @@
 //! `cargo xtask test`: every check the project has, with one verdict.
 //!
-//! Order: formatting and clippy (warnings are errors) for the host and both bare-metal targets,
-//! host unit tests (`cargo test`), then the QEMU suites. Names are namespaced (`host::...`,
-//! `qemu::<arch>::...`); each QEMU boot has a timeout and its log is kept under
-//! `target/qemu-logs/` when it fails. The last line is `N passed, N failed`.
+//! Order: formatting and clippy (warnings are errors) for the host and both bare-metal targets
+//! (the kernel, and libtessera with the apps), the userland of each architecture built and
+//! packed without booting it, host unit tests (`cargo test`), then the QEMU suites. Names are
+//! namespaced (`host::...`, `qemu::<arch>::...`); each QEMU boot has a timeout and its log is
+//! kept under `target/qemu-logs/` when it fails. The last line is `N passed, N failed`.
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
@@ -67,10 +68,12 @@ impl Tally {
     }
 }
 
-/// Runs (or lists) every test whose name contains `filter`; returns the process exit code.
-pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
+/// Runs (or lists) every test whose name contains `filter`, of the architectures in `arches`
+/// (all when empty; tests of the host alone always run); returns the process exit code.
+pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
     setup::ensure(setup::Needs { gdb: false, qemu: true, dtc: true })?;
     let wanted = |name: &str| filter.is_none_or(|f| name.contains(f));
+    let arch_wanted = |arch: Arch| arches.is_empty() || arches.contains(&arch);
     let mut tally = Tally::default();
 
     // Static checks.
@@ -83,7 +86,7 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
         userland_clippy.extend(["-p", app.as_str()]);
     }
     userland_clippy.extend(["--", "-D", "warnings"]);
-    let static_checks: [(&str, Vec<&str>, Option<Arch>); 5] = [
+    let static_checks: [(&str, Vec<&str>, Option<Arch>); 6] = [
         ("host::fmt", vec!["fmt", "--all", "--", "--check", "--color", "never"], None),
         ("host::clippy::host", vec!["clippy", "--all-targets", "--", "-D", "warnings"], None),
         (
@@ -91,15 +94,16 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
             vec!["clippy", "--release", "-p", "kernel", "-p", "firmware", "--", "-D", "warnings"],
             Some(Arch::Riscv64),
         ),
-        ("host::clippy::userland", userland_clippy, Some(Arch::Riscv64)),
+        ("host::clippy::userland::riscv64", userland_clippy.clone(), Some(Arch::Riscv64)),
         (
             "host::clippy::x86_64",
             vec!["clippy", "--release", "-p", "kernel", "--", "-D", "warnings"],
             Some(Arch::X86_64),
         ),
+        ("host::clippy::userland::x86_64", userland_clippy, Some(Arch::X86_64)),
     ];
     for (name, args, arch) in static_checks {
-        if !wanted(name) {
+        if !wanted(name) || !arch.is_none_or(arch_wanted) {
             continue;
         }
         if list {
@@ -117,6 +121,20 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
         tally.record(name, command_check(&mut cmd));
     }
 
+    // Each architecture's userland, built and packed for every bootable manifest: x86_64 runs
+    // no domains yet, so this is where its apps are checked.
+    for arch in [Arch::Riscv64, Arch::X86_64].into_iter().filter(|a| arch_wanted(*a)) {
+        let name = format!("host::userland::{}", arch.name());
+        if !wanted(&name) {
+            continue;
+        }
+        if list {
+            println!("{name}");
+            continue;
+        }
+        tally.record(&name, system::check_userland(arch).map_err(|e| format!("{e:#}")));
+    }
+
     // Host unit tests, package by package.
     let host_wanted = filter.is_none_or(|f| !f.starts_with("qemu"));
     for package in host_packages()?.into_iter().filter(|_| host_wanted) {
@@ -126,7 +144,7 @@ pub fn run(filter: Option<&str>, list: bool) -> Result<u8> {
     // QEMU suites.
     for arch in [Arch::Riscv64, Arch::X86_64] {
         let prefix = format!("qemu::{}::", arch.name());
-        if !arch_may_match(arch, filter) {
+        if !arch_wanted(arch) || !arch_may_match(arch, filter) {
             continue;
         }
         let a = match artifacts::build(arch) {
@@ -296,7 +314,8 @@ fn run_qemu_test(t: &QemuTest, a: &Artifacts, kernel: &Kernel) -> Result<(), Str
     let mut with_apps;
     let mut kernel = kernel;
     if let Some((path, spoil)) = &t.system {
-        let s = system::prepare(&util::root().join(path), *spoil).map_err(|e| format!("{e:#}"))?;
+        let s = system::prepare(&util::root().join(path), *spoil, t.boot.arch)
+            .map_err(|e| format!("{e:#}"))?;
         boot.initrd = Some(s.image.clone());
         boot.memory = s.memory_mib();
         with_apps = Kernel::load(&a.kernel).map_err(|e| format!("{e:#}"))?;

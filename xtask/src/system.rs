@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use manifest::Manifest;
 
 use crate::artifacts::Artifacts;
@@ -114,15 +114,16 @@ pub enum Spoil {
     ManifestByte,
 }
 
-/// Checks the manifest, builds the apps and packs the boot image under `target/boot/`.
-pub fn prepare(path: &Path, spoil: Spoil) -> Result<System> {
-    prepare_with(path, spoil, apps::Build::Release)
+/// Checks the manifest, builds the apps for `arch` and packs the boot image under
+/// `target/boot/` (`target/boot/x86_64/` for x86_64).
+pub fn prepare(path: &Path, spoil: Spoil, arch: Arch) -> Result<System> {
+    prepare_with(path, spoil, apps::Build::Release, arch)
 }
 
 /// [`prepare`] with the apps built as `build` says.
-pub fn prepare_with(path: &Path, spoil: Spoil, build: apps::Build) -> Result<System> {
+pub fn prepare_with(path: &Path, spoil: Spoil, build: apps::Build, arch: Arch) -> Result<System> {
     let manifest = load_manifest(path)?;
-    let built = apps::build_apps(build)?;
+    let built = apps::build_apps(arch, build)?;
     let mut bytes = manifest.compile();
     if spoil == Spoil::ManifestByte {
         let last = bytes.len() - 1;
@@ -130,8 +131,11 @@ pub fn prepare_with(path: &Path, spoil: Spoil, build: apps::Build) -> Result<Sys
     }
     let instances: Vec<(String, String)> =
         manifest.domains.iter().map(|d| (d.name.clone(), d.app.clone())).collect();
-    let image = apps::pack(bytes, &instances, &built)?;
-    let dir = util::target_dir().join("boot");
+    let image = apps::pack(arch, bytes, &instances, &built)?;
+    let dir = match arch {
+        Arch::Riscv64 => util::target_dir().join("boot"),
+        other => util::target_dir().join("boot").join(other.name()),
+    };
     std::fs::create_dir_all(&dir)?;
     let stem = path.file_stem().map_or("manifest".into(), |s| s.to_string_lossy().into_owned());
     let suffix = if spoil == Spoil::Nothing { "" } else { "-spoiled" };
@@ -146,6 +150,50 @@ pub fn prepare_with(path: &Path, spoil: Spoil, build: apps::Build) -> Result<Sys
     Ok(System { manifest, image: out, instances })
 }
 
+/// The manifests that must boot: every `*.toml` under `manifests/` (but `manifests/bad/`, which
+/// the manifest checks must refuse) and under `tests/manifests/`, sorted.
+pub fn bootable_manifests() -> Result<Vec<PathBuf>> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+        for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+            let path = entry?.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "bad") {
+                    walk(&path, out)?;
+                }
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(&util::root().join("manifests"), &mut out)?;
+    walk(&util::root().join("tests").join("manifests"), &mut out)?;
+    out.sort();
+    Ok(out)
+}
+
+/// The userland of `arch` without booting it: builds every app for `arch`, checks that each
+/// loads ([`apps::check_app`]: relocated at two image slots, only relative relocations), and
+/// packs the boot image of every bootable manifest ([`bootable_manifests`]) in memory.
+pub fn check_userland(arch: Arch) -> Result<()> {
+    let built = apps::build_apps(arch, apps::Build::Release)?;
+    for (name, path) in &built {
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        apps::check_app(arch, name, &bytes)?;
+    }
+    let manifests = bootable_manifests()?;
+    ensure!(!manifests.is_empty(), "no manifests found");
+    for path in &manifests {
+        let manifest = load_manifest(path)?;
+        let instances: Vec<(String, String)> =
+            manifest.domains.iter().map(|d| (d.name.clone(), d.app.clone())).collect();
+        apps::pack(arch, manifest.compile(), &instances, &built)
+            .with_context(|| format!("packing the boot image of {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// A manifest ready to boot on RISC-V under `-icount shift=0,sleep=off`, as many times as
 /// wanted: the boot and a kernel that symbolizes its apps' addresses.
 pub struct IcountBoot {
@@ -158,7 +206,7 @@ impl IcountBoot {
     /// Prepares `manifest` (relative to the workspace) for the kernel of `a`, with `append` on
     /// the kernel command line.
     pub fn new(a: &Artifacts, manifest: &str, append: &str) -> Result<Self> {
-        let s = prepare(&util::root().join(manifest), Spoil::Nothing)?;
+        let s = prepare(&util::root().join(manifest), Spoil::Nothing, Arch::Riscv64)?;
         let mut kernel = Kernel::load(&a.kernel)?;
         kernel.add_instances(&s.instances)?;
         let mut boot = Boot::new(Arch::Riscv64);

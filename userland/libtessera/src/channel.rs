@@ -105,7 +105,7 @@ pub fn find(dcb: &Dcb, name: &str, role: ChannelRole) -> Option<usize> {
 
 /// The non-blocking half of a sending end: the private `head` and the ring.
 #[cfg_attr(
-    not(all(target_arch = "riscv64", target_os = "none")),
+    not(target_os = "none"),
     allow(dead_code, reason = "used by the runtime's ends; on the host only by the tests")
 )]
 #[derive(Debug)]
@@ -117,7 +117,7 @@ pub(crate) struct Writer {
 }
 
 #[cfg_attr(
-    not(all(target_arch = "riscv64", target_os = "none")),
+    not(target_os = "none"),
     allow(dead_code, reason = "used by the runtime's ends; on the host only by the tests")
 )]
 impl Writer {
@@ -157,7 +157,7 @@ impl Writer {
 
 /// The non-blocking half of a receiving end: the private `tail` and the ring.
 #[cfg_attr(
-    not(all(target_arch = "riscv64", target_os = "none")),
+    not(target_os = "none"),
     allow(dead_code, reason = "used by the runtime's ends; on the host only by the tests")
 )]
 #[derive(Debug)]
@@ -169,7 +169,7 @@ pub(crate) struct Reader {
 }
 
 #[cfg_attr(
-    not(all(target_arch = "riscv64", target_os = "none")),
+    not(target_os = "none"),
     allow(dead_code, reason = "used by the runtime's ends; on the host only by the tests")
 )]
 impl Reader {
@@ -213,11 +213,11 @@ impl Reader {
     }
 }
 
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 pub use runtime::{Receiver, Sender, open_receiver, open_sender};
 
 /// The blocking ends, on the control block's channels, events and `event_send`.
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 mod runtime {
     use core::sync::atomic::{AtomicU32, Ordering};
 

@@ -1,17 +1,11 @@
-//! The clock without a system call: RISC-V's `time` CSR, which the kernel lets user mode read,
-//! scaled by the timebase the kernel writes into the control block. It is the same clock the
-//! `time` call reads, at its full resolution (100 ns on QEMU's `virt` machine), for a few
-//! instructions instead of a trap.
-//!
-//! `unsafe` here: the `rdtime` instruction.
+//! The clock without a system call: the counter the kernel lets user mode read (the
+//! architecture's, `arch`), scaled by the timebase the kernel writes into the control
+//! block (`Dcb::timebase_hz`). It is the same clock the `time` call reads, at its full
+//! resolution, for a few instructions instead of a trap.
 
 /// The clock's raw count (ticks since boot).
 pub fn ticks() -> u64 {
-    let t: u64;
-    // SAFETY: `rdtime` reads the `time` CSR, which the kernel enables for user mode
-    // (`scounteren.TM`); it has no side effects and touches no memory.
-    unsafe { core::arch::asm!("rdtime {0}", out(reg) t, options(nomem, nostack)) };
-    t
+    crate::arch::ticks()
 }
 
 /// Clock ticks per second.

@@ -1,5 +1,5 @@
 //! The domain's control block (`abi::Dcb`): the page the kernel maps read-write into every
-//! domain and whose address arrives in `a3` at the entry point. It holds the event endpoints
+//! domain and whose address arrives as the fourth entry argument. It holds the event endpoints
 //! (counters and `closed` flags the kernel writes), the count of wake-ups, and the description
 //! of the IO channels the domain is an end of.
 //!
@@ -21,9 +21,9 @@ pub(crate) fn plausible(addr: usize) -> bool {
 /// Records the control block's address.
 ///
 /// # Safety
-/// `addr` must be the address the kernel passed in `a3` (the entry contract): a page mapped
-/// read-write into this domain for its whole lifetime (the kernel refuses to destroy it), in
-/// which the kernel changes only atomic fields once the domain runs.
+/// `addr` must be the address the kernel passed as the fourth entry argument (the entry
+/// contract): a page mapped read-write into this domain for its whole lifetime (the kernel
+/// refuses to destroy it), in which the kernel changes only atomic fields once the domain runs.
 pub(crate) unsafe fn set(addr: usize) {
     ADDRESS.store(addr, Ordering::Relaxed);
 }

@@ -1,45 +1,33 @@
-//! The program entry: `_start` (assembly) and the Rust `start` it calls, which records the
-//! control block, validates the argument block, runs the app's `main` (registered with
-//! [`main!`](crate::main!)) and exits.
+//! The program entry: the Rust `start` that the architecture's `_start` (assembly, in
+//! `arch`) calls, which records the control block, validates the argument block, runs
+//! the app's `main` (registered with [`main!`](crate::main!)) and exits.
 //!
-//! `unsafe` here: the global assembly, turning the kernel's `(a1, a2)` into a slice, handing
-//! `a3` to the control-block module, and the call into the app's `__tessera_main`.
-
-use core::arch::global_asm;
+//! `unsafe` here: turning the kernel's argument block address and length into a slice, handing
+//! the control block's address to the control-block module, and the call into the app's
+//! `__tessera_main`.
 
 use crate::{Args, EXIT_BAD_ARGS, EXIT_NO_CONTROL_BLOCK, Env, control_block, exit, println};
-
-// The kernel enters at `_start` with a0 = domain id, a1/a2 = argument block, a3 = control
-// block, sp = a 16-byte aligned stack top; `call` leaves a0..a3 for `start`. Clearing `fp` (s0)
-// and `ra` ends frame-pointer backtraces here. Nothing is zeroed: `.bss` is mapped zero-filled
-// by the kernel. `start` never returns; `unimp` traps if it somehow did.
-global_asm!(
-    ".pushsection .text._start, \"ax\", @progbits",
-    ".globl _start",
-    ".type _start, @function",
-    "_start:",
-    "    li fp, 0",
-    "    li ra, 0",
-    "    call {start}",
-    "    unimp",
-    ".size _start, . - _start",
-    ".popsection",
-    start = sym start,
-);
 
 unsafe extern "Rust" {
     /// The app's `main`, defined by the [`main!`](crate::main!) macro in the app crate.
     fn __tessera_main(env: Env) -> i32;
 }
 
-/// The Rust entry, called once by `_start` with the kernel's `a0..a3`.
-extern "C" fn start(domain_id: usize, args_ptr: *const u8, args_len: usize, dcb: usize) -> ! {
+/// The Rust entry, called once by `_start` with the kernel's four entry arguments
+/// (`abi::ENTRY_ARGUMENTS`): the domain id, the argument block's address and length, the
+/// control block's address.
+pub(crate) extern "C" fn start(
+    domain_id: usize,
+    args_ptr: *const u8,
+    args_len: usize,
+    dcb: usize,
+) -> ! {
     if !control_block::plausible(dcb) {
         println!("tessera: control block address {dcb:#x} is not a user page");
         exit(EXIT_NO_CONTROL_BLOCK)
     }
-    // SAFETY: `dcb` is the kernel's `a3`, the control block's address (entry contract), and
-    // this is the only call of `set`.
+    // SAFETY: `dcb` is the kernel's fourth entry argument, the control block's address (entry
+    // contract), and this is the only call of `set`.
     unsafe { control_block::set(dcb) };
     let plausible = args_len <= isize::MAX as usize
         && !args_ptr.is_null()

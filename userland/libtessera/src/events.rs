@@ -77,13 +77,13 @@ pub fn wait_on(
     }
 }
 
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 pub use runtime::{blocks, closed, value, wait, wakeups};
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 pub(crate) use runtime::{slot, wait_slot};
 
 /// The endpoints of this domain's control block and the real `block` call.
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 mod runtime {
     use core::sync::atomic::{AtomicU64, Ordering};
 

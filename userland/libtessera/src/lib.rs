@@ -10,10 +10,11 @@
 //! its return value becomes the domain's exit code.
 //!
 //! # Entry
-//! The kernel starts a domain at its ELF entry `_start` with `a0` = the domain id, `a1` = the
-//! address of the argument block, `a2` = its length, `a3` = the address of the domain's control
-//! block (`abi::Dcb`, one page mapped read-write), and `sp` = the 16-byte-aligned top of a stack
-//! it set up; `gp` and `tp` are unspecified and unused. `_start` clears the frame pointer and
+//! The kernel starts a domain at its ELF entry `_start` with four arguments in the registers
+//! `abi::ENTRY_ARGUMENTS` names: the domain id, the address of the argument block, its length,
+//! and the address of the domain's control block (`abi::Dcb`, one page mapped read-write); the
+//! stack pointer is the top of a stack it set up (`docs/userland.md` gives the registers and
+//! the alignment of each architecture). `_start` (module `arch`) clears the frame pointer and
 //! return address (ending backtraces), zeroes nothing (`.bss` is part of a segment's
 //! `mem_size` and the kernel maps it zero-filled) and calls the Rust entry, which records the
 //! control block (a page-aligned user address, otherwise it prints why and exits with
@@ -25,12 +26,16 @@
 //! [`EXIT_BAD_ARGS`].
 //!
 //! # Invariants
-//! - `unsafe` lives only in `syscall` (the `ecall` instruction), `clock` (`rdtime`), `entry`
-//!   (`_start`, the argument block, the call into the app's `main`), `control_block` (the
-//!   control block's address as a reference), `shared` (the memory of IO channels), `heap`
-//!   (handing stretches to the allocator) and `paging` (the upcall record on a faulting
-//!   thread's stack, the drivers handed over at bind, and the memory copies of its
-//!   `MemoryKernel`); `thread` and `context` switch stacks.
+//! - `unsafe` lives only in `arch` (the assembly of each architecture: the system-call
+//!   instruction, the clock counter, `_start`, thread switches and the activation handler's
+//!   entry), `syscall` (the calls that may unmap the caller's memory), `entry` (the argument
+//!   block, the call into the app's `main`), `control_block` (the control block's address as
+//!   a reference), `shared` (the memory of IO channels), `heap` (handing stretches to the
+//!   allocator), `paging` (the upcall record on a faulting thread's stack, the drivers handed
+//!   over at bind, and the memory copies of its `MemoryKernel`) and `thread` (switching
+//!   threads).
+//! - Only `arch` names an architecture: it has one module per architecture (riscv64, x86_64)
+//!   behind one interface, and everything else is portable.
 //! - The runtime itself never allocates (printing formats into a 256-byte stack buffer, flushed
 //!   with one `console_write` each time it fills and at the end of each `print!`); apps and
 //!   stretch drivers may, through the heap ([`heap`]), which lives in nailed stretches (a
@@ -39,8 +44,8 @@
 //!   cooperatively): the statics here (the control block's address, the block count, the
 //!   claimed channel ends) are atomics only to be `Sync`.
 //!
-//! The runtime parts exist only for `riscv64` bare metal (`target_os = "none"`); on other
-//! targets the crate is just its portable logic ([`Args`], [`ChunkWriter`], [`record`], the
+//! The runtime parts exist only on bare metal (`target_os = "none"`); on other targets the
+//! crate is just its portable logic ([`Args`], [`ChunkWriter`], [`record`], the
 //! waiting logic of [`events`], the ring and name lookup of [`channel`], and the CPU time
 //! meter of [`cpu_meter`]), which is what its host unit tests cover.
 //!
@@ -49,8 +54,6 @@
 //!
 //! Self-paging (`paging`): stretch drivers bound to managed stretches, run when the kernel
 //! delivers a page fault or a revocation notice; see `docs/memory.md`.
-//!
-//! Not implemented yet: an x86_64 port.
 
 #![no_std]
 
@@ -64,41 +67,38 @@ pub mod events;
 mod print;
 pub mod record;
 #[cfg_attr(
-    not(all(target_arch = "riscv64", target_os = "none")),
+    not(target_os = "none"),
     allow(dead_code, reason = "used by the runtime's ends; on the host only by the tests")
 )]
 mod shared;
 
-#[cfg(all(target_os = "none", not(target_arch = "riscv64")))]
-compile_error!("libtessera's runtime supports only riscv64 so far");
-
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(any(target_os = "none", test))]
+mod arch;
+#[cfg(target_os = "none")]
 pub mod clock;
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
-mod context;
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 mod control_block;
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 mod entry;
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 pub mod heap;
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 pub mod paging;
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 mod panic;
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 pub mod syscall;
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 pub mod thread;
 
 pub use abi::{PAGE_SIZE, Rights, SysError};
 pub use args::{Args, ArgsError};
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 pub use control_block::dcb;
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 pub use print::_print;
 pub use print::{BUFFER_SIZE, ChunkWriter};
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 pub use syscall::{
     block, console_write, event_send, exit, null, stretch_create, stretch_destroy, stretch_rights,
     time_ns, timer_alloc, timer_set, yield_now,
@@ -108,7 +108,7 @@ pub use syscall::{
 pub const EXIT_PANIC: i32 = 101;
 /// Exit code of a domain started with a malformed argument block.
 pub const EXIT_BAD_ARGS: i32 = 102;
-/// Exit code of a domain started without a plausible control-block address in `a3`.
+/// Exit code of a domain started without a plausible control-block address.
 pub const EXIT_NO_CONTROL_BLOCK: i32 = 103;
 /// Exit code of a domain whose threads all wait for something that can never happen.
 pub const EXIT_DEADLOCK: i32 = 104;

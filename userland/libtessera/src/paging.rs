@@ -281,12 +281,13 @@ pub(crate) fn on_activation(reason: u64, dcb: &abi::Dcb) -> ! {
     let at = (sp - core::mem::size_of::<Upcall>()) & !15;
     let record = Upcall { saved, fault, revoke };
     // SAFETY: the interrupted thread's stack is mapped read-write and everything below its
-    // `sp` is free (the RISC-V ABI has no red zone); the record is written there, 16-byte
-    // aligned, and the thread continues with `sp` below it, so nothing else uses that memory.
-    // The activation stack is left for good (the next activation starts it afresh).
+    // `sp` is free (no code of the domain keeps data below its stack pointer: there is no red
+    // zone, see `arch`); the record is written there, 16-byte aligned, and the thread
+    // continues with `sp` below it, so nothing else uses that memory. The activation stack is
+    // left for good (the next activation starts it afresh).
     unsafe {
         (at as *mut Upcall).write(record);
-        crate::context::continue_on(at, upcall_entry)
+        crate::arch::continue_on(at, upcall_entry)
     }
 }
 

@@ -59,7 +59,7 @@ impl<F: FnMut(&str)> fmt::Write for ChunkWriter<F> {
 
 /// The implementation of [`print!`](crate::print!): formats `args` to the console. Errors of
 /// `console_write` are ignored (there is nowhere to report them).
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+#[cfg(target_os = "none")]
 #[doc(hidden)]
 pub fn _print(args: fmt::Arguments<'_>) {
     use fmt::Write;

@@ -56,7 +56,7 @@ impl Ring {
 
     /// The ring of channel `index` of this domain's control block, if that slot describes a
     /// channel of an allowed shape.
-    #[cfg(all(target_arch = "riscv64", target_os = "none"))]
+    #[cfg(target_os = "none")]
     pub(crate) fn of_channel(index: usize) -> Option<Ring> {
         let c = crate::dcb().channels.get(index)?;
         let base = usize::try_from(c.base).ok()?;

@@ -1,23 +1,23 @@
-//! System calls: the `ecall` instruction (the crate's only `unsafe` besides `entry`) and safe
-//! wrappers for each call of `libs/abi` (see `docs/syscalls.md` for arguments and errors).
+//! System calls: safe wrappers for each call of `libs/abi` (see `docs/syscalls.md` for
+//! arguments and errors) over the architecture's system-call instruction (`arch`).
 //!
-//! Convention (RISC-V): call number in `a7`, arguments in `a0..a5`; on return `a0` is 0 or a
-//! [`SysError`] code (an unknown code reads as [`SysError::NoSuchCall`]) and `a1` the value.
-//! The kernel changes no other register.
+//! Every call takes a number and up to six arguments and returns a status, 0 or a
+//! [`SysError`] code (an unknown code reads as [`SysError::NoSuchCall`]), and a value; the
+//! registers of each architecture are in `docs/syscalls.md`.
 //!
 //! Stretch addresses are plain numbers here. Destroying a stretch, or taking rights away from
 //! the caller's own domain, invalidates every pointer into it: code that made a reference to
 //! stretch memory (which needs `unsafe`) must keep the stretch alive and accessible for as
 //! long as the reference lives.
 
-use core::arch::asm;
-
 use abi::{Call, Rights, SysError};
+
+use crate::arch;
 
 /// The longest text one `console_write` accepts (`docs/syscalls.md`).
 pub const CONSOLE_WRITE_MAX: usize = 1024;
 
-/// Makes system call `number` with arguments `args` (`a0..a5`) and decodes the result.
+/// Makes system call `number` with arguments `args` and decodes the result.
 ///
 /// # Safety
 /// The kernel validates every argument, so no call can harm the kernel or another domain, but
@@ -25,25 +25,8 @@ pub const CONSOLE_WRITE_MAX: usize = 1024;
 /// or remove access to memory that Rust code still references (`stretch_destroy`, or
 /// `stretch_rights` on the caller's own domain).
 pub unsafe fn raw(number: usize, args: [usize; 6]) -> Result<usize, SysError> {
-    let status: usize;
-    let value: usize;
-    // SAFETY: `ecall` traps to the kernel, which reads `a0..a5` and `a7`, may read (never
-    // write) caller memory named by the arguments, writes only `a0` and `a1`, and leaves the
-    // stack alone (`nostack`). The memory effects of the particular call are the caller's
-    // obligation (this function's contract).
-    unsafe {
-        asm!(
-            "ecall",
-            inlateout("a0") args[0] => status,
-            inlateout("a1") args[1] => value,
-            in("a2") args[2],
-            in("a3") args[3],
-            in("a4") args[4],
-            in("a5") args[5],
-            in("a7") number,
-            options(nostack),
-        );
-    }
+    // SAFETY: this function's contract is `arch::syscall`'s.
+    let (status, value) = unsafe { arch::syscall(number, args) };
     match status {
         0 => Ok(value),
         code => Err(SysError::from_code(code).unwrap_or(SysError::NoSuchCall)),
@@ -75,7 +58,7 @@ pub fn console_write(text: &str) -> Result<(), SysError> {
     Ok(())
 }
 
-/// Ends the calling domain with `code` (sign-extended into `a0`).
+/// Ends the calling domain with `code` (sign-extended to a register's width).
 pub fn exit(code: i32) -> ! {
     let _ = call(Call::Exit, [code as isize as usize, 0, 0, 0, 0, 0]);
     // `exit` does not return; should a kernel bug let it, give the CPU away forever.
@@ -148,18 +131,8 @@ pub fn activation_set(entry: usize, stack_top: usize) -> Result<(), SysError> {
 /// Continues in `ctx` and turns activations back on, in one step (the way out of an
 /// activation handler). Returns only if the kernel refuses `ctx`'s address, by exiting.
 pub fn resume(ctx: &abi::SavedContext) -> ! {
-    let status: usize;
-    // SAFETY: `resume` reads the context at `ctx` (a live reference) and continues there; it
-    // returns to this code only with an error status in `a0`.
-    unsafe {
-        asm!(
-            "ecall",
-            inlateout("a0") ctx as *const abi::SavedContext as usize => status,
-            in("a7") Call::Resume as usize,
-            out("a1") _,
-            options(nostack),
-        );
-    }
+    // SAFETY: `ctx` is a live reference to a context, readable as `arch::resume` requires.
+    let status = unsafe { arch::resume(ctx) };
     crate::println!("tessera: the kernel refused to resume a context (error {})", status);
     exit(crate::EXIT_PANIC)
 }

@@ -18,7 +18,7 @@ use core::cell::UnsafeCell;
 
 use abi::SysError;
 
-use crate::context::{self, Context};
+use crate::arch::{self, Context};
 use crate::syscall;
 
 /// Most threads a domain can have at once (including the first).
@@ -99,7 +99,7 @@ fn init() {
     s.started = true;
     s.threads[0].state = State::Ready;
     let stack = (&raw mut ACTIVATION_STACK) as usize + core::mem::size_of::<[u128; 256]>();
-    if syscall::activation_set(context::activation_entry(), stack).is_ok() {
+    if syscall::activation_set(arch::activation_entry(), stack).is_ok() {
         crate::dcb().activations.store(1, core::sync::atomic::Ordering::Release);
     }
 }
@@ -280,7 +280,7 @@ fn schedule() {
                 // SAFETY: `load` was saved by `switch` or made by `Context::new` with a live
                 // stack stretch; thread `from` is not ready elsewhere, so its context slot stays
                 // valid until it is switched back to.
-                unsafe { context::switch(save, load) };
+                unsafe { arch::switch(save, load) };
                 return;
             }
             None => {

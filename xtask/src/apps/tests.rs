@@ -22,8 +22,10 @@ fn seg(vaddr: u64, flags: u32, data: Vec<u8>, mem_size: u64) -> Seg {
     Seg { vaddr, flags, data, mem_size }
 }
 
-/// A synthetic RISC-V static PIE.
+/// A synthetic static PIE.
 struct Synth {
+    /// The architecture it is relocated for.
+    arch: Arch,
     e_type: u16,
     machine: u16,
     entry: u64,
@@ -43,6 +45,7 @@ impl Synth {
     /// 0x1800 of bss), two relative relocations in the data.
     fn new() -> Synth {
         Synth {
+            arch: Arch::Riscv64,
             e_type: elf::ET_DYN,
             machine: elf::EM_RISCV,
             entry: 0x10,
@@ -59,6 +62,17 @@ impl Synth {
             extra_phdrs: vec![],
             no_dynamic: false,
         }
+    }
+
+    /// The same for x86_64: its machine and its relative relocation.
+    fn x86_64() -> Synth {
+        let mut s = Synth::new();
+        s.arch = Arch::X86_64;
+        s.machine = elf::EM_X86_64;
+        for r in &mut s.relas {
+            r.2 = elf::R_X86_64_RELATIVE;
+        }
+        s
     }
 
     /// The ELF bytes: header and program headers, then each segment at file offset
@@ -156,12 +170,17 @@ const BASE_A: u64 = abi::IMAGE_BASE as u64;
 const BASE_B: u64 = abi::IMAGE_BASE as u64 + 7 * abi::IMAGE_SLOT as u64;
 
 fn err(synth: &Synth) -> String {
-    format!("{:#}", relocate(&synth.build(), BASE_A).expect_err("relocation should fail"))
+    format!("{:#}", relocate(synth.arch, &synth.build(), BASE_A).expect_err("should fail"))
+}
+
+/// Relocates `synth` at `base` for its architecture.
+fn reloc(synth: &Synth, base: u64) -> Result<Relocated> {
+    relocate(synth.arch, &synth.build(), base)
 }
 
 #[test]
 fn relocates_segments_rights_and_entry() {
-    let r = relocate(&Synth::new().build(), BASE_A).unwrap();
+    let r = reloc(&Synth::new(), BASE_A).unwrap();
     assert_eq!(r.entry, BASE_A + 0x10);
     let table: Vec<(u64, u64, u8, usize)> =
         r.segments.iter().map(|(v, m, rights, d)| (*v, *m, *rights, d.len())).collect();
@@ -180,8 +199,8 @@ fn relocates_segments_rights_and_entry() {
 #[test]
 fn two_bases_differ_exactly_at_relocated_words() {
     let elf_bytes = Synth::new().build();
-    let a = relocate(&elf_bytes, BASE_A).unwrap();
-    let b = relocate(&elf_bytes, BASE_B).unwrap();
+    let a = relocate(Arch::Riscv64, &elf_bytes, BASE_A).unwrap();
+    let b = relocate(Arch::Riscv64, &elf_bytes, BASE_B).unwrap();
     assert_eq!(a.segments.len(), b.segments.len());
     for (sa, sb) in a.segments.iter().zip(&b.segments) {
         assert_eq!(sa.0 - BASE_A, sb.0 - BASE_B);
@@ -210,7 +229,7 @@ fn unaligned_segments_are_padded_to_pages() {
     s.loads[1] = seg(0x1234, R, vec![1, 2, 3], 3);
     s.loads[2] = seg(0x2ff8, RW, vec![4; 16], 16);
     s.relas.clear();
-    let r = relocate(&s.build(), BASE_A).unwrap();
+    let r = reloc(&s, BASE_A).unwrap();
     let (v, m, _, d) = &r.segments[1];
     assert_eq!((*v, *m, d.len()), (BASE_A + 0x1000, 0x1000, 0x237));
     assert!(d[..0x234].iter().all(|&b| b == 0) && d[0x234..] == [1, 2, 3]);
@@ -222,7 +241,7 @@ fn unaligned_segments_are_padded_to_pages() {
 fn same_rights_sharing_a_page_are_merged() {
     let mut s = Synth::new();
     s.loads.insert(2, seg(0x1800, R, vec![9; 4], 4));
-    let r = relocate(&s.build(), BASE_A).unwrap();
+    let r = reloc(&s, BASE_A).unwrap();
     let (v, m, rights, d) = &r.segments[1];
     assert_eq!((*v, *m, *rights, d.len()), (BASE_A + 0x1000, 0x1000, 1, 0x804));
     assert_eq!(&d[..8], b"constant");
@@ -249,7 +268,7 @@ fn other_relocations_are_refused() {
     assert!(err(&s).contains("refers to the dynamic symbol `#1`"), "{}", err(&s));
     let mut s = Synth::new();
     s.relas.push((0x0, 0, elf::R_RISCV_NONE, 0));
-    relocate(&s.build(), BASE_A).unwrap();
+    reloc(&s, BASE_A).unwrap();
 }
 
 #[test]
@@ -280,7 +299,7 @@ fn dynamic_table_is_checked() {
     // Without PT_DYNAMIC (and so without relocations) the program is taken as it is.
     let mut s = Synth::new();
     s.no_dynamic = true;
-    let r = relocate(&s.build(), BASE_A).unwrap();
+    let r = reloc(&s, BASE_A).unwrap();
     assert_eq!(&r.segments[2].3[8..16], &[0xaa; 8]);
 }
 
@@ -291,7 +310,7 @@ fn file_kinds_and_segments_are_checked() {
     assert!(err(&s).contains("not position-independent"), "{}", err(&s));
     let mut s = Synth::new();
     s.machine = elf::EM_X86_64;
-    assert!(err(&s).contains("not a RISC-V"), "{}", err(&s));
+    assert!(err(&s).contains("not an ELF file for RISC-V (machine 62, want 243)"), "{}", err(&s));
     let mut s = Synth::new();
     s.extra_phdrs.push(elf::PT_INTERP);
     assert!(err(&s).contains("dynamic linker"), "{}", err(&s));
@@ -307,8 +326,86 @@ fn file_kinds_and_segments_are_checked() {
     let mut s = Synth::new();
     s.loads[2].mem_size = 0x10;
     assert!(err(&s).contains("stores more bytes than it occupies"), "{}", err(&s));
-    assert!(relocate(b"\x7fELF nonsense", BASE_A).is_err());
-    assert!(relocate(&Synth::new().build(), BASE_A + 0x10).is_err());
+    assert!(relocate(Arch::Riscv64, b"\x7fELF nonsense", BASE_A).is_err());
+    assert!(reloc(&Synth::new(), BASE_A + 0x10).is_err());
+}
+
+#[test]
+fn x86_64_relative_relocations_are_applied() {
+    let s = Synth::x86_64();
+    let a = reloc(&s, BASE_A).unwrap();
+    let b = reloc(&s, BASE_B).unwrap();
+    assert_eq!((a.entry, b.entry), (BASE_A + 0x10, BASE_B + 0x10));
+    let table: Vec<(u64, u64, u8)> = a.segments.iter().map(|(v, m, r, _)| (*v, *m, *r)).collect();
+    assert_eq!(
+        table,
+        [
+            (BASE_A, 0x1000, 5),
+            (BASE_A + 0x1000, 0x1000, 1),
+            (BASE_A + 0x2000, 0x2000, 3),
+            (BASE_A + 0x4000, 0x1000, 1)
+        ]
+    );
+    let word = |d: &[u8], off: usize| u64::from_le_bytes(d[off..off + 8].try_into().unwrap());
+    let (da, db) = (&a.segments[2].3, &b.segments[2].3);
+    assert_eq!((word(da, 0x8), word(db, 0x8)), (BASE_A + 0x1000, BASE_B + 0x1000));
+    assert_eq!((word(da, 0x30), word(db, 0x30)), (BASE_A + 0x2044, BASE_B + 0x2044));
+    assert_eq!(da[0x10..0x30], [0xaa; 0x20]);
+    // R_X86_64_NONE is skipped.
+    let mut s = Synth::x86_64();
+    s.relas.push((0x2010, 0, elf::R_X86_64_NONE, 0));
+    assert_eq!(reloc(&s, BASE_A).unwrap().segments[2].3[0x10..0x18], [0xaa; 8]);
+}
+
+#[test]
+fn x86_64_other_relocations_are_refused_by_name() {
+    let cases = [
+        (elf::R_X86_64_64, "type 1 (R_X86_64_64)"),
+        (elf::R_X86_64_PC32, "type 2 (R_X86_64_PC32)"),
+        (elf::R_X86_64_GOT32, "type 3 (R_X86_64_GOT32)"),
+        (elf::R_X86_64_COPY, "type 5 (R_X86_64_COPY)"),
+        (elf::R_X86_64_GLOB_DAT, "type 6 (R_X86_64_GLOB_DAT)"),
+        (elf::R_X86_64_JUMP_SLOT, "type 7 (R_X86_64_JUMP_SLOT)"),
+        (elf::R_X86_64_32S, "type 11 (R_X86_64_32S)"),
+        (elf::R_X86_64_TPOFF64, "type 18 (a TLS relocation)"),
+        (elf::R_X86_64_IRELATIVE, "type 37 (R_X86_64_IRELATIVE)"),
+        (elf::R_X86_64_RELATIVE64, "type 38 (R_X86_64_RELATIVE64)"),
+        (200, "type 200 (an unsupported relocation)"),
+    ];
+    for (r_type, want) in cases {
+        let mut s = Synth::x86_64();
+        s.relas.push((0x2010, 0, r_type, 0));
+        let e = err(&s);
+        assert!(e.contains(&format!("relocation 2 at 0x2010 has {want}")), "{e}");
+        assert!(e.contains("only R_X86_64_RELATIVE is supported in apps"), "{e}");
+    }
+    let mut s = Synth::x86_64();
+    s.relas[0].1 = 1;
+    assert!(err(&s).contains("refers to the dynamic symbol `#1`"), "{}", err(&s));
+    let mut s = Synth::x86_64();
+    s.extra_dyn.push((elf::DT_PLTRELSZ, 24));
+    assert!(err(&s).contains("apps may only have RELA R_X86_64_RELATIVE"), "{}", err(&s));
+    let mut s = Synth::x86_64();
+    s.relas[1].0 = 0x2040;
+    assert!(err(&s).contains("not inside a segment's file bytes"), "{}", err(&s));
+}
+
+#[test]
+fn the_machine_must_be_the_architecture_s() {
+    // A RISC-V file relocated for x86_64, and the other way round.
+    let mut s = Synth::new();
+    s.arch = Arch::X86_64;
+    assert!(err(&s).contains("not an ELF file for x86_64 (machine 243, want 62)"), "{}", err(&s));
+    let mut s = Synth::x86_64();
+    s.arch = Arch::Riscv64;
+    assert!(err(&s).contains("not an ELF file for RISC-V"), "{}", err(&s));
+    // R_RISCV_RELATIVE's number is another relocation on x86_64.
+    let mut s = Synth::x86_64();
+    s.relas[0].2 = elf::R_RISCV_RELATIVE;
+    assert!(err(&s).contains("has type 3 (R_X86_64_GOT32)"), "{}", err(&s));
+    let mut s = Synth::new();
+    s.relas[0].2 = elf::R_X86_64_RELATIVE;
+    assert!(err(&s).contains("has type 8 (an unsupported relocation)"), "{}", err(&s));
 }
 
 /// Writes synthetic apps to a temporary directory and returns the app map.
@@ -334,7 +431,7 @@ fn pack_places_instances_in_their_slots() {
         .iter()
         .map(|(d, a)| (d.to_string(), a.to_string()))
         .collect();
-    let bytes = pack(b"compiled".to_vec(), &instances, &apps).unwrap();
+    let bytes = pack(Arch::Riscv64, b"compiled".to_vec(), &instances, &apps).unwrap();
     let image = BootImage::parse(&bytes).unwrap();
     assert_eq!(image.manifest(), b"compiled");
     for (i, img) in image.images().iter().enumerate() {
@@ -347,16 +444,41 @@ fn pack_places_instances_in_their_slots() {
     }
 
     let too_big = [("x".to_string(), "big".to_string())];
-    let e = format!("{:#}", pack(vec![], &too_big, &apps).unwrap_err());
+    let e = format!("{:#}", pack(Arch::Riscv64, vec![], &too_big, &apps).unwrap_err());
     assert!(e.contains("more than its image slot"), "{e}");
     let unknown = [("x".to_string(), "nope".to_string())];
-    let e = format!("{:#}", pack(vec![], &unknown, &apps).unwrap_err());
+    let e = format!("{:#}", pack(Arch::Riscv64, vec![], &unknown, &apps).unwrap_err());
     assert!(e.contains("app `nope`, which does not exist"), "{e}");
     let mut bad = Synth::new();
     bad.relas.push((0x2010, 0, elf::R_RISCV_64, 0));
     let apps = synthetic_apps(&dir, &[("bad", &bad)]);
-    let e = format!("{:#}", pack(vec![], &[("d".into(), "bad".into())], &apps).unwrap_err());
+    let e = format!(
+        "{:#}",
+        pack(Arch::Riscv64, vec![], &[("d".into(), "bad".into())], &apps).unwrap_err()
+    );
     assert!(e.contains("relocating app `bad` for domain `d`: relocation 2"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn pack_takes_the_apps_of_its_architecture() {
+    let dir = std::env::temp_dir().join(format!("tessera-pack-x86-{}", std::process::id()));
+    let apps = synthetic_apps(&dir, &[("x86", &Synth::x86_64()), ("rv", &Synth::new())]);
+    let instances = [("a".to_string(), "x86".to_string()), ("b".to_string(), "x86".to_string())];
+    let bytes = pack(Arch::X86_64, b"m".to_vec(), &instances, &apps).unwrap();
+    let image = BootImage::parse(&bytes).unwrap();
+    for (i, img) in image.images().iter().enumerate() {
+        let base = abi::IMAGE_BASE as u64 + i as u64 * abi::IMAGE_SLOT as u64;
+        assert_eq!((img.entry, img.segments[0].vaddr), (base + 0x10, base));
+        let data = image.segment_data(&img.segments[2]);
+        assert_eq!(u64::from_le_bytes(data[8..16].try_into().unwrap()), base + 0x1000);
+    }
+    let rv = [("d".to_string(), "rv".to_string())];
+    let e = format!("{:#}", pack(Arch::X86_64, vec![], &rv, &apps).unwrap_err());
+    assert!(e.contains("relocating app `rv` for domain `d`: not an ELF file for x86_64"), "{e}");
+    let x86 = [("d".to_string(), "x86".to_string())];
+    let e = format!("{:#}", pack(Arch::Riscv64, vec![], &x86, &apps).unwrap_err());
+    assert!(e.contains("relocating app `x86` for domain `d`: not an ELF file for RISC-V"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -369,40 +491,18 @@ fn app_names_lists_the_apps() {
     assert!(names.is_sorted());
 }
 
-/// Builds the real apps, relocates each at two bases and prints their segment tables
-/// (`cargo test -p xtask -- --ignored --nocapture real_apps`).
+/// Builds the real apps for both architectures, checks each with [`check_app`] and prints
+/// their segment tables (`cargo test -p xtask -- --ignored --nocapture real_apps`).
 #[test]
-#[ignore = "builds the apps for RISC-V"]
+#[ignore = "builds the apps for RISC-V and x86_64"]
 fn real_apps_relocate_at_two_bases() {
-    let apps = build_apps(Build::Release).unwrap();
-    for (name, path) in &apps {
-        let bytes = std::fs::read(path).unwrap();
-        let a = relocate(&bytes, BASE_A).unwrap();
-        let b = relocate(&bytes, BASE_B).unwrap();
-        println!("{name}: entry {:#x}", a.entry);
-        for (v, m, r, d) in &a.segments {
-            println!("  {v:#014x} {m:#8x} rights {r} file {:#x}", d.len());
+    for arch in [Arch::Riscv64, Arch::X86_64] {
+        println!("{}:", arch.name());
+        let apps = build_apps(arch, Build::Release).unwrap();
+        for (name, path) in &apps {
+            let bytes = std::fs::read(path).unwrap();
+            print!("{}", check_app(arch, name, &bytes).unwrap());
+            pack(arch, vec![], &[("d".into(), name.clone())], &apps).unwrap();
         }
-        assert_eq!(a.entry - BASE_A, b.entry - BASE_B);
-        let rights: Vec<u8> = a.segments.iter().map(|s| s.2).collect();
-        assert_eq!(rights, [5, 1, 3], "{name}: text, rodata, data");
-        let mut words = 0;
-        for (sa, sb) in a.segments.iter().zip(&b.segments) {
-            assert_eq!((sa.0 - BASE_A, sa.1, sa.3.len()), (sb.0 - BASE_B, sb.1, sb.3.len()));
-            // Every 8-byte word either is equal in both or holds base + x in each.
-            for (wa, wb) in sa.3.chunks(8).zip(sb.3.chunks(8)) {
-                if wa != wb {
-                    let (x, y) = (u64::from_le_bytes(wa.try_into().unwrap()), {
-                        u64::from_le_bytes(wb.try_into().unwrap())
-                    });
-                    assert_eq!(x - BASE_A, y - BASE_B, "{name}: word at {:#x}", sa.0);
-                    assert!(x - BASE_A < a.end() - BASE_A, "{name}: points outside the image");
-                    words += 1;
-                }
-            }
-        }
-        println!("  {words} relocated words");
-        assert!(words > 0, "{name}: no relocations applied");
-        pack(vec![], &[("d".into(), name.clone())], &apps).unwrap();
     }
 }

@@ -1,17 +1,19 @@
 //! `faulty`: misbehaves on purpose, so tests can check that the kernel contains a bad domain.
 //!
 //! Usage: `faulty --kind KIND [--target 0xADDR]`. It first prints `faulty: will <what>`, then:
-//! - `illegal`: executes an illegal instruction (`unimp`);
+//! - `illegal`: executes an illegal instruction (`unimp` on RISC-V, `ud2` on x86_64);
 //! - `jump`: jumps to ADDR (meant: another domain's code);
 //! - `write`: writes a word to ADDR (meant: another domain's stretch);
 //! - `read`: reads a word from ADDR;
 //! - `guard`: recurses with 4 KiB frames until it runs off its stack into the guard page;
-//! - `kernel`: reads the kernel address `0xffffffffc0200000`;
+//! - `kernel`: reads a kernel address (its image: `0xffffffffc0200000` on RISC-V,
+//!   `0xffffffff80100000` on x86_64);
 //! - `panic`: panics (libtessera's handler prints the message and exits with 101);
 //! - `ok`: exits with 0.
 //!
 //! If the misbehaviour does not end the domain it prints `faulty: survived <kind>` and exits
-//! with 1. Bad arguments exit with 2. The unsafe code is all in `misbehave`.
+//! with 1. Bad arguments exit with 2. The unsafe code is all in `misbehave`, with a module per
+//! architecture.
 //!
 //! Not implemented: faults inside the domain's own fault handling (activations come later).
 
@@ -22,12 +24,10 @@ mod misbehave;
 
 use core::fmt;
 
+use misbehave::KERNEL_ADDRESS;
 use tessera::{Env, println};
 
 tessera::main!(main);
-
-/// The kernel address the `kernel` kind reads (the kernel's image in the upper half).
-const KERNEL_ADDRESS: usize = 0xffff_ffff_c020_0000;
 
 fn main(env: Env) -> i32 {
     let mut kind = None;

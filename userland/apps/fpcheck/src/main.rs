@@ -1,8 +1,9 @@
 //! `fpcheck`: checks that the floating-point registers survive switches to other domains.
 //!
-//! Usage: `fpcheck [--rounds N]` (default 200). Each round loads all 32 `f` registers with
-//! values unique to this domain and round, yields to the other domains (in the same assembly
-//! block, so nothing in between can touch them), stores them again and compares. It also keeps
+//! Usage: `fpcheck [--rounds N]` (default 200). Each round loads every floating-point register
+//! (RISC-V's 32 `f` registers; x86_64's 16 `xmm` registers, two words each) with 32 words
+//! unique to this domain and round, yields to the other domains (in the same assembly block,
+//! so nothing in between can touch them), stores them again and compares. It also keeps
 //! a running floating-point sum across yields. Prints `fpcheck: N rounds, M mismatches, sum S`
 //! and exits with 1 if anything differed.
 

@@ -1,4 +1,4 @@
-//! Loads, yields and stores all 32 floating-point registers in one assembly block.
+//! RISC-V: all 32 floating-point registers `f0..f31`, a word each.
 
 /// Loads `values` into `f0..f31`, makes the `yield` system call, and returns what the registers
 /// hold afterwards.

@@ -1,8 +1,9 @@
-//! The deliberate faults. Each function (but `stack_pointer`) is meant to make the kernel end
-//! this domain; if one returns, the fault did not happen and the caller says so.
+//! The deliberate faults on RISC-V.
 
 use core::arch::asm;
-use core::hint::black_box;
+
+/// The kernel address the `kernel` kind reads (the kernel's image in the upper half).
+pub const KERNEL_ADDRESS: usize = 0xffff_ffff_c020_0000;
 
 /// Executes `unimp`, an illegal instruction.
 pub fn illegal_instruction() {
@@ -47,17 +48,4 @@ pub fn stack_pointer() -> usize {
     // SAFETY: copies `sp` into a register; touches no memory.
     unsafe { asm!("mv {sp}, sp", sp = out(reg) sp, options(nomem, nostack, preserves_flags)) }
     sp
-}
-
-/// Recurses with a 4 KiB frame per level until the stack runs into its guard page (the depth
-/// limit is never reached; it only keeps the recursion from being unconditional).
-#[inline(never)]
-pub fn recurse(depth: u64) -> u64 {
-    let mut frame = [0u8; 4096];
-    // The compiler must assume the frame is written and read, so every level stores into it.
-    black_box(&mut frame);
-    if depth == u64::MAX {
-        return 0;
-    }
-    recurse(depth + 1).wrapping_add(u64::from(frame[(depth % 4096) as usize]))
 }
