@@ -84,7 +84,8 @@ impl Boot {
             }
             Arch::X86_64 => {
                 let mut c = Command::new("qemu-system-x86_64");
-                c.args(["-machine", "q35", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]);
+                c.args(["-machine", "q35", "-cpu", "max"]);
+                c.args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]);
                 c
             }
         };
@@ -320,5 +321,6 @@ mod tests {
         let joined: Vec<String> =
             x.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect();
         assert!(joined.join(" ").contains("isa-debug-exit,iobase=0xf4,iosize=0x04"));
+        assert!(joined.join(" ").contains("-machine q35 -cpu max"));
     }
 }
