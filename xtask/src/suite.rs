@@ -484,6 +484,62 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
             .try_for_each(|n| expect_line(out, n))
         }),
     });
+    if arch == Arch::X86_64 {
+        // The trap report: the exception, its vector and error code, the address and pc, a
+        // backtrace.
+        let faults: [(&str, &str, &[&str], Expected); 3] = [
+            (
+                "load",
+                "load",
+                &[
+                    "trap: load page fault (#PF), vector 14",
+                    "<kernel::tests::faults::deliberate_bad_access",
+                ],
+                &[
+                    "trap: load page fault (#PF), vector 14, error 0x0 (not present, supervisor) at address 0x1234567000, pc=0x*",
+                    "backtrace:",
+                    "  #0 pc=0x*",
+                    "  #* ret=0x*",
+                ],
+            ),
+            (
+                "illegal_instruction",
+                "illegal-instruction",
+                &["trap: illegal instruction (#UD), vector 6", "<kernel::tests::faults::commit"],
+                &[
+                    "trap: illegal instruction (#UD), vector 6, error 0x0, pc=0x*, rsp=0x*",
+                    "backtrace:",
+                    "  #0 pc=0x*",
+                    "  #* ret=0x*",
+                ],
+            ),
+            (
+                "breakpoint",
+                "breakpoint",
+                &["trap: breakpoint (#BP), vector 3", "<kernel::tests::faults::commit"],
+                &[
+                    "trap: breakpoint (#BP), vector 3, error 0x0, pc=0x*, rsp=0x*",
+                    "backtrace:",
+                    "  #0 pc=0x*",
+                    "  #* ret=0x*",
+                ],
+            ),
+        ];
+        for (name, kind, needles, expected) in faults {
+            let mut boot = Boot::new(arch);
+            boot.append = format!("fault={kind}");
+            tests.push(QemuTest {
+                name: format!("{p}fault::{name}"),
+                boot,
+                system: None,
+                expected,
+                check: Box::new(move |out| {
+                    expect_ending(out, Ending::Kernel(2))?;
+                    needles.iter().try_for_each(|n| expect_line(out, n))
+                }),
+            });
+        }
+    }
     if arch == Arch::Riscv64 {
         // The trap report: the cause, the address and pc, a backtrace.
         let faults: [(&str, &str, &[&str], Expected); 2] = [

@@ -1,4 +1,12 @@
-//! Deliberate faults (`fault=KIND` on the command line), to show and test the trap report.
+//! Deliberate faults (`fault=KIND` on the command line), to show and test the trap report:
+//! `load` (from an unmapped address), `stack-overflow` (into the boot stack's guard page),
+//! `panic`, and on x86_64 `illegal-instruction` (`ud2`) and `breakpoint` (`int3`).
+
+/// The kinds this architecture knows.
+#[cfg(target_arch = "x86_64")]
+const KINDS: &str = "load, stack-overflow, illegal-instruction, breakpoint, panic";
+#[cfg(not(target_arch = "x86_64"))]
+const KINDS: &str = "load, stack-overflow, panic";
 
 /// Commits the fault named `kind`; returns only if the kind is unknown or needs trap handling
 /// that this architecture does not have yet. Never inlined: the panic report's backtrace names
@@ -23,7 +31,11 @@ pub fn commit(kind: &str) {
             recurse(0);
         }
         "panic" => panic!("deliberate panic requested on the command line"),
-        other => defmt::error!("fault={=str}: unknown kind (load, stack-overflow, panic)", other),
+        #[cfg(target_arch = "x86_64")]
+        "illegal-instruction" => crate::arch::trap::illegal_instruction(),
+        #[cfg(target_arch = "x86_64")]
+        "breakpoint" => crate::arch::trap::breakpoint(),
+        other => defmt::error!("fault={=str}: unknown kind ({=str})", other, KINDS),
     }
 }
 

@@ -1,7 +1,9 @@
-//! Walking the current stack through frame pointers (the kernel is built with
+//! Walking a stack through frame pointers (the kernel is built with
 //! `-C force-frame-pointers=yes`): `[rbp]` is the caller's `rbp`, `[rbp + 8]` the return address.
+//! The records are read with probes ([`super::probe`]), so a corrupt frame pointer ends the walk
+//! instead of faulting.
 
-use super::{DIRECT_MAP_BASE, DIRECT_MAP_SIZE, KERNEL_VMA};
+use super::probe;
 
 /// At most this many frames are reported.
 const MAX_FRAMES: usize = 32;
@@ -11,35 +13,31 @@ unsafe extern "C" {
     static __text_end: u8;
 }
 
-/// Whether a frame record of 16 bytes at `fp` lies in memory the boot page tables map for the
-/// kernel (the image window or the direct map).
-fn frame_is_mapped(fp: usize) -> bool {
-    let in_window = |base: usize, size: usize| fp >= base && fp - base <= size - 16;
-    fp.is_multiple_of(8)
-        && (in_window(KERNEL_VMA, 2 << 30) || in_window(DIRECT_MAP_BASE, DIRECT_MAP_SIZE as usize))
-}
-
 /// Calls `f` with each return address on the current stack, innermost first, starting with
-/// the caller of `backtrace`; stops at a null frame pointer, at a frame outside kernel memory,
-/// at a return address outside the kernel's code, or after 32 frames.
+/// the caller of `backtrace`.
 #[inline(never)]
 pub fn backtrace(f: &mut dyn FnMut(usize)) {
-    let text = (&raw const __text_start) as usize..(&raw const __text_end) as usize;
-    let mut fp: usize;
+    let fp: usize;
     // SAFETY: reads this function's frame pointer; no memory is touched.
     unsafe {
         core::arch::asm!("mov {}, rbp", out(reg) fp, options(nomem, nostack, preserves_flags))
     };
+    walk_frames(fp, f);
+}
+
+/// Walks frame records from `fp`; stops at a null or misaligned frame pointer, at a record that
+/// cannot be read, at a return address outside the kernel's code, at a frame that is not
+/// further out than the last, or after 32 frames.
+pub(crate) fn walk_frames(mut fp: usize, f: &mut dyn FnMut(usize)) {
+    let text = (&raw const __text_start) as usize..(&raw const __text_end) as usize;
     for _ in 0..MAX_FRAMES {
-        if fp == 0 || !frame_is_mapped(fp) {
+        if fp == 0 || !fp.is_multiple_of(8) {
             break;
         }
-        // SAFETY: `fp` is 8-aligned and the 16 bytes at it are mapped (checked above); they are
-        // a frame record pushed by a function prologue on the current stack.
-        let (next, ret) = unsafe {
-            let rec = fp as *const usize;
-            (rec.read(), rec.add(1).read())
+        let (Some(next), Some(ret)) = (probe::read_u64(fp), probe::read_u64(fp + 8)) else {
+            break;
         };
+        let (next, ret) = (next as usize, ret as usize);
         if !text.contains(&ret) {
             break;
         }

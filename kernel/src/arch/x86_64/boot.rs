@@ -216,7 +216,7 @@ unsafe fn read_phys<T: Copy>(pa: u64) -> Option<T> {
 /// interrupts off. `start_info` is the physical address QEMU passed in `ebx`.
 #[unsafe(no_mangle)]
 extern "C" fn tessera_x86_64_boot(start_info: u64) -> ! {
-    interrupts::mask_legacy_pic();
+    interrupts::quiet_legacy_devices();
     serial::init();
     let (timebase_hz, source) = time::init();
     match source {

@@ -8,6 +8,8 @@ pub(super) const PORT: u16 = 0xf4;
 /// Ends the run: writes `0x10 + code` to the device, so QEMU exits with status
 /// `((0x10 + code) << 1) | 1` (33 for success). Halts forever if the device is absent.
 pub fn exit(code: crate::ExitCode) -> ! {
+    interrupts::disable();
+    super::interrupts::report_unexpected();
     // SAFETY: port 0xf4 belongs to isa-debug-exit (or to nothing, and the write is ignored);
     // the write ends the virtual machine and touches no memory.
     unsafe { Port::<u32>::new(PORT).write(0x10 + code as u32) };

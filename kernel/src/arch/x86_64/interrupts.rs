@@ -1,7 +1,18 @@
-//! A critical section on this CPU through RFLAGS.IF, and masking of the legacy interrupt
-//! controllers the firmware left running.
+//! A critical section on this CPU through RFLAGS.IF; the legacy interrupt controller and
+//! timer the firmware left running; and the interrupts the kernel does not expect.
+//!
+//! The kernel expects no interrupt yet (the local APIC timer comes next), and keeps them off.
+//! The legacy 8259 PICs are moved to vectors 0x20..0x30 (away from the CPU's exceptions, where
+//! the BIOS leaves them) and masked. An interrupt that comes anyway is the kernel's business,
+//! never a fault of the code it interrupted: [`unexpected`] counts it by vector, logs the first
+//! of each vector once (a WARN), and the interrupted code resumes. The counts are logged when
+//! the kernel shuts down.
+
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use ::x86_64::instructions::{interrupts, port::Port};
+
+use super::trap;
 
 /// Turns interrupts off; returns whether they were on.
 pub fn disable() -> bool {
@@ -15,16 +26,79 @@ pub fn disable() -> bool {
 /// Turns interrupts back on if `was_on` (the value [`disable`] returned).
 pub fn restore(was_on: bool) {
     if was_on {
-        interrupts::enable();
+        enable();
     }
 }
 
-/// Masks every line of both 8259 PICs. SeaBIOS leaves the PIT's IRQ 0 unmasked, and there is
-/// no IDT yet, so an interrupt taken now would triple-fault the machine.
-pub(super) fn mask_legacy_pic() {
-    for port in [0x21u16, 0xa1] {
-        // SAFETY: 0x21 and 0xa1 are the PICs' interrupt mask registers; writing 0xff masks all
-        // lines and touches no memory.
-        unsafe { Port::<u8>::new(port).write(0xff) };
+/// Turns interrupts on.
+pub fn enable() {
+    interrupts::enable();
+}
+
+/// Moves both 8259 PICs to vectors 0x20..0x30 and masks every line. Before the IDT exists an
+/// interrupt would triple-fault the machine, and with the BIOS's vectors a PIC interrupt would
+/// look like a CPU exception.
+pub(super) fn quiet_legacy_devices() {
+    let base = trap::PIC_VECTOR_BASE;
+    let writes: [(u16, u8); 10] = [
+        (0x20, 0x11),     // master ICW1: initialise, ICW4 follows
+        (0xa0, 0x11),     // slave ICW1
+        (0x21, base),     // master ICW2: vector base
+        (0xa1, base + 8), // slave ICW2
+        (0x21, 0x04),     // master ICW3: slave on line 2
+        (0xa1, 0x02),     // slave ICW3: its cascade identity
+        (0x21, 0x01),     // master ICW4: 8086 mode
+        (0xa1, 0x01),     // slave ICW4
+        (0x21, 0xff),     // master OCW1: mask every line
+        (0xa1, 0xff),     // slave OCW1
+    ];
+    for (port, value) in writes {
+        // SAFETY: 0x20/0x21 and 0xa0/0xa1 are the two PICs' command and data ports on every PC
+        // platform; this is their documented initialisation sequence, and it ends with every
+        // line masked. No memory is touched.
+        unsafe { Port::<u8>::new(port).write(value) };
+    }
+}
+
+/// Unexpected interrupts seen, by vector.
+static UNEXPECTED: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
+
+/// The interrupt's name, by vector.
+fn name(vector: u8) -> &'static str {
+    match vector {
+        v if (trap::PIC_VECTOR_BASE..trap::PIC_VECTOR_BASE + 16).contains(&v) => {
+            "legacy PIC interrupt"
+        }
+        _ => "interrupt",
+    }
+}
+
+/// Handles an interrupt the kernel does not expect, on `vector`, taken in user mode if
+/// `from_user`: counts it and logs the first of its vector. The caller then resumes the
+/// interrupted code.
+pub(super) fn unexpected(vector: u8, from_user: bool) {
+    let seen = UNEXPECTED[vector as usize].fetch_add(1, Ordering::Relaxed);
+    if seen == 0 {
+        defmt::warn!(
+            "interrupt: unexpected {=str} (vector {=u8:#x}) taken in {=str} mode; counted, not logged again",
+            name(vector),
+            vector,
+            if from_user { "user" } else { "kernel" }
+        );
+    }
+}
+
+/// Logs how many unexpected interrupts of each vector were taken, if any.
+pub(super) fn report_unexpected() {
+    for (vector, count) in UNEXPECTED.iter().enumerate() {
+        let n = count.load(Ordering::Relaxed);
+        if n > 0 {
+            defmt::info!(
+                "interrupts: {=u64} unexpected {=str}(s) (vector {=u8:#x})",
+                n,
+                name(vector as u8),
+                vector as u8
+            );
+        }
     }
 }

@@ -1,17 +1,24 @@
-//! The x86_64 architecture layer: QEMU `q35` (or `pc`, `microvm`) booted through PVH.
+//! The x86_64 architecture layer: QEMU `q35` (or `pc`, `microvm`) booted through PVH, run with
+//! `-cpu max`.
 //!
 //! The boot code ([`boot`]) enters long mode, maps the kernel in the upper half and hands a
 //! [`crate::BootInfo`] to [`crate::kernel_main`]. The console is COM1, time is the TSC, and the
-//! machine exits through QEMU's `isa-debug-exit` device. Traps, timers and kernel page tables
-//! come with the x86_64 port; until then the boot page tables stay in use.
+//! machine exits through QEMU's `isa-debug-exit` device. [`init_platform`] loads a GDT with
+//! kernel and user segments and a TSS with a double-fault stack ([`gdt`]), and an IDT with an
+//! entry stub for all 256 vectors that reports every CPU exception and lets probes survive
+//! faults ([`trap`], [`probe`]). Kernel page tables of its own and timers come next; until then
+//! the boot page tables stay in use and interrupts stay off.
 
 mod acpi;
 mod backtrace;
 mod boot;
 mod exit;
+pub mod gdt;
 pub mod interrupts;
+pub mod probe;
 mod serial;
 pub mod time;
+pub mod trap;
 
 pub use backtrace::backtrace;
 pub use exit::exit;
@@ -19,17 +26,14 @@ pub use exit::exit;
 /// The architecture's name in reports.
 pub const NAME: &str = "x86_64";
 
-/// Whether this architecture catches CPU exceptions yet (the IDT comes with the x86_64 port).
-pub const HANDLES_TRAPS: bool = false;
+/// Whether this architecture catches CPU exceptions (and so can report a bad access).
+pub const HANDLES_TRAPS: bool = true;
 
 /// Where the boot page tables map physical address 0 for the kernel (the direct map).
 const DIRECT_MAP_BASE: usize = 0xffff_8000_0000_0000;
 
 /// How much physical memory the direct map covers (the boot page tables map 4 GiB).
 const DIRECT_MAP_SIZE: u64 = 4 << 30;
-
-/// Where the kernel image is linked: its virtual address is this plus its physical address.
-const KERNEL_VMA: usize = 0xffff_ffff_8000_0000;
 
 /// Raw bytes to the serial line (the defmt transport).
 pub mod console {
@@ -39,11 +43,13 @@ pub mod console {
     }
 }
 
-/// Sets up what the portable kernel needs beyond boot. Traps, timers and kernel page tables are
-/// not implemented on x86_64 yet, so this only says so.
+/// Sets up what the portable kernel needs beyond boot: the GDT and TSS, then the IDT. Kernel
+/// page tables and timers are not implemented on x86_64 yet.
 pub fn init_platform(_boot: &crate::BootInfo) {
+    gdt::init();
+    trap::init();
     defmt::info!(
-        "x86_64: traps, timers and kernel page tables are not set up yet (boot tables in use)"
+        "x86_64: GDT, TSS and IDT loaded; no kernel page tables (boot tables in use) or timer yet"
     );
 }
 

@@ -1,0 +1,334 @@
+//! The interrupt descriptor table, the entry stubs of all 256 vectors and trap dispatch.
+//!
+//! Every vector has a small stub (no `extern "x86-interrupt"`, which needs a nightly compiler)
+//! that pushes a zero in place of the error code where the CPU pushes none, then the vector
+//! number, and jumps to one common path; that path saves the fifteen general registers, calls
+//! [`trap`] with the [`TrapFrame`] they make on the stack, restores them (the handler may have
+//! changed the frame) and returns with `iretq`. Gates are interrupt gates (interrupts stay off
+//! in handlers). A trap in the kernel runs on the interrupted stack, except the double fault,
+//! whose gate switches to its own stack (IST1, [`super::gdt`]), so that a kernel stack overflow
+//! is reported rather than ending in a triple fault.
+//!
+//! Dispatch: an interrupt is counted and silenced by [`super::interrupts::unexpected`] (there
+//! is no timer yet) and the interrupted code resumes; a fault at one of the probe instructions
+//! ([`super::probe`]) resumes at the probe's fix-up; any other exception is reported (its name,
+//! vector, error code, the faulting address for a page fault, the symbolized instruction
+//! pointer and a backtrace) and ends the run with a failure status. The breakpoint's gate may
+//! be used from user mode (`int3`), like Linux's; every other gate only by the CPU.
+//!
+//! Not here yet: traps from user mode, system calls, `SWAPGS` and saving a domain's registers
+//! into its context, which come with the domain port. The boot stack has no unmapped guard
+//! page while the boot page tables are in use, so its overflow is not caught yet.
+
+use core::arch::global_asm;
+
+use ::x86_64::PrivilegeLevel;
+use ::x86_64::VirtAddr;
+use ::x86_64::registers::control::Cr2;
+use ::x86_64::structures::idt::InterruptDescriptorTable;
+use spin::Once;
+
+use super::{gdt, interrupts, probe};
+
+/// The first of the 16 vectors the legacy PICs are moved to (they stay masked).
+pub const PIC_VECTOR_BASE: u8 = 0x20;
+
+/// What the entry path saves: the general registers, the vector and error code, and the frame
+/// the CPU pushed.
+#[repr(C)]
+#[derive(Clone, Debug, Default)]
+pub struct TrapFrame {
+    /// The general registers, as the common path pushed them (r15 last, at the lowest
+    /// address).
+    pub r15: u64,
+    /// r14.
+    pub r14: u64,
+    /// r13.
+    pub r13: u64,
+    /// r12.
+    pub r12: u64,
+    /// r11.
+    pub r11: u64,
+    /// r10.
+    pub r10: u64,
+    /// r9.
+    pub r9: u64,
+    /// r8.
+    pub r8: u64,
+    /// The frame pointer (the start of the backtrace).
+    pub rbp: u64,
+    /// rdi.
+    pub rdi: u64,
+    /// rsi.
+    pub rsi: u64,
+    /// rdx.
+    pub rdx: u64,
+    /// rcx.
+    pub rcx: u64,
+    /// rbx.
+    pub rbx: u64,
+    /// rax.
+    pub rax: u64,
+    /// The vector (pushed by the stub).
+    pub vector: u64,
+    /// The CPU's error code, or 0 for vectors that have none (pushed by the stub).
+    pub error: u64,
+    /// Pushed by the CPU: the interrupted (or faulting) instruction.
+    pub rip: u64,
+    /// The interrupted code segment (its low two bits are the privilege level).
+    pub cs: u64,
+    /// The interrupted RFLAGS.
+    pub rflags: u64,
+    /// The interrupted stack pointer.
+    pub rsp: u64,
+    /// The interrupted stack segment.
+    pub ss: u64,
+}
+
+// The common path pushes 15 registers below the vector and error code; 22 words keep the stack
+// 16-byte aligned at the call (the CPU aligns it before pushing its frame).
+const _: () = assert!(core::mem::size_of::<TrapFrame>() == 22 * 8);
+
+global_asm!(
+    r#"
+    .pushsection .text.trap_entry, "ax"
+    .balign 16
+__trap_common:
+    pushq   %rax
+    pushq   %rbx
+    pushq   %rcx
+    pushq   %rdx
+    pushq   %rsi
+    pushq   %rdi
+    pushq   %rbp
+    pushq   %r8
+    pushq   %r9
+    pushq   %r10
+    pushq   %r11
+    pushq   %r12
+    pushq   %r13
+    pushq   %r14
+    pushq   %r15
+    cld
+    movq    %rsp, %rdi
+    call    {handler}
+    popq    %r15
+    popq    %r14
+    popq    %r13
+    popq    %r12
+    popq    %r11
+    popq    %r10
+    popq    %r9
+    popq    %r8
+    popq    %rbp
+    popq    %rdi
+    popq    %rsi
+    popq    %rdx
+    popq    %rcx
+    popq    %rbx
+    popq    %rax
+    addq    $16, %rsp
+    iretq
+
+    /* One stub per vector, and a table of their addresses in .rodata. The CPU pushes an
+       error code for vectors 8, 10-14, 17, 21, 29 and 30. */
+    .pushsection .rodata.trap_stubs, "a"
+    .balign 8
+    .globl __trap_stub_table
+__trap_stub_table:
+    .popsection
+    .set    trap_vector, 0
+    .rept   256
+    .balign 16
+1:
+    .if (trap_vector == 8) || (trap_vector == 10) || (trap_vector == 11) || (trap_vector == 12) || (trap_vector == 13) || (trap_vector == 14) || (trap_vector == 17) || (trap_vector == 21) || (trap_vector == 29) || (trap_vector == 30)
+    .else
+    pushq   $0
+    .endif
+    pushq   $trap_vector
+    jmp     __trap_common
+    .pushsection .rodata.trap_stubs, "a"
+    .quad   1b
+    .popsection
+    .set    trap_vector, trap_vector + 1
+    .endr
+    .popsection
+    "#,
+    handler = sym trap,
+    options(att_syntax)
+);
+
+unsafe extern "C" {
+    static __trap_stub_table: [u64; 256];
+}
+
+static IDT: Once<InterruptDescriptorTable> = Once::new();
+
+/// The address of vector `v`'s stub.
+fn stub(v: usize) -> u64 {
+    // SAFETY: the table is 256 addresses in `.rodata`, written by the assembler above and
+    // never changed.
+    let table = unsafe { &__trap_stub_table };
+    table[v]
+}
+
+/// Builds the IDT (every vector to its stub; the double fault on IST1; the breakpoint usable
+/// from user mode) and loads it.
+pub fn init() {
+    let idt = IDT.call_once(|| {
+        let mut idt = InterruptDescriptorTable::new();
+        // SAFETY: for each `set_handler_addr` and `set_stack_index` below, the addresses are
+        // those of the entry stubs, which save every register they change, call the handler on
+        // a 16-byte aligned stack and return with `iretq` to the frame the CPU pushed (minus
+        // the two words they pushed themselves); IST1 is the double-fault stack the TSS names.
+        unsafe {
+            idt.divide_error.set_handler_addr(VirtAddr::new(stub(0)));
+            idt.debug.set_handler_addr(VirtAddr::new(stub(1)));
+            idt.non_maskable_interrupt.set_handler_addr(VirtAddr::new(stub(2)));
+            idt.breakpoint
+                .set_handler_addr(VirtAddr::new(stub(3)))
+                .set_privilege_level(PrivilegeLevel::Ring3);
+            idt.overflow.set_handler_addr(VirtAddr::new(stub(4)));
+            idt.bound_range_exceeded.set_handler_addr(VirtAddr::new(stub(5)));
+            idt.invalid_opcode.set_handler_addr(VirtAddr::new(stub(6)));
+            idt.device_not_available.set_handler_addr(VirtAddr::new(stub(7)));
+            idt.double_fault
+                .set_handler_addr(VirtAddr::new(stub(8)))
+                .set_stack_index(gdt::DOUBLE_FAULT_IST);
+            idt.invalid_tss.set_handler_addr(VirtAddr::new(stub(10)));
+            idt.segment_not_present.set_handler_addr(VirtAddr::new(stub(11)));
+            idt.stack_segment_fault.set_handler_addr(VirtAddr::new(stub(12)));
+            idt.general_protection_fault.set_handler_addr(VirtAddr::new(stub(13)));
+            idt.page_fault.set_handler_addr(VirtAddr::new(stub(14)));
+            idt.x87_floating_point.set_handler_addr(VirtAddr::new(stub(16)));
+            idt.alignment_check.set_handler_addr(VirtAddr::new(stub(17)));
+            idt.machine_check.set_handler_addr(VirtAddr::new(stub(18)));
+            idt.simd_floating_point.set_handler_addr(VirtAddr::new(stub(19)));
+            idt.virtualization.set_handler_addr(VirtAddr::new(stub(20)));
+            idt.cp_protection_exception.set_handler_addr(VirtAddr::new(stub(21)));
+            idt.hv_injection_exception.set_handler_addr(VirtAddr::new(stub(28)));
+            idt.vmm_communication_exception.set_handler_addr(VirtAddr::new(stub(29)));
+            idt.security_exception.set_handler_addr(VirtAddr::new(stub(30)));
+            for v in 32..256 {
+                idt[v as u8].set_handler_addr(VirtAddr::new(stub(v)));
+            }
+        }
+        idt
+    });
+    idt.load();
+}
+
+/// Exception names, by vector.
+pub(super) fn exception_name(vector: u64, error: u64) -> &'static str {
+    match vector {
+        0 => "divide error (#DE)",
+        1 => "debug exception (#DB)",
+        2 => "non-maskable interrupt (NMI)",
+        3 => "breakpoint (#BP)",
+        4 => "overflow (#OF)",
+        5 => "bound range exceeded (#BR)",
+        6 => "illegal instruction (#UD)",
+        7 => "device not available (#NM)",
+        8 => "double fault (#DF)",
+        10 => "invalid TSS (#TS)",
+        11 => "segment not present (#NP)",
+        12 => "stack-segment fault (#SS)",
+        13 => "general protection fault (#GP)",
+        14 if error & PF_INSTRUCTION != 0 => "instruction page fault (#PF)",
+        14 if error & PF_WRITE != 0 => "store page fault (#PF)",
+        14 => "load page fault (#PF)",
+        16 => "x87 floating-point error (#MF)",
+        17 => "alignment check (#AC)",
+        18 => "machine check (#MC)",
+        19 => "SIMD floating-point exception (#XM)",
+        20 => "virtualization exception (#VE)",
+        21 => "control protection exception (#CP)",
+        28 => "hypervisor injection exception (#HV)",
+        29 => "VMM communication exception (#VC)",
+        30 => "security exception (#SX)",
+        _ => "reserved exception",
+    }
+}
+
+/// Page-fault error code: the page was present (a protection fault).
+pub const PF_PRESENT: u64 = 1 << 0;
+/// Page-fault error code: a write.
+pub const PF_WRITE: u64 = 1 << 1;
+/// Page-fault error code: an access from user mode.
+pub const PF_USER: u64 = 1 << 2;
+/// Page-fault error code: an entry had a reserved bit set.
+pub const PF_RESERVED: u64 = 1 << 3;
+/// Page-fault error code: an instruction fetch.
+pub const PF_INSTRUCTION: u64 = 1 << 4;
+
+/// The dispatcher every stub calls, with interrupts off.
+extern "C" fn trap(frame: &mut TrapFrame) {
+    let vector = frame.vector;
+    if vector >= 32 {
+        interrupts::unexpected(vector as u8, frame.cs & 3 == 3);
+        return;
+    }
+    if matches!(vector, 12..=14) && probe::fix_up(frame) {
+        return;
+    }
+    report(frame)
+}
+
+fn report(frame: &TrapFrame) -> ! {
+    let name = exception_name(frame.vector, frame.error);
+    let cr2 = Cr2::read_raw();
+    match frame.vector {
+        14 => defmt::error!(
+            "trap: {=str}, vector 14, error {=u64:#x} ({=str}, {=str}) at address {=u64:#x}, pc={=u64:#x}",
+            name,
+            frame.error,
+            if frame.error & PF_RESERVED != 0 {
+                "reserved bit set in an entry"
+            } else if frame.error & PF_PRESENT != 0 {
+                "protection"
+            } else {
+                "not present"
+            },
+            if frame.error & PF_USER != 0 { "user" } else { "supervisor" },
+            cr2,
+            frame.rip
+        ),
+        8 => defmt::error!(
+            "trap: {=str}, vector 8, the last page fault at address {=u64:#x}, pc={=u64:#x}, rsp={=u64:#x}",
+            name,
+            cr2,
+            frame.rip,
+            frame.rsp
+        ),
+        v => defmt::error!(
+            "trap: {=str}, vector {=u64}, error {=u64:#x}, pc={=u64:#x}, rsp={=u64:#x}",
+            name,
+            v,
+            frame.error,
+            frame.rip,
+            frame.rsp
+        ),
+    }
+    defmt::error!("backtrace:");
+    defmt::error!("  #0 pc={=u64:#x}", frame.rip);
+    let mut depth = 1usize;
+    super::backtrace::walk_frames(frame.rbp as usize, &mut |pc| {
+        defmt::error!("  #{=usize} ret={=u64:#x}", depth, pc as u64);
+        depth += 1;
+    });
+    crate::shutdown(crate::ExitCode::Panic)
+}
+
+/// Executes `ud2`: an illegal instruction in the kernel, for `fault=illegal-instruction`.
+pub fn illegal_instruction() {
+    // SAFETY: `ud2` raises #UD, which the trap handler reports before ending the run; nothing
+    // runs after it.
+    unsafe { core::arch::asm!("ud2", options(nostack)) };
+}
+
+/// Executes `int3`: a breakpoint in the kernel, for `fault=breakpoint`.
+pub fn breakpoint() {
+    // SAFETY: `int3` raises #BP, which the trap handler reports (the kernel has no debugger)
+    // before ending the run.
+    unsafe { core::arch::asm!("int3", options(nostack)) };
+}
