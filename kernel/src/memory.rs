@@ -70,10 +70,6 @@ pub fn alloc_zeroed(owner: Owner) -> Result<Frame, FrameError> {
 /// it is allocated ([`alloc_zeroed`], the only way frames leave the pool after boot), so its
 /// contents never reach the next owner; a free frame is mapped nowhere, so nobody reads it
 /// meanwhile. Freeing is therefore cheap, and a dying domain's frames are not written twice.
-#[cfg_attr(
-    target_arch = "x86_64",
-    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
-)]
 pub fn free(frame: Frame, owner: Owner) -> Result<(), FrameError> {
     with_frames(|fa| fa.free(frame, owner))
 }

@@ -485,9 +485,10 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
         }),
     });
     if arch == Arch::X86_64 {
+        tests.push(ram_above_4g_test(&p));
         // The trap report: the exception, its vector and error code, the address and pc, a
         // backtrace.
-        let faults: [(&str, &str, &[&str], Expected); 3] = [
+        let faults: [(&str, &str, &[&str], Expected); 4] = [
             (
                 "load",
                 "load",
@@ -497,6 +498,22 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
                 ],
                 &[
                     "trap: load page fault (#PF), vector 14, error 0x0 (not present, supervisor) at address 0x1234567000, pc=0x*",
+                    "backtrace:",
+                    "  #0 pc=0x*",
+                    "  #* ret=0x*",
+                ],
+            ),
+            (
+                "stack_overflow",
+                "stack-overflow",
+                &[
+                    "trap: double fault (#DF), vector 8",
+                    "guard page: kernel stack overflow",
+                    "<kernel::tests::faults::recurse",
+                ],
+                &[
+                    "trap: double fault (#DF), vector 8, the last page fault at address 0x*, pc=0x*, rsp=0x*",
+                    "trap: the address is the boot stack's guard page: kernel stack overflow",
                     "backtrace:",
                     "  #0 pc=0x*",
                     "  #* ret=0x*",
@@ -729,6 +746,42 @@ fn reserved_memory_test(p: &str, name: &str, children: u64) -> QemuTest {
                 return Err(format!("unexpected warnings or errors:\n{}", unexpected.join("\n")));
             }
             expect_line(out, &warning)
+        }),
+    }
+}
+
+/// An x86_64 boot with 6 GiB of RAM, of which q35 puts 4 GiB above the 4 GiB line: the banner
+/// reports it all, and the kernel test `paging::direct_map` finds every free frame, the highest
+/// above 4 GiB, reachable through the direct map.
+fn ram_above_4g_test(p: &str) -> QemuTest {
+    let mut boot = Boot::new(Arch::X86_64);
+    boot.memory = 6144;
+    boot.append = "test=paging::direct_map".into();
+    QemuTest {
+        name: format!("{p}boot::ram_above_4g"),
+        boot,
+        system: None,
+        expected: &[],
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            let got = reported_mib(out).ok_or("no `memory: N MiB` line in the banner")?;
+            if !(6140..=6144).contains(&got) {
+                return Err(format!("banner reports {got} MiB for -m 6144M"));
+            }
+            expect_line(out, "  ram 0x100000000..0x200000000")?;
+            expect_line(out, "test paging::direct_map ... ok")?;
+            let line = out.line("direct map: ").ok_or("no `direct map:` line")?;
+            let highest = line
+                .message
+                .split(" to 0x")
+                .nth(1)
+                .and_then(|r| r.split(',').next())
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("no highest frame in `{}`", line.message))?;
+            if highest < 0x1_f000_0000 {
+                return Err(format!("the highest free frame checked is {highest:#x}"));
+            }
+            Ok(())
         }),
     }
 }

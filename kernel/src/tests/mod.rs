@@ -1,8 +1,9 @@
 //! The kernel's own tests, run by [`crate::ktest`] when the command line asks for them, and the
 //! deliberate faults that show the trap report.
 //!
-//! Tests that need traps, timers or paging exist only on architectures that have them (RISC-V
-//! today; x86_64 gains them with its port).
+//! Tests run on both architectures unless marked: RISC-V alone has the SBI, ASIDs, domains
+//! and timers (x86_64 gains timers next, domains with its port); x86_64 alone has tests of its
+//! page-table rights (NX, SMEP, SMAP) and of user mode through its GDT and TSS.
 
 use crate::cmdline::Args;
 use crate::ktest::KernelTest;
@@ -12,12 +13,13 @@ use crate::{ExitCode, ktest};
 mod asid;
 mod faults;
 mod frames;
-#[cfg(target_arch = "riscv64")]
 mod paging;
 #[cfg(target_arch = "riscv64")]
 mod sbi;
 #[cfg(target_arch = "riscv64")]
 mod timer;
+#[cfg(target_arch = "x86_64")]
+mod traps;
 
 /// Every kernel test of this architecture.
 const ALL: &[KernelTest] = &[
@@ -27,10 +29,15 @@ const ALL: &[KernelTest] = &[
         name: "frames::reserved_never_handed_out",
         run: frames::reserved_never_handed_out,
     },
-    #[cfg(target_arch = "riscv64")]
     KernelTest { name: "paging::alias_and_unmap", run: paging::alias_and_unmap },
-    #[cfg(target_arch = "riscv64")]
     KernelTest { name: "paging::stack_guard", run: paging::stack_guard },
+    KernelTest { name: "paging::direct_map", run: paging::direct_map },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "paging::image_rights", run: paging::image_rights },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "paging::smep_smap", run: paging::smep_smap },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "traps::user_round_trip", run: traps::user_round_trip },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "paging::asid_recycling", run: asid::recycling },
     #[cfg(target_arch = "riscv64")]

@@ -1,12 +1,35 @@
-//! Sv39 kernel page tables: aliases, unmapping and the stack guard page.
+//! Kernel page tables: aliases, unmapping, the stack guard page and the direct map; on x86_64
+//! also the kernel image's rights, no-execute, SMEP and SMAP.
 
-use frame_allocator::Owner;
+use frame_allocator::{FRAME_SIZE, Frame, Owner};
 
 use crate::arch::layout::KERNEL_DYNAMIC_BASE;
-use crate::arch::{self, probe, sv39};
+use crate::arch::{self, probe};
 use crate::check;
-use crate::ktest::Outcome;
+use crate::ktest::{Failed, Outcome};
 use crate::memory::{alloc_zeroed_kernel_frame, with_frames};
+
+#[cfg(target_arch = "riscv64")]
+mod format {
+    pub use crate::arch::sv39::{MapError, flush};
+    use crate::arch::sv39::{PTE_R, PTE_W};
+    /// Rights of a read-write kernel data page.
+    pub const READ_WRITE: u64 = PTE_R | PTE_W;
+    /// Rights of a read-only kernel data page.
+    pub const READ_ONLY: u64 = PTE_R;
+}
+
+#[cfg(target_arch = "x86_64")]
+mod format {
+    use crate::arch::paging::PageTableFlags as F;
+    pub use crate::arch::paging::{MapError, flush};
+    /// Rights of a read-write kernel data page.
+    pub const READ_WRITE: F = F::WRITABLE.union(F::NO_EXECUTE);
+    /// Rights of a read-only kernel data page.
+    pub const READ_ONLY: F = F::NO_EXECUTE;
+}
+
+use format::{MapError, READ_ONLY, READ_WRITE, flush};
 
 /// A page mapped by the kernel's tables is written through its new virtual address and read
 /// back through the direct map (another mapping of the same frame), and the other way round;
@@ -18,13 +41,12 @@ pub fn alias_and_unmap() -> Outcome {
         "test address {=u64:#x} is mapped before the test",
         va as u64
     );
-    let frame = alloc_zeroed_kernel_frame().map_err(|_| crate::ktest::Failed)?;
+    let frame = alloc_zeroed_kernel_frame().map_err(|_| Failed)?;
     let alias = arch::phys_to_virt(frame.addr());
-    let mapped =
-        arch::with_kernel_table(|t| t.map(va as u64, frame.addr(), sv39::PTE_R | sv39::PTE_W));
+    let mapped = arch::with_kernel_table(|t| t.map(va as u64, frame.addr(), READ_WRITE));
     check!(mapped.is_ok(), "map failed: {}", mapped);
-    let again = arch::with_kernel_table(|t| t.map(va as u64, frame.addr(), sv39::PTE_R));
-    check!(again == Err(sv39::MapError::AlreadyMapped), "double map not refused: {}", again);
+    let again = arch::with_kernel_table(|t| t.map(va as u64, frame.addr(), READ_ONLY));
+    check!(again == Err(MapError::AlreadyMapped), "double map not refused: {}", again);
     let found = arch::with_kernel_table(|t| t.translate(va as u64 + 8));
     check!(found == Some(frame.addr() + 8), "translate gives {}", found);
 
@@ -39,7 +61,7 @@ pub fn alias_and_unmap() -> Outcome {
 
     let unmapped = arch::with_kernel_table(|t| t.unmap(va as u64));
     check!(unmapped == Ok(frame.addr()), "unmap returned {}", unmapped);
-    sv39::flush(va as u64);
+    flush(va as u64);
     check!(probe::read_u64(va).is_none(), "read after unmap did not trap");
     check!(!probe::write_u64(va, 1), "write after unmap did not trap");
     check!(probe::read_u64(alias + 16) == Some(0xfeed), "the frame lost its contents");
@@ -55,4 +77,284 @@ pub fn stack_guard() -> Outcome {
     check!(probe::read_u64(guard + 4096).is_some(), "stack bottom is not mapped");
     check!(probe::read_u64(top - 8).is_some(), "stack top is not mapped");
     Ok(())
+}
+
+/// The owner the direct-map test gives the frames it takes: no domain exists while kernel
+/// tests run, so none has this identifier.
+const TAKEN: Owner = Owner::Domain(Owner::MAX_DOMAIN);
+
+/// Every free frame is reachable through the direct map at the address `phys_to_virt` gives,
+/// however high: the test takes every free frame; checks, for the lowest, the highest and one
+/// in every 2 MiB, that the kernel's tables translate its direct-map address back to it (and
+/// `virt_to_phys` too); for the lowest, the highest and one in every GiB, writes a pattern
+/// through the direct map and reads it back through a second mapping of the frame made for
+/// the test; and gives every frame back.
+pub fn direct_map() -> Outcome {
+    // A page next to the test's window keeps the window's tables in place while no frame is
+    // left to make them.
+    let keeper = alloc_zeroed_kernel_frame().map_err(|_| Failed)?;
+    let kept =
+        arch::with_kernel_table(|t| t.map(WINDOW as u64 + FRAME_SIZE, keeper.addr(), READ_ONLY));
+    check!(kept.is_ok(), "mapping the page next to the window failed: {}", kept);
+    let result = take_and_check_all();
+    let unmapped = arch::with_kernel_table(|t| t.unmap(WINDOW as u64 + FRAME_SIZE));
+    flush(WINDOW as u64 + FRAME_SIZE);
+    check!(unmapped == Ok(keeper.addr()), "unmapping the page next to the window: {}", unmapped);
+    check!(with_frames(|fa| fa.free(keeper, Owner::Kernel)).is_ok(), "freeing a frame failed");
+    result
+}
+
+/// Where [`direct_map`] maps the frames it checks a second time.
+const WINDOW: usize = KERNEL_DYNAMIC_BASE as usize + 0x2345_6000;
+
+fn take_and_check_all() -> Outcome {
+    let free_before = with_frames(|fa| fa.free_count());
+    let (count, lowest, highest) = with_frames(|fa| {
+        let (mut count, mut lowest, mut highest) = (0u64, u64::MAX, 0u64);
+        while let Ok(f) = fa.alloc(TAKEN) {
+            count += 1;
+            lowest = lowest.min(f.addr());
+            highest = highest.max(f.addr());
+        }
+        (count, lowest, highest)
+    });
+    let checked = check_direct_map(lowest, highest);
+    let freed = with_frames(|fa| {
+        let taken = (lowest..=highest).step_by(FRAME_SIZE as usize).map(Frame::containing);
+        taken.filter(|&f| fa.owner(f) == Ok(TAKEN) && fa.free(f, TAKEN).is_ok()).count() as u64
+    });
+    check!(count == free_before, "took {=u64} frames of {=u64} free", count, free_before);
+    check!(freed == count, "gave back {=u64} frames of {=u64}", freed, count);
+    let sampled = checked?;
+    defmt::info!(
+        "direct map: {=u64} free frames from {=u64:#x} to {=u64:#x}, {=u64} of them written and read back through a second mapping",
+        count,
+        lowest,
+        highest,
+        sampled
+    );
+    Ok(())
+}
+
+/// The checks of [`direct_map`] on the frames it took between `lowest` and `highest`: the
+/// lowest, the highest and those at a 2 MiB boundary are translated, and the lowest, the
+/// highest and those at a 1 GiB boundary are also written and read back (few, so that the host
+/// need not back all of the guest's memory); returns how many were written.
+fn check_direct_map(lowest: u64, highest: u64) -> Result<u64, Failed> {
+    const STEP: u64 = 2 << 20;
+    let samples = core::iter::once(lowest)
+        .chain((lowest.next_multiple_of(STEP)..highest).step_by(STEP as usize))
+        .chain(core::iter::once(highest));
+    let mut written = 0u64;
+    let mut last = None;
+    for pa in samples {
+        if last == Some(pa) || with_frames(|fa| fa.owner(Frame::containing(pa))) != Ok(TAKEN) {
+            continue;
+        }
+        last = Some(pa);
+        let va = arch::phys_to_virt(pa);
+        let found = arch::with_kernel_table(|t| t.translate(va as u64));
+        check!(found == Some(pa), "direct map of {=u64:#x} translates to {}", pa, found);
+        check!(arch::virt_to_phys(va) == pa, "virt_to_phys of {=u64:#x}", va as u64);
+        if !(pa == lowest || pa == highest || pa.is_multiple_of(1 << 30)) {
+            continue;
+        }
+        let pattern = 0x6469_7265_6374_0000 ^ pa;
+        check!(probe::write_u64(va + 8, pattern), "write to {=u64:#x} faulted", pa);
+        let mapped = arch::with_kernel_table(|t| t.map(WINDOW as u64, pa, READ_ONLY));
+        check!(mapped.is_ok(), "mapping {=u64:#x} failed: {}", pa, mapped);
+        let back = probe::read_u64(WINDOW + 8);
+        let unmapped = arch::with_kernel_table(|t| t.unmap(WINDOW as u64));
+        flush(WINDOW as u64);
+        check!(unmapped == Ok(pa), "unmap returned {}", unmapped);
+        check!(
+            back == Some(pattern),
+            "frame {=u64:#x} reads {} through a second mapping",
+            pa,
+            back
+        );
+        written += 1;
+    }
+    Ok(written)
+}
+
+#[cfg(target_arch = "x86_64")]
+pub use x86::{image_rights, smep_smap};
+
+/// Tests of the x86_64 page-table rights.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use core::sync::atomic::{AtomicU8, Ordering};
+
+    use ::x86_64::registers::control::{Cr0, Cr0Flags, Cr4, Cr4Flags};
+    use ::x86_64::registers::model_specific::{Efer, EferFlags};
+    use frame_allocator::Owner;
+
+    use crate::arch::paging::PageTableFlags as F;
+    use crate::arch::probe::{self, RET};
+    use crate::arch::trap::{PF_INSTRUCTION, PF_PRESENT, PF_USER, PF_WRITE};
+    use crate::arch::{self, cpu, paging};
+    use crate::check;
+    use crate::ktest::{Failed, Outcome};
+    use crate::memory::{alloc_zeroed_kernel_frame, with_frames};
+
+    /// A `ret` in `.rodata` and one in `.data`: never executable.
+    static RET_RODATA: u8 = RET;
+    static RET_DATA: AtomicU8 = AtomicU8::new(RET);
+
+    /// Whether the last probe fault was a page fault whose error code has all of `bits`
+    /// and none of `absent`.
+    fn last_page_fault(bits: u64, absent: u64) -> bool {
+        probe::last_fault()
+            .is_some_and(|f| f.vector == 14 && f.error & bits == bits && f.error & absent == 0)
+    }
+
+    /// The kernel image has the rights its sections need and no more: text executes but cannot
+    /// be written, read-only data can be neither written nor executed, data can be written but
+    /// not executed, the direct map's alias of a text page cannot be executed, and the guard
+    /// pages under the boot, double-fault and entry stacks are not mapped. Each refused
+    /// access is a protection fault (the page is present), which shows the CPU enforces the
+    /// rights (EFER.NXE and CR0.WP on).
+    pub fn image_rights() -> Outcome {
+        let features = cpu::Features::read();
+        check!(features.nx, "the CPU reports no NX (QEMU -cpu max has it)");
+        check!(Efer::read().contains(EferFlags::NO_EXECUTE_ENABLE), "EFER.NXE is off");
+        check!(Cr0::read().contains(Cr0Flags::WRITE_PROTECT), "CR0.WP is off");
+        check!(Cr4::read().contains(Cr4Flags::PAGE_GLOBAL), "CR4.PGE is off");
+
+        let text = probe::ret_in_text();
+        check!(probe::exec_ret(text) == Some(true), "a ret in .text does not run");
+        check!(probe::read_u8(text) == Some(RET), "reading .text failed");
+        let word = text & !7;
+        let value = probe::read_u64(word).ok_or(Failed)?;
+        check!(!probe::write_u64(word, value), "writing .text did not fault");
+        check!(last_page_fault(PF_PRESENT | PF_WRITE, PF_USER), "{}", probe::last_fault());
+
+        let rodata = &raw const RET_RODATA as usize;
+        check!(probe::read_u8(rodata) == Some(RET), "reading .rodata failed");
+        check!(probe::exec_ret(rodata) == Some(false), "a ret in .rodata ran");
+        check!(last_page_fault(PF_PRESENT | PF_INSTRUCTION, PF_USER), "{}", probe::last_fault());
+        let word = rodata & !7;
+        let value = probe::read_u64(word).ok_or(Failed)?;
+        check!(!probe::write_u64(word, value), "writing .rodata did not fault");
+        check!(last_page_fault(PF_PRESENT | PF_WRITE, PF_USER), "{}", probe::last_fault());
+
+        let data = RET_DATA.as_ptr() as usize;
+        check!(RET_DATA.load(Ordering::Relaxed) == RET, ".data lost its contents");
+        check!(probe::exec_ret(data) == Some(false), "a ret in .data ran");
+        check!(last_page_fault(PF_PRESENT | PF_INSTRUCTION, PF_USER), "{}", probe::last_fault());
+        let word = data & !7;
+        let value = probe::read_u64(word).ok_or(Failed)?;
+        check!(probe::write_u64(word, value), "writing .data faulted");
+
+        let alias = arch::phys_to_virt(arch::virt_to_phys(text));
+        check!(probe::read_u8(alias) == Some(RET), "the direct map's alias of .text differs");
+        check!(probe::exec_ret(alias) == Some(false), "the direct map's alias of .text ran");
+        check!(last_page_fault(PF_PRESENT | PF_INSTRUCTION, PF_USER), "{}", probe::last_fault());
+
+        // The guard pages under the boot stack and the interrupt stacks are not mapped.
+        for guard in arch::guard_pages() {
+            check!(
+                probe::read_u64(guard).is_none(),
+                "guard page {=u64:#x} is mapped",
+                guard as u64
+            );
+            check!(
+                probe::read_u64(guard + 4096).is_some(),
+                "the stack above {=u64:#x}",
+                guard as u64
+            );
+        }
+
+        // The entries say the same.
+        let flags = |va: usize| arch::with_kernel_table(|t| t.flags(va as u64));
+        let want = [
+            (text, F::GLOBAL, F::WRITABLE | F::NO_EXECUTE | F::USER_ACCESSIBLE),
+            (rodata, F::GLOBAL | F::NO_EXECUTE, F::WRITABLE | F::USER_ACCESSIBLE),
+            (data, F::GLOBAL | F::WRITABLE | F::NO_EXECUTE, F::USER_ACCESSIBLE),
+            (alias, F::GLOBAL | F::WRITABLE | F::NO_EXECUTE, F::USER_ACCESSIBLE),
+        ];
+        for (va, set, clear) in want {
+            let f = flags(va).ok_or(Failed)?;
+            check!(
+                f.contains(set) && !f.intersects(clear),
+                "entry of {=u64:#x} has flags {=u64:#x}",
+                va as u64,
+                f.bits()
+            );
+        }
+        Ok(())
+    }
+
+    /// With SMEP and SMAP on (QEMU's `-cpu max` reports both), the kernel can neither execute
+    /// nor read a user page, while the same frame mapped as a kernel page is read and executed
+    /// (so the U bit is what refuses); with AC set (`stac`) the read succeeds. The test's
+    /// mappings and their tables are gone afterwards.
+    pub fn smep_smap() -> Outcome {
+        let features = cpu::Features::read();
+        check!(features.smep && features.smap, "the CPU does not report SMEP and SMAP");
+        let cr4 = Cr4::read();
+        check!(cr4.contains(Cr4Flags::SUPERVISOR_MODE_EXECUTION_PROTECTION), "CR4.SMEP is off");
+        check!(cr4.contains(Cr4Flags::SUPERVISOR_MODE_ACCESS_PREVENTION), "CR4.SMAP is off");
+
+        let user = 0x0000_4000_0000_0000u64;
+        let kernel_view = 0x0000_4000_4000_0000u64;
+        let free_before = with_frames(|fa| fa.free_count());
+        let frame = alloc_zeroed_kernel_frame().map_err(|_| Failed)?;
+        let direct = arch::phys_to_virt(frame.addr());
+        check!(probe::write_u64(direct, u64::from(RET)), "writing the test frame faulted");
+        let mapped = arch::with_kernel_table(|t| {
+            t.map(user, frame.addr(), F::USER_ACCESSIBLE)?;
+            t.map(kernel_view, frame.addr(), F::empty())
+        });
+        check!(mapped.is_ok(), "mapping the test pages failed: {}", mapped);
+
+        let result = (|| {
+            check!(
+                probe::read_u64(user as usize).is_none(),
+                "SMAP let the kernel read a user page"
+            );
+            check!(last_page_fault(PF_PRESENT, PF_USER | PF_WRITE), "{}", probe::last_fault());
+            check!(
+                probe::read_u8_any(user as usize) == Some(RET),
+                "with AC set the user page still cannot be read"
+            );
+            check!(
+                probe::exec_ret(user as usize) == Some(false),
+                "SMEP let the kernel run a user page"
+            );
+            check!(
+                last_page_fault(PF_PRESENT | PF_INSTRUCTION, PF_USER),
+                "{}",
+                probe::last_fault()
+            );
+            check!(
+                probe::read_u64(kernel_view as usize) == Some(u64::from(RET)),
+                "the kernel mapping of the frame cannot be read"
+            );
+            check!(
+                probe::exec_ret(kernel_view as usize) == Some(true),
+                "the kernel mapping of the frame cannot be executed"
+            );
+            Ok(())
+        })();
+
+        let unmapped = arch::with_kernel_table(|t| (t.unmap(user), t.unmap(kernel_view)));
+        paging::flush(user);
+        paging::flush(kernel_view);
+        check!(
+            unmapped == (Ok(frame.addr()), Ok(frame.addr())),
+            "unmapping the test pages: {}",
+            unmapped
+        );
+        check!(with_frames(|fa| fa.free(frame, Owner::Kernel)).is_ok(), "freeing the frame");
+        let free_after = with_frames(|fa| fa.free_count());
+        check!(
+            free_after == free_before,
+            "{=u64} frames free after the test, {=u64} before (tables not freed)",
+            free_after,
+            free_before
+        );
+        result
+    }
 }

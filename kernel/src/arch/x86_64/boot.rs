@@ -8,13 +8,19 @@
 //! `0xffff_8000_0000_0000` (the direct map) and, for the first 2 GiB, at `0xffff_ffff_8000_0000`
 //! (the kernel image window the kernel is linked in). It then enters long mode, jumps to
 //! `boot64_high` in the upper half, which reloads the GDT from there, zeroes `.bss`, switches to
-//! the 64 KiB boot stack and calls [`tessera_x86_64_boot`].
+//! the 64 KiB boot stack and calls [`tessera_x86_64_boot`]. The boot stack has a guard page
+//! below it, which the kernel's own page tables leave unmapped (`init_platform`).
+//!
+//! These boot tables serve only until `init_platform` builds the kernel's: they map the first
+//! 4 GiB, so the boot code reads the start info and the memory map from there, and the frame
+//! allocator's tables and heap (taken from the lowest free RAM) lie there too.
 
 use core::fmt::Write as _;
 
 use ::x86_64::instructions::port::Port;
 
-use super::{DIRECT_MAP_SIZE, exit, interrupts, phys_to_virt, serial, time};
+use super::layout::{BOOT_MAP_BYTES, DIRECT_MAP_BYTES};
+use super::{exit, interrupts, phys_to_virt, serial, time};
 use crate::BootInfo;
 use crate::boot_info::{Device, PhysRange, fixed};
 
@@ -109,7 +115,7 @@ long_mode_low:
     .pushsection .text.boot64, "ax"
     .code64
 boot64_high:
-    leaq boot_stack_top(%rip), %rsp
+    leaq __boot_stack_top(%rip), %rsp
     lgdt boot_gdtr64(%rip)
     movl $0x10, %eax
     movl %eax, %ds
@@ -129,7 +135,7 @@ boot64_high:
     shrq $3, %rcx
     xorl %eax, %eax
     rep stosq
-    leaq boot_stack_top(%rip), %rsp
+    leaq __boot_stack_top(%rip), %rsp
     xorl %ebp, %ebp
     movl %ebx, %edi
     call tessera_x86_64_boot
@@ -153,18 +159,33 @@ boot_gdtr64:
     .popsection
 
     .pushsection .bss.boot_stack, "aw", @nobits
-    .balign 16
+    .balign 4096
+    .globl __boot_stack_guard
+__boot_stack_guard:
+    .skip 4096
 boot_stack_bottom:
-    .skip 64 * 1024
-boot_stack_top:
+    .skip {boot_stack}
+    .globl __boot_stack_top
+__boot_stack_top:
     .popsection
 "#,
+    boot_stack = const BOOT_STACK_BYTES,
     options(att_syntax)
 );
+
+/// Bytes of boot stack.
+pub const BOOT_STACK_BYTES: usize = 64 * 1024;
 
 unsafe extern "C" {
     static __kernel_phys_start: u8;
     static __kernel_phys_end: u8;
+    static __boot_stack_guard: u8;
+    static __boot_stack_top: u8;
+}
+
+/// The guard page under the boot stack and the stack's top (virtual addresses).
+pub fn boot_stack() -> (usize, usize) {
+    (&raw const __boot_stack_guard as usize, &raw const __boot_stack_top as usize)
 }
 
 /// `hvm_start_info.magic`.
@@ -198,13 +219,13 @@ struct MemmapEntry {
     reserved: u32,
 }
 
-/// Reads a `T` at physical address `pa`, if the direct map covers it.
+/// Reads a `T` at physical address `pa`, if the boot page tables' direct map covers it.
 ///
 /// # Safety
 /// The bytes at `pa` must be a valid `T` that nothing writes concurrently.
 unsafe fn read_phys<T: Copy>(pa: u64) -> Option<T> {
     let end = pa.checked_add(size_of::<T>() as u64)?;
-    if pa == 0 || end > DIRECT_MAP_SIZE {
+    if pa == 0 || end > BOOT_MAP_BYTES {
         return None;
     }
     // SAFETY: the range is inside the direct map (checked above) and the caller vouches for
@@ -276,11 +297,11 @@ fn read_start_info(info: &StartInfo, boot: &mut BootInfo) {
             continue;
         }
         let start = e.addr;
-        // Only the direct map's 4 GiB are reachable for now.
-        let end = e.addr.saturating_add(e.size).min(DIRECT_MAP_SIZE);
+        // RAM the kernel's direct map cannot reach is left out.
+        let end = e.addr.saturating_add(e.size).min(DIRECT_MAP_BYTES);
         if end < e.addr.saturating_add(e.size) {
             defmt::warn!(
-                "x86_64 boot: RAM above 4 GiB ignored (direct map covers 4 GiB): {=u64:#x}..{=u64:#x}",
+                "x86_64 boot: RAM {=u64:#x}..{=u64:#x} beyond the direct map (64 TiB) is left out",
                 end.max(start),
                 e.addr.saturating_add(e.size)
             );

@@ -2,14 +2,14 @@
 //!
 //! The GDT holds the null descriptor, the kernel's code and data segments, the user data and
 //! code segments (in the order `SYSRET` expects: user data at STAR's base + 8, user 64-bit
-//! code at + 16) and the TSS. The TSS gives two stacks, each a 16 KiB stack in `.bss` with a
-//! guard page below it (left unmapped once the kernel has page tables of its own):
+//! code at + 16) and the TSS. The TSS gives two stacks, each a 16 KiB stack in `.bss` with an
+//! unmapped guard page below it once the kernel's page tables are in use:
 //!
 //! - IST1, the **double-fault stack**: the double fault's gate switches to it, so that a
 //!   kernel stack overflow (a page fault that cannot push its frame) is still reported;
 //! - RSP0, the **entry stack**: where the CPU puts the frame of an interrupt or exception
 //!   taken in user mode. No code runs in user mode yet (domains come with the x86_64 port), but
-//!   the stack and the user segments are in place.
+//!   the stack and the user segments are in place, and `traps::user_round_trip` exercises them.
 //!
 //! Not here: `SYSCALL`/`SYSRET` (the STAR/LSTAR MSRs), `SWAPGS` and per-CPU data, which come
 //! with the domain port; a GDT and TSS per CPU when there is more than one.

@@ -1,39 +1,55 @@
 //! The x86_64 architecture layer: QEMU `q35` (or `pc`, `microvm`) booted through PVH, run with
 //! `-cpu max`.
 //!
-//! The boot code ([`boot`]) enters long mode, maps the kernel in the upper half and hands a
-//! [`crate::BootInfo`] to [`crate::kernel_main`]. The console is COM1, time is the TSC, and the
-//! machine exits through QEMU's `isa-debug-exit` device. [`init_platform`] loads a GDT with
-//! kernel and user segments and a TSS with a double-fault stack ([`gdt`]), and an IDT with an
-//! entry stub for all 256 vectors that reports every CPU exception and lets probes survive
-//! faults ([`trap`], [`probe`]). Kernel page tables of its own and timers come next; until then
-//! the boot page tables stay in use and interrupts stay off.
+//! Implemented: the boot code ([`boot`]) enters long mode on boot page tables, maps the kernel
+//! in the upper half and hands a [`crate::BootInfo`] to [`crate::kernel_main`]; the console is
+//! COM1, time is the TSC, and the machine exits through QEMU's `isa-debug-exit` device.
+//! [`init_platform`] then sets up:
+//!
+//! - a GDT with kernel and user segments and a TSS whose IST1 is the double-fault stack and
+//!   whose RSP0 is the entry stack for traps from user mode ([`gdt`]);
+//! - an IDT with an entry stub for all 256 vectors, a symbolized report for every CPU
+//!   exception, probes that survive faults, and a way to run user code until its first trap
+//!   ([`trap`], [`probe`]);
+//! - the kernel's own 4-level page tables ([`paging`]): the image with per-section rights
+//!   (text read-execute, rodata read-only, data read-write no-execute), a guard page under the
+//!   boot stack and under each interrupt stack, a direct map of all RAM the boot info reports
+//!   (and of everything below 4 GiB) in 1 GiB pages where the CPU has them, 2 MiB otherwise;
+//!   EFER.NXE, CR4.PGE, and CR4.SMEP and CR4.SMAP where CPUID reports them ([`cpu`]);
+//! - the legacy PICs moved and masked ([`interrupts`]).
+//!
+//! Not implemented yet: timers (interrupts stay off), domains (user address spaces, system
+//! calls, contexts, floating-point state), device interrupts (I/O APIC, MSI), more than one
+//! CPU. The layout is in [`layout`].
 
 mod acpi;
 mod backtrace;
 mod boot;
+pub mod cpu;
 mod exit;
 pub mod gdt;
 pub mod interrupts;
+pub mod layout;
+pub mod paging;
 pub mod probe;
 mod serial;
 pub mod time;
 pub mod trap;
 
+use ::x86_64::structures::paging::PageTableFlags as Flags;
+use spin::Mutex;
+
 pub use backtrace::backtrace;
+pub use boot::boot_stack;
 pub use exit::exit;
+use layout::{BOOT_MAP_BYTES, DIRECT_MAP_BASE, DIRECT_MAP_BYTES, KERNEL_VMA};
+use paging::{PageSize, PageTable};
 
 /// The architecture's name in reports.
 pub const NAME: &str = "x86_64";
 
 /// Whether this architecture catches CPU exceptions (and so can report a bad access).
 pub const HANDLES_TRAPS: bool = true;
-
-/// Where the boot page tables map physical address 0 for the kernel (the direct map).
-const DIRECT_MAP_BASE: usize = 0xffff_8000_0000_0000;
-
-/// How much physical memory the direct map covers (the boot page tables map 4 GiB).
-const DIRECT_MAP_SIZE: u64 = 4 << 30;
 
 /// Raw bytes to the serial line (the defmt transport).
 pub mod console {
@@ -43,20 +59,41 @@ pub mod console {
     }
 }
 
-/// Sets up what the portable kernel needs beyond boot: the GDT and TSS, then the IDT. Kernel
-/// page tables and timers are not implemented on x86_64 yet.
-pub fn init_platform(_boot: &crate::BootInfo) {
-    gdt::init();
-    trap::init();
-    defmt::info!(
-        "x86_64: GDT, TSS and IDT loaded; no kernel page tables (boot tables in use) or timer yet"
-    );
+/// The kernel's page tables, once [`init_platform`] has built them.
+static KERNEL_TABLE: Mutex<Option<PageTable>> = Mutex::new(None);
+
+/// Runs `f` with the kernel page tables (interrupts off).
+pub fn with_kernel_table<R>(f: impl FnOnce(&mut PageTable) -> R) -> R {
+    let _guard = super::InterruptGuard::new();
+    let mut t = KERNEL_TABLE.lock();
+    f(t.as_mut().expect("kernel page tables used before init_platform"))
 }
 
-/// The kernel's virtual address for physical address `pa`, through the direct map (which covers
-/// the first 4 GiB of physical memory).
+/// The physical memory the direct map covers: `[0, end)`, where `end` is at least 4 GiB and at
+/// least the top of RAM, once `init_platform` has built the kernel's tables.
+static DIRECT_MAP_END: spin::Once<u64> = spin::Once::new();
+
+/// How many bytes of physical memory the direct map covers, from address 0: the boot tables'
+/// 4 GiB until `init_platform` has run.
+pub fn direct_map_bytes() -> u64 {
+    DIRECT_MAP_END.get().copied().unwrap_or(BOOT_MAP_BYTES)
+}
+
+/// The direct map: the kernel virtual address of physical address `pa`.
 pub fn phys_to_virt(pa: u64) -> usize {
-    DIRECT_MAP_BASE + pa as usize
+    debug_assert!(pa < direct_map_bytes());
+    (DIRECT_MAP_BASE + pa) as usize
+}
+
+/// The physical address of a kernel virtual address in the image or the direct map.
+pub fn virt_to_phys(va: usize) -> u64 {
+    let va = va as u64;
+    if va >= KERNEL_VMA {
+        va - KERNEL_VMA
+    } else {
+        debug_assert!((DIRECT_MAP_BASE..DIRECT_MAP_BASE + DIRECT_MAP_BYTES).contains(&va));
+        va - DIRECT_MAP_BASE
+    }
 }
 
 /// Idles the CPU until the next interrupt, leaving the interrupt flag as it was.
@@ -69,4 +106,90 @@ pub fn wait_for_interrupt() {
         ::x86_64::instructions::interrupts::enable_and_hlt();
         ::x86_64::instructions::interrupts::disable();
     }
+}
+
+unsafe extern "C" {
+    static __text_start: u8;
+    static __rodata_start: u8;
+    static __data_start: u8;
+    static __kernel_virt_end: u8;
+}
+
+/// The kernel image's sections as the page tables map them: (start, end, flags), each start
+/// page-aligned and each section ending where the next starts.
+pub fn image_sections() -> [(u64, u64, Flags); 3] {
+    let text = &raw const __text_start as u64;
+    let rodata = &raw const __rodata_start as u64;
+    let data = &raw const __data_start as u64;
+    let end = &raw const __kernel_virt_end as u64;
+    [
+        (text, rodata, Flags::empty()),
+        (rodata, data, Flags::NO_EXECUTE),
+        (data, end, Flags::WRITABLE | Flags::NO_EXECUTE),
+    ]
+}
+
+/// The guard pages the kernel's tables leave unmapped: under the boot stack, the double-fault
+/// stack and the entry stack.
+pub fn guard_pages() -> [usize; 3] {
+    [boot_stack().0, gdt::double_fault_stack().0, gdt::entry_stack().0]
+}
+
+/// Sets up what the portable kernel needs beyond boot: the GDT and TSS, the IDT and the
+/// kernel's page tables (replacing the boot tables). Timers are not implemented on x86_64 yet.
+pub fn init_platform(boot: &crate::BootInfo) {
+    gdt::init();
+    trap::init();
+    let features = cpu::Features::read();
+    cpu::enable_paging_features(&features);
+    paging::set_no_execute(features.nx);
+
+    let mut table =
+        PageTable::new(frame_allocator::Owner::Kernel).expect("no frame for the kernel root table");
+    let guards = guard_pages();
+    for (start, end, flags) in image_sections() {
+        for va in (start..end).step_by(4096) {
+            if !guards.contains(&(va as usize)) {
+                table.map(va, va - KERNEL_VMA, flags).expect("mapping the kernel image");
+            }
+        }
+    }
+    // Everything below 4 GiB (RAM, and the devices' registers, which the firmware's MTRRs make
+    // uncached) and all RAM above.
+    let top = boot.memory.iter().map(|r| r.end).max().unwrap_or(0);
+    let end = top.max(4 << 30).next_multiple_of(PageSize::Size2M.bytes());
+    let large = if features.page_1g { PageSize::Size1G } else { PageSize::Size2M };
+    let mut pa = 0;
+    while pa < end {
+        let size = if pa.is_multiple_of(large.bytes()) && end - pa >= large.bytes() {
+            large
+        } else {
+            PageSize::Size2M
+        };
+        table
+            .map_sized(DIRECT_MAP_BASE + pa, pa, Flags::WRITABLE | Flags::NO_EXECUTE, size)
+            .expect("mapping the direct map");
+        pa += size.bytes();
+    }
+    // The tables' frames were zeroed and filled through the boot tables' direct map: the
+    // allocator hands out the lowest free frames first, which lie in the first 4 GiB (a frame
+    // above would fault there, and the IDT installed above would report it).
+    // SAFETY: the new tables map the kernel image at its link addresses with at least the
+    // rights the code needs (text executable, data and stacks writable), and the direct map at
+    // the same addresses as the boot tables (which now covers all RAM, the frame tables and
+    // heap included); only the identity map of the first 4 GiB, which nothing uses after the
+    // trampoline, is gone.
+    unsafe { table.activate() };
+    DIRECT_MAP_END.call_once(|| end);
+    let (smep, smap) = cpu::enable_protection(&features);
+    *KERNEL_TABLE.lock() = Some(table);
+
+    defmt::info!(
+        "x86_64: kernel tables active (direct map {=u64} MiB in {=str} pages, NX {=bool}, SMEP {=bool}, SMAP {=bool}), GDT, TSS and IDT loaded; no timer yet",
+        end >> 20,
+        if large == PageSize::Size1G { "1 GiB" } else { "2 MiB" },
+        features.nx,
+        smep,
+        smap
+    );
 }

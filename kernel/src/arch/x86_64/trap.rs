@@ -10,17 +10,19 @@
 //! is reported rather than ending in a triple fault.
 //!
 //! Dispatch: an interrupt is counted and silenced by [`super::interrupts::unexpected`] (there
-//! is no timer yet) and the interrupted code resumes; a fault at one of the probe instructions
-//! ([`super::probe`]) resumes at the probe's fix-up; any other exception is reported (its name,
+//! is no timer yet) and the interrupted code resumes;
+//! a fault at one of the probe instructions ([`super::probe`]) resumes at the probe's fix-up;
+//! a trap from user mode ends the user-mode excursion of [`run_user`] (the only user code there
+//! is until domains come with the x86_64 port); any other exception is reported (its name,
 //! vector, error code, the faulting address for a page fault, the symbolized instruction
 //! pointer and a backtrace) and ends the run with a failure status. The breakpoint's gate may
 //! be used from user mode (`int3`), like Linux's; every other gate only by the CPU.
 //!
-//! Not here yet: traps from user mode, system calls, `SWAPGS` and saving a domain's registers
-//! into its context, which come with the domain port. The boot stack has no unmapped guard
-//! page while the boot page tables are in use, so its overflow is not caught yet.
+//! Not here yet: system calls, `SWAPGS` and saving a domain's registers into its context,
+//! which come with the domain port.
 
 use core::arch::global_asm;
+use core::sync::atomic::{AtomicPtr, Ordering};
 
 use ::x86_64::PrivilegeLevel;
 use ::x86_64::VirtAddr;
@@ -28,7 +30,7 @@ use ::x86_64::registers::control::Cr2;
 use ::x86_64::structures::idt::InterruptDescriptorTable;
 use spin::Once;
 
-use super::{gdt, interrupts, probe};
+use super::{boot, gdt, interrupts, probe};
 
 /// The first of the 16 vectors the legacy PICs are moved to (they stay masked).
 pub const PIC_VECTOR_BASE: u8 = 0x20;
@@ -264,9 +266,13 @@ pub const PF_INSTRUCTION: u64 = 1 << 4;
 /// The dispatcher every stub calls, with interrupts off.
 extern "C" fn trap(frame: &mut TrapFrame) {
     let vector = frame.vector;
+    let from_user = frame.cs & 3 == 3;
     if vector >= 32 {
-        interrupts::unexpected(vector as u8, frame.cs & 3 == 3);
+        interrupts::unexpected(vector as u8, from_user);
         return;
+    }
+    if from_user {
+        return user_trap(frame);
     }
     if matches!(vector, 12..=14) && probe::fix_up(frame) {
         return;
@@ -309,6 +315,11 @@ fn report(frame: &TrapFrame) -> ! {
             frame.rsp
         ),
     }
+    let (guard, _) = boot::boot_stack();
+    let in_guard = |a: u64| (guard as u64..guard as u64 + 4096).contains(&a);
+    if matches!(frame.vector, 8 | 14) && (in_guard(cr2) || in_guard(frame.rsp)) {
+        defmt::error!("trap: the address is the boot stack's guard page: kernel stack overflow");
+    }
     defmt::error!("backtrace:");
     defmt::error!("  #0 pc={=u64:#x}", frame.rip);
     let mut depth = 1usize;
@@ -317,6 +328,163 @@ fn report(frame: &TrapFrame) -> ! {
         depth += 1;
     });
     crate::shutdown(crate::ExitCode::Panic)
+}
+
+/// How a user-mode excursion of [`run_user`] ended.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UserExit {
+    /// The vector of the trap that ended it.
+    pub vector: u64,
+    /// Its error code (0 if it has none).
+    pub error: u64,
+    /// The user instruction pointer the CPU saved.
+    pub rip: u64,
+    /// The code segment selector the CPU saved.
+    pub cs: u64,
+    /// CR2 at the trap (the faulting address, for a page fault).
+    pub cr2: u64,
+    /// Where the CPU put the trap frame (on the entry stack, TSS.RSP0).
+    pub frame_at: u64,
+}
+
+impl defmt::Format for UserExit {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "vector {=u64} error {=u64:#x} at rip {=u64:#x} (cs {=u64:#x}), cr2 {=u64:#x}, frame at {=u64:#x}",
+            self.vector,
+            self.error,
+            self.rip,
+            self.cs,
+            self.cr2,
+            self.frame_at
+        )
+    }
+}
+
+/// The kernel's registers while user code runs: what [`run_user`] resumes with.
+#[repr(C)]
+#[derive(Default)]
+struct KernelContext {
+    rbx: u64,
+    rbp: u64,
+    r12: u64,
+    r13: u64,
+    r14: u64,
+    r15: u64,
+    rsp: u64,
+    rflags: u64,
+    exit: UserExit,
+}
+
+/// The context of the [`run_user`] call in progress, if any.
+static USER_RETURN: AtomicPtr<KernelContext> = AtomicPtr::new(core::ptr::null_mut());
+
+global_asm!(
+    r#"
+    .pushsection .text.trap_entry, "ax"
+    /* rdi = user rip, rsi = user rsp, rdx = the KernelContext to save into. */
+__enter_user:
+    movq    %rbx, 0(%rdx)
+    movq    %rbp, 8(%rdx)
+    movq    %r12, 16(%rdx)
+    movq    %r13, 24(%rdx)
+    movq    %r14, 32(%rdx)
+    movq    %r15, 40(%rdx)
+    movq    %rsp, 48(%rdx)
+    pushfq
+    popq    56(%rdx)
+    pushq   ${user_data}
+    pushq   %rsi
+    pushq   $0x2
+    pushq   ${user_code}
+    pushq   %rdi
+    xorl    %eax, %eax
+    xorl    %ebx, %ebx
+    xorl    %ecx, %ecx
+    xorl    %edx, %edx
+    xorl    %esi, %esi
+    xorl    %edi, %edi
+    xorl    %ebp, %ebp
+    xorl    %r8d, %r8d
+    xorl    %r9d, %r9d
+    xorl    %r10d, %r10d
+    xorl    %r11d, %r11d
+    xorl    %r12d, %r12d
+    xorl    %r13d, %r13d
+    xorl    %r14d, %r14d
+    xorl    %r15d, %r15d
+    iretq
+
+    /* The trap handler resumes here, on the kernel stack, with the callee-saved registers
+       and rflags of the call to __enter_user restored. */
+__user_returned:
+    movl    ${kernel_data}, %eax
+    movl    %eax, %ds
+    movl    %eax, %es
+    ret
+    .popsection
+    "#,
+    user_data = const gdt::USER_DATA,
+    user_code = const gdt::USER_CODE,
+    kernel_data = const gdt::KERNEL_DATA,
+    options(att_syntax)
+);
+
+unsafe extern "C" {
+    fn __enter_user(rip: u64, rsp: u64, ctx: *mut KernelContext);
+    fn __user_returned();
+}
+
+/// Runs user code at `rip` with stack `rsp` (in ring 3, interrupts off, every register zero)
+/// until its first trap, and returns how it ended. The pages must be mapped user-accessible in
+/// the current tree, `rip`'s executable. Ring 3 cannot touch kernel pages, turn interrupts on
+/// or reach I/O ports (IOPL is 0), so the code can harm nothing but the user pages it sees;
+/// code that never traps keeps the CPU forever.
+pub fn run_user(rip: u64, rsp: u64) -> UserExit {
+    let mut ctx = KernelContext::default();
+    let _interrupts = super::super::InterruptGuard::new();
+    USER_RETURN.store(&raw mut ctx, Ordering::Release);
+    // SAFETY: `__enter_user` saves the callee-saved registers, the stack pointer and rflags in
+    // `ctx`, then enters ring 3 with `iretq`; the trap that ends the user code comes back
+    // through `user_trap`, which resumes `__user_returned` with them, so for the compiler this
+    // is an ordinary call that preserves what the C ABI says it preserves.
+    unsafe { __enter_user(rip, rsp, &raw mut ctx) };
+    USER_RETURN.store(core::ptr::null_mut(), Ordering::Release);
+    ctx.exit
+}
+
+/// A trap taken in user mode: ends the [`run_user`] call in progress by resuming the kernel
+/// where it entered user mode. With no such call, the trap is reported like a kernel fault.
+fn user_trap(frame: &mut TrapFrame) {
+    let ctx = USER_RETURN.swap(core::ptr::null_mut(), Ordering::AcqRel);
+    if ctx.is_null() {
+        report(frame);
+    }
+    // SAFETY: `run_user` stored a pointer to its own `KernelContext`, which lives until it
+    // returns, and it cannot return before this trap resumes it; the swap above took the
+    // pointer, so nothing else uses it.
+    let ctx = unsafe { &mut *ctx };
+    ctx.exit = UserExit {
+        vector: frame.vector,
+        error: frame.error,
+        rip: frame.rip,
+        cs: frame.cs,
+        cr2: Cr2::read_raw(),
+        frame_at: frame as *const TrapFrame as u64,
+    };
+    frame.rbx = ctx.rbx;
+    frame.rbp = ctx.rbp;
+    frame.r12 = ctx.r12;
+    frame.r13 = ctx.r13;
+    frame.r14 = ctx.r14;
+    frame.r15 = ctx.r15;
+    frame.rip = __user_returned as *const () as u64;
+    frame.cs = u64::from(gdt::KERNEL_CODE);
+    frame.rflags = ctx.rflags;
+    frame.rsp = ctx.rsp;
+    frame.ss = u64::from(gdt::KERNEL_DATA);
 }
 
 /// Executes `ud2`: an illegal instruction in the kernel, for `fault=illegal-instruction`.
