@@ -1,9 +1,9 @@
 //! The kernel's own tests, run by [`crate::ktest`] when the command line asks for them, and the
 //! deliberate faults that show the trap report.
 //!
-//! Tests run on both architectures unless marked: RISC-V alone has the SBI, ASIDs, domains
-//! and timers (x86_64 gains timers next, domains with its port); x86_64 alone has tests of its
-//! page-table rights (NX, SMEP, SMAP) and of user mode through its GDT and TSS.
+//! Tests run on both architectures unless marked: RISC-V alone has the SBI, ASIDs and domains
+//! (x86_64 gains domains with its port); x86_64 alone has tests of its page-table rights
+//! (NX, SMEP, SMAP), of user mode through its GDT and TSS, and of its local APIC timer.
 
 use crate::cmdline::Args;
 use crate::ktest::KernelTest;
@@ -16,7 +16,6 @@ mod frames;
 mod paging;
 #[cfg(target_arch = "riscv64")]
 mod sbi;
-#[cfg(target_arch = "riscv64")]
 mod timer;
 #[cfg(target_arch = "x86_64")]
 mod traps;
@@ -38,6 +37,8 @@ const ALL: &[KernelTest] = &[
     KernelTest { name: "paging::smep_smap", run: paging::smep_smap },
     #[cfg(target_arch = "x86_64")]
     KernelTest { name: "traps::user_round_trip", run: traps::user_round_trip },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "traps::unexpected_interrupt", run: traps::unexpected_interrupt },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "paging::asid_recycling", run: asid::recycling },
     #[cfg(target_arch = "riscv64")]
@@ -68,10 +69,10 @@ const ALL: &[KernelTest] = &[
     KernelTest { name: "domains::kernel_arena", run: crate::domain::tests::kernel_arena },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "domains::address_quota", run: crate::domain::tests::address_quota_reuse },
-    #[cfg(target_arch = "riscv64")]
     KernelTest { name: "timer::rate_busy", run: timer::rate_busy },
-    #[cfg(target_arch = "riscv64")]
     KernelTest { name: "timer::rate_idle", run: timer::rate_idle },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "timer::apic_calibration", run: timer::apic_calibration },
 ];
 
 /// Does what the command line asks after boot: commit a deliberate fault or run tests, and

@@ -20,7 +20,7 @@ use core::fmt::Write as _;
 use ::x86_64::instructions::port::Port;
 
 use super::layout::{BOOT_MAP_BYTES, DIRECT_MAP_BYTES};
-use super::{exit, interrupts, phys_to_virt, serial, time};
+use super::{apic, exit, interrupts, phys_to_virt, serial, time};
 use crate::BootInfo;
 use crate::boot_info::{Device, PhysRange, fixed};
 
@@ -239,6 +239,7 @@ unsafe fn read_phys<T: Copy>(pa: u64) -> Option<T> {
 extern "C" fn tessera_x86_64_boot(start_info: u64) -> ! {
     interrupts::quiet_legacy_devices();
     serial::init();
+    apic::early_init();
     let (timebase_hz, source) = time::init();
     match source {
         time::Source::Guess => defmt::warn!("x86_64 boot: TSC frequency unknown, assuming 1 GHz"),

@@ -18,6 +18,8 @@ pub struct Features {
     pub smep: bool,
     /// Supervisor-mode access prevention (CPUID.(07H,0):EBX[20]).
     pub smap: bool,
+    /// The local APIC timer's TSC-deadline mode (CPUID.01H:ECX[24]).
+    pub tsc_deadline: bool,
 }
 
 impl Features {
@@ -34,6 +36,7 @@ impl Features {
             global_pages: leaf1.edx & (1 << 13) != 0,
             smep: leaf7 & (1 << 7) != 0,
             smap: leaf7 & (1 << 20) != 0,
+            tsc_deadline: leaf1.ecx & (1 << 24) != 0,
         }
     }
 }

@@ -1,18 +1,20 @@
 //! A critical section on this CPU through RFLAGS.IF; the legacy interrupt controller and
 //! timer the firmware left running; and the interrupts the kernel does not expect.
 //!
-//! The kernel expects no interrupt yet (the local APIC timer comes next), and keeps them off.
-//! The legacy 8259 PICs are moved to vectors 0x20..0x30 (away from the CPU's exceptions, where
-//! the BIOS leaves them) and masked. An interrupt that comes anyway is the kernel's business,
-//! never a fault of the code it interrupted: [`unexpected`] counts it by vector, logs the first
-//! of each vector once (a WARN), and the interrupted code resumes. The counts are logged when
-//! the kernel shuts down.
+//! The kernel expects one interrupt, the local APIC timer's ([`super::timer`]). The legacy
+//! 8259 PICs are moved to vectors 0x20..0x30 (away from the CPU's exceptions, where the BIOS
+//! leaves them) and masked, and the PIT's channel 0, which SeaBIOS leaves ticking at 18.2 Hz,
+//! is stopped (under `-icount` every idle `hlt` would otherwise stretch to its next edge).
+//! Any other interrupt is still the kernel's business, never a fault of the code it
+//! interrupted: [`unexpected`] counts it by vector, logs the first of each vector once (a
+//! WARN), acknowledges it at the local APIC if the APIC delivered it, and the interrupted code
+//! resumes. The counts are logged when the kernel shuts down.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use ::x86_64::instructions::{interrupts, port::Port};
 
-use super::trap;
+use super::{apic, trap};
 
 /// Turns interrupts off; returns whether they were on.
 pub fn disable() -> bool {
@@ -35,9 +37,9 @@ pub fn enable() {
     interrupts::enable();
 }
 
-/// Moves both 8259 PICs to vectors 0x20..0x30 and masks every line. Before the IDT exists an
-/// interrupt would triple-fault the machine, and with the BIOS's vectors a PIC interrupt would
-/// look like a CPU exception.
+/// Moves both 8259 PICs to vectors 0x20..0x30, masks every line, and stops PIT channel 0.
+/// Before the IDT exists an interrupt would triple-fault the machine, and with the BIOS's
+/// vectors a PIC interrupt would look like a CPU exception.
 pub(super) fn quiet_legacy_devices() {
     let base = trap::PIC_VECTOR_BASE;
     let writes: [(u16, u8); 10] = [
@@ -58,6 +60,14 @@ pub(super) fn quiet_legacy_devices() {
         // line masked. No memory is touched.
         unsafe { Port::<u8>::new(port).write(value) };
     }
+    // SAFETY: 0x43 is the PIT's mode register and 0x40 its channel 0; mode 0 with a count of
+    // 1 makes the channel count out once and then stay silent (its IRQ 0 is masked anyway).
+    // Channel 2, which `time` uses for calibration, is not affected.
+    unsafe {
+        Port::<u8>::new(0x43).write(0b0011_0000); // channel 0, lobyte/hibyte, mode 0, binary
+        Port::<u8>::new(0x40).write(1);
+        Port::<u8>::new(0x40).write(0);
+    }
 }
 
 /// Unexpected interrupts seen, by vector.
@@ -66,6 +76,8 @@ static UNEXPECTED: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
 /// The interrupt's name, by vector.
 fn name(vector: u8) -> &'static str {
     match vector {
+        trap::SPURIOUS_VECTOR => "local APIC spurious interrupt",
+        trap::APIC_ERROR_VECTOR => "local APIC error interrupt",
         v if (trap::PIC_VECTOR_BASE..trap::PIC_VECTOR_BASE + 16).contains(&v) => {
             "legacy PIC interrupt"
         }
@@ -74,18 +86,32 @@ fn name(vector: u8) -> &'static str {
 }
 
 /// Handles an interrupt the kernel does not expect, on `vector`, taken in user mode if
-/// `from_user`: counts it and logs the first of its vector. The caller then resumes the
-/// interrupted code.
+/// `from_user`: counts it, logs the first of its vector, and acknowledges it at the local APIC
+/// if the APIC has it in service (a spurious interrupt and a masked PIC's are not in service).
+/// The caller then resumes the interrupted code.
 pub(super) fn unexpected(vector: u8, from_user: bool) {
     let seen = UNEXPECTED[vector as usize].fetch_add(1, Ordering::Relaxed);
+    if vector == trap::APIC_ERROR_VECTOR {
+        apic::clear_errors();
+    }
+    let acknowledged = apic::in_service(vector);
+    if acknowledged {
+        apic::end_of_interrupt();
+    }
     if seen == 0 {
         defmt::warn!(
-            "interrupt: unexpected {=str} (vector {=u8:#x}) taken in {=str} mode; counted, not logged again",
+            "interrupt: unexpected {=str} (vector {=u8:#x}) taken in {=str} mode, {=str}; counted, not logged again",
             name(vector),
             vector,
-            if from_user { "user" } else { "kernel" }
+            if from_user { "user" } else { "kernel" },
+            if acknowledged { "acknowledged at the local APIC" } else { "not in service" }
         );
     }
+}
+
+/// How many unexpected interrupts were taken on `vector`.
+pub fn unexpected_count(vector: u8) -> u64 {
+    UNEXPECTED[vector as usize].load(Ordering::Relaxed)
 }
 
 /// Logs how many unexpected interrupts of each vector were taken, if any.

@@ -16,13 +16,14 @@
 //!   boot stack and under each interrupt stack, a direct map of all RAM the boot info reports
 //!   (and of everything below 4 GiB) in 1 GiB pages where the CPU has them, 2 MiB otherwise;
 //!   EFER.NXE, CR4.PGE, and CR4.SMEP and CR4.SMAP where CPUID reports them ([`cpu`]);
-//! - the legacy PICs moved and masked ([`interrupts`]).
+//! - the local APIC ([`apic`]) with one-shot timer interrupts through the IDT ([`timer`]), the
+//!   legacy PICs moved and masked, the PIT's channel 0 stopped ([`interrupts`]).
 //!
-//! Not implemented yet: timers (interrupts stay off), domains (user address spaces, system
-//! calls, contexts, floating-point state), device interrupts (I/O APIC, MSI), more than one
-//! CPU. The layout is in [`layout`].
+//! Not implemented yet: domains (user address spaces, system calls, contexts, floating-point
+//! state), device interrupts (I/O APIC, MSI), more than one CPU. The layout is in [`layout`].
 
 mod acpi;
+pub mod apic;
 mod backtrace;
 mod boot;
 pub mod cpu;
@@ -34,6 +35,7 @@ pub mod paging;
 pub mod probe;
 mod serial;
 pub mod time;
+pub mod timer;
 pub mod trap;
 
 use ::x86_64::structures::paging::PageTableFlags as Flags;
@@ -42,7 +44,7 @@ use spin::Mutex;
 pub use backtrace::backtrace;
 pub use boot::boot_stack;
 pub use exit::exit;
-use layout::{BOOT_MAP_BYTES, DIRECT_MAP_BASE, DIRECT_MAP_BYTES, KERNEL_VMA};
+use layout::{BOOT_MAP_BYTES, DIRECT_MAP_BASE, DIRECT_MAP_BYTES, KERNEL_VMA, LAPIC_VIRT};
 use paging::{PageSize, PageTable};
 
 /// The architecture's name in reports.
@@ -135,8 +137,9 @@ pub fn guard_pages() -> [usize; 3] {
     [boot_stack().0, gdt::double_fault_stack().0, gdt::entry_stack().0]
 }
 
-/// Sets up what the portable kernel needs beyond boot: the GDT and TSS, the IDT and the
-/// kernel's page tables (replacing the boot tables). Timers are not implemented on x86_64 yet.
+/// Sets up what the portable kernel needs beyond boot: the GDT and TSS, the IDT, the kernel's
+/// page tables (replacing the boot tables), the local APIC and its timer; then turns
+/// interrupts on.
 pub fn init_platform(boot: &crate::BootInfo) {
     gdt::init();
     trap::init();
@@ -171,6 +174,14 @@ pub fn init_platform(boot: &crate::BootInfo) {
             .expect("mapping the direct map");
         pa += size.bytes();
     }
+    let lapic = apic::phys_base();
+    table
+        .map(
+            LAPIC_VIRT,
+            lapic,
+            Flags::WRITABLE | Flags::NO_EXECUTE | Flags::NO_CACHE | Flags::WRITE_THROUGH,
+        )
+        .expect("mapping the local APIC");
     // The tables' frames were zeroed and filled through the boot tables' direct map: the
     // allocator hands out the lowest free frames first, which lie in the first 4 GiB (a frame
     // above would fault there, and the IDT installed above would report it).
@@ -184,12 +195,23 @@ pub fn init_platform(boot: &crate::BootInfo) {
     let (smep, smap) = cpu::enable_protection(&features);
     *KERNEL_TABLE.lock() = Some(table);
 
+    apic::init();
+    timer::init();
+    interrupts::enable();
+    let (apic_ticks, tsc_ticks) = apic::rate();
     defmt::info!(
-        "x86_64: kernel tables active (direct map {=u64} MiB in {=str} pages, NX {=bool}, SMEP {=bool}, SMAP {=bool}), GDT, TSS and IDT loaded; no timer yet",
+        "x86_64: kernel tables active (direct map {=u64} MiB in {=str} pages, NX {=bool}, SMEP {=bool}, SMAP {=bool}), GDT, TSS and IDT loaded, interrupts on",
         end >> 20,
         if large == PageSize::Size1G { "1 GiB" } else { "2 MiB" },
         features.nx,
         smep,
         smap
+    );
+    defmt::info!(
+        "x86_64: timer: local APIC {=str}, TSC {=u64} Hz, APIC timer {=u64} Hz",
+        if timer::tsc_deadline_mode() { "TSC-deadline" } else { "one-shot" },
+        time::frequency(),
+        (u128::from(apic_ticks) * u128::from(time::frequency()) / u128::from(tsc_ticks.max(1)))
+            as u64
     );
 }

@@ -1,5 +1,7 @@
 //! Time from the TSC. Its frequency comes from CPUID leaf 0x15 (or 0x16) when the CPU reports
-//! it, and is otherwise measured once at boot against channel 2 of the 8254 PIT.
+//! it, and is otherwise measured once at boot against channel 2 of the 8254 PIT; the local
+//! APIC's timer, started by `apic::early_init`, is sampled over the same gate, which gives its
+//! rate relative to the TSC for free.
 
 use core::arch::x86_64::{__cpuid, _rdtsc};
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +21,16 @@ const PIT_GATE_TICKS: u16 = 11_932;
 fn rdtsc() -> u64 {
     // SAFETY: RDTSC exists on every x86_64 CPU and only reads the time-stamp counter.
     unsafe { _rdtsc() }
+}
+
+/// The TSC's value when the kernel started: tick 0 of [`now_ticks`].
+pub(super) fn boot_tsc() -> u64 {
+    BOOT_TSC.load(Ordering::Relaxed)
+}
+
+/// Ticks (of the TSC) per second.
+pub fn frequency() -> u64 {
+    TSC_HZ.load(Ordering::Relaxed)
 }
 
 /// TSC ticks since boot.
@@ -83,7 +95,8 @@ fn cpuid_hz() -> Option<u64> {
 }
 
 /// Counts TSC ticks while PIT channel 2 counts down about 10 ms in mode 0 (its output, read
-/// at port 0x61 bit 5, rises at the terminal count). `None` if the output never rises.
+/// at port 0x61 bit 5, rises at the terminal count), and hands the local APIC timer's count
+/// over the same gate to `apic::set_rate`. `None` if the output never rises.
 fn pit_calibrate() -> Option<u64> {
     let mut ctrl = Port::<u8>::new(0x61);
     let mut mode = Port::<u8>::new(0x43);
@@ -104,6 +117,7 @@ fn pit_calibrate() -> Option<u64> {
         ch2.write(lo);
         ch2.write(hi);
         let start = rdtsc();
+        let apic_start = super::apic::current_count();
         let mut spins = 0u32;
         while ctrl.read() & 0x20 == 0 {
             spins += 1;
@@ -112,7 +126,9 @@ fn pit_calibrate() -> Option<u64> {
             }
         }
         let ticks = rdtsc() - start;
+        let apic_end = super::apic::current_count();
         ctrl.write(b & !0x03);
+        super::apic::set_rate(u64::from(apic_start.wrapping_sub(apic_end)), ticks);
         ticks
     };
     let hz = ticks * PIT_HZ / u64::from(PIT_GATE_TICKS);

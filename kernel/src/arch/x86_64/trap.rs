@@ -9,8 +9,8 @@
 //! whose gate switches to its own stack (IST1, [`super::gdt`]), so that a kernel stack overflow
 //! is reported rather than ending in a triple fault.
 //!
-//! Dispatch: an interrupt is counted and silenced by [`super::interrupts::unexpected`] (there
-//! is no timer yet) and the interrupted code resumes;
+//! Dispatch: the local APIC timer's vector goes to [`super::timer`]; any other interrupt is
+//! counted and silenced by [`super::interrupts::unexpected`] and the interrupted code resumes;
 //! a fault at one of the probe instructions ([`super::probe`]) resumes at the probe's fix-up;
 //! a trap from user mode ends the user-mode excursion of [`run_user`] (the only user code there
 //! is until domains come with the x86_64 port); any other exception is reported (its name,
@@ -30,8 +30,14 @@ use ::x86_64::registers::control::Cr2;
 use ::x86_64::structures::idt::InterruptDescriptorTable;
 use spin::Once;
 
-use super::{boot, gdt, interrupts, probe};
+use super::{apic, boot, gdt, interrupts, probe, timer};
 
+/// The local APIC timer's vector.
+pub const TIMER_VECTOR: u8 = 0x40;
+/// The local APIC's error vector.
+pub const APIC_ERROR_VECTOR: u8 = 0xfe;
+/// The local APIC's spurious-interrupt vector.
+pub const SPURIOUS_VECTOR: u8 = 0xff;
 /// The first of the 16 vectors the legacy PICs are moved to (they stay masked).
 pub const PIC_VECTOR_BASE: u8 = 0x20;
 
@@ -266,6 +272,11 @@ pub const PF_INSTRUCTION: u64 = 1 << 4;
 /// The dispatcher every stub calls, with interrupts off.
 extern "C" fn trap(frame: &mut TrapFrame) {
     let vector = frame.vector;
+    if vector == u64::from(TIMER_VECTOR) {
+        apic::end_of_interrupt();
+        timer::on_interrupt();
+        return;
+    }
     let from_user = frame.cs & 3 == 3;
     if vector >= 32 {
         interrupts::unexpected(vector as u8, from_user);
