@@ -17,12 +17,13 @@
 //!    the host by `cargo xtask`.
 //!
 //! What is implemented now: boot on RISC-V (QEMU `virt`, S-mode under SBI firmware) and on
-//! x86_64 (QEMU `q35`, PVH), device-tree discovery of memory and devices, the frame allocator
-//! with its owner table, the kernel heap, Sv39 kernel page tables with a guard page under the
-//! boot stack, trap handling with symbolized reports, one-shot timer interrupts and an in-kernel
-//! test runner; on RISC-V, domains (`domain`: protection domains, system calls, events and
-//! activations, Atropos CPU contracts, self-paging). x86_64 reaches the banner and shuts down;
-//! its traps, timers, paging and domains come with the x86_64 port.
+//! x86_64 (QEMU `q35`, PVH), discovery of memory and devices (the device tree; PVH's start
+//! info and ACPI's MCFG) and PCI enumeration, the frame allocator with its owner table, the
+//! kernel heap, kernel page tables with a guard page under the boot stack (Sv39; 4-level on
+//! x86_64), trap handling with symbolized reports, one-shot timer interrupts and an in-kernel
+//! test runner on both; on RISC-V, domains (`domain`: protection domains, system calls, events
+//! and activations, Atropos CPU contracts, self-paging). x86_64 runs the kernel's tests and
+//! shuts down; its domains come with the x86_64 domain port.
 
 #![no_std]
 #![no_main]

@@ -9,10 +9,15 @@
 //! | boot entry | sets up a stack and the upper-half mapping, fills a [`crate::BootInfo`] and calls [`crate::kernel_main`] |
 //! | `console::write(&[u8])` | raw bytes to the serial line (the defmt transport); usable from the first instruction of `kernel_main` |
 //! | `interrupts::disable() -> bool`, `interrupts::restore(bool)` | a critical section on this CPU |
-//! | `time::now_ticks() -> u64`, `time::now_us() -> u64` | monotonic time since boot |
+//! | `time::now_ticks() -> u64`, `time::now_us() -> u64`, `time::frequency() -> u64` | monotonic time since boot, in ticks of the arch's clock (RISC-V `time`, x86_64 TSC) |
+//! | `timer::set_handler(Option<Handler>)`, `timer::arm(u64)`, `timer::disarm()` | one-shot timer interrupts at an absolute tick (RISC-V `stimecmp` or SBI, x86_64 local APIC) |
 //! | `exit(ExitCode) -> !` | leaves QEMU with a status `cargo xtask` maps back to the code |
 //! | `init_platform(&BootInfo)` | after the frame allocator and heap exist: kernel page tables, traps, timers |
-//! | `phys_to_virt(u64) -> usize` | the kernel's direct map of physical memory |
+//! | `phys_to_virt(u64) -> usize`, `virt_to_phys(usize) -> u64` | the kernel's direct map of physical memory (and its image) |
+//! | `with_kernel_table(f)` | the kernel's page tables (`map`, `unmap`, `translate`; RISC-V `sv39`, x86_64 `paging`) |
+//! | `layout::KERNEL_DYNAMIC_BASE` | where the kernel makes mappings at run time |
+//! | `boot_stack() -> (usize, usize)` | the boot stack's guard page and top |
+//! | `probe::{read_u64, read_u8, write_u64, copy_words}` | accesses that report a fault instead of taking the kernel down |
 //! | `backtrace(&mut dyn FnMut(usize))` | calls back with each return address on the current stack (frame pointers) |
 //! | `wait_for_interrupt()` | idles the CPU until the next interrupt |
 //!
@@ -25,14 +30,13 @@
 //! | `AddressSpace: AddressSpaceOps` | a protection domain's page tables under a TLB tag |
 //! | `Resume` | `contract::Resume<UserContext>`: what the trap path resumes |
 //! | `FpState`, `save_fp`, `restore_fp` | a domain's floating-point state, saved and restored lazily |
-//! | `time::frequency()`, `timer::arm(ticks)`, `timer::disarm()` | the clock's rate and the one-shot timer |
-//! | `virt_to_phys(usize) -> u64` | the inverse of the direct map |
 //! | `enter_user(NonNull<UserContext>) -> !` | enters the first domain |
 //! | `copy_from_user`, `copy_words_from_user` | copies from the current address space, a fault turned into `Err` |
 //! | the trap path | calls `domain::on_user_trap(UserTrap)` for each trap from user mode and resumes what it returns |
 //!
-//! Only RISC-V implements traps, timers, paging and domains so far (`capabilities()` says what
-//! an architecture offers, so tests that need a feature are listed only where it exists).
+//! Both architectures implement traps, timers and kernel page tables. Only RISC-V implements
+//! domains so far; the kernel code that uses them is compiled for RISC-V alone until the x86_64
+//! domain port, and so are the tests that need them.
 
 pub mod contract;
 pub use contract::{AddressSpaceOps, UserContextOps, UserFault, UserTrap};
