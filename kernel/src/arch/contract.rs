@@ -10,9 +10,10 @@
 //! compiler hold every architecture to the same signatures.
 //!
 //! What is implemented: RISC-V (Sv39 with ASIDs, `ecall`, the `sstatus` FP state, the SBI
-//! timer). x86_64 boots and reports but runs no domain yet: its `UserContext` (SYSCALL and
-//! SYSRET), `AddressSpace` (4-level tables with PCIDs) and FP state (XSAVE) come with its
-//! port, and the domain code is compiled for RISC-V only until then.
+//! timer). x86_64 has the free items (its traps, kernel page tables and local APIC timer) but
+//! runs no domain yet: its `UserContext` (SYSCALL and SYSRET), `AddressSpace` (4-level tables
+//! with PCIDs) and FP state (XSAVE) come with its port, and the domain code is compiled for
+//! RISC-V only until then.
 
 use abi::{Access, Rights};
 use frame_allocator::Owner;
@@ -187,6 +188,10 @@ const _: fn(&crate::BootInfo) = super::init_platform;
 const _: fn(u64) -> usize = super::phys_to_virt;
 const _: fn() = super::wait_for_interrupt;
 const _: fn(&mut dyn FnMut(usize)) = super::backtrace;
+const _: fn() -> u64 = super::time::frequency;
+const _: fn(u64) = super::timer::arm;
+const _: fn() = super::timer::disarm;
+const _: fn(usize) -> u64 = super::virt_to_phys;
 
 /// The items that running domains need, with their signatures (x86_64 gains them with its
 /// port).
@@ -197,10 +202,6 @@ mod domain_items {
 
     const fn implements<C: UserContextOps, A: AddressSpaceOps>() {}
     const _: () = implements::<UserContext, AddressSpace>();
-    const _: fn() -> u64 = super::super::time::frequency;
-    const _: fn(u64) = super::super::timer::arm;
-    const _: fn() = super::super::timer::disarm;
-    const _: fn(usize) -> u64 = super::super::virt_to_phys;
     const _: fn(&mut UserContext, &mut FpState) = super::super::save_fp;
     const _: fn(&mut UserContext, &FpState) = super::super::restore_fp;
     const _: fn(core::ptr::NonNull<UserContext>) -> ! = super::super::enter_user;
