@@ -142,6 +142,9 @@ pub fn boot_info(hart: usize, dtb: u64) -> BootInfo {
             continue;
         }
         let Some(compatible) = node.compatible().map(|c| c.first()) else { continue };
+        if compatible == "pci-host-ecam-generic" {
+            boot.pci = pci_host(&node);
+        }
         let Some(reg) = node.reg().and_then(|mut r| r.next()) else { continue };
         if devices_full || node.name.starts_with("cpu") {
             continue;
@@ -159,7 +162,6 @@ pub fn boot_info(hart: usize, dtb: u64) -> BootInfo {
         }
     }
     *RESERVED.lock() = (dtb, fits.then_some(cache));
-    boot.pci = pci_host(&fdt);
 
     let kernel_start = &raw const __kernel_start as u64 - KERNEL_VIRT + KERNEL_PHYS;
     let kernel_end = &raw const __kernel_end as u64 - KERNEL_VIRT + KERNEL_PHYS;
@@ -182,10 +184,9 @@ pub fn boot_info(hart: usize, dtb: u64) -> BootInfo {
 
 /// Adds the RAM region `r` of a memory node to `boot`, less what lies beyond the direct map
 /// (left out with a warning).
-/// The ECAM window and bus range of the `pci-host-ecam-generic` node, if there is one (the
-/// `bus-range` property defaults to every bus the window covers).
-fn pci_host(fdt: &Fdt<'_>) -> Option<PciHost> {
-    let node = fdt.find_compatible(&["pci-host-ecam-generic"])?;
+/// The ECAM window and bus range of a `pci-host-ecam-generic` node (the `bus-range` property
+/// defaults to every bus the window covers).
+fn pci_host(node: &FdtNode<'_, '_>) -> Option<PciHost> {
     let reg = node.reg()?.next()?;
     let start = reg.starting_address as u64;
     let end = start + reg.size? as u64;
