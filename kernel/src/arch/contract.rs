@@ -10,10 +10,10 @@
 //! compiler hold every architecture to the same signatures.
 //!
 //! What is implemented: RISC-V (Sv39 with ASIDs, `ecall`, the `sstatus` FP state, the SBI
-//! timer). x86_64 has the free items (its traps, kernel page tables and local APIC timer) but
-//! runs no domain yet: its `UserContext` (SYSCALL and SYSRET), `AddressSpace` (4-level tables
-//! with PCIDs) and FP state (XSAVE) come with its port, and the domain code is compiled for
-//! RISC-V only until then.
+//! timer). x86_64 has the free items (its traps, kernel page tables and local APIC timer) and
+//! its `AddressSpace` (4-level tables, PCIDs where CPUID reports them) but runs no domain yet:
+//! its `UserContext` (SYSCALL and SYSRET) and FP state (XSAVE) come with its port, and the
+//! domain code is compiled for RISC-V only until then.
 
 use abi::{Access, Rights};
 use frame_allocator::Owner;
@@ -193,15 +193,21 @@ const _: fn(u64) = super::timer::arm;
 const _: fn() = super::timer::disarm;
 const _: fn(usize) -> u64 = super::virt_to_phys;
 
-/// The items that running domains need, with their signatures (x86_64 gains them with its
-/// port).
+/// A protection domain's address space, on both architectures.
+mod address_space {
+    const fn implements<A: super::AddressSpaceOps>() {}
+    const _: () = implements::<super::super::AddressSpace>();
+}
+
+/// The other items that running domains need, with their signatures (x86_64 gains them with
+/// its user-mode entry).
 #[cfg(target_arch = "riscv64")]
 mod domain_items {
-    use super::super::{AddressSpace, FpState, UserContext};
-    use super::{AddressSpaceOps, UserContextOps};
+    use super::super::{FpState, UserContext};
+    use super::UserContextOps;
 
-    const fn implements<C: UserContextOps, A: AddressSpaceOps>() {}
-    const _: () = implements::<UserContext, AddressSpace>();
+    const fn implements<C: UserContextOps>() {}
+    const _: () = implements::<UserContext>();
     const _: fn(&mut UserContext, &mut FpState) = super::super::save_fp;
     const _: fn(&mut UserContext, &FpState) = super::super::restore_fp;
     const _: fn(core::ptr::NonNull<UserContext>) -> ! = super::super::enter_user;

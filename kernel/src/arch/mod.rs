@@ -34,9 +34,9 @@
 //! | `copy_from_user`, `copy_words_from_user` | copies from the current address space, a fault turned into `Err` |
 //! | the trap path | calls `domain::on_user_trap(UserTrap)` for each trap from user mode and resumes what it returns |
 //!
-//! Both architectures implement traps, timers and kernel page tables. Only RISC-V implements
-//! domains so far; the kernel code that uses them is compiled for RISC-V alone until the x86_64
-//! domain port, and so are the tests that need them.
+//! Both architectures implement traps, timers, kernel page tables and `AddressSpace`. Only
+//! RISC-V runs domains so far; the kernel code that uses them is compiled for RISC-V alone
+//! until the x86_64 domain port, and so are the tests that need them.
 
 pub mod contract;
 pub use contract::{AddressSpaceOps, UserContextOps, UserFault, UserTrap};

@@ -20,6 +20,8 @@ pub struct Features {
     pub smap: bool,
     /// The local APIC timer's TSC-deadline mode (CPUID.01H:ECX[24]).
     pub tsc_deadline: bool,
+    /// Process-context identifiers (CPUID.01H:ECX[17]); QEMU's TCG has none.
+    pub pcid: bool,
 }
 
 impl Features {
@@ -37,6 +39,7 @@ impl Features {
             smep: leaf7 & (1 << 7) != 0,
             smap: leaf7 & (1 << 20) != 0,
             tsc_deadline: leaf1.ecx & (1 << 24) != 0,
+            pcid: leaf1.ecx & (1 << 17) != 0,
         }
     }
 }

@@ -19,8 +19,11 @@
 //! - the local APIC ([`apic`]) with one-shot timer interrupts through the IDT ([`timer`]), the
 //!   legacy PICs moved and masked, the PIT's channel 0 stopped ([`interrupts`]).
 //!
-//! Not implemented yet: domains (user address spaces, system calls, contexts, floating-point
-//! state), device interrupts (I/O APIC, MSI), more than one CPU. The layout is in [`layout`].
+//! - protection domains' address spaces ([`space`]): 4-level trees sharing the kernel half,
+//!   under PCIDs only where CPUID reports them (never in QEMU's TCG).
+//!
+//! Not implemented yet: running domains (system calls, contexts, floating-point state), device
+//! interrupts (I/O APIC, MSI), more than one CPU. The layout is in [`layout`].
 
 mod acpi;
 pub mod apic;
@@ -34,6 +37,7 @@ pub mod layout;
 pub mod paging;
 pub mod probe;
 mod serial;
+pub mod space;
 pub mod time;
 pub mod timer;
 pub mod trap;
@@ -46,6 +50,7 @@ pub use boot::boot_stack;
 pub use exit::exit;
 use layout::{BOOT_MAP_BYTES, DIRECT_MAP_BASE, DIRECT_MAP_BYTES, KERNEL_VMA, LAPIC_VIRT};
 use paging::{PageSize, PageTable};
+pub use space::AddressSpace;
 
 /// The architecture's name in reports.
 pub const NAME: &str = "x86_64";
@@ -194,6 +199,7 @@ pub fn init_platform(boot: &crate::BootInfo) {
     DIRECT_MAP_END.call_once(|| end);
     let (smep, smap) = cpu::enable_protection(&features);
     *KERNEL_TABLE.lock() = Some(table);
+    space::init_pcids(features.pcid);
 
     apic::init();
     timer::init();

@@ -13,8 +13,10 @@
 //! protection domain's tree will share them through its root), tables below them are freed
 //! when they map nothing any more.
 //!
-//! Not here yet: process-context identifiers (QEMU's TCG has none, see `docs/memory-layout.md`)
-//! and the trees of protection domains, which come with the x86_64 domain port.
+//! The trees of protection domains ([`PageTable::new_sharing_kernel`]) share the kernel's root
+//! entries of the upper half and have their own lower half; their tables are counted, made in
+//! advance and pruned by range for [`super::space`], which also decides their TLB tags
+//! (process-context identifiers).
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -48,6 +50,11 @@ pub enum MapError {
     NotMapped,
     /// No frame for an intermediate table.
     OutOfFrames(FrameError),
+    /// The rights asked for grant no access (a user leaf needs read, write or execute).
+    NoAccess,
+    /// The address lies in the kernel half, which a protection domain's tree shares and never
+    /// changes.
+    KernelHalf,
 }
 
 /// Page sizes a leaf can map.
@@ -108,6 +115,9 @@ fn canonical(va: u64) -> bool {
     let top = (va as i64) >> 47;
     top == 0 || top == -1
 }
+
+/// The span one page table covers: [`PageTable::populate`] and its kin go region by region.
+const REGION: u64 = 2 << 20;
 
 fn upper_half(va: u64) -> bool {
     (va as i64) < 0
@@ -173,6 +183,18 @@ impl PageTable {
         flags: PageTableFlags,
         size: PageSize,
     ) -> Result<(), MapError> {
+        self.map_made(va, pa, flags, size).map(|_| ())
+    }
+
+    /// [`PageTable::map_sized`], which also says whether it created intermediate tables (a
+    /// change of non-leaf entries, which a TLB flush of the page alone does not cover).
+    pub fn map_made(
+        &mut self,
+        va: u64,
+        pa: u64,
+        flags: PageTableFlags,
+        size: PageSize,
+    ) -> Result<bool, MapError> {
         if !va.is_multiple_of(size.bytes()) || !pa.is_multiple_of(size.bytes()) {
             return Err(MapError::Misaligned);
         }
@@ -180,11 +202,13 @@ impl PageTable {
             return Err(MapError::NonCanonical);
         }
         let mut at = self.root.addr();
+        let mut made = false;
         for level in (size.level() + 1..=3).rev() {
             let e = &mut table(at)[index(va, level)];
             if !present(e) {
                 let next = memory::alloc_zeroed(self.owner).map_err(MapError::OutOfFrames)?;
                 e.set_addr(PhysAddr::new(next.addr()), table_flags(va));
+                made = true;
             } else if level < 3 && is_large(e) {
                 return Err(MapError::AlreadyMapped);
             }
@@ -195,7 +219,7 @@ impl PageTable {
             return Err(MapError::AlreadyMapped);
         }
         e.set_addr(PhysAddr::new(pa), leaf_flags(va, flags, size));
-        Ok(())
+        Ok(made)
     }
 
     /// The leaf entry that maps `va` and the level it sits at (0 for a 4 KiB page).
@@ -233,45 +257,183 @@ impl PageTable {
     /// the tables below the root's own that map nothing any more. The caller flushes the TLB
     /// ([`flush`]).
     pub fn unmap(&mut self, va: u64) -> Result<u64, MapError> {
+        let pa = self.unmap_keeping_tables(va)?;
+        self.prune(va);
+        Ok(pa)
+    }
+
+    /// Removes the 4 KiB mapping at `va` like [`PageTable::unmap`] but keeps the tables on the
+    /// way to it, even if they map nothing else.
+    pub fn unmap_keeping_tables(&mut self, va: u64) -> Result<u64, MapError> {
         let (e, level) = self.leaf(va).ok_or(MapError::NotMapped)?;
         if level != 0 {
             return Err(MapError::Misaligned);
         }
         let pa = e.addr().as_u64();
         e.set_unused();
-        self.prune(va);
         Ok(pa)
     }
 
-    /// Frees the page table and the page directory on the way to `va` if they map nothing
-    /// any more. In the upper half the PDPT stays (root entries of the kernel half are never
-    /// cleared); in the lower half it is freed too. Returns whether it freed any table.
+    /// Replaces the `flags` of the 4 KiB mapping at `va` (as [`PageTable::map`] takes them),
+    /// keeping its frame. The caller flushes the TLB.
+    pub fn protect(&mut self, va: u64, flags: PageTableFlags) -> Result<(), MapError> {
+        let (e, level) = self.leaf(va).ok_or(MapError::NotMapped)?;
+        if level != 0 {
+            return Err(MapError::Misaligned);
+        }
+        let pa = e.addr();
+        e.set_addr(pa, leaf_flags(va, flags, PageSize::Size4K));
+        Ok(())
+    }
+
+    /// Frees the tables on the way to `va` (page table, page directory, and in the lower half
+    /// the PDPT) that map nothing any more, from the lowest that exists upwards. In the upper
+    /// half the PDPT stays (root entries of the kernel half are never cleared). Returns
+    /// whether it freed any table.
     pub fn prune(&mut self, va: u64) -> bool {
-        // The tables on the path: (table holding the entry, index) for levels 3, 2 and 1.
+        // The entries on the path that point at tables: (table holding the entry, index), for
+        // the root's entry, the PDPT's and the page directory's, as far as they are present.
         let mut path = [(0u64, 0usize); 3];
+        let mut depth = 0;
         let mut at = self.root.addr();
-        for (slot, level) in (1..=3).rev().enumerate() {
+        for level in [3, 2, 1] {
             let e = &table(at)[index(va, level)];
             if !present(e) || (level < 3 && is_large(e)) {
-                return false;
-            }
-            path[slot] = (at, index(va, level));
-            at = e.addr().as_u64();
-        }
-        // `at` is now the page table; free upwards while the table is empty.
-        let lowest_freed = if upper_half(va) { 1 } else { 0 };
-        let mut freed = false;
-        for slot in (lowest_freed..3).rev() {
-            if !table(at).iter().all(PageTableEntry::is_unused) {
                 break;
             }
-            let (parent, i) = path[slot];
+            path[depth] = (at, index(va, level));
+            depth += 1;
+            at = e.addr().as_u64();
+        }
+        // `at` is the lowest table reached; free upwards while the table is empty.
+        let lowest = if upper_half(va) { 1 } else { 0 };
+        let mut freed = false;
+        while depth > lowest && table(at).iter().all(PageTableEntry::is_unused) {
+            let (parent, i) = path[depth - 1];
             table(parent)[i].set_unused();
             let _ = memory::free(Frame::containing(at), self.owner);
             freed = true;
             at = parent;
+            depth -= 1;
         }
         freed
+    }
+
+    /// Frees the tables of `[start, end)` that map nothing any more (see [`PageTable::prune`]);
+    /// returns whether it freed any.
+    pub fn prune_range(&mut self, start: u64, end: u64) -> bool {
+        let mut freed = false;
+        let mut va = start & !(REGION - 1);
+        while va < end {
+            freed |= self.prune(va);
+            va += REGION;
+        }
+        freed
+    }
+
+    /// How many intermediate tables [`PageTable::map`] would have to create to map the 4 KiB
+    /// page `va` (0 to 3).
+    pub fn tables_needed(&self, va: u64) -> u64 {
+        let mut at = self.root.addr();
+        for level in [3, 2, 1] {
+            let e = &table(at)[index(va, level)];
+            if !present(e) {
+                return level as u64;
+            }
+            at = e.addr().as_u64();
+        }
+        0
+    }
+
+    /// Visits the 2 MiB regions that `[start, end)` touches and, for each, whether its PDPT,
+    /// page directory and page table exist; with `create`, makes the missing ones. Returns
+    /// how many were missing (made, with `create`); a table shared by several regions counts
+    /// once.
+    fn tables_of_range(&mut self, start: u64, end: u64, create: bool) -> Result<u64, MapError> {
+        let mut missing = 0;
+        // The last table counted as missing at each level (by the part of the address that
+        // names it), so that one shared by the following regions is not counted again.
+        let mut counted = [None; 4];
+        let mut va = start & !(REGION - 1);
+        while va < end {
+            if !canonical(va) {
+                return Err(MapError::NonCanonical);
+            }
+            let mut at = self.root.addr();
+            for level in [3, 2, 1] {
+                let e = &mut table(at)[index(va, level)];
+                if present(e) {
+                    if level < 3 && is_large(e) {
+                        return Err(MapError::AlreadyMapped);
+                    }
+                    at = e.addr().as_u64();
+                } else if create {
+                    let next = memory::alloc_zeroed(self.owner).map_err(MapError::OutOfFrames)?;
+                    e.set_addr(PhysAddr::new(next.addr()), table_flags(va));
+                    missing += 1;
+                    at = next.addr();
+                } else {
+                    // This table and every one below it on the way to `va` are missing.
+                    for below in (1..=level).rev() {
+                        let name = va >> (12 + 9 * below);
+                        if counted[below] != Some(name) {
+                            counted[below] = Some(name);
+                            missing += 1;
+                        }
+                    }
+                    break;
+                }
+            }
+            va += REGION;
+        }
+        Ok(missing)
+    }
+
+    /// How many intermediate tables mapping every 4 KiB page of `[start, end)` would need.
+    pub fn tables_missing(&mut self, start: u64, end: u64) -> Result<u64, MapError> {
+        self.tables_of_range(start, end, false)
+    }
+
+    /// Creates the intermediate tables of every 4 KiB page of `[start, end)`, so that mapping
+    /// a page there never needs a frame; returns how many tables it made. On failure the
+    /// tables made so far stay (they are freed by [`PageTable::prune_range`] or with the
+    /// tree).
+    pub fn populate(&mut self, start: u64, end: u64) -> Result<u64, MapError> {
+        self.tables_of_range(start, end, true)
+    }
+
+    /// A new tree for a protection domain, its frames charged to `owner`: it shares the kernel
+    /// half with `kernel` (the upper 256 root entries are copied, so every kernel table below
+    /// them is the same) and has an empty lower half.
+    pub fn new_sharing_kernel(kernel: &PageTable, owner: Owner) -> Result<Self, MapError> {
+        let tree = PageTable::new(owner)?;
+        let (src, dst) = (table(kernel.root.addr()), table(tree.root.addr()));
+        for i in 256..512 {
+            dst[i] = src[i].clone();
+        }
+        Ok(tree)
+    }
+
+    /// Frees every table frame of the lower half and the root of a tree made by
+    /// [`PageTable::new_sharing_kernel`]. Leaf frames (the memory that was mapped) are not
+    /// touched: they belong to stretches. Never for the kernel's own tree.
+    pub fn destroy(self) {
+        fn free_level(at: u64, level: usize, owner: Owner) {
+            if level > 0 {
+                for e in table(at).iter_mut() {
+                    if present(e) && !(level < 3 && is_large(e)) {
+                        free_level(e.addr().as_u64(), level - 1, owner);
+                    }
+                    e.set_unused();
+                }
+            }
+            let _ = memory::free(Frame::containing(at), owner);
+        }
+        // The kernel half is shared: cleared first so that it is not walked.
+        for e in table(self.root.addr()).iter_mut().skip(256) {
+            e.set_unused();
+        }
+        free_level(self.root.addr(), 3, self.owner);
     }
 
     /// Makes this CPU translate with this tree (writes CR3, which flushes every non-global
