@@ -3,7 +3,9 @@
 //!
 //! Tests run on both architectures unless marked: RISC-V alone has the SBI, ASIDs and domains
 //! (x86_64 gains domains with its port); x86_64 alone has tests of its page-table rights
-//! (NX, SMEP, SMAP), of user mode through its GDT and TSS, and of its local APIC timer.
+//! (NX, SMEP, SMAP), of user mode through its GDT and TSS, of its local APIC timer, and of
+//! mappings read through a running address space and the PCID gate. Both count, make and free
+//! an address space's tables through the arch contract.
 
 use crate::cmdline::Args;
 use crate::ktest::KernelTest;
@@ -16,6 +18,7 @@ mod frames;
 mod paging;
 #[cfg(target_arch = "riscv64")]
 mod sbi;
+mod space;
 mod timer;
 #[cfg(target_arch = "x86_64")]
 mod traps;
@@ -39,6 +42,12 @@ const ALL: &[KernelTest] = &[
     KernelTest { name: "traps::user_round_trip", run: traps::user_round_trip },
     #[cfg(target_arch = "x86_64")]
     KernelTest { name: "traps::unexpected_interrupt", run: traps::unexpected_interrupt },
+    KernelTest { name: "space::tables_counted", run: space::tables_counted },
+    KernelTest { name: "space::tables_follow_mappings", run: space::tables_follow_mappings },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "space::map_protect_unmap", run: space::map_protect_unmap },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "space::switching", run: space::switching },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "paging::asid_recycling", run: asid::recycling },
     #[cfg(target_arch = "riscv64")]
