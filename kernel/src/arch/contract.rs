@@ -11,9 +11,10 @@
 //!
 //! What is implemented: RISC-V (Sv39 with ASIDs, `ecall`, the `sstatus` FP state, the SBI
 //! timer). x86_64 has the free items (its traps, kernel page tables and local APIC timer) and
-//! its `AddressSpace` (4-level tables, PCIDs where CPUID reports them) but runs no domain yet:
-//! its `UserContext` (SYSCALL and SYSRET) and FP state (XSAVE) come with its port, and the
-//! domain code is compiled for RISC-V only until then.
+//! its `AddressSpace` (4-level tables, PCIDs where CPUID reports them) and its user mode
+//! (`UserContext` with `syscall`, `sysretq` and `iretq`, the lazily restored FXSAVE state,
+//! copies from user memory) but runs no domain yet: the domain code is compiled for RISC-V
+//! only until its port is complete.
 
 use abi::{Access, Rights};
 use frame_allocator::Owner;
@@ -199,10 +200,9 @@ mod address_space {
     const _: () = implements::<super::super::AddressSpace>();
 }
 
-/// The other items that running domains need, with their signatures (x86_64 gains them with
-/// its user-mode entry).
-#[cfg(target_arch = "riscv64")]
-mod domain_items {
+/// The user-mode items that running domains need, with their signatures, on both
+/// architectures.
+mod user_items {
     use super::super::{FpState, UserContext};
     use super::UserContextOps;
 

@@ -34,8 +34,9 @@
 //! | `copy_from_user`, `copy_words_from_user` | copies from the current address space, a fault turned into `Err` |
 //! | the trap path | calls `domain::on_user_trap(UserTrap)` for each trap from user mode and resumes what it returns |
 //!
-//! Both architectures implement traps, timers, kernel page tables and `AddressSpace`. Only
-//! RISC-V runs domains so far; the kernel code that uses them is compiled for RISC-V alone
+//! Both architectures implement traps, timers, kernel page tables, `AddressSpace` and the
+//! user-mode items (`UserContext`, the FP state, `enter_user`, the copies, the trap path).
+//! Only RISC-V runs domains so far; the kernel code that uses them is compiled for RISC-V alone
 //! until the x86_64 domain port, and so are the tests that need them.
 
 pub mod contract;

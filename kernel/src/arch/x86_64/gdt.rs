@@ -8,11 +8,11 @@
 //! - IST1, the **double-fault stack**: the double fault's gate switches to it, so that a
 //!   kernel stack overflow (a page fault that cannot push its frame) is still reported;
 //! - RSP0, the **entry stack**: where the CPU puts the frame of an interrupt or exception
-//!   taken in user mode. No code runs in user mode yet (domains come with the x86_64 port), but
-//!   the stack and the user segments are in place, and `traps::user_round_trip` exercises them.
+//!   taken in user mode, and where `syscall`'s entry moves ([`super::user`]); the kernel tests
+//!   `traps::user_round_trip` and `user::*` exercise them.
 //!
-//! Not here: `SYSCALL`/`SYSRET` (the STAR/LSTAR MSRs), `SWAPGS` and per-CPU data, which come
-//! with the domain port; a GDT and TSS per CPU when there is more than one.
+//! Not here: `SYSCALL`/`SYSRET`, set up by [`super::user`] (STAR names these segments);
+//! `SWAPGS`, per-CPU data and a GDT and TSS per CPU when there is more than one.
 
 use ::x86_64::VirtAddr;
 use ::x86_64::instructions::segmentation::{CS, DS, ES, SS, Segment};

@@ -20,10 +20,15 @@
 //!   legacy PICs moved and masked, the PIT's channel 0 stopped ([`interrupts`]).
 //!
 //! - protection domains' address spaces ([`space`]): 4-level trees sharing the kernel half,
-//!   under PCIDs only where CPUID reports them (never in QEMU's TCG).
+//!   under PCIDs only where CPUID reports them (never in QEMU's TCG);
+//! - user mode for domains ([`user`]): their saved contexts, `syscall` (EFER.SCE, STAR,
+//!   LSTAR, SFMASK) and traps from ring 3 saved into the current context and handed to a trap
+//!   handler, resuming with `sysretq` or `iretq`, copies from user memory with SMAP opened;
+//!   their FP and SSE state, restored lazily through CR0.TS and #NM ([`fp`]).
 //!
-//! Not implemented yet: running domains (system calls, contexts, floating-point state), device
-//! interrupts (I/O APIC, MSI), more than one CPU. The layout is in [`layout`].
+//! Not implemented yet: routing traps from ring 3 to the portable kernel's domains (compiled
+//! for RISC-V only until then), device interrupts (I/O APIC, MSI), more than one CPU. The
+//! layout is in [`layout`].
 
 mod acpi;
 pub mod apic;
@@ -31,6 +36,7 @@ mod backtrace;
 mod boot;
 pub mod cpu;
 mod exit;
+pub mod fp;
 pub mod gdt;
 pub mod interrupts;
 pub mod layout;
@@ -41,6 +47,7 @@ pub mod space;
 pub mod time;
 pub mod timer;
 pub mod trap;
+pub mod user;
 
 use ::x86_64::structures::paging::PageTableFlags as Flags;
 use spin::Mutex;
@@ -48,9 +55,11 @@ use spin::Mutex;
 pub use backtrace::backtrace;
 pub use boot::boot_stack;
 pub use exit::exit;
+pub use fp::{FpState, restore_fp, save_fp};
 use layout::{BOOT_MAP_BYTES, DIRECT_MAP_BASE, DIRECT_MAP_BYTES, KERNEL_VMA, LAPIC_VIRT};
 use paging::{PageSize, PageTable};
 pub use space::AddressSpace;
+pub use user::{Resume, UserContext, copy_from_user, copy_words_from_user, enter_user};
 
 /// The architecture's name in reports.
 pub const NAME: &str = "x86_64";
@@ -148,6 +157,7 @@ pub fn guard_pages() -> [usize; 3] {
 pub fn init_platform(boot: &crate::BootInfo) {
     gdt::init();
     trap::init();
+    user::init();
     let features = cpu::Features::read();
     cpu::enable_paging_features(&features);
     paging::set_no_execute(features.nx);

@@ -80,6 +80,22 @@ pub fn tsc_deadline_mode() -> bool {
     TSC_DEADLINE.load(Ordering::Relaxed)
 }
 
+/// For a timer interrupt taken in ring 3 while a domain runs: whether the armed deadline has
+/// come (the timer is then disarmed, and the trap goes to the domain's handler, which arms the
+/// next); if it has not, the timer is programmed again for it.
+pub(super) fn due_from_user() -> bool {
+    let deadline = DEADLINE.load(Ordering::Relaxed);
+    if deadline == u64::MAX {
+        return false;
+    }
+    if time::now_ticks() < deadline {
+        program(deadline);
+        return false;
+    }
+    DEADLINE.store(u64::MAX, Ordering::Relaxed);
+    true
+}
+
 pub(super) fn on_interrupt() {
     let deadline = DEADLINE.load(Ordering::Relaxed);
     if deadline == u64::MAX {

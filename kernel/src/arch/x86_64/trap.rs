@@ -12,14 +12,14 @@
 //! Dispatch: the local APIC timer's vector goes to [`super::timer`]; any other interrupt is
 //! counted and silenced by [`super::interrupts::unexpected`] and the interrupted code resumes;
 //! a fault at one of the probe instructions ([`super::probe`]) resumes at the probe's fix-up;
-//! a trap from user mode ends the user-mode excursion of [`run_user`] (the only user code there
-//! is until domains come with the x86_64 port); any other exception is reported (its name,
+//! a trap from user mode while a domain's context is current goes to [`super::user`], which
+//! saves the registers into that context; any other trap from user mode ends the user-mode
+//! excursion of [`run_user`]; any other exception is reported (its name,
 //! vector, error code, the faulting address for a page fault, the symbolized instruction
 //! pointer and a backtrace) and ends the run with a failure status. The breakpoint's gate may
 //! be used from user mode (`int3`), like Linux's; every other gate only by the CPU.
 //!
-//! Not here yet: system calls, `SWAPGS` and saving a domain's registers into its context,
-//! which come with the domain port.
+//! System calls (`syscall`) do not come through the IDT: their entry is in [`super::user`].
 
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -30,7 +30,7 @@ use ::x86_64::registers::control::Cr2;
 use ::x86_64::structures::idt::InterruptDescriptorTable;
 use spin::Once;
 
-use super::{apic, boot, gdt, interrupts, probe, timer};
+use super::{apic, boot, gdt, interrupts, probe, timer, user};
 
 /// The local APIC timer's vector.
 pub const TIMER_VECTOR: u8 = 0x40;
@@ -272,6 +272,9 @@ pub const PF_INSTRUCTION: u64 = 1 << 4;
 /// The dispatcher every stub calls, with interrupts off.
 extern "C" fn trap(frame: &mut TrapFrame) {
     let vector = frame.vector;
+    if frame.cs & 3 == 3 && user::owns_user_traps() {
+        user::on_trap(frame);
+    }
     if vector == u64::from(TIMER_VECTOR) {
         apic::end_of_interrupt();
         timer::on_interrupt();
