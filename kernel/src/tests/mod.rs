@@ -3,9 +3,10 @@
 //!
 //! Tests run on both architectures unless marked: RISC-V alone has the SBI, ASIDs and domains
 //! (x86_64 gains domains with its port); x86_64 alone has tests of its page-table rights
-//! (NX, SMEP, SMAP), of user mode through its GDT and TSS, of its local APIC timer, and of
-//! mappings read through a running address space and the PCID gate. Both count, make and free
-//! an address space's tables through the arch contract.
+//! (NX, SMEP, SMAP), of user mode through its GDT and TSS, of its user mode for domains
+//! (`syscall`, contexts, lazy FP state, copies from user memory), of its local APIC timer, and
+//! of mappings read through a running address space and the PCID gate. Both count, make and
+//! free an address space's tables through the arch contract.
 
 use crate::cmdline::Args;
 use crate::ktest::KernelTest;
@@ -22,6 +23,8 @@ mod space;
 mod timer;
 #[cfg(target_arch = "x86_64")]
 mod traps;
+#[cfg(target_arch = "x86_64")]
+mod user;
 
 /// Every kernel test of this architecture.
 const ALL: &[KernelTest] = &[
@@ -48,6 +51,20 @@ const ALL: &[KernelTest] = &[
     KernelTest { name: "space::map_protect_unmap", run: space::map_protect_unmap },
     #[cfg(target_arch = "x86_64")]
     KernelTest { name: "space::switching", run: space::switching },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "user::syscall_round_trip", run: user::syscall_round_trip },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "user::restart_call", run: user::restart_call },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "user::iret_keeps_every_register", run: user::iret_keeps_every_register },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "user::faults_and_timer", run: user::faults_and_timer },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "user::fp_lazy_restore", run: user::fp_lazy_restore },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "user::copy_from_user", run: user::copy_from_user },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "user::load_words_sanitizes", run: user::load_words_sanitizes },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "paging::asid_recycling", run: asid::recycling },
     #[cfg(target_arch = "riscv64")]
