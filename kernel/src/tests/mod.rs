@@ -65,6 +65,8 @@ const ALL: &[KernelTest] = &[
     KernelTest { name: "user::copy_from_user", run: user::copy_from_user },
     #[cfg(target_arch = "x86_64")]
     KernelTest { name: "user::load_words_sanitizes", run: user::load_words_sanitizes },
+    #[cfg(target_arch = "x86_64")]
+    KernelTest { name: "user::user_ac_does_not_open_smap", run: user::user_ac_does_not_open_smap },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "paging::asid_recycling", run: asid::recycling },
     #[cfg(target_arch = "riscv64")]

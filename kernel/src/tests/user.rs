@@ -39,6 +39,7 @@ const UD2: u64 = 24;
 const HLT: u64 = 26;
 const SPIN: u64 = 28;
 const FP_LOOP: u64 = 32;
+const SET_AC: u64 = 48;
 
 /// The user programs (every other byte is `int3`).
 fn programs() -> [u8; 64] {
@@ -53,6 +54,8 @@ fn programs() -> [u8; 64] {
     code[32..46].copy_from_slice(&[
         0x66, 0x48, 0x0f, 0x6e, 0xc7, 0x0f, 0x05, 0x66, 0x48, 0x0f, 0x7e, 0xc6, 0xeb, 0xf7,
     ]);
+    // pushfq; orl $0x40000, (%rsp); popfq; int3: sets RFLAGS.AC.
+    code[48..57].copy_from_slice(&[0x9c, 0x81, 0x0c, 0x24, 0x00, 0x00, 0x04, 0x00, 0x9d]);
     code
 }
 
@@ -234,6 +237,28 @@ pub fn iret_keeps_every_register() -> Outcome {
         let after = &log[1].1;
         check!(after.rip == CODE + INT3_INT3 + 2, "rip {=u64:#x}", after.rip);
         check!(after.regs == before.regs, "the registers changed across an iretq");
+        Ok(())
+    })
+}
+
+/// Whether the kernel could read the data page while handling a trap from ring 3.
+static READ_IN_HANDLER: Mutex<Option<Option<u8>>> = Mutex::new(None);
+
+/// A domain that sets RFLAGS.AC (which would open SMAP) does not open it for the kernel: a
+/// trap handler still cannot read its pages; the domain's saved flags keep AC.
+pub fn user_ac_does_not_open_smap() -> Outcome {
+    with_pages(|| {
+        *READ_IN_HANDLER.lock() = None;
+        let log = run(&mut context_at(SET_AC), |_, _, _| {
+            *READ_IN_HANDLER.lock() = Some(probe::read_u8(DATA as usize));
+            None
+        });
+        check!(log.len() == 1, "{=usize} traps", log.len());
+        check!(log[0].1.rflags & (1 << 18) != 0, "the domain's AC is not in its context");
+        let read = READ_IN_HANDLER.lock().take();
+        let smap = crate::arch::cpu::Features::read().smap;
+        check!(read.is_some(), "the handler did not run");
+        check!(!smap || read == Some(None), "the handler read a user page: {}", read);
         Ok(())
     })
 }

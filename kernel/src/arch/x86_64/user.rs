@@ -11,8 +11,9 @@
 //!   saves every user register straight into the current context (`rip` from `rcx`, `rflags`
 //!   from `r11`), moves to the entry stack (TSS.RSP0) and calls the trap handler.
 //! - **Interrupts and exceptions from ring 3** land on the entry stack through the IDT stubs
-//!   of [`super::trap`], which hands them here ([`on_trap`]); the registers are copied from
-//!   the trap frame into the current context. The timer (when its deadline has come) becomes
+//!   of [`super::trap`], which hands them here ([`on_trap`]); RFLAGS.AC is cleared (a domain
+//!   may set it, which would open SMAP) and the registers are copied from the trap frame into
+//!   the current context. The timer (when its deadline has come) becomes
 //!   [`UserTrap::Timer`]; #NM loads the domain's FP state ([`super::fp`]) and retries; #PF
 //!   becomes [`UserFault::Page`] (CR2, the access from the error code), #UD
 //!   `IllegalInstruction`, #BP `Breakpoint`, #GP `Refused`, every other exception `Other`;
@@ -33,7 +34,9 @@
 //! Not implemented here: the x86_64 `AddressSpace` (page tables with PCIDs), more than one CPU
 //! (then the current-context pointer and the scratch word become per-CPU data reached through
 //! `swapgs`), and routing traps to the portable kernel (its domain code is compiled for RISC-V
-//! only until the x86_64 port is complete); the AVX state (see [`super::fp`]).
+//! only until the x86_64 port is complete); the AVX state (see [`super::fp`]); NMIs (they
+//! would need their own IST stack: the entry and exit paths briefly run in ring 0 on the
+//! domain's context or stack with interrupts off).
 
 use core::arch::global_asm;
 use core::ptr::NonNull;
@@ -457,12 +460,11 @@ fn resume(ctx: *mut UserContext) -> ! {
     // SAFETY: `ctx` is a domain's context, which lives for as long as the domain (the
     // portable kernel boxes it; a test's outlives its `run`); nothing refers to it mutably
     // now. Its `rip` is clamped into the user half, so `sysretq` or `iretq` cannot fault in
-    // ring 0; the segments are the GDT's user segments; the flags come from the context,
-    // whose IOPL, VM and similar bits ring 3 cannot use to gain anything (`iretq` to ring 3
-    // does not let them raise privilege, and `sysretq` clears RF and VM).
+    // ring 0; the segments are the GDT's user segments; the flags come from the context with
+    // IOPL 0, VM clear and IF set, and ring 3 cannot use the others to gain anything.
     unsafe {
         (*ctx).rip = user_half((*ctx).rip);
-        (*ctx).rflags = ((*ctx).rflags & !((3 << 12) | (1 << 17))) | RFLAGS_FIXED;
+        (*ctx).rflags = ((*ctx).rflags & !((3 << 12) | (1 << 17))) | RFLAGS_IF | RFLAGS_FIXED;
         __user_resume(ctx)
     }
 }
@@ -534,6 +536,7 @@ fn dispatch(ctx: *mut UserContext, what: UserTrap) -> *mut UserContext {
 /// A trap from ring 3 through the IDT while a context is current: saves the registers from
 /// `frame` into it, hands the trap to the handler and resumes what it says.
 pub(super) fn on_trap(frame: &TrapFrame) -> ! {
+    close_smap();
     let ctx = __user_current.load(Ordering::Relaxed);
     // SAFETY: `ctx` is the current domain's context (non-null: the caller checked), alive
     // while the domain is; the domain is stopped and nothing else refers to it.
@@ -560,6 +563,19 @@ pub(super) fn on_trap(frame: &TrapFrame) -> ! {
         dispatch(ctx, UserTrap::Fault(user_fault(vector, frame.error, Cr2::read_raw())))
     };
     resume(next)
+}
+
+/// Clears RFLAGS.AC, which an interrupt or exception from ring 3 leaves as the domain had it
+/// (`popfq` lets ring 3 set it): with AC set, SMAP would not stop the kernel's accesses to
+/// user pages. (`syscall` clears it through SFMASK; the domain gets its own flags back when it
+/// resumes.)
+fn close_smap() {
+    use ::x86_64::registers::rflags::{self, RFlags};
+    let flags = rflags::read();
+    if flags.contains(RFlags::ALIGNMENT_CHECK) {
+        // SAFETY: clears only AC, which no kernel code relies on being set here.
+        unsafe { rflags::write(flags - RFlags::ALIGNMENT_CHECK) };
+    }
 }
 
 /// The arch-neutral form of exception `vector` with error code `error` (and CR2 `cr2`).
