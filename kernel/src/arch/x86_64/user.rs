@@ -19,8 +19,8 @@
 //!   `IllegalInstruction`, #BP `Breakpoint`, #GP `Refused`, every other exception `Other`;
 //!   other interrupts are counted and silenced and the domain resumes.
 //!
-//! Each trap goes to the handler installed with [`set_handler`] (the portable kernel's
-//! `domain::on_user_trap` once domains run on x86_64; kernel tests install their own), which
+//! Each trap goes to the handler installed with [`set_handler`] (by default the portable
+//! kernel's `domain::on_user_trap`; kernel tests install their own), which
 //! returns the [`Resume`] to continue with, or `None` to end a kernel test's [`run`].
 //! Resuming a context uses `sysretq` when its `rcx` and `r11` already hold its `rip` and
 //! `rflags` (a system call returning to the instruction after it, results set) and `iretq`
@@ -31,10 +31,8 @@
 //! Copies from user memory ([`copy_from_user`], [`copy_words_from_user`]) open SMAP (`stac`,
 //! with interrupts off) around probed loads ([`super::probe`]): a fault yields `Err`.
 //!
-//! Not implemented here: the x86_64 `AddressSpace` (page tables with PCIDs), more than one CPU
-//! (then the current-context pointer and the scratch word become per-CPU data reached through
-//! `swapgs`), and routing traps to the portable kernel (its domain code is compiled for RISC-V
-//! only until the x86_64 port is complete); the AVX state (see [`super::fp`]); NMIs (they
+//! Not implemented here: more than one CPU (then the current-context pointer and the scratch
+//! word become per-CPU data reached through `swapgs`); the AVX state (see [`super::fp`]); NMIs (they
 //! would need their own IST stack: the entry and exit paths briefly run in ring 0 on the
 //! domain's context or stack with interrupts off).
 
@@ -220,8 +218,15 @@ pub type Resume = crate::arch::contract::Resume<UserContext>;
 /// resume, or `None` to return from the kernel test's [`run`] in progress.
 pub type Handler = fn(UserTrap) -> Option<Resume>;
 
-/// The handler of traps from ring 3.
-static HANDLER: Mutex<Option<Handler>> = Mutex::new(None);
+/// The handler of traps from ring 3: the portable kernel's domains (kernel tests install
+/// their own for the length of a [`run`]).
+static HANDLER: Mutex<Option<Handler>> = Mutex::new(Some(to_domains));
+
+/// Hands a trap from ring 3 to the portable kernel's domains ([`crate::domain::on_user_trap`]),
+/// which always say what to resume.
+fn to_domains(trap: UserTrap) -> Option<Resume> {
+    Some(crate::domain::on_user_trap(trap))
+}
 
 /// Installs `handler` (or none: a trap from ring 3 is then reported as a kernel fault) for
 /// traps from ring 3.
