@@ -565,7 +565,8 @@ pub(super) fn on_trap(frame: &TrapFrame) -> ! {
         // The domain's FP state is loaded now: its instruction runs again.
         ctx
     } else {
-        dispatch(ctx, UserTrap::Fault(user_fault(vector, frame.error, Cr2::read_raw())))
+        let fault = user_fault(vector, frame.error, Cr2::read_raw(), frame.rip);
+        dispatch(ctx, UserTrap::Fault(fault))
     };
     resume(next)
 }
@@ -583,8 +584,9 @@ fn close_smap() {
     }
 }
 
-/// The arch-neutral form of exception `vector` with error code `error` (and CR2 `cr2`).
-fn user_fault(vector: u64, error: u64, cr2: u64) -> UserFault {
+/// The arch-neutral form of exception `vector` with error code `error` (and CR2 `cr2`) taken
+/// at `rip`.
+fn user_fault(vector: u64, error: u64, cr2: u64, rip: u64) -> UserFault {
     use abi::Access::{Execute, Read, Write};
     match vector {
         14 => UserFault::Page {
@@ -597,11 +599,24 @@ fn user_fault(vector: u64, error: u64, cr2: u64) -> UserFault {
                 Read
             },
         },
-        6 => UserFault::IllegalInstruction { bits: None },
+        6 => UserFault::IllegalInstruction { bits: opcode_bytes(rip as usize) },
         3 => UserFault::Breakpoint,
         13 => UserFault::Refused { addr: 0, access: Read },
         v => UserFault::Other { name: trap::exception_name(v, error), code: v as usize },
     }
+}
+
+/// The first two bytes at `addr` in the current address space as a little-endian number (`ud2`
+/// is 0x0b0f), or the one byte before the end of what is readable; `None` if none is readable.
+/// Two bytes name the opcode of every instruction that raises #UD on purpose (`ud0`, `ud1`,
+/// `ud2`) without reaching into the next instruction.
+fn opcode_bytes(addr: usize) -> Option<u64> {
+    let mut two = [0u8; 2];
+    if copy_from_user(&mut two, addr).is_ok() {
+        return Some(u64::from(u16::from_le_bytes(two)));
+    }
+    let mut one = [0u8; 1];
+    copy_from_user(&mut one, addr).ok().map(|()| u64::from(one[0]))
 }
 
 /// Runs `f` with SMAP open (RFLAGS.AC set, where CR4.SMAP is on) and interrupts off.
