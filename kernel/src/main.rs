@@ -21,9 +21,8 @@
 //! info and ACPI's MCFG) and PCI enumeration, the frame allocator with its owner table, the
 //! kernel heap, kernel page tables with a guard page under the boot stack (Sv39; 4-level on
 //! x86_64), trap handling with symbolized reports, one-shot timer interrupts and an in-kernel
-//! test runner on both; on RISC-V, domains (`domain`: protection domains, system calls, events
-//! and activations, Atropos CPU contracts, self-paging). x86_64 runs the kernel's tests and
-//! shuts down; its domains come with the x86_64 domain port.
+//! test runner on both, and on both domains (`domain`: protection domains, system calls, events
+//! and activations, Atropos CPU contracts, self-paging) started from the boot image.
 
 #![no_std]
 #![no_main]
@@ -31,11 +30,9 @@
 extern crate alloc;
 
 pub mod arch;
-#[cfg(target_arch = "riscv64")]
 mod arena;
 mod boot_info;
 mod cmdline;
-#[cfg(target_arch = "riscv64")]
 mod domain;
 mod heap;
 mod ktest;
@@ -75,12 +72,7 @@ pub fn kernel_main(boot: BootInfo) -> ! {
     let args = cmdline::Args::parse(boot.cmdline.as_str());
     memory::init(&boot);
     arch::init_platform(&boot);
-    #[cfg(target_arch = "riscv64")]
     arch::interrupts::raise_software_at(&args.softint_ns);
-    #[cfg(not(target_arch = "riscv64"))]
-    if !args.softint_ns.is_empty() {
-        defmt::warn!("command line: softint= is not supported on {=str}", arch::NAME);
-    }
     boot.report();
     if let Some(host) = &boot.pci {
         pci::report(host);
@@ -88,8 +80,6 @@ pub fn kernel_main(boot: BootInfo) -> ! {
     if let Some(status) = tests::run(&args) {
         shutdown(status)
     }
-    // Domains need user mode, which x86_64 gains with its port.
-    #[cfg(target_arch = "riscv64")]
     domain::start_from_boot_image(&boot, &args);
     shutdown(ExitCode::Success)
 }

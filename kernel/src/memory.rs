@@ -39,10 +39,6 @@ static FRAME_WORDS: Mutex<Option<(u64, &'static mut [u32])>> = Mutex::new(None);
 
 /// Hands over the words per frame (see [`FRAME_WORDS`]), once. Panics if called before [`init`]
 /// or twice.
-#[cfg_attr(
-    target_arch = "x86_64",
-    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
-)]
 pub fn take_frame_words() -> (u64, &'static mut [u32]) {
     FRAME_WORDS.lock().take().expect("frame words taken before memory::init, or twice")
 }

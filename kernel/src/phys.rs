@@ -36,10 +36,6 @@ pub fn write_frame(frame: Frame, data: &[u8]) {
 
 /// The `len` bytes of physical memory at `pa` (the boot image), read-only, for the kernel's
 /// lifetime. The range is reserved in the frame allocator, so it never changes owner.
-#[cfg_attr(
-    target_arch = "x86_64",
-    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
-)]
 pub fn bytes(pa: u64, len: usize) -> &'static [u8] {
     // SAFETY: callers pass a range the boot code found (the initrd) and reserved; the direct
     // map covers it and nothing writes it.
@@ -49,10 +45,6 @@ pub fn bytes(pa: u64, len: usize) -> &'static [u8] {
 /// The control block in `frame`, as the kernel sees it: only its atomic fields may be changed
 /// through this reference (the domain may write the page at any time too; the kernel never
 /// trusts what it reads there).
-#[cfg_attr(
-    target_arch = "x86_64",
-    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
-)]
 pub fn dcb(frame: Frame) -> &'static abi::Dcb {
     const { assert!(core::mem::size_of::<abi::Dcb>() <= FRAME_SIZE as usize) };
     // SAFETY: a control-block frame is a whole, page-aligned RAM frame owned by a live domain
@@ -62,10 +54,6 @@ pub fn dcb(frame: Frame) -> &'static abi::Dcb {
 }
 
 /// Writes `value` as the initial contents of the control block in `frame`.
-#[cfg_attr(
-    target_arch = "x86_64",
-    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
-)]
 pub fn write_dcb(frame: Frame, value: &abi::Dcb) {
     let bytes = value as *const abi::Dcb as *const u8;
     // SAFETY: `value` is a live `Dcb` of `size_of::<Dcb>()` bytes, all initialised (integers and
@@ -75,10 +63,6 @@ pub fn write_dcb(frame: Frame, value: &abi::Dcb) {
 }
 
 /// Writes `ctx` into the `saved` field of the control block in `frame`.
-#[cfg_attr(
-    target_arch = "x86_64",
-    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
-)]
 pub fn write_saved_context(frame: Frame, ctx: &abi::SavedContext) {
     let at = core::mem::offset_of!(abi::Dcb, saved);
     let dst = (arch::phys_to_virt(frame.addr()) + at) as *mut abi::SavedContext;
@@ -89,10 +73,6 @@ pub fn write_saved_context(frame: Frame, ctx: &abi::SavedContext) {
 
 /// Writes `slot` into entry `index` of the `channels` of the control block in `frame` (before
 /// its domain runs); an index past the table is ignored.
-#[cfg_attr(
-    target_arch = "x86_64",
-    expect(dead_code, reason = "used by domains, which x86_64 gains with its port")
-)]
 pub fn write_channel_slot(frame: Frame, index: usize, slot: &abi::ChannelSlot) {
     if index >= abi::MAX_CHANNELS {
         return;

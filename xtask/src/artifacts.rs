@@ -9,6 +9,8 @@ use crate::{Arch, util};
 /// What a boot needs.
 #[derive(Clone, Debug)]
 pub struct Artifacts {
+    /// The architecture they were built for.
+    pub arch: Arch,
     /// The kernel ELF.
     pub kernel: PathBuf,
     /// The RISC-V firmware ELF (RISC-V only).
@@ -26,6 +28,7 @@ pub fn build(arch: Arch) -> Result<Artifacts> {
     util::run(&mut cmd, &format!("building the {} kernel", arch.name()))?;
     let dir = util::target_dir().join(arch.target()).join("release");
     Ok(Artifacts {
+        arch,
         kernel: dir.join("kernel"),
         firmware: (arch == Arch::Riscv64).then(|| dir.join("firmware")),
     })

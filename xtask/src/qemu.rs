@@ -301,7 +301,7 @@ mod tests {
 
     #[test]
     fn command_lines_carry_the_boot_settings() {
-        let a = Artifacts { kernel: "k".into(), firmware: Some("fw".into()) };
+        let a = Artifacts { arch: Arch::Riscv64, kernel: "k".into(), firmware: Some("fw".into()) };
         let mut b = Boot::new(Arch::Riscv64);
         b.memory = 256;
         b.icount = true;

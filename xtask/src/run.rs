@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use crate::log::{Kernel, LogLine};
 use crate::qemu::{Boot, Ending, boot};
 use crate::system::{self, Spoil, System};
-use crate::{Arch, artifacts, cpu_trace, setup};
+use crate::{artifacts, cpu_trace, setup};
 
 /// What `cargo xtask run` boots besides the [`Boot`] settings, and what it shows.
 #[derive(Clone, Debug, Default)]
@@ -42,13 +42,6 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
         Some(path) => Some(system::prepare_with(path, Spoil::Nothing, opts.apps, b.arch)?),
         None => None,
     };
-    if let (Arch::X86_64, Some(path)) = (b.arch, &opts.manifest) {
-        eprintln!(
-            "note: the boot image of {} is built for x86_64 and passed to QEMU, but the x86_64 \
-             kernel runs no domains yet",
-            path.display()
-        );
-    }
     b.memory = opts.memory.or(system.as_ref().map(System::memory_mib)).unwrap_or(128);
     b.initrd = system.as_ref().map(|s| s.image.clone());
     let a = artifacts::build(b.arch)?;

@@ -1,5 +1,5 @@
 //! CPU-contract scenarios: the manifests in `tests/manifests/sched/`, booted under
-//! `-icount shift=0,sleep=off`, and what each must show. The QEMU suite (`qemu::riscv64::sched`)
+//! `-icount shift=0,sleep=off`, and what each must show. The QEMU suite (`qemu::ARCH::sched`)
 //! checks them; `cargo xtask bench sched` reports their figures.
 //!
 //! Shares are measured by work: the iterations each `spin` domain completed, divided by the

@@ -121,8 +121,8 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
         tally.record(name, command_check(&mut cmd));
     }
 
-    // Each architecture's userland, built and packed for every bootable manifest: x86_64 runs
-    // no domains yet, so this is where its apps are checked.
+    // Each architecture's userland, built and packed for every bootable manifest (also those no
+    // QEMU test boots).
     for arch in [Arch::Riscv64, Arch::X86_64].into_iter().filter(|a| arch_wanted(*a)) {
         let name = format!("host::userland::{}", arch.name());
         if !wanted(&name) {
@@ -165,7 +165,7 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
             tally.record(&t.name, result);
         }
         kernel_tests(arch, &a, &kernel, &wanted, list, &mut tally)?;
-        if arch == Arch::Riscv64 {
+        {
             sched_tests(&a, &wanted, list, &mut tally);
             for (name, test, allowed) in run::RUN_TESTS {
                 let full = format!("{prefix}run::{name}");
@@ -176,7 +176,7 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
                     println!("{full}");
                     continue;
                 }
-                let mut children = run::Children::default();
+                let mut children = run::Children::new(arch);
                 let own = test(&mut children);
                 let boots: Vec<(&Outcome, Expected)> =
                     children.outcomes.iter().map(|o| (o, *allowed)).collect();
@@ -330,12 +330,12 @@ fn run_qemu_test(t: &QemuTest, a: &Artifacts, kernel: &Kernel) -> Result<(), Str
     verdict.map_err(|why| format!("{why}\n(log: {})", log_path(&t.name).display()))
 }
 
-/// The CPU-contract scenarios of [`crate::sched`], as `qemu::riscv64::sched::NAME`; boots
+/// The CPU-contract scenarios of [`crate::sched`], as `qemu::ARCH::sched::NAME`; boots
 /// they share (the baseline) happen once.
 fn sched_tests(a: &Artifacts, wanted: &dyn Fn(&str) -> bool, list: bool, tally: &mut Tally) {
     let mut runs = crate::sched::Runs::new(a);
     for (name, check) in crate::sched::SCENARIOS {
-        let full = format!("qemu::riscv64::sched::{name}");
+        let full = format!("qemu::{}::sched::{name}", a.arch.name());
         if !wanted(&full) {
             continue;
         }
@@ -353,7 +353,7 @@ fn sched_tests(a: &Artifacts, wanted: &dyn Fn(&str) -> bool, list: bool, tally: 
             for run in crate::sched::ALL {
                 if let Some(out) = runs.outcome(run) {
                     let stem = run.manifest.rsplit('/').next().unwrap_or("run");
-                    let path = qemu::log_dir().join(format!("sched.{stem}.log"));
+                    let path = qemu::log_dir().join(format!("sched.{}.{stem}.log", a.arch.name()));
                     let text = format!(
                         "append: {}\nending: {:?}\n\n{}",
                         run.append,
@@ -604,11 +604,9 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
         }
     }
     // ANCHOR: suites
-    if arch == Arch::Riscv64 {
-        tests.extend(domain_tests(&p));
-        tests.extend(paging_tests(&p));
-        tests.extend(address_space_tests(&p));
-    }
+    tests.extend(domain_tests(&p, arch));
+    tests.extend(paging_tests(&p, arch));
+    tests.extend(address_space_tests(&p, arch));
     // ANCHOR_END: suites
     Ok(tests)
 }

@@ -203,13 +203,13 @@ pub struct IcountBoot {
 }
 
 impl IcountBoot {
-    /// Prepares `manifest` (relative to the workspace) for the kernel of `a`, with `append` on
-    /// the kernel command line.
+    /// Prepares `manifest` (relative to the workspace) for the kernel of `a` (and its
+    /// architecture), with `append` on the kernel command line.
     pub fn new(a: &Artifacts, manifest: &str, append: &str) -> Result<Self> {
-        let s = prepare(&util::root().join(manifest), Spoil::Nothing, Arch::Riscv64)?;
+        let s = prepare(&util::root().join(manifest), Spoil::Nothing, a.arch)?;
         let mut kernel = Kernel::load(&a.kernel)?;
         kernel.add_instances(&s.instances)?;
-        let mut boot = Boot::new(Arch::Riscv64);
+        let mut boot = Boot::new(a.arch);
         boot.memory = s.memory_mib();
         boot.initrd = Some(s.image.clone());
         boot.icount = true;

@@ -10,11 +10,9 @@
 //! compiler hold every architecture to the same signatures.
 //!
 //! What is implemented: RISC-V (Sv39 with ASIDs, `ecall`, the `sstatus` FP state, the SBI
-//! timer). x86_64 has the free items (its traps, kernel page tables and local APIC timer) and
-//! its `AddressSpace` (4-level tables, PCIDs where CPUID reports them) and its user mode
-//! (`UserContext` with `syscall`, `sysretq` and `iretq`, the lazily restored FXSAVE state,
-//! copies from user memory) but runs no domain yet: the domain code is compiled for RISC-V
-//! only until its port is complete.
+//! timer) and x86_64 (4-level tables with PCIDs where CPUID reports them, `UserContext` with
+//! `syscall`, `sysretq` and `iretq`, the lazily restored FXSAVE state, copies from user memory
+//! under SMAP, the local APIC timer); both run domains.
 
 use abi::{Access, Rights};
 use frame_allocator::Owner;

@@ -35,9 +35,11 @@
 //! | the trap path | calls `domain::on_user_trap(UserTrap)` for each trap from user mode and resumes what it returns |
 //!
 //! Both architectures implement traps, timers, kernel page tables, `AddressSpace` and the
-//! user-mode items (`UserContext`, the FP state, `enter_user`, the copies, the trap path).
-//! Only RISC-V runs domains so far; the kernel code that uses them is compiled for RISC-V alone
-//! until the x86_64 domain port, and so are the tests that need them.
+//! user-mode items (`UserContext`, the FP state, `enter_user`, the copies, the trap path), and
+//! both run domains. Where the architectures differ in what the portable kernel asks of them,
+//! the difference is an arch item: `interrupts::raise_software_at` (the command line's
+//! `softint=`) raises supervisor software interrupts on RISC-V and logs that it is not
+//! supported on x86_64.
 
 pub mod contract;
 pub use contract::{AddressSpaceOps, UserContextOps, UserFault, UserTrap};

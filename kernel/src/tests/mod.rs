@@ -1,12 +1,12 @@
 //! The kernel's own tests, run by [`crate::ktest`] when the command line asks for them, and the
 //! deliberate faults that show the trap report.
 //!
-//! Tests run on both architectures unless marked: RISC-V alone has the SBI, ASIDs and domains
-//! (x86_64 gains domains with its port); x86_64 alone has tests of its page-table rights
-//! (NX, SMEP, SMAP), of user mode through its GDT and TSS, of its user mode for domains
-//! (`syscall`, contexts, lazy FP state, copies from user memory), of its local APIC timer, and
-//! of mappings read through a running address space and the PCID gate. Both count, make and
-//! free an address space's tables through the arch contract.
+//! Tests run on both architectures unless marked (the domain tests run on both): RISC-V alone
+//! has the SBI and ASIDs; x86_64 alone has tests of its page-table rights (NX, SMEP, SMAP), of
+//! user mode through its GDT and TSS, of its user mode for domains (`syscall`, contexts, lazy
+//! FP state, copies from user memory), of its local APIC timer, and of mappings read through a
+//! running address space and the PCID gate. Both count, make and free an address space's
+//! tables through the arch contract.
 
 use crate::cmdline::Args;
 use crate::ktest::KernelTest;
@@ -71,31 +71,24 @@ const ALL: &[KernelTest] = &[
     KernelTest { name: "paging::asid_recycling", run: asid::recycling },
     #[cfg(target_arch = "riscv64")]
     KernelTest { name: "sbi::console", run: sbi::console },
-    #[cfg(target_arch = "riscv64")]
     KernelTest { name: "domains::scrub_on_death", run: crate::domain::tests::scrub_on_death },
-    #[cfg(target_arch = "riscv64")]
     KernelTest {
         name: "domains::tables_follow_mappings",
         run: crate::domain::tests::tables_follow_mappings,
     },
-    #[cfg(target_arch = "riscv64")]
     KernelTest {
         name: "domains::contract_and_overlap",
         run: crate::domain::tests::contract_and_overlap,
     },
-    #[cfg(target_arch = "riscv64")]
     KernelTest {
         name: "domains::event_while_waiting_for_frames",
         run: crate::domain::tests::event_while_waiting_for_frames,
     },
-    #[cfg(target_arch = "riscv64")]
     KernelTest {
         name: "domains::deadlock_leaves_restarted_calls_alone",
         run: crate::domain::tests::deadlock_leaves_restarted_calls_alone,
     },
-    #[cfg(target_arch = "riscv64")]
     KernelTest { name: "domains::kernel_arena", run: crate::domain::tests::kernel_arena },
-    #[cfg(target_arch = "riscv64")]
     KernelTest { name: "domains::address_quota", run: crate::domain::tests::address_quota_reuse },
     KernelTest { name: "timer::rate_busy", run: timer::rate_busy },
     KernelTest { name: "timer::rate_idle", run: timer::rate_idle },

@@ -271,8 +271,8 @@ fn first_trap(mut ctx: UserContext) -> Result<(UserTrap, UserContext), Failed> {
 }
 
 /// Faults from ring 3 reach the handler in arch-neutral terms: page faults (load, store,
-/// fetch; unmapped or a kernel page) with their address and access, `ud2`, `hlt` (a general
-/// protection fault), and the timer.
+/// fetch; unmapped or a kernel page) with their address and access, `ud2` (with its opcode
+/// bytes), `hlt` (a general protection fault), and the timer.
 pub fn faults_and_timer() -> Outcome {
     use Access::{Execute, Read, Write};
     with_pages(|| {
@@ -282,7 +282,7 @@ pub fn faults_and_timer() -> Outcome {
             (LOAD, UNMAPPED, page(UNMAPPED, Read)),
             (STORE, UNMAPPED + 8, page(UNMAPPED + 8, Write)),
             (LOAD, kernel, page(kernel, Read)),
-            (UD2, 0, UserFault::IllegalInstruction { bits: None }),
+            (UD2, 0, UserFault::IllegalInstruction { bits: Some(0x0b0f) }),
             (HLT, 0, UserFault::Refused { addr: 0, access: Read }),
         ];
         for (offset, rbx, want) in cases {

@@ -202,9 +202,9 @@ fn quota(out: &Outcome) -> Result<(), String> {
     super::domains::frames_returned(out)
 }
 
-pub(super) fn address_space_tests(p: &str) -> Vec<QemuTest> {
+pub(super) fn address_space_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
     let test = |name: &str, manifest: &str, timeout: u64, check: fn(&Outcome) -> _| {
-        let mut boot = Boot::new(Arch::Riscv64);
+        let mut boot = Boot::new(arch);
         // Virtual time: the neighbour's rounds follow its own clock, the same in every run.
         boot.icount = true;
         boot.timeout = Duration::from_secs(timeout);

@@ -340,9 +340,9 @@ fn recorder(out: &Outcome) -> Result<(), String> {
     expect_line(out, "pagetrace: exited with status 0")
 }
 
-pub(super) fn paging_tests(p: &str) -> Vec<QemuTest> {
+pub(super) fn paging_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
     // ANCHOR: test_closure
-    let boot = || Boot::new(Arch::Riscv64);
+    let boot = || Boot::new(arch);
     let test = |name: &str, manifest: &str, expected: Expected, check: CheckFn| QemuTest {
         name: format!("{p}paging::{name}"),
         boot: boot(),

@@ -1,4 +1,4 @@
-//! `qemu::riscv64::run::*`: `cargo xtask run` itself, as a user runs it: this xtask binary
+//! `qemu::ARCH::run::*`: `cargo xtask run --arch ARCH` itself, as a user runs it: this xtask binary
 //! started as a child process, judged by its exit status, its first line and the log it shows.
 //!
 //! - `default_busy_host`: with both host cores kept busy by spinning threads, the default
@@ -22,7 +22,7 @@ use crate::log::LogLine;
 use crate::qemu::{Ending, Outcome};
 use crate::run::verdict::{DOMAIN_FAILED, DomainEnding, endings, late_periods};
 use crate::sched::PERIOD_TOLERANCE_NS;
-use crate::util;
+use crate::{Arch, util};
 
 /// What a `cargo xtask run` child did.
 struct RunOutput {
@@ -63,16 +63,24 @@ impl RunOutput {
 }
 
 /// The `cargo xtask run` children a test started, kept for the harness's check of their logs.
-#[derive(Default)]
 pub(super) struct Children {
+    /// The architecture they run.
+    arch: Arch,
     /// Each child's decoded log, as a boot's outcome.
     pub(super) outcomes: Vec<Outcome>,
 }
 
 impl Children {
-    /// Runs this xtask binary as `cargo xtask run ARGS`.
+    /// No children yet; they will run `arch`.
+    pub(super) fn new(arch: Arch) -> Self {
+        Children { arch, outcomes: Vec::new() }
+    }
+
+    /// Runs this xtask binary as `cargo xtask run --arch ARCH ARGS`.
     fn run(&mut self, args: &[&str]) -> Result<RunOutput, String> {
-        let out = xtask_run(args)?;
+        let mut all = vec!["--arch", self.arch.name()];
+        all.extend_from_slice(args);
+        let out = xtask_run(&all)?;
         self.outcomes.push(out.outcome());
         Ok(out)
     }

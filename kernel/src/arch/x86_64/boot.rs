@@ -219,6 +219,16 @@ struct MemmapEntry {
     reserved: u32,
 }
 
+/// One entry of the PVH module list (Xen `hvm_modlist_entry`): QEMU puts its `-initrd` there.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ModlistEntry {
+    paddr: u64,
+    size: u64,
+    cmdline_paddr: u64,
+    reserved: u64,
+}
+
 /// Reads a `T` at physical address `pa`, if the boot page tables' direct map covers it.
 ///
 /// # Safety
@@ -261,7 +271,8 @@ extern "C" fn tessera_x86_64_boot(start_info: u64) -> ! {
         start: (&raw const __kernel_phys_start) as u64,
         end: (&raw const __kernel_phys_end) as u64,
     };
-    for r in [PhysRange { start: 0, end: 0x10_0000 }, kernel] {
+    let listed = [Some(PhysRange { start: 0, end: 0x10_0000 }), Some(kernel), boot.initrd];
+    for r in listed.into_iter().flatten() {
         if boot.reserved.push(r).is_err() {
             defmt::warn!("x86_64 boot: reserved list full");
         }
@@ -338,9 +349,39 @@ fn read_start_info(info: &StartInfo, boot: &mut BootInfo) {
         };
         boot.cmdline = fixed(text);
     }
+    boot.initrd = boot_image(info);
     if info.rsdp_paddr != 0 {
         boot.pci = super::acpi::pci_host(info.rsdp_paddr);
     }
+}
+
+/// The boot image: the first module of the start info's module list (where QEMU puts
+/// `-initrd`), if there is one the boot tables' direct map reaches.
+fn boot_image(info: &StartInfo) -> Option<PhysRange> {
+    if info.nr_modules == 0 {
+        return None;
+    }
+    if info.nr_modules > 1 {
+        defmt::warn!(
+            "x86_64 boot: {=u32} modules; only the first is the boot image",
+            info.nr_modules
+        );
+    }
+    // SAFETY: the start info says `nr_modules` module entries sit at `modlist_paddr`.
+    let Some(m) = (unsafe { read_phys::<ModlistEntry>(info.modlist_paddr) }) else {
+        defmt::warn!("x86_64 boot: the module list is out of reach; no boot image");
+        return None;
+    };
+    let end = m.paddr.checked_add(m.size).filter(|e| m.size > 0 && *e <= BOOT_MAP_BYTES);
+    let Some(end) = end else {
+        defmt::warn!(
+            "x86_64 boot: the boot image at {=u64:#x} ({=u64} bytes) is out of reach; ignored",
+            m.paddr,
+            m.size
+        );
+        return None;
+    };
+    Some(PhysRange { start: m.paddr, end })
 }
 
 /// Whether QEMU's fw_cfg interface answers with its `QEMU` signature.

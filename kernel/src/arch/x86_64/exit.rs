@@ -9,6 +9,10 @@ pub(super) const PORT: u16 = 0xf4;
 /// `((0x10 + code) << 1) | 1` (33 for success). Halts forever if the device is absent.
 pub fn exit(code: crate::ExitCode) -> ! {
     interrupts::disable();
+    let loads = super::fp::loads();
+    if loads > 0 {
+        defmt::info!("fp: {=u64} floating-point state loads on first use", loads);
+    }
     super::interrupts::report_unexpected();
     // SAFETY: port 0xf4 belongs to isa-debug-exit (or to nothing, and the write is ignored);
     // the write ends the virtual machine and touches no memory.

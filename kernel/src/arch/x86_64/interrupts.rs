@@ -37,6 +37,14 @@ pub fn enable() {
     interrupts::enable();
 }
 
+/// The command line's `softint=` instants: a RISC-V test of supervisor software interrupts,
+/// which x86_64 has no counterpart of; logs that it is not supported (if any are given).
+pub fn raise_software_at(instants_ns: &[u64]) {
+    if !instants_ns.is_empty() {
+        defmt::warn!("command line: softint= is not supported on {=str}", super::NAME);
+    }
+}
+
 /// Moves both 8259 PICs to vectors 0x20..0x30, masks every line, and stops PIT channel 0.
 /// Before the IDT exists an interrupt would triple-fault the machine, and with the BIOS's
 /// vectors a PIC interrupt would look like a CPU exception.

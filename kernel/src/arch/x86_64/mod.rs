@@ -26,9 +26,11 @@
 //!   handler, resuming with `sysretq` or `iretq`, copies from user memory with SMAP opened;
 //!   their FP and SSE state, restored lazily through CR0.TS and #NM ([`fp`]).
 //!
-//! Not implemented yet: routing traps from ring 3 to the portable kernel's domains (compiled
-//! for RISC-V only until then), device interrupts (I/O APIC, MSI), more than one CPU. The
-//! layout is in [`layout`].
+//! Traps from ring 3 go to the portable kernel's domains (`domain::on_user_trap`), whose boot
+//! image the boot code finds in PVH's module list.
+//!
+//! Not implemented yet: device interrupts (I/O APIC, MSI), more than one CPU. The layout is in
+//! [`layout`].
 
 mod acpi;
 pub mod apic;

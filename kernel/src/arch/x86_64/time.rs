@@ -8,8 +8,6 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use ::x86_64::instructions::port::Port;
 
-/// The TSC when the boot code started.
-static BOOT_TSC: AtomicU64 = AtomicU64::new(0);
 /// TSC ticks per second; 0 until [`init`] has run.
 static TSC_HZ: AtomicU64 = AtomicU64::new(0);
 
@@ -23,22 +21,19 @@ fn rdtsc() -> u64 {
     unsafe { _rdtsc() }
 }
 
-/// The TSC's value when the kernel started: tick 0 of [`now_ticks`].
-pub(super) fn boot_tsc() -> u64 {
-    BOOT_TSC.load(Ordering::Relaxed)
-}
-
 /// Ticks (of the TSC) per second.
 pub fn frequency() -> u64 {
     TSC_HZ.load(Ordering::Relaxed)
 }
 
-/// TSC ticks since boot.
+/// TSC ticks since the machine started: the same count a domain reads with `rdtsc` (which
+/// CR4.TSD, left clear, lets ring 3 run), so that the kernel's clock and the domains' agree,
+/// as the `time` CSR makes them agree on RISC-V.
 pub fn now_ticks() -> u64 {
-    rdtsc().wrapping_sub(BOOT_TSC.load(Ordering::Relaxed))
+    rdtsc()
 }
 
-/// Microseconds since boot; 0 until the TSC frequency is known.
+/// Microseconds since the machine started; 0 until the TSC frequency is known.
 pub fn now_us() -> u64 {
     let hz = TSC_HZ.load(Ordering::Relaxed);
     if hz == 0 {
@@ -48,9 +43,8 @@ pub fn now_us() -> u64 {
     t / hz * 1_000_000 + t % hz * 1_000_000 / hz
 }
 
-/// Starts the clock and finds the TSC frequency (which may take about 10 ms); returns it.
+/// Finds the TSC frequency (which may take about 10 ms); returns it.
 pub(super) fn init() -> (u64, Source) {
-    BOOT_TSC.store(rdtsc(), Ordering::Relaxed);
     let (hz, source) = match cpuid_hz() {
         Some(hz) => (hz, Source::Cpuid),
         None => match pit_calibrate() {

@@ -55,7 +55,7 @@ pub fn disarm() {
 /// Programs the hardware for `deadline`.
 fn program(deadline: u64) {
     if TSC_DEADLINE.load(Ordering::Relaxed) {
-        let tsc = time::boot_tsc().wrapping_add(deadline).max(1);
+        let tsc = deadline.max(1);
         // SAFETY: CPUID reported TSC-deadline mode and `init` selected it in the APIC's timer
         // entry; writing the MSR only sets when the timer interrupt is raised (a past value
         // raises it at once).

@@ -19,8 +19,8 @@
 //!   `IllegalInstruction`, #BP `Breakpoint`, #GP `Refused`, every other exception `Other`;
 //!   other interrupts are counted and silenced and the domain resumes.
 //!
-//! Each trap goes to the handler installed with [`set_handler`] (the portable kernel's
-//! `domain::on_user_trap` once domains run on x86_64; kernel tests install their own), which
+//! Each trap goes to the handler installed with [`set_handler`] (by default the portable
+//! kernel's `domain::on_user_trap`; kernel tests install their own), which
 //! returns the [`Resume`] to continue with, or `None` to end a kernel test's [`run`].
 //! Resuming a context uses `sysretq` when its `rcx` and `r11` already hold its `rip` and
 //! `rflags` (a system call returning to the instruction after it, results set) and `iretq`
@@ -31,10 +31,8 @@
 //! Copies from user memory ([`copy_from_user`], [`copy_words_from_user`]) open SMAP (`stac`,
 //! with interrupts off) around probed loads ([`super::probe`]): a fault yields `Err`.
 //!
-//! Not implemented here: the x86_64 `AddressSpace` (page tables with PCIDs), more than one CPU
-//! (then the current-context pointer and the scratch word become per-CPU data reached through
-//! `swapgs`), and routing traps to the portable kernel (its domain code is compiled for RISC-V
-//! only until the x86_64 port is complete); the AVX state (see [`super::fp`]); NMIs (they
+//! Not implemented here: more than one CPU (then the current-context pointer and the scratch
+//! word become per-CPU data reached through `swapgs`); the AVX state (see [`super::fp`]); NMIs (they
 //! would need their own IST stack: the entry and exit paths briefly run in ring 0 on the
 //! domain's context or stack with interrupts off).
 
@@ -220,8 +218,15 @@ pub type Resume = crate::arch::contract::Resume<UserContext>;
 /// resume, or `None` to return from the kernel test's [`run`] in progress.
 pub type Handler = fn(UserTrap) -> Option<Resume>;
 
-/// The handler of traps from ring 3.
-static HANDLER: Mutex<Option<Handler>> = Mutex::new(None);
+/// The handler of traps from ring 3: the portable kernel's domains (kernel tests install
+/// their own for the length of a [`run`]).
+static HANDLER: Mutex<Option<Handler>> = Mutex::new(Some(to_domains));
+
+/// Hands a trap from ring 3 to the portable kernel's domains ([`crate::domain::on_user_trap`]),
+/// which always say what to resume.
+fn to_domains(trap: UserTrap) -> Option<Resume> {
+    Some(crate::domain::on_user_trap(trap))
+}
 
 /// Installs `handler` (or none: a trap from ring 3 is then reported as a kernel fault) for
 /// traps from ring 3.
@@ -560,7 +565,8 @@ pub(super) fn on_trap(frame: &TrapFrame) -> ! {
         // The domain's FP state is loaded now: its instruction runs again.
         ctx
     } else {
-        dispatch(ctx, UserTrap::Fault(user_fault(vector, frame.error, Cr2::read_raw())))
+        let fault = user_fault(vector, frame.error, Cr2::read_raw(), frame.rip);
+        dispatch(ctx, UserTrap::Fault(fault))
     };
     resume(next)
 }
@@ -578,8 +584,9 @@ fn close_smap() {
     }
 }
 
-/// The arch-neutral form of exception `vector` with error code `error` (and CR2 `cr2`).
-fn user_fault(vector: u64, error: u64, cr2: u64) -> UserFault {
+/// The arch-neutral form of exception `vector` with error code `error` (and CR2 `cr2`) taken
+/// at `rip`.
+fn user_fault(vector: u64, error: u64, cr2: u64, rip: u64) -> UserFault {
     use abi::Access::{Execute, Read, Write};
     match vector {
         14 => UserFault::Page {
@@ -592,11 +599,24 @@ fn user_fault(vector: u64, error: u64, cr2: u64) -> UserFault {
                 Read
             },
         },
-        6 => UserFault::IllegalInstruction { bits: None },
+        6 => UserFault::IllegalInstruction { bits: opcode_bytes(rip as usize) },
         3 => UserFault::Breakpoint,
         13 => UserFault::Refused { addr: 0, access: Read },
         v => UserFault::Other { name: trap::exception_name(v, error), code: v as usize },
     }
+}
+
+/// The first two bytes at `addr` in the current address space as a little-endian number (`ud2`
+/// is 0x0b0f), or the one byte before the end of what is readable; `None` if none is readable.
+/// Two bytes name the opcode of every instruction that raises #UD on purpose (`ud0`, `ud1`,
+/// `ud2`) without reaching into the next instruction.
+fn opcode_bytes(addr: usize) -> Option<u64> {
+    let mut two = [0u8; 2];
+    if copy_from_user(&mut two, addr).is_ok() {
+        return Some(u64::from(u16::from_le_bytes(two)));
+    }
+    let mut one = [0u8; 1];
+    copy_from_user(&mut one, addr).ok().map(|()| u64::from(one[0]))
 }
 
 /// Runs `f` with SMAP open (RFLAGS.AC set, where CR4.SMAP is on) and interrupts off.

@@ -117,7 +117,14 @@ fn main(env: Env) -> i32 {
     // Work is counted over whole periods: from the first period boundary after the start, for
     // the duration rounded up to whole periods (so no partial slice at either end skews it).
     let start = epoch + (booted.saturating_sub(epoch) / period + 1) * period;
-    let end = start + s.ticks(o.duration_ms * 1_000_000).div_ceil(period) * period;
+    // Whole periods counted in nanoseconds: in ticks, a period's length is rounded down and
+    // the duration's is not, so a clock whose rate is no multiple of the periods' (a measured
+    // TSC rate) would add a period.
+    let periods = match period_ns {
+        0 => s.ticks(o.duration_ms * 1_000_000).div_ceil(period),
+        p => (o.duration_ms * 1_000_000).div_ceil(p),
+    };
+    let end = start + periods * period;
     let every = o.every_ms.map(|ms| s.ticks(ms * 1_000_000));
     let fault_at = o.fault_at_ms.map(|ms| start + s.ticks(ms * 1_000_000));
     let exit_at = o.exit_at_ms.map(|ms| start + s.ticks(ms * 1_000_000));
