@@ -42,6 +42,7 @@
 //! supported on x86_64.
 
 pub mod contract;
+mod fp_holder;
 pub use contract::{AddressSpaceOps, UserContextOps, UserFault, UserTrap};
 
 #[cfg(target_arch = "riscv64")]

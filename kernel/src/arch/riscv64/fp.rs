@@ -1,7 +1,7 @@
 //! Domains' floating-point state, restored lazily.
 //!
-//! The FP registers (`f0..f31`, `fcsr`) hold one domain's state at a time: the *holder*'s,
-//! named by [`LOADED`]. When the portable kernel switches to a domain ([`restore_fp`]):
+//! The FP registers (`f0..f31`, `fcsr`) hold one domain's state at a time: the *holder*'s
+//! (the loaded block of [`HOLDER`], a [`FpHolder`] shared by the architectures). When the portable kernel switches to a domain ([`restore_fp`]):
 //! - if the domain is the holder, its frame resumes with `sstatus.FS` = Clean and nothing is
 //!   loaded;
 //! - otherwise its frame resumes with FS = Off, and nothing is loaded either. Its first FP
@@ -16,11 +16,12 @@
 //! touches the FP unit costs a switch neither loads nor stores.
 //!
 //! A domain's saved state lives in its own heap block ([`FpState`] owns it), so it keeps its
-//! address while the portable kernel moves the `FpState` around; [`CURRENT`] and [`LOADED`]
-//! name blocks by address, and a block's owner forgets them when it is dropped.
+//! address while the portable kernel moves the `FpState` around; [`HOLDER`] names blocks by
+//! address, and a block's owner makes it forget the block when it is dropped.
 
 use alloc::boxed::Box;
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+use crate::arch::fp_holder::FpHolder;
 
 use riscv::register::sstatus::{self, FS};
 
@@ -46,19 +47,7 @@ pub struct FpState(Box<Registers>);
 
 impl Drop for FpState {
     fn drop(&mut self) {
-        let me = self.block();
-        let _ = LOADED.compare_exchange(
-            me,
-            core::ptr::null_mut(),
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
-        let _ = CURRENT.compare_exchange(
-            me,
-            core::ptr::null_mut(),
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
+        HOLDER.forget(self.block());
     }
 }
 
@@ -68,18 +57,12 @@ impl FpState {
     }
 }
 
-/// The block whose values the FP registers hold (null: nobody's, as at boot).
-static LOADED: AtomicPtr<Registers> = AtomicPtr::new(core::ptr::null_mut());
-
-/// The block of the domain that runs (set by [`restore_fp`]; null: none).
-static CURRENT: AtomicPtr<Registers> = AtomicPtr::new(core::ptr::null_mut());
-
-/// How many times a domain's state was loaded on its first FP instruction after a switch.
-static LOADS: AtomicU64 = AtomicU64::new(0);
+/// Whose state the FP registers hold, and whose domain runs.
+static HOLDER: FpHolder<Registers> = FpHolder::new();
 
 /// How many times a domain's state was loaded on first use since boot.
 pub fn loads() -> u64 {
-    LOADS.load(Ordering::Relaxed)
+    HOLDER.loads()
 }
 
 /// Called when the domain that ran in `frame` stops running: saves its FP registers into `fp`
@@ -116,9 +99,7 @@ pub fn save_fp(frame: &mut TrapFrame, fp: &mut FpState) {
 /// unit off (FS Off), and its state is loaded when it first uses the unit ([`on_first_use`]).
 /// Either way it sees its own values, never another domain's.
 pub fn restore_fp(frame: &mut TrapFrame, fp: &FpState) {
-    let me = fp.block();
-    CURRENT.store(me, Ordering::Relaxed);
-    let fs = if LOADED.load(Ordering::Relaxed) == me { FS_CLEAN } else { FS_OFF };
+    let fs = if HOLDER.switch_to(fp.block()) { FS_CLEAN } else { FS_OFF };
     frame.sstatus = (frame.sstatus & !SSTATUS_FS) | fs;
 }
 
@@ -128,18 +109,17 @@ pub fn restore_fp(frame: &mut TrapFrame, fp: &FpState) {
 /// instruction is illegal in its own right.
 #[inline(never)]
 pub fn on_first_use(frame: &mut TrapFrame) -> bool {
-    let current = CURRENT.load(Ordering::Relaxed);
-    if frame.sstatus & SSTATUS_FS != FS_OFF || current.is_null() {
+    if frame.sstatus & SSTATUS_FS != FS_OFF {
         return false;
     }
+    let Some(current) = HOLDER.current() else { return false };
     // SAFETY: `current` is the block of the running domain's `FpState`, set by `restore_fp`
     // when the domain was switched to; the `FpState` is alive (its drop would have cleared
-    // `CURRENT`) and, because the block is on the heap, still at that address wherever the
+    // it as current) and, because the block is on the heap, still at that address wherever the
     // `FpState` itself went. Nothing else uses it while this trap handler runs.
     let regs = unsafe { &*current };
     load(regs);
-    LOADED.store(current, Ordering::Relaxed);
-    LOADS.fetch_add(1, Ordering::Relaxed);
+    HOLDER.loaded(current);
     frame.sstatus = (frame.sstatus & !SSTATUS_FS) | FS_CLEAN;
     true
 }

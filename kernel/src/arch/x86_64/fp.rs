@@ -1,7 +1,8 @@
 //! Domains' floating-point and vector state (x87, MMX, SSE: the FXSAVE area), restored
 //! lazily through CR0.TS and the device-not-available exception (#NM).
 //!
-//! The FP registers hold one domain's state at a time: the *holder*'s, named by [`LOADED`].
+//! The FP registers hold one domain's state at a time: the *holder*'s (the
+//! loaded block of [`HOLDER`], a [`FpHolder`] shared by the architectures).
 //! When the portable kernel switches to a domain ([`restore_fp`]):
 //! - if the domain is the holder, CR0.TS is cleared: it resumes with its registers in place;
 //! - otherwise CR0.TS is set and nothing is loaded. Its first FP or SSE instruction then
@@ -21,11 +22,12 @@
 //! the firmware left it and CR4.OSXSAVE is off, so AVX instructions raise #UD in domains.
 //!
 //! A domain's saved state lives in its own heap block ([`FpState`] owns it), so it keeps its
-//! address while the portable kernel moves the `FpState` around; [`CURRENT`] and [`LOADED`]
-//! name blocks by address, and a block's owner forgets them when it is dropped.
+//! address while the portable kernel moves the `FpState` around; [`HOLDER`] names blocks by
+//! address, and a block's owner makes it forget the block when it is dropped.
 
 use alloc::boxed::Box;
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+use crate::arch::fp_holder::FpHolder;
 
 use ::x86_64::registers::control::{Cr0, Cr0Flags, Cr4, Cr4Flags};
 
@@ -58,19 +60,7 @@ pub struct FpState(Box<Area>);
 
 impl Drop for FpState {
     fn drop(&mut self) {
-        let me = self.block();
-        let _ = LOADED.compare_exchange(
-            me,
-            core::ptr::null_mut(),
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
-        let _ = CURRENT.compare_exchange(
-            me,
-            core::ptr::null_mut(),
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
+        HOLDER.forget(self.block());
     }
 }
 
@@ -91,18 +81,12 @@ impl FpState {
     }
 }
 
-/// The block whose values the FP registers hold (null: nobody's, as at boot).
-static LOADED: AtomicPtr<Area> = AtomicPtr::new(core::ptr::null_mut());
-
-/// The block of the domain that runs (set by [`restore_fp`]; null: none).
-static CURRENT: AtomicPtr<Area> = AtomicPtr::new(core::ptr::null_mut());
-
-/// How many times a domain's state was loaded on its first FP instruction after a switch.
-static LOADS: AtomicU64 = AtomicU64::new(0);
+/// Whose state the FP registers hold, and whose domain runs.
+static HOLDER: FpHolder<Area> = FpHolder::new();
 
 /// How many times a domain's state was loaded on first use (#NM) since boot.
 pub fn loads() -> u64 {
-    LOADS.load(Ordering::Relaxed)
+    HOLDER.loads()
 }
 
 /// Sets up the FP unit for domains: CR0.MP set, CR0.EM clear, CR4.OSFXSR and CR4.OSXMMEXCPT
@@ -143,7 +127,7 @@ fn set_ts(on: bool) {
 /// if it may have changed them since they were loaded (it is the holder and CR0.TS is
 /// clear). `fp` is the state [`restore_fp`] was last given for this domain.
 pub fn save_fp(_ctx: &mut UserContext, fp: &mut FpState) {
-    if LOADED.load(Ordering::Relaxed) != fp.block() || ts() {
+    if !HOLDER.holds(fp.block()) || ts() {
         return;
     }
     let p = fp.block();
@@ -157,9 +141,7 @@ pub fn save_fp(_ctx: &mut UserContext, fp: &mut FpState) {
 /// and its state is loaded when it first uses the unit ([`on_first_use`]). Either way it sees
 /// its own values, never another domain's.
 pub fn restore_fp(_ctx: &mut UserContext, fp: &FpState) {
-    let me = fp.block();
-    CURRENT.store(me, Ordering::Relaxed);
-    set_ts(LOADED.load(Ordering::Relaxed) != me);
+    set_ts(!HOLDER.switch_to(fp.block()));
 }
 
 /// For a #NM from ring 3: if a domain is current, loads its state, makes it the holder, clears
@@ -167,14 +149,11 @@ pub fn restore_fp(_ctx: &mut UserContext, fp: &FpState) {
 /// domain's state to load (the #NM is reported as a fault).
 #[inline(never)]
 pub fn on_first_use() -> bool {
-    let current = CURRENT.load(Ordering::Relaxed);
-    if current.is_null() {
-        return false;
-    }
+    let Some(current) = HOLDER.current() else { return false };
     set_ts(false);
-    if LOADED.load(Ordering::Relaxed) != current {
+    if !HOLDER.holds(current) {
         // SAFETY: `current` is the block of the running domain's `FpState`, set by
-        // `restore_fp`; the `FpState` is alive (its drop would have cleared `CURRENT`) and the
+        // `restore_fp`; the `FpState` is alive (its drop would have forgotten it as current) and the
         // block, on the heap, is still at that address. It is 16-byte aligned and holds a
         // valid FXSAVE image (made by `Default` or by `fxsave64`). TS is clear.
         unsafe {
@@ -184,8 +163,7 @@ pub fn on_first_use() -> bool {
                 options(nostack, readonly, preserves_flags)
             )
         };
-        LOADED.store(current, Ordering::Relaxed);
-        LOADS.fetch_add(1, Ordering::Relaxed);
+        HOLDER.loaded(current);
     }
     true
 }
