@@ -336,6 +336,24 @@ __syscall_entry:
     call    {orphan}
     ud2
 
+    /* Loads every register of the context at rdi but rsp and rdi itself. */
+    .macro load_user_registers
+    movq    0*8(%rdi), %rax
+    movq    1*8(%rdi), %rcx
+    movq    2*8(%rdi), %rdx
+    movq    3*8(%rdi), %rbx
+    movq    5*8(%rdi), %rbp
+    movq    6*8(%rdi), %rsi
+    movq    8*8(%rdi), %r8
+    movq    9*8(%rdi), %r9
+    movq    10*8(%rdi), %r10
+    movq    11*8(%rdi), %r11
+    movq    12*8(%rdi), %r12
+    movq    13*8(%rdi), %r13
+    movq    14*8(%rdi), %r14
+    movq    15*8(%rdi), %r15
+    .endm
+
     /* Resumes the context at rdi in ring 3 (interrupts off until then). */
     .globl __user_resume
 __user_resume:
@@ -348,20 +366,7 @@ __user_resume:
     jne     2f
     /* sysretq: rcx and r11 already hold rip and rflags. */
     lock incq {sysrets}(%rip)
-    movq    0*8(%rdi), %rax
-    movq    1*8(%rdi), %rcx
-    movq    2*8(%rdi), %rdx
-    movq    3*8(%rdi), %rbx
-    movq    5*8(%rdi), %rbp
-    movq    6*8(%rdi), %rsi
-    movq    8*8(%rdi), %r8
-    movq    9*8(%rdi), %r9
-    movq    10*8(%rdi), %r10
-    movq    11*8(%rdi), %r11
-    movq    12*8(%rdi), %r12
-    movq    13*8(%rdi), %r13
-    movq    14*8(%rdi), %r14
-    movq    15*8(%rdi), %r15
+    load_user_registers
     movq    4*8(%rdi), %rsp
     movq    7*8(%rdi), %rdi
     sysretq
@@ -372,20 +377,7 @@ __user_resume:
     pushq   {rflags}(%rdi)
     pushq   ${user_code}
     pushq   {rip}(%rdi)
-    movq    0*8(%rdi), %rax
-    movq    1*8(%rdi), %rcx
-    movq    2*8(%rdi), %rdx
-    movq    3*8(%rdi), %rbx
-    movq    5*8(%rdi), %rbp
-    movq    6*8(%rdi), %rsi
-    movq    8*8(%rdi), %r8
-    movq    9*8(%rdi), %r9
-    movq    10*8(%rdi), %r10
-    movq    11*8(%rdi), %r11
-    movq    12*8(%rdi), %r12
-    movq    13*8(%rdi), %r13
-    movq    14*8(%rdi), %r14
-    movq    15*8(%rdi), %r15
+    load_user_registers
     movq    7*8(%rdi), %rdi
     iretq
 
