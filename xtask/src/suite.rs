@@ -542,20 +542,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
                 ],
             ),
         ];
-        for (name, kind, needles, expected) in faults {
-            let mut boot = Boot::new(arch);
-            boot.append = format!("fault={kind}");
-            tests.push(QemuTest {
-                name: format!("{p}fault::{name}"),
-                boot,
-                system: None,
-                expected,
-                check: Box::new(move |out| {
-                    expect_ending(out, Ending::Kernel(2))?;
-                    needles.iter().try_for_each(|n| expect_line(out, n))
-                }),
-            });
-        }
+        fault_tests(&p, arch, &faults, &mut tests);
     }
     if arch == Arch::Riscv64 {
         // The trap report: the cause, the address and pc, a backtrace.
@@ -588,20 +575,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
                 ],
             ),
         ];
-        for (name, kind, needles, expected) in faults {
-            let mut boot = Boot::new(arch);
-            boot.append = format!("fault={kind}");
-            tests.push(QemuTest {
-                name: format!("{p}fault::{name}"),
-                boot,
-                system: None,
-                expected,
-                check: Box::new(move |out| {
-                    expect_ending(out, Ending::Kernel(2))?;
-                    needles.iter().try_for_each(|n| expect_line(out, n))
-                }),
-            });
-        }
+        fault_tests(&p, arch, &faults, &mut tests);
     }
     // ANCHOR: suites
     tests.extend(domain_tests(&p, arch));
@@ -651,6 +625,30 @@ fn kernel_test_lines(log: &[LogLine]) -> (HashMap<&str, Vec<&LogLine>>, Vec<&Log
 /// ranges, more than the kernel once kept (8, then silently dropped the rest) and more than it
 /// now keeps from its pass over the tree (8, `device_tree::CACHED`), so it reads them from the
 /// tree each time; two make three, which it keeps.
+/// One boot per deliberate kernel fault (`fault=KIND`), each ending with the panic status: its
+/// name, the kind, lines the report must contain, and the ERROR lines it may print.
+fn fault_tests(
+    p: &str,
+    arch: Arch,
+    faults: &[(&'static str, &'static str, &'static [&'static str], Expected)],
+    tests: &mut Vec<QemuTest>,
+) {
+    for &(name, kind, needles, expected) in faults {
+        let mut boot = Boot::new(arch);
+        boot.append = format!("fault={kind}");
+        tests.push(QemuTest {
+            name: format!("{p}fault::{name}"),
+            boot,
+            system: None,
+            expected,
+            check: Box::new(move |out| {
+                expect_ending(out, Ending::Kernel(2))?;
+                needles.iter().try_for_each(|n| expect_line(out, n))
+            }),
+        });
+    }
+}
+
 /// PCI enumeration through ECAM (the window from the device tree on RISC-V, from ACPI's MCFG on
 /// x86_64): a random-number device on the root bus and another behind a PCI-to-PCI bridge are
 /// listed, with the host bridge and the bridge, at their addresses (the RISC-V firmware leaves
