@@ -61,8 +61,6 @@ struct Inner {
     small_count: u64,
     /// Frames in large allocations now.
     large_frames: u64,
-    /// Bytes in large allocations now.
-    large_bytes: usize,
     /// Frames the arena may still take (granted by the kernel, see [`Arena::allow`]).
     allowance: u64,
     /// An allowance is open: frames of large allocations freed meanwhile go back to it.
@@ -78,7 +76,6 @@ impl Inner {
         small_frames: 0,
         small_count: 0,
         large_frames: 0,
-        large_bytes: 0,
         allowance: 0,
         granting: false,
         refused: None,
@@ -142,7 +139,7 @@ impl Arena {
     /// still allocated (nothing is freed then).
     pub fn release(&self) -> Result<u64, usize> {
         let mut inner = self.inner.lock();
-        let used = inner.small.stats_alloc_actual() + inner.large_bytes;
+        let used = inner.small.stats_alloc_actual() + (inner.large_frames * FRAME_SIZE) as usize;
         if used != 0 {
             return Err(used);
         }
@@ -203,7 +200,6 @@ impl Arena {
         };
         inner.allowance -= count;
         inner.large_frames += count;
-        inner.large_bytes += (count * FRAME_SIZE) as usize;
         let p = arch::phys_to_virt(first.addr()) as *mut u8;
         let p = NonNull::new(p).ok_or(AllocError)?;
         Ok(NonNull::slice_from_raw_parts(p, layout.size()))
@@ -226,7 +222,6 @@ impl Arena {
             defmt::error!("arena of domain {=u32}: freeing a run failed: {}", self.owner, e);
         }
         inner.large_frames -= count;
-        inner.large_bytes -= (count * FRAME_SIZE) as usize;
         if inner.granting {
             inner.allowance += count;
         }

@@ -264,6 +264,8 @@ pub(super) fn owns_user_traps() -> bool {
     !__user_current.load(Ordering::Relaxed).is_null()
 }
 
+/// Resumes by `sysretq` and by `iretq`, counted by the resume path (one CPU, interrupts off:
+/// a plain `incq`, no locked bus cycle on the system call's way back).
 static SYSRETS: AtomicU64 = AtomicU64::new(0);
 static IRETS: AtomicU64 = AtomicU64::new(0);
 
@@ -365,13 +367,13 @@ __user_resume:
     cmpq    %rax, 11*8(%rdi)
     jne     2f
     /* sysretq: rcx and r11 already hold rip and rflags. */
-    lock incq {sysrets}(%rip)
+    incq    {sysrets}(%rip)
     load_user_registers
     movq    4*8(%rdi), %rsp
     movq    7*8(%rdi), %rdi
     sysretq
 2:
-    lock incq {irets}(%rip)
+    incq    {irets}(%rip)
     pushq   ${user_data}
     pushq   4*8(%rdi)
     pushq   {rflags}(%rdi)
