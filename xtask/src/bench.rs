@@ -13,6 +13,9 @@
 //!
 //! `fault`: the user-level page fault round trip and self-paging (see [`fault`]).
 //!
+//! Every bench runs on both architectures unless `--arch` names some, and prints their figures
+//! side by side, one column per architecture.
+//!
 //! `all`: every bench for the architectures given, then one table of the kept figures against
 //! the baseline (`--update-baseline` rewrites `bench/baseline.toml` and
 //! `docs/performance.md` from this run). `check`: the deterministic figures only, measured
@@ -20,23 +23,23 @@
 //! either side ([`baseline`], [`figures`]).
 
 mod baseline;
+mod boot;
+mod by_arch;
 mod fault;
 mod figures;
+mod ipc;
 mod performance_doc;
 mod sched;
 mod switch_scaling;
 
 use std::process::Command;
-use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::ValueEnum;
 use serde::Serialize;
 
-use crate::artifacts;
-use crate::log::Kernel;
-use crate::qemu::{self, Boot, Ending};
-use crate::{Arch, Bios, setup, util};
+use crate::qemu;
+use crate::{Arch, setup, util};
 
 pub use baseline::Table;
 
@@ -74,17 +77,8 @@ pub struct Options {
     pub update_baseline: bool,
 }
 
-/// The benches that run on `arch`: all of them on RISC-V; boot alone on x86_64, which does not
-/// boot domains yet.
-fn benches_for(arch: Arch) -> &'static [Name] {
-    match arch {
-        Arch::Riscv64 => &[Name::Boot, Name::Ipc, Name::Sched, Name::Fault],
-        Arch::X86_64 => &[Name::Boot],
-    }
-}
-
-/// The architectures that boot domains: the default of `bench all`.
-const DOMAIN_ARCHES: [Arch; 1] = [Arch::Riscv64];
+/// The architectures every bench runs on unless `--arch` names some.
+const ARCHES: [Arch; 2] = [Arch::Riscv64, Arch::X86_64];
 
 /// Runs benchmark `name`; returns the exit status (1: `check` found a figure worse or missing).
 pub fn run(name: Name, opts: Options) -> Result<u8> {
@@ -98,9 +92,9 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
     match name {
         Name::All | Name::Check => {
             let arches = match (&opts.arches[..], name) {
-                ([], Name::All) => DOMAIN_ARCHES.to_vec(),
+                ([], Name::All) => ARCHES.to_vec(),
                 // The check covers every architecture the baseline keeps.
-                ([], _) => [Arch::Riscv64, Arch::X86_64]
+                ([], _) => ARCHES
                     .into_iter()
                     .filter(|a| base.tables.iter().any(|t| t.arch == a.name()))
                     .collect(),
@@ -109,12 +103,8 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
             let mode = if name == Name::All { Mode::Full } else { Mode::Check };
             let mut tables = Vec::new();
             for bench in [Name::Boot, Name::Ipc, Name::Sched, Name::Fault] {
-                let on: Vec<Arch> =
-                    arches.iter().copied().filter(|a| benches_for(*a).contains(&bench)).collect();
-                if !on.is_empty() {
-                    eprintln!("bench {}: {}", bench_name(bench), names(&on));
-                    tables.extend(one(bench, mode, &on)?);
-                }
+                eprintln!("bench {}: {}", bench_name(bench), names(&arches));
+                tables.extend(one(bench, mode, &arches)?);
             }
             let arch_names: Vec<&str> = arches.iter().map(|a| a.name()).collect();
             let failed = report(&base, &tables, &arch_names, name == Name::Check);
@@ -130,21 +120,7 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
             Ok(if failed && name == Name::Check { 1 } else { 0 })
         }
         bench => {
-            let arches = if opts.arches.is_empty() {
-                match bench {
-                    Name::Boot => vec![Arch::Riscv64, Arch::X86_64],
-                    _ => DOMAIN_ARCHES.to_vec(),
-                }
-            } else {
-                opts.arches.clone()
-            };
-            if let Some(a) = arches.iter().find(|a| !benches_for(**a).contains(&bench)) {
-                bail!(
-                    "bench {} needs domains, which {} does not boot yet",
-                    bench_name(bench),
-                    a.name()
-                );
-            }
+            let arches = if opts.arches.is_empty() { ARCHES.to_vec() } else { opts.arches.clone() };
             let tables = one(bench, Mode::Full, &arches)?;
             report(&base, &tables, &[], false);
             Ok(0)
@@ -170,10 +146,10 @@ fn names(arches: &[Arch]) -> String {
 /// Runs one bench on `arches` and returns its kept figures, a table per architecture.
 fn one(bench: Name, mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
     let tables = match bench {
-        Name::Boot => boot(mode, arches)?,
-        Name::Ipc => vec![ipc(mode)?],
-        Name::Sched => vec![sched::run(mode)?],
-        Name::Fault => vec![fault::run(mode)?],
+        Name::Boot => boot::run(mode, arches)?,
+        Name::Ipc => ipc::run(mode, arches)?,
+        Name::Sched => sched::run(mode, arches)?,
+        Name::Fault => fault::run(mode, arches)?,
         Name::All | Name::Check => unreachable!("not a single bench"),
     };
     Ok(tables)
@@ -265,19 +241,7 @@ struct Environment {
     date: String,
 }
 
-#[derive(Serialize)]
-struct BootRow {
-    arch: &'static str,
-    firmware: &'static str,
-    machine: &'static str,
-    flags: String,
-    wall_ms_median: f64,
-    wall_ms_min: f64,
-    wall_ms_max: f64,
-    virtual_us_to_shutdown: u64,
-    icount_flags: &'static str,
-}
-
+/// Boots of each configuration timed on the host's clock (wall time).
 const RUNS: usize = 5;
 
 /// The commit the tree is at, `-dirty` when it has changes.
@@ -296,7 +260,8 @@ fn commit() -> String {
     if dirty { format!("{commit}-dirty") } else { commit }
 }
 
-fn environment(arch: Arch) -> Environment {
+/// Where this run happens: the commit, each architecture's QEMU, the host, the date.
+fn environment(arches: &[Arch]) -> Environment {
     let host_cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
@@ -307,175 +272,39 @@ fn environment(arch: Arch) -> Environment {
         .unwrap_or_else(|| "unknown".into());
     let date =
         util::output(Command::new("date").arg("-u").arg("+%Y-%m-%dT%H:%M:%SZ")).unwrap_or_default();
+    let qemu: Vec<String> =
+        arches.iter().map(|a| format!("{}: {}", a.name(), qemu::version(*a))).collect();
     Environment {
         commit: commit(),
-        qemu: qemu::version(arch),
+        qemu: qemu.join("; "),
         host_cpu,
         host_cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         date: date.trim().to_string(),
     }
 }
 
-/// Seconds-with-decimals timestamp of the `shutdown:` record, in microseconds.
-fn shutdown_us(out: &qemu::Outcome) -> Option<u64> {
-    let t = out.line("shutdown: ")?.timestamp.as_ref()?;
-    let secs: f64 = t.trim().parse().ok()?;
-    Some((secs * 1e6).round() as u64)
-}
-
-#[derive(Serialize)]
-struct IpcRow {
-    operation: &'static str,
-    instructions: f64,
-    runs: usize,
-    spread: f64,
-    iterations: u64,
-    flags: String,
-}
-
-/// `(calls, calls_ns, loop_ns)` from the `nullcall: N calls in T ns, empty loop L ns` line.
-fn nullcall_figures(out: &qemu::Outcome) -> Option<(u64, u64, u64)> {
-    let msg = &out.line(" calls in ")?.message;
-    let n: Vec<u64> =
-        msg.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
-    match n[..] {
-        [calls, calls_ns, loop_ns] => Some((calls, calls_ns, loop_ns)),
-        _ => None,
+impl Environment {
+    /// The heading of bench `name`'s report: its title and this environment.
+    fn heading(&self, name: &str) -> String {
+        format!(
+            "# bench {name}\n\ncommit {} · {} · host {} ({} cores) · {}\n\n",
+            self.commit, self.qemu, self.host_cpu, self.host_cores, self.date
+        )
     }
 }
 
-/// One measured operation: the manifest to boot and how to read (instructions per operation,
-/// operations) from the log.
-struct Measure {
-    /// The figure's key in the baseline.
-    key: &'static str,
-    operation: &'static str,
-    manifest: &'static str,
-    extract: fn(&qemu::Outcome) -> Option<(f64, u64)>,
-}
-
-const IPC: &[Measure] = &[
-    Measure {
-        key: "null_call",
-        operation: "null system call (ecall, dispatch, return)",
-        manifest: "manifests/bench-ipc.toml",
-        extract: |out| {
-            let (n, t, l) = nullcall_figures(out)?;
-            Some(((t - l) as f64 / n as f64, n))
-        },
-    },
-    Measure {
-        key: "domain_switch",
-        operation: "domain switch (yield to the other of two domains)",
-        manifest: "manifests/bench-switch.toml",
-        extract: |out| {
-            let (n, t, l) = nullcall_figures(out)?;
-            Some(((t - l) as f64 / (2 * n) as f64, 2 * n))
-        },
-    },
-    Measure {
-        key: "event_round_trip",
-        operation: "event round trip between two domains (8-byte message over a channel and back)",
-        manifest: "manifests/bench-pingpong.toml",
-        extract: |out| {
-            let msg = &out.line(" round trips in ")?.message;
-            let n: Vec<u64> =
-                msg.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
-            match n[..] {
-                [rounds, t, l] => Some(((t - l) as f64 / rounds as f64, rounds)),
-                _ => None,
-            }
-        },
-    },
-    Measure {
-        key: "channel_message",
-        operation: "IO-channel message, 64 slots, both ends (send, receive, events, blocking)",
-        manifest: "tests/manifests/channel.toml",
-        extract: |out| {
-            let seconds = |text: &str| -> Option<f64> {
-                out.line(text)?.timestamp.as_ref()?.trim().parse().ok()
-            };
-            let start = seconds("domain consumer (id 1)")?;
-            let end = seconds("chanpipe: received 100000 messages")?;
-            Some(((end - start) * 1e9 / 100_000.0, 100_000))
-        },
-    },
-];
-
-/// Boots `m`'s manifest under `-icount shift=0,sleep=off` three times (the figure must come
-/// out the same each time; once in [`Mode::Check`]) and returns its row.
-fn measure(m: &Measure, mode: Mode) -> Result<IpcRow> {
-    let a = artifacts::build(Arch::Riscv64)?;
-    let prepared = crate::system::IcountBoot::new(&a, m.manifest, "")?;
-    let b = &prepared.boot;
-    let mut figures = Vec::new();
-    let mut iterations = 0;
-    for _ in 0..icount_runs(mode) {
-        let out = prepared.run(&a)?;
-        let (per_op, n) = (m.extract)(&out).with_context(|| {
-            format!("{}: no figures in the log:\n{}", m.manifest, out.log_text())
-        })?;
-        iterations = n;
-        figures.push(per_op);
-    }
-    let (min, max) = figures.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
-    if max != min {
-        bail!("{}: the figure differs between boots under -icount: {figures:?}", m.manifest);
-    }
-    Ok(IpcRow {
-        operation: m.operation,
-        instructions: figures[0],
-        runs: figures.len(),
-        spread: max - min,
-        iterations,
-        flags: format!("{:?}", b.command(&a)).replace('"', ""),
-    })
-}
-
-/// System-call and communication costs in instructions: each operation's manifest booted
-/// under `-icount shift=0,sleep=off`, where a nanosecond of guest time is one instruction;
-/// loop overhead timed in the same run is subtracted.
-fn ipc(mode: Mode) -> Result<Table> {
-    let rows = IPC.iter().map(|m| measure(m, mode)).collect::<Result<Vec<_>>>()?;
-    let mut figures: Vec<(String, f64)> =
-        IPC.iter().zip(&rows).map(|(m, r)| (m.key.to_string(), r.instructions)).collect();
-    if mode == Mode::Check {
-        let most = *switch_scaling::OTHERS.last().expect("a sweep");
-        figures.push((SWITCH_64.into(), switch_scaling::switch_with(most, mode)?));
-        return Ok(table(Arch::Riscv64, "ipc", figures));
-    }
-    let (scaling, most) = switch_scaling::sweep(mode)?;
-    figures.push((SWITCH_64.into(), most));
-    let kept = table(Arch::Riscv64, "ipc", figures);
-    let env = environment(Arch::Riscv64);
-    let mut md = format!(
-        "# bench ipc\n\ncommit {} · {} · host {} ({} cores) · {}\n\n",
-        env.commit, env.qemu, env.host_cpu, env.host_cores, env.date
-    );
-    md.push_str(
-        "| operation | instructions | runs | spread | iterations |\n|---|---:|---:|---:|---:|\n",
-    );
-    for row in &rows {
-        md.push_str(&format!(
-            "| {} | {:.1} | {} | {:.2} | {} |\n",
-            row.operation, row.instructions, row.runs, row.spread, row.iterations
-        ));
-    }
-    md.push_str("\n## The domain switch against the number of domains\n");
-    md.push_str(&scaling);
-    md.push_str("\nInstructions are guest nanoseconds under `-icount shift=0,sleep=off`, minus an empty loop of the same length timed in the same run (the channel row is the whole transfer divided by the messages, including the apps' own work: sequence numbers and checksums). For comparison, Linux in the same QEMU settings: futex round trip 10,088, thread switch 1,766 to 2,133.\n");
+/// Prints bench `name`'s report and writes it under `target/bench/` as `NAME.md` and, with
+/// `json`'s results, `NAME.json`.
+fn write_report(name: &str, md: &str, json: serde_json::Value) -> Result<()> {
     print!("{md}");
     let dir = util::target_dir().join("bench");
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("ipc.md"), &md)?;
-    let json = serde_json::json!({ "benchmark": "ipc", "environment": env, "results": rows });
-    std::fs::write(dir.join("ipc.json"), serde_json::to_string_pretty(&json)?)?;
-    println!("\nwritten: {}, {}", dir.join("ipc.md").display(), dir.join("ipc.json").display());
-    Ok(kept)
+    let (md_path, json_path) = (dir.join(format!("{name}.md")), dir.join(format!("{name}.json")));
+    std::fs::write(&md_path, md)?;
+    std::fs::write(&json_path, serde_json::to_string_pretty(&json)?)?;
+    println!("\nwritten: {}, {}", md_path.display(), json_path.display());
+    Ok(())
 }
-
-/// The kept figure of the switch with 62 other domains beside the two that switch.
-const SWITCH_64: &str = "domain_switch_64_domains";
 
 /// How many boots under `-icount` a figure is measured in: three (which must agree), or one
 /// for the check.
@@ -484,108 +313,4 @@ fn icount_runs(mode: Mode) -> usize {
         Mode::Full => 3,
         Mode::Check => 1,
     }
-}
-
-/// The key of a boot configuration's virtual time in the baseline.
-fn boot_key(arch: Arch, bios: Bios) -> &'static str {
-    match (arch, bios) {
-        (Arch::Riscv64, Bios::Rustsbi) => "virtual_us_rustsbi",
-        (Arch::Riscv64, Bios::Opensbi) => "virtual_us_opensbi",
-        (Arch::X86_64, _) => "virtual_us",
-    }
-}
-
-fn boot(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
-    let configs = [
-        (Arch::Riscv64, Bios::Rustsbi),
-        (Arch::Riscv64, Bios::Opensbi),
-        (Arch::X86_64, Bios::Rustsbi),
-    ];
-    let mut rows = Vec::new();
-    let mut kept: Vec<Table> = Vec::new();
-    for (arch, bios) in configs.into_iter().filter(|(a, _)| arches.contains(a)) {
-        let a = artifacts::build(arch)?;
-        let kernel = Kernel::load(&a.kernel)?;
-        let mut b = Boot::new(arch);
-        b.bios = bios;
-        b.timeout = Duration::from_secs(60);
-        let mut walls = Vec::new();
-        for _ in 0..if mode == Mode::Full { RUNS } else { 0 } {
-            let out = qemu::boot(&b, &a, &kernel, None, &mut |_| {})?;
-            if out.ending != Ending::Kernel(0) {
-                bail!("{} boot ended {:?}:\n{}", arch.name(), out.ending, out.log_text());
-            }
-            walls.push(out.wall.as_secs_f64() * 1e3);
-        }
-        walls.sort_by(f64::total_cmp);
-        b.icount = true;
-        let mut virts = Vec::new();
-        for _ in 0..icount_runs(mode) {
-            let out = qemu::boot(&b, &a, &kernel, None, &mut |_| {})?;
-            if out.ending != Ending::Kernel(0) {
-                bail!("{} boot ended {:?}:\n{}", arch.name(), out.ending, out.log_text());
-            }
-            virts.push(shutdown_us(&out).context("no timestamp on the shutdown record")?);
-        }
-        let virt = virts[0];
-        if virts.iter().any(|&v| v != virt) {
-            bail!(
-                "{} boot: virtual time to shutdown differs between boots: {virts:?}",
-                arch.name()
-            );
-        }
-        match kept.iter_mut().find(|t| t.arch == arch.name()) {
-            Some(t) => t.figures.push((boot_key(arch, bios).into(), virt as f64)),
-            None => {
-                kept.push(table(arch, "boot", vec![(boot_key(arch, bios).into(), virt as f64)]))
-            }
-        }
-        if mode == Mode::Check {
-            continue;
-        }
-        let mut flags = format!("{:?}", b.command(&a));
-        flags = flags.replace('"', "");
-        rows.push(BootRow {
-            arch: arch.name(),
-            firmware: b.firmware_name(),
-            machine: if arch == Arch::Riscv64 { "virt" } else { "q35" },
-            flags,
-            wall_ms_median: walls[RUNS / 2],
-            wall_ms_min: walls[0],
-            wall_ms_max: walls[RUNS - 1],
-            virtual_us_to_shutdown: virt,
-            icount_flags: "-icount shift=0,sleep=off",
-        });
-    }
-    if mode == Mode::Check {
-        return Ok(kept);
-    }
-    let env = environment(Arch::Riscv64);
-    let mut md = String::new();
-    md.push_str(&format!(
-        "# bench boot\n\ncommit {} · {} · host {} ({} cores) · {}\n\n",
-        env.commit, env.qemu, env.host_cpu, env.host_cores, env.date
-    ));
-    md.push_str("| arch | machine | firmware | wall ms (median of 5) | min | max | virtual µs to shutdown (icount) |\n");
-    md.push_str("|---|---|---|---:|---:|---:|---:|\n");
-    for r in &rows {
-        md.push_str(&format!(
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {} |\n",
-            r.arch,
-            r.machine,
-            r.firmware,
-            r.wall_ms_median,
-            r.wall_ms_min,
-            r.wall_ms_max,
-            r.virtual_us_to_shutdown
-        ));
-    }
-    print!("{md}");
-    let dir = util::target_dir().join("bench");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("boot.md"), &md)?;
-    let json = serde_json::json!({ "benchmark": "boot", "environment": env, "results": rows });
-    std::fs::write(dir.join("boot.json"), serde_json::to_string_pretty(&json)?)?;
-    println!("\nwritten: {}, {}", dir.join("boot.md").display(), dir.join("boot.json").display());
-    Ok(kept)
 }

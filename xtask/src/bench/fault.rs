@@ -1,5 +1,5 @@
 //! `cargo xtask bench fault`: the user-level page fault round trip and self-paging under CPU
-//! contracts.
+//! contracts, on each architecture side by side.
 //!
 //! The round trip (a store to an unmapped page of a managed stretch traps; the kernel saves the
 //! context and enters the domain's activation handler; the runtime runs the stretch driver as
@@ -17,11 +17,12 @@
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::{Mode, RUNS, Table, environment, icount_runs, table};
+use super::by_arch::{ByArch, Figure};
+use super::{Mode, RUNS, Table, environment, figures, icount_runs, table, write_report};
 use crate::qemu::{Ending, Outcome};
 use crate::sched::{self, Runs};
 use crate::system::IcountBoot;
-use crate::{Arch, artifacts, util};
+use crate::{Arch, artifacts};
 
 /// The variants of the round trip: name, key in the baseline, manifest.
 const VARIANTS: [(&str, &str, &str); 2] = [
@@ -104,10 +105,17 @@ fn measure(
     })
 }
 
-/// Runs the benchmark and writes `target/bench/fault.{md,json}` (not in [`Mode::Check`]);
-/// returns its kept figures.
-pub fn run(mode: Mode) -> Result<Table> {
-    let a = artifacts::build(Arch::Riscv64)?;
+/// What one architecture measured.
+struct Measured {
+    rows: Vec<Row>,
+    change: f64,
+    rate: f64,
+    ratio: f64,
+}
+
+/// Measures on `arch`; returns the figures and the kept table.
+fn measure_on(arch: Arch, mode: Mode) -> Result<(Measured, Table)> {
+    let a = artifacts::build(arch)?;
     let rows =
         VARIANTS.iter().map(|(v, _, m)| measure(v, m, &a, mode)).collect::<Result<Vec<_>>>()?;
     let mut runs = Runs::new(&a);
@@ -119,52 +127,85 @@ pub fn run(mode: Mode) -> Result<Table> {
     kept.push(("neighbour_change".into(), change));
     kept.push(("fault_rate".into(), rate));
     kept.push(("fault_rate_ratio".into(), ratio));
-    let kept = table(Arch::Riscv64, "fault", kept);
+    Ok((Measured { rows, change, rate, ratio }, table(arch, "fault", kept)))
+}
+
+/// Runs the benchmark on each of `arches` and writes `target/bench/fault.{md,json}` (not in
+/// [`Mode::Check`]); returns its kept figures, a table per architecture.
+pub fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
+    let mut kept = Vec::new();
+    let mut measured = Vec::new();
+    for &arch in arches {
+        let (m, t) = measure_on(arch, mode)?;
+        kept.push(t);
+        measured.push(m);
+    }
     if mode == Mode::Check {
         return Ok(kept);
     }
-    let env = environment(Arch::Riscv64);
-    let mut md = format!(
-        "# bench fault\n\ncommit {} · {} · host {} ({} cores) · {}\n\n",
-        env.commit, env.qemu, env.host_cpu, env.host_cores, env.date
+    let env = environment(arches);
+    let mut md = env.heading("fault");
+    md.push_str("## User-level fault round trip\n\n");
+    let mut t = ByArch::new(
+        &["round trip"],
+        arches,
+        &["instructions", "wall ns (min-max)"],
+        &["Linux 6.1, x86_64"],
     );
-    md.push_str("## User-level fault round trip (riscv64)\n\n");
-    md.push_str("| round trip | instructions (icount) | spread | wall ns median | min | max |\n");
-    md.push_str("|---|---:|---:|---:|---:|---:|\n");
-    for r in &rows {
-        md.push_str(&format!(
-            "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |\n",
-            r.variant,
-            r.instructions,
-            r.icount_spread,
-            r.wall_ns_median,
-            r.wall_ns_min,
-            r.wall_ns_max
-        ));
+    for (i, (variant, key, _)) in VARIANTS.iter().enumerate() {
+        let groups: Vec<Vec<String>> = measured
+            .iter()
+            .map(|m| {
+                let r = &m.rows[i];
+                vec![
+                    format!("{:.0}", r.instructions),
+                    format!("{:.0} ({:.0}-{:.0})", r.wall_ns_median, r.wall_ns_min, r.wall_ns_max),
+                ]
+            })
+            .collect();
+        let anchor = figures::lookup(arches[0].name(), "fault", key).map_or("", |s| s.anchor);
+        t.row(&[variant.to_string()], &groups, &[anchor.to_string()]);
     }
+    md.push_str(&t.finish());
+    let first = &measured[0].rows[0];
     md.push_str(&format!(
-        "\nPer fault, over {} faults, minus the same stores to resident pages; instructions are guest nanoseconds under `-icount shift=0,sleep=off` ({} boots), wall time is the app's clock without `-icount` (median of {} boots). For scale: Linux's userfaultfd round trip is 25,728 instructions and its in-kernel anonymous fault 6,946, on x86_64 in the same QEMU settings (the comparison on x86_64 comes with its port).\n",
-        rows[0].faults, rows[0].icount_runs, rows[0].wall_runs
+        "\nPer fault, over {} faults, minus the same stores to resident pages; instructions are guest nanoseconds under `-icount shift=0,sleep=off` ({} boots, which agree), wall time is the app's clock without `-icount` (median of {} boots). Every boot has 512 MiB of RAM; on x86_64 these are the settings of the Linux figures (`-machine q35 -cpu max -m 512M`).\n",
+        first.faults, first.icount_runs, first.wall_runs
     ));
-    md.push_str("\n## Self-paging under CPU contracts\n\n| measure | value |\n|---|---:|\n");
-    md.push_str(&format!(
-        "| change in the neighbour's work while `pager` faults continuously (2 of 10 ms each, no slack) | {change:+.4}% |\n| `pager`'s fault rate (zero-filling recycling driver, 2 of 10 ms) | {rate:.0} faults/s |\n| fault rate with the slice doubled / fault rate | {ratio:.3} |\n"
-    ));
-    print!("{md}");
-    let dir = util::target_dir().join("bench");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("fault.md"), &md)?;
+    md.push_str("\n## Self-paging under CPU contracts\n\n");
+    let mut t = ByArch::new(&["measure"], arches, &["value"], &[]);
+    let measures: [Figure<Measured>; 3] = [
+        (
+            "change in the neighbour's work while `pager` faults continuously (2 of 10 ms each, no slack)",
+            |m| format!("{:+.4}%", m.change),
+        ),
+        ("`pager`'s fault rate (zero-filling recycling driver, 2 of 10 ms)", |m| {
+            format!("{:.0} faults/s", m.rate)
+        }),
+        ("fault rate with the slice doubled / fault rate", |m| format!("{:.3}", m.ratio)),
+    ];
+    t.figure_rows(&measured, &measures);
+    md.push_str(&t.finish());
+    let json_arches: Vec<_> = arches
+        .iter()
+        .zip(&measured)
+        .map(|(a, m)| {
+            serde_json::json!({
+                "arch": a.name(),
+                "round_trip": m.rows,
+                "self_paging": {
+                    "neighbour_work_change_percent": m.change,
+                    "fault_rate_per_s": m.rate,
+                    "fault_rate_ratio_doubled_slice": m.ratio,
+                },
+            })
+        })
+        .collect();
     let json = serde_json::json!({
         "benchmark": "fault",
         "environment": env,
-        "round_trip": rows,
-        "self_paging": {
-            "neighbour_work_change_percent": change,
-            "fault_rate_per_s": rate,
-            "fault_rate_ratio_doubled_slice": ratio,
-        },
+        "architectures": json_arches,
     });
-    std::fs::write(dir.join("fault.json"), serde_json::to_string_pretty(&json)?)?;
-    println!("\nwritten: {}, {}", dir.join("fault.md").display(), dir.join("fault.json").display());
+    write_report("fault", &md, json)?;
     Ok(kept)
 }

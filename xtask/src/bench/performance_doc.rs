@@ -1,5 +1,6 @@
 //! `docs/performance.md`, generated from the baseline: every kept figure with its unit,
-//! tolerance, anchor and goal, so a reader sees at a glance where Tessera stands.
+//! tolerance, anchor and goal, one column per architecture, so a reader sees at a glance where
+//! Tessera stands on each.
 //!
 //! `cargo xtask bench all --update-baseline` writes it with the baseline; a unit test fails
 //! when it differs from what the committed baseline gives (`UPDATE_DOCS=1 cargo test -p xtask
@@ -55,8 +56,8 @@ pub fn generate(baseline: &Baseline) -> String {
          one is worse than here by more than its tolerance; `cargo xtask bench all` prints them\n\
          beside the wall-clock figures, which are never kept.\n\n\
          Anchors are Linux 6.1 in the same QEMU settings (x86_64 `q35`, one vCPU; see the project's\n\
-         research notes) unless they say otherwise; Tessera's figures are on the architecture of\n\
-         their table. Goals are those the issues set.\n",
+         research notes) unless they say otherwise; Tessera's figures are in the column of their\n\
+         architecture. Goals are those the issues set.\n",
     );
     let mut benches: Vec<&str> = Vec::new();
     for t in &baseline.tables {
@@ -66,28 +67,60 @@ pub fn generate(baseline: &Baseline) -> String {
     }
     for bench in benches {
         md.push_str(&format!("\n## {}\n", bench_title(bench)));
-        for t in baseline.tables.iter().filter(|t| t.bench == bench) {
-            md.push_str(&format!(
-                "\n{} (measured at `{}`)\n\n| figure | value | unit | better | tolerance | anchor | goal |\n|---|---:|---|---|---|---|---|\n",
-                t.arch, t.commit
-            ));
-            for (key, value) in &t.figures {
-                let Some(spec) = figures::lookup(&t.arch, &t.bench, key) else { continue };
-                let better = match spec.better {
-                    Better::Lower => "lower".to_string(),
-                    Better::Higher => "higher".to_string(),
-                    Better::Toward(x) => format!("toward {}", show(x)),
-                };
-                md.push_str(&format!(
-                    "| {} <br>`{key}` | {} | {} | {better} | {} | {} | {} |\n",
-                    spec.label,
-                    show(*value),
-                    spec.unit,
-                    spec.tolerance,
-                    if spec.anchor.is_empty() { "-" } else { spec.anchor },
-                    if spec.goal.is_empty() { "-" } else { spec.goal },
-                ));
+        let tables: Vec<_> = baseline.tables.iter().filter(|t| t.bench == bench).collect();
+        let measured: Vec<String> =
+            tables.iter().map(|t| format!("{} at `{}`", t.arch, t.commit)).collect();
+        md.push_str(&format!("\nMeasured: {}.\n\n| figure |", measured.join(", ")));
+        for t in &tables {
+            md.push_str(&format!(" {} |", t.arch));
+        }
+        md.push_str(" unit | better | tolerance | anchor | goal |\n|---|");
+        md.push_str(&"---:|".repeat(tables.len()));
+        md.push_str("---|---|---|---|---|\n");
+        // Every key of any architecture, in the order the tables give them.
+        let mut keys: Vec<&str> = Vec::new();
+        for t in &tables {
+            for (key, _) in &t.figures {
+                if !keys.contains(&key.as_str()) {
+                    keys.push(key);
+                }
             }
+        }
+        for key in keys {
+            let specs: Vec<_> =
+                tables.iter().filter_map(|t| figures::lookup(&t.arch, &t.bench, key)).collect();
+            let Some(spec) = specs.first() else { continue };
+            let values: Vec<String> = tables
+                .iter()
+                .map(|t| {
+                    t.figures.iter().find(|(k, _)| k == key).map_or("-".into(), |(_, v)| show(*v))
+                })
+                .collect();
+            let better = match spec.better {
+                Better::Lower => "lower".to_string(),
+                Better::Higher => "higher".to_string(),
+                Better::Toward(x) => format!("toward {}", show(x)),
+            };
+            // A goal the architectures share is given once, otherwise each one's.
+            let goal = if specs.iter().all(|s| s.goal == spec.goal) {
+                spec.goal.to_string()
+            } else {
+                let each: Vec<String> = tables
+                    .iter()
+                    .zip(&specs)
+                    .map(|(t, s)| format!("{}: {}", t.arch, s.goal))
+                    .collect();
+                each.join("; ")
+            };
+            md.push_str(&format!(
+                "| {} <br>`{key}` | {} | {} | {better} | {} | {} | {} |\n",
+                spec.label,
+                values.join(" | "),
+                spec.unit,
+                spec.tolerance,
+                if spec.anchor.is_empty() { "-" } else { spec.anchor },
+                if goal.is_empty() { "-" } else { &goal },
+            ));
         }
     }
     md

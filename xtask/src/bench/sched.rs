@@ -1,4 +1,5 @@
-//! `cargo xtask bench sched`: the CPU-contract scenarios of [`crate::sched`] measured.
+//! `cargo xtask bench sched`: the CPU-contract scenarios of [`crate::sched`] measured, on each
+//! architecture side by side.
 //!
 //! Every figure comes from boots under `-icount shift=0,sleep=off` in this invocation:
 //! - share error: each `spin` domain's work divided by the work of the same app alone with slack
@@ -7,13 +8,15 @@
 //!   periods (by its own clock) and its slice;
 //! - wake-up latency: from a send on a channel to the first instruction of the thread it wakes;
 //! - domain switch cost: `yield` between two domains, in instructions (as in `bench ipc`);
-//! - an SVG per traced scenario of each domain's CPU per period (the kernel's `trace=sched`
+//! - an SVG per traced scenario and architecture of each domain's CPU per period (the kernel's `trace=sched`
 //!   records, from separate boots so tracing does not disturb the measured ones).
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::{IPC, Mode, Table, environment, measure, table};
+use super::by_arch::{ByArch, Figure};
+use super::ipc::{IPC, measure};
+use super::{Mode, Table, environment, table, write_report};
 use crate::cpu::{self, Period};
 use crate::qemu::Outcome;
 use crate::sched::{self as scenarios, Run, Runs, Share};
@@ -61,11 +64,20 @@ const PLOTS: [(&str, &str, Run); 2] = [
     ),
 ];
 
-/// Runs the bench; returns its kept figures (share errors, per-period deviations, deadlines
-/// missed per scenario, wake-up latencies). [`Mode::Check`] stops there: no switch cost (kept
-/// by `ipc`), no plots, no report.
-pub(super) fn run(mode: Mode) -> Result<Table> {
-    let a = artifacts::build(Arch::Riscv64)?;
+/// What one architecture measured.
+struct Measured {
+    alone: f64,
+    rows: Vec<ShareRow>,
+    latency: Latency,
+    switch: f64,
+    plots: Vec<std::path::PathBuf>,
+}
+
+/// Measures on `arch`: the kept figures (share errors, per-period deviations, deadlines missed
+/// per scenario, wake-up latencies) and, in [`Mode::Full`], the rest of the report (the switch
+/// cost, kept by `ipc`, and the plots).
+fn measure_on(arch: Arch, mode: Mode) -> Result<(Measured, Table)> {
+    let a = artifacts::build(arch)?;
     let mut runs = Runs::new(&a);
     let alone = runs.alone_iterations()?;
     let mut rows = Vec::new();
@@ -73,7 +85,7 @@ pub(super) fn run(mode: Mode) -> Result<Table> {
     for (label, key, run) in SHARED {
         let out = runs.get(run)?;
         if !out.has("shutdown: Success") {
-            bail!("{} did not end cleanly:\n{}", run.manifest, out.log_text());
+            bail!("{}: {} did not end cleanly:\n{}", arch.name(), run.manifest, out.log_text());
         }
         let missed: u64 = cpu::summary_accounts(out).iter().map(|a| a.missed).sum();
         for share in scenarios::shares(out, alone) {
@@ -100,80 +112,137 @@ pub(super) fn run(mode: Mode) -> Result<Table> {
     kept.push(("wakeup_median_us".into(), latency.median_us));
     kept.push(("wakeup_p99_us".into(), latency.p99_us));
     kept.push(("wakeup_max_us".into(), latency.max_us));
-    let kept = table(Arch::Riscv64, "sched", kept);
-    if mode == Mode::Check {
-        return Ok(kept);
-    }
-    let switch = measure(&IPC[1], mode)?;
+    let kept = table(arch, "sched", kept);
+    let (switch, plots) = match mode {
+        Mode::Check => (f64::NAN, Vec::new()),
+        Mode::Full => (measure(&IPC[1], mode, arch)?.instructions, plot(&a)?),
+    };
+    Ok((Measured { alone: alone as f64, rows, latency, switch, plots }, kept))
+}
 
+/// Boots the traced scenarios of [`PLOTS`] with the kernel of `a` and plots each domain's CPU
+/// per period, to `target/bench/STEM-ARCH.svg`; their paths.
+fn plot(a: &artifacts::Artifacts) -> Result<Vec<std::path::PathBuf>> {
     let dir = util::target_dir().join("bench");
     std::fs::create_dir_all(&dir)?;
     let mut plots = Vec::new();
     for (stem, title, run) in PLOTS {
-        let out = scenarios::boot(&a, run)?;
+        let out = scenarios::boot(a, run)?;
         let periods = cpu::periods(&out);
         if periods.is_empty() {
             bail!("{}: no period records with trace=sched", run.manifest);
         }
-        let path = dir.join(format!("{stem}.svg"));
-        std::fs::write(&path, crate::plot::cpu_svg(title, &domain_names(&out), &periods))?;
+        let path = dir.join(format!("{stem}-{}.svg", a.arch.name()));
+        let title = format!("{title} ({})", a.arch.name());
+        std::fs::write(&path, crate::plot::cpu_svg(&title, &domain_names(&out), &periods))?;
         plots.push(path);
         missed_summary(&periods, run.manifest)?;
     }
+    Ok(plots)
+}
 
-    let env = environment(Arch::Riscv64);
-    let mut md = format!(
-        "# bench sched\n\ncommit {} · {} · host {} ({} cores) · {}\n\nAll boots under `-icount shift=0,sleep=off`; shares are work (loop iterations) relative to the same app alone with slack time ({alone} iterations per second); per-period CPU is measured by each domain's own clock.\n\n",
-        env.commit, env.qemu, env.host_cpu, env.host_cores, env.date
+/// Runs the bench on each of `arches`; returns its kept figures, a table per architecture.
+/// [`Mode::Check`] stops there: no switch cost, no plots, no report.
+pub(super) fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
+    let mut kept = Vec::new();
+    let mut measured = Vec::new();
+    for &arch in arches {
+        let (m, t) = measure_on(arch, mode)?;
+        kept.push(t);
+        measured.push(m);
+    }
+    if mode == Mode::Check {
+        return Ok(kept);
+    }
+    let env = environment(arches);
+    let mut md = env.heading("sched");
+    let alone: Vec<String> =
+        arches.iter().zip(&measured).map(|(a, m)| format!("{} {:.0}", a.name(), m.alone)).collect();
+    md.push_str(&format!(
+        "All boots under `-icount shift=0,sleep=off`; shares are work (loop iterations) relative to the same app alone with slack time (iterations per second: {}); per-period CPU is measured by each domain's own clock.\n\n",
+        alone.join(", ")
+    ));
+    let mut t = ByArch::new(
+        &["scenario", "domain", "contract %"],
+        arches,
+        &["measured %", "error (points)", "periods", "max per-period deviation (µs)"],
+        &[],
     );
-    md.push_str("| scenario | domain | contract % | measured % | error (points) | periods | max per-period deviation (µs) |\n|---|---|---:|---:|---:|---:|---:|\n");
-    for r in &rows {
-        let error = if r.error_points.is_nan() {
-            "-".to_string()
-        } else {
-            format!("{:+.2}", r.error_points)
-        };
-        let measured = if r.scenario.starts_with("spinning") {
-            "-".to_string()
-        } else {
-            format!("{:.2}", r.share.measured)
-        };
-        md.push_str(&format!(
-            "| {} | {} | {:.2} | {} | {} | {} | {:.1} |\n",
-            r.scenario,
-            r.share.domain,
-            r.share.contract,
-            measured,
-            error,
-            r.share.periods,
-            r.share.deviation_us
-        ));
+    for (i, r) in measured[0].rows.iter().enumerate() {
+        let groups: Vec<Vec<String>> = measured
+            .iter()
+            .map(|m| {
+                let r = &m.rows[i];
+                let error = if r.error_points.is_nan() {
+                    "-".to_string()
+                } else {
+                    format!("{:+.2}", r.error_points)
+                };
+                let measured = if r.scenario.starts_with("spinning") {
+                    "-".to_string()
+                } else {
+                    format!("{:.2}", r.share.measured)
+                };
+                vec![
+                    measured,
+                    error,
+                    r.share.periods.to_string(),
+                    format!("{:.1}", r.share.deviation_us),
+                ]
+            })
+            .collect();
+        let lead =
+            [r.scenario.to_string(), r.share.domain.clone(), format!("{:.2}", r.share.contract)];
+        t.row(&lead, &groups, &[]);
     }
+    md.push_str(&t.finish());
     md.push_str("\nFor domains with slack time (`extra = true`) the per-period deviation is the slack they received on top of their slice.\n");
+    let hint = measured[0].latency.hint_us;
     md.push_str(&format!(
-        "\nWake-up latency (send on a channel to the woken thread's first instruction; latency hint {:.0} µs, {} samples, under load): min {:.1} µs, median {:.1} µs, p99 {:.1} µs, max {:.1} µs.\n\n| latency | samples |\n|---|---:|\n",
-        latency.hint_us, latency.samples, latency.min_us, latency.median_us, latency.p99_us, latency.max_us
+        "\nWake-up latency: from a send on a channel to the woken thread's first instruction, under load; latency hint {hint:.0} µs.\n\n"
     ));
-    for (bucket, n) in &latency.histogram {
-        md.push_str(&format!("| {bucket} | {n} |\n"));
+    let mut t = ByArch::new(&["latency"], arches, &["µs or samples"], &[]);
+    let figures: [Figure<Measured>; 5] = [
+        ("samples", |m| m.latency.samples.to_string()),
+        ("min", |m| format!("{:.1}", m.latency.min_us)),
+        ("median", |m| format!("{:.1}", m.latency.median_us)),
+        ("99th percentile", |m| format!("{:.1}", m.latency.p99_us)),
+        ("max", |m| format!("{:.1}", m.latency.max_us)),
+    ];
+    t.figure_rows(&measured, &figures);
+    for (i, (bucket, _)) in measured[0].latency.histogram.iter().enumerate() {
+        let groups: Vec<Vec<String>> =
+            measured.iter().map(|m| vec![m.latency.histogram[i].1.to_string()]).collect();
+        t.row(&[format!("samples in {bucket}")], &groups, &[]);
     }
+    md.push_str(&t.finish());
+    let switches: Vec<String> = arches
+        .iter()
+        .zip(&measured)
+        .map(|(a, m)| format!("{} {:.1}", a.name(), m.switch))
+        .collect();
+    let plots: Vec<String> =
+        measured.iter().flat_map(|m| &m.plots).map(|p| p.display().to_string()).collect();
     md.push_str(&format!(
-        "\nDomain switch (`yield` between two domains, including the call): {:.1} instructions.\n\nLinux 6.1 in the same QEMU settings (SCHED_DEADLINE, 1/2/5 ms of 10 ms): shares within 0.1 point and per-period deviation of 7-9 µs only with HRTICK_DL, about 3,000 µs with the default tick; sched_yield switch 1,766-2,133 instructions.\n\nPlots: {}\n",
-        switch.instructions,
-        plots.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        "\nDomain switch (`yield` between two domains, including the call), in instructions: {}.\n\nLinux 6.1 in the same QEMU settings (x86_64; SCHED_DEADLINE, 1/2/5 ms of 10 ms): shares within 0.1 point and per-period deviation of 7-9 µs only with HRTICK_DL, about 3,000 µs with the default tick; sched_yield switch 1,766-2,133 instructions.\n\nPlots: {}\n",
+        switches.join(", "),
+        plots.join(", ")
     ));
-    print!("{md}");
-    std::fs::write(dir.join("sched.md"), &md)?;
-    let json = serde_json::json!({
-        "benchmark": "sched",
-        "environment": env,
-        "alone_iterations": alone,
-        "shares": rows,
-        "wakeup_latency": latency,
-        "domain_switch_instructions": switch.instructions,
-    });
-    std::fs::write(dir.join("sched.json"), serde_json::to_string_pretty(&json)?)?;
-    println!("\nwritten: {}, {}", dir.join("sched.md").display(), dir.join("sched.json").display());
+    let json_arches: Vec<_> = arches
+        .iter()
+        .zip(&measured)
+        .map(|(a, m)| {
+            serde_json::json!({
+                "arch": a.name(),
+                "alone_iterations": m.alone,
+                "shares": m.rows,
+                "wakeup_latency": m.latency,
+                "domain_switch_instructions": m.switch,
+            })
+        })
+        .collect();
+    let json = serde_json::json!({ "benchmark": "sched", "environment": env, "architectures": json_arches });
+    write_report("sched", &md, json)?;
     Ok(kept)
 }
 

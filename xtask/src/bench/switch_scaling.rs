@@ -8,7 +8,9 @@ use std::fmt::Write as _;
 
 use anyhow::{Context, Result, bail};
 
-use super::{Mode, icount_runs, nullcall_figures};
+use super::by_arch::ByArch;
+use super::ipc::nullcall_figures;
+use super::{Mode, icount_runs};
 use crate::{Arch, artifacts, util};
 
 /// How many other domains the sweep puts beside the two that switch; the last is the kept
@@ -33,9 +35,10 @@ fn manifest(others: usize) -> Result<std::path::PathBuf> {
     Ok(path)
 }
 
-/// Instructions per domain switch with `others` sleeping domains beside the two that switch.
-pub fn switch_with(others: usize, mode: Mode) -> Result<f64> {
-    let a = artifacts::build(Arch::Riscv64)?;
+/// Instructions per domain switch on `arch` with `others` sleeping domains beside the two that
+/// switch.
+pub fn switch_with(others: usize, mode: Mode, arch: Arch) -> Result<f64> {
+    let a = artifacts::build(arch)?;
     let path = manifest(others)?;
     let prepared = crate::system::IcountBoot::new(&a, &path.to_string_lossy(), "")?;
     let mut figures = Vec::new();
@@ -52,21 +55,30 @@ pub fn switch_with(others: usize, mode: Mode) -> Result<f64> {
     Ok(figures[0])
 }
 
-/// The sweep as a markdown table, and the figure with the most domains.
-pub fn sweep(mode: Mode) -> Result<(String, f64)> {
-    let mut md = String::from(
-        "\n| domains | domain switch (instructions) | vs two domains |\n|---:|---:|---:|\n",
-    );
-    let mut two = None;
-    let mut last = 0.0;
-    for &others in OTHERS {
-        let f = switch_with(others, mode)?;
-        let base = *two.get_or_insert(f);
-        writeln!(md, "| {} | {:.1} | {:+.1}% |", others + 2, f, (f / base - 1.0) * 100.0)?;
-        last = f;
+/// The sweep on `arch`: (domains in all, instructions per switch) for each of [`OTHERS`].
+pub fn sweep(mode: Mode, arch: Arch) -> Result<Vec<(usize, f64)>> {
+    OTHERS.iter().map(|&others| Ok((others + 2, switch_with(others, mode, arch)?))).collect()
+}
+
+/// The sweeps of `arches` (in order) side by side as a markdown table: per architecture, the
+/// switch and its change from the two-domain switch.
+pub fn table(arches: &[Arch], sweeps: &[Vec<(usize, f64)>]) -> String {
+    let mut t = ByArch::new(&["domains"], arches, &["switch", "vs two domains"], &[]);
+    for (i, &others) in OTHERS.iter().enumerate() {
+        let groups: Vec<Vec<String>> = sweeps
+            .iter()
+            .map(|s| {
+                let (two, f) = (s[0].1, s[i].1);
+                vec![format!("{f:.1}"), format!("{:+.1}%", (f / two - 1.0) * 100.0)]
+            })
+            .collect();
+        t.row(&[(others + 2).to_string()], &groups, &[]);
     }
-    md.push_str(
-        "\nThe other domains sleep under 1 ms / 100 ms contracts for the whole measurement.\n",
-    );
-    Ok((md, last))
+    let mut md = t.finish();
+    writeln!(
+        md,
+        "\nInstructions per switch. The other domains sleep under 1 ms / 100 ms contracts for the whole measurement."
+    )
+    .expect("writing to a String");
+    md
 }

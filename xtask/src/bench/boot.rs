@@ -1,0 +1,130 @@
+//! `cargo xtask bench boot`: boot to shutdown for each firmware and architecture, as wall-clock
+//! time (median of 5 runs, with min and max) and as virtual time under `-icount
+//! shift=0,sleep=off` (the kernel's own timestamp on its shutdown record; deterministic).
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use super::{Mode, RUNS, Table, environment, icount_runs, table, write_report};
+use crate::log::Kernel;
+use crate::qemu::{self, Boot, Ending};
+use crate::{Arch, Bios, artifacts};
+
+#[derive(Serialize)]
+struct BootRow {
+    arch: &'static str,
+    firmware: &'static str,
+    machine: &'static str,
+    flags: String,
+    wall_ms_median: f64,
+    wall_ms_min: f64,
+    wall_ms_max: f64,
+    virtual_us_to_shutdown: u64,
+    icount_flags: &'static str,
+}
+
+/// Seconds-with-decimals timestamp of the `shutdown:` record, in microseconds.
+fn shutdown_us(out: &qemu::Outcome) -> Option<u64> {
+    let t = out.line("shutdown: ")?.timestamp.as_ref()?;
+    let secs: f64 = t.trim().parse().ok()?;
+    Some((secs * 1e6).round() as u64)
+}
+
+/// The key of a boot configuration's virtual time in the baseline.
+fn boot_key(arch: Arch, bios: Bios) -> &'static str {
+    match (arch, bios) {
+        (Arch::Riscv64, Bios::Rustsbi) => "virtual_us_rustsbi",
+        (Arch::Riscv64, Bios::Opensbi) => "virtual_us_opensbi",
+        (Arch::X86_64, _) => "virtual_us",
+    }
+}
+
+/// Boots each configuration of `arches` to shutdown; prints and writes the report (not in
+/// [`Mode::Check`]); returns the kept figures (virtual time), a table per architecture.
+pub(super) fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
+    let configs = [
+        (Arch::Riscv64, Bios::Rustsbi),
+        (Arch::Riscv64, Bios::Opensbi),
+        (Arch::X86_64, Bios::Rustsbi),
+    ];
+    let mut rows = Vec::new();
+    let mut kept: Vec<Table> = Vec::new();
+    for (arch, bios) in configs.into_iter().filter(|(a, _)| arches.contains(a)) {
+        let a = artifacts::build(arch)?;
+        let kernel = Kernel::load(&a.kernel)?;
+        let mut b = Boot::new(arch);
+        b.bios = bios;
+        b.timeout = Duration::from_secs(60);
+        let mut walls = Vec::new();
+        for _ in 0..if mode == Mode::Full { RUNS } else { 0 } {
+            let out = qemu::boot(&b, &a, &kernel, None, &mut |_| {})?;
+            if out.ending != Ending::Kernel(0) {
+                bail!("{} boot ended {:?}:\n{}", arch.name(), out.ending, out.log_text());
+            }
+            walls.push(out.wall.as_secs_f64() * 1e3);
+        }
+        walls.sort_by(f64::total_cmp);
+        b.icount = true;
+        let mut virts = Vec::new();
+        for _ in 0..icount_runs(mode) {
+            let out = qemu::boot(&b, &a, &kernel, None, &mut |_| {})?;
+            if out.ending != Ending::Kernel(0) {
+                bail!("{} boot ended {:?}:\n{}", arch.name(), out.ending, out.log_text());
+            }
+            virts.push(shutdown_us(&out).context("no timestamp on the shutdown record")?);
+        }
+        let virt = virts[0];
+        if virts.iter().any(|&v| v != virt) {
+            bail!(
+                "{} boot: virtual time to shutdown differs between boots: {virts:?}",
+                arch.name()
+            );
+        }
+        match kept.iter_mut().find(|t| t.arch == arch.name()) {
+            Some(t) => t.figures.push((boot_key(arch, bios).into(), virt as f64)),
+            None => {
+                kept.push(table(arch, "boot", vec![(boot_key(arch, bios).into(), virt as f64)]))
+            }
+        }
+        if mode == Mode::Check {
+            continue;
+        }
+        let mut flags = format!("{:?}", b.command(&a));
+        flags = flags.replace('"', "");
+        rows.push(BootRow {
+            arch: arch.name(),
+            firmware: b.firmware_name(),
+            machine: if arch == Arch::Riscv64 { "virt" } else { "q35" },
+            flags,
+            wall_ms_median: walls[RUNS / 2],
+            wall_ms_min: walls[0],
+            wall_ms_max: walls[RUNS - 1],
+            virtual_us_to_shutdown: virt,
+            icount_flags: "-icount shift=0,sleep=off",
+        });
+    }
+    if mode == Mode::Check {
+        return Ok(kept);
+    }
+    let env = environment(arches);
+    let mut md = env.heading("boot");
+    md.push_str("| arch | machine | firmware | wall ms (median of 5) | min | max | virtual µs to shutdown (icount) |\n");
+    md.push_str("|---|---|---|---:|---:|---:|---:|\n");
+    for r in &rows {
+        md.push_str(&format!(
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {} |\n",
+            r.arch,
+            r.machine,
+            r.firmware,
+            r.wall_ms_median,
+            r.wall_ms_min,
+            r.wall_ms_max,
+            r.virtual_us_to_shutdown
+        ));
+    }
+    let json = serde_json::json!({ "benchmark": "boot", "environment": env, "results": rows });
+    write_report("boot", &md, json)?;
+    Ok(kept)
+}

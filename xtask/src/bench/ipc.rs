@@ -1,0 +1,173 @@
+//! `cargo xtask bench ipc`: system-call and communication costs in instructions, on each
+//! architecture side by side.
+//!
+//! Each operation's manifest is booted under `-icount shift=0,sleep=off`, where a nanosecond of
+//! guest time is one instruction; the loop overhead timed in the same run is subtracted. The
+//! domain switch is also measured with up to 62 other domains asleep beside the two that switch
+//! ([`super::switch_scaling`]).
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use super::by_arch::ByArch;
+use super::{Mode, Table, environment, figures, icount_runs, switch_scaling, table, write_report};
+use crate::{Arch, artifacts, qemu};
+
+#[derive(Serialize)]
+pub(super) struct IpcRow {
+    arch: &'static str,
+    operation: &'static str,
+    pub(super) instructions: f64,
+    runs: usize,
+    spread: f64,
+    iterations: u64,
+    flags: String,
+}
+
+/// `(calls, calls_ns, loop_ns)` from the `nullcall: N calls in T ns, empty loop L ns` line.
+pub(super) fn nullcall_figures(out: &qemu::Outcome) -> Option<(u64, u64, u64)> {
+    let msg = &out.line(" calls in ")?.message;
+    let n: Vec<u64> =
+        msg.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    match n[..] {
+        [calls, calls_ns, loop_ns] => Some((calls, calls_ns, loop_ns)),
+        _ => None,
+    }
+}
+
+/// One measured operation: the manifest to boot and how to read (instructions per operation,
+/// operations) from the log.
+pub(super) struct Measure {
+    /// The figure's key in the baseline.
+    key: &'static str,
+    operation: &'static str,
+    manifest: &'static str,
+    extract: fn(&qemu::Outcome) -> Option<(f64, u64)>,
+}
+
+pub(super) const IPC: &[Measure] = &[
+    Measure {
+        key: "null_call",
+        operation: "null system call (trap, dispatch, return)",
+        manifest: "manifests/bench-ipc.toml",
+        extract: |out| {
+            let (n, t, l) = nullcall_figures(out)?;
+            Some(((t - l) as f64 / n as f64, n))
+        },
+    },
+    Measure {
+        key: "domain_switch",
+        operation: "domain switch (yield to the other of two domains)",
+        manifest: "manifests/bench-switch.toml",
+        extract: |out| {
+            let (n, t, l) = nullcall_figures(out)?;
+            Some(((t - l) as f64 / (2 * n) as f64, 2 * n))
+        },
+    },
+    Measure {
+        key: "event_round_trip",
+        operation: "event round trip between two domains (8-byte message over a channel and back)",
+        manifest: "manifests/bench-pingpong.toml",
+        extract: |out| {
+            let msg = &out.line(" round trips in ")?.message;
+            let n: Vec<u64> =
+                msg.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+            match n[..] {
+                [rounds, t, l] => Some(((t - l) as f64 / rounds as f64, rounds)),
+                _ => None,
+            }
+        },
+    },
+    Measure {
+        key: "channel_message",
+        operation: "IO-channel message, 64 slots, both ends (send, receive, events, blocking)",
+        manifest: "tests/manifests/channel.toml",
+        extract: |out| {
+            let seconds = |text: &str| -> Option<f64> {
+                out.line(text)?.timestamp.as_ref()?.trim().parse().ok()
+            };
+            let start = seconds("domain consumer (id 1)")?;
+            let end = seconds("chanpipe: received 100000 messages")?;
+            Some(((end - start) * 1e9 / 100_000.0, 100_000))
+        },
+    },
+];
+
+/// Boots `m`'s manifest on `arch` under `-icount shift=0,sleep=off` three times (the figure
+/// must come out the same each time; once in [`Mode::Check`]) and returns its row.
+pub(super) fn measure(m: &Measure, mode: Mode, arch: Arch) -> Result<IpcRow> {
+    let a = artifacts::build(arch)?;
+    let prepared = crate::system::IcountBoot::new(&a, m.manifest, "")?;
+    let b = &prepared.boot;
+    let mut figures = Vec::new();
+    let mut iterations = 0;
+    for _ in 0..icount_runs(mode) {
+        let out = prepared.run(&a)?;
+        let (per_op, n) = (m.extract)(&out).with_context(|| {
+            format!("{}: no figures in the log:\n{}", m.manifest, out.log_text())
+        })?;
+        iterations = n;
+        figures.push(per_op);
+    }
+    let (min, max) = figures.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+    if max != min {
+        bail!("{}: the figure differs between boots under -icount: {figures:?}", m.manifest);
+    }
+    Ok(IpcRow {
+        arch: arch.name(),
+        operation: m.operation,
+        instructions: figures[0],
+        runs: figures.len(),
+        spread: max - min,
+        iterations,
+        flags: format!("{:?}", b.command(&a)).replace('"', ""),
+    })
+}
+
+/// The kept figure of the switch with 62 other domains beside the two that switch.
+const SWITCH_64: &str = "domain_switch_64_domains";
+
+/// Measures every operation on each of `arches`; prints and writes the report (not in
+/// [`Mode::Check`]); returns the kept figures, a table per architecture.
+pub(super) fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
+    let mut kept = Vec::new();
+    let mut rows = Vec::new();
+    let mut sweeps = Vec::new();
+    for &arch in arches {
+        let measured = IPC.iter().map(|m| measure(m, mode, arch)).collect::<Result<Vec<_>>>()?;
+        let mut figures: Vec<(String, f64)> =
+            IPC.iter().zip(&measured).map(|(m, r)| (m.key.to_string(), r.instructions)).collect();
+        let sweep = match mode {
+            Mode::Check => {
+                let most = *switch_scaling::OTHERS.last().expect("a sweep");
+                vec![(most + 2, switch_scaling::switch_with(most, mode, arch)?)]
+            }
+            Mode::Full => switch_scaling::sweep(mode, arch)?,
+        };
+        figures.push((SWITCH_64.into(), sweep.last().expect("a sweep").1));
+        kept.push(table(arch, "ipc", figures));
+        rows.push(measured);
+        sweeps.push(sweep);
+    }
+    if mode == Mode::Check {
+        return Ok(kept);
+    }
+    let env = environment(arches);
+    let mut md = env.heading("ipc");
+    md.push_str("Instructions per operation.\n\n");
+    let mut t = ByArch::new(&["operation"], arches, &["instructions"], &["Linux 6.1, x86_64"]);
+    for (i, m) in IPC.iter().enumerate() {
+        let cells: Vec<Vec<String>> =
+            rows.iter().map(|r| vec![format!("{:.1}", r[i].instructions)]).collect();
+        let anchor = figures::lookup(arches[0].name(), "ipc", m.key).map_or("", |s| s.anchor);
+        t.row(&[m.operation.to_string()], &cells, &[anchor.to_string()]);
+    }
+    md.push_str(&t.finish());
+    md.push_str("\n## The domain switch against the number of domains\n\n");
+    md.push_str(&switch_scaling::table(arches, &sweeps));
+    md.push_str("\nInstructions are guest nanoseconds under `-icount shift=0,sleep=off`, minus an empty loop of the same length timed in the same run; every figure came out the same in each of its boots. The channel row is the whole transfer divided by the messages, including the apps' own work: sequence numbers and checksums. Linux's figures are from the same QEMU settings.\n");
+    let results: Vec<&IpcRow> = rows.iter().flatten().collect();
+    let json = serde_json::json!({ "benchmark": "ipc", "environment": env, "results": results });
+    write_report("ipc", &md, json)?;
+    Ok(kept)
+}
