@@ -70,7 +70,7 @@ impl World {
         }
         endpoint.deadline = deadline;
         if let Some(t) = deadline {
-            self.note_instant(t);
+            self.sched.note_instant(t);
         }
         Ok(())
     }
@@ -127,8 +127,8 @@ impl World {
             if let Some(frame) = d.dcb {
                 phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
             }
-            if self.sched.wake(id as usize, super::clock::now_ns()) {
-                self.preempt = true;
+            if self.sched.policy.wake(id as usize, super::clock::now_ns()) {
+                self.sched.preempt = true;
             }
         } else {
             d.pending = true;

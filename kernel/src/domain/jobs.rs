@@ -296,7 +296,7 @@ impl World {
         // Its optimistic frames are all on their way back: no notice can ask for them.
         d.optimistic_held = 0;
         if d.blocked.take().is_some() {
-            self.sched.wake(id as usize, now);
+            self.sched.policy.wake(id as usize, now);
         }
         let d = &self.domains[id as usize];
         match ending {
@@ -312,7 +312,7 @@ impl World {
     /// Dead domain `id` is taken apart: its page tables go, it leaves the scheduler, and
     /// domains waiting for memory try again.
     fn buried(&mut self, id: u32) {
-        self.sched.remove(id as usize, super::clock::now_ns());
+        self.sched.policy.remove(id as usize, super::clock::now_ns());
         let d = &mut self.domains[id as usize];
         if let Some(space) = d.space.take() {
             space.destroy();

@@ -55,8 +55,8 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
     super::init();
     let mut guard = WORLD.lock();
     let w = guard.as_mut().expect("world just created");
-    w.sched.set_trace(args.trace_sched);
-    w.stop_at = args.stop_ns.map(super::clock::ticks_from_ns);
+    w.sched.policy.set_trace(args.trace_sched);
+    w.sched.stop_at = args.stop_ns.map(super::clock::ticks_from_ns);
     for (i, (spec, img)) in manifest.domains.iter().zip(image.images()).enumerate() {
         if spec.name != img.domain || spec.app != img.app {
             reject("image", "image entries do not follow the manifest's domains");
@@ -84,7 +84,7 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
             reject("domain", "the kernel heap cannot hold its records");
         }
         let contract = spec.cpu.contract();
-        w.sched.add(contract, 0);
+        w.sched.policy.add(contract, 0);
         if let Err(e) = populate(w, id, &image, i, &spec.args) {
             defmt::error!("domain {=str} could not be created: {}", spec.name.as_str(), e);
             w.kill(id, super::Ending::Terminated(super::Termination::NotCreated));
@@ -231,7 +231,7 @@ fn connect(
 
 fn enter_first(mut guard: spin::MutexGuard<'_, Option<World>>) -> ! {
     let w = guard.as_mut().expect("world exists");
-    w.sched.restart(super::clock::now_ns());
+    w.sched.policy.restart(super::clock::now_ns());
     let ctx = super::sched::first(w);
     drop(guard);
     arch::enter_user(ctx)

@@ -172,26 +172,20 @@ impl Domain {
     }
 }
 
-/// All domains and stretches.
+/// The kernel's state: the domains, and the owners of what they share (the stretches, the
+/// stretch region's address allocator, the scheduler). Its methods are the operations that
+/// need more than one of them.
 pub struct World {
     domains: Vec<Domain>,
     stretches: Stretches,
     /// The stretch region, cut into the domains' shares.
     region: StretchRegion,
-    current: usize,
     /// Free frames before the first domain was created.
     free_before: u64,
-    /// The CPU scheduler; its clients are the domains, by index.
-    sched: atropos::Atropos,
-    /// A wake-up during the current system call should preempt the caller.
-    preempt: bool,
-    /// When to end the run (`stop=`), in timer ticks.
-    stop_at: Option<u64>,
+    /// Which domain runs, and when the kernel must look again (see [`sched`]).
+    sched: sched::Scheduler,
     /// Bytes of the kernel heap in use once every domain was made (see [`kmem`]).
     boot_heap: usize,
-    /// Nothing timed (a blocked domain's deadline, a timer endpoint, a revocation deadline)
-    /// happens before this instant, in timer ticks (a lower bound, exact after each pass).
-    next_instant: u64,
 }
 
 /// The kernel's domains and stretches.
@@ -203,12 +197,8 @@ impl World {
             domains: Vec::new(),
             stretches: Stretches::default(),
             region: StretchRegion::default(),
-            current: 0,
             free_before: with_frames(|fa| fa.free_count()),
-            sched: atropos::Atropos::new(),
-            preempt: false,
-            stop_at: None,
-            next_instant: 0,
+            sched: sched::Scheduler::new(),
             boot_heap: 0,
         }
     }
@@ -519,7 +509,9 @@ fn summary(w: &World) {
         }
     }
     for (id, d) in w.domains.iter().enumerate() {
-        let (Some(a), Some(c)) = (w.sched.accounts(id), w.sched.contract(id)) else { continue };
+        let (Some(a), Some(c)) = (w.sched.policy.accounts(id), w.sched.policy.contract(id)) else {
+            continue;
+        };
         defmt::info!(
             "  {=str}: cpu {=u64} us guaranteed + {=u64} us extra, {=u64} periods of {=u64} us, {=u64} deadlines missed, {=u64} periods ended late (contract: slice {=u64} us, extra {=bool})",
             d.name.as_str(),

@@ -253,14 +253,14 @@ impl World {
 
     /// Asks domain `victim` to release `wanted` optimistic frames (for domain `for_whom`).
     fn send_revocation(&mut self, victim: u32, wanted: u64, for_whom: u32) {
-        let contract = self.sched.contract(victim as usize);
+        let contract = self.sched.policy.contract(victim as usize);
         let (period, slice) = contract.map_or((0, 0), |c| (c.period, c.slice));
         let sent_ns = now_ns();
         let deadline_ns = sent_ns + revocation_window(contract, wanted);
         let d = &mut self.domains[victim as usize];
         let goal = d.optimistic_held - wanted;
         d.revocation = Some(Revocation { wanted, goal, sent_ns, deadline_ns });
-        self.note_instant(ticks_from_ns(deadline_ns));
+        self.sched.note_instant(ticks_from_ns(deadline_ns));
         let d = &self.domains[victim as usize];
         if let Some(frame) = d.dcb {
             let slot = &crate::phys::dcb(frame).revocation;
@@ -339,7 +339,7 @@ impl World {
             let d = &mut self.domains[id];
             if d.ending.is_none() && core::mem::take(&mut d.waiting_for_frames) {
                 d.blocked = None;
-                self.sched.wake(id, now);
+                self.sched.policy.wake(id, now);
             }
         }
     }

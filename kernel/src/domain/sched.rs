@@ -24,19 +24,50 @@ use super::{Ending, WORLD, World, report_fault, summary};
 use crate::arch::AddressSpaceOps as _;
 use crate::arch::{self, Resume, UserContext, UserContextOps, UserFault, UserTrap};
 
-impl World {
+/// The kernel's side of CPU scheduling, owned by [`World`]: the Atropos policy over the
+/// domains' contracts, the domain on the CPU, and the instants at which the kernel must look
+/// at the domains again.
+pub(super) struct Scheduler {
+    /// The policy; its clients are the domains, by index.
+    pub(super) policy: atropos::Atropos,
+    /// The domain on the CPU, or the last one that was.
+    pub(super) current: usize,
+    /// A wake-up during the current system call should preempt the caller.
+    pub(super) preempt: bool,
+    /// When to end the run (`stop=`), in timer ticks.
+    pub(super) stop_at: Option<u64>,
+    /// Nothing timed (a blocked domain's deadline, a timer endpoint, a revocation deadline)
+    /// happens before this instant, in timer ticks (a lower bound, exact after each pass of
+    /// [`World::expire`]).
+    next_instant: u64,
+}
+
+impl Scheduler {
+    /// No clients yet; domain 0 current.
+    pub(super) fn new() -> Self {
+        Scheduler {
+            policy: atropos::Atropos::new(),
+            current: 0,
+            preempt: false,
+            stop_at: None,
+            next_instant: 0,
+        }
+    }
+
     /// Something will happen at `ticks` (a blocked domain's deadline, a timer endpoint, a
     /// revocation deadline): [`World::expire`] must look at the domains by then.
     pub(super) fn note_instant(&mut self, ticks: u64) {
         self.next_instant = self.next_instant.min(ticks);
     }
+}
 
+impl World {
     /// Fires due timer endpoints, enforces revocation deadlines and unblocks every domain whose
     /// deadline has passed. The domains are visited only once `next_instant` has come, so a
     /// switch does not cost more with more domains.
     #[inline]
     fn expire(&mut self, now: u64) {
-        if now >= self.next_instant {
+        if now >= self.sched.next_instant {
             self.expire_pass(now);
         }
     }
@@ -53,7 +84,7 @@ impl World {
                 if let Some(frame) = d.dcb {
                     crate::phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
                 }
-                self.sched.wake(id, ns_from_ticks(now));
+                self.sched.policy.wake(id, ns_from_ticks(now));
             }
         }
         let blocked = self
@@ -63,7 +94,7 @@ impl World {
             .filter_map(|d| d.blocked)
             .filter(|&t| t != u64::MAX)
             .min();
-        self.next_instant = [blocked, self.earliest_timer(), self.earliest_revocation()]
+        self.sched.next_instant = [blocked, self.earliest_timer(), self.earliest_revocation()]
             .into_iter()
             .flatten()
             .min()
@@ -73,8 +104,8 @@ impl World {
     /// The earliest deadline of a blocked domain, an armed timer endpoint, a revocation or the
     /// end of the run, in ticks (possibly earlier than needed, never later).
     fn earliest_deadline(&self) -> Option<u64> {
-        let next = (self.next_instant != u64::MAX).then_some(self.next_instant);
-        [next, self.stop_at].into_iter().flatten().min()
+        let next = (self.sched.next_instant != u64::MAX).then_some(self.sched.next_instant);
+        [next, self.sched.stop_at].into_iter().flatten().min()
     }
 
     /// Every live domain is blocked and nothing timed can wake any of them: each `block`
@@ -91,13 +122,14 @@ impl World {
             if !core::mem::take(&mut d.waiting_for_frames) {
                 d.ctx.set_result(SysError::WouldDeadlock as usize, 0);
             }
-            self.sched.wake(id, now);
+            self.sched.policy.wake(id, now);
         }
     }
 
     /// Copies domain `id`'s accounts from the scheduler into its control block.
     fn publish_accounts(&self, id: usize) {
-        let (Some(frame), Some((a, start))) = (self.domains[id].dcb, self.sched.view(id)) else {
+        let (Some(frame), Some((a, start))) = (self.domains[id].dcb, self.sched.policy.view(id))
+        else {
             return;
         };
         let cpu = &crate::phys::dcb(frame).cpu;
@@ -110,10 +142,10 @@ impl World {
 
     /// Logs the periods the scheduler completed since the last call (with `trace=sched`).
     fn log_periods(&mut self) {
-        if !self.sched.tracing() {
+        if !self.sched.policy.tracing() {
             return;
         }
-        for r in self.sched.take_records() {
+        for r in self.sched.policy.take_records() {
             defmt::info!(
                 "sched period: domain={=usize} start={=u64} end={=u64} guaranteed={=u64} extra={=u64} missed={=bool}",
                 r.client,
@@ -131,22 +163,22 @@ impl World {
 /// (if `save`: it is still alive), then makes the domain the scheduler picks the current one
 /// and switches address spaces, idling until the next instant something can happen if none can
 /// run. Contexts stay where they are, in their domains: the trap path saved the current one
-/// there and resumes the one [`World::current`] names.
+/// there and resumes the one [`Scheduler::current`] names.
 fn switch(w: &mut World, save: bool) {
-    let previous = w.current;
+    let previous = w.sched.current;
     if save {
         let d = &mut w.domains[previous];
         arch::save_fp(&mut d.ctx, &mut d.fp);
     }
     loop {
         let now = arch::time::now_ticks();
-        if w.stop_at.is_some_and(|t| t <= now) {
+        if w.sched.stop_at.is_some_and(|t| t <= now) {
             defmt::info!("stop: the time given by stop= has come");
             summary(w);
             crate::shutdown(crate::ExitCode::Success);
         }
         w.expire(now);
-        let picked = w.sched.dispatch(ns_from_ticks(now));
+        let picked = w.sched.policy.dispatch(ns_from_ticks(now));
         w.publish_accounts(previous);
         w.log_periods();
         if let Some(pick) = picked {
@@ -158,7 +190,7 @@ fn switch(w: &mut World, save: bool) {
                 w.run_job(pick.client as u32, stop);
                 continue;
             }
-            w.current = pick.client;
+            w.sched.current = pick.client;
             w.publish_accounts(pick.client);
             let d = &mut w.domains[pick.client];
             arch::restore_fp(&mut d.ctx, &d.fp);
@@ -174,7 +206,7 @@ fn switch(w: &mut World, save: bool) {
             summary(w);
             crate::shutdown(crate::ExitCode::Success);
         }
-        let replenish = w.sched.next_event().map(ticks_from_ns_up);
+        let replenish = w.sched.policy.next_event().map(ticks_from_ns_up);
         match [replenish, w.earliest_deadline()].into_iter().flatten().min() {
             Some(deadline) => {
                 arch::timer::arm(deadline);
@@ -200,7 +232,7 @@ fn call(w: &mut World, id: u32) -> Next {
 
 /// The current domain's context, where the trap path resumes it.
 fn current_context(w: &mut World) -> NonNull<UserContext> {
-    NonNull::from(&mut *w.domains[w.current].ctx)
+    NonNull::from(&mut *w.domains[w.sched.current].ctx)
 }
 
 /// The context of the first domain to run, once every domain is loaded: as after a switch
@@ -238,7 +270,7 @@ fn upcall(d: &mut super::Domain) {
 pub fn on_user_trap(trap: UserTrap) -> Resume {
     let mut guard = WORLD.lock();
     let w = guard.as_mut().expect("user trap without domains");
-    let id = w.current as u32;
+    let id = w.sched.current as u32;
     match trap {
         UserTrap::SystemCall => match call(w, id) {
             Next::Return(result) => {
@@ -247,7 +279,7 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
                     Err(e) => (e as usize, 0),
                 };
                 // Unless the call woke a domain that should run before the caller.
-                if !core::mem::take(&mut w.preempt) {
+                if !core::mem::take(&mut w.sched.preempt) {
                     return Resume::Results(status, value);
                 }
                 w.domains[id as usize].ctx.set_result(status, value);
@@ -255,7 +287,7 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
             }
             Next::Yield => {
                 w.domains[id as usize].ctx.set_result(0, 0);
-                w.sched.yield_now(id as usize, now_ns());
+                w.sched.policy.yield_now(id as usize, now_ns());
                 switch(w, true);
             }
             Next::Resumed => {}
@@ -263,8 +295,8 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
                 let d = &mut w.domains[id as usize];
                 d.ctx.set_result(0, 0);
                 d.blocked = Some(deadline);
-                w.note_instant(deadline);
-                w.sched.block(id as usize, now_ns());
+                w.sched.note_instant(deadline);
+                w.sched.policy.block(id as usize, now_ns());
                 switch(w, true);
             }
             rare => after_rare_call(w, id, rare),
@@ -291,7 +323,7 @@ fn after_rare_call(w: &mut World, id: u32, next: Next) {
             d.ctx.restart_call();
             d.blocked = Some(u64::MAX);
             d.waiting_for_frames = true;
-            w.sched.block(id as usize, now_ns());
+            w.sched.policy.block(id as usize, now_ns());
             switch(w, true);
         }
         Next::Job(job) => {
