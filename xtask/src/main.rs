@@ -98,8 +98,7 @@ enum Command {
         /// Guest memory, in MiB (default: the manifest's, else 128).
         #[arg(long)]
         memory: Option<u32>,
-        /// The QoS manifest whose domains to run (on x86_64 its boot image is built and
-        /// passed to QEMU, but the kernel does not run domains yet).
+        /// The QoS manifest whose domains to run.
         #[arg(long, default_value = "manifests/default.toml")]
         manifest: PathBuf,
         /// Boot the kernel alone, without a manifest and domains.
@@ -160,8 +159,8 @@ enum Command {
         /// Which benchmark (`all`: every one; `check`: the kept figures against the baseline).
         #[arg(value_enum)]
         name: bench::Name,
-        /// Architectures to measure (repeatable). Default: those that boot domains for `all`,
-        /// those in the baseline for `check`, the bench's own otherwise.
+        /// Architectures to measure (repeatable), printed side by side. Default: both, or for
+        /// `check` those in the baseline.
         #[arg(long, value_enum)]
         arch: Vec<Arch>,
         /// With `all`: rewrite bench/baseline.toml (the tables measured) and
