@@ -11,10 +11,11 @@
 //!   into live figures and CSV/JSON (`cargo xtask run --cpu`).
 //! - `stop=TIME` (e.g. `stop=2s`, `stop=500ms`) ends the run at that instant of the kernel's
 //!   clock, with the run summary, even if domains are still running.
-//! - `softint=TIME[,TIME...]` (up to four, ascending; RISC-V) raises a supervisor software
-//!   interrupt, which the kernel does not expect, at each of those instants of its clock (on the
-//!   first timer interrupt from user mode at or after it): a test of how unexpected interrupts
-//!   are handled.
+//! - `softint=TIME[,TIME...]` (up to four, ascending) raises a software interrupt, which the
+//!   kernel does not expect, at each of those instants of its clock (on the first timer
+//!   interrupt from user mode at or after it; a supervisor software interrupt on RISC-V, a
+//!   self-IPI on an unused vector on x86_64, taken in user mode either way): a test of how
+//!   unexpected interrupts are handled.
 //!
 //! Unknown keys and bad values are reported and ignored.
 

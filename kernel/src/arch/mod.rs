@@ -38,8 +38,8 @@
 //! user-mode items (`UserContext`, the FP state, `enter_user`, the copies, the trap path), and
 //! both run domains. Where the architectures differ in what the portable kernel asks of them,
 //! the difference is an arch item: `interrupts::raise_software_at` (the command line's
-//! `softint=`) raises supervisor software interrupts on RISC-V and logs that it is not
-//! supported on x86_64.
+//! `softint=`) raises supervisor software interrupts on RISC-V and self-IPIs on an unused
+//! vector on x86_64, each taken in user mode.
 
 pub mod contract;
 mod fp_holder;

@@ -13,7 +13,7 @@
 //! [`calibrate_against_tsc`].
 //!
 //! Not here: the I/O APIC and MSI routing (devices come with driver domains), inter-processor
-//! interrupts, x2APIC.
+//! interrupts other than to this CPU itself ([`send_self`], for tests), x2APIC.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 

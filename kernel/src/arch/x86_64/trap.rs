@@ -40,6 +40,9 @@ pub const APIC_ERROR_VECTOR: u8 = 0xfe;
 pub const SPURIOUS_VECTOR: u8 = 0xff;
 /// The first of the 16 vectors the legacy PICs are moved to (they stay masked).
 pub const PIC_VECTOR_BASE: u8 = 0x20;
+/// The vector of the software interrupts `softint=` raises (self-IPIs, which the kernel does
+/// not expect: see [`super::interrupts::raise_software_at`]).
+pub const SOFTWARE_VECTOR: u8 = 0x51;
 
 /// What the entry path saves: the general registers, the vector and error code, and the frame
 /// the CPU pushed.

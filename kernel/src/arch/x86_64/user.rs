@@ -17,7 +17,8 @@
 //!   [`UserTrap::Timer`]; #NM loads the domain's FP state ([`super::fp`]) and retries; #PF
 //!   becomes [`UserFault::Page`] (CR2, the access from the error code), #UD
 //!   `IllegalInstruction`, #BP `Breakpoint`, #GP `Refused`, every other exception `Other`;
-//!   other interrupts are counted and silenced and the domain resumes.
+//!   other interrupts are counted and silenced and the domain resumes. A software interrupt
+//!   due by `softint=` is raised on the timer's way back to ring 3 (see [`interrupts`]).
 //!
 //! Each trap goes to the handler installed with [`set_handler`] (by default the portable
 //! kernel's `domain::on_user_trap`; kernel tests install their own), which
@@ -549,7 +550,15 @@ pub(super) fn on_trap(frame: &TrapFrame) -> ! {
     let vector = frame.vector;
     let next = if vector == u64::from(TIMER_VECTOR) {
         apic::end_of_interrupt();
-        if timer::due_from_user() { dispatch(ctx, UserTrap::Timer) } else { ctx }
+        let raise = interrupts::software_due();
+        let next = if timer::due_from_user() { dispatch(ctx, UserTrap::Timer) } else { ctx };
+        if raise {
+            // Only now, after the handler (which may idle with interrupts on, where the IPI
+            // would be taken in the kernel): it stays pending until `resume` enters ring 3,
+            // and is taken there.
+            interrupts::raise_software();
+        }
+        next
     } else if vector >= 32 {
         // The kernel's business, not the domain's: counted and silenced, and the domain
         // resumes where it was interrupted.
