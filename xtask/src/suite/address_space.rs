@@ -1,4 +1,4 @@
-//! The QEMU suite of address space as a contracted resource (RISC-V): each domain places its
+//! The QEMU suite of address space as a contracted resource (both architectures): each domain places its
 //! stretches in its own partition of the stretch region, of the size of its manifest's
 //! `address_space`, and ranges are reused after a stretch is destroyed, so no domain can deny
 //! address space to another; manifests in `tests/manifests/address-space/`, run with the app

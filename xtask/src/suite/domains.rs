@@ -1,4 +1,4 @@
-//! The QEMU suite of domains (RISC-V): boots of manifests in `tests/manifests/` and
+//! The QEMU suite of domains (both architectures): boots of manifests in `tests/manifests/` and
 //! `manifests/default.toml`, and what their logs must show.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! The QEMU suite of self-paging (RISC-V): stretch drivers resolving their own domain's page
+//! The QEMU suite of self-paging (both architectures): stretch drivers resolving their own domain's page
 //! faults, frames contracts and revocation; manifests in `tests/manifests/paging/`.
 
 use super::{QemuTest, expect_ending, expect_line};
