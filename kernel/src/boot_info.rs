@@ -45,6 +45,52 @@ pub struct PciHost {
     pub last_bus: u8,
 }
 
+/// A controller that routes devices' interrupts to this CPU: the PLIC on RISC-V `virt` (from
+/// the device tree), each I/O APIC on x86_64 (from the ACPI MADT). The arch code masks every
+/// input at boot; binding one to a driver domain comes with user-level drivers.
+#[derive(Clone, Debug, PartialEq, Eq, defmt::Format)]
+pub struct InterruptController {
+    /// The device tree's `compatible` string, or `ioapic`.
+    pub kind: String<32>,
+    /// Register window.
+    pub regs: PhysRange,
+    /// The platform's number of its first input: an I/O APIC's first global system interrupt,
+    /// the PLIC's source 1 (source 0 means "none").
+    pub first_input: u32,
+    /// How many inputs it has, when the firmware says (the PLIC's `riscv,ndev`); otherwise the
+    /// arch code reads it from the controller.
+    pub inputs: Option<u32>,
+    /// The controller's own identifier (an I/O APIC's id; 0 for the PLIC).
+    pub id: u8,
+}
+
+impl InterruptController {
+    /// Logs the controller once the arch code masked its `inputs` inputs at boot: one line if
+    /// all read back masked, a warning naming how many (`open`) did not.
+    pub fn report_masked(&self, inputs: u32, open: usize) {
+        let last = self.first_input + inputs.saturating_sub(1);
+        if open == 0 {
+            defmt::info!(
+                "interrupt controller: {=str} @ {=u64:#x} (id {=u8}), inputs {=u32}..={=u32}, all masked",
+                self.kind.as_str(),
+                self.regs.start,
+                self.id,
+                self.first_input,
+                last
+            );
+        } else {
+            defmt::warn!(
+                "interrupt controller: {=str} @ {=u64:#x} (id {=u8}): {=usize} of {=u32} inputs stay unmasked",
+                self.kind.as_str(),
+                self.regs.start,
+                self.id,
+                open,
+                inputs
+            );
+        }
+    }
+}
+
 /// The longest kernel command line kept (the boot code warns when it cuts one).
 pub const CMDLINE_BYTES: usize = 1024;
 
@@ -70,6 +116,8 @@ pub struct BootInfo {
     pub devices: Vec<Device, 32>,
     /// The PCI host bridge, if the machine has one.
     pub pci: Option<PciHost>,
+    /// The controllers of devices' interrupts.
+    pub interrupt_controllers: Vec<InterruptController, 4>,
     /// Timer ticks per second.
     pub timebase_hz: u64,
     /// The boot image (QEMU `-initrd`), if one was loaded.
@@ -93,6 +141,7 @@ impl BootInfo {
             reserved_elsewhere: None,
             devices: Vec::new(),
             pci: None,
+            interrupt_controllers: Vec::new(),
             timebase_hz: 0,
             initrd: None,
         }

@@ -460,6 +460,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
         }
     }
     tests.push(pci_test(&p, arch));
+    tests.push(interrupt_controllers_test(&p, arch));
     // A panic is reported with its message and a symbolized backtrace on every architecture.
     let mut boot = Boot::new(arch);
     boot.append = "fault=panic".into();
@@ -683,6 +684,35 @@ fn pci_test(p: &str, arch: Arch) -> QemuTest {
                 expect_line(out, line)?;
             }
             Ok(())
+        }),
+    }
+}
+
+/// The controllers of devices' interrupts are found (the PLIC in the device tree on RISC-V; the
+/// I/O APIC and the ISA routes in ACPI's MADT on x86_64) and every input is masked at boot,
+/// as read back from the controller.
+fn interrupt_controllers_test(p: &str, arch: Arch) -> QemuTest {
+    QemuTest {
+        name: format!("{p}boot::interrupt_controllers"),
+        boot: Boot::new(arch),
+        system: None,
+        expected: &[],
+        check: Box::new(move |out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            let lines: &[&str] = match arch {
+                // virt (QEMU 7.2): 96 sources.
+                Arch::Riscv64 => &[
+                    "interrupt controller: sifive,plic-1.0.0 @ 0xc000000 (id 0), inputs 1..=96, all masked",
+                ],
+                // q35: one I/O APIC of 24 inputs; the timer's IRQ 0 arrives at GSI 2, and the
+                // PCI interrupt lines QEMU's MADT lists are level-triggered.
+                Arch::X86_64 => &[
+                    "interrupt controller: ioapic @ 0xfec00000 (id 0), inputs 0..=23, all masked",
+                    "acpi: ISA IRQ 0 -> GSI 2 (active high, edge)",
+                    "acpi: ISA IRQ 9 -> GSI 9 (active high, level)",
+                ],
+            };
+            lines.iter().try_for_each(|l| expect_line(out, l))
         }),
     }
 }

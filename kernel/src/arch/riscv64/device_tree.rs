@@ -15,7 +15,9 @@ use spin::Mutex;
 
 use super::layout::{DIRECT_MAP_BYTES, KERNEL_PHYS, KERNEL_VIRT};
 use super::{console, sbi};
-use crate::boot_info::{BootInfo, CMDLINE_BYTES, Device, PciHost, PhysRange, fixed};
+use crate::boot_info::{
+    BootInfo, CMDLINE_BYTES, Device, InterruptController, PciHost, PhysRange, fixed,
+};
 
 /// How many of the device tree's reserved ranges are kept after boot; with more, they are read
 /// from the tree each time (a walk over every node).
@@ -145,6 +147,12 @@ pub fn boot_info(hart: usize, dtb: u64) -> BootInfo {
         if compatible == "pci-host-ecam-generic" {
             boot.pci = pci_host(&node);
         }
+        if PLIC_COMPATIBLE.contains(&compatible)
+            && let Some(plic) = plic(&node)
+            && boot.interrupt_controllers.push(plic).is_err()
+        {
+            defmt::warn!("device tree: more interrupt controllers than the kernel tracks");
+        }
         let Some(reg) = node.reg().and_then(|mut r| r.next()) else { continue };
         if devices_full || node.name.starts_with("cpu") {
             continue;
@@ -202,6 +210,26 @@ fn pci_host(node: &FdtNode<'_, '_>) -> Option<PciHost> {
         ecam: PhysRange { start, end },
         first_bus: first.min(last) as u8,
         last_bus: last as u8,
+    })
+}
+
+/// The `compatible` strings of a PLIC.
+pub const PLIC_COMPATIBLE: [&str; 2] = ["sifive,plic-1.0.0", "riscv,plic0"];
+
+/// The register window and number of sources of a PLIC node (`riscv,ndev`).
+fn plic(node: &FdtNode<'_, '_>) -> Option<InterruptController> {
+    let reg = node.reg()?.next()?;
+    let start = reg.starting_address as u64;
+    let sources = match node.property("riscv,ndev").map(|p| p.value) {
+        Some(&[a, b, c, d]) => Some(u32::from_be_bytes([a, b, c, d])),
+        _ => None,
+    };
+    Some(InterruptController {
+        kind: fixed(node.compatible()?.first()),
+        regs: PhysRange { start, end: start + reg.size? as u64 },
+        first_input: 1,
+        inputs: sources,
+        id: 0,
     })
 }
 

@@ -99,6 +99,7 @@ pub fn boot_stack() -> (usize, usize) {
 
 /// First Rust code: discovers the machine and enters the portable kernel.
 extern "C" fn rust_start(hart: usize, dtb: usize) -> ! {
+    super::plic::set_hart(hart);
     let boot = super::device_tree::boot_info(hart, dtb as u64);
     crate::kernel_main(boot)
 }

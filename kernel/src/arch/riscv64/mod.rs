@@ -13,6 +13,7 @@ mod entry;
 pub mod fp;
 pub mod interrupts;
 pub mod layout;
+mod plic;
 pub mod probe;
 pub mod sbi;
 pub mod sv39;
@@ -190,6 +191,7 @@ pub fn init_platform(boot: &BootInfo) {
     let asid_bits = sv39::probe_asid_bits(&table);
     user::init_asids(asid_bits);
     *KERNEL_TABLE.lock() = Some(table);
+    plic::init(boot);
     timer::init();
     interrupts::enable();
     let dbcn = sbi::has_dbcn();

@@ -351,7 +351,7 @@ fn read_start_info(info: &StartInfo, boot: &mut BootInfo) {
     }
     boot.initrd = boot_image(info);
     if info.rsdp_paddr != 0 {
-        boot.pci = super::acpi::pci_host(info.rsdp_paddr);
+        super::acpi::read(info.rsdp_paddr, boot);
     }
 }
 

@@ -41,6 +41,7 @@ mod exit;
 pub mod fp;
 pub mod gdt;
 pub mod interrupts;
+mod ioapic;
 pub mod layout;
 pub mod paging;
 pub mod probe;
@@ -214,6 +215,7 @@ pub fn init_platform(boot: &crate::BootInfo) {
     space::init_pcids(features.pcid);
 
     apic::init();
+    ioapic::init(boot);
     timer::init();
     interrupts::enable();
     let (apic_ticks, tsc_ticks) = apic::rate();
