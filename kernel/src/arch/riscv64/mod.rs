@@ -16,6 +16,7 @@ pub mod layout;
 pub mod probe;
 pub mod sbi;
 pub mod sv39;
+pub mod tests;
 pub mod timer;
 mod trap;
 pub mod user;
