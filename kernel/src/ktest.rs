@@ -1,7 +1,7 @@
 //! The in-kernel test runner.
 //!
 //! A kernel test is a plain function returning [`Outcome`]; the list lives in `ALL` in
-//! [`crate::tests`]. The command line selects tests (`test=all`, `test=a,b`), the runner
+//! [`crate::tests`] (the portable tests and the architecture's `arch::tests::KERNEL_TESTS`). The command line selects tests (`test=all`, `test=a,b`), the runner
 //! reports each as a defmt record (`test NAME ... ok` / `... FAILED`) and the run's verdict
 //! becomes the QEMU exit status, which `cargo xtask test` reads.
 
@@ -34,10 +34,11 @@ macro_rules! check {
     };
 }
 
-/// Runs the tests named by `selection` from `tests`.
-pub fn run(tests: &[KernelTest], selection: &str) -> ExitCode {
+/// Runs the tests named by `selection` from the lists `lists`, in their order.
+pub fn run(lists: &[&[KernelTest]], selection: &str) -> ExitCode {
+    let tests = || lists.iter().flat_map(|l| l.iter());
     if selection == "list" {
-        for t in tests {
+        for t in tests() {
             defmt::info!("test available: {=str}", t.name);
         }
         return ExitCode::Success;
@@ -45,7 +46,7 @@ pub fn run(tests: &[KernelTest], selection: &str) -> ExitCode {
     let mut passed = 0usize;
     let mut failed = 0usize;
     for name in selection.split(',') {
-        let chosen = tests.iter().filter(|t| name == "all" || t.name == name);
+        let chosen = tests().filter(|t| name == "all" || t.name == name);
         let mut found = false;
         for t in chosen {
             found = true;

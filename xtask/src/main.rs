@@ -5,6 +5,7 @@
 //! test (`test`: clippy, host unit tests, QEMU suites) and measures (`bench`).
 
 mod apps;
+mod arch_names;
 mod artifacts;
 mod bench;
 mod cpu;

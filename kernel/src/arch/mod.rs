@@ -1,6 +1,10 @@
 //! The arch interface: everything the portable kernel needs from a CPU architecture.
 //!
-//! Each architecture module (`riscv64`, `x86_64`) provides the same items, re-exported here:
+//! Each architecture module (`riscv64`, `x86_64`) provides the same items, re-exported here.
+//! Only `arch/` names an architecture in the kernel: the portable kernel reaches these items
+//! without `#[cfg(target_arch)]` (checked on the host by xtask's
+//! `arch_names::tests::no_architecture_named_outside_arch_files`).
+//!
 //!
 //! | item | what it does |
 //! |---|---|
@@ -20,6 +24,8 @@
 //! | `probe::{read_u64, read_u8, write_u64, copy_words}` | accesses that report a fault instead of taking the kernel down |
 //! | `backtrace(&mut dyn FnMut(usize))` | calls back with each return address on the current stack (frame pointers) |
 //! | `wait_for_interrupt()` | idles the CPU until the next interrupt |
+//! | `tests::KERNEL_TESTS`, `tests::FAULTS` | the kernel tests and deliberate faults (`fault=KIND`) only this architecture has, which [`crate::tests`] adds to the portable ones |
+//! | `tests::kernel_pages::{READ_WRITE, READ_ONLY, MapError, flush}` | the kernel page tables' rights and flush, for the portable `paging::` tests |
 //!
 //! To run domains an architecture also provides (see [`contract`], which states the portable
 //! types and traits and checks every signature at compile time):

@@ -1,12 +1,9 @@
 //! Deliberate faults (`fault=KIND` on the command line), to show and test the trap report:
 //! `load` (from an unmapped address), `stack-overflow` (into the boot stack's guard page),
-//! `panic`, and on x86_64 `illegal-instruction` (`ud2`) and `breakpoint` (`int3`).
+//! `panic`, and those of the architecture's `arch::tests::FAULTS` (on x86_64
+//! `illegal-instruction`, `ud2`, and `breakpoint`, `int3`).
 
-/// The kinds this architecture knows.
-#[cfg(target_arch = "x86_64")]
-const KINDS: &str = "load, stack-overflow, illegal-instruction, breakpoint, panic";
-#[cfg(not(target_arch = "x86_64"))]
-const KINDS: &str = "load, stack-overflow, panic";
+use crate::arch;
 
 /// Commits the fault named `kind`; returns only if the kind is unknown or needs trap handling
 /// that this architecture does not have yet. Never inlined: the panic report's backtrace names
@@ -14,12 +11,8 @@ const KINDS: &str = "load, stack-overflow, panic";
 #[inline(never)]
 pub fn commit(kind: &str) {
     let needs_traps = matches!(kind, "load" | "stack-overflow");
-    if needs_traps && !crate::arch::HANDLES_TRAPS {
-        defmt::error!(
-            "fault={=str}: {=str} does not catch CPU exceptions yet",
-            kind,
-            crate::arch::NAME
-        );
+    if needs_traps && !arch::HANDLES_TRAPS {
+        defmt::error!("fault={=str}: {=str} does not catch CPU exceptions yet", kind, arch::NAME);
         return;
     }
     match kind {
@@ -31,11 +24,19 @@ pub fn commit(kind: &str) {
             recurse(0);
         }
         "panic" => panic!("deliberate panic requested on the command line"),
-        #[cfg(target_arch = "x86_64")]
-        "illegal-instruction" => crate::arch::trap::illegal_instruction(),
-        #[cfg(target_arch = "x86_64")]
-        "breakpoint" => crate::arch::trap::breakpoint(),
-        other => defmt::error!("fault={=str}: unknown kind ({=str})", other, KINDS),
+        other => match arch::tests::FAULTS.iter().find(|(k, _)| *k == other) {
+            Some((_, fault)) => {
+                fault();
+                // Not reached; the call after it keeps this frame in the trap's backtrace.
+                defmt::error!("fault={=str}: the fault returned", other);
+            }
+            None => {
+                defmt::error!("fault={=str}: unknown kind (load, stack-overflow, panic)", other);
+                for (k, _) in arch::tests::FAULTS {
+                    defmt::error!("fault: {=str} is a kind of this architecture too", k);
+                }
+            }
+        },
     }
 }
 

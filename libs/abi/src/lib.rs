@@ -11,27 +11,23 @@
 //!
 //! Every argument is validated by the kernel; a bad argument yields an error, never a kernel
 //! panic. The table of calls, their arguments and their errors is in `docs/syscalls.md`; the
-//! saved context of each architecture is in [`context`].
+//! saved context and the entry-argument registers of each architecture are in [`arch`].
 
 #![no_std]
 #![forbid(unsafe_code)]
 
 use core::sync::atomic::AtomicU64;
 
-pub mod context;
-pub use context::SavedContext;
-
+pub mod arch;
 /// Where a domain's entry point and activation handler find their arguments (the C calling
-/// convention's first four integer argument registers): RISC-V `a0..a3`, x86_64 `rdi`, `rsi`,
-/// `rdx`, `rcx`. At the entry point they are the domain's identifier, the address and the
-/// length of its argument block, and the control block's address; the stack pointer is the
-/// top of the domain's stack (16-byte aligned; on x86_64 as after a `call`, 8 below a multiple
-/// of 16).
-pub const ENTRY_ARGUMENTS: [&str; 4] = if cfg!(target_arch = "riscv64") {
-    ["a0", "a1", "a2", "a3"]
-} else {
-    ["rdi", "rsi", "rdx", "rcx"]
-};
+/// convention's first four integer argument registers; per architecture in [`arch`]). At the
+/// entry point they are the domain's identifier, the address and the length of its argument
+/// block, and the control block's address; the stack pointer is the top of the domain's stack
+/// (16-byte aligned; on x86_64 as after a `call`, 8 below a multiple of 16).
+pub use arch::ENTRY_ARGUMENTS;
+/// The user context the kernel saves for an activation handler (per architecture in
+/// [`arch`]).
+pub use arch::SavedContext;
 
 /// System-call numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,6 +17,7 @@ mod plic;
 pub mod probe;
 pub mod sbi;
 pub mod sv39;
+pub mod tests;
 pub mod timer;
 mod trap;
 pub mod user;

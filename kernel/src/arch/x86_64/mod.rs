@@ -47,6 +47,7 @@ pub mod paging;
 pub mod probe;
 mod serial;
 pub mod space;
+pub mod tests;
 pub mod time;
 pub mod timer;
 pub mod trap;

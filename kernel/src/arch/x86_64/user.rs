@@ -50,7 +50,7 @@ use super::{apic, fp, gdt, interrupts, probe, timer};
 use crate::arch::contract::{UserContextOps, UserFault, UserTrap};
 
 /// Index of each register in [`UserContext::regs`] (the encoding order, as in
-/// `abi::context::x86_64::SavedContext`).
+/// `abi::arch::x86_64::SavedContext`).
 pub mod reg {
     /// rax.
     pub const RAX: usize = 0;
@@ -88,7 +88,7 @@ pub mod reg {
 use reg::*;
 
 /// A domain's saved ring-3 registers: the sixteen general registers in their encoding order,
-/// then `rip` and `rflags` (the layout of `abi::context::x86_64::SavedContext`, which the
+/// then `rip` and `rflags` (the layout of `abi::arch::x86_64::SavedContext`, which the
 /// entry and exit code below rely on). The segments are not saved: a domain always runs with
 /// the user code and data segments of [`gdt`].
 #[repr(C)]

@@ -12,7 +12,7 @@
 //! - `ok`: exits with 0.
 //!
 //! If the misbehaviour does not end the domain it prints `faulty: survived <kind>` and exits
-//! with 1. Bad arguments exit with 2. The unsafe code is all in `misbehave`, with a module per
+//! with 1. Bad arguments exit with 2. The unsafe code is all in `arch`, with a module per
 //! architecture.
 //!
 //! Not implemented: faults inside the domain's own fault handling (activations come later).
@@ -20,11 +20,12 @@
 #![no_std]
 #![no_main]
 
-mod misbehave;
+mod arch;
 
 use core::fmt;
+use core::hint::black_box;
 
-use misbehave::KERNEL_ADDRESS;
+use arch::KERNEL_ADDRESS;
 use tessera::{Env, println};
 
 tessera::main!(main);
@@ -54,7 +55,7 @@ fn main(env: Env) -> i32 {
         }
         "illegal" => {
             println!("faulty: will execute an illegal instruction");
-            misbehave::illegal_instruction();
+            arch::illegal_instruction();
         }
         "jump" => {
             let addr = match needs_target(kind) {
@@ -62,7 +63,7 @@ fn main(env: Env) -> i32 {
                 Err(code) => return code,
             };
             println!("faulty: will jump to {addr:#x}");
-            misbehave::jump(addr);
+            arch::jump(addr);
         }
         "write" => {
             let addr = match needs_target(kind) {
@@ -70,7 +71,7 @@ fn main(env: Env) -> i32 {
                 Err(code) => return code,
             };
             println!("faulty: will write to {addr:#x}");
-            misbehave::write(addr);
+            arch::write(addr);
         }
         "read" => {
             let addr = match needs_target(kind) {
@@ -78,18 +79,18 @@ fn main(env: Env) -> i32 {
                 Err(code) => return code,
             };
             println!("faulty: will read from {addr:#x}");
-            let value = misbehave::read(addr);
+            let value = arch::read(addr);
             println!("faulty: read {value:#x}");
         }
         "guard" => {
-            let sp = misbehave::stack_pointer();
+            let sp = arch::stack_pointer();
             println!("faulty: will overflow the stack from sp {sp:#x} into its guard page");
-            let sum = misbehave::recurse(0);
+            let sum = recurse(0);
             println!("faulty: recursion returned {sum}");
         }
         "kernel" => {
             println!("faulty: will read the kernel address {KERNEL_ADDRESS:#x}");
-            let value = misbehave::read(KERNEL_ADDRESS);
+            let value = arch::read(KERNEL_ADDRESS);
             println!("faulty: read {value:#x}");
         }
         "panic" => {
@@ -115,4 +116,17 @@ fn usage(why: fmt::Arguments<'_>) -> i32 {
         "usage: faulty --kind illegal|jump|write|read|guard|kernel|panic|ok [--target 0xADDR]"
     );
     2
+}
+
+/// Recurses with a 4 KiB frame per level until the stack runs into its guard page (the depth
+/// limit is never reached; it only keeps the recursion from being unconditional).
+#[inline(never)]
+pub fn recurse(depth: u64) -> u64 {
+    let mut frame = [0u8; 4096];
+    // The compiler must assume the frame is written and read, so every level stores into it.
+    black_box(&mut frame);
+    if depth == u64::MAX {
+        return 0;
+    }
+    recurse(depth + 1).wrapping_add(u64::from(frame[(depth % 4096) as usize]))
 }

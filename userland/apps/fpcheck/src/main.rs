@@ -10,7 +10,7 @@
 #![no_std]
 #![no_main]
 
-mod fpregs;
+mod arch;
 
 use tessera::{Env, println};
 
@@ -36,7 +36,7 @@ fn main(env: Env) -> i32 {
         for (i, v) in values.iter_mut().enumerate() {
             *v = f64::to_bits((seed + round * 64 + i as u64) as f64 + 0.5);
         }
-        let back = fpregs::load_yield_store(&values);
+        let back = arch::load_yield_store(&values);
         mismatches += values.iter().zip(&back).filter(|(a, b)| a != b).count() as u64;
         sum += 1.0 / ((round + 1) as f64 * (round + 1) as f64);
     }
