@@ -80,6 +80,9 @@ enum Command {
         /// Also install gdb-multiarch.
         #[arg(long)]
         gdb: bool,
+        /// Architectures to set up (repeatable; default: both): their Rust targets and QEMU.
+        #[arg(long, value_enum)]
+        arch: Vec<Arch>,
     },
     /// Build the kernel (and the firmware) and the apps for an architecture.
     Build {
@@ -174,8 +177,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Setup { gdb } => {
-            setup::ensure(setup::Needs { gdb, qemu: true, dtc: true }).map(|_| 0)
+        Command::Setup { gdb, arch } => {
+            let arches = if arch.is_empty() { vec![Arch::Riscv64, Arch::X86_64] } else { arch };
+            setup::ensure_for(&arches, setup::Needs { gdb, qemu: true, dtc: true }).map(|_| 0)
         }
         Command::Build { arch } => {
             setup::ensure(setup::Needs { gdb: false, qemu: false, dtc: false })

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::util;
+use crate::{Arch, util};
 
 /// What the caller needs.
 pub struct Needs {
@@ -26,7 +26,24 @@ pub struct Needs {
     pub dtc: bool,
 }
 
-const TARGETS: [&str; 2] = ["riscv64gc-unknown-none-elf", "x86_64-unknown-none"];
+/// The bare-metal Rust target of `arch`.
+fn target_of(arch: Arch) -> &'static str {
+    match arch {
+        Arch::Riscv64 => "riscv64gc-unknown-none-elf",
+        Arch::X86_64 => "x86_64-unknown-none",
+    }
+}
+
+/// The QEMU program of `arch` and the Debian package that has it.
+fn qemu_of(arch: Arch) -> (&'static str, &'static str) {
+    match arch {
+        Arch::Riscv64 => ("qemu-system-riscv64", "qemu-system-misc"),
+        Arch::X86_64 => ("qemu-system-x86_64", "qemu-system-x86"),
+    }
+}
+
+/// Both architectures: what every command but `setup --arch` makes sure of.
+const ARCHES: [Arch; 2] = [Arch::Riscv64, Arch::X86_64];
 
 fn spinner(msg: &str) -> ProgressBar {
     let pb = ProgressBar::new_spinner();
@@ -42,24 +59,29 @@ fn sysroot() -> Result<String> {
         .to_string())
 }
 
-fn missing_targets() -> Result<Vec<&'static str>> {
+fn missing_targets(arches: &[Arch]) -> Result<Vec<&'static str>> {
     let sysroot = sysroot()?;
-    Ok(TARGETS
-        .into_iter()
+    Ok(arches
+        .iter()
+        .map(|a| target_of(*a))
         .filter(|t| !Path::new(&sysroot).join("lib/rustlib").join(t).join("lib").is_dir())
         .collect())
 }
 
-/// Makes sure everything in `needs` is installed.
+/// Makes sure everything in `needs` is installed, for both architectures.
 pub fn ensure(needs: Needs) -> Result<()> {
-    ensure_targets()?;
+    ensure_for(&ARCHES, needs)
+}
+
+/// Makes sure everything in `needs` is installed for `arches` (their Rust targets and QEMU).
+pub fn ensure_for(arches: &[Arch], needs: Needs) -> Result<()> {
+    ensure_targets(arches)?;
     let mut packages = Vec::new();
     if needs.qemu {
-        if !util::have("qemu-system-riscv64") {
-            packages.push("qemu-system-misc");
-        }
-        if !util::have("qemu-system-x86_64") {
-            packages.push("qemu-system-x86");
+        for (program, package) in arches.iter().map(|a| qemu_of(*a)) {
+            if !util::have(program) {
+                packages.push(package);
+            }
         }
     }
     if needs.gdb && !util::have("gdb-multiarch") {
@@ -74,8 +96,8 @@ pub fn ensure(needs: Needs) -> Result<()> {
     Ok(())
 }
 
-fn ensure_targets() -> Result<()> {
-    let missing = missing_targets()?;
+fn ensure_targets(arches: &[Arch]) -> Result<()> {
+    let missing = missing_targets(arches)?;
     if missing.is_empty() {
         return Ok(());
     }
@@ -103,7 +125,7 @@ fn ensure_targets() -> Result<()> {
             bail!("could not add the Rust targets {missing:?}: {}", msg.trim());
         }
     }
-    let still = missing_targets()?;
+    let still = missing_targets(arches)?;
     if !still.is_empty() {
         bail!("Rust targets still missing after installation: {still:?}");
     }
