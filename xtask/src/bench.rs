@@ -314,3 +314,14 @@ fn icount_runs(mode: Mode) -> usize {
         Mode::Check => 1,
     }
 }
+
+/// `(calls, calls_ns, loop_ns)` from the `nullcall: N calls in T ns, empty loop L ns` line.
+fn nullcall_figures(out: &qemu::Outcome) -> Option<(u64, u64, u64)> {
+    let msg = &out.line(" calls in ")?.message;
+    let n: Vec<u64> =
+        msg.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    match n[..] {
+        [calls, calls_ns, loop_ns] => Some((calls, calls_ns, loop_ns)),
+        _ => None,
+    }
+}

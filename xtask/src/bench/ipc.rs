@@ -10,7 +10,10 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use super::by_arch::ByArch;
-use super::{Mode, Table, environment, figures, icount_runs, switch_scaling, table, write_report};
+use super::{
+    Mode, Table, environment, figures, icount_runs, nullcall_figures, switch_scaling, table,
+    write_report,
+};
 use crate::{Arch, artifacts, qemu};
 
 #[derive(Serialize)]
@@ -22,17 +25,6 @@ pub(super) struct IpcRow {
     spread: f64,
     iterations: u64,
     flags: String,
-}
-
-/// `(calls, calls_ns, loop_ns)` from the `nullcall: N calls in T ns, empty loop L ns` line.
-pub(super) fn nullcall_figures(out: &qemu::Outcome) -> Option<(u64, u64, u64)> {
-    let msg = &out.line(" calls in ")?.message;
-    let n: Vec<u64> =
-        msg.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
-    match n[..] {
-        [calls, calls_ns, loop_ns] => Some((calls, calls_ns, loop_ns)),
-        _ => None,
-    }
 }
 
 /// One measured operation: the manifest to boot and how to read (instructions per operation,

@@ -9,8 +9,7 @@ use std::fmt::Write as _;
 use anyhow::{Context, Result, bail};
 
 use super::by_arch::ByArch;
-use super::ipc::nullcall_figures;
-use super::{Mode, icount_runs};
+use super::{Mode, icount_runs, nullcall_figures};
 use crate::{Arch, artifacts, util};
 
 /// How many other domains the sweep puts beside the two that switch; the last is the kept
