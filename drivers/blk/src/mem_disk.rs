@@ -123,6 +123,10 @@ impl MemDisk {
     /// A zeroed disk of `capacity` sectors of `sector_size` bytes, holding `max_in_flight`
     /// requests at once, completing them in an order drawn from `seed`, with its buffers in
     /// `memory`.
+    ///
+    /// # Panics
+    /// If the sector size is not a power of two, `max_in_flight` is zero or above 65536, or the
+    /// disk does not fit in memory.
     pub fn new(
         sector_size: u32,
         capacity: u64,
@@ -131,8 +135,11 @@ impl MemDisk {
         memory: DmaMemory,
     ) -> MemDisk {
         assert!(sector_size.is_power_of_two() && max_in_flight > 0);
-        assert!(max_in_flight <= usize::from(u16::MAX));
-        let bytes = usize::try_from(capacity * u64::from(sector_size)).expect("disk too large");
+        assert!(max_in_flight <= 1 << 16);
+        let bytes = capacity
+            .checked_mul(u64::from(sector_size))
+            .and_then(|b| usize::try_from(b).ok())
+            .expect("disk too large");
         MemDisk {
             sector_size,
             data: vec![0; bytes],
