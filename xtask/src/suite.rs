@@ -237,8 +237,9 @@ fn command_check(cmd: &mut Command) -> Result<(), String> {
     Err(why)
 }
 
-/// The packages with host unit tests: xtask, libtessera, every crate under `libs/` and every
-/// crate under `stretch_drivers/`.
+/// The packages with host unit tests: xtask, libtessera, every crate under `libs/`, every
+/// crate under `stretch_drivers/` and every crate under `drivers/` (the portable halves of the
+/// device drivers).
 fn host_packages() -> Result<Vec<String>> {
     // libtessera's portable parts (argument block, print chunking) are tested on the host too.
     let mut packages = vec!["xtask".to_string(), "libtessera".to_string()];
@@ -249,8 +250,17 @@ fn host_packages() -> Result<Vec<String>> {
         .collect();
     libs.sort();
     packages.extend(libs);
-    // The stretch drivers and their interface (with its host mock of the kernel).
-    let mut drivers: Vec<_> = std::fs::read_dir(util::root().join("stretch_drivers"))?
+    // The stretch drivers and their interface (with its host mock of the kernel), then the
+    // device drivers' portable crates, by package name.
+    for dir in ["stretch_drivers", "drivers"] {
+        packages.extend(package_names(&util::root().join(dir))?);
+    }
+    Ok(packages)
+}
+
+/// The package names of the crates in the directories under `dir`, sorted.
+fn package_names(dir: &std::path::Path) -> Result<Vec<String>> {
+    let mut names: Vec<_> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok())
         .filter_map(|e| std::fs::read_to_string(e.path().join("Cargo.toml")).ok())
         .filter_map(|toml| {
@@ -258,9 +268,8 @@ fn host_packages() -> Result<Vec<String>> {
             Some(line.trim_start_matches("name = ").trim_matches('"').to_string())
         })
         .collect();
-    drivers.sort();
-    packages.extend(drivers);
-    Ok(packages)
+    names.sort();
+    Ok(names)
 }
 
 /// Runs one package's unit tests and records each libtest result as `host::PACKAGE::TEST`.

@@ -1,0 +1,333 @@
+//! The block protocol's wire format: fixed-size little-endian messages that fit one IO-channel
+//! slot's payload ([`MAX_PAYLOAD`] bytes for the default 64-byte slot).
+//!
+//! A [`Request`] is [`REQUEST_LEN`] bytes:
+//!
+//! | bytes  | field    | meaning                                                    |
+//! |--------|----------|------------------------------------------------------------|
+//! | 0..8   | `id`     | chosen by the client, echoed in the response               |
+//! | 8      | `op`     | [`Op`] code                                                |
+//! | 9..12  | reserved | zero                                                       |
+//! | 12..16 | `len`    | bytes to transfer (Read, Write)                            |
+//! | 16..24 | `sector` | first sector (Read, Write)                                 |
+//! | 24..32 | `offset` | byte offset of the buffer in the client's data area        |
+//!
+//! Open, Close and Flush carry zero `len`, `sector` and `offset`.
+//!
+//! A [`Response`] is [`RESPONSE_LEN`] bytes:
+//!
+//! | bytes  | field           | meaning                                              |
+//! |--------|-----------------|------------------------------------------------------|
+//! | 0..8   | `id`            | the request's id                                     |
+//! | 8..10  | `status`        | 0 for success, else a [`BlkError`] code              |
+//! | 10..12 | reserved        | zero                                                 |
+//! | 12..14 | `max_in_flight` | per-client cap on requests in flight (Open only)     |
+//! | 14..16 | reserved        | zero                                                 |
+//! | 16..24 | `area_base`     | the data area's address (Open only)                  |
+//! | 24..32 | `area_len`      | the data area's length in bytes (Open only)          |
+//! | 32..40 | `capacity`      | the disk's capacity in sectors (Open only)           |
+//! | 40..44 | `sector_size`   | bytes per sector (Open only)                         |
+//! | 44..48 | `max_transfer`  | largest Read or Write in bytes (Open only)           |
+//!
+//! Decoding never panics: a message of the wrong length, an unknown op or status code, a
+//! non-zero reserved byte or a field that must be zero and is not is [`BlkError::Malformed`].
+
+use core::fmt;
+
+/// The largest message an IO channel slot carries with the default slot size of 64 bytes (a
+/// slot's first 8 bytes hold the message's length).
+pub const MAX_PAYLOAD: usize = 64 - 8;
+
+/// The length of an encoded [`Request`].
+pub const REQUEST_LEN: usize = 32;
+
+/// The length of an encoded [`Response`].
+pub const RESPONSE_LEN: usize = 48;
+
+const _: () = assert!(REQUEST_LEN <= MAX_PAYLOAD && RESPONSE_LEN <= MAX_PAYLOAD);
+
+/// What a request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Op {
+    /// Start the session: the response carries the data area and the disk's geometry.
+    Open = 1,
+    /// Read `len` bytes from `sector` on into the data area at `offset`.
+    Read = 2,
+    /// Write `len` bytes from the data area at `offset` to `sector` on.
+    Write = 3,
+    /// Make every write completed before the flush was submitted durable.
+    Flush = 4,
+    /// End the session: requests still in flight are forgotten (their responses never come).
+    Close = 5,
+}
+
+impl Op {
+    /// Every op, in code order.
+    pub const ALL: [Op; 5] = [Op::Open, Op::Read, Op::Write, Op::Flush, Op::Close];
+
+    /// The op with wire code `code`, if any.
+    pub fn from_code(code: u8) -> Option<Op> {
+        Op::ALL.into_iter().find(|op| *op as u8 == code)
+    }
+
+    /// Does the op move data (and so name a sector range and a buffer)?
+    pub fn transfers(self) -> bool {
+        matches!(self, Op::Read | Op::Write)
+    }
+}
+
+/// Why a block request failed. The numeric codes ([`BlkError::code`]) are part of the wire
+/// format and never change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u16)]
+pub enum BlkError {
+    /// The sector range goes beyond the disk's capacity (or overflows).
+    OutOfRange = 1,
+    /// The length or the data-area offset is not a multiple of the sector size.
+    Misaligned = 2,
+    /// A Read or Write of zero bytes.
+    ZeroLength = 3,
+    /// `offset + len` goes beyond the client's data area (or overflows).
+    OutsideDataArea = 4,
+    /// The client has no open session: the driver never opened one for it, or the client sent
+    /// a request before Open or after Close.
+    UnknownClient = 5,
+    /// The transfer is longer than the driver's largest ([`SessionInfo::max_transfer`]).
+    TooLarge = 6,
+    /// The client already has its cap of requests in flight ([`SessionInfo::max_in_flight`]),
+    /// or the driver's queue is full.
+    Busy = 7,
+    /// The device reported an error.
+    Device = 8,
+    /// The session or the driver is gone.
+    Closed = 9,
+    /// The message could not be decoded.
+    Malformed = 10,
+}
+
+impl BlkError {
+    /// Every error, in code order.
+    pub const ALL: [BlkError; 10] = [
+        BlkError::OutOfRange,
+        BlkError::Misaligned,
+        BlkError::ZeroLength,
+        BlkError::OutsideDataArea,
+        BlkError::UnknownClient,
+        BlkError::TooLarge,
+        BlkError::Busy,
+        BlkError::Device,
+        BlkError::Closed,
+        BlkError::Malformed,
+    ];
+
+    /// The error's stable wire code (never 0, which means success).
+    pub fn code(self) -> u16 {
+        self as u16
+    }
+
+    /// The error with wire code `code`, if any.
+    pub fn from_code(code: u16) -> Option<BlkError> {
+        BlkError::ALL.into_iter().find(|e| e.code() == code)
+    }
+
+    /// The error's name, as in the source (for logs).
+    pub fn name(self) -> &'static str {
+        match self {
+            BlkError::OutOfRange => "OutOfRange",
+            BlkError::Misaligned => "Misaligned",
+            BlkError::ZeroLength => "ZeroLength",
+            BlkError::OutsideDataArea => "OutsideDataArea",
+            BlkError::UnknownClient => "UnknownClient",
+            BlkError::TooLarge => "TooLarge",
+            BlkError::Busy => "Busy",
+            BlkError::Device => "Device",
+            BlkError::Closed => "Closed",
+            BlkError::Malformed => "Malformed",
+        }
+    }
+}
+
+impl fmt::Display for BlkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.name(), self.code())
+    }
+}
+
+/// A client's request, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// Chosen by the client, echoed in the response.
+    pub id: u64,
+    /// What is asked.
+    pub op: Op,
+    /// The first sector (Read, Write; else 0).
+    pub sector: u64,
+    /// The buffer's byte offset in the client's data area (Read, Write; else 0).
+    pub offset: u64,
+    /// Bytes to transfer (Read, Write; else 0).
+    pub len: u32,
+}
+
+impl Request {
+    /// A request without a transfer (Open, Flush, Close).
+    pub fn control(id: u64, op: Op) -> Request {
+        Request { id, op, sector: 0, offset: 0, len: 0 }
+    }
+
+    /// The request's wire form.
+    pub fn encode(&self) -> [u8; REQUEST_LEN] {
+        let mut b = [0; REQUEST_LEN];
+        b[0..8].copy_from_slice(&self.id.to_le_bytes());
+        b[8] = self.op as u8;
+        b[12..16].copy_from_slice(&self.len.to_le_bytes());
+        b[16..24].copy_from_slice(&self.sector.to_le_bytes());
+        b[24..32].copy_from_slice(&self.offset.to_le_bytes());
+        b
+    }
+
+    /// Decodes a request; any deviation from the format is [`BlkError::Malformed`].
+    pub fn decode(msg: &[u8]) -> Result<Request, BlkError> {
+        let b: &[u8; REQUEST_LEN] = msg.try_into().map_err(|_| BlkError::Malformed)?;
+        let op = Op::from_code(b[8]).ok_or(BlkError::Malformed)?;
+        if b[9..12] != [0; 3] {
+            return Err(BlkError::Malformed);
+        }
+        let req = Request {
+            id: u64_at(b, 0),
+            op,
+            len: u32_at(b, 12),
+            sector: u64_at(b, 16),
+            offset: u64_at(b, 24),
+        };
+        if !op.transfers() && (req.len != 0 || req.sector != 0 || req.offset != 0) {
+            return Err(BlkError::Malformed);
+        }
+        Ok(req)
+    }
+
+    /// The id of a message that may not decode (its first 8 bytes, or 0 if it is shorter), so
+    /// that a [`BlkError::Malformed`] response can still name it.
+    pub fn id_of(msg: &[u8]) -> u64 {
+        msg.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)
+    }
+}
+
+/// What a session offers, sent in the response to Open (all zero in other responses).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The data area's address. Tessera has one address space, so the driver's address of the
+    /// area is the client's too.
+    pub area_base: u64,
+    /// The data area's length in bytes.
+    pub area_len: u64,
+    /// Bytes per sector.
+    pub sector_size: u32,
+    /// The disk's capacity in sectors.
+    pub capacity: u64,
+    /// The longest Read or Write in bytes.
+    pub max_transfer: u32,
+    /// How many requests the client may have in flight at once.
+    pub max_in_flight: u16,
+}
+
+impl SessionInfo {
+    /// Checks a transfer of `len` bytes at `sector` from or to the data area at `offset`,
+    /// in the order the errors are reported: [`BlkError::ZeroLength`],
+    /// [`BlkError::Misaligned`], [`BlkError::TooLarge`], [`BlkError::OutsideDataArea`],
+    /// [`BlkError::OutOfRange`]. Overflow-safe.
+    pub fn check_transfer(&self, sector: u64, offset: u64, len: u32) -> Result<(), BlkError> {
+        if len == 0 {
+            return Err(BlkError::ZeroLength);
+        }
+        let ss = u64::from(self.sector_size.max(1));
+        let len = u64::from(len);
+        if len % ss != 0 || !offset.is_multiple_of(ss) {
+            return Err(BlkError::Misaligned);
+        }
+        if len > u64::from(self.max_transfer) {
+            return Err(BlkError::TooLarge);
+        }
+        if offset.checked_add(len).is_none_or(|end| end > self.area_len) {
+            return Err(BlkError::OutsideDataArea);
+        }
+        if sector.checked_add(len / ss).is_none_or(|end| end > self.capacity) {
+            return Err(BlkError::OutOfRange);
+        }
+        Ok(())
+    }
+}
+
+/// The driver's answer to one request, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Response {
+    /// The request's id.
+    pub id: u64,
+    /// Success, or why the request failed.
+    pub status: Result<(), BlkError>,
+    /// For a successful Open, the session; otherwise all zero.
+    pub info: SessionInfo,
+}
+
+impl Response {
+    /// A response without session information (everything but a successful Open).
+    pub fn plain(id: u64, status: Result<(), BlkError>) -> Response {
+        Response { id, status, info: SessionInfo::default() }
+    }
+
+    /// The response's wire form.
+    pub fn encode(&self) -> [u8; RESPONSE_LEN] {
+        let mut b = [0; RESPONSE_LEN];
+        let status = match self.status {
+            Ok(()) => 0,
+            Err(e) => e.code(),
+        };
+        b[0..8].copy_from_slice(&self.id.to_le_bytes());
+        b[8..10].copy_from_slice(&status.to_le_bytes());
+        b[12..14].copy_from_slice(&self.info.max_in_flight.to_le_bytes());
+        b[16..24].copy_from_slice(&self.info.area_base.to_le_bytes());
+        b[24..32].copy_from_slice(&self.info.area_len.to_le_bytes());
+        b[32..40].copy_from_slice(&self.info.capacity.to_le_bytes());
+        b[40..44].copy_from_slice(&self.info.sector_size.to_le_bytes());
+        b[44..48].copy_from_slice(&self.info.max_transfer.to_le_bytes());
+        b
+    }
+
+    /// Decodes a response; any deviation from the format is [`BlkError::Malformed`].
+    pub fn decode(msg: &[u8]) -> Result<Response, BlkError> {
+        let b: &[u8; RESPONSE_LEN] = msg.try_into().map_err(|_| BlkError::Malformed)?;
+        if b[10..12] != [0; 2] || b[14..16] != [0; 2] {
+            return Err(BlkError::Malformed);
+        }
+        let status = match u16::from_le_bytes([b[8], b[9]]) {
+            0 => Ok(()),
+            code => Err(BlkError::from_code(code).ok_or(BlkError::Malformed)?),
+        };
+        let info = SessionInfo {
+            max_in_flight: u16::from_le_bytes([b[12], b[13]]),
+            area_base: u64_at(b, 16),
+            area_len: u64_at(b, 24),
+            capacity: u64_at(b, 32),
+            sector_size: u32_at(b, 40),
+            max_transfer: u32_at(b, 44),
+        };
+        if status.is_err() && info != SessionInfo::default() {
+            return Err(BlkError::Malformed);
+        }
+        Ok(Response { id: u64_at(b, 0), status, info })
+    }
+}
+
+/// The little-endian `u64` at `at` in `b` (`at + 8 <= b.len()` by construction).
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// The little-endian `u32` at `at` in `b` (`at + 4 <= b.len()` by construction).
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut w = [0; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(w)
+}
