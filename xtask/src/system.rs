@@ -330,4 +330,26 @@ mod tests {
         assert!(e.starts_with(&want), "{e}");
         assert!(e.contains("is more than this host's memory"), "{e}");
     }
+
+    #[test]
+    fn a_manifest_may_be_for_one_architecture() {
+        assert_eq!(manifest_arch("# machine: x86_64\n[system]\n"), Some(Arch::X86_64));
+        assert_eq!(
+            manifest_arch("# A test.\n\n# machine: riscv64\n[system]\n"),
+            Some(Arch::Riscv64)
+        );
+        assert_eq!(manifest_arch("# A test.\n[system]\n"), None);
+        // Only the comments at the top count.
+        assert_eq!(manifest_arch("[system]\n# machine: x86_64\n"), None);
+        let ahci = util::root().join("tests/manifests/disks-ahci.toml");
+        assert!(boots_on(&ahci, Arch::X86_64).unwrap() && !boots_on(&ahci, Arch::Riscv64).unwrap());
+        // Every bootable manifest loads on each architecture it is for.
+        for path in bootable_manifests().unwrap() {
+            for arch in [Arch::Riscv64, Arch::X86_64] {
+                if boots_on(&path, arch).unwrap() {
+                    load_manifest(&path, arch).unwrap_or_else(|e| panic!("{e:#}"));
+                }
+            }
+        }
+    }
 }
