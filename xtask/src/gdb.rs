@@ -196,8 +196,11 @@ mod tests {
 
     #[test]
     fn instances_pair_each_domain_with_its_slot_and_elf() {
-        let manifest =
-            crate::system::load_manifest(&util::root().join("manifests/default.toml")).unwrap();
+        let manifest = crate::system::load_manifest(
+            &util::root().join("manifests/default.toml"),
+            crate::Arch::Riscv64,
+        )
+        .unwrap();
         let slots: Vec<(u64, PathBuf)> = manifest
             .domains
             .iter()
@@ -207,7 +210,8 @@ mod tests {
                 (base, format!("/t/userland/{}", d.app).into())
             })
             .collect();
-        let system = System { manifest, image: "/t/boot.img".into(), instances: slots };
+        let system =
+            System { manifest, image: "/t/boot.img".into(), instances: slots, disks: vec![] };
         let found = instances(&system);
         let names: Vec<(&str, &str)> =
             found.iter().map(|i| (i.domain.as_str(), i.app.as_str())).collect();

@@ -10,6 +10,7 @@ mod artifacts;
 mod bench;
 mod cpu;
 mod cpu_trace;
+mod disks;
 mod doc_includes;
 mod dtb;
 mod expected;
@@ -60,6 +61,13 @@ impl Arch {
         match self {
             Arch::Riscv64 => "riscv64",
             Arch::X86_64 => "x86_64",
+        }
+    }
+    /// The machine it boots on, for placing manifests ([`manifest::Machine`]).
+    pub fn machine(self) -> manifest::Machine {
+        match self {
+            Arch::Riscv64 => manifest::Machine::RiscvVirt,
+            Arch::X86_64 => manifest::Machine::Q35,
         }
     }
 }
@@ -128,6 +136,10 @@ enum Command {
         /// Build the apps with the `debug-apps` profile (unoptimised: gdb reads their locals).
         #[arg(long)]
         debug_apps: bool,
+        /// Keep the manifest's disk images (`target/disks/<manifest>-<disk>.img`) from the
+        /// last run instead of making them fresh and zero-filled.
+        #[arg(long, conflicts_with = "bare")]
+        keep_disk: bool,
         /// Also show frames the decoder could not read.
         #[arg(long)]
         raw: bool,
@@ -208,6 +220,7 @@ fn main() -> ExitCode {
             allow_failures,
             gdb,
             debug_apps,
+            keep_disk,
             raw,
             cpu,
             cpu_every,
@@ -226,6 +239,7 @@ fn main() -> ExitCode {
                     allow_failures,
                     apps: if debug_apps { apps::Build::Debug } else { apps::Build::Release },
                     cpu: cpu_trace::Options { every_ns: live, out: cpu_out, svg: cpu_svg },
+                    keep_disk,
                 },
             )
         }

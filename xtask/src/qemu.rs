@@ -37,6 +37,9 @@ pub struct Boot {
     pub dtb: Option<DtbChanges>,
     /// Extra devices (each the argument of a `-device`).
     pub devices: Vec<String>,
+    /// Drives (each the argument of a `-drive`): the disk images of a manifest
+    /// ([`crate::disks`]).
+    pub drives: Vec<String>,
 }
 
 impl Boot {
@@ -53,6 +56,7 @@ impl Boot {
             initrd: None,
             dtb: None,
             devices: Vec::new(),
+            drives: Vec::new(),
         }
     }
 
@@ -100,6 +104,9 @@ impl Boot {
         }
         c.args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"]);
         c.args(["-nic", "none"]);
+        for drive in &self.drives {
+            c.arg("-drive").arg(drive);
+        }
         for device in &self.devices {
             c.arg("-device").arg(device);
         }

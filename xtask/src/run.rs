@@ -31,6 +31,8 @@ pub struct RunOptions {
     pub apps: crate::apps::Build,
     /// What to do with the kernel's per-period CPU records.
     pub cpu: cpu_trace::Options,
+    /// Keep the manifest's disk images from an earlier run rather than making them fresh.
+    pub keep_disk: bool,
 }
 
 /// `cargo xtask run`: build, boot `b` as `opts` says, no timeout, show the log live; returns
@@ -39,11 +41,24 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     opts.cpu.check()?;
     setup::ensure(setup::Needs { gdb: b.gdb, qemu: true, dtc: false })?;
     let system = match &opts.manifest {
-        Some(path) => Some(system::prepare_with(path, Spoil::Nothing, opts.apps, b.arch)?),
+        Some(path) => {
+            Some(system::prepare_with(path, Spoil::Nothing, opts.apps, b.arch, opts.keep_disk)?)
+        }
         None => None,
     };
+    if let Some(s) = &system {
+        s.attach(&mut b)?;
+        for d in &s.disks {
+            println!(
+                "run: disk {} ({}, {}): {}",
+                d.name,
+                manifest::Bytes(d.size),
+                d.bus.name(),
+                d.path.display()
+            );
+        }
+    }
     b.memory = opts.memory.or(system.as_ref().map(System::memory_mib)).unwrap_or(128);
-    b.initrd = system.as_ref().map(|s| s.image.clone());
     let a = artifacts::build(b.arch)?;
     let mut kernel = Kernel::load(&a.kernel)?;
     if let Some(s) = &system {

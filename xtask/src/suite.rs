@@ -325,8 +325,7 @@ fn run_qemu_test(t: &QemuTest, a: &Artifacts, kernel: &Kernel) -> Result<(), Str
     if let Some((path, spoil)) = &t.system {
         let s = system::prepare(&util::root().join(path), *spoil, t.boot.arch)
             .map_err(|e| format!("{e:#}"))?;
-        boot.initrd = Some(s.image.clone());
-        boot.memory = s.memory_mib();
+        s.attach(&mut boot).map_err(|e| format!("{e:#}"))?;
         with_apps = Kernel::load(&a.kernel).map_err(|e| format!("{e:#}"))?;
         with_apps.add_instances(&s.instances).map_err(|e| format!("{e:#}"))?;
         kernel = &with_apps;
@@ -469,6 +468,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
         }
     }
     tests.push(pci_test(&p, arch));
+    tests.push(disks_test(&p, arch));
     tests.push(interrupt_controllers_test(&p, arch));
     // A panic is reported with its message and a symbolized backtrace on every architecture.
     let mut boot = Boot::new(arch);
@@ -691,6 +691,65 @@ fn pci_test(p: &str, arch: Arch) -> QemuTest {
                 &format!("pci: {functions} function(s)"),
             ] {
                 expect_line(out, line)?;
+            }
+            Ok(())
+        }),
+    }
+}
+
+/// A manifest's disks are made under `target/disks/` and attached where the manifest places
+/// them, and the kernel's boot log lists their devices there: on RISC-V the `virtio,mmio`
+/// node of unit 0 (QEMU's `virtio-mmio-bus.0`); on x86_64 a virtio-blk-pci at `00:10.0` and
+/// an AHCI controller of its own at `00:11.0`, next to q35's built-in one at `00:1f.2` (7
+/// functions in all, with q35's host bridge, VGA, ISA bridge and SMBus). The
+/// images read back on the host as the zeros they were made with (no driver writes yet).
+fn disks_test(p: &str, arch: Arch) -> QemuTest {
+    let manifest = match arch {
+        Arch::Riscv64 => "tests/manifests/disks.toml",
+        Arch::X86_64 => "tests/manifests/disks-ahci.toml",
+    };
+    QemuTest {
+        name: format!("{p}boot::disks"),
+        boot: Boot::new(arch),
+        system: Some((manifest.into(), Spoil::Nothing)),
+        expected: &[],
+        check: Box::new(move |out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            let (lines, images): (&[&str], &[(&str, u64)]) = match arch {
+                Arch::Riscv64 => (
+                    &[
+                        "virtio,mmio @ 0x10001000 (+0x1000) irq 1",
+                        "virtio,mmio @ 0x10002000 (+0x1000) irq 2",
+                    ],
+                    &[("data", 8 << 20), ("spare", 1 << 20)],
+                ),
+                Arch::X86_64 => (
+                    &[
+                        "pci 00:10.0 1af4:1001 class 01.00.00 (SCSI storage)",
+                        "pci 00:11.0 8086:2922 class 01.06.01 (SATA storage)",
+                        "pci 00:1f.2 8086:2922 class 01.06.01 (SATA storage)",
+                        "pci: 7 function(s)",
+                    ],
+                    &[("data", 8 << 20), ("sata", 4 << 20)],
+                ),
+            };
+            lines.iter().try_for_each(|l| expect_line(out, l))?;
+            for (name, size) in images {
+                let path = crate::disks::image_path(
+                    &crate::disks::dir(),
+                    std::path::Path::new(manifest),
+                    name,
+                );
+                let len =
+                    std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                if len.len() != *size {
+                    return Err(format!("{}: {} bytes, want {size}", path.display(), len.len()));
+                }
+                let first =
+                    crate::disks::read_sectors(&path, 0, 8).map_err(|e| format!("{e:#}"))?;
+                if first.iter().any(|&b| b != 0) {
+                    return Err(format!("{}: the first sectors are not zero", path.display()));
+                }
             }
             Ok(())
         }),

@@ -3,6 +3,12 @@
 //!
 //! Arguments in a manifest may name another domain's image: `@image:NAME` becomes the base
 //! address of domain NAME's image slot (tests use it to aim a misbehaving domain at another).
+//!
+//! A manifest is placed for the machine of the architecture it boots on
+//! ([`manifest::parse_file_for`]): its disks get their device addresses, and its disk images
+//! are made under `target/disks/` and attached ([`crate::disks`], [`System::attach`]). A
+//! bootable manifest for one architecture only says so on a line `# machine: riscv64` (or
+//! `x86_64`) at its top; the others boot on both.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +17,7 @@ use anyhow::{Context, Result, bail, ensure};
 use manifest::Manifest;
 
 use crate::artifacts::Artifacts;
+use crate::disks::{self, DiskImage};
 use crate::log::Kernel;
 use crate::qemu::{self, Boot, Outcome};
 use crate::{Arch, apps, util};
@@ -23,21 +30,37 @@ pub struct System {
     pub image: PathBuf,
     /// `(base address, app ELF)` per domain instance, for symbolizing their addresses.
     pub instances: Vec<(u64, PathBuf)>,
+    /// The disk images made for the boot, in manifest order: read them back after the run
+    /// ([`disks::read_sectors`]).
+    pub disks: Vec<DiskImage>,
 }
 
 impl System {
+    /// Sets `boot` up to run this system: the boot image, the guest memory, and the disks
+    /// attached where the manifest places them.
+    pub fn attach(&self, boot: &mut Boot) -> Result<()> {
+        boot.initrd = Some(self.image.clone());
+        boot.memory = self.memory_mib();
+        let (drives, devices) = disks::qemu_args(&self.disks)?;
+        boot.drives.extend(drives);
+        boot.devices.extend(devices);
+        Ok(())
+    }
+
     /// Guest memory the manifest asks for, in MiB.
     pub fn memory_mib(&self) -> u32 {
         (self.manifest.memory >> 20) as u32
     }
 }
 
-/// Reads and checks `path` (errors name the file, line, key and reason), including that this
-/// host has the memory the manifest asks for ([`check_host_memory`]).
-pub fn load_manifest(path: &Path) -> Result<Manifest> {
+/// Reads and checks `path` (errors name the file, line, key and reason) and places it for the
+/// machine of `arch` ([`manifest::parse_file_for`]), including that this host has the memory
+/// the manifest asks for ([`check_host_memory`]).
+pub fn load_manifest(path: &Path, arch: Arch) -> Result<Manifest> {
     let names = apps::app_names();
     let known: Vec<&str> = names.iter().map(String::as_str).collect();
-    let mut m = manifest::parse_file(path, &known).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut m = manifest::parse_file_for(path, &known, arch.machine())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     if let Some(host) = host_memory() {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -115,14 +138,22 @@ pub enum Spoil {
 }
 
 /// Checks the manifest, builds the apps for `arch` and packs the boot image under
-/// `target/boot/` (`target/boot/x86_64/` for x86_64).
+/// `target/boot/` (`target/boot/x86_64/` for x86_64), and makes fresh disk images under
+/// `target/disks/` ([`disks::create`]).
 pub fn prepare(path: &Path, spoil: Spoil, arch: Arch) -> Result<System> {
-    prepare_with(path, spoil, apps::Build::Release, arch)
+    prepare_with(path, spoil, apps::Build::Release, arch, false)
 }
 
-/// [`prepare`] with the apps built as `build` says.
-pub fn prepare_with(path: &Path, spoil: Spoil, build: apps::Build, arch: Arch) -> Result<System> {
-    let manifest = load_manifest(path)?;
+/// [`prepare`] with the apps built as `build` says, keeping existing disk images if
+/// `keep_disks` (`cargo xtask run --keep-disk`).
+pub fn prepare_with(
+    path: &Path,
+    spoil: Spoil,
+    build: apps::Build,
+    arch: Arch,
+    keep_disks: bool,
+) -> Result<System> {
+    let manifest = load_manifest(path, arch)?;
     let built = apps::build_apps(arch, build)?;
     let mut bytes = manifest.compile();
     if spoil == Spoil::ManifestByte {
@@ -147,11 +178,31 @@ pub fn prepare_with(path: &Path, spoil: Spoil, build: apps::Build, arch: Arch) -
         .enumerate()
         .map(|(i, d)| (image_base(i), built[&d.app].clone()))
         .collect();
-    Ok(System { manifest, image: out, instances })
+    let disks = disks::create(&disks::dir(), path, &manifest, keep_disks)?;
+    Ok(System { manifest, image: out, instances, disks })
+}
+
+/// The architecture a manifest is for, if it is for one only: a line `# machine: riscv64` or
+/// `# machine: x86_64` among the comments at its top.
+pub fn manifest_arch(text: &str) -> Option<Arch> {
+    let comments = text.lines().take_while(|l| l.trim().is_empty() || l.starts_with('#'));
+    comments.filter_map(|l| l.strip_prefix("# machine: ")).find_map(|m| match m.trim() {
+        "riscv64" => Some(Arch::Riscv64),
+        "x86_64" => Some(Arch::X86_64),
+        _ => None,
+    })
+}
+
+/// Does the manifest at `path` boot on `arch` ([`manifest_arch`])?
+pub fn boots_on(path: &Path, arch: Arch) -> Result<bool> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(manifest_arch(&text).is_none_or(|a| a == arch))
 }
 
 /// The manifests that must boot: every `*.toml` under `manifests/` (but `manifests/bad/`, which
-/// the manifest checks must refuse) and under `tests/manifests/`, sorted.
+/// the manifest checks must refuse) and under `tests/manifests/`, sorted. Some are for one
+/// architecture only ([`boots_on`]).
 pub fn bootable_manifests() -> Result<Vec<PathBuf>> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
@@ -185,7 +236,10 @@ pub fn check_userland(arch: Arch) -> Result<()> {
     let manifests = bootable_manifests()?;
     ensure!(!manifests.is_empty(), "no manifests found");
     for path in &manifests {
-        let manifest = load_manifest(path)?;
+        if !boots_on(path, arch)? {
+            continue;
+        }
+        let manifest = load_manifest(path, arch)?;
         let instances: Vec<(String, String)> =
             manifest.domains.iter().map(|d| (d.name.clone(), d.app.clone())).collect();
         apps::pack(arch, manifest.compile(), &instances, &built)
@@ -210,8 +264,7 @@ impl IcountBoot {
         let mut kernel = Kernel::load(&a.kernel)?;
         kernel.add_instances(&s.instances)?;
         let mut boot = Boot::new(a.arch);
-        boot.memory = s.memory_mib();
-        boot.initrd = Some(s.image.clone());
+        s.attach(&mut boot)?;
         boot.icount = true;
         boot.append = append.to_string();
         Ok(IcountBoot { boot, kernel })
@@ -272,9 +325,31 @@ mod tests {
             over / manifest::MIB
         );
         std::fs::write(&path, text).unwrap();
-        let e = load_manifest(&path).unwrap_err().to_string();
+        let e = load_manifest(&path, Arch::Riscv64).unwrap_err().to_string();
         let want = format!("{}:2: system.memory: system memory ", path.display());
         assert!(e.starts_with(&want), "{e}");
         assert!(e.contains("is more than this host's memory"), "{e}");
+    }
+
+    #[test]
+    fn a_manifest_may_be_for_one_architecture() {
+        assert_eq!(manifest_arch("# machine: x86_64\n[system]\n"), Some(Arch::X86_64));
+        assert_eq!(
+            manifest_arch("# A test.\n\n# machine: riscv64\n[system]\n"),
+            Some(Arch::Riscv64)
+        );
+        assert_eq!(manifest_arch("# A test.\n[system]\n"), None);
+        // Only the comments at the top count.
+        assert_eq!(manifest_arch("[system]\n# machine: x86_64\n"), None);
+        let ahci = util::root().join("tests/manifests/disks-ahci.toml");
+        assert!(boots_on(&ahci, Arch::X86_64).unwrap() && !boots_on(&ahci, Arch::Riscv64).unwrap());
+        // Every bootable manifest loads on each architecture it is for.
+        for path in bootable_manifests().unwrap() {
+            for arch in [Arch::Riscv64, Arch::X86_64] {
+                if boots_on(&path, arch).unwrap() {
+                    load_manifest(&path, arch).unwrap_or_else(|e| panic!("{e:#}"));
+                }
+            }
+        }
     }
 }

@@ -13,6 +13,10 @@ use crate::{
     MAX_SLOTS, MEMORY_ALIGN, MIN_ADDRESS_SPACE, MIN_MEMORY, MIN_SLOT_SIZE, MIN_SLOTS, Machine,
     Manifest, PAGE_SIZE, SLOT_ALIGN, STRETCH_REGION, Time,
 };
+use crate::{
+    DeviceAddress, DeviceGrant, DiskBus, MAX_COMPATIBLE_LEN, MAX_DEVICES_PER_DOMAIN, MAX_DISK_SIZE,
+    MAX_DISKS, MIN_DISK_SIZE, SECTOR_SIZE,
+};
 
 /// A rule of [`Manifest::check`] that a manifest breaks.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,6 +26,10 @@ pub struct Problem {
     pub domain: Option<DomainRef>,
     /// The channel at fault, or `None` if the problem is not about a channel.
     pub channel: Option<ChannelRef>,
+    /// The disk at fault (its position in [`Manifest::disks`], 0-based), or `None` if the
+    /// problem is not about a disk. An index only, to keep the problem small: the front end
+    /// names the disk by its key, `system.disk[i]`.
+    pub disk: Option<usize>,
     /// What is wrong.
     pub kind: ProblemKind,
 }
@@ -244,6 +252,90 @@ pub enum ProblemKind {
         /// (each share rounded up, the sum saturating).
         total_ppb: u64,
     },
+    /// More than [`MAX_DISKS`] disks (the problem's disk is the first extra one).
+    TooManyDisks {
+        /// How many the manifest declares.
+        count: usize,
+    },
+    /// The disk's name is empty.
+    DiskNameEmpty,
+    /// The disk's name is longer than [`MAX_NAME_LEN`] bytes.
+    DiskNameTooLong {
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// The disk's name has a character outside `[a-z0-9-]`.
+    DiskNameBadChar {
+        /// The first such character.
+        ch: char,
+    },
+    /// Another disk before this one has the same name.
+    DuplicateDiskName {
+        /// The index of the first disk with this name.
+        first: usize,
+    },
+    /// The disk's size is not a multiple of [`SECTOR_SIZE`] in
+    /// [`MIN_DISK_SIZE`]`..=`[`MAX_DISK_SIZE`].
+    DiskSizeInvalid {
+        /// The size in bytes.
+        size: u64,
+    },
+    /// The manifest is placed for a machine without the disk's bus (AHCI on `virt`).
+    BusNotOnMachine {
+        /// The bus.
+        bus: DiskBus,
+        /// The machine.
+        machine: Machine,
+    },
+    /// The disk's device address is not where the host tool attaches it on the manifest's
+    /// machine ([`Machine::disk_address`]), or is set in a manifest not placed.
+    DiskMisplaced {
+        /// Its address.
+        at: Option<DeviceAddress>,
+        /// Where it should be.
+        expected: Option<DeviceAddress>,
+    },
+    /// `driver = true` on a domain granted no device.
+    DriverWithoutDevices,
+    /// A domain granted devices without `driver = true`.
+    DevicesWithoutDriver,
+    /// More than [`MAX_DEVICES_PER_DOMAIN`] device grants in one domain.
+    TooManyDevices {
+        /// How many the domain has.
+        count: usize,
+    },
+    /// A `{ disk = ... }` grant names no disk of the manifest.
+    UnknownDisk {
+        /// Which grant of the domain (0-based).
+        grant: usize,
+        /// The disk index.
+        disk: usize,
+        /// How many disks there are.
+        disks: usize,
+    },
+    /// A `{ compatible = ... }` grant's string is empty, longer than [`MAX_COMPATIBLE_LEN`]
+    /// bytes, or not printable ASCII without spaces.
+    CompatibleInvalid {
+        /// Which grant of the domain (0-based).
+        grant: usize,
+    },
+    /// The manifest is placed for a machine where the grant cannot name a device: a
+    /// `compatible` grant on `q35`, which has no device tree.
+    GrantNotOnMachine {
+        /// Which grant of the domain (0-based).
+        grant: usize,
+        /// The machine.
+        machine: Machine,
+    },
+    /// The grant's device is granted already, to this domain or an earlier one.
+    DeviceGrantedTwice {
+        /// Which grant of the domain (0-based).
+        grant: usize,
+        /// The domain of the first grant.
+        first_domain: usize,
+        /// Which grant of that domain.
+        first_grant: usize,
+    },
 }
 
 /// The part of a manifest a [`ProblemKind`] is about (for the front end's key paths).
@@ -290,6 +382,22 @@ pub(crate) enum Field {
     CpuSlice,
     /// `domain[i].cpu.latency`.
     CpuLatency,
+    /// `system.disk` as a whole.
+    Disks,
+    /// `system.disk[i]` (its table).
+    Disk,
+    /// `system.disk[i].name`.
+    DiskName,
+    /// `system.disk[i].size`.
+    DiskSize,
+    /// `system.disk[i].bus`.
+    DiskBus,
+    /// `domain[i].driver` (or the domain's table if it has none).
+    Driver,
+    /// `domain[i].devices` as a whole.
+    Devices,
+    /// `domain[i].devices[j]`.
+    Device(usize),
 }
 
 impl ProblemKind {
@@ -339,6 +447,20 @@ impl ProblemKind {
                 | ContractError::LatencyTooLong => Field::CpuLatency,
             },
             Self::CpuOverCapacity { .. } => Field::Cpu,
+            Self::TooManyDisks { .. } => Field::Disks,
+            Self::DiskMisplaced { .. } => Field::Disk,
+            Self::DiskNameEmpty
+            | Self::DiskNameTooLong { .. }
+            | Self::DiskNameBadChar { .. }
+            | Self::DuplicateDiskName { .. } => Field::DiskName,
+            Self::DiskSizeInvalid { .. } => Field::DiskSize,
+            Self::BusNotOnMachine { .. } => Field::DiskBus,
+            Self::DriverWithoutDevices => Field::Driver,
+            Self::DevicesWithoutDriver | Self::TooManyDevices { .. } => Field::Devices,
+            Self::UnknownDisk { grant, .. }
+            | Self::CompatibleInvalid { grant }
+            | Self::GrantNotOnMachine { grant, .. }
+            | Self::DeviceGrantedTwice { grant, .. } => Field::Device(*grant),
         }
     }
 }
@@ -549,6 +671,77 @@ impl fmt::Display for ProblemKind {
                     KERNEL_RESERVE_PERCENT
                 )
             }
+            Self::TooManyDisks { count } => {
+                write!(f, "too many disks: {count} (at most {MAX_DISKS})")
+            }
+            Self::DiskNameEmpty => write!(f, "empty disk name"),
+            Self::DiskNameTooLong { len } => {
+                write!(f, "disk name is {len} bytes long (at most {MAX_NAME_LEN})")
+            }
+            Self::DiskNameBadChar { ch } => {
+                write!(f, "disk name contains {ch:?} (use only a-z, 0-9 and '-')")
+            }
+            Self::DuplicateDiskName { first } => {
+                write!(f, "duplicate disk name (first used by disk {first})")
+            }
+            Self::DiskSizeInvalid { size } => {
+                let what = if size.is_multiple_of(SECTOR_SIZE) {
+                    "out of range"
+                } else {
+                    "not a multiple of the 512-byte sector"
+                };
+                write!(
+                    f,
+                    "disk size {} is {what} (a multiple of {SECTOR_SIZE} bytes from {} to {})",
+                    Bytes(*size),
+                    Bytes(MIN_DISK_SIZE),
+                    Bytes(MAX_DISK_SIZE)
+                )
+            }
+            Self::BusNotOnMachine { bus, machine } => write!(
+                f,
+                "{machine} has no {} bus: AHCI disks are for {} only (use bus = \"virtio\")",
+                bus.name(),
+                Machine::Q35.name(),
+                machine = machine.name()
+            ),
+            Self::DiskMisplaced { at, expected } => write!(
+                f,
+                "the disk's device address is {at:?}, but it is attached at {expected:?} on \
+                 this machine"
+            ),
+            Self::DriverWithoutDevices => write!(
+                f,
+                "driver = true, but the domain is granted no device (driver marks a domain \
+                 trusted because it drives devices; give it `devices` or leave driver out)"
+            ),
+            Self::DevicesWithoutDriver => write!(
+                f,
+                "the domain is granted devices but is not marked `driver = true`: without an \
+                 IOMMU a device can write anywhere in memory, so a driver domain is trusted \
+                 and the manifest must say so"
+            ),
+            Self::TooManyDevices { count } => {
+                write!(f, "too many device grants: {count} (at most {MAX_DEVICES_PER_DOMAIN})")
+            }
+            Self::UnknownDisk { disk, disks, .. } => {
+                write!(f, "disk {disk} does not exist (there are {disks} disks)")
+            }
+            Self::CompatibleInvalid { .. } => write!(
+                f,
+                "invalid compatible string (1 to {MAX_COMPATIBLE_LEN} bytes of printable \
+                 ASCII without spaces, e.g. \"virtio,mmio\")"
+            ),
+            Self::GrantNotOnMachine { machine, .. } => write!(
+                f,
+                "{} has no device tree: grant its devices by `disk`, `pci` or `pci_class`",
+                machine.name()
+            ),
+            Self::DeviceGrantedTwice { first_domain, first_grant, .. } => write!(
+                f,
+                "the device is granted already (domain {first_domain}, grant {first_grant}): a \
+                 device is granted to at most one domain"
+            ),
         }
     }
 }
@@ -560,6 +753,9 @@ impl fmt::Display for Problem {
         }
         if let Some(c) = &self.channel {
             write!(f, "channel {} ({:?}): ", c.index, c.name)?;
+        }
+        if let Some(d) = self.disk {
+            write!(f, "disk {d}: ")?;
         }
         write!(f, "{}", self.kind)
     }
@@ -589,7 +785,7 @@ impl Manifest {
     /// ends per domain, senders' guarantees, senders' address spaces, memory capacity,
     /// address-space capacity, then CPU admission.
     pub fn check(&self) -> Result<(), Problem> {
-        let system = |kind| Problem { domain: None, channel: None, kind };
+        let system = |kind| Problem { domain: None, channel: None, disk: None, kind };
         let domain_ref = |index: usize| {
             self.domains.get(index).map(|d| DomainRef { index, name: d.name.clone() })
         };
@@ -601,7 +797,12 @@ impl Manifest {
         }
         if self.domains.len() > MAX_DOMAINS {
             let kind = ProblemKind::TooManyDomains { count: self.domains.len() };
-            return Err(Problem { domain: domain_ref(MAX_DOMAINS), channel: None, kind });
+            return Err(Problem {
+                domain: domain_ref(MAX_DOMAINS),
+                channel: None,
+                disk: None,
+                kind,
+            });
         }
         if !self.memory.is_multiple_of(MEMORY_ALIGN) {
             return Err(system(ProblemKind::MemoryUnaligned { memory: self.memory }));
@@ -612,8 +813,10 @@ impl Manifest {
         if self.memory > MAX_MEMORY {
             return Err(system(ProblemKind::MemoryTooLarge { memory: self.memory }));
         }
+        self.check_disks()?;
         for (index, d) in self.domains.iter().enumerate() {
-            let problem = |kind| Problem { domain: domain_ref(index), channel: None, kind };
+            let problem =
+                |kind| Problem { domain: domain_ref(index), channel: None, disk: None, kind };
             if d.name.is_empty() {
                 return Err(problem(ProblemKind::NameEmpty));
             }
@@ -660,14 +863,21 @@ impl Manifest {
             if let Err(error) = d.cpu.contract().validate() {
                 return Err(problem(ProblemKind::CpuContractInvalid { cpu: d.cpu, error }));
             }
+            self.check_devices(index).map_err(problem)?;
         }
         if self.channels.len() > MAX_CHANNELS {
             let kind = ProblemKind::TooManyChannels { count: self.channels.len() };
-            return Err(Problem { domain: None, channel: channel_ref(MAX_CHANNELS), kind });
+            return Err(Problem {
+                domain: None,
+                channel: channel_ref(MAX_CHANNELS),
+                disk: None,
+                kind,
+            });
         }
         let domains = self.domains.len();
         for (index, c) in self.channels.iter().enumerate() {
-            let problem = |kind| Problem { domain: None, channel: channel_ref(index), kind };
+            let problem =
+                |kind| Problem { domain: None, channel: channel_ref(index), disk: None, kind };
             if c.name.is_empty() {
                 return Err(problem(ProblemKind::ChannelNameEmpty));
             }
@@ -691,6 +901,7 @@ impl Manifest {
                 return Err(Problem {
                     domain,
                     channel: channel_ref(index),
+                    disk: None,
                     kind: ProblemKind::SameEnds,
                 });
             }
@@ -719,6 +930,7 @@ impl Manifest {
                     return Err(Problem {
                         domain: domain_ref(end),
                         channel: channel_ref(index),
+                        disk: None,
                         kind: ProblemKind::TooManyChannelEnds { count: ends[end] },
                     });
                 }
@@ -732,6 +944,7 @@ impl Manifest {
                 return Err(Problem {
                     domain: domain_ref(c.from),
                     channel: channel_ref(index),
+                    disk: None,
                     kind: ProblemKind::SenderGuaranteeTooSmall {
                         guaranteed,
                         needed: self.charged_to(c.from),
@@ -749,6 +962,7 @@ impl Manifest {
                 return Err(Problem {
                     domain: domain_ref(c.from),
                     channel: channel_ref(index),
+                    disk: None,
                     kind: ProblemKind::SenderAddressSpaceTooSmall {
                         address_space,
                         needed: self.address_space_charged_to(c.from),
@@ -763,6 +977,7 @@ impl Manifest {
                 return Err(Problem {
                     domain: domain_ref(index),
                     channel: None,
+                    disk: None,
                     kind: ProblemKind::OverCapacity { guaranteed, memory: self.memory },
                 });
             }
@@ -774,6 +989,7 @@ impl Manifest {
                 return Err(Problem {
                     domain: domain_ref(index),
                     channel: None,
+                    disk: None,
                     kind: ProblemKind::AddressSpaceOverCapacity { total },
                 });
             }
@@ -784,13 +1000,115 @@ impl Manifest {
             Err(AdmissionError::Invalid { index, error }) => Err(Problem {
                 domain: domain_ref(index),
                 channel: None,
+                disk: None,
                 kind: ProblemKind::CpuContractInvalid { cpu: self.domains[index].cpu, error },
             }),
             Err(AdmissionError::OverCapacity { index, total_ppb }) => Err(Problem {
                 domain: domain_ref(index),
                 channel: None,
+                disk: None,
                 kind: ProblemKind::CpuOverCapacity { total_ppb },
             }),
+        }
+    }
+}
+
+impl Manifest {
+    /// The disks' rules: count, names, sizes, and on a placed manifest buses and addresses.
+    fn check_disks(&self) -> Result<(), Problem> {
+        let disk_ref = |index: usize| (index < self.disks.len()).then_some(index);
+        let problem =
+            |index, kind| Problem { domain: None, channel: None, disk: disk_ref(index), kind };
+        if self.disks.len() > MAX_DISKS {
+            return Err(problem(MAX_DISKS, ProblemKind::TooManyDisks { count: self.disks.len() }));
+        }
+        for (index, d) in self.disks.iter().enumerate() {
+            if d.name.is_empty() {
+                return Err(problem(index, ProblemKind::DiskNameEmpty));
+            }
+            if d.name.len() > MAX_NAME_LEN {
+                return Err(problem(index, ProblemKind::DiskNameTooLong { len: d.name.len() }));
+            }
+            if let Some(ch) = bad_char(&d.name) {
+                return Err(problem(index, ProblemKind::DiskNameBadChar { ch }));
+            }
+            if let Some(first) = self.disks[..index].iter().position(|e| e.name == d.name) {
+                return Err(problem(index, ProblemKind::DuplicateDiskName { first }));
+            }
+            if !d.size.is_multiple_of(SECTOR_SIZE)
+                || !(MIN_DISK_SIZE..=MAX_DISK_SIZE).contains(&d.size)
+            {
+                return Err(problem(index, ProblemKind::DiskSizeInvalid { size: d.size }));
+            }
+            if let Some(machine) = self.machine
+                && !machine.has_bus(d.bus)
+            {
+                return Err(problem(index, ProblemKind::BusNotOnMachine { bus: d.bus, machine }));
+            }
+            let expected = self.machine.and_then(|m| m.disk_address(index, d.bus));
+            if d.at != expected {
+                return Err(problem(index, ProblemKind::DiskMisplaced { at: d.at, expected }));
+            }
+        }
+        Ok(())
+    }
+
+    /// The device rules of the domain at `index` (whose earlier domains passed): the driver
+    /// mark, the grants' count and targets, and that no device is granted twice.
+    fn check_devices(&self, index: usize) -> Result<(), ProblemKind> {
+        let d = &self.domains[index];
+        if d.driver && d.devices.is_empty() {
+            return Err(ProblemKind::DriverWithoutDevices);
+        }
+        if !d.driver && !d.devices.is_empty() {
+            return Err(ProblemKind::DevicesWithoutDriver);
+        }
+        if d.devices.len() > MAX_DEVICES_PER_DOMAIN {
+            return Err(ProblemKind::TooManyDevices { count: d.devices.len() });
+        }
+        for (grant, g) in d.devices.iter().enumerate() {
+            match g {
+                DeviceGrant::Disk { disk } if *disk >= self.disks.len() => {
+                    let disks = self.disks.len();
+                    return Err(ProblemKind::UnknownDisk { grant, disk: *disk, disks });
+                }
+                DeviceGrant::Compatible { compatible, .. } => {
+                    let printable = compatible.bytes().all(|b| b.is_ascii_graphic());
+                    if compatible.is_empty() || compatible.len() > MAX_COMPATIBLE_LEN || !printable
+                    {
+                        return Err(ProblemKind::CompatibleInvalid { grant });
+                    }
+                    if let Some(machine) = self.machine
+                        && !machine.has_device_tree()
+                    {
+                        return Err(ProblemKind::GrantNotOnMachine { grant, machine });
+                    }
+                }
+                _ => {}
+            }
+            let earlier = self.domains[..=index].iter().enumerate().flat_map(|(i, e)| {
+                let n = if i == index { grant } else { e.devices.len() };
+                e.devices[..n].iter().enumerate().map(move |(j, h)| (i, j, h))
+            });
+            for (first_domain, first_grant, h) in earlier {
+                if self.same_device(g, h) {
+                    return Err(ProblemKind::DeviceGrantedTwice {
+                        grant,
+                        first_domain,
+                        first_grant,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Do grants `a` and `b` name the same device? Compared by what the kernel looks for
+    /// ([`Manifest::grant_target`]) when both resolve, else as written.
+    fn same_device(&self, a: &DeviceGrant, b: &DeviceGrant) -> bool {
+        match (self.grant_target(a), self.grant_target(b)) {
+            (Some(x), Some(y)) => x == y,
+            _ => a == b,
         }
     }
 }
@@ -813,11 +1131,19 @@ mod tests {
             address_space: DEFAULT_ADDRESS_SPACE,
             cpu: CpuSpec::BEST_EFFORT,
             expect_failure: false,
+            driver: false,
+            devices: vec![],
         }
     }
 
     fn manifest() -> Manifest {
-        Manifest { memory: 128 * MIB, domains: vec![domain("a"), domain("b")], channels: vec![] }
+        Manifest {
+            memory: 128 * MIB,
+            domains: vec![domain("a"), domain("b")],
+            channels: vec![],
+            disks: vec![],
+            machine: None,
+        }
     }
 
     fn channel(name: &str, from: usize, to: usize) -> ChannelSpec {
@@ -1456,5 +1782,80 @@ mod tests {
         m.check().unwrap();
         m.domains[1].guaranteed += PAGE_SIZE;
         assert!(matches!(kind(&m), ProblemKind::OverCapacity { .. }));
+    }
+
+    fn disk(name: &str, size: u64, bus: DiskBus) -> crate::DiskSpec {
+        crate::DiskSpec { name: name.into(), size, bus, at: None }
+    }
+
+    #[test]
+    fn disk_rules() {
+        let mut m = manifest();
+        m.disks = vec![disk("a", MIN_DISK_SIZE, DiskBus::Virtio)];
+        assert_eq!(m.check(), Ok(()));
+        for (size, ok) in [
+            (MIN_DISK_SIZE - SECTOR_SIZE, false),
+            (MIN_DISK_SIZE + SECTOR_SIZE, true),
+            (MIN_DISK_SIZE + 1, false),
+            (MAX_DISK_SIZE, true),
+            (MAX_DISK_SIZE + SECTOR_SIZE, false),
+        ] {
+            m.disks[0].size = size;
+            assert_eq!(m.check().is_ok(), ok, "{size}");
+        }
+        m.disks[0].size = MIB;
+        m.disks.push(disk("a", MIB, DiskBus::Ahci));
+        let p = m.check().unwrap_err();
+        assert_eq!((p.disk, p.kind), (Some(1), ProblemKind::DuplicateDiskName { first: 0 }));
+        m.disks[1].name = "b".into();
+        // AHCI is fine until the manifest is placed on RISC-V.
+        assert_eq!(m.check(), Ok(()));
+        assert_eq!(m.clone().place(Machine::Q35), Ok(()));
+        let p = m.clone().place(Machine::RiscvVirt).unwrap_err();
+        let kind = ProblemKind::BusNotOnMachine { bus: DiskBus::Ahci, machine: Machine::RiscvVirt };
+        assert_eq!((p.disk, p.kind), (Some(1), kind));
+        // An address set without a machine is refused.
+        m.disks[0].at = Some(DeviceAddress::Mmio { unit: 0 });
+        assert!(matches!(m.check().unwrap_err().kind, ProblemKind::DiskMisplaced { .. }));
+        m.disks =
+            (0..=MAX_DISKS).map(|i| disk(&alloc::format!("d{i}"), MIB, DiskBus::Virtio)).collect();
+        let p = m.check().unwrap_err();
+        assert_eq!((p.disk, p.kind), (Some(MAX_DISKS), ProblemKind::TooManyDisks { count: 9 }));
+    }
+
+    #[test]
+    fn disks_are_placed_deterministically() {
+        for i in 0..MAX_DISKS {
+            assert_eq!(
+                Machine::RiscvVirt.disk_address(i, DiskBus::Virtio),
+                Some(DeviceAddress::Mmio { unit: i as u16 })
+            );
+            let pci = Some(DeviceAddress::Pci { bus: 0, slot: 0x10 + i as u8, function: 0 });
+            assert_eq!(Machine::Q35.disk_address(i, DiskBus::Virtio), pci);
+            assert_eq!(Machine::Q35.disk_address(i, DiskBus::Ahci), pci);
+        }
+        assert_eq!(Machine::RiscvVirt.disk_address(0, DiskBus::Ahci), None);
+        assert_eq!(Machine::Q35.disk_address(MAX_DISKS, DiskBus::Virtio), None);
+    }
+
+    #[test]
+    fn driver_domains_and_grants() {
+        let mut m = manifest();
+        m.domains[0].driver = true;
+        assert_eq!(kind(&m), ProblemKind::DriverWithoutDevices);
+        m.domains[0].devices =
+            vec![DeviceGrant::PciId { vendor: 0x1af4, device: 0x1001, index: 0 }];
+        assert_eq!(m.check(), Ok(()));
+        m.domains[1].devices = m.domains[0].devices.clone();
+        assert_eq!(kind(&m), ProblemKind::DevicesWithoutDriver);
+        m.domains[1].driver = true;
+        let twice = ProblemKind::DeviceGrantedTwice { grant: 0, first_domain: 0, first_grant: 0 };
+        assert_eq!(kind(&m), twice);
+        m.domains[1].devices = vec![DeviceGrant::Disk { disk: 0 }];
+        assert_eq!(kind(&m), ProblemKind::UnknownDisk { grant: 0, disk: 0, disks: 0 });
+        m.domains[1].devices = vec![DeviceGrant::PciClass { class: 1, subclass: 6, index: 0 }; 9];
+        assert_eq!(kind(&m), ProblemKind::TooManyDevices { count: 9 });
+        m.domains[1].devices = vec![DeviceGrant::Compatible { compatible: String::new(), unit: 0 }];
+        assert_eq!(kind(&m), ProblemKind::CompatibleInvalid { grant: 0 });
     }
 }

@@ -11,9 +11,13 @@ pub const MAGIC: [u8; 4] = *b"TSMF";
 ///
 /// Version 2 added [`Manifest::channels`]; version 3 added each domain's CPU contract
 /// ([`DomainSpec::cpu`](crate::DomainSpec::cpu)); version 4 its address-space quota
-/// ([`DomainSpec::address_space`](crate::DomainSpec::address_space)). The kernel and the host
-/// tool are built together, so there is no compatibility with older versions.
-pub const FORMAT_VERSION: u16 = 4;
+/// ([`DomainSpec::address_space`](crate::DomainSpec::address_space)); version 5 the disks
+/// ([`Manifest::disks`], each with its device address), the machine the manifest is placed for
+/// ([`Manifest::machine`]) and each domain's driver mark and device grants
+/// ([`DomainSpec::driver`](crate::DomainSpec::driver),
+/// [`DomainSpec::devices`](crate::DomainSpec::devices)). The kernel and the host tool are
+/// built together, so there is no compatibility with older versions.
+pub const FORMAT_VERSION: u16 = 5;
 /// The length of the header before the payload: magic, version, length and CRC.
 pub const HEADER_LEN: usize = 4 + 2 + 4 + 4;
 
@@ -140,7 +144,10 @@ pub fn decode(bytes: &[u8]) -> Result<Manifest, CompiledError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ChannelSpec, CpuSpec, DEFAULT_ADDRESS_SPACE, DomainSpec, MIB, ProblemKind};
+    use crate::{
+        ChannelSpec, CpuSpec, DEFAULT_ADDRESS_SPACE, DeviceAddress, DeviceGrant, DeviceTarget,
+        DiskBus, DiskSpec, DomainSpec, MIB, Machine, ProblemKind,
+    };
     use alloc::string::ToString;
     use alloc::vec;
 
@@ -157,6 +164,8 @@ mod tests {
                     address_space: DEFAULT_ADDRESS_SPACE,
                     cpu: CpuSpec::BEST_EFFORT,
                     expect_failure: false,
+                    driver: false,
+                    devices: vec![],
                 },
                 DomainSpec {
                     name: "counter-a".to_string(),
@@ -172,6 +181,8 @@ mod tests {
                         latency_ns: 500_000,
                     },
                     expect_failure: false,
+                    driver: false,
+                    devices: vec![],
                 },
             ],
             channels: vec![
@@ -190,7 +201,26 @@ mod tests {
                     slot_size: 4096,
                 },
             ],
+            disks: vec![],
+            machine: None,
         }
+    }
+
+    /// [`manifest`] with two disks, one granted to a driver domain, placed for `machine`.
+    fn with_disks(machine: Machine) -> Manifest {
+        let mut m = manifest();
+        let bus = if machine == Machine::Q35 { DiskBus::Ahci } else { DiskBus::Virtio };
+        m.disks = vec![
+            DiskSpec { name: "data".to_string(), size: 64 * MIB, bus: DiskBus::Virtio, at: None },
+            DiskSpec { name: "spare".to_string(), size: MIB, bus, at: None },
+        ];
+        m.domains[1].driver = true;
+        m.domains[1].devices = vec![
+            DeviceGrant::Disk { disk: 0 },
+            DeviceGrant::PciClass { class: 2, subclass: 0, index: 1 },
+        ];
+        m.place(machine).unwrap();
+        m
     }
 
     /// A compiled form with a valid header around any payload.
@@ -209,7 +239,7 @@ mod tests {
         let m = manifest();
         let bytes = m.compile();
         assert_eq!(&bytes[..4], b"TSMF");
-        assert_eq!(&bytes[4..6], &[4, 0]);
+        assert_eq!(&bytes[4..6], &[5, 0]);
         assert_eq!(decode(&bytes), Ok(m));
     }
 
@@ -381,9 +411,120 @@ mod tests {
         let mut bytes = wrap(&payload);
         bytes[4..6].copy_from_slice(&3u16.to_le_bytes());
         assert_eq!(decode(&bytes), Err(CompiledError::UnsupportedVersion(3)));
-        // Nor would its payload pass for a version-4 one.
+        // Nor would its payload pass for the current version.
         bytes[4..6].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
         assert!(decode(&bytes).is_err());
+    }
+
+    #[test]
+    fn version_4_is_rejected() {
+        // A version-4 image: address spaces, but no disks, machine or device grants.
+        #[derive(serde::Serialize)]
+        struct DomainV4<'a> {
+            name: &'a str,
+            app: &'a str,
+            args: &'a [alloc::string::String],
+            guaranteed: u64,
+            optimistic: u64,
+            address_space: u64,
+            cpu: CpuSpec,
+            expect_failure: bool,
+        }
+        #[derive(serde::Serialize)]
+        struct V4<'a> {
+            memory: u64,
+            domains: Vec<DomainV4<'a>>,
+            channels: &'a [ChannelSpec],
+        }
+        let m = manifest();
+        let domains = m
+            .domains
+            .iter()
+            .map(|d| DomainV4 {
+                name: &d.name,
+                app: &d.app,
+                args: &d.args,
+                guaranteed: d.guaranteed,
+                optimistic: d.optimistic,
+                address_space: d.address_space,
+                cpu: d.cpu,
+                expect_failure: d.expect_failure,
+            })
+            .collect();
+        let payload =
+            postcard::to_allocvec(&V4 { memory: m.memory, domains, channels: &m.channels })
+                .unwrap();
+        let mut bytes = wrap(&payload);
+        bytes[4..6].copy_from_slice(&4u16.to_le_bytes());
+        assert_eq!(decode(&bytes), Err(CompiledError::UnsupportedVersion(4)));
+        bytes[4..6].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        assert!(decode(&bytes).is_err());
+    }
+
+    #[test]
+    fn disks_and_grants_round_trip_on_both_machines() {
+        for machine in Machine::ALL {
+            let m = with_disks(machine);
+            let decoded = decode(&m.compile()).unwrap();
+            assert_eq!(decoded, m);
+            assert_eq!(decoded.machine, Some(machine));
+            assert_eq!(decoded.disks[1].size, MIB);
+            assert!(decoded.domains[1].driver && !decoded.domains[0].driver);
+            assert_eq!(decoded.disk_owner(0), Some(1));
+            assert_eq!(decoded.disk_owner(1), None);
+            let target = decoded.grant_target(&decoded.domains[1].devices[0]).unwrap();
+            let other = decoded.grant_target(&decoded.domains[1].devices[1]).unwrap();
+            assert_eq!(other, DeviceTarget::PciClass { class: 2, subclass: 0, index: 1 });
+            match machine {
+                Machine::RiscvVirt => {
+                    assert_eq!(decoded.disks[0].at, Some(DeviceAddress::Mmio { unit: 0 }));
+                    assert_eq!(decoded.disks[1].at, Some(DeviceAddress::Mmio { unit: 1 }));
+                    assert_eq!(target, DeviceTarget::Node { compatible: "virtio,mmio", unit: 0 });
+                }
+                Machine::Q35 => {
+                    let at = |slot| Some(DeviceAddress::Pci { bus: 0, slot, function: 0 });
+                    assert_eq!(decoded.disks[0].at, at(0x10));
+                    assert_eq!(decoded.disks[1].at, at(0x11));
+                    assert_eq!(decoded.disks[1].bus, DiskBus::Ahci);
+                    let t = DeviceTarget::PciAddress { bus: 0, slot: 0x10, function: 0 };
+                    assert_eq!(target, t);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn disks_and_grants_are_validated_again() {
+        // A disk moved away from where the host tool attaches it.
+        let mut m = with_disks(Machine::Q35);
+        m.disks[0].at = Some(DeviceAddress::Pci { bus: 0, slot: 3, function: 0 });
+        let CompiledError::Invalid(p) = decode(&m.compile()).unwrap_err() else { panic!() };
+        assert_eq!(p.disk, Some(0));
+        assert!(matches!(p.kind, ProblemKind::DiskMisplaced { .. }));
+        // An AHCI disk on RISC-V.
+        let mut m = with_disks(Machine::RiscvVirt);
+        m.disks[1].bus = DiskBus::Ahci;
+        m.disks[1].at = None;
+        let err = decode(&m.compile()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid manifest: disk 1: QEMU virt (riscv64) has no ahci bus: AHCI \
+             disks are for QEMU q35 (x86_64) only (use bus = \"virtio\")"
+        );
+        // The driver mark taken away.
+        let mut m = with_disks(Machine::RiscvVirt);
+        m.domains[1].driver = false;
+        let CompiledError::Invalid(p) = decode(&m.compile()).unwrap_err() else { panic!() };
+        assert_eq!(p.kind, ProblemKind::DevicesWithoutDriver);
+        // The disk granted to a second domain, by its node.
+        let mut m = with_disks(Machine::RiscvVirt);
+        m.domains[0].driver = true;
+        m.domains[0].devices =
+            vec![DeviceGrant::Compatible { compatible: "virtio,mmio".into(), unit: 0 }];
+        let CompiledError::Invalid(p) = decode(&m.compile()).unwrap_err() else { panic!() };
+        assert_eq!(p.domain.unwrap().index, 1);
+        let kind = ProblemKind::DeviceGrantedTwice { grant: 0, first_domain: 0, first_grant: 0 };
+        assert_eq!(p.kind, kind);
     }
 
     #[test]
@@ -451,7 +592,7 @@ mod tests {
         bytes[4] = 1;
         assert_eq!(
             decode(&bytes).unwrap_err().to_string(),
-            "compiled manifest format version 1 is not supported (expected 4)"
+            "compiled manifest format version 1 is not supported (expected 5)"
         );
     }
 }

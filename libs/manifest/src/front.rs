@@ -20,6 +20,7 @@ use crate::{
     DOMAIN_FIXED_FRAMES, DomainSpec, DurationError, GUARD_BYTES, MAX_CHANNELS_PER_DOMAIN, Manifest,
     PAGE_SIZE, Problem, ProblemKind, parse_duration, parse_size,
 };
+use crate::{DeviceGrant, DiskBus, DiskSpec, Machine};
 
 /// A manifest the front end rejected: where, and why.
 ///
@@ -105,6 +106,23 @@ fn key_span(root: &DeValue<'_>, path: &str) -> Option<Range<usize>> {
 
 /// Reads and parses the manifest at `path`; see [`parse`].
 pub fn parse_file(path: &Path, known_apps: &[&str]) -> Result<Manifest, ManifestError> {
+    parse_file_inner(path, known_apps, None)
+}
+
+/// Reads and parses the manifest at `path` and places it for `machine`; see [`parse_for`].
+pub fn parse_file_for(
+    path: &Path,
+    known_apps: &[&str],
+    machine: Machine,
+) -> Result<Manifest, ManifestError> {
+    parse_file_inner(path, known_apps, Some(machine))
+}
+
+fn parse_file_inner(
+    path: &Path,
+    known_apps: &[&str],
+    machine: Option<Machine>,
+) -> Result<Manifest, ManifestError> {
     let file = path.display().to_string();
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
@@ -113,7 +131,7 @@ pub fn parse_file(path: &Path, known_apps: &[&str]) -> Result<Manifest, Manifest
         }
     };
     match core::str::from_utf8(&bytes) {
-        Ok(text) => parse(&file, text, known_apps),
+        Ok(text) => parse_inner(&file, text, known_apps, machine),
         Err(e) => {
             let good = &bytes[..e.valid_up_to()];
             let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
@@ -136,7 +154,31 @@ pub fn parse_file(path: &Path, known_apps: &[&str]) -> Result<Manifest, Manifest
 /// the [crate documentation](crate), then [`Manifest::check`] (with a channel's `from` or `to`
 /// that names no domain reported as such), then that every domain's app is one of
 /// `known_apps`. Returns the first error found.
+///
+/// The manifest is not placed for a machine ([`Manifest::machine`] is `None`): it is valid on
+/// some machine. [`parse_for`] also places it for one.
 pub fn parse(file_name: &str, text: &str, known_apps: &[&str]) -> Result<Manifest, ManifestError> {
+    parse_inner(file_name, text, known_apps, None)
+}
+
+/// [`parse`], then [`Manifest::place`] for `machine`: every disk gets its device address, and
+/// the machine's own rules apply (an AHCI disk on RISC-V `virt`, or a `compatible` grant on
+/// x86_64 `q35`, is an error at its key).
+pub fn parse_for(
+    file_name: &str,
+    text: &str,
+    known_apps: &[&str],
+    machine: Machine,
+) -> Result<Manifest, ManifestError> {
+    parse_inner(file_name, text, known_apps, Some(machine))
+}
+
+fn parse_inner(
+    file_name: &str,
+    text: &str,
+    known_apps: &[&str],
+    machine: Option<Machine>,
+) -> Result<Manifest, ManifestError> {
     let at = |span: Option<Range<usize>>, key: Option<String>, reason: String| ManifestError {
         file: file_name.to_owned(),
         line: span.map(|s| line_of(text, s.start)),
@@ -172,8 +214,13 @@ pub fn parse(file_name: &str, text: &str, known_apps: &[&str]) -> Result<Manifes
         at(e.span(), (!key.is_empty()).then_some(key), e.message().to_owned())
     })?;
 
-    let (manifest, spans) = raw.lower(&root);
-    if let Err(problem) = manifest.check() {
+    let (mut manifest, spans) =
+        raw.lower(&root).map_err(|(span, key, reason)| at(Some(span), Some(key), reason))?;
+    let checked = match machine {
+        Some(machine) => manifest.place(machine),
+        None => manifest.check(),
+    };
+    if let Err(problem) = checked {
         let (span, key) = spans.locate(&problem, &manifest);
         let reason = spans.reason(&problem, &manifest, text);
         return Err(at(Some(span), Some(key), reason));
@@ -351,6 +398,83 @@ struct RawManifest {
 #[serde(deny_unknown_fields, expecting = "a table [system]")]
 struct RawSystem {
     memory: Spanned<Size>,
+    #[serde(default)]
+    disk: Vec<Spanned<RawDisk>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table [[system.disk]]")]
+struct RawDisk {
+    name: Spanned<String>,
+    size: Spanned<Size>,
+    bus: Spanned<RawBus>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RawBus {
+    Virtio,
+    Ahci,
+}
+
+/// One entry of `devices`: exactly one of `disk`, `pci` (with `index`), `pci_class` (with
+/// `index`) or `compatible` (with `unit`).
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as { disk = \"data\" }, { pci = \"1af4:1001\", index = 0 }, \
+                 { pci_class = \"01.06\", index = 0 } or { compatible = \"virtio,mmio\", \
+                 unit = 0 }"
+)]
+struct RawGrant {
+    disk: Option<Spanned<String>>,
+    pci: Option<Spanned<PciIds>>,
+    pci_class: Option<Spanned<PciClass>>,
+    compatible: Option<Spanned<String>>,
+    index: Option<Spanned<u16>>,
+    unit: Option<Spanned<u16>>,
+}
+
+/// A PCI `vendor:device` pair as written in a grant: `"1af4:1001"` (four hex digits each).
+struct PciIds(u16, u16);
+
+/// A PCI `class.subclass` pair as written in a grant: `"01.06"` (two hex digits each), as the
+/// boot log prints them.
+struct PciClass(u8, u8);
+
+/// Exactly `digits` hexadecimal digits as a number.
+fn hex(s: &str, digits: usize) -> Option<u32> {
+    (s.len() == digits && s.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| u32::from_str_radix(s, 16).ok())
+        .flatten()
+}
+
+impl<'de> Deserialize<'de> for PciIds {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        s.split_once(':')
+            .and_then(|(v, d)| Some(PciIds(hex(v, 4)? as u16, hex(d, 4)? as u16)))
+            .ok_or_else(|| {
+                de::Error::custom(format!(
+                    "invalid PCI IDs {s:?}: write vendor:device as four hex digits each, e.g. \
+                     \"1af4:1001\""
+                ))
+            })
+    }
+}
+
+impl<'de> Deserialize<'de> for PciClass {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        s.split_once('.')
+            .and_then(|(c, sc)| Some(PciClass(hex(c, 2)? as u8, hex(sc, 2)? as u8)))
+            .ok_or_else(|| {
+                de::Error::custom(format!(
+                    "invalid PCI class {s:?}: write class.subclass as two hex digits each, as \
+                     the boot log prints them, e.g. \"01.06\""
+                ))
+            })
+    }
 }
 
 #[derive(Deserialize)]
@@ -362,6 +486,8 @@ struct RawDomain {
     cpu: Option<Spanned<RawCpu>>,
     memory: Spanned<RawMemory>,
     expect_failure: Option<bool>,
+    driver: Option<Spanned<bool>>,
+    devices: Option<Spanned<Vec<Spanned<RawGrant>>>>,
 }
 
 #[derive(Deserialize)]
@@ -420,6 +546,16 @@ struct Spans {
     /// The `channel` key, or the start of the file if there is none.
     channel_key: Range<usize>,
     channels: Vec<ChannelSpans>,
+    /// The `disk` key of `[system]`, or the `system` key if there is none.
+    disk_key: Range<usize>,
+    disks: Vec<DiskSpans>,
+}
+
+struct DiskSpans {
+    table: Range<usize>,
+    name: Range<usize>,
+    size: Range<usize>,
+    bus: Range<usize>,
 }
 
 struct ChannelSpans {
@@ -457,25 +593,121 @@ struct DomainSpans {
     cpu_slice: Range<usize>,
     /// The `latency` value, or the `cpu` span if there is none.
     cpu_latency: Range<usize>,
+    /// The `driver` value, or the table if there is none.
+    driver: Range<usize>,
+    /// The `devices` value, or the table if there is none.
+    devices: Range<usize>,
+    device: Vec<Range<usize>>,
+    /// The disk name each `{ disk = ... }` grant was written with (it may name no disk).
+    device_disk: Vec<Option<String>>,
 }
+
+/// A grant as the model has it, and the disk name it was written with if it is a disk grant;
+/// or the span and reason of why it is malformed.
+fn lower_grant(
+    g: Spanned<RawGrant>,
+    disk_index: &dyn Fn(&str) -> usize,
+) -> Result<(DeviceGrant, Option<String>), (Range<usize>, String)> {
+    let table = g.span();
+    let g = g.into_inner();
+    let forms = [g.disk.is_some(), g.pci.is_some(), g.pci_class.is_some(), g.compatible.is_some()];
+    if forms.iter().filter(|&&f| f).count() != 1 {
+        return Err((
+            table,
+            "a device grant names exactly one of `disk`, `pci` (with `index`), `pci_class` \
+             (with `index`) or `compatible` (with `unit`)"
+                .to_owned(),
+        ));
+    }
+    let no = |key: &str, v: &Option<Spanned<u16>>, with: &str| match v {
+        Some(v) => Err((v.span(), format!("`{key}` does not go with `{with}`"))),
+        None => Ok(()),
+    };
+    let need = |key: &str, v: Option<Spanned<u16>>, with: &str| match v {
+        Some(v) => Ok(v.into_inner()),
+        None => Err((table.clone(), format!("`{with}` needs `{key}` (0 for the first)"))),
+    };
+    if let Some(disk) = g.disk {
+        no("index", &g.index, "disk")?;
+        no("unit", &g.unit, "disk")?;
+        let name = disk.into_inner();
+        return Ok((DeviceGrant::Disk { disk: disk_index(&name) }, Some(name)));
+    }
+    if let Some(ids) = g.pci {
+        no("unit", &g.unit, "pci")?;
+        let PciIds(vendor, device) = ids.into_inner();
+        let index = need("index", g.index, "pci")?;
+        return Ok((DeviceGrant::PciId { vendor, device, index }, None));
+    }
+    if let Some(class) = g.pci_class {
+        no("unit", &g.unit, "pci_class")?;
+        let PciClass(class, subclass) = class.into_inner();
+        let index = need("index", g.index, "pci_class")?;
+        return Ok((DeviceGrant::PciClass { class, subclass, index }, None));
+    }
+    let compatible = g.compatible.map(Spanned::into_inner).unwrap_or_default();
+    no("index", &g.index, "compatible")?;
+    let unit = need("unit", g.unit, "compatible")?;
+    Ok((DeviceGrant::Compatible { compatible, unit }, None))
+}
+
+/// Where a manifest that does not lower is wrong: the span, the key path and the reason.
+type LowerError = (Range<usize>, String, String);
 
 impl RawManifest {
     /// The model and the spans of its fields.
-    fn lower(self, root: &DeValue<'_>) -> (Manifest, Spans) {
+    fn lower(self, root: &DeValue<'_>) -> Result<(Manifest, Spans), LowerError> {
         let key_span = |key: &str| match root {
             DeValue::Table(t) => t.get_key_value(key).map(|(k, _)| k.span()),
             _ => None,
         };
+        let disk_key = match root {
+            DeValue::Table(t) => t.get("system").and_then(|s| match s.get_ref() {
+                DeValue::Table(s) => s.get_key_value("disk").map(|(k, _)| k.span()),
+                _ => None,
+            }),
+            _ => None,
+        };
+        let disk_key = disk_key.or_else(|| key_span("system")).unwrap_or(0..0);
         let mut spans = Spans {
             domain_key: key_span("domain").unwrap_or(0..0),
             system_memory: self.system.get_ref().memory.span(),
             domains: Vec::with_capacity(self.domain.len()),
             channel_key: key_span("channel").unwrap_or(0..0),
             channels: Vec::with_capacity(self.channel.len()),
+            disk_key,
+            disks: Vec::new(),
         };
-        let memory = self.system.into_inner().memory.into_inner().0;
-        let mut domains = Vec::with_capacity(self.domain.len());
-        for d in self.domain {
+        let system = self.system.into_inner();
+        let memory = system.memory.into_inner().0;
+        let mut disks = Vec::with_capacity(system.disk.len());
+        for d in system.disk {
+            let table = d.span();
+            let d = d.into_inner();
+            spans.disks.push(DiskSpans {
+                table,
+                name: d.name.span(),
+                size: d.size.span(),
+                bus: d.bus.span(),
+            });
+            let bus = match d.bus.into_inner() {
+                RawBus::Virtio => DiskBus::Virtio,
+                RawBus::Ahci => DiskBus::Ahci,
+            };
+            disks.push(DiskSpec {
+                name: d.name.into_inner(),
+                size: d.size.into_inner().0,
+                bus,
+                at: None,
+            });
+        }
+        // A name that is no disk's becomes an index out of range, which `check` reports;
+        // `Spans::reason` words it as an unknown name.
+        let disk_index =
+            |name: &str| disks.iter().position(|d| d.name == name).unwrap_or(usize::MAX);
+        let domain_count = self.domain.len();
+        let mut domains = Vec::with_capacity(domain_count);
+        for (i, d) in self.domain.into_iter().enumerate() {
             let table = d.span();
             let d = d.into_inner();
             let (args_span, args) = match d.args {
@@ -511,7 +743,27 @@ impl RawManifest {
                     latency_ns: c.latency.map_or(period_ns, |l| l.into_inner().0),
                 }
             });
+            let driver_span = d.driver.as_ref().map_or(table.clone(), Spanned::span);
+            let (devices_span, raw_devices) = match d.devices {
+                Some(v) => (v.span(), v.into_inner()),
+                None => (table.clone(), Vec::new()),
+            };
+            let mut device = Vec::with_capacity(raw_devices.len());
+            let mut device_disk = Vec::with_capacity(raw_devices.len());
+            let mut devices = Vec::with_capacity(raw_devices.len());
+            for (j, g) in raw_devices.into_iter().enumerate() {
+                device.push(g.span());
+                let (grant, disk) = lower_grant(g, &disk_index).map_err(|(span, reason)| {
+                    (span, format!("domain[{i}].devices[{j}]"), reason)
+                })?;
+                devices.push(grant);
+                device_disk.push(disk);
+            }
             spans.domains.push(DomainSpans {
+                driver: driver_span,
+                devices: devices_span,
+                device,
+                device_disk,
                 table,
                 name: d.name.span(),
                 app: d.app.span(),
@@ -534,6 +786,8 @@ impl RawManifest {
                 address_space,
                 cpu,
                 expect_failure: d.expect_failure.unwrap_or(false),
+                driver: d.driver.is_some_and(|v| *v.get_ref()),
+                devices,
             });
         }
         // A name that is no domain's becomes an index out of range, which `check` reports
@@ -565,7 +819,7 @@ impl RawManifest {
             });
             channels.push(ChannelSpec { name: c.name.into_inner(), from, to, slots, slot_size });
         }
-        (Manifest { memory, domains, channels }, spans)
+        Ok((Manifest { memory, domains, channels, disks, machine: None }, spans))
     }
 }
 
@@ -597,6 +851,18 @@ impl Spans {
         {
             return (span, format!("channel[{}]{suffix}", c.index));
         }
+        if let Some(k) = problem.disk {
+            let Some(s) = self.disks.get(k) else {
+                return (self.disk_key.clone(), "system.disk".into());
+            };
+            let (span, suffix) = match field {
+                Field::DiskName => (s.name.clone(), ".name"),
+                Field::DiskSize => (s.size.clone(), ".size"),
+                Field::DiskBus => (s.bus.clone(), ".bus"),
+                _ => (s.table.clone(), ""),
+            };
+            return (span, format!("system.disk[{k}]{suffix}"));
+        }
         let Some(d) =
             problem.domain.as_ref().and_then(|d| Some((d.index, self.domains.get(d.index)?)))
         else {
@@ -620,6 +886,11 @@ impl Spans {
             Field::CpuPeriod => (s.cpu_period.clone(), ".cpu.period".into()),
             Field::CpuSlice => (s.cpu_slice.clone(), ".cpu.slice".into()),
             Field::CpuLatency => (s.cpu_latency.clone(), ".cpu.latency".into()),
+            Field::Driver => (s.driver.clone(), ".driver".into()),
+            Field::Devices => (s.devices.clone(), ".devices".into()),
+            Field::Device(j) => {
+                (s.device.get(j).unwrap_or(&s.devices).clone(), format!(".devices[{j}]"))
+            }
             _ => (s.table.clone(), String::new()),
         };
         (span, format!("domain[{i}]{suffix}"))
@@ -636,6 +907,30 @@ impl Spans {
                 "duplicate domain name {:?} (first at line {})",
                 manifest.domains[*first].name,
                 line_of(text, self.domains[*first].name.start)
+            ),
+            (ProblemKind::DuplicateDiskName { first }, _) => format!(
+                "duplicate disk name {:?} (first at line {})",
+                manifest.disks[*first].name,
+                line_of(text, self.disks[*first].name.start)
+            ),
+            (ProblemKind::UnknownDisk { grant, .. }, _) => {
+                let written = problem
+                    .domain
+                    .as_ref()
+                    .and_then(|d| self.domains.get(d.index)?.device_disk.get(*grant)?.clone())
+                    .unwrap_or_default();
+                let names = manifest.disks.iter().map(|d| d.name.as_str()).collect::<Vec<_>>();
+                if names.is_empty() {
+                    format!("unknown disk {written:?} (the manifest declares no [[system.disk]])")
+                } else {
+                    format!("unknown disk {written:?} (disks: {})", names.join(", "))
+                }
+            }
+            (ProblemKind::DeviceGrantedTwice { first_domain, first_grant, .. }, _) => format!(
+                "the device is granted already, to domain {:?} (line {}): a device is granted \
+                 to at most one domain",
+                manifest.domains[*first_domain].name,
+                line_of(text, self.domains[*first_domain].device[*first_grant].start)
             ),
             (ProblemKind::DuplicateChannelName { first }, _) => format!(
                 "duplicate channel name {:?} (first at line {})",

@@ -14,7 +14,10 @@
 //! the CPU contract [`CpuSpec`]
 //! `(period, slice, extra, latency)` in nanoseconds) and a list of [`ChannelSpec`]s (IO
 //! channels: a name, the sending and the receiving domain as indices into the domains, and the
-//! ring's geometry). [`Manifest::check`] holds the semantic rules, shared by the host and the
+//! ring's geometry), a list of [`DiskSpec`]s (`[[system.disk]]`: name, size, [`DiskBus`], and
+//! once the manifest is [placed](Manifest::place) for a [`Machine`] the [`DeviceAddress`] of the
+//! disk's device), and per domain the devices granted to it ([`DeviceGrant`]s) and the
+//! `driver` mark. [`Manifest::check`] holds the semantic rules, shared by the host and the
 //! kernel:
 //!
 //! - at least one domain and at most [`MAX_DOMAINS`];
@@ -53,7 +56,31 @@
 //! - CPU admission ([`atropos::admit`], over the domains in order): the shares
 //!   `slice / period` (each rounded up to a part per billion) sum to at most
 //!   [`atropos::CAPACITY_PPB`], the 90% of the CPU left after the kernel's
-//!   [`atropos::KERNEL_RESERVE_PERCENT`] (10%); the first domain that does not fit is named.
+//!   [`atropos::KERNEL_RESERVE_PERCENT`] (10%); the first domain that does not fit is named;
+//! - at most [`MAX_DISKS`] disks; disk names follow the domain-name rules and are unique among
+//!   disks; a disk's size a multiple of [`SECTOR_SIZE`] in
+//!   [`MIN_DISK_SIZE`]`..=`[`MAX_DISK_SIZE`] (1 MiB to 64 GiB);
+//! - a domain with devices is marked `driver` and a domain marked `driver` has devices (at most
+//!   [`MAX_DEVICES_PER_DOMAIN`]); a `disk` grant names a disk of the manifest; a `compatible`
+//!   string is 1 to [`MAX_COMPATIBLE_LEN`] bytes of printable ASCII without spaces; no device
+//!   is granted twice (to one domain or two), grants compared by what they resolve to
+//!   ([`Manifest::grant_target`]);
+//! - on a manifest placed for a machine ([`Manifest::machine`]): every disk's bus is one the
+//!   machine has (AHCI on `q35` only), every disk's address is [`Machine::disk_address`] of its
+//!   index, and `compatible` grants only on `virt` (the machine with a device tree). A manifest
+//!   not placed has no disk addresses.
+//!
+//! # Devices, disks and where they are
+//!
+//! The kernel finds a granted device by [`Manifest::grant_target`]: a `{ disk = ... }` grant is
+//! found at its disk's address, which the host tool chose when it attached the disk to QEMU
+//! ([`Machine::disk_address`]): disk `i` is on `virt` the virtio-mmio transport of unit `i`
+//! (QEMU's `virtio-mmio-bus.i`, the `i`-th `virtio,mmio` node by address,
+//! `0x1000_1000 + i * 0x1000`), and on `q35` the PCI function `00:(0x10 + i).0`, a
+//! `virtio-blk-pci` or an AHCI controller of its own with the disk on port 0. The other grants
+//! name a PCI function by IDs or class and index, or a device-tree node by `compatible` and
+//! unit, as the boot log lists them. Without an IOMMU a driver domain can make its device
+//! write anywhere in memory, so driver domains are trusted, and a manifest marks them.
 //!
 //! # The compiled form
 //!
@@ -71,8 +98,9 @@
 //! [`Manifest::check`]; it never panics on any input. The kernel and the host tool are always
 //! built together, so only the current version is accepted: version 2 added
 //! [`Manifest::channels`], version 3 added each domain's CPU contract ([`DomainSpec::cpu`]),
-//! version 4 its address-space quota ([`DomainSpec::address_space`]), and images of versions 1
-//! to 3 are rejected.
+//! version 4 its address-space quota ([`DomainSpec::address_space`]), version 5 the disks, the
+//! machine, and each domain's driver mark and device grants; images of versions 1 to 4 are
+//! rejected.
 //!
 //! # The TOML schema (feature `toml`)
 //!
@@ -98,6 +126,18 @@
 //! to = "sink"                # the receiving domain (not the sender)
 //! slots = 64                 # optional, default 64: a power of two, 2..=4096
 //! slot_size = 64             # optional, default 64 bytes: a multiple of 8, 8..=4096
+//!
+//! [[system.disk]]             # 0 to 8 of them (written after `memory`, under [system])
+//! name = "data"              # unique among disks
+//! size = "64M"               # a multiple of 512 bytes, 1M to 64G
+//! bus = "virtio"             # or "ahci" (x86_64 q35 only)
+//!
+//! [[domain]]
+//! name = "blk"
+//! app = "hello"
+//! memory = { guaranteed = "256K" }
+//! driver = true              # trusted: it drives devices (required with devices)
+//! devices = [{ disk = "data" }, { pci = "1af4:1005", index = 0 }]
 //! ```
 //!
 //! | key                          | type                   | unit  | default         |
@@ -119,6 +159,15 @@
 //! | `channel[i].to`              | string, a domain name  |       | required        |
 //! | `channel[i].slots`           | integer                | slots | `64`            |
 //! | `channel[i].slot_size`       | size                   | bytes | `64`            |
+//! | `system.disk[i].name`        | string, `[a-z0-9-]`    |       | required        |
+//! | `system.disk[i].size`        | size                   | bytes | required        |
+//! | `system.disk[i].bus`         | `"virtio"` or `"ahci"` |       | required        |
+//! | `domain[i].driver`           | boolean                |       | `false`         |
+//! | `domain[i].devices`          | array of grants        |       | `[]`            |
+//!
+//! A grant is one of `{ disk = "NAME" }`, `{ pci = "VVVV:DDDD", index = N }`,
+//! `{ pci_class = "CC.SS", index = N }` (hex, as the boot log prints them) or
+//! `{ compatible = "virtio,mmio", unit = N }` (RISC-V only); `index` and `unit` count from 0.
 //!
 //! A *size* is a string of decimal digits with an optional binary unit `K` (1024), `M` (1024²)
 //! or `G` (1024³), e.g. `"256K"`, or a plain number of bytes (a TOML integer or a string of
@@ -151,7 +200,7 @@
 //!
 //! # Not implemented yet
 //!
-//! - Disk contracts, the `[system]` disk, and stretches per domain (`[[domain.stretch]]`) come
+//! - Disk contracts, a disk's `model`, and stretches per domain (`[[domain.stretch]]`) come
 //!   with later issues; today they are unknown keys and rejected.
 //!
 //! # Features
@@ -183,7 +232,7 @@ pub use check::{ChannelRef, DomainRef, Problem, ProblemKind};
 pub use compiled::{CompiledError, FORMAT_VERSION, HEADER_LEN, MAGIC, decode};
 pub use duration::{DurationError, Time, parse_duration};
 #[cfg(feature = "toml")]
-pub use front::{ManifestError, parse, parse_file};
+pub use front::{ManifestError, parse, parse_file, parse_file_for, parse_for};
 pub use size::{Bytes, SizeError, parse_size};
 
 /// The page size: `guaranteed` and `optimistic` memory are multiples of it.
@@ -203,8 +252,11 @@ pub const MAX_MEMORY: u64 = {
     if a < b { a } else { b }
 };
 
-/// A machine model Tessera boots on, for the guest RAM it can give ([`Machine::max_memory`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A machine model Tessera boots on: the guest RAM it can give ([`Machine::max_memory`]), the
+/// disk buses it has ([`Machine::has_bus`]) and where the host tool attaches each disk
+/// ([`Machine::disk_address`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Machine {
     /// QEMU's `virt` with a riscv64 hart.
     RiscvVirt,
@@ -240,7 +292,64 @@ impl Machine {
             Machine::Q35 => 978 * GIB,
         }
     }
+
+    /// Whether the machine can attach a disk on `bus`: virtio on both, AHCI on `q35` only.
+    pub const fn has_bus(self, bus: DiskBus) -> bool {
+        !matches!((self, bus), (Machine::RiscvVirt, DiskBus::Ahci))
+    }
+
+    /// Whether the machine has a device tree, so that `{ compatible = ..., unit = N }` grants
+    /// mean something (`virt` only).
+    pub const fn has_device_tree(self) -> bool {
+        matches!(self, Machine::RiscvVirt)
+    }
+
+    /// Where the host tool attaches the `index`-th disk of a manifest (0-based, in manifest
+    /// order) on `bus`, or `None` if the machine has no such bus or slot:
+    ///
+    /// - `virt`, virtio: the virtio-mmio transport of unit `index`, QEMU's
+    ///   `virtio-mmio-bus.<index>`, at `0x1000_1000 + index * 0x1000` with PLIC interrupt
+    ///   `1 + index` (the `index`-th `virtio,mmio` node of the device tree by address). xtask
+    ///   names the bus explicitly: QEMU would otherwise plug the first device into the last
+    ///   transport (unit 7).
+    /// - `q35`, virtio or AHCI: the PCI function `00:(0x10 + index).0`
+    ///   ([`FIRST_DISK_SLOT`]), given to QEMU with `addr=`; an AHCI disk has its own controller
+    ///   there (not q35's built-in one at `00:1f.2`, which has the same IDs), disk on port 0.
+    pub const fn disk_address(self, index: usize, bus: DiskBus) -> Option<DeviceAddress> {
+        if index >= MAX_DISKS || !self.has_bus(bus) {
+            return None;
+        }
+        Some(match self {
+            Machine::RiscvVirt => DeviceAddress::Mmio { unit: index as u16 },
+            Machine::Q35 => {
+                DeviceAddress::Pci { bus: 0, slot: FIRST_DISK_SLOT + index as u8, function: 0 }
+            }
+        })
+    }
 }
+
+/// The PCI slot (device number) on bus 0 of a `q35` machine where the host tool attaches the
+/// first disk's device; disk `i` is at slot `FIRST_DISK_SLOT + i` ([`Machine::disk_address`]).
+/// Slots `0x10..0x18` are free on q35 (it has its host bridge at 0, VGA at 1 and its ICH9
+/// functions at `0x1f`).
+pub const FIRST_DISK_SLOT: u8 = 0x10;
+/// The number of virtio-mmio transports of QEMU's `virt` (units 0 to 7).
+pub const VIRTIO_MMIO_UNITS: usize = 8;
+/// The most disks a manifest may declare.
+pub const MAX_DISKS: usize = 8;
+/// A disk's size is a multiple of this many bytes (a sector).
+pub const SECTOR_SIZE: u64 = 512;
+/// The smallest disk accepted (1 MiB).
+pub const MIN_DISK_SIZE: u64 = MIB;
+/// The largest disk accepted (64 GiB).
+pub const MAX_DISK_SIZE: u64 = 64 * GIB;
+/// The most device grants one domain may have.
+pub const MAX_DEVICES_PER_DOMAIN: usize = 8;
+/// The longest `compatible` string of a grant, in bytes.
+pub const MAX_COMPATIBLE_LEN: usize = 63;
+
+const _: () = assert!(MAX_DISKS <= VIRTIO_MMIO_UNITS);
+const _: () = assert!(FIRST_DISK_SLOT as usize + MAX_DISKS <= 0x1f);
 /// The stretch region, `[abi::STRETCH_BASE, abi::USER_END)`, in bytes (128 GiB): where the
 /// kernel places stacks, control blocks, channels and the stretches domains create at run time.
 /// Each domain has its own partition of it, of the size of its quota
@@ -337,7 +446,156 @@ pub struct Manifest {
     pub domains: Vec<DomainSpec>,
     /// The IO channels to create between the domains, in manifest order.
     pub channels: Vec<ChannelSpec>,
+    /// The disks the machine has (`[[system.disk]]`), in manifest order.
+    pub disks: Vec<DiskSpec>,
+    /// The machine the manifest is placed for ([`Manifest::place`]): `None` as parsed (valid
+    /// on some machine), `Some` once every disk has its device address
+    /// ([`DiskSpec::at`]). The host tool places a manifest before it compiles it, so the
+    /// kernel always reads a placed one.
+    pub machine: Option<Machine>,
 }
+
+/// One disk of a [`Manifest`]: a raw image the host tool creates and attaches for the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DiskSpec {
+    /// The disk's unique name (`[a-z0-9-]`, at most [`MAX_NAME_LEN`] bytes).
+    pub name: String,
+    /// Its size in bytes: a multiple of [`SECTOR_SIZE`] in
+    /// [`MIN_DISK_SIZE`]`..=`[`MAX_DISK_SIZE`].
+    pub size: u64,
+    /// The bus its device is on.
+    pub bus: DiskBus,
+    /// Where its device is: [`Machine::disk_address`] of the disk's index, set by
+    /// [`Manifest::place`]; `None` while the manifest is not placed.
+    pub at: Option<DeviceAddress>,
+}
+
+/// The bus a disk is attached on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DiskBus {
+    /// A virtio block device: virtio-mmio on `virt`, `virtio-blk-pci` (transitional,
+    /// `1af4:1001`) on `q35`.
+    Virtio,
+    /// A SATA disk on port 0 of its own AHCI controller (`8086:2922`), `q35` only.
+    Ahci,
+}
+
+impl DiskBus {
+    /// Its name in a manifest (`virtio`, `ahci`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            DiskBus::Virtio => "virtio",
+            DiskBus::Ahci => "ahci",
+        }
+    }
+}
+
+/// A device's place on a machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DeviceAddress {
+    /// The PCI function `bus:slot.function` (as the boot log prints it, `BB:SS.F`).
+    Pci {
+        /// The bus number.
+        bus: u8,
+        /// The device (slot) number, below 32.
+        slot: u8,
+        /// The function number, below 8.
+        function: u8,
+    },
+    /// The `unit`-th `virtio,mmio` node of the device tree, by address (RISC-V `virt`: at
+    /// `0x1000_1000 + unit * 0x1000`).
+    Mmio {
+        /// The unit, from 0.
+        unit: u16,
+    },
+}
+
+/// A device granted to a driver domain (`domain.devices`): the domain may map its registers
+/// and take its interrupts. Without an IOMMU such a domain can make its device write anywhere
+/// in memory, so it must be marked trusted ([`DomainSpec::driver`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DeviceGrant {
+    /// The device that serves a declared disk (an index into [`Manifest::disks`]); find it at
+    /// that disk's [`DiskSpec::at`] ([`Manifest::grant_target`]).
+    Disk {
+        /// The disk's index.
+        disk: usize,
+    },
+    /// The `index`-th PCI function (0-based, in bus:device.function order) with these IDs.
+    PciId {
+        /// The vendor ID.
+        vendor: u16,
+        /// The device ID.
+        device: u16,
+        /// Which of the functions with these IDs.
+        index: u16,
+    },
+    /// The `index`-th PCI function (0-based, in bus:device.function order) of this class and
+    /// subclass.
+    PciClass {
+        /// The base class.
+        class: u8,
+        /// The subclass.
+        subclass: u8,
+        /// Which of the functions of this class.
+        index: u16,
+    },
+    /// The `unit`-th device-tree node (0-based, by address) whose first `compatible` string
+    /// is `compatible` (RISC-V `virt` only).
+    Compatible {
+        /// The `compatible` string, printable ASCII without spaces.
+        compatible: String,
+        /// Which of the nodes.
+        unit: u16,
+    },
+}
+
+/// What a kernel looks for to find a granted device ([`Manifest::grant_target`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DeviceTarget<'a> {
+    /// The PCI function at this address.
+    PciAddress {
+        /// The bus number.
+        bus: u8,
+        /// The device (slot) number.
+        slot: u8,
+        /// The function number.
+        function: u8,
+    },
+    /// The `index`-th PCI function with these IDs.
+    PciId {
+        /// The vendor ID.
+        vendor: u16,
+        /// The device ID.
+        device: u16,
+        /// Which one, from 0.
+        index: u16,
+    },
+    /// The `index`-th PCI function of this class and subclass.
+    PciClass {
+        /// The base class.
+        class: u8,
+        /// The subclass.
+        subclass: u8,
+        /// Which one, from 0.
+        index: u16,
+    },
+    /// The `unit`-th device-tree node with this first `compatible` string.
+    Node {
+        /// The `compatible` string.
+        compatible: &'a str,
+        /// Which one, from 0.
+        unit: u16,
+    },
+}
+
+/// The `compatible` string of QEMU `virt`'s virtio-mmio transports.
+pub const VIRTIO_MMIO_COMPATIBLE: &str = "virtio,mmio";
 
 /// One domain of a [`Manifest`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -365,6 +623,13 @@ pub struct DomainSpec {
     /// the fault demos do. Read by the host tool only: `cargo xtask run` does not count such a
     /// domain's failure against the run.
     pub expect_failure: bool,
+    /// Whether the domain is a trusted driver domain (`driver = true`): exactly the domains
+    /// with [`devices`](Self::devices) are. Without an IOMMU a device can write anywhere in
+    /// memory, so a domain that drives one is as trusted as the kernel.
+    pub driver: bool,
+    /// The devices granted to the domain, in manifest order (at most
+    /// [`MAX_DEVICES_PER_DOMAIN`]); a device is granted to at most one domain.
+    pub devices: Vec<DeviceGrant>,
 }
 
 /// A domain's CPU contract as a manifest carries it: an [`atropos::Contract`] with its times in
@@ -455,6 +720,64 @@ impl ChannelSpec {
 }
 
 impl Manifest {
+    /// Places the manifest for `machine`: gives every disk its device address
+    /// ([`Machine::disk_address`]) and records the machine, then checks it
+    /// ([`Manifest::check`], which then also holds it to the machine's rules: AHCI disks on
+    /// `q35` only, `compatible` grants on `virt` only).
+    pub fn place(&mut self, machine: Machine) -> Result<(), Problem> {
+        self.machine = Some(machine);
+        for (i, d) in self.disks.iter_mut().enumerate() {
+            d.at = machine.disk_address(i, d.bus);
+        }
+        self.check()
+    }
+
+    /// What the kernel looks for to find the device of `grant`: a `{ disk = ... }` grant
+    /// becomes its disk's [`DiskSpec::at`] (a PCI address, or the `virtio,mmio` node of its
+    /// unit); `None` for a disk grant of a manifest not placed (or a disk that does not
+    /// exist). The other grants are as written.
+    ///
+    /// ```
+    /// # use manifest::{DeviceGrant, DeviceTarget};
+    /// # fn f(m: &manifest::Manifest) {
+    /// for d in m.domains.iter().filter(|d| d.driver) {
+    ///     for grant in &d.devices {
+    ///         match m.grant_target(grant) {
+    ///             Some(DeviceTarget::PciAddress { bus, slot, function }) => { /* ... */ }
+    ///             _ => { /* ... */ }
+    ///         }
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn grant_target<'a>(&'a self, grant: &'a DeviceGrant) -> Option<DeviceTarget<'a>> {
+        Some(match grant {
+            DeviceGrant::Disk { disk } => match self.disks.get(*disk)?.at? {
+                DeviceAddress::Pci { bus, slot, function } => {
+                    DeviceTarget::PciAddress { bus, slot, function }
+                }
+                DeviceAddress::Mmio { unit } => {
+                    DeviceTarget::Node { compatible: VIRTIO_MMIO_COMPATIBLE, unit }
+                }
+            },
+            DeviceGrant::PciId { vendor, device, index } => {
+                DeviceTarget::PciId { vendor: *vendor, device: *device, index: *index }
+            }
+            DeviceGrant::PciClass { class, subclass, index } => {
+                DeviceTarget::PciClass { class: *class, subclass: *subclass, index: *index }
+            }
+            DeviceGrant::Compatible { compatible, unit } => {
+                DeviceTarget::Node { compatible, unit: *unit }
+            }
+        })
+    }
+
+    /// The index of the domain the device of `disk` is granted to, if any (a disk no domain
+    /// is granted stays masked).
+    pub fn disk_owner(&self, disk: usize) -> Option<usize> {
+        self.domains.iter().position(|d| d.devices.contains(&DeviceGrant::Disk { disk }))
+    }
+
     /// The sum of all domains' guaranteed memory in bytes (saturating).
     pub fn total_guaranteed(&self) -> u64 {
         self.domains.iter().fold(0u64, |sum, d| sum.saturating_add(d.guaranteed))

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use manifest::{
-    ChannelSpec, CpuSpec, DEFAULT_ADDRESS_SPACE, DomainSpec, MIB, Manifest, ManifestError, decode,
-    parse, parse_file,
+    ChannelSpec, CpuSpec, DEFAULT_ADDRESS_SPACE, DeviceAddress, DeviceGrant, DiskBus, DiskSpec,
+    DomainSpec, MIB, Machine, Manifest, ManifestError, decode, parse, parse_file, parse_file_for,
+    parse_for,
 };
 
 /// The apps the repository's manifests may name.
@@ -203,6 +204,8 @@ fn parses_the_documented_example() {
                         latency_ns: 1_000_000,
                     },
                     expect_failure: false,
+                    driver: false,
+                    devices: vec![],
                 },
                 DomainSpec {
                     name: "c".into(),
@@ -213,9 +216,13 @@ fn parses_the_documented_example() {
                     address_space: DEFAULT_ADDRESS_SPACE,
                     cpu: CpuSpec::BEST_EFFORT,
                     expect_failure: false,
+                    driver: false,
+                    devices: vec![],
                 },
             ],
             channels: vec![],
+            disks: vec![],
+            machine: None,
         }
     );
 }
@@ -297,7 +304,19 @@ fn every_bad_manifest_fails_as_expected() {
             .and_then(|l| l.strip_prefix("# expect: "))
             .unwrap_or_else(|| panic!("{}: no `# expect: ` first line", path.display()));
         assert!(expect.contains(':'), "{}: expect a line number", path.display());
-        match parse_file(&path, APPS) {
+        // An optional second line `# machine: riscv64` (or `x86_64`) places it for a machine.
+        let machine = text.lines().nth(1).and_then(|l| l.strip_prefix("# machine: ")).map(|m| {
+            match m.trim() {
+                "riscv64" => Machine::RiscvVirt,
+                "x86_64" => Machine::Q35,
+                other => panic!("{}: unknown machine {other:?}", path.display()),
+            }
+        });
+        let parsed = match machine {
+            Some(machine) => parse_file_for(&path, APPS, machine),
+            None => parse_file(&path, APPS),
+        };
+        match parsed {
             Ok(_) => failures.push(format!("{}: parsed, expected `{expect}`", path.display())),
             Err(e) => {
                 let message = e.to_string();
@@ -793,4 +812,217 @@ fn a_sender_address_space_holds_its_channels() {
     );
     parse("t.toml", &text.replace("address_space = \"2M\"", "address_space = \"4M\""), APPS)
         .unwrap();
+}
+
+/// Two disks, one granted to a driver domain; the other stays masked.
+const DISKS: &str = r#"
+[system]
+memory = "128M"
+
+[[system.disk]]
+name = "data"
+size = "64M"
+bus = "virtio"
+
+[[system.disk]]
+name = "scratch"
+size = "1M"
+bus = "ahci"
+
+[[domain]]
+name = "blk"
+app = "hello"
+memory = { guaranteed = "256K" }
+driver = true
+devices = [{ disk = "data" }, { pci = "1af4:1005", index = 0 }, { pci_class = "02.00", index = 1 }]
+
+[[domain]]
+name = "c"
+app = "counter"
+memory = { guaranteed = "256K" }
+"#;
+
+fn err_for(text: &str, machine: Machine) -> ManifestError {
+    parse_for("t.toml", text, APPS, machine).unwrap_err()
+}
+
+#[test]
+fn disks_and_device_grants_parse() {
+    let m = parse("t.toml", DISKS, APPS).unwrap();
+    assert_eq!(m.machine, None);
+    assert_eq!(
+        m.disks,
+        vec![
+            DiskSpec { name: "data".into(), size: 64 * MIB, bus: DiskBus::Virtio, at: None },
+            DiskSpec { name: "scratch".into(), size: MIB, bus: DiskBus::Ahci, at: None },
+        ]
+    );
+    assert!(m.domains[0].driver && !m.domains[1].driver);
+    assert_eq!(
+        m.domains[0].devices,
+        vec![
+            DeviceGrant::Disk { disk: 0 },
+            DeviceGrant::PciId { vendor: 0x1af4, device: 0x1005, index: 0 },
+            DeviceGrant::PciClass { class: 2, subclass: 0, index: 1 },
+        ]
+    );
+    assert!(m.domains[1].devices.is_empty());
+    // Placed for q35: the disks are at 00:10.0 and 00:11.0; it compiles and decodes.
+    let m = parse_for("t.toml", DISKS, APPS, Machine::Q35).unwrap();
+    assert_eq!(m.machine, Some(Machine::Q35));
+    assert_eq!(m.disks[1].at, Some(DeviceAddress::Pci { bus: 0, slot: 0x11, function: 0 }));
+    assert_eq!(decode(&m.compile()), Ok(m));
+}
+
+#[test]
+fn ahci_is_refused_on_riscv_at_its_bus() {
+    let e = err_for(DISKS, Machine::RiscvVirt);
+    assert_eq!(
+        e.to_string(),
+        "t.toml:13: system.disk[1].bus: QEMU virt (riscv64) has no ahci bus: AHCI disks are for \
+         QEMU q35 (x86_64) only (use bus = \"virtio\")"
+    );
+    let virtio = DISKS.replace("\"ahci\"", "\"virtio\"");
+    let m = parse_for("t.toml", &virtio, APPS, Machine::RiscvVirt).unwrap();
+    assert_eq!(m.disks[1].at, Some(DeviceAddress::Mmio { unit: 1 }));
+}
+
+#[test]
+fn disk_rules_name_their_keys() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "size = \"64M\"",
+            "size = \"1000\"",
+            "t.toml:7: system.disk[0].size: disk size 1000 bytes is not a multiple of the 512-byte sector",
+        ),
+        (
+            "size = \"64M\"",
+            "size = \"512K\"",
+            "t.toml:7: system.disk[0].size: disk size 512K is out of range (a multiple of 512 bytes from 1M to 64G)",
+        ),
+        ("size = \"64M\"", "size = \"65G\"", "system.disk[0].size: disk size 65G is out of range"),
+        (
+            "name = \"scratch\"",
+            "name = \"data\"",
+            "t.toml:11: system.disk[1].name: duplicate disk name \"data\" (first at line 6)",
+        ),
+        (
+            "name = \"scratch\"",
+            "name = \"Scratch\"",
+            "t.toml:11: system.disk[1].name: disk name contains 'S'",
+        ),
+        (
+            "bus = \"ahci\"",
+            "bus = \"scsi\"",
+            "t.toml:13: system.disk[1].bus: unknown variant `scsi`, expected `virtio` or `ahci`",
+        ),
+        (
+            "bus = \"ahci\"",
+            "bus = \"ahci\"\nmodel = \"hdd\"",
+            "t.toml:14: system.disk[1].model: unknown field `model`",
+        ),
+        (
+            "{ disk = \"data\" }",
+            "{ disk = \"dat\" }",
+            "t.toml:20: domain[0].devices[0]: unknown disk \"dat\" (disks: data, scratch)",
+        ),
+        (
+            "driver = true\n",
+            "",
+            "t.toml:19: domain[0].devices: the domain is granted devices but is not marked `driver = true`",
+        ),
+        (
+            "{ pci = \"1af4:1005\", index = 0 }",
+            "{ pci = \"1af4:1005\" }",
+            "t.toml:20: domain[0].devices[1]: `pci` needs `index` (0 for the first)",
+        ),
+        (
+            "{ pci = \"1af4:1005\", index = 0 }",
+            "{ pci = \"1af4-1005\", index = 0 }",
+            "t.toml:20: domain[0].devices[1].pci: invalid PCI IDs \"1af4-1005\": write vendor:device as four hex digits each",
+        ),
+        (
+            "{ pci_class = \"02.00\", index = 1 }",
+            "{ pci_class = \"2.0\", index = 1 }",
+            "domain[0].devices[2].pci_class: invalid PCI class \"2.0\"",
+        ),
+        (
+            "{ pci_class = \"02.00\", index = 1 }",
+            "{ disk = \"data\", pci = \"1af4:1005\" }",
+            "t.toml:20: domain[0].devices[2]: a device grant names exactly one of `disk`",
+        ),
+        (
+            "{ pci_class = \"02.00\", index = 1 }",
+            "{ disk = \"scratch\", unit = 1 }",
+            "t.toml:20: domain[0].devices[2]: `unit` does not go with `disk`",
+        ),
+        (
+            "{ pci_class = \"02.00\", index = 1 }",
+            "{ disk = \"data\" }",
+            "t.toml:20: domain[0].devices[2]: the device is granted already, to domain \"blk\" (line 20)",
+        ),
+        (
+            "{ pci_class = \"02.00\", index = 1 }",
+            "{ bus = 1 }",
+            "t.toml:20: domain[0].devices[2].bus: unknown field `bus`",
+        ),
+    ];
+    for (from, to, want) in cases {
+        assert!(DISKS.contains(from), "{from}");
+        let e = err(&DISKS.replacen(from, to, 1)).to_string();
+        assert!(e.contains(want), "{e}\n    expected to contain `{want}`");
+    }
+    // A disk granted to two domains.
+    let two = DISKS.replace(
+        "app = \"counter\"\n",
+        "app = \"counter\"\ndriver = true\ndevices = [{ disk = \"data\" }]\n",
+    );
+    assert_eq!(
+        err(&two).to_string(),
+        "t.toml:26: domain[1].devices[0]: the device is granted already, to domain \"blk\" \
+         (line 20): a device is granted to at most one domain"
+    );
+    // driver = true without devices.
+    let idle = DISKS.replace("app = \"counter\"\n", "app = \"counter\"\ndriver = true\n");
+    let e = err(&idle);
+    assert_eq!((e.line, e.key.as_deref()), (Some(25), Some("domain[1].driver")));
+    // A disk no domain is granted, and a manifest without disks, are fine.
+    let m = parse("t.toml", DISKS, APPS).unwrap();
+    assert_eq!((m.disk_owner(0), m.disk_owner(1)), (Some(0), None));
+    assert!(parse("t.toml", GOOD, APPS).unwrap().disks.is_empty());
+}
+
+#[test]
+fn compatible_grants_are_for_riscv() {
+    let text = r#"
+[system]
+memory = "64M"
+
+[[system.disk]]
+name = "data"
+size = "1M"
+bus = "virtio"
+
+[[domain]]
+name = "blk"
+app = "hello"
+memory = { guaranteed = "256K" }
+driver = true
+devices = [{ compatible = "virtio,mmio", unit = 3 }]
+"#;
+    let m = parse_for("t.toml", text, APPS, Machine::RiscvVirt).unwrap();
+    let want = DeviceGrant::Compatible { compatible: "virtio,mmio".into(), unit: 3 };
+    assert_eq!(m.domains[0].devices, vec![want]);
+    assert_eq!(
+        err_for(text, Machine::Q35).to_string(),
+        "t.toml:15: domain[0].devices[0]: QEMU q35 (x86_64) has no device tree: grant its \
+         devices by `disk`, `pci` or `pci_class`"
+    );
+    // The node of the disk (unit 0) granted twice, once by name and once by node.
+    let both = text.replace("unit = 3 }", "unit = 0 }, { disk = \"data\" }");
+    let e = err_for(&both, Machine::RiscvVirt).to_string();
+    assert!(e.contains("domain[0].devices[1]: the device is granted already"), "{e}");
+    let bad = text.replace("virtio,mmio", "virtio mmio");
+    let e = err(&bad).to_string();
+    assert!(e.contains("t.toml:15: domain[0].devices[0]: invalid compatible string"), "{e}");
 }
