@@ -21,7 +21,7 @@ use ::x86_64::registers::model_specific::Msr;
 
 use super::layout::LAPIC_VIRT;
 use super::phys_to_virt;
-use super::trap::{APIC_ERROR_VECTOR, SPURIOUS_VECTOR, TIMER_VECTOR};
+use super::vectors::{APIC_ERROR_VECTOR, SPURIOUS_VECTOR, TIMER_VECTOR};
 
 /// IA32_APIC_BASE.
 const APIC_BASE_MSR: u32 = 0x1b;

@@ -39,6 +39,7 @@ mod boot;
 pub mod cpu;
 mod exit;
 pub mod fp;
+pub mod frame;
 pub mod gdt;
 pub mod interrupts;
 mod ioapic;
@@ -52,6 +53,7 @@ pub mod time;
 pub mod timer;
 pub mod trap;
 pub mod user;
+pub mod vectors;
 
 use ::x86_64::structures::paging::PageTableFlags as Flags;
 use spin::Mutex;
