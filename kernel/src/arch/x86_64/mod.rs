@@ -36,6 +36,7 @@ mod acpi;
 pub mod apic;
 mod backtrace;
 mod boot;
+pub mod calibrate;
 pub mod cpu;
 mod exit;
 pub mod fp;
@@ -218,6 +219,7 @@ pub fn init_platform(boot: &crate::BootInfo) {
     space::init_pcids(features.pcid);
 
     apic::init();
+    calibrate::apic_rate_if_unknown();
     ioapic::init(boot);
     timer::init();
     interrupts::enable();
