@@ -61,12 +61,38 @@ use spin::Mutex;
 
 pub use backtrace::backtrace;
 pub use boot::boot_stack;
-pub use exit::exit;
-pub use fp::{FpState, restore_fp, save_fp};
+pub use fp::FpState;
 use layout::{BOOT_MAP_BYTES, DIRECT_MAP_BASE, DIRECT_MAP_BYTES, KERNEL_VMA, LAPIC_VIRT};
 use paging::{PageSize, PageTable};
 pub use space::AddressSpace;
 pub use user::{Resume, UserContext, copy_from_user, copy_words_from_user, enter_user};
+
+/// Ends the run: with interrupts off, logs how many times a domain's FP state was loaded on
+/// first use and the unexpected interrupts taken, then leaves QEMU with `code`
+/// ([`exit::leave`]).
+pub fn exit(code: crate::ExitCode) -> ! {
+    interrupts::disable();
+    let loads = fp::loads();
+    if loads > 0 {
+        defmt::info!("fp: {=u64} floating-point state loads on first use", loads);
+    }
+    interrupts::report_unexpected();
+    exit::leave(code)
+}
+
+/// Called when the domain that ran in `_ctx` stops running: saves its FP registers into `fp`
+/// if it may have changed them ([`fp::save`]; the state is not in the context on x86_64).
+#[inline(always)]
+pub fn save_fp(_ctx: &mut UserContext, fp: &mut FpState) {
+    fp::save(fp);
+}
+
+/// Called when the domain whose state is `fp` is about to resume with `_ctx`: it resumes with
+/// its FP registers in place or loads them on first use ([`fp::restore`]).
+#[inline(always)]
+pub fn restore_fp(_ctx: &mut UserContext, fp: &FpState) {
+    fp::restore(fp);
+}
 
 /// The architecture's name in reports.
 pub const NAME: &str = "x86_64";
