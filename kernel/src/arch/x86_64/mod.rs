@@ -10,14 +10,16 @@
 //!   whose RSP0 is the entry stack for traps from user mode ([`gdt`]);
 //! - an IDT with an entry stub for all 256 vectors, a symbolized report for every CPU
 //!   exception, probes that survive faults, and a way to run user code until its first trap
-//!   ([`trap`], [`probe`]);
+//!   ([`trap`], [`probe`]; the trap frame and the exceptions' names are in [`frame`], the
+//!   vectors the kernel assigns in [`vectors`]);
 //! - the kernel's own 4-level page tables ([`paging`]): the image with per-section rights
 //!   (text read-execute, rodata read-only, data read-write no-execute), a guard page under the
 //!   boot stack and under each interrupt stack, a direct map of all RAM the boot info reports
 //!   (and of everything below 4 GiB) in 1 GiB pages where the CPU has them, 2 MiB otherwise;
 //!   EFER.NXE, CR4.PGE, and CR4.SMEP and CR4.SMAP where CPUID reports them ([`cpu`]);
-//! - the local APIC ([`apic`]) with one-shot timer interrupts through the IDT ([`timer`]), the
-//!   legacy PICs moved and masked, the PIT's channel 0 stopped ([`interrupts`]).
+//! - the local APIC ([`apic`]) with one-shot timer interrupts through the IDT ([`timer`]), its
+//!   rate and the TSC's frequency measured at boot ([`calibrate`], for [`time`]), the legacy
+//!   PICs moved and masked, the PIT's channel 0 stopped ([`interrupts`]).
 //!
 //! - protection domains' address spaces ([`space`]): 4-level trees sharing the kernel half,
 //!   under PCIDs only where CPUID reports them (never in QEMU's TCG);
