@@ -124,6 +124,7 @@ fn set_ts(on: bool) {
 /// Called when a domain stops running: saves its FP registers into `fp` if it may have changed
 /// them since they were loaded (it is the holder and CR0.TS is clear). `fp` is the state
 /// [`restore`] was last given for this domain.
+#[inline]
 pub fn save(fp: &mut FpState) {
     if !HOLDER.holds(fp.block()) || ts() {
         return;
@@ -138,6 +139,7 @@ pub fn save(fp: &mut FpState) {
 /// registers hold `fp` already, the domain resumes with them (TS clear); otherwise with TS set,
 /// and its state is loaded when it first uses the unit ([`on_first_use`]). Either way it sees
 /// its own values, never another domain's.
+#[inline]
 pub fn restore(fp: &FpState) {
     set_ts(!HOLDER.switch_to(fp.block()));
 }
