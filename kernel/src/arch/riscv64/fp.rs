@@ -25,7 +25,7 @@ use crate::arch::fp_holder::FpHolder;
 
 use riscv::register::sstatus::{self, FS};
 
-use super::trap::TrapFrame;
+use super::frame::TrapFrame;
 
 const SSTATUS_FS: usize = 3 << 13;
 const FS_OFF: usize = 0;

@@ -11,6 +11,7 @@ pub mod console;
 mod device_tree;
 mod entry;
 pub mod fp;
+mod frame;
 pub mod interrupts;
 pub mod layout;
 mod plic;

@@ -11,27 +11,17 @@
 //! ([`super::interrupts::unexpected`]) and the kernel goes on; a fault at one of the probe
 //! instructions ([`super::probe`]) resumes at the probe's fix-up; any other exception is
 //! reported (cause, address, symbolized PC, backtrace) and ends the run with a failure status.
+//!
+//! Not here: the [`TrapFrame`] layout and the names of `scause` codes, in [`super::frame`],
+//! which the user-mode path ([`super::user`]) and [`super::fp`] share without importing this
+//! module.
 
 use core::arch::global_asm;
 
 use riscv::register::{scause, sscratch, stval, stvec};
 
+use super::frame::{INTERRUPT, SUPERVISOR_TIMER, TrapFrame, exception_name};
 use super::{entry, interrupts, probe, timer, user};
-
-/// Registers saved on trap entry.
-#[repr(C)]
-#[derive(Clone, Debug)]
-pub struct TrapFrame {
-    /// x0..x31 (x0 is unused; x2 is the interrupted `sp`).
-    pub regs: [usize; 32],
-    /// Interrupted PC.
-    pub sepc: usize,
-    /// Interrupted `sstatus`.
-    pub sstatus: usize,
-}
-
-// The trap entry stores `sepc` and `sstatus` at words 32 and 33.
-const _: () = assert!(core::mem::size_of::<TrapFrame>() == 34 * 8);
 
 const TRAP_STACK_BYTES: usize = 16 * 1024;
 
@@ -201,29 +191,6 @@ pub fn init() {
     unsafe {
         sscratch::write(0);
         stvec::write(stvec::Stvec::new(vector, stvec::TrapMode::Direct));
-    }
-}
-
-pub(super) const INTERRUPT: usize = 1 << 63;
-pub(super) const SUPERVISOR_TIMER: usize = INTERRUPT | 5;
-
-/// Standard exception names, by `scause` code.
-pub(super) fn exception_name(code: usize) -> &'static str {
-    match code {
-        0 => "instruction address misaligned",
-        1 => "instruction access fault",
-        2 => "illegal instruction",
-        3 => "breakpoint",
-        4 => "load address misaligned",
-        5 => "load access fault",
-        6 => "store address misaligned",
-        7 => "store access fault",
-        8 => "environment call from U-mode",
-        9 => "environment call from S-mode",
-        12 => "instruction page fault",
-        13 => "load page fault",
-        15 => "store page fault",
-        _ => "unknown exception",
     }
 }
 

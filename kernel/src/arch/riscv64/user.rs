@@ -16,8 +16,8 @@ use frame_allocator::Owner;
 use riscv::register::sstatus;
 use spin::Mutex;
 
+use super::frame::{INTERRUPT, SUPERVISOR_TIMER, TrapFrame, exception_name};
 use super::sv39::{self, MapError, PTE_R, PTE_U, PTE_W, PTE_X, PageTable};
-use super::trap::{self, INTERRUPT, SUPERVISOR_TIMER, TrapFrame};
 use super::{fp, interrupts, probe, timer};
 use crate::arch::contract::{AddressSpaceOps, UserContextOps, UserFault, UserTrap};
 
@@ -158,7 +158,7 @@ fn user_fault(scause: usize, stval: usize) -> UserFault {
         12 => UserFault::Page { addr, access: Execute },
         13 => UserFault::Page { addr, access: Read },
         15 => UserFault::Page { addr, access: Write },
-        code => UserFault::Other { name: trap::exception_name(code), code },
+        code => UserFault::Other { name: exception_name(code), code },
     }
 }
 

@@ -3,14 +3,14 @@
 //!
 //! At boot ([`early_init`]) the APIC is reached through the boot page tables' direct map, is
 //! software-enabled with every local interrupt masked, and its timer is started counting down
-//! (masked) so that `time` can measure its rate against the TSC over the same PIT gate it uses
-//! for the TSC. [`init`] then maps the register page uncached at [`LAPIC_VIRT`] in the kernel's
+//! (masked) so that [`super::calibrate`] can measure its rate against the TSC over the same PIT
+//! gate it uses for the TSC. [`init`] then maps the register page uncached at [`LAPIC_VIRT`] in the kernel's
 //! tables and routes the timer to [`TIMER_VECTOR`], errors to their own vector, and LINT0 (the
 //! legacy PIC's virtual wire) masked.
 //!
-//! The timer rate is kept as a ratio to the TSC (APIC ticks per TSC tick, as two counts), from
-//! the boot gate or, when CPUID gave the TSC's frequency and no gate ran, from
-//! [`calibrate_against_tsc`].
+//! The timer rate is kept as a ratio to the TSC (APIC ticks per TSC tick, as two counts), as
+//! [`super::calibrate`] measured it ([`set_rate`]): over the boot gate or, when CPUID gave the
+//! TSC's frequency and no gate ran, against the TSC alone. This module reads no clock itself.
 //!
 //! Not here: the I/O APIC and MSI routing (devices come with driver domains), inter-processor
 //! interrupts other than to this CPU itself ([`send_self`], for tests), x2APIC.
@@ -21,7 +21,7 @@ use ::x86_64::registers::model_specific::Msr;
 
 use super::layout::LAPIC_VIRT;
 use super::phys_to_virt;
-use super::trap::{APIC_ERROR_VECTOR, SPURIOUS_VECTOR, TIMER_VECTOR};
+use super::vectors::{APIC_ERROR_VECTOR, SPURIOUS_VECTOR, TIMER_VECTOR};
 
 /// IA32_APIC_BASE.
 const APIC_BASE_MSR: u32 = 0x1b;
@@ -117,25 +117,19 @@ pub fn rate() -> (u64, u64) {
     (RATE_APIC.load(Ordering::Relaxed), RATE_TSC.load(Ordering::Relaxed))
 }
 
-/// Measures the APIC timer against the TSC over `tsc_ticks` TSC ticks; returns the counts
-/// (APIC ticks, TSC ticks). Leaves the timer stopped.
-pub fn calibrate_against_tsc(tsc_ticks: u64) -> (u64, u64) {
-    let _interrupts = super::super::InterruptGuard::new();
+/// Starts the timer counting down from `u32::MAX` at full rate, masked, for a measurement of
+/// its rate; returns its local vector entry, for [`stop_free_run`] to restore.
+pub(super) fn start_free_run() -> u32 {
     let saved = read(LVT_TIMER);
     write(LVT_TIMER, LVT_MASKED | u32::from(TIMER_VECTOR));
     write(TIMER_INITIAL, u32::MAX);
-    let start_count = current_count();
-    let start = super::time::now_ticks();
-    let mut now = start;
-    while now - start < tsc_ticks {
-        core::hint::spin_loop();
-        now = super::time::now_ticks();
-    }
-    let end_count = current_count();
-    let tsc = super::time::now_ticks() - start;
+    saved
+}
+
+/// Stops the timer [`start_free_run`] started and restores its local vector entry `saved`.
+pub(super) fn stop_free_run(saved: u32) {
     write(TIMER_INITIAL, 0);
     write(LVT_TIMER, saved);
-    (u64::from(start_count - end_count), tsc)
 }
 
 /// After the kernel's page tables are active: uses the uncached mapping at [`LAPIC_VIRT`],
@@ -147,11 +141,6 @@ pub(super) fn init() {
     write(LVT_ERROR, u32::from(APIC_ERROR_VECTOR));
     // Writing ESR latches the errors so far; they are then cleared by the next write.
     clear_errors();
-    if rate().0 == 0 {
-        let hz = super::time::frequency();
-        let (apic, tsc) = calibrate_against_tsc(hz / 100);
-        set_rate(apic, tsc);
-    }
 }
 
 /// Sets the timer's local vector: [`TIMER_VECTOR`], unmasked, one-shot or TSC-deadline.

@@ -20,7 +20,7 @@ use core::fmt::Write as _;
 use ::x86_64::instructions::port::Port;
 
 use super::layout::{BOOT_MAP_BYTES, DIRECT_MAP_BYTES};
-use super::{apic, exit, interrupts, phys_to_virt, serial, time};
+use super::{apic, calibrate, exit, interrupts, phys_to_virt, serial};
 use crate::BootInfo;
 use crate::boot_info::{Device, PhysRange, fixed};
 
@@ -250,9 +250,11 @@ extern "C" fn tessera_x86_64_boot(start_info: u64) -> ! {
     interrupts::quiet_legacy_devices();
     serial::init();
     apic::early_init();
-    let (timebase_hz, source) = time::init();
+    let (timebase_hz, source) = calibrate::init();
     match source {
-        time::Source::Guess => defmt::warn!("x86_64 boot: TSC frequency unknown, assuming 1 GHz"),
+        calibrate::Source::Guess => {
+            defmt::warn!("x86_64 boot: TSC frequency unknown, assuming 1 GHz")
+        }
         _ => defmt::debug!("x86_64 boot: TSC {=u64} Hz from {}", timebase_hz, source),
     }
 

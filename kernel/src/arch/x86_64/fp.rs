@@ -3,14 +3,14 @@
 //!
 //! The FP registers hold one domain's state at a time: the *holder*'s (the
 //! loaded block of [`HOLDER`], a [`FpHolder`] shared by the architectures).
-//! When the portable kernel switches to a domain ([`restore_fp`]):
+//! When the portable kernel switches to a domain ([`restore`], behind `arch::restore_fp`):
 //! - if the domain is the holder, CR0.TS is cleared: it resumes with its registers in place;
 //! - otherwise CR0.TS is set and nothing is loaded. Its first FP or SSE instruction then
 //!   raises #NM; [`on_first_use`] clears TS, loads its state (`fxrstor64`), makes it the holder
 //!   and returns to the same instruction, which now runs.
 //!
 //! When a domain stops running with TS clear while it is the holder (it may have changed its
-//! registers), [`save_fp`] stores them at once (`fxsave64`), so the holder's state is always
+//! registers), [`save`] (behind `arch::save_fp`) stores them at once (`fxsave64`), so the holder's state is always
 //! saved before another domain's can be loaded over it: [`on_first_use`] never has anything to
 //! save first. A domain that never touches the FP unit costs a switch neither loads nor
 //! stores. The kernel itself never uses these registers (its target is soft-float), so TS may
@@ -30,8 +30,6 @@ use alloc::boxed::Box;
 use crate::arch::fp_holder::FpHolder;
 
 use ::x86_64::registers::control::{Cr0, Cr0Flags, Cr4, Cr4Flags};
-
-use super::user::UserContext;
 
 /// The FXSAVE area: 512 bytes, 16-byte aligned.
 #[repr(C, align(16))]
@@ -90,7 +88,7 @@ pub fn loads() -> u64 {
 }
 
 /// Sets up the FP unit for domains: CR0.MP set, CR0.EM clear, CR4.OSFXSR and CR4.OSXMMEXCPT
-/// set. CR0.TS is left clear until [`restore_fp`] first runs.
+/// set. CR0.TS is left clear until [`restore`] first runs.
 pub(super) fn init() {
     // SAFETY: these bits only say how the FP unit and SSE behave: SSE instructions are allowed
     // (the kernel, soft-float, uses none), `fxsave` covers the XMM registers, and with TS set
@@ -123,10 +121,11 @@ fn set_ts(on: bool) {
     }
 }
 
-/// Called when the domain that ran in `ctx` stops running: saves its FP registers into `fp`
-/// if it may have changed them since they were loaded (it is the holder and CR0.TS is
-/// clear). `fp` is the state [`restore_fp`] was last given for this domain.
-pub fn save_fp(_ctx: &mut UserContext, fp: &mut FpState) {
+/// Called when a domain stops running: saves its FP registers into `fp` if it may have changed
+/// them since they were loaded (it is the holder and CR0.TS is clear). `fp` is the state
+/// [`restore`] was last given for this domain.
+#[inline]
+pub fn save(fp: &mut FpState) {
     if !HOLDER.holds(fp.block()) || ts() {
         return;
     }
@@ -136,11 +135,12 @@ pub fn save_fp(_ctx: &mut UserContext, fp: &mut FpState) {
     unsafe { core::arch::asm!("fxsave64 [{}]", in(reg) p, options(nostack, preserves_flags)) };
 }
 
-/// Called when the domain whose state is `fp` is about to resume with `ctx`: if the FP
+/// Called when the domain whose state is `fp` is about to resume: if the FP
 /// registers hold `fp` already, the domain resumes with them (TS clear); otherwise with TS set,
 /// and its state is loaded when it first uses the unit ([`on_first_use`]). Either way it sees
 /// its own values, never another domain's.
-pub fn restore_fp(_ctx: &mut UserContext, fp: &FpState) {
+#[inline]
+pub fn restore(fp: &FpState) {
     set_ts(!HOLDER.switch_to(fp.block()));
 }
 
@@ -153,7 +153,7 @@ pub fn on_first_use() -> bool {
     set_ts(false);
     if !HOLDER.holds(current) {
         // SAFETY: `current` is the block of the running domain's `FpState`, set by
-        // `restore_fp`; the `FpState` is alive (its drop would have forgotten it as current) and the
+        // `restore`; the `FpState` is alive (its drop would have forgotten it as current) and the
         // block, on the heap, is still at that address. It is 16-byte aligned and holds a
         // valid FXSAVE image (made by `Default` or by `fxsave64`). TS is clear.
         unsafe {

@@ -13,7 +13,7 @@
 //!
 //! For tests, `softint=TIME,...` on the command line ([`raise_software_at`]) raises software
 //! interrupts: on the first timer interrupt taken from user mode at or after each instant, the
-//! trap path sends this CPU a self-IPI on [`trap::SOFTWARE_VECTOR`], once the domain's handler
+//! trap path sends this CPU a self-IPI on [`SOFTWARE_VECTOR`], once the domain's handler
 //! is done and just before it resumes ring 3 (the handler may idle with interrupts on, where
 //! the IPI would be taken in the kernel). Interrupts stay off until the resume enters ring 3,
 //! so the IPI is taken there, with the domain's registers saved like any trap's.
@@ -22,7 +22,8 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use ::x86_64::instructions::{interrupts, port::Port};
 
-use super::{apic, trap};
+use super::apic;
+use super::vectors::{APIC_ERROR_VECTOR, PIC_VECTOR_BASE, SOFTWARE_VECTOR, SPURIOUS_VECTOR};
 
 /// Turns interrupts off; returns whether they were on.
 pub fn disable() -> bool {
@@ -55,7 +56,7 @@ static SOFT_DUE: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// Raises a software interrupt at each of `instants_ns` (nanoseconds since boot, ascending; at
 /// most four are kept): from then on, the first timer interrupt taken from user mode at or
-/// after each instant makes the trap path send a self-IPI on [`trap::SOFTWARE_VECTOR`] as it
+/// after each instant makes the trap path send a self-IPI on [`SOFTWARE_VECTOR`] as it
 /// resumes ring 3 ([`software_due`], [`raise_software`]). For testing how the kernel handles
 /// interrupts it does not expect.
 pub fn raise_software_at(instants_ns: &[u64]) {
@@ -88,19 +89,19 @@ fn software_due_slow() -> bool {
     true
 }
 
-/// Sends this CPU a software interrupt: a self-IPI on [`trap::SOFTWARE_VECTOR`]. It waits in
+/// Sends this CPU a software interrupt: a self-IPI on [`SOFTWARE_VECTOR`]. It waits in
 /// the local APIC while interrupts are off and is taken as soon as they are on: for the trap
 /// path, which calls this with interrupts off just before it resumes a domain, in ring 3.
 #[cold]
 pub(super) fn raise_software() {
-    apic::send_self(trap::SOFTWARE_VECTOR);
+    apic::send_self(SOFTWARE_VECTOR);
 }
 
 /// Moves both 8259 PICs to vectors 0x20..0x30, masks every line, and stops PIT channel 0.
 /// Before the IDT exists an interrupt would triple-fault the machine, and with the BIOS's
 /// vectors a PIC interrupt would look like a CPU exception.
 pub(super) fn quiet_legacy_devices() {
-    let base = trap::PIC_VECTOR_BASE;
+    let base = PIC_VECTOR_BASE;
     let writes: [(u16, u8); 10] = [
         (0x20, 0x11),     // master ICW1: initialise, ICW4 follows
         (0xa0, 0x11),     // slave ICW1
@@ -135,12 +136,10 @@ static UNEXPECTED: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
 /// The interrupt's name, by vector.
 fn name(vector: u8) -> &'static str {
     match vector {
-        trap::SPURIOUS_VECTOR => "local APIC spurious interrupt",
-        trap::APIC_ERROR_VECTOR => "local APIC error interrupt",
-        trap::SOFTWARE_VECTOR => "software interrupt",
-        v if (trap::PIC_VECTOR_BASE..trap::PIC_VECTOR_BASE + 16).contains(&v) => {
-            "legacy PIC interrupt"
-        }
+        SPURIOUS_VECTOR => "local APIC spurious interrupt",
+        APIC_ERROR_VECTOR => "local APIC error interrupt",
+        SOFTWARE_VECTOR => "software interrupt",
+        v if (PIC_VECTOR_BASE..PIC_VECTOR_BASE + 16).contains(&v) => "legacy PIC interrupt",
         _ => "interrupt",
     }
 }
@@ -151,7 +150,7 @@ fn name(vector: u8) -> &'static str {
 /// The caller then resumes the interrupted code.
 pub(super) fn unexpected(vector: u8, from_user: bool) {
     let seen = UNEXPECTED[vector as usize].fetch_add(1, Ordering::Relaxed);
-    if vector == trap::APIC_ERROR_VECTOR {
+    if vector == APIC_ERROR_VECTOR {
         apic::clear_errors();
     }
     let acknowledged = apic::in_service(vector);

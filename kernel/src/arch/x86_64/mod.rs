@@ -10,14 +10,16 @@
 //!   whose RSP0 is the entry stack for traps from user mode ([`gdt`]);
 //! - an IDT with an entry stub for all 256 vectors, a symbolized report for every CPU
 //!   exception, probes that survive faults, and a way to run user code until its first trap
-//!   ([`trap`], [`probe`]);
+//!   ([`trap`], [`probe`]; the trap frame and the exceptions' names are in [`frame`], the
+//!   vectors the kernel assigns in [`vectors`]);
 //! - the kernel's own 4-level page tables ([`paging`]): the image with per-section rights
 //!   (text read-execute, rodata read-only, data read-write no-execute), a guard page under the
 //!   boot stack and under each interrupt stack, a direct map of all RAM the boot info reports
 //!   (and of everything below 4 GiB) in 1 GiB pages where the CPU has them, 2 MiB otherwise;
 //!   EFER.NXE, CR4.PGE, and CR4.SMEP and CR4.SMAP where CPUID reports them ([`cpu`]);
-//! - the local APIC ([`apic`]) with one-shot timer interrupts through the IDT ([`timer`]), the
-//!   legacy PICs moved and masked, the PIT's channel 0 stopped ([`interrupts`]).
+//! - the local APIC ([`apic`]) with one-shot timer interrupts through the IDT ([`timer`]), its
+//!   rate and the TSC's frequency measured at boot ([`calibrate`], for [`time`]), the legacy
+//!   PICs moved and masked, the PIT's channel 0 stopped ([`interrupts`]).
 //!
 //! - protection domains' address spaces ([`space`]): 4-level trees sharing the kernel half,
 //!   under PCIDs only where CPUID reports them (never in QEMU's TCG);
@@ -36,9 +38,11 @@ mod acpi;
 pub mod apic;
 mod backtrace;
 mod boot;
+pub mod calibrate;
 pub mod cpu;
 mod exit;
 pub mod fp;
+pub mod frame;
 pub mod gdt;
 pub mod interrupts;
 mod ioapic;
@@ -52,18 +56,45 @@ pub mod time;
 pub mod timer;
 pub mod trap;
 pub mod user;
+pub mod vectors;
 
 use ::x86_64::structures::paging::PageTableFlags as Flags;
 use spin::Mutex;
 
 pub use backtrace::backtrace;
 pub use boot::boot_stack;
-pub use exit::exit;
-pub use fp::{FpState, restore_fp, save_fp};
+pub use fp::FpState;
 use layout::{BOOT_MAP_BYTES, DIRECT_MAP_BASE, DIRECT_MAP_BYTES, KERNEL_VMA, LAPIC_VIRT};
 use paging::{PageSize, PageTable};
 pub use space::AddressSpace;
 pub use user::{Resume, UserContext, copy_from_user, copy_words_from_user, enter_user};
+
+/// Ends the run: with interrupts off, logs how many times a domain's FP state was loaded on
+/// first use and the unexpected interrupts taken, then leaves QEMU with `code`
+/// ([`exit::leave`]).
+pub fn exit(code: crate::ExitCode) -> ! {
+    interrupts::disable();
+    let loads = fp::loads();
+    if loads > 0 {
+        defmt::info!("fp: {=u64} floating-point state loads on first use", loads);
+    }
+    interrupts::report_unexpected();
+    exit::leave(code)
+}
+
+/// Called when the domain that ran in `_ctx` stops running: saves its FP registers into `fp`
+/// if it may have changed them ([`fp::save`]; the state is not in the context on x86_64).
+#[inline(always)]
+pub fn save_fp(_ctx: &mut UserContext, fp: &mut FpState) {
+    fp::save(fp);
+}
+
+/// Called when the domain whose state is `fp` is about to resume with `_ctx`: it resumes with
+/// its FP registers in place or loads them on first use ([`fp::restore`]).
+#[inline(always)]
+pub fn restore_fp(_ctx: &mut UserContext, fp: &FpState) {
+    fp::restore(fp);
+}
 
 /// The architecture's name in reports.
 pub const NAME: &str = "x86_64";
@@ -216,6 +247,7 @@ pub fn init_platform(boot: &crate::BootInfo) {
     space::init_pcids(features.pcid);
 
     apic::init();
+    calibrate::apic_rate_if_unknown();
     ioapic::init(boot);
     timer::init();
     interrupts::enable();

@@ -11,7 +11,7 @@
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::trap::TrapFrame;
+use super::frame::{PF_INSTRUCTION, TrapFrame};
 
 global_asm!(
     r#"
@@ -235,7 +235,7 @@ pub(super) fn fix_up(frame: &mut TrapFrame) -> bool {
     let (table, exec_return) = unsafe { (&__probe_table, &__probe_exec_ret) };
     let fixup = if let Some(e) = table.iter().find(|e| e[0] == frame.rip) {
         e[1]
-    } else if frame.error & super::trap::PF_INSTRUCTION != 0
+    } else if frame.error & PF_INSTRUCTION != 0
         && frame.vector == 14
         && read_u64(frame.rsp as usize) == Some(exec_return[0])
     {

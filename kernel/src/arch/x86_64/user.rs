@@ -45,7 +45,8 @@ use ::x86_64::registers::control::{Cr2, Cr4, Cr4Flags};
 use ::x86_64::registers::model_specific::{Efer, EferFlags, Msr};
 use spin::Mutex;
 
-use super::trap::{self, PF_INSTRUCTION, PF_WRITE, TIMER_VECTOR, TrapFrame};
+use super::frame::{PF_INSTRUCTION, PF_WRITE, TrapFrame, exception_name};
+use super::vectors::TIMER_VECTOR;
 use super::{apic, fp, gdt, interrupts, probe, timer};
 use crate::arch::contract::{UserContextOps, UserFault, UserTrap};
 
@@ -260,7 +261,7 @@ pub fn with_current<R>(f: impl FnOnce(&mut UserContext) -> R) -> Option<R> {
 }
 
 /// Whether a trap from ring 3 belongs to a domain (a context is current), rather than to
-/// [`trap::run_user`]'s excursions.
+/// [`super::trap::run_user`]'s excursions.
 pub(super) fn owns_user_traps() -> bool {
     !__user_current.load(Ordering::Relaxed).is_null()
 }
@@ -503,7 +504,7 @@ extern "C" fn on_syscall(ctx: *mut UserContext) -> *mut UserContext {
     dispatch(ctx, UserTrap::SystemCall)
 }
 
-/// `syscall` with no current context (user code run by [`trap::run_user`]).
+/// `syscall` with no current context (user code run by [`super::trap::run_user`]).
 extern "C" fn orphan_syscall() -> ! {
     panic!("syscall from ring 3 with no current context");
 }
@@ -605,7 +606,7 @@ fn user_fault(vector: u64, error: u64, cr2: u64, rip: u64) -> UserFault {
         6 => UserFault::IllegalInstruction { bits: opcode_bytes(rip as usize) },
         3 => UserFault::Breakpoint,
         13 => UserFault::Refused { addr: 0, access: Read },
-        v => UserFault::Other { name: trap::exception_name(v, error), code: v as usize },
+        v => UserFault::Other { name: exception_name(v, error), code: v as usize },
     }
 }
 

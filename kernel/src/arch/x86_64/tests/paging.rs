@@ -7,9 +7,9 @@ use ::x86_64::registers::control::{Cr0, Cr0Flags, Cr4, Cr4Flags};
 use ::x86_64::registers::model_specific::{Efer, EferFlags};
 use frame_allocator::Owner;
 
+use crate::arch::frame::{PF_INSTRUCTION, PF_PRESENT, PF_USER, PF_WRITE};
 use crate::arch::paging::PageTableFlags as F;
 use crate::arch::probe::{self, RET};
-use crate::arch::trap::{PF_INSTRUCTION, PF_PRESENT, PF_USER, PF_WRITE};
 use crate::arch::{self, cpu, paging};
 use crate::check;
 use crate::ktest::{Failed, Outcome};

@@ -2,7 +2,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use crate::arch::{time, timer};
+use crate::arch::{calibrate, time, timer};
 use crate::check;
 use crate::ktest::Outcome;
 
@@ -16,7 +16,7 @@ pub fn apic_calibration() -> Outcome {
     let (boot_apic, boot_tsc) = apic::rate();
     check!(boot_tsc > 0, "no APIC timer rate was measured at boot");
     let hz = time::frequency();
-    let (apic, tsc) = apic::calibrate_against_tsc(hz / 100);
+    let (apic, tsc) = calibrate::apic_against_tsc(hz / 100);
     // Rates as APIC ticks per million TSC ticks.
     let at_boot = boot_apic as u128 * 1_000_000 / boot_tsc as u128;
     let now = apic as u128 * 1_000_000 / tsc as u128;

@@ -3,8 +3,9 @@
 
 use frame_allocator::Owner;
 
+use crate::arch::frame::{PF_PRESENT, PF_USER, PF_WRITE, TrapFrame};
 use crate::arch::paging::PageTableFlags as F;
-use crate::arch::trap::{self, PF_PRESENT, PF_USER, PF_WRITE, UserExit};
+use crate::arch::trap::{self, UserExit};
 use crate::arch::{self, gdt, paging, probe};
 use crate::check;
 use crate::ktest::{Failed, Outcome};
@@ -62,7 +63,7 @@ fn run_programs(kernel: u64, stack_pa: u64) -> Outcome {
     let (guard, entry_top) = gdt::entry_stack();
     let on_entry_stack = |e: &UserExit| {
         (guard as u64 + 4096..entry_top as u64).contains(&e.frame_at)
-            && e.frame_at + size_of::<trap::TrapFrame>() as u64 == entry_top as u64
+            && e.frame_at + size_of::<TrapFrame>() as u64 == entry_top as u64
     };
 
     let e = trap::run_user(CODE, top);

@@ -344,12 +344,12 @@ fn fp_handler(trap: UserTrap) -> Option<Resume> {
         t.wrong.push(calls);
     }
     let FpTest { ctx, fp, .. } = t;
-    fp::save_fp(&mut ctx[me], &mut fp[me]);
+    arch::save_fp(&mut ctx[me], &mut fp[me]);
     if calls + 1 == FP_CALLS {
         return None;
     }
     let other = 1 - me;
-    fp::restore_fp(&mut ctx[other], &fp[other]);
+    arch::restore_fp(&mut ctx[other], &fp[other]);
     Some(Resume::Context(&mut *ctx[other]))
 }
 
@@ -375,7 +375,7 @@ pub fn fp_lazy_restore() -> Outcome {
             let mut guard = FP_TEST.lock();
             let t = guard.as_mut().ok_or(Failed)?;
             let FpTest { ctx, fp, .. } = t;
-            fp::restore_fp(&mut ctx[0], &fp[0]);
+            arch::restore_fp(&mut ctx[0], &fp[0]);
             NonNull::from(&mut *ctx[0])
         };
         user::run(first, fp_handler);
