@@ -875,7 +875,7 @@ fn disks_and_device_grants_parse() {
 }
 
 #[test]
-fn ahci_is_refused_on_riscv_at_its_bus() {
+fn ahci_is_refused_on_virt_at_its_bus() {
     let e = err_for(DISKS, Machine::RiscvVirt);
     assert_eq!(
         e.to_string(),
@@ -993,7 +993,7 @@ fn disk_rules_name_their_keys() {
 }
 
 #[test]
-fn compatible_grants_are_for_riscv() {
+fn compatible_grants_are_for_virt() {
     let text = r#"
 [system]
 memory = "64M"
