@@ -4,8 +4,13 @@
 //! bus behind every PCI-to-PCI bridge it meets, and lists each function in the boot log
 //! (`pci BB:DD.F VVVV:DDDD class CC.SS.PP (what it is)`), as the device tree's devices are
 //! listed. The reading itself is `virtio-drivers`' `PciRoot` over the ECAM window (the same code
-//! on both architectures; the window comes from [`PciHost`]). Nothing is configured yet: BARs,
-//! interrupts (INTx, MSI) and handing a device to a driver domain come with user-level drivers.
+//! on both architectures; the window comes from [`PciHost`]).
+//!
+//! A function granted to a driver domain is configured for it ([`windows`], [`route_msi`]):
+//! its memory BARs as the firmware assigned them (RISC-V `virt`'s firmware assigns none, so
+//! PCI devices there are not given to drivers yet: `virt`'s disks are virtio-mmio), memory
+//! decoding and bus mastering on, INTx off, and MSI-X (every table entry) or MSI sending the
+//! message of the device line it is bound to. [`quiesce`] undoes it when the driver dies.
 
 use frame_allocator::FRAME_SIZE;
 use virtio_drivers::transport::pci::bus::{
@@ -206,4 +211,157 @@ pub fn class_name(class: u8, subclass: u8) -> &'static str {
         (0x00, _) => "legacy device",
         _ => "other",
     }
+}
+
+/// A function's memory-mapped register window (one memory BAR).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// The BAR's index.
+    pub bar: u8,
+    /// Its physical addresses.
+    pub regs: crate::boot_info::PhysRange,
+}
+
+/// How a function's interrupt was routed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, defmt::Format)]
+pub enum Routed {
+    /// Every MSI-X table entry sends the message (its table stays the kernel's: the BAR that
+    /// holds it is not given to the driver).
+    MsiX {
+        /// The table's entries.
+        vectors: u16,
+        /// The BAR that holds the table.
+        bar: u8,
+    },
+    /// MSI sends the message.
+    Msi,
+}
+
+/// Capability ids.
+const CAP_MSI: u8 = 0x05;
+const CAP_MSIX: u8 = 0x11;
+
+/// The configuration space of `host`, for configuring granted functions.
+fn root(host: &PciHost) -> PciRoot<Ecam> {
+    PciRoot::new(Ecam { base: arch::phys_to_virt(host.ecam.start) as *mut u32 })
+}
+
+fn df(f: &Function) -> DeviceFunction {
+    DeviceFunction { bus: f.bus, device: f.device, function: f.function }
+}
+
+/// The memory BARs of function `f` that the firmware assigned (an address of 0 is
+/// unassigned), and turns on its memory decoding and bus mastering (so it can do DMA).
+pub fn windows(host: &PciHost, f: &Function) -> heapless::Vec<Window, 6> {
+    use virtio_drivers::transport::pci::bus::{BarInfo, Command};
+    let mut root = root(host);
+    let mut out = heapless::Vec::new();
+    if let Ok(bars) = root.bars(df(f)) {
+        for (i, bar) in bars.iter().enumerate() {
+            if let Some(BarInfo::Memory { address, size, .. }) = bar
+                && *address != 0
+                && *size != 0
+            {
+                let regs = crate::boot_info::PhysRange { start: *address, end: address + size };
+                let _ = out.push(Window { bar: i as u8, regs });
+            }
+        }
+    }
+    let (_, command) = root.get_status_command(df(f));
+    root.set_command(df(f), command | Command::MEMORY_SPACE | Command::BUS_MASTER);
+    out
+}
+
+/// Routes function `f`'s interrupt to the message `(address, data)`: MSI-X if it has it (every
+/// table entry sends the message, unmasked), else MSI (one vector); `None` if it has neither.
+/// Its legacy INTx is disabled.
+pub fn route_msi(host: &PciHost, f: &Function, (address, data): (u64, u32)) -> Option<Routed> {
+    use virtio_drivers::transport::pci::bus::Command;
+    let mut root = root(host);
+    let d = df(f);
+    let caps: heapless::Vec<(u8, u8), 16> =
+        root.capabilities(d).map(|c| (c.id, c.offset)).take(16).collect();
+    let access = Ecam { base: arch::phys_to_virt(host.ecam.start) as *mut u32 };
+    let mut writer = access;
+    let (_, command) = root.get_status_command(d);
+    root.set_command(d, command | Command::INTERRUPT_DISABLE);
+    if let Some(&(_, at)) = caps.iter().find(|(id, _)| *id == CAP_MSIX) {
+        let control = (access.read_word(d, at) >> 16) as u16;
+        let vectors = (control & 0x7ff) + 1;
+        let table = access.read_word(d, at + 4);
+        let (bar, offset) = ((table & 7) as u8, u64::from(table & !7));
+        let windows = windows(host, f);
+        let window = windows.iter().find(|w| w.bar == bar)?;
+        let entries = arch::phys_to_virt(window.regs.start + offset) as *mut u32;
+        for i in 0..usize::from(vectors) {
+            let words = [address as u32, (address >> 32) as u32, data, 0];
+            for (j, w) in words.into_iter().enumerate() {
+                // SAFETY: the table lies in the function's BAR `bar` (its offset as the
+                // capability gives it, `vectors` entries of four words), reached through the
+                // direct map, which covers the PCI memory window below 4 GiB; writing an entry
+                // only sets where the function's interrupt goes.
+                unsafe { entries.add(i * 4 + j).write_volatile(w) };
+            }
+        }
+        // Message control: enable (bit 15), function mask off (bit 14).
+        let control = (control | 1 << 15) & !(1 << 14);
+        let word = access.read_word(d, at) & 0xffff | u32::from(control) << 16;
+        writer.write_word(d, at, word);
+        return Some(Routed::MsiX { vectors, bar });
+    }
+    let &(_, at) = caps.iter().find(|(id, _)| *id == CAP_MSI)?;
+    let control = (access.read_word(d, at) >> 16) as u16;
+    let wide = control & 1 << 7 != 0;
+    writer.write_word(d, at + 4, address as u32);
+    let data_at = if wide {
+        writer.write_word(d, at + 8, (address >> 32) as u32);
+        at + 12
+    } else {
+        at + 8
+    };
+    let keep = access.read_word(d, data_at) & 0xffff_0000;
+    writer.write_word(d, data_at, keep | (data & 0xffff));
+    // One message (multiple-message enable 0), enabled.
+    let control = (control & !(0b111 << 4)) | 1;
+    let word = access.read_word(d, at) & 0xffff | u32::from(control) << 16;
+    writer.write_word(d, at, word);
+    Some(Routed::Msi)
+}
+
+/// Stops function `f` from interrupting and from mastering the bus (its driver domain died):
+/// MSI and MSI-X off, INTx off, bus mastering off.
+pub fn quiesce(host: &PciHost, f: &Function) {
+    use virtio_drivers::transport::pci::bus::Command;
+    let mut root = root(host);
+    let d = df(f);
+    let caps: heapless::Vec<(u8, u8), 16> =
+        root.capabilities(d).map(|c| (c.id, c.offset)).take(16).collect();
+    let access = Ecam { base: arch::phys_to_virt(host.ecam.start) as *mut u32 };
+    let mut writer = access;
+    for (id, at) in caps {
+        let enable = match id {
+            CAP_MSIX => 1 << 31,
+            CAP_MSI => 1 << 16,
+            _ => continue,
+        };
+        let word = access.read_word(d, at);
+        writer.write_word(d, at, word & !enable);
+    }
+    let (_, command) = root.get_status_command(d);
+    root.set_command(d, (command | Command::INTERRUPT_DISABLE) & !Command::BUS_MASTER);
+}
+
+/// The BAR that holds function `f`'s MSI-X table, if it has MSI-X.
+pub fn msix_bar(host: &PciHost, f: &Function) -> Option<u8> {
+    let root = root(host);
+    let cap = root.capabilities(df(f)).find(|c| c.id == CAP_MSIX)?;
+    let access = Ecam { base: arch::phys_to_virt(host.ecam.start) as *mut u32 };
+    Some((access.read_word(df(f), cap.offset + 4) & 7) as u8)
+}
+
+/// Function `f`'s 4 KiB of configuration space in the ECAM window.
+pub fn config_space(host: &PciHost, f: &Function) -> crate::boot_info::PhysRange {
+    let bdf = u64::from(f.bus) << 8 | u64::from(f.device) << 3 | u64::from(f.function);
+    let start = host.ecam.start + (bdf << 12);
+    crate::boot_info::PhysRange { start, end: start + FRAME_SIZE }
 }

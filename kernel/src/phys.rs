@@ -85,3 +85,17 @@ pub fn write_channel_slot(frame: Frame, index: usize, slot: &abi::ChannelSlot) {
     // 8-byte aligned offset (`ChannelSlot` is made of `u64`s and a byte array).
     unsafe { dst.write_volatile(*slot) };
 }
+
+/// Writes `slot` as entry `index` of the `devices` of the control block in `frame`.
+pub fn write_device_slot(frame: Frame, index: usize, slot: &abi::DeviceSlot) {
+    if index >= abi::MAX_DEVICES {
+        return;
+    }
+    let at =
+        core::mem::offset_of!(abi::Dcb, devices) + index * core::mem::size_of::<abi::DeviceSlot>();
+    let dst = (arch::phys_to_virt(frame.addr()) + at) as *mut abi::DeviceSlot;
+    // SAFETY: the control block frame is a whole RAM frame owned by a live domain; entry
+    // `index` (checked above) of `devices` lies inside it (the `Dcb` fits in a frame), at an
+    // 8-byte aligned offset (`DeviceSlot` is made of `u64`s).
+    unsafe { dst.write_volatile(*slot) };
+}

@@ -34,6 +34,9 @@ pub enum UserTrap {
     SystemCall,
     /// The timer interrupt armed by the scheduler.
     Timer,
+    /// A device's interrupt, raised ([`crate::domain::raise_interrupt`]) for delivery to the
+    /// driver domain it is bound to.
+    Device,
     /// A fault the kernel does not resolve for the domain by itself.
     Fault(UserFault),
 }
@@ -154,6 +157,10 @@ pub trait AddressSpaceOps: Sized {
     fn new(owner: Owner) -> Result<Self, Self::Error>;
     /// Maps the user page `va` to frame `pa` with `rights`.
     fn map(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), Self::Error>;
+    /// Maps the user page `va` to the device registers at `pa` with `rights`, uncached and
+    /// strongly ordered (x86_64: PCD and PWT; RISC-V: the platform's PMAs already make device
+    /// regions I/O memory, so it is [`AddressSpaceOps::map`]).
+    fn map_device(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), Self::Error>;
     /// Changes the rights of the mapped page `va`.
     fn protect(&mut self, va: usize, rights: Rights) -> Result<(), Self::Error>;
     /// Removes the mapping of `va`, if any (with the tables it frees).
@@ -191,6 +198,11 @@ const _: fn() -> u64 = super::time::frequency;
 const _: fn(u64) = super::timer::arm;
 const _: fn() = super::timer::disarm;
 const _: fn(usize) -> u64 = super::virt_to_phys;
+const _: fn(u32) -> bool = super::interrupts::enable_line;
+const _: fn(u32) = super::interrupts::ack_line;
+const _: fn(u32) = super::interrupts::release_line;
+const _: fn(u32) -> Option<(u64, u32)> = super::interrupts::msi_message;
+const _: core::ops::Range<u32> = super::interrupts::DEVICE_LINES;
 
 /// A protection domain's address space, on both architectures.
 mod address_space {

@@ -101,7 +101,7 @@ impl World {
     }
 
     /// Increments endpoint `ep` of live domain `to` and wakes it.
-    fn signal(&mut self, to: u32, ep: usize) {
+    pub(super) fn signal(&mut self, to: u32, ep: usize) {
         let d = &mut self.domains[to as usize];
         if let Some(frame) = d.dcb {
             phys::dcb(frame).events[ep].value.fetch_add(1, Ordering::Release);

@@ -175,6 +175,8 @@ impl World {
             if s.kind == Kind::Managed {
                 // A loose frame of the owner: it stays the owner's, unmapped.
                 super::loose::with(|t| t.set_mapped(frame, false));
+            } else if s.kind == Kind::Device {
+                // The device's registers, not RAM.
             } else if let Err(e) = memory::free(frame, Owner::Domain(s.owner)) {
                 defmt::error!("stretch {=u64:#x}: freeing a frame failed: {}", base as u64, e);
             }
@@ -279,6 +281,7 @@ impl World {
     /// (see the module documentation).
     pub(super) fn begin_death(&mut self, id: u32, ending: Ending) {
         self.close_endpoints_signalled_by(id);
+        self.release_interrupts_of(id);
         let now = super::clock::now_ns();
         let d = &mut self.domains[id as usize];
         d.ending = Some(ending);

@@ -90,6 +90,15 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
             w.kill(id, super::Ending::Terminated(super::Termination::NotCreated));
             continue;
         }
+        if let Err(e) = w.grant_devices(id, &manifest, spec, boot) {
+            defmt::error!(
+                "domain {=str} could not be given its devices: {=str}",
+                spec.name.as_str(),
+                e
+            );
+            w.kill(id, super::Ending::Terminated(super::Termination::NotCreated));
+            continue;
+        }
         defmt::info!(
             "domain {=str} (id {=u32}): app {=str} at {=u64:#x}, {=u64} of {=u64} frames used",
             spec.name.as_str(),

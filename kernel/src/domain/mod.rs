@@ -21,6 +21,7 @@
 
 mod address;
 mod clock;
+mod device;
 mod events;
 mod jobs;
 mod kmem;
@@ -35,7 +36,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use abi::{PAGE_SIZE, Rights, SysError};
-use frame_allocator::{FRAME_SIZE, Owner};
+use frame_allocator::{FRAME_SIZE, Frame, Owner};
 use spin::Mutex;
 
 use crate::arch::{self, AddressSpace, AddressSpaceOps, UserContext, UserContextOps};
@@ -44,6 +45,7 @@ use crate::memory::{self, with_frames};
 use address::{AddressQuota, StretchRegion};
 use stretch::{ArenaVec, Kind, Refused, Stretch, Stretches};
 
+pub use device::raise_interrupt;
 pub use loader::start_from_boot_image;
 pub use sched::on_user_trap;
 
@@ -132,6 +134,11 @@ pub struct Domain {
     address: AddressQuota,
     /// Kernel work under way for it, run in chunks on its CPU time (see [`jobs`]).
     job: Option<jobs::Job>,
+    /// A driver domain: the manifest grants it devices (see [`device`]).
+    driver: bool,
+    /// The PCI functions granted to it, stopped when it dies.
+    functions:
+        heapless::Vec<(crate::boot_info::PciHost, crate::pci::Function), { abi::MAX_DEVICES }>,
 }
 
 impl Domain {
@@ -168,6 +175,8 @@ impl Domain {
             waiting_for_frames: false,
             address,
             job: None,
+            driver: false,
+            functions: heapless::Vec::new(),
         }
     }
 }
@@ -186,6 +195,8 @@ pub struct World {
     sched: sched::Scheduler,
     /// Bytes of the kernel heap in use once every domain was made (see [`kmem`]).
     boot_heap: usize,
+    /// Device interrupt lines bound to driver domains' endpoints (see [`device`]).
+    bindings: heapless::Vec<device::Binding, { device::MAX_BINDINGS }>,
 }
 
 /// The kernel's domains and stretches.
@@ -200,6 +211,7 @@ impl World {
             free_before: with_frames(|fa| fa.free_count()),
             sched: sched::Scheduler::new(),
             boot_heap: 0,
+            bindings: heapless::Vec::new(),
         }
     }
 
@@ -320,7 +332,9 @@ impl World {
         let space = self.domains[owner as usize].space.as_mut().ok_or(SysError::NotFound)?;
         let tables = space.tables_missing(base, end).map_err(|_| SysError::InvalidArgument)?;
         let d = &self.domains[owner as usize];
-        let needed = pages as u64 + tables + kmem::frames_for(kmem::stretch_record(pages, kind));
+        // Device registers are the device's pages, not frames of RAM.
+        let frames = if matches!(filling, Filling::Device(_)) { 0 } else { pages as u64 };
+        let needed = frames + tables + kmem::frames_for(kmem::stretch_record(pages, kind));
         if self.guaranteed_used(owner) + needed > d.guaranteed_frames {
             return Err(SysError::NoMemory.into());
         }
@@ -346,28 +360,45 @@ impl World {
             Ok(s)
         })?;
         s.set_rights(owner, rights).map_err(|_| SysError::NoMemory)?;
+        let free_all = |s: &mut Stretch| {
+            let device = s.kind == Kind::Device;
+            s.frames.iter_mut().filter_map(Option::take).filter(|_| !device).for_each(|f| {
+                let _ = memory::free(f, Owner::Domain(owner));
+            })
+        };
         let data = match filling {
-            Filling::Now(data) => data,
+            Filling::Now(data) => {
+                for i in 0..pages {
+                    match memory::alloc_zeroed(Owner::Domain(owner)) {
+                        Ok(f) => s.frames[i] = Some(f),
+                        Err(_) => {
+                            free_all(&mut s);
+                            return Err(SysError::NoMemory);
+                        }
+                    }
+                }
+                data
+            }
+            Filling::Contiguous => {
+                let first = memory::alloc_zeroed_run(pages as u64, Owner::Domain(owner))
+                    .map_err(|_| SysError::NoMemory)?;
+                for (i, f) in s.frames.iter_mut().enumerate() {
+                    *f = Some(Frame::containing(first.addr() + (i * PAGE_SIZE) as u64));
+                }
+                &[]
+            }
+            Filling::Device(first) => {
+                for (i, f) in s.frames.iter_mut().enumerate() {
+                    *f = Some(Frame::containing(first + (i * PAGE_SIZE) as u64));
+                }
+                &[]
+            }
             Filling::Later => {
                 s.busy = true;
                 self.stretches.insert(s);
                 return Ok(());
             }
         };
-        let free_all = |s: &mut Stretch| {
-            s.frames.iter_mut().filter_map(Option::take).for_each(|f| {
-                let _ = memory::free(f, Owner::Domain(owner));
-            })
-        };
-        for i in 0..pages {
-            match memory::alloc_zeroed(Owner::Domain(owner)) {
-                Ok(f) => s.frames[i] = Some(f),
-                Err(_) => {
-                    free_all(&mut s);
-                    return Err(SysError::NoMemory);
-                }
-            }
-        }
         for (chunk, frame) in data.chunks(PAGE_SIZE).zip(s.frames.iter().flatten()) {
             crate::phys::write_frame(*frame, chunk);
         }
@@ -419,9 +450,15 @@ fn map_for(domains: &mut [Domain], s: &Stretch, id: u32, rights: Rights) -> Resu
         let Some(f) = f else { continue };
         let va = s.base + i * PAGE_SIZE;
         space.unmap(va);
-        if rights != Rights::NONE {
-            space.map(va, f.addr(), rights).map_err(|_| SysError::NoMemory)?;
+        if rights == Rights::NONE {
+            continue;
         }
+        let mapped = if s.kind == Kind::Device {
+            space.map_device(va, f.addr(), rights)
+        } else {
+            space.map(va, f.addr(), rights)
+        };
+        mapped.map_err(|_| SysError::NoMemory)?;
     }
     Ok(())
 }
@@ -430,6 +467,10 @@ fn map_for(domains: &mut [Domain], s: &Stretch, id: u32, rights: Rights) -> Resu
 enum Filling<'a> {
     /// Taken now, filled from these bytes (the rest zero).
     Now(&'a [u8]),
+    /// Taken now as one physically contiguous run, zero-filled (DMA memory).
+    Contiguous,
+    /// None: the pages are a device's registers, from this physical address on.
+    Device(u64),
     /// Taken later, page by page, by a [`jobs::Job::Fill`].
     Later,
 }

@@ -10,8 +10,9 @@
 //!
 //! Everything here runs in the trap handler with interrupts off. The CPU is never idle while a
 //! domain can run; when none can, the kernel sleeps (`wfi`) until the earliest of those
-//! instants. If every live domain is blocked without a deadline and nothing else can happen,
-//! nothing could ever wake them, so each `block` returns `WouldDeadlock`. With no live domain
+//! instants, or a device's interrupt. If every live domain is blocked without a deadline and
+//! nothing else can happen (no device interrupt is bound to a live domain), nothing could ever
+//! wake them, so each `block` returns `WouldDeadlock`. With no live domain
 //! left the run summary ends the run.
 
 use abi::SysError;
@@ -178,6 +179,9 @@ fn switch(w: &mut World, save: bool) {
             crate::shutdown(crate::ExitCode::Success);
         }
         w.expire(now);
+        if super::device::interrupts_raised() {
+            w.deliver_interrupts();
+        }
         let picked = w.sched.policy.dispatch(ns_from_ticks(now));
         w.publish_accounts(previous);
         w.log_periods();
@@ -210,10 +214,17 @@ fn switch(w: &mut World, save: bool) {
         match [replenish, w.earliest_deadline()].into_iter().flatten().min() {
             Some(deadline) => {
                 arch::timer::arm(deadline);
-                while arch::time::now_ticks() < deadline {
+                while arch::time::now_ticks() < deadline && !super::device::interrupts_raised() {
                     arch::wait_for_interrupt();
                 }
                 arch::timer::disarm();
+            }
+            None if !w.bindings.is_empty() => {
+                // A device's interrupt can still wake its driver domain, which may then wake
+                // the others: wait for one, with no timer.
+                while !super::device::interrupts_raised() {
+                    arch::wait_for_interrupt();
+                }
             }
             None => {
                 defmt::warn!("every domain is blocked without a deadline: waking them all");
@@ -302,6 +313,13 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
             rare => after_rare_call(w, id, rare),
         },
         UserTrap::Timer => switch(w, true),
+        UserTrap::Device => {
+            // The interrupted domain goes on unless the driver woken should run first.
+            w.deliver_interrupts();
+            if core::mem::take(&mut w.sched.preempt) {
+                switch(w, true);
+            }
+        }
         UserTrap::Fault(fault) => {
             if let Some(resume) = on_fault(w, id, fault) {
                 return resume;

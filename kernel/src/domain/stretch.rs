@@ -46,6 +46,11 @@ pub enum Kind {
     Channel,
     /// Paged by a stretch driver in its owner (`stretch_create_managed`).
     Managed,
+    /// Physically contiguous memory a driver domain's devices read and write (`dma_alloc`).
+    Dma,
+    /// A granted device's registers, mapped uncached into its driver domain alone; its pages
+    /// are the device's, not frames of RAM, and are never freed.
+    Device,
 }
 
 impl Kind {
@@ -58,6 +63,8 @@ impl Kind {
             Kind::ControlBlock => "control block",
             Kind::Channel => "channel",
             Kind::Managed => "managed",
+            Kind::Dma => "DMA",
+            Kind::Device => "device registers",
         }
     }
 }

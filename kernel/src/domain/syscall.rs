@@ -79,6 +79,9 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         Call::Map => memory_call(w.map_page(id, a[0], a[1], a[2])),
         Call::Unmap => Next::Return(w.unmap_page(id, a[0])),
         Call::Protect => Next::Return(w.protect_page(id, a[0], a[1])),
+        Call::DmaAlloc => memory_call(w.dma_alloc(id, a[0])),
+        Call::DmaAddress => Next::Return(w.dma_address(id, a[0])),
+        Call::IrqAck => Next::Return(w.irq_ack(id, a[0])),
         Call::Block => {
             let d = &mut w.domains[id as usize];
             if d.pending {
@@ -191,7 +194,7 @@ fn stretch_destroy(w: &mut World, id: u32, base: usize) -> Result<Option<Job>, S
     if !s.rights_of(id).contains(Rights::META) || s.owner != id || s.busy {
         return Err(SysError::PermissionDenied);
     }
-    if !matches!(s.kind, Kind::Dynamic | Kind::Managed) {
+    if !matches!(s.kind, Kind::Dynamic | Kind::Managed | Kind::Dma) {
         // Images and stacks live as long as their domain.
         return Err(SysError::PermissionDenied);
     }
@@ -218,8 +221,9 @@ fn stretch_rights(
     if !s.rights_of(id).contains(Rights::META) || s.busy {
         return Err(SysError::PermissionDenied);
     }
-    if s.kind == Kind::Managed {
-        // Managed stretches are private to their owner, with the rights they were made with.
+    if matches!(s.kind, Kind::Managed | Kind::Device) {
+        // Managed stretches are private to their owner, with the rights they were made with;
+        // device registers are their driver domain's alone.
         return Err(SysError::PermissionDenied);
     }
     // Only the owner changes the owner's rights, and it always keeps meta.

@@ -89,11 +89,21 @@ pub enum Call {
     /// `protect(va, rights) -> 0`: changes the rights of the mapped page `va` of a stretch the
     /// caller manages.
     Protect = 20,
+    /// `dma_alloc(bytes) -> base`: a new nailed stretch of physically contiguous, zero-filled
+    /// frames from the caller's guarantee, read-write for the caller, for its devices to read
+    /// and write. Only a driver domain (one the manifest grants a device) may make one.
+    DmaAlloc = 21,
+    /// `dma_address(va) -> pa`: the physical address of `va` in a DMA stretch the caller owns,
+    /// to give to a device. Only a driver domain may learn it.
+    DmaAddress = 22,
+    /// `irq_ack(endpoint) -> 0`: the caller has served the device whose interrupt signals its
+    /// endpoint `endpoint`; the device may interrupt again.
+    IrqAck = 23,
 }
 
 impl Call {
     /// Every call, in number order.
-    pub const ALL: [Call; 20] = [
+    pub const ALL: [Call; 23] = [
         Call::ConsoleWrite,
         Call::Exit,
         Call::Yield,
@@ -114,6 +124,9 @@ impl Call {
         Call::Map,
         Call::Unmap,
         Call::Protect,
+        Call::DmaAlloc,
+        Call::DmaAddress,
+        Call::IrqAck,
     ];
 
     /// The call with number `n`.
@@ -289,6 +302,72 @@ pub mod frame_kind {
 pub const MAX_EVENTS: usize = 32;
 /// IO channels a domain can be an end of.
 pub const MAX_CHANNELS: usize = 8;
+/// Devices a driver domain may be granted.
+pub const MAX_DEVICES: usize = 8;
+/// Register windows of one granted device.
+pub const MAX_WINDOWS: usize = 6;
+
+/// What a granted device is, in [`DeviceSlot::kind`].
+pub mod device_kind {
+    /// An empty slot.
+    pub const NONE: u64 = 0;
+    /// A device-tree node (RISC-V `virt`'s virtio-mmio devices).
+    pub const NODE: u64 = 1;
+    /// A PCI function.
+    pub const PCI: u64 = 2;
+}
+
+/// How a granted device's interrupt reaches its driver, in [`DeviceSlot::interrupt`].
+pub mod interrupt_kind {
+    /// No interrupt.
+    pub const NONE: u64 = 0;
+    /// A line of the platform's interrupt controller (RISC-V: a PLIC source).
+    pub const LINE: u64 = 1;
+    /// PCI MSI.
+    pub const MSI: u64 = 2;
+    /// PCI MSI-X: every entry of the table (which stays the kernel's) sends the same message.
+    pub const MSIX: u64 = 3;
+}
+
+/// One register window of a granted device, mapped into its driver domain (uncached).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceWindow {
+    /// Where it is mapped in the domain (0: no window).
+    pub base: u64,
+    /// Its length in bytes (whole pages).
+    pub len: u64,
+    /// The BAR it is (PCI), or the index of the node's `reg` entry.
+    pub index: u64,
+    /// Its physical address (what the device's configuration space says).
+    pub phys: u64,
+}
+
+/// A device the manifest grants the domain, described by the kernel in its control block in
+/// the order of the domain's `devices`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceSlot {
+    /// [`device_kind`].
+    pub kind: u64,
+    /// PCI: vendor id << 16 | device id.
+    pub pci_id: u64,
+    /// PCI: bus << 16 | device << 8 | function.
+    pub pci_location: u64,
+    /// PCI: class << 16 | subclass << 8 | programming interface.
+    pub pci_class: u64,
+    /// PCI: the function's configuration space (4 KiB), mapped read-only (0: none).
+    pub config: u64,
+    /// [`interrupt_kind`].
+    pub interrupt: u64,
+    /// The endpoint (index into [`Dcb::events`]) its interrupt signals; `irq_ack` it once
+    /// the device is served.
+    pub event: u64,
+    /// PCI MSI-X: the BAR that holds the table (not mapped: the kernel's).
+    pub msix_bar: u64,
+    /// Its register windows.
+    pub windows: [DeviceWindow; MAX_WINDOWS],
+}
 
 /// One event endpoint as the domain sees it in its control block. The kernel writes it; the
 /// domain reads it.
@@ -453,6 +532,9 @@ pub struct Dcb {
     pub revocation: RevocationSlot,
     /// The frames contract and holdings.
     pub frames: FramesAccount,
+    /// The devices the manifest grants the domain (a driver domain), in the order of its
+    /// `devices`.
+    pub devices: [DeviceSlot; MAX_DEVICES],
 }
 
 /// A domain's CPU contract (from its manifest) and its accounts, in its control block.

@@ -188,3 +188,22 @@ pub fn protect(va: usize, rights: Rights) -> Result<(), SysError> {
     // SAFETY: as for `unmap`: an access the new rights refuse faults to the stretch's driver.
     unsafe { raw(Call::Protect as usize, [va, rights.0 as usize, 0, 0, 0, 0]) }.map(|_| ())
 }
+
+/// Makes a stretch of `bytes` (rounded up to pages) of physically contiguous, zero-filled
+/// memory from the guarantee, read-write, for the caller's devices to read and write (driver
+/// domains only); returns its base address.
+pub fn dma_alloc(bytes: usize) -> Result<usize, SysError> {
+    call(Call::DmaAlloc, [bytes, 0, 0, 0, 0, 0])
+}
+
+/// The physical address of `va` in a DMA stretch the caller owns (driver domains only), for a
+/// device.
+pub fn dma_address(va: usize) -> Result<usize, SysError> {
+    call(Call::DmaAddress, [va, 0, 0, 0, 0, 0])
+}
+
+/// Acknowledges the device interrupt that signals endpoint `endpoint` (driver domains): the
+/// device was served and may interrupt again.
+pub fn irq_ack(endpoint: usize) -> Result<(), SysError> {
+    call(Call::IrqAck, [endpoint, 0, 0, 0, 0, 0]).map(|_| ())
+}

@@ -39,6 +39,50 @@ pub fn enable() {
     unsafe { sstatus::set_sie() };
 }
 
+/// The supervisor external interrupt's cause: a PLIC source is pending.
+pub(super) const EXTERNAL: usize = 9;
+
+/// Lets device interrupt line `line` (a PLIC source) interrupt the kernel, which delivers it
+/// to the driver domain it is bound to; false if the PLIC has no such source.
+pub fn enable_line(line: u32) -> bool {
+    if !super::plic::enable(line) {
+        return false;
+    }
+    // SAFETY: setting `sie.SEIE` lets PLIC sources interrupt; the trap handlers claim them.
+    unsafe { sie::set_sext() };
+    true
+}
+
+/// Device lines are PLIC sources, fixed by the platform (the device tree): none is handed out
+/// for message-signalled interrupts.
+pub const DEVICE_LINES: core::ops::Range<u32> = 0..0;
+
+/// Message-signalled interrupts need the AIA's IMSIC, which `virt` has only with
+/// `aia=aplic-imsic`: none here.
+pub fn msi_message(_line: u32) -> Option<(u64, u32)> {
+    None
+}
+
+/// The driver domain served line `line`'s device: completes the source, so it may interrupt
+/// again.
+pub fn ack_line(line: u32) {
+    super::plic::complete(line);
+}
+
+/// Line `line` is bound to nobody (any more): disabled, and completed if it was claimed.
+pub fn release_line(line: u32) {
+    super::plic::disable(line);
+    super::plic::complete(line);
+}
+
+/// A supervisor external interrupt: claims every pending PLIC source and raises it for
+/// delivery; each stays claimed (the PLIC does not deliver it again) until acknowledged.
+pub(super) fn on_external() {
+    while let Some(source) = super::plic::claim() {
+        crate::domain::raise_interrupt(source);
+    }
+}
+
 /// Causes counted one by one; higher ones share the last slot.
 const CAUSES: usize = 64;
 

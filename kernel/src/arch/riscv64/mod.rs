@@ -112,9 +112,14 @@ pub fn exit(code: ExitCode) -> ! {
     }
 }
 
-/// Idles until an interrupt is pending.
+/// Idles until an interrupt is pending. The kernel idles with interrupts off (`wfi` wakes on
+/// a pending interrupt all the same), so a device's interrupt is taken here: its PLIC sources
+/// are claimed and raised for delivery ([`interrupts::on_external`]).
 pub fn wait_for_interrupt() {
     riscv::asm::wfi();
+    if riscv::register::sip::read().sext() {
+        interrupts::on_external();
+    }
 }
 
 /// Calls `f` with each return address on the current stack.

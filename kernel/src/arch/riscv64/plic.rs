@@ -3,13 +3,15 @@
 //!
 //! At boot every source's priority is 0 (never delivered) and none is enabled in this hart's
 //! supervisor context, so that no device interrupts the kernel; the context's threshold is 0,
-//! so a source given a priority and enabled later is delivered. Claiming and completing a
-//! source for a driver domain's event comes with user-level drivers.
+//! so a source given a priority and enabled later ([`enable`], when a driver domain is
+//! granted its device) is delivered. The kernel claims a source when it interrupts
+//! ([`claim`]) and completes it when the driver domain acknowledges it ([`complete`]): until
+//! then the PLIC does not deliver it again.
 //!
 //! QEMU `virt` numbers the PLIC's contexts two per hart, machine mode then supervisor mode:
 //! hart `h`'s supervisor context is `2h + 1`.
 
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use crate::boot_info::BootInfo;
 
@@ -19,9 +21,61 @@ const PRIORITY: usize = 0x0;
 const ENABLE: usize = 0x2000;
 /// Context `c`'s priority threshold: a word at `0x20_0000 + 0x1000c`.
 const THRESHOLD: usize = 0x20_0000;
+/// Claim (read) and complete (write), the word after the context's threshold.
+const CLAIM: usize = 4;
 
 /// The hart the kernel runs on (set at entry).
 static HART: AtomicUsize = AtomicUsize::new(0);
+
+/// The PLIC's registers in the direct map (0 until [`init`] found one).
+static BASE: AtomicUsize = AtomicUsize::new(0);
+
+/// How many sources it has.
+static SOURCES: AtomicU32 = AtomicU32::new(0);
+
+/// The PLIC the kernel uses (the first in the device tree), if [`init`] found one.
+fn the_plic() -> Option<Plic> {
+    let base = BASE.load(Ordering::Relaxed);
+    (base != 0).then(|| Plic { base, context: 2 * HART.load(Ordering::Relaxed) + 1 })
+}
+
+/// Lets source `s` interrupt this hart's supervisor context (priority 1, enabled); false if
+/// there is no such source.
+pub fn enable(s: u32) -> bool {
+    let Some(plic) = the_plic().filter(|_| (1..=SOURCES.load(Ordering::Relaxed)).contains(&s))
+    else {
+        return false;
+    };
+    plic.write(PRIORITY + 4 * s as usize, 1);
+    let word = plic.enable_word(s);
+    plic.write(word, plic.read(word) | 1 << (s % 32));
+    true
+}
+
+/// Stops source `s` from interrupting (disabled, priority 0).
+pub fn disable(s: u32) {
+    let Some(plic) = the_plic().filter(|_| (1..=SOURCES.load(Ordering::Relaxed)).contains(&s))
+    else {
+        return;
+    };
+    let word = plic.enable_word(s);
+    plic.write(word, plic.read(word) & !(1 << (s % 32)));
+    plic.write(PRIORITY + 4 * s as usize, 0);
+}
+
+/// The highest-priority pending source, now claimed (`None`: nothing pending).
+pub fn claim() -> Option<u32> {
+    let plic = the_plic()?;
+    let s = plic.read(THRESHOLD + 0x1000 * plic.context + CLAIM);
+    (s != 0).then_some(s)
+}
+
+/// Completes source `s`: the PLIC may deliver it again (ignored if it is not claimed).
+pub fn complete(s: u32) {
+    if let Some(plic) = the_plic() {
+        plic.write(THRESHOLD + 0x1000 * plic.context + CLAIM, s);
+    }
+}
 
 /// Records the hart the kernel runs on, whose supervisor context the kernel uses.
 pub fn set_hart(hart: usize) {
@@ -83,5 +137,9 @@ pub fn init(boot: &BootInfo) {
             })
             .count();
         c.report_masked(sources, open);
+        if BASE.load(Ordering::Relaxed) == 0 {
+            BASE.store(plic.base, Ordering::Relaxed);
+            SOURCES.store(sources, Ordering::Relaxed);
+        }
     }
 }

@@ -208,6 +208,9 @@ extern "C" fn kernel_trap(frame: &mut TrapFrame) {
         timer::on_interrupt();
         return;
     }
+    if scause == INTERRUPT | interrupts::EXTERNAL {
+        return interrupts::on_external();
+    }
     if scause & INTERRUPT != 0 {
         return interrupts::unexpected(scause & !INTERRUPT, false);
     }

@@ -128,6 +128,10 @@ pub(super) fn on_trap(ctx: *mut TrapFrame, scause: usize, stval: usize) -> *mut 
 /// [`on_trap`] for anything but a system call or the timer.
 #[inline(never)]
 fn on_other_trap(ctx: *mut TrapFrame, scause: usize, stval: usize) -> *mut TrapFrame {
+    if scause == INTERRUPT | interrupts::EXTERNAL {
+        interrupts::on_external();
+        return resume(ctx, crate::domain::on_user_trap(UserTrap::Device));
+    }
     if scause & INTERRUPT != 0 {
         // The kernel's business, not the domain's: counted and silenced, and the domain
         // resumes where it was interrupted.
@@ -311,6 +315,12 @@ impl AddressSpaceOps for AddressSpace {
         let tables = self.table.map_page(va as u64, pa, flags)?;
         self.flush_change(va, tables);
         Ok(())
+    }
+
+    /// Device registers: QEMU `virt`'s PMAs make every device region I/O memory (uncached,
+    /// strongly ordered) whatever the page table says, so this is [`AddressSpaceOps::map`].
+    fn map_device(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), MapError> {
+        self.map(va, pa, rights)
     }
 
     /// How many page-table frames mapping every page of `[start, end)` would take now.

@@ -12,7 +12,7 @@
 //! [`super::calibrate`] measured it ([`set_rate`]): over the boot gate or, when CPUID gave the
 //! TSC's frequency and no gate ran, against the TSC alone. This module reads no clock itself.
 //!
-//! Not here: the I/O APIC and MSI routing (devices come with driver domains), inter-processor
+//! Not here: the I/O APIC ([`super::ioapic`]) and device interrupts ([`super::interrupts`]), inter-processor
 //! interrupts other than to this CPU itself ([`send_self`], for tests), x2APIC.
 
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +26,7 @@ use super::vectors::{APIC_ERROR_VECTOR, SPURIOUS_VECTOR, TIMER_VECTOR};
 /// IA32_APIC_BASE.
 const APIC_BASE_MSR: u32 = 0x1b;
 
+const ID: usize = 0x20;
 const EOI: usize = 0xb0;
 const SVR: usize = 0xf0;
 const ISR: usize = 0x100;
@@ -162,6 +163,11 @@ pub(super) fn ticks_for(tsc_ticks: u64) -> u64 {
     }
     (u128::from(tsc_ticks) * u128::from(apic)).div_ceil(u128::from(tsc)).min(u128::from(u64::MAX))
         as u64
+}
+
+/// This CPU's local APIC id (the destination of message-signalled interrupts for it).
+pub fn id() -> u8 {
+    (read(ID) >> 24) as u8
 }
 
 /// Signals the end of the interrupt in service.

@@ -46,6 +46,58 @@ pub fn enable() {
     interrupts::enable();
 }
 
+/// The vectors device interrupts may be bound to (a driver domain's device signals one with a
+/// message-signalled interrupt; the vector is its line number).
+pub const DEVICE_LINES: core::ops::Range<u32> = 0x60..0xe0;
+
+/// Which device vectors are bound to a driver domain: bit `v % 64` of word `v / 64`.
+static BOUND: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+
+fn bound(vector: u32) -> bool {
+    BOUND[vector as usize / 64].load(Ordering::Relaxed) & (1 << (vector % 64)) != 0
+}
+
+/// Lets device vector `line` through to the driver domain it is bound to; false outside
+/// [`DEVICE_LINES`]. Its device is then programmed with [`msi_message`].
+pub fn enable_line(line: u32) -> bool {
+    if !DEVICE_LINES.contains(&line) {
+        return false;
+    }
+    BOUND[line as usize / 64].fetch_or(1 << (line % 64), Ordering::Relaxed);
+    true
+}
+
+/// The driver domain served line `line`'s device. Message-signalled interrupts are edges, each
+/// acknowledged at the local APIC when it arrives: nothing is left to release.
+pub fn ack_line(_line: u32) {}
+
+/// Line `line` is bound to nobody (any more): its vector counts as unexpected again (the
+/// device's messages are turned off in its configuration space by the caller).
+pub fn release_line(line: u32) {
+    if DEVICE_LINES.contains(&line) {
+        BOUND[line as usize / 64].fetch_and(!(1 << (line % 64)), Ordering::Relaxed);
+    }
+}
+
+/// The message (address, data) a PCI function writes to raise device vector `line` on this
+/// CPU: fixed delivery, edge-triggered, physical destination mode; `None` for a vector that
+/// is not a device line.
+pub fn msi_message(line: u32) -> Option<(u64, u32)> {
+    DEVICE_LINES.contains(&line).then(|| (0xfee0_0000 | u64::from(apic::id()) << 12, line))
+}
+
+/// An interrupt on `vector`: if a driver domain's device is bound to it, acknowledges it at
+/// the local APIC and raises it for delivery; whether it was one.
+pub(super) fn on_device(vector: u64) -> bool {
+    let Ok(v) = u32::try_from(vector) else { return false };
+    if !DEVICE_LINES.contains(&v) || !bound(v) {
+        return false;
+    }
+    apic::end_of_interrupt();
+    crate::domain::raise_interrupt(v);
+    true
+}
+
 /// Instants (in TSC ticks) at which to raise a software interrupt, in order; `u64::MAX` ends
 /// the list.
 static SOFT_AT: [AtomicU64; 4] = [const { AtomicU64::new(u64::MAX) }; 4];

@@ -265,6 +265,16 @@ impl AddressSpaceOps for AddressSpace {
         Ok(())
     }
 
+    /// Maps `va` to the device registers at `pa`, uncached (PCD, PWT), and flushes it.
+    fn map_device(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), MapError> {
+        Self::user(va)?;
+        let Some(flags) = leaf_flags(rights) else { return Ok(()) };
+        let flags = flags | F::NO_CACHE | F::WRITE_THROUGH;
+        let tables = self.table.map_made(va as u64, pa, flags, PageSize::Size4K)?;
+        self.flush_change(va, tables);
+        Ok(())
+    }
+
     /// Changes the rights of the mapped page `va` (at least one of read, write, execute) and
     /// flushes it.
     fn protect(&mut self, va: usize, rights: Rights) -> Result<(), MapError> {

@@ -179,6 +179,9 @@ extern "C" fn trap(frame: &mut TrapFrame) {
         return;
     }
     let from_user = frame.cs & 3 == 3;
+    if interrupts::on_device(vector) {
+        return;
+    }
     if vector >= 32 {
         interrupts::unexpected(vector as u8, from_user);
         return;

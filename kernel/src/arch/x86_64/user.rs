@@ -560,6 +560,8 @@ pub(super) fn on_trap(frame: &TrapFrame) -> ! {
             interrupts::raise_software();
         }
         next
+    } else if interrupts::on_device(vector) {
+        dispatch(ctx, UserTrap::Device)
     } else if vector >= 32 {
         // The kernel's business, not the domain's: counted and silenced, and the domain
         // resumes where it was interrupted.

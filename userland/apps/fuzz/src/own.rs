@@ -146,7 +146,10 @@ impl Own {
             | Call::FrameFree
             | Call::Map
             | Call::Unmap
-            | Call::Protect => true,
+            | Call::Protect
+            | Call::DmaAlloc
+            | Call::DmaAddress
+            | Call::IrqAck => true,
             Call::StretchDestroy => {
                 self.find(a[0]).is_some()
                     || self.mem.is_managed(a[0])

@@ -74,6 +74,15 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(Protect), NotManaged),
         (Some(Protect), PermissionDenied),
         (Some(Protect), NotMapped),
+        (Some(DmaAlloc), PermissionDenied),
+        (Some(DmaAlloc), InvalidArgument),
+        (Some(DmaAlloc), NoMemory),
+        (Some(DmaAlloc), NoAddressSpace),
+        (Some(DmaAddress), PermissionDenied),
+        (Some(DmaAddress), NotFound),
+        (Some(DmaAddress), InvalidArgument),
+        (Some(IrqAck), NotFound),
+        (Some(IrqAck), PermissionDenied),
         (None, NoSuchCall),
     ]
 };
@@ -92,6 +101,26 @@ pub const NOT_EXPECTED: &[(Pair, &str)] = &[
     (
         (Some(Call::StretchCreateManaged), SysError::NoAddressSpace),
         "needs the 128 GiB stretch range exhausted for every domain, as for stretch_create",
+    ),
+    (
+        (Some(Call::DmaAlloc), SysError::NoAddressSpace),
+        "needs the 128 GiB stretch range exhausted for every domain, as for stretch_create",
+    ),
+    (
+        (Some(Call::DmaAlloc), SysError::InvalidArgument),
+        "only a driver domain gets past the driver check; the fuzz domain is not one",
+    ),
+    (
+        (Some(Call::DmaAlloc), SysError::NoMemory),
+        "only a driver domain gets past the driver check; the fuzz domain is not one",
+    ),
+    (
+        (Some(Call::DmaAddress), SysError::NotFound),
+        "only a driver domain gets past the driver check; the fuzz domain is not one",
+    ),
+    (
+        (Some(Call::DmaAddress), SysError::InvalidArgument),
+        "only a driver domain gets past the driver check; the fuzz domain is not one",
     ),
 ];
 
@@ -134,6 +163,9 @@ pub fn kind_name(k: usize) -> &'static str {
         Some(Call::Map) => "map",
         Some(Call::Unmap) => "unmap",
         Some(Call::Protect) => "protect",
+        Some(Call::DmaAlloc) => "dma_alloc",
+        Some(Call::DmaAddress) => "dma_address",
+        Some(Call::IrqAck) => "irq_ack",
     }
 }
 

@@ -1,0 +1,361 @@
+//! Driver domains: the domains a manifest grants devices to (marked trusted: with no IOMMU a
+//! device can write anywhere its driver tells it to), and what only they may have.
+//!
+//! What is implemented: DMA memory (`dma_alloc`: a nailed stretch of physically contiguous
+//! frames from the domain's guarantee; `dma_address`: its physical addresses, for the
+//! domain's devices); stretches of device registers (`Kind::Device`: mapped uncached into
+//! the driver domain alone, never shared, destroyed or freed as RAM); and devices' interrupts
+//! as events.
+//!
+//! # Interrupts as events
+//! A device's interrupt arrives on a *line*: the arch code's number for it (RISC-V: a PLIC
+//! source; x86_64: the vector its message-signalled interrupt arrives on), below [`LINES`].
+//! The arch's handler, which may run while the kernel holds [`super::WORLD`] (in the idle
+//! loop), only marks the line in a lock-free set ([`raise_interrupt`]) and leaves it masked or
+//! claimed; the scheduler's path then delivers it ([`World::deliver_interrupts`]): it signals
+//! the endpoint the line is bound to, which wakes the driver domain. The line stays quiet
+//! until the driver, having served its device, acknowledges it with `irq_ack` on that endpoint.
+//! A line bound to nobody (or to a dead domain) is acknowledged and masked at once.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use abi::{PAGE_SIZE, Rights, SysError};
+
+use crate::boot_info::{BootInfo, PciHost, PhysRange};
+use crate::{arch, pci};
+
+use super::paging::Shortage;
+use super::stretch::Kind;
+use super::{Filling, World, pages_for};
+
+/// The largest DMA stretch one `dma_alloc` makes: a run of contiguous frames is searched for
+/// linearly in the frames of RAM, so its cost grows with the machine, not with the request;
+/// drivers make their DMA memory once, when they start.
+pub const DMA_MAX: usize = 4 << 20;
+
+// Every grant a manifest may hold has its slot in the control block.
+const _: () = assert!(manifest::MAX_DEVICES_PER_DOMAIN <= abi::MAX_DEVICES);
+
+/// Device interrupt lines are numbered below this.
+pub const LINES: usize = 1024;
+
+/// The `sender` of the endpoints device interrupts signal.
+pub const DEVICE: u32 = u32::MAX - 1;
+
+/// Raised lines not yet delivered: bit `line % 64` of word `line / 64`.
+static RAISED: [AtomicU64; LINES / 64] = [const { AtomicU64::new(0) }; LINES / 64];
+
+/// Marks device interrupt line `line` raised, for delivery on the scheduler's path. Called by
+/// the arch's interrupt handlers (interrupts off, possibly while the kernel holds the world
+/// lock), which leave the line masked or claimed until it is acknowledged.
+pub fn raise_interrupt(line: u32) {
+    if let Some(word) = RAISED.get(line as usize / 64) {
+        word.fetch_or(1 << (line % 64), Ordering::AcqRel);
+    }
+}
+
+/// Whether a raised line awaits delivery (the idle loop stops waiting for it).
+pub fn interrupts_raised() -> bool {
+    RAISED.iter().any(|w| w.load(Ordering::Acquire) != 0)
+}
+
+/// A device interrupt line bound to an endpoint of a driver domain.
+#[derive(Clone, Copy)]
+pub(super) struct Binding {
+    /// The arch's line number.
+    pub line: u32,
+    /// The driver domain.
+    pub domain: u32,
+    /// Its endpoint the line signals.
+    pub endpoint: usize,
+}
+
+/// The most lines bound at once.
+pub const MAX_BINDINGS: usize = 64;
+
+impl World {
+    /// Binds device interrupt line `line` to a new endpoint of domain `id` and lets the line
+    /// through at its controller; the endpoint's index (`None`: no endpoint or binding left,
+    /// or the line cannot be enabled).
+    pub(super) fn bind_interrupt(&mut self, id: u32, line: u32) -> Option<usize> {
+        if line as usize >= LINES || self.bindings.iter().any(|b| b.line == line) {
+            return None;
+        }
+        if self.bindings.len() == MAX_BINDINGS {
+            return None;
+        }
+        let endpoint = self.alloc_endpoint(id, DEVICE)?;
+        if !arch::interrupts::enable_line(line) {
+            return None;
+        }
+        self.bindings.push(Binding { line, domain: id, endpoint }).ok()?;
+        Some(endpoint)
+    }
+
+    /// Delivers every raised line: signals the endpoint it is bound to. A line bound to
+    /// nobody, or to a dead domain, is released (acknowledged and masked).
+    pub(super) fn deliver_interrupts(&mut self) {
+        for (i, word) in RAISED.iter().enumerate() {
+            let mut bits = word.swap(0, Ordering::AcqRel);
+            while bits != 0 {
+                let line = (i * 64) as u32 + bits.trailing_zeros();
+                bits &= bits - 1;
+                match self.bindings.iter().find(|b| b.line == line).copied() {
+                    Some(b) if self.domain(b.domain).is_some() => self.signal(b.domain, b.endpoint),
+                    _ => arch::interrupts::release_line(line),
+                }
+            }
+        }
+    }
+
+    /// `irq_ack(endpoint)`: domain `id` has served the device whose interrupt signals its
+    /// endpoint `ep`; the line may interrupt again.
+    pub(super) fn irq_ack(&mut self, id: u32, ep: usize) -> Result<usize, SysError> {
+        let d = self.domain(id).ok_or(SysError::NotFound)?;
+        let endpoint = d.endpoints.get(ep).ok_or(SysError::NotFound)?;
+        if endpoint.sender != DEVICE {
+            return Err(SysError::PermissionDenied);
+        }
+        let b = self.bindings.iter().find(|b| b.domain == id && b.endpoint == ep);
+        let b = b.ok_or(SysError::PermissionDenied)?;
+        arch::interrupts::ack_line(b.line);
+        Ok(0)
+    }
+
+    /// Stops the devices of dead domain `id`: its PCI functions neither interrupt nor reach
+    /// memory any more, and its lines are masked at their controller.
+    pub(super) fn release_interrupts_of(&mut self, id: u32) {
+        for (host, f) in core::mem::take(&mut self.domains[id as usize].functions) {
+            pci::quiesce(&host, &f);
+        }
+        for b in self.bindings.iter().filter(|b| b.domain == id) {
+            arch::interrupts::release_line(b.line);
+        }
+        self.bindings.retain(|b| b.domain != id);
+    }
+
+    /// `dma_alloc(bytes) -> base` for domain `id`.
+    pub(super) fn dma_alloc(&mut self, id: u32, bytes: usize) -> Result<usize, Shortage> {
+        let d = self.domain(id).ok_or(SysError::NotFound)?;
+        if !d.driver {
+            return Err(SysError::PermissionDenied.into());
+        }
+        if bytes == 0 || bytes > DMA_MAX {
+            return Err(SysError::InvalidArgument.into());
+        }
+        let pages = pages_for(bytes);
+        if !self.within_contract(id, pages as u64) {
+            return Err(SysError::NoMemory.into());
+        }
+        let base = self.domains[id as usize].address.take(pages).ok_or(SysError::NoAddressSpace)?;
+        let rights = Rights::READ.union(Rights::WRITE).union(Rights::META);
+        let made =
+            self.create_stretch_or_wait(id, base, pages, rights, Kind::Dma, Filling::Contiguous);
+        if let Err(e) = made {
+            self.domains[id as usize].address.give_back(base, pages);
+            return Err(e);
+        }
+        Ok(base)
+    }
+
+    /// `dma_address(va) -> pa` for domain `id`.
+    pub(super) fn dma_address(&self, id: u32, va: usize) -> Result<usize, SysError> {
+        let d = self.domain(id).ok_or(SysError::NotFound)?;
+        if !d.driver {
+            return Err(SysError::PermissionDenied);
+        }
+        let (_, s) = self.own_stretch_at(id, va).ok_or(SysError::NotFound)?;
+        if s.kind != Kind::Dma {
+            return Err(SysError::InvalidArgument);
+        }
+        let frame = s.frames[(va - s.base) / PAGE_SIZE].ok_or(SysError::NotMapped)?;
+        Ok(frame.addr() as usize + va % PAGE_SIZE)
+    }
+}
+
+/// A device found for a grant: its register windows (physical), where its configuration space
+/// is (PCI), and how it interrupts.
+struct Found {
+    slot: abi::DeviceSlot,
+    /// (index, physical range) of each register window to map.
+    windows: heapless::Vec<(u64, PhysRange), { abi::MAX_WINDOWS }>,
+    /// The function's configuration space, to map read-only (PCI).
+    config: Option<PhysRange>,
+    /// A fixed line of the platform's interrupt controller (a device-tree node's).
+    line: Option<u32>,
+    /// The PCI function, whose message-signalled interrupt is routed once a line is chosen.
+    function: Option<(PciHost, pci::Function)>,
+}
+
+impl World {
+    /// Gives domain `id` the devices the manifest grants it: maps each device's registers
+    /// (uncached, for it alone) and its PCI configuration space (read-only), binds its
+    /// interrupt to a new endpoint, and describes it in the control block. Fails (the domain
+    /// is then not created) if a device is not there or its resources cannot be given.
+    pub(super) fn grant_devices(
+        &mut self,
+        id: u32,
+        manifest: &manifest::Manifest,
+        spec: &manifest::DomainSpec,
+        boot: &BootInfo,
+    ) -> Result<(), &'static str> {
+        if spec.devices.is_empty() {
+            return Ok(());
+        }
+        self.domains[id as usize].driver = true;
+        for (index, grant) in spec.devices.iter().enumerate() {
+            let target = manifest.grant_target(grant).ok_or("a grant names no device")?;
+            let mut found = find(target, boot).ok_or("a granted device is not on this machine")?;
+            for (i, (at, regs)) in found.windows.iter().enumerate() {
+                let base = self.map_registers(id, *regs, Rights::READ.union(Rights::WRITE))?;
+                found.slot.windows[i] = abi::DeviceWindow {
+                    base: base as u64,
+                    len: regs.len().next_multiple_of(PAGE_SIZE as u64),
+                    index: *at,
+                    phys: regs.start,
+                };
+            }
+            if let Some(config) = found.config {
+                found.slot.config = self.map_registers(id, config, Rights::READ)? as u64;
+            }
+            self.route_interrupt(id, &mut found)?;
+            if let Some(function) = found.function {
+                let _ = self.domains[id as usize].functions.push(function);
+            }
+            let frame = self.domains[id as usize].dcb.ok_or("no control block")?;
+            crate::phys::write_device_slot(frame, index, &found.slot);
+            defmt::info!(
+                "domain {=str}: device {=usize} granted: {=usize} register window(s), interrupt {=str}",
+                self.domains[id as usize].name.as_str(),
+                index,
+                found.windows.len(),
+                match found.slot.interrupt {
+                    abi::interrupt_kind::LINE => "line",
+                    abi::interrupt_kind::MSI => "MSI",
+                    abi::interrupt_kind::MSIX => "MSI-X",
+                    _ => "none",
+                }
+            );
+        }
+        Ok(())
+    }
+
+    /// Maps the physical range `regs` (widened to whole pages) into driver domain `id` as a
+    /// stretch of device registers with `rights`; its base.
+    fn map_registers(
+        &mut self,
+        id: u32,
+        regs: PhysRange,
+        rights: Rights,
+    ) -> Result<usize, &'static str> {
+        let first = regs.start & !(PAGE_SIZE as u64 - 1);
+        let pages = (regs.end - first).div_ceil(PAGE_SIZE as u64) as usize;
+        let base = self.domains[id as usize].address.take(pages).ok_or("no address space")?;
+        let filling = Filling::Device(first);
+        if self.create_stretch_or_wait(id, base, pages, rights, Kind::Device, filling).is_err() {
+            self.domains[id as usize].address.give_back(base, pages);
+            return Err("its guarantee cannot hold the registers' page tables");
+        }
+        Ok(base + (regs.start - first) as usize)
+    }
+
+    /// Binds the found device's interrupt to a new endpoint of domain `id`: its fixed line, or
+    /// for a PCI function a free device line its MSI-X or MSI messages are routed to.
+    fn route_interrupt(&mut self, id: u32, found: &mut Found) -> Result<(), &'static str> {
+        if let Some(line) = found.line {
+            let ep = self.bind_interrupt(id, line).ok_or("its interrupt line cannot be bound")?;
+            found.slot.interrupt = abi::interrupt_kind::LINE;
+            found.slot.event = ep as u64;
+            return Ok(());
+        }
+        let Some((host, function)) = found.function else { return Ok(()) };
+        let free = arch::interrupts::DEVICE_LINES
+            .clone()
+            .find(|l| self.bindings.iter().all(|b| b.line != *l));
+        let Some(line) = free else {
+            found.slot.event = u64::MAX;
+            return Ok(());
+        };
+        let Some(message) = arch::interrupts::msi_message(line) else {
+            // No message-signalled interrupts on this platform: the driver polls.
+            found.slot.event = u64::MAX;
+            return Ok(());
+        };
+        let ep = self.bind_interrupt(id, line).ok_or("no endpoint left for its interrupt")?;
+        match pci::route_msi(&host, &function, message) {
+            Some(pci::Routed::MsiX { bar, .. }) => {
+                found.slot.interrupt = abi::interrupt_kind::MSIX;
+                found.slot.msix_bar = u64::from(bar);
+            }
+            Some(pci::Routed::Msi) => found.slot.interrupt = abi::interrupt_kind::MSI,
+            None => {
+                self.release_interrupts_on(line);
+                found.slot.event = u64::MAX;
+                return Ok(());
+            }
+        }
+        found.slot.event = ep as u64;
+        Ok(())
+    }
+
+    /// Unbinds line `line` (its device turned out not to interrupt).
+    fn release_interrupts_on(&mut self, line: u32) {
+        arch::interrupts::release_line(line);
+        self.bindings.retain(|b| b.line != line);
+    }
+}
+
+/// The device `target` names on this machine, with what its driver domain is to be given.
+fn find(target: manifest::DeviceTarget<'_>, boot: &BootInfo) -> Option<Found> {
+    use manifest::DeviceTarget;
+    let mut slot = abi::DeviceSlot { event: u64::MAX, ..Default::default() };
+    if let DeviceTarget::Node { compatible, unit } = target {
+        // Units count the nodes of that `compatible` from the lowest address up.
+        let mut nodes: heapless::Vec<&crate::boot_info::Device, 32> =
+            boot.devices.iter().filter(|d| d.kind == compatible).collect();
+        nodes.sort_unstable_by_key(|d| d.regs.start);
+        let node = nodes.get(usize::from(unit))?;
+        slot.kind = abi::device_kind::NODE;
+        let mut windows = heapless::Vec::new();
+        windows.push((0, node.regs)).ok()?;
+        return Some(Found { slot, windows, config: None, line: node.irq, function: None });
+    }
+    let host = boot.pci?;
+    let mut seen = 0u16;
+    let mut hit = None;
+    pci::walk(&host, &mut |f| {
+        let wanted = match target {
+            DeviceTarget::PciAddress { bus, slot, function } => {
+                (f.bus, f.device, f.function) == (bus, slot, function)
+            }
+            DeviceTarget::PciId { vendor, device, .. } => f.id == (vendor, device),
+            DeviceTarget::PciClass { class, subclass, .. } => {
+                (f.class.0, f.class.1) == (class, subclass)
+            }
+            DeviceTarget::Node { .. } => false,
+        };
+        let index = match target {
+            DeviceTarget::PciId { index, .. } | DeviceTarget::PciClass { index, .. } => index,
+            _ => 0,
+        };
+        if wanted && hit.is_none() {
+            if seen == index {
+                hit = Some(f);
+            }
+            seen += 1;
+        }
+    });
+    let f = hit?;
+    slot.kind = abi::device_kind::PCI;
+    slot.pci_id = u64::from(f.id.0) << 16 | u64::from(f.id.1);
+    slot.pci_location = u64::from(f.bus) << 16 | u64::from(f.device) << 8 | u64::from(f.function);
+    slot.pci_class = u64::from(f.class.0) << 16 | u64::from(f.class.1) << 8 | u64::from(f.class.2);
+    let msix_bar = pci::msix_bar(&host, &f);
+    let windows = pci::windows(&host, &f)
+        .into_iter()
+        .filter(|w| Some(w.bar) != msix_bar)
+        .map(|w| (u64::from(w.bar), w.regs))
+        .collect();
+    let config = pci::config_space(&host, &f);
+    Some(Found { slot, windows, config: Some(config), line: None, function: Some((host, f)) })
+}
