@@ -2,7 +2,7 @@
 //! domain instance into its image slot, and packing the copies with the compiled manifest into
 //! the boot image (`libs/boot_image`). See `docs/userland.md`.
 //!
-//! Each app under `userland/apps/` is built once per architecture, linked at address 0 with
+//! Each app under `userland/apps/` (and each driver domain under `drivers/`) is built once per architecture, linked at address 0 with
 //! libtessera's `tessera-app.ld` (three page-aligned segments: text R+X, rodata R, data+bss
 //! R+W). Instance `i` of the manifest is relocated to `abi::IMAGE_BASE + i * abi::IMAGE_SLOT`:
 //! every dynamic relocation must be the architecture's relative one (`R_RISCV_RELATIVE`,
@@ -48,19 +48,25 @@ impl Relocated {
     }
 }
 
-/// The apps: directories under `userland/apps/` with a `Cargo.toml` (each is a package and a
-/// binary of the same name), sorted.
+/// The apps: directories under `userland/apps/` with a `Cargo.toml`, and the driver domains:
+/// directories under `drivers/` with a `src/main.rs` (the others there are libraries). Each is
+/// a package and a binary named like its directory, `_` written `-` (`drivers/virtio_blk` is
+/// app `virtio-blk`); sorted.
 pub fn app_names() -> Vec<String> {
-    let dir = util::root().join("userland").join("apps");
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .filter(|e| e.path().join("Cargo.toml").is_file())
-                .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+    let root = util::root();
+    let listed = |dir: PathBuf, marker: &str| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok())
+                    .filter(|e| e.path().join(marker).is_file())
+                    .filter_map(|e| e.file_name().to_str().map(|n| n.replace('_', "-")))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut names = listed(root.join("userland").join("apps"), "Cargo.toml");
+    names.extend(listed(root.join("drivers"), "src/main.rs"));
     names.sort();
     names
 }

@@ -1,4 +1,4 @@
-//! The disks of a manifest (`[[system.disk]]`): raw images under `target/disks/`, created for
+//! The disks of a manifest (`[[system.disk]]`): raw images under `target/disks/<arch>/`, created for
 //! each run and attached to QEMU where the manifest's placement says
 //! ([`manifest::Machine::disk_address`]), and read back on the host after the run.
 //!
@@ -33,9 +33,11 @@ pub struct DiskImage {
     pub at: DeviceAddress,
 }
 
-/// The directory of the disk images: `target/disks/`.
-pub fn dir() -> PathBuf {
-    util::target_dir().join("disks")
+/// The directory of the disk images of boots on `arch`: `target/disks/<arch>/` (so that the
+/// two architectures' boots of one manifest, which the tests run at once, never share an
+/// image).
+pub fn dir(arch: crate::Arch) -> PathBuf {
+    util::target_dir().join("disks").join(arch.name())
 }
 
 /// The image of disk `disk` of the manifest at `manifest` in `dir`:

@@ -136,7 +136,7 @@ enum Command {
         /// Build the apps with the `debug-apps` profile (unoptimised: gdb reads their locals).
         #[arg(long)]
         debug_apps: bool,
-        /// Keep the manifest's disk images (`target/disks/<manifest>-<disk>.img`) from the
+        /// Keep the manifest's disk images (`target/disks/<arch>/<manifest>-<disk>.img`) from the
         /// last run instead of making them fresh and zero-filled.
         #[arg(long, conflicts_with = "bare")]
         keep_disk: bool,

@@ -21,11 +21,13 @@ use crate::{Arch, Bios, setup, util};
 
 mod address_space;
 mod domains;
+mod drivers;
 mod paging;
 mod run;
 
 use address_space::address_space_tests;
 use domains::domain_tests;
+use drivers::drivers_tests;
 use paging::paging_tests;
 
 // ANCHOR: qemu_test
@@ -258,10 +260,12 @@ fn host_packages() -> Result<Vec<String>> {
     Ok(packages)
 }
 
-/// The package names of the crates in the directories under `dir`, sorted.
+/// The package names of the library crates in the directories under `dir` (driver domains,
+/// which have a `src/main.rs`, are bare-metal apps: clippy of the apps covers them), sorted.
 fn package_names(dir: &std::path::Path) -> Result<Vec<String>> {
     let mut names: Vec<_> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok())
+        .filter(|e| !e.path().join("src/main.rs").is_file())
         .filter_map(|e| std::fs::read_to_string(e.path().join("Cargo.toml")).ok())
         .filter_map(|toml| {
             let line = toml.lines().find(|l| l.starts_with("name = "))?;
@@ -591,6 +595,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
     tests.extend(domain_tests(&p, arch));
     tests.extend(paging_tests(&p, arch));
     tests.extend(address_space_tests(&p, arch));
+    tests.extend(drivers_tests(&p, arch));
     // ANCHOR_END: suites
     Ok(tests)
 }
@@ -697,7 +702,7 @@ fn pci_test(p: &str, arch: Arch) -> QemuTest {
     }
 }
 
-/// A manifest's disks are made under `target/disks/` and attached where the manifest places
+/// A manifest's disks are made under `target/disks/<arch>/` and attached where the manifest places
 /// them, and the kernel's boot log lists their devices there: on RISC-V the `virtio,mmio`
 /// node of unit 0 (QEMU's `virtio-mmio-bus.0`); on x86_64 a virtio-blk-pci at `00:10.0` and
 /// an AHCI controller of its own at `00:11.0`, next to q35's built-in one at `00:1f.2` (7
@@ -736,7 +741,7 @@ fn disks_test(p: &str, arch: Arch) -> QemuTest {
             lines.iter().try_for_each(|l| expect_line(out, l))?;
             for (name, size) in images {
                 let path = crate::disks::image_path(
-                    &crate::disks::dir(),
+                    &crate::disks::dir(arch),
                     std::path::Path::new(manifest),
                     name,
                 );

@@ -6,7 +6,7 @@
 //!
 //! A manifest is placed for the machine of the architecture it boots on
 //! ([`manifest::parse_file_for`]): its disks get their device addresses, and its disk images
-//! are made under `target/disks/` and attached ([`crate::disks`], [`System::attach`]). A
+//! are made under `target/disks/<arch>/` and attached ([`crate::disks`], [`System::attach`]). A
 //! bootable manifest for one architecture only says so on a line `# machine: riscv64` (or
 //! `x86_64`) at its top; the others boot on both.
 
@@ -139,7 +139,7 @@ pub enum Spoil {
 
 /// Checks the manifest, builds the apps for `arch` and packs the boot image under
 /// `target/boot/` (`target/boot/x86_64/` for x86_64), and makes fresh disk images under
-/// `target/disks/` ([`disks::create`]).
+/// `target/disks/<arch>/` ([`disks::create`]).
 pub fn prepare(path: &Path, spoil: Spoil, arch: Arch) -> Result<System> {
     prepare_with(path, spoil, apps::Build::Release, arch, false)
 }
@@ -178,7 +178,7 @@ pub fn prepare_with(
         .enumerate()
         .map(|(i, d)| (image_base(i), built[&d.app].clone()))
         .collect();
-    let disks = disks::create(&disks::dir(), path, &manifest, keep_disks)?;
+    let disks = disks::create(&disks::dir(arch), path, &manifest, keep_disks)?;
     Ok(System { manifest, image: out, instances, disks })
 }
 

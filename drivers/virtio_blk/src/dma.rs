@@ -1,0 +1,119 @@
+//! DMA memory for the device: the `virtio-drivers` [`Hal`] over stretches from `dma_alloc`.
+//!
+//! A driver domain's DMA stretches are physically contiguous, so an address in one is
+//! translated by its offset from the stretch's base. [`Pool`] hands out pages of one stretch
+//! made at start (the virtqueues, request headers); buffers the device reads or writes must
+//! lie in a registered stretch ([`register`]): [`Hal::share`] translates them and refuses any
+//! other (the driver never gives the device memory it cannot reach).
+//!
+//! The only `unsafe` of the driver besides the device registers: implementing the `Hal` trait.
+
+use core::ptr::NonNull;
+
+use spin::Mutex;
+use tessera::syscall;
+use virtio_drivers::{BufferDirection, Hal, PhysAddr};
+
+/// A physically contiguous region: its address in the domain, its physical address, its length.
+#[derive(Clone, Copy)]
+struct Region {
+    virt: usize,
+    phys: usize,
+    len: usize,
+}
+
+/// The registered regions and the page pool.
+struct State {
+    regions: [Option<Region>; 8],
+    /// The pool's next free byte and its end.
+    next: usize,
+    end: usize,
+}
+
+static STATE: Mutex<State> = Mutex::new(State { regions: [None; 8], next: 0, end: 0 });
+
+/// The granted device, whose register windows `mmio_phys_to_virt` translates into.
+static DEVICE: Mutex<Option<abi::DeviceSlot>> = Mutex::new(None);
+
+/// Records the granted device whose windows the transports may ask for.
+pub fn set_device(slot: abi::DeviceSlot) {
+    *DEVICE.lock() = Some(slot);
+}
+
+/// Makes a DMA stretch of `bytes` and registers it; its base and physical address.
+pub fn alloc(bytes: usize) -> Result<(usize, usize), abi::SysError> {
+    let virt = syscall::dma_alloc(bytes)?;
+    let phys = syscall::dma_address(virt)?;
+    let len = bytes.next_multiple_of(abi::PAGE_SIZE);
+    register(virt, phys, len);
+    Ok((virt, phys))
+}
+
+/// Registers `[virt, virt + len)`, physically contiguous from `phys`, as memory the device
+/// may be given.
+fn register(virt: usize, phys: usize, len: usize) {
+    let mut s = STATE.lock();
+    if let Some(free) = s.regions.iter_mut().find(|r| r.is_none()) {
+        *free = Some(Region { virt, phys, len });
+    }
+}
+
+/// Makes the page pool the `Hal` allocates from: a DMA stretch of `bytes`.
+pub fn init_pool(bytes: usize) -> Result<(), abi::SysError> {
+    let (virt, _) = alloc(bytes)?;
+    let mut s = STATE.lock();
+    s.next = virt;
+    s.end = virt + bytes.next_multiple_of(abi::PAGE_SIZE);
+    Ok(())
+}
+
+/// The physical address of `[virt, virt + len)` if it lies in one registered region.
+pub fn translate(virt: usize, len: usize) -> Option<usize> {
+    let s = STATE.lock();
+    s.regions.iter().flatten().find_map(|r| {
+        let end = virt.checked_add(len)?;
+        (virt >= r.virt && end <= r.virt + r.len).then(|| r.phys + (virt - r.virt))
+    })
+}
+
+/// The `virtio-drivers` HAL of a Tessera driver domain.
+pub struct TesseraHal;
+
+// SAFETY: `dma_alloc` returns zeroed, physically contiguous pages of a DMA stretch the domain
+// owns for its whole life (the pool is never given back), at the physical address the device
+// needs; `share` returns a buffer's physical address only if it lies in one such stretch; and
+// `mmio_phys_to_virt` returns the address at which the kernel mapped those registers, uncached,
+// for this domain's life.
+unsafe impl Hal for TesseraHal {
+    fn dma_alloc(pages: usize, _direction: BufferDirection) -> (PhysAddr, NonNull<u8>) {
+        let bytes = pages * abi::PAGE_SIZE;
+        let virt = {
+            let mut s = STATE.lock();
+            let virt = s.next;
+            assert!(virt != 0 && virt + bytes <= s.end, "the DMA pool is exhausted");
+            s.next += bytes;
+            virt
+        };
+        let phys = translate(virt, bytes).expect("the pool is a registered region");
+        (phys as PhysAddr, NonNull::new(virt as *mut u8).expect("the pool is not at 0"))
+    }
+
+    unsafe fn dma_dealloc(_paddr: PhysAddr, _vaddr: NonNull<u8>, _pages: usize) -> i32 {
+        // The pool's pages are the driver's for its life (virtqueues are made once).
+        0
+    }
+
+    unsafe fn mmio_phys_to_virt(paddr: PhysAddr, size: usize) -> NonNull<u8> {
+        let slot = DEVICE.lock().expect("the device is recorded before a transport is made");
+        crate::pci::window_virt(&slot, paddr as usize, size)
+            .expect("the device's registers lie in a window the kernel mapped")
+    }
+
+    unsafe fn share(buffer: NonNull<[u8]>, _direction: BufferDirection) -> PhysAddr {
+        let virt = buffer.as_ptr() as *mut u8 as usize;
+        translate(virt, buffer.len()).expect("a buffer given to the device is not DMA memory")
+            as PhysAddr
+    }
+
+    unsafe fn unshare(_paddr: PhysAddr, _buffer: NonNull<[u8]>, _direction: BufferDirection) {}
+}
