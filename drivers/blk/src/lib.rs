@@ -34,6 +34,8 @@
 //! - [`client`]: the client side ([`client::Client`]).
 //! - [`mem_disk`]: [`mem_disk::MemDisk`], an in-memory device with seeded out-of-order
 //!   completion, for tests and host benches.
+//! - [`workload`]: a client's seeded transfers and the disk contents they leave, shared by the
+//!   client app and the host's check of the disk image.
 //!
 //! # Not yet
 //! The driver serves requests first come, first served (with a bounded queue in front of the
@@ -51,6 +53,7 @@ pub mod device;
 pub mod mem_disk;
 pub mod protocol;
 pub mod server;
+pub mod workload;
 
 #[cfg(test)]
 mod tests;

@@ -1,10 +1,11 @@
 //! DMA memory for the device: the `virtio-drivers` [`Hal`] over stretches from `dma_alloc`.
 //!
 //! A driver domain's DMA stretches are physically contiguous, so an address in one is
-//! translated by its offset from the stretch's base. [`Pool`] hands out pages of one stretch
-//! made at start (the virtqueues, request headers); buffers the device reads or writes must
-//! lie in a registered stretch ([`register`]): [`Hal::share`] translates them and refuses any
-//! other (the driver never gives the device memory it cannot reach).
+//! translated by its offset from the stretch's base. A pool of pages of one stretch made at
+//! start ([`init_pool`]) serves the crate's allocations (the virtqueues); buffers the device
+//! reads or writes lie in a registered stretch ([`alloc`]) and [`Hal::share`] translates them.
+//! The few the crate keeps on the stack (the header and status of a blocking flush) are
+//! copied through a small bounce area of DMA memory, in and back out.
 //!
 //! The only `unsafe` of the driver besides the device registers: implementing the `Hal` trait.
 
@@ -28,9 +29,22 @@ struct State {
     /// The pool's next free byte and its end.
     next: usize,
     end: usize,
+    /// The bounce slots (their addresses, [`BOUNCE_SLOT`] bytes each) and which are taken.
+    bounce: usize,
+    bounce_taken: [bool; BOUNCE_SLOTS],
 }
 
-static STATE: Mutex<State> = Mutex::new(State { regions: [None; 8], next: 0, end: 0 });
+/// Bounce slots, and the largest buffer one holds.
+const BOUNCE_SLOTS: usize = 8;
+const BOUNCE_SLOT: usize = 512;
+
+static STATE: Mutex<State> = Mutex::new(State {
+    regions: [None; 8],
+    next: 0,
+    end: 0,
+    bounce: 0,
+    bounce_taken: [false; BOUNCE_SLOTS],
+});
 
 /// The granted device, whose register windows `mmio_phys_to_virt` translates into.
 static DEVICE: Mutex<Option<abi::DeviceSlot>> = Mutex::new(None);
@@ -58,13 +72,39 @@ fn register(virt: usize, phys: usize, len: usize) {
     }
 }
 
-/// Makes the page pool the `Hal` allocates from: a DMA stretch of `bytes`.
+/// Makes the page pool the `Hal` allocates from (a DMA stretch of `bytes`) and the bounce
+/// area.
 pub fn init_pool(bytes: usize) -> Result<(), abi::SysError> {
     let (virt, _) = alloc(bytes)?;
+    let (bounce, _) = alloc(BOUNCE_SLOTS * BOUNCE_SLOT)?;
     let mut s = STATE.lock();
     s.next = virt;
     s.end = virt + bytes.next_multiple_of(abi::PAGE_SIZE);
+    s.bounce = bounce;
     Ok(())
+}
+
+/// Takes a bounce slot for a buffer of `len` bytes; its address.
+fn take_bounce(len: usize) -> Option<usize> {
+    let mut s = STATE.lock();
+    if len > BOUNCE_SLOT || s.bounce == 0 {
+        return None;
+    }
+    let i = s.bounce_taken.iter().position(|t| !t)?;
+    s.bounce_taken[i] = true;
+    Some(s.bounce + i * BOUNCE_SLOT)
+}
+
+/// Gives back the bounce slot at `virt`, if it is one.
+fn give_bounce(virt: usize) -> bool {
+    let mut s = STATE.lock();
+    let end = s.bounce + BOUNCE_SLOTS * BOUNCE_SLOT;
+    if s.bounce == 0 || !(s.bounce..end).contains(&virt) {
+        return false;
+    }
+    let i = (virt - s.bounce) / BOUNCE_SLOT;
+    s.bounce_taken[i] = false;
+    true
 }
 
 /// The physical address of `[virt, virt + len)` if it lies in one registered region.
@@ -81,7 +121,8 @@ pub struct TesseraHal;
 
 // SAFETY: `dma_alloc` returns zeroed, physically contiguous pages of a DMA stretch the domain
 // owns for its whole life (the pool is never given back), at the physical address the device
-// needs; `share` returns a buffer's physical address only if it lies in one such stretch; and
+// needs; `share` returns a buffer's physical address if it lies in one such stretch, or else
+// that of a bounce slot of DMA memory holding a copy, copied back by `unshare`; and
 // `mmio_phys_to_virt` returns the address at which the kernel mapped those registers, uncached,
 // for this domain's life.
 unsafe impl Hal for TesseraHal {
@@ -109,11 +150,39 @@ unsafe impl Hal for TesseraHal {
             .expect("the device's registers lie in a window the kernel mapped")
     }
 
-    unsafe fn share(buffer: NonNull<[u8]>, _direction: BufferDirection) -> PhysAddr {
-        let virt = buffer.as_ptr() as *mut u8 as usize;
-        translate(virt, buffer.len()).expect("a buffer given to the device is not DMA memory")
-            as PhysAddr
+    unsafe fn share(buffer: NonNull<[u8]>, direction: BufferDirection) -> PhysAddr {
+        let (virt, len) = (buffer.as_ptr() as *mut u8 as usize, buffer.len());
+        if let Some(phys) = translate(virt, len) {
+            return phys as PhysAddr;
+        }
+        // Not DMA memory (the crate's own stack): through a bounce slot.
+        let slot = take_bounce(len).expect("a buffer given to the device is not DMA memory");
+        if direction != BufferDirection::DeviceToDriver {
+            // SAFETY: the caller's buffer is valid for `len` bytes; the slot is ours, of at
+            // least `len` bytes, and does not overlap it.
+            unsafe { core::ptr::copy_nonoverlapping(virt as *const u8, slot as *mut u8, len) };
+        }
+        translate(slot, len).expect("the bounce area is DMA memory") as PhysAddr
     }
 
-    unsafe fn unshare(_paddr: PhysAddr, _buffer: NonNull<[u8]>, _direction: BufferDirection) {}
+    unsafe fn unshare(paddr: PhysAddr, buffer: NonNull<[u8]>, direction: BufferDirection) {
+        let (virt, len) = (buffer.as_ptr() as *mut u8 as usize, buffer.len());
+        if translate(virt, len).is_some() {
+            return;
+        }
+        let s = STATE.lock();
+        let Some(slot) = s.regions.iter().flatten().find_map(|r| {
+            let phys = paddr as usize;
+            (phys >= r.phys && phys < r.phys + r.len).then(|| r.virt + (phys - r.phys))
+        }) else {
+            return;
+        };
+        drop(s);
+        if direction != BufferDirection::DriverToDevice {
+            // SAFETY: `slot` is the bounce slot `share` gave this buffer, holding what the
+            // device wrote; the caller's buffer is valid for `len` bytes.
+            unsafe { core::ptr::copy_nonoverlapping(slot as *const u8, virt as *mut u8, len) };
+        }
+        give_bounce(slot);
+    }
 }

@@ -9,15 +9,20 @@
 //!
 //! What is implemented: the MMIO transport (RISC-V `virt`) and the PCI transport with MSI-X
 //! (q35); with `--self-test N`, N transfers of random sizes at random sectors, each written,
-//! read back and checked, one at a time, interrupt-driven. Not yet: serving clients over the
-//! block protocol (`drivers/blk`).
+//! read back and checked, one at a time, interrupt-driven; then serving the client domains the
+//! manifest connects to it over the block protocol (`drivers/blk`, [`serve`]), several
+//! requests in flight at the device ([`disk`]). `--die-after N` makes it fault once it has
+//! answered N requests (a test of its clients).
 
 #![no_std]
 #![no_main]
 
+mod die;
+mod disk;
 mod dma;
 mod mmio;
 mod pci;
+mod serve;
 
 use tessera::{Env, events, println, syscall};
 use virtio_drivers::device::blk::{BlkReq, BlkResp, SECTOR_SIZE, VirtIOBlk};
@@ -30,10 +35,16 @@ const MAX_TRANSFER: usize = 64 << 10;
 
 fn main(env: Env) -> i32 {
     let mut transfers = 0u64;
+    let mut die_after = None;
     let mut args = env.args;
     while let Some(a) = args.next() {
-        if a == "--self-test" {
-            transfers = args.next().and_then(|n| n.parse().ok()).unwrap_or(100);
+        match a {
+            "--self-test" => transfers = args.next().and_then(|n| n.parse().ok()).unwrap_or(100),
+            "--die-after" => die_after = args.next().and_then(|n| n.parse().ok()),
+            _ => {
+                println!("virtio-blk: unknown option {a}");
+                return 2;
+            }
         }
     }
     let slot = tessera::dcb().devices[0];
@@ -44,14 +55,14 @@ fn main(env: Env) -> i32 {
     }
     match slot.kind {
         abi::device_kind::NODE => match mmio::transport(&slot) {
-            Some(t) => run(t, &slot, transfers),
+            Some(t) => run(t, &slot, transfers, die_after),
             None => {
                 println!("virtio-blk: the granted window holds no virtio block device");
                 1
             }
         },
         abi::device_kind::PCI => match pci::transport(&slot) {
-            Some(t) => run(t, &slot, transfers),
+            Some(t) => run(t, &slot, transfers, die_after),
             None => {
                 println!("virtio-blk: the granted PCI function is no usable virtio device");
                 1
@@ -64,8 +75,9 @@ fn main(env: Env) -> i32 {
     }
 }
 
-/// Brings the device up over transport `t` and serves (for now: runs the self-test).
-fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, transfers: u64) -> i32 {
+/// Brings the device up over transport `t`, runs the self-test if asked, then serves the
+/// clients the manifest connects (if any).
+fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, transfers: u64, die_after: Option<u64>) -> i32 {
     let mut blk = match VirtIOBlk::<dma::TesseraHal, _>::new(t) {
         Ok(blk) => blk,
         Err(e) => {
@@ -92,7 +104,14 @@ fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, transfers: u64) -> i32 {
             }
         }
     }
-    0
+    let disk = match disk::VirtioDisk::new(blk) {
+        Ok(disk) => disk,
+        Err(e) => {
+            println!("virtio-blk: no DMA memory for request headers: {e:?}");
+            return 1;
+        }
+    };
+    serve::serve(disk, slot.event as usize, die_after)
 }
 
 /// Writes, reads back and checks `transfers` transfers of random sizes at random sectors,

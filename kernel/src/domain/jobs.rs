@@ -235,7 +235,7 @@ impl World {
             }
             return Step::More;
         }
-        // Then the stretches it owns, but channels a live peer still uses.
+        // Then the stretches it owns, but channels and data areas a live peer still uses.
         let doomed = self
             .stretches
             .of(id)
@@ -353,8 +353,10 @@ impl World {
     }
 }
 
-/// Does stretch `s`, owned by dead domain `id`, go with it? All but a channel that a peer still
-/// uses (that one goes when the last holder dies).
+/// Does stretch `s`, owned by dead domain `id`, go with it? All but a channel or a shared DMA
+/// stretch that a peer still uses (that one goes when the last holder dies).
 fn doomed(s: &super::Stretch, id: u32) -> bool {
-    s.kind != Kind::Channel || s.rights.iter().all(|(d, _)| *d == id)
+    // A channel, or DMA memory a driver shared (a client's data area), stays while a live peer
+    // holds rights on it: the peer learns of the death from its endpoints, not by a fault.
+    !matches!(s.kind, Kind::Channel | Kind::Dma) || s.rights.iter().all(|(d, _)| *d == id)
 }

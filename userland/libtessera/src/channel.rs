@@ -352,6 +352,22 @@ mod runtime {
             }
         }
 
+        /// Sends `msg` if the ring has room, without waiting: `Ok(false)` if it is full (the
+        /// receiver has not caught up), for a sender that serves several receivers and must
+        /// not wait for any one of them. Errors as for [`Sender::send`].
+        pub fn try_send(&mut self, msg: &[u8]) -> Result<bool, ChannelError> {
+            if self.end.closed() {
+                return Err(ChannelError::Closed);
+            }
+            if !self.writer.try_write(msg)? {
+                return Ok(false);
+            }
+            if self.writer.receiver_may_wait() {
+                self.end.signal()?;
+            }
+            Ok(true)
+        }
+
         /// Number of slots in the ring: how many messages may wait unread.
         pub fn slots(&self) -> u64 {
             self.end.desc.slots
@@ -404,6 +420,12 @@ mod runtime {
                 self.given_back()?;
             }
             Ok(got)
+        }
+
+        /// Whether the sender is gone (its endpoint closed): once [`try_recv`](Self::try_recv)
+        /// finds the ring empty, nothing more will come.
+        pub fn is_closed(&self) -> bool {
+            self.end.closed()
         }
 
         /// After a message was taken: signals the sender if it may be waiting for the slot.

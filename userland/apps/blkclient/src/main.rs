@@ -1,0 +1,285 @@
+//! `blkclient`: a client domain of the block driver, running a seeded workload of random
+//! reads and writes and checking every block.
+//!
+//! `blkclient --channel NAME --transfers N --region FIRST:SECTORS [--seed S] [--depth D]`
+//! opens a session over the channels `NAME-req` and `NAME-resp`, then runs the first `N`
+//! transfers of the workload `blk::workload::Workload` seeded `S` over its region of the disk
+//! (512 B to 64 KiB each), with up to `D` (default 8) in flight, never two that overlap. A
+//! write fills each sector with the bytes the workload gives it; a read checks each sector
+//! against what the workload's replay says it holds. At the end it flushes, closes, and
+//! reports `blkclient: done ...` with its seed and region, so that the host can replay the
+//! workload and check the disk image. Any error or mismatch is reported and ends the domain
+//! with status 1.
+//!
+//! `--bad-requests` first sends one request of each kind the driver must refuse (out of
+//! range, misaligned, zero length, outside the data area) and checks each documented error.
+//! `--die-after N` makes it fault right after issuing transfer N, with transfers in flight
+//! (a test of the driver). When the driver is gone, the client reports it and exits with
+//! status 3.
+
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+mod area;
+mod die;
+
+use alloc::vec::Vec;
+
+use blk::client::Client;
+use blk::protocol::{BlkError, Op, Request};
+use blk::workload::{Expected, MAX_SECTORS, SECTOR, Transfer, Workload, sector_bytes};
+use tessera::channel::{self, Receiver, Sender};
+use tessera::{Env, println};
+
+use area::Area;
+
+tessera::main!(main);
+
+/// The largest transfer, in bytes: one buffer slot of the area.
+const SLOT: usize = MAX_SECTORS as usize * SECTOR;
+
+/// What the command line asks for.
+struct Options {
+    channel: heapless::String<24>,
+    transfers: u64,
+    first: u64,
+    sectors: u64,
+    seed: u64,
+    depth: usize,
+    bad_requests: bool,
+    die_after: Option<u64>,
+}
+
+fn options(env: Env) -> Result<Options, &'static str> {
+    let mut o = Options {
+        channel: heapless::String::new(),
+        transfers: 1000,
+        first: 0,
+        sectors: 4096,
+        seed: 1,
+        depth: 8,
+        bad_requests: false,
+        die_after: None,
+    };
+    let mut args = env.args;
+    while let Some(a) = args.next() {
+        let mut value = || args.next().ok_or("an option lacks its value");
+        match a {
+            "--channel" => o.channel.push_str(value()?).map_err(|_| "channel name too long")?,
+            "--transfers" => o.transfers = value()?.parse().map_err(|_| "bad --transfers")?,
+            "--seed" => o.seed = value()?.parse().map_err(|_| "bad --seed")?,
+            "--depth" => o.depth = value()?.parse().map_err(|_| "bad --depth")?,
+            "--region" => {
+                let (f, s) = value()?.split_once(':').ok_or("--region FIRST:SECTORS")?;
+                o.first = f.parse().map_err(|_| "bad region start")?;
+                o.sectors = s.parse().map_err(|_| "bad region length")?;
+            }
+            "--bad-requests" => o.bad_requests = true,
+            "--die-after" => o.die_after = Some(value()?.parse().map_err(|_| "bad --die-after")?),
+            _ => return Err("unknown option"),
+        }
+    }
+    if o.channel.is_empty() || o.depth == 0 || o.sectors < u64::from(MAX_SECTORS) {
+        return Err("usage: --channel NAME --transfers N --region FIRST:SECTORS");
+    }
+    Ok(o)
+}
+
+/// The session: channels, protocol state, data area.
+struct Session {
+    tx: Sender,
+    rx: Receiver,
+    client: Client,
+    area: Area,
+}
+
+impl Session {
+    /// Sends `req`.
+    fn send(&mut self, req: &Request) -> Result<(), &'static str> {
+        self.tx.send(&req.encode()).map_err(|_| "the driver is gone (request channel closed)")
+    }
+
+    /// Waits for the next response; its id and status.
+    fn next(&mut self) -> Result<(u64, Op, Result<(), BlkError>), &'static str> {
+        let mut buf = [0u8; 64];
+        let n =
+            self.rx.recv(&mut buf).map_err(|_| "the driver is gone (response channel closed)")?;
+        let c = self.client.on_response(&buf[..n]).map_err(|_| "a response matched no request")?;
+        Ok((c.id, c.op, c.status))
+    }
+
+    /// Sends `req` and waits for its response (nothing else in flight).
+    fn call(&mut self, req: Request) -> Result<Result<(), BlkError>, &'static str> {
+        self.send(&req)?;
+        let (id, _, status) = self.next()?;
+        if id != req.id {
+            return Err("a response to another request");
+        }
+        Ok(status)
+    }
+}
+
+fn main(env: Env) -> i32 {
+    let o = match options(env) {
+        Ok(o) => o,
+        Err(e) => {
+            println!("blkclient: {e}");
+            return 2;
+        }
+    };
+    match run(&o) {
+        Ok(()) => 0,
+        Err(e) if e.starts_with("the driver is gone") => {
+            println!("blkclient: {e}");
+            3
+        }
+        Err(e) => {
+            println!("blkclient: FAILED: {e}");
+            1
+        }
+    }
+}
+
+fn run(o: &Options) -> Result<(), &'static str> {
+    let mut req_name: heapless::String<32> = heapless::String::new();
+    let mut resp_name: heapless::String<32> = heapless::String::new();
+    let _ = (req_name.push_str(&o.channel), req_name.push_str("-req"));
+    let _ = (resp_name.push_str(&o.channel), resp_name.push_str("-resp"));
+    let tx = channel::open_sender(&req_name).ok_or("no request channel")?;
+    let rx = channel::open_receiver(&resp_name).ok_or("no response channel")?;
+    let mut client = Client::new(o.depth);
+    let open = client.open().map_err(|_| "cannot open")?;
+    let mut s = Session { tx, rx, client, area: Area::new(0, 0) };
+    if s.call(open)? != Ok(()) {
+        return Err("the driver refused the session");
+    }
+    let info = s.client.session().ok_or("no session after Open")?;
+    if info.area_len < (o.depth * SLOT) as u64 {
+        return Err("the data area cannot hold a transfer per request in flight");
+    }
+    if o.first + o.sectors > info.capacity {
+        return Err("the region is larger than the disk");
+    }
+    s.area = Area::new(info.area_base, info.area_len);
+    println!(
+        "blkclient: session open: area {:#x} ({} KiB), disk {} sectors of {} bytes",
+        info.area_base,
+        info.area_len >> 10,
+        info.capacity,
+        info.sector_size
+    );
+    if o.bad_requests {
+        bad_requests(&mut s, info.capacity)?;
+    }
+    let (writes, reads) = workload(&mut s, o)?;
+    let flush = s.client.flush().map_err(|_| "cannot flush")?;
+    s.call(flush)?.map_err(|_| "the flush failed")?;
+    let close = s.client.close().map_err(|_| "cannot close")?;
+    s.call(close)?.map_err(|_| "the close failed")?;
+    let written = Expected::after(o.seed, o.first, o.sectors, o.transfers).written();
+    println!(
+        "blkclient: done transfers={} writes={writes} reads={reads} seed={} first={} sectors={} written_sectors={written}",
+        o.transfers, o.seed, o.first, o.sectors
+    );
+    Ok(())
+}
+
+/// Runs the workload, up to `depth` transfers in flight, none overlapping another; the writes
+/// and reads done.
+fn workload(s: &mut Session, o: &Options) -> Result<(u64, u64), &'static str> {
+    let mut model = Expected::new(o.seed, o.first, o.sectors);
+    // In flight: (request id, transfer, buffer slot).
+    let mut flight: Vec<(u64, Transfer, usize)> = Vec::with_capacity(o.depth);
+    let mut free: Vec<usize> = (0..o.depth).rev().collect();
+    let (mut writes, mut reads) = (0, 0);
+    let mut want = [0u8; SECTOR];
+    let mut pending =
+        Workload::new(o.seed, o.first, o.sectors).take(o.transfers as usize).peekable();
+    while pending.peek().is_some() || !flight.is_empty() {
+        let can_issue = pending
+            .peek()
+            .is_some_and(|t| !free.is_empty() && !flight.iter().any(|(_, f, _)| f.overlaps(t)));
+        if can_issue {
+            let t = pending.next().expect("peeked");
+            let slot = free.pop().expect("checked");
+            let len = t.count as usize * SECTOR;
+            let offset = (slot * SLOT) as u64;
+            let req = if t.write {
+                let buf = s.area.bytes(slot * SLOT, len);
+                for (i, chunk) in buf.chunks_mut(SECTOR).enumerate() {
+                    sector_bytes(o.seed, t.number, t.sector + i as u64, chunk);
+                }
+                model.apply(&t);
+                s.client.write(t.sector, offset, len as u32)
+            } else {
+                s.client.read(t.sector, offset, len as u32)
+            }
+            .map_err(|_| "a transfer the session refuses")?;
+            s.send(&req)?;
+            flight.push((req.id, t, slot));
+            if o.die_after == Some(t.number + 1) {
+                println!("blkclient: dying on purpose, {} transfers in flight", flight.len());
+                die::now();
+            }
+            continue;
+        }
+        let (id, _, status) = s.next()?;
+        let at = flight.iter().position(|(i, _, _)| *i == id).ok_or("an unknown completion")?;
+        let (_, t, slot) = flight.swap_remove(at);
+        if status.is_err() {
+            println!("blkclient: transfer {} failed: {:?}", t.number, status);
+            return Err("a transfer failed");
+        }
+        if t.write {
+            writes += 1;
+        } else {
+            reads += 1;
+            let buf = s.area.bytes(slot * SLOT, t.count as usize * SECTOR);
+            for (i, got) in buf.chunks(SECTOR).enumerate() {
+                model.sector(t.sector + i as u64, &mut want);
+                if got != want {
+                    println!(
+                        "blkclient: sector {} read back wrong (transfer {})",
+                        t.sector + i as u64,
+                        t.number
+                    );
+                    return Err("a block read back differs from what was written");
+                }
+            }
+        }
+        free.push(slot);
+    }
+    Ok((writes, reads))
+}
+
+/// Sends one request of each kind the driver must refuse and checks its documented error.
+fn bad_requests(s: &mut Session, capacity: u64) -> Result<(), &'static str> {
+    let cases: [(&str, Request, BlkError); 4] = [
+        ("out of range", raw(s, Op::Read, capacity, 0, 512), BlkError::OutOfRange),
+        ("misaligned", raw(s, Op::Write, 0, 0, 100), BlkError::Misaligned),
+        ("zero length", raw(s, Op::Write, 0, 0, 0), BlkError::ZeroLength),
+        ("outside the area", raw(s, Op::Write, 0, u64::MAX - 511, 512), BlkError::OutsideDataArea),
+    ];
+    for (what, req, want) in cases {
+        s.tx.send(&req.encode()).map_err(|_| "the driver is gone")?;
+        let mut buf = [0u8; 64];
+        let n = s.rx.recv(&mut buf).map_err(|_| "the driver is gone")?;
+        let r = blk::protocol::Response::decode(&buf[..n]).map_err(|_| "a malformed response")?;
+        if r.id != req.id || r.status != Err(want) {
+            println!("blkclient: {what}: got {:?}, want {:?}", r.status, want);
+            return Err("a bad request did not get its documented error");
+        }
+        println!("blkclient: {what}: refused with {}", want.name());
+    }
+    Ok(())
+}
+
+/// A request the client side would refuse to build, with a fresh id (not one of the
+/// client's, so the client state is untouched).
+fn raw(_s: &Session, op: Op, sector: u64, offset: u64, len: u32) -> Request {
+    static NEXT: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1 << 62);
+    let id = NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    Request { id, op, sector, offset, len }
+}
