@@ -45,18 +45,25 @@ pub const DEVICE: u32 = u32::MAX - 1;
 /// Raised lines not yet delivered: bit `line % 64` of word `line / 64`.
 static RAISED: [AtomicU64; LINES / 64] = [const { AtomicU64::new(0) }; LINES / 64];
 
+/// Which words of [`RAISED`] may have a bit set: one load tells the scheduler's path (every
+/// switch) that nothing awaits delivery.
+static RAISED_WORDS: AtomicU64 = AtomicU64::new(0);
+
 /// Marks device interrupt line `line` raised, for delivery on the scheduler's path. Called by
 /// the arch's interrupt handlers (interrupts off, possibly while the kernel holds the world
 /// lock), which leave the line masked or claimed until it is acknowledged.
 pub fn raise_interrupt(line: u32) {
-    if let Some(word) = RAISED.get(line as usize / 64) {
-        word.fetch_or(1 << (line % 64), Ordering::AcqRel);
+    let word = line as usize / 64;
+    if let Some(bits) = RAISED.get(word) {
+        bits.fetch_or(1 << (line % 64), Ordering::AcqRel);
+        RAISED_WORDS.fetch_or(1 << word, Ordering::AcqRel);
     }
 }
 
 /// Whether a raised line awaits delivery (the idle loop stops waiting for it).
+#[inline]
 pub fn interrupts_raised() -> bool {
-    RAISED.iter().any(|w| w.load(Ordering::Acquire) != 0)
+    RAISED_WORDS.load(Ordering::Acquire) != 0
 }
 
 /// A device interrupt line bound to an endpoint of a driver domain.
@@ -73,34 +80,51 @@ pub(super) struct Binding {
 /// The most lines bound at once.
 pub const MAX_BINDINGS: usize = 64;
 
+/// The most PCI functions granted at once.
+pub const MAX_FUNCTIONS: usize = 16;
+
+/// What driver domains were given, owned by [`World`]: the interrupt lines bound to their
+/// endpoints, and the PCI functions to stop when they die.
+#[derive(Default)]
+pub(super) struct Devices {
+    /// Lines bound to endpoints.
+    pub bindings: heapless::Vec<Binding, MAX_BINDINGS>,
+    /// `(driver domain, host bridge, function)`.
+    pub functions: heapless::Vec<(u32, PciHost, pci::Function), MAX_FUNCTIONS>,
+}
+
 impl World {
     /// Binds device interrupt line `line` to a new endpoint of domain `id` and lets the line
     /// through at its controller; the endpoint's index (`None`: no endpoint or binding left,
     /// or the line cannot be enabled).
     pub(super) fn bind_interrupt(&mut self, id: u32, line: u32) -> Option<usize> {
-        if line as usize >= LINES || self.bindings.iter().any(|b| b.line == line) {
+        if line as usize >= LINES || self.devices.bindings.iter().any(|b| b.line == line) {
             return None;
         }
-        if self.bindings.len() == MAX_BINDINGS {
+        if self.devices.bindings.len() == MAX_BINDINGS {
             return None;
         }
         let endpoint = self.alloc_endpoint(id, DEVICE)?;
         if !arch::interrupts::enable_line(line) {
             return None;
         }
-        self.bindings.push(Binding { line, domain: id, endpoint }).ok()?;
+        self.devices.bindings.push(Binding { line, domain: id, endpoint }).ok()?;
         Some(endpoint)
     }
 
     /// Delivers every raised line: signals the endpoint it is bound to. A line bound to
     /// nobody, or to a dead domain, is released (acknowledged and masked).
     pub(super) fn deliver_interrupts(&mut self) {
-        for (i, word) in RAISED.iter().enumerate() {
-            let mut bits = word.swap(0, Ordering::AcqRel);
+        // The summary first: a line raised after this swap sets its word's bit again.
+        let mut words = RAISED_WORDS.swap(0, Ordering::AcqRel);
+        while words != 0 {
+            let i = words.trailing_zeros() as usize;
+            words &= words - 1;
+            let mut bits = RAISED[i].swap(0, Ordering::AcqRel);
             while bits != 0 {
                 let line = (i * 64) as u32 + bits.trailing_zeros();
                 bits &= bits - 1;
-                match self.bindings.iter().find(|b| b.line == line).copied() {
+                match self.devices.bindings.iter().find(|b| b.line == line).copied() {
                     Some(b) if self.domain(b.domain).is_some() => self.signal(b.domain, b.endpoint),
                     _ => arch::interrupts::release_line(line),
                 }
@@ -110,13 +134,14 @@ impl World {
 
     /// `irq_ack(endpoint)`: domain `id` has served the device whose interrupt signals its
     /// endpoint `ep`; the line may interrupt again.
+    #[inline(never)]
     pub(super) fn irq_ack(&mut self, id: u32, ep: usize) -> Result<usize, SysError> {
         let d = self.domain(id).ok_or(SysError::NotFound)?;
         let endpoint = d.endpoints.get(ep).ok_or(SysError::NotFound)?;
         if endpoint.sender != DEVICE {
             return Err(SysError::PermissionDenied);
         }
-        let b = self.bindings.iter().find(|b| b.domain == id && b.endpoint == ep);
+        let b = self.devices.bindings.iter().find(|b| b.domain == id && b.endpoint == ep);
         let b = b.ok_or(SysError::PermissionDenied)?;
         arch::interrupts::ack_line(b.line);
         Ok(0)
@@ -125,16 +150,18 @@ impl World {
     /// Stops the devices of dead domain `id`: its PCI functions neither interrupt nor reach
     /// memory any more, and its lines are masked at their controller.
     pub(super) fn release_interrupts_of(&mut self, id: u32) {
-        for (host, f) in core::mem::take(&mut self.domains[id as usize].functions) {
-            pci::quiesce(&host, &f);
+        for (_, host, f) in self.devices.functions.iter().filter(|(d, _, _)| *d == id) {
+            pci::quiesce(host, f);
         }
-        for b in self.bindings.iter().filter(|b| b.domain == id) {
+        self.devices.functions.retain(|(d, _, _)| *d != id);
+        for b in self.devices.bindings.iter().filter(|b| b.domain == id) {
             arch::interrupts::release_line(b.line);
         }
-        self.bindings.retain(|b| b.domain != id);
+        self.devices.bindings.retain(|b| b.domain != id);
     }
 
     /// `dma_alloc(bytes) -> base` for domain `id`.
+    #[inline(never)]
     pub(super) fn dma_alloc(&mut self, id: u32, bytes: usize) -> Result<usize, Shortage> {
         let d = self.domain(id).ok_or(SysError::NotFound)?;
         if !d.driver {
@@ -159,6 +186,7 @@ impl World {
     }
 
     /// `dma_address(va) -> pa` for domain `id`.
+    #[inline(never)]
     pub(super) fn dma_address(&self, id: u32, va: usize) -> Result<usize, SysError> {
         let d = self.domain(id).ok_or(SysError::NotFound)?;
         if !d.driver {
@@ -220,7 +248,10 @@ impl World {
             }
             self.route_interrupt(id, &mut found)?;
             if let Some(function) = found.function {
-                let _ = self.domains[id as usize].functions.push(function);
+                let (host, f) = function;
+                if self.devices.functions.push((id, host, f)).is_err() {
+                    return Err("more PCI functions granted than the kernel tracks");
+                }
             }
             let frame = self.domains[id as usize].dcb.ok_or("no control block")?;
             crate::phys::write_device_slot(frame, index, &found.slot);
@@ -271,7 +302,7 @@ impl World {
         let Some((host, function)) = found.function else { return Ok(()) };
         let free = arch::interrupts::DEVICE_LINES
             .clone()
-            .find(|l| self.bindings.iter().all(|b| b.line != *l));
+            .find(|l| self.devices.bindings.iter().all(|b| b.line != *l));
         let Some(line) = free else {
             found.slot.event = u64::MAX;
             return Ok(());
@@ -301,7 +332,7 @@ impl World {
     /// Unbinds line `line` (its device turned out not to interrupt).
     fn release_interrupts_on(&mut self, line: u32) {
         arch::interrupts::release_line(line);
-        self.bindings.retain(|b| b.line != line);
+        self.devices.bindings.retain(|b| b.line != line);
     }
 }
 

@@ -136,9 +136,6 @@ pub struct Domain {
     job: Option<jobs::Job>,
     /// A driver domain: the manifest grants it devices (see [`device`]).
     driver: bool,
-    /// The PCI functions granted to it, stopped when it dies.
-    functions:
-        heapless::Vec<(crate::boot_info::PciHost, crate::pci::Function), { abi::MAX_DEVICES }>,
 }
 
 impl Domain {
@@ -176,7 +173,6 @@ impl Domain {
             address,
             job: None,
             driver: false,
-            functions: heapless::Vec::new(),
         }
     }
 }
@@ -195,8 +191,8 @@ pub struct World {
     sched: sched::Scheduler,
     /// Bytes of the kernel heap in use once every domain was made (see [`kmem`]).
     boot_heap: usize,
-    /// Device interrupt lines bound to driver domains' endpoints (see [`device`]).
-    bindings: heapless::Vec<device::Binding, { device::MAX_BINDINGS }>,
+    /// What driver domains were given: interrupt lines and PCI functions (see [`device`]).
+    devices: device::Devices,
 }
 
 /// The kernel's domains and stretches.
@@ -211,7 +207,7 @@ impl World {
             free_before: with_frames(|fa| fa.free_count()),
             sched: sched::Scheduler::new(),
             boot_heap: 0,
-            bindings: heapless::Vec::new(),
+            devices: device::Devices::default(),
         }
     }
 

@@ -179,9 +179,6 @@ fn switch(w: &mut World, save: bool) {
             crate::shutdown(crate::ExitCode::Success);
         }
         w.expire(now);
-        if super::device::interrupts_raised() {
-            w.deliver_interrupts();
-        }
         let picked = w.sched.policy.dispatch(ns_from_ticks(now));
         w.publish_accounts(previous);
         w.log_periods();
@@ -218,13 +215,17 @@ fn switch(w: &mut World, save: bool) {
                     arch::wait_for_interrupt();
                 }
                 arch::timer::disarm();
+                // Device interrupts are taken in user mode (and delivered on that trap's path)
+                // or here, while idle.
+                w.deliver_interrupts();
             }
-            None if !w.bindings.is_empty() => {
+            None if !w.devices.bindings.is_empty() => {
                 // A device's interrupt can still wake its driver domain, which may then wake
                 // the others: wait for one, with no timer.
                 while !super::device::interrupts_raised() {
                     arch::wait_for_interrupt();
                 }
+                w.deliver_interrupts();
             }
             None => {
                 defmt::warn!("every domain is blocked without a deadline: waking them all");
@@ -313,13 +314,7 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
             rare => after_rare_call(w, id, rare),
         },
         UserTrap::Timer => switch(w, true),
-        UserTrap::Device => {
-            // The interrupted domain goes on unless the driver woken should run first.
-            w.deliver_interrupts();
-            if core::mem::take(&mut w.sched.preempt) {
-                switch(w, true);
-            }
-        }
+        UserTrap::Device => on_device_interrupt(w),
         UserTrap::Fault(fault) => {
             if let Some(resume) = on_fault(w, id, fault) {
                 return resume;
@@ -327,6 +322,17 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
         }
     }
     Resume::Context(current_context(w).as_ptr())
+}
+
+/// A device's interrupt taken in user mode: delivered to its driver; the interrupted domain
+/// goes on unless the driver woken should run first. Out of line, off the system calls' path.
+#[cold]
+#[inline(never)]
+fn on_device_interrupt(w: &mut World) {
+    w.deliver_interrupts();
+    if core::mem::take(&mut w.sched.preempt) {
+        switch(w, true);
+    }
 }
 
 /// The calls that end in waiting for frames, a kernel job or death: out of line, so that the

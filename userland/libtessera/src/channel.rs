@@ -128,6 +128,7 @@ impl Writer {
     }
 
     /// Publishes `msg` if there is room: `Ok(true)` if it was, `Ok(false)` if the ring is full.
+    #[inline(always)]
     pub(crate) fn try_write(&mut self, msg: &[u8]) -> Result<bool, ChannelError> {
         if msg.len() > self.ring.max_message() {
             return Err(ChannelError::TooLarge);
@@ -150,6 +151,7 @@ impl Writer {
     }
 
     /// Did the last message written go into an empty ring (so the receiver must be signalled)?
+    #[inline(always)]
     pub(crate) fn receiver_may_wait(&self) -> bool {
         self.wake_receiver
     }
@@ -181,6 +183,7 @@ impl Reader {
 
     /// Takes the next message into `buf` if there is one: `Ok(Some(len))`, or `Ok(None)` if
     /// the ring is empty.
+    #[inline(always)]
     pub(crate) fn try_read(&mut self, buf: &mut [u8]) -> Result<Option<usize>, ChannelError> {
         let head = self.ring.head().load(Ordering::Acquire);
         let ready = head.wrapping_sub(self.tail);
@@ -208,6 +211,7 @@ impl Reader {
     }
 
     /// Was the last message read taken from a full ring (so the sender must be signalled)?
+    #[inline(always)]
     pub(crate) fn sender_may_wait(&self) -> bool {
         self.wake_sender
     }
@@ -264,11 +268,13 @@ mod runtime {
         /// The local endpoint's value: read it before looking at the ring, then wait for it to
         /// move past that.
         #[inline(always)]
+        #[inline(always)]
         fn value(&self) -> u64 {
             self.event.value.load(Ordering::Acquire)
         }
 
         /// Is the local endpoint closed (the peer died)?
+        #[inline(always)]
         #[inline(always)]
         fn closed(&self) -> bool {
             self.event.closed.load(Ordering::Acquire) != 0
@@ -288,6 +294,7 @@ mod runtime {
 
         /// Signals the peer's endpoint. A dead peer is not an error here: its death closed our
         /// endpoint, which the next operation reports.
+        #[inline(always)]
         fn signal(&self) -> Result<(), ChannelError> {
             let (domain, ep) = (self.desc.peer_domain as usize, self.desc.peer_event as usize);
             match syscall::event_send(domain, ep) {

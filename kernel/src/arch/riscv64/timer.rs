@@ -24,6 +24,7 @@ pub fn set_handler(handler: Option<Handler>) {
 }
 
 /// Requests one interrupt at absolute time `deadline` (ticks).
+#[inline]
 pub fn arm(deadline: u64) {
     if SSTC.load(Ordering::Relaxed) {
         // SAFETY: `init` found that `stimecmp` can be written; writing it only sets when the

@@ -560,13 +560,15 @@ pub(super) fn on_trap(frame: &TrapFrame) -> ! {
             interrupts::raise_software();
         }
         next
-    } else if interrupts::on_device(vector) {
-        dispatch(ctx, UserTrap::Device)
     } else if vector >= 32 {
-        // The kernel's business, not the domain's: counted and silenced, and the domain
-        // resumes where it was interrupted.
-        interrupts::unexpected(vector as u8, true);
-        ctx
+        if interrupts::on_device(vector) {
+            dispatch(ctx, UserTrap::Device)
+        } else {
+            // The kernel's business, not the domain's: counted and silenced, and the domain
+            // resumes where it was interrupted.
+            interrupts::unexpected(vector as u8, true);
+            ctx
+        }
     } else if vector == 7 && fp::on_first_use() {
         // The domain's FP state is loaded now: its instruction runs again.
         ctx
