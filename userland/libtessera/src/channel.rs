@@ -268,13 +268,11 @@ mod runtime {
         /// The local endpoint's value: read it before looking at the ring, then wait for it to
         /// move past that.
         #[inline(always)]
-        #[inline(always)]
         fn value(&self) -> u64 {
             self.event.value.load(Ordering::Acquire)
         }
 
         /// Is the local endpoint closed (the peer died)?
-        #[inline(always)]
         #[inline(always)]
         fn closed(&self) -> bool {
             self.event.closed.load(Ordering::Acquire) != 0
