@@ -9,9 +9,11 @@
 //!   poll), and the disk image the host reads afterwards is no longer blank.
 //! - `virtio_blk_two_clients`: two `blkclient` domains at once run 10,000 random transfers
 //!   each (512 B to 64 KiB, up to 8 in flight) through the driver, every block read checked;
-//!   one first sends a request of each kind the driver must refuse and gets each documented
-//!   error; after the run the host replays both workloads (`blk::workload`) and checks every
-//!   sector of both regions of the disk image.
+//!   one first sends a request of each kind the driver must refuse (before its Open; out of
+//!   range; past the end; misaligned; zero length; outside its data area) and gets each
+//!   documented error; after the run the host replays both workloads (`blk::workload`) and
+//!   checks every sector of both regions of the disk image, and finds the sectors the refused
+//!   writes aimed at still zero.
 //! - `virtio_blk_client_killed`: one client is killed mid-stream, transfers in flight; the
 //!   driver forgets them and serves the other to the end, whose region the host checks.
 //! - `virtio_blk_driver_killed`: the driver is killed mid-stream; both clients learn it from
@@ -111,17 +113,33 @@ const DRIVER_KILLED: &str = "tests/manifests/drivers/virtio-blk-driver-killed.to
 fn two_clients(arch: Arch, out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     for what in [
+        "before open: refused with UnknownClient",
         "out of range: refused with OutOfRange",
+        "past the end: refused with OutOfRange",
         "misaligned: refused with Misaligned",
         "zero length: refused with ZeroLength",
         "outside the area: refused with OutsideDataArea",
     ] {
-        expect_line(out, &format!("blkclient: {what}"))?;
+        expect_line(out, &format!("[beta] blkclient: {what}"))?;
+    }
+    // The refused writes aimed at the last megabyte, which no workload touches: still zero.
+    let path = crate::disks::image_path(
+        &crate::disks::dir(arch),
+        std::path::Path::new(TWO_CLIENTS),
+        "data",
+    );
+    let tail = crate::disks::read_sectors(&path, 32768, 2048).map_err(|e| format!("{e:#}"))?;
+    if let Some(at) = tail.iter().position(|&b| b != 0) {
+        return Err(format!(
+            "{}: sector {} was written by a refused request",
+            path.display(),
+            32768 + at / 512
+        ));
     }
     client_done(arch, out, TWO_CLIENTS, ALPHA)?;
     client_done(arch, out, TWO_CLIENTS, BETA)?;
-    // 20,000 transfers and the two flushes went to the device; the four bad requests did not.
-    expect_line(out, "virtio-blk: every client gone: 20002 requests served, 4 rejected")?;
+    // 20,000 transfers and the two flushes went to the device; the six bad requests did not.
+    expect_line(out, "virtio-blk: every client gone: 20002 requests served, 6 rejected")?;
     expect_line(out, "blk: exited with status 0")?;
     frames_returned(out)
 }

@@ -11,8 +11,10 @@
 //! workload and check the disk image. Any error or mismatch is reported and ends the domain
 //! with status 1.
 //!
-//! `--bad-requests` first sends one request of each kind the driver must refuse (out of
-//! range, misaligned, zero length, outside the data area) and checks each documented error.
+//! `--bad-requests SECTOR` first sends, before its Open, a write the driver must refuse as from
+//! an unknown client, then after it one request of each other kind the driver must refuse (out
+//! of range, past the end, misaligned, zero length, outside the data area), their writes aimed
+//! at SECTOR, and checks each documented error; the host then finds SECTOR untouched.
 //! `--die-after N` makes it fault right after issuing transfer N, with transfers in flight
 //! (a test of the driver). When the driver is gone, the client reports it and exits with
 //! status 3.
@@ -48,7 +50,8 @@ struct Options {
     sectors: u64,
     seed: u64,
     depth: usize,
-    bad_requests: bool,
+    /// Send the bad requests, their writes aimed at this sector.
+    bad_requests: Option<u64>,
     die_after: Option<u64>,
 }
 
@@ -60,7 +63,7 @@ fn options(env: Env) -> Result<Options, &'static str> {
         sectors: 4096,
         seed: 1,
         depth: 8,
-        bad_requests: false,
+        bad_requests: None,
         die_after: None,
     };
     let mut args = env.args;
@@ -76,7 +79,9 @@ fn options(env: Env) -> Result<Options, &'static str> {
                 o.first = f.parse().map_err(|_| "bad region start")?;
                 o.sectors = s.parse().map_err(|_| "bad region length")?;
             }
-            "--bad-requests" => o.bad_requests = true,
+            "--bad-requests" => {
+                o.bad_requests = Some(value()?.parse().map_err(|_| "bad --bad-requests")?)
+            }
             "--die-after" => o.die_after = Some(value()?.parse().map_err(|_| "bad --die-after")?),
             _ => return Err("unknown option"),
         }
@@ -149,9 +154,14 @@ fn run(o: &Options) -> Result<(), &'static str> {
     let _ = (resp_name.push_str(&o.channel), resp_name.push_str("-resp"));
     let tx = channel::open_sender(&req_name).ok_or("no request channel")?;
     let rx = channel::open_receiver(&resp_name).ok_or("no response channel")?;
-    let mut client = Client::new(o.depth);
-    let open = client.open().map_err(|_| "cannot open")?;
+    let client = Client::new(o.depth);
     let mut s = Session { tx, rx, client, area: Area::new(0, 0) };
+    if let Some(target) = o.bad_requests {
+        // Before its Open, the driver does not know this client.
+        let req = raw(Op::Write, target, 0, 512);
+        refused(&mut s, "before open", req, BlkError::UnknownClient)?;
+    }
+    let open = s.client.open().map_err(|_| "cannot open")?;
     if s.call(open)? != Ok(()) {
         return Err("the driver refused the session");
     }
@@ -170,8 +180,8 @@ fn run(o: &Options) -> Result<(), &'static str> {
         info.capacity,
         info.sector_size
     );
-    if o.bad_requests {
-        bad_requests(&mut s, info.capacity)?;
+    if let Some(target) = o.bad_requests {
+        bad_requests(&mut s, info.capacity, target)?;
     }
     let (writes, reads) = workload(&mut s, o)?;
     let flush = s.client.flush().map_err(|_| "cannot flush")?;
@@ -254,31 +264,43 @@ fn workload(s: &mut Session, o: &Options) -> Result<(u64, u64), &'static str> {
     Ok((writes, reads))
 }
 
-/// Sends one request of each kind the driver must refuse and checks its documented error.
-fn bad_requests(s: &mut Session, capacity: u64) -> Result<(), &'static str> {
-    let cases: [(&str, Request, BlkError); 4] = [
-        ("out of range", raw(s, Op::Read, capacity, 0, 512), BlkError::OutOfRange),
-        ("misaligned", raw(s, Op::Write, 0, 0, 100), BlkError::Misaligned),
-        ("zero length", raw(s, Op::Write, 0, 0, 0), BlkError::ZeroLength),
-        ("outside the area", raw(s, Op::Write, 0, u64::MAX - 511, 512), BlkError::OutsideDataArea),
+/// Sends one request of each kind the driver must refuse, its writes aimed at sector
+/// `target`, and checks each documented error.
+fn bad_requests(s: &mut Session, capacity: u64, target: u64) -> Result<(), &'static str> {
+    let cases: [(&str, Request, BlkError); 5] = [
+        ("out of range", raw(Op::Read, capacity, 0, 512), BlkError::OutOfRange),
+        ("past the end", raw(Op::Write, capacity - 1, 0, 1024), BlkError::OutOfRange),
+        ("misaligned", raw(Op::Write, target, 0, 100), BlkError::Misaligned),
+        ("zero length", raw(Op::Write, target, 0, 0), BlkError::ZeroLength),
+        (
+            "outside the area",
+            raw(Op::Write, target, u64::MAX - 511, 512),
+            BlkError::OutsideDataArea,
+        ),
     ];
     for (what, req, want) in cases {
-        s.tx.send(&req.encode()).map_err(|_| "the driver is gone")?;
-        let mut buf = [0u8; 64];
-        let n = s.rx.recv(&mut buf).map_err(|_| "the driver is gone")?;
-        let r = blk::protocol::Response::decode(&buf[..n]).map_err(|_| "a malformed response")?;
-        if r.id != req.id || r.status != Err(want) {
-            println!("blkclient: {what}: got {:?}, want {:?}", r.status, want);
-            return Err("a bad request did not get its documented error");
-        }
-        println!("blkclient: {what}: refused with {}", want.name());
+        refused(s, what, req, want)?;
     }
+    Ok(())
+}
+
+/// Sends `req` and checks that the driver refuses it with `want`.
+fn refused(s: &mut Session, what: &str, req: Request, want: BlkError) -> Result<(), &'static str> {
+    s.tx.send(&req.encode()).map_err(|_| "the driver is gone")?;
+    let mut buf = [0u8; 64];
+    let n = s.rx.recv(&mut buf).map_err(|_| "the driver is gone")?;
+    let r = blk::protocol::Response::decode(&buf[..n]).map_err(|_| "a malformed response")?;
+    if r.id != req.id || r.status != Err(want) {
+        println!("blkclient: {what}: got {:?}, want {:?}", r.status, want);
+        return Err("a bad request did not get its documented error");
+    }
+    println!("blkclient: {what}: refused with {}", want.name());
     Ok(())
 }
 
 /// A request the client side would refuse to build, with a fresh id (not one of the
 /// client's, so the client state is untouched).
-fn raw(_s: &Session, op: Op, sector: u64, offset: u64, len: u32) -> Request {
+fn raw(op: Op, sector: u64, offset: u64, len: u32) -> Request {
     static NEXT: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1 << 62);
     let id = NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
     Request { id, op, sector, offset, len }
