@@ -280,6 +280,14 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             expect_line(out, "pairs expected, 0 missing")?;
             expect_line(out, "fuzz: 0 undocumented, 0 failures")?;
             expect_line(out, "fuzz: exited with status 0")?;
+            expect_line(out, "fuzz-driver: exited with status 0")?;
+            // Each fuzzer reports 0 missing: together they observe every documented pair,
+            // the driver-only ones included.
+            let reports =
+                out.log.iter().filter(|l| l.message.contains("pairs expected, 0 missing"));
+            if reports.count() != 2 {
+                return Err("want a report of 0 missing pairs from both fuzzers".into());
+            }
             // The helper domains: one valid block(u64::MAX) once the others are gone, and a
             // full guarantee for the fuzzer's stretch_rights NoMemory.
             expect_line(out, "[fuzz-block] fuzz: block -> WouldDeadlock")?;

@@ -106,23 +106,37 @@ pub const NOT_EXPECTED: &[(Pair, &str)] = &[
         (Some(Call::DmaAlloc), SysError::NoAddressSpace),
         "needs the 128 GiB stretch range exhausted for every domain, as for stretch_create",
     ),
-    (
-        (Some(Call::DmaAlloc), SysError::InvalidArgument),
-        "only a driver domain gets past the driver check; the fuzz domain is not one",
-    ),
-    (
-        (Some(Call::DmaAlloc), SysError::NoMemory),
-        "only a driver domain gets past the driver check; the fuzz domain is not one",
-    ),
-    (
-        (Some(Call::DmaAddress), SysError::NotFound),
-        "only a driver domain gets past the driver check; the fuzz domain is not one",
-    ),
-    (
-        (Some(Call::DmaAddress), SysError::InvalidArgument),
-        "only a driver domain gets past the driver check; the fuzz domain is not one",
-    ),
 ];
+
+/// Documented pairs only a driver domain observes (its calls get past the driver check).
+pub const DRIVER_ONLY: &[Pair] = &[
+    (Some(Call::DmaAlloc), SysError::InvalidArgument),
+    (Some(Call::DmaAlloc), SysError::NoMemory),
+    (Some(Call::DmaAddress), SysError::NotFound),
+    (Some(Call::DmaAddress), SysError::InvalidArgument),
+];
+
+/// Documented pairs only a domain that is not a driver observes.
+pub const NOT_DRIVER_ONLY: &[Pair] = &[
+    (Some(Call::DmaAlloc), SysError::PermissionDenied),
+    (Some(Call::DmaAddress), SysError::PermissionDenied),
+];
+
+/// Why a domain (a driver domain if `driver`) does not expect to observe `pair`, if it does not.
+pub fn not_expected(pair: Pair, driver: bool) -> Option<&'static str> {
+    if let Some((_, why)) = NOT_EXPECTED.iter().find(|(p, _)| *p == pair) {
+        return Some(why);
+    }
+    match driver {
+        false if DRIVER_ONLY.contains(&pair) => {
+            Some("only a driver domain gets past the driver check (the driver fuzzer shows it)")
+        }
+        true if NOT_DRIVER_ONLY.contains(&pair) => {
+            Some("a driver domain gets past the driver check (the other fuzzer shows it)")
+        }
+        _ => None,
+    }
+}
 
 /// Is `(call, error)` in the table?
 pub fn is_documented(pair: Pair) -> bool {
