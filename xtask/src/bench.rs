@@ -325,3 +325,20 @@ fn nullcall_figures(out: &qemu::Outcome) -> Option<(u64, u64, u64)> {
         _ => None,
     }
 }
+
+/// Measures with `measure` on each of `arches`: what each measured and its kept figures, in
+/// the order of `arches`.
+fn on_each<M>(
+    arches: &[Arch],
+    mode: Mode,
+    measure: fn(Arch, Mode) -> Result<(M, Table)>,
+) -> Result<(Vec<M>, Vec<Table>)> {
+    let mut measured = Vec::new();
+    let mut kept = Vec::new();
+    for &arch in arches {
+        let (m, t) = measure(arch, mode)?;
+        measured.push(m);
+        kept.push(t);
+    }
+    Ok((measured, kept))
+}

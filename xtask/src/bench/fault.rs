@@ -18,7 +18,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use super::by_arch::{ByArch, Figure};
-use super::{Mode, RUNS, Table, environment, figures, icount_runs, table, write_report};
+use super::{Mode, RUNS, Table, environment, figures, icount_runs, on_each, table, write_report};
 use crate::qemu::{Ending, Outcome};
 use crate::sched::{self, Runs};
 use crate::system::IcountBoot;
@@ -133,13 +133,7 @@ fn measure_on(arch: Arch, mode: Mode) -> Result<(Measured, Table)> {
 /// Runs the benchmark on each of `arches` and writes `target/bench/fault.{md,json}` (not in
 /// [`Mode::Check`]); returns its kept figures, a table per architecture.
 pub fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
-    let mut kept = Vec::new();
-    let mut measured = Vec::new();
-    for &arch in arches {
-        let (m, t) = measure_on(arch, mode)?;
-        kept.push(t);
-        measured.push(m);
-    }
+    let (measured, kept) = on_each(arches, mode, measure_on)?;
     if mode == Mode::Check {
         return Ok(kept);
     }

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::by_arch::{ByArch, Figure};
 use super::ipc::{IPC, measure};
-use super::{Mode, Table, environment, table, write_report};
+use super::{Mode, Table, environment, on_each, table, write_report};
 use crate::cpu::{self, Period};
 use crate::qemu::Outcome;
 use crate::sched::{self as scenarios, Run, Runs, Share};
@@ -144,13 +144,7 @@ fn plot(a: &artifacts::Artifacts) -> Result<Vec<std::path::PathBuf>> {
 /// Runs the bench on each of `arches`; returns its kept figures, a table per architecture.
 /// [`Mode::Check`] stops there: no switch cost, no plots, no report.
 pub(super) fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
-    let mut kept = Vec::new();
-    let mut measured = Vec::new();
-    for &arch in arches {
-        let (m, t) = measure_on(arch, mode)?;
-        kept.push(t);
-        measured.push(m);
-    }
+    let (measured, kept) = on_each(arches, mode, measure_on)?;
     if mode == Mode::Check {
         return Ok(kept);
     }
