@@ -41,7 +41,8 @@
 //! The driver serves requests first come, first served (with a bounded queue in front of the
 //! device). Disk scheduling, USD streams with `(period, slice, extra, latency)` disk-time
 //! contracts, the policies, anticipation and the mechanical disk model come with the USD
-//! issue; the driver domains themselves (virtio-blk, AHCI) come with theirs.
+//! issue. The virtio-blk driver domain (`drivers/virtio_blk`) serves this protocol; the AHCI
+//! one is still to come.
 
 #![no_std]
 #![forbid(unsafe_code)]
