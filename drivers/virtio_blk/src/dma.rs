@@ -146,7 +146,7 @@ unsafe impl Hal for TesseraHal {
 
     unsafe fn mmio_phys_to_virt(paddr: PhysAddr, size: usize) -> NonNull<u8> {
         let slot = DEVICE.lock().expect("the device is recorded before a transport is made");
-        crate::pci::window_virt(&slot, paddr as usize, size)
+        window_virt(&slot, paddr as usize, size)
             .expect("the device's registers lie in a window the kernel mapped")
     }
 
@@ -185,4 +185,14 @@ unsafe impl Hal for TesseraHal {
         }
         give_bounce(slot);
     }
+}
+
+/// The physical-to-virtual translation of the granted windows, for `Hal::mmio_phys_to_virt`.
+fn window_virt(slot: &abi::DeviceSlot, phys: usize, size: usize) -> Option<NonNull<u8>> {
+    slot.windows.iter().filter(|w| w.base != 0).find_map(|w| {
+        let (start, end) = (w.phys as usize, (w.phys + w.len) as usize);
+        (phys >= start && phys + size <= end)
+            .then(|| NonNull::new((w.base as usize + (phys - start)) as *mut u8))
+            .flatten()
+    })
 }

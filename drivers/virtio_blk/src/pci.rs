@@ -8,8 +8,6 @@
 //! each queue at MSI-X entry 0 before the queue is enabled (with MSI-X on, a virtio device
 //! signals nothing for a queue without a vector).
 
-use core::ptr::NonNull;
-
 use virtio_drivers::transport::pci::PciTransport;
 use virtio_drivers::transport::pci::bus::{ConfigurationAccess, DeviceFunction, PciRoot};
 use virtio_drivers::transport::{DeviceStatus, DeviceType, InterruptStatus, Transport};
@@ -78,16 +76,6 @@ impl ConfigurationAccess for Snapshot {
     unsafe fn unsafe_clone(&self) -> Self {
         *self
     }
-}
-
-/// The physical-to-virtual translation of the granted windows, for `Hal::mmio_phys_to_virt`.
-pub fn window_virt(slot: &abi::DeviceSlot, phys: usize, size: usize) -> Option<NonNull<u8>> {
-    slot.windows.iter().filter(|w| w.base != 0).find_map(|w| {
-        let (start, end) = (w.phys as usize, (w.phys + w.len) as usize);
-        (phys >= start && phys + size <= end)
-            .then(|| NonNull::new((w.base as usize + (phys - start)) as *mut u8))
-            .flatten()
-    })
 }
 
 /// The transport of the PCI function in `slot`, its queues pointed at MSI-X entry 0.
