@@ -184,13 +184,19 @@ fn io<T: Transport>(
         }
     }
     .map_err(|_| "the device refused a request")?;
+    // Each request interrupts once: wait for that interrupt even if the completion is already
+    // visible (it may have been delivered before the wait), and acknowledge every one, so the
+    // line is never left claimed.
     let mut taken = 0;
     let mut seen = before;
-    while blk.peek_used() != Some(token) {
+    loop {
         seen = events::wait(ep, seen, u64::MAX).map_err(|_| "the interrupt's endpoint closed")?;
         taken += 1;
         blk.ack_interrupt();
         syscall::irq_ack(ep).map_err(|_| "irq_ack failed")?;
+        if blk.peek_used() == Some(token) {
+            break;
+        }
     }
     // SAFETY: the same buffers as submitted, and the token the device returned.
     unsafe {
