@@ -221,9 +221,8 @@ fn switch(w: &mut World, save: bool) {
             }
             None if !w.devices.bindings.is_empty() => {
                 // A device's interrupt can still wake its driver domain, which may then wake
-                // the others: wait for one. The timer still wakes the CPU every millisecond:
-                // under QEMU's `-icount` a CPU halted with no timer armed can miss the
-                // completion of device work QEMU does meanwhile.
+                // the others: wait for one. The timer still wakes the CPU every millisecond, a
+                // backstop: the loop looks again even if no interrupt woke the CPU.
                 while !super::device::interrupts_raised() {
                     let until = arch::time::now_ticks() + super::clock::ticks_from_ns(1_000_000);
                     arch::timer::arm(until);
