@@ -17,7 +17,6 @@
 #![no_std]
 #![no_main]
 
-mod die;
 mod disk;
 mod dma;
 mod mmio;

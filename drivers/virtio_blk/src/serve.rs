@@ -112,7 +112,7 @@ pub fn serve<T: virtio_drivers::transport::Transport>(
         }
         if die_after.is_some_and(|n| server.stats().completed >= n) {
             println!("virtio-blk: dying on purpose, requests in flight");
-            crate::die::now();
+            tessera::fault::now();
         }
         for (i, (c, _)) in clients.iter_mut().enumerate() {
             while c.open {

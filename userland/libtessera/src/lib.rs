@@ -81,6 +81,8 @@ mod control_block;
 #[cfg(target_os = "none")]
 mod entry;
 #[cfg(target_os = "none")]
+pub mod fault;
+#[cfg(target_os = "none")]
 pub mod heap;
 #[cfg(target_os = "none")]
 pub mod paging;

@@ -25,7 +25,6 @@
 extern crate alloc;
 
 mod area;
-mod die;
 
 use alloc::vec::Vec;
 
@@ -231,7 +230,7 @@ fn workload(s: &mut Session, o: &Options) -> Result<(u64, u64), &'static str> {
             flight.push((req.id, t, slot));
             if o.die_after == Some(t.number + 1) {
                 println!("blkclient: dying on purpose, {} transfers in flight", flight.len());
-                die::now();
+                tessera::fault::now();
             }
             continue;
         }

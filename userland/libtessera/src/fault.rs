@@ -1,4 +1,5 @@
-//! A deliberate fault, for tests of what the driver sees when a client is killed.
+//! A deliberate fault, for tests of what a domain's peers see when it is killed (a client of
+//! a driver, or the driver itself).
 
 /// Stores to an address no stretch holds: the kernel terminates the domain.
 pub fn now() -> ! {
