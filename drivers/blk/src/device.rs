@@ -87,4 +87,8 @@ pub trait BlockDevice {
     /// One completed request, with its outcome, or `None` if none has completed since the
     /// last call. Polled after the device's interrupt; never blocks.
     fn complete(&mut self) -> Option<(Tag, Result<(), DeviceError>)>;
+
+    /// The device's interrupt arrived: a device that must read or clear an interrupt status
+    /// before it may interrupt again does so here, before its completions are taken.
+    fn interrupted(&mut self) {}
 }

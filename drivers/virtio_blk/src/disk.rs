@@ -12,7 +12,9 @@ use blk::device::{BlockDevice, DeviceError, DeviceOp, DeviceRequest, Tag};
 use virtio_drivers::device::blk::{BlkReq, BlkResp, SECTOR_SIZE, VirtIOBlk};
 use virtio_drivers::transport::Transport;
 
-use crate::dma::{self, TesseraHal};
+use tessera::dma;
+
+use crate::dma::TesseraHal;
 
 /// A request at the device.
 #[derive(Clone, Copy)]
@@ -48,8 +50,7 @@ impl<T: Transport> VirtioDisk<T> {
     pub fn new(mut blk: VirtIOBlk<TesseraHal, T>) -> Result<Self, abi::SysError> {
         blk.enable_interrupts();
         let slots = (usize::from(blk.virt_queue_size()) / 3).clamp(1, MAX_TAGS);
-        let (virt, _) = dma::alloc(slots * size_of::<Headers>())?;
-        let headers = virt as *mut Headers;
+        let headers = dma::alloc(slots * size_of::<Headers>())?.virt as *mut Headers;
         for i in 0..slots {
             // SAFETY: the DMA stretch just made holds `slots` zeroed, aligned `Headers`; nothing
             // else refers to it.
@@ -58,11 +59,6 @@ impl<T: Transport> VirtioDisk<T> {
             };
         }
         Ok(VirtioDisk { blk, tags: [None; MAX_TAGS], slots, headers, flushed: None })
-    }
-
-    /// Acknowledges the device's interrupt (reads and clears its status).
-    pub fn ack_interrupt(&mut self) {
-        self.blk.ack_interrupt();
     }
 
     /// The request header and status of `tag`.
@@ -144,5 +140,11 @@ impl<T: Transport> BlockDevice for VirtioDisk<T> {
             }
         };
         Some((Tag(tag as u16), result.map_err(|_| DeviceError::Io)))
+    }
+
+    fn interrupted(&mut self) {
+        // Reads and clears the interrupt status (the MMIO transport needs it; on PCI with
+        // MSI-X it is a harmless read).
+        self.blk.ack_interrupt();
     }
 }

@@ -1,9 +1,9 @@
 //! DMA memory for the device: the `virtio-drivers` [`Hal`] over stretches from `dma_alloc`.
 //!
-//! A driver domain's DMA stretches are physically contiguous, so an address in one is
-//! translated by its offset from the stretch's base. A pool of pages of one stretch made at
+//! A driver domain's DMA stretches are physically contiguous and registered with
+//! `tessera::dma`, which translates an address in one. A pool of pages of one stretch made at
 //! start ([`init_pool`]) serves the crate's allocations (the virtqueues); buffers the device
-//! reads or writes lie in a registered stretch ([`alloc`]) and [`Hal::share`] translates them.
+//! reads or writes lie in a DMA stretch and [`Hal::share`] translates them.
 //! The few the crate keeps on the stack (the header and status of a blocking flush) are
 //! copied through a small bounce area of DMA memory, in and back out.
 //!
@@ -12,20 +12,11 @@
 use core::ptr::NonNull;
 
 use spin::Mutex;
-use tessera::syscall;
+use tessera::dma;
 use virtio_drivers::{BufferDirection, Hal, PhysAddr};
 
-/// A physically contiguous region: its address in the domain, its physical address, its length.
-#[derive(Clone, Copy)]
-struct Region {
-    virt: usize,
-    phys: usize,
-    len: usize,
-}
-
-/// The registered regions and the page pool.
+/// The page pool and the bounce slots.
 struct State {
-    regions: [Option<Region>; 8],
     /// The pool's next free byte and its end.
     next: usize,
     end: usize,
@@ -38,13 +29,8 @@ struct State {
 const BOUNCE_SLOTS: usize = 8;
 const BOUNCE_SLOT: usize = 512;
 
-static STATE: Mutex<State> = Mutex::new(State {
-    regions: [None; 8],
-    next: 0,
-    end: 0,
-    bounce: 0,
-    bounce_taken: [false; BOUNCE_SLOTS],
-});
+static STATE: Mutex<State> =
+    Mutex::new(State { next: 0, end: 0, bounce: 0, bounce_taken: [false; BOUNCE_SLOTS] });
 
 /// The granted device, whose register windows `mmio_phys_to_virt` translates into.
 static DEVICE: Mutex<Option<abi::DeviceSlot>> = Mutex::new(None);
@@ -54,33 +40,15 @@ pub fn set_device(slot: abi::DeviceSlot) {
     *DEVICE.lock() = Some(slot);
 }
 
-/// Makes a DMA stretch of `bytes` and registers it; its base and physical address.
-pub fn alloc(bytes: usize) -> Result<(usize, usize), abi::SysError> {
-    let virt = syscall::dma_alloc(bytes)?;
-    let phys = syscall::dma_address(virt)?;
-    let len = bytes.next_multiple_of(abi::PAGE_SIZE);
-    register(virt, phys, len);
-    Ok((virt, phys))
-}
-
-/// Registers `[virt, virt + len)`, physically contiguous from `phys`, as memory the device
-/// may be given.
-fn register(virt: usize, phys: usize, len: usize) {
-    let mut s = STATE.lock();
-    if let Some(free) = s.regions.iter_mut().find(|r| r.is_none()) {
-        *free = Some(Region { virt, phys, len });
-    }
-}
-
 /// Makes the page pool the `Hal` allocates from (a DMA stretch of `bytes`) and the bounce
 /// area.
 pub fn init_pool(bytes: usize) -> Result<(), abi::SysError> {
-    let (virt, _) = alloc(bytes)?;
-    let (bounce, _) = alloc(BOUNCE_SLOTS * BOUNCE_SLOT)?;
+    let pool = dma::alloc(bytes)?;
+    let bounce = dma::alloc(BOUNCE_SLOTS * BOUNCE_SLOT)?;
     let mut s = STATE.lock();
-    s.next = virt;
-    s.end = virt + bytes.next_multiple_of(abi::PAGE_SIZE);
-    s.bounce = bounce;
+    s.next = pool.virt;
+    s.end = pool.virt + pool.len;
+    s.bounce = bounce.virt;
     Ok(())
 }
 
@@ -107,15 +75,6 @@ fn give_bounce(virt: usize) -> bool {
     true
 }
 
-/// The physical address of `[virt, virt + len)` if it lies in one registered region.
-pub fn translate(virt: usize, len: usize) -> Option<usize> {
-    let s = STATE.lock();
-    s.regions.iter().flatten().find_map(|r| {
-        let end = virt.checked_add(len)?;
-        (virt >= r.virt && end <= r.virt + r.len).then(|| r.phys + (virt - r.virt))
-    })
-}
-
 /// The `virtio-drivers` HAL of a Tessera driver domain.
 pub struct TesseraHal;
 
@@ -135,7 +94,7 @@ unsafe impl Hal for TesseraHal {
             s.next += bytes;
             virt
         };
-        let phys = translate(virt, bytes).expect("the pool is a registered region");
+        let phys = dma::phys(virt, bytes).expect("the pool is a registered region");
         (phys as PhysAddr, NonNull::new(virt as *mut u8).expect("the pool is not at 0"))
     }
 
@@ -152,7 +111,7 @@ unsafe impl Hal for TesseraHal {
 
     unsafe fn share(buffer: NonNull<[u8]>, direction: BufferDirection) -> PhysAddr {
         let (virt, len) = (buffer.as_ptr() as *mut u8 as usize, buffer.len());
-        if let Some(phys) = translate(virt, len) {
+        if let Some(phys) = dma::phys(virt, len) {
             return phys as PhysAddr;
         }
         // Not DMA memory (the crate's own stack): through a bounce slot.
@@ -162,22 +121,17 @@ unsafe impl Hal for TesseraHal {
             // least `len` bytes, and does not overlap it.
             unsafe { core::ptr::copy_nonoverlapping(virt as *const u8, slot as *mut u8, len) };
         }
-        translate(slot, len).expect("the bounce area is DMA memory") as PhysAddr
+        dma::phys(slot, len).expect("the bounce area is DMA memory") as PhysAddr
     }
 
     unsafe fn unshare(paddr: PhysAddr, buffer: NonNull<[u8]>, direction: BufferDirection) {
         let (virt, len) = (buffer.as_ptr() as *mut u8 as usize, buffer.len());
-        if translate(virt, len).is_some() {
+        if dma::phys(virt, len).is_some() {
             return;
         }
-        let s = STATE.lock();
-        let Some(slot) = s.regions.iter().flatten().find_map(|r| {
-            let phys = paddr as usize;
-            (phys >= r.phys && phys < r.phys + r.len).then(|| r.virt + (phys - r.phys))
-        }) else {
+        let Some(slot) = dma::virt(paddr as usize, len) else {
             return;
         };
-        drop(s);
         if direction != BufferDirection::DriverToDevice {
             // SAFETY: `slot` is the bounce slot `share` gave this buffer, holding what the
             // device wrote; the caller's buffer is valid for `len` bytes.

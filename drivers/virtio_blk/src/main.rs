@@ -10,7 +10,7 @@
 //! What is implemented: the MMIO transport (RISC-V `virt`) and the PCI transport with MSI-X
 //! (q35); with `--self-test N`, N transfers of random sizes at random sectors, each written,
 //! read back and checked, one at a time, interrupt-driven; then serving the client domains the
-//! manifest connects to it over the block protocol (`drivers/blk`, [`serve`]), several
+//! manifest connects to it over the block protocol (`drivers/blk`, `blk_domain::serve`), several
 //! requests in flight at the device ([`disk`]). `--die-after N` makes it fault once it has
 //! answered N requests (a test of its clients).
 
@@ -21,8 +21,8 @@ mod disk;
 mod dma;
 mod mmio;
 mod pci;
-mod serve;
 
+use blk_domain::serve::{self, ServeOptions};
 use tessera::{Env, events, println, syscall};
 use virtio_drivers::device::blk::{BlkReq, BlkResp, SECTOR_SIZE, VirtIOBlk};
 use virtio_drivers::transport::Transport;
@@ -110,7 +110,13 @@ fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, transfers: u64, die_after: Op
             return 1;
         }
     };
-    serve::serve(disk, slot.event as usize, die_after)
+    let options = ServeOptions {
+        driver: "virtio-blk",
+        irq: slot.event as usize,
+        die_after,
+        max_transfer: MAX_TRANSFER as u32,
+    };
+    serve::serve(disk, options)
 }
 
 /// Writes, reads back and checks `transfers` transfers of random sizes at random sectors,
@@ -121,7 +127,7 @@ fn self_test<T: Transport>(
     ep: usize,
     transfers: u64,
 ) -> Result<u64, &'static str> {
-    let (buf_va, _) = dma::alloc(MAX_TRANSFER * 2 + 4096).map_err(|_| "no DMA buffers")?;
+    let buf_va = tessera::dma::alloc(MAX_TRANSFER * 2 + 4096).map_err(|_| "no DMA buffers")?.virt;
     // SAFETY: the DMA stretch was just made for this test, read-write, of this length; nothing
     // else refers to it.
     let mem =

@@ -79,6 +79,8 @@ pub mod clock;
 #[cfg(target_os = "none")]
 mod control_block;
 #[cfg(target_os = "none")]
+pub mod dma;
+#[cfg(target_os = "none")]
 mod entry;
 #[cfg(target_os = "none")]
 pub mod fault;

@@ -15,16 +15,28 @@ use abi::{ChannelRole, Rights};
 use blk::device::BlockDevice;
 use blk::server::{Config, DataArea, Server};
 use tessera::channel::{self, ChannelError, Receiver, Sender};
-use tessera::{events, println, syscall};
-
-use crate::disk::VirtioDisk;
-use crate::dma;
+use tessera::{dma, events, println, syscall};
 
 /// Each client's data area.
 pub const AREA_BYTES: usize = 512 << 10;
 
 /// The most clients served.
 const MAX_CLIENTS: usize = 4;
+
+/// How the loop serves: the driver's name (for its messages), the device interrupt's endpoint,
+/// and whether it dies on purpose.
+#[derive(Clone, Copy, Debug)]
+pub struct ServeOptions {
+    /// The driver's name, prefixed to what it prints.
+    pub driver: &'static str,
+    /// The endpoint the device's interrupt signals.
+    pub irq: usize,
+    /// With `Some(n)`, the driver faults (and the kernel kills it) once it has answered `n`
+    /// requests from the device: a test of what its clients see.
+    pub die_after: Option<u64>,
+    /// The largest transfer one request may ask for, in bytes.
+    pub max_transfer: u32,
+}
 
 /// A client's channels.
 struct Client {
@@ -34,9 +46,16 @@ struct Client {
     open: bool,
 }
 
+impl Client {
+    fn name(&self) -> &str {
+        let len = self.name.iter().position(|&b| b == 0).unwrap_or(32);
+        core::str::from_utf8(&self.name[..len]).unwrap_or("?")
+    }
+}
+
 /// The clients named by the control block's channels: each receiving end `NAME-req` with its
-/// sending end `NAME-resp`.
-fn clients() -> heapless::Vec<(Client, u64), MAX_CLIENTS> {
+/// sending end `NAME-resp`, and the client's domain.
+fn clients(driver: &str) -> heapless::Vec<(Client, u64), MAX_CLIENTS> {
     let mut out = heapless::Vec::new();
     for slot in tessera::dcb().channels.iter() {
         if slot.role != ChannelRole::Receiver as u64 {
@@ -55,42 +74,32 @@ fn clients() -> heapless::Vec<(Client, u64), MAX_CLIENTS> {
         };
         let client = Client { name: slot.name, rx, tx, open: true };
         if out.push((client, slot.peer_domain)).is_err() {
-            println!("virtio-blk: more than {MAX_CLIENTS} clients; the rest are not served");
+            println!("{driver}: more than {MAX_CLIENTS} clients; the rest are not served");
             break;
         }
     }
     out
 }
 
-fn name(c: &Client) -> &str {
-    let len = c.name.iter().position(|&b| b == 0).unwrap_or(32);
-    core::str::from_utf8(&c.name[..len]).unwrap_or("?")
-}
-
 /// Serves the clients until all are gone; the exit status.
-/// With `die_after`, the driver faults (and the kernel kills it) once it has answered that
-/// many requests from the device: a test of what its clients see.
-pub fn serve<T: virtio_drivers::transport::Transport>(
-    disk: VirtioDisk<T>,
-    irq: usize,
-    die_after: Option<u64>,
-) -> i32 {
+pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
+    let ServeOptions { driver, irq, die_after, max_transfer } = options;
     let config = Config {
         max_clients: MAX_CLIENTS,
         max_in_flight_per_client: 8,
         queue_len: 32,
-        max_transfer: 64 << 10,
+        max_transfer,
     };
     let mut server = Server::new(disk, config);
-    let mut clients = clients();
+    let mut clients = clients(driver);
     for (i, (c, peer)) in clients.iter().enumerate() {
-        let area = dma::alloc(AREA_BYTES).and_then(|(virt, phys)| {
-            syscall::stretch_rights(virt, *peer as usize, Rights::READ.union(Rights::WRITE))?;
-            Ok(DataArea { virt: virt as u64, phys: phys as u64, len: AREA_BYTES as u64 })
+        let area = dma::alloc(AREA_BYTES).and_then(|r| {
+            syscall::stretch_rights(r.virt, *peer as usize, Rights::READ.union(Rights::WRITE))?;
+            Ok(DataArea { virt: r.virt as u64, phys: r.phys as u64, len: r.len as u64 })
         });
         match area.map(|a| server.open(i, a)) {
-            Ok(Ok(())) => println!("virtio-blk: client {} (domain {peer}) served", name(c)),
-            _ => println!("virtio-blk: no data area for client {}", name(c)),
+            Ok(Ok(())) => println!("{driver}: client {} (domain {peer}) served", c.name()),
+            _ => println!("{driver}: no data area for client {}", c.name()),
         }
     }
     let mut buf = [0u8; 64];
@@ -102,16 +111,16 @@ pub fn serve<T: virtio_drivers::transport::Transport>(
         if now != irq_seen {
             irq_seen = now;
             interrupts += 1;
-            server.device_mut().ack_interrupt();
+            server.device_mut().interrupted();
             let _ = syscall::irq_ack(irq);
             moved = true;
         }
         while let Some((i, response)) = server.poll() {
             moved = true;
-            send(&mut server, &mut clients[i].0, i, &response.encode());
+            send(driver, &mut server, &mut clients[i].0, i, &response.encode());
         }
         if die_after.is_some_and(|n| server.stats().completed >= n) {
-            println!("virtio-blk: dying on purpose, requests in flight");
+            println!("{driver}: dying on purpose, requests in flight");
             tessera::fault::now();
         }
         for (i, (c, _)) in clients.iter_mut().enumerate() {
@@ -120,19 +129,14 @@ pub fn serve<T: virtio_drivers::transport::Transport>(
                     Ok(Some(n)) => {
                         moved = true;
                         if let Some(response) = server.request(i, &buf[..n]) {
-                            send(&mut server, c, i, &response.encode());
+                            send(driver, &mut server, c, i, &response.encode());
                         }
                     }
                     Ok(None) if !c.rx.is_closed() => break,
-                    // Its sender died and everything it published has been taken.
-                    Ok(None) => {
-                        println!("virtio-blk: client {} gone", name(c));
-                        server.close(i);
-                        c.open = false;
-                        moved = true;
-                    }
-                    Err(_) => {
-                        println!("virtio-blk: client {} gone", name(c));
+                    // Its sender died and everything it published has been taken, or its
+                    // ring is unreadable.
+                    Ok(None) | Err(_) => {
+                        println!("{driver}: client {} gone", c.name());
                         server.close(i);
                         c.open = false;
                         moved = true;
@@ -144,7 +148,7 @@ pub fn serve<T: virtio_drivers::transport::Transport>(
         if clients.iter().all(|(c, _)| !c.open) && outstanding == 0 {
             let s = server.stats();
             println!(
-                "virtio-blk: every client gone: {} requests served, {} rejected, {interrupts} interrupts",
+                "{driver}: every client gone: {} requests served, {} rejected, {interrupts} interrupts",
                 s.completed, s.rejected
             );
             return 0;
@@ -158,14 +162,20 @@ pub fn serve<T: virtio_drivers::transport::Transport>(
 }
 
 /// Sends `msg` to client `i`, closing it if its response ring is full or gone.
-fn send<D: BlockDevice>(server: &mut Server<D>, c: &mut Client, i: usize, msg: &[u8]) {
+fn send<D: BlockDevice>(
+    driver: &str,
+    server: &mut Server<D>,
+    c: &mut Client,
+    i: usize,
+    msg: &[u8],
+) {
     if !c.open {
         return;
     }
     match c.tx.try_send(msg) {
         Ok(true) => {}
         Ok(false) | Err(ChannelError::Closed) | Err(_) => {
-            println!("virtio-blk: client {} does not read its responses: closed", name(c));
+            println!("{driver}: client {} does not read its responses: closed", c.name());
             server.close(i);
             c.open = false;
         }

@@ -1,0 +1,66 @@
+//! DMA memory of a driver domain: stretches from [`syscall::dma_alloc`], each physically
+//! contiguous, registered here so that any address in one translates to the physical address
+//! a device needs ([`phys`]) and back ([`virt`]).
+//!
+//! Every driver domain (virtio-blk, AHCI, and later the network drivers) makes its rings,
+//! command tables and clients' data areas with [`alloc`] and hands devices the addresses
+//! [`phys`] gives. A region is the domain's for its life: nothing here frees one.
+
+use spin::Mutex;
+
+use crate::SysError;
+use crate::syscall;
+
+/// A physically contiguous DMA stretch: its address in the domain, its physical address, its
+/// length in bytes (whole pages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DmaRegion {
+    /// The stretch's base in the domain.
+    pub virt: usize,
+    /// The physical address of `virt`.
+    pub phys: usize,
+    /// Its length in bytes.
+    pub len: usize,
+}
+
+impl DmaRegion {
+    /// The physical address of `[virt, virt + len)` if it lies in this region.
+    pub fn phys_of(&self, virt: usize, len: usize) -> Option<usize> {
+        let end = virt.checked_add(len)?;
+        (virt >= self.virt && end <= self.virt + self.len).then(|| self.phys + (virt - self.virt))
+    }
+
+    /// The domain's address of physical `[phys, phys + len)` if it lies in this region.
+    pub fn virt_of(&self, phys: usize, len: usize) -> Option<usize> {
+        let end = phys.checked_add(len)?;
+        (phys >= self.phys && end <= self.phys + self.len).then(|| self.virt + (phys - self.phys))
+    }
+}
+
+/// The most regions a domain registers.
+pub const MAX_REGIONS: usize = 16;
+
+static REGIONS: Mutex<[Option<DmaRegion>; MAX_REGIONS]> = Mutex::new([None; MAX_REGIONS]);
+
+/// Makes a DMA stretch of `bytes` (rounded up to pages, zero-filled, charged to the domain's
+/// guarantee) and registers it. [`SysError::NoMemory`] if [`MAX_REGIONS`] are registered
+/// already (nothing is allocated then), or what `dma_alloc` and `dma_address` return.
+pub fn alloc(bytes: usize) -> Result<DmaRegion, SysError> {
+    let mut regions = REGIONS.lock();
+    let free = regions.iter().position(Option::is_none).ok_or(SysError::NoMemory)?;
+    let virt = syscall::dma_alloc(bytes)?;
+    let phys = syscall::dma_address(virt)?;
+    let region = DmaRegion { virt, phys, len: bytes.next_multiple_of(crate::PAGE_SIZE) };
+    regions[free] = Some(region);
+    Ok(region)
+}
+
+/// The physical address of `[virt, virt + len)` if it lies in one registered region.
+pub fn phys(virt: usize, len: usize) -> Option<usize> {
+    REGIONS.lock().iter().flatten().find_map(|r| r.phys_of(virt, len))
+}
+
+/// The domain's address of physical `[phys, phys + len)` if it lies in one registered region.
+pub fn virt(phys: usize, len: usize) -> Option<usize> {
+    REGIONS.lock().iter().flatten().find_map(|r| r.virt_of(phys, len))
+}
