@@ -1,5 +1,5 @@
 //! A client's deterministic workload, and what the disk must hold after it: the same code
-//! drives a client domain (the `blkclient` app) and checks the disk image on the host
+//! drives a client domain (the `blkbench` app) and checks the disk image on the host
 //! afterwards (xtask), so that every block the client reports as written is verified from
 //! outside.
 //!

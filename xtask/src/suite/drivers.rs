@@ -7,7 +7,7 @@
 //!   64 KiB at random sectors, each written, read back and checked, one at a time; each
 //!   completion is awaited on the interrupt's endpoint (one interrupt per request, never a
 //!   poll), and the disk image the host reads afterwards is no longer blank.
-//! - `virtio_blk_two_clients`: two `blkclient` domains at once run 10,000 random transfers
+//! - `virtio_blk_two_clients`: two `blkbench` domains at once run 10,000 random transfers
 //!   each (512 B to 64 KiB, up to 8 in flight) through the driver, every block read checked;
 //!   one first sends a request of each kind the driver must refuse (before its Open; out of
 //!   range; past the end; misaligned; zero length; outside its data area) and gets each
@@ -78,7 +78,7 @@ const BETA: Workload = ("beta", 2, 16384, 16384, 10_000);
 fn client_done(arch: Arch, out: &Outcome, manifest: &str, w: Workload) -> Result<(), String> {
     let (name, seed, first, sectors, transfers) = w;
     let want = format!(
-        "[{name}] blkclient: done transfers={transfers} writes=* reads=* seed={seed} first={first} sectors={sectors} written_sectors=*"
+        "[{name}] blkbench: done transfers={transfers} writes=* reads=* seed={seed} first={first} sectors={sectors} written_sectors=*"
     );
     let line = out
         .log
@@ -120,7 +120,7 @@ fn two_clients(arch: Arch, out: &Outcome) -> Result<(), String> {
         "zero length: refused with ZeroLength",
         "outside the area: refused with OutsideDataArea",
     ] {
-        expect_line(out, &format!("[beta] blkclient: {what}"))?;
+        expect_line(out, &format!("[beta] blkbench: {what}"))?;
     }
     // The refused writes aimed at the last megabyte, which no workload touches: still zero.
     let path = crate::disks::image_path(
@@ -157,7 +157,7 @@ fn driver_killed(out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     expect_line(out, "blk: terminated (store page fault)")?;
     for name in ["alpha", "beta"] {
-        expect_line(out, &format!("[{name}] blkclient: the driver is gone"))?;
+        expect_line(out, &format!("[{name}] blkbench: the driver is gone"))?;
         expect_line(out, &format!("{name}: exited with status 3"))?;
     }
     frames_returned(out)

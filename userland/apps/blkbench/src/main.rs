@@ -1,13 +1,13 @@
-//! `blkclient`: a client domain of the block driver, running a seeded workload of random
+//! `blkbench`: a client domain of the block driver, running a seeded workload of random
 //! reads and writes and checking every block.
 //!
-//! `blkclient --channel NAME --transfers N --region FIRST:SECTORS [--seed S] [--depth D]`
+//! `blkbench --channel NAME --transfers N --region FIRST:SECTORS [--seed S] [--depth D]`
 //! opens a session over the channels `NAME-req` and `NAME-resp`, then runs the first `N`
 //! transfers of the workload `blk::workload::Workload` seeded `S` over its region of the disk
 //! (512 B to 64 KiB each), with up to `D` (default 8) in flight, never two that overlap. A
 //! write fills each sector with the bytes the workload gives it; a read checks each sector
 //! against what the workload's replay says it holds. At the end it flushes, closes, and
-//! reports `blkclient: done ...` with its seed and region, so that the host can replay the
+//! reports `blkbench: done ...` with its seed and region, so that the host can replay the
 //! workload and check the disk image. Any error or mismatch is reported and ends the domain
 //! with status 1.
 //!
@@ -129,18 +129,18 @@ fn main(env: Env) -> i32 {
     let o = match options(env) {
         Ok(o) => o,
         Err(e) => {
-            println!("blkclient: {e}");
+            println!("blkbench: {e}");
             return 2;
         }
     };
     match run(&o) {
         Ok(()) => 0,
         Err(e) if e.starts_with("the driver is gone") => {
-            println!("blkclient: {e}");
+            println!("blkbench: {e}");
             3
         }
         Err(e) => {
-            println!("blkclient: FAILED: {e}");
+            println!("blkbench: FAILED: {e}");
             1
         }
     }
@@ -173,7 +173,7 @@ fn run(o: &Options) -> Result<(), &'static str> {
     }
     s.area = Area::new(info.area_base, info.area_len);
     println!(
-        "blkclient: session open: area {:#x} ({} KiB), disk {} sectors of {} bytes",
+        "blkbench: session open: area {:#x} ({} KiB), disk {} sectors of {} bytes",
         info.area_base,
         info.area_len >> 10,
         info.capacity,
@@ -189,7 +189,7 @@ fn run(o: &Options) -> Result<(), &'static str> {
     s.call(close)?.map_err(|_| "the close failed")?;
     let written = Expected::after(o.seed, o.first, o.sectors, o.transfers).written();
     println!(
-        "blkclient: done transfers={} writes={writes} reads={reads} seed={} first={} sectors={} written_sectors={written}",
+        "blkbench: done transfers={} writes={writes} reads={reads} seed={} first={} sectors={} written_sectors={written}",
         o.transfers, o.seed, o.first, o.sectors
     );
     Ok(())
@@ -229,7 +229,7 @@ fn workload(s: &mut Session, o: &Options) -> Result<(u64, u64), &'static str> {
             s.send(&req)?;
             flight.push((req.id, t, slot));
             if o.die_after == Some(t.number + 1) {
-                println!("blkclient: dying on purpose, {} transfers in flight", flight.len());
+                println!("blkbench: dying on purpose, {} transfers in flight", flight.len());
                 tessera::fault::now();
             }
             continue;
@@ -238,7 +238,7 @@ fn workload(s: &mut Session, o: &Options) -> Result<(u64, u64), &'static str> {
         let at = flight.iter().position(|(i, _, _)| *i == id).ok_or("an unknown completion")?;
         let (_, t, slot) = flight.swap_remove(at);
         if status.is_err() {
-            println!("blkclient: transfer {} failed: {:?}", t.number, status);
+            println!("blkbench: transfer {} failed: {:?}", t.number, status);
             return Err("a transfer failed");
         }
         if t.write {
@@ -250,7 +250,7 @@ fn workload(s: &mut Session, o: &Options) -> Result<(u64, u64), &'static str> {
                 model.sector(t.sector + i as u64, &mut want);
                 if got != want {
                     println!(
-                        "blkclient: sector {} read back wrong (transfer {})",
+                        "blkbench: sector {} read back wrong (transfer {})",
                         t.sector + i as u64,
                         t.number
                     );
@@ -290,10 +290,10 @@ fn refused(s: &mut Session, what: &str, req: Request, want: BlkError) -> Result<
     let n = s.rx.recv(&mut buf).map_err(|_| "the driver is gone")?;
     let r = blk::protocol::Response::decode(&buf[..n]).map_err(|_| "a malformed response")?;
     if r.id != req.id || r.status != Err(want) {
-        println!("blkclient: {what}: got {:?}, want {:?}", r.status, want);
+        println!("blkbench: {what}: got {:?}, want {:?}", r.status, want);
         return Err("a bad request did not get its documented error");
     }
-    println!("blkclient: {what}: refused with {}", want.name());
+    println!("blkbench: {what}: refused with {}", want.name());
     Ok(())
 }
 
