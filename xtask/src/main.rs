@@ -179,7 +179,7 @@ enum Command {
         /// `check` those in the baseline.
         #[arg(long, value_enum)]
         arch: Vec<Arch>,
-        /// With `all`: rewrite bench/baseline.toml (the tables measured) and
+        /// With `all` or one bench: rewrite bench/baseline.toml (the tables measured) and
         /// docs/performance.md from this run.
         #[arg(long)]
         update_baseline: bool,

@@ -42,21 +42,89 @@ impl Transfer {
     }
 }
 
+/// Where a workload's transfers go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// At random places in the region (aligned to their size when the size is fixed).
+    Random,
+    /// One after the other from the region's start, starting again at the start when the next
+    /// would pass its end.
+    Sequential,
+}
+
+/// Which transfers a workload makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mix {
+    /// Reads and writes, half each, at random.
+    ReadWrite,
+    /// Reads only.
+    Read,
+    /// Writes only.
+    Write,
+}
+
+/// A workload's shape: where its transfers go, which they are, and their size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Where.
+    pub pattern: Pattern,
+    /// Which.
+    pub mix: Mix,
+    /// Sectors per transfer, 1 to [`MAX_SECTORS`]; `None`: each transfer's size at random in
+    /// that range.
+    pub count: Option<u32>,
+}
+
+impl Shape {
+    /// Random reads and writes of random sizes: the shape of the driver tests.
+    pub const MIXED: Shape = Shape { pattern: Pattern::Random, mix: Mix::ReadWrite, count: None };
+}
+
+/// The number of the first transfer of a region's prefill ([`Workload::prefill`]): far above
+/// any workload's own numbers, so that a sector's contents say which wrote it.
+pub const PREFILL_BASE: u64 = 1 << 48;
+
 /// The seeded sequence of a client's transfers.
 #[derive(Clone, Debug)]
 pub struct Workload {
     rng: Rng,
     first: u64,
     sectors: u64,
+    shape: Shape,
+    /// The next sequential transfer's offset in the region.
+    cursor: u64,
     next: u64,
 }
 
 impl Workload {
     /// The workload seeded `seed` over the region of `sectors` sectors from `first` (at least
-    /// [`MAX_SECTORS`] of them).
+    /// [`MAX_SECTORS`] of them), of shape [`Shape::MIXED`].
     pub fn new(seed: u64, first: u64, sectors: u64) -> Workload {
+        Workload::shaped(seed, first, sectors, Shape::MIXED)
+    }
+
+    /// The workload of shape `shape` seeded `seed` over the region of `sectors` sectors from
+    /// `first` (at least [`MAX_SECTORS`] of them).
+    pub fn shaped(seed: u64, first: u64, sectors: u64, shape: Shape) -> Workload {
         assert!(sectors >= u64::from(MAX_SECTORS), "a region holds the longest transfer");
-        Workload { rng: Rng::new(seed), first, sectors, next: 0 }
+        assert!(
+            shape.count.is_none_or(|c| (1..=MAX_SECTORS).contains(&c)),
+            "a transfer is 1 to MAX_SECTORS sectors"
+        );
+        Workload { rng: Rng::new(seed), first, sectors, shape, cursor: 0, next: 0 }
+    }
+
+    /// The writes that fill the region once, in order, [`MAX_SECTORS`] at a time (the last may
+    /// be shorter), numbered from [`PREFILL_BASE`]: so that a workload's reads find data, not
+    /// zeros.
+    pub fn prefill(first: u64, sectors: u64) -> impl Iterator<Item = Transfer> {
+        let step = u64::from(MAX_SECTORS);
+        (0..sectors.div_ceil(step)).map(move |i| Transfer {
+            number: PREFILL_BASE + i,
+            write: true,
+            sector: first + i * step,
+            count: (sectors - i * step).min(step) as u32,
+        })
     }
 }
 
@@ -64,23 +132,55 @@ impl Iterator for Workload {
     type Item = Transfer;
 
     fn next(&mut self) -> Option<Transfer> {
-        let write = self.rng.below(2) == 0;
-        let count = 1 + self.rng.below(u64::from(MAX_SECTORS)) as u32;
-        let sector = self.first + self.rng.below(self.sectors - u64::from(count) + 1);
+        let write = match self.shape.mix {
+            Mix::ReadWrite => self.rng.below(2) == 0,
+            Mix::Read => false,
+            Mix::Write => true,
+        };
+        let count = match self.shape.count {
+            Some(c) => c,
+            None => 1 + self.rng.below(u64::from(MAX_SECTORS)) as u32,
+        };
+        let offset = match (self.shape.pattern, self.shape.count) {
+            (Pattern::Random, None) => self.rng.below(self.sectors - u64::from(count) + 1),
+            (Pattern::Random, Some(c)) => {
+                self.rng.below(self.sectors / u64::from(c)) * u64::from(c)
+            }
+            (Pattern::Sequential, _) => {
+                if self.cursor + u64::from(count) > self.sectors {
+                    self.cursor = 0;
+                }
+                let at = self.cursor;
+                self.cursor += u64::from(count);
+                at
+            }
+        };
         let number = self.next;
         self.next += 1;
-        Some(Transfer { number, write, sector, count })
+        Some(Transfer { number, write, sector: self.first + offset, count })
     }
 }
 
 /// What write number `write` of the workload seeded `seed` puts in sector `sector`.
 pub fn sector_bytes(seed: u64, write: u64, sector: u64, out: &mut [u8]) {
-    let mut rng =
-        Rng::new(seed ^ write.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ sector.rotate_left(32));
-    for chunk in out.chunks_mut(8) {
-        let word = rng.next_u64().to_le_bytes();
-        chunk.copy_from_slice(&word[..chunk.len()]);
+    // One strong mix per sector names it (seed, write, sector); a xorshift step per word fills
+    // it cheaply (the check of every block read must not cost more than the block path).
+    let mut x = Rng::new(seed ^ write.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ sector.rotate_left(32))
+        .next_u64()
+        | 1;
+    let mut step = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x.to_le_bytes()
+    };
+    let mut words = out.chunks_exact_mut(8);
+    for chunk in &mut words {
+        chunk.copy_from_slice(&step());
     }
+    let rest = words.into_remainder();
+    let len = rest.len();
+    rest.copy_from_slice(&step()[..len]);
 }
 
 /// What each sector of a client's region holds after the first `n` transfers of its
@@ -100,8 +200,24 @@ impl Expected {
 
     /// After the first `n` transfers of the workload seeded `seed` over the region.
     pub fn after(seed: u64, first: u64, sectors: u64, n: u64) -> Expected {
+        Expected::after_shaped(seed, first, sectors, Shape::MIXED, false, n)
+    }
+
+    /// After the region's prefill if `prefill`, then the first `n` transfers of the workload
+    /// of shape `shape` seeded `seed` over the region.
+    pub fn after_shaped(
+        seed: u64,
+        first: u64,
+        sectors: u64,
+        shape: Shape,
+        prefill: bool,
+        n: u64,
+    ) -> Expected {
         let mut e = Expected::new(seed, first, sectors);
-        for t in Workload::new(seed, first, sectors).take(n as usize) {
+        if prefill {
+            Workload::prefill(first, sectors).for_each(|t| e.apply(&t));
+        }
+        for t in Workload::shaped(seed, first, sectors, shape).take(n as usize) {
             e.apply(&t);
         }
         e
@@ -147,6 +263,44 @@ impl Expected {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixed_size_shapes_stay_aligned_in_the_region() {
+        let (first, sectors) = (64, 1000);
+        let rand4k = Shape { pattern: Pattern::Random, mix: Mix::Read, count: Some(8) };
+        let all: Vec<Transfer> = Workload::shaped(5, first, sectors, rand4k).take(2000).collect();
+        assert!(all.iter().all(|t| !t.write && t.count == 8 && (t.sector - first) % 8 == 0));
+        assert!(all.iter().all(|t| t.sector + 8 <= first + sectors));
+        // Random: the 125 aligned places are all visited, in no fixed order.
+        let mut places: Vec<u64> = all.iter().map(|t| t.sector).collect();
+        assert_ne!(places[..10], [64, 72, 80, 88, 96, 104, 112, 120, 128, 136]);
+        places.sort();
+        places.dedup();
+        assert_eq!(places.len(), 125);
+
+        let seq64k = Shape { pattern: Pattern::Sequential, mix: Mix::Write, count: Some(128) };
+        let all: Vec<Transfer> = Workload::shaped(5, first, sectors, seq64k).take(9).collect();
+        let starts: Vec<u64> = all.iter().map(|t| t.sector - first).collect();
+        // 1000 sectors hold seven 128-sector transfers; the eighth starts again at 0.
+        assert_eq!(starts, [0, 128, 256, 384, 512, 640, 768, 0, 128]);
+        assert!(all.iter().all(|t| t.write));
+    }
+
+    #[test]
+    fn the_prefill_covers_the_region_once_and_reads_find_it() {
+        let (seed, first, sectors) = (9, 100, 300);
+        let fill: Vec<Transfer> = Workload::prefill(first, sectors).collect();
+        assert_eq!(fill.iter().map(|t| u64::from(t.count)).sum::<u64>(), sectors);
+        assert_eq!(fill.last().map(|t| (t.sector, t.count)), Some((356, 44)));
+        let reads = Shape { pattern: Pattern::Random, mix: Mix::Read, count: Some(8) };
+        let e = Expected::after_shaped(seed, first, sectors, reads, true, 50);
+        assert_eq!(e.written(), sectors as usize);
+        let mut want = [0u8; SECTOR];
+        let mut direct = [0u8; SECTOR];
+        e.sector(first + 130, &mut want);
+        sector_bytes(seed, PREFILL_BASE + 1, first + 130, &mut direct);
+        assert_eq!(want, direct);
+    }
 
     #[test]
     fn transfers_stay_in_the_region_and_vary() {

@@ -9,7 +9,11 @@
 //! client's channel or the interrupt). Responses are sent without waiting: a client whose
 //! response ring stays full (it does not read its responses) is closed, never waited for.
 //! A client that dies is closed; its area is not given to anyone else. When every client is
-//! gone and nothing is in flight, the driver exits.
+//! gone and nothing is in flight, the driver exits, reporting how many requests it served and
+//! the longest it took to see an interrupt after the kernel signalled it (its wake-up latency,
+//! by its own clock against the kernel's stamp in the control block).
+
+use core::sync::atomic::Ordering;
 
 use abi::{ChannelRole, Rights};
 use blk::device::BlockDevice;
@@ -29,6 +33,8 @@ const MAX_CLIENTS: usize = 4;
 pub struct ServeOptions {
     /// The driver's name, prefixed to what it prints.
     pub driver: &'static str,
+    /// The device's index in the control block's `devices`.
+    pub device: usize,
     /// The endpoint the device's interrupt signals.
     pub irq: usize,
     /// With `Some(n)`, the driver faults (and the kernel kills it) once it has answered `n`
@@ -83,7 +89,7 @@ fn clients(driver: &str) -> heapless::Vec<(Client, u64), MAX_CLIENTS> {
 
 /// Serves the clients until all are gone; the exit status.
 pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
-    let ServeOptions { driver, irq, die_after, max_transfer } = options;
+    let ServeOptions { driver, device, irq, die_after, max_transfer } = options;
     let config = Config {
         max_clients: MAX_CLIENTS,
         max_in_flight_per_client: 8,
@@ -105,12 +111,16 @@ pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
     let mut buf = [0u8; 64];
     let mut irq_seen = events::value(irq);
     let mut interrupts = 0u64;
+    // The longest time from the kernel's signal of the interrupt to this loop seeing it.
+    let mut wake_max_ns = 0u64;
     loop {
         let mut moved = false;
         let now = events::value(irq);
         if now != irq_seen {
             irq_seen = now;
             interrupts += 1;
+            let signalled = tessera::dcb().interrupt_ns[device].load(Ordering::Acquire);
+            wake_max_ns = wake_max_ns.max(tessera::time_ns().saturating_sub(signalled));
             server.device_mut().interrupted();
             let _ = syscall::irq_ack(irq);
             moved = true;
@@ -148,7 +158,7 @@ pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
         if clients.iter().all(|(c, _)| !c.open) && outstanding == 0 {
             let s = server.stats();
             println!(
-                "{driver}: every client gone: {} requests served, {} rejected, {interrupts} interrupts",
+                "{driver}: every client gone: {} requests served, {} rejected, {interrupts} interrupts, wake-up latency at most {wake_max_ns} ns",
                 s.completed, s.rejected
             );
             return 0;

@@ -112,6 +112,7 @@ fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, transfers: u64, die_after: Op
     };
     let options = ServeOptions {
         driver: "virtio-blk",
+        device: 0,
         irq: slot.event as usize,
         die_after,
         max_transfer: MAX_TRANSFER as u32,

@@ -125,10 +125,24 @@ impl World {
                 let line = (i * 64) as u32 + bits.trailing_zeros();
                 bits &= bits - 1;
                 match self.devices.bindings.iter().find(|b| b.line == line).copied() {
-                    Some(b) if self.domain(b.domain).is_some() => self.signal(b.domain, b.endpoint),
+                    Some(b) if self.domain(b.domain).is_some() => {
+                        self.stamp_interrupt(b);
+                        self.signal(b.domain, b.endpoint)
+                    }
                     _ => arch::interrupts::release_line(line),
                 }
             }
+        }
+    }
+
+    /// Records in the driver's control block when `b`'s endpoint was signalled
+    /// (`Dcb::interrupt_ns` of the device it belongs to).
+    fn stamp_interrupt(&self, b: Binding) {
+        let Some(frame) = self.domains[b.domain as usize].dcb else { return };
+        let dcb = crate::phys::dcb(frame);
+        if let Some(i) = dcb.devices.iter().position(|s| s.event == b.endpoint as u64) {
+            let now = super::clock::ns_from_ticks(arch::time::now_ticks());
+            dcb.interrupt_ns[i].store(now, Ordering::Release);
         }
     }
 

@@ -534,6 +534,11 @@ fn report_fault(w: &World, id: u32, fault: arch::UserFault, pc: usize) {
 
 fn summary(w: &World) {
     defmt::info!("run summary: {=usize} domain(s)", w.domains.len());
+    defmt::info!(
+        "  kernel: idle {=u64} ns of {=u64} ns since boot",
+        clock::ns_from_ticks(w.sched.idle_ticks),
+        clock::ns_from_ticks(arch::time::now_ticks())
+    );
     for d in &w.domains {
         match d.ending {
             Some(Ending::Exited(code)) => {

@@ -535,6 +535,10 @@ pub struct Dcb {
     /// The devices the manifest grants the domain (a driver domain), in the order of its
     /// `devices`.
     pub devices: [DeviceSlot; MAX_DEVICES],
+    /// When the kernel last signalled each granted device's interrupt endpoint
+    /// (`devices[i].event`), in nanoseconds since boot: a driver woken by it measures its
+    /// wake-up latency by its own clock.
+    pub interrupt_ns: [AtomicU64; MAX_DEVICES],
 }
 
 /// A domain's CPU contract (from its manifest) and its accounts, in its control block.

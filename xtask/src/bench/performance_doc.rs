@@ -19,6 +19,7 @@ fn bench_title(bench: &str) -> &'static str {
         "ipc" => "System calls and communication (`cargo xtask bench ipc`)",
         "sched" => "CPU contracts (`cargo xtask bench sched`)",
         "fault" => "Self-paging (`cargo xtask bench fault`)",
+        "disk_raw" => "The raw block path (`cargo xtask bench disk-raw`)",
         _ => "Other",
     }
 }

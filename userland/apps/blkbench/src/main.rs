@@ -1,15 +1,25 @@
-//! `blkbench`: a client domain of the block driver, running a seeded workload of random
-//! reads and writes and checking every block.
+//! `blkbench`: a client domain of a block driver, running a seeded workload of reads and
+//! writes at chosen sizes, places and queue depths, and checking every block.
 //!
-//! `blkbench --channel NAME --transfers N --region FIRST:SECTORS [--seed S] [--depth D]`
+//! `blkbench --channel NAME --transfers N --region FIRST:SECTORS [--seed S] [--depth D]
+//! [--pattern random|sequential] [--mix rw|read|write] [--size BYTES] [--prefill] [--no-verify]
+//! [--pause EVERY:MS]`
 //! opens a session over the channels `NAME-req` and `NAME-resp`, then runs the first `N`
-//! transfers of the workload `blk::workload::Workload` seeded `S` over its region of the disk
-//! (512 B to 64 KiB each), with up to `D` (default 8) in flight, never two that overlap. A
-//! write fills each sector with the bytes the workload gives it; a read checks each sector
-//! against what the workload's replay says it holds. At the end it flushes, closes, and
-//! reports `blkbench: done ...` with its seed and region, so that the host can replay the
-//! workload and check the disk image. Any error or mismatch is reported and ends the domain
-//! with status 1.
+//! transfers of the workload `blk::workload::Workload` seeded `S` over its region of the disk,
+//! with up to `D` (default 8) in flight, never two that overlap. The workload's shape: random
+//! places (default) or sequential; reads and writes (default), reads only or writes only; each
+//! transfer `BYTES` long (a multiple of 512 up to 64 KiB), or by default 512 B to 64 KiB at
+//! random. `--prefill` first writes the whole region in order, 64 KiB at a time, so that reads
+//! find data. A write fills each sector with the bytes the workload gives it; a read checks
+//! each sector against what the workload's replay says it holds. `--no-verify` leaves both out
+//! (writes send whatever the buffer holds, reads are not looked at; the prefill still writes
+//! its data): the block path alone, for the disk bench's instruction counts. `--pause
+//! EVERY:MS` waits, after every `EVERY` transfers, for those in flight and then sleeps `MS`
+//! milliseconds: the driver sits idle meanwhile (a test that it then uses no CPU). After the
+//! workload it reports `blkbench: measured transfers=N bytes=B elapsed_ns=T verified=V` (the
+//! workload alone, by its own clock); then it flushes, closes, and reports `blkbench: done ...` with its seed and
+//! region, so that the host can replay the workload and check the disk image. Any error or
+//! mismatch is reported and ends the domain with status 1.
 //!
 //! `--bad-requests SECTOR` first sends, before its Open, a write the driver must refuse as from
 //! an unknown client, then after it one request of each other kind the driver must refuse (out
@@ -30,7 +40,9 @@ use alloc::vec::Vec;
 
 use blk::client::Client;
 use blk::protocol::{BlkError, Op, Request};
-use blk::workload::{Expected, MAX_SECTORS, SECTOR, Transfer, Workload, sector_bytes};
+use blk::workload::{
+    Expected, MAX_SECTORS, Mix, Pattern, SECTOR, Shape, Transfer, Workload, sector_bytes,
+};
 use tessera::channel::{self, Receiver, Sender};
 use tessera::{Env, println};
 
@@ -49,6 +61,13 @@ struct Options {
     sectors: u64,
     seed: u64,
     depth: usize,
+    shape: Shape,
+    prefill: bool,
+    /// Make the data of every write and check that of every read (else the path alone).
+    verify: bool,
+    /// After every this many transfers, wait for those in flight and sleep `pause_ns`.
+    pause_every: Option<u64>,
+    pause_ns: u64,
     /// Send the bad requests, their writes aimed at this sector.
     bad_requests: Option<u64>,
     die_after: Option<u64>,
@@ -62,6 +81,11 @@ fn options(env: Env) -> Result<Options, &'static str> {
         sectors: 4096,
         seed: 1,
         depth: 8,
+        shape: Shape::MIXED,
+        prefill: false,
+        verify: true,
+        pause_every: None,
+        pause_ns: 0,
         bad_requests: None,
         die_after: None,
     };
@@ -77,6 +101,35 @@ fn options(env: Env) -> Result<Options, &'static str> {
                 let (f, s) = value()?.split_once(':').ok_or("--region FIRST:SECTORS")?;
                 o.first = f.parse().map_err(|_| "bad region start")?;
                 o.sectors = s.parse().map_err(|_| "bad region length")?;
+            }
+            "--pattern" => {
+                o.shape.pattern = match value()? {
+                    "random" => Pattern::Random,
+                    "sequential" => Pattern::Sequential,
+                    _ => return Err("--pattern random|sequential"),
+                }
+            }
+            "--mix" => {
+                o.shape.mix = match value()? {
+                    "rw" => Mix::ReadWrite,
+                    "read" => Mix::Read,
+                    "write" => Mix::Write,
+                    _ => return Err("--mix rw|read|write"),
+                }
+            }
+            "--size" => {
+                let bytes: usize = value()?.parse().map_err(|_| "bad --size")?;
+                if bytes == 0 || !bytes.is_multiple_of(SECTOR) || bytes > SLOT {
+                    return Err("--size is a multiple of 512 up to 65536");
+                }
+                o.shape.count = Some((bytes / SECTOR) as u32);
+            }
+            "--prefill" => o.prefill = true,
+            "--no-verify" => o.verify = false,
+            "--pause" => {
+                let (every, ms) = value()?.split_once(':').ok_or("--pause EVERY:MILLISECONDS")?;
+                o.pause_every = Some(every.parse().map_err(|_| "bad --pause count")?);
+                o.pause_ns = ms.parse::<u64>().map_err(|_| "bad --pause time")? * 1_000_000;
             }
             "--bad-requests" => {
                 o.bad_requests = Some(value()?.parse().map_err(|_| "bad --bad-requests")?)
@@ -182,43 +235,87 @@ fn run(o: &Options) -> Result<(), &'static str> {
     if let Some(target) = o.bad_requests {
         bad_requests(&mut s, info.capacity, target)?;
     }
-    let (writes, reads) = workload(&mut s, o)?;
+    if o.prefill {
+        let mut fill = Expected::new(o.seed, o.first, o.sectors);
+        run_transfers(&mut s, o, true, &mut fill, Workload::prefill(o.first, o.sectors))?;
+    }
+    let mut model = Expected::after_shaped(o.seed, o.first, o.sectors, o.shape, o.prefill, 0);
+    let transfers =
+        Workload::shaped(o.seed, o.first, o.sectors, o.shape).take(o.transfers as usize);
+    let start = tessera::time_ns();
+    let moved = run_transfers(&mut s, o, o.verify, &mut model, transfers)?;
+    let elapsed = tessera::time_ns() - start;
+    println!(
+        "blkbench: measured transfers={} bytes={} elapsed_ns={elapsed} verified={}",
+        o.transfers, moved.bytes, o.verify
+    );
     let flush = s.client.flush().map_err(|_| "cannot flush")?;
     s.call(flush)?.map_err(|_| "the flush failed")?;
     let close = s.client.close().map_err(|_| "cannot close")?;
     s.call(close)?.map_err(|_| "the close failed")?;
-    let written = Expected::after(o.seed, o.first, o.sectors, o.transfers).written();
+    let written = model.written();
     println!(
-        "blkbench: done transfers={} writes={writes} reads={reads} seed={} first={} sectors={} written_sectors={written}",
-        o.transfers, o.seed, o.first, o.sectors
+        "blkbench: done transfers={} writes={} reads={} seed={} first={} sectors={} written_sectors={written}",
+        o.transfers, moved.writes, moved.reads, o.seed, o.first, o.sectors
     );
     Ok(())
 }
 
-/// Runs the workload, up to `depth` transfers in flight, none overlapping another; the writes
-/// and reads done.
-fn workload(s: &mut Session, o: &Options) -> Result<(u64, u64), &'static str> {
-    let mut model = Expected::new(o.seed, o.first, o.sectors);
+/// What a run of transfers did.
+#[derive(Default)]
+struct Moved {
+    writes: u64,
+    reads: u64,
+    bytes: u64,
+}
+
+/// Runs `transfers`, up to `depth` in flight, none overlapping another, keeping `model` (what
+/// the region holds) up to date and, if `verify`, making every write's data and checking every
+/// read against it.
+fn run_transfers(
+    s: &mut Session,
+    o: &Options,
+    verify: bool,
+    model: &mut Expected,
+    transfers: impl Iterator<Item = Transfer>,
+) -> Result<Moved, &'static str> {
     // In flight: (request id, transfer, buffer slot).
     let mut flight: Vec<(u64, Transfer, usize)> = Vec::with_capacity(o.depth);
     let mut free: Vec<usize> = (0..o.depth).rev().collect();
-    let (mut writes, mut reads) = (0, 0);
+    let mut moved = Moved::default();
     let mut want = [0u8; SECTOR];
-    let mut pending =
-        Workload::new(o.seed, o.first, o.sectors).take(o.transfers as usize).peekable();
+    let mut pending = transfers.peekable();
+    // The transfer number before which the last pause was taken.
+    let mut paused_before = 0;
     while pending.peek().is_some() || !flight.is_empty() {
-        let can_issue = pending
-            .peek()
-            .is_some_and(|t| !free.is_empty() && !flight.iter().any(|(_, f, _)| f.overlaps(t)));
+        let pause_due = pending.peek().is_some_and(|t| {
+            o.pause_every.is_some_and(|k| t.number > 0 && t.number % k == 0)
+                && t.number != paused_before
+        });
+        if pause_due && flight.is_empty() {
+            // Everything issued has completed: the driver has nothing to do until the pause ends.
+            paused_before = pending.peek().map_or(0, |t| t.number);
+            let until = tessera::time_ns() + o.pause_ns;
+            while tessera::time_ns() < until {
+                let _ = tessera::syscall::block(until);
+            }
+            continue;
+        }
+        let can_issue = !pause_due
+            && pending
+                .peek()
+                .is_some_and(|t| !free.is_empty() && !flight.iter().any(|(_, f, _)| f.overlaps(t)));
         if can_issue {
             let t = pending.next().expect("peeked");
             let slot = free.pop().expect("checked");
             let len = t.count as usize * SECTOR;
             let offset = (slot * SLOT) as u64;
             let req = if t.write {
-                let buf = s.area.bytes(slot * SLOT, len);
-                for (i, chunk) in buf.chunks_mut(SECTOR).enumerate() {
-                    sector_bytes(o.seed, t.number, t.sector + i as u64, chunk);
+                if verify {
+                    let buf = s.area.bytes(slot * SLOT, len);
+                    for (i, chunk) in buf.chunks_mut(SECTOR).enumerate() {
+                        sector_bytes(o.seed, t.number, t.sector + i as u64, chunk);
+                    }
                 }
                 model.apply(&t);
                 s.client.write(t.sector, offset, len as u32)
@@ -241,10 +338,11 @@ fn workload(s: &mut Session, o: &Options) -> Result<(u64, u64), &'static str> {
             println!("blkbench: transfer {} failed: {:?}", t.number, status);
             return Err("a transfer failed");
         }
+        moved.bytes += u64::from(t.count) * SECTOR as u64;
         if t.write {
-            writes += 1;
-        } else {
-            reads += 1;
+            moved.writes += 1;
+        } else if verify {
+            moved.reads += 1;
             let buf = s.area.bytes(slot * SLOT, t.count as usize * SECTOR);
             for (i, got) in buf.chunks(SECTOR).enumerate() {
                 model.sector(t.sector + i as u64, &mut want);
@@ -257,10 +355,12 @@ fn workload(s: &mut Session, o: &Options) -> Result<(u64, u64), &'static str> {
                     return Err("a block read back differs from what was written");
                 }
             }
+        } else {
+            moved.reads += 1;
         }
         free.push(slot);
     }
-    Ok((writes, reads))
+    Ok(moved)
 }
 
 /// Sends one request of each kind the driver must refuse, its writes aimed at sector
