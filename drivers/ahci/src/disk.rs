@@ -101,10 +101,8 @@ impl BlockDevice for AhciDisk {
             let len = req.buffer.len;
             let count = len / SECTOR_SIZE;
             let fits = req.sector.checked_add(u64::from(count)).is_some_and(|e| e <= self.sectors);
-            if len == 0 || !len.is_multiple_of(SECTOR_SIZE) || len > MAX_PRD_BYTES || count > MAX_SECTORS {
-                return Err(DeviceError::Invalid);
-            }
-            if !fits {
+            let sized = len.is_multiple_of(SECTOR_SIZE) && len <= MAX_PRD_BYTES;
+            if len == 0 || !sized || count > MAX_SECTORS || !fits {
                 return Err(DeviceError::Invalid);
             }
             let write = req.op == DeviceOp::Write;
