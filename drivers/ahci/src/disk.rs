@@ -14,7 +14,7 @@
 //! clears the interrupt status and notes which slots finished, which [`AhciDisk::complete`]
 //! then returns one by one: nothing is polled. On an error (a task file error or a bus or
 //! interface error in PxIS) the slots still active fail with [`DeviceError::Io`] and the port
-//! is recovered (stopped, its errors cleared, started again).
+//! is recovered ([`Port::recover`]: stopped, its link reset, started again).
 
 use blk::device::{BlockDevice, DeviceError, DeviceOp, DeviceRequest, Tag};
 use tessera::println;

@@ -26,8 +26,6 @@ pub mod cap {
     pub const SNCQ: u32 = 1 << 30;
     /// Supports 64-bit addressing.
     pub const S64A: u32 = 1 << 31;
-    /// Supports command list override (PxCMD.CLO).
-    pub const SCLO: u32 = 1 << 24;
 
     /// The number of command slots per port (CAP.NCS + 1).
     pub fn slots(cap: u32) -> usize {
@@ -85,8 +83,6 @@ pub mod cmd {
     pub const SUD: u32 = 1 << 1;
     /// Power on device.
     pub const POD: u32 = 1 << 2;
-    /// Command list override: clears the task file's BSY and DRQ (with CAP.SCLO).
-    pub const CLO: u32 = 1 << 3;
     /// FIS receive enable.
     pub const FRE: u32 = 1 << 4;
     /// FIS receive running.
@@ -135,6 +131,9 @@ pub mod tfd {
 /// PxSCTL with transitions to the partial and slumber power states disabled (IPM = 3) and no
 /// interface action requested (DET = 0).
 pub const SCTL_NO_POWER_SAVING: u32 = 0x300;
+
+/// PxSCTL.DET asking for a link reset (COMRESET) while it is held.
+pub const SCTL_DET_RESET: u32 = 1;
 
 /// The device detection field of PxSSTS: a device is present and communication established.
 pub const SSTS_DET_PRESENT: u32 = 3;

@@ -51,6 +51,9 @@ pub const MAX_PRD_BYTES: u32 = 4 << 20;
 /// How long a start-up or recovery wait may spin, in nanoseconds.
 const SPIN_NS: u64 = 1_000_000_000;
 
+/// How long a link reset holds PxSCTL.DET at 1 (AHCI asks for at least a millisecond).
+const COMRESET_NS: u64 = 1_000_000;
+
 /// ATA commands the driver sends.
 pub mod ata {
     /// IDENTIFY DEVICE.
@@ -367,28 +370,29 @@ impl Port {
         hba::cap::slots(self.cap).min(SLOTS)
     }
 
-    /// Recovers the port after an error (AHCI 1.3, 6.2.2): the command list engine is
-    /// stopped (which drops every command at the port), PxSERR and PxIS cleared, the task
-    /// file's BSY and DRQ overridden (PxCMD.CLO) if they stayed set and the controller can,
-    /// and the engine started again.
+    /// Recovers the port after an error: the command list engine is stopped, the link reset
+    /// (COMRESET: PxSCTL.DET = 1 for a millisecond, then 0), which resets the device and drops
+    /// every command at the port, queued or not, and clears a queued command's error state
+    /// (which would otherwise fail every later queued command); once the device is present and
+    /// idle again PxSERR and PxIS are cleared and the engine is started.
     pub fn recover(&mut self) -> Result<(), &'static str> {
         let c = self.read(port::CMD);
         self.write(port::CMD, c & !cmd::ST);
         spin("the command list engine did not stop (PxCMD.CR stayed set)", || {
             self.read(port::CMD) & cmd::CR == 0
         })?;
+        self.write(port::SCTL, hba::SCTL_NO_POWER_SAVING | hba::SCTL_DET_RESET);
+        let held = tessera::time_ns().saturating_add(COMRESET_NS);
+        spin("the clock stopped during a link reset", || tessera::time_ns() >= held)?;
+        self.write(port::SCTL, hba::SCTL_NO_POWER_SAVING);
+        spin("no device on the port after a link reset (PxSSTS.DET is not 3)", || {
+            self.read(port::SSTS) & 0xf == hba::SSTS_DET_PRESENT
+        })?;
+        spin("the device stays busy after a link reset (BSY or DRQ in PxTFD)", || {
+            self.read(port::TFD) & (tfd::BSY | tfd::DRQ) == 0
+        })?;
         self.write(port::SERR, u32::MAX);
         self.take_interrupt();
-        if self.read(port::TFD) & (tfd::BSY | tfd::DRQ) != 0 {
-            if self.cap & hba::cap::SCLO == 0 {
-                return Err("the device stays busy and the controller cannot override it");
-            }
-            let c = self.read(port::CMD);
-            self.write(port::CMD, c | cmd::CLO);
-            spin("the command list override did not finish (PxCMD.CLO stayed set)", || {
-                self.read(port::CMD) & cmd::CLO == 0
-            })?;
-        }
         let c = self.read(port::CMD);
         self.write(port::CMD, c | cmd::ST);
         Ok(())
