@@ -147,14 +147,16 @@ impl BlockDevice for AhciDisk {
         self.done |= waiting & !active;
         if status & irq::ERRORS != 0 {
             let failing = waiting & active;
-            println!(
-                "ahci: port error (PxIS {status:#x}, PxTFD {:#x}): {} request(s) failed, port recovered",
-                self.port.task_file(),
-                failing.count_ones()
-            );
             self.failed |= failing;
-            if let Err(e) = self.port.recover() {
-                println!("ahci: the port did not recover: {e}");
+            let task_file = self.port.task_file();
+            let n = failing.count_ones();
+            match self.port.recover() {
+                Ok(()) => println!(
+                    "ahci: port error (PxIS {status:#x}, PxTFD {task_file:#x}): {n} request(s) failed, port recovered"
+                ),
+                Err(e) => println!(
+                    "ahci: port error (PxIS {status:#x}, PxTFD {task_file:#x}): {n} request(s) failed, and {e}"
+                ),
             }
         }
     }

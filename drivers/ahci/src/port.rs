@@ -19,7 +19,8 @@
 //! queuing (word 76 bit 8) with its depth (word 75). Afterwards every command completes by
 //! interrupt: [`Port::issue`] writes a slot's header and table and sets its bit in PxSACT (a
 //! queued command) and PxCI; [`Port::take_interrupt`] reads and clears PxIS and then the
-//! controller's IS; [`Port::active`] says which slots are still at the device.
+//! controller's IS; [`Port::active`] says which slots are still at the device. After an error
+//! [`Port::recover`] resets the link (COMRESET) and starts the port again.
 //!
 //! All of the driver's `unsafe` besides the register accesses of [`crate::hba`] is here: the
 //! DMA structures are written and read with volatile accesses through raw pointers.
