@@ -345,6 +345,12 @@ impl Port {
             // stretch; the device has written it and is done (PxCI clear); `i` is below 256.
             unsafe { (at as *const u16).read_volatile() }
         };
+        // Word 106, when valid (bits 15:14 = 01), says with bit 12 that logical sectors are
+        // longer than 512 bytes: not supported.
+        let w106 = word(106);
+        if w106 & 0xc000 == 0x4000 && w106 & 1 << 12 != 0 {
+            return Err("the disk's sectors are longer than 512 bytes");
+        }
         let lba48 = word(83) & 1 << 10 != 0;
         let sectors = if lba48 {
             (0..4).fold(0u64, |s, i| s | u64::from(word(100 + i)) << (16 * i))
