@@ -1,23 +1,28 @@
-//! The QEMU suite of driver domains (both architectures): devices granted by the manifest,
-//! their registers mapped into the driver domain alone, DMA memory from its guarantee, and
-//! their interrupts delivered as events; manifests in `tests/manifests/drivers/`.
+//! The QEMU suite of block driver domains: devices granted by the manifest, their registers
+//! mapped into the driver domain alone, DMA memory from its guarantee, and their interrupts
+//! delivered as events; manifests in `tests/manifests/drivers/`, `DRIVER-CHECK.toml`.
 //!
-//! - `virtio_blk_self_test`: the `virtio-blk` driver domain, granted a virtio disk (MMIO on
-//!   RISC-V `virt`, PCI with MSI-X on q35), brings it up and runs 200 transfers of 512 B to
-//!   64 KiB at random sectors, each written, read back and checked, one at a time; each
-//!   completion is awaited on the interrupt's endpoint (one interrupt per request, never a
-//!   poll), and the disk image the host reads afterwards is no longer blank.
-//! - `virtio_blk_two_clients`: two `blkbench` domains at once run 10,000 random transfers
-//!   each (512 B to 64 KiB, up to 8 in flight) through the driver, every block read checked;
-//!   one first sends a request of each kind the driver must refuse (before its Open; out of
-//!   range; past the end; misaligned; zero length; outside its data area) and gets each
-//!   documented error; after the run the host replays both workloads (`blk::workload`) and
-//!   checks every sector of both regions of the disk image, and finds the sectors the refused
-//!   writes aimed at still zero.
-//! - `virtio_blk_client_killed`: one client is killed mid-stream, transfers in flight; the
-//!   driver forgets them and serves the other to the end, whose region the host checks.
-//! - `virtio_blk_driver_killed`: the driver is killed mid-stream; both clients learn it from
-//!   their channels (closed), exit with status 3, and the run ends: nobody hangs.
+//! The same four checks run for each driver of [`DRIVERS`]: `virtio_blk_*` on both
+//! architectures (a virtio disk: MMIO on RISC-V `virt`, PCI with MSI-X on q35), `ahci_*` on
+//! x86_64 (a SATA disk on port 0 of an AHCI controller of its own on q35, MSI, native command
+//! queuing).
+//!
+//! - `*_self_test`: the driver domain, granted its disk, brings it up (its start-up line naming
+//!   the disk's sectors) and runs 200 transfers of 512 B to 64 KiB at random sectors, each
+//!   written, read back and checked, one at a time; each completion is awaited on the
+//!   interrupt's endpoint (one interrupt per request, never a poll), and the disk image the
+//!   host reads afterwards is no longer blank.
+//! - `*_two_clients`: two `blkbench` domains at once run 10,000 random transfers each (512 B
+//!   to 64 KiB, up to 8 in flight) through the driver, every block read checked; one first
+//!   sends a request of each kind the driver must refuse (before its Open; out of range; past
+//!   the end; misaligned; zero length; outside its data area) and gets each documented error;
+//!   after the run the host replays both workloads (`blk::workload`) and checks every sector
+//!   of both regions of the disk image, and finds the sectors the refused writes aimed at
+//!   still zero.
+//! - `*_client_killed`: one client is killed mid-stream, transfers in flight; the driver
+//!   forgets them and serves the other to the end, whose region the host checks.
+//! - `*_driver_killed`: the driver is killed mid-stream; both clients learn it from their
+//!   channels (closed), exit with status 3, and the run ends: nobody hangs.
 
 use std::time::Duration;
 
@@ -27,16 +32,50 @@ use crate::Arch;
 use crate::qemu::{Boot, Ending, Outcome};
 use crate::system::Spoil;
 
+/// A block driver domain the suite tests.
+struct Driver {
+    /// Its app, the prefix of its messages and of its manifests' names.
+    app: &'static str,
+    /// The prefix of its tests' names.
+    test: &'static str,
+    /// The architectures it runs on.
+    arches: &'static [Arch],
+    /// What its start-up line says of the 16 MiB disk of the self-test.
+    startup: &'static str,
+}
+
+/// The drivers the suite tests.
+const DRIVERS: &[Driver] = &[
+    Driver {
+        app: "virtio-blk",
+        test: "virtio_blk",
+        arches: &[Arch::Riscv64, Arch::X86_64],
+        startup: "virtio-blk: 32768 sectors of 512 bytes, queue of ",
+    },
+    Driver {
+        app: "ahci",
+        test: "ahci",
+        arches: &[Arch::X86_64],
+        startup: "ahci: port 0: QEMU HARDDISK, 32768 sectors of 512 bytes, NCQ depth 32, interrupt on endpoint ",
+    },
+];
+
+impl Driver {
+    /// The manifest of check `check` (`self-test`, `two-clients`, ...).
+    fn manifest(&self, check: &str) -> String {
+        format!("tests/manifests/drivers/{}-{check}.toml", self.app)
+    }
+}
+
 /// The self-test's transfers, as its manifest gives them.
 const TRANSFERS: u64 = 200;
 
-/// The self-test's manifest.
-const SELF_TEST: &str = "tests/manifests/drivers/virtio-blk-self-test.toml";
-
-fn self_test(arch: Arch, out: &Outcome) -> Result<(), String> {
+fn self_test(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     expect_line(out, "domain blk: device 0 granted: 1 register window(s), interrupt")?;
-    let line = out.line("virtio-blk: self-test: ").ok_or("no self-test report")?;
+    expect_line(out, d.startup)?;
+    let report = format!("{}: self-test: ", d.app);
+    let line = out.line(&report).ok_or("no self-test report")?;
     let msg = &line.message;
     let n: Vec<u64> =
         msg.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
@@ -47,14 +86,18 @@ fn self_test(arch: Arch, out: &Outcome) -> Result<(), String> {
         return Err(format!("{transfers} transfers checked, want {TRANSFERS}"));
     }
     // Two requests a transfer, each completion awaited on the interrupt's endpoint: one
-    // interrupt each (none arriving would hang the domain; more would be spurious).
+    // interrupt each (none arriving would hang the domain; more would be spurious). Both
+    // devices interrupt once per request: virtio-blk with a used buffer notification, the AHCI
+    // controller with one MSI per set device bits FIS (its status is cleared before the next
+    // request is issued, so nothing coalesces).
     if interrupts != 2 * TRANSFERS {
         return Err(format!("{interrupts} interrupts for {} requests", 2 * TRANSFERS));
     }
     expect_line(out, "blk: exited with status 0")?;
     // The host reads the image: the transfers left data on it.
+    let manifest = d.manifest("self-test");
     let path =
-        crate::disks::image_path(&crate::disks::dir(arch), std::path::Path::new(SELF_TEST), "data");
+        crate::disks::image_path(&crate::disks::dir(arch), std::path::Path::new(&manifest), "data");
     let mut written = 0;
     for chunk in 0..(16 << 20) / (64 << 10) {
         let bytes =
@@ -106,11 +149,8 @@ fn client_done(arch: Arch, out: &Outcome, manifest: &str, w: Workload) -> Result
     Ok(())
 }
 
-const TWO_CLIENTS: &str = "tests/manifests/drivers/virtio-blk-two-clients.toml";
-const CLIENT_KILLED: &str = "tests/manifests/drivers/virtio-blk-client-killed.toml";
-const DRIVER_KILLED: &str = "tests/manifests/drivers/virtio-blk-driver-killed.toml";
-
-fn two_clients(arch: Arch, out: &Outcome) -> Result<(), String> {
+fn two_clients(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
+    let manifest = d.manifest("two-clients");
     expect_ending(out, Ending::Kernel(0))?;
     for what in [
         "before open: refused with UnknownClient",
@@ -123,11 +163,8 @@ fn two_clients(arch: Arch, out: &Outcome) -> Result<(), String> {
         expect_line(out, &format!("[beta] blkbench: {what}"))?;
     }
     // The refused writes aimed at the last megabyte, which no workload touches: still zero.
-    let path = crate::disks::image_path(
-        &crate::disks::dir(arch),
-        std::path::Path::new(TWO_CLIENTS),
-        "data",
-    );
+    let path =
+        crate::disks::image_path(&crate::disks::dir(arch), std::path::Path::new(&manifest), "data");
     let tail = crate::disks::read_sectors(&path, 32768, 2048).map_err(|e| format!("{e:#}"))?;
     if let Some(at) = tail.iter().position(|&b| b != 0) {
         return Err(format!(
@@ -136,19 +173,19 @@ fn two_clients(arch: Arch, out: &Outcome) -> Result<(), String> {
             32768 + at / 512
         ));
     }
-    client_done(arch, out, TWO_CLIENTS, ALPHA)?;
-    client_done(arch, out, TWO_CLIENTS, BETA)?;
+    client_done(arch, out, &manifest, ALPHA)?;
+    client_done(arch, out, &manifest, BETA)?;
     // 20,000 transfers and the two flushes went to the device; the six bad requests did not.
-    expect_line(out, "virtio-blk: every client gone: 20002 requests served, 6 rejected")?;
+    expect_line(out, &format!("{}: every client gone: 20002 requests served, 6 rejected", d.app))?;
     expect_line(out, "blk: exited with status 0")?;
     frames_returned(out)
 }
 
-fn client_killed(arch: Arch, out: &Outcome) -> Result<(), String> {
+fn client_killed(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     expect_line(out, "alpha: terminated (store page fault)")?;
-    expect_line(out, "virtio-blk: client alpha-req gone")?;
-    client_done(arch, out, CLIENT_KILLED, BETA)?;
+    expect_line(out, &format!("{}: client alpha-req gone", d.app))?;
+    client_done(arch, out, &d.manifest("client-killed"), BETA)?;
     expect_line(out, "blk: exited with status 0")?;
     frames_returned(out)
 }
@@ -163,21 +200,18 @@ fn driver_killed(out: &Outcome) -> Result<(), String> {
     frames_returned(out)
 }
 
-/// The suite's tests on `arch`.
+/// The suite's tests on `arch`: the four checks of each driver that runs on it.
 pub(super) fn drivers_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
-    let mut boot = Boot::new(arch);
-    boot.icount = true;
-    boot.timeout = Duration::from_secs(120);
-    let test = |name: &str, manifest: &str, timeout: u64, expected, check: super::Check| {
+    let test = |d: &Driver, check: &str, timeout: u64, expected, f: super::Check| {
         let mut boot = Boot::new(arch);
         boot.icount = true;
         boot.timeout = Duration::from_secs(timeout);
         QemuTest {
-            name: format!("{p}drivers::{name}"),
+            name: format!("{p}drivers::{}_{}", d.test, check.replace('-', "_")),
             boot,
-            system: Some((manifest.into(), Spoil::Nothing)),
+            system: Some((d.manifest(check), Spoil::Nothing)),
             expected,
-            check,
+            check: f,
         }
     };
     const KILLED_CLIENT: &[&str] = &[
@@ -190,34 +224,20 @@ pub(super) fn drivers_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
         "domain blk: the address is outside the user half",
         "domain blk terminated: store page fault",
     ];
-    vec![
-        test(
-            "virtio_blk_self_test",
-            SELF_TEST,
-            120,
-            &[],
-            Box::new(move |out| self_test(arch, out)),
-        ),
-        test(
-            "virtio_blk_two_clients",
-            TWO_CLIENTS,
-            300,
-            &[],
-            Box::new(move |out| two_clients(arch, out)),
-        ),
-        test(
-            "virtio_blk_client_killed",
-            CLIENT_KILLED,
-            300,
-            KILLED_CLIENT,
-            Box::new(move |out| client_killed(arch, out)),
-        ),
-        test(
-            "virtio_blk_driver_killed",
-            DRIVER_KILLED,
-            300,
-            KILLED_DRIVER,
-            Box::new(driver_killed),
-        ),
-    ]
+    let mut tests = Vec::new();
+    for d in DRIVERS.iter().filter(|d| d.arches.contains(&arch)) {
+        tests.extend([
+            test(d, "self-test", 120, &[], Box::new(move |out| self_test(d, arch, out))),
+            test(d, "two-clients", 300, &[], Box::new(move |out| two_clients(d, arch, out))),
+            test(
+                d,
+                "client-killed",
+                300,
+                KILLED_CLIENT,
+                Box::new(move |out| client_killed(d, arch, out)),
+            ),
+            test(d, "driver-killed", 300, KILLED_DRIVER, Box::new(driver_killed)),
+        ]);
+    }
+    tests
 }

@@ -1,0 +1,187 @@
+//! `ahci`: the driver domain of a SATA disk on port 0 of an AHCI controller (q35's ICH9 AHCI).
+//!
+//! The manifest grants it the disk (`devices = [{ disk = "NAME" }]` of a disk on the `ahci`
+//! bus, `driver = true`); the kernel maps the controller's registers (ABAR, BAR 5) into it,
+//! routes its MSI to one of its endpoints and describes both in its control block
+//! (`abi::DeviceSlot`). The driver resets the controller, brings port 0 up with DMA memory of
+//! its own ([`port`]), asks the disk for its capacity and its command queue (IDENTIFY DEVICE),
+//! and from then on waits for completions on the interrupt's endpoint, acknowledging each
+//! interrupt with `irq_ack` once it has taken the completions: it never polls.
+//!
+//! What is implemented: port 0 only, a disk of 512-byte sectors, native command queuing when
+//! offered ([`disk`]), FLUSH CACHE EXT; with `--self-test N`, N transfers of random sizes at
+//! random sectors, each written, read back and checked, one at a time, interrupt-driven; then
+//! serving the client domains the manifest connects to it over the block protocol
+//! (`drivers/blk`, `blk_domain::serve`). `--no-ncq` keeps to non-queued commands, one at a
+//! time; `--die-after N` makes it fault once it has answered N requests (a test of its
+//! clients). Not implemented: other ports, port multipliers, hot plug, power management, ATAPI
+//! devices, and the READ LOG EXT recovery of a queued command's error (every request in flight
+//! fails instead).
+
+#![no_std]
+#![no_main]
+
+mod disk;
+mod hba;
+mod port;
+
+use blk::device::{BlockDevice, Buffer, DeviceOp, DeviceRequest};
+use blk_domain::serve::{self, ServeOptions};
+use tessera::{Env, events, println, syscall};
+
+use crate::disk::{AhciDisk, SECTOR_SIZE};
+use crate::hba::Hba;
+use crate::port::{Identity, Port};
+
+tessera::main!(main);
+
+/// Largest transfer of the self-test, and of a client's request.
+const MAX_TRANSFER: usize = 64 << 10;
+
+/// PCI class of an AHCI controller: mass storage, SATA, AHCI 1.0.
+const CLASS_AHCI: u64 = 0x01_06_01;
+
+/// PxSIG of a SATA disk.
+const SIG_ATA: u32 = 0x101;
+
+fn main(env: Env) -> i32 {
+    let mut transfers = 0u64;
+    let mut die_after = None;
+    let mut queuing = true;
+    let mut args = env.args;
+    while let Some(a) = args.next() {
+        match a {
+            "--self-test" => transfers = args.next().and_then(|n| n.parse().ok()).unwrap_or(100),
+            "--die-after" => die_after = args.next().and_then(|n| n.parse().ok()),
+            "--no-ncq" => queuing = false,
+            _ => {
+                println!("ahci: unknown option {a}");
+                return 2;
+            }
+        }
+    }
+    let slot = tessera::dcb().devices[0];
+    if slot.kind != abi::device_kind::PCI || slot.pci_class != CLASS_AHCI {
+        println!("ahci: the granted device is no AHCI controller");
+        return 1;
+    }
+    if slot.interrupt == abi::interrupt_kind::NONE {
+        println!("ahci: the controller's interrupt is not routed to the domain");
+        return 1;
+    }
+    let Some(hba) = Hba::of(&slot) else {
+        println!("ahci: the controller's registers (BAR 5) are not mapped");
+        return 1;
+    };
+    let (mut disk, id) = match bring_up(hba, queuing) {
+        Ok(up) => up,
+        Err(e) => {
+            println!("ahci: the controller would not start: {e}");
+            return 1;
+        }
+    };
+    println!(
+        "ahci: port 0: {}, {} sectors of {SECTOR_SIZE} bytes, NCQ depth {}, interrupt on endpoint {}",
+        id.model(),
+        disk.capacity(),
+        disk.ncq_depth(),
+        slot.event
+    );
+    if transfers > 0 {
+        match self_test(&mut disk, slot.event as usize, transfers) {
+            Ok(interrupts) => println!(
+                "ahci: self-test: {transfers} transfers written, read back and checked, {interrupts} interrupts"
+            ),
+            Err(e) => {
+                println!("ahci: self-test FAILED: {e}");
+                return 1;
+            }
+        }
+    }
+    let options = ServeOptions {
+        driver: "ahci",
+        irq: slot.event as usize,
+        die_after,
+        max_transfer: MAX_TRANSFER as u32,
+    };
+    serve::serve(disk, options)
+}
+
+/// Resets the controller, starts port 0 and identifies its disk: the disk, interrupts
+/// enabled, and what it says of itself.
+fn bring_up(hba: Hba, queuing: bool) -> Result<(AhciDisk, Identity), &'static str> {
+    if hba.read(hba::host::PI) & 1 == 0 {
+        return Err("port 0 is not implemented");
+    }
+    port::reset_controller(&hba)?;
+    let mut p = Port::new(hba, 0)?;
+    p.start()?;
+    if p.signature() != SIG_ATA {
+        return Err("the device on port 0 is not a SATA disk");
+    }
+    let id = p.identify()?;
+    if id.sectors == 0 {
+        return Err("the disk has no sectors");
+    }
+    Ok((AhciDisk::new(p, &id, queuing), id))
+}
+
+/// Writes, reads back and checks `transfers` transfers of random sizes at random sectors,
+/// one at a time, each completion awaited on the interrupt's endpoint `ep`; the interrupts
+/// taken.
+fn self_test(disk: &mut AhciDisk, ep: usize, transfers: u64) -> Result<u64, &'static str> {
+    let (mem, phys) = port::dma_buffer(MAX_TRANSFER * 2).map_err(|_| "no DMA buffers")?;
+    let (out, back) = mem.split_at_mut(MAX_TRANSFER);
+    let out_buf = Buffer { phys, virt: out.as_ptr() as u64, len: 0 };
+    let back_buf = Buffer { phys: phys + MAX_TRANSFER as u64, virt: back.as_ptr() as u64, len: 0 };
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ tessera::time_ns();
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let sector_size = SECTOR_SIZE as usize;
+    let sectors = disk.capacity();
+    let mut interrupts = 0;
+    for _ in 0..transfers {
+        let count = 1 + (next() % (MAX_TRANSFER / sector_size) as u64) as usize;
+        let len = count * sector_size;
+        let sector = next() % (sectors - count as u64);
+        for b in out[..len].iter_mut() {
+            *b = next() as u8;
+        }
+        back[..len].fill(0);
+        let buffer = Buffer { len: len as u32, ..out_buf };
+        interrupts += io(disk, ep, DeviceRequest { op: DeviceOp::Write, sector, buffer })?;
+        let buffer = Buffer { len: len as u32, ..back_buf };
+        interrupts += io(disk, ep, DeviceRequest { op: DeviceOp::Read, sector, buffer })?;
+        if out[..len] != back[..len] {
+            return Err("a block read back differs from what was written");
+        }
+    }
+    Ok(interrupts)
+}
+
+/// One request, submitted and awaited on endpoint `ep`; the interrupts it took.
+fn io(disk: &mut AhciDisk, ep: usize, req: DeviceRequest) -> Result<u64, &'static str> {
+    let before = events::value(ep);
+    let tag = disk.submit(req).map_err(|_| "the device refused a request")?;
+    // Each request interrupts once: wait for that interrupt, take the completion only after
+    // it, and acknowledge every one.
+    let mut taken = 0;
+    let mut seen = before;
+    loop {
+        seen = events::wait(ep, seen, u64::MAX).map_err(|_| "the interrupt's endpoint closed")?;
+        taken += 1;
+        disk.interrupted();
+        syscall::irq_ack(ep).map_err(|_| "irq_ack failed")?;
+        if let Some((done, result)) = disk.complete() {
+            if done != tag {
+                return Err("a request completed that was not submitted");
+            }
+            result.map_err(|_| "the device failed a request")?;
+            return Ok(taken);
+        }
+    }
+}
