@@ -100,6 +100,7 @@ fn main(env: Env) -> i32 {
     }
     let options = ServeOptions {
         driver: "ahci",
+        device: 0,
         irq: slot.event as usize,
         die_after,
         max_transfer: MAX_TRANSFER as u32,

@@ -2,7 +2,7 @@
 //! mapped into the driver domain alone, DMA memory from its guarantee, and their interrupts
 //! delivered as events; manifests in `tests/manifests/drivers/`, `DRIVER-CHECK.toml`.
 //!
-//! The same four checks run for each driver of [`DRIVERS`]: `virtio_blk_*` on both
+//! The same five checks run for each driver of [`DRIVERS`]: `virtio_blk_*` on both
 //! architectures (a virtio disk: MMIO on RISC-V `virt`, PCI with MSI-X on q35), `ahci_*` on
 //! x86_64 (a SATA disk on port 0 of an AHCI controller of its own on q35, MSI, native command
 //! queuing).
@@ -23,6 +23,11 @@
 //!   forgets them and serves the other to the end, whose region the host checks.
 //! - `*_driver_killed`: the driver is killed mid-stream; both clients learn it from their
 //!   channels (closed), exit with status 3, and the run ends: nobody hangs.
+//! - `*_idle`: interrupt-driven, not polling: a client makes 60 transfers one at a time,
+//!   sleeping 20 ms after every 6, beside a CPU-bound neighbour; the driver (which may run in
+//!   slack time) uses at most 3 ms of CPU in the whole run (the kernel's accounts), sees every
+//!   interrupt within its 200 µs latency hint of the kernel's signal (by its own clock against
+//!   the kernel's stamp in its control block), and takes one interrupt per request.
 
 use std::time::Duration;
 
@@ -200,7 +205,60 @@ fn driver_killed(out: &Outcome) -> Result<(), String> {
     frames_returned(out)
 }
 
-/// The suite's tests on `arch`: the four checks of each driver that runs on it.
+/// The idle check's client: its transfers and its pauses (as its manifest gives them), and
+/// the driver's latency hint.
+const IDLE_TRANSFERS: u64 = 60;
+const IDLE_PAUSED_NS: u64 = 9 * 20_000_000;
+const IDLE_LATENCY_NS: u64 = 200_000;
+/// The most CPU the driver may use in the idle check (start-up included): a driver that
+/// polled would have its 2 ms slice in each of the 18 periods of the pauses, and slack beside.
+const IDLE_DRIVER_CPU_US: u64 = 3_000;
+
+fn idle(d: &Driver, out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    expect_line(out, "client: exited with status 0")?;
+    expect_line(out, "busy: exited with status 0")?;
+    let report = format!("{}: every client gone: ", d.app);
+    let line = out.line(&report).ok_or(format!("no line like `{report}`"))?;
+    let n: Vec<u64> =
+        line.message.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    let [served, rejected, interrupts, wake_ns] = n[..] else {
+        return Err(format!("unreadable report: {}", line.message));
+    };
+    // The transfers and the final flush, one interrupt each.
+    if (served, rejected) != (IDLE_TRANSFERS + 1, 0) || interrupts != served {
+        return Err(format!("{served} served, {rejected} rejected, {interrupts} interrupts"));
+    }
+    // Woken by each completion within its latency hint, by its own clock.
+    if wake_ns == 0 || wake_ns > IDLE_LATENCY_NS {
+        return Err(format!(
+            "the driver saw an interrupt {wake_ns} ns after the kernel signalled it (hint {IDLE_LATENCY_NS} ns)"
+        ));
+    }
+    let idle_line = out.line("kernel: idle ").ok_or("no idle line in the run summary")?;
+    let run_ns = idle_line
+        .message
+        .split_whitespace()
+        .filter_map(|w| w.parse::<u64>().ok())
+        .nth(1)
+        .ok_or("an unreadable idle line")?;
+    if run_ns < IDLE_PAUSED_NS {
+        return Err(format!("the run lasted {run_ns} ns, less than the client's pauses"));
+    }
+    let accounts = crate::cpu::summary_accounts(out);
+    let driver = accounts.iter().find(|a| a.domain == "blk").ok_or("no account of blk")?;
+    let cpu_us = driver.guaranteed_us + driver.extra_us;
+    if cpu_us == 0 || cpu_us > IDLE_DRIVER_CPU_US {
+        return Err(format!(
+            "the driver used {cpu_us} us of CPU in a run of {} ms, {} of them idle for it (at most {IDLE_DRIVER_CPU_US} us)",
+            run_ns / 1_000_000,
+            IDLE_PAUSED_NS / 1_000_000
+        ));
+    }
+    Ok(())
+}
+
+/// The suite's tests on `arch`: the five checks of each driver that runs on it.
 pub(super) fn drivers_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
     let test = |d: &Driver, check: &str, timeout: u64, expected, f: super::Check| {
         let mut boot = Boot::new(arch);
@@ -237,6 +295,7 @@ pub(super) fn drivers_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
                 Box::new(move |out| client_killed(d, arch, out)),
             ),
             test(d, "driver-killed", 300, KILLED_DRIVER, Box::new(driver_killed)),
+            test(d, "idle", 120, &[], Box::new(move |out| idle(d, out))),
         ]);
     }
     tests
