@@ -115,12 +115,7 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
             let arch_names: Vec<&str> = arches.iter().map(|a| a.name()).collect();
             let failed = report(&base, &tables, &arch_names, name == Name::Check);
             if opts.update_baseline {
-                for t in tables {
-                    base.replace(t);
-                }
-                std::fs::write(root.join(baseline::PATH), base.toml())?;
-                std::fs::write(root.join(performance_doc::PATH), performance_doc::generate(&base))?;
-                println!("\nwritten: {}, {}", baseline::PATH, performance_doc::PATH);
+                update_baseline(&mut base, tables)?;
                 return Ok(0);
             }
             Ok(if failed && name == Name::Check { 1 } else { 0 })
@@ -130,16 +125,24 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
             let tables = one(bench, Mode::Full, &arches)?;
             report(&base, &tables, &[], false);
             if opts.update_baseline {
-                for t in tables {
-                    base.replace(t);
-                }
-                std::fs::write(root.join(baseline::PATH), base.toml())?;
-                std::fs::write(root.join(performance_doc::PATH), performance_doc::generate(&base))?;
-                println!("\nwritten: {}, {}", baseline::PATH, performance_doc::PATH);
+                update_baseline(&mut base, tables)?;
             }
             Ok(0)
         }
     }
+}
+
+/// Replaces `base`'s tables by `tables` (those measured) and writes the baseline and
+/// `docs/performance.md`.
+fn update_baseline(base: &mut baseline::Baseline, tables: Vec<Table>) -> Result<()> {
+    for t in tables {
+        base.replace(t);
+    }
+    let root = util::root();
+    std::fs::write(root.join(baseline::PATH), base.toml())?;
+    std::fs::write(root.join(performance_doc::PATH), performance_doc::generate(base))?;
+    println!("\nwritten: {}, {}", baseline::PATH, performance_doc::PATH);
+    Ok(())
 }
 
 fn bench_name(name: Name) -> &'static str {

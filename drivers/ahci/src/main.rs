@@ -25,9 +25,10 @@ mod disk;
 mod hba;
 mod port;
 
-use blk::device::{BlockDevice, Buffer, DeviceOp, DeviceRequest};
+use blk::device::BlockDevice;
+use blk_domain::self_test;
 use blk_domain::serve::{self, ServeOptions};
-use tessera::{Env, events, println, syscall};
+use tessera::{Env, println};
 
 use crate::disk::{AhciDisk, SECTOR_SIZE};
 use crate::hba::Hba;
@@ -88,7 +89,7 @@ fn main(env: Env) -> i32 {
         slot.event
     );
     if transfers > 0 {
-        match self_test(&mut disk, slot.event as usize, transfers) {
+        match self_test::run(&mut disk, slot.event as usize, transfers, MAX_TRANSFER) {
             Ok(interrupts) => println!(
                 "ahci: self-test: {transfers} transfers written, read back and checked, {interrupts} interrupts"
             ),
@@ -125,64 +126,4 @@ fn bring_up(hba: Hba, queuing: bool) -> Result<(AhciDisk, Identity), &'static st
         return Err("the disk has no sectors");
     }
     Ok((AhciDisk::new(p, &id, queuing), id))
-}
-
-/// Writes, reads back and checks `transfers` transfers of random sizes at random sectors,
-/// one at a time, each completion awaited on the interrupt's endpoint `ep`; the interrupts
-/// taken.
-fn self_test(disk: &mut AhciDisk, ep: usize, transfers: u64) -> Result<u64, &'static str> {
-    let (mem, phys) = port::dma_buffer(MAX_TRANSFER * 2).map_err(|_| "no DMA buffers")?;
-    let (out, back) = mem.split_at_mut(MAX_TRANSFER);
-    let out_buf = Buffer { phys, virt: out.as_ptr() as u64, len: 0 };
-    let back_buf = Buffer { phys: phys + MAX_TRANSFER as u64, virt: back.as_ptr() as u64, len: 0 };
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ tessera::time_ns();
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
-    let sector_size = SECTOR_SIZE as usize;
-    let sectors = disk.capacity();
-    let mut interrupts = 0;
-    for _ in 0..transfers {
-        let count = 1 + (next() % (MAX_TRANSFER / sector_size) as u64) as usize;
-        let len = count * sector_size;
-        let sector = next() % (sectors - count as u64);
-        for b in out[..len].iter_mut() {
-            *b = next() as u8;
-        }
-        back[..len].fill(0);
-        let buffer = Buffer { len: len as u32, ..out_buf };
-        interrupts += io(disk, ep, DeviceRequest { op: DeviceOp::Write, sector, buffer })?;
-        let buffer = Buffer { len: len as u32, ..back_buf };
-        interrupts += io(disk, ep, DeviceRequest { op: DeviceOp::Read, sector, buffer })?;
-        if out[..len] != back[..len] {
-            return Err("a block read back differs from what was written");
-        }
-    }
-    Ok(interrupts)
-}
-
-/// One request, submitted and awaited on endpoint `ep`; the interrupts it took.
-fn io(disk: &mut AhciDisk, ep: usize, req: DeviceRequest) -> Result<u64, &'static str> {
-    let before = events::value(ep);
-    let tag = disk.submit(req).map_err(|_| "the device refused a request")?;
-    // Each request interrupts once: wait for that interrupt, take the completion only after
-    // it, and acknowledge every one.
-    let mut taken = 0;
-    let mut seen = before;
-    loop {
-        seen = events::wait(ep, seen, u64::MAX).map_err(|_| "the interrupt's endpoint closed")?;
-        taken += 1;
-        disk.interrupted();
-        syscall::irq_ack(ep).map_err(|_| "irq_ack failed")?;
-        if let Some((done, result)) = disk.complete() {
-            if done != tag {
-                return Err("a request completed that was not submitted");
-            }
-            result.map_err(|_| "the device failed a request")?;
-            return Ok(taken);
-        }
-    }
 }

@@ -405,14 +405,3 @@ impl Port {
         Ok(())
     }
 }
-
-/// A buffer of `bytes` (rounded up to pages) of fresh DMA memory, zeroed, for the driver
-/// alone, and its physical address.
-pub fn dma_buffer(bytes: usize) -> Result<(&'static mut [u8], u64), abi::SysError> {
-    let region = tessera::dma::alloc(bytes)?;
-    // SAFETY: the stretch was just made, read-write, of at least `bytes`, and is the domain's
-    // for its life; nothing else refers to it, and this is its only borrow. The device writes
-    // it only for requests the borrower submits, and the borrower reads it after they complete.
-    let mem = unsafe { core::slice::from_raw_parts_mut(region.virt as *mut u8, bytes) };
-    Ok((mem, region.phys as u64))
-}

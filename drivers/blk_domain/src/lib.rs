@@ -4,8 +4,9 @@
 //! in the block-device trait ([`blk::device::BlockDevice`]) and hands it to [`serve::serve`],
 //! which serves the client domains the manifest connects to it over the block protocol
 //! (`drivers/blk`): one loop taking the device's completions after its interrupt and the
-//! clients' requests from their channels, blocking when nothing moves. The device's DMA memory
-//! comes from `tessera::dma`.
+//! clients' requests from their channels, blocking when nothing moves. Before serving, a
+//! driver may check its device with [`self_test::run`]. The device's DMA memory comes from
+//! `tessera::dma`.
 //!
 //! Invariants: no `unsafe` here (the device's registers and DMA buffers are each driver's own
 //! business); the loop never waits for a client, only for an endpoint to change.
@@ -13,4 +14,5 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+pub mod self_test;
 pub mod serve;

@@ -22,9 +22,10 @@ mod dma;
 mod mmio;
 mod pci;
 
+use blk_domain::self_test;
 use blk_domain::serve::{self, ServeOptions};
-use tessera::{Env, events, println, syscall};
-use virtio_drivers::device::blk::{BlkReq, BlkResp, SECTOR_SIZE, VirtIOBlk};
+use tessera::{Env, println};
+use virtio_drivers::device::blk::{SECTOR_SIZE, VirtIOBlk};
 use virtio_drivers::transport::Transport;
 
 tessera::main!(main);
@@ -92,8 +93,15 @@ fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, transfers: u64, die_after: Op
         blk.virt_queue_size(),
         slot.event
     );
+    let mut disk = match disk::VirtioDisk::new(blk) {
+        Ok(disk) => disk,
+        Err(e) => {
+            println!("virtio-blk: no DMA memory for request headers: {e:?}");
+            return 1;
+        }
+    };
     if transfers > 0 {
-        match self_test(&mut blk, slot.event as usize, transfers) {
+        match self_test::run(&mut disk, slot.event as usize, transfers, MAX_TRANSFER) {
             Ok(interrupts) => println!(
                 "virtio-blk: self-test: {transfers} transfers written, read back and checked, {interrupts} interrupts"
             ),
@@ -103,13 +111,6 @@ fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, transfers: u64, die_after: Op
             }
         }
     }
-    let disk = match disk::VirtioDisk::new(blk) {
-        Ok(disk) => disk,
-        Err(e) => {
-            println!("virtio-blk: no DMA memory for request headers: {e:?}");
-            return 1;
-        }
-    };
     let options = ServeOptions {
         driver: "virtio-blk",
         device: 0,
@@ -118,100 +119,4 @@ fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, transfers: u64, die_after: Op
         max_transfer: MAX_TRANSFER as u32,
     };
     serve::serve(disk, options)
-}
-
-/// Writes, reads back and checks `transfers` transfers of random sizes at random sectors,
-/// one at a time, each completion awaited on the interrupt's endpoint `ep`; the interrupts
-/// taken.
-fn self_test<T: Transport>(
-    blk: &mut VirtIOBlk<dma::TesseraHal, T>,
-    ep: usize,
-    transfers: u64,
-) -> Result<u64, &'static str> {
-    let buf_va = tessera::dma::alloc(MAX_TRANSFER * 2 + 4096).map_err(|_| "no DMA buffers")?.virt;
-    // SAFETY: the DMA stretch was just made for this test, read-write, of this length; nothing
-    // else refers to it.
-    let mem =
-        unsafe { core::slice::from_raw_parts_mut(buf_va as *mut u8, MAX_TRANSFER * 2 + 4096) };
-    let (out, rest) = mem.split_at_mut(MAX_TRANSFER);
-    let (back, hdr) = rest.split_at_mut(MAX_TRANSFER);
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ tessera::time_ns();
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
-    let sectors = blk.capacity();
-    let mut interrupts = 0;
-    for _ in 0..transfers {
-        let count = 1 + (next() % (MAX_TRANSFER / SECTOR_SIZE) as u64) as usize;
-        let len = count * SECTOR_SIZE;
-        let sector = next() % (sectors - count as u64);
-        for b in out[..len].iter_mut() {
-            *b = next() as u8;
-        }
-        interrupts += io(blk, ep, hdr, true, sector as usize, &mut out[..len])?;
-        interrupts += io(blk, ep, hdr, false, sector as usize, &mut back[..len])?;
-        if out[..len] != back[..len] {
-            return Err("a block read back differs from what was written");
-        }
-    }
-    Ok(interrupts)
-}
-
-/// One request, submitted and awaited on endpoint `ep`; the interrupts it took (0 if the
-/// completion was there before the wait).
-fn io<T: Transport>(
-    blk: &mut VirtIOBlk<dma::TesseraHal, T>,
-    ep: usize,
-    hdr: &mut [u8],
-    write: bool,
-    sector: usize,
-    buf: &mut [u8],
-) -> Result<u64, &'static str> {
-    let (req_bytes, resp_bytes) = hdr.split_at_mut(64);
-    // SAFETY: `BlkReq` and `BlkResp` are plain structures the device reads and writes; both
-    // live in DMA memory that stays alive and untouched by anything else until the request
-    // completes below.
-    let (req, resp) = unsafe {
-        (
-            &mut *(req_bytes.as_mut_ptr() as *mut BlkReq),
-            &mut *(resp_bytes.as_mut_ptr() as *mut BlkResp),
-        )
-    };
-    let before = events::value(ep);
-    // SAFETY: `req`, `buf` and `resp` stay valid and unmoved until the completion is taken.
-    let token = unsafe {
-        if write {
-            blk.write_blocks_nb(sector, req, buf, resp)
-        } else {
-            blk.read_blocks_nb(sector, req, buf, resp)
-        }
-    }
-    .map_err(|_| "the device refused a request")?;
-    // Each request interrupts once: wait for that interrupt even if the completion is already
-    // visible (it may have been delivered before the wait), and acknowledge every one, so the
-    // line is never left claimed.
-    let mut taken = 0;
-    let mut seen = before;
-    loop {
-        seen = events::wait(ep, seen, u64::MAX).map_err(|_| "the interrupt's endpoint closed")?;
-        taken += 1;
-        blk.ack_interrupt();
-        syscall::irq_ack(ep).map_err(|_| "irq_ack failed")?;
-        if blk.peek_used() == Some(token) {
-            break;
-        }
-    }
-    // SAFETY: the same buffers as submitted, and the token the device returned.
-    unsafe {
-        if write {
-            blk.complete_write_blocks(token, req, buf, resp)
-        } else {
-            blk.complete_read_blocks(token, req, buf, resp)
-        }
-    }
-    .map_err(|_| "the device failed a request")?;
-    Ok(taken)
 }

@@ -55,6 +55,19 @@ pub fn alloc(bytes: usize) -> Result<DmaRegion, SysError> {
     Ok(region)
 }
 
+/// Makes a DMA stretch of `bytes` (as [`alloc`]) for the domain's own use as a buffer: its
+/// bytes (zeroed) and the region. The slice is the only way to its memory the domain gets, and
+/// a device writes it only for requests its holder submits, which it reads after they
+/// complete.
+pub fn alloc_buffer(bytes: usize) -> Result<(&'static mut [u8], DmaRegion), SysError> {
+    let region = alloc(bytes)?;
+    // SAFETY: the stretch was just made, read-write, of at least `bytes`, and is the domain's
+    // for its life (nothing frees a region); nothing else refers to it, and this is its only
+    // borrow.
+    let mem = unsafe { core::slice::from_raw_parts_mut(region.virt as *mut u8, bytes) };
+    Ok((mem, region))
+}
+
 /// The physical address of `[virt, virt + len)` if it lies in one registered region.
 pub fn phys(virt: usize, len: usize) -> Option<usize> {
     REGIONS.lock().iter().flatten().find_map(|r| r.phys_of(virt, len))

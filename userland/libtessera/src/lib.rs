@@ -30,7 +30,7 @@
 //!   instruction, the clock counter, `_start`, thread switches and the activation handler's
 //!   entry), `syscall` (the calls that may unmap the caller's memory), `entry` (the argument
 //!   block, the call into the app's `main`), `control_block` (the control block's address as
-//!   a reference), `shared` (the memory of IO channels), `heap` (handing stretches to the
+//!   a reference), `shared` (the memory of IO channels), `dma` (a DMA stretch's bytes as a slice), `heap` (handing stretches to the
 //!   allocator), `paging` (the upcall record on a faulting thread's stack, the drivers handed
 //!   over at bind, and the memory copies of its `MemoryKernel`) and `thread` (switching
 //!   threads).

@@ -1,0 +1,77 @@
+//! A driver's check of its device before it serves anyone: transfers of random sizes at random
+//! sectors, each written, read back and compared, one at a time, each completion awaited on the
+//! interrupt's endpoint.
+//!
+//! Each request interrupts once: the check waits for that interrupt even when the completion
+//! is already visible, takes the completion only after it, and acknowledges every interrupt
+//! (`BlockDevice::interrupted`, then `irq_ack`), so the line is never left claimed and the count
+//! of interrupts it returns is exact: a test holds it to two per transfer.
+
+use blk::device::{BlockDevice, Buffer, DeviceOp, DeviceRequest};
+use tessera::{dma, events, syscall};
+
+/// Writes, reads back and checks `transfers` transfers of 1 sector to `max_transfer` bytes at
+/// random sectors of `disk`, whose interrupt signals endpoint `ep`; the interrupts taken.
+pub fn run<D: BlockDevice>(
+    disk: &mut D,
+    ep: usize,
+    transfers: u64,
+    max_transfer: usize,
+) -> Result<u64, &'static str> {
+    let (mem, region) = dma::alloc_buffer(max_transfer * 2).map_err(|_| "no DMA buffers")?;
+    let (out, back) = mem.split_at_mut(max_transfer);
+    let out_buf = Buffer { phys: region.phys as u64, virt: region.virt as u64, len: 0 };
+    let back_buf = Buffer {
+        phys: (region.phys + max_transfer) as u64,
+        virt: (region.virt + max_transfer) as u64,
+        len: 0,
+    };
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ tessera::time_ns();
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let sector_size = disk.sector_size() as usize;
+    let sectors = disk.capacity();
+    let mut interrupts = 0;
+    for _ in 0..transfers {
+        let count = 1 + (next() % (max_transfer / sector_size) as u64) as usize;
+        let len = count * sector_size;
+        let sector = next() % (sectors - count as u64);
+        for b in out[..len].iter_mut() {
+            *b = next() as u8;
+        }
+        back[..len].fill(0);
+        let buffer = Buffer { len: len as u32, ..out_buf };
+        interrupts += io(disk, ep, DeviceRequest { op: DeviceOp::Write, sector, buffer })?;
+        let buffer = Buffer { len: len as u32, ..back_buf };
+        interrupts += io(disk, ep, DeviceRequest { op: DeviceOp::Read, sector, buffer })?;
+        if out[..len] != back[..len] {
+            return Err("a block read back differs from what was written");
+        }
+    }
+    Ok(interrupts)
+}
+
+/// One request, submitted and awaited on endpoint `ep`; the interrupts it took.
+fn io<D: BlockDevice>(disk: &mut D, ep: usize, req: DeviceRequest) -> Result<u64, &'static str> {
+    let before = events::value(ep);
+    let tag = disk.submit(req).map_err(|_| "the device refused a request")?;
+    let mut taken = 0;
+    let mut seen = before;
+    loop {
+        seen = events::wait(ep, seen, u64::MAX).map_err(|_| "the interrupt's endpoint closed")?;
+        taken += 1;
+        disk.interrupted();
+        syscall::irq_ack(ep).map_err(|_| "irq_ack failed")?;
+        if let Some((done, result)) = disk.complete() {
+            if done != tag {
+                return Err("a request completed that was not submitted");
+            }
+            result.map_err(|_| "the device failed a request")?;
+            return Ok(taken);
+        }
+    }
+}
