@@ -6,7 +6,7 @@
 //! command tables and clients' data areas with [`alloc`] and hands devices the addresses
 //! [`phys`] gives. A region is the domain's for its life: nothing here frees one.
 
-use spin::Mutex;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::SysError;
 use crate::syscall;
@@ -40,18 +40,36 @@ impl DmaRegion {
 /// The most regions a domain registers.
 pub const MAX_REGIONS: usize = 16;
 
-static REGIONS: Mutex<[Option<DmaRegion>; MAX_REGIONS]> = Mutex::new([None; MAX_REGIONS]);
+/// The registered regions, `[0, COUNT)` of them, each as its address, physical address and
+/// length. A domain runs one flow of control at a time (its threads switch cooperatively), so
+/// a region is written whole before `COUNT` takes it in; the atomics only make the table
+/// `Sync`.
+static REGIONS: [[AtomicUsize; 3]; MAX_REGIONS] =
+    [const { [const { AtomicUsize::new(0) }; 3] }; MAX_REGIONS];
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+
+/// The registered regions.
+fn regions() -> impl Iterator<Item = DmaRegion> {
+    REGIONS[..COUNT.load(Ordering::Acquire)].iter().map(|[virt, phys, len]| DmaRegion {
+        virt: virt.load(Ordering::Relaxed),
+        phys: phys.load(Ordering::Relaxed),
+        len: len.load(Ordering::Relaxed),
+    })
+}
 
 /// Makes a DMA stretch of `bytes` (rounded up to pages, zero-filled, charged to the domain's
 /// guarantee) and registers it. [`SysError::NoMemory`] if [`MAX_REGIONS`] are registered
 /// already (nothing is allocated then), or what `dma_alloc` and `dma_address` return.
 pub fn alloc(bytes: usize) -> Result<DmaRegion, SysError> {
-    let mut regions = REGIONS.lock();
-    let free = regions.iter().position(Option::is_none).ok_or(SysError::NoMemory)?;
+    let free = COUNT.load(Ordering::Acquire);
+    let slot = REGIONS.get(free).ok_or(SysError::NoMemory)?;
     let virt = syscall::dma_alloc(bytes)?;
     let phys = syscall::dma_address(virt)?;
     let region = DmaRegion { virt, phys, len: bytes.next_multiple_of(crate::PAGE_SIZE) };
-    regions[free] = Some(region);
+    slot[0].store(region.virt, Ordering::Relaxed);
+    slot[1].store(region.phys, Ordering::Relaxed);
+    slot[2].store(region.len, Ordering::Relaxed);
+    COUNT.store(free + 1, Ordering::Release);
     Ok(region)
 }
 
@@ -70,10 +88,10 @@ pub fn alloc_buffer(bytes: usize) -> Result<(&'static mut [u8], DmaRegion), SysE
 
 /// The physical address of `[virt, virt + len)` if it lies in one registered region.
 pub fn phys(virt: usize, len: usize) -> Option<usize> {
-    REGIONS.lock().iter().flatten().find_map(|r| r.phys_of(virt, len))
+    regions().find_map(|r| r.phys_of(virt, len))
 }
 
 /// The domain's address of physical `[phys, phys + len)` if it lies in one registered region.
 pub fn virt(phys: usize, len: usize) -> Option<usize> {
-    REGIONS.lock().iter().flatten().find_map(|r| r.virt_of(phys, len))
+    regions().find_map(|r| r.virt_of(phys, len))
 }
