@@ -260,8 +260,10 @@ fn disk_raw(key: &str) -> Option<Spec> {
         // The device's completions land at points of virtual time that vary from boot to boot
         // (QEMU does the device's work on its own threads, on the host's clock): whether the
         // driver and the client find a completion before they block changes the path taken.
-        // The median of five pairs of boots stays within a few percent.
-        Tolerance::Relative(0.10),
+        // Within one run the median of five pairs of boots stays within a few percent; between
+        // runs it moved by up to 12% with the host's load (how soon QEMU's threads finish the
+        // requests, against the guest's instructions).
+        Tolerance::Relative(0.15),
         anchor,
         goal,
     ))
