@@ -213,39 +213,51 @@ fn switch(w: &mut World, save: bool) {
         }
         let replenish = w.sched.policy.next_event().map(ticks_from_ns_up);
         match [replenish, w.earliest_deadline()].into_iter().flatten().min() {
-            Some(deadline) => {
-                let start = arch::time::now_ticks();
-                arch::timer::arm(deadline);
-                while arch::time::now_ticks() < deadline && !super::device::interrupts_raised() {
-                    arch::wait_for_interrupt();
-                }
-                arch::timer::disarm();
-                w.sched.idle_ticks += arch::time::now_ticks() - start;
-                // Device interrupts are taken in user mode (and delivered on that trap's path)
-                // or here, while idle.
-                w.deliver_interrupts();
-            }
-            None if !w.devices.bindings.is_empty() => {
-                // A device's interrupt can still wake its driver domain, which may then wake
-                // the others: wait for one. The timer still wakes the CPU every millisecond, a
-                // backstop: the loop looks again even if no interrupt woke the CPU.
-                let start = arch::time::now_ticks();
-                while !super::device::interrupts_raised() {
-                    let until = arch::time::now_ticks() + super::clock::ticks_from_ns(1_000_000);
-                    arch::timer::arm(until);
-                    while arch::time::now_ticks() < until && !super::device::interrupts_raised() {
-                        arch::wait_for_interrupt();
-                    }
-                    arch::timer::disarm();
-                }
-                w.sched.idle_ticks += arch::time::now_ticks() - start;
-                w.deliver_interrupts();
-            }
+            Some(deadline) => w.idle_until(deadline),
+            None if !w.devices.bindings.is_empty() => w.idle_until_interrupt(),
             None => {
                 defmt::warn!("every domain is blocked without a deadline: waking them all");
                 w.break_deadlock();
             }
         }
+    }
+}
+
+impl World {
+    /// Nothing to run until `deadline` (timer ticks): waits for it or a device's interrupt,
+    /// counting the wait as idle time, then delivers any interrupt. Device interrupts are taken
+    /// in user mode (and delivered on that trap's path) or here, while idle.
+    #[cold]
+    #[inline(never)]
+    fn idle_until(&mut self, deadline: u64) {
+        let start = arch::time::now_ticks();
+        arch::timer::arm(deadline);
+        while arch::time::now_ticks() < deadline && !super::device::interrupts_raised() {
+            arch::wait_for_interrupt();
+        }
+        arch::timer::disarm();
+        self.sched.idle_ticks += arch::time::now_ticks() - start;
+        self.deliver_interrupts();
+    }
+
+    /// Nothing to run and nothing timed, but a device's interrupt can still wake its driver
+    /// domain, which may then wake the others: waits for one, counting the wait as idle time.
+    /// The timer still wakes the CPU every millisecond, a backstop: the loop looks again even
+    /// if no interrupt woke the CPU.
+    #[cold]
+    #[inline(never)]
+    fn idle_until_interrupt(&mut self) {
+        let start = arch::time::now_ticks();
+        while !super::device::interrupts_raised() {
+            let until = arch::time::now_ticks() + super::clock::ticks_from_ns(1_000_000);
+            arch::timer::arm(until);
+            while arch::time::now_ticks() < until && !super::device::interrupts_raised() {
+                arch::wait_for_interrupt();
+            }
+            arch::timer::disarm();
+        }
+        self.sched.idle_ticks += arch::time::now_ticks() - start;
+        self.deliver_interrupts();
     }
 }
 
