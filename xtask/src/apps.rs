@@ -272,7 +272,35 @@ pub fn check_app(arch: Arch, name: &str, bytes: &[u8]) -> Result<String> {
     }
     ensure!(words > 0, "{name}: no relocations applied");
     table.push_str(&format!("  {words} relocated words\n"));
+    check_activation_entry(name, symbol_address(bytes, ACTIVATION_ENTRY)?)?;
     Ok(table)
+}
+
+/// The runtime's activation handler (`userland/libtessera/src/arch`), the entry it gives
+/// `activation_set`.
+const ACTIVATION_ENTRY: &str = "__tessera_activation";
+
+/// The address (as linked) of the symbol `name` in the symbol table of the ELF `bytes`; `None`
+/// if there is no such symbol (or no symbol table).
+fn symbol_address(bytes: &[u8], name: &str) -> Result<Option<u64>> {
+    use object::{Object, ObjectSymbol};
+    let file = object::File::parse(bytes).map_err(|e| anyhow::anyhow!("not an ELF file: {e}"))?;
+    Ok(file.symbols().find(|s| s.name() == Ok(name)).map(|s| s.address()))
+}
+
+/// Checks that app `name`'s activation handler, linked at `at` (`None`: the app has none), is
+/// at an address `activation_set` accepts: an even one (`docs/syscalls.md`). Image slots are
+/// page-aligned, so relocating keeps the parity. On x86_64 code may start at any byte: an
+/// assembly entry whose section is not aligned lands wherever the code before it ends.
+fn check_activation_entry(name: &str, at: Option<u64>) -> Result<()> {
+    if let Some(at) = at {
+        ensure!(
+            at.is_multiple_of(2),
+            "{name}: the activation handler `{ACTIVATION_ENTRY}` is at the odd address {at:#x}, \
+             which `activation_set` refuses: align its section"
+        );
+    }
+    Ok(())
 }
 
 /// What the loader accepts of one architecture's ELF files.

@@ -99,9 +99,14 @@ fn init() {
     s.started = true;
     s.threads[0].state = State::Ready;
     let stack = (&raw mut ACTIVATION_STACK) as usize + core::mem::size_of::<[u128; 256]>();
-    if syscall::activation_set(arch::activation_entry(), stack).is_ok() {
-        crate::dcb().activations.store(1, core::sync::atomic::Ordering::Release);
+    // The kernel refuses only an entry or a stack it cannot use: the runtime's own mistake.
+    // Going on without a handler would end the domain at its first fault in a managed stretch,
+    // with a report ("no activation handler") that hides why; stop here with the reason.
+    let entry = arch::activation_entry();
+    if let Err(e) = syscall::activation_set(entry, stack) {
+        panic!("the kernel refused the activation handler at {entry:#x}: {e:?}");
     }
+    crate::dcb().activations.store(1, core::sync::atomic::Ordering::Release);
 }
 
 /// The activation handler: hands page faults and revocation notices to [`crate::paging`],

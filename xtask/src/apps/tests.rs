@@ -483,6 +483,16 @@ fn pack_takes_the_apps_of_its_architecture() {
 }
 
 #[test]
+fn the_activation_entry_must_be_even() {
+    assert!(check_activation_entry("app", None).is_ok());
+    assert!(check_activation_entry("app", Some(0x30b0)).is_ok());
+    let e = format!("{:#}", check_activation_entry("faulter", Some(0x30a3)).unwrap_err());
+    assert!(e.contains("faulter") && e.contains("0x30a3") && e.contains("activation_set"), "{e}");
+    // A synthetic ELF has no symbol table, hence no handler to check.
+    assert_eq!(symbol_address(&Synth::x86_64().build(), ACTIVATION_ENTRY).unwrap(), None);
+}
+
+#[test]
 fn app_names_lists_the_apps() {
     let names = app_names();
     for app in ["counter", "faulty", "hello"] {

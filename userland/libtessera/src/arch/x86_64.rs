@@ -151,6 +151,7 @@ impl Context {
 global_asm!(
     r#"
     .pushsection .text.__tessera_switch, "ax", @progbits
+    .p2align 4
     .globl __tessera_switch
 __tessera_switch:
     pop rax
@@ -191,10 +192,16 @@ __tessera_continue_on:
 // `__tessera_activation`: the kernel enters it with rdi = reason bits, rsi = control block, rsp
 // = the handler's stack top; like `_start` it clears `rbp`, aligns `rsp` and clears the
 // direction flag, and calls `thread::activated`, which never returns.
+//
+// Its section is 16-byte aligned, like the compiler's functions: without the `.p2align` it
+// would be byte-aligned and follow whatever code the linker put before it, so the entry could
+// be odd, which `activation_set` refuses (`docs/syscalls.md`), leaving the domain without a
+// handler. `cargo xtask` checks every app's entry (`xtask/src/apps.rs`, `check_app`).
 #[cfg(target_os = "none")]
 global_asm!(
     r#"
     .pushsection .text.__tessera_activation, "ax", @progbits
+    .p2align 4
     .globl __tessera_activation
 __tessera_activation:
     xor ebp, ebp
