@@ -34,15 +34,17 @@
 //! - [`client`]: the client side ([`client::Client`]).
 //! - [`mem_disk`]: [`mem_disk::MemDisk`], an in-memory device with seeded out-of-order
 //!   completion, for tests and host benches.
+//! - [`sched`]: disk scheduling's base policies (FCFS, SSTF, SPTF, Aged-SPTF, C-LOOK, Stride
+//!   over service time, relaxed Stride) behind one interface.
 //! - [`workload`]: a client's seeded transfers and the disk contents they leave, shared by the
 //!   client app and the host's check of the disk image.
 //!
 //! # Not yet
 //! The driver serves requests first come, first served (with a bounded queue in front of the
-//! device). Disk scheduling, USD streams with `(period, slice, extra, latency)` disk-time
-//! contracts, the policies, anticipation and the mechanical disk model come with the USD
-//! issue. The virtio-blk driver domain (`drivers/virtio_blk`) serves this protocol; the AHCI
-//! one is still to come.
+//! device): the policies of [`sched`] are not yet wired into it. USD streams with `(period,
+//! slice, extra, latency)` disk-time contracts, anticipation and the mechanical disk model
+//! come with the USD issue. The virtio-blk and AHCI driver domains (`drivers/virtio_blk`,
+//! `drivers/ahci`) serve this protocol.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -53,6 +55,7 @@ pub mod client;
 pub mod device;
 pub mod mem_disk;
 pub mod protocol;
+pub mod sched;
 pub mod server;
 pub mod workload;
 
