@@ -14,8 +14,8 @@
 //! - [`Stride`]: proportional share of disk *service time*: each client's virtual clock
 //!   advances on completion by the request's service time over its share; the client with the
 //!   least clock among those with pending requests is served (its requests in arrival order);
-//!   a client that comes back after having nothing pending starts at the least clock of the
-//!   others, so idling earns no credit. With a window `tau`, it is the relaxed Stride of the
+//!   a client that comes back after having had nothing to do for a while starts at the least
+//!   clock of the others, so idling earns no credit. With a window `tau`, it is the relaxed Stride of the
 //!   combination heuristic: among clients whose clocks lie within `tau` of the least, the
 //!   request with the shortest positioning time.
 //!
@@ -23,16 +23,25 @@
 //! nothing grows per request. Times are nanoseconds of the caller's clock, positions are
 //! logical block numbers (sectors).
 //!
-//! Not yet here: the anticipation core (IDLE, BUSY, WAIT) and its per-policy heuristics and
-//! per-client statistics, and USD's streams with their disk-time contracts.
+//! The second and third parts: [`Anticipation`], the core (IDLE, BUSY, WAIT; one timeout,
+//! never extended; the short-circuit when the last client is blocked on the disk), and
+//! [`heuristics`], one rule per kind of policy, over each client's [`stats`] (think-time
+//! histogram, expected positioning time, seek direction).
+//!
+//! Not yet here: USD's streams with their disk-time contracts, and the wiring of all this
+//! into the block server.
 
+mod anticipation;
 mod cscan;
 mod fcfs;
+pub mod heuristics;
 mod policy;
 mod positioning;
 mod sptf;
-mod stride;
+pub mod stats;
+pub mod stride;
 
+pub use anticipation::{Anticipation, Decision, Heuristic, WaitEnd, WaitRecord, Weighing};
 pub use cscan::Cscan;
 pub use fcfs::{Fcfs, Sstf};
 pub use policy::{Full, Pending, Policy, Queue};

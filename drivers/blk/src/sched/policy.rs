@@ -44,9 +44,9 @@ pub trait Policy {
     /// no such request.
     fn dequeue(&mut self, id: u64) -> Option<Pending>;
 
-    /// Request `r`, dispatched earlier, completed after `service_ns` of disk time.
-    fn finish(&mut self, r: &Pending, service_ns: u64) {
-        let _ = (r, service_ns);
+    /// Request `r`, dispatched earlier, completed at `now_ns` after `service_ns` of disk time.
+    fn finish(&mut self, r: &Pending, service_ns: u64, now_ns: u64) {
+        let _ = (r, service_ns, now_ns);
     }
 
     /// How many requests are pending.
