@@ -98,6 +98,18 @@ fn main(env: Env) -> i32 {
                 return 1;
             }
         }
+        match self_test::past_the_end(&mut disk, slot.event as usize) {
+            Ok((error, interrupts)) => {
+                let plural = if interrupts == 1 { "" } else { "s" };
+                println!(
+                    "ahci: self-test: a read past the end failed ({error}, {interrupts} interrupt{plural}), and the disk serves again"
+                )
+            }
+            Err(e) => {
+                println!("ahci: self-test FAILED: {e}");
+                return 1;
+            }
+        }
     }
     let options = ServeOptions {
         driver: "ahci",

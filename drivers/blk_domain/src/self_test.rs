@@ -2,12 +2,15 @@
 //! sectors, each written, read back and compared, one at a time, each completion awaited on the
 //! interrupt's endpoint.
 //!
+//! Then [`past_the_end`] checks that the device refuses a read past the end of the disk (the
+//! server never sends one) with a device error, and that the driver recovers from it.
+//!
 //! Each request interrupts once: the check waits for that interrupt even when the completion
 //! is already visible, takes the completion only after it, and acknowledges every interrupt
 //! (`BlockDevice::interrupted`, then `irq_ack`), so the line is never left claimed and the count
 //! of interrupts it returns is exact: a test holds it to two per transfer.
 
-use blk::device::{BlockDevice, Buffer, DeviceOp, DeviceRequest};
+use blk::device::{BlockDevice, Buffer, DeviceError, DeviceOp, DeviceRequest};
 use tessera::{dma, events, syscall};
 
 /// Writes, reads back and checks `transfers` transfers of 1 sector to `max_transfer` bytes at
@@ -45,9 +48,9 @@ pub fn run<D: BlockDevice>(
         }
         back[..len].fill(0);
         let buffer = Buffer { len: len as u32, ..out_buf };
-        interrupts += io(disk, ep, DeviceRequest { op: DeviceOp::Write, sector, buffer })?;
+        interrupts += done(io(disk, ep, DeviceRequest { op: DeviceOp::Write, sector, buffer })?)?;
         let buffer = Buffer { len: len as u32, ..back_buf };
-        interrupts += io(disk, ep, DeviceRequest { op: DeviceOp::Read, sector, buffer })?;
+        interrupts += done(io(disk, ep, DeviceRequest { op: DeviceOp::Read, sector, buffer })?)?;
         if out[..len] != back[..len] {
             return Err("a block read back differs from what was written");
         }
@@ -55,10 +58,55 @@ pub fn run<D: BlockDevice>(
     Ok(interrupts)
 }
 
-/// One request, submitted and awaited on endpoint `ep`; the interrupts it took.
-fn io<D: BlockDevice>(disk: &mut D, ep: usize, req: DeviceRequest) -> Result<u64, &'static str> {
+/// Sends a read of the sector just past the end of `disk` (whose interrupt signals `ep`)
+/// straight to the device, which the block server never does: it must fail with a device
+/// error (at once, if the driver checks the range itself, or at completion), and a transfer
+/// after it (written, read back and checked) must succeed, the driver having recovered. The
+/// error, and the interrupts the failed read took.
+pub fn past_the_end<D: BlockDevice>(
+    disk: &mut D,
+    ep: usize,
+) -> Result<(DeviceError, u64), &'static str> {
+    let bytes = disk.sector_size() as usize;
+    let (mem, region) = tessera::dma::alloc_buffer(2 * bytes).map_err(|_| "no DMA buffers")?;
+    let buffer = Buffer { phys: region.phys as u64, virt: region.virt as u64, len: bytes as u32 };
+    let past = DeviceRequest { op: DeviceOp::Read, sector: disk.capacity(), buffer };
+    let (interrupts, result) = io(disk, ep, past)?;
+    let Err(error) = result else {
+        return Err("a read past the end of the disk succeeded");
+    };
+    // The device serves again: a sector written and read back.
+    let (out, back) = mem.split_at_mut(bytes);
+    out.fill(0x5a);
+    let last = disk.capacity() - 1;
+    done(io(disk, ep, DeviceRequest { op: DeviceOp::Write, sector: last, buffer })?)?;
+    let back_buf =
+        Buffer { phys: buffer.phys + bytes as u64, virt: buffer.virt + bytes as u64, ..buffer };
+    done(io(disk, ep, DeviceRequest { op: DeviceOp::Read, sector: last, buffer: back_buf })?)?;
+    if out != back {
+        return Err("after the failed read, a sector read back differs from what was written");
+    }
+    Ok((error, interrupts))
+}
+
+/// The interrupts a request took, if it succeeded.
+fn done((taken, result): (u64, Result<(), DeviceError>)) -> Result<u64, &'static str> {
+    result.map_err(|_| "the device failed a request")?;
+    Ok(taken)
+}
+
+/// One request, submitted and awaited on endpoint `ep`; the interrupts it took, and its
+/// outcome (an error with no interrupt if the device refused it at once).
+fn io<D: BlockDevice>(
+    disk: &mut D,
+    ep: usize,
+    req: DeviceRequest,
+) -> Result<(u64, Result<(), DeviceError>), &'static str> {
     let before = events::value(ep);
-    let tag = disk.submit(req).map_err(|_| "the device refused a request")?;
+    let tag = match disk.submit(req) {
+        Ok(tag) => tag,
+        Err(e) => return Ok((0, Err(e))),
+    };
     let mut taken = 0;
     let mut seen = before;
     loop {
@@ -70,8 +118,7 @@ fn io<D: BlockDevice>(disk: &mut D, ep: usize, req: DeviceRequest) -> Result<u64
             if done != tag {
                 return Err("a request completed that was not submitted");
             }
-            result.map_err(|_| "the device failed a request")?;
-            return Ok(taken);
+            return Ok((taken, result));
         }
     }
 }

@@ -11,7 +11,8 @@
 //!   the disk's sectors) and runs 200 transfers of 512 B to 64 KiB at random sectors, each
 //!   written, read back and checked, one at a time; each completion is awaited on the
 //!   interrupt's endpoint (one interrupt per request, never a poll), and the disk image the
-//!   host reads afterwards is no longer blank.
+//!   host reads afterwards is no longer blank; then a read past the end of the disk, sent
+//!   straight to the device, fails with a device error and the driver recovers.
 //! - `*_two_clients`: two `blkbench` domains at once run 10,000 random transfers each (512 B
 //!   to 64 KiB, up to 8 in flight) through the driver, every block read checked; one first
 //!   sends a request of each kind the driver must refuse (before its Open; out of range; past
@@ -47,6 +48,9 @@ struct Driver {
     arches: &'static [Arch],
     /// What its start-up line says of the 16 MiB disk of the self-test.
     startup: &'static str,
+    /// How it refuses a read past the end of the disk: the device fails it (virtio-blk), or
+    /// the driver's own range check refuses it before the device sees it (AHCI).
+    past_the_end: &'static str,
 }
 
 /// The drivers the suite tests.
@@ -56,12 +60,14 @@ const DRIVERS: &[Driver] = &[
         test: "virtio_blk",
         arches: &[Arch::Riscv64, Arch::X86_64],
         startup: "virtio-blk: 32768 sectors of 512 bytes, queue of ",
+        past_the_end: "device I/O error, 1 interrupt",
     },
     Driver {
         app: "ahci",
         test: "ahci",
         arches: &[Arch::X86_64],
         startup: "ahci: port 0: QEMU HARDDISK, 32768 sectors of 512 bytes, NCQ depth 32, interrupt on endpoint ",
+        past_the_end: "request rejected by the device, 0 interrupts",
     },
 ];
 
@@ -79,7 +85,7 @@ fn self_test(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     expect_line(out, "domain blk: device 0 granted: 1 register window(s), interrupt")?;
     expect_line(out, d.startup)?;
-    let report = format!("{}: self-test: ", d.app);
+    let report = format!("{}: self-test: {TRANSFERS} transfers", d.app);
     let line = out.line(&report).ok_or("no self-test report")?;
     let msg = &line.message;
     let n: Vec<u64> =
@@ -98,6 +104,15 @@ fn self_test(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
     if interrupts != 2 * TRANSFERS {
         return Err(format!("{interrupts} interrupts for {} requests", 2 * TRANSFERS));
     }
+    // A read past the end, which the block server never sends, goes straight to the driver:
+    // it fails with a device error, and the driver then serves a sector written and read back.
+    expect_line(
+        out,
+        &format!(
+            "{}: self-test: a read past the end failed ({}), and the disk serves again",
+            d.app, d.past_the_end
+        ),
+    )?;
     expect_line(out, "blk: exited with status 0")?;
     // The host reads the image: the transfers left data on it.
     let manifest = d.manifest("self-test");
