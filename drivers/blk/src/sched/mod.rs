@@ -28,6 +28,9 @@
 //! [`heuristics`], one rule per kind of policy, over each client's [`stats`] (think-time
 //! histogram, expected positioning time, seek direction).
 //!
+//! [`sim`] runs synchronous readers against a simulated disk through the core, for the tests
+//! and the experiments of the paper.
+//!
 //! Not yet here: USD's streams with their disk-time contracts, and the wiring of all this
 //! into the block server.
 
@@ -37,6 +40,7 @@ mod fcfs;
 pub mod heuristics;
 mod policy;
 mod positioning;
+pub mod sim;
 mod sptf;
 pub mod stats;
 pub mod stride;
