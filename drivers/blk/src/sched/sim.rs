@@ -181,7 +181,7 @@ pub fn run<P: Policy, H: Heuristic<P>, D: SimDisk>(
             };
             let think = match reader.pattern {
                 Pattern::Bursts { burst, pause_ns }
-                    if out.reads[c] % u64::from(burst.max(1)) == 0 =>
+                    if out.reads[c].is_multiple_of(u64::from(burst.max(1))) =>
                 {
                     pause_ns
                 }
