@@ -32,6 +32,9 @@
 //! - [`protocol`]: requests, responses, errors and their encodings.
 //! - [`server`]: the driver side ([`server::Server`]).
 //! - [`client`]: the client side ([`client::Client`]).
+//! - [`disk_model`]: [`disk_model::DiskModel`], a mechanical disk model (zones, skews, seek
+//!   curve, rotation, read-ahead segment) with the paper's two drives, deterministic, for the
+//!   driver domains and host runs of the schedulers.
 //! - [`mem_disk`]: [`mem_disk::MemDisk`], an in-memory device with seeded out-of-order
 //!   completion, for tests and host benches.
 //! - [`workload`]: a client's seeded transfers and the disk contents they leave, shared by the
@@ -40,8 +43,8 @@
 //! # Not yet
 //! The driver serves requests first come, first served (with a bounded queue in front of the
 //! device). Disk scheduling, USD streams with `(period, slice, extra, latency)` disk-time
-//! contracts, the policies, anticipation and the mechanical disk model come with the USD
-//! issue. The virtio-blk driver domain (`drivers/virtio_blk`) serves this protocol; the AHCI
+//! contracts, the policies and anticipation come with the USD issue; the disk model exists but
+//! no driver domain uses it yet. The virtio-blk driver domain (`drivers/virtio_blk`) serves this protocol; the AHCI
 //! one is still to come.
 
 #![no_std]
@@ -51,6 +54,7 @@ extern crate alloc;
 
 pub mod client;
 pub mod device;
+pub mod disk_model;
 pub mod mem_disk;
 pub mod protocol;
 pub mod server;
