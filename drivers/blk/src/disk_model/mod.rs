@@ -76,7 +76,7 @@ pub struct Service {
     pub transfer_ns: u64,
     /// Sectors already in the read-ahead segment when the request was taken.
     pub buffered_sectors: u32,
-    /// Sectors the request asked for.
+    /// Sectors served: the request's count, cut at the end of the disk.
     pub sectors: u32,
     /// When the request completed.
     pub end_ns: u64,
@@ -196,7 +196,7 @@ impl DiskModel {
             rotation_ns: 0,
             transfer_ns: 0,
             buffered_sectors: 0,
-            sectors,
+            sectors: n as u32,
             end_ns: at,
         };
         if n == 0 {

@@ -26,6 +26,7 @@ pub struct SeekCurve {
     b: i64,
     c: i64,
     e: i64,
+    full: i64,
 }
 
 /// `sqrt(v)` by Newton's method on `f64` (`core` has no `sqrt`); deterministic, since it uses
@@ -85,6 +86,7 @@ impl SeekCurve {
             b: b as i64,
             c: c as i64,
             e: e as i64,
+            full: full_ns as i64,
         }
     }
 
@@ -102,11 +104,25 @@ impl SeekCurve {
                     let root = ((d << 40) / self.max_distance).isqrt() as i64;
                     self.a + ((self.b as i128 * root as i128) >> 20) as i64
                 } else {
-                    self.c + (self.e as i128 * d as i128 / self.max_distance as i128) as i64
+                    // c + e·x, written from the full-stroke end (c + e = full) so that it is
+                    // exact there.
+                    let rest = (self.max_distance - d) as i128;
+                    self.full - (self.e as i128 * rest / self.max_distance as i128) as i64
                 };
                 (t.max(0) as u64).max(self.single)
             }
         }
+    }
+
+    /// The fitted `(a, b, c, e)` in nanoseconds: `a + b·sqrt(x)` below the boundary, `c + e·x`
+    /// above it, `x` the fraction of the stroke.
+    pub fn coefficients_ns(&self) -> (i64, i64, i64, i64) {
+        (self.a, self.b, self.c, self.e)
+    }
+
+    /// Where the square-root piece ends, in cylinders.
+    pub fn boundary(&self) -> u64 {
+        self.boundary
     }
 
     /// The longest distance, `cylinders - 1`.

@@ -170,12 +170,54 @@ fn the_same_calls_give_the_same_results() {
         for _ in 0..2000 {
             let op = if rng.below(4) == 0 { ModelOp::Write } else { ModelOp::Read };
             let s = m.service(now, op, rng.below(1 << 17), 1 + rng.below(256) as u32);
+            assert!(s.start_ns >= now);
+            let parts = s.overhead_ns + s.positioning_ns() + s.transfer_ns;
+            assert_eq!(s.start_ns + parts, s.end_ns);
             now += rng.below(20_000_000);
             out.push(s);
         }
         out
     };
     assert_eq!(run(), run());
+}
+
+#[test]
+fn requests_are_served_one_at_a_time_in_order() {
+    let mut m = DiskModel::new(DiskParams::deskstar_34gxp());
+    let a = m.service(1_000, ModelOp::Read, 5_000_000, KB64);
+    assert_eq!(a.start_ns, 1_000);
+    assert!(a.end_ns > a.start_ns + 5_000_000, "a far request takes a seek: {a:?}");
+    // Arriving before the first completes, the second waits for it.
+    let b = m.service(2_000, ModelOp::Write, 9_000, 8);
+    assert_eq!(b.start_ns, a.end_ns);
+    assert_eq!(m.busy_until(), b.end_ns);
+    // A range past the end is cut; no sectors cost the overhead alone.
+    let cap = m.capacity();
+    let c = m.service(0, ModelOp::Read, cap - 3, 64);
+    assert_eq!(c.sectors, 3);
+    let d = m.service(0, ModelOp::Read, 0, 0);
+    assert_eq!(d.end_ns - d.start_ns, m.params().command_overhead_ns);
+}
+
+#[test]
+fn the_positioning_estimate_is_seek_plus_half_a_revolution() {
+    let mut m = DiskModel::new(DiskParams::deskstar_34gxp().with_read_ahead(false));
+    let half = m.revolution_ns() / 2;
+    assert_eq!(m.positioning_estimate_ns(0, 10), half);
+    let far = m.positioning_estimate_ns(0, m.capacity() - 1);
+    assert_eq!(far, m.params().full_stroke_seek_ns + half);
+    // On average over random requests it matches what the model charges.
+    let (mut rng, mut now, mut last) = (Rng::new(5), 0, 0);
+    let (mut estimated, mut charged) = (0u64, 0u64);
+    for _ in 0..5000 {
+        let lbn = rng.below(m.capacity() - 8);
+        estimated += m.positioning_estimate_ns(last, lbn);
+        let s = m.service(now, ModelOp::Read, lbn, 8);
+        charged += s.positioning_ns();
+        (now, last) = (s.end_ns + rng.below(3_000_000), lbn + 8);
+    }
+    let ratio = charged as f64 / estimated as f64;
+    assert!((0.93..=1.07).contains(&ratio), "charged / estimated = {ratio}");
 }
 
 #[test]
