@@ -20,13 +20,17 @@
 //!
 //! After a read the drive goes on reading the following sectors into its segment while it is
 //! idle ([`DiskParams::segment_sectors`] ahead of the last sector asked for), so a sequential
-//! reader that comes back soon is served from the buffer. Writes are write-through: they go to
-//! the media, end the read-ahead and empty the segment.
+//! reader that comes back soon is served from the buffer. Writes end the read-ahead and empty
+//! the segment. By default they are write-through: they complete when the media holds them.
+//! With [`DiskParams::write_cache`] on, a write completes once its data is in the buffer, and
+//! the drive writes it to the media straight away; the buffer holds one such write, so the
+//! next request that needs the mechanism (any miss, or another write) waits until it is
+//! done. Sequential writes then stream to the media without losing revolutions.
 //!
 //! Everything is integer nanoseconds except the seek curve's fit at construction (`f64`, with
 //! correctly rounded operations only), so the same calls give the same results on every host
 //! and architecture. Not modelled: command queueing in the drive (the model serves one request
-//! at a time), write caching, several segments, zero-latency (out-of-order) track reads, bus
+//! at a time), a write cache holding more than one write, several segments, zero-latency (out-of-order) track reads, bus
 //! contention, and errors.
 //!
 //! # Files
@@ -54,7 +58,7 @@ use stream::{Mechanics, Stream};
 pub enum ModelOp {
     /// Read sectors.
     Read,
-    /// Write sectors (write-through).
+    /// Write sectors (write-through unless the drive's write cache is on).
     Write,
 }
 
@@ -64,7 +68,8 @@ pub enum ModelOp {
 pub struct Service {
     /// When the drive took the request: the later of its arrival and the previous completion.
     pub start_ns: u64,
-    /// Controller time before anything else.
+    /// Controller time before anything else, and any wait for a cached write still going to
+    /// the media.
     pub overhead_ns: u64,
     /// The arm's move (seek, or head switch on the same cylinder) to the first sector's track.
     pub seek_ns: u64,
@@ -106,6 +111,9 @@ pub struct DiskModel {
     mech: Mechanics,
     /// When the previous request completed.
     busy_until: u64,
+    /// When the mechanism is free: after the last media access (a cached write's media write
+    /// may end after its completion).
+    mech_free: u64,
     /// Where the arm rests when no stream is running: (cylinder, head).
     at: (u32, u32),
     /// The read in progress or the read-ahead after it, if any.
@@ -136,7 +144,7 @@ impl DiskModel {
             params.short_seek_fraction,
         );
         let mech = Mechanics { geometry, seek, rev_ns: rev, head_switch_ns: params.head_switch_ns };
-        DiskModel { params, mech, busy_until: 0, at: (0, 0), stream: None }
+        DiskModel { params, mech, busy_until: 0, mech_free: 0, at: (0, 0), stream: None }
     }
 
     /// The parameters the model was built from.
@@ -215,26 +223,41 @@ impl DiskModel {
             self.busy_until = done;
             return s;
         }
-        // A miss or a write: the arm goes from wherever it is at `at`.
+        // A miss or a write: the arm goes from wherever it is once it is free (a cached write
+        // may still be going to the media).
+        let go = at.max(self.mech_free);
+        s.overhead_ns += go - at;
         let from = match self.stream.take() {
-            Some(mut st) => st.position_at(&self.mech, at),
+            Some(mut st) => st.position_at(&self.mech, go),
             None => self.at,
         };
         let stream_limit = if op == ModelOp::Read { limit } else { end };
-        let mut st = Stream::new(lbn, at, from, stream_limit);
+        let mut st = Stream::new(lbn, go, from, stream_limit);
         let first = st.peek(&self.mech);
-        s.seek_ns = first.move_ns;
-        s.rotation_ns = first.rotation_ns;
         let done = st.done_time(&self.mech, end - 1);
-        s.transfer_ns = done - at - s.seek_ns - s.rotation_ns;
-        s.end_ns = done;
-        self.busy_until = done;
+        if op == ModelOp::Write && self.params.write_cache {
+            // Acknowledged once the data is in the buffer; the media write goes on.
+            s.transfer_ns = self.interface_ns(n);
+            self.mech_free = done;
+        } else {
+            s.seek_ns = first.move_ns;
+            s.rotation_ns = first.rotation_ns;
+            s.transfer_ns = done - go - s.seek_ns - s.rotation_ns;
+            self.mech_free = done;
+        }
+        s.end_ns = go + s.positioning_ns() + s.transfer_ns;
+        self.busy_until = s.end_ns;
         if op == ModelOp::Read {
             self.stream = Some(st);
         } else {
             self.at = st.position_at(&self.mech, done);
         }
         s
+    }
+
+    /// The time `n` sectors take over the host interface.
+    fn interface_ns(&self, n: u64) -> u64 {
+        n * u64::from(SECTOR_SIZE) * 1_000_000_000 / self.params.interface_bytes_per_s
     }
 
     /// Serves `[lbn, end)` from the segment if it holds `lbn` at time `at` (and the drive is
@@ -248,9 +271,8 @@ impl DiskModel {
         limit: u64,
         s: &mut Service,
     ) -> Option<u64> {
+        let ifc_end = self.interface_ns(end - lbn);
         let mech = &self.mech;
-        let iface =
-            |n: u64| n * u64::from(SECTOR_SIZE) * 1_000_000_000 / self.params.interface_bytes_per_s;
         let st = self.stream.as_mut()?;
         st.advance(mech, at);
         let front = st.frontier(mech, at);
@@ -261,10 +283,10 @@ impl DiskModel {
         s.buffered_sectors = (front.min(end) - lbn) as u32;
         if end <= front {
             st.extend(at, limit);
-            return Some(at + iface(end - lbn));
+            return Some(at + ifc_end);
         }
         st.extend(at, limit);
         let media = st.done_time(mech, end - 1);
-        Some(media.max(at + iface(end - lbn)))
+        Some(media.max(at + ifc_end))
     }
 }

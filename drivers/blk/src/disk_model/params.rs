@@ -10,8 +10,8 @@
 //! generation that neither the paper nor the brief gives. Bandwidths are in MB/s with
 //! MB = 10^6 bytes; 64 KB is 65,536 bytes.
 //!
-//! Not modelled here: write settle times, the write cache, more than one read-ahead segment,
-//! thermal recalibration, and defect lists.
+//! Not modelled here: write settle times, more than one read-ahead segment, a write cache
+//! holding more than one write, thermal recalibration, and defect lists.
 
 use alloc::vec::Vec;
 
@@ -51,6 +51,8 @@ pub struct DiskParams {
     pub read_ahead: bool,
     /// How far ahead of the last sector read the drive reads, in sectors (the segment size).
     pub segment_sectors: u32,
+    /// Whether writes complete once in the buffer (write-back) instead of on the media.
+    pub write_cache: bool,
 }
 
 /// `n` zones whose sectors per track fall linearly from `outer` to `inner`, `cylinders` in all.
@@ -86,7 +88,8 @@ impl DiskParams {
     ///   stroke (assumed);
     /// - head switch 0.8 ms (assumed), command overhead 0.2 ms (assumed), interface 66.7 MB/s
     ///   (UDMA/66);
-    /// - read-ahead on, segment 512 KB (the drive has a 2 MB buffer; one segment is modelled).
+    /// - read-ahead on, segment 512 KB (the drive has a 2 MB buffer; one segment is modelled);
+    ///   write cache off.
     pub fn deskstar_34gxp() -> DiskParams {
         let zones = linear_zones(8, 8 * 2774, 380, 222);
         DiskParams {
@@ -104,6 +107,7 @@ impl DiskParams {
             interface_bytes_per_s: 66_666_667,
             read_ahead: true,
             segment_sectors: 1024,
+            write_cache: false,
         }
     }
 
@@ -117,7 +121,7 @@ impl DiskParams {
     ///   0.5 ms and full stroke 7.5 ms (assumed), short-seek piece up to 20% of the stroke;
     /// - head switch 0.4 ms (assumed), command overhead 0.1 ms (assumed), interface 160 MB/s
     ///   (Ultra160);
-    /// - read-ahead on, segment 512 KB (assumed; one segment is modelled).
+    /// - read-ahead on, segment 512 KB (assumed; one segment is modelled); write cache off.
     pub fn cheetah_15k() -> DiskParams {
         let zones = linear_zones(8, 8 * 1907, 284, 186);
         DiskParams {
@@ -135,6 +139,7 @@ impl DiskParams {
             interface_bytes_per_s: 160_000_000,
             read_ahead: true,
             segment_sectors: 1024,
+            write_cache: false,
         }
     }
 
@@ -199,6 +204,11 @@ impl DiskParams {
     /// The time of one revolution, in nanoseconds.
     pub fn revolution_ns(&self) -> u64 {
         60_000_000_000 / u64::from(self.rpm)
+    }
+
+    /// A copy with the write cache on or off.
+    pub fn with_write_cache(self, on: bool) -> DiskParams {
+        DiskParams { write_cache: on, ..self }
     }
 
     /// A copy with the read-ahead segment on or off.

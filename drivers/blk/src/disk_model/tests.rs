@@ -27,6 +27,16 @@ fn sequential(model: &mut DiskModel, count: u64, think_ns: u64) -> f64 {
     mb_per_s(count * 65536, now - think_ns - first)
 }
 
+/// Bandwidth of `count` back-to-back sequential 64 KB writes from LBN 0 on a drive with `p`.
+fn writes(p: DiskParams, count: u64) -> f64 {
+    let mut m = DiskModel::new(p);
+    let mut now = 0;
+    for i in 0..count {
+        now = m.service(now, ModelOp::Write, i * u64::from(KB64), KB64).end_ns;
+    }
+    mb_per_s(count * 65536, now)
+}
+
 /// Bandwidth of two sequential 64 KB readers `apart` sectors apart, served alternately (each
 /// issues its next read when its previous one completes, and the drive serves them in turn).
 fn alternating(model: &mut DiskModel, count: u64, apart: u64) -> f64 {
@@ -176,6 +186,9 @@ fn the_same_calls_give_the_same_results() {
         let mut out = Vec::new();
         for _ in 0..2000 {
             let op = if rng.below(4) == 0 { ModelOp::Write } else { ModelOp::Read };
+            if rng.below(50) == 0 {
+                m = DiskModel::new(m.params().clone().with_write_cache(rng.below(2) == 0));
+            }
             let s = m.service(now, op, rng.below(1 << 17), 1 + rng.below(256) as u32);
             assert!(s.start_ns >= now);
             let parts = s.overhead_ns + s.positioning_ns() + s.transfer_ns;
@@ -204,6 +217,25 @@ fn requests_are_served_one_at_a_time_in_order() {
     assert_eq!(c.sectors, 3);
     let d = m.service(0, ModelOp::Read, 0, 0);
     assert_eq!(d.end_ns - d.start_ns, m.params().command_overhead_ns);
+}
+
+#[test]
+fn a_write_cache_streams_sequential_writes() {
+    let through = writes(DiskParams::deskstar_34gxp(), 300);
+    let cached = writes(DiskParams::deskstar_34gxp().with_write_cache(true), 300);
+    let read = sequential(&mut DiskModel::new(DiskParams::deskstar_34gxp()), 300, 0);
+    // Write-through loses most of a revolution per request (the overhead lets the next
+    // sector pass); the cache hides it.
+    assert!(through > 3.0 && through < 0.4 * read, "write-through {through}, read {read}");
+    assert!(cached > 0.9 * read && cached < 1.1 * read, "cached {cached}, read {read}");
+    // A lone cached write completes after the overhead and the interface transfer, and a read
+    // right after it waits for the media write.
+    let mut m = DiskModel::new(DiskParams::deskstar_34gxp().with_write_cache(true));
+    let w = m.service(0, ModelOp::Write, 10_000_000, KB64);
+    assert_eq!(w.positioning_ns(), 0);
+    assert!(w.service_ns() < 1_500_000, "{w:?}");
+    let r = m.service(w.end_ns, ModelOp::Read, 0, 8);
+    assert!(r.overhead_ns > 5_000_000, "the read waits for the seek and the write: {r:?}");
 }
 
 #[test]
@@ -279,6 +311,9 @@ fn figures() {
                 random(&mut m.clone(), 2000, span, 2)
             );
         }
+        println!("  sequential 64 KB writes {:6.2} MB/s", writes(p.clone(), 500));
+        let cached = writes(p.clone().with_write_cache(true), 500);
+        println!("  same, write cache       {:6.2} MB/s", cached);
         let gb = 1_000_000_000 / 512;
         println!("  two readers 1 GB apart  {:6.2} MB/s", alternating(&mut m.clone(), 1000, gb));
         println!(
