@@ -101,7 +101,8 @@ impl SeekCurve {
                 let d = d.min(self.max_distance);
                 let t = if d < self.boundary {
                     // sqrt(d / max) in 2^-20 units.
-                    let root = ((d << 40) / self.max_distance).isqrt() as i64;
+                    let root =
+                        ((u128::from(d) << 40) / u128::from(self.max_distance)).isqrt() as i64;
                     self.a + ((self.b as i128 * root as i128) >> 20) as i64
                 } else {
                     // c + e·x, written from the full-stroke end (c + e = full) so that it is
