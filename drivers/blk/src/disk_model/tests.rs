@@ -202,6 +202,33 @@ fn the_same_calls_give_the_same_results() {
 }
 
 #[test]
+fn any_size_and_any_requests_are_served_in_order() {
+    let mut rng = Rng::new(0xd15c);
+    for size in [1u64, 7, 100, 1000, 65_536, 200_003, 1 << 21] {
+        for base in [DiskParams::deskstar_34gxp(), DiskParams::cheetah_15k()] {
+            let p = base.with_capacity(size).with_read_ahead(rng.below(2) == 0);
+            let mut m = DiskModel::new(p.with_write_cache(rng.below(2) == 0));
+            assert_eq!(m.capacity(), size);
+            assert!(m.geometry().sectors() >= size);
+            let mut now = 0;
+            let mut last_end = 0;
+            for _ in 0..300 {
+                let op = if rng.below(3) == 0 { ModelOp::Write } else { ModelOp::Read };
+                let lbn = rng.below(size + 10);
+                let s = m.service(now, op, lbn, rng.below(300) as u32);
+                assert!(s.start_ns >= now && s.start_ns >= last_end && s.end_ns >= s.start_ns);
+                assert!(s.buffered_sectors <= s.sectors);
+                // Bounded: at worst a cached write's media write and then this request's own,
+                // each a full-stroke seek, a revolution and a few tracks.
+                assert!(s.end_ns - s.start_ns < 100_000_000, "{s:?}");
+                last_end = s.end_ns;
+                now += rng.below(5_000_000);
+            }
+        }
+    }
+}
+
+#[test]
 fn requests_are_served_one_at_a_time_in_order() {
     let mut m = DiskModel::new(DiskParams::deskstar_34gxp());
     let a = m.service(1_000, ModelOp::Read, 5_000_000, KB64);
