@@ -32,6 +32,9 @@
 //! - [`protocol`]: requests, responses, errors and their encodings.
 //! - [`server`]: the driver side ([`server::Server`]).
 //! - [`client`]: the client side ([`client::Client`]).
+//! - [`disk_model`]: [`disk_model::DiskModel`], a mechanical disk model (zones, skews, seek
+//!   curve, rotation, read-ahead segment) with the paper's two drives, deterministic, for the
+//!   driver domains and host runs of the schedulers.
 //! - [`mem_disk`]: [`mem_disk::MemDisk`], an in-memory device with seeded out-of-order
 //!   completion, for tests and host benches.
 //! - [`sched`]: disk scheduling's base policies (FCFS, SSTF, SPTF, Aged-SPTF, C-LOOK, Stride
@@ -41,8 +44,8 @@
 //!
 //! # Not yet
 //! The driver serves requests first come, first served (with a bounded queue in front of the
-//! device): the policies of [`sched`] are not yet wired into it. USD streams with `(period,
-//! slice, extra, latency)` disk-time contracts, anticipation and the mechanical disk model
+//! device): the policies of [`sched`] and the mechanical disk model ([`disk_model`]) are not
+//! yet wired into it. USD streams with `(period, slice, extra, latency)` disk-time contracts
 //! come with the USD issue. The virtio-blk and AHCI driver domains (`drivers/virtio_blk`,
 //! `drivers/ahci`) serve this protocol.
 
@@ -53,6 +56,7 @@ extern crate alloc;
 
 pub mod client;
 pub mod device;
+pub mod disk_model;
 pub mod mem_disk;
 pub mod protocol;
 pub mod sched;
