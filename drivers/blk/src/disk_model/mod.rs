@@ -178,8 +178,14 @@ impl DiskModel {
     }
 
     /// The seek between the cylinders of `from_lbn` and `to_lbn` plus half a revolution: the
-    /// positioning time a scheduler that does not track the platter's angle would expect.
+    /// positioning time a scheduler that does not track the platter's angle would expect; 0
+    /// when `to_lbn` is `from_lbn` (the request goes on where the head is, as a measured
+    /// LBN-distance curve also says: the sector is the next under the head, or in the
+    /// read-ahead segment).
     pub fn positioning_estimate_ns(&self, from_lbn: u64, to_lbn: u64) -> u64 {
+        if from_lbn == to_lbn {
+            return 0;
+        }
         let g = &self.mech.geometry;
         let (a, b) = (g.locate(from_lbn).cylinder, g.locate(to_lbn).cylinder);
         self.mech.seek.seek_ns(u64::from(a.abs_diff(b))) + self.mech.rev_ns / 2

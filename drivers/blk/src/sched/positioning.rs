@@ -3,8 +3,8 @@
 //!
 //! The prototype of the anticipatory scheduler measured positioning time against LBN distance
 //! at install time and fitted a curve (about 75% accurate, which its heuristics tolerate);
-//! [`LbnCurve`] is such a curve, given by points. The mechanical disk model gives a truer
-//! estimate through the same trait.
+//! [`LbnCurve`] is such a curve, given by points. The mechanical disk model
+//! (`crate::disk_model::DiskModel`) gives a truer estimate through the same trait.
 
 use alloc::vec::Vec;
 
@@ -45,6 +45,14 @@ impl LbnCurve {
                 t as u64
             }
         }
+    }
+}
+
+/// The mechanical model's estimate: the seek for the cylinder distance plus half a revolution
+/// (a scheduler does not track the platter's angle).
+impl Positioning for crate::disk_model::DiskModel {
+    fn positioning_ns(&self, from: u64, to: u64) -> u64 {
+        self.positioning_estimate_ns(from, to)
     }
 }
 

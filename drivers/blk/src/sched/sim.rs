@@ -3,8 +3,8 @@
 //!
 //! Clients are synchronous readers: each issues its next read a think time after its last
 //! completes, in a [`Pattern`]. The disk serves one request at a time, its service time given
-//! by a [`SimDisk`]: [`CurveDisk`] (a positioning curve plus a transfer rate) here, the
-//! mechanical disk model elsewhere. The scheduler is an [`Anticipation`] core (with
+//! by a [`SimDisk`]: [`CurveDisk`] (a positioning curve plus a transfer rate), or the
+//! mechanical disk model ([`DiskModel`]). The scheduler is an [`Anticipation`] core (with
 //! anticipation on or off), whose waits the simulation honours to the nanosecond.
 
 use alloc::vec;
@@ -13,6 +13,7 @@ use alloc::vec::Vec;
 use super::anticipation::{Anticipation, Decision, Heuristic};
 use super::policy::{Pending, Policy};
 use super::positioning::{LbnCurve, Positioning};
+use crate::disk_model::{DiskModel, ModelOp};
 
 /// A disk's service time for a request.
 pub trait SimDisk {
@@ -42,6 +43,15 @@ impl SimDisk for CurveDisk {
         let t = self.curve.positioning_ns(self.head, r.lbn) + u64::from(r.sectors) * self.sector_ns;
         self.head = r.end();
         t
+    }
+}
+
+impl SimDisk for DiskModel {
+    fn service_ns(&mut self, now_ns: u64, r: &Pending) -> u64 {
+        let op = if r.read { ModelOp::Read } else { ModelOp::Write };
+        let s = self.service(now_ns, op, r.lbn, r.sectors);
+        // The simulation dispatches only to an idle disk, so the request starts at once.
+        s.end_ns - now_ns
     }
 }
 
