@@ -111,6 +111,51 @@ impl ClientStats {
         self.think_quantile_ns(950)
     }
 
+    /// The wait for the client's next request with the most expected gain, if any gains:
+    /// `elapsed_ns` after its last completion, when a request arriving within the wait saves
+    /// `benefit_ns` of positioning. Over the think-time histogram, conditioned on the request
+    /// not having come yet, each candidate wait `w` (to the end of a bucket, plus half a
+    /// bucket's margin for the histogram's resolution) is worth
+    /// `P(T <= w) * benefit - E[min(T, w)]`: the positioning it saves when the request comes in
+    /// time, less the time the disk stands idle (all of it when the request does not come).
+    /// The best positive one is returned, as the rest of the wait in ns from now; `None` if no
+    /// wait is worth it, nothing is known, or the client is not expected within the
+    /// histogram's range.
+    pub fn best_wait_ns(&self, benefit_ns: u64, elapsed_ns: u64) -> Option<u64> {
+        if self.samples == 0 {
+            return None;
+        }
+        // Buckets that can still come: those ending after `elapsed_ns`; the last bucket (14.5 ms
+        // and more) counts as "not coming" but weighs in the total.
+        let first = (elapsed_ns / BUCKET_NS) as usize;
+        if first >= BUCKETS - 1 {
+            return None;
+        }
+        let total: u64 = self.buckets[first..].iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let benefit = i128::from(benefit_ns);
+        let mut best: Option<(i128, u64)> = None;
+        // Weight that arrived by the end of each candidate bucket, and its summed arrival time
+        // (weight * ns).
+        let (mut arrived, mut arrived_time) = (0u128, 0u128);
+        for i in first..BUCKETS - 1 {
+            let weight = u128::from(self.buckets[i]);
+            let mid = (i as u64 * BUCKET_NS + BUCKET_NS / 2).max(elapsed_ns);
+            arrived += weight;
+            arrived_time += weight * u128::from(mid - elapsed_ns);
+            let wait = (i as u64 + 1) * BUCKET_NS + BUCKET_NS / 2 - elapsed_ns;
+            let late = u128::from(total) - arrived;
+            let idle = (arrived_time + late * u128::from(wait)) / u128::from(total);
+            let gain = benefit * arrived as i128 / i128::from(total) - idle as i128;
+            if gain > 0 && best.is_none_or(|(g, _)| gain > g) {
+                best = Some((gain, wait));
+            }
+        }
+        best.map(|(_, wait)| wait)
+    }
+
     /// Records a request's positioning time (`ns`) and whether it went forwards.
     pub fn record_position(&mut self, ns: u64, forward: bool) {
         self.positioning_ns = if self.samples <= 1 && self.positioning_ns == 0 {
