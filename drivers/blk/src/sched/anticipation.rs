@@ -220,7 +220,7 @@ impl<P: Policy, H: Heuristic<P>> Anticipation<P, H> {
     }
 
     fn dispatch(&mut self, r: Pending, now_ns: u64, timed_out: bool) -> Decision {
-        let r = self.policy.dequeue(r.id).expect("the policy's candidate is pending");
+        let r = self.policy.dequeue(r.id, now_ns).expect("the policy's candidate is pending");
         if let Some((since, until)) = self.wait.take() {
             let client = self.last.map_or(r.client, |l| l.client);
             let end = if timed_out {

@@ -27,7 +27,7 @@ impl Policy for Cscan {
         self.queue.min_by_key(|r| (r.lbn < head, r.lbn))
     }
 
-    fn dequeue(&mut self, id: u64) -> Option<Pending> {
+    fn dequeue(&mut self, id: u64, _now_ns: u64) -> Option<Pending> {
         self.queue.remove(id)
     }
 

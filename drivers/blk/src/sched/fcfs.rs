@@ -24,7 +24,7 @@ impl Policy for Fcfs {
         self.queue.first()
     }
 
-    fn dequeue(&mut self, id: u64) -> Option<Pending> {
+    fn dequeue(&mut self, id: u64, _now_ns: u64) -> Option<Pending> {
         self.queue.remove(id)
     }
 
@@ -56,7 +56,7 @@ impl Policy for Sstf {
         self.queue.min_by_key(|r| r.lbn.abs_diff(head))
     }
 
-    fn dequeue(&mut self, id: u64) -> Option<Pending> {
+    fn dequeue(&mut self, id: u64, _now_ns: u64) -> Option<Pending> {
         self.queue.remove(id)
     }
 

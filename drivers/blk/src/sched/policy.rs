@@ -40,9 +40,9 @@ pub trait Policy {
     /// served) at time `now_ns`, without removing it; `None` if nothing is pending.
     fn choose(&self, head: u64, now_ns: u64) -> Option<Pending>;
 
-    /// Removes the pending request `id` (the one chosen, to be dispatched); `None` if there is
-    /// no such request.
-    fn dequeue(&mut self, id: u64) -> Option<Pending>;
+    /// Removes the pending request `id` (the one chosen, to be dispatched at `now_ns`); `None`
+    /// if there is no such request.
+    fn dequeue(&mut self, id: u64, now_ns: u64) -> Option<Pending>;
 
     /// Request `r`, dispatched earlier, completed at `now_ns` after `service_ns` of disk time.
     fn finish(&mut self, r: &Pending, service_ns: u64, now_ns: u64) {

@@ -124,7 +124,7 @@ impl<P: Positioning> Policy for Stride<P> {
         }
     }
 
-    fn dequeue(&mut self, id: u64) -> Option<Pending> {
+    fn dequeue(&mut self, id: u64, _now_ns: u64) -> Option<Pending> {
         // Still active until it completes.
         self.queue.remove(id)
     }

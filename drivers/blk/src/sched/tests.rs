@@ -12,7 +12,7 @@ fn drain(p: &mut impl Policy, mut head: u64, service_ns: u64) -> Vec<u64> {
     let mut now = 1_000;
     let mut order = Vec::new();
     while let Some(next) = p.choose(head, now) {
-        let r = p.dequeue(next.id).expect("the chosen request is pending");
+        let r = p.dequeue(next.id, now).expect("the chosen request is pending");
         now += service_ns;
         p.finish(&r, service_ns, now);
         head = r.end();
@@ -92,7 +92,7 @@ fn a_full_policy_refuses_and_changes_nothing() {
     assert_eq!(p.enqueue(req(3, 0, 0, 0)), Err(Full));
     assert_eq!(p.len(), 2);
     assert_eq!(p.choose(0, 0).map(|r| r.id), Some(1));
-    assert_eq!(p.dequeue(99), None);
+    assert_eq!(p.dequeue(99, 0), None);
 }
 
 #[test]
@@ -111,7 +111,7 @@ fn stride_divides_service_time_by_weight() {
     }
     for _ in 0..300 {
         let r = p.choose(0, now).unwrap();
-        let r = p.dequeue(r.id).unwrap();
+        let r = p.dequeue(r.id, now).unwrap();
         now += 1_000_000;
         p.finish(&r, 1_000_000, now);
         served[r.client] += 1;
@@ -131,11 +131,11 @@ fn stride_gives_no_credit_for_idling() {
     let now = 0;
     for id in 0..50 {
         p.enqueue(req(id, 0, 0, 0)).unwrap();
-        let r = p.dequeue(id).unwrap();
+        let r = p.dequeue(id, now).unwrap();
         // Client 0 stays active: its next request is enqueued before this one finishes.
         if id < 49 {
             p.enqueue(req(id + 100, 0, 0, 0)).unwrap();
-            p.dequeue(id + 100);
+            p.dequeue(id + 100, now);
         }
         p.finish(&r, 1_000_000, now);
     }
@@ -159,11 +159,11 @@ fn relaxed_stride_picks_the_nearest_within_the_window() {
     let warm = req(0, 0, 0, 0);
     p.enqueue(warm).unwrap();
     p.enqueue(req(9, 1, 500_000, 0)).unwrap();
-    p.dequeue(0);
+    p.dequeue(0, 0);
     p.finish(&warm, 3_000_000, 3_000_000);
     p.enqueue(req(1, 0, 10, 0)).unwrap();
     assert_eq!(p.choose(0, 0).map(|r| r.id), Some(1));
-    let one = p.dequeue(1).unwrap();
+    let one = p.dequeue(1, 3_000_000).unwrap();
     p.finish(&one, 3_000_000, 6_000_000);
     p.enqueue(req(2, 0, 10, 0)).unwrap();
     assert_eq!(p.choose(0, 0).map(|r| r.id), Some(9));
@@ -524,6 +524,46 @@ mod paper {
         // The paper: about 4x, within 6% of one reader.
         assert!(with > 3.0 * without, "{with:.1} with, {without:.1} without");
         assert!(with > 0.9 * alone, "{with:.1} with, {alone:.1} alone");
+    }
+
+    /// Better than the paper: with 2 to 8 synchronous sequential readers, anticipation keeps
+    /// at least 95% of one reader's bandwidth and starves nobody (each reader at least half
+    /// its fair share over the run). Aged-SPTF's one-second bound hands the disk from reader
+    /// to reader, in turns of half a second (without turns, readers past the bound together
+    /// get one request each in turn, seeking at every request: 94% at seven readers, the least
+    /// served at 0.6 of its share); the paper's CSCAN heuristic starved readers instead.
+    #[test]
+    fn many_sequential_readers_share_without_losing_bandwidth() {
+        let one = |n: usize| -> std::vec::Vec<Reader> {
+            (0..n as u64)
+                .map(|i| Reader {
+                    start: i * GB,
+                    sectors: 128,
+                    think_ns: 50_000,
+                    pattern: Pattern::Sequential,
+                })
+                .collect()
+        };
+        let (_, alone) = both(&one(1));
+        for n in 2..=8 {
+            let readers = one(n);
+            let policy = AgedSptf::with_turns(64, deskstar(), 1_000_000_000, 500_000_000);
+            let rule = AgedSptfRule(SptfRule::new(deskstar()));
+            let mut core = Anticipation::new(policy, rule, n, true, 16);
+            let out = sim::run(&mut core, &mut deskstar(), &readers, RUN_NS, 3);
+            let total = out.mb_per_s();
+            let fair = total / n as f64;
+            let least = (0..n).map(|i| out.reader_mb_per_s(i)).fold(f64::MAX, f64::min);
+            println!(
+                "{n} readers: {total:.1} MB/s ({:.0}% of one alone), the least served {least:.2} MB/s of a fair {fair:.2}",
+                total / alone * 100.0
+            );
+            assert!(total >= 0.95 * alone, "{n} readers: {total:.1} MB/s, {alone:.1} alone");
+            assert!(
+                least >= 0.5 * fair,
+                "{n} readers: one got {least:.2} MB/s of a fair {fair:.2}"
+            );
+        }
     }
 
     #[test]
