@@ -480,7 +480,7 @@ mod paper {
     extern crate std;
     use std::println;
 
-    use super::super::heuristics::{AgedSptfRule, SptfRule};
+    use super::super::heuristics::{AgedSptfRule, CombinedRule, SptfRule, StrideRule};
     use super::super::sim::{self, Pattern, Reader};
     use super::super::*;
     use crate::disk_model::{DiskModel, DiskParams};
@@ -564,6 +564,41 @@ mod paper {
                 "{n} readers: one got {least:.2} MB/s of a fair {fair:.2}"
             );
         }
+    }
+
+    /// A 1:2 contract of disk time between two synchronous sequential readers: not held on
+    /// Stride without anticipation (each is served whenever it has a request), 1:2 with the
+    /// combined rule on relaxed Stride (a window of 100 ms; the paper's one second lets the
+    /// seek-reducing half run the ratio to 2.27 over ten seconds), at the throughput of
+    /// anticipation on Aged-SPTF.
+    #[test]
+    fn a_one_to_two_contract() {
+        let readers = readers(50_000, Pattern::Sequential);
+        let without = {
+            let mut core =
+                Anticipation::new(Stride::new(64, &[1, 2]), StrideRule(deskstar()), 2, false, 16);
+            sim::run(&mut core, &mut deskstar(), &readers, RUN_NS, 5)
+        };
+        let with = {
+            // A window of 100 ms of service: the contract holds to within it.
+            let policy = Stride::relaxed(64, &[1, 2], 100_000_000, deskstar());
+            let mut core =
+                Anticipation::new(policy, CombinedRule(SptfRule::new(deskstar())), 2, true, 16);
+            sim::run(&mut core, &mut deskstar(), &readers, RUN_NS, 5)
+        };
+        let ratio = |o: &sim::Outcome| o.disk_ns[1] as f64 / o.disk_ns[0] as f64;
+        let (_, seek_reducing) = both(&readers);
+        println!(
+            "1:2 contract: {:.2} without anticipation at {:.1} MB/s, {:.2} with at {:.1} MB/s; Aged-SPTF with anticipation {seek_reducing:.1} MB/s",
+            ratio(&without),
+            without.mb_per_s(),
+            ratio(&with),
+            with.mb_per_s()
+        );
+        // Without anticipation the contract does not hold (the paper: about 1:1; here 1.76).
+        assert!((0.8..1.9).contains(&ratio(&without)), "{:.2}", ratio(&without));
+        assert!((1.9..2.1).contains(&ratio(&with)), "{:.2}", ratio(&with));
+        assert!(with.mb_per_s() >= 0.95 * seek_reducing);
     }
 
     #[test]
