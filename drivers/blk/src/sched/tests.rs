@@ -595,8 +595,11 @@ mod paper {
             ratio(&with),
             with.mb_per_s()
         );
-        // Without anticipation the contract does not hold (the paper: about 1:1; here 1.76).
-        assert!((0.8..1.9).contains(&ratio(&without)), "{:.2}", ratio(&without));
+        // Without anticipation the readers alternate: as many requests each (the paper: about
+        // 1:1). Their disk times differ (here 1.76) only because in lockstep one reader's
+        // requests always meet the platter at a worse angle.
+        assert_eq!(without.reads[0].abs_diff(without.reads[1]), 0, "{:?}", without.reads);
+        assert!(ratio(&without) < 1.9, "{:.2}", ratio(&without));
         assert!((1.9..2.1).contains(&ratio(&with)), "{:.2}", ratio(&with));
         assert!(with.mb_per_s() >= 0.95 * seek_reducing);
     }
