@@ -88,28 +88,10 @@ fn main(env: Env) -> i32 {
         disk.ncq_depth(),
         slot.event
     );
-    if transfers > 0 {
-        match self_test::run(&mut disk, slot.event as usize, transfers, MAX_TRANSFER) {
-            Ok(interrupts) => println!(
-                "ahci: self-test: {transfers} transfers written, read back and checked, {interrupts} interrupts"
-            ),
-            Err(e) => {
-                println!("ahci: self-test FAILED: {e}");
-                return 1;
-            }
-        }
-        match self_test::past_the_end(&mut disk, slot.event as usize) {
-            Ok((error, interrupts)) => {
-                let plural = if interrupts == 1 { "" } else { "s" };
-                println!(
-                    "ahci: self-test: a read past the end failed ({error}, {interrupts} interrupt{plural}), and the disk serves again"
-                )
-            }
-            Err(e) => {
-                println!("ahci: self-test FAILED: {e}");
-                return 1;
-            }
-        }
+    if transfers > 0
+        && !self_test::check("ahci", &mut disk, slot.event as usize, transfers, MAX_TRANSFER)
+    {
+        return 1;
     }
     let options = ServeOptions {
         driver: "ahci",

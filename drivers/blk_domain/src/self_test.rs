@@ -11,7 +11,38 @@
 //! of interrupts it returns is exact: a test holds it to two per transfer.
 
 use blk::device::{BlockDevice, Buffer, DeviceError, DeviceOp, DeviceRequest};
-use tessera::{dma, events, syscall};
+use tessera::{dma, events, println, syscall};
+
+/// Runs the whole check on `disk`, whose interrupt signals `ep`, and reports it as driver
+/// `driver`: [`run`] with `transfers` transfers of up to `max_transfer` bytes, then
+/// [`past_the_end`]. Whether it passed (a failure is reported as `self-test FAILED`).
+pub fn check<D: BlockDevice>(
+    driver: &str,
+    disk: &mut D,
+    ep: usize,
+    transfers: u64,
+    max_transfer: usize,
+) -> bool {
+    let result = run(disk, ep, transfers, max_transfer).and_then(|interrupts| {
+        println!(
+            "{driver}: self-test: {transfers} transfers written, read back and checked, {interrupts} interrupts"
+        );
+        past_the_end(disk, ep)
+    });
+    match result {
+        Ok((error, interrupts)) => {
+            let plural = if interrupts == 1 { "" } else { "s" };
+            println!(
+                "{driver}: self-test: a read past the end failed ({error}, {interrupts} interrupt{plural}), and the disk serves again"
+            );
+            true
+        }
+        Err(e) => {
+            println!("{driver}: self-test FAILED: {e}");
+            false
+        }
+    }
+}
 
 /// Writes, reads back and checks `transfers` transfers of 1 sector to `max_transfer` bytes at
 /// random sectors of `disk`, whose interrupt signals endpoint `ep`; the interrupts taken.

@@ -100,28 +100,10 @@ fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, transfers: u64, die_after: Op
             return 1;
         }
     };
-    if transfers > 0 {
-        match self_test::run(&mut disk, slot.event as usize, transfers, MAX_TRANSFER) {
-            Ok(interrupts) => println!(
-                "virtio-blk: self-test: {transfers} transfers written, read back and checked, {interrupts} interrupts"
-            ),
-            Err(e) => {
-                println!("virtio-blk: self-test FAILED: {e}");
-                return 1;
-            }
-        }
-        match self_test::past_the_end(&mut disk, slot.event as usize) {
-            Ok((error, interrupts)) => {
-                let plural = if interrupts == 1 { "" } else { "s" };
-                println!(
-                    "virtio-blk: self-test: a read past the end failed ({error}, {interrupts} interrupt{plural}), and the disk serves again"
-                )
-            }
-            Err(e) => {
-                println!("virtio-blk: self-test FAILED: {e}");
-                return 1;
-            }
-        }
+    if transfers > 0
+        && !self_test::check("virtio-blk", &mut disk, slot.event as usize, transfers, MAX_TRANSFER)
+    {
+        return 1;
     }
     let options = ServeOptions {
         driver: "virtio-blk",
