@@ -604,16 +604,26 @@ mod paper {
         assert!(with.mb_per_s() >= 0.95 * seek_reducing);
     }
 
+    /// Random readers, each within its own 1 GB file. The gain depends on how far apart the
+    /// files lie, which the paper does not say (+28 to +30%): +9% when they are adjacent,
+    /// +36% 4 GB apart (their own seeks against the seek between them).
     #[test]
     fn random_readers_in_separate_files() {
-        let (without, with) = both(&readers(50_000, Pattern::Random { span: GB }));
-        println!(
-            "random readers: {without:.2} MB/s without, {with:.2} with ({:+.0}%)",
-            (with / without - 1.0) * 100.0
-        );
-        // The paper: +28 to +30%. Here less (the files' own seeks are long against the
-        // distance between them, on this model): a gain, never a loss.
-        assert!(with > 1.05 * without, "{with:.2} with, {without:.2} without");
+        for (apart, least_gain) in [(1u64, 0.05), (4, 0.25)] {
+            let readers = [0, apart * GB].map(|start| Reader {
+                start,
+                sectors: 128,
+                think_ns: 50_000,
+                pattern: Pattern::Random { span: GB },
+            });
+            let (without, with) = both(&readers);
+            let gain = with / without - 1.0;
+            println!(
+                "random readers {apart} GB apart: {without:.2} MB/s without, {with:.2} with ({:+.0}%)",
+                gain * 100.0
+            );
+            assert!(gain > least_gain, "{apart} GB apart: {with:.2} with, {without:.2} without");
+        }
     }
 
     #[test]
