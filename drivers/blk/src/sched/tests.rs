@@ -331,6 +331,73 @@ mod anticipation {
         assert!(w > wo, "{w} sectors with, {wo} without");
     }
 
+    /// Teaches client 0 a short think time on `core`: three reads, each 1 ms after the last
+    /// completed; returns when its last read completed.
+    fn teach(core: &mut Anticipation<Sptf<LbnCurve>, SptfRule<LbnCurve>>) -> u64 {
+        let mut t = 0;
+        for i in 0..3u64 {
+            let r = Pending {
+                id: 100 + i,
+                client: 0,
+                lbn: i * 128,
+                sectors: 128,
+                read: true,
+                arrival_ns: t,
+            };
+            core.arrive(r, t).unwrap();
+            assert_eq!(core.next(t), Decision::Dispatch(r));
+            t += 3_000_000;
+            core.complete(&r, 3_000_000, t);
+            t += 1_000_000;
+        }
+        t - 1_000_000
+    }
+
+    #[test]
+    fn writes_are_dispatched_without_weighing() {
+        let mut core = sptf(true, 2);
+        let done = teach(&mut core);
+        // A far read of client 1 is waited against; a far write is not.
+        let read = Pending {
+            id: 1,
+            client: 1,
+            lbn: 9_000_000,
+            sectors: 128,
+            read: true,
+            arrival_ns: done,
+        };
+        core.arrive(read, done).unwrap();
+        assert!(matches!(core.next(done), Decision::Wait { .. }));
+        let mut core = sptf(true, 2);
+        let done = teach(&mut core);
+        let write = Pending { read: false, ..read };
+        core.arrive(write, done).unwrap();
+        assert_eq!(core.next(done), Decision::Dispatch(write));
+    }
+
+    #[test]
+    fn a_busy_disk_holds_instead_of_waiting() {
+        let mut core = sptf(true, 3);
+        let done = teach(&mut core);
+        // Client 2's request is at the disk (dispatched before client 0's last completed)...
+        let busy =
+            Pending { id: 7, client: 2, lbn: 384, sectors: 128, read: false, arrival_ns: done };
+        core.arrive(busy, done).unwrap();
+        assert_eq!(core.next(done), Decision::Dispatch(busy));
+        // ... so a far read of client 1 is held back for client 0, without arming a wait.
+        let far = Pending {
+            id: 8,
+            client: 1,
+            lbn: 9_000_000,
+            sectors: 128,
+            read: true,
+            arrival_ns: done,
+        };
+        core.arrive(far, done).unwrap();
+        assert_eq!(core.next(done), Decision::Hold);
+        assert!(!core.waiting());
+    }
+
     #[test]
     fn think_time_quantiles_follow_the_histogram() {
         // Think times uniform on [0, 10 ms]: the median about 5 ms, the 95th percentile about
