@@ -39,6 +39,8 @@
 //!   completion, for tests and host benches.
 //! - [`sched`]: disk scheduling's base policies (FCFS, SSTF, SPTF, Aged-SPTF, C-LOOK, Stride
 //!   over service time, relaxed Stride) behind one interface.
+//! - [`usd`]: the user-safe disk: streams under disk-time contracts (EDF by Atropos), the
+//!   stream holding the disk kept for it by anticipation, slices never overrun.
 //! - [`workload`]: a client's seeded transfers and the disk contents they leave, shared by the
 //!   client app and the host's check of the disk image.
 //!
@@ -61,6 +63,7 @@ pub mod mem_disk;
 pub mod protocol;
 pub mod sched;
 pub mod server;
+pub mod usd;
 pub mod workload;
 
 #[cfg(test)]

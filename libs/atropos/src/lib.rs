@@ -276,6 +276,13 @@ impl Atropos {
         self.clients.get(id).map(|c| c.start)
     }
 
+    /// The guaranteed time client `id` has left in its current period, as of the last call
+    /// (time since is charged at the next): what a non-preemptible user (a disk request) checks
+    /// right after [`Atropos::dispatch`] before it starts, so as not to overrun the slice.
+    pub fn remaining(&self, id: usize) -> Option<Nanos> {
+        self.clients.get(id).map(|c| c.remain)
+    }
+
     /// The dispatched client and its mode, if any.
     pub fn running(&self) -> Option<(usize, Mode)> {
         self.running.map(|(id, mode, _)| (id, mode))
