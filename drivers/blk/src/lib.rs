@@ -46,9 +46,8 @@
 //!
 //! # Not yet
 //! The driver serves requests first come, first served (with a bounded queue in front of the
-//! device): the policies of [`sched`] and the mechanical disk model ([`disk_model`]) are not
-//! yet wired into it. USD streams with `(period, slice, extra, latency)` disk-time contracts
-//! come with the USD issue. The virtio-blk and AHCI driver domains (`drivers/virtio_blk`,
+//! device): the policies of [`sched`], the user-safe disk ([`usd`]) and the mechanical disk
+//! model ([`disk_model`]) are not yet wired into it. The virtio-blk and AHCI driver domains (`drivers/virtio_blk`,
 //! `drivers/ahci`) serve this protocol.
 
 #![no_std]
