@@ -386,6 +386,30 @@ mod tests {
         }
     }
 
+    #[test]
+    fn slack_goes_to_streams_with_extra_time_and_every_nanosecond_is_charged() {
+        // Both streams may use slack: the disk is never idle while one has a request, and the
+        // streams' accounts (guaranteed plus extra) cover the whole run.
+        let mut usd = Usd::new(deskstar(), true, 16, 64);
+        let extra = |tenths| Contract { extra: true, ..contract(tenths) };
+        usd.open(extra(2), 0);
+        usd.open(extra(2), 0);
+        let out = sim::run(&mut usd, &mut deskstar(), &readers(), RUN_NS, 9);
+        let used: u64 = (0..2).map(|s| usd.accounts(s).map_or(0, |a| a.guaranteed + a.extra)).sum();
+        println!(
+            "two streams with extra time, 20% each guaranteed: {:.2} + {:.2} MB/s, {:.1}% of the run charged",
+            out.reader_mb_per_s(0),
+            out.reader_mb_per_s(1),
+            used as f64 * 100.0 / RUN_NS as f64
+        );
+        assert!(used >= RUN_NS * 98 / 100 && used <= RUN_NS, "{used} ns charged");
+        // More than their guarantees: each beyond 20% of its time.
+        for s in 0..2 {
+            let a = usd.accounts(s).unwrap();
+            assert!(a.extra > 0 && a.guaranteed + a.extra > RUN_NS / 5, "{a:?}");
+        }
+    }
+
     /// A rule that never waits (the work-conserving baseline).
     struct NoRule;
 
