@@ -26,7 +26,6 @@ mod hba;
 mod port;
 
 use blk::device::BlockDevice;
-use blk_domain::self_test;
 use blk_domain::serve::{self, ServeOptions};
 use tessera::{Env, println};
 
@@ -74,7 +73,7 @@ fn main(env: Env) -> i32 {
         println!("ahci: the controller's registers (BAR 5) are not mapped");
         return 1;
     };
-    let (mut disk, id) = match bring_up(hba, queuing) {
+    let (disk, id) = match bring_up(hba, queuing) {
         Ok(up) => up,
         Err(e) => {
             println!("ahci: the controller would not start: {e}");
@@ -88,11 +87,6 @@ fn main(env: Env) -> i32 {
         disk.ncq_depth(),
         slot.event
     );
-    if transfers > 0
-        && !self_test::check("ahci", &mut disk, slot.event as usize, transfers, MAX_TRANSFER)
-    {
-        return 1;
-    }
     let options = ServeOptions {
         driver: "ahci",
         device: 0,
@@ -100,7 +94,7 @@ fn main(env: Env) -> i32 {
         die_after,
         max_transfer: MAX_TRANSFER as u32,
     };
-    serve::serve(disk, options)
+    serve::run(disk, transfers, options)
 }
 
 /// Resets the controller, starts port 0 and identifies its disk: the disk, interrupts

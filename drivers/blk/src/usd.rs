@@ -32,7 +32,9 @@ use alloc::vec::Vec;
 use atropos::{Accounts, Atropos, Contract, Mode};
 
 use crate::sched::stats::ClientStats;
-use crate::sched::{Decision, Full, Pending, Policy, Positioning, Sptf, WaitEnd, WaitRecord};
+use crate::sched::{
+    Decision, Full, Pending, Policy, Positioning, Sptf, WaitEnd, WaitRecord, WaitTrace,
+};
 
 /// An upper bound of a request's service time, so that a slice is never overrun.
 pub trait ServiceBound {
@@ -60,8 +62,7 @@ pub struct Usd<E: Positioning + ServiceBound + Clone> {
     in_flight: Option<Pending>,
     /// The stream waited for, since, until.
     wait: Option<(usize, u64, u64)>,
-    trace: Vec<WaitRecord>,
-    trace_capacity: usize,
+    trace: WaitTrace,
 }
 
 impl<E: Positioning + ServiceBound + Clone> Usd<E> {
@@ -78,8 +79,7 @@ impl<E: Positioning + ServiceBound + Clone> Usd<E> {
             head: 0,
             in_flight: None,
             wait: None,
-            trace: Vec::with_capacity(trace_capacity),
-            trace_capacity,
+            trace: WaitTrace::new(trace_capacity),
         }
     }
 
@@ -102,7 +102,7 @@ impl<E: Positioning + ServiceBound + Clone> Usd<E> {
     }
 
     /// The waits recorded, oldest first.
-    pub fn trace(&self) -> &[WaitRecord] {
+    pub fn trace(&self) -> &WaitTrace {
         &self.trace
     }
 
@@ -144,15 +144,14 @@ impl<E: Positioning + ServiceBound + Clone> Usd<E> {
 
     /// Ends the current wait at `now_ns`, recording how.
     fn end_wait(&mut self, now_ns: u64, end: WaitEnd) {
-        if let Some((client, since, until)) = self.wait.take()
-            && self.trace_capacity > 0
-        {
-            if self.trace.len() == self.trace_capacity {
-                self.trace.remove(0);
-            }
-            let record =
-                WaitRecord { client, since_ns: since, until_ns: until, ended_ns: now_ns, end };
-            self.trace.push(record);
+        if let Some((client, since, until)) = self.wait.take() {
+            self.trace.push(WaitRecord {
+                client,
+                since_ns: since,
+                until_ns: until,
+                ended_ns: now_ns,
+                end,
+            });
         }
     }
 
@@ -302,8 +301,9 @@ mod tests {
 
     use super::*;
     use crate::disk_model::{DiskModel, DiskParams};
+    use crate::sched::Anticipation;
+    use crate::sched::heuristics::SptfRule;
     use crate::sched::sim::{self, Pattern, Reader};
-    use crate::sched::{Anticipation, Fcfs, Heuristic};
 
     const GB: u64 = 2 * 1024 * 1024;
     const RUN_NS: u64 = 10_000_000_000;
@@ -354,7 +354,8 @@ mod tests {
     #[test]
     fn a_stream_keeps_its_locality_beside_a_hog() {
         // Alone, on the whole disk.
-        let mut alone = Anticipation::new(Fcfs::new(16), NoRule, 1, false, 0);
+        let policy = Sptf::new(16, deskstar());
+        let mut alone = Anticipation::new(policy, SptfRule::new(deskstar()), 1, false, 0);
         let alone = sim::run(&mut alone, &mut deskstar(), &readers()[..1], RUN_NS, 9).mb_per_s();
         let (with, _) = shared(true);
         let (without, _) = shared(false);
@@ -407,19 +408,6 @@ mod tests {
         for s in 0..2 {
             let a = usd.accounts(s).unwrap();
             assert!(a.extra > 0 && a.guaranteed + a.extra > RUN_NS / 5, "{a:?}");
-        }
-    }
-
-    /// A rule that never waits (the work-conserving baseline).
-    struct NoRule;
-
-    impl Heuristic<Fcfs> for NoRule {
-        fn evaluate(&self, _policy: &Fcfs, _w: &crate::sched::Weighing<'_>) -> u64 {
-            0
-        }
-
-        fn positioning_ns(&self, _from: u64, _to: u64) -> u64 {
-            0
         }
     }
 }

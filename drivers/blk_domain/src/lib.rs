@@ -1,11 +1,11 @@
 //! `blk_domain`: what every block driver domain shares, whatever its device.
 //!
 //! A block driver domain (`drivers/virtio_blk`, `drivers/ahci`) brings its device up, wraps it
-//! in the block-device trait ([`blk::device::BlockDevice`]) and hands it to [`serve::serve`],
-//! which serves the client domains the manifest connects to it over the block protocol
-//! (`drivers/blk`): one loop taking the device's completions after its interrupt and the
-//! clients' requests from their channels, blocking when nothing moves. Before serving, a
-//! driver may check its device with [`self_test::run`]. The device's DMA memory comes from
+//! in the block-device trait ([`blk::device::BlockDevice`]) and hands it to [`serve::run`]:
+//! the self-test if asked ([`self_test::check`]), then [`serve::serve`], which serves the
+//! client domains the manifest connects to it over the block protocol (`drivers/blk`): one
+//! loop taking the device's completions after its interrupt and the clients' requests from
+//! their channels, blocking when nothing moves. The device's DMA memory comes from
 //! `tessera::dma`.
 //!
 //! Invariants: no `unsafe` here (the device's registers and DMA buffers are each driver's own

@@ -87,6 +87,18 @@ fn clients(driver: &str) -> heapless::Vec<(Client, u64), MAX_CLIENTS> {
     out
 }
 
+/// A driver's life once its device is up: the self-test of `transfers` transfers if asked
+/// (`self_test::check`; status 1 if it fails), then [`serve`]; the exit status.
+pub fn run<D: BlockDevice>(mut disk: D, transfers: u64, options: ServeOptions) -> i32 {
+    let max = options.max_transfer as usize;
+    if transfers > 0
+        && !crate::self_test::check(options.driver, &mut disk, options.irq, transfers, max)
+    {
+        return 1;
+    }
+    serve(disk, options)
+}
+
 /// Serves the clients until all are gone; the exit status.
 pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
     let ServeOptions { driver, device, irq, die_after, max_transfer } = options;

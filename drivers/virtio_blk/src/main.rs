@@ -22,7 +22,6 @@ mod dma;
 mod mmio;
 mod pci;
 
-use blk_domain::self_test;
 use blk_domain::serve::{self, ServeOptions};
 use tessera::{Env, println};
 use virtio_drivers::device::blk::{SECTOR_SIZE, VirtIOBlk};
@@ -93,18 +92,13 @@ fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, transfers: u64, die_after: Op
         blk.virt_queue_size(),
         slot.event
     );
-    let mut disk = match disk::VirtioDisk::new(blk) {
+    let disk = match disk::VirtioDisk::new(blk) {
         Ok(disk) => disk,
         Err(e) => {
             println!("virtio-blk: no DMA memory for request headers: {e:?}");
             return 1;
         }
     };
-    if transfers > 0
-        && !self_test::check("virtio-blk", &mut disk, slot.event as usize, transfers, MAX_TRANSFER)
-    {
-        return 1;
-    }
     let options = ServeOptions {
         driver: "virtio-blk",
         device: 0,
@@ -112,5 +106,5 @@ fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, transfers: u64, die_after: Op
         die_after,
         max_transfer: MAX_TRANSFER as u32,
     };
-    serve::serve(disk, options)
+    serve::run(disk, transfers, options)
 }

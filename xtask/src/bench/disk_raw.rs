@@ -46,7 +46,13 @@ struct Workload {
     key: &'static str,
     label: &'static str,
     args: &'static [&'static str],
-    read: bool,
+}
+
+impl Workload {
+    /// Whether it reads (then the region is filled first, so that reads find data).
+    fn reads(&self) -> bool {
+        self.args.windows(2).any(|w| w == ["--mix", "read"])
+    }
 }
 
 const WORKLOADS: [Workload; 4] = [
@@ -54,25 +60,21 @@ const WORKLOADS: [Workload; 4] = [
         key: "rand4k_read",
         label: "4 KiB random read",
         args: &["--pattern", "random", "--mix", "read", "--size", "4096"],
-        read: true,
     },
     Workload {
         key: "rand4k_write",
         label: "4 KiB random write",
         args: &["--pattern", "random", "--mix", "write", "--size", "4096"],
-        read: false,
     },
     Workload {
         key: "seq64k_read",
         label: "64 KiB sequential read",
         args: &["--pattern", "sequential", "--mix", "read", "--size", "65536"],
-        read: true,
     },
     Workload {
         key: "seq64k_write",
         label: "64 KiB sequential write",
         args: &["--pattern", "sequential", "--mix", "write", "--size", "65536"],
-        read: false,
     },
 ];
 
@@ -123,7 +125,7 @@ fn manifest(
     .map(|s| s.to_string())
     .collect();
     args.extend(w.args.iter().map(|s| s.to_string()));
-    if w.read {
+    if w.reads() {
         args.push("--prefill".into());
     }
     if !verify {

@@ -22,6 +22,7 @@
 //!
 //! [`next`]: Anticipation::next
 
+use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -102,6 +103,47 @@ pub struct WaitRecord {
     pub end: WaitEnd,
 }
 
+/// The last waits of a scheduler, at most a fixed number (the oldest dropped first); what a
+/// test reads to check from outside that no wait outlived its timeout.
+#[derive(Clone, Debug)]
+pub struct WaitTrace {
+    records: VecDeque<WaitRecord>,
+    capacity: usize,
+}
+
+impl WaitTrace {
+    /// Keeps the last `capacity` waits (none with 0), its room allocated now.
+    pub fn new(capacity: usize) -> WaitTrace {
+        WaitTrace { records: VecDeque::with_capacity(capacity), capacity }
+    }
+
+    /// Records `w`, dropping the oldest if the trace is full.
+    pub fn push(&mut self, w: WaitRecord) {
+        if self.capacity == 0 {
+            return;
+        }
+        if self.records.len() == self.capacity {
+            self.records.pop_front();
+        }
+        self.records.push_back(w);
+    }
+
+    /// The waits kept, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &WaitRecord> {
+        self.records.iter()
+    }
+
+    /// The latest wait kept.
+    pub fn last(&self) -> Option<&WaitRecord> {
+        self.records.back()
+    }
+
+    /// Whether none is kept.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
+
 /// A base policy wrapped in anticipation.
 pub struct Anticipation<P: Policy, H: Heuristic<P>> {
     policy: P,
@@ -113,8 +155,7 @@ pub struct Anticipation<P: Policy, H: Heuristic<P>> {
     /// The current wait: since, until.
     wait: Option<(u64, u64)>,
     in_flight: u32,
-    trace: Vec<WaitRecord>,
-    trace_capacity: usize,
+    trace: WaitTrace,
 }
 
 impl<P: Policy, H: Heuristic<P>> Anticipation<P, H> {
@@ -136,8 +177,7 @@ impl<P: Policy, H: Heuristic<P>> Anticipation<P, H> {
             last: None,
             wait: None,
             in_flight: 0,
-            trace: Vec::with_capacity(trace_capacity),
-            trace_capacity,
+            trace: WaitTrace::new(trace_capacity),
         }
     }
 
@@ -151,8 +191,8 @@ impl<P: Policy, H: Heuristic<P>> Anticipation<P, H> {
         &self.clients[c]
     }
 
-    /// The waits recorded, oldest first (at most the trace's capacity: the oldest are dropped).
-    pub fn trace(&self) -> &[WaitRecord] {
+    /// The waits recorded (at most the trace's capacity: the oldest are dropped).
+    pub fn trace(&self) -> &WaitTrace {
         &self.trace
     }
 
@@ -230,18 +270,13 @@ impl<P: Policy, H: Heuristic<P>> Anticipation<P, H> {
             } else {
                 WaitEnd::Abandoned
             };
-            if self.trace.len() == self.trace_capacity && self.trace_capacity > 0 {
-                self.trace.remove(0);
-            }
-            if self.trace_capacity > 0 {
-                self.trace.push(WaitRecord {
-                    client,
-                    since_ns: since,
-                    until_ns: until,
-                    ended_ns: now_ns,
-                    end,
-                });
-            }
+            self.trace.push(WaitRecord {
+                client,
+                since_ns: since,
+                until_ns: until,
+                ended_ns: now_ns,
+                end,
+            });
         }
         let s = &mut self.clients[r.client];
         if r.read {

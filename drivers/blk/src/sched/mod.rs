@@ -45,7 +45,9 @@ mod sptf;
 pub mod stats;
 pub mod stride;
 
-pub use anticipation::{Anticipation, Decision, Heuristic, WaitEnd, WaitRecord, Weighing};
+pub use anticipation::{
+    Anticipation, Decision, Heuristic, WaitEnd, WaitRecord, WaitTrace, Weighing,
+};
 pub use cscan::Cscan;
 pub use fcfs::{Fcfs, Sstf};
 pub use policy::{Full, Pending, Policy, Queue};
