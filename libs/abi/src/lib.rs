@@ -367,6 +367,18 @@ pub struct DeviceSlot {
     pub msix_bar: u64,
     /// Its register windows.
     pub windows: [DeviceWindow; MAX_WINDOWS],
+    /// A disk: the mechanical model its driver times its requests by ([`disk_model`]).
+    pub model: u64,
+}
+
+/// The mechanical disk models a manifest may put on a disk ([`DeviceSlot::model`]).
+pub mod disk_model {
+    /// None: requests complete when the device completes them.
+    pub const NONE: u64 = 0;
+    /// The IBM Deskstar 34GXP.
+    pub const DESKSTAR_34GXP: u64 = 1;
+    /// The Seagate Cheetah X15.
+    pub const CHEETAH_15K: u64 = 2;
 }
 
 /// One event endpoint as the domain sees it in its control block. The kernel writes it; the
@@ -420,6 +432,26 @@ pub struct ChannelSlot {
     pub peer_domain: u64,
     /// The peer's endpoint this end signals.
     pub peer_event: u64,
+    /// The peer domain's disk-time contract from its manifest (`disk = { ... }`), for a block
+    /// driver serving it a stream; `period_ns` 0 when it has none.
+    pub peer_disk: StreamContract,
+}
+
+/// A disk-time contract as the kernel passes it in a [`ChannelSlot`]: in every `period_ns`
+/// the stream is guaranteed `slice_ns` of disk time; with `extra` non-zero it may also use
+/// the disk's slack; `latency_ns` is how soon it should be served once it has a request. All
+/// zero: no contract.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamContract {
+    /// The period, in nanoseconds (0: no contract).
+    pub period_ns: u64,
+    /// The disk time guaranteed in each period, in nanoseconds.
+    pub slice_ns: u64,
+    /// The latency hint, in nanoseconds.
+    pub latency_ns: u64,
+    /// Non-zero if the stream may use slack time.
+    pub extra: u64,
 }
 
 /// Size of the channel header at the start of a channel's stretch.
@@ -539,6 +571,11 @@ pub struct Dcb {
     /// (`devices[i].event`), in nanoseconds since boot: a driver woken by it measures its
     /// wake-up latency by its own clock.
     pub interrupt_ns: [AtomicU64; MAX_DEVICES],
+    /// Written by the driver domain: non-zero while it has requests at granted device `i` whose
+    /// completion it times by a disk model ([`DeviceSlot::model`]). While one is and nothing can
+    /// run, the kernel idles with no timer armed, so that under `-icount` virtual time stands
+    /// still while the host does the device's work, and the model alone sets the disk's time.
+    pub device_busy: [AtomicU64; MAX_DEVICES],
 }
 
 /// A domain's CPU contract (from its manifest) and its accounts, in its control block.

@@ -252,6 +252,22 @@ pub enum ProblemKind {
         /// (each share rounded up, the sum saturating).
         total_ppb: u64,
     },
+    /// The domain's disk-time contract is invalid by itself ([`atropos::Contract::validate`]).
+    DiskContractInvalid {
+        /// The contract.
+        disk: CpuSpec,
+        /// What is wrong with it.
+        error: ContractError,
+    },
+    /// The disk-time contracts of a driver domain's clients (the domains with a channel to it
+    /// and a `disk` contract), up to and including this one, sum to more than the disk time it
+    /// can guarantee ([`atropos::admit`]: the rest is kept for best-effort streams).
+    DiskOverCapacity {
+        /// The driver domain's index.
+        driver: usize,
+        /// The sum of `slice / period`, in parts per billion.
+        total_ppb: u64,
+    },
     /// More than [`MAX_DISKS`] disks (the problem's disk is the first extra one).
     TooManyDisks {
         /// How many the manifest declares.
@@ -382,6 +398,14 @@ pub(crate) enum Field {
     CpuSlice,
     /// `domain[i].cpu.latency`.
     CpuLatency,
+    /// `domain[i].disk` as a whole.
+    DiskContract,
+    /// `domain[i].disk.period`.
+    DiskPeriod,
+    /// `domain[i].disk.slice`.
+    DiskSlice,
+    /// `domain[i].disk.latency`.
+    DiskLatency,
     /// `system.disk` as a whole.
     Disks,
     /// `system.disk[i]` (its table).
@@ -447,6 +471,18 @@ impl ProblemKind {
                 | ContractError::LatencyTooLong => Field::CpuLatency,
             },
             Self::CpuOverCapacity { .. } => Field::Cpu,
+            Self::DiskContractInvalid { error, .. } => match error {
+                ContractError::ZeroPeriod
+                | ContractError::PeriodTooShort
+                | ContractError::PeriodTooLong => Field::DiskPeriod,
+                ContractError::ZeroSlice
+                | ContractError::SliceTooShort
+                | ContractError::SliceExceedsPeriod => Field::DiskSlice,
+                ContractError::ZeroLatency
+                | ContractError::LatencyTooShort
+                | ContractError::LatencyTooLong => Field::DiskLatency,
+            },
+            Self::DiskOverCapacity { .. } => Field::DiskContract,
             Self::TooManyDisks { .. } => Field::Disks,
             Self::DiskMisplaced { .. } => Field::Disk,
             Self::DiskNameEmpty
@@ -461,6 +497,26 @@ impl ProblemKind {
             | Self::CompatibleInvalid { grant }
             | Self::GrantNotOnMachine { grant, .. }
             | Self::DeviceGrantedTwice { grant, .. } => Field::Device(*grant),
+        }
+    }
+}
+
+/// The values of a contract that an invalid-contract error is about, after its description.
+fn describe_contract(
+    f: &mut fmt::Formatter<'_>,
+    c: &CpuSpec,
+    error: &ContractError,
+) -> fmt::Result {
+    let (period, slice, latency) = (Time(c.period_ns), Time(c.slice_ns), Time(c.latency_ns));
+    match error {
+        ContractError::ZeroPeriod | ContractError::ZeroSlice | ContractError::ZeroLatency => Ok(()),
+        ContractError::PeriodTooShort | ContractError::PeriodTooLong => {
+            write!(f, " (period {period})")
+        }
+        ContractError::SliceTooShort => write!(f, " (slice {slice})"),
+        ContractError::SliceExceedsPeriod => write!(f, " (slice {slice}, period {period})"),
+        ContractError::LatencyTooShort | ContractError::LatencyTooLong => {
+            write!(f, " (latency {latency})")
         }
     }
 }
@@ -639,23 +695,23 @@ impl fmt::Display for ProblemKind {
             ),
             Self::CpuContractInvalid { cpu, error } => {
                 write!(f, "invalid CPU contract: {}", error.describe())?;
-                let (period, slice, latency) =
-                    (Time(cpu.period_ns), Time(cpu.slice_ns), Time(cpu.latency_ns));
-                match error {
-                    ContractError::ZeroPeriod
-                    | ContractError::ZeroSlice
-                    | ContractError::ZeroLatency => Ok(()),
-                    ContractError::PeriodTooShort | ContractError::PeriodTooLong => {
-                        write!(f, " (period {period})")
-                    }
-                    ContractError::SliceTooShort => write!(f, " (slice {slice})"),
-                    ContractError::SliceExceedsPeriod => {
-                        write!(f, " (slice {slice}, period {period})")
-                    }
-                    ContractError::LatencyTooShort | ContractError::LatencyTooLong => {
-                        write!(f, " (latency {latency})")
-                    }
-                }
+                describe_contract(f, cpu, error)
+            }
+            Self::DiskContractInvalid { disk, error } => {
+                write!(f, "invalid disk-time contract: {}", error.describe())?;
+                describe_contract(f, disk, error)
+            }
+            Self::DiskOverCapacity { total_ppb, .. } => {
+                let tenths = total_ppb.div_ceil(PPB / 1000);
+                write!(
+                    f,
+                    "disk-time contracts over capacity: with this domain the slices of the \
+                     driver's clients sum to {}.{}% of the disk, more than the {}% it \
+                     guarantees (the rest is kept for best-effort streams)",
+                    tenths / 10,
+                    tenths % 10,
+                    CAPACITY_PPB / (PPB / 100),
+                )
             }
             Self::CpuOverCapacity { total_ppb } => {
                 // Tenths of a percent, rounded up so that a sum just over the capacity never
@@ -863,6 +919,11 @@ impl Manifest {
             if let Err(error) = d.cpu.contract().validate() {
                 return Err(problem(ProblemKind::CpuContractInvalid { cpu: d.cpu, error }));
             }
+            if let Some(disk) = d.disk
+                && let Err(error) = disk.contract().validate()
+            {
+                return Err(problem(ProblemKind::DiskContractInvalid { disk, error }));
+            }
             self.check_devices(index).map_err(problem)?;
         }
         if self.channels.len() > MAX_CHANNELS {
@@ -994,6 +1055,12 @@ impl Manifest {
                 });
             }
         }
+        self.admit_disk_streams().map_err(|(index, kind)| Problem {
+            domain: domain_ref(index),
+            channel: None,
+            disk: None,
+            kind,
+        })?;
         let contracts: Vec<_> = self.domains.iter().map(|d| d.cpu.contract()).collect();
         match atropos::admit(&contracts) {
             Ok(_) => Ok(()),
@@ -1048,6 +1115,39 @@ impl Manifest {
             let expected = self.machine.and_then(|m| m.disk_address(index, d.bus));
             if d.at != expected {
                 return Err(problem(index, ProblemKind::DiskMisplaced { at: d.at, expected }));
+            }
+        }
+        Ok(())
+    }
+
+    /// The domains that are clients of driver domain `driver`: those with a channel to it,
+    /// in manifest order.
+    pub fn clients_of(&self, driver: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..self.domains.len())
+            .filter(move |&i| self.channels.iter().any(|c| c.from == i && c.to == driver))
+    }
+
+    /// Admission of the disk-time contracts: for each driver domain, its clients' contracts
+    /// together ([`atropos::admit`]); the client at fault and why.
+    fn admit_disk_streams(&self) -> Result<(), (usize, ProblemKind)> {
+        for driver in (0..self.domains.len()).filter(|&i| self.domains[i].driver) {
+            let clients: Vec<usize> =
+                self.clients_of(driver).filter(|&i| self.domains[i].disk.is_some()).collect();
+            let contracts: Vec<_> = clients
+                .iter()
+                .filter_map(|&i| self.domains[i].disk)
+                .map(|d| d.contract())
+                .collect();
+            match atropos::admit(&contracts) {
+                Ok(_) => {}
+                Err(AdmissionError::Invalid { index, error }) => {
+                    let disk = contracts[index].into();
+                    return Err((clients[index], ProblemKind::DiskContractInvalid { disk, error }));
+                }
+                Err(AdmissionError::OverCapacity { index, total_ppb }) => {
+                    let kind = ProblemKind::DiskOverCapacity { driver, total_ppb };
+                    return Err((clients[index], kind));
+                }
             }
         }
         Ok(())
@@ -1130,6 +1230,7 @@ mod tests {
             optimistic: 0,
             address_space: DEFAULT_ADDRESS_SPACE,
             cpu: CpuSpec::BEST_EFFORT,
+            disk: None,
             expect_failure: false,
             driver: false,
             devices: vec![],
@@ -1785,7 +1886,7 @@ mod tests {
     }
 
     fn disk(name: &str, size: u64, bus: DiskBus) -> crate::DiskSpec {
-        crate::DiskSpec { name: name.into(), size, bus, at: None }
+        crate::DiskSpec { name: name.into(), size, bus, model: None, at: None }
     }
 
     #[test]

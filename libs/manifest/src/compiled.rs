@@ -16,8 +16,10 @@ pub const MAGIC: [u8; 4] = *b"TSMF";
 /// ([`Manifest::machine`]) and each domain's driver mark and device grants
 /// ([`DomainSpec::driver`](crate::DomainSpec::driver),
 /// [`DomainSpec::devices`](crate::DomainSpec::devices)). The kernel and the host tool are
-/// built together, so there is no compatibility with older versions.
-pub const FORMAT_VERSION: u16 = 5;
+/// built together, so there is no compatibility with older versions. Version 6 added each
+/// disk's model ([`DiskSpec::model`](crate::DiskSpec::model)) and each domain's disk-time
+/// contract ([`DomainSpec::disk`](crate::DomainSpec::disk)).
+pub const FORMAT_VERSION: u16 = 6;
 /// The length of the header before the payload: magic, version, length and CRC.
 pub const HEADER_LEN: usize = 4 + 2 + 4 + 4;
 
@@ -163,6 +165,7 @@ mod tests {
                     optimistic: 0,
                     address_space: DEFAULT_ADDRESS_SPACE,
                     cpu: CpuSpec::BEST_EFFORT,
+                    disk: None,
                     expect_failure: false,
                     driver: false,
                     devices: vec![],
@@ -180,6 +183,12 @@ mod tests {
                         extra: false,
                         latency_ns: 500_000,
                     },
+                    disk: Some(CpuSpec {
+                        period_ns: 1_000_000_000,
+                        slice_ns: 200_000_000,
+                        extra: false,
+                        latency_ns: 1_000_000_000,
+                    }),
                     expect_failure: false,
                     driver: false,
                     devices: vec![],
@@ -211,8 +220,14 @@ mod tests {
         let mut m = manifest();
         let bus = if machine == Machine::Q35 { DiskBus::Ahci } else { DiskBus::Virtio };
         m.disks = vec![
-            DiskSpec { name: "data".to_string(), size: 64 * MIB, bus: DiskBus::Virtio, at: None },
-            DiskSpec { name: "spare".to_string(), size: MIB, bus, at: None },
+            DiskSpec {
+                name: "data".to_string(),
+                size: 64 * MIB,
+                bus: DiskBus::Virtio,
+                model: Some(crate::DiskModelName::Deskstar34gxp),
+                at: None,
+            },
+            DiskSpec { name: "spare".to_string(), size: MIB, bus, model: None, at: None },
         ];
         m.domains[1].driver = true;
         m.domains[1].devices = vec![
@@ -239,7 +254,7 @@ mod tests {
         let m = manifest();
         let bytes = m.compile();
         assert_eq!(&bytes[..4], b"TSMF");
-        assert_eq!(&bytes[4..6], &[5, 0]);
+        assert_eq!(&bytes[4..6], &[6, 0]);
         assert_eq!(decode(&bytes), Ok(m));
     }
 
@@ -592,7 +607,7 @@ mod tests {
         bytes[4] = 1;
         assert_eq!(
             decode(&bytes).unwrap_err().to_string(),
-            "compiled manifest format version 1 is not supported (expected 5)"
+            "compiled manifest format version 1 is not supported (expected 6)"
         );
     }
 }

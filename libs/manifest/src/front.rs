@@ -20,7 +20,7 @@ use crate::{
     DOMAIN_FIXED_FRAMES, DomainSpec, DurationError, GUARD_BYTES, MAX_CHANNELS_PER_DOMAIN, Manifest,
     PAGE_SIZE, Problem, ProblemKind, parse_duration, parse_size,
 };
-use crate::{DeviceGrant, DiskBus, DiskSpec, Machine};
+use crate::{DeviceGrant, DiskBus, DiskModelName, DiskSpec, Machine};
 
 /// A manifest the front end rejected: where, and why.
 ///
@@ -408,6 +408,16 @@ struct RawDisk {
     name: Spanned<String>,
     size: Spanned<Size>,
     bus: Spanned<RawBus>,
+    model: Option<Spanned<RawModel>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum RawModel {
+    #[serde(rename = "deskstar-34gxp")]
+    Deskstar34gxp,
+    #[serde(rename = "cheetah-15k")]
+    Cheetah15k,
 }
 
 #[derive(Deserialize)]
@@ -484,6 +494,7 @@ struct RawDomain {
     app: Spanned<String>,
     args: Option<Spanned<Vec<Spanned<String>>>>,
     cpu: Option<Spanned<RawCpu>>,
+    disk: Option<Spanned<RawCpu>>,
     memory: Spanned<RawMemory>,
     expect_failure: Option<bool>,
     driver: Option<Spanned<bool>>,
@@ -593,6 +604,9 @@ struct DomainSpans {
     cpu_slice: Range<usize>,
     /// The `latency` value, or the `cpu` span if there is none.
     cpu_latency: Range<usize>,
+    /// The `disk` contract's table and its `period`, `slice` and `latency` values (each the
+    /// table if it is not written), or the domain's table if there is no `disk`.
+    disk: [Range<usize>; 4],
     /// The `driver` value, or the table if there is none.
     driver: Range<usize>,
     /// The `devices` value, or the table if there is none.
@@ -698,6 +712,10 @@ impl RawManifest {
                 name: d.name.into_inner(),
                 size: d.size.into_inner().0,
                 bus,
+                model: d.model.map(|m| match m.into_inner() {
+                    RawModel::Deskstar34gxp => DiskModelName::Deskstar34gxp,
+                    RawModel::Cheetah15k => DiskModelName::Cheetah15k,
+                }),
                 at: None,
             });
         }
@@ -743,6 +761,25 @@ impl RawManifest {
                     latency_ns: c.latency.map_or(period_ns, |l| l.into_inner().0),
                 }
             });
+            let disk_span = d.disk.as_ref().map_or(table.clone(), Spanned::span);
+            let disk_spans = match &d.disk {
+                Some(c) => {
+                    let c = c.get_ref();
+                    let latency = c.latency.as_ref().map_or(disk_span.clone(), Spanned::span);
+                    [disk_span.clone(), c.period.span(), c.slice.span(), latency]
+                }
+                None => [disk_span.clone(), disk_span.clone(), disk_span.clone(), disk_span],
+            };
+            let disk_contract = d.disk.map(|c| {
+                let c = c.into_inner();
+                let period_ns = c.period.into_inner().0;
+                CpuSpec {
+                    period_ns,
+                    slice_ns: c.slice.into_inner().0,
+                    extra: c.extra.unwrap_or(false),
+                    latency_ns: c.latency.map_or(period_ns, |l| l.into_inner().0),
+                }
+            });
             let driver_span = d.driver.as_ref().map_or(table.clone(), Spanned::span);
             let (devices_span, raw_devices) = match d.devices {
                 Some(v) => (v.span(), v.into_inner()),
@@ -776,6 +813,7 @@ impl RawManifest {
                 cpu_period,
                 cpu_slice,
                 cpu_latency,
+                disk: disk_spans,
             });
             domains.push(DomainSpec {
                 name: d.name.into_inner(),
@@ -785,6 +823,7 @@ impl RawManifest {
                 optimistic,
                 address_space,
                 cpu,
+                disk: disk_contract,
                 expect_failure: d.expect_failure.unwrap_or(false),
                 driver: d.driver.is_some_and(|v| *v.get_ref()),
                 devices,
@@ -886,6 +925,10 @@ impl Spans {
             Field::CpuPeriod => (s.cpu_period.clone(), ".cpu.period".into()),
             Field::CpuSlice => (s.cpu_slice.clone(), ".cpu.slice".into()),
             Field::CpuLatency => (s.cpu_latency.clone(), ".cpu.latency".into()),
+            Field::DiskContract => (s.disk[0].clone(), ".disk".into()),
+            Field::DiskPeriod => (s.disk[1].clone(), ".disk.period".into()),
+            Field::DiskSlice => (s.disk[2].clone(), ".disk.slice".into()),
+            Field::DiskLatency => (s.disk[3].clone(), ".disk.latency".into()),
             Field::Driver => (s.driver.clone(), ".driver".into()),
             Field::Devices => (s.devices.clone(), ".devices".into()),
             Field::Device(j) => {

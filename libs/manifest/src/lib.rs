@@ -466,9 +466,41 @@ pub struct DiskSpec {
     pub size: u64,
     /// The bus its device is on.
     pub bus: DiskBus,
+    /// The mechanical disk its driver makes it behave like (`model = "deskstar-34gxp"`):
+    /// every request completes after the model's service time, not when the device is done.
+    pub model: Option<DiskModelName>,
     /// Where its device is: [`Machine::disk_address`] of the disk's index, set by
     /// [`Manifest::place`]; `None` while the manifest is not placed.
     pub at: Option<DeviceAddress>,
+}
+
+/// A mechanical disk model a disk may be given ([`DiskSpec::model`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DiskModelName {
+    /// The IBM Deskstar 34GXP (`deskstar-34gxp`), the drive of the anticipatory-scheduling
+    /// paper.
+    Deskstar34gxp,
+    /// The Seagate Cheetah X15 (`cheetah-15k`).
+    Cheetah15k,
+}
+
+impl DiskModelName {
+    /// Its name in a manifest.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DiskModelName::Deskstar34gxp => "deskstar-34gxp",
+            DiskModelName::Cheetah15k => "cheetah-15k",
+        }
+    }
+
+    /// Its code in a device's control-block slot ([`abi::disk_model`]).
+    pub const fn code(self) -> u64 {
+        match self {
+            DiskModelName::Deskstar34gxp => abi::disk_model::DESKSTAR_34GXP,
+            DiskModelName::Cheetah15k => abi::disk_model::CHEETAH_15K,
+        }
+    }
 }
 
 /// The bus a disk is attached on.
@@ -619,6 +651,12 @@ pub struct DomainSpec {
     pub address_space: u64,
     /// The CPU contract.
     pub cpu: CpuSpec,
+    /// The disk-time contract of the stream the domain opens on each block driver it has a
+    /// channel to (`disk = { period, slice, extra, latency }`, the same shape as `cpu`);
+    /// `None` for a best-effort stream. [`Manifest::check`] holds each to
+    /// [`atropos::Contract::validate`] and those of each driver's clients together to
+    /// [`atropos::admit`], as the CPU's.
+    pub disk: Option<CpuSpec>,
     /// Whether the domain is meant to fail (exit with a non-zero status or be terminated), as
     /// the fault demos do. Read by the host tool only: `cargo xtask run` does not count such a
     /// domain's failure against the run.

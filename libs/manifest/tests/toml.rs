@@ -203,6 +203,7 @@ fn parses_the_documented_example() {
                         extra: true,
                         latency_ns: 1_000_000,
                     },
+                    disk: None,
                     expect_failure: false,
                     driver: false,
                     devices: vec![],
@@ -215,6 +216,7 @@ fn parses_the_documented_example() {
                     optimistic: 2 * MIB,
                     address_space: DEFAULT_ADDRESS_SPACE,
                     cpu: CpuSpec::BEST_EFFORT,
+                    disk: None,
                     expect_failure: false,
                     driver: false,
                     devices: vec![],
@@ -853,8 +855,20 @@ fn disks_and_device_grants_parse() {
     assert_eq!(
         m.disks,
         vec![
-            DiskSpec { name: "data".into(), size: 64 * MIB, bus: DiskBus::Virtio, at: None },
-            DiskSpec { name: "scratch".into(), size: MIB, bus: DiskBus::Ahci, at: None },
+            DiskSpec {
+                name: "data".into(),
+                size: 64 * MIB,
+                bus: DiskBus::Virtio,
+                model: None,
+                at: None
+            },
+            DiskSpec {
+                name: "scratch".into(),
+                size: MIB,
+                bus: DiskBus::Ahci,
+                model: None,
+                at: None
+            },
         ]
     );
     assert!(m.domains[0].driver && !m.domains[1].driver);
@@ -919,7 +933,12 @@ fn disk_rules_name_their_keys() {
         (
             "bus = \"ahci\"",
             "bus = \"ahci\"\nmodel = \"hdd\"",
-            "t.toml:14: system.disk[1].model: unknown field `model`",
+            "t.toml:14: system.disk[1].model: unknown variant `hdd`, expected `deskstar-34gxp` or `cheetah-15k`",
+        ),
+        (
+            "bus = \"ahci\"",
+            "bus = \"ahci\"\nspeed = \"7200rpm\"",
+            "t.toml:14: system.disk[1].speed: unknown field `speed`",
         ),
         (
             "{ disk = \"data\" }",
