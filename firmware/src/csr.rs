@@ -47,9 +47,10 @@ pub enum Mode {
 
 /// Sets up the machine for a supervisor: PMP entry 0 grants S/U-mode read, write and execute
 /// on all of memory, the supervisor's interrupts and usual exceptions are delegated to it, all
-/// counters are readable from S-mode, S-mode may program its own timer (`stimecmp`, where the
-/// hart has Sstc) and the machine timer interrupt is enabled (it is only taken while the hart
-/// is in S- or U-mode, where M-mode interrupts are always on).
+/// counters are readable from S-mode and S-mode may program its own timer (`stimecmp`, where the
+/// hart has Sstc). The machine timer interrupt stays masked until the supervisor sets a timer
+/// ([`set_mtie`]; it is only taken while the hart is in S- or U-mode, where M-mode interrupts
+/// are always on).
 pub fn init_machine() {
     // SAFETY: M-mode CSR writes that only widen what S/U-mode may do (PMP, counters) or pick who
     // handles which trap; the firmware's own code and data are not affected (PMP does not apply
@@ -64,7 +65,7 @@ pub fn init_machine() {
         medeleg::write(medeleg::Medeleg::from_bits(DELEGATED_EXCEPTIONS));
         mideleg::write(mideleg::Mideleg::from_bits(SSIP | STIP | SEIP));
         mcounteren::write(mcounteren::Mcounteren::from_bits(usize::MAX));
-        mie::write(mie::Mie::from_bits(MTIE));
+        mie::write(mie::Mie::from_bits(0));
     }
     // SAFETY: menvcfg.STCE lets S-mode use `stimecmp` (Sstc); where Sstc is absent the bit is
     // ignored. The `riscv` crate has no `menvcfg` register, hence the CSR by number.
@@ -118,6 +119,19 @@ pub fn set_mepc(pc: usize) {
     // SAFETY: `mepc` only matters to the next `mret`; the trap handler sets it to the
     // instruction after the supervisor's `ecall`, which is where the supervisor expects to go on.
     unsafe { mepc::write(pc) }
+}
+
+/// Unmasks (`on`) or masks the machine timer interrupt (`mie.MTIE`).
+pub fn set_mtie(on: bool) {
+    // SAFETY: `mie.MTIE` only decides whether the machine timer interrupt, which the firmware
+    // handles by raising the supervisor's, is taken.
+    unsafe {
+        if on {
+            asm!("csrs mie, {0}", in(reg) MTIE, options(nomem, nostack));
+        } else {
+            asm!("csrc mie, {0}", in(reg) MTIE, options(nomem, nostack));
+        }
+    }
 }
 
 /// Raises the supervisor timer interrupt (`mip.STIP`); it stays pending until

@@ -86,10 +86,16 @@ fn legacy_call(extension: usize, arg0: usize) -> usize {
 }
 
 /// Arms the supervisor's timer: withdraws a pending supervisor timer interrupt and has the
-/// machine timer raise it again at `deadline` (in `time` ticks).
+/// machine timer raise it again at `deadline` (in `time` ticks). `u64::MAX` (never) stops the
+/// machine timer instead ([`clint::disarm`]).
 fn set_timer(deadline: u64) {
     csr::clear_stip();
-    clint::set_deadline(csr::mhartid(), deadline);
+    if deadline == u64::MAX {
+        clint::disarm(csr::mhartid());
+    } else {
+        clint::set_deadline(csr::mhartid(), deadline);
+        csr::set_mtie(true);
+    }
 }
 
 impl rustsbi::Console for Console {

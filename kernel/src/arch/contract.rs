@@ -197,6 +197,7 @@ const _: fn(&mut dyn FnMut(usize)) = super::backtrace;
 const _: fn() -> u64 = super::time::frequency;
 const _: fn(u64) = super::timer::arm;
 const _: fn() = super::timer::disarm;
+const _: fn() = super::timer::quiesce;
 const _: fn(usize) -> u64 = super::virt_to_phys;
 const _: fn(u32) -> bool = super::interrupts::enable_line;
 const _: fn(u32) = super::interrupts::ack_line;

@@ -14,7 +14,7 @@
 //! | `console::write(&[u8])` | raw bytes to the serial line (the defmt transport); usable from the first instruction of `kernel_main` |
 //! | `interrupts::disable() -> bool`, `interrupts::restore(bool)` | a critical section on this CPU |
 //! | `time::now_ticks() -> u64`, `time::now_us() -> u64`, `time::frequency() -> u64` | monotonic time since boot, in ticks of the arch's clock (RISC-V `time`, x86_64 TSC) |
-//! | `timer::set_handler(Option<Handler>)`, `timer::arm(u64)`, `timer::disarm()` | one-shot timer interrupts at an absolute tick (RISC-V `stimecmp` or SBI, x86_64 local APIC) |
+//! | `timer::set_handler(Option<Handler>)`, `timer::arm(u64)`, `timer::disarm()`, `timer::quiesce()` | one-shot timer interrupts at an absolute tick (RISC-V `stimecmp` or SBI, x86_64 local APIC) |
 //! | `exit(ExitCode) -> !` | leaves QEMU with a status `cargo xtask` maps back to the code |
 //! | `init_platform(&BootInfo)` | after the frame allocator and heap exist: kernel page tables, traps, timers, and every input of [`crate::boot_info::InterruptController`]s masked (RISC-V PLIC, x86_64 I/O APICs) |
 //! | `phys_to_virt(u64) -> usize`, `virt_to_phys(usize) -> u64` | the kernel's direct map of physical memory (and its image) |

@@ -91,6 +91,9 @@ pub(super) struct Devices {
     pub bindings: heapless::Vec<Binding, MAX_BINDINGS>,
     /// `(driver domain, host bridge, function)`.
     pub functions: heapless::Vec<(u32, PciHost, pci::Function), MAX_FUNCTIONS>,
+    /// `(driver domain, device index)` of each disk with a model, whose driver raises
+    /// [`abi::Dcb::device_busy`] while the device has its requests.
+    pub modelled: heapless::Vec<(u32, usize), MAX_FUNCTIONS>,
 }
 
 impl World {
@@ -172,6 +175,17 @@ impl World {
             arch::interrupts::release_line(b.line);
         }
         self.devices.bindings.retain(|b| b.domain != id);
+        self.devices.modelled.retain(|(d, _)| *d != id);
+    }
+
+    /// Whether a disk with a model has requests at its device: its driver says so in its
+    /// control block ([`abi::Dcb::device_busy`]).
+    pub(super) fn modelled_device_busy(&self) -> bool {
+        self.devices.modelled.iter().any(|&(id, index)| {
+            self.domains[id as usize].dcb.is_some_and(|frame| {
+                crate::phys::dcb(frame).device_busy[index].load(Ordering::Acquire) != 0
+            })
+        })
     }
 
     /// `dma_alloc(bytes) -> base` for domain `id`.
@@ -265,6 +279,14 @@ impl World {
                 let (host, f) = function;
                 if self.devices.functions.push((id, host, f)).is_err() {
                     return Err("more PCI functions granted than the kernel tracks");
+                }
+            }
+            if let manifest::DeviceGrant::Disk { disk } = grant
+                && let Some(model) = manifest.disks.get(*disk).and_then(|d| d.model)
+            {
+                found.slot.model = model.code();
+                if self.devices.modelled.push((id, index)).is_err() {
+                    return Err("more disks with a model than the kernel tracks");
                 }
             }
             let frame = self.domains[id as usize].dcb.ok_or("no control block")?;

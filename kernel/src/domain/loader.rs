@@ -132,7 +132,9 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
         let slot = [ends[channel.from], ends[channel.to]];
         ends[channel.from] += 1;
         ends[channel.to] += 1;
-        if let Err(e) = connect(w, channel, slot) {
+        let stream = |i: usize| stream_contract(manifest.domains.get(i).and_then(|d| d.disk));
+        let peers = [stream(channel.to), stream(channel.from)];
+        if let Err(e) = connect(w, channel, slot, peers) {
             defmt::error!("channel {=str} could not be created: {}", channel.name.as_str(), e);
         }
     }
@@ -202,6 +204,7 @@ fn connect(
     w: &mut World,
     channel: &manifest::ChannelSpec,
     slot: [usize; 2],
+    peer_disk: [abi::StreamContract; 2],
 ) -> Result<(), abi::SysError> {
     let (from, to) = (channel.from as u32, channel.to as u32);
     if w.domain(from).is_none() || w.domain(to).is_none() {
@@ -218,10 +221,10 @@ fn connect(
     let n = channel.name.len().min(32);
     name[..n].copy_from_slice(&channel.name.as_bytes()[..n]);
     let ends = [
-        (from, abi::ChannelRole::Sender, space_event, to, data_event, slot[0]),
-        (to, abi::ChannelRole::Receiver, data_event, from, space_event, slot[1]),
+        (from, abi::ChannelRole::Sender, space_event, to, data_event, slot[0], peer_disk[0]),
+        (to, abi::ChannelRole::Receiver, data_event, from, space_event, slot[1], peer_disk[1]),
     ];
-    for (me, role, local, peer, peer_event, index) in ends {
+    for (me, role, local, peer, peer_event, index, peer_disk) in ends {
         let frame = w.domains[me as usize].dcb.ok_or(abi::SysError::NotFound)?;
         let slot = abi::ChannelSlot {
             role: role as u64,
@@ -232,6 +235,7 @@ fn connect(
             local_event: local as u64,
             peer_domain: peer as u64,
             peer_event: peer_event as u64,
+            peer_disk,
         };
         crate::phys::write_channel_slot(frame, index, &slot);
     }
@@ -244,6 +248,16 @@ fn enter_first(mut guard: spin::MutexGuard<'_, Option<World>>) -> ! {
     let ctx = super::sched::first(w);
     drop(guard);
     arch::enter_user(ctx)
+}
+
+/// A domain's disk-time contract as a channel slot carries it (all zero: none).
+fn stream_contract(spec: Option<manifest::CpuSpec>) -> abi::StreamContract {
+    spec.map_or(abi::StreamContract::default(), |c| abi::StreamContract {
+        period_ns: c.period_ns,
+        slice_ns: c.slice_ns,
+        latency_ns: c.latency_ns,
+        extra: u64::from(c.extra),
+    })
 }
 
 /// Writes domain `index`'s CPU contract into its control block.

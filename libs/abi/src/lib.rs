@@ -303,7 +303,7 @@ pub const MAX_EVENTS: usize = 32;
 /// IO channels a domain can be an end of.
 pub const MAX_CHANNELS: usize = 8;
 /// Devices a driver domain may be granted.
-pub const MAX_DEVICES: usize = 8;
+pub const MAX_DEVICES: usize = 4;
 /// Register windows of one granted device.
 pub const MAX_WINDOWS: usize = 6;
 

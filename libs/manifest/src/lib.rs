@@ -344,7 +344,7 @@ pub const MIN_DISK_SIZE: u64 = MIB;
 /// The largest disk accepted (64 GiB).
 pub const MAX_DISK_SIZE: u64 = 64 * GIB;
 /// The most device grants one domain may have.
-pub const MAX_DEVICES_PER_DOMAIN: usize = 8;
+pub const MAX_DEVICES_PER_DOMAIN: usize = 4;
 /// The longest `compatible` string of a grant, in bytes.
 pub const MAX_COMPATIBLE_LEN: usize = 63;
 

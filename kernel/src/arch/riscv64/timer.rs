@@ -3,8 +3,13 @@
 //! call. Sstc makes arming the timer one CSR write instead of a call into the firmware, which
 //! matters because the scheduler arms it on every switch.
 //!
-//! [`arm`] programs one interrupt at an absolute time; when it fires the timer is disarmed and
-//! the installed handler runs (in the trap handler, interrupts off), which may arm the next one.
+//! [`arm`] programs one interrupt at an absolute time and unmasks it (`sie.STIE`); when it
+//! fires the timer is disarmed and the installed handler runs (in the trap handler, interrupts
+//! off), which may arm the next one. [`disarm`] masks the interrupt and leaves the deadline
+//! alone: cheap, and enough wherever another deadline is armed soon. [`quiesce`] also replaces
+//! the deadline by the next tick's, which fires once, masked, and leaves QEMU no host timer:
+//! under `-icount` a hart idle with no timer keeps its clock still, while with a stale deadline
+//! armed it would jump to it, and a deadline of `u64::MAX` sends it to the end of time.
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -34,24 +39,38 @@ pub fn arm(deadline: u64) {
     } else {
         sbi::set_timer(deadline);
     }
+    // SAFETY: setting STIE only lets the timer interrupt through once `sstatus.SIE` is on; the
+    // trap vector is installed before any timer is armed.
+    unsafe { riscv::register::sie::set_stimer() };
 }
 
-/// Cancels a pending request.
+/// Cancels a pending request: the interrupt is masked until the next [`arm`].
+#[inline]
 pub fn disarm() {
-    arm(u64::MAX);
+    // SAFETY: clearing STIE only masks the supervisor timer interrupt.
+    unsafe { riscv::register::sie::clear_stimer() };
 }
 
-/// Chooses the timer (`stimecmp` if it can be written) and enables supervisor timer
-/// interrupts (`sie.STIE`).
+/// Cancels a pending request and leaves no deadline behind (see the [module](self)).
+pub fn quiesce() {
+    disarm();
+    let next = super::time::now_ticks() + 1;
+    if SSTC.load(Ordering::Relaxed) {
+        // SAFETY: as in `arm`; the interrupt it raises a tick later stays masked.
+        unsafe { core::arch::asm!("csrw 0x14d, {0}", in(reg) next, options(nostack)) };
+    } else {
+        sbi::set_timer(u64::MAX);
+    }
+}
+
+/// Chooses the timer (`stimecmp` if it can be written), with nothing armed.
 pub fn init() {
     // The firmware's timer stays disarmed whichever is used.
     sbi::set_timer(u64::MAX);
-    let sstc = probe::write_stimecmp(u64::MAX);
+    let sstc = probe::write_stimecmp(super::time::now_ticks() + 1);
     SSTC.store(sstc, Ordering::Relaxed);
     defmt::info!("timer: {=str}", if sstc { "stimecmp (Sstc)" } else { "SBI set_timer" });
-    // SAFETY: setting STIE only lets timer interrupts through once `sstatus.SIE` is on, and the
-    // trap vector is installed before this is called.
-    unsafe { riscv::register::sie::set_stimer() };
+    disarm();
 }
 
 pub(super) fn on_interrupt() {
