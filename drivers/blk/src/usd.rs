@@ -187,6 +187,10 @@ impl<E: Positioning + ServiceBound + Clone> Usd<E> {
                     self.end_wait(now_ns, WaitEnd::Abandoned);
                     self.set_aside(c, now_ns);
                 }
+                // Nothing pending anywhere: nothing to wait for either.
+                if self.streams.iter().all(|s| s.requests.is_empty()) {
+                    return Decision::Idle;
+                }
                 return match self.atropos.next_event() {
                     Some(t) => Decision::Wait { until_ns: t.max(now_ns + 1) },
                     None => Decision::Idle,
@@ -257,18 +261,19 @@ impl<E: Positioning + ServiceBound + Clone> Usd<E> {
     }
 }
 
-impl<E: Positioning + ServiceBound + Clone> crate::sched::sim::Scheduler for Usd<E> {
-    fn arrive(&mut self, r: Pending, now_ns: u64) -> Result<(), Full> {
-        Usd::arrive(self, r, now_ns)
-    }
-
-    fn next(&mut self, now_ns: u64) -> Decision {
-        Usd::next(self, now_ns)
-    }
-
-    fn complete(&mut self, _r: &Pending, _service_ns: u64, now_ns: u64) {
-        Usd::complete(self, now_ns)
-    }
+/// The longest a request of `sectors` may take on `estimate` by its bound: from one end of the
+/// disk to the other. A stream whose slice is shorter can never start one in guaranteed time.
+pub fn longest_service_ns(estimate: &crate::disk_model::DiskModel, sectors: u32) -> u64 {
+    let cap = estimate.capacity();
+    let far = Pending {
+        id: 0,
+        client: 0,
+        lbn: cap.saturating_sub(u64::from(sectors)),
+        sectors,
+        read: true,
+        arrival_ns: 0,
+    };
+    estimate.service_bound_ns(0, &far)
 }
 
 /// The mechanical model's bound: command overhead, the seek and a whole revolution (its

@@ -31,8 +31,8 @@
 //! [`sim`] runs synchronous readers against a simulated disk through the core, for the tests
 //! and the experiments of the paper.
 //!
-//! Not yet here: USD's streams with their disk-time contracts, and the wiring of all this
-//! into the block server.
+//! [`scheduler`] puts a policy wrapped in the core, or USD's streams ([`crate::usd`]), behind
+//! the one interface the block server drives ([`Scheduler`]), built by name.
 
 mod anticipation;
 mod cscan;
@@ -40,6 +40,7 @@ mod fcfs;
 pub mod heuristics;
 mod policy;
 mod positioning;
+pub mod scheduler;
 pub mod sim;
 mod sptf;
 pub mod stats;
@@ -52,6 +53,7 @@ pub use cscan::Cscan;
 pub use fcfs::{Fcfs, Sstf};
 pub use policy::{Full, Pending, Policy, Queue};
 pub use positioning::{LbnCurve, Positioning};
+pub use scheduler::{PolicyName, Scheduler};
 pub use sptf::{AgedSptf, Sptf};
 pub use stride::Stride;
 

@@ -10,8 +10,8 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::anticipation::{Anticipation, Decision, Heuristic};
-use super::policy::{Full, Pending, Policy};
+use super::anticipation::Decision;
+use super::policy::Pending;
 use super::positioning::{LbnCurve, Positioning};
 use crate::disk_model::{DiskModel, ModelOp};
 
@@ -115,30 +115,7 @@ impl Outcome {
     }
 }
 
-/// What the simulation drives: a scheduler that takes arrivals and completions and says what
-/// the disk does next ([`Anticipation`] over a policy, or the user-safe disk).
-pub trait Scheduler {
-    /// A request arrives.
-    fn arrive(&mut self, r: Pending, now_ns: u64) -> Result<(), Full>;
-    /// What the disk does now.
-    fn next(&mut self, now_ns: u64) -> Decision;
-    /// The request at the disk, `r`, completed after `service_ns`.
-    fn complete(&mut self, r: &Pending, service_ns: u64, now_ns: u64);
-}
-
-impl<P: Policy, H: Heuristic<P>> Scheduler for Anticipation<P, H> {
-    fn arrive(&mut self, r: Pending, now_ns: u64) -> Result<(), Full> {
-        Anticipation::arrive(self, r, now_ns)
-    }
-
-    fn next(&mut self, now_ns: u64) -> Decision {
-        Anticipation::next(self, now_ns)
-    }
-
-    fn complete(&mut self, r: &Pending, service_ns: u64, now_ns: u64) {
-        Anticipation::complete(self, r, service_ns, now_ns)
-    }
-}
+pub use super::scheduler::Scheduler;
 
 /// Runs `readers` against `disk` through `core` for `run_ns`; `seed` drives the random
 /// patterns.

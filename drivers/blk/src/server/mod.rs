@@ -30,6 +30,17 @@
 //!
 //! The server does not check request ids: it echoes them. Matching them is the client's job
 //! ([`crate::client::Client`]).
+//!
+//! # Scheduling
+//! Made [`Server::with_scheduler`], the server puts Reads and Writes through a disk
+//! scheduler ([`crate::sched::Scheduler`]: a base policy wrapped in anticipation, or USD)
+//! instead of straight to the device: the device then has one scheduled request at a time
+//! (flushes still go straight to it), and with a disk model ([`crate::disk_model`]) each
+//! request completes, for its client and the scheduler, only once the model's service time
+//! has passed since it was dispatched, whenever the device itself finished. The app tells the
+//! server the time ([`Server::set_now`]), blocks no later than [`Server::next_event_ns`], and
+//! reads [`Server::device_waiting`] to tell the kernel when the device has a request whose
+//! completion the model times. See [`stage`].
 
 use alloc::collections::VecDeque;
 use alloc::vec;
@@ -37,6 +48,10 @@ use alloc::vec::Vec;
 
 use crate::device::{BlockDevice, Buffer, DeviceError, DeviceOp, DeviceRequest, Tag};
 use crate::protocol::{BlkError, Op, Request, Response, SessionInfo};
+
+pub mod stage;
+
+use stage::Stage;
 
 /// A client's index (its channel pair, as numbered by the driver app), below
 /// [`Config::max_clients`].
@@ -126,6 +141,10 @@ pub struct Server<D: BlockDevice> {
     outbox: VecDeque<(ClientId, Response)>,
     next_generation: u64,
     stats: ServerStats,
+    /// The scheduling stage, if the server schedules.
+    stage: Option<Stage>,
+    /// The time, as the app last said.
+    now_ns: u64,
 }
 
 impl<D: BlockDevice> Server<D> {
@@ -153,7 +172,32 @@ impl<D: BlockDevice> Server<D> {
             outbox: VecDeque::with_capacity(config.queue_len),
             next_generation: 1,
             stats: ServerStats::default(),
+            stage: None,
+            now_ns: 0,
         }
+    }
+
+    /// A server for `device` with limits `config` whose Reads and Writes go through `stage`
+    /// (see [Scheduling](self#scheduling)).
+    pub fn with_scheduler(device: D, config: Config, stage: Stage) -> Server<D> {
+        let mut server = Server::new(device, config);
+        server.stage = Some(stage);
+        server
+    }
+
+    /// The scheduling stage, if any.
+    pub fn stage(&self) -> Option<&Stage> {
+        self.stage.as_ref()
+    }
+
+    /// The scheduling stage, writable.
+    pub fn stage_mut(&mut self) -> Option<&mut Stage> {
+        self.stage.as_mut()
+    }
+
+    /// Tells the server the time (nanoseconds of the app's clock, never going back).
+    pub fn set_now(&mut self, now_ns: u64) {
+        self.now_ns = self.now_ns.max(now_ns);
     }
 
     /// The device.
@@ -325,6 +369,9 @@ impl<D: BlockDevice> Server<D> {
             return Some(Response::plain(id, Err(BlkError::Busy)));
         }
         let pending = Pending { client, generation: slot.generation, id };
+        if dreq.op != DeviceOp::Flush && self.stage.is_some() {
+            return self.schedule(pending, dreq);
+        }
         if self.queue.is_empty() && self.device_busy < self.tags.len() {
             match self.device.submit(dreq) {
                 Ok(tag) => {
@@ -390,7 +437,16 @@ impl<D: BlockDevice> Server<D> {
             if let Some(out) = self.outbox.pop_front() {
                 return Some(out);
             }
-            let (tag, result) = self.device.complete()?;
+            if let Some(out) = self.finish_scheduled() {
+                return Some(out);
+            }
+            let Some((tag, result)) = self.device.complete() else {
+                self.pump_scheduled();
+                return self.outbox.pop_front();
+            };
+            if self.stage.as_mut().is_some_and(|s| s.device_done(tag, result)) {
+                continue;
+            }
             let pending = self.tags.get_mut(usize::from(tag.0)).and_then(Option::take);
             if pending.is_some() {
                 self.device_busy -= 1;
@@ -407,4 +463,20 @@ impl<D: BlockDevice> Server<D> {
             return Some((p.client, Response::plain(p.id, result.map_err(|_| BlkError::Device))));
         }
     }
+
+    /// The response to a completed device request `p` with `result`, if its session is still
+    /// the one that sent it (else it is dropped).
+    fn answer(&mut self, p: Pending, result: Result<(), DeviceError>) -> Option<Response> {
+        let slot = &mut self.clients[p.client];
+        if slot.generation != p.generation {
+            self.stats.dropped += 1;
+            return None;
+        }
+        slot.in_flight -= 1;
+        self.stats.completed += 1;
+        Some(Response::plain(p.id, result.map_err(|_| BlkError::Device)))
+    }
 }
+
+#[cfg(test)]
+mod stage_tests;
