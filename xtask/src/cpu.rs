@@ -7,7 +7,7 @@ use crate::log::LogLine;
 use crate::qemu::Outcome;
 
 /// The `key=value` words of `text` whose value is a number.
-fn numbers(text: &str) -> BTreeMap<&str, u64> {
+pub fn numbers(text: &str) -> BTreeMap<&str, u64> {
     text.split_whitespace()
         .filter_map(|w| w.split_once('='))
         .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
@@ -139,6 +139,24 @@ pub struct Period {
     pub extra: u64,
     /// Whether it ended runnable with slice left.
     pub missed: bool,
+}
+
+impl crate::records::Account for Period {
+    fn start(&self) -> u64 {
+        self.start
+    }
+    fn end(&self) -> u64 {
+        self.end
+    }
+    fn guaranteed(&self) -> u64 {
+        self.guaranteed
+    }
+    fn extra(&self) -> u64 {
+        self.extra
+    }
+    fn missed(&self) -> bool {
+        self.missed
+    }
 }
 
 /// The period record in `line`, if it is one.

@@ -3,14 +3,16 @@
 //! CSV, JSON or an SVG plot.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use manifest::Manifest;
 use serde::Serialize;
 
 use crate::cpu::{self, Period};
 use crate::log::LogLine;
+pub use crate::records::Format;
+use crate::records::{self, csv_field, write};
 
 /// The kernel command-line word that turns the records on.
 pub const TRACE_WORD: &str = "trace=sched";
@@ -46,32 +48,9 @@ impl Options {
     /// Checks the output file names, before anything is built or booted.
     pub fn check(&self) -> Result<()> {
         if let Some(out) = &self.out {
-            Format::of(out)?;
+            Format::of(out).context("--cpu-out")?;
         }
         Ok(())
-    }
-}
-
-/// A file format for the records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// One line per period.
-    Csv,
-    /// The domains and the periods, as one object.
-    Json,
-}
-
-impl Format {
-    /// The format `path`'s extension names.
-    pub fn of(path: &Path) -> Result<Format> {
-        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
-            Some("csv") => Ok(Format::Csv),
-            Some("json") => Ok(Format::Json),
-            _ => bail!(
-                "{}: CPU records are written as CSV or JSON; name the file *.csv or *.json",
-                path.display()
-            ),
-        }
     }
 }
 
@@ -140,47 +119,19 @@ pub fn complete(domains: &[DomainInfo], periods: &[Period]) -> Vec<DomainInfo> {
 /// The records as CSV, one line per period after a header line.
 pub fn csv(domains: &[DomainInfo], periods: &[Period]) -> String {
     let names = names(domains, periods);
-    let mut s = String::from("domain,name,start_ns,end_ns,guaranteed_ns,extra_ns,missed\n");
-    for p in periods {
-        s.push_str(&format!(
-            "{},{},{},{},{},{},{}\n",
-            p.domain,
-            csv_field(&names[p.domain]),
-            p.start,
-            p.end,
-            p.guaranteed,
-            p.extra,
-            p.missed
-        ));
-    }
-    s
+    records::csv("domain,name", periods, |p| {
+        format!("{},{}", p.domain, csv_field(&names[p.domain]))
+    })
 }
 
 /// The records as JSON: `{"domains": [DomainInfo...], "periods": [Period...]}`.
 pub fn json(domains: &[DomainInfo], periods: &[Period]) -> String {
-    #[derive(Serialize)]
-    struct Records<'a> {
-        domains: &'a [DomainInfo],
-        periods: &'a [Period],
-    }
-    let domains = complete(domains, periods);
-    let mut s = serde_json::to_string_pretty(&Records { domains: &domains, periods })
-        .expect("records serialize");
-    s.push('\n');
-    s
+    records::json("domains", &complete(domains, periods), periods)
 }
 
 /// Every domain's name by index (`#i` for domains without one).
 pub fn names(domains: &[DomainInfo], periods: &[Period]) -> Vec<String> {
     complete(domains, periods).into_iter().map(|d| d.name).collect()
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 /// CPU used by one domain in one interval.
@@ -433,15 +384,10 @@ impl Recorder {
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn domains() -> Vec<DomainInfo> {

@@ -10,6 +10,7 @@ mod artifacts;
 mod bench;
 mod cpu;
 mod cpu_trace;
+mod disk_trace;
 mod disks;
 mod doc_includes;
 mod dtb;
@@ -18,6 +19,7 @@ mod gdb;
 mod log;
 mod plot;
 mod qemu;
+mod records;
 mod run;
 mod sched;
 mod setup;
@@ -156,6 +158,13 @@ enum Command {
         /// Plot each domain's CPU per period to FILE (SVG) when the run ends.
         #[arg(long, value_name = "FILE")]
         cpu_svg: Option<PathBuf>,
+        /// Write every disk period record the block driver printed (`disk period: stream=...`,
+        /// one per period of each disk stream) to FILE when the run ends: `.csv` or `.json`.
+        #[arg(long, value_name = "FILE")]
+        disk_out: Option<PathBuf>,
+        /// Plot each disk stream's disk time per period to FILE (SVG) when the run ends.
+        #[arg(long, value_name = "FILE")]
+        disk_svg: Option<PathBuf>,
     },
     /// Clippy, host unit tests and the QEMU suites; ends with `N passed, N failed`.
     Test {
@@ -226,6 +235,8 @@ fn main() -> ExitCode {
             cpu_every,
             cpu_out,
             cpu_svg,
+            disk_out,
+            disk_svg,
         } => {
             let boot = qemu::Boot { bios, append, icount: !realtime, gdb, ..qemu::Boot::new(arch) };
             let live = (cpu || cpu_every.is_some())
@@ -239,6 +250,7 @@ fn main() -> ExitCode {
                     allow_failures,
                     apps: if debug_apps { apps::Build::Debug } else { apps::Build::Release },
                     cpu: cpu_trace::Options { every_ns: live, out: cpu_out, svg: cpu_svg },
+                    disk: disk_trace::Options { out: disk_out, svg: disk_svg },
                     keep_disk,
                 },
             )

@@ -1,10 +1,13 @@
 //! Plots as self-contained SVG, written by hand: the output depends only on the input, byte for
-//! byte, so plots can be compared and kept next to benchmark results.
+//! byte, so plots can be compared and kept next to benchmark results. The per-period plots of
+//! CPU and of disk time are one drawing ([`Kind`] holds the words that differ).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::cpu::Period;
+use crate::disk_trace::DiskPeriod;
+use crate::records::Account;
 
 /// Canvas size and the plotting area inside it, in SVG user units.
 const WIDTH: f64 = 960.0;
@@ -14,12 +17,37 @@ const RIGHT: f64 = 790.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 420.0;
 
-/// Line colours, one per domain in index order (red is kept for missed deadlines).
+/// Line colours, one per series in order (red is kept for missed deadlines).
 const COLORS: [&str; 9] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
     "#17becf",
 ];
 const MISSED: &str = "#d62728";
+
+/// What a plot of per-period accounts is of: the words that differ between kinds of records.
+pub struct Kind {
+    /// The y axis's label.
+    pub y_label: &'static str,
+    /// The legend's words for the solid lines (guaranteed + extra).
+    pub total: &'static str,
+    /// The prefix of each series' SVG group id (`<prefix>-<i>`).
+    pub id: &'static str,
+}
+
+/// Domains' CPU time ([`cpu_svg`]).
+pub const CPU: Kind = Kind { y_label: "CPU per period (%)", total: "all CPU", id: "domain" };
+
+/// Disk streams' disk time ([`disk_svg`]).
+pub const DISK: Kind =
+    Kind { y_label: "disk time per period (%)", total: "all disk time", id: "stream" };
+
+/// One owner's line in a plot: its name and its periods, sorted by start.
+pub struct Series<'a, A> {
+    /// The name in the legend.
+    pub name: String,
+    /// Its periods (none: in the legend only).
+    pub periods: Vec<&'a A>,
+}
 
 /// Each domain's CPU per period over time: for every period, a step at the share of the period
 /// the domain ran (guaranteed + extra, solid) and at its guaranteed share alone (dashed); red
@@ -31,11 +59,40 @@ pub fn cpu_svg(title: &str, names: &[String], periods: &[Period]) -> String {
     for p in periods {
         by_domain.entry(p.domain).or_default().push(p);
     }
-    for list in by_domain.values_mut() {
-        list.sort_by_key(|p| (p.start, p.end));
+    // Every domain named or seen, in index order.
+    let count = names.len().max(by_domain.keys().next_back().map_or(0, |&d| d + 1));
+    let series: Vec<Series<Period>> = (0..count)
+        .map(|d| Series {
+            name: names.get(d).cloned().unwrap_or_else(|| format!("#{d}")),
+            periods: by_domain.remove(&d).unwrap_or_default(),
+        })
+        .collect();
+    periods_svg(&CPU, title, series)
+}
+
+/// Each disk stream's disk time per period over time, drawn as [`cpu_svg`] draws domains' CPU:
+/// one series per stream, in order of name.
+pub fn disk_svg(title: &str, periods: &[DiskPeriod]) -> String {
+    let mut by_stream: BTreeMap<&str, Vec<&DiskPeriod>> = BTreeMap::new();
+    for p in periods {
+        by_stream.entry(&p.stream).or_default().push(p);
     }
-    let t0 = periods.iter().map(|p| p.start).min().unwrap_or(0);
-    let t1 = periods.iter().map(|p| p.end).max().unwrap_or(0).max(t0 + 1_000_000);
+    let series = by_stream
+        .into_iter()
+        .map(|(name, periods)| Series { name: name.to_string(), periods })
+        .collect();
+    periods_svg(&DISK, title, series)
+}
+
+/// The plot of `series` (each owner's periods): series `i` is group `<kind.id>-i` and takes the
+/// `i`th colour; see [`cpu_svg`].
+fn periods_svg<A: Account>(kind: &Kind, title: &str, mut series: Vec<Series<A>>) -> String {
+    for s in &mut series {
+        s.periods.sort_by_key(|p| (p.start(), p.end()));
+    }
+    let all = || series.iter().flat_map(|s| s.periods.iter());
+    let t0 = all().map(|p| p.start()).min().unwrap_or(0);
+    let t1 = all().map(|p| p.end()).max().unwrap_or(0).max(t0 + 1_000_000);
     let axes = Axes { t0, t1 };
 
     let mut svg = String::new();
@@ -50,28 +107,28 @@ pub fn cpu_svg(title: &str, names: &[String], periods: &[Period]) -> String {
         (LEFT + RIGHT) / 2.0,
         escape(title)
     );
-    axes.draw(&mut svg);
+    axes.draw(&mut svg, kind.y_label);
 
-    // Every domain named or seen, in index order.
-    let count = names.len().max(by_domain.keys().next_back().map_or(0, |&d| d + 1));
-    let name = |d: usize| names.get(d).cloned().unwrap_or_else(|| format!("#{d}"));
     let mut missed = Vec::new();
-    for d in 0..count {
-        let color = COLORS[d % COLORS.len()];
-        let Some(list) = by_domain.get(&d) else { continue };
-        let _ = writeln!(svg, r#"<g id="domain-{d}">"#);
-        let guaranteed = steps(&axes, list, |p| p.guaranteed);
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let list = &s.periods;
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(svg, r#"<g id="{}-{i}">"#, kind.id);
+        let guaranteed = steps(&axes, list, |p| p.guaranteed());
         let _ = writeln!(
             svg,
             r#"<path d="{guaranteed}" fill="none" stroke="{color}" stroke-opacity="0.45" stroke-width="1.5" stroke-dasharray="5 3"/>"#
         );
-        let total = steps(&axes, list, |p| p.guaranteed + p.extra);
+        let total = steps(&axes, list, |p| p.guaranteed() + p.extra());
         let _ =
             writeln!(svg, r#"<path d="{total}" fill="none" stroke="{color}" stroke-width="1.5"/>"#);
         let _ = writeln!(svg, "</g>");
-        missed.extend(list.iter().filter(|p| p.missed).map(|p| {
-            let x = axes.x(p.start / 2 + p.end / 2);
-            let y = axes.y(share(p, p.guaranteed + p.extra));
+        missed.extend(list.iter().filter(|p| p.missed()).map(|p| {
+            let x = axes.x(p.start() / 2 + p.end() / 2);
+            let y = axes.y(p.share(p.guaranteed() + p.extra()));
             format!(r#"<circle cx="{x:.2}" cy="{y:.2}" r="3" fill="{MISSED}"/>"#)
         }));
     }
@@ -82,7 +139,7 @@ pub fn cpu_svg(title: &str, names: &[String], periods: &[Period]) -> String {
         }
         let _ = writeln!(svg, "</g>");
     }
-    if periods.is_empty() {
+    if all().next().is_none() {
         let _ = writeln!(
             svg,
             r##"<text x="{:.2}" y="{:.2}" text-anchor="middle" fill="#7f7f7f">no periods</text>"##,
@@ -95,8 +152,8 @@ pub fn cpu_svg(title: &str, names: &[String], periods: &[Period]) -> String {
     let _ = writeln!(svg, r#"<g id="legend">"#);
     let lx = RIGHT + 20.0;
     let mut ly = TOP + 10.0;
-    for d in 0..count {
-        let color = COLORS[d % COLORS.len()];
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
         let _ = writeln!(
             svg,
             r#"<line x1="{lx:.2}" y1="{ly:.2}" x2="{:.2}" y2="{ly:.2}" stroke="{color}" stroke-width="2"/>"#,
@@ -107,7 +164,7 @@ pub fn cpu_svg(title: &str, names: &[String], periods: &[Period]) -> String {
             r#"<text x="{:.2}" y="{:.2}">{}</text>"#,
             lx + 30.0,
             ly + 4.0,
-            escape(&name(d))
+            escape(&s.name)
         );
         ly += 20.0;
     }
@@ -117,7 +174,8 @@ pub fn cpu_svg(title: &str, names: &[String], periods: &[Period]) -> String {
         r##"<line x1="{lx:.2}" y1="{ly:.2}" x2="{:.2}" y2="{ly:.2}" stroke="#000000" stroke-width="1.5"/>"##,
         lx + 24.0
     );
-    let _ = writeln!(svg, r#"<text x="{:.2}" y="{:.2}">all CPU</text>"#, lx + 30.0, ly + 4.0);
+    let _ =
+        writeln!(svg, r#"<text x="{:.2}" y="{:.2}">{}</text>"#, lx + 30.0, ly + 4.0, kind.total);
     ly += 20.0;
     let _ = writeln!(
         svg,
@@ -150,8 +208,8 @@ impl Axes {
         BOTTOM - share.clamp(0.0, 1.0) * (BOTTOM - TOP)
     }
 
-    /// The frame, grid lines, ticks and labels.
-    fn draw(&self, svg: &mut String) {
+    /// The frame, grid lines, ticks and labels; `y_label` names the y axis.
+    fn draw(&self, svg: &mut String, y_label: &str) {
         let _ = writeln!(svg, r##"<g id="axes" stroke="#000000">"##);
         for pct in (0..=100).step_by(20) {
             let y = self.y(pct as f64 / 100.0);
@@ -204,43 +262,38 @@ impl Axes {
         let (cx, cy) = (18.0, (TOP + BOTTOM) / 2.0);
         let _ = writeln!(
             svg,
-            r#"<text x="{cx:.2}" y="{cy:.2}" text-anchor="middle" transform="rotate(-90 {cx:.2} {cy:.2})">CPU per period (%)</text>"#
+            r#"<text x="{cx:.2}" y="{cy:.2}" text-anchor="middle" transform="rotate(-90 {cx:.2} {cy:.2})">{y_label}</text>"#
         );
     }
 }
 
-/// A step line over `periods` (sorted, of one domain) at `value(p) / length(p)`; periods that
-/// do not follow on from the previous one (the domain was blocked) start a new piece, and runs
-/// of periods at the same height are one segment.
-fn steps(axes: &Axes, periods: &[&Period], value: impl Fn(&Period) -> u64) -> String {
+/// A step line over `periods` (sorted, of one owner) at `value(p) / length(p)`; periods that
+/// do not follow on from the previous one (the owner was blocked or idle) start a new piece,
+/// and runs of periods at the same height are one segment.
+fn steps<A: Account>(axes: &Axes, periods: &[&A], value: impl Fn(&A) -> u64) -> String {
     let mut d = String::new();
     // The end and height of the segment being drawn, and its right edge (not written yet).
     let mut last: Option<(u64, String, f64)> = None;
     for p in periods {
-        let y = format!("{:.2}", axes.y(share(p, value(p))));
+        let y = format!("{:.2}", axes.y(p.share(value(p))));
         match &last {
-            Some((end, last_y, _)) if *end == p.start && *last_y == y => {}
-            Some((end, _, x)) if *end == p.start => {
+            Some((end, last_y, _)) if *end == p.start() && *last_y == y => {}
+            Some((end, _, x)) if *end == p.start() => {
                 let _ = write!(d, "H{x:.2}V{y}");
             }
             Some((_, _, x)) => {
-                let _ = write!(d, "H{x:.2} M{:.2},{y}", axes.x(p.start));
+                let _ = write!(d, "H{x:.2} M{:.2},{y}", axes.x(p.start()));
             }
             None => {
-                let _ = write!(d, "M{:.2},{y}", axes.x(p.start));
+                let _ = write!(d, "M{:.2},{y}", axes.x(p.start()));
             }
         }
-        last = Some((p.end, y, axes.x(p.end)));
+        last = Some((p.end(), y, axes.x(p.end())));
     }
     if let Some((_, _, x)) = last {
         let _ = write!(d, "H{x:.2}");
     }
     d
-}
-
-/// `ns` as a share of period `p`.
-fn share(p: &Period, ns: u64) -> f64 {
-    ns as f64 / p.end.saturating_sub(p.start).max(1) as f64
 }
 
 /// A round tick spacing (1, 2 or 5 times a power of ten ms) giving 5 to 10 ticks over `span`.
@@ -354,6 +407,50 @@ mod tests {
             "{svg}"
         );
         assert!(svg.contains(r#">20</text>"#) && svg.contains(r#">50</text>"#), "ms ticks");
+    }
+
+    #[test]
+    fn the_disk_plot_has_one_series_per_stream() {
+        let disk = |stream: &str, start_ms: u64, guaranteed_ms: u64, extra_ms: u64| DiskPeriod {
+            stream: stream.into(),
+            start: start_ms * 1_000_000,
+            end: (start_ms + 10) * 1_000_000,
+            guaranteed: guaranteed_ms * 1_000_000,
+            extra: extra_ms * 1_000_000,
+            missed: false,
+        };
+        let mut missed = disk("alpha", 10, 1, 0);
+        missed.missed = true;
+        let periods = [
+            disk("beta", 0, 2, 3),
+            disk("alpha", 20, 5, 0),
+            missed,
+            disk("alpha", 0, 1, 0),
+            disk("a&b", 0, 1, 1),
+        ];
+        let svg = disk_svg("disk time per period: usd.toml", &periods);
+        assert!(balanced(&svg) > 20);
+        // In order of name: `a&b`, `alpha`, `beta`; each a group of two lines.
+        for (i, name) in ["a&amp;b", "alpha", "beta"].iter().enumerate() {
+            assert!(svg.contains(&format!(r#"<g id="stream-{i}">"#)), "{svg}");
+            assert!(svg.contains(&format!(">{name}</text>")));
+        }
+        assert_eq!(svg.matches(r#"<g id="stream-"#).count(), 3);
+        assert_eq!(svg.matches("<path ").count(), 6);
+        assert!(!svg.contains("domain-"));
+        assert!(
+            svg.contains(">disk time per period (%)</text>") && svg.contains(">all disk time<")
+        );
+        assert_eq!(svg.matches(&format!(r#"fill="{MISSED}""#)).count(), 2, "one marker + legend");
+        // `alpha`'s periods are sorted and stacked: 10%, 10% (one segment), 50%; `beta`'s
+        // guaranteed 20% (dashed) under its total 50%. The x axis spans 0-30 ms: 24 per ms.
+        assert!(svg.contains(r#"d="M70.00,383.00H550.00V235.00H790.00""#), "{svg}");
+        assert!(
+            svg.contains(r#"d="M70.00,346.00H310.00""#)
+                && svg.contains(r#"d="M70.00,235.00H310.00""#)
+        );
+        assert!(disk_svg("none", &[]).contains("no periods"));
+        assert_eq!(svg, disk_svg("disk time per period: usd.toml", &periods));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use crate::log::{Kernel, LogLine};
 use crate::qemu::{Boot, Ending, boot};
 use crate::system::{self, Spoil, System};
-use crate::{artifacts, cpu_trace, setup};
+use crate::{artifacts, cpu_trace, disk_trace, setup};
 
 /// What `cargo xtask run` boots besides the [`Boot`] settings, and what it shows.
 #[derive(Clone, Debug, Default)]
@@ -31,6 +31,8 @@ pub struct RunOptions {
     pub apps: crate::apps::Build,
     /// What to do with the kernel's per-period CPU records.
     pub cpu: cpu_trace::Options,
+    /// What to do with the block driver's per-period disk records.
+    pub disk: disk_trace::Options,
     /// Keep the manifest's disk images from an earlier run rather than making them fresh.
     pub keep_disk: bool,
 }
@@ -39,6 +41,7 @@ pub struct RunOptions {
 /// the kernel's exit code.
 pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     opts.cpu.check()?;
+    opts.disk.check()?;
     setup::ensure(setup::Needs { gdb: b.gdb, qemu: true, dtc: false })?;
     let system = match &opts.manifest {
         Some(path) => {
@@ -138,13 +141,16 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
             3
         }
     };
+    let source = opts.manifest.as_deref().and_then(Path::file_name);
+    let title = |what: &str| match source {
+        Some(name) => format!("{what} per period: {}", name.to_string_lossy()),
+        None => format!("{what} per period"),
+    };
     if let Some(c) = &cpu {
-        let source = opts.manifest.as_deref().and_then(Path::file_name);
-        let title = match source {
-            Some(name) => format!("CPU per period: {}", name.to_string_lossy()),
-            None => "CPU per period".to_string(),
-        };
-        c.save(&title)?;
+        c.save(&title("CPU"))?;
+    }
+    if opts.disk.wanted() {
+        opts.disk.save(&out.log, &title("disk time"))?;
     }
     Ok(code)
 }

@@ -1,0 +1,255 @@
+//! The block driver's per-period disk records during `cargo xtask run`: for each completed
+//! period of each disk stream (a USD client with a contract of disk time), the line
+//! `disk period: stream=NAME start=NS end=NS guaranteed=NS extra=NS missed=true|false`, which
+//! the driver domain prints after its own prefix (`[blk] virtio-blk: disk period: ...`). At
+//! the end of the run every record is written as CSV, JSON or an SVG plot, with the code that
+//! writes the CPU's ([`crate::records`], [`crate::plot`]); the lines stay in the log as they are.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::log::LogLine;
+use crate::records::{self, Account, Format, csv_field, write};
+
+/// The words that start a record, wherever the domain's prefix puts them in the line.
+pub const MARK: &str = "disk period: ";
+
+/// One completed period of one disk stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DiskPeriod {
+    /// The stream: its client's channel name.
+    pub stream: String,
+    /// Start and end of the period, ns of the driver's clock.
+    pub start: u64,
+    /// See `start`.
+    pub end: u64,
+    /// Guaranteed and extra disk time the stream was charged in it, ns.
+    pub guaranteed: u64,
+    /// See `guaranteed`.
+    pub extra: u64,
+    /// Whether it ended with requests waiting and slice left.
+    pub missed: bool,
+}
+
+impl Account for DiskPeriod {
+    fn start(&self) -> u64 {
+        self.start
+    }
+    fn end(&self) -> u64 {
+        self.end
+    }
+    fn guaranteed(&self) -> u64 {
+        self.guaranteed
+    }
+    fn extra(&self) -> u64 {
+        self.extra
+    }
+    fn missed(&self) -> bool {
+        self.missed
+    }
+}
+
+/// The disk period record in `line`, if it is one.
+pub fn period(line: &LogLine) -> Option<DiskPeriod> {
+    let at = line.message.find(MARK)?;
+    let text = &line.message[at + MARK.len()..];
+    let stream = text.split_whitespace().find_map(|w| w.strip_prefix("stream="))?;
+    let n = crate::cpu::numbers(text);
+    Some(DiskPeriod {
+        stream: stream.to_string(),
+        start: *n.get("start")?,
+        end: *n.get("end")?,
+        guaranteed: *n.get("guaranteed")?,
+        extra: *n.get("extra")?,
+        missed: text.split_whitespace().any(|w| w == "missed=true"),
+    })
+}
+
+/// Every disk period record of a log, in order.
+pub fn periods(log: &[LogLine]) -> Vec<DiskPeriod> {
+    log.iter().filter_map(period).collect()
+}
+
+/// A stream as the written records describe it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StreamInfo {
+    /// Its name (its client's channel name).
+    pub name: String,
+}
+
+/// The streams `periods` mention, in order of name.
+pub fn streams(periods: &[DiskPeriod]) -> Vec<StreamInfo> {
+    let mut names: Vec<&str> = periods.iter().map(|p| p.stream.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names.into_iter().map(|name| StreamInfo { name: name.to_string() }).collect()
+}
+
+/// The records as CSV, one line per period after a header line.
+pub fn csv(periods: &[DiskPeriod]) -> String {
+    records::csv("stream", periods, |p| csv_field(&p.stream))
+}
+
+/// The records as JSON: `{"streams": [StreamInfo...], "periods": [DiskPeriod...]}`.
+pub fn json(periods: &[DiskPeriod]) -> String {
+    records::json("streams", &streams(periods), periods)
+}
+
+/// What `cargo xtask run` does with the records.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Write every record here when the run ends, CSV or JSON by extension (`--disk-out`).
+    pub out: Option<PathBuf>,
+    /// Plot every record here when the run ends (`--disk-svg`).
+    pub svg: Option<PathBuf>,
+}
+
+impl Options {
+    /// Is anything asked for?
+    pub fn wanted(&self) -> bool {
+        self.out.is_some() || self.svg.is_some()
+    }
+
+    /// Checks the output file names, before anything is built or booted.
+    pub fn check(&self) -> Result<()> {
+        if let Some(out) = &self.out {
+            Format::of(out).context("--disk-out")?;
+        }
+        Ok(())
+    }
+
+    /// Writes the files asked for from the records in `log`; `title` heads the plot.
+    pub fn save(&self, log: &[LogLine], title: &str) -> Result<()> {
+        let periods = periods(log);
+        if periods.is_empty() {
+            eprintln!("disk: the block driver printed no `{}` records", MARK.trim_end());
+        }
+        if let Some(path) = &self.out {
+            let text = match Format::of(path)? {
+                Format::Csv => csv(&periods),
+                Format::Json => json(&periods),
+            };
+            write(path, &text)?;
+            eprintln!("disk: {} period records written to {}", periods.len(), path.display());
+        }
+        if let Some(path) = &self.svg {
+            write(path, &crate::plot::disk_svg(title, &periods))?;
+            eprintln!("disk: plot written to {}", path.display());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(message: &str) -> LogLine {
+        LogLine { level: "INFO".into(), timestamp: Some("0.1".into()), message: message.into() }
+    }
+
+    fn period(stream: &str, start_ms: u64, guaranteed_us: u64, extra_us: u64) -> DiskPeriod {
+        DiskPeriod {
+            stream: stream.into(),
+            start: start_ms * 1_000_000,
+            end: (start_ms + 100) * 1_000_000,
+            guaranteed: guaranteed_us * 1000,
+            extra: extra_us * 1000,
+            missed: false,
+        }
+    }
+
+    fn two_records() -> Vec<DiskPeriod> {
+        let mut missed = period("beta", 0, 30_000, 0);
+        missed.missed = true;
+        vec![period("alpha", 0, 10_000, 2_500), missed]
+    }
+
+    #[test]
+    fn records_are_found_after_the_domains_prefix() {
+        let log = [
+            line(
+                "[blk] virtio-blk: disk period: stream=alpha start=0 end=100000000 guaranteed=10000000 extra=2500000 missed=false",
+            ),
+            line(
+                "[blk] disk period: stream=beta start=0 end=100000000 guaranteed=30000000 extra=0 missed=true",
+            ),
+            line("disk period: stream=gamma start=5 end=6 guaranteed=1 extra=0 missed=false"),
+            line("[blk] virtio-blk: client alpha (domain 3) served"),
+            // Not whole: no stream, or a number missing.
+            line("[blk] disk period: start=0 end=1 guaranteed=0 extra=0 missed=false"),
+            line("[blk] disk period: stream=alpha start=0 end=1 extra=0 missed=false"),
+            line("sched period: domain=0 start=0 end=10 guaranteed=1 extra=0 missed=false"),
+        ];
+        let p = periods(&log);
+        assert_eq!(&p[..2], two_records());
+        assert_eq!(
+            p[2],
+            DiskPeriod {
+                stream: "gamma".into(),
+                start: 5,
+                end: 6,
+                guaranteed: 1,
+                extra: 0,
+                missed: false
+            }
+        );
+        assert_eq!(p.len(), 3);
+    }
+
+    #[test]
+    fn csv_has_a_header_and_a_line_per_period() {
+        assert_eq!(
+            csv(&two_records()),
+            "stream,start_ns,end_ns,guaranteed_ns,extra_ns,missed\n\
+             alpha,0,100000000,10000000,2500000,false\n\
+             beta,0,100000000,30000000,0,true\n"
+        );
+        assert!(csv(&[period("a,b", 0, 1, 0)]).ends_with("\n\"a,b\",0,100000000,1000,0,false\n"));
+        assert_eq!(csv(&[]), "stream,start_ns,end_ns,guaranteed_ns,extra_ns,missed\n");
+    }
+
+    #[test]
+    fn json_has_the_streams_and_the_periods() {
+        let mut records = two_records();
+        records.push(period("alpha", 100, 1, 0));
+        let text = json(&records);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["streams"], serde_json::json!([{"name": "alpha"}, {"name": "beta"}]));
+        assert_eq!(v["periods"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            v["periods"][1],
+            serde_json::json!({"stream": "beta", "start": 0, "end": 100_000_000,
+                "guaranteed": 30_000_000, "extra": 0, "missed": true})
+        );
+        assert!(text.find("\"streams\"") < text.find("\"periods\""));
+        assert!(text.ends_with("}\n"));
+    }
+
+    #[test]
+    fn options_check_the_format_first() {
+        assert!(!Options::default().wanted());
+        let bad = Options { out: Some("disk.xml".into()), ..Options::default() };
+        let e = format!("{:#}", bad.check().unwrap_err());
+        assert!(bad.wanted() && e.contains("--disk-out") && e.contains("*.json"), "{e}");
+        let good = Options { out: Some("d/disk.JSON".into()), svg: Some("d.svg".into()) };
+        assert!(good.check().is_ok());
+    }
+
+    #[test]
+    fn save_writes_the_files_asked_for() {
+        let dir = std::env::temp_dir().join(format!("xtask-disk-trace-{}", std::process::id()));
+        let options = Options { out: Some(dir.join("disk.csv")), svg: Some(dir.join("disk.svg")) };
+        let log = [line(
+            "[blk] disk period: stream=alpha start=0 end=100 guaranteed=10 extra=5 missed=false",
+        )];
+        options.save(&log, "disk time per period").unwrap();
+        let text = std::fs::read_to_string(dir.join("disk.csv")).unwrap();
+        assert!(text.ends_with("\nalpha,0,100,10,5,false\n"), "{text}");
+        let svg = std::fs::read_to_string(dir.join("disk.svg")).unwrap();
+        assert!(svg.contains(r#"<g id="stream-0">"#) && svg.contains(">alpha</text>"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
