@@ -26,6 +26,7 @@ mod hba;
 mod port;
 
 use blk::device::BlockDevice;
+use blk::sched::PolicyName;
 use blk_domain::serve::{self, ServeOptions};
 use tessera::{Env, println};
 
@@ -47,12 +48,21 @@ const SIG_ATA: u32 = 0x101;
 fn main(env: Env) -> i32 {
     let mut transfers = 0u64;
     let mut die_after = None;
+    let (mut scheduler, mut anticipate) = (None, true);
     let mut queuing = true;
     let mut args = env.args;
     while let Some(a) = args.next() {
         match a {
             "--self-test" => transfers = args.next().and_then(|n| n.parse().ok()).unwrap_or(100),
             "--die-after" => die_after = args.next().and_then(|n| n.parse().ok()),
+            "--scheduler" => match args.next().and_then(PolicyName::parse) {
+                Some(p) => scheduler = Some(p),
+                None => {
+                    println!("ahci: {}", serve::SCHEDULER_USAGE);
+                    return 2;
+                }
+            },
+            "--no-anticipation" => anticipate = false,
             "--no-ncq" => queuing = false,
             _ => {
                 println!("ahci: unknown option {a}");
@@ -93,6 +103,8 @@ fn main(env: Env) -> i32 {
         irq: slot.event as usize,
         die_after,
         max_transfer: MAX_TRANSFER as u32,
+        scheduler,
+        anticipate,
     };
     serve::run(disk, transfers, options)
 }

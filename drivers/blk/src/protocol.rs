@@ -29,6 +29,13 @@
 //! | 40..44 | `sector_size`   | bytes per sector (Open only)                         |
 //! | 44..48 | `max_transfer`  | largest Read or Write in bytes (Open only)           |
 //!
+//! A stream's disk-time accounts ([`StreamAccounts`]) are not a message: the driver keeps
+//! them in the page after the client's data area (at `area_base + area_len`), which the client
+//! may read at any time, as [`ACCOUNT_WORDS`] little-endian words: a sequence number (odd
+//! while the driver is writing), then guaranteed and extra disk time in nanoseconds, periods
+//! completed and deadlines missed. A driver that does not schedule by contracts leaves them
+//! zero.
+//!
 //! Decoding never panics: a message of the wrong length, an unknown op or status code, a
 //! non-zero reserved byte or a field that must be zero and is not is [`BlkError::Malformed`].
 
@@ -330,4 +337,37 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     let mut w = [0; 4];
     w.copy_from_slice(&b[at..at + 4]);
     u32::from_le_bytes(w)
+}
+
+/// How many 64-bit words a stream's accounts take after its data area.
+pub const ACCOUNT_WORDS: usize = 5;
+
+/// A stream's disk-time accounts as its driver publishes them (see the [module](self)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamAccounts {
+    /// Disk time used on its slices, in nanoseconds.
+    pub guaranteed_ns: u64,
+    /// Disk time used on slack time, in nanoseconds.
+    pub extra_ns: u64,
+    /// Periods completed.
+    pub periods: u64,
+    /// Periods that ended with slice left while it had requests.
+    pub deadlines_missed: u64,
+}
+
+impl StreamAccounts {
+    /// The accounts' words after the sequence number.
+    pub fn words(&self) -> [u64; ACCOUNT_WORDS - 1] {
+        [self.guaranteed_ns, self.extra_ns, self.periods, self.deadlines_missed]
+    }
+
+    /// The accounts from their words after the sequence number.
+    pub fn from_words(w: [u64; ACCOUNT_WORDS - 1]) -> StreamAccounts {
+        StreamAccounts {
+            guaranteed_ns: w[0],
+            extra_ns: w[1],
+            periods: w[2],
+            deadlines_missed: w[3],
+        }
+    }
 }

@@ -14,5 +14,7 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+extern crate alloc;
+
 pub mod self_test;
 pub mod serve;

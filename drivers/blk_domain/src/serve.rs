@@ -12,14 +12,33 @@
 //! gone and nothing is in flight, the driver exits, reporting how many requests it served and
 //! the longest it took to see an interrupt after the kernel signalled it (its wake-up latency,
 //! by its own clock against the kernel's stamp in the control block).
+//!
+//! **Scheduling.** With a disk model on the disk (the manifest's `model`, in the device's
+//! control-block slot) or a `--scheduler` named, Reads and Writes go through a disk scheduler
+//! (`blk::sched`: a policy wrapped in anticipation, or USD's streams, each client's stream
+//! under the disk-time contract its manifest gives it), one at the device, and with a model
+//! each completes at the model's time (`blk::server::stage`). The loop then also wakes when
+//! the scheduler's wait ends or the model's completion is due, and raises the control block's
+//! `device_busy` while the device has a request whose completion the model times (the kernel
+//! then idles with no timer, so under `-icount` the model alone sets the disk's time). It
+//! prints each stream's completed periods (`disk period: stream=NAME start= end= guaranteed=
+//! extra= missed=`), publishes each stream's accounts after its data area
+//! (`blk::protocol::StreamAccounts`), and at the end the scheduler's waits (`disk waits:`)
+//! and its own cost (`disk scheduler:`).
 
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use abi::{ChannelRole, Rights};
+use alloc::vec::Vec;
+use atropos::Contract;
 use blk::device::BlockDevice;
+use blk::disk_model::{DiskModel, DiskParams};
+use blk::protocol::{ACCOUNT_WORDS, StreamAccounts};
+use blk::sched::{PolicyName, WaitEnd, scheduler};
+use blk::server::stage::Stage;
 use blk::server::{Config, DataArea, Server};
 use tessera::channel::{self, ChannelError, Receiver, Sender};
-use tessera::{dma, events, println, syscall};
+use tessera::{PAGE_SIZE, dma, events, println, syscall};
 
 /// Each client's data area.
 pub const AREA_BYTES: usize = 512 << 10;
@@ -42,7 +61,15 @@ pub struct ServeOptions {
     pub die_after: Option<u64>,
     /// The largest transfer one request may ask for, in bytes.
     pub max_transfer: u32,
+    /// The disk scheduler named on the command line (`--scheduler`), if any: with none, the
+    /// disk is scheduled by USD if it has a model, else not at all.
+    pub scheduler: Option<PolicyName>,
+    /// Whether the scheduler anticipates (`--no-anticipation` turns it off).
+    pub anticipate: bool,
 }
+
+/// What `--scheduler` accepts.
+pub const SCHEDULER_USAGE: &str = "--scheduler fcfs|sstf|sptf|aged-sptf|cscan|stride|usd";
 
 /// A client's channels.
 struct Client {
@@ -50,12 +77,28 @@ struct Client {
     rx: Receiver,
     tx: Sender,
     open: bool,
+    /// Its disk-time contract, from its manifest.
+    contract: Option<Contract>,
+    /// Where its stream's accounts are published (the words after its data area).
+    accounts: Option<&'static [AtomicU64]>,
 }
 
 impl Client {
     fn name(&self) -> &str {
         let len = self.name.iter().position(|&b| b == 0).unwrap_or(32);
-        core::str::from_utf8(&self.name[..len]).unwrap_or("?")
+        let full = core::str::from_utf8(&self.name[..len]).unwrap_or("?");
+        full.strip_suffix("-req").unwrap_or(full)
+    }
+
+    /// Publishes `a` where the client reads its accounts.
+    fn publish(&self, a: StreamAccounts) {
+        let Some(words) = self.accounts else { return };
+        let seq = words[0].load(Ordering::Relaxed);
+        words[0].store(seq + 1, Ordering::Release);
+        for (w, v) in words[1..].iter().zip(a.words()) {
+            w.store(v, Ordering::Relaxed);
+        }
+        words[0].store(seq + 2, Ordering::Release);
     }
 }
 
@@ -78,7 +121,14 @@ fn clients(driver: &str) -> heapless::Vec<(Client, u64), MAX_CLIENTS> {
         else {
             continue;
         };
-        let client = Client { name: slot.name, rx, tx, open: true };
+        let d = slot.peer_disk;
+        let contract = (d.period_ns != 0).then_some(Contract {
+            period: d.period_ns,
+            slice: d.slice_ns,
+            extra: d.extra != 0,
+            latency: d.latency_ns,
+        });
+        let client = Client { name: slot.name, rx, tx, open: true, contract, accounts: None };
         if out.push((client, slot.peer_domain)).is_err() {
             println!("{driver}: more than {MAX_CLIENTS} clients; the rest are not served");
             break;
@@ -101,19 +151,24 @@ pub fn run<D: BlockDevice>(mut disk: D, transfers: u64, options: ServeOptions) -
 
 /// Serves the clients until all are gone; the exit status.
 pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
-    let ServeOptions { driver, device, irq, die_after, max_transfer } = options;
+    let ServeOptions { driver, device, irq, die_after, max_transfer, .. } = options;
     let config = Config {
         max_clients: MAX_CLIENTS,
         max_in_flight_per_client: 8,
         queue_len: 32,
         max_transfer,
     };
-    let mut server = Server::new(disk, config);
     let mut clients = clients(driver);
-    for (i, (c, peer)) in clients.iter().enumerate() {
-        let area = dma::alloc(AREA_BYTES).and_then(|r| {
+    let mut server = match stage(&disk, &options, &mut clients) {
+        Some(stage) => Server::with_scheduler(disk, config, stage),
+        None => Server::new(disk, config),
+    };
+    for (i, (c, peer)) in clients.iter_mut().enumerate() {
+        let area = dma::alloc(AREA_BYTES + PAGE_SIZE).and_then(|r| {
             syscall::stretch_rights(r.virt, *peer as usize, Rights::READ.union(Rights::WRITE))?;
-            Ok(DataArea { virt: r.virt as u64, phys: r.phys as u64, len: r.len as u64 })
+            c.accounts = dma::words(&r, AREA_BYTES, ACCOUNT_WORDS);
+            let len = AREA_BYTES as u64;
+            Ok(DataArea { virt: r.virt as u64, phys: r.phys as u64, len })
         });
         match area.map(|a| server.open(i, a)) {
             Ok(Ok(())) => println!("{driver}: client {} (domain {peer}) served", c.name()),
@@ -127,6 +182,7 @@ pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
     let mut wake_max_ns = 0u64;
     loop {
         let mut moved = false;
+        server.set_now(tessera::time_ns());
         let now = events::value(irq);
         if now != irq_seen {
             irq_seen = now;
@@ -141,6 +197,7 @@ pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
             moved = true;
             send(driver, &mut server, &mut clients[i].0, i, &response.encode());
         }
+        account(&mut server, &clients);
         if die_after.is_some_and(|n| server.stats().completed >= n) {
             println!("{driver}: dying on purpose, requests in flight");
             tessera::fault::now();
@@ -173,12 +230,17 @@ pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
                 "{driver}: every client gone: {} requests served, {} rejected, {interrupts} interrupts, wake-up latency at most {wake_max_ns} ns",
                 s.completed, s.rejected
             );
+            report(&server, &options);
+            tessera::dcb().device_busy[device].store(0, Ordering::Release);
             return 0;
         }
         if !moved {
+            // The kernel idles with no timer while the device has a request the model times.
+            let busy = u64::from(server.device_waiting());
+            tessera::dcb().device_busy[device].store(busy, Ordering::Release);
             // Any endpoint that changed since the last `block` returned makes it return at
             // once: nothing signalled while the loop looked is missed.
-            let _ = syscall::block(u64::MAX);
+            let _ = syscall::block(server.next_event_ns().unwrap_or(u64::MAX));
         }
     }
 }
@@ -202,4 +264,130 @@ fn send<D: BlockDevice>(
             c.open = false;
         }
     }
+}
+
+/// The scheduling stage `options` and the disk's model ask for, with the clients' streams;
+/// `None` to serve without one.
+fn stage<D: BlockDevice>(
+    disk: &D,
+    options: &ServeOptions,
+    clients: &mut [(Client, u64)],
+) -> Option<Stage> {
+    let driver = options.driver;
+    let code = tessera::dcb().devices[options.device].model;
+    let params = match code {
+        abi::disk_model::DESKSTAR_34GXP => Some(DiskParams::deskstar_34gxp()),
+        abi::disk_model::CHEETAH_15K => Some(DiskParams::cheetah_15k()),
+        _ => None,
+    };
+    let policy = match (options.scheduler, &params) {
+        (Some(p), _) => p,
+        (None, Some(_)) => PolicyName::Usd,
+        (None, None) => return None,
+    };
+    let sized = |p: DiskParams| {
+        if p.capacity == disk.capacity() { p } else { p.with_capacity(disk.capacity()) }
+    };
+    let model = params.map(|p| DiskModel::new(sized(p)));
+    // Without a model the policies still need a positioning estimate: the Deskstar's, scaled.
+    let estimate =
+        model.clone().unwrap_or_else(|| DiskModel::new(sized(DiskParams::deskstar_34gxp())));
+    let longest =
+        blk::usd::longest_service_ns(&estimate, options.max_transfer / disk.sector_size());
+    for (c, _) in clients.iter_mut() {
+        if let Some(k) = c.contract
+            && policy == PolicyName::Usd
+            && k.slice < longest
+        {
+            println!(
+                "{driver}: stream {}: its slice of {} us is shorter than the disk's longest request ({} us): served best effort",
+                c.name(),
+                k.slice / 1000,
+                longest / 1000
+            );
+            c.contract = None;
+        }
+    }
+    let streams: Vec<Option<Contract>> = clients.iter().map(|(c, _)| c.contract).collect();
+    let per_client = 8;
+    let sched = scheduler::build(
+        policy,
+        options.anticipate,
+        &estimate,
+        &streams,
+        per_client,
+        tessera::time_ns(),
+    );
+    println!(
+        "{driver}: disk scheduled by {} (anticipation {}), model {}",
+        policy.name(),
+        if options.anticipate { "on" } else { "off" },
+        match code {
+            abi::disk_model::DESKSTAR_34GXP => "deskstar-34gxp",
+            abi::disk_model::CHEETAH_15K => "cheetah-15k",
+            _ => "none",
+        }
+    );
+    Some(Stage::new(sched, model, per_client * clients.len().max(1), Some(tessera::time_ns)))
+}
+
+/// Prints the streams' completed periods and publishes their accounts.
+fn account<D: BlockDevice>(server: &mut Server<D>, clients: &[(Client, u64)]) {
+    let Some(stage) = server.stage_mut() else { return };
+    let periods = stage.take_periods();
+    for p in &periods {
+        let name = clients.get(p.client).map_or("?", |(c, _)| c.name());
+        println!(
+            "disk period: stream={name} start={} end={} guaranteed={} extra={} missed={}",
+            p.start, p.end, p.guaranteed, p.extra, p.missed
+        );
+    }
+    if periods.is_empty() && stage.stats().dispatched == 0 {
+        return;
+    }
+    for (i, (c, _)) in clients.iter().enumerate() {
+        if let Some(a) = stage.accounts(i) {
+            c.publish(StreamAccounts {
+                guaranteed_ns: a.guaranteed,
+                extra_ns: a.extra,
+                periods: a.periods,
+                deadlines_missed: a.deadlines_missed,
+            });
+        }
+    }
+}
+
+/// Prints what the scheduler did: its waits, checked against their timeouts, and its cost.
+fn report<D: BlockDevice>(server: &Server<D>, options: &ServeOptions) {
+    let Some(stage) = server.stage() else { return };
+    if let Some(trace) = stage.trace() {
+        let (mut count, mut anticipated, mut timed_out, mut abandoned, mut exceeded) =
+            (0u64, 0u64, 0u64, 0u64, 0u64);
+        let mut longest = 0;
+        for w in trace.iter() {
+            count += 1;
+            match w.end {
+                WaitEnd::Anticipated => anticipated += 1,
+                WaitEnd::TimedOut => timed_out += 1,
+                WaitEnd::Abandoned => abandoned += 1,
+            }
+            if w.ended_ns > w.until_ns {
+                exceeded += 1;
+            }
+            longest = longest.max(w.ended_ns - w.since_ns);
+        }
+        println!(
+            "disk waits: count={count} anticipated={anticipated} timed_out={timed_out} abandoned={abandoned} exceeded={exceeded} longest_ns={longest}"
+        );
+    }
+    let s = stage.stats();
+    let policy = options.scheduler.unwrap_or(PolicyName::Usd);
+    println!(
+        "disk scheduler: policy={} anticipation={} requests={} ns={} per_request_ns={}",
+        policy.name(),
+        if options.anticipate { "on" } else { "off" },
+        s.dispatched,
+        s.scheduler_ns,
+        s.scheduler_ns / s.dispatched.max(1)
+    );
 }

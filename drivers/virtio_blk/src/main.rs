@@ -22,6 +22,7 @@ mod dma;
 mod mmio;
 mod pci;
 
+use blk::sched::PolicyName;
 use blk_domain::serve::{self, ServeOptions};
 use tessera::{Env, println};
 use virtio_drivers::device::blk::{SECTOR_SIZE, VirtIOBlk};
@@ -35,11 +36,20 @@ const MAX_TRANSFER: usize = 64 << 10;
 fn main(env: Env) -> i32 {
     let mut transfers = 0u64;
     let mut die_after = None;
+    let (mut scheduler, mut anticipate) = (None, true);
     let mut args = env.args;
     while let Some(a) = args.next() {
         match a {
             "--self-test" => transfers = args.next().and_then(|n| n.parse().ok()).unwrap_or(100),
             "--die-after" => die_after = args.next().and_then(|n| n.parse().ok()),
+            "--scheduler" => match args.next().and_then(PolicyName::parse) {
+                Some(p) => scheduler = Some(p),
+                None => {
+                    println!("virtio-blk: {}", serve::SCHEDULER_USAGE);
+                    return 2;
+                }
+            },
+            "--no-anticipation" => anticipate = false,
             _ => {
                 println!("virtio-blk: unknown option {a}");
                 return 2;
@@ -54,14 +64,14 @@ fn main(env: Env) -> i32 {
     }
     match slot.kind {
         abi::device_kind::NODE => match mmio::transport(&slot) {
-            Some(t) => run(t, &slot, transfers, die_after),
+            Some(t) => run(t, &slot, transfers, die_after, (scheduler, anticipate)),
             None => {
                 println!("virtio-blk: the granted window holds no virtio block device");
                 1
             }
         },
         abi::device_kind::PCI => match pci::transport(&slot) {
-            Some(t) => run(t, &slot, transfers, die_after),
+            Some(t) => run(t, &slot, transfers, die_after, (scheduler, anticipate)),
             None => {
                 println!("virtio-blk: the granted PCI function is no usable virtio device");
                 1
@@ -76,7 +86,13 @@ fn main(env: Env) -> i32 {
 
 /// Brings the device up over transport `t`, runs the self-test if asked, then serves the
 /// clients the manifest connects (if any).
-fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, transfers: u64, die_after: Option<u64>) -> i32 {
+fn run<T: Transport>(
+    t: T,
+    slot: &abi::DeviceSlot,
+    transfers: u64,
+    die_after: Option<u64>,
+    (scheduler, anticipate): (Option<PolicyName>, bool),
+) -> i32 {
     let mut blk = match VirtIOBlk::<dma::TesseraHal, _>::new(t) {
         Ok(blk) => blk,
         Err(e) => {
@@ -105,6 +121,8 @@ fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, transfers: u64, die_after: Op
         irq: slot.event as usize,
         die_after,
         max_transfer: MAX_TRANSFER as u32,
+        scheduler,
+        anticipate,
     };
     serve::run(disk, transfers, options)
 }

@@ -6,7 +6,7 @@
 //! command tables and clients' data areas with [`alloc`] and hands devices the addresses
 //! [`phys`] gives. A region is the domain's for its life: nothing here frees one.
 
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::SysError;
 use crate::syscall;
@@ -84,6 +84,21 @@ pub fn alloc_buffer(bytes: usize) -> Result<(&'static mut [u8], DmaRegion), SysE
     // borrow.
     let mem = unsafe { core::slice::from_raw_parts_mut(region.virt as *mut u8, bytes) };
     Ok((mem, region))
+}
+
+/// `n` words at byte `offset` of `region` (8-byte aligned, inside it), as atomics: memory the
+/// domain shares with another (given rights to the region) and that no device is asked to
+/// touch, such as the accounts a driver publishes for a client. `None` if the range leaves
+/// the region or is misaligned.
+pub fn words(region: &DmaRegion, offset: usize, n: usize) -> Option<&'static [AtomicU64]> {
+    let bytes = n.checked_mul(8)?;
+    if !offset.is_multiple_of(8) || offset.checked_add(bytes)? > region.len {
+        return None;
+    }
+    // SAFETY: the range lies inside a stretch of the domain's own (checked above), which
+    // nothing frees, and is 8-byte aligned; atomics may alias other domains' accesses to the
+    // same memory, and no plain Rust reference to it is made.
+    Some(unsafe { core::slice::from_raw_parts((region.virt + offset) as *const AtomicU64, n) })
 }
 
 /// The physical address of `[virt, virt + len)` if it lies in one registered region.
