@@ -86,8 +86,12 @@ struct Client {
 impl Client {
     fn name(&self) -> &str {
         let len = self.name.iter().position(|&b| b == 0).unwrap_or(32);
-        let full = core::str::from_utf8(&self.name[..len]).unwrap_or("?");
-        full.strip_suffix("-req").unwrap_or(full)
+        core::str::from_utf8(&self.name[..len]).unwrap_or("?")
+    }
+
+    /// Its stream's name: its channels' (`NAME-req`, `NAME-resp`).
+    fn stream(&self) -> &str {
+        self.name().strip_suffix("-req").unwrap_or(self.name())
     }
 
     /// Publishes `a` where the client reads its accounts.
@@ -301,7 +305,7 @@ fn stage<D: BlockDevice>(
         {
             println!(
                 "{driver}: stream {}: its slice of {} us is shorter than the disk's longest request ({} us): served best effort",
-                c.name(),
+                c.stream(),
                 k.slice / 1000,
                 longest / 1000
             );
@@ -336,7 +340,7 @@ fn account<D: BlockDevice>(server: &mut Server<D>, clients: &[(Client, u64)]) {
     let Some(stage) = server.stage_mut() else { return };
     let periods = stage.take_periods();
     for p in &periods {
-        let name = clients.get(p.client).map_or("?", |(c, _)| c.name());
+        let name = clients.get(p.client).map_or("?", |(c, _)| c.stream());
         println!(
             "disk period: stream={name} start={} end={} guaranteed={} extra={} missed={}",
             p.start, p.end, p.guaranteed, p.extra, p.missed

@@ -29,6 +29,15 @@
 //!   slack time) uses at most 3 ms of CPU in the whole run (the kernel's accounts), sees every
 //!   interrupt within its 200 µs latency hint of the kernel's signal (by its own clock against
 //!   the kernel's stamp in its control block), and takes one interrupt per request.
+//!
+//! And the disk scheduled, under each scheduler (`*_scheduled_POLICY`: every scheduler on
+//! `virtio_blk` on RISC-V and on `ahci`; USD and Aged-SPTF on `virtio_blk` on x86_64): the
+//! driver's disk has a model and every Read and Write goes through the scheduler
+//! (`{app}-scheduled.toml`, its `--scheduler` replaced for each), the clients streams under
+//! disk-time contracts. Two clients run 600 random transfers each, checked as in
+//! `two_clients` (every block read, the image on the host, the refused requests); no wait of
+//! the scheduler outlived its timeout; and under USD the stream without extra time never got
+//! more than its slice of disk time in a period.
 
 use std::time::Duration;
 
@@ -135,6 +144,10 @@ type Workload = (&'static str, u64, u64, u64, u64);
 
 const ALPHA: Workload = ("alpha", 1, 0, 16384, 10_000);
 const BETA: Workload = ("beta", 2, 16384, 16384, 10_000);
+const SCHEDULED_ALPHA: Workload = ("alpha", 1, 0, 16384, 600);
+const SCHEDULED_BETA: Workload = ("beta", 2, 16384, 16384, 600);
+/// beta's disk-time slice in the scheduled manifests (no extra time).
+const SCHEDULED_BETA_SLICE_NS: u64 = 60_000_000;
 
 /// Checks client `w`'s report and, on the image of `manifest`'s disk, every sector of its region
 /// against the replay of its workload.
@@ -171,6 +184,17 @@ fn client_done(arch: Arch, out: &Outcome, manifest: &str, w: Workload) -> Result
 
 fn two_clients(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
     let manifest = d.manifest("two-clients");
+    both_clients(d, arch, out, &manifest, [ALPHA, BETA])
+}
+
+/// The checks of two clients' run on `manifest` (see [`two_clients`]) with workloads `w`.
+fn both_clients(
+    d: &Driver,
+    arch: Arch,
+    out: &Outcome,
+    manifest: &str,
+    w: [Workload; 2],
+) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     for what in [
         "before open: refused with UnknownClient",
@@ -184,7 +208,7 @@ fn two_clients(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
     }
     // The refused writes aimed at the last megabyte, which no workload touches: still zero.
     let path =
-        crate::disks::image_path(&crate::disks::dir(arch), std::path::Path::new(&manifest), "data");
+        crate::disks::image_path(&crate::disks::dir(arch), std::path::Path::new(manifest), "data");
     let tail = crate::disks::read_sectors(&path, 32768, 2048).map_err(|e| format!("{e:#}"))?;
     if let Some(at) = tail.iter().position(|&b| b != 0) {
         return Err(format!(
@@ -193,12 +217,59 @@ fn two_clients(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
             32768 + at / 512
         ));
     }
-    client_done(arch, out, &manifest, ALPHA)?;
-    client_done(arch, out, &manifest, BETA)?;
-    // 20,000 transfers and the two flushes went to the device; the six bad requests did not.
-    expect_line(out, &format!("{}: every client gone: 20002 requests served, 6 rejected", d.app))?;
+    client_done(arch, out, manifest, w[0])?;
+    client_done(arch, out, manifest, w[1])?;
+    // The transfers and the two flushes went to the device; the six bad requests did not.
+    let served = w[0].4 + w[1].4 + 2;
+    expect_line(
+        out,
+        &format!("{}: every client gone: {served} requests served, 6 rejected", d.app),
+    )?;
     expect_line(out, "blk: exited with status 0")?;
     frames_returned(out)
+}
+
+/// The manifest of the scheduled check under `policy`: `{app}-scheduled.toml` with its
+/// `--scheduler` replaced, written under `target/manifests/drivers/`; its path from the root.
+fn scheduled_manifest(d: &Driver, policy: &str) -> String {
+    let template = d.manifest("scheduled");
+    let rel = format!("target/manifests/drivers/{}-scheduled-{policy}.toml", d.app);
+    let write = || -> std::io::Result<()> {
+        let text = std::fs::read_to_string(crate::util::root().join(&template))?;
+        let text = text.replace(
+            "args = [\"--scheduler\", \"usd\"]",
+            &format!("args = [\"--scheduler\", \"{policy}\"]"),
+        );
+        let path = crate::util::root().join(&rel);
+        std::fs::create_dir_all(path.parent().unwrap_or(&path))?;
+        std::fs::write(path, text)
+    };
+    // A manifest that could not be written fails its boot, which names it.
+    let _ = write();
+    rel
+}
+
+fn scheduled(d: &Driver, arch: Arch, policy: &str, out: &Outcome) -> Result<(), String> {
+    let manifest = scheduled_manifest(d, policy);
+    both_clients(d, arch, out, &manifest, [SCHEDULED_ALPHA, SCHEDULED_BETA])?;
+    expect_line(out, &format!("{}: disk scheduled by {policy} ", d.app))?;
+    let waits = out.line("disk waits: ").ok_or("no `disk waits:` line")?;
+    if crate::log::field(&waits.message, "exceeded") != Some(0) {
+        return Err(format!("a wait outlived its timeout: {}", waits.message));
+    }
+    if policy == "usd" {
+        let beta: Vec<_> = crate::disk_trace::periods(&out.log)
+            .into_iter()
+            .filter(|p| p.stream == "beta")
+            .collect();
+        if beta.is_empty() {
+            return Err("no `disk period:` record of beta".into());
+        }
+        if let Some(p) = beta.iter().find(|p| p.guaranteed + p.extra > SCHEDULED_BETA_SLICE_NS) {
+            return Err(format!("beta got more than its slice in a period: {p:?}"));
+        }
+    }
+    Ok(())
 }
 
 fn client_killed(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
@@ -312,6 +383,22 @@ pub(super) fn drivers_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             test(d, "driver-killed", 300, KILLED_DRIVER, Box::new(driver_killed)),
             test(d, "idle", 120, &[], Box::new(move |out| idle(d, out))),
         ]);
+        let policies: &[&'static str] = match (d.test, arch) {
+            ("virtio_blk", Arch::X86_64) => &["usd", "aged-sptf"],
+            _ => &["fcfs", "sstf", "sptf", "aged-sptf", "cscan", "stride", "usd"],
+        };
+        for &policy in policies {
+            let mut t = test(
+                d,
+                "scheduled",
+                300,
+                &[],
+                Box::new(move |out| scheduled(d, arch, policy, out)),
+            );
+            t.name = format!("{p}drivers::{}_scheduled_{}", d.test, policy.replace('-', "_"));
+            t.system = Some((scheduled_manifest(d, policy), Spoil::Nothing));
+            tests.push(t);
+        }
     }
     tests
 }

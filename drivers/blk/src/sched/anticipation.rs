@@ -270,13 +270,10 @@ impl<P: Policy, H: Heuristic<P>> Anticipation<P, H> {
             } else {
                 WaitEnd::Abandoned
             };
-            self.trace.push(WaitRecord {
-                client,
-                since_ns: since,
-                until_ns: until,
-                ended_ns: now_ns,
-                end,
-            });
+            // A wait that timed out ended at its timeout: how late the caller comes back after
+            // it (its own wake-up latency) is not the wait's.
+            let ended_ns = if timed_out { now_ns.min(until) } else { now_ns };
+            self.trace.push(WaitRecord { client, since_ns: since, until_ns: until, ended_ns, end });
         }
         let s = &mut self.clients[r.client];
         if r.read {

@@ -372,7 +372,7 @@ impl<D: BlockDevice> Server<D> {
         if dreq.op != DeviceOp::Flush && self.stage.is_some() {
             return self.schedule(pending, dreq);
         }
-        if self.queue.is_empty() && self.device_busy < self.tags.len() {
+        if self.queue.is_empty() && self.device_has_room() {
             match self.device.submit(dreq) {
                 Ok(tag) => {
                     if !self.record(tag, pending) {
@@ -409,9 +409,19 @@ impl<D: BlockDevice> Server<D> {
         }
     }
 
+    /// Whether the device may take another request: a free slot, and with a scheduling stage
+    /// nothing at all there (the scheduled request the stage holds until the model completes
+    /// it may be done at the device, its tag free there and not here).
+    fn device_has_room(&self) -> bool {
+        match self.stage {
+            Some(_) => self.device_busy == 0,
+            None => self.device_busy < self.tags.len(),
+        }
+    }
+
     /// Moves queued requests to the device while it has free slots.
     fn pump(&mut self) {
-        while self.device_busy < self.tags.len() {
+        while self.device_has_room() {
             let Some((pending, dreq)) = self.queue.pop_front() else { return };
             let failed = match self.device.submit(dreq) {
                 Ok(tag) => !self.record(tag, pending),

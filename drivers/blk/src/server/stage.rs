@@ -1,6 +1,9 @@
 //! The scheduling stage of the block server: the disk scheduler, the requests it holds, the
 //! one request at the device, and the disk model that times it.
 //!
+//! Flushes do not go through the scheduler: they wait in the server's queue for the device to
+//! be idle, and go before the next scheduled request.
+//!
 //! A Read or Write the server validated is given a token (its place in a fixed table of
 //! [`Stage::new`]'s `capacity`) and handed to the scheduler as a [`sched::Pending`]. When the
 //! scheduler dispatches one, the server submits it to the device and the stage notes when it
@@ -260,6 +263,12 @@ impl<D: BlockDevice> Server<D> {
         let now = self.now_ns;
         // Each pass dispatches (and stops) or drops a request, so it ends.
         loop {
+            // Flushes, which devices take only when idle, go first; a scheduled request goes
+            // only to an idle device.
+            self.pump();
+            if !self.queue.is_empty() || self.device_busy > 0 {
+                return;
+            }
             let Some(stage) = self.stage.as_mut() else { return };
             let Some((r, owner, dreq)) = stage.next(now) else { return };
             if self.clients[owner.client].generation != owner.generation {

@@ -31,7 +31,7 @@ fn server(policy: PolicyName, anticipate: bool, streams: &[Option<Contract>]) ->
     let disk = MemDisk::new(SS, SECTORS, 8, 7, memory);
     let config = Config {
         max_clients: clients,
-        max_in_flight_per_client: 8,
+        max_in_flight_per_client: 9,
         queue_len: 32,
         max_transfer: 64 << 10,
     };
@@ -100,8 +100,15 @@ fn every_scheduler_keeps_every_byte() {
                         written.push((c, sector, seed));
                     }
                 }
+                // A flush among them: it waits for the device to be idle, and must not take
+                // the tag of a request the model still holds.
+                let flush = Request { id: 77, op: Op::Flush, sector: 0, offset: 0, len: 0 };
+                s.set_now(t + 1);
+                s.poll();
+                let r = s.request(0, &flush.encode());
+                assert!(r.is_none(), "{policy:?}: {r:?}");
                 let done = settle(&mut s, &mut t);
-                assert_eq!(done.len(), 16, "{policy:?} {anticipate}");
+                assert_eq!(done.len(), 17, "{policy:?} {anticipate}");
                 assert!(done.iter().all(|(_, r, _)| r.status.is_ok()), "{policy:?}");
             }
             // Read each block back and compare it with what was written.
