@@ -157,7 +157,7 @@ pub const MAX_BOOTED_READERS: usize = manifest::MAX_CHANNELS_PER_DOMAIN / 2;
 pub enum Metric {
     /// All clients' bytes over the run's window, MB/s.
     TotalMbps,
-    /// Client `0`'s MB/s.
+    /// Client `i`'s MB/s.
     ClientMbps(usize),
     /// Client `num`'s bytes over client `den`'s.
     BytesRatio {
