@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use blk::disk_model::{DiskModel, DiskParams};
-use blk::sched::heuristics::{AgedSptfRule, CombinedRule, CscanRule, SptfRule};
+use blk::sched::heuristics::{AgedSptfRule, CombinedRule, CscanRule, SptfRule, Weigh};
 use blk::sched::sim::{self, Reader, Scheduler as SimScheduler};
 use blk::sched::{
     AgedSptf, Anticipation, Cscan, Decision, Fcfs, Full, Heuristic, Pending, Policy, Positioning,
@@ -136,8 +136,14 @@ fn anticipated<P: Policy, H: Heuristic<P>>(policy: P, rule: H, run: &Run) -> Mea
 
 /// `run` simulated on the host with the driver's scheduling code.
 pub fn simulate(run: &Run) -> Measured {
+    simulate_weighing(run, Weigh::ExpectedGain)
+}
+
+/// `run` simulated with the seek-reducing rules weighing a wait as `weigh` says: Tessera's
+/// ([`Weigh::ExpectedGain`]) or the paper's ([`Weigh::Paper`], for comparison).
+pub fn simulate_weighing(run: &Run, weigh: Weigh) -> Measured {
     let m = model;
-    let rule = || SptfRule::new(model());
+    let rule = || SptfRule { estimate: model(), weigh };
     match run.scheduler {
         Scheduler::Fcfs => anticipated(Fcfs::new(CAPACITY), Never(m()), run),
         Scheduler::Sstf => anticipated(Sstf::new(CAPACITY), rule(), run),
@@ -353,6 +359,65 @@ mod tests {
         assert!(m.periods_of("r1").count() >= 3);
         // The stream with extra=false never beyond its 500 ms slice.
         assert!(m.periods_of("r0").all(|p| p.guaranteed + p.extra <= 500_000_000));
+    }
+
+    #[test]
+    fn the_papers_rule_loses_to_the_adversary_where_tesseras_does_not() {
+        let with = run("d-adversary-2-17ms-with");
+        let without = simulate(&run("d-adversary-2-17ms-without")).total_mbps();
+        let paper = simulate_weighing(&with, Weigh::Paper).total_mbps();
+        let tessera = simulate(&with).total_mbps();
+        assert!(paper < 0.9 * without, "the paper's rule: {paper:.2} against {without:.2}");
+        assert!(tessera >= 0.9 * without, "Tessera's: {tessera:.2} against {without:.2}");
+    }
+
+    /// `m` as the driver domain and the clients print it (the interface of the boots).
+    fn as_log(m: &Measured) -> Vec<String> {
+        let mut lines: Vec<String> = m
+            .clients
+            .iter()
+            .map(|c| {
+                format!(
+                    "[{0}] diskread {0}: done reads={1} writes={2} bytes={3} first_ns={4} \
+                     last_ns={5} elapsed_ns={6} mean_latency_ns={7} max_latency_ns={8}",
+                    c.name,
+                    c.reads,
+                    c.writes,
+                    c.bytes,
+                    c.first_ns,
+                    c.last_ns,
+                    c.elapsed_ns,
+                    c.mean_latency_ns,
+                    c.max_latency_ns
+                )
+            })
+            .collect();
+        for p in &m.periods {
+            lines.push(format!(
+                "[blk] disk period: stream={} start={} end={} guaranteed={} extra={} missed={}",
+                p.stream, p.start, p.end, p.guaranteed, p.extra, p.missed
+            ));
+        }
+        if let Some(w) = m.waits {
+            lines.push(format!(
+                "[blk] disk waits: count={} anticipated={} timed_out={} abandoned={} exceeded={} \
+                 longest_ns={}",
+                w.count, w.anticipated, w.timed_out, w.abandoned, w.exceeded, w.longest_ns
+            ));
+        }
+        lines.reverse();
+        lines
+    }
+
+    #[test]
+    fn a_simulated_run_reads_back_from_the_drivers_lines() {
+        for key in ["g-usd-with", "d-adversary-2-17ms-with", "b-random-4gb-without"] {
+            let m = simulate(&run(key));
+            let log = as_log(&m);
+            let mut back = Measured::from_lines(log.iter().map(String::as_str));
+            back.periods.reverse();
+            assert_eq!(back, m, "{key}");
+        }
     }
 
     #[test]

@@ -17,6 +17,9 @@ pub struct Source<'a> {
     pub name: String,
     /// Its runs' measurements, by run key (a run that failed is missing).
     pub runs: &'a BTreeMap<String, Measured>,
+    /// Whether Tessera's bars apply to it (not to the paper's rule, shown for comparison);
+    /// a source that is not checked shows only the rows it has.
+    pub checked: bool,
 }
 
 /// `metric` of `m`.
@@ -174,6 +177,9 @@ pub fn experiment(md: &mut String, e: &Experiment, plan: &[Run], sources: &[Sour
                 k.as_ref().and_then(|k| s.runs.get(k)).and_then(|m| value(e.metric, m))
             };
             let (w, wo) = (get(&row.with), get(&row.without));
+            if !s.checked && w.is_none() && wo.is_none() {
+                continue;
+            }
             let ratio = match (w, wo) {
                 (Some(w), Some(wo)) if wo > 0.0 => Some(w / wo),
                 _ => None,
@@ -195,6 +201,7 @@ pub fn experiment(md: &mut String, e: &Experiment, plan: &[Run], sources: &[Sour
     for bar in &e.bars {
         let verdicts: Vec<String> = sources
             .iter()
+            .filter(|s| s.checked)
             .map(|s| match check(bar, e, plan, s.runs) {
                 Some(v) => {
                     ok &= v.pass;
@@ -262,7 +269,7 @@ pub fn costs(md: &mut String, plan: &[Run], sources: &[Source<'_>], host: &[Host
 pub fn waits(md: &mut String, sources: &[Source<'_>]) -> bool {
     let _ = writeln!(md, "\n## Anticipation's waits over every run\n");
     let mut ok = true;
-    for s in sources {
+    for s in sources.iter().filter(|s| s.checked) {
         let all: Vec<_> = s.runs.values().filter_map(|m| m.waits).collect();
         let (count, exceeded) = all.iter().fold((0, 0), |(c, x), w| (c + w.count, x + w.exceeded));
         let longest = all.iter().map(|w| w.longest_ns).max().unwrap_or(0);
@@ -290,6 +297,10 @@ pub fn think_plot(e: &Experiment, sources: &[Source<'_>]) -> String {
     let mut series = Vec::new();
     for (i, s) in sources.iter().enumerate() {
         for (j, (which, name)) in [(true, "with"), (false, "without")].into_iter().enumerate() {
+            // Without anticipation the weighing does not matter: shown once.
+            if !which && !s.checked {
+                continue;
+            }
             let points = e
                 .rows
                 .iter()
@@ -459,8 +470,9 @@ mod tests {
         runs.insert("a-alone".to_string(), measured(&[21_000_000]));
         let empty = BTreeMap::new();
         let sources = [
-            Source { name: "riscv64 virtio".into(), runs: &empty },
-            Source { name: "host sim".into(), runs: &runs },
+            Source { name: "riscv64 virtio".into(), runs: &empty, checked: true },
+            Source { name: "host sim".into(), runs: &runs, checked: true },
+            Source { name: "paper's rule".into(), runs: &empty, checked: false },
         ];
         let mut md = String::new();
         assert!(experiment(&mut md, &e, &plan, &sources));
@@ -469,5 +481,6 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("|  | host sim | 21.00 | - | - |  |  |"), "{md}");
+        assert!(!md.contains("paper's rule"), "a source for comparison shows only its rows");
     }
 }
