@@ -16,6 +16,11 @@
 //! `disk-raw`: the raw block path through a driver domain, per device and workload, in
 //! instructions per request (split into driver, kernel and client) and IOPS (see [`disk_raw`]).
 //!
+//! `disk`: the anticipatory-scheduling experiments of Iyer & Druschel on the mechanical disk
+//! model, in QEMU with and without anticipation, next to the host simulation and the paper
+//! (see [`disk`]; `--quick`, `--host-only`). Not yet part of `all` and `check`: it keeps no
+//! figures.
+//!
 //! Every bench runs on both architectures unless `--arch` names some, and prints their figures
 //! side by side, one column per architecture.
 //!
@@ -28,6 +33,7 @@
 mod baseline;
 mod boot;
 mod by_arch;
+mod disk;
 mod disk_raw;
 mod fault;
 mod figures;
@@ -46,6 +52,7 @@ use crate::qemu;
 use crate::{Arch, setup, util};
 
 pub use baseline::Table;
+pub use disk::DiskOptions;
 
 /// The benchmarks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -60,6 +67,8 @@ pub enum Name {
     Fault,
     /// The raw block path: virtio-blk and AHCI through a driver domain, per request.
     DiskRaw,
+    /// Anticipatory disk scheduling: the paper's experiments on the Deskstar model.
+    Disk,
     /// Every bench, then the kept figures against bench/baseline.toml.
     All,
     /// The kept (deterministic) figures against bench/baseline.toml; fails if one got worse.
@@ -81,6 +90,8 @@ pub struct Options {
     pub arches: Vec<Arch>,
     /// `--update-baseline` (with `all`).
     pub update_baseline: bool,
+    /// `--quick` and `--host-only` (`disk`).
+    pub disk: disk::DiskOptions,
 }
 
 /// The architectures every bench runs on unless `--arch` names some.
@@ -88,7 +99,7 @@ const ARCHES: [Arch; 2] = [Arch::Riscv64, Arch::X86_64];
 
 /// Runs benchmark `name`; returns the exit status (1: `check` found a figure worse or missing).
 pub fn run(name: Name, opts: Options) -> Result<u8> {
-    setup::ensure(setup::Needs { gdb: false, qemu: true, dtc: false })?;
+    setup::ensure(setup::Needs { gdb: false, qemu: !opts.disk.host_only, dtc: false })?;
     if opts.update_baseline && name == Name::Check {
         bail!("--update-baseline goes with `bench all` or one bench, not `check`");
     }
@@ -110,7 +121,7 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
             let mut tables = Vec::new();
             for bench in [Name::Boot, Name::Ipc, Name::Sched, Name::Fault, Name::DiskRaw] {
                 eprintln!("bench {}: {}", bench_name(bench), names(&arches));
-                tables.extend(one(bench, mode, &arches)?);
+                tables.extend(one(bench, mode, &arches, opts.disk)?);
             }
             let arch_names: Vec<&str> = arches.iter().map(|a| a.name()).collect();
             let failed = report(&base, &tables, &arch_names, name == Name::Check);
@@ -122,7 +133,7 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
         }
         bench => {
             let arches = if opts.arches.is_empty() { ARCHES.to_vec() } else { opts.arches.clone() };
-            let tables = one(bench, Mode::Full, &arches)?;
+            let tables = one(bench, Mode::Full, &arches, opts.disk)?;
             report(&base, &tables, &[], false);
             if opts.update_baseline {
                 update_baseline(&mut base, tables)?;
@@ -152,6 +163,7 @@ fn bench_name(name: Name) -> &'static str {
         Name::Sched => "sched",
         Name::Fault => "fault",
         Name::DiskRaw => "disk-raw",
+        Name::Disk => "disk",
         Name::All => "all",
         Name::Check => "check",
     }
@@ -162,13 +174,14 @@ fn names(arches: &[Arch]) -> String {
 }
 
 /// Runs one bench on `arches` and returns its kept figures, a table per architecture.
-fn one(bench: Name, mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
+fn one(bench: Name, mode: Mode, arches: &[Arch], disk: disk::DiskOptions) -> Result<Vec<Table>> {
     let tables = match bench {
         Name::Boot => boot::run(mode, arches)?,
         Name::Ipc => ipc::run(mode, arches)?,
         Name::Sched => sched::run(mode, arches)?,
         Name::Fault => fault::run(mode, arches)?,
         Name::DiskRaw => disk_raw::run(mode, arches)?,
+        Name::Disk => disk::run(mode, arches, disk)?,
         Name::All | Name::Check => unreachable!("not a single bench"),
     };
     Ok(tables)

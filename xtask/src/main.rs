@@ -192,6 +192,12 @@ enum Command {
         /// docs/performance.md from this run.
         #[arg(long)]
         update_baseline: bool,
+        /// `disk`: fewer sweep points and readers.
+        #[arg(long)]
+        quick: bool,
+        /// `disk`: no boots, only the host simulation and the schedulers' host cost.
+        #[arg(long)]
+        host_only: bool,
     },
 }
 
@@ -256,9 +262,14 @@ fn main() -> ExitCode {
             )
         }
         Command::Test { filter, list, arch } => suite::run(filter.as_deref(), list, &arch),
-        Command::Bench { name, arch, update_baseline } => {
-            bench::run(name, bench::Options { arches: arch, update_baseline })
-        }
+        Command::Bench { name, arch, update_baseline, quick, host_only } => bench::run(
+            name,
+            bench::Options {
+                arches: arch,
+                update_baseline,
+                disk: bench::DiskOptions { quick, host_only },
+            },
+        ),
     };
     match result {
         Ok(code) => ExitCode::from(code),
