@@ -44,7 +44,7 @@ use tessera::{PAGE_SIZE, dma, events, println, syscall};
 pub const AREA_BYTES: usize = 512 << 10;
 
 /// The most clients served.
-const MAX_CLIENTS: usize = 4;
+const MAX_CLIENTS: usize = 8;
 
 /// How the loop serves: the driver's name (for its messages), the device interrupt's endpoint,
 /// and whether it dies on purpose.

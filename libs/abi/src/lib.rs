@@ -301,7 +301,7 @@ pub mod frame_kind {
 /// Event endpoints per domain.
 pub const MAX_EVENTS: usize = 32;
 /// IO channels a domain can be an end of.
-pub const MAX_CHANNELS: usize = 8;
+pub const MAX_CHANNELS: usize = 16;
 /// Devices a driver domain may be granted.
 pub const MAX_DEVICES: usize = 4;
 /// Register windows of one granted device.

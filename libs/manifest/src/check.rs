@@ -1644,24 +1644,24 @@ mod tests {
     #[test]
     fn channel_ends_per_domain() {
         let mut m = manifest();
-        m.domains = (0..10).map(|i| domain(&alloc::format!("d{i}"))).collect();
-        m.domains[0].guaranteed = 4 * MIB;
-        // Domain 0 sends on four and receives on four: eight ends.
-        m.channels = (1..=4)
+        m.domains = (0..18).map(|i| domain(&alloc::format!("d{i}"))).collect();
+        m.domains[0].guaranteed = 8 * MIB;
+        // Domain 0 sends on eight and receives on eight: sixteen ends.
+        m.channels = (1..=8)
             .map(|i| channel(&alloc::format!("out{i}"), 0, i))
-            .chain((5..=8).map(|i| channel(&alloc::format!("in{i}"), i, 0)))
+            .chain((9..=16).map(|i| channel(&alloc::format!("in{i}"), i, 0)))
             .collect();
         m.check().unwrap();
-        m.channels.push(channel("in9", 9, 0));
-        m.channels.push(channel("more", 9, 1));
+        m.channels.push(channel("in17", 17, 0));
+        m.channels.push(channel("more", 17, 1));
         let p = m.check().unwrap_err();
-        assert_eq!(p.kind, ProblemKind::TooManyChannelEnds { count: 9 });
+        assert_eq!(p.kind, ProblemKind::TooManyChannelEnds { count: 17 });
         assert_eq!(p.domain, Some(DomainRef { index: 0, name: "d0".into() }));
-        assert_eq!(p.channel, Some(ChannelRef { index: 8, name: "in9".into() }));
+        assert_eq!(p.channel, Some(ChannelRef { index: 16, name: "in17".into() }));
         assert_eq!(
             p.to_string(),
-            "domain 0 (\"d0\"): channel 8 (\"in9\"): the domain is an end of 9 channels (at most \
-             8)"
+            "domain 0 (\"d0\"): channel 16 (\"in17\"): the domain is an end of 17 channels (at \
+             most 16)"
         );
     }
 

@@ -394,7 +394,7 @@ pub const MAX_ARG_LEN: usize = 128;
 pub const MAX_CHANNELS: usize = 64;
 /// The most channels a domain may be an end of (as sender or receiver): the channel slots of
 /// its control block, [`abi::MAX_CHANNELS`].
-pub const MAX_CHANNELS_PER_DOMAIN: usize = 8;
+pub const MAX_CHANNELS_PER_DOMAIN: usize = 16;
 /// The smallest number of slots of a channel.
 pub const MIN_SLOTS: u32 = 2;
 /// The largest number of slots of a channel.

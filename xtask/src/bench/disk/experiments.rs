@@ -607,7 +607,7 @@ pub fn plan(size: Size) -> (Vec<Run>, Vec<Experiment>) {
             x: n as f64,
             paper: "not measured; its CSCAN heuristic starves readers",
             note: if n > MAX_BOOTED_READERS {
-                "host only: a driver domain is an end of at most 8 channels (4 readers); Aged-SPTF \
+                "host only: more readers than a driver domain has channel ends for; Aged-SPTF \
                  hands the disk from reader to reader in turns of half a second"
             } else {
                 "Aged-SPTF hands the disk from reader to reader in turns of half a second"

@@ -90,8 +90,8 @@ pub fn manifest(run: &Run, dev: &Device) -> String {
          [system]\nmemory = \"128M\"\n\n\
          [[system.disk]]\nname = \"data\"\nsize = \"{size}\"\nbus = \"{bus}\"\nmodel = \"{MODEL}\"\n\n\
          [[domain]]\nname = \"blk\"\napp = \"{app}\"\nargs = [{args}]\n\
-         memory = {{ guaranteed = \"4M\" }}\n\
-         cpu = {{ period = \"10ms\", slice = \"3ms\", extra = true, latency = \"500us\" }}\n\
+         memory = {{ guaranteed = \"8M\" }}\n\
+         cpu = {{ period = \"10ms\", slice = \"3ms\", extra = true, latency = \"100us\" }}\n\
          driver = true\ndevices = [{{ disk = \"data\" }}]\n",
         key = run.key,
         dev = dev.key,
