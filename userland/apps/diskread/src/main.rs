@@ -85,7 +85,7 @@ struct Options {
     write_every: Option<u64>,
 }
 
-fn options(env: Env) -> Result<Options, &'static str> {
+fn options(env: Env) -> Result<Options, String> {
     let mut channel = heapless::String::new();
     let mut kind = None;
     let mut start: u64 = 0;
@@ -110,7 +110,7 @@ fn options(env: Env) -> Result<Options, &'static str> {
                     "random" => Kind::Random,
                     "bursts" => Kind::Bursts,
                     "hog" => Kind::Hog,
-                    _ => return Err("--pattern sequential|alternate|random|bursts|hog"),
+                    _ => return Err("--pattern sequential|alternate|random|bursts|hog".into()),
                 })
             }
             "--start" => start = value()?.parse().map_err(|_| "bad --start")?,
@@ -125,46 +125,46 @@ fn options(env: Env) -> Result<Options, &'static str> {
             "--write-every" => {
                 write_every = Some(value()?.parse().map_err(|_| "bad --write-every")?)
             }
-            _ => return Err("unknown option"),
+            _ => return Err(format!("unknown option {a}")),
         }
     }
     if channel.is_empty() {
-        return Err("--channel is required");
+        return Err("--channel is required".into());
     }
     let kind = kind.ok_or("--pattern is required")?;
     if size == 0 {
-        return Err("--size is 0");
+        return Err("--size is 0".into());
     }
     if span == Some(0) {
-        return Err("--span is 0");
+        return Err("--span is 0".into());
     }
     if duration_ms == 0 {
-        return Err("--duration is 0");
+        return Err("--duration is 0".into());
     }
     if write_every == Some(0) {
-        return Err("--write-every is 0");
+        return Err("--write-every is 0".into());
     }
     if (kind == Kind::Bursts) != (burst.is_some() && pause_us.is_some()) {
-        return Err("--burst N and --pause US go together, with --pattern bursts only");
+        return Err("--burst N and --pause US go together, with --pattern bursts only".into());
     }
     if burst == Some(0) {
-        return Err("--burst is 0");
+        return Err("--burst is 0".into());
     }
     if kind != Kind::Hog && depth.is_some() {
-        return Err("--depth is for --pattern hog only (the others read synchronously)");
+        return Err("--depth is for --pattern hog only (the others read synchronously)".into());
     }
     if kind == Kind::Hog && think_us.is_some() {
-        return Err("--think does not apply to --pattern hog (it never thinks)");
+        return Err("--think does not apply to --pattern hog (it never thinks)".into());
     }
     let depth = depth.unwrap_or(if kind == Kind::Hog { 4 } else { 1 });
     if depth == 0 {
-        return Err("--depth is 0");
+        return Err("--depth is 0".into());
     }
     if think_us.unwrap_or(0).checked_mul(1000).is_none()
         || pause_us.unwrap_or(0).checked_mul(1000).is_none()
         || duration_ms.checked_mul(1_000_000).is_none()
     {
-        return Err("a time too long to count in nanoseconds");
+        return Err("a time too long to count in nanoseconds".into());
     }
     Ok(Options {
         channel,
