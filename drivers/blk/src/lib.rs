@@ -37,6 +37,8 @@
 //!   driver domains and host runs of the schedulers.
 //! - [`mem_disk`]: [`mem_disk::MemDisk`], an in-memory device with seeded out-of-order
 //!   completion, for tests and host benches.
+//! - [`reader`]: the access patterns of the `diskread` benchmark client (sequential,
+//!   alternate, random, bursts, the hog): each request's place, kind and think time.
 //! - [`sched`]: disk scheduling's base policies (FCFS, SSTF, SPTF, Aged-SPTF, C-LOOK, Stride
 //!   over service time, relaxed Stride) behind one interface.
 //! - [`usd`]: the user-safe disk: streams under disk-time contracts (EDF by Atropos), the
@@ -60,6 +62,7 @@ pub mod device;
 pub mod disk_model;
 pub mod mem_disk;
 pub mod protocol;
+pub mod reader;
 pub mod sched;
 pub mod server;
 pub mod usd;

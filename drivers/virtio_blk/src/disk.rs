@@ -95,7 +95,12 @@ impl<T: Transport> BlockDevice for VirtioDisk<T> {
     }
 
     fn submit(&mut self, req: DeviceRequest) -> Result<Tag, DeviceError> {
-        let tag = (0..self.slots).find(|&t| self.tags[t].is_none()).ok_or(DeviceError::Full)?;
+        // A flush done but not yet reported holds its tag until `complete` gives it back (the
+        // server still has it in flight): no other request may take it meanwhile.
+        let flushing = self.flushed.map(|(t, _)| usize::from(t.0));
+        let tag = (0..self.slots)
+            .find(|&t| self.tags[t].is_none() && Some(t) != flushing)
+            .ok_or(DeviceError::Full)?;
         if req.op == DeviceOp::Flush {
             if self.tags.iter().any(Option::is_some) || self.flushed.is_some() {
                 return Err(DeviceError::Full);

@@ -2,7 +2,7 @@
 //! mapped into the driver domain alone, DMA memory from its guarantee, and their interrupts
 //! delivered as events; manifests in `tests/manifests/drivers/`, `DRIVER-CHECK.toml`.
 //!
-//! The same five checks run for each driver of [`DRIVERS`]: `virtio_blk_*` on both
+//! The same six checks run for each driver of [`DRIVERS`]: `virtio_blk_*` on both
 //! architectures (a virtio disk: MMIO on RISC-V `virt`, PCI with MSI-X on q35), `ahci_*` on
 //! x86_64 (a SATA disk on port 0 of an AHCI controller of its own on q35, MSI, native command
 //! queuing).
@@ -24,6 +24,12 @@
 //!   forgets them and serves the other to the end, whose region the host checks.
 //! - `*_driver_killed`: the driver is killed mid-stream; both clients learn it from their
 //!   channels (closed), exit with status 3, and the run ends: nobody hangs.
+//! - `*_diskread`: four `diskread` clients at once, each in its own part of the disk for one
+//!   second by its own clock: a sequential reader with a think time, one reading every other
+//!   block and writing every 4th, the bursts-and-pauses adversary, and a hog with 8 random
+//!   requests in flight, writing every 8th, running 100 ms longer so that the other writer's
+//!   flush comes while its requests are in flight; each reports what it read and wrote, and
+//!   the driver answers every request without error.
 //! - `*_idle`: interrupt-driven, not polling: a client makes 60 transfers one at a time,
 //!   sleeping 20 ms after every 6, beside a CPU-bound neighbour; the driver (which may run in
 //!   slack time) uses at most 3 ms of CPU in the whole run (the kernel's accounts), sees every
@@ -291,6 +297,38 @@ fn driver_killed(out: &Outcome) -> Result<(), String> {
     frames_returned(out)
 }
 
+/// The `diskread` check's clients: name, and whether it writes (as its manifest gives them).
+const READERS: [(&str, bool); 4] = [("seq", false), ("alt", true), ("adv", false), ("hog", true)];
+
+fn diskread(d: &Driver, out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    for (name, writes) in READERS {
+        let want = format!("[{name}] diskread {name}: done reads=");
+        let Some(line) = out.line(&want) else {
+            let error = out.line(&format!("[{name}] diskread {name}: error"));
+            return Err(error.map_or(format!("no report from {name}"), |l| l.message.clone()));
+        };
+        let msg = &line.message;
+        let field = |key| crate::log::field(msg, key).ok_or(format!("no {key} in `{msg}`"));
+        let (reads, written, elapsed) = (field("reads")?, field("writes")?, field("elapsed_ns")?);
+        for key in ["bytes", "first_ns", "last_ns", "mean_latency_ns", "max_latency_ns"] {
+            field(key)?;
+        }
+        if reads == 0 || (written > 0) != writes || elapsed == 0 {
+            return Err(format!("{name}: an unlikely report: {msg}"));
+        }
+        expect_line(out, &format!("{name}: exited with status 0"))?;
+    }
+    // No request failed: in particular, a flush meeting requests in flight took none's place.
+    let gone = format!("{}: every client gone: ", d.app);
+    let line = out.line(&gone).ok_or("the driver never saw every client gone")?;
+    if !line.message.contains(" requests served, 0 rejected") {
+        return Err(format!("requests failed: {}", line.message));
+    }
+    expect_line(out, "blk: exited with status 0")?;
+    frames_returned(out)
+}
+
 /// The idle check's client: its transfers and its pauses (as its manifest gives them), and
 /// the driver's latency hint.
 const IDLE_TRANSFERS: u64 = 60;
@@ -344,7 +382,7 @@ fn idle(d: &Driver, out: &Outcome) -> Result<(), String> {
     Ok(())
 }
 
-/// The suite's tests on `arch`: the five checks of each driver that runs on it.
+/// The suite's tests on `arch`: the six checks of each driver that runs on it.
 pub(super) fn drivers_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
     let test = |d: &Driver, check: &str, timeout: u64, expected, f: super::Check| {
         let mut boot = Boot::new(arch);
@@ -381,6 +419,7 @@ pub(super) fn drivers_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
                 Box::new(move |out| client_killed(d, arch, out)),
             ),
             test(d, "driver-killed", 300, KILLED_DRIVER, Box::new(driver_killed)),
+            test(d, "diskread", 300, &[], Box::new(move |out| diskread(d, out))),
             test(d, "idle", 120, &[], Box::new(move |out| idle(d, out))),
         ]);
         let policies: &[&'static str] = match (d.test, arch) {
