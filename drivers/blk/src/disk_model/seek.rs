@@ -99,16 +99,27 @@ impl SeekCurve {
             1 => self.single,
             d => {
                 let d = d.min(self.max_distance);
+                // In 64 bits while the stroke has fewer than 2^23 cylinders (every real
+                // drive's): a scheduler asks this for every pending request it weighs, and
+                // 128-bit division and square roots are library calls on 64-bit targets.
+                let narrow = self.max_distance < 1 << 23;
                 let t = if d < self.boundary {
                     // sqrt(d / max) in 2^-20 units.
-                    let root =
-                        ((u128::from(d) << 40) / u128::from(self.max_distance)).isqrt() as i64;
+                    let root = if narrow {
+                        ((d << 40) / self.max_distance).isqrt() as i64
+                    } else {
+                        ((u128::from(d) << 40) / u128::from(self.max_distance)).isqrt() as i64
+                    };
                     self.a + ((self.b as i128 * root as i128) >> 20) as i64
                 } else {
                     // c + e·x, written from the full-stroke end (c + e = full) so that it is
                     // exact there.
-                    let rest = (self.max_distance - d) as i128;
-                    self.full - (self.e as i128 * rest / self.max_distance as i128) as i64
+                    let rest = self.max_distance - d;
+                    let part = match (self.e as u64).checked_mul(rest) {
+                        Some(p) if self.e >= 0 => (p / self.max_distance) as i64,
+                        _ => (self.e as i128 * rest as i128 / self.max_distance as i128) as i64,
+                    };
+                    self.full - part
                 };
                 (t.max(0) as u64).max(self.single)
             }

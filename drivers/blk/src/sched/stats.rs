@@ -136,19 +136,20 @@ impl ClientStats {
             return None;
         }
         let benefit = i128::from(benefit_ns);
+        // Gains are compared times `total` (the same for every candidate), so the loop has no
+        // division: a scheduler weighs this at every decision.
         let mut best: Option<(i128, u64)> = None;
         // Weight that arrived by the end of each candidate bucket, and its summed arrival time
         // (weight * ns).
-        let (mut arrived, mut arrived_time) = (0u128, 0u128);
+        let (mut arrived, mut arrived_time) = (0i128, 0i128);
         for i in first..BUCKETS - 1 {
-            let weight = u128::from(self.buckets[i]);
+            let weight = i128::from(self.buckets[i]);
             let mid = (i as u64 * BUCKET_NS + BUCKET_NS / 2).max(elapsed_ns);
             arrived += weight;
-            arrived_time += weight * u128::from(mid - elapsed_ns);
+            arrived_time += weight * i128::from(mid - elapsed_ns);
             let wait = (i as u64 + 1) * BUCKET_NS + BUCKET_NS / 2 - elapsed_ns;
-            let late = u128::from(total) - arrived;
-            let idle = (arrived_time + late * u128::from(wait)) / u128::from(total);
-            let gain = benefit * arrived as i128 / i128::from(total) - idle as i128;
+            let late = i128::from(total) - arrived;
+            let gain = benefit * arrived - (arrived_time + late * i128::from(wait));
             if gain > 0 && best.is_none_or(|(g, _)| gain > g) {
                 best = Some((gain, wait));
             }
