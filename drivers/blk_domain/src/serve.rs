@@ -34,7 +34,7 @@ use atropos::Contract;
 use blk::device::BlockDevice;
 use blk::disk_model::{DiskModel, DiskParams};
 use blk::protocol::{ACCOUNT_WORDS, StreamAccounts};
-use blk::sched::{PolicyName, WaitEnd, scheduler};
+use blk::sched::{PolicyName, scheduler};
 use blk::server::stage::Stage;
 use blk::server::{Config, DataArea, Server};
 use tessera::channel::{self, ChannelError, Receiver, Sender};
@@ -365,23 +365,10 @@ fn account<D: BlockDevice>(server: &mut Server<D>, clients: &[(Client, u64)]) {
 fn report<D: BlockDevice>(server: &Server<D>, options: &ServeOptions) {
     let Some(stage) = server.stage() else { return };
     if let Some(trace) = stage.trace() {
-        let (mut count, mut anticipated, mut timed_out, mut abandoned, mut exceeded) =
-            (0u64, 0u64, 0u64, 0u64, 0u64);
-        let mut longest = 0;
-        for w in trace.iter() {
-            count += 1;
-            match w.end {
-                WaitEnd::Anticipated => anticipated += 1,
-                WaitEnd::TimedOut => timed_out += 1,
-                WaitEnd::Abandoned => abandoned += 1,
-            }
-            if w.ended_ns > w.until_ns {
-                exceeded += 1;
-            }
-            longest = longest.max(w.ended_ns - w.since_ns);
-        }
+        let t = trace.totals();
         println!(
-            "disk waits: count={count} anticipated={anticipated} timed_out={timed_out} abandoned={abandoned} exceeded={exceeded} longest_ns={longest}"
+            "disk waits: count={} anticipated={} timed_out={} abandoned={} exceeded={} longest_ns={}",
+            t.count, t.anticipated, t.timed_out, t.abandoned, t.exceeded, t.longest_ns
         );
     }
     let s = stage.stats();

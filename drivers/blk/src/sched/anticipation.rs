@@ -103,22 +103,59 @@ pub struct WaitRecord {
     pub end: WaitEnd,
 }
 
-/// The last waits of a scheduler, at most a fixed number (the oldest dropped first); what a
-/// test reads to check from outside that no wait outlived its timeout.
+/// Every wait of a scheduler, summed: what a driver reports, so that a test checks from outside
+/// that no wait outlived its timeout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WaitTotals {
+    /// Waits.
+    pub count: u64,
+    /// Those that ended with LP's request.
+    pub anticipated: u64,
+    /// Those that timed out.
+    pub timed_out: u64,
+    /// Those that another client's request ended.
+    pub abandoned: u64,
+    /// Those that ended after their timeout (never, if the scheduler keeps its word).
+    pub exceeded: u64,
+    /// The longest, in ns.
+    pub longest_ns: u64,
+}
+
+/// The waits of a scheduler: the last few in full, at most a fixed number (the oldest dropped
+/// first), and every one summed ([`WaitTotals`]).
 #[derive(Clone, Debug)]
 pub struct WaitTrace {
     records: VecDeque<WaitRecord>,
     capacity: usize,
+    totals: WaitTotals,
 }
 
 impl WaitTrace {
     /// Keeps the last `capacity` waits (none with 0), its room allocated now.
     pub fn new(capacity: usize) -> WaitTrace {
-        WaitTrace { records: VecDeque::with_capacity(capacity), capacity }
+        WaitTrace {
+            records: VecDeque::with_capacity(capacity),
+            capacity,
+            totals: WaitTotals::default(),
+        }
+    }
+
+    /// Every wait so far, summed.
+    pub fn totals(&self) -> WaitTotals {
+        self.totals
     }
 
     /// Records `w`, dropping the oldest if the trace is full.
     pub fn push(&mut self, w: WaitRecord) {
+        let t = &mut self.totals;
+        t.count += 1;
+        match w.end {
+            WaitEnd::Anticipated => t.anticipated += 1,
+            WaitEnd::TimedOut => t.timed_out += 1,
+            WaitEnd::Abandoned => t.abandoned += 1,
+        }
+        t.exceeded += u64::from(w.ended_ns > w.until_ns);
+        t.longest_ns = t.longest_ns.max(w.ended_ns.saturating_sub(w.since_ns));
         if self.capacity == 0 {
             return;
         }

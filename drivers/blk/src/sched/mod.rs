@@ -47,7 +47,7 @@ pub mod stats;
 pub mod stride;
 
 pub use anticipation::{
-    Anticipation, Decision, Heuristic, WaitEnd, WaitRecord, WaitTrace, Weighing,
+    Anticipation, Decision, Heuristic, WaitEnd, WaitRecord, WaitTotals, WaitTrace, Weighing,
 };
 pub use cscan::Cscan;
 pub use fcfs::{Fcfs, Sstf};

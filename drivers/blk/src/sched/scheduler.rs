@@ -13,7 +13,9 @@
 //! | `usd`       | [`Usd`]: EDF across streams by disk time, SPTF within | USD's own weighing    |
 //!
 //! A client's share, for Stride, is its disk-time contract's slice over its period (in
-//! thousandths, at least 1); a client without a contract counts as 1%. Under USD a client
+//! thousandths, at least 1; a client without a contract counts as 1%), the shares reduced by
+//! their greatest common divisor; relaxed Stride's window is 100 ms of the lightest client's
+//! service. Under USD a client
 //! without a contract gets a best-effort stream ([`Contract::BEST_EFFORT`]: slack time only,
 //! in practice).
 
@@ -23,7 +25,7 @@ use alloc::vec::Vec;
 use atropos::{Accounts, Contract, PeriodRecord};
 
 use super::anticipation::{Anticipation, Decision, Heuristic, Weighing};
-use super::heuristics::{AgedSptfRule, CombinedRule, CscanRule, SptfRule, StrideRule};
+use super::heuristics::{AgedSptfRule, CombinedRule, CscanRule, SptfRule, StrideRule, Weigh};
 use super::policy::{Full, Pending, Policy};
 use super::positioning::Positioning;
 use super::{AgedSptf, Cscan, Fcfs, Sptf, Sstf, Stride, WaitTrace};
@@ -172,17 +174,42 @@ pub const STRIDE_WINDOW_NS: u64 = 100_000_000;
 /// How many waits the scheduler's trace keeps.
 pub const TRACE_CAPACITY: usize = 256;
 
-/// Client `c`'s Stride weight: its share in thousandths, at least 1; 10 without a contract.
-fn weight(contract: &Option<Contract>) -> u32 {
-    contract.map_or(10, |c| {
-        let share = c.slice.saturating_mul(1000) / c.period.max(1);
-        share.clamp(1, 1000) as u32
-    })
+/// The clients' Stride weights: each share in thousandths (10 without a contract), reduced by
+/// their greatest common divisor, so that a 1:2 contract weighs 1 and 2.
+fn weights(streams: &[Option<Contract>]) -> Vec<u32> {
+    let shares: Vec<u32> = streams
+        .iter()
+        .map(|c| {
+            c.map_or(10, |c| (c.slice.saturating_mul(1000) / c.period.max(1)).clamp(1, 1000) as u32)
+        })
+        .collect();
+    let g = shares.iter().copied().fold(0, gcd).max(1);
+    shares.iter().map(|s| s / g).collect()
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// How [`build_with`] builds beyond the policy: how the seek-reducing rules weigh a wait, and
+/// how many waits the trace keeps in full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BuildOptions {
+    /// Tessera's weighing or the paper's.
+    pub weigh: Weigh,
+    /// Waits kept in full (every one is summed anyway).
+    pub trace_capacity: usize,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions { weigh: Weigh::ExpectedGain, trace_capacity: TRACE_CAPACITY }
+    }
 }
 
 /// The scheduler `policy` for clients `0..streams.len()` (each with its disk-time contract or
 /// none), positioning by `model`, anticipating if `anticipate`, each client holding at most
-/// `per_client` pending requests, at `now_ns`.
+/// `per_client` pending requests, at `now_ns`: [`build_with`] the default options.
 pub fn build(
     policy: PolicyName,
     anticipate: bool,
@@ -191,63 +218,94 @@ pub fn build(
     per_client: usize,
     now_ns: u64,
 ) -> Box<dyn Scheduler> {
+    build_with(policy, anticipate, model, streams, per_client, now_ns, BuildOptions::default())
+}
+
+/// [`build`] with `options`.
+pub fn build_with(
+    policy: PolicyName,
+    anticipate: bool,
+    model: &DiskModel,
+    streams: &[Option<Contract>],
+    per_client: usize,
+    now_ns: u64,
+    options: BuildOptions,
+) -> Box<dyn Scheduler> {
     let n = streams.len().max(1);
     let cap = per_client.max(1) * n;
     let m = || model.clone();
+    let rule = || SptfRule { estimate: model.clone(), weigh: options.weigh };
+    let trace = options.trace_capacity;
     match policy {
-        PolicyName::Fcfs => Box::new(Anticipation::new(
-            Fcfs::new(cap),
-            NeverWait(m()),
-            n,
-            anticipate,
-            TRACE_CAPACITY,
-        )),
-        PolicyName::Sstf => Box::new(Anticipation::new(
-            Sstf::new(cap),
-            SptfRule::new(m()),
-            n,
-            anticipate,
-            TRACE_CAPACITY,
-        )),
-        PolicyName::Sptf => Box::new(Anticipation::new(
-            Sptf::new(cap, m()),
-            SptfRule::new(m()),
-            n,
-            anticipate,
-            TRACE_CAPACITY,
-        )),
+        PolicyName::Fcfs => {
+            Box::new(Anticipation::new(Fcfs::new(cap), NeverWait(m()), n, anticipate, trace))
+        }
+        PolicyName::Sstf => {
+            Box::new(Anticipation::new(Sstf::new(cap), rule(), n, anticipate, trace))
+        }
+        PolicyName::Sptf => {
+            Box::new(Anticipation::new(Sptf::new(cap, m()), rule(), n, anticipate, trace))
+        }
         PolicyName::AgedSptf => Box::new(Anticipation::new(
             AgedSptf::with_turns(cap, m(), AGED_BOUND_NS, AGED_TURN_NS),
-            AgedSptfRule(SptfRule::new(m())),
+            AgedSptfRule(rule()),
             n,
             anticipate,
-            TRACE_CAPACITY,
+            trace,
         )),
-        PolicyName::Cscan => Box::new(Anticipation::new(
-            Cscan::new(cap),
-            CscanRule(SptfRule::new(m())),
-            n,
-            anticipate,
-            TRACE_CAPACITY,
-        )),
+        PolicyName::Cscan => {
+            Box::new(Anticipation::new(Cscan::new(cap), CscanRule(rule()), n, anticipate, trace))
+        }
         PolicyName::Stride => {
-            let weights: Vec<u32> = streams.iter().map(weight).collect();
+            let weights = weights(streams);
             if anticipate {
-                let p = Stride::relaxed(cap, &weights, STRIDE_WINDOW_NS, m());
-                let rule = CombinedRule(SptfRule::new(m()));
-                Box::new(Anticipation::new(p, rule, n, true, TRACE_CAPACITY))
+                // The window in service of the lightest client (clocks move by service over
+                // weight).
+                let lightest = u64::from(weights.iter().copied().min().unwrap_or(1).max(1));
+                let p = Stride::relaxed(cap, &weights, STRIDE_WINDOW_NS / lightest, m());
+                Box::new(Anticipation::new(p, CombinedRule(rule()), n, true, trace))
             } else {
                 let p: Stride<DiskModel> = Stride::new(cap, &weights);
-                Box::new(Anticipation::new(p, StrideRule(m()), n, false, TRACE_CAPACITY))
+                Box::new(Anticipation::new(p, StrideRule(m()), n, false, trace))
             }
         }
         PolicyName::Usd => {
-            let mut usd = Usd::new(m(), anticipate, per_client.max(1), TRACE_CAPACITY);
+            let mut usd = Usd::new(m(), anticipate, per_client.max(1), trace);
             usd.atropos_mut().set_trace(true);
             for c in streams {
                 usd.open(c.unwrap_or(Contract::BEST_EFFORT), now_ns);
             }
             Box::new(usd)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use atropos::MILLISECOND;
+
+    use super::*;
+
+    #[test]
+    fn stride_weights_are_the_shares_reduced() {
+        let c = |ms| {
+            Some(Contract {
+                period: 1000 * MILLISECOND,
+                slice: ms * MILLISECOND,
+                extra: true,
+                latency: 1000 * MILLISECOND,
+            })
+        };
+        assert_eq!(weights(&[c(300), c(600)]), [1, 2]);
+        assert_eq!(weights(&[None, None, c(100)]), [1, 1, 10]);
+        assert_eq!(weights(&[c(333), c(667)]), [333, 667]);
+    }
+
+    #[test]
+    fn every_name_parses_back() {
+        for p in PolicyName::ALL {
+            assert_eq!(PolicyName::parse(p.name()), Some(p));
+        }
+        assert_eq!(PolicyName::parse("noop"), None);
     }
 }

@@ -119,7 +119,7 @@ pub use super::scheduler::Scheduler;
 
 /// Runs `readers` against `disk` through `core` for `run_ns`; `seed` drives the random
 /// patterns.
-pub fn run<S: Scheduler, D: SimDisk>(
+pub fn run<S: Scheduler + ?Sized, D: SimDisk>(
     core: &mut S,
     disk: &mut D,
     readers: &[Reader],

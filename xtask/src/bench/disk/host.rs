@@ -11,13 +11,10 @@
 use std::time::Instant;
 
 use blk::disk_model::{DiskModel, DiskParams};
-use blk::sched::heuristics::{AgedSptfRule, CombinedRule, CscanRule, SptfRule, Weigh};
+use blk::sched::heuristics::Weigh;
+use blk::sched::scheduler::{self, BuildOptions};
 use blk::sched::sim::{self, Reader, Scheduler as SimScheduler};
-use blk::sched::{
-    AgedSptf, Anticipation, Cscan, Decision, Fcfs, Full, Heuristic, Pending, Policy, Positioning,
-    Sptf, Sstf, Stride, WaitEnd, WaitTrace, Weighing,
-};
-use blk::usd::Usd;
+use blk::sched::{Decision, Full, Pending, PolicyName, WaitTotals};
 
 use super::experiments::{Client, GB, Pattern, READ_SECTORS, Run, Scheduler, client_name};
 use super::lines::{ClientDone, Measured, Period, Waits};
@@ -25,16 +22,8 @@ use super::manifests::disk_bytes;
 
 /// The CPU time a client spends between a completion and its next request, ns.
 pub const CLIENT_CPU_NS: u64 = 50_000;
-/// Aged-SPTF's bound on a request's wait, and its turn (the driver's configuration).
-const AGE_NS: u64 = 1_000_000_000;
-/// See [`AGE_NS`].
-const TURN_NS: u64 = 500_000_000;
-/// Relaxed Stride's window, in disk time at weight 1.
-const STRIDE_WINDOW_NS: u64 = 100_000_000;
-/// Pending requests a policy holds.
-const CAPACITY: usize = 64;
-/// Waits kept in a trace.
-const TRACE: usize = 1 << 16;
+/// Pending requests each client may have at the driver (its sessions' cap).
+const PER_CLIENT: usize = 8;
 /// The seed of the random patterns.
 const SEED: u64 = 11;
 
@@ -61,45 +50,44 @@ fn reader(c: &Client) -> Reader {
     }
 }
 
-/// A heuristic that never waits: FCFS has none (its runs are without anticipation).
-struct Never<E>(E);
-
-impl<P: Policy, E: Positioning> Heuristic<P> for Never<E> {
-    fn evaluate(&self, _policy: &P, _w: &Weighing<'_>) -> u64 {
-        0
-    }
-
-    fn positioning_ns(&self, from: u64, to: u64) -> u64 {
-        self.0.positioning_ns(from, to)
+/// The driver's name for `s`.
+fn policy(s: Scheduler) -> PolicyName {
+    match s {
+        Scheduler::Fcfs => PolicyName::Fcfs,
+        Scheduler::Sstf => PolicyName::Sstf,
+        Scheduler::Sptf => PolicyName::Sptf,
+        Scheduler::AgedSptf => PolicyName::AgedSptf,
+        Scheduler::Cscan => PolicyName::Cscan,
+        Scheduler::Stride => PolicyName::Stride,
+        Scheduler::Usd => PolicyName::Usd,
     }
 }
 
-/// The stride weights of `clients`: their contracts' slices (per the same period), 1 without.
-fn weights(clients: &[Client]) -> Vec<u32> {
-    let slices: Vec<u64> =
-        clients.iter().map(|c| c.contract.map_or(1, |k| k.slice_ms.max(1))).collect();
-    let g = slices.iter().copied().fold(0, gcd).max(1);
-    slices.iter().map(|s| (s / g) as u32).collect()
+/// The driver's scheduler for `clients` (their disk contracts as the kernel passes them), as
+/// its `--scheduler` builds it: `blk::sched::scheduler`, the seek-reducing rules weighing as
+/// `weigh` says.
+fn built(
+    s: Scheduler,
+    anticipation: bool,
+    clients: &[Client],
+    weigh: Weigh,
+) -> Box<dyn SimScheduler> {
+    let streams: Vec<Option<atropos::Contract>> =
+        clients.iter().map(|c| c.contract.is_some().then(|| contract(c))).collect();
+    let options = BuildOptions { weigh, trace_capacity: 0 };
+    scheduler::build_with(policy(s), anticipation, &model(), &streams, PER_CLIENT, 0, options)
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
-}
-
-/// The waits of `trace`, as the driver sums them.
-fn waits(trace: &WaitTrace) -> Waits {
-    let mut w = Waits::default();
-    for r in trace.iter() {
-        w.count += 1;
-        match r.end {
-            WaitEnd::Anticipated => w.anticipated += 1,
-            WaitEnd::TimedOut => w.timed_out += 1,
-            WaitEnd::Abandoned => w.abandoned += 1,
-        }
-        w.exceeded += u64::from(r.ended_ns > r.until_ns);
-        w.longest_ns = w.longest_ns.max(r.ended_ns.saturating_sub(r.since_ns));
+/// Every wait of a run, as the driver sums them.
+fn waits(t: WaitTotals) -> Waits {
+    Waits {
+        count: t.count,
+        anticipated: t.anticipated,
+        timed_out: t.timed_out,
+        abandoned: t.abandoned,
+        exceeded: t.exceeded,
+        longest_ns: t.longest_ns,
     }
-    w
 }
 
 /// What a simulated run gave, as [`Measured`].
@@ -120,18 +108,8 @@ fn measured(out: &sim::Outcome, run_ns: u64) -> Measured {
 }
 
 /// Runs `core` over `readers` for `run_ns` on the model.
-fn go<S: SimScheduler>(core: &mut S, readers: &[Reader], run_ns: u64) -> sim::Outcome {
+fn go<S: SimScheduler + ?Sized>(core: &mut S, readers: &[Reader], run_ns: u64) -> sim::Outcome {
     sim::run(core, &mut model(), readers, run_ns, SEED)
-}
-
-/// Simulates `run` with scheduler `core` built by the caller; for the policies wrapped in
-/// anticipation.
-fn anticipated<P: Policy, H: Heuristic<P>>(policy: P, rule: H, run: &Run) -> Measured {
-    let readers: Vec<Reader> = run.clients.iter().map(reader).collect();
-    let run_ns = run.duration_ms * 1_000_000;
-    let mut core = Anticipation::new(policy, rule, readers.len(), run.anticipation, TRACE);
-    let out = go(&mut core, &readers, run_ns);
-    Measured { waits: Some(waits(core.trace())), ..measured(&out, run_ns) }
 }
 
 /// `run` simulated on the host with the driver's scheduling code.
@@ -142,48 +120,24 @@ pub fn simulate(run: &Run) -> Measured {
 /// `run` simulated with the seek-reducing rules weighing a wait as `weigh` says: Tessera's
 /// ([`Weigh::ExpectedGain`]) or the paper's ([`Weigh::Paper`], for comparison).
 pub fn simulate_weighing(run: &Run, weigh: Weigh) -> Measured {
-    let m = model;
-    let rule = || SptfRule { estimate: model(), weigh };
-    match run.scheduler {
-        Scheduler::Fcfs => anticipated(Fcfs::new(CAPACITY), Never(m()), run),
-        Scheduler::Sstf => anticipated(Sstf::new(CAPACITY), rule(), run),
-        Scheduler::Sptf => anticipated(Sptf::new(CAPACITY, m()), rule(), run),
-        Scheduler::AgedSptf => anticipated(
-            AgedSptf::with_turns(CAPACITY, m(), AGE_NS, TURN_NS),
-            AgedSptfRule(rule()),
-            run,
-        ),
-        Scheduler::Cscan => anticipated(Cscan::new(CAPACITY), CscanRule(rule()), run),
-        Scheduler::Stride => anticipated(
-            Stride::relaxed(CAPACITY, &weights(&run.clients), STRIDE_WINDOW_NS, m()),
-            CombinedRule(rule()),
-            run,
-        ),
-        Scheduler::Usd => {
-            let readers: Vec<Reader> = run.clients.iter().map(reader).collect();
-            let run_ns = run.duration_ms * 1_000_000;
-            let mut usd = Usd::new(m(), run.anticipation, 16, TRACE);
-            usd.atropos_mut().set_trace(true);
-            for c in &run.clients {
-                usd.open(contract(c), 0);
-            }
-            let out = go(&mut usd, &readers, run_ns);
-            let periods = usd
-                .atropos_mut()
-                .take_records()
-                .into_iter()
-                .map(|r| Period {
-                    stream: client_name(r.client),
-                    start: r.start,
-                    end: r.end,
-                    guaranteed: r.guaranteed,
-                    extra: r.extra,
-                    missed: r.missed,
-                })
-                .collect();
-            Measured { periods, waits: Some(waits(usd.trace())), ..measured(&out, run_ns) }
-        }
-    }
+    let readers: Vec<Reader> = run.clients.iter().map(reader).collect();
+    let run_ns = run.duration_ms * 1_000_000;
+    let mut core = built(run.scheduler, run.anticipation, &run.clients, weigh);
+    let out = go(&mut *core, &readers, run_ns);
+    let periods = core
+        .take_periods()
+        .into_iter()
+        .map(|r| Period {
+            stream: client_name(r.client),
+            start: r.start,
+            end: r.end,
+            guaranteed: r.guaranteed,
+            extra: r.extra,
+            missed: r.missed,
+        })
+        .collect();
+    let waits = core.trace().map(|t| waits(t.totals()));
+    Measured { periods, waits, ..measured(&out, run_ns) }
 }
 
 /// Client `c`'s disk contract for the USD (a best-effort 1% of each second without one).
@@ -203,13 +157,13 @@ fn contract(c: &Client) -> atropos::Contract {
 }
 
 /// A scheduler with every call timed on the host's clock.
-struct Timed<S> {
-    inner: S,
+struct Timed {
+    inner: Box<dyn SimScheduler>,
     ns: u128,
     completions: u64,
 }
 
-impl<S: SimScheduler> SimScheduler for Timed<S> {
+impl SimScheduler for Timed {
     fn arrive(&mut self, r: Pending, now_ns: u64) -> Result<(), Full> {
         let t = Instant::now();
         let out = self.inner.arrive(r, now_ns);
@@ -270,7 +224,7 @@ fn timer_overhead_ns() -> f64 {
 }
 
 /// Times `core` over the cost workload: ns a request, requests.
-fn time<S: SimScheduler>(core: S) -> (f64, u64) {
+fn time(core: Box<dyn SimScheduler>) -> (f64, u64) {
     let readers: Vec<Reader> = cost_readers().iter().map(reader).collect();
     let mut timed = Timed { inner: core, ns: 0, completions: 0 };
     // Calls a request: its arrival, its completion, and the next after each event (about
@@ -283,45 +237,9 @@ fn time<S: SimScheduler>(core: S) -> (f64, u64) {
 pub fn cost(scheduler: Scheduler, anticipation: bool, reps: usize) -> HostCost {
     let overhead = timer_overhead_ns();
     let clients = cost_readers();
-    let n = clients.len();
-    let m = model;
-    let rule = || SptfRule::new(model());
     let mut best: Option<(f64, u64)> = None;
     for _ in 0..reps.max(1) {
-        let a = anticipation;
-        let t = match scheduler {
-            Scheduler::Fcfs => {
-                time(Anticipation::new(Fcfs::new(CAPACITY), Never(m()), n, a, TRACE))
-            }
-            Scheduler::Sstf => time(Anticipation::new(Sstf::new(CAPACITY), rule(), n, a, TRACE)),
-            Scheduler::Sptf => {
-                time(Anticipation::new(Sptf::new(CAPACITY, m()), rule(), n, a, TRACE))
-            }
-            Scheduler::AgedSptf => time(Anticipation::new(
-                AgedSptf::with_turns(CAPACITY, m(), AGE_NS, TURN_NS),
-                AgedSptfRule(rule()),
-                n,
-                a,
-                TRACE,
-            )),
-            Scheduler::Cscan => {
-                time(Anticipation::new(Cscan::new(CAPACITY), CscanRule(rule()), n, a, TRACE))
-            }
-            Scheduler::Stride => time(Anticipation::new(
-                Stride::relaxed(CAPACITY, &weights(&clients), STRIDE_WINDOW_NS, m()),
-                CombinedRule(rule()),
-                n,
-                a,
-                TRACE,
-            )),
-            Scheduler::Usd => {
-                let mut usd = Usd::new(m(), a, 16, TRACE);
-                for c in &clients {
-                    usd.open(contract(c), 0);
-                }
-                time(usd)
-            }
-        };
+        let t = time(built(scheduler, anticipation, &clients, Weigh::ExpectedGain));
         if best.is_none_or(|b| t.0 < b.0) {
             best = Some(t);
         }
@@ -418,14 +336,6 @@ mod tests {
             back.periods.reverse();
             assert_eq!(back, m, "{key}");
         }
-    }
-
-    #[test]
-    fn weights_are_the_slices_reduced() {
-        let (runs, _) = plan(Size::Quick);
-        let e = runs.iter().find(|r| r.key == "e-stride-with").unwrap();
-        assert_eq!(weights(&e.clients), [1, 2]);
-        assert_eq!(weights(&cost_readers()), [1, 1, 1, 1]);
     }
 
     #[test]
