@@ -186,13 +186,13 @@ pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
     let mut wake_max_ns = 0u64;
     loop {
         let mut moved = false;
-        server.set_now(tessera::time_ns());
+        server.set_now(tessera::clock::now_ns());
         let now = events::value(irq);
         if now != irq_seen {
             irq_seen = now;
             interrupts += 1;
             let signalled = tessera::dcb().interrupt_ns[device].load(Ordering::Acquire);
-            wake_max_ns = wake_max_ns.max(tessera::time_ns().saturating_sub(signalled));
+            wake_max_ns = wake_max_ns.max(tessera::clock::now_ns().saturating_sub(signalled));
             server.device_mut().interrupted();
             let _ = syscall::irq_ack(irq);
             moved = true;
@@ -320,7 +320,7 @@ fn stage<D: BlockDevice>(
         &estimate,
         &streams,
         per_client,
-        tessera::time_ns(),
+        tessera::clock::now_ns(),
     );
     println!(
         "{driver}: disk scheduled by {} (anticipation {}), model {}",
@@ -332,7 +332,9 @@ fn stage<D: BlockDevice>(
             _ => "none",
         }
     );
-    Some(Stage::new(sched, model, per_client * clients.len().max(1), Some(tessera::time_ns)))
+    // Timed in raw clock ticks (an instruction to read), turned into ns once at the end.
+    let clock: fn() -> u64 = tessera::clock::ticks;
+    Some(Stage::new(sched, model, per_client * clients.len().max(1), Some(clock)))
 }
 
 /// Prints the streams' completed periods and publishes their accounts.
@@ -372,13 +374,15 @@ fn report<D: BlockDevice>(server: &Server<D>, options: &ServeOptions) {
         );
     }
     let s = stage.stats();
+    let ns = tessera::clock::ns_from_ticks(s.scheduler_time);
     let policy = options.scheduler.unwrap_or(PolicyName::Usd);
     println!(
-        "disk scheduler: policy={} anticipation={} requests={} ns={} per_request_ns={}",
+        "disk scheduler: policy={} anticipation={} requests={} calls={} ns={} per_request_ns={}",
         policy.name(),
         if options.anticipate { "on" } else { "off" },
         s.dispatched,
-        s.scheduler_ns,
-        s.scheduler_ns / s.dispatched.max(1)
+        s.scheduler_calls,
+        ns,
+        ns / s.dispatched.max(1)
     );
 }

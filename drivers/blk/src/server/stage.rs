@@ -13,8 +13,9 @@
 //! without a model it sees the device's.
 //!
 //! The stage keeps what a study of the scheduler needs: how many requests it scheduled, and
-//! the time spent in the scheduler's calls by the clock it is given (on a QEMU run under
-//! `-icount shift=0`, one nanosecond is one instruction).
+//! the time spent in the scheduler's calls by the clock it is given, best a raw counter that
+//! costs an instruction to read (on a QEMU run under `-icount shift=0`, one nanosecond is one
+//! instruction).
 
 use alloc::boxed::Box;
 use alloc::vec;
@@ -52,8 +53,8 @@ pub struct StageStats {
     pub scheduled: u64,
     /// Requests dispatched to the device.
     pub dispatched: u64,
-    /// Time spent in the scheduler's calls, by the stage's clock (0 without one).
-    pub scheduler_ns: u64,
+    /// Time spent in the scheduler's calls, in the units of the stage's clock (0 without one).
+    pub scheduler_time: u64,
     /// Scheduler calls timed.
     pub scheduler_calls: u64,
 }
@@ -67,6 +68,9 @@ pub struct Stage {
     at_device: Option<AtDevice>,
     /// Until when the scheduler waits (anticipating, or for a stream's next period).
     wake_ns: Option<u64>,
+    /// Whether anything the scheduler decides on changed (an arrival, a completion) since it
+    /// was last asked: if not, its answer holds until `wake_ns`.
+    changed: bool,
     clock: Option<fn() -> u64>,
     stats: StageStats,
 }
@@ -84,7 +88,7 @@ impl core::fmt::Debug for Stage {
 
 impl Stage {
     /// A stage over `scheduler`, timing the disk by `model` if given, holding at most
-    /// `capacity` requests; `clock` (if given) times the scheduler's calls.
+    /// `capacity` requests; `clock` (if given, in any unit) times the scheduler's calls.
     pub fn new(
         scheduler: Box<dyn Scheduler>,
         model: Option<DiskModel>,
@@ -97,6 +101,7 @@ impl Stage {
             waiting: vec![None; capacity.max(1)],
             at_device: None,
             wake_ns: None,
+            changed: false,
             clock,
             stats: StageStats::default(),
         }
@@ -147,7 +152,7 @@ impl Stage {
         let Some(clock) = self.clock else { return f(&mut *self.scheduler) };
         let t0 = clock();
         let out = f(&mut *self.scheduler);
-        self.stats.scheduler_ns += clock().saturating_sub(t0);
+        self.stats.scheduler_time += clock().saturating_sub(t0);
         self.stats.scheduler_calls += 1;
         out
     }
@@ -175,6 +180,7 @@ impl Stage {
         }
         self.waiting[token] = Some((owner, dreq));
         self.stats.scheduled += 1;
+        self.changed = true;
         true
     }
 
@@ -184,6 +190,11 @@ impl Stage {
         if self.at_device.is_some() {
             return None;
         }
+        // Nothing changed and the wait (or idleness) is not over: the same answer.
+        if !self.changed && self.wake_ns.is_none_or(|w| now_ns < w) {
+            return None;
+        }
+        self.changed = false;
         self.wake_ns = None;
         match self.timed(|s| s.next(now_ns)) {
             Decision::Dispatch(r) => {
@@ -212,6 +223,7 @@ impl Stage {
     /// refused it): the scheduler is told it completed at once.
     fn dropped(&mut self, r: sched::Pending, now_ns: u64) {
         self.timed(|s| s.complete(&r, 0, now_ns));
+        self.changed = true;
     }
 
     /// The device completed `tag` with `result`: true if it is the scheduled request (kept
@@ -238,6 +250,7 @@ impl Stage {
         let service = a.end_ns.map_or(now_ns, |end| end).saturating_sub(a.start_ns);
         let done_at = a.end_ns.unwrap_or(now_ns);
         self.timed(|s| s.complete(&a.r, service, done_at));
+        self.changed = true;
         Some((a.owner, a.tag, result))
     }
 }
