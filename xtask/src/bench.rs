@@ -18,8 +18,9 @@
 //!
 //! `disk`: the anticipatory-scheduling experiments of Iyer & Druschel on the mechanical disk
 //! model, in QEMU with and without anticipation, next to the host simulation and the paper
-//! (see [`disk`]; `--quick`, `--host-only`). Not yet part of `all` and `check`: it keeps no
-//! figures.
+//! (see [`disk`]; `--quick`, `--host-only`). Kept: two sequential readers with and without
+//! anticipation and the USD's isolated stream (MB/s), and the scheduler's instructions per
+//! request, on virtio-blk.
 //!
 //! Every bench runs on both architectures unless `--arch` names some, and prints their figures
 //! side by side, one column per architecture.
@@ -119,7 +120,9 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
             };
             let mode = if name == Name::All { Mode::Full } else { Mode::Check };
             let mut tables = Vec::new();
-            for bench in [Name::Boot, Name::Ipc, Name::Sched, Name::Fault, Name::DiskRaw] {
+            for bench in
+                [Name::Boot, Name::Ipc, Name::Sched, Name::Fault, Name::DiskRaw, Name::Disk]
+            {
                 eprintln!("bench {}: {}", bench_name(bench), names(&arches));
                 tables.extend(one(bench, mode, &arches, opts.disk)?);
             }

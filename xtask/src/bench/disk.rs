@@ -15,7 +15,8 @@
 //! `--quick` boots fewer sweep points; `--host-only` boots nothing (the simulation and the
 //! host cost only). Boots run one after the other, as in the other benches. The report is
 //! written to `target/bench/disk.{md,json}`, the plots and manifests under
-//! `target/bench/disk/`. No figure is kept in the baseline yet.
+//! `target/bench/disk/`. Kept in the baseline: the figures of [`KEPT_RUNS`] on virtio-blk on each
+//! architecture (deterministic under `-icount`), which `bench check` boots alone.
 
 mod experiments;
 mod host;
@@ -83,9 +84,59 @@ fn source_name(arch: Arch, dev: &Device) -> String {
     format!("{} {}", arch.name(), dev.key)
 }
 
-/// Runs the bench on `arches`; writes its report and plots. Returns no kept figures (none
-/// are kept yet); fails after the report if a boot failed.
-pub fn run(_mode: Mode, arches: &[Arch], opts: DiskOptions) -> Result<Vec<Table>> {
+/// The runs whose figures are kept, booted on virtio-blk on each architecture: two
+/// sequential readers with and without anticipation, and the USD's isolated stream.
+const KEPT_RUNS: [&str; 3] = ["a-two-with", "a-two-without", "g-usd-with"];
+
+/// The kept figures of `arch` from its virtio-blk runs `results`, if all of [`KEPT_RUNS`] ran.
+fn kept(arch: Arch, results: &BTreeMap<String, Measured>) -> Option<Table> {
+    let [with, without, usd] = KEPT_RUNS.map(|k| results.get(k));
+    let (with, without, usd) = (with?, without?, usd?);
+    let instr = |m: &Measured| m.sched.as_ref().map(|s| s.per_request_ns as f64);
+    let exceeded: u64 =
+        [with, usd].iter().filter_map(|m| m.waits.as_ref()).map(|w| w.exceeded).sum();
+    Some(super::table(
+        arch,
+        "disk",
+        vec![
+            ("two_readers_with_mbps".into(), round2(with.total_mbps())),
+            ("two_readers_without_mbps".into(), round2(without.total_mbps())),
+            ("usd_stream_mbps".into(), round2(usd.client_mbps(0)?)),
+            ("scheduler_instructions_aged_sptf".into(), instr(with)?),
+            ("scheduler_instructions_usd".into(), instr(usd)?),
+            ("waits_past_timeout".into(), exceeded as f64),
+        ],
+    ))
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+/// `bench check`: only the kept runs, on virtio-blk on each of `arches`.
+fn check(arches: &[Arch]) -> Result<Vec<Table>> {
+    let (runs, _) = experiments::plan(Size::Quick);
+    let dev = &manifests::DEVICES[0];
+    let mut tables = Vec::new();
+    for &arch in arches {
+        let a = artifacts::build(arch)?;
+        let mut results = BTreeMap::new();
+        for key in KEPT_RUNS {
+            let run = runs.iter().find(|r| r.key == key).expect("a planned run");
+            results.insert(key.to_string(), boot(&a, run, dev)?);
+        }
+        tables.extend(kept(arch, &results));
+    }
+    Ok(tables)
+}
+
+/// Runs the bench on `arches`; writes its report and plots, and returns the kept figures
+/// ([`KEPT_RUNS`] on virtio-blk); fails after the report if a boot failed. In
+/// [`Mode::Check`] it boots only the kept runs and writes no report.
+pub fn run(mode: Mode, arches: &[Arch], opts: DiskOptions) -> Result<Vec<Table>> {
+    if mode == Mode::Check {
+        return check(arches);
+    }
     let size = if opts.quick { Size::Quick } else { Size::Full };
     let (runs, experiments) = experiments::plan(size);
 
@@ -115,6 +166,7 @@ pub fn run(_mode: Mode, arches: &[Arch], opts: DiskOptions) -> Result<Vec<Table>
     // Boots: every run on every device of every architecture.
     let mut measured: Vec<(String, BTreeMap<String, Measured>)> = Vec::new();
     let mut failures = Vec::new();
+    let mut kept_tables = Vec::new();
     if !opts.host_only {
         for &arch in arches {
             let a = artifacts::build(arch)?;
@@ -137,6 +189,9 @@ pub fn run(_mode: Mode, arches: &[Arch], opts: DiskOptions) -> Result<Vec<Table>
                             }
                         }
                     }
+                }
+                if dev.key == "virtio" {
+                    kept_tables.extend(kept(arch, &results));
                 }
                 measured.push((name, results));
             }
@@ -240,5 +295,5 @@ pub fn run(_mode: Mode, arches: &[Arch], opts: DiskOptions) -> Result<Vec<Table>
     if !failures.is_empty() {
         bail!("{} boot(s) of bench disk failed: {}", failures.len(), failures.join(", "));
     }
-    Ok(Vec::new())
+    Ok(kept_tables)
 }
