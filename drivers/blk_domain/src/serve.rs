@@ -186,7 +186,9 @@ pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
     let mut wake_max_ns = 0u64;
     loop {
         let mut moved = false;
-        server.set_now(tessera::clock::now_ns());
+        if server.stage().is_some() {
+            server.set_now(tessera::clock::now_ns());
+        }
         let now = events::value(irq);
         if now != irq_seen {
             irq_seen = now;

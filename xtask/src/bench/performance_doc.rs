@@ -20,6 +20,7 @@ fn bench_title(bench: &str) -> &'static str {
         "sched" => "CPU contracts (`cargo xtask bench sched`)",
         "fault" => "Self-paging (`cargo xtask bench fault`)",
         "disk_raw" => "The raw block path (`cargo xtask bench disk-raw`)",
+        "disk" => "Disk scheduling on the Deskstar model (`cargo xtask bench disk`)",
         _ => "Other",
     }
 }

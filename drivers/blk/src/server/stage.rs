@@ -273,6 +273,9 @@ impl<D: BlockDevice> Server<D> {
     /// Asks the scheduler what the disk does next while nothing is at the device, submitting
     /// what it dispatches.
     pub(super) fn pump_scheduled(&mut self) {
+        if self.stage.is_none() {
+            return;
+        }
         let now = self.now_ns;
         // Each pass dispatches (and stops) or drops a request, so it ends.
         loop {
