@@ -44,6 +44,12 @@
 //! `two_clients` (every block read, the image on the host, the refused requests); no wait of
 //! the scheduler outlived its timeout; and under USD the stream without extra time never got
 //! more than its slice of disk time in a period.
+//!
+//! `virtio_blk_usd`: a sequential stream and a disk hog under USD on the Deskstar model at its
+//! real size (`diskread`, 2 s each): neither stream gets more than its slice in a period; each
+//! client's own reading of its accounts agrees with the driver's period records; no wait
+//! outlived its timeout; the sequential stream reads at least 0.9 x its share x its bandwidth
+//! alone (Argon's bar).
 
 use std::time::Duration;
 
@@ -233,6 +239,57 @@ fn both_clients(
     )?;
     expect_line(out, "blk: exited with status 0")?;
     frames_returned(out)
+}
+
+/// The USD check's streams: name, slice (ns) in each 1 s period, all without extra time.
+const USD_STREAMS: [(&str, u64); 2] = [("r0", 500_000_000), ("r1", 400_000_000)];
+/// What r0 reads alone on the model (`cargo xtask bench disk`, run `a-alone`), MB/s.
+const USD_ALONE_MBPS: f64 = 21.17;
+
+/// The USD check (`virtio-blk-usd.toml`): slices kept, the clients' own accounts agree with
+/// the driver's period records, no wait past its timeout, and r0 keeps its locality beside the
+/// hog.
+fn usd(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    let periods = crate::disk_trace::periods(&out.log);
+    for (name, slice) in USD_STREAMS {
+        expect_line(out, &format!("{name}: exited with status 0"))?;
+        let mine: Vec<_> = periods.iter().filter(|p| p.stream == name).collect();
+        if mine.is_empty() {
+            return Err(format!("no `disk period:` record of {name}"));
+        }
+        if let Some(p) = mine.iter().find(|p| p.guaranteed + p.extra > slice) {
+            return Err(format!("{name} got more than its slice in a period: {p:?}"));
+        }
+        // The client's own reading of its accounts, taken just before its report.
+        let want = format!("[{name}] diskread {name}: disk accounts ");
+        let line = out.line(&want).ok_or(format!("no line like `{want}`"))?;
+        let field = |k| crate::log::field(&line.message, k).ok_or(format!("no {k} in {want}"));
+        let (g, x, n) = (field("guaranteed_ns")?, field("extra_ns")?, field("periods")?);
+        let recorded: u64 = mine.iter().map(|p| p.guaranteed + p.extra).sum();
+        // Its accounts hold every completed period, and at most one slice more (the current).
+        if n.abs_diff(mine.len() as u64) > 1 || g + x < recorded || g + x > recorded + slice {
+            return Err(format!(
+                "{name}'s accounts ({} ns in {n} periods) disagree with the driver's {} records ({recorded} ns)",
+                g + x,
+                mine.len()
+            ));
+        }
+    }
+    let waits = out.line("disk waits: ").ok_or("no `disk waits:` line")?;
+    if crate::log::field(&waits.message, "exceeded") != Some(0) {
+        return Err(format!("a wait outlived its timeout: {}", waits.message));
+    }
+    // r0 keeps its seek locality: at least 0.9 x its share (half) x what it reads alone.
+    let done = out.line("[r0] diskread r0: done ").ok_or("no report from r0")?;
+    let bytes = crate::log::field(&done.message, "bytes").ok_or("no bytes")?;
+    let elapsed = crate::log::field(&done.message, "elapsed_ns").ok_or("no elapsed_ns")?;
+    let mbps = bytes as f64 / (elapsed.max(1) as f64 / 1e9) / 1e6;
+    let bar = 0.9 * 0.5 * USD_ALONE_MBPS;
+    if mbps < bar {
+        return Err(format!("r0 read {mbps:.2} MB/s beside the hog, under the bar of {bar:.2}"));
+    }
+    Ok(())
 }
 
 /// The manifest of the scheduled check under `policy`: `{app}-scheduled.toml` with its
@@ -426,6 +483,9 @@ pub(super) fn drivers_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             ("virtio_blk", Arch::X86_64) => &["usd", "aged-sptf"],
             _ => &["fcfs", "sstf", "sptf", "aged-sptf", "cscan", "stride", "usd"],
         };
+        if d.test == "virtio_blk" {
+            tests.push(test(d, "usd", 300, &[], Box::new(usd)));
+        }
         for &policy in policies {
             let mut t = test(
                 d,

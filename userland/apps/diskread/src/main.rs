@@ -27,6 +27,9 @@
 //! Output:
 //! - `diskread NAME: pattern=P start=S span=N size=B think_us=T depth=D duration_ms=MS`, then
 //!   `burst=N pause_us=U` for bursts, `seed=S` for the random patterns, `write_every=K` if set;
+//! - `diskread NAME: disk accounts guaranteed_ns=G extra_ns=X periods=P missed=M`: its
+//!   stream's disk time as the driver accounts it (read from the words the driver publishes
+//!   after the data area, `accounts`), if the driver schedules by contracts;
 //! - `diskread NAME: done reads=R writes=W bytes=B first_ns=F last_ns=L elapsed_ns=E
 //!   mean_latency_ns=M max_latency_ns=X`: `F` when the first request was issued, `L` when the
 //!   last completed, `E = L - F`.
@@ -38,9 +41,11 @@
 
 #![no_std]
 #![no_main]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 extern crate alloc;
+
+mod accounts;
 
 use alloc::format;
 use alloc::string::String;
@@ -276,6 +281,16 @@ fn run(o: &Options) -> Result<(), Failure> {
     if tally.writes > 0 {
         let flush = s.client.flush().map_err(|e| Failure::Error(format!("flush: {}", e.name())))?;
         s.call(flush, "the flush")?;
+    }
+    // The stream's disk time, as the driver accounts it (zero if the driver does not schedule
+    // by contracts).
+    if let Some(a) = accounts::read(&info)
+        && a != blk::protocol::StreamAccounts::default()
+    {
+        println!(
+            "diskread {}: disk accounts guaranteed_ns={} extra_ns={} periods={} missed={}",
+            o.channel, a.guaranteed_ns, a.extra_ns, a.periods, a.deadlines_missed
+        );
     }
     close(&mut s)?;
     println!(
