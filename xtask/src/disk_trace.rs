@@ -17,7 +17,7 @@ use crate::records::{self, Account, Format, csv_field, write};
 pub const MARK: &str = "disk period: ";
 
 /// One completed period of one disk stream.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DiskPeriod {
     /// The stream: its client's channel name.
     pub stream: String,
@@ -53,8 +53,13 @@ impl Account for DiskPeriod {
 
 /// The disk period record in `line`, if it is one.
 pub fn period(line: &LogLine) -> Option<DiskPeriod> {
-    let at = line.message.find(MARK)?;
-    let text = &line.message[at + MARK.len()..];
+    period_in(&line.message)
+}
+
+/// The disk period record in the text `message`, if it is one.
+pub fn period_in(message: &str) -> Option<DiskPeriod> {
+    let at = message.find(MARK)?;
+    let text = &message[at + MARK.len()..];
     let stream = text.split_whitespace().find_map(|w| w.strip_prefix("stream="))?;
     let n = crate::cpu::numbers(text);
     Some(DiskPeriod {
@@ -63,7 +68,11 @@ pub fn period(line: &LogLine) -> Option<DiskPeriod> {
         end: *n.get("end")?,
         guaranteed: *n.get("guaranteed")?,
         extra: *n.get("extra")?,
-        missed: text.split_whitespace().any(|w| w == "missed=true"),
+        missed: match text.split_whitespace().find_map(|w| w.strip_prefix("missed="))? {
+            "true" => true,
+            "false" => false,
+            _ => return None,
+        },
     })
 }
 

@@ -287,7 +287,7 @@ pub fn run(mode: Mode, arches: &[Arch], opts: DiskOptions) -> Result<Vec<Table>>
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "host_cost_ns_per_request": host_costs.iter().map(|c| serde_json::json!({
-            "scheduler": c.scheduler.arg(), "anticipation": c.anticipation,
+            "scheduler": c.scheduler.name(), "anticipation": c.anticipation,
             "ns": c.per_request_ns, "requests": c.requests,
         })).collect::<Vec<_>>(),
     });

@@ -14,50 +14,8 @@ pub const READ_SECTORS: u32 = 128;
 /// Bytes a read.
 pub const READ_BYTES: u64 = READ_SECTORS as u64 * 512;
 
-/// A scheduling policy of the driver domain (`--scheduler`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scheduler {
-    /// First come, first served.
-    Fcfs,
-    /// Shortest seek (LBN distance) first.
-    Sstf,
-    /// Shortest positioning time first.
-    Sptf,
-    /// SPTF with a bound on every request's wait (1 s).
-    AgedSptf,
-    /// C-LOOK.
-    Cscan,
-    /// Stride over service time, each client's weight its disk contract's share.
-    Stride,
-    /// The user-safe disk: EDF over disk-time contracts.
-    Usd,
-}
-
-impl Scheduler {
-    /// Every policy, in the order tables show them.
-    pub const ALL: [Scheduler; 7] = [
-        Scheduler::Fcfs,
-        Scheduler::Sstf,
-        Scheduler::Sptf,
-        Scheduler::AgedSptf,
-        Scheduler::Cscan,
-        Scheduler::Stride,
-        Scheduler::Usd,
-    ];
-
-    /// Its name on the driver's command line and in its `disk scheduler:` line.
-    pub fn arg(self) -> &'static str {
-        match self {
-            Scheduler::Fcfs => "fcfs",
-            Scheduler::Sstf => "sstf",
-            Scheduler::Sptf => "sptf",
-            Scheduler::AgedSptf => "aged-sptf",
-            Scheduler::Cscan => "cscan",
-            Scheduler::Stride => "stride",
-            Scheduler::Usd => "usd",
-        }
-    }
-}
+/// A scheduling policy of the driver domain (`--scheduler`): the driver's own names.
+pub use blk::sched::PolicyName as Scheduler;
 
 /// Where a client's reads go (`diskread --pattern`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

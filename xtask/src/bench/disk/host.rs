@@ -14,10 +14,10 @@ use blk::disk_model::{DiskModel, DiskParams};
 use blk::sched::heuristics::Weigh;
 use blk::sched::scheduler::{self, BuildOptions};
 use blk::sched::sim::{self, Reader, Scheduler as SimScheduler};
-use blk::sched::{Decision, Full, Pending, PolicyName, WaitTotals};
+use blk::sched::{Decision, Full, Pending};
 
 use super::experiments::{Client, GB, Pattern, READ_SECTORS, Run, Scheduler, client_name};
-use super::lines::{ClientDone, Measured, Period, Waits};
+use super::lines::{ClientDone, Measured, Period};
 use super::manifests::disk_bytes;
 
 /// The CPU time a client spends between a completion and its next request, ns.
@@ -50,19 +50,6 @@ fn reader(c: &Client) -> Reader {
     }
 }
 
-/// The driver's name for `s`.
-fn policy(s: Scheduler) -> PolicyName {
-    match s {
-        Scheduler::Fcfs => PolicyName::Fcfs,
-        Scheduler::Sstf => PolicyName::Sstf,
-        Scheduler::Sptf => PolicyName::Sptf,
-        Scheduler::AgedSptf => PolicyName::AgedSptf,
-        Scheduler::Cscan => PolicyName::Cscan,
-        Scheduler::Stride => PolicyName::Stride,
-        Scheduler::Usd => PolicyName::Usd,
-    }
-}
-
 /// The driver's scheduler for `clients` (their disk contracts as the kernel passes them), as
 /// its `--scheduler` builds it: `blk::sched::scheduler`, the seek-reducing rules weighing as
 /// `weigh` says.
@@ -75,19 +62,7 @@ fn built(
     let streams: Vec<Option<atropos::Contract>> =
         clients.iter().map(|c| c.contract.is_some().then(|| contract(c))).collect();
     let options = BuildOptions { weigh, trace_capacity: 0 };
-    scheduler::build_with(policy(s), anticipation, &model(), &streams, PER_CLIENT, 0, options)
-}
-
-/// Every wait of a run, as the driver sums them.
-fn waits(t: WaitTotals) -> Waits {
-    Waits {
-        count: t.count,
-        anticipated: t.anticipated,
-        timed_out: t.timed_out,
-        abandoned: t.abandoned,
-        exceeded: t.exceeded,
-        longest_ns: t.longest_ns,
-    }
+    scheduler::build_with(s, anticipation, &model(), &streams, PER_CLIENT, 0, options)
 }
 
 /// What a simulated run gave, as [`Measured`].
@@ -136,7 +111,7 @@ pub fn simulate_weighing(run: &Run, weigh: Weigh) -> Measured {
             missed: r.missed,
         })
         .collect();
-    let waits = core.trace().map(|t| waits(t.totals()));
+    let waits = core.trace().map(|t| t.totals());
     Measured { periods, waits, ..measured(&out, run_ns) }
 }
 

@@ -28,39 +28,13 @@ pub struct ClientDone {
     pub max_latency_ns: u64,
 }
 
-/// A `disk period:` line: one stream's use of the disk in one USD period.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Period {
-    /// The stream (its client's channel).
-    pub stream: String,
-    /// The period's start and end, ns.
-    pub start: u64,
-    /// See `start`.
-    pub end: u64,
-    /// Guaranteed disk time used, ns.
-    pub guaranteed: u64,
-    /// Extra disk time used, ns.
-    pub extra: u64,
-    /// Whether it ended with slice left while the stream had requests.
-    pub missed: bool,
-}
+/// A `disk period:` line: one stream's use of the disk in one USD period (the records
+/// `cargo xtask run --disk-out` writes).
+pub use crate::disk_trace::DiskPeriod as Period;
 
-/// The driver's `disk waits:` line: how its anticipation waits ended.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Waits {
-    /// Waits.
-    pub count: u64,
-    /// Ended by the awaited client's request.
-    pub anticipated: u64,
-    /// Ended by their timeout.
-    pub timed_out: u64,
-    /// Given up for another client's request.
-    pub abandoned: u64,
-    /// Outlived their timeout (must be 0).
-    pub exceeded: u64,
-    /// The longest, ns.
-    pub longest_ns: u64,
-}
+/// The driver's `disk waits:` line: the totals of its anticipation waits, as the scheduler
+/// keeps them.
+pub use blk::sched::WaitTotals as Waits;
 
 /// The driver's `disk scheduler:` line: its own time in scheduler calls.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -127,15 +101,7 @@ pub fn client_done(line: &str) -> Option<ClientDone> {
 
 /// The period record in `line`, if it is one.
 pub fn period(line: &str) -> Option<Period> {
-    let rest = &line[line.find("disk period: ")?..];
-    Some(Period {
-        stream: word(rest, "stream")?.to_string(),
-        start: field(rest, "start")?,
-        end: field(rest, "end")?,
-        guaranteed: field(rest, "guaranteed")?,
-        extra: field(rest, "extra")?,
-        missed: flag(rest, "missed")?,
-    })
+    crate::disk_trace::period_in(line)
 }
 
 /// The waits summary in `line`, if it is one.

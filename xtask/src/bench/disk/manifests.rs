@@ -79,7 +79,7 @@ fn array(items: &[String]) -> String {
 
 /// The manifest of `run` on `dev`.
 pub fn manifest(run: &Run, dev: &Device) -> String {
-    let mut driver_args = vec!["--scheduler".to_string(), run.scheduler.arg().to_string()];
+    let mut driver_args = vec!["--scheduler".to_string(), run.scheduler.name().to_string()];
     if !run.anticipation {
         driver_args.push("--no-anticipation".into());
     }
@@ -95,7 +95,7 @@ pub fn manifest(run: &Run, dev: &Device) -> String {
          driver = true\ndevices = [{{ disk = \"data\" }}]\n",
         key = run.key,
         dev = dev.key,
-        sched = run.scheduler.arg(),
+        sched = run.scheduler.name(),
         on = if run.anticipation { "on" } else { "off" },
         n = run.clients.len(),
         ms = run.duration_ms,

@@ -247,7 +247,7 @@ pub fn costs(md: &mut String, plan: &[Run], sources: &[Source<'_>], host: &[Host
             if host_ns.is_none() && cells.iter().all(|c| c == "-") {
                 continue;
             }
-            let mut row = vec![s.arg().to_string(), if on { "on" } else { "off" }.to_string()];
+            let mut row = vec![s.name().to_string(), if on { "on" } else { "off" }.to_string()];
             row.extend(cells);
             row.push(host_ns.unwrap_or_else(|| "-".into()));
             let _ = writeln!(md, "| {} |", row.join(" | "));
