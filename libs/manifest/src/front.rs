@@ -514,6 +514,20 @@ struct RawCpu {
     latency: Option<Spanned<Duration>>,
 }
 
+impl RawCpu {
+    /// The contract written (a `cpu` or a `disk` table): no extra time and a latency hint of
+    /// the period unless it says otherwise.
+    fn spec(self) -> CpuSpec {
+        let period_ns = self.period.into_inner().0;
+        CpuSpec {
+            period_ns,
+            slice_ns: self.slice.into_inner().0,
+            extra: self.extra.unwrap_or(false),
+            latency_ns: self.latency.map_or(period_ns, |l| l.into_inner().0),
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
@@ -752,15 +766,7 @@ impl RawManifest {
                 .as_ref()
                 .and_then(|c| c.latency.as_ref().map(Spanned::span))
                 .unwrap_or(cpu_span.clone());
-            let cpu = cpu.map_or(CpuSpec::BEST_EFFORT, |c| {
-                let period_ns = c.period.into_inner().0;
-                CpuSpec {
-                    period_ns,
-                    slice_ns: c.slice.into_inner().0,
-                    extra: c.extra.unwrap_or(false),
-                    latency_ns: c.latency.map_or(period_ns, |l| l.into_inner().0),
-                }
-            });
+            let cpu = cpu.map_or(CpuSpec::BEST_EFFORT, RawCpu::spec);
             let disk_span = d.disk.as_ref().map_or(table.clone(), Spanned::span);
             let disk_spans = match &d.disk {
                 Some(c) => {
@@ -770,16 +776,7 @@ impl RawManifest {
                 }
                 None => [disk_span.clone(), disk_span.clone(), disk_span.clone(), disk_span],
             };
-            let disk_contract = d.disk.map(|c| {
-                let c = c.into_inner();
-                let period_ns = c.period.into_inner().0;
-                CpuSpec {
-                    period_ns,
-                    slice_ns: c.slice.into_inner().0,
-                    extra: c.extra.unwrap_or(false),
-                    latency_ns: c.latency.map_or(period_ns, |l| l.into_inner().0),
-                }
-            });
+            let disk_contract = d.disk.map(|c| c.into_inner().spec());
             let driver_span = d.driver.as_ref().map_or(table.clone(), Spanned::span);
             let (devices_span, raw_devices) = match d.devices {
                 Some(v) => (v.span(), v.into_inner()),

@@ -12,8 +12,22 @@ use manifest::{
 
 /// The apps the repository's manifests may name.
 const APPS: &[&str] = &[
-    "threads", "hello", "counter", "faulty", "nullcall", "syscheck", "fpcheck", "pingpong", "spin",
-    "wakeup", "chanpipe", "fuzz",
+    "threads",
+    "hello",
+    "counter",
+    "faulty",
+    "nullcall",
+    "syscheck",
+    "fpcheck",
+    "pingpong",
+    "spin",
+    "wakeup",
+    "chanpipe",
+    "fuzz",
+    "virtio-blk",
+    "ahci",
+    "diskread",
+    "blkbench",
 ];
 
 fn manifests_dir() -> PathBuf {

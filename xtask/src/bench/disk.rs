@@ -23,7 +23,6 @@ mod host;
 mod lines;
 mod manifests;
 mod report;
-mod svg;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,20 +1,13 @@
-//! The plots of `bench disk` as self-contained SVG written by hand (like [`crate::plot`]'s):
-//! lines of (x, y) points on linear axes from zero, solid or dashed, with a legend. The output
-//! depends only on the input, byte for byte.
+//! Lines of (x, y) points on linear axes from zero, solid or dashed, with a legend: the curves
+//! of the benches (`bench disk`'s throughput against think time, its streams' disk time per
+//! period). The canvas, frame and colours are the [module](super)'s.
 
 use std::fmt::Write;
 
-/// Canvas and plotting area, in SVG user units.
-const WIDTH: f64 = 960.0;
-const HEIGHT: f64 = 480.0;
-const LEFT: f64 = 70.0;
-const RIGHT: f64 = 760.0;
-const TOP: f64 = 50.0;
-const BOTTOM: f64 = 420.0;
+use super::{BOTTOM, COLORS, LEFT, TOP, escape, frame, open};
 
-/// Line colours in series order.
-const COLORS: [&str; 8] =
-    ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf"];
+/// The plotting area's right edge: the legend is wider than the period plots'.
+const RIGHT: f64 = 760.0;
 
 /// One line of a plot.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,11 +34,6 @@ fn tick_step(max: f64) -> f64 {
     step
 }
 
-/// `s` with XML's special characters escaped.
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
 /// A number for a tick label: no more decimals than it needs.
 fn label(v: f64) -> String {
     let s = format!("{v:.3}");
@@ -62,18 +50,7 @@ pub fn lines(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> St
     let (x_max, y_max) = ((x_max / xs).ceil() * xs, (y_top / ys).ceil() * ys);
     let x = |v: f64| LEFT + v / x_max * (RIGHT - LEFT);
     let y = |v: f64| BOTTOM - v / y_max * (BOTTOM - TOP);
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(svg, r#"<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#);
-    let _ = writeln!(
-        svg,
-        r#"<text x="{:.2}" y="28" text-anchor="middle" font-size="16">{}</text>"#,
-        (LEFT + RIGHT) / 2.0,
-        escape(title)
-    );
+    let mut svg = open(title, RIGHT);
     let _ = writeln!(svg, r##"<g id="axes" stroke="#000000">"##);
     let mut v = 0.0;
     while v <= y_max + ys / 2.0 {
@@ -108,26 +85,7 @@ pub fn lines(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> St
         );
         v += xs;
     }
-    let _ = writeln!(
-        svg,
-        r#"<rect x="{LEFT:.2}" y="{TOP:.2}" width="{:.2}" height="{:.2}" fill="none"/>"#,
-        RIGHT - LEFT,
-        BOTTOM - TOP
-    );
-    let _ = writeln!(svg, "</g>");
-    let _ = writeln!(
-        svg,
-        r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
-        (LEFT + RIGHT) / 2.0,
-        BOTTOM + 42.0,
-        escape(x_label)
-    );
-    let (cx, cy) = (18.0, (TOP + BOTTOM) / 2.0);
-    let _ = writeln!(
-        svg,
-        r#"<text x="{cx:.2}" y="{cy:.2}" text-anchor="middle" transform="rotate(-90 {cx:.2} {cy:.2})">{}</text>"#,
-        escape(y_label)
-    );
+    frame(&mut svg, RIGHT, x_label, y_label);
     let (lx, mut ly) = (RIGHT + 20.0, TOP + 10.0);
     for (i, s) in series.iter().enumerate() {
         let color = COLORS[s.color % COLORS.len()];

@@ -1,6 +1,10 @@
 //! Plots as self-contained SVG, written by hand: the output depends only on the input, byte for
 //! byte, so plots can be compared and kept next to benchmark results. The per-period plots of
-//! CPU and of disk time are one drawing ([`Kind`] holds the words that differ).
+//! CPU and of disk time are one drawing ([`Kind`] holds the words that differ); [`lines`] draws
+//! lines of points (the benches' curves). Both open the canvas ([`open`]) and close the frame
+//! with the axes' labels ([`frame`]) alike.
+
+pub mod lines;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -95,18 +99,7 @@ fn periods_svg<A: Account>(kind: &Kind, title: &str, mut series: Vec<Series<A>>)
     let t1 = all().map(|p| p.end()).max().unwrap_or(0).max(t0 + 1_000_000);
     let axes = Axes { t0, t1 };
 
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(svg, r#"<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#);
-    let _ = writeln!(
-        svg,
-        r#"<text x="{:.2}" y="28" text-anchor="middle" font-size="16">{}</text>"#,
-        (LEFT + RIGHT) / 2.0,
-        escape(title)
-    );
+    let mut svg = open(title, RIGHT);
     axes.draw(&mut svg, kind.y_label);
 
     let mut missed = Vec::new();
@@ -192,6 +185,49 @@ fn periods_svg<A: Account>(kind: &Kind, title: &str, mut series: Vec<Series<A>>)
     svg
 }
 
+/// A new plot: the `<svg>` element, a white canvas and `title` centred over the plotting area,
+/// which ends at `right`.
+fn open(title: &str, right: f64) -> String {
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#);
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.2}" y="28" text-anchor="middle" font-size="16">{}</text>"#,
+        (LEFT + right) / 2.0,
+        escape(title)
+    );
+    svg
+}
+
+/// Closes the axes' group (opened by the caller, who drew the grid and ticks in it) with the
+/// plotting area's frame (ending at `right`), then labels the axes.
+fn frame(svg: &mut String, right: f64, x_label: &str, y_label: &str) {
+    let _ = writeln!(
+        svg,
+        r#"<rect x="{LEFT:.2}" y="{TOP:.2}" width="{:.2}" height="{:.2}" fill="none"/>"#,
+        right - LEFT,
+        BOTTOM - TOP
+    );
+    let _ = writeln!(svg, "</g>");
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
+        (LEFT + right) / 2.0,
+        BOTTOM + 42.0,
+        escape(x_label)
+    );
+    let (cx, cy) = (18.0, (TOP + BOTTOM) / 2.0);
+    let _ = writeln!(
+        svg,
+        r#"<text x="{cx:.2}" y="{cy:.2}" text-anchor="middle" transform="rotate(-90 {cx:.2} {cy:.2})">{}</text>"#,
+        escape(y_label)
+    );
+}
+
 /// Maps kernel time and shares to the plotting area.
 struct Axes {
     /// The time at the left and right edges, in ns.
@@ -246,24 +282,7 @@ impl Axes {
             );
             t += step;
         }
-        let _ = writeln!(
-            svg,
-            r#"<rect x="{LEFT:.2}" y="{TOP:.2}" width="{:.2}" height="{:.2}" fill="none"/>"#,
-            RIGHT - LEFT,
-            BOTTOM - TOP
-        );
-        let _ = writeln!(svg, "</g>");
-        let _ = writeln!(
-            svg,
-            r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">time since boot (ms)</text>"#,
-            (LEFT + RIGHT) / 2.0,
-            BOTTOM + 42.0
-        );
-        let (cx, cy) = (18.0, (TOP + BOTTOM) / 2.0);
-        let _ = writeln!(
-            svg,
-            r#"<text x="{cx:.2}" y="{cy:.2}" text-anchor="middle" transform="rotate(-90 {cx:.2} {cy:.2})">{y_label}</text>"#
-        );
+        frame(svg, RIGHT, "time since boot (ms)", y_label);
     }
 }
 
