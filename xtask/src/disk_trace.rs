@@ -11,45 +11,12 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::log::LogLine;
-use crate::records::{self, Account, Format, csv_field, write};
+use crate::records::{self, Format, csv_field, write};
 
 /// The words that start a record, wherever the domain's prefix puts them in the line.
 pub const MARK: &str = "disk period: ";
 
-/// One completed period of one disk stream.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct DiskPeriod {
-    /// The stream: its client's channel name.
-    pub stream: String,
-    /// Start and end of the period, ns of the driver's clock.
-    pub start: u64,
-    /// See `start`.
-    pub end: u64,
-    /// Guaranteed and extra disk time the stream was charged in it, ns.
-    pub guaranteed: u64,
-    /// See `guaranteed`.
-    pub extra: u64,
-    /// Whether it ended with requests waiting and slice left.
-    pub missed: bool,
-}
-
-impl Account for DiskPeriod {
-    fn start(&self) -> u64 {
-        self.start
-    }
-    fn end(&self) -> u64 {
-        self.end
-    }
-    fn guaranteed(&self) -> u64 {
-        self.guaranteed
-    }
-    fn extra(&self) -> u64 {
-        self.extra
-    }
-    fn missed(&self) -> bool {
-        self.missed
-    }
-}
+pub use crate::records::DiskPeriod;
 
 /// The disk period record in `line`, if it is one.
 pub fn period(line: &LogLine) -> Option<DiskPeriod> {

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::cpu::Period;
-use crate::disk_trace::DiskPeriod;
 use crate::records::Account;
+use crate::records::DiskPeriod;
 
 /// Canvas size and the plotting area inside it, in SVG user units.
 const WIDTH: f64 = 960.0;
