@@ -281,6 +281,12 @@ impl<F: Frames> Pager<F> {
         }
     }
 
+    /// The cache manager, to drive it directly (tests).
+    #[cfg(test)]
+    pub(crate) fn cache_mut_for_test(&mut self) -> &mut dyn CacheManager {
+        &mut *self.cache
+    }
+
     /// The pager's counts.
     pub fn stats(&self) -> PagerStats {
         PagerStats { cache: self.cache.stats(), disk: self.cache.disk_stats(), ..self.stats }
