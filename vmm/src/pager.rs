@@ -160,25 +160,28 @@ impl<F: Frames> Pager<F> {
         Ok(frame)
     }
 
-    /// Fills `frame` with `page`, maps it and makes it resident.
+    /// Fills `frame` with `page`, maps it and makes it resident. Contents fetched from the
+    /// cache manager are handed back to it if the frame cannot be filled or mapped.
     fn load(&mut self, page: usize, frame: usize, write: bool) -> Result<(), VmmError> {
-        let mut dirty = write;
-        if self.has_content[page] {
+        let fetched = self.has_content[page];
+        let mut stored_dirty = false;
+        if fetched {
             let resident = &self.resident;
-            let found = self.cache.fetch(page, &mut self.buf, &|p| resident.contains_key(&p))?;
-            self.frames.fill(frame, &self.buf)?;
-            dirty |= found.dirty;
+            stored_dirty =
+                self.cache.fetch(page, &mut self.buf, &|p| resident.contains_key(&p))?.dirty;
             self.stats.fetches += 1;
         } else {
-            self.frames.zero(frame)?;
             self.stats.zero_fills += 1;
         }
+        let dirty = write || stored_dirty;
         // A dirty page is mapped writable at once: there is nothing more to learn from a write.
         let writable = dirty;
-        if let Err(e) = self.frames.map(page, frame, writable) {
-            // The fetched contents must not be lost: hand them back down.
-            if self.has_content[page] {
-                self.cache.put(page, &self.buf, dirty)?;
+        let filled =
+            if fetched { self.frames.fill(frame, &self.buf) } else { self.frames.zero(frame) };
+        if let Err(e) = filled.and_then(|()| self.frames.map(page, frame, writable)) {
+            if fetched {
+                // Hand the contents back as they came.
+                self.cache.put(page, &self.buf, stored_dirty)?;
             }
             return Err(e);
         }
@@ -201,7 +204,10 @@ impl<F: Frames> Pager<F> {
             return Err(VmmError::BadConfig("the policy chose a locked page"));
         }
         self.frames.unmap(page, r.frame)?;
-        self.frames.save(r.frame, &mut self.buf)?;
+        if let Err(e) = self.frames.save(r.frame, &mut self.buf) {
+            self.frames.map(page, r.frame, r.writable)?;
+            return Err(e);
+        }
         if r.dirty || self.has_content[page] {
             if let Err(e) = self.cache.put(page, &self.buf, r.dirty) {
                 self.frames.map(page, r.frame, r.writable)?;

@@ -81,7 +81,7 @@ fn pager(h: Hierarchy, policy: Box<dyn ReplacementPolicy>, swap_pages: usize) ->
 }
 
 /// Checks the exclusive-caching invariant: no resident page is held by a cache.
-fn check_exclusive(p: &Pager<MemFrames>) {
+fn check_exclusive<F: crate::frames::Frames>(p: &Pager<F>) {
     for page in p.resident_pages() {
         assert!(!p.cache().holds(page), "page {page} is both resident and cached");
     }
@@ -517,3 +517,64 @@ fn compressed_cache_stores_marks_raw_and_lz4_and_is_exclusive() {
 }
 
 const SUB: usize = crate::cache::SUB_PAGE;
+
+/// Frames whose `map` can be told to fail, as a kernel's might.
+struct FlakyFrames {
+    inner: MemFrames,
+    fail_map: bool,
+}
+
+impl crate::frames::Frames for FlakyFrames {
+    fn count(&self) -> usize {
+        self.inner.count()
+    }
+    fn fill(&mut self, frame: usize, data: &Page) -> Result<(), VmmError> {
+        self.inner.fill(frame, data)
+    }
+    fn zero(&mut self, frame: usize) -> Result<(), VmmError> {
+        self.inner.zero(frame)
+    }
+    fn save(&mut self, frame: usize, out: &mut Page) -> Result<(), VmmError> {
+        self.inner.save(frame, out)
+    }
+    fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), VmmError> {
+        if self.fail_map {
+            return Err(VmmError::Frames);
+        }
+        self.inner.map(page, frame, writable)
+    }
+    fn unmap(&mut self, page: usize, frame: usize) -> Result<(), VmmError> {
+        self.inner.unmap(page, frame)
+    }
+    fn release(&mut self, frame: usize) -> Result<(), VmmError> {
+        self.inner.release(frame)
+    }
+}
+
+#[test]
+fn a_failed_map_loses_no_fetched_page() {
+    for h in hierarchies() {
+        let frames = FlakyFrames { inner: MemFrames::new(FRAMES), fail_map: false };
+        let device = MemBlockDevice::with_pages(2 * PAGES);
+        let mut p = h
+            .build(frames, device, PAGES, PolicyKind::Clock.build(), Box::new(NoAppHandler))
+            .unwrap();
+        for page in 0..2 * FRAMES {
+            let frame = p.fault(page, true).unwrap();
+            p.frames_mut().inner.frame_mut(frame).fill(page as u8 + 1);
+        }
+        p.frames_mut().fail_map = true;
+        assert_eq!(p.fault(0, false), Err(VmmError::Frames));
+        assert!(p.resident(0).is_none());
+        check_exclusive(&p);
+        p.frames_mut().fail_map = false;
+        for page in 0..2 * FRAMES {
+            let frame = p.fault(page, false).unwrap();
+            assert!(
+                p.frames().inner.frame(frame).iter().all(|b| *b == page as u8 + 1),
+                "{}: page {page}",
+                h.name()
+            );
+        }
+    }
+}
