@@ -1,0 +1,142 @@
+//! The block device as the pager's disk managers see it: synchronous, whole sectors, one
+//! call per contiguous run. In a domain the pager's own USD stream over the block protocol
+//! will implement [`BlockDevice`]; on the host [`MemBlockDevice`] does, counting every
+//! transfer and failing on request.
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt;
+
+/// Why the device did not do a transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceError {
+    /// The range lies outside the device or is not a whole number of sectors.
+    OutOfRange,
+    /// The device failed the transfer.
+    Io,
+}
+
+impl fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DeviceError::OutOfRange => "transfer outside the device or not whole sectors",
+            DeviceError::Io => "I/O error",
+        })
+    }
+}
+
+/// A synchronous block device: reads and writes runs of whole sectors.
+pub trait BlockDevice {
+    /// Bytes per sector (a power of two dividing the page size).
+    fn sector_size(&self) -> usize;
+
+    /// Capacity in sectors.
+    fn capacity(&self) -> u64;
+
+    /// Reads `buf.len()` bytes (whole sectors) starting at sector `sector`.
+    fn read(&mut self, sector: u64, buf: &mut [u8]) -> Result<(), DeviceError>;
+
+    /// Writes `data` (whole sectors) starting at sector `sector`.
+    fn write(&mut self, sector: u64, data: &[u8]) -> Result<(), DeviceError>;
+}
+
+/// Transfers a [`MemBlockDevice`] has done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceCounts {
+    /// Read calls that succeeded.
+    pub reads: u64,
+    /// Write calls that succeeded.
+    pub writes: u64,
+    /// Sectors read.
+    pub sectors_read: u64,
+    /// Sectors written.
+    pub sectors_written: u64,
+}
+
+/// An in-memory [`BlockDevice`] for tests: a `Vec` of sectors, with counts of the transfers
+/// and switches that make reads or writes fail.
+#[derive(Clone, Debug)]
+pub struct MemBlockDevice {
+    sector_size: usize,
+    bytes: Vec<u8>,
+    counts: DeviceCounts,
+    fail_reads: bool,
+    fail_writes: bool,
+}
+
+impl MemBlockDevice {
+    /// A zeroed device of `sectors` sectors of `sector_size` bytes.
+    pub fn new(sector_size: usize, sectors: u64) -> MemBlockDevice {
+        MemBlockDevice {
+            sector_size,
+            bytes: vec![0; sector_size * sectors as usize],
+            counts: DeviceCounts::default(),
+            fail_reads: false,
+            fail_writes: false,
+        }
+    }
+
+    /// A device of 512-byte sectors holding `pages` pages.
+    pub fn with_pages(pages: usize) -> MemBlockDevice {
+        MemBlockDevice::new(512, (pages * crate::PAGE_SIZE / 512) as u64)
+    }
+
+    /// The transfers done so far.
+    pub fn counts(&self) -> DeviceCounts {
+        self.counts
+    }
+
+    /// Makes every later read fail with [`DeviceError::Io`] (or succeed again).
+    pub fn fail_reads(&mut self, fail: bool) {
+        self.fail_reads = fail;
+    }
+
+    /// Makes every later write fail with [`DeviceError::Io`] (or succeed again).
+    pub fn fail_writes(&mut self, fail: bool) {
+        self.fail_writes = fail;
+    }
+
+    /// The byte range of `len` bytes at `sector`, if it is whole sectors inside the device.
+    fn range(&self, sector: u64, len: usize) -> Result<core::ops::Range<usize>, DeviceError> {
+        let start = (sector as usize).checked_mul(self.sector_size);
+        let end = start.and_then(|s| s.checked_add(len));
+        match (start, end) {
+            (Some(s), Some(e)) if e <= self.bytes.len() && len.is_multiple_of(self.sector_size) => {
+                Ok(s..e)
+            }
+            _ => Err(DeviceError::OutOfRange),
+        }
+    }
+}
+
+impl BlockDevice for MemBlockDevice {
+    fn sector_size(&self) -> usize {
+        self.sector_size
+    }
+
+    fn capacity(&self) -> u64 {
+        (self.bytes.len() / self.sector_size) as u64
+    }
+
+    fn read(&mut self, sector: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        let range = self.range(sector, buf.len())?;
+        if self.fail_reads {
+            return Err(DeviceError::Io);
+        }
+        buf.copy_from_slice(&self.bytes[range]);
+        self.counts.reads += 1;
+        self.counts.sectors_read += (buf.len() / self.sector_size) as u64;
+        Ok(())
+    }
+
+    fn write(&mut self, sector: u64, data: &[u8]) -> Result<(), DeviceError> {
+        let range = self.range(sector, data.len())?;
+        if self.fail_writes {
+            return Err(DeviceError::Io);
+        }
+        self.bytes[range].copy_from_slice(data);
+        self.counts.writes += 1;
+        self.counts.sectors_written += (data.len() / self.sector_size) as u64;
+        Ok(())
+    }
+}

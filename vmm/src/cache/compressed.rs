@@ -1,0 +1,284 @@
+//! [`CompressedCache`]: pages compressed with lz4 in a bounded pool, over a lower cache.
+
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::vec;
+
+use lz4_flex::block::{
+    CompressTable, compress_into_with_table, decompress_into, get_maximum_output_size,
+};
+
+use super::{BasicCache, CacheManager, CacheStats, Fetched};
+use crate::backing::BackingStore;
+use crate::disk::{DiskStats, SwapSpace};
+use crate::error::VmmError;
+use crate::{PAGE_SIZE, Page};
+
+/// The pool's unit of space: every entry takes a whole number of 512-byte sub-pages (the
+/// thesis's sub-page size), so fragmentation is bounded and the accounting is exact.
+pub const SUB_PAGE: usize = 512;
+
+/// What the cache does with a page that does not compress well enough.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Incompressible {
+    /// Keep it uncompressed in the pool (a whole page of space). The default: a fault on it
+    /// then costs a copy, the cheapest fault there is, and the cache stays exclusive.
+    #[default]
+    StoreRaw,
+    /// Pass it to the cache below (towards the backing store), keeping the pool for pages
+    /// that compress.
+    Bypass,
+}
+
+/// The compressed cache's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompressedConfig {
+    /// The pool's size in bytes.
+    pub pool_bytes: usize,
+    /// A page is *incompressible* when its compressed size, rounded up to sub-pages, is more
+    /// than this; the default, `PAGE_SIZE - SUB_PAGE`, asks for a saving of a sub-page.
+    pub max_compressed: usize,
+    /// What to do with incompressible pages.
+    pub incompressible: Incompressible,
+}
+
+impl CompressedConfig {
+    /// A pool of `pool_bytes` with the default threshold and raw storage.
+    pub fn new(pool_bytes: usize) -> CompressedConfig {
+        CompressedConfig {
+            pool_bytes,
+            max_compressed: PAGE_SIZE - SUB_PAGE,
+            incompressible: Incompressible::StoreRaw,
+        }
+    }
+}
+
+/// How an entry's contents are kept.
+#[derive(Debug)]
+enum Stored {
+    /// All zero: a mark, no bytes.
+    Zero,
+    /// Uncompressed.
+    Raw(Box<Page>),
+    /// lz4 block format.
+    Lz4(Box<[u8]>),
+}
+
+#[derive(Debug)]
+struct Entry {
+    stored: Stored,
+    dirty: bool,
+    /// Pool bytes it takes (whole sub-pages).
+    size: usize,
+}
+
+/// The compressed cache manager.
+///
+/// Every page put into it (clean ones too: the cache is exclusive, and a clean page in the
+/// pool saves a disk read) is stored as a zero mark, compressed, or, when incompressible, as
+/// [`Incompressible`] says. When the pool is full, entries are expelled to the lower cache,
+/// *clean first*: the oldest clean entry (which the lower cache drops at no cost, the backing
+/// store holding it), else the oldest entry. A fetch that hits decompresses into the caller's
+/// page and frees the entry; a miss goes to the lower cache.
+///
+/// Zero marks take no pool space, so they are never expelled to make room, only by a flush.
+///
+/// The pool's bytes live in the heap, one allocation per entry, and space is counted in
+/// sub-pages against `pool_bytes`. The thesis's single contiguous cache stretch with an
+/// address-ordered free list (so frames can be handed back one at a time) is not built: a
+/// shrink expels entries until the rest fit.
+pub struct CompressedCache {
+    lower: Box<dyn CacheManager>,
+    config: CompressedConfig,
+    pool: BTreeMap<usize, Entry>,
+    /// Pages in the pool, oldest first.
+    order: VecDeque<usize>,
+    used: usize,
+    scratch: Box<[u8]>,
+    table: Box<CompressTable>,
+    stats: CacheStats,
+}
+
+impl CompressedCache {
+    /// A compressed cache over `lower`.
+    pub fn new(lower: Box<dyn CacheManager>, config: CompressedConfig) -> CompressedCache {
+        CompressedCache {
+            lower,
+            config,
+            pool: BTreeMap::new(),
+            order: VecDeque::new(),
+            used: 0,
+            scratch: vec![0u8; get_maximum_output_size(PAGE_SIZE)].into_boxed_slice(),
+            table: Box::new(CompressTable::small()),
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// The extended compressed cache: a compressed working pool over a [`BasicCache`] whose
+    /// eviction area (`evict_pages`) collects pages expelled from the pool and writes them as
+    /// one group, and whose fetch area (`fetch_pages`, possibly 0) holds the pages read with a
+    /// missed one. Areas 2 and 3 hold pages uncompressed, because the disk managers store
+    /// whole pages.
+    pub fn extended(
+        backing: Box<dyn BackingStore>,
+        config: CompressedConfig,
+        evict_pages: usize,
+        fetch_pages: usize,
+    ) -> CompressedCache {
+        CompressedCache::new(Box::new(BasicCache::new(backing, evict_pages, fetch_pages)), config)
+    }
+
+    /// Whether the pool itself (not a lower cache) holds `page`.
+    pub fn in_pool(&self, page: usize) -> bool {
+        self.pool.contains_key(&page)
+    }
+
+    /// Pages in the pool.
+    pub fn pool_pages(&self) -> usize {
+        self.pool.len()
+    }
+
+    fn remove(&mut self, page: usize) -> Option<Entry> {
+        let entry = self.pool.remove(&page)?;
+        if let Some(i) = self.order.iter().position(|p| *p == page) {
+            self.order.remove(i);
+        }
+        self.used -= entry.size;
+        Some(entry)
+    }
+
+    fn restore(&self, page: usize, entry: &Entry, buf: &mut Page) -> Result<(), VmmError> {
+        match &entry.stored {
+            Stored::Zero => buf.fill(0),
+            Stored::Raw(data) => buf.copy_from_slice(&data[..]),
+            Stored::Lz4(bytes) => match decompress_into(bytes, buf) {
+                Ok(PAGE_SIZE) => {}
+                _ => return Err(VmmError::Corrupt { page }),
+            },
+        }
+        Ok(())
+    }
+
+    /// Expels one entry to the lower cache: the oldest clean one, else the oldest; to make
+    /// room (`for_space`), only entries that take space. The entry leaves the pool only once
+    /// the lower cache has taken it.
+    fn expel_one(&mut self, for_space: bool) -> Result<(), VmmError> {
+        let candidate = |p: &usize| !for_space || self.pool[p].size > 0;
+        let page = self
+            .order
+            .iter()
+            .copied()
+            .find(|p| candidate(p) && !self.pool[p].dirty)
+            .or_else(|| self.order.iter().copied().find(candidate))
+            .ok_or(VmmError::BadConfig("the compressed pool is full of nothing"))?;
+        let mut buf = Box::new([0u8; PAGE_SIZE]);
+        let entry = &self.pool[&page];
+        self.restore(page, entry, &mut buf)?;
+        let dirty = entry.dirty;
+        self.lower.put(page, &buf, dirty)?;
+        self.remove(page);
+        self.stats.expelled += 1;
+        Ok(())
+    }
+
+    /// Expels entries until `size` more bytes fit.
+    fn make_room(&mut self, size: usize) -> Result<(), VmmError> {
+        while self.used + size > self.config.pool_bytes {
+            self.expel_one(true)?;
+        }
+        Ok(())
+    }
+}
+
+impl CacheManager for CompressedCache {
+    fn put(&mut self, page: usize, data: &Page, dirty: bool) -> Result<(), VmmError> {
+        self.stats.puts += 1;
+        self.remove(page);
+        let stored = if data.iter().all(|&b| b == 0) {
+            Stored::Zero
+        } else {
+            let len = compress_into_with_table(data, &mut self.scratch, &mut self.table)
+                .expect("the scratch buffer holds lz4's worst case");
+            if len.next_multiple_of(SUB_PAGE) <= self.config.max_compressed {
+                Stored::Lz4(self.scratch[..len].into())
+            } else if self.config.incompressible == Incompressible::StoreRaw {
+                Stored::Raw(Box::new(*data))
+            } else {
+                return self.lower.put(page, data, dirty);
+            }
+        };
+        let size = match &stored {
+            Stored::Zero => 0,
+            Stored::Raw(_) => PAGE_SIZE,
+            Stored::Lz4(bytes) => bytes.len().next_multiple_of(SUB_PAGE),
+        };
+        if size > self.config.pool_bytes {
+            return self.lower.put(page, data, dirty);
+        }
+        self.make_room(size)?;
+        match &stored {
+            Stored::Zero => self.stats.zero_pages += 1,
+            Stored::Raw(_) => self.stats.raw_pages += 1,
+            Stored::Lz4(bytes) => {
+                self.stats.compressed_pages += 1;
+                self.stats.compressed_bytes += bytes.len() as u64;
+            }
+        }
+        self.pool.insert(page, Entry { stored, dirty, size });
+        self.order.push_back(page);
+        self.used += size;
+        Ok(())
+    }
+
+    fn fetch(
+        &mut self,
+        page: usize,
+        buf: &mut Page,
+        skip: &dyn Fn(usize) -> bool,
+    ) -> Result<Fetched, VmmError> {
+        self.stats.fetches += 1;
+        if let Some(entry) = self.pool.get(&page) {
+            self.restore(page, entry, buf)?;
+            let dirty = entry.dirty;
+            self.remove(page);
+            self.stats.hits += 1;
+            return Ok(Fetched { hit: true, dirty });
+        }
+        self.stats.misses += 1;
+        let pool = &self.pool;
+        let found = self.lower.fetch(page, buf, &|p| skip(p) || pool.contains_key(&p))?;
+        Ok(Fetched { hit: false, dirty: found.dirty })
+    }
+
+    fn holds(&self, page: usize) -> bool {
+        self.pool.contains_key(&page) || self.lower.holds(page)
+    }
+
+    fn flush(&mut self) -> Result<(), VmmError> {
+        while !self.order.is_empty() {
+            self.expel_one(false)?;
+        }
+        self.lower.flush()
+    }
+
+    fn resize(&mut self, bytes: usize) -> Result<(), VmmError> {
+        self.config.pool_bytes = bytes;
+        self.make_room(0)
+    }
+
+    fn stats(&self) -> CacheStats {
+        CacheStats { used_bytes: self.used, capacity_bytes: self.config.pool_bytes, ..self.stats }
+    }
+
+    fn lower(&self) -> Option<&dyn CacheManager> {
+        Some(&*self.lower)
+    }
+
+    fn swap_space(&self) -> SwapSpace {
+        self.lower.swap_space()
+    }
+
+    fn disk_stats(&self) -> DiskStats {
+        self.lower.disk_stats()
+    }
+}

@@ -1,0 +1,88 @@
+//! [`BasicDisk`]: one slot per page, written in place, one transfer per page.
+
+use super::{DiskManager, DiskStats, Location, Prefetched, SlotStore, SwapSpace};
+use crate::Page;
+use crate::block::BlockDevice;
+use crate::error::VmmError;
+
+/// The basic disk manager: a table from page to slot; a write allocates a slot the first time
+/// a page is stored and overwrites the page's own slot afterwards; a read reads that slot.
+#[derive(Debug)]
+pub struct BasicDisk<D> {
+    store: SlotStore<D>,
+}
+
+impl<D: BlockDevice> BasicDisk<D> {
+    /// A manager using all of `device` as its swap area.
+    pub fn new(device: D) -> Result<BasicDisk<D>, VmmError> {
+        Ok(BasicDisk { store: SlotStore::new(device)? })
+    }
+
+    /// The swap area (and through it the device).
+    pub fn store(&self) -> &SlotStore<D> {
+        &self.store
+    }
+
+    /// The swap area, to change the device.
+    pub fn store_mut(&mut self) -> &mut SlotStore<D> {
+        &mut self.store
+    }
+}
+
+impl<D: BlockDevice> DiskManager for BasicDisk<D> {
+    fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
+        let new = pages.iter().filter(|(p, _)| self.store.slot_of(*p).is_none()).count();
+        self.store.check_free(new)?;
+        for &(page, data) in pages {
+            let (slot, new) = match self.store.slot_of(page) {
+                Some(slot) => (slot, false),
+                None => {
+                    let slot =
+                        self.store.find_run(1).ok_or(VmmError::SwapFull { needed: 1, free: 0 })?;
+                    let group = self.store.new_group();
+                    self.store.assign(slot, page, group);
+                    (slot, true)
+                }
+            };
+            if let Err(e) = self.store.write_slot(slot, data) {
+                if new {
+                    // The slot never received the page: it must not be read as its copy.
+                    self.store.release(page);
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn read(
+        &mut self,
+        page: usize,
+        buf: &mut Page,
+        _max_pages: usize,
+        _prefetched: &mut Prefetched,
+    ) -> Result<(), VmmError> {
+        let slot = self.store.slot_of(page).ok_or(VmmError::NotStored { page })?;
+        self.store.read_run(slot, buf)
+    }
+
+    fn location(&self, page: usize) -> Option<Location> {
+        self.store.slot_of(page).map(Location::Slot)
+    }
+
+    fn free(&mut self, page: usize) {
+        self.store.release(page);
+    }
+
+    fn flush(&mut self) -> Result<(), VmmError> {
+        Ok(())
+    }
+
+    fn swap_space(&self) -> SwapSpace {
+        self.store.swap_space()
+    }
+
+    fn stats(&self) -> DiskStats {
+        self.store.stats
+    }
+}

@@ -1,0 +1,140 @@
+//! [`SlotStore`]: the swap area shared by the disk managers, a device cut into page slots with
+//! an owner (page and group) per slot and a table from page to slot.
+
+use alloc::collections::BTreeMap;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::{DiskStats, SwapSpace};
+use crate::block::BlockDevice;
+use crate::error::VmmError;
+use crate::{PAGE_SIZE, Page};
+
+/// Who holds a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SlotOwner {
+    /// The page whose current copy the slot holds.
+    pub page: usize,
+    /// The group it was written with (pages written together share one).
+    pub group: u64,
+}
+
+/// A swap area: the device, its slots and their owners, and transfer counts.
+#[derive(Debug)]
+pub struct SlotStore<D> {
+    device: D,
+    sectors_per_slot: u64,
+    owners: Vec<Option<SlotOwner>>,
+    by_page: BTreeMap<usize, usize>,
+    used: usize,
+    next_group: u64,
+    pub(crate) stats: DiskStats,
+}
+
+impl<D: BlockDevice> SlotStore<D> {
+    /// The whole of `device` as a swap area. Fails unless its sectors divide a page.
+    pub fn new(device: D) -> Result<SlotStore<D>, VmmError> {
+        let sector = device.sector_size();
+        if sector == 0 || !PAGE_SIZE.is_multiple_of(sector) {
+            return Err(VmmError::BadConfig("sector size must divide the page size"));
+        }
+        let sectors_per_slot = (PAGE_SIZE / sector) as u64;
+        let slots = (device.capacity() / sectors_per_slot) as usize;
+        Ok(SlotStore {
+            device,
+            sectors_per_slot,
+            owners: vec![None; slots],
+            by_page: BTreeMap::new(),
+            used: 0,
+            next_group: 0,
+            stats: DiskStats::default(),
+        })
+    }
+
+    /// The device.
+    pub fn device(&self) -> &D {
+        &self.device
+    }
+
+    /// The device, to change it (a test makes it fail).
+    pub fn device_mut(&mut self) -> &mut D {
+        &mut self.device
+    }
+
+    /// The area's size and use.
+    pub fn swap_space(&self) -> SwapSpace {
+        SwapSpace { slots: self.owners.len(), used: self.used }
+    }
+
+    pub(crate) fn slot_of(&self, page: usize) -> Option<usize> {
+        self.by_page.get(&page).copied()
+    }
+
+    pub(crate) fn owner(&self, slot: usize) -> Option<SlotOwner> {
+        self.owners.get(slot).copied().flatten()
+    }
+
+    /// A group number not used before.
+    pub(crate) fn new_group(&mut self) -> u64 {
+        self.next_group += 1;
+        self.next_group
+    }
+
+    /// Fails with [`VmmError::SwapFull`] unless `needed` slots are free.
+    pub(crate) fn check_free(&self, needed: usize) -> Result<(), VmmError> {
+        let free = self.swap_space().free();
+        if needed > free { Err(VmmError::SwapFull { needed, free }) } else { Ok(()) }
+    }
+
+    /// The first run of `n` free slots.
+    pub(crate) fn find_run(&self, n: usize) -> Option<usize> {
+        let mut run = 0;
+        for (i, owner) in self.owners.iter().enumerate() {
+            run = if owner.is_none() { run + 1 } else { 0 };
+            if run == n {
+                return Some(i + 1 - n);
+            }
+        }
+        None
+    }
+
+    /// Makes `slot` (free) hold `page` in `group`, and frees the page's old slot.
+    pub(crate) fn assign(&mut self, slot: usize, page: usize, group: u64) {
+        debug_assert!(self.owners[slot].is_none(), "a live slot is never reassigned");
+        if let Some(old) = self.by_page.insert(page, slot) {
+            self.owners[old] = None;
+        } else {
+            self.used += 1;
+        }
+        self.owners[slot] = Some(SlotOwner { page, group });
+    }
+
+    /// Frees `page`'s slot, if it has one.
+    pub(crate) fn release(&mut self, page: usize) {
+        if let Some(slot) = self.by_page.remove(&page) {
+            self.owners[slot] = None;
+            self.used -= 1;
+        }
+    }
+
+    /// Writes `data` (whole pages) to the slots from `first` on, in one transfer.
+    pub(crate) fn write_run(&mut self, first: usize, data: &[u8]) -> Result<(), VmmError> {
+        self.device.write(first as u64 * self.sectors_per_slot, data)?;
+        self.stats.device_writes += 1;
+        self.stats.pages_written += (data.len() / PAGE_SIZE) as u64;
+        Ok(())
+    }
+
+    /// Writes one page to `slot`.
+    pub(crate) fn write_slot(&mut self, slot: usize, page: &Page) -> Result<(), VmmError> {
+        self.write_run(slot, page)
+    }
+
+    /// Reads whole pages from the slots from `first` on into `buf`, in one transfer.
+    pub(crate) fn read_run(&mut self, first: usize, buf: &mut [u8]) -> Result<(), VmmError> {
+        self.device.read(first as u64 * self.sectors_per_slot, buf)?;
+        self.stats.device_reads += 1;
+        self.stats.pages_read += (buf.len() / PAGE_SIZE) as u64;
+        Ok(())
+    }
+}

@@ -1,0 +1,73 @@
+//! The one error type of the pager components, [`VmmError`], with a message for each case.
+
+use core::fmt;
+
+use crate::block::DeviceError;
+
+/// Why a pager component could not do what it was asked. Every component leaves its state
+/// consistent when it returns an error: nothing stored before is lost or overwritten.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VmmError {
+    /// The swap area has no free slot for pages that are not stored yet; nothing was written
+    /// and what was stored before stays readable.
+    SwapFull {
+        /// Slots the write needed.
+        needed: usize,
+        /// Slots that were free.
+        free: usize,
+    },
+    /// The block device failed a transfer.
+    Device(DeviceError),
+    /// A page was asked for that no component holds.
+    NotStored {
+        /// The page (within the stretch).
+        page: usize,
+    },
+    /// A page number beyond the stretch.
+    PageOutOfRange {
+        /// The page asked for.
+        page: usize,
+        /// The stretch's length in pages.
+        pages: usize,
+    },
+    /// Every frame the pager holds is locked, so no page can be evicted.
+    AllFramesLocked,
+    /// The pager holds no frames (all were revoked).
+    NoFrames,
+    /// Compressed bytes did not decompress to a whole page: the cache's own state is broken.
+    Corrupt {
+        /// The page whose bytes were bad.
+        page: usize,
+    },
+    /// A component was configured with sizes it cannot work with.
+    BadConfig(&'static str),
+    /// The frames (the driver's memory) refused an operation.
+    Frames,
+}
+
+impl From<DeviceError> for VmmError {
+    fn from(e: DeviceError) -> VmmError {
+        VmmError::Device(e)
+    }
+}
+
+impl fmt::Display for VmmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VmmError::SwapFull { needed, free } => write!(
+                f,
+                "swap area full: {needed} page slot(s) needed, {free} free; nothing was overwritten"
+            ),
+            VmmError::Device(e) => write!(f, "block device: {e}"),
+            VmmError::NotStored { page } => write!(f, "page {page} is not stored anywhere"),
+            VmmError::PageOutOfRange { page, pages } => {
+                write!(f, "page {page} is outside the stretch of {pages} pages")
+            }
+            VmmError::AllFramesLocked => f.write_str("every frame holds a locked page"),
+            VmmError::NoFrames => f.write_str("the pager holds no frames"),
+            VmmError::Corrupt { page } => write!(f, "compressed copy of page {page} is corrupt"),
+            VmmError::BadConfig(why) => write!(f, "bad pager configuration: {why}"),
+            VmmError::Frames => f.write_str("the frames refused an operation"),
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! [`Hierarchy`]: the thesis's local paging hierarchies (Heracles Fig 8.2, 1-4) as plain data,
+//! each built into a [`Pager`] by [`Hierarchy::build`], so a manifest key or a few lines of
+//! code choose one.
+
+use alloc::boxed::Box;
+
+use crate::app::AppHandler;
+use crate::backing::LocalBacking;
+use crate::block::BlockDevice;
+use crate::cache::{BasicCache, CacheManager, CompressedCache, CompressedConfig};
+use crate::disk::{BasicDisk, PrefetchDisk};
+use crate::error::VmmError;
+use crate::frames::Frames;
+use crate::pager::Pager;
+use crate::replace::ReplacementPolicy;
+
+/// A local paging hierarchy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hierarchy {
+    /// Local paging: no cache, a basic disk manager.
+    LocalPaging,
+    /// Local paging with a compressed cache of `pool_bytes`, a basic disk manager.
+    CompressedCache {
+        /// The compressed pool's size in bytes.
+        pool_bytes: usize,
+    },
+    /// Local paging with a prefetching compressed cache: the extended compressed cache over
+    /// a prefetching disk manager.
+    PrefetchingCompressedCache {
+        /// The compressed pool's size in bytes.
+        pool_bytes: usize,
+        /// Eviction area, pages (written as one group).
+        evict_pages: usize,
+        /// Fetch area, pages (read with a miss).
+        fetch_pages: usize,
+    },
+    /// Local paging with a prefetching non-compressed cache: the basic cache's eviction and
+    /// fetch areas over a prefetching disk manager.
+    PrefetchingCache {
+        /// Eviction area, pages.
+        evict_pages: usize,
+        /// Fetch area, pages.
+        fetch_pages: usize,
+    },
+}
+
+impl Hierarchy {
+    /// Its name, as a manifest would spell it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Hierarchy::LocalPaging => "local",
+            Hierarchy::CompressedCache { .. } => "compressed",
+            Hierarchy::PrefetchingCompressedCache { .. } => "prefetching-compressed",
+            Hierarchy::PrefetchingCache { .. } => "prefetching",
+        }
+    }
+
+    /// The cache manager stack of this hierarchy over a swap area on `device`.
+    pub fn cache<D: BlockDevice + 'static>(
+        &self,
+        device: D,
+    ) -> Result<Box<dyn CacheManager>, VmmError> {
+        Ok(match *self {
+            Hierarchy::LocalPaging => {
+                let backing = LocalBacking::new(Box::new(BasicDisk::new(device)?));
+                Box::new(BasicCache::pass_through(Box::new(backing)))
+            }
+            Hierarchy::CompressedCache { pool_bytes } => {
+                let backing = LocalBacking::new(Box::new(BasicDisk::new(device)?));
+                let lower = BasicCache::pass_through(Box::new(backing));
+                Box::new(CompressedCache::new(Box::new(lower), CompressedConfig::new(pool_bytes)))
+            }
+            Hierarchy::PrefetchingCompressedCache { pool_bytes, evict_pages, fetch_pages } => {
+                let backing = LocalBacking::new(Box::new(PrefetchDisk::new(device)?));
+                Box::new(CompressedCache::extended(
+                    Box::new(backing),
+                    CompressedConfig::new(pool_bytes),
+                    evict_pages,
+                    fetch_pages,
+                ))
+            }
+            Hierarchy::PrefetchingCache { evict_pages, fetch_pages } => {
+                let backing = LocalBacking::new(Box::new(PrefetchDisk::new(device)?));
+                Box::new(BasicCache::new(Box::new(backing), evict_pages, fetch_pages))
+            }
+        })
+    }
+
+    /// A pager for a stretch of `pages` pages on `frames`, paging to `device`.
+    pub fn build<F: Frames, D: BlockDevice + 'static>(
+        &self,
+        frames: F,
+        device: D,
+        pages: usize,
+        policy: Box<dyn ReplacementPolicy>,
+        app: Box<dyn AppHandler>,
+    ) -> Result<Pager<F>, VmmError> {
+        Ok(Pager::new(frames, pages, policy, self.cache(device)?, app))
+    }
+}

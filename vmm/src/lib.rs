@@ -1,0 +1,77 @@
+//! The Heracles pager hierarchy for Tessera's paged stretch drivers: the components a domain
+//! composes to page one stretch to its own disk stream and its own compressed cache, as
+//! traits with implementations. The crate is `no_std` (with `alloc`), has no `unsafe` code,
+//! no threads, no floating point and no clock, so it is deterministic and tested whole on the
+//! host against an in-memory block device; the paged stretch driver will run it in a domain.
+//!
+//! # Layers, top to bottom
+//! - [`pager::Pager`]: owns the frames ([`frames::Frames`]), a replacement policy, a cache
+//!   manager and the application's [`app::AppHandler`]; answers `fault`, `lock`/`unlock`,
+//!   `resize_cache`, `revoke`, `stats`. [`hierarchy::Hierarchy`] builds the thesis's four
+//!   local hierarchies in one call.
+//! - [`replace`]: [`replace::ReplacementPolicy`]; second-chance FIFO clock (default), LRU, or
+//!   the application's own.
+//! - [`cache`]: [`cache::CacheManager`]; basic (eviction and fetch areas), compressed (lz4),
+//!   extended (compressed pool over eviction and fetch areas). Caching is exclusive.
+//! - [`backing`]: [`backing::BackingStore`], routing pages to a disk manager (local now).
+//! - [`disk`]: [`disk::DiskManager`]; basic, write-behind, prefetching (friends).
+//! - [`block`]: [`block::BlockDevice`], the pager's synchronous view of its disk, and
+//!   [`block::MemBlockDevice`] for tests.
+//!
+//! # Invariants
+//! - A page's current contents are in exactly one place: resident, in one cache area, or
+//!   (for clean pages also) in the backing store; never resident and cached at once.
+//! - A live swap slot is never written for another page; a full swap area is a
+//!   [`VmmError::SwapFull`] before anything is written, and what was stored stays readable.
+//! - A component that returns an error has lost nothing: an eviction that cannot be stored
+//!   leaves the victim resident.
+//! - Everything is bounded by its configuration: frames, cache pool bytes, eviction and fetch
+//!   areas, the write-behind queue, the swap area.
+//!
+//! # Choices
+//! - Incompressible pages (compressed size, rounded to 512-byte sub-pages, over
+//!   `PAGE_SIZE - 512`) are stored raw in the compressed pool by default, so their faults
+//!   cost a copy; [`cache::Incompressible::Bypass`] sends them below instead. Zero pages are
+//!   a mark with no bytes.
+//! - The compressed pool expels clean pages first (oldest clean, else oldest).
+//! - Prefetched pages stay in the fetch area until fetched, put again, or pushed out by newer
+//!   prefetches; a miss does not empty the area.
+//! - Clean pages whose contents the backing store holds are dropped, not rewritten, when they
+//!   leave a cache, so groups on disk hold the dirty pages evicted together.
+//! - lz4 is `lz4_flex`'s block format with its safe encoder and decoder and no `std`; the
+//!   hash table is allocated once per cache, not on the stack per page.
+//!
+//! # Not yet
+//! - Remote paging (a second [`backing::BackingStore`]) and mirroring.
+//! - Compressed pages on disk: the disk managers store whole pages, so the extended cache's
+//!   fetch and eviction areas hold pages uncompressed.
+//! - The compressed pool as one contiguous stretch with an address-ordered free list; its
+//!   bytes are heap allocations counted in sub-pages.
+//! - Disk QoS negotiation: the swap area is the whole [`block::BlockDevice`], whose stream
+//!   carries the contract.
+//! - Weighted clean FIFO in the compressed pool; a write-behind queue drained by a thread.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod app;
+pub mod backing;
+pub mod block;
+pub mod cache;
+pub mod disk;
+pub mod error;
+pub mod frames;
+pub mod hierarchy;
+pub mod pager;
+pub mod replace;
+
+#[cfg(test)]
+mod tests;
+
+pub use abi::PAGE_SIZE;
+pub use error::VmmError;
+
+/// One page of contents.
+pub type Page = [u8; PAGE_SIZE];

@@ -1,0 +1,300 @@
+//! [`Pager`]: the composition. It owns the frames, a replacement policy, a cache manager (and
+//! through it the backing store and disk manager) and the application's handler, and answers
+//! faults, locks, cache resizes and revocations for one stretch.
+
+use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::app::{AppHandler, GuaranteeChange};
+use crate::cache::{CacheManager, CacheStats};
+use crate::disk::{DiskStats, SwapSpace};
+use crate::error::VmmError;
+use crate::frames::Frames;
+use crate::replace::ReplacementPolicy;
+use crate::{PAGE_SIZE, Page};
+
+/// A resident page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resident {
+    /// The frame it is on.
+    pub frame: usize,
+    /// Written since it was last stored (or fetched dirty from a cache).
+    pub dirty: bool,
+    /// Locked: never evicted or revoked.
+    pub locked: bool,
+    /// Mapped writable.
+    pub writable: bool,
+}
+
+/// The pager's counts, with those of its top cache and disk manager.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PagerStats {
+    /// Faults answered (including writes to resident read-only pages).
+    pub faults: u64,
+    /// Faults on pages with no content yet, answered with a zeroed frame.
+    pub zero_fills: u64,
+    /// Faults answered from the cache manager (hits and misses).
+    pub fetches: u64,
+    /// Pages evicted.
+    pub evictions: u64,
+    /// Of those, dirty ones (handed down to be stored).
+    pub dirty_evictions: u64,
+    /// Frames usable now.
+    pub frames: usize,
+    /// Frames released to revocations.
+    pub frames_revoked: usize,
+    /// The top cache manager's counts.
+    pub cache: CacheStats,
+    /// The disk manager's counts.
+    pub disk: DiskStats,
+}
+
+/// A pager for one stretch of `pages` pages.
+///
+/// A page's contents are in exactly one of three places: resident on a frame, held by the
+/// cache manager or the backing store below it, or nowhere (a page never written reads as
+/// zero). Eviction unmaps the victim, saves its frame and hands it down: dirty victims as
+/// dirty; clean ones as clean, which a cache may keep and otherwise drops because the backing
+/// store already holds them; clean victims with no content (zero, never written) are simply
+/// forgotten.
+pub struct Pager<F: Frames> {
+    frames: F,
+    policy: Box<dyn ReplacementPolicy>,
+    cache: Box<dyn CacheManager>,
+    app: Box<dyn AppHandler>,
+    pages: usize,
+    resident: BTreeMap<usize, Resident>,
+    free: Vec<usize>,
+    /// Whether a page's contents are stored below (else it is zero or resident only).
+    has_content: Vec<bool>,
+    buf: Box<Page>,
+    stats: PagerStats,
+}
+
+impl<F: Frames> Pager<F> {
+    /// A pager for a stretch of `pages` pages over all of `frames`.
+    pub fn new(
+        frames: F,
+        pages: usize,
+        policy: Box<dyn ReplacementPolicy>,
+        cache: Box<dyn CacheManager>,
+        app: Box<dyn AppHandler>,
+    ) -> Pager<F> {
+        let count = frames.count();
+        Pager {
+            frames,
+            policy,
+            cache,
+            app,
+            pages,
+            resident: BTreeMap::new(),
+            free: (0..count).rev().collect(),
+            has_content: vec![false; pages],
+            buf: Box::new([0u8; PAGE_SIZE]),
+            stats: PagerStats { frames: count, ..PagerStats::default() },
+        }
+    }
+
+    /// The frames (a host test reads and writes page contents through them).
+    pub fn frames(&self) -> &F {
+        &self.frames
+    }
+
+    /// The frames, to change page contents.
+    pub fn frames_mut(&mut self) -> &mut F {
+        &mut self.frames
+    }
+
+    /// The cache manager.
+    pub fn cache(&self) -> &dyn CacheManager {
+        &*self.cache
+    }
+
+    /// The stretch's length in pages.
+    pub fn pages(&self) -> usize {
+        self.pages
+    }
+
+    /// `page`'s residency, if it is resident.
+    pub fn resident(&self, page: usize) -> Option<Resident> {
+        self.resident.get(&page).copied()
+    }
+
+    /// The resident pages, in page order.
+    pub fn resident_pages(&self) -> impl Iterator<Item = usize> + '_ {
+        self.resident.keys().copied()
+    }
+
+    /// The swap space of the backing store.
+    pub fn swap_space(&self) -> SwapSpace {
+        self.cache.swap_space()
+    }
+
+    /// Makes `page` resident (and dirty and writable if `write`) and returns its frame,
+    /// evicting a victim if every frame is in use. On an error the page is not resident and
+    /// nothing stored is lost.
+    pub fn fault(&mut self, page: usize, write: bool) -> Result<usize, VmmError> {
+        if page >= self.pages {
+            return Err(VmmError::PageOutOfRange { page, pages: self.pages });
+        }
+        self.stats.faults += 1;
+        if let Some(r) = self.resident.get_mut(&page) {
+            self.policy.accessed(page);
+            if write && !r.writable {
+                self.frames.map(page, r.frame, true)?;
+                r.writable = true;
+            }
+            r.dirty |= write;
+            return Ok(r.frame);
+        }
+        let frame = match self.free.pop() {
+            Some(frame) => frame,
+            None => self.evict_one()?,
+        };
+        if let Err(e) = self.load(page, frame, write) {
+            self.free.push(frame);
+            return Err(e);
+        }
+        Ok(frame)
+    }
+
+    /// Fills `frame` with `page`, maps it and makes it resident. Contents fetched from the
+    /// cache manager are handed back to it if the frame cannot be filled or mapped.
+    fn load(&mut self, page: usize, frame: usize, write: bool) -> Result<(), VmmError> {
+        let fetched = self.has_content[page];
+        let mut stored_dirty = false;
+        if fetched {
+            let resident = &self.resident;
+            stored_dirty =
+                self.cache.fetch(page, &mut self.buf, &|p| resident.contains_key(&p))?.dirty;
+            self.stats.fetches += 1;
+        } else {
+            self.stats.zero_fills += 1;
+        }
+        let dirty = write || stored_dirty;
+        // A dirty page is mapped writable at once: there is nothing more to learn from a write.
+        let writable = dirty;
+        let filled =
+            if fetched { self.frames.fill(frame, &self.buf) } else { self.frames.zero(frame) };
+        if let Err(e) = filled.and_then(|()| self.frames.map(page, frame, writable)) {
+            if fetched {
+                // Hand the contents back as they came.
+                self.cache.put(page, &self.buf, stored_dirty)?;
+            }
+            return Err(e);
+        }
+        self.resident.insert(page, Resident { frame, dirty, locked: false, writable });
+        self.policy.mapped(page);
+        Ok(())
+    }
+
+    /// Evicts the policy's victim and returns its frame.
+    fn evict_one(&mut self) -> Result<usize, VmmError> {
+        if self.resident.is_empty() {
+            return Err(VmmError::NoFrames);
+        }
+        let page = self.policy.victim().ok_or(VmmError::AllFramesLocked)?;
+        let r = *self
+            .resident
+            .get(&page)
+            .ok_or(VmmError::BadConfig("the policy chose a page that is not resident"))?;
+        if r.locked {
+            return Err(VmmError::BadConfig("the policy chose a locked page"));
+        }
+        self.frames.unmap(page, r.frame)?;
+        if let Err(e) = self.frames.save(r.frame, &mut self.buf) {
+            self.frames.map(page, r.frame, r.writable)?;
+            return Err(e);
+        }
+        if r.dirty || self.has_content[page] {
+            if let Err(e) = self.cache.put(page, &self.buf, r.dirty) {
+                self.frames.map(page, r.frame, r.writable)?;
+                return Err(e);
+            }
+            self.has_content[page] = true;
+        }
+        if r.dirty {
+            self.stats.dirty_evictions += 1;
+        }
+        self.stats.evictions += 1;
+        self.resident.remove(&page);
+        self.policy.unmapped(page);
+        Ok(r.frame)
+    }
+
+    /// Makes `page` resident and locked: it is never evicted or revoked until unlocked.
+    pub fn lock(&mut self, page: usize) -> Result<usize, VmmError> {
+        let frame = self.fault(page, false)?;
+        if let Some(r) = self.resident.get_mut(&page) {
+            r.locked = true;
+        }
+        self.policy.locked(page);
+        Ok(frame)
+    }
+
+    /// Lets a locked page be evicted again.
+    pub fn unlock(&mut self, page: usize) {
+        if let Some(r) = self.resident.get_mut(&page) {
+            r.locked = false;
+            self.policy.unlocked(page);
+        }
+    }
+
+    /// Resizes the cache to `bytes`.
+    pub fn resize_cache(&mut self, bytes: usize) -> Result<(), VmmError> {
+        self.cache.resize(bytes)
+    }
+
+    /// Empties the caches into the backing store (resident pages stay resident).
+    pub fn flush_cache(&mut self) -> Result<(), VmmError> {
+        self.cache.flush()
+    }
+
+    /// Answers a revocation of `wanted` frames: free frames go first, then victims are
+    /// evicted (dirty ones stored) and their frames released. Returns the frames released,
+    /// fewer than `wanted` if only locked pages remain or a page could not be stored. The
+    /// application hears of it through its handler, and may resize its cache in answer.
+    pub fn revoke(&mut self, wanted: usize) -> Result<usize, VmmError> {
+        let mut released = 0;
+        let mut failure = None;
+        while released < wanted {
+            let frame = match self.free.pop() {
+                Some(frame) => frame,
+                None if self.resident.is_empty() => break,
+                None => match self.evict_one() {
+                    Ok(frame) => frame,
+                    Err(VmmError::AllFramesLocked) => break,
+                    Err(e) => {
+                        failure = Some(e);
+                        break;
+                    }
+                },
+            };
+            self.frames.release(frame)?;
+            released += 1;
+        }
+        self.stats.frames -= released;
+        self.stats.frames_revoked += released;
+        let change = GuaranteeChange::FramesRevoked { released, frames_now: self.stats.frames };
+        if let Some(bytes) = self.app.guarantees_changed(change) {
+            self.cache.resize(bytes)?;
+        }
+        match failure {
+            Some(e) if released == 0 => Err(e),
+            _ => Ok(released),
+        }
+    }
+
+    /// The cache manager, to drive it directly (tests).
+    #[cfg(test)]
+    pub(crate) fn cache_mut_for_test(&mut self) -> &mut dyn CacheManager {
+        &mut *self.cache
+    }
+
+    /// The pager's counts.
+    pub fn stats(&self) -> PagerStats {
+        PagerStats { cache: self.cache.stats(), disk: self.cache.disk_stats(), ..self.stats }
+    }
+}

@@ -1,0 +1,580 @@
+//! Host tests of the whole hierarchy: seeded random runs against a shadow copy, swap
+//! exhaustion, custom policies, revocation, and the friends disk manager's group reads.
+
+use alloc::boxed::Box;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::app::{AppHandler, GuaranteeChange, NoAppHandler};
+use crate::backing::LocalBacking;
+use crate::block::MemBlockDevice;
+use crate::cache::{BasicCache, CacheManager, CompressedCache, CompressedConfig};
+use crate::disk::{BasicDisk, DiskManager, PrefetchDisk, WriteBehindDisk};
+use crate::error::VmmError;
+use crate::frames::MemFrames;
+use crate::hierarchy::Hierarchy;
+use crate::pager::Pager;
+use crate::replace::{Clock, PolicyKind, ReplacementPolicy};
+use crate::{PAGE_SIZE, Page};
+
+/// splitmix64: deterministic and dependency-free.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// FNV-1a over a page.
+fn checksum(page: &[u8]) -> u64 {
+    page.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// New page contents: zero, random (incompressible), or compressible (small integers).
+fn contents(rng: &mut Rng, out: &mut Page) {
+    match rng.below(3) {
+        0 => out.fill(0),
+        1 => out.iter_mut().for_each(|b| *b = rng.next() as u8),
+        _ => {
+            let base = rng.next() as u8;
+            for (i, chunk) in out.chunks_exact_mut(4).enumerate() {
+                chunk.copy_from_slice(&((i as u32 / 8) ^ base as u32).to_le_bytes());
+            }
+        }
+    }
+}
+
+const FRAMES: usize = 16;
+const PAGES: usize = 4 * FRAMES + 8;
+
+fn hierarchies() -> [Hierarchy; 4] {
+    [
+        Hierarchy::LocalPaging,
+        Hierarchy::CompressedCache { pool_bytes: 8 * PAGE_SIZE },
+        Hierarchy::PrefetchingCompressedCache {
+            pool_bytes: 6 * PAGE_SIZE,
+            evict_pages: 4,
+            fetch_pages: 4,
+        },
+        Hierarchy::PrefetchingCache { evict_pages: 4, fetch_pages: 4 },
+    ]
+}
+
+fn pager(h: Hierarchy, policy: Box<dyn ReplacementPolicy>, swap_pages: usize) -> Pager<MemFrames> {
+    h.build(
+        MemFrames::new(FRAMES),
+        MemBlockDevice::with_pages(swap_pages),
+        PAGES,
+        policy,
+        Box::new(NoAppHandler),
+    )
+    .expect("pager")
+}
+
+/// Checks the exclusive-caching invariant: no resident page is held by a cache.
+fn check_exclusive<F: crate::frames::Frames>(p: &Pager<F>) {
+    for page in p.resident_pages() {
+        assert!(!p.cache().holds(page), "page {page} is both resident and cached");
+    }
+}
+
+/// A seeded run of reads and writes; returns the shadow copy.
+fn random_run(p: &mut Pager<MemFrames>, seed: u64, steps: usize) -> Vec<Box<Page>> {
+    let mut rng = Rng(seed);
+    let mut shadow: Vec<Box<Page>> = (0..PAGES).map(|_| Box::new([0u8; PAGE_SIZE])).collect();
+    for _ in 0..steps {
+        // Mostly a sliding hot region, sometimes anywhere: faults hit caches and the disk.
+        let page =
+            if rng.below(4) == 0 { rng.below(PAGES) } else { (rng.below(FRAMES * 2)) % PAGES };
+        let write = rng.below(3) == 0;
+        let frame = p.fault(page, write).expect("fault");
+        if write {
+            if rng.below(2) == 0 {
+                contents(&mut rng, &mut shadow[page]);
+            } else {
+                let at = rng.below(PAGE_SIZE);
+                shadow[page][at] = rng.next() as u8;
+            }
+            p.frames_mut().frame_mut(frame).copy_from_slice(&shadow[page][..]);
+        } else {
+            assert_eq!(
+                checksum(p.frames().frame(frame)),
+                checksum(&shadow[page][..]),
+                "page {page}"
+            );
+        }
+        check_exclusive(p);
+    }
+    shadow
+}
+
+fn verify_all(p: &mut Pager<MemFrames>, shadow: &[Box<Page>]) {
+    for (page, want) in shadow.iter().enumerate() {
+        let frame = p.fault(page, false).expect("fault");
+        assert_eq!(checksum(p.frames().frame(frame)), checksum(&want[..]), "page {page}");
+        check_exclusive(p);
+    }
+}
+
+#[test]
+fn every_hierarchy_and_policy_keeps_every_byte() {
+    for h in hierarchies() {
+        for kind in [PolicyKind::Clock, PolicyKind::Lru] {
+            let mut p = pager(h, kind.build(), 2 * PAGES);
+            let shadow = random_run(&mut p, 7, 4000);
+            verify_all(&mut p, &shadow);
+            p.flush_cache().expect("flush");
+            verify_all(&mut p, &shadow);
+            let s = p.stats();
+            assert!(s.evictions > 0 && s.disk.device_writes > 0, "{}: {s:?}", h.name());
+            assert!(s.disk.device_reads > 0, "{}: {s:?}", h.name());
+        }
+    }
+}
+
+#[test]
+fn compressed_caches_hit_and_store_zero_and_raw_pages() {
+    for h in &hierarchies()[1..3] {
+        let mut p = pager(*h, PolicyKind::Clock.build(), 2 * PAGES);
+        random_run(&mut p, 11, 3000);
+        let s = p.stats().cache;
+        assert!(
+            s.hits > 0 && s.zero_pages > 0 && s.raw_pages > 0 && s.compressed_pages > 0,
+            "{s:?}"
+        );
+        assert!(s.compression_permille() < 1000, "{s:?}");
+        assert!(s.used_bytes <= s.capacity_bytes);
+    }
+}
+
+#[test]
+fn prefetching_hierarchies_prefetch() {
+    for h in [hierarchies()[2], hierarchies()[3]] {
+        let mut p = pager(h, PolicyKind::Clock.build(), 2 * PAGES);
+        random_run(&mut p, 5, 3000);
+        let s = p.stats();
+        assert!(s.disk.prefetched > 0, "{}: {s:?}", h.name());
+    }
+}
+
+#[test]
+fn write_behind_disk_under_a_pager_keeps_every_byte() {
+    let disk = WriteBehindDisk::new(MemBlockDevice::with_pages(2 * PAGES), 3).expect("disk");
+    let cache = BasicCache::pass_through(Box::new(LocalBacking::new(Box::new(disk))));
+    let mut p = Pager::new(
+        MemFrames::new(FRAMES),
+        PAGES,
+        Box::new(Clock::new()),
+        Box::new(cache),
+        Box::new(NoAppHandler),
+    );
+    let shadow = random_run(&mut p, 3, 3000);
+    verify_all(&mut p, &shadow);
+    assert!(p.stats().disk.queue_hits > 0);
+}
+
+#[test]
+fn a_full_swap_area_is_an_error_and_never_corruption() {
+    for h in hierarchies() {
+        // Room for 8 pages on disk: writing many distinct dirty pages must run out.
+        let mut p = pager(h, PolicyKind::Clock.build(), 8);
+        let mut shadow: Vec<Box<Page>> = (0..PAGES).map(|_| Box::new([0u8; PAGE_SIZE])).collect();
+        let mut rng = Rng(1);
+        let mut failed = None;
+        for (page, want) in shadow.iter_mut().enumerate() {
+            match p.fault(page, true) {
+                Ok(frame) => {
+                    // Random contents: incompressible, so caches fill and spill to disk.
+                    want.iter_mut().for_each(|b| *b = rng.next() as u8);
+                    p.frames_mut().frame_mut(frame).copy_from_slice(&want[..]);
+                }
+                Err(e) => {
+                    failed = Some((page, e));
+                    break;
+                }
+            }
+        }
+        let (failed_page, err) = failed.expect("the swap area must fill");
+        assert!(matches!(err, VmmError::SwapFull { .. }), "{}: {err}", h.name());
+        assert!(alloc::format!("{err}").contains("swap area full"));
+        // Every page written before the failure is still intact: resident ones in place, the
+        // rest by giving frames back (no new dirty pages need storing to read them).
+        for page in p.resident_pages().collect::<Vec<_>>() {
+            let frame = p.resident(page).unwrap().frame;
+            assert_eq!(checksum(p.frames().frame(frame)), checksum(&shadow[page][..]));
+        }
+        assert!(p.resident(failed_page).is_none());
+        for (page, want) in shadow.iter().enumerate().take(failed_page) {
+            if p.resident(page).is_none() {
+                let mut buf = Box::new([0u8; PAGE_SIZE]);
+                // Read below the pager: whatever stored a page must return it.
+                let found = p.cache_fetch_for_test(page, &mut buf);
+                assert_eq!(
+                    checksum(&buf[..]),
+                    checksum(&want[..]),
+                    "{}: page {page}: {found:?}",
+                    h.name()
+                );
+            }
+        }
+    }
+}
+
+impl Pager<MemFrames> {
+    /// Reads a stored page straight from the cache manager (the test puts it back).
+    fn cache_fetch_for_test(&mut self, page: usize, buf: &mut Page) -> Result<(), VmmError> {
+        let found = self.cache_mut_for_test().fetch(page, buf, &|_| true)?;
+        self.cache_mut_for_test().put(page, buf, found.dirty)
+    }
+}
+
+/// A policy that always evicts the highest resident, unlocked page, and counts its choices.
+#[derive(Default)]
+struct HighestFirst {
+    resident: alloc::collections::BTreeSet<usize>,
+    locked: alloc::collections::BTreeSet<usize>,
+    chosen: alloc::rc::Rc<core::cell::RefCell<Vec<usize>>>,
+}
+
+impl ReplacementPolicy for HighestFirst {
+    fn mapped(&mut self, page: usize) {
+        self.resident.insert(page);
+    }
+    fn accessed(&mut self, _page: usize) {}
+    fn unmapped(&mut self, page: usize) {
+        self.resident.remove(&page);
+    }
+    fn locked(&mut self, page: usize) {
+        self.locked.insert(page);
+    }
+    fn unlocked(&mut self, page: usize) {
+        self.locked.remove(&page);
+    }
+    fn victim(&mut self) -> Option<usize> {
+        let v = self.resident.iter().rev().find(|p| !self.locked.contains(p)).copied();
+        if let Some(v) = v {
+            self.chosen.borrow_mut().push(v);
+        }
+        v
+    }
+}
+
+#[test]
+fn a_custom_replacement_policy_is_the_one_used() {
+    let policy = HighestFirst::default();
+    let chosen = policy.chosen.clone();
+    let mut p = pager(Hierarchy::LocalPaging, Box::new(policy), 2 * PAGES);
+    for page in 0..FRAMES {
+        p.fault(page, true).unwrap();
+    }
+    // Full: the next fault evicts the highest page, FRAMES - 1, which a clock would not pick.
+    p.fault(40, false).unwrap();
+    assert_eq!(*chosen.borrow(), [FRAMES - 1]);
+    assert!(p.resident(FRAMES - 1).is_none() && p.resident(0).is_some());
+    p.fault(41, false).unwrap();
+    assert_eq!(*chosen.borrow(), [FRAMES - 1, 40]);
+}
+
+#[test]
+fn locked_pages_are_never_evicted() {
+    let mut p = pager(
+        Hierarchy::CompressedCache { pool_bytes: 4 * PAGE_SIZE },
+        PolicyKind::Clock.build(),
+        2 * PAGES,
+    );
+    p.lock(3).unwrap();
+    for page in 10..10 + 3 * FRAMES {
+        p.fault(page, true).unwrap();
+        assert!(p.resident(3).is_some_and(|r| r.locked));
+    }
+    p.unlock(3);
+    for page in 0..FRAMES {
+        p.lock(page).unwrap();
+    }
+    assert_eq!(p.fault(60, false), Err(VmmError::AllFramesLocked));
+    assert_eq!(p.revoke(2), Ok(0));
+}
+
+struct ShrinkOnRevoke(alloc::rc::Rc<core::cell::Cell<usize>>);
+
+impl AppHandler for ShrinkOnRevoke {
+    fn guarantees_changed(&mut self, change: GuaranteeChange) -> Option<usize> {
+        let GuaranteeChange::FramesRevoked { frames_now, .. } = change;
+        self.0.set(frames_now);
+        Some(2 * PAGE_SIZE)
+    }
+}
+
+#[test]
+fn revoke_writes_back_dirty_pages_and_loses_nothing() {
+    for h in hierarchies() {
+        let mut p = pager(h, PolicyKind::Clock.build(), 2 * PAGES);
+        let shadow = random_run(&mut p, 9, 2000);
+        let dirty_before = p.stats().dirty_evictions;
+        let released = p.revoke(FRAMES / 2).unwrap();
+        assert_eq!(released, FRAMES / 2);
+        assert_eq!(p.frames().released(), FRAMES / 2);
+        assert_eq!(p.stats().frames, FRAMES / 2);
+        assert!(p.resident_pages().count() <= FRAMES / 2);
+        assert!(p.stats().dirty_evictions >= dirty_before);
+        verify_all(&mut p, &shadow);
+        assert!(p.resident_pages().count() <= FRAMES / 2);
+    }
+}
+
+#[test]
+fn the_app_handler_hears_of_revocation_and_resizes_its_cache() {
+    let seen = alloc::rc::Rc::new(core::cell::Cell::new(0));
+    let h = Hierarchy::CompressedCache { pool_bytes: 8 * PAGE_SIZE };
+    let mut p = h
+        .build(
+            MemFrames::new(FRAMES),
+            MemBlockDevice::with_pages(2 * PAGES),
+            PAGES,
+            PolicyKind::Clock.build(),
+            Box::new(ShrinkOnRevoke(seen.clone())),
+        )
+        .unwrap();
+    let shadow = random_run(&mut p, 4, 1000);
+    assert_eq!(p.revoke(4), Ok(4));
+    assert_eq!(seen.get(), FRAMES - 4);
+    assert_eq!(p.stats().cache.capacity_bytes, 2 * PAGE_SIZE);
+    assert!(p.stats().cache.used_bytes <= 2 * PAGE_SIZE);
+    p.resize_cache(16 * PAGE_SIZE).unwrap();
+    verify_all(&mut p, &shadow);
+}
+
+fn page_of(byte: u8) -> Box<Page> {
+    Box::new([byte; PAGE_SIZE])
+}
+
+#[test]
+fn prefetching_disk_reads_groups_in_one_transfer() {
+    let mut d = PrefetchDisk::new(MemBlockDevice::with_pages(32)).unwrap();
+    let pages: Vec<Box<Page>> = (0..4).map(|i| page_of(i as u8 + 1)).collect();
+    let group: Vec<(usize, &Page)> =
+        pages.iter().enumerate().map(|(i, d)| (10 + i, &**d)).collect();
+    d.write_group(&group).unwrap();
+    assert_eq!(d.store().device().counts().writes, 1);
+    let mut buf = Box::new([0u8; PAGE_SIZE]);
+    let mut pre = Vec::new();
+    d.read(11, &mut buf, 8, &mut pre).unwrap();
+    assert_eq!(buf[0], 2);
+    assert_eq!(d.store().device().counts().reads, 1);
+    let mut got: Vec<(usize, u8)> = pre.iter().map(|(p, d)| (*p, d[0])).collect();
+    got.sort_unstable();
+    assert_eq!(got, [(10, 1), (12, 3), (13, 4)]);
+    // A read area smaller than the group takes the pages nearest the faulting one.
+    pre.clear();
+    d.read(12, &mut buf, 2, &mut pre).unwrap();
+    assert_eq!(buf[0], 3);
+    assert_eq!(pre.len(), 1);
+    assert_eq!(d.store().device().counts().reads, 2);
+    // Page 11 leaves for a new group: the middle of 10..=13 breaks away.
+    let new = page_of(9);
+    d.write_group(&[(11, &*new)]).unwrap();
+    assert_eq!(d.group_of(10), [10]);
+    assert_eq!(d.group_of(12), [12, 13]);
+    assert_eq!(d.group_of(11), [11]);
+    pre.clear();
+    d.read(12, &mut buf, 8, &mut pre).unwrap();
+    assert_eq!(pre.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [13]);
+    d.read(11, &mut buf, 8, &mut pre).unwrap();
+    assert_eq!(buf[0], 9);
+}
+
+#[test]
+fn full_disks_refuse_new_pages_and_keep_old_ones() {
+    let mut managers: Vec<Box<dyn DiskManager>> = vec![
+        Box::new(BasicDisk::new(MemBlockDevice::with_pages(4)).unwrap()),
+        Box::new(WriteBehindDisk::new(MemBlockDevice::with_pages(4), 2).unwrap()),
+        Box::new(PrefetchDisk::new(MemBlockDevice::with_pages(4)).unwrap()),
+    ];
+    for d in &mut managers {
+        let pages: Vec<Box<Page>> = (0..4).map(|i| page_of(i as u8 + 1)).collect();
+        let group: Vec<(usize, &Page)> = pages.iter().enumerate().map(|(i, d)| (i, &**d)).collect();
+        d.write_group(&group).unwrap();
+        let extra = page_of(99);
+        assert_eq!(
+            d.write_group(&[(4, &extra), (1, &extra)]),
+            Err(VmmError::SwapFull { needed: 1, free: 0 })
+        );
+        // Rewriting stored pages needs no new slot.
+        let again = page_of(7);
+        d.write_group(&[(2, &again)]).unwrap();
+        d.flush().unwrap();
+        let mut buf = Box::new([0u8; PAGE_SIZE]);
+        for (page, want) in [(0, 1), (1, 2), (2, 7), (3, 4)] {
+            d.read(page, &mut buf, 1, &mut Vec::new()).unwrap();
+            assert!(buf.iter().all(|b| *b == want), "page {page}");
+        }
+        assert!(d.location(4).is_none());
+        assert_eq!(d.swap_space().free(), 0);
+        d.free(3);
+        assert_eq!(d.swap_space().free(), 1);
+        d.write_group(&[(4, &extra)]).unwrap();
+    }
+}
+
+#[test]
+fn write_behind_serves_queued_pages_and_flushes_runs() {
+    let mut d = WriteBehindDisk::new(MemBlockDevice::with_pages(16), 4).unwrap();
+    let a = page_of(1);
+    let b = page_of(2);
+    d.write_group(&[(5, &a), (6, &b)]).unwrap();
+    assert_eq!(d.queued(), 2);
+    assert_eq!(d.store().device().counts().writes, 0);
+    let mut buf = Box::new([0u8; PAGE_SIZE]);
+    d.read(6, &mut buf, 1, &mut Vec::new()).unwrap();
+    assert_eq!(buf[0], 2);
+    assert_eq!(d.stats().queue_hits, 1);
+    assert_eq!(d.location(5), Some(crate::disk::Location::Queued(0)));
+    d.write_group(&[(7, &a), (8, &b)]).unwrap();
+    // Full at four: written in one transfer, the slots being adjacent.
+    assert_eq!(d.queued(), 0);
+    assert_eq!(d.store().device().counts().writes, 1);
+    assert_eq!(d.stats().pages_written, 4);
+    d.read(6, &mut buf, 1, &mut Vec::new()).unwrap();
+    assert_eq!(buf[0], 2);
+    assert_eq!(d.store().device().counts().reads, 1);
+}
+
+#[test]
+fn device_errors_are_reported_and_nothing_is_claimed_stored() {
+    let mut d = BasicDisk::new(MemBlockDevice::with_pages(4)).unwrap();
+    d.store_mut().device_mut().fail_writes(true);
+    let a = page_of(1);
+    assert_eq!(d.write_group(&[(0, &a)]), Err(VmmError::Device(crate::block::DeviceError::Io)));
+    assert!(d.location(0).is_none());
+    d.store_mut().device_mut().fail_writes(false);
+    d.write_group(&[(0, &a)]).unwrap();
+    d.store_mut().device_mut().fail_reads(true);
+    let mut buf = Box::new([0u8; PAGE_SIZE]);
+    assert!(d.read(0, &mut buf, 1, &mut Vec::new()).is_err());
+}
+
+#[test]
+fn basic_cache_writes_its_eviction_area_as_one_group() {
+    let disk = PrefetchDisk::new(MemBlockDevice::with_pages(32)).unwrap();
+    let mut c = BasicCache::new(Box::new(LocalBacking::new(Box::new(disk))), 4, 4);
+    for i in 0..4u8 {
+        c.put(i as usize, &page_of(i + 1), true).unwrap();
+    }
+    assert_eq!(c.stats().group_writes, 1);
+    assert_eq!(c.disk_stats().device_writes, 1);
+    let mut buf = Box::new([0u8; PAGE_SIZE]);
+    let f = c.fetch(0, &mut buf, &|_| false).unwrap();
+    assert!(!f.hit && !f.dirty && buf[0] == 1);
+    // The rest of the group came with it.
+    for i in 1..4u8 {
+        assert!(c.holds(i as usize));
+        let f = c.fetch(i as usize, &mut buf, &|_| false).unwrap();
+        assert!(f.hit && buf[0] == i + 1);
+    }
+    assert_eq!(c.disk_stats().device_reads, 1);
+    assert_eq!(c.stats().prefetch_hits, 3);
+    // A clean page the disk holds is dropped, not written.
+    c.put(2, &page_of(3), false).unwrap();
+    assert_eq!(c.stats().clean_dropped, 1);
+}
+
+#[test]
+fn compressed_cache_stores_marks_raw_and_lz4_and_is_exclusive() {
+    let disk = BasicDisk::new(MemBlockDevice::with_pages(8)).unwrap();
+    let lower = BasicCache::pass_through(Box::new(LocalBacking::new(Box::new(disk))));
+    let mut c = CompressedCache::new(Box::new(lower), CompressedConfig::new(2 * PAGE_SIZE));
+    let zero = page_of(0);
+    let mut rng = Rng(2);
+    let mut random = Box::new([0u8; PAGE_SIZE]);
+    random.iter_mut().for_each(|b| *b = rng.next() as u8);
+    c.put(1, &zero, true).unwrap();
+    c.put(2, &page_of(5), true).unwrap();
+    c.put(3, &random, true).unwrap();
+    let s = c.stats();
+    assert_eq!((s.zero_pages, s.compressed_pages, s.raw_pages), (1, 1, 1));
+    assert_eq!(s.used_bytes, SUB + PAGE_SIZE);
+    // A second random page does not fit beside the first: the oldest sized entry goes to disk.
+    c.put(4, &random, false).unwrap();
+    assert_eq!(c.stats().expelled, 1);
+    assert!(!c.in_pool(2) && c.holds(1) && c.in_pool(3) && c.in_pool(4));
+    let mut buf = Box::new([1u8; PAGE_SIZE]);
+    for (page, want) in [(1, &zero), (2, &page_of(5)), (3, &random)] {
+        let f = c.fetch(page, &mut buf, &|_| false).unwrap();
+        // Page 2 was written to disk when expelled: it comes back clean, from below.
+        assert_eq!((f.hit, f.dirty), (page != 2, page != 2), "page {page}");
+        assert_eq!(&buf[..], &want[..]);
+        assert!(!c.holds(page));
+    }
+}
+
+const SUB: usize = crate::cache::SUB_PAGE;
+
+/// Frames whose `map` can be told to fail, as a kernel's might.
+struct FlakyFrames {
+    inner: MemFrames,
+    fail_map: bool,
+}
+
+impl crate::frames::Frames for FlakyFrames {
+    fn count(&self) -> usize {
+        self.inner.count()
+    }
+    fn fill(&mut self, frame: usize, data: &Page) -> Result<(), VmmError> {
+        self.inner.fill(frame, data)
+    }
+    fn zero(&mut self, frame: usize) -> Result<(), VmmError> {
+        self.inner.zero(frame)
+    }
+    fn save(&mut self, frame: usize, out: &mut Page) -> Result<(), VmmError> {
+        self.inner.save(frame, out)
+    }
+    fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), VmmError> {
+        if self.fail_map {
+            return Err(VmmError::Frames);
+        }
+        self.inner.map(page, frame, writable)
+    }
+    fn unmap(&mut self, page: usize, frame: usize) -> Result<(), VmmError> {
+        self.inner.unmap(page, frame)
+    }
+    fn release(&mut self, frame: usize) -> Result<(), VmmError> {
+        self.inner.release(frame)
+    }
+}
+
+#[test]
+fn a_failed_map_loses_no_fetched_page() {
+    for h in hierarchies() {
+        let frames = FlakyFrames { inner: MemFrames::new(FRAMES), fail_map: false };
+        let device = MemBlockDevice::with_pages(2 * PAGES);
+        let mut p = h
+            .build(frames, device, PAGES, PolicyKind::Clock.build(), Box::new(NoAppHandler))
+            .unwrap();
+        for page in 0..2 * FRAMES {
+            let frame = p.fault(page, true).unwrap();
+            p.frames_mut().inner.frame_mut(frame).fill(page as u8 + 1);
+        }
+        p.frames_mut().fail_map = true;
+        assert_eq!(p.fault(0, false), Err(VmmError::Frames));
+        assert!(p.resident(0).is_none());
+        check_exclusive(&p);
+        p.frames_mut().fail_map = false;
+        for page in 0..2 * FRAMES {
+            let frame = p.fault(page, false).unwrap();
+            assert!(
+                p.frames().inner.frame(frame).iter().all(|b| *b == page as u8 + 1),
+                "{}: page {page}",
+                h.name()
+            );
+        }
+    }
+}
