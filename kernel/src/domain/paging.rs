@@ -483,6 +483,57 @@ impl World {
         Ok(frame_number(frame))
     }
 
+    /// `remap`: moves the frame mapped at page `from` of a stretch domain `id` manages to its
+    /// unmapped page `to`, with `rights`. Everything is checked before anything changes, so a
+    /// refused call leaves both pages as they were.
+    pub(super) fn remap_page(
+        &mut self,
+        id: u32,
+        from: usize,
+        to: usize,
+        rights: usize,
+    ) -> Result<usize, Shortage> {
+        if from == to {
+            return Err(SysError::InvalidArgument.into());
+        }
+        let source = self.managed_page(id, from)?;
+        let target = self.managed_page(id, to)?;
+        let rights = target.rights_within(rights)?;
+        if !source.mapped {
+            return Err(SysError::NotMapped.into());
+        }
+        if target.mapped {
+            return Err(SysError::AlreadyMapped.into());
+        }
+        let d = &self.domains[id as usize];
+        let tables = d.space.as_ref().map_or(0, |s| s.tables_needed(to));
+        if tables > 0 {
+            if self.guaranteed_used(id) + tables > d.guaranteed_frames {
+                return Err(SysError::NoMemory.into());
+            }
+            self.reserve_frames(id, tables)?;
+        }
+        let frame = self.stretches.of_mut(id).expect("found above").at_mut(source.slot).frames
+            [source.index]
+            .ok_or(SysError::NotMapped)?;
+        let pa = frame.addr();
+        let d = &mut self.domains[id as usize];
+        let space = d.space.as_mut().ok_or(SysError::NotFound)?;
+        // The new mapping first: if its table cannot be made, nothing has moved.
+        space.map(to, pa, rights).map_err(|_| SysError::NoMemory)?;
+        space.unmap_keeping_tables(from);
+        let s = self.stretches.of_mut(id).expect("found above").at_mut(source.slot);
+        s.frames[source.index] = None;
+        s.page_rights[source.index] = Rights::NONE;
+        let s = self.stretches.of_mut(id).expect("found above").at_mut(target.slot);
+        s.frames[target.index] = Some(frame);
+        s.page_rights[target.index] = rights;
+        if tables > 0 {
+            self.publish_frames(id);
+        }
+        Ok(0)
+    }
+
     /// `protect`: changes the rights of the mapped page `va` of a stretch domain `id` manages.
     pub(super) fn protect_page(
         &mut self,

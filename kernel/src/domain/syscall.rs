@@ -82,6 +82,7 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         Call::DmaAlloc => memory_call(w.dma_alloc(id, a[0])),
         Call::DmaAddress => Next::Return(w.dma_address(id, a[0])),
         Call::IrqAck => Next::Return(w.irq_ack(id, a[0])),
+        Call::Remap => memory_call(w.remap_page(id, a[0], a[1], a[2])),
         Call::Block => {
             let d = &mut w.domains[id as usize];
             if d.pending {

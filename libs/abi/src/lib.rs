@@ -99,11 +99,17 @@ pub enum Call {
     /// `irq_ack(endpoint) -> 0`: the caller has served the device whose interrupt signals its
     /// endpoint `endpoint`; the device may interrupt again.
     IrqAck = 23,
+    /// `remap(from, to, rights) -> 0`: moves the frame mapped at page `from` of a stretch the
+    /// caller manages to the unmapped page `to` of one it manages, with `rights`, in one step:
+    /// no thread ever sees the page at both or at neither. A driver fills a frame through a
+    /// private window page and moves it into place, and takes a page out of view before it
+    /// reads it for write-back.
+    Remap = 24,
 }
 
 impl Call {
     /// Every call, in number order.
-    pub const ALL: [Call; 23] = [
+    pub const ALL: [Call; 24] = [
         Call::ConsoleWrite,
         Call::Exit,
         Call::Yield,
@@ -127,6 +133,7 @@ impl Call {
         Call::DmaAlloc,
         Call::DmaAddress,
         Call::IrqAck,
+        Call::Remap,
     ];
 
     /// The call with number `n`.

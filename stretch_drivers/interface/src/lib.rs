@@ -8,7 +8,7 @@
 //! crate holds the two sides of that conversation and a stand-in for the kernel:
 //!
 //! - [`MemoryKernel`]: what a driver may ask of the kernel. Each method is one system call
-//!   (`frame_alloc`, `frame_free`, `map`, `unmap`, `protect`, and `frames_held`, which the
+//!   (`frame_alloc`, `frame_free`, `map`, `unmap`, `protect`, `remap`, and `frames_held`, which the
 //!   runtime may also read from the control block), except [`MemoryKernel::read`] and
 //!   [`MemoryKernel::write`], which are plain memory copies in the domain.
 //! - [`StretchDriver`]: what the runtime asks of a driver: bind, fault, lock, unlock, revoke,
@@ -292,6 +292,17 @@ pub trait MemoryKernel {
     /// Errors: those of `map` that concern the address and rights, and
     /// [`MemError::NotMapped`].
     fn protect(&mut self, va: usize, rights: Rights) -> Result<(), MemError>;
+
+    /// Moves the frame mapped at the page `from` to the unmapped page `to` with `rights`, in
+    /// one step: no thread sees the page at both or at neither. A driver fills a frame through
+    /// a window page of its own before moving it into place, and takes a page out of view the
+    /// same way before it reads it for write-back.
+    ///
+    /// Errors: [`MemError::BadAddress`] (either page not page-aligned, or the same page twice),
+    /// those of `map` that concern `to` and the rights, those of `unmap` that concern `from`
+    /// ([`MemError::NotMapped`]), and [`MemError::AlreadyMapped`] (`to` is mapped). Nothing
+    /// moves if the call fails.
+    fn remap(&mut self, from: usize, to: usize, rights: Rights) -> Result<(), MemError>;
 
     /// Copies `data` to memory at `va` through the domain's mappings (any alignment and length;
     /// every page touched must be mapped with [`Rights::WRITE`]). In a domain this is a plain

@@ -34,6 +34,8 @@ pub struct Calls {
     pub unmap: u64,
     /// [`MemoryKernel::protect`].
     pub protect: u64,
+    /// [`MemoryKernel::remap`].
+    pub remap: u64,
     /// [`MemoryKernel::write`].
     pub write: u64,
     /// [`MemoryKernel::read`].
@@ -379,6 +381,24 @@ impl MemoryKernel for MockKernel {
         Self::check_rights(&stretch, rights)?;
         let entry = self.pages.get_mut(&va).ok_or(MemError::NotMapped)?;
         entry.1 = rights;
+        Ok(())
+    }
+
+    fn remap(&mut self, from: usize, to: usize, rights: Rights) -> Result<(), MemError> {
+        self.calls.remap += 1;
+        if from == to {
+            return Err(MemError::BadAddress);
+        }
+        self.managed_page(from)?;
+        let target = self.managed_page(to)?;
+        Self::check_rights(&target, rights)?;
+        let (frame, _) = *self.pages.get(&from).ok_or(MemError::NotMapped)?;
+        if self.pages.contains_key(&to) {
+            return Err(MemError::AlreadyMapped);
+        }
+        self.pages.remove(&from);
+        self.pages.insert(to, (frame, rights));
+        self.frames.get_mut(&frame.0).expect("mapped frame is held").mapped_at = Some(to);
         Ok(())
     }
 

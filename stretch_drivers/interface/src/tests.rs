@@ -168,6 +168,34 @@ fn unmap_returns_the_frame() {
 }
 
 #[test]
+fn remap_moves_a_page_in_one_step() {
+    let (mut k, s, _d) = bound(3, 3, 0);
+    let a = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    let b = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    // Filled through a window page, then moved into place.
+    let (window, target) = (s.page_addr(2), s.base);
+    k.map(window, a, RW).unwrap();
+    k.store_u64(window + 16, 7).unwrap();
+    k.remap(window, target, Rights::READ).unwrap();
+    assert_eq!(k.mapping(target), Some((a, Rights::READ)));
+    assert_eq!(k.mapping(window), None, "the window is empty again");
+    assert_eq!(k.load_u64(target + 16), Ok(7), "the contents moved with the frame");
+    assert_eq!(k.calls().remap, 1);
+    // Refused calls move nothing.
+    k.map(window, b, RW).unwrap();
+    assert_eq!(k.remap(window, target, RW), Err(MemError::AlreadyMapped));
+    assert_eq!(k.remap(s.page_addr(1), target, RW), Err(MemError::NotMapped));
+    assert_eq!(k.remap(window, window, RW), Err(MemError::BadAddress));
+    assert_eq!(k.remap(window, s.page_addr(1) + 8, RW), Err(MemError::BadAddress));
+    assert_eq!(k.remap(window, s.page_addr(1), Rights::NONE), Err(MemError::BadRights));
+    let unbound = k.create_stretch(1, RW);
+    assert_eq!(k.remap(window, unbound.base, RW), Err(MemError::NotManaged));
+    assert_eq!(k.mapping(window), Some((b, RW)));
+    assert_eq!(k.mapping(target), Some((a, Rights::READ)));
+    assert_eq!(k.mapped_pages(), 2);
+}
+
+#[test]
 fn mapping_only_where_the_domain_manages() {
     let mut k = MockKernel::new(4, 0);
     let f = k.frame_alloc(FrameKind::Guaranteed).unwrap();

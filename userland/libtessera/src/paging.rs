@@ -113,6 +113,15 @@ impl MemoryKernel for SysKernel {
         syscall::protect(va, rights).map_err(mem_error)
     }
 
+    fn remap(&mut self, from: usize, to: usize, rights: Rights) -> Result<(), MemError> {
+        check_page(from, None)?;
+        check_page(to, Some(rights))?;
+        if from == to {
+            return Err(MemError::BadAddress);
+        }
+        syscall::remap(from, to, rights).map_err(mem_error)
+    }
+
     /// A plain copy: the driver must have mapped every page it writes with write access (a
     /// page it has not faults, and the fault fails as a fault inside the driver).
     fn write(&mut self, va: usize, data: &[u8]) -> Result<(), MemError> {

@@ -183,6 +183,14 @@ pub fn unmap(va: usize) -> Result<usize, SysError> {
     unsafe { raw(Call::Unmap as usize, [va, 0, 0, 0, 0, 0]) }
 }
 
+/// Moves the frame mapped at page `from` of a managed stretch to the unmapped page `to` of one,
+/// with `rights`, in one step. Every pointer into `from` becomes invalid (the next access
+/// faults to its stretch's driver).
+pub fn remap(from: usize, to: usize, rights: Rights) -> Result<(), SysError> {
+    // SAFETY: as for `unmap`: an access to `from` after the call faults to its driver.
+    unsafe { raw(Call::Remap as usize, [from, to, rights.0 as usize, 0, 0, 0]) }.map(|_| ())
+}
+
 /// Changes the rights of the mapped page `va` of a managed stretch.
 pub fn protect(va: usize, rights: Rights) -> Result<(), SysError> {
     // SAFETY: as for `unmap`: an access the new rights refuse faults to the stretch's driver.

@@ -322,7 +322,8 @@ impl Fuzzer {
             | Call::FrameFree
             | Call::Map
             | Call::Unmap
-            | Call::Protect => own.mem.draw(call, rng, own, &mut a),
+            | Call::Protect
+            | Call::Remap => own.mem.draw(call, rng, own, &mut a),
             Call::TimerSet => {
                 a[0] = pools::endpoint(rng);
                 a[1] = if rng.one_in(4) {
@@ -482,7 +483,8 @@ impl Fuzzer {
                 | Call::FrameFree
                 | Call::Map
                 | Call::Unmap
-                | Call::Protect,
+                | Call::Protect
+                | Call::Remap,
                 r,
             ) => {
                 if let Err(what) = self.own.mem.after(c, a, r) {

@@ -147,6 +147,7 @@ impl Own {
             | Call::Map
             | Call::Unmap
             | Call::Protect
+            | Call::Remap
             | Call::DmaAlloc
             | Call::DmaAddress
             | Call::IrqAck => true,

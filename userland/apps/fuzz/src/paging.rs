@@ -1,5 +1,5 @@
 //! The fuzzer's self-paging calls (`stretch_create_managed`, `frame_alloc`, `frame_free`,
-//! `map`, `unmap`, `protect`): the managed stretches and loose frames it holds, how it draws
+//! `map`, `unmap`, `protect`, `remap`): the managed stretches and loose frames it holds, how it draws
 //! arguments aimed at each documented error (keeping the other arguments valid so that the
 //! kernel's earlier checks pass), the outcome its records say each call must have, and what it
 //! checks after a call succeeds.
@@ -185,6 +185,35 @@ impl Memory {
                     a[1] = rights;
                 }
             }
+            Call::Remap => {
+                // From a mapped page (or a bad one) to an unmapped page of a managed stretch
+                // (or a mapped, misaligned, foreign or nailed one), with rights aimed at each
+                // error.
+                let from = self.mapped_page(rng);
+                let to = m.and_then(|m| self.unmapped_page(rng, &m));
+                a[0] = match rng.below(8) {
+                    0 => m.map_or(foreign, |m| m.base + 1 + rng.below(PAGE_SIZE - 1)),
+                    1 => nailed,
+                    2 => foreign,
+                    3 => to.unwrap_or(foreign),
+                    _ => from.or(to).unwrap_or(foreign),
+                };
+                a[1] = match rng.below(8) {
+                    0 => to.map_or(foreign, |t| t + 8),
+                    1 => nailed,
+                    2 => foreign,
+                    3 => self.mapped_page(rng).unwrap_or(foreign),
+                    4 => a[0],
+                    _ => to.unwrap_or(foreign),
+                };
+                let target = self.stretch_of(a[1]);
+                a[2] = match (rng.below(6), target) {
+                    (0, _) => rng.pick(&[0, 8, 0x10, usize::MAX]),
+                    (1, Some(t)) => Self::beyond(t).unwrap_or(t.rights),
+                    (_, Some(t)) => Self::rights_within(rng, t),
+                    (_, None) => rng.below(7) + 1,
+                };
+            }
             Call::Unmap => {
                 let page = m.and_then(|m| self.unmapped_page(rng, &m));
                 a[0] = match rng.below(6) {
@@ -265,6 +294,28 @@ impl Memory {
                     Ok(()) => Want::Is(Err(NotMapped)),
                 }
             }
+            // In the kernel's order: the same page twice, the source page, the target page,
+            // the rights, then the mappings.
+            Call::Remap => {
+                if a[0] == a[1] {
+                    return Some(Want::Is(Err(InvalidArgument)));
+                }
+                if let Err(w) = page(a[0]) {
+                    return Some(w);
+                }
+                let t = match page(a[1]) {
+                    Ok(t) => t,
+                    Err(w) => return Some(w),
+                };
+                if let Err(w) = rights(t, a[2]) {
+                    return Some(w);
+                }
+                match (self.at(a[0]), self.at(a[1])) {
+                    (None, _) => Want::Is(Err(NotMapped)),
+                    (Some(_), Some(_)) => Want::Is(Err(AlreadyMapped)),
+                    (Some(_), None) => Want::OkOr(NoMemory),
+                }
+            }
             _ => return None,
         };
         Some(want)
@@ -286,6 +337,7 @@ impl Memory {
                 Call::FrameFree => "frame_free's outcome disagrees with the frames it holds",
                 Call::Map => "map's outcome disagrees with the stretches and frames it holds",
                 Call::Unmap => "unmap's outcome disagrees with the pages it mapped",
+                Call::Remap => "remap's outcome disagrees with the pages it mapped",
                 _ => "protect's outcome disagrees with the pages it mapped",
             });
         }
@@ -346,6 +398,20 @@ impl Memory {
                 let number = self.at(a[0]).map_or(usize::MAX, |f| f.number);
                 if let Some(f) = self.frame_mut(number) {
                     f.mapped = Some((a[0], a[1]));
+                }
+            }
+            Call::Remap => {
+                let number = self.at(a[0]).map_or(usize::MAX, |f| f.number);
+                if let Some(f) = self.frame_mut(number) {
+                    f.mapped = Some((a[1], a[2]));
+                }
+                if a[2] & usize::from(Rights::READ.0 | Rights::WRITE.0) != 0 {
+                    // SAFETY: the frame was just moved to this page, readable; nothing writes
+                    // managed pages, and frames come zero-filled.
+                    let word = unsafe { (a[1] as *const u64).read_volatile() };
+                    if word != 0 {
+                        return Err("a remapped frame does not read zero");
+                    }
                 }
             }
             _ => {}

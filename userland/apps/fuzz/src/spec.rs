@@ -74,6 +74,13 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(Protect), NotManaged),
         (Some(Protect), PermissionDenied),
         (Some(Protect), NotMapped),
+        (Some(Remap), InvalidArgument),
+        (Some(Remap), BadAddress),
+        (Some(Remap), NotManaged),
+        (Some(Remap), PermissionDenied),
+        (Some(Remap), NotMapped),
+        (Some(Remap), AlreadyMapped),
+        (Some(Remap), NoMemory),
         (Some(DmaAlloc), PermissionDenied),
         (Some(DmaAlloc), InvalidArgument),
         (Some(DmaAlloc), NoMemory),
@@ -101,6 +108,11 @@ pub const NOT_EXPECTED: &[(Pair, &str)] = &[
     (
         (Some(Call::StretchCreateManaged), SysError::NoAddressSpace),
         "needs the 128 GiB stretch range exhausted for every domain, as for stretch_create",
+    ),
+    (
+        (Some(Call::Remap), SysError::NoMemory),
+        "needs the target page's table gone with a neighbour while the guarantee is full, which \
+         the fuzzer sets up for map only",
     ),
     (
         (Some(Call::DmaAlloc), SysError::NoAddressSpace),
@@ -180,6 +192,7 @@ pub fn kind_name(k: usize) -> &'static str {
         Some(Call::DmaAlloc) => "dma_alloc",
         Some(Call::DmaAddress) => "dma_address",
         Some(Call::IrqAck) => "irq_ack",
+        Some(Call::Remap) => "remap",
     }
 }
 

@@ -1,6 +1,7 @@
 //! `syscheck`: calls every system call with bad arguments and checks that each is refused with
 //! the error `docs/syscalls.md` lists, then checks the good paths of the stretch calls and of
 //! the self-paging calls (a frame mapped, written, unmapped, mapped elsewhere and read back;
+//! a frame filled through a window page and moved into place with `remap`;
 //! a managed stretch destroyed with a page mapped; `map` refused with `NoMemory` once a page
 //! table it needs went with a neighbouring stretch and the guarantee is full).
 //!
@@ -263,6 +264,7 @@ fn self_paging(t: &mut Tally, me: usize, own_image: usize) {
         t.expect("stretch_create of a page", Err(NoMemory), Ok(()));
     }
     round_trip(t, me);
+    remap_moves(t);
     destroy_mapped(t);
     table_gone(t);
 }
@@ -344,6 +346,54 @@ fn round_trip(t: &mut Tally, me: usize) {
     t.expect("frame_free twice", done(frame_free(frame)), Err(NotFound));
     t.expect("map of a freed frame", done(map(base, frame, r)), Err(NotFound));
     t.expect("stretch_destroy of the read-write stretch", raw_calls::destroy(base), Ok(()));
+}
+
+/// `remap`: a frame filled through a window page and moved into place in one step, keeping
+/// its contents; the boundary errors on the way, each leaving both pages as they were.
+fn remap_moves(t: &mut Tally) {
+    use SysError::*;
+    use tessera::syscall::{frame_alloc, frame_free, map, remap, stretch_create_managed, unmap};
+    let (r, rw) = (Rights::READ, Rights::READ.union(Rights::WRITE));
+    let Ok(base) = stretch_create_managed(3 * 4096, rw) else {
+        t.expect("stretch_create_managed of 3 pages", Err(NoMemory), Ok(()));
+        return;
+    };
+    let (window, target, other) = (base, base + 4096, base + 2 * 4096);
+    let (Ok(frame), Ok(second)) = (frame_alloc(0), frame_alloc(0)) else {
+        t.expect("frame_alloc of two frames", Err(NoMemory), Ok(()));
+        return;
+    };
+    t.expect("map the window", done(map(window, frame, rw)), Ok(()));
+    let pattern = 0x4e3a_9000_0000_0000 | frame as u64;
+    // SAFETY: the window was just mapped read-write with a frame this domain holds; nothing
+    // else refers to it.
+    unsafe { (window as *mut u64).write_volatile(pattern) };
+    t.expect("remap to the same page", done(remap(window, window, r)), Err(InvalidArgument));
+    t.expect(
+        "remap to an unaligned page",
+        done(remap(window, target + 8, r)),
+        Err(InvalidArgument),
+    );
+    t.expect(
+        "remap with no rights",
+        done(remap(window, target, Rights::NONE)),
+        Err(InvalidArgument),
+    );
+    t.expect("remap of an unmapped page", done(remap(target, other, r)), Err(NotMapped));
+    t.expect("remap outside the own memory", done(remap(window, 0x8020_0000, r)), Err(BadAddress));
+    t.expect("map the other page", done(map(other, second, r)), Ok(()));
+    t.expect("remap onto a mapped page", done(remap(window, other, r)), Err(AlreadyMapped));
+    t.expect("remap into place", done(remap(window, target, r)), Ok(()));
+    // SAFETY: the frame is now mapped readable at `target`.
+    let word = unsafe { (target as *const u64).read_volatile() };
+    t.expect("the frame kept what was written", holds(word == pattern), Ok(()));
+    t.expect("the window is empty again", unmap(window), Err(NotMapped));
+    let same = |f: usize| if f == frame { Ok(f) } else { Err(InvalidArgument) };
+    t.expect("unmap at the target returns the frame", unmap(target).and_then(same), Ok(()));
+    t.expect("unmap the other page", done(unmap(other).map(|_| ())), Ok(()));
+    t.expect("frame_free", done(frame_free(frame)), Ok(()));
+    t.expect("frame_free of the second", done(frame_free(second)), Ok(()));
+    t.expect("stretch_destroy of the window's stretch", raw_calls::destroy(base), Ok(()));
 }
 
 /// Destroying a managed stretch with a page mapped unmaps the page; the frame stays the
