@@ -165,6 +165,8 @@ struct Binding {
 struct Registry {
     bindings: [Option<Binding>; MAX_BINDINGS],
     revoking: bool,
+    /// Times a fault found its stretch's driver busy with another thread's and waited.
+    waits_for_driver: u64,
 }
 
 struct Global(UnsafeCell<Registry>);
@@ -173,8 +175,11 @@ struct Global(UnsafeCell<Registry>);
 // cooperatively and never inside a borrow of it; the activation handler does not touch it).
 unsafe impl Sync for Global {}
 
-static REGISTRY: Global =
-    Global(UnsafeCell::new(Registry { bindings: [const { None }; MAX_BINDINGS], revoking: false }));
+static REGISTRY: Global = Global(UnsafeCell::new(Registry {
+    bindings: [const { None }; MAX_BINDINGS],
+    revoking: false,
+    waits_for_driver: 0,
+}));
 
 fn registry() -> &'static mut Registry {
     // SAFETY: see `Global`; no reference to the registry is held across a thread switch.
@@ -257,6 +262,7 @@ pub fn with_driver<D: StretchDriver + 'static, R>(
     // by its type id), and `busy` makes this call its only user until it is cleared below.
     let result = f(unsafe { &mut *driver }, &mut SysKernel);
     registry().bindings[index].as_mut().expect("bound").busy = None;
+    crate::thread::wake_one(driver_lock(index));
     Some(result)
 }
 
@@ -363,7 +369,12 @@ fn resolve(fault: Fault) -> Result<(), Unresolved> {
                 break index;
             }
             Some(t) if t == me => return Err(Unresolved::Recursive),
-            Some(_) => crate::thread::yield_now(),
+            // Another thread's fault is in the driver (waiting for a disk, say): park until it
+            // is done, instead of spinning through the other threads.
+            Some(_) => {
+                reg.waits_for_driver += 1;
+                crate::thread::wait_for(driver_lock(index));
+            }
         }
     };
     let driver = registry().bindings[index].as_ref().expect("bound").driver;
@@ -373,7 +384,19 @@ fn resolve(fault: Fault) -> Result<(), Unresolved> {
     let b = registry().bindings[index].as_mut().expect("bound");
     b.busy = None;
     b.resolved += u64::from(result.is_ok());
+    crate::thread::wake_one(driver_lock(index));
     result.map_err(Unresolved::Driver)
+}
+
+/// What a thread waiting for binding `index`'s driver parks on: the binding's address.
+fn driver_lock(index: usize) -> usize {
+    &registry().bindings[index] as *const Option<Binding> as usize
+}
+
+/// How many times a fault found its stretch's driver busy with another thread's fault and
+/// waited for it (parked, never spinning).
+pub fn waits_for_driver() -> u64 {
+    registry().waits_for_driver
 }
 
 /// Answers a revocation notice: asks the bound drivers, in the order they were bound, to
@@ -394,5 +417,6 @@ fn revoke_all() {
         // SAFETY: as in `resolve`: `busy` makes this thread the driver's only user.
         unsafe { (*driver).revoke(&mut SysKernel, left) };
         registry().bindings[index].as_mut().expect("bound").busy = None;
+        crate::thread::wake_one(driver_lock(index));
     }
 }

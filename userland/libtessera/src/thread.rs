@@ -358,10 +358,24 @@ impl<T> Drop for MutexGuard<'_, T> {
     fn drop(&mut self) {
         // SAFETY: only one thread runs at a time; the guard's holder is the one running.
         unsafe { *self.mutex.locked.get() = false };
-        let id = self.mutex.id();
-        let s = sched();
-        if let Some(t) = s.threads.iter_mut().find(|t| t.state == (State::Locking { mutex: id })) {
-            t.state = State::Ready;
-        }
+        wake_one(self.mutex.id());
+    }
+}
+
+/// Parks the running thread until [`wake_one`] names `id` (any number that names one thing
+/// threads wait for, such as an address); other threads run meanwhile, and the domain blocks
+/// if none can. The caller checks its condition again when this returns.
+pub(crate) fn wait_for(id: usize) {
+    init();
+    let s = sched();
+    s.threads[s.current].state = State::Locking { mutex: id };
+    schedule();
+}
+
+/// Makes ready the first thread (by index) parked on `id` by [`wait_for`], if any.
+pub(crate) fn wake_one(id: usize) {
+    let s = sched();
+    if let Some(t) = s.threads.iter_mut().find(|t| t.state == (State::Locking { mutex: id })) {
+        t.state = State::Ready;
     }
 }

@@ -316,6 +316,24 @@ fn driver_waits(out: &Outcome) -> Result<(), String> {
 }
 // ANCHOR_END: driver_waits
 
+/// A second thread's faults on a stretch whose driver is busy park until it is free: at least
+/// one wait, and at most one for each fault (a spinning fault path counts one at every turn of
+/// the other threads).
+fn driver_waits_contended(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    let line = line_with(out, "pagewait: contended pages=")?;
+    let (faults, waited) = (field(line, "faults"), field(line, "waits_for_driver"));
+    match (faults, waited) {
+        (Some(f), Some(w)) if (1..=f).contains(&w) && f >= 20 => {}
+        _ => {
+            return Err(format!(
+                "a second thread's faults should wait, once a fault at most: {line}"
+            ));
+        }
+    }
+    expect_line(out, "pagewait: exited with status 0")
+}
+
 /// The tutorial's example driver, built from the files the tutorial includes.
 fn recorder(out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
@@ -377,6 +395,7 @@ pub(super) fn paging_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
         // ANCHOR: register
         test("driver_waits", "driver-waits.toml", &[], driver_waits),
         // ANCHOR_END: register
+        test("driver_waits_contended", "driver-waits-contended.toml", &[], driver_waits_contended),
         test("recorder", "recorder.toml", &[], recorder),
         virtual_time(test("revocation", "revocation.toml", &[], revocation)),
         virtual_time(test(
