@@ -167,6 +167,9 @@ struct Registry {
     revoking: bool,
     /// Times a fault found its stretch's driver busy with another thread's and waited.
     waits_for_driver: u64,
+    /// A revocation notice came while this flow of control ran a driver: it is answered once
+    /// that driver's fault is done.
+    revoke_after_fault: bool,
 }
 
 struct Global(UnsafeCell<Registry>);
@@ -179,6 +182,7 @@ static REGISTRY: Global = Global(UnsafeCell::new(Registry {
     bindings: [const { None }; MAX_BINDINGS],
     revoking: false,
     waits_for_driver: 0,
+    revoke_after_fault: false,
 }));
 
 fn registry() -> &'static mut Registry {
@@ -385,6 +389,9 @@ fn resolve(fault: Fault) -> Result<(), Unresolved> {
     b.busy = None;
     b.resolved += u64::from(result.is_ok());
     crate::thread::wake_one(driver_lock(index));
+    if core::mem::take(&mut registry().revoke_after_fault) {
+        revoke_all();
+    }
     result.map_err(Unresolved::Driver)
 }
 
@@ -400,19 +407,40 @@ pub fn waits_for_driver() -> u64 {
 }
 
 /// Answers a revocation notice: asks the bound drivers, in the order they were bound, to
-/// release frames until the notice is satisfied (or every driver has been asked).
+/// release frames until the notice is satisfied (or every driver has been asked). A driver
+/// busy with another thread's fault is waited for (it may be writing back, or waiting for its
+/// disk), not skipped; one busy with this thread's own (the notice came while this thread ran
+/// the driver) is asked once that fault is done ([`resolve`]).
 fn revoke_all() {
     let wanted = || crate::dcb().revocation.frames_wanted.load(Ordering::Acquire) as usize;
+    let me = crate::thread::current();
     for index in 0..MAX_BINDINGS {
         let left = wanted();
         if left == 0 {
             return;
         }
         let Some(b) = registry().bindings[index].as_mut() else { continue };
-        if b.busy.is_some() {
-            continue;
+        match b.busy {
+            None => {}
+            Some(t) if t == me => {
+                registry().revoke_after_fault = true;
+                continue;
+            }
+            Some(_) => {
+                // Parked until the driver is free; then this binding is looked at again.
+                crate::thread::wait_for(driver_lock(index));
+                let Some(b) = registry().bindings[index].as_mut() else { continue };
+                if b.busy.is_some() {
+                    continue;
+                }
+            }
         }
-        b.busy = Some(crate::thread::current());
+        let left = wanted();
+        if left == 0 {
+            return;
+        }
+        let b = registry().bindings[index].as_mut().expect("looked at above");
+        b.busy = Some(me);
         let driver = b.driver;
         // SAFETY: as in `resolve`: `busy` makes this thread the driver's only user.
         unsafe { (*driver).revoke(&mut SysKernel, left) };
