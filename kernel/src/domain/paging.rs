@@ -425,6 +425,21 @@ impl World {
         })
     }
 
+    /// Reserves, from domain `id`'s guarantee, the page tables a mapping at `va` needs: the
+    /// tables were made with the stretch, but they may have gone with a neighbouring stretch
+    /// that shared them. How many.
+    fn reserve_tables(&mut self, id: u32, va: usize) -> Result<u64, Shortage> {
+        let d = &self.domains[id as usize];
+        let tables = d.space.as_ref().map_or(0, |s| s.tables_needed(va));
+        if tables > 0 {
+            if self.guaranteed_used(id) + tables > d.guaranteed_frames {
+                return Err(SysError::NoMemory.into());
+            }
+            self.reserve_frames(id, tables)?;
+        }
+        Ok(tables)
+    }
+
     /// `map`: maps domain `id`'s loose frame `number` at page `va` of a stretch it manages.
     pub(super) fn map_page(
         &mut self,
@@ -444,16 +459,7 @@ impl World {
         if page.mapped {
             return Err(SysError::AlreadyMapped.into());
         }
-        // The tables were made with the stretch; they may have gone with a neighbouring
-        // stretch that shared them.
-        let d = &self.domains[id as usize];
-        let tables = d.space.as_ref().map_or(0, |s| s.tables_needed(va));
-        if tables > 0 {
-            if self.guaranteed_used(id) + tables > d.guaranteed_frames {
-                return Err(SysError::NoMemory.into());
-            }
-            self.reserve_frames(id, tables)?;
-        }
+        let tables = self.reserve_tables(id, va)?;
         let d = &mut self.domains[id as usize];
         let space = d.space.as_mut().ok_or(SysError::NotFound)?;
         space.map(va, pa, rights).map_err(|_| SysError::NoMemory)?;
@@ -505,14 +511,7 @@ impl World {
         if target.mapped {
             return Err(SysError::AlreadyMapped.into());
         }
-        let d = &self.domains[id as usize];
-        let tables = d.space.as_ref().map_or(0, |s| s.tables_needed(to));
-        if tables > 0 {
-            if self.guaranteed_used(id) + tables > d.guaranteed_frames {
-                return Err(SysError::NoMemory.into());
-            }
-            self.reserve_frames(id, tables)?;
-        }
+        let tables = self.reserve_tables(id, to)?;
         let frame = self.stretches.of_mut(id).expect("found above").at_mut(source.slot).frames
             [source.index]
             .ok_or(SysError::NotMapped)?;
