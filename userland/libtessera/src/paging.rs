@@ -160,6 +160,8 @@ struct Binding {
     busy: Option<usize>,
     /// Faults the driver resolved.
     resolved: u64,
+    /// Threads parked until the driver is free.
+    waiters: u32,
 }
 
 struct Registry {
@@ -228,7 +230,8 @@ pub fn bind<D: StretchDriver + 'static>(
         return Err(BindError::Driver(e));
     }
     let type_id = TypeId::of::<D>();
-    registry().bindings[slot] = Some(Binding { info, driver, type_id, busy: None, resolved: 0 });
+    registry().bindings[slot] =
+        Some(Binding { info, driver, type_id, busy: None, resolved: 0, waiters: 0 });
     crate::thread::init_activations();
     Ok(info)
 }
@@ -265,8 +268,7 @@ pub fn with_driver<D: StretchDriver + 'static, R>(
     // SAFETY: the binding's driver was handed over in `bind` as a `&'static mut D` (checked
     // by its type id), and `busy` makes this call its only user until it is cleared below.
     let result = f(unsafe { &mut *driver }, &mut SysKernel);
-    registry().bindings[index].as_mut().expect("bound").busy = None;
-    crate::thread::wake_one(driver_lock(index));
+    release(index);
     Some(result)
 }
 
@@ -377,7 +379,7 @@ fn resolve(fault: Fault) -> Result<(), Unresolved> {
             // is done, instead of spinning through the other threads.
             Some(_) => {
                 reg.waits_for_driver += 1;
-                crate::thread::wait_for(driver_lock(index));
+                park(index);
             }
         }
     };
@@ -385,11 +387,10 @@ fn resolve(fault: Fault) -> Result<(), Unresolved> {
     // SAFETY: the driver was handed over as `&'static mut` in `bind`, and `busy` makes this
     // thread its only user until it is cleared below.
     let result = unsafe { (*driver).fault(&mut SysKernel, fault) };
-    let b = registry().bindings[index].as_mut().expect("bound");
-    b.busy = None;
-    b.resolved += u64::from(result.is_ok());
-    crate::thread::wake_one(driver_lock(index));
-    if core::mem::take(&mut registry().revoke_after_fault) {
+    registry().bindings[index].as_mut().expect("bound").resolved += u64::from(result.is_ok());
+    release(index);
+    if registry().revoke_after_fault {
+        registry().revoke_after_fault = false;
         revoke_all();
     }
     result.map_err(Unresolved::Driver)
@@ -398,6 +399,27 @@ fn resolve(fault: Fault) -> Result<(), Unresolved> {
 /// What a thread waiting for binding `index`'s driver parks on: the binding's address.
 fn driver_lock(index: usize) -> usize {
     &registry().bindings[index] as *const Option<Binding> as usize
+}
+
+/// Parks the running thread until binding `index`'s driver is released.
+fn park(index: usize) {
+    if let Some(b) = registry().bindings[index].as_mut() {
+        b.waiters += 1;
+    }
+    crate::thread::wait_for(driver_lock(index));
+    if let Some(b) = registry().bindings[index].as_mut() {
+        b.waiters -= 1;
+    }
+}
+
+/// Marks binding `index`'s driver free, and wakes a thread parked for it if there is one (the
+/// fault path's common case has none, and pays nothing for the check).
+fn release(index: usize) {
+    let Some(b) = registry().bindings[index].as_mut() else { return };
+    b.busy = None;
+    if b.waiters > 0 {
+        crate::thread::wake_one(driver_lock(index));
+    }
 }
 
 /// How many times a fault found its stretch's driver busy with another thread's fault and
@@ -428,7 +450,7 @@ fn revoke_all() {
             }
             Some(_) => {
                 // Parked until the driver is free; then this binding is looked at again.
-                crate::thread::wait_for(driver_lock(index));
+                park(index);
                 let Some(b) = registry().bindings[index].as_mut() else { continue };
                 if b.busy.is_some() {
                     continue;
@@ -444,7 +466,6 @@ fn revoke_all() {
         let driver = b.driver;
         // SAFETY: as in `resolve`: `busy` makes this thread the driver's only user.
         unsafe { (*driver).revoke(&mut SysKernel, left) };
-        registry().bindings[index].as_mut().expect("bound").busy = None;
-        crate::thread::wake_one(driver_lock(index));
+        release(index);
     }
 }
