@@ -17,6 +17,7 @@ mod dtb;
 mod expected;
 mod gdb;
 mod log;
+mod new_driver;
 mod plot;
 mod qemu;
 mod records;
@@ -199,6 +200,12 @@ enum Command {
         #[arg(long)]
         host_only: bool,
     },
+    /// Make a new stretch driver from the template: the driver crate, an app that binds it, a
+    /// manifest, and the QEMU test `user::NAME` that boots it (docs/stretch-driver-tutorial.md).
+    NewDriver {
+        /// The driver's name: lowercase letters, digits and `-`, starting with a letter.
+        name: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -270,6 +277,7 @@ fn main() -> ExitCode {
                 disk: bench::DiskOptions { quick, host_only },
             },
         ),
+        Command::NewDriver { name } => new_driver::run(&name),
     };
     match result {
         Ok(code) => ExitCode::from(code),
