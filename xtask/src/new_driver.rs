@@ -231,8 +231,11 @@ fn driver_source(lib: &str, name: &str, type_name: &str) -> String {
         format!(
             "//! The `{name}` stretch driver, made by `cargo xtask new-driver {name}` from the"
         ),
-        "//! template: demand-zero pages on guaranteed frames, until you change it.".to_string(),
+        "//! template. Keep this documentation true as the driver changes: what it is for, its"
+            .to_string(),
+        "//! invariants, what it does not implement.".to_string(),
     ];
+    let mut need_blank = true;
     let mut paragraph_start = 0;
     let mut skip = true; // the first paragraph: replaced above
     for (i, line) in lines[..doc_end].iter().enumerate() {
@@ -248,8 +251,9 @@ fn driver_source(lib: &str, name: &str, type_name: &str) -> String {
             continue;
         }
         if !skip {
-            if out.last().is_some_and(|l| l.starts_with("//! template:")) {
+            if need_blank {
                 out.push("//!".into());
+                need_blank = false;
             }
             out.push(line.to_string());
         }
@@ -339,6 +343,7 @@ extern crate alloc;
 use alloc::boxed::Box;
 
 use tessera::{{Env, PAGE_SIZE, Rights, paging, println}};
+
 use {snake}_driver::{type_name};
 
 tessera::main!(main);
