@@ -2,7 +2,8 @@
 //!
 //! It installs what a fresh machine lacks (`setup`), builds the kernel and firmware for the
 //! bare-metal targets, boots them in QEMU and decodes the kernel's defmt log (`run`), runs every
-//! test (`test`: clippy, host unit tests, QEMU suites) and measures (`bench`).
+//! test (`test`: clippy, host unit tests, QEMU suites), measures (`bench`) and starts a new
+//! stretch driver from the template (`new-driver`).
 
 mod apps;
 mod arch_names;
