@@ -2,7 +2,8 @@
 //!
 //! It installs what a fresh machine lacks (`setup`), builds the kernel and firmware for the
 //! bare-metal targets, boots them in QEMU and decodes the kernel's defmt log (`run`), runs every
-//! test (`test`: clippy, host unit tests, QEMU suites) and measures (`bench`).
+//! test (`test`: clippy, host unit tests, QEMU suites), measures (`bench`) and starts a new
+//! stretch driver from the template (`new-driver`).
 
 mod apps;
 mod arch_names;
@@ -17,6 +18,7 @@ mod dtb;
 mod expected;
 mod gdb;
 mod log;
+mod new_driver;
 mod plot;
 mod qemu;
 mod records;
@@ -199,6 +201,12 @@ enum Command {
         #[arg(long)]
         host_only: bool,
     },
+    /// Make a new stretch driver from the template: the driver crate, an app that binds it, a
+    /// manifest, and the QEMU test `user::NAME` that boots it (docs/stretch-driver-tutorial.md).
+    NewDriver {
+        /// The driver's name: lowercase letters, digits and `-`, starting with a letter.
+        name: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -270,6 +278,7 @@ fn main() -> ExitCode {
                 disk: bench::DiskOptions { quick, host_only },
             },
         ),
+        Command::NewDriver { name } => new_driver::run(&name),
     };
     match result {
         Ok(code) => ExitCode::from(code),

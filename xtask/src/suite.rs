@@ -24,11 +24,13 @@ mod domains;
 mod drivers;
 mod paging;
 mod run;
+mod user;
 
 use address_space::address_space_tests;
 use domains::domain_tests;
 use drivers::drivers_tests;
 use paging::paging_tests;
+use user::user_tests;
 
 // ANCHOR: qemu_test
 type Check = Box<dyn Fn(&Outcome) -> Result<(), String>>;
@@ -599,6 +601,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
     tests.extend(paging_tests(&p, arch));
     tests.extend(address_space_tests(&p, arch));
     tests.extend(drivers_tests(&p, arch));
+    tests.extend(user_tests(&p, arch));
     // ANCHOR_END: suites
     Ok(tests)
 }
