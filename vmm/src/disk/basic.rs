@@ -31,19 +31,9 @@ impl<D: BlockDevice> BasicDisk<D> {
 
 impl<D: BlockDevice> DiskManager for BasicDisk<D> {
     fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
-        let new = pages.iter().filter(|(p, _)| self.store.slot_of(*p).is_none()).count();
-        self.store.check_free(new)?;
+        self.store.check_fit(pages)?;
         for &(page, data) in pages {
-            let (slot, new) = match self.store.slot_of(page) {
-                Some(slot) => (slot, false),
-                None => {
-                    let slot =
-                        self.store.find_run(1).ok_or(VmmError::SwapFull { needed: 1, free: 0 })?;
-                    let group = self.store.new_group();
-                    self.store.assign(slot, page, group);
-                    (slot, true)
-                }
-            };
+            let (slot, new) = self.store.slot_for(page)?;
             if let Err(e) = self.store.write_slot(slot, data) {
                 if new {
                     // The slot never received the page: it must not be read as its copy.
@@ -62,8 +52,7 @@ impl<D: BlockDevice> DiskManager for BasicDisk<D> {
         _max_pages: usize,
         _prefetched: &mut Prefetched,
     ) -> Result<(), VmmError> {
-        let slot = self.store.slot_of(page).ok_or(VmmError::NotStored { page })?;
-        self.store.read_run(slot, buf)
+        self.store.read_page(page, buf)
     }
 
     fn location(&self, page: usize) -> Option<Location> {

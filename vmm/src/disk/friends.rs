@@ -99,8 +99,7 @@ impl<D: BlockDevice> PrefetchDisk<D> {
 
 impl<D: BlockDevice> DiskManager for PrefetchDisk<D> {
     fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
-        let new = pages.iter().filter(|(p, _)| self.store.slot_of(*p).is_none()).count();
-        self.store.check_free(new)?;
+        self.store.check_fit(pages)?;
         self.store_group(pages)
     }
 

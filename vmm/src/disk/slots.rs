@@ -80,10 +80,29 @@ impl<D: BlockDevice> SlotStore<D> {
         self.next_group
     }
 
-    /// Fails with [`VmmError::SwapFull`] unless `needed` slots are free.
-    pub(crate) fn check_free(&self, needed: usize) -> Result<(), VmmError> {
+    /// Fails with [`VmmError::SwapFull`] unless the pages of `pages` not stored yet fit in the
+    /// free slots: what every manager checks before it writes anything.
+    pub(crate) fn check_fit(&self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
+        let needed = pages.iter().filter(|(p, _)| self.slot_of(*p).is_none()).count();
         let free = self.swap_space().free();
         if needed > free { Err(VmmError::SwapFull { needed, free }) } else { Ok(()) }
+    }
+
+    /// `page`'s slot, or a free one given to it as a group of its own; whether it is new.
+    pub(crate) fn slot_for(&mut self, page: usize) -> Result<(usize, bool), VmmError> {
+        if let Some(slot) = self.slot_of(page) {
+            return Ok((slot, false));
+        }
+        let slot = self.find_run(1).ok_or(VmmError::SwapFull { needed: 1, free: 0 })?;
+        let group = self.new_group();
+        self.assign(slot, page, group);
+        Ok((slot, true))
+    }
+
+    /// Reads stored `page` into `buf`; [`VmmError::NotStored`] if it has no slot.
+    pub(crate) fn read_page(&mut self, page: usize, buf: &mut Page) -> Result<(), VmmError> {
+        let slot = self.slot_of(page).ok_or(VmmError::NotStored { page })?;
+        self.read_run(slot, buf)
     }
 
     /// The first run of `n` free slots.

@@ -71,19 +71,13 @@ impl<D: BlockDevice> WriteBehindDisk<D> {
 
 impl<D: BlockDevice> DiskManager for WriteBehindDisk<D> {
     fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
-        let new = pages.iter().filter(|(p, _)| self.store.slot_of(*p).is_none()).count();
-        self.store.check_free(new)?;
+        self.store.check_fit(pages)?;
         for &(page, data) in pages {
             if let Some(entry) = self.queue.iter_mut().find(|(p, _)| *p == page) {
                 entry.1.copy_from_slice(data);
                 continue;
             }
-            if self.store.slot_of(page).is_none() {
-                let slot =
-                    self.store.find_run(1).ok_or(VmmError::SwapFull { needed: 1, free: 0 })?;
-                let group = self.store.new_group();
-                self.store.assign(slot, page, group);
-            }
+            self.store.slot_for(page)?;
             self.queue.push_back((page, Box::new(*data)));
             if self.queue.len() >= self.queue_pages {
                 self.write_queue()?;
@@ -104,8 +98,7 @@ impl<D: BlockDevice> DiskManager for WriteBehindDisk<D> {
             self.store.stats.queue_hits += 1;
             return Ok(());
         }
-        let slot = self.store.slot_of(page).ok_or(VmmError::NotStored { page })?;
-        self.store.read_run(slot, buf)
+        self.store.read_page(page, buf)
     }
 
     fn location(&self, page: usize) -> Option<Location> {
