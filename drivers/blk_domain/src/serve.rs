@@ -199,11 +199,13 @@ pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
             let _ = syscall::irq_ack(irq);
             moved = true;
         }
+        let mut answered = false;
         while let Some((i, response)) = server.poll() {
-            moved = true;
+            answered = true;
             send(driver, &mut server, &mut clients[i].0, i, &response.encode());
         }
-        account(&mut server, &clients);
+        moved |= answered;
+        account(&mut server, &clients, answered);
         if die_after.is_some_and(|n| server.stats().completed >= n) {
             println!("{driver}: dying on purpose, requests in flight");
             tessera::fault::now();
@@ -339,8 +341,9 @@ fn stage<D: BlockDevice>(
     Some(Stage::new(sched, model, per_client * clients.len().max(1), Some(clock)))
 }
 
-/// Prints the streams' completed periods and publishes their accounts.
-fn account<D: BlockDevice>(server: &mut Server<D>, clients: &[(Client, u64)]) {
+/// Prints the streams' completed periods and, when requests were answered or periods ended
+/// (the only times the accounts change), publishes the streams' accounts.
+fn account<D: BlockDevice>(server: &mut Server<D>, clients: &[(Client, u64)], answered: bool) {
     let Some(stage) = server.stage_mut() else { return };
     let periods = stage.take_periods();
     for p in &periods {
@@ -350,7 +353,7 @@ fn account<D: BlockDevice>(server: &mut Server<D>, clients: &[(Client, u64)]) {
             p.start, p.end, p.guaranteed, p.extra, p.missed
         );
     }
-    if periods.is_empty() && stage.stats().dispatched == 0 {
+    if periods.is_empty() && !answered {
         return;
     }
     for (i, (c, _)) in clients.iter().enumerate() {

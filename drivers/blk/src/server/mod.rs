@@ -463,14 +463,9 @@ impl<D: BlockDevice> Server<D> {
             }
             self.pump();
             let Some(p) = pending else { continue };
-            let slot = &mut self.clients[p.client];
-            if slot.generation != p.generation {
-                self.stats.dropped += 1;
-                continue;
+            if let Some(response) = self.answer(p, result) {
+                return Some((p.client, response));
             }
-            slot.in_flight -= 1;
-            self.stats.completed += 1;
-            return Some((p.client, Response::plain(p.id, result.map_err(|_| BlkError::Device))));
         }
     }
 
