@@ -234,12 +234,20 @@ impl World {
     #[cold]
     #[inline(never)]
     fn idle_until(&mut self, deadline: u64) {
+        self.idle(|| {
+            arch::timer::arm(deadline);
+            while arch::time::now_ticks() < deadline && !super::device::interrupts_raised() {
+                arch::wait_for_interrupt();
+            }
+            arch::timer::disarm();
+        });
+    }
+
+    /// Runs `wait`, counting the time it takes as idle time, then delivers any interrupt.
+    #[inline(always)]
+    fn idle(&mut self, wait: impl FnOnce()) {
         let start = arch::time::now_ticks();
-        arch::timer::arm(deadline);
-        while arch::time::now_ticks() < deadline && !super::device::interrupts_raised() {
-            arch::wait_for_interrupt();
-        }
-        arch::timer::disarm();
+        wait();
         self.sched.idle_ticks += arch::time::now_ticks() - start;
         self.deliver_interrupts();
     }
@@ -249,17 +257,17 @@ impl World {
     /// clock then stands still while the host does the device's work, so the driver's model
     /// alone sets how long the disk takes; deadlines that fall meanwhile (real time, without
     /// `-icount`) are met late by the device's latency. A driver is trusted with its device
-    /// (it is as trusted as the kernel without an IOMMU) and with this flag alike.
+    /// (it is as trusted as the kernel without an IOMMU) and with this flag alike. Nothing
+    /// but the driver, which cannot run meanwhile, lowers the flag: the interrupt ends the wait.
     #[cold]
     #[inline(never)]
     fn idle_for_modelled_device(&mut self) {
-        let start = arch::time::now_ticks();
-        arch::timer::quiesce();
-        while !super::device::interrupts_raised() && self.modelled_device_busy() {
-            arch::wait_for_interrupt();
-        }
-        self.sched.idle_ticks += arch::time::now_ticks() - start;
-        self.deliver_interrupts();
+        self.idle(|| {
+            arch::timer::quiesce();
+            while !super::device::interrupts_raised() {
+                arch::wait_for_interrupt();
+            }
+        });
     }
 
     /// Nothing to run and nothing timed, but a device's interrupt can still wake its driver
@@ -269,17 +277,16 @@ impl World {
     #[cold]
     #[inline(never)]
     fn idle_until_interrupt(&mut self) {
-        let start = arch::time::now_ticks();
-        while !super::device::interrupts_raised() {
-            let until = arch::time::now_ticks() + super::clock::ticks_from_ns(1_000_000);
-            arch::timer::arm(until);
-            while arch::time::now_ticks() < until && !super::device::interrupts_raised() {
-                arch::wait_for_interrupt();
+        self.idle(|| {
+            while !super::device::interrupts_raised() {
+                let until = arch::time::now_ticks() + super::clock::ticks_from_ns(1_000_000);
+                arch::timer::arm(until);
+                while arch::time::now_ticks() < until && !super::device::interrupts_raised() {
+                    arch::wait_for_interrupt();
+                }
+                arch::timer::disarm();
             }
-            arch::timer::disarm();
-        }
-        self.sched.idle_ticks += arch::time::now_ticks() - start;
-        self.deliver_interrupts();
+        });
     }
 }
 
