@@ -292,11 +292,17 @@ fn usd(out: &Outcome) -> Result<(), String> {
     Ok(())
 }
 
-/// The manifest of the scheduled check under `policy`: `{app}-scheduled.toml` with its
-/// `--scheduler` replaced, written under `target/manifests/drivers/`; its path from the root.
+/// The manifest of the scheduled check under `policy`, from the repository's root: written by
+/// [`write_scheduled_manifest`].
 fn scheduled_manifest(d: &Driver, policy: &str) -> String {
+    format!("target/manifests/drivers/{}-scheduled-{policy}.toml", d.app)
+}
+
+/// Writes the scheduled check's manifest under `policy`: `{app}-scheduled.toml` with its
+/// `--scheduler` replaced; its path.
+fn write_scheduled_manifest(d: &Driver, policy: &str) -> String {
     let template = d.manifest("scheduled");
-    let rel = format!("target/manifests/drivers/{}-scheduled-{policy}.toml", d.app);
+    let rel = scheduled_manifest(d, policy);
     let write = || -> std::io::Result<()> {
         let text = std::fs::read_to_string(crate::util::root().join(&template))?;
         let text = text.replace(
@@ -495,7 +501,7 @@ pub(super) fn drivers_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
                 Box::new(move |out| scheduled(d, arch, policy, out)),
             );
             t.name = format!("{p}drivers::{}_scheduled_{}", d.test, policy.replace('-', "_"));
-            t.system = Some((scheduled_manifest(d, policy), Spoil::Nothing));
+            t.system = Some((write_scheduled_manifest(d, policy), Spoil::Nothing));
             tests.push(t);
         }
     }
