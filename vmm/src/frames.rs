@@ -9,8 +9,9 @@ use alloc::vec::Vec;
 use crate::error::VmmError;
 use crate::{PAGE_SIZE, Page};
 
-/// The frames a pager owns, numbered `0..count()`, and the mapping of pages onto them.
-/// The pager fills a frame before mapping it, and unmaps a page before saving its frame, so
+/// The frames a pager pages into, numbered `0..count()`, and the mapping of pages onto them.
+/// The pager does not own them: each call that pages is handed them, so the paged stretch
+/// driver can build them around the kernel it is given for that call. The pager fills a frame before mapping it, and unmaps a page before saving its frame, so
 /// no thread sees a half-filled page or changes one being saved.
 pub trait Frames {
     /// How many frames there are.

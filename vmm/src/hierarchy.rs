@@ -10,7 +10,6 @@ use crate::block::BlockDevice;
 use crate::cache::{BasicCache, CacheManager, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, PrefetchDisk};
 use crate::error::VmmError;
-use crate::frames::Frames;
 use crate::pager::Pager;
 use crate::replace::ReplacementPolicy;
 
@@ -86,15 +85,15 @@ impl Hierarchy {
         })
     }
 
-    /// A pager for a stretch of `pages` pages on `frames`, paging to `device`.
-    pub fn build<F: Frames, D: BlockDevice + 'static>(
+    /// A pager for a stretch of `pages` pages on `frame_count` frames, paging to `device`.
+    pub fn build<D: BlockDevice + 'static>(
         &self,
-        frames: F,
+        frame_count: usize,
         device: D,
         pages: usize,
         policy: Box<dyn ReplacementPolicy>,
         app: Box<dyn AppHandler>,
-    ) -> Result<Pager<F>, VmmError> {
-        Ok(Pager::new(frames, pages, policy, self.cache(device)?, app))
+    ) -> Result<Pager, VmmError> {
+        Ok(Pager::new(frame_count, pages, policy, self.cache(device)?, app))
     }
 }

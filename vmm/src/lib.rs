@@ -5,7 +5,7 @@
 //! host against an in-memory block device; the paged stretch driver will run it in a domain.
 //!
 //! # Layers, top to bottom
-//! - [`pager::Pager`]: owns the frames ([`frames::Frames`]), a replacement policy, a cache
+//! - [`pager::Pager`]: pages into the frames each call hands it ([`frames::Frames`]); owns a replacement policy, a cache
 //!   manager and the application's [`app::AppHandler`]; answers `fault`, `lock`/`unlock`,
 //!   `resize_cache`, `revoke`, `stats`. [`hierarchy::Hierarchy`] builds the thesis's four
 //!   local hierarchies in one call.

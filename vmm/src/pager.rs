@@ -59,8 +59,7 @@ pub struct PagerStats {
 /// dirty; clean ones as clean, which a cache may keep and otherwise drops because the backing
 /// store already holds them; clean victims with no content (zero, never written) are simply
 /// forgotten.
-pub struct Pager<F: Frames> {
-    frames: F,
+pub struct Pager {
     policy: Box<dyn ReplacementPolicy>,
     cache: Box<dyn CacheManager>,
     app: Box<dyn AppHandler>,
@@ -73,18 +72,18 @@ pub struct Pager<F: Frames> {
     stats: PagerStats,
 }
 
-impl<F: Frames> Pager<F> {
-    /// A pager for a stretch of `pages` pages over all of `frames`.
+impl Pager {
+    /// A pager for a stretch of `pages` pages over `frame_count` frames, numbered
+    /// `0..frame_count`, which every call that pages is handed as a [`Frames`].
     pub fn new(
-        frames: F,
+        frame_count: usize,
         pages: usize,
         policy: Box<dyn ReplacementPolicy>,
         cache: Box<dyn CacheManager>,
         app: Box<dyn AppHandler>,
-    ) -> Pager<F> {
-        let count = frames.count();
+    ) -> Pager {
+        let count = frame_count;
         Pager {
-            frames,
             policy,
             cache,
             app,
@@ -95,16 +94,6 @@ impl<F: Frames> Pager<F> {
             buf: Box::new([0u8; PAGE_SIZE]),
             stats: PagerStats { frames: count, ..PagerStats::default() },
         }
-    }
-
-    /// The frames (a host test reads and writes page contents through them).
-    pub fn frames(&self) -> &F {
-        &self.frames
-    }
-
-    /// The frames, to change page contents.
-    pub fn frames_mut(&mut self) -> &mut F {
-        &mut self.frames
     }
 
     /// The cache manager.
@@ -135,7 +124,12 @@ impl<F: Frames> Pager<F> {
     /// Makes `page` resident (and dirty and writable if `write`) and returns its frame,
     /// evicting a victim if every frame is in use. On an error the page is not resident and
     /// nothing stored is lost.
-    pub fn fault(&mut self, page: usize, write: bool) -> Result<usize, VmmError> {
+    pub fn fault(
+        &mut self,
+        frames: &mut dyn Frames,
+        page: usize,
+        write: bool,
+    ) -> Result<usize, VmmError> {
         if page >= self.pages {
             return Err(VmmError::PageOutOfRange { page, pages: self.pages });
         }
@@ -143,7 +137,7 @@ impl<F: Frames> Pager<F> {
         if let Some(r) = self.resident.get_mut(&page) {
             self.policy.accessed(page);
             if write && !r.writable {
-                self.frames.map(page, r.frame, true)?;
+                frames.map(page, r.frame, true)?;
                 r.writable = true;
             }
             r.dirty |= write;
@@ -151,9 +145,9 @@ impl<F: Frames> Pager<F> {
         }
         let frame = match self.free.pop() {
             Some(frame) => frame,
-            None => self.evict_one()?,
+            None => self.evict_one(frames)?,
         };
-        if let Err(e) = self.load(page, frame, write) {
+        if let Err(e) = self.load(frames, page, frame, write) {
             self.free.push(frame);
             return Err(e);
         }
@@ -162,7 +156,13 @@ impl<F: Frames> Pager<F> {
 
     /// Fills `frame` with `page`, maps it and makes it resident. Contents fetched from the
     /// cache manager are handed back to it if the frame cannot be filled or mapped.
-    fn load(&mut self, page: usize, frame: usize, write: bool) -> Result<(), VmmError> {
+    fn load(
+        &mut self,
+        frames: &mut dyn Frames,
+        page: usize,
+        frame: usize,
+        write: bool,
+    ) -> Result<(), VmmError> {
         let fetched = self.has_content[page];
         let mut stored_dirty = false;
         if fetched {
@@ -176,9 +176,8 @@ impl<F: Frames> Pager<F> {
         let dirty = write || stored_dirty;
         // A dirty page is mapped writable at once: there is nothing more to learn from a write.
         let writable = dirty;
-        let filled =
-            if fetched { self.frames.fill(frame, &self.buf) } else { self.frames.zero(frame) };
-        if let Err(e) = filled.and_then(|()| self.frames.map(page, frame, writable)) {
+        let filled = if fetched { frames.fill(frame, &self.buf) } else { frames.zero(frame) };
+        if let Err(e) = filled.and_then(|()| frames.map(page, frame, writable)) {
             if fetched {
                 // Hand the contents back as they came.
                 self.cache.put(page, &self.buf, stored_dirty)?;
@@ -191,7 +190,7 @@ impl<F: Frames> Pager<F> {
     }
 
     /// Evicts the policy's victim and returns its frame.
-    fn evict_one(&mut self) -> Result<usize, VmmError> {
+    fn evict_one(&mut self, frames: &mut dyn Frames) -> Result<usize, VmmError> {
         if self.resident.is_empty() {
             return Err(VmmError::NoFrames);
         }
@@ -203,14 +202,14 @@ impl<F: Frames> Pager<F> {
         if r.locked {
             return Err(VmmError::BadConfig("the policy chose a locked page"));
         }
-        self.frames.unmap(page, r.frame)?;
-        if let Err(e) = self.frames.save(r.frame, &mut self.buf) {
-            self.frames.map(page, r.frame, r.writable)?;
+        frames.unmap(page, r.frame)?;
+        if let Err(e) = frames.save(r.frame, &mut self.buf) {
+            frames.map(page, r.frame, r.writable)?;
             return Err(e);
         }
         if r.dirty || self.has_content[page] {
             if let Err(e) = self.cache.put(page, &self.buf, r.dirty) {
-                self.frames.map(page, r.frame, r.writable)?;
+                frames.map(page, r.frame, r.writable)?;
                 return Err(e);
             }
             self.has_content[page] = true;
@@ -225,8 +224,8 @@ impl<F: Frames> Pager<F> {
     }
 
     /// Makes `page` resident and locked: it is never evicted or revoked until unlocked.
-    pub fn lock(&mut self, page: usize) -> Result<usize, VmmError> {
-        let frame = self.fault(page, false)?;
+    pub fn lock(&mut self, frames: &mut dyn Frames, page: usize) -> Result<usize, VmmError> {
+        let frame = self.fault(frames, page, false)?;
         if let Some(r) = self.resident.get_mut(&page) {
             r.locked = true;
         }
@@ -256,14 +255,14 @@ impl<F: Frames> Pager<F> {
     /// evicted (dirty ones stored) and their frames released. Returns the frames released,
     /// fewer than `wanted` if only locked pages remain or a page could not be stored. The
     /// application hears of it through its handler, and may resize its cache in answer.
-    pub fn revoke(&mut self, wanted: usize) -> Result<usize, VmmError> {
+    pub fn revoke(&mut self, frames: &mut dyn Frames, wanted: usize) -> Result<usize, VmmError> {
         let mut released = 0;
         let mut failure = None;
         while released < wanted {
             let frame = match self.free.pop() {
                 Some(frame) => frame,
                 None if self.resident.is_empty() => break,
-                None => match self.evict_one() {
+                None => match self.evict_one(frames) {
                     Ok(frame) => frame,
                     Err(VmmError::AllFramesLocked) => break,
                     Err(e) => {
@@ -272,7 +271,7 @@ impl<F: Frames> Pager<F> {
                     }
                 },
             };
-            self.frames.release(frame)?;
+            frames.release(frame)?;
             released += 1;
         }
         self.stats.frames -= released;

@@ -69,26 +69,73 @@ fn hierarchies() -> [Hierarchy; 4] {
     ]
 }
 
-fn pager(h: Hierarchy, policy: Box<dyn ReplacementPolicy>, swap_pages: usize) -> Pager<MemFrames> {
-    h.build(
-        MemFrames::new(FRAMES),
-        MemBlockDevice::with_pages(swap_pages),
-        PAGES,
-        policy,
-        Box::new(NoAppHandler),
-    )
-    .expect("pager")
+/// A pager with its frames, as the paged stretch driver holds them, so tests call it as one.
+struct Paged<F> {
+    pager: Pager,
+    frames: F,
+}
+
+impl<F: crate::frames::Frames> Paged<F> {
+    fn new(pager: Pager, frames: F) -> Paged<F> {
+        Paged { pager, frames }
+    }
+
+    fn fault(&mut self, page: usize, write: bool) -> Result<usize, VmmError> {
+        self.pager.fault(&mut self.frames, page, write)
+    }
+
+    fn lock(&mut self, page: usize) -> Result<usize, VmmError> {
+        self.pager.lock(&mut self.frames, page)
+    }
+
+    fn revoke(&mut self, wanted: usize) -> Result<usize, VmmError> {
+        self.pager.revoke(&mut self.frames, wanted)
+    }
+
+    fn frames(&self) -> &F {
+        &self.frames
+    }
+
+    fn frames_mut(&mut self) -> &mut F {
+        &mut self.frames
+    }
+}
+
+impl<F> core::ops::Deref for Paged<F> {
+    type Target = Pager;
+    fn deref(&self) -> &Pager {
+        &self.pager
+    }
+}
+
+impl<F> core::ops::DerefMut for Paged<F> {
+    fn deref_mut(&mut self) -> &mut Pager {
+        &mut self.pager
+    }
+}
+
+fn pager(h: Hierarchy, policy: Box<dyn ReplacementPolicy>, swap_pages: usize) -> Paged<MemFrames> {
+    let pager = h
+        .build(
+            FRAMES,
+            MemBlockDevice::with_pages(swap_pages),
+            PAGES,
+            policy,
+            Box::new(NoAppHandler),
+        )
+        .expect("pager");
+    Paged::new(pager, MemFrames::new(FRAMES))
 }
 
 /// Checks the exclusive-caching invariant: no resident page is held by a cache.
-fn check_exclusive<F: crate::frames::Frames>(p: &Pager<F>) {
+fn check_exclusive(p: &Pager) {
     for page in p.resident_pages() {
         assert!(!p.cache().holds(page), "page {page} is both resident and cached");
     }
 }
 
 /// A seeded run of reads and writes; returns the shadow copy.
-fn random_run(p: &mut Pager<MemFrames>, seed: u64, steps: usize) -> Vec<Box<Page>> {
+fn random_run(p: &mut Paged<MemFrames>, seed: u64, steps: usize) -> Vec<Box<Page>> {
     let mut rng = Rng(seed);
     let mut shadow: Vec<Box<Page>> = (0..PAGES).map(|_| Box::new([0u8; PAGE_SIZE])).collect();
     for _ in 0..steps {
@@ -117,7 +164,7 @@ fn random_run(p: &mut Pager<MemFrames>, seed: u64, steps: usize) -> Vec<Box<Page
     shadow
 }
 
-fn verify_all(p: &mut Pager<MemFrames>, shadow: &[Box<Page>]) {
+fn verify_all(p: &mut Paged<MemFrames>, shadow: &[Box<Page>]) {
     for (page, want) in shadow.iter().enumerate() {
         let frame = p.fault(page, false).expect("fault");
         assert_eq!(checksum(p.frames().frame(frame)), checksum(&want[..]), "page {page}");
@@ -170,13 +217,9 @@ fn prefetching_hierarchies_prefetch() {
 fn write_behind_disk_under_a_pager_keeps_every_byte() {
     let disk = WriteBehindDisk::new(MemBlockDevice::with_pages(2 * PAGES), 3).expect("disk");
     let cache = BasicCache::pass_through(Box::new(LocalBacking::new(Box::new(disk))));
-    let mut p = Pager::new(
-        MemFrames::new(FRAMES),
-        PAGES,
-        Box::new(Clock::new()),
-        Box::new(cache),
-        Box::new(NoAppHandler),
-    );
+    let pager =
+        Pager::new(FRAMES, PAGES, Box::new(Clock::new()), Box::new(cache), Box::new(NoAppHandler));
+    let mut p = Paged::new(pager, MemFrames::new(FRAMES));
     let shadow = random_run(&mut p, 3, 3000);
     verify_all(&mut p, &shadow);
     assert!(p.stats().disk.queue_hits > 0);
@@ -229,7 +272,7 @@ fn a_full_swap_area_is_an_error_and_never_corruption() {
     }
 }
 
-impl Pager<MemFrames> {
+impl Pager {
     /// Reads a stored page straight from the cache manager (the test puts it back).
     fn cache_fetch_for_test(&mut self, page: usize, buf: &mut Page) -> Result<(), VmmError> {
         let found = self.cache_mut_for_test().fetch(page, buf, &|_| true)?;
@@ -335,15 +378,16 @@ fn revoke_writes_back_dirty_pages_and_loses_nothing() {
 fn the_app_handler_hears_of_revocation_and_resizes_its_cache() {
     let seen = alloc::rc::Rc::new(core::cell::Cell::new(0));
     let h = Hierarchy::CompressedCache { pool_bytes: 8 * PAGE_SIZE };
-    let mut p = h
+    let pager = h
         .build(
-            MemFrames::new(FRAMES),
+            FRAMES,
             MemBlockDevice::with_pages(2 * PAGES),
             PAGES,
             PolicyKind::Clock.build(),
             Box::new(ShrinkOnRevoke(seen.clone())),
         )
         .unwrap();
+    let mut p = Paged::new(pager, MemFrames::new(FRAMES));
     let shadow = random_run(&mut p, 4, 1000);
     assert_eq!(p.revoke(4), Ok(4));
     assert_eq!(seen.get(), FRAMES - 4);
@@ -556,9 +600,10 @@ fn a_failed_map_loses_no_fetched_page() {
     for h in hierarchies() {
         let frames = FlakyFrames { inner: MemFrames::new(FRAMES), fail_map: false };
         let device = MemBlockDevice::with_pages(2 * PAGES);
-        let mut p = h
-            .build(frames, device, PAGES, PolicyKind::Clock.build(), Box::new(NoAppHandler))
+        let pager = h
+            .build(FRAMES, device, PAGES, PolicyKind::Clock.build(), Box::new(NoAppHandler))
             .unwrap();
+        let mut p = Paged::new(pager, frames);
         for page in 0..2 * FRAMES {
             let frame = p.fault(page, true).unwrap();
             p.frames_mut().inner.frame_mut(frame).fill(page as u8 + 1);
