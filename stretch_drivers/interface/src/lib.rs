@@ -369,6 +369,9 @@ pub enum FaultError {
     Unexpected,
     /// The kernel refused a call the driver made.
     Kernel(MemError),
+    /// The driver's backing store could not give or take the page (a disk error, a full swap
+    /// area): the reason. What it stored before is not lost.
+    Backing(&'static str),
 }
 
 impl fmt::Display for FaultError {
@@ -380,6 +383,7 @@ impl fmt::Display for FaultError {
             FaultError::OutOfMemory => f.write_str("out of frames"),
             FaultError::Unexpected => f.write_str("fault in a stretch that never faults"),
             FaultError::Kernel(e) => write!(f, "kernel refused: {e}"),
+            FaultError::Backing(why) => write!(f, "backing store failed: {why}"),
         }
     }
 }

@@ -136,6 +136,20 @@ impl MockKernel {
         info
     }
 
+    /// Creates a managed stretch of `pages` pages bound to no driver, as
+    /// `stretch_create_managed` does: the domain maps its pages itself (a driver's window
+    /// page, say), and a fault in it would terminate the domain.
+    ///
+    /// # Panics
+    ///
+    /// If `pages` is 0.
+    pub fn create_managed_stretch(&mut self, pages: usize, rights: Rights) -> StretchInfo {
+        let info = self.create_stretch(pages, rights);
+        let i = self.stretch_of(info);
+        self.stretches[i].managed = true;
+        info
+    }
+
     /// Binds `driver` to `stretch` (created by [`MockKernel::create_stretch`]): the stretch
     /// becomes managed by the domain, then the driver's `bind` runs. If it fails the stretch
     /// is unmanaged again.

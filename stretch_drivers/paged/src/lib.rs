@@ -1,0 +1,322 @@
+//! The paged stretch driver: a stretch paged by the Heracles hierarchy ([`vmm`]) to the
+//! domain's own disk stream, in the domain that owns it.
+//!
+//! [`PagedDriver`] takes its frames from the domain's contract when it binds (guaranteed ones
+//! first, then optimistic ones, up to [`PagedConfig::frames`]), builds the chosen
+//! [`Hierarchy`] over the block device it was given (in a domain, the domain's own session of
+//! the block protocol, so paging is charged to the domain's own disk contract), and answers:
+//! - `fault`: the pager makes the page resident, evicting a victim of the replacement policy
+//!   if every frame is in use; clean pages are mapped read-only, so the first write faults
+//!   again and marks the page dirty (clean pages are dropped, not rewritten, when evicted);
+//! - `lock` / `unlock`: pages made resident and kept so, or let go;
+//! - `revoke`: frames given back, free ones first, then evicted pages (dirty ones written
+//!   back first), always optimistic kernel frames (a page on an optimistic frame moves onto a
+//!   guaranteed one the pager frees).
+//!
+//! Frames are filled and saved out of view through a window of two managed pages the domain
+//! gives the driver ([`frames`]), so no thread sees a half-filled page or changes a page being
+//! written back. The application composes its own hierarchy ([`PagedConfig`]), supplies its own
+//! replacement policy ([`PagedDriver::with_policy`]) and AppHandler
+//! ([`PagedDriver::with_app`]), and resizes its cache at run time ([`PagedDriver::resize_cache`]).
+//!
+//! # Invariants
+//! - Every frame the driver holds is in its [`frames::FrameTable`], at one place: unmapped,
+//!   at the window, or at the one page the pager has resident on it.
+//! - A page's contents are where the pager says (resident, cached, stored, or zero): the
+//!   driver never maps a frame the pager has not filled.
+//!
+//! # Not implemented
+//! Dirty and accessed bits from the page tables (a clean page is found dirty by a protection
+//! fault, and the clock's reference bits are set on faults only); batched mapping calls;
+//! handing pages to the disk driver without a copy; unbind writing the stretch back (unbind
+//! drops everything, as the stretch is destroyed with it).
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod frames;
+
+#[cfg(test)]
+mod tests;
+
+use alloc::boxed::Box;
+use core::ops::Range;
+
+use stretch_driver::{
+    DriverError, DriverStats, Fault, FaultError, FrameKind, MemError, MemoryKernel, Rights,
+    StretchDriver, StretchInfo,
+};
+use vmm::VmmError;
+use vmm::app::{AppHandler, NoAppHandler};
+use vmm::block::BlockDevice;
+use vmm::hierarchy::Hierarchy;
+use vmm::pager::{Pager, PagerStats};
+use vmm::replace::{PolicyKind, ReplacementPolicy};
+
+use crate::frames::{FrameTable, KernelFrames, Place, Slot};
+
+/// How a paged stretch is paged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PagedConfig {
+    /// The hierarchy below the frames.
+    pub hierarchy: Hierarchy,
+    /// The replacement policy (unless the application supplies its own).
+    pub policy: PolicyKind,
+    /// Frames to page into, taken at bind: guaranteed ones first, then optimistic ones.
+    pub frames: usize,
+}
+
+/// The paged stretch driver; see the [crate](self) documentation.
+pub struct PagedDriver<D: BlockDevice + 'static> {
+    config: PagedConfig,
+    device: Option<D>,
+    policy: Option<Box<dyn ReplacementPolicy>>,
+    app: Option<Box<dyn AppHandler>>,
+    table: FrameTable,
+    bound: Option<Bound>,
+    stats: DriverStats,
+}
+
+/// What a bound driver holds besides its frames.
+struct Bound {
+    stretch: StretchInfo,
+    pager: Pager,
+}
+
+impl<D: BlockDevice + 'static> PagedDriver<D> {
+    /// A driver that will page with `config` to `device`, filling frames through the two
+    /// managed pages at `window` (a managed stretch of the domain's own that nothing else
+    /// touches: `paging::window` in libtessera makes one).
+    pub fn new(config: PagedConfig, device: D, window: usize) -> Self {
+        PagedDriver {
+            config,
+            device: Some(device),
+            policy: None,
+            app: None,
+            table: FrameTable::new(window),
+            bound: None,
+            stats: DriverStats::default(),
+        }
+    }
+
+    /// Uses the application's own replacement policy instead of [`PagedConfig::policy`].
+    pub fn with_policy(mut self, policy: Box<dyn ReplacementPolicy>) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Tells the application's handler of changes to its guarantees (revocations).
+    pub fn with_app(mut self, app: Box<dyn AppHandler>) -> Self {
+        self.app = Some(app);
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> PagedConfig {
+        self.config
+    }
+
+    /// The pager's counts (faults, evictions, cache and disk), if bound.
+    pub fn pager_stats(&self) -> Option<PagerStats> {
+        self.bound.as_ref().map(|b| b.pager.stats())
+    }
+
+    /// Copies through the window: `(fills, saves, moves)`.
+    pub fn window_copies(&self) -> (u64, u64, u64) {
+        (self.table.fills, self.table.saves, self.table.moves)
+    }
+
+    /// Frames held now, `(guaranteed, optimistic)`.
+    pub fn frames_held(&self) -> (usize, usize) {
+        let held = |kind| {
+            self.table.slots.iter().filter(|s| s.kind == kind && s.place != Place::Released).count()
+        };
+        (held(FrameKind::Guaranteed), held(FrameKind::Optimistic))
+    }
+
+    /// Resizes the cache (the compressed pool, or the eviction area) to `bytes`.
+    pub fn resize_cache(&mut self, bytes: usize) -> Result<(), VmmError> {
+        let b = self.bound.as_mut().ok_or(VmmError::BadConfig("the driver is not bound"))?;
+        b.pager.resize_cache(bytes)
+    }
+
+    /// Writes every cached page down to the backing store (resident pages stay).
+    pub fn flush_cache(&mut self) -> Result<(), VmmError> {
+        let b = self.bound.as_mut().ok_or(VmmError::BadConfig("the driver is not bound"))?;
+        b.pager.flush_cache()
+    }
+
+    /// Frees every frame in the table (after a failed bind, or at unbind).
+    fn free_all(&mut self, k: &mut dyn MemoryKernel) {
+        for slot in self.table.slots.drain(..) {
+            let freed = match slot.place {
+                Place::Released => false,
+                Place::Unmapped => k.frame_free(slot.frame).is_ok(),
+                Place::Window => {
+                    k.unmap(self.table.window).is_ok() && k.frame_free(slot.frame).is_ok()
+                }
+                Place::Page(_) => false, // unbind unmapped the stretch's pages first
+            };
+            self.stats.frames_released += u64::from(freed);
+        }
+    }
+
+    /// The frames of a call.
+    fn frames<'a>(
+        table: &'a mut FrameTable,
+        k: &'a mut dyn MemoryKernel,
+        stretch: StretchInfo,
+    ) -> KernelFrames<'a> {
+        KernelFrames { k, table, stretch }
+    }
+}
+
+/// The thread's error for a pager error; `kernel` is the kernel's refusal behind
+/// [`VmmError::Frames`].
+fn fault_error(e: VmmError, kernel: Option<MemError>) -> FaultError {
+    match e {
+        VmmError::NoFrames | VmmError::AllFramesLocked => FaultError::OutOfMemory,
+        VmmError::Frames => kernel.map_or(FaultError::OutOfMemory, FaultError::Kernel),
+        VmmError::SwapFull { .. } => FaultError::Backing("the swap area is full"),
+        VmmError::Device(_) => FaultError::Backing("the disk failed a transfer"),
+        VmmError::NotStored { .. } | VmmError::Corrupt { .. } => {
+            FaultError::Backing("a stored page was lost")
+        }
+        VmmError::PageOutOfRange { .. } => FaultError::WrongStretch,
+        VmmError::BadConfig(why) => FaultError::Backing(why),
+    }
+}
+
+impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
+    fn bind(&mut self, k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
+        if self.bound.is_some() {
+            return Err(DriverError::AlreadyBound);
+        }
+        stretch.check()?;
+        let device = self.device.take().ok_or(DriverError::AlreadyBound)?;
+        if self.config.frames == 0 {
+            self.device = Some(device);
+            return Err(DriverError::OutOfMemory);
+        }
+        for _ in 0..self.config.frames {
+            let taken =
+                k.frame_alloc(FrameKind::Guaranteed).map(|f| (f, FrameKind::Guaranteed)).or_else(
+                    |_| k.frame_alloc(FrameKind::Optimistic).map(|f| (f, FrameKind::Optimistic)),
+                );
+            match taken {
+                Ok((frame, kind)) => {
+                    self.table.slots.push(Slot {
+                        frame,
+                        kind,
+                        place: Place::Unmapped,
+                        fresh: true,
+                        writable: false,
+                    });
+                    self.stats.frames_allocated += 1;
+                }
+                Err(_) => {
+                    self.free_all(k);
+                    self.device = Some(device);
+                    return Err(DriverError::OutOfMemory);
+                }
+            }
+        }
+        let policy = self.policy.take().unwrap_or_else(|| self.config.policy.build());
+        let app = self.app.take().unwrap_or_else(|| Box::new(NoAppHandler));
+        let frames = self.table.slots.len();
+        match self.config.hierarchy.build(frames, device, stretch.pages, policy, app) {
+            Ok(pager) => {
+                self.bound = Some(Bound { stretch, pager });
+                Ok(())
+            }
+            Err(_) => {
+                // The device was too small or the sizes wrong: nothing is kept.
+                self.free_all(k);
+                Err(DriverError::BadStretch)
+            }
+        }
+    }
+
+    fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
+        self.stats.faults += 1;
+        let b = self.bound.as_mut().ok_or(FaultError::NotBound)?;
+        let page = b.stretch.page_index(fault.addr).ok_or(FaultError::WrongStretch)?;
+        let write = fault.access == stretch_driver::Access::Write;
+        if write && b.stretch.rights.0 & Rights::WRITE.0 == 0 {
+            return Err(FaultError::Denied);
+        }
+        self.table.last_error = None;
+        let mut frames = Self::frames(&mut self.table, k, b.stretch);
+        match b.pager.fault(&mut frames, page, write) {
+            Ok(_) => {
+                self.stats.maps += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.stats.failures += 1;
+                Err(fault_error(e, self.table.last_error))
+            }
+        }
+    }
+
+    fn lock(&mut self, k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError> {
+        let b = self.bound.as_mut().ok_or(DriverError::NotBound)?;
+        let pages = b.stretch.pages_in(range)?;
+        for page in pages.clone() {
+            let mut frames = Self::frames(&mut self.table, k, b.stretch);
+            if b.pager.lock(&mut frames, page).is_err() {
+                // Locks nothing newly: those locked by this call are let go again.
+                for p in pages.start..page {
+                    b.pager.unlock(p);
+                }
+                return Err(DriverError::OutOfMemory);
+            }
+        }
+        Ok(())
+    }
+
+    fn unlock(
+        &mut self,
+        _k: &mut dyn MemoryKernel,
+        range: Range<usize>,
+    ) -> Result<(), DriverError> {
+        let b = self.bound.as_mut().ok_or(DriverError::NotBound)?;
+        for page in b.stretch.pages_in(range)? {
+            b.pager.unlock(page);
+        }
+        Ok(())
+    }
+
+    fn revoke(&mut self, k: &mut dyn MemoryKernel, frames_wanted: usize) -> usize {
+        let Some(b) = self.bound.as_mut() else { return 0 };
+        let optimistic = self
+            .table
+            .slots
+            .iter()
+            .filter(|s| s.kind == FrameKind::Optimistic && s.place != Place::Released);
+        // Only optimistic frames count for the kernel: never give back more than are held.
+        let wanted = frames_wanted.min(optimistic.count());
+        let mut frames = Self::frames(&mut self.table, k, b.stretch);
+        let released = b.pager.revoke(&mut frames, wanted).unwrap_or(0);
+        self.stats.frames_released += released as u64;
+        released
+    }
+
+    fn unbind(&mut self, k: &mut dyn MemoryKernel) {
+        let Some(b) = self.bound.take() else { return };
+        for slot in &mut self.table.slots {
+            if let Place::Page(page) = slot.place
+                && k.unmap(b.stretch.page_addr(page)).is_ok()
+            {
+                slot.place = Place::Unmapped;
+            }
+        }
+        self.free_all(k);
+    }
+
+    fn stats(&self) -> DriverStats {
+        self.stats
+    }
+}

@@ -1,0 +1,339 @@
+//! The driver against the mock kernel: every hierarchy and policy keeps every byte of a
+//! stretch four times larger than its frames; frames are filled out of view; revocation gives
+//! back optimistic frames, writing dirty pages back first; a full swap area fails the fault
+//! and loses nothing; an application's policy is the one used.
+
+use alloc::boxed::Box;
+use alloc::rc::Rc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::cell::Cell;
+
+use stretch_driver::mock::{MockKernel, Outcome};
+use stretch_driver::{
+    Access, FaultError, MemoryKernel, PAGE_SIZE, Rights, StretchDriver, StretchInfo,
+};
+use vmm::block::MemBlockDevice;
+use vmm::hierarchy::Hierarchy;
+use vmm::replace::{Clock, PolicyKind, ReplacementPolicy};
+
+use crate::{PagedConfig, PagedDriver};
+
+const FRAMES: usize = 16;
+const PAGES: usize = 4 * FRAMES;
+const RW: Rights = Rights(Rights::READ.0 | Rights::WRITE.0);
+
+fn hierarchies() -> [Hierarchy; 4] {
+    [
+        Hierarchy::LocalPaging,
+        Hierarchy::CompressedCache { pool_bytes: 6 * PAGE_SIZE },
+        Hierarchy::PrefetchingCompressedCache {
+            pool_bytes: 4 * PAGE_SIZE,
+            evict_pages: 4,
+            fetch_pages: 4,
+        },
+        Hierarchy::PrefetchingCache { evict_pages: 4, fetch_pages: 4 },
+    ]
+}
+
+/// splitmix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// A domain with `guaranteed` + `optimistic` frames for the driver, its window and the stretch.
+struct Domain {
+    k: MockKernel,
+    driver: PagedDriver<MemBlockDevice>,
+    stretch: StretchInfo,
+}
+
+impl Domain {
+    fn new(config: PagedConfig, swap_pages: usize, guaranteed: usize, optimistic: usize) -> Self {
+        Self::with(config, swap_pages, guaranteed, optimistic, |d| d)
+    }
+
+    fn with(
+        config: PagedConfig,
+        swap_pages: usize,
+        guaranteed: usize,
+        optimistic: usize,
+        f: impl FnOnce(PagedDriver<MemBlockDevice>) -> PagedDriver<MemBlockDevice>,
+    ) -> Self {
+        let mut k = MockKernel::new(guaranteed, optimistic);
+        let window = k.create_managed_stretch(2, RW);
+        let driver =
+            f(PagedDriver::new(config, MemBlockDevice::with_pages(swap_pages), window.base));
+        let stretch = k.create_stretch(PAGES, RW);
+        let mut d = Domain { k, driver, stretch };
+        d.k.bind_driver(&mut d.driver, stretch).expect("bind");
+        d
+    }
+
+    fn va(&self, page: usize, word: usize) -> usize {
+        self.stretch.page_addr(page) + word * 8
+    }
+
+    /// Stores `value` at word `word` of `page`, faulting as the CPU would.
+    fn store(&mut self, page: usize, word: usize, value: u64) -> Result<(), FaultError> {
+        let va = self.va(page, word);
+        match self.k.access(&mut self.driver, &self.stretch, va, Access::Write) {
+            Outcome::Hit | Outcome::Resolved => {}
+            Outcome::Failed(e) => return Err(e),
+            other => panic!("store at page {page}: {other:?}"),
+        }
+        self.k.store_u64(va, value).expect("mapped writable");
+        Ok(())
+    }
+
+    /// Loads word `word` of `page`, faulting as the CPU would.
+    fn load(&mut self, page: usize, word: usize) -> u64 {
+        let va = self.va(page, word);
+        match self.k.access(&mut self.driver, &self.stretch, va, Access::Read) {
+            Outcome::Hit | Outcome::Resolved => {}
+            other => panic!("load at page {page}: {other:?}"),
+        }
+        self.k.load_u64(va).expect("mapped readable")
+    }
+
+    /// Checks that no page of the stretch is mapped writable unless the driver knows it dirty,
+    /// and that the window holds no page of the stretch: mapped pages are at most the frames.
+    fn check_mapped(&self) {
+        let mapped = (0..PAGES).filter(|p| self.k.mapping(self.va(*p, 0)).is_some()).count();
+        assert!(mapped <= FRAMES, "{mapped} pages mapped on {FRAMES} frames");
+    }
+}
+
+const WORDS: usize = PAGE_SIZE / 8;
+
+/// A page's words as a shadow keeps them.
+type Shadow = Vec<Vec<u64>>;
+
+/// A seeded run of loads and stores: some pages filled with random words (incompressible),
+/// some with a pattern, some left zero; returns the shadow.
+fn random_run(d: &mut Domain, seed: u64, steps: usize) -> Shadow {
+    let mut rng = Rng(seed);
+    let mut shadow: Shadow = vec![vec![0; WORDS]; PAGES];
+    for _ in 0..steps {
+        let page = rng.below(PAGES);
+        match rng.below(8) {
+            0 => {
+                // Incompressible: every word random.
+                for w in 0..WORDS {
+                    let v = rng.next();
+                    d.store(page, w, v).expect("store");
+                    shadow[page][w] = v;
+                }
+            }
+            1 | 2 => {
+                let (w, v) = (rng.below(WORDS), rng.next() % 16);
+                d.store(page, w, v).expect("store");
+                shadow[page][w] = v;
+            }
+            _ => {
+                let w = rng.below(WORDS);
+                assert_eq!(d.load(page, w), shadow[page][w], "page {page} word {w}");
+            }
+        }
+        d.check_mapped();
+    }
+    shadow
+}
+
+fn verify(d: &mut Domain, shadow: &Shadow) {
+    for (page, words) in shadow.iter().enumerate() {
+        for (w, want) in words.iter().enumerate() {
+            assert_eq!(d.load(page, w), *want, "page {page} word {w}");
+        }
+    }
+}
+
+fn config(hierarchy: Hierarchy, policy: PolicyKind) -> PagedConfig {
+    PagedConfig { hierarchy, policy, frames: FRAMES }
+}
+
+#[test]
+fn every_hierarchy_and_policy_keeps_every_byte_of_a_stretch_four_times_its_frames() {
+    for h in hierarchies() {
+        for policy in [PolicyKind::Clock, PolicyKind::Lru] {
+            let mut d = Domain::new(config(h, policy), 2 * PAGES, FRAMES, 0);
+            let shadow = random_run(&mut d, 9, 1500);
+            verify(&mut d, &shadow);
+            let s = d.driver.pager_stats().unwrap();
+            assert!(s.evictions > 0 && s.disk.device_writes > 0, "{}: {s:?}", h.name());
+            assert!(s.zero_fills > 0 && s.fetches > 0, "{}: {s:?}", h.name());
+            let (fills, saves, _) = d.driver.window_copies();
+            assert!(fills > 0 && saves > 0);
+            // Every frame is the driver's; nothing beyond them was taken.
+            assert_eq!(d.k.peak_held(), (FRAMES, 0), "{}", h.name());
+        }
+    }
+}
+
+#[test]
+fn clean_pages_are_mapped_read_only_and_dirtied_by_a_second_fault() {
+    let mut d =
+        Domain::new(config(Hierarchy::LocalPaging, PolicyKind::Clock), 2 * PAGES, FRAMES, 0);
+    assert_eq!(d.load(3, 0), 0);
+    let (_, rights) = d.k.mapping(d.va(3, 0)).unwrap();
+    assert_eq!(rights, Rights::READ);
+    d.store(3, 0, 7).unwrap();
+    let (_, rights) = d.k.mapping(d.va(3, 0)).unwrap();
+    assert_eq!(rights, RW);
+    assert_eq!(d.driver.stats().faults, 2);
+}
+
+#[test]
+fn unbind_gives_back_every_frame() {
+    let mut d =
+        Domain::new(config(Hierarchy::LocalPaging, PolicyKind::Clock), 2 * PAGES, FRAMES, 0);
+    random_run(&mut d, 3, 200);
+    let left = d.k.unbind_driver(&mut d.driver, d.stretch);
+    assert_eq!(left, 0);
+    // The window's page-table pages are not frames: only the driver's frames were held.
+    assert_eq!(d.k.frames_held(), (0, 0));
+}
+
+#[test]
+fn revocation_gives_back_optimistic_frames_writing_dirty_pages_back() {
+    for h in hierarchies() {
+        // Half the frames guaranteed, half optimistic.
+        let mut d = Domain::new(config(h, PolicyKind::Clock), 2 * PAGES, FRAMES / 2, FRAMES / 2);
+        assert_eq!(d.driver.frames_held(), (FRAMES / 2, FRAMES / 2));
+        let shadow = random_run(&mut d, 21, 1200);
+        let written = d.driver.pager_stats().unwrap().disk.device_writes;
+        let mut driver = core::mem::replace(
+            &mut d.driver,
+            PagedDriver::new(config(h, PolicyKind::Clock), MemBlockDevice::with_pages(1), 0),
+        );
+        let released = driver.revoke(&mut d.k, 5);
+        d.driver = driver;
+        assert_eq!(released, 5, "{}", h.name());
+        assert_eq!(d.k.frames_held(), (FRAMES / 2, FRAMES / 2 - 5), "{}", h.name());
+        assert_eq!(d.driver.frames_held(), (FRAMES / 2, FRAMES / 2 - 5));
+        // Asking for more than the optimistic frames held gives back only those.
+        let mut driver = core::mem::replace(
+            &mut d.driver,
+            PagedDriver::new(config(h, PolicyKind::Clock), MemBlockDevice::with_pages(1), 0),
+        );
+        assert_eq!(driver.revoke(&mut d.k, 100), FRAMES / 2 - 5);
+        d.driver = driver;
+        assert_eq!(d.k.frames_held(), (FRAMES / 2, 0), "{}", h.name());
+        verify(&mut d, &shadow);
+        let s = d.driver.pager_stats().unwrap();
+        assert!(s.disk.device_writes >= written, "{}", h.name());
+        assert_eq!(s.frames, FRAMES / 2);
+    }
+}
+
+#[test]
+fn a_full_swap_area_fails_the_fault_and_loses_nothing() {
+    // Room on disk for 8 pages only; the stretch has 64.
+    let mut d = Domain::new(config(Hierarchy::LocalPaging, PolicyKind::Clock), 8, FRAMES, 0);
+    let mut shadow: Shadow = vec![vec![0; WORDS]; PAGES];
+    let mut failed = None;
+    for page in 0..PAGES {
+        let v = page as u64 + 1;
+        match d.store(page, 0, v) {
+            Ok(()) => shadow[page][0] = v,
+            Err(e) => {
+                assert_eq!(e, FaultError::Backing("the swap area is full"));
+                failed = Some(page);
+                break;
+            }
+        }
+    }
+    let failed = failed.expect("the swap area fills");
+    assert_eq!(failed, FRAMES + 8);
+    for (page, words) in shadow.iter().enumerate().take(failed) {
+        // Reading needs no new slot when the evicted page is clean... or is refused cleanly.
+        let _ = words;
+        let va = d.va(page, 0);
+        match d.k.access(&mut d.driver, &d.stretch, va, Access::Read) {
+            Outcome::Hit | Outcome::Resolved => {
+                assert_eq!(d.k.load_u64(va).unwrap(), shadow[page][0], "page {page}");
+            }
+            Outcome::Failed(FaultError::Backing(_)) => {}
+            other => panic!("page {page}: {other:?}"),
+        }
+    }
+}
+
+/// A policy that counts its victim choices and otherwise is the clock.
+struct Counting {
+    inner: Clock,
+    victims: Rc<Cell<usize>>,
+}
+
+impl ReplacementPolicy for Counting {
+    fn mapped(&mut self, page: usize) {
+        self.inner.mapped(page)
+    }
+    fn accessed(&mut self, page: usize) {
+        self.inner.accessed(page)
+    }
+    fn unmapped(&mut self, page: usize) {
+        self.inner.unmapped(page)
+    }
+    fn locked(&mut self, page: usize) {
+        self.inner.locked(page)
+    }
+    fn unlocked(&mut self, page: usize) {
+        self.inner.unlocked(page)
+    }
+    fn victim(&mut self) -> Option<usize> {
+        self.victims.set(self.victims.get() + 1);
+        self.inner.victim()
+    }
+}
+
+#[test]
+fn an_applications_policy_is_the_one_used() {
+    let victims = Rc::new(Cell::new(0));
+    let policy = Counting { inner: Clock::new(), victims: victims.clone() };
+    let mut d = Domain::with(
+        config(Hierarchy::CompressedCache { pool_bytes: 4 * PAGE_SIZE }, PolicyKind::Lru),
+        2 * PAGES,
+        FRAMES,
+        0,
+        |driver| driver.with_policy(Box::new(policy)),
+    );
+    let shadow = random_run(&mut d, 5, 600);
+    verify(&mut d, &shadow);
+    let evictions = d.driver.pager_stats().unwrap().evictions;
+    assert!(evictions > 0);
+    assert_eq!(victims.get() as u64, evictions);
+}
+
+#[test]
+fn locked_pages_stay_resident() {
+    let mut d =
+        Domain::new(config(Hierarchy::LocalPaging, PolicyKind::Clock), 2 * PAGES, FRAMES, 0);
+    let base = d.stretch.base;
+    let mut driver = core::mem::replace(
+        &mut d.driver,
+        PagedDriver::new(
+            config(Hierarchy::LocalPaging, PolicyKind::Clock),
+            MemBlockDevice::with_pages(1),
+            0,
+        ),
+    );
+    driver.lock(&mut d.k, base..base + 4 * PAGE_SIZE).unwrap();
+    d.driver = driver;
+    random_run(&mut d, 8, 400);
+    for page in 0..4 {
+        assert!(d.k.mapping(d.va(page, 0)).is_some(), "page {page}");
+    }
+}
