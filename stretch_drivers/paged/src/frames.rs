@@ -106,7 +106,7 @@ impl KernelFrames<'_> {
     }
 
     /// Maps `frame` at the window, unmapping whichever frame was there.
-    fn to_window(&mut self, frame: usize) -> Result<(), VmmError> {
+    fn place_at_window(&mut self, frame: usize) -> Result<(), VmmError> {
         match self.slot(frame)?.place {
             Place::Window => return Ok(()),
             Place::Unmapped => {}
@@ -174,7 +174,7 @@ impl Frames for KernelFrames<'_> {
     }
 
     fn fill(&mut self, frame: usize, data: &Page) -> Result<(), VmmError> {
-        self.to_window(frame)?;
+        self.place_at_window(frame)?;
         let window = self.table.window;
         self.k.write(window, data).map_err(|e| self.fail(e))?;
         let slot = &mut self.table.slots[frame];
