@@ -15,6 +15,7 @@
 //!   extended (compressed pool over eviction and fetch areas). Caching is exclusive.
 //! - [`backing`]: [`backing::BackingStore`], routing pages to a disk manager (local now).
 //! - [`disk`]: [`disk::DiskManager`]; basic, write-behind, prefetching (friends).
+//! - [`spec`]: [`spec::PagerSpec`], a paged stretch's configuration as one line of text.
 //! - [`block`]: [`block::BlockDevice`], the pager's synchronous view of its disk, and
 //!   [`block::MemBlockDevice`] for tests.
 //!
@@ -66,6 +67,7 @@ pub mod frames;
 pub mod hierarchy;
 pub mod pager;
 pub mod replace;
+pub mod spec;
 
 #[cfg(test)]
 mod tests;
