@@ -322,7 +322,10 @@ fn upcall(d: &mut super::Domain) {
     dcb.activations.store(0, Ordering::Release);
     dcb.upcalls.fetch_add(1, Ordering::Relaxed);
     let mut reason = abi::activation::SCHEDULED;
-    if core::mem::take(&mut d.pending) {
+    // The event is reported, and stays pending for the next `block`: a domain that looked at
+    // its endpoints just before it was preempted, and found nothing, then blocks; that block
+    // must return at once, not sleep through the event the handler was told of.
+    if d.pending {
         reason |= abi::activation::EVENT;
     }
     if d.revocation.is_some() {
