@@ -236,6 +236,15 @@ pub fn bind<D: StretchDriver + 'static>(
     Ok(info)
 }
 
+/// Creates a driver's window: a managed stretch of `pages` pages, read-write, bound to no
+/// driver, that only the driver maps and touches (it fills frames there before moving them
+/// into its stretch with `remap`, and moves pages there to save them). A fault in it ends the
+/// faulting thread like a fault in any unbound stretch.
+pub fn create_window(pages: usize) -> Result<usize, SysError> {
+    let rights = Rights(Rights::READ.0 | Rights::WRITE.0);
+    syscall::stretch_create_managed(pages * PAGE_SIZE, rights)
+}
+
 /// What the driver bound to the stretch at `base` has done, and how many faults the runtime
 /// saw it resolve; `None` if no driver is bound there or it is running now.
 pub fn driver_stats(base: usize) -> Option<(DriverStats, u64)> {

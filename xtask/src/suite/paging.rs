@@ -358,6 +358,48 @@ fn recorder(out: &Outcome) -> Result<(), String> {
     expect_line(out, "pagetrace: exited with status 0")
 }
 
+/// The paged stretch driver keeps every byte of a stretch four times its frames under the
+/// checked random workload of `heracles`, with the hierarchy `hierarchy`: no mismatch, every
+/// page checked, pages evicted to the disk and read back, and the parts of the hierarchy in
+/// use (the compressed pool's zero, raw and compressed pages; the friends' prefetches).
+fn heracles_random(out: &Outcome, hierarchy: &str) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    frames_returned(out)?;
+    let random = line_with(out, "heracles: random pages=")?;
+    let get = |line: &str, k: &str| field(line, k).ok_or(format!("no `{k}=` in `{line}`"));
+    if get(random, "pages")? != 128 || get(random, "mismatches")? != 0 {
+        return Err(format!("contents wrong: {random}"));
+    }
+    if get(random, "checked")? < 128 {
+        return Err(format!("not every page was checked: {random}"));
+    }
+    let done = line_with(out, "heracles: done program=random")?;
+    if !done.contains(&format!("hierarchy={hierarchy} ")) {
+        return Err(format!("not the {hierarchy} hierarchy: {done}"));
+    }
+    // 2,000 steps over 128 pages on 32 frames: most steps fault.
+    let faults = get(done, "faults")?;
+    if !(1000..=8000).contains(&faults) || get(done, "evictions")? < 500 {
+        return Err(format!("too few faults or evictions for 4x the frames: {done}"));
+    }
+    let disk = line_with(out, "heracles: disk device_reads=")?;
+    if get(disk, "device_reads")? == 0 || get(disk, "device_writes")? == 0 {
+        return Err(format!("nothing went to the disk: {disk}"));
+    }
+    let cache = line_with(out, "heracles: cache hits=")?;
+    if hierarchy.contains("compressed") {
+        for k in ["hits", "compressed_pages", "raw_pages", "zero_pages"] {
+            if get(cache, k)? == 0 {
+                return Err(format!("the compressed pool had no {k}: {cache}"));
+            }
+        }
+    }
+    if hierarchy.starts_with("prefetching") && get(disk, "prefetched")? == 0 {
+        return Err(format!("the friends disk manager prefetched nothing: {disk}"));
+    }
+    expect_line(out, "pager: exited with status 0")
+}
+
 pub(super) fn paging_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
     // ANCHOR: test_closure
     let boot = || Boot::new(arch);
@@ -369,6 +411,13 @@ pub(super) fn paging_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
         check: Box::new(check),
     };
     // ANCHOR_END: test_closure
+    let heracles = |hierarchy: &'static str| QemuTest {
+        name: format!("{p}paging::heracles_{}", hierarchy.replace('-', "_")),
+        boot: boot(),
+        system: Some((format!("tests/manifests/paging/heracles-{hierarchy}.toml"), Spoil::Nothing)),
+        expected: &[],
+        check: Box::new(move |out: &Outcome| heracles_random(out, hierarchy)),
+    };
     // Deadlines and sleeps in virtual time (one instruction a nanosecond, idle time skipped),
     // so the scenarios do not depend on the host's speed.
     let virtual_time = |mut t: QemuTest| {
@@ -397,6 +446,10 @@ pub(super) fn paging_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
         // ANCHOR_END: register
         test("driver_waits_contended", "driver-waits-contended.toml", &[], driver_waits_contended),
         test("recorder", "recorder.toml", &[], recorder),
+        heracles("local"),
+        heracles("compressed"),
+        heracles("prefetching-compressed"),
+        heracles("prefetching"),
         virtual_time(test("revocation", "revocation.toml", &[], revocation)),
         virtual_time(test(
             "revocation_ignored",

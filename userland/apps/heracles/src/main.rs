@@ -1,0 +1,287 @@
+//! `heracles`: a stretch paged by the Heracles hierarchy to this domain's own disk stream.
+//!
+//! Usage: `heracles --pager SPEC --program random|compress|matmul|filter [--scale test|default]
+//! [--pages N] [--steps N] [--seed S]`.
+//!
+//! `SPEC` is a [`vmm::spec::PagerSpec`] (a manifest's `pager = { ... }` arrives as
+//! `--pager SPEC`): the hierarchy, the frames, the replacement policy and the block session to
+//! page to. The app opens that session, makes the driver's window, binds a paged stretch
+//! driver ([`paged_driver::PagedDriver`]) to a stretch as large as the program needs, and runs
+//! the program in it:
+//! - `random`: `N` pages (default 64), `STEPS` seeded steps (default 2,000): each writes a
+//!   whole page (zero, compressible or incompressible contents, by a hash of the page and its
+//!   version) or reads one and checks every byte; then every page is checked once more. It
+//!   prints `heracles: random pages=N steps=S checked=C mismatches=M`.
+//! - `compress`, `matmul`, `filter`: the thesis's programs (`paging_programs`), at the
+//!   default (1/16 of the thesis) or the test scale. They print their checksum.
+//!
+//! Then it prints `heracles: done program=... hierarchy=... frames=F elapsed_ns=T faults=...`:
+//! the run's virtual time by its own clock and the pager's counts (faults, zero fills, fetches,
+//! evictions, cache hits and misses, compressed pages, device reads and writes, prefetched
+//! pages, the session's requests and the time spent waiting for them). Exit status 0 when the
+//! program's result is right, 1 on a mismatch or error, 2 on bad arguments.
+
+#![no_std]
+#![no_main]
+#![deny(unsafe_code)]
+
+extern crate alloc;
+
+mod area;
+mod disk;
+
+use alloc::boxed::Box;
+use alloc::vec;
+
+use paged_driver::{PagedConfig, PagedDriver};
+use paging_programs::{Program, Scale};
+use tessera::{Env, PAGE_SIZE, Rights, paging, println};
+use vmm::spec::PagerSpec;
+
+use crate::disk::{StreamCounts, StreamDisk};
+
+tessera::main!(main);
+
+const USAGE: &str = "usage: heracles --pager SPEC --program random|compress|matmul|filter \
+                     [--scale test|default] [--pages N] [--steps N] [--seed S]";
+
+/// What to run.
+enum Work {
+    Random { pages: usize, steps: usize },
+    Thesis { program: Program, scale: Scale },
+}
+
+impl Work {
+    fn name(&self) -> &'static str {
+        match self {
+            Work::Random { .. } => "random",
+            Work::Thesis { program, .. } => program.name(),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Work::Random { pages, .. } => pages * PAGE_SIZE,
+            Work::Thesis { program, scale } => program.bytes_needed(*scale),
+        }
+    }
+}
+
+struct Options {
+    spec: PagerSpec,
+    work: Work,
+    seed: u64,
+}
+
+fn options(env: Env) -> Result<Options, alloc::string::String> {
+    let mut spec = None;
+    let mut program = None;
+    let mut scale = Scale::Default;
+    let (mut pages, mut steps, mut seed) = (64usize, 2000usize, 1u64);
+    let mut args = env.args;
+    while let Some(a) = args.next() {
+        let mut value = || args.next().ok_or("an option lacks its value");
+        match a {
+            "--pager" => {
+                spec = Some(PagerSpec::parse(value()?).map_err(|e| alloc::format!("{e}"))?)
+            }
+            "--program" => program = Some(value()?),
+            "--scale" => {
+                scale = match value()? {
+                    "test" => Scale::Test,
+                    "default" => Scale::Default,
+                    _ => return Err("--scale test|default".into()),
+                }
+            }
+            "--pages" => pages = value()?.parse().map_err(|_| "bad --pages")?,
+            "--steps" => steps = value()?.parse().map_err(|_| "bad --steps")?,
+            "--seed" => seed = value()?.parse().map_err(|_| "bad --seed")?,
+            _ => return Err(alloc::format!("unknown argument {a}")),
+        }
+    }
+    let spec = spec.ok_or("--pager is required")?;
+    let work = match program.ok_or("--program is required")? {
+        "random" if pages > 0 => Work::Random { pages, steps },
+        "random" => return Err("--pages must be at least 1".into()),
+        name => Work::Thesis {
+            program: Program::from_name(name).ok_or("--program random|compress|matmul|filter")?,
+            scale,
+        },
+    };
+    Ok(Options { spec, work, seed })
+}
+
+fn main(env: Env) -> i32 {
+    let o = match options(env) {
+        Ok(o) => o,
+        Err(e) => {
+            println!("heracles: {e}");
+            println!("heracles: {USAGE}");
+            return 2;
+        }
+    };
+    match run(&o) {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(e) => {
+            println!("heracles: error {e}");
+            1
+        }
+    }
+}
+
+/// The driver type this app binds.
+type Driver = PagedDriver<StreamDisk>;
+
+fn run(o: &Options) -> Result<bool, alloc::string::String> {
+    let spec = &o.spec;
+    let disk = StreamDisk::open(&spec.disk, spec.swap_at, spec.swap)?;
+    let counts = disk.counts();
+    let window = paging::create_window(2).map_err(|e| alloc::format!("window: {e:?}"))?;
+    let config =
+        PagedConfig { hierarchy: spec.hierarchy, policy: spec.policy, frames: spec.frames };
+    let driver: &'static mut Driver = Box::leak(Box::new(PagedDriver::new(config, disk, window)));
+    let bytes = o.work.bytes();
+    let rights = Rights(Rights::READ.0 | Rights::WRITE.0);
+    let info = paging::bind(driver, bytes, rights).map_err(|e| alloc::format!("bind: {e}"))?;
+    println!(
+        "heracles: program={} hierarchy={} frames={} stretch_pages={} pager {}",
+        o.work.name(),
+        spec.hierarchy.name(),
+        spec.frames,
+        info.pages,
+        spec
+    );
+    #[allow(unsafe_code)]
+    // SAFETY: the stretch was just created and bound, read-write, and this is the only
+    // reference to it (the app never touches it otherwise).
+    let region = unsafe { area::stretch(info.base, info.bytes()) };
+    let start = tessera::time_ns();
+    let ok = match o.work {
+        Work::Random { pages, steps } => random(region, pages, steps, o.seed),
+        Work::Thesis { program, scale } => {
+            let summary = program.run(scale, region, o.seed);
+            println!(
+                "heracles: {} checksum={:#018x} ok={}",
+                program.name(),
+                summary.checksum,
+                summary.ok
+            );
+            summary.ok
+        }
+    };
+    let elapsed = tessera::time_ns().saturating_sub(start);
+    report(o, info.base, elapsed, counts.get())?;
+    Ok(ok)
+}
+
+/// Prints the run's counts.
+fn report(
+    o: &Options,
+    base: usize,
+    elapsed_ns: u64,
+    stream: StreamCounts,
+) -> Result<(), &'static str> {
+    let s = paging::with_driver::<Driver, _>(base, |d, _| d.pager_stats())
+        .ok_or("the driver is busy")?
+        .ok_or("the driver is not bound")?;
+    println!(
+        "heracles: done program={} hierarchy={} frames={} elapsed_ns={} faults={} zero_fills={} \
+         fetches={} evictions={} dirty_evictions={}",
+        o.work.name(),
+        o.spec.hierarchy.name(),
+        o.spec.frames,
+        elapsed_ns,
+        s.faults,
+        s.zero_fills,
+        s.fetches,
+        s.evictions,
+        s.dirty_evictions,
+    );
+    let c = s.cache;
+    println!(
+        "heracles: cache hits={} misses={} hit_permille={} prefetch_hits={} compressed_pages={} \
+         compressed_bytes={} raw_pages={} zero_pages={}",
+        c.hits,
+        c.misses,
+        c.hit_permille(),
+        c.prefetch_hits,
+        c.compressed_pages,
+        c.compressed_bytes,
+        c.raw_pages,
+        c.zero_pages,
+    );
+    println!(
+        "heracles: disk device_reads={} device_writes={} pages_read={} pages_written={} \
+         prefetched={} requests={} wait_ns={}",
+        s.disk.device_reads,
+        s.disk.device_writes,
+        s.disk.pages_read,
+        s.disk.pages_written,
+        s.disk.prefetched,
+        stream.reads + stream.writes,
+        stream.wait_ns,
+    );
+    Ok(())
+}
+
+/// The contents of `page` at `version`: zero, compressible or incompressible.
+fn contents(page: usize, version: u32, out: &mut [u8]) {
+    let mut x = (page as u64) << 32 | u64::from(version);
+    let mut next = || {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    match (version, next() % 3) {
+        (0, _) | (_, 0) => out.fill(0),
+        (_, 1) => {
+            let base = next() as u8;
+            for (i, b) in out.iter_mut().enumerate() {
+                *b = base.wrapping_add((i / 64) as u8);
+            }
+        }
+        _ => {
+            for chunk in out.chunks_mut(8) {
+                chunk.copy_from_slice(&next().to_le_bytes()[..chunk.len()]);
+            }
+        }
+    }
+}
+
+/// The checked random workload; true if every byte read was right.
+fn random(region: &mut [u8], pages: usize, steps: usize, seed: u64) -> bool {
+    let mut versions = vec![0u32; pages];
+    let mut want = [0u8; PAGE_SIZE];
+    let mut rng = paging_programs::Prng::new(seed);
+    let (mut checked, mut mismatches) = (0u64, 0u64);
+    let mut check = |region: &[u8], page: usize, version: u32, want: &mut [u8; PAGE_SIZE]| {
+        contents(page, version, want);
+        let got = &region[page * PAGE_SIZE..(page + 1) * PAGE_SIZE];
+        if got != &want[..] {
+            if mismatches < 4 {
+                println!("heracles: page {page} version {version} differs");
+            }
+            mismatches += 1;
+        }
+        checked += 1;
+    };
+    for _ in 0..steps {
+        let page = rng.below(pages as u32) as usize;
+        if rng.below(5) < 2 {
+            versions[page] += 1;
+            contents(page, versions[page], &mut region[page * PAGE_SIZE..(page + 1) * PAGE_SIZE]);
+        } else {
+            check(region, page, versions[page], &mut want);
+        }
+    }
+    for (page, version) in versions.iter().enumerate() {
+        check(region, page, *version, &mut want);
+    }
+    println!(
+        "heracles: random pages={pages} steps={steps} checked={checked} mismatches={mismatches}"
+    );
+    mismatches == 0
+}
