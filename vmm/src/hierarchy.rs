@@ -54,11 +54,14 @@ impl Hierarchy {
         }
     }
 
-    /// The cache manager stack of this hierarchy over a swap area on `device`.
+    /// The cache manager stack of this hierarchy over a swap area on `device`; a compressed
+    /// cache times its codec with `clock` if there is one.
     pub fn cache<D: BlockDevice + 'static>(
         &self,
         device: D,
+        clock: Option<fn() -> u64>,
     ) -> Result<Box<dyn CacheManager>, VmmError> {
+        let compressed = |pool_bytes| CompressedConfig { clock, ..CompressedConfig::new(pool_bytes) };
         Ok(match *self {
             Hierarchy::LocalPaging => {
                 let backing = LocalBacking::new(Box::new(BasicDisk::new(device)?));
@@ -67,13 +70,13 @@ impl Hierarchy {
             Hierarchy::CompressedCache { pool_bytes } => {
                 let backing = LocalBacking::new(Box::new(BasicDisk::new(device)?));
                 let lower = BasicCache::pass_through(Box::new(backing));
-                Box::new(CompressedCache::new(Box::new(lower), CompressedConfig::new(pool_bytes)))
+                Box::new(CompressedCache::new(Box::new(lower), compressed(pool_bytes)))
             }
             Hierarchy::PrefetchingCompressedCache { pool_bytes, evict_pages, fetch_pages } => {
                 let backing = LocalBacking::new(Box::new(PrefetchDisk::new(device)?));
                 Box::new(CompressedCache::extended(
                     Box::new(backing),
-                    CompressedConfig::new(pool_bytes),
+                    compressed(pool_bytes),
                     evict_pages,
                     fetch_pages,
                 ))
@@ -94,6 +97,6 @@ impl Hierarchy {
         policy: Box<dyn ReplacementPolicy>,
         app: Box<dyn AppHandler>,
     ) -> Result<Pager, VmmError> {
-        Ok(Pager::new(frame_count, pages, policy, self.cache(device)?, app))
+        Ok(Pager::new(frame_count, pages, policy, self.cache(device, None)?, app))
     }
 }

@@ -61,12 +61,25 @@ pub struct FrameTable {
     pub saves: u64,
     /// Pages moved off optimistic frames to give those back.
     pub moves: u64,
+    /// Kernel calls made (map, unmap, remap, protect, frame_free).
+    pub kernel_calls: u64,
+    /// Time spent in them, by the driver's clock.
+    pub kernel_ns: u64,
 }
 
 impl FrameTable {
     /// A table with no frames, using the two pages at `window`.
     pub fn new(window: usize) -> FrameTable {
-        FrameTable { slots: Vec::new(), window, last_error: None, fills: 0, saves: 0, moves: 0 }
+        FrameTable {
+            slots: Vec::new(),
+            window,
+            last_error: None,
+            fills: 0,
+            saves: 0,
+            moves: 0,
+            kernel_calls: 0,
+            kernel_ns: 0,
+        }
     }
 
     /// The frame at the window, if any.
@@ -89,9 +102,25 @@ pub struct KernelFrames<'a> {
     pub table: &'a mut FrameTable,
     /// The stretch the pages are in.
     pub stretch: StretchInfo,
+    /// The clock that times kernel calls, if any.
+    pub clock: Option<fn() -> u64>,
 }
 
 impl KernelFrames<'_> {
+    /// Makes a kernel call, timing it with the driver's clock (if any), and records its error.
+    fn call<T>(
+        &mut self,
+        f: impl FnOnce(&mut dyn MemoryKernel) -> Result<T, MemError>,
+    ) -> Result<T, VmmError> {
+        let now = || self.clock.map_or(0, |clock| clock());
+        let start = now();
+        let r = f(&mut *self.k);
+        let spent = now() - start;
+        self.table.kernel_ns += spent;
+        self.table.kernel_calls += 1;
+        r.map_err(|e| self.fail(e))
+    }
+
     /// Records a kernel error and turns it into the pager's.
     fn fail(&mut self, e: MemError) -> VmmError {
         self.table.last_error = Some(e);
@@ -115,7 +144,7 @@ impl KernelFrames<'_> {
         self.clear_window()?;
         let f = self.table.slots[frame].frame;
         let window = self.table.window;
-        self.k.map(window, f, WINDOW_RIGHTS).map_err(|e| self.fail(e))?;
+        self.call(|k| k.map(window, f, WINDOW_RIGHTS))?;
         self.table.slots[frame].place = Place::Window;
         Ok(())
     }
@@ -124,7 +153,7 @@ impl KernelFrames<'_> {
     fn clear_window(&mut self) -> Result<(), VmmError> {
         if let Some(other) = self.table.at_window() {
             let window = self.table.window;
-            self.k.unmap(window).map_err(|e| self.fail(e))?;
+            self.call(|k| k.unmap(window))?;
             self.table.slots[other].place = Place::Unmapped;
         }
         Ok(())
@@ -149,14 +178,14 @@ impl KernelFrames<'_> {
         // The guaranteed frame at the second window page, the page out of view at the first.
         self.clear_window()?;
         let guaranteed = self.table.slots[to].frame;
-        self.k.map(second, guaranteed, WINDOW_RIGHTS).map_err(|e| self.fail(e))?;
-        self.k.remap(va, window, WINDOW_RIGHTS).map_err(|e| self.fail(e))?;
+        self.call(|k| k.map(second, guaranteed, WINDOW_RIGHTS))?;
+        self.call(|k| k.remap(va, window, WINDOW_RIGHTS))?;
         let mut buf = [0u8; 512];
         for at in (0..PAGE_SIZE).step_by(buf.len()) {
             self.k.read(window + at, &mut buf).map_err(|e| self.fail(e))?;
             self.k.write(second + at, &buf).map_err(|e| self.fail(e))?;
         }
-        self.k.remap(second, va, rights).map_err(|e| self.fail(e))?;
+        self.call(|k| k.remap(second, va, rights))?;
         let slots = &mut self.table.slots;
         let (optimistic, kind) = (slots[from].frame, slots[from].kind);
         slots[from].frame = guaranteed;
@@ -204,13 +233,13 @@ impl Frames for KernelFrames<'_> {
         let va = self.stretch.page_addr(page);
         let rights = self.rights(writable);
         let slot = self.slot(frame)?;
+        let window = self.table.window;
         match slot.place {
-            Place::Page(p) if p == page => self.k.protect(va, rights),
-            Place::Window => self.k.remap(self.table.window, va, rights),
-            Place::Unmapped => self.k.map(va, slot.frame, rights),
+            Place::Page(p) if p == page => self.call(|k| k.protect(va, rights))?,
+            Place::Window => self.call(|k| k.remap(window, va, rights))?,
+            Place::Unmapped => self.call(|k| k.map(va, slot.frame, rights))?,
             Place::Page(_) | Place::Released => return Err(VmmError::Frames),
         }
-        .map_err(|e| self.fail(e))?;
         let slot = &mut self.table.slots[frame];
         slot.place = Place::Page(page);
         slot.fresh &= !writable;
@@ -225,7 +254,7 @@ impl Frames for KernelFrames<'_> {
         self.clear_window()?;
         let va = self.stretch.page_addr(page);
         let window = self.table.window;
-        self.k.remap(va, window, WINDOW_RIGHTS).map_err(|e| self.fail(e))?;
+        self.call(|k| k.remap(va, window, WINDOW_RIGHTS))?;
         self.table.slots[frame].place = Place::Window;
         Ok(())
     }
@@ -260,9 +289,9 @@ impl Frames for KernelFrames<'_> {
         let slot = self.table.slots[frame];
         if slot.place == Place::Window {
             let window = self.table.window;
-            self.k.unmap(window).map_err(|e| self.fail(e))?;
+            self.call(|k| k.unmap(window))?;
         }
-        self.k.frame_free(slot.frame).map_err(|e| self.fail(e))?;
+        self.call(|k| k.frame_free(slot.frame))?;
         self.table.slots[frame].place = Place::Released;
         Ok(())
     }

@@ -77,6 +77,24 @@ pub struct PagedDriver<D: BlockDevice + 'static> {
     table: FrameTable,
     bound: Option<Bound>,
     stats: DriverStats,
+    clock: Option<fn() -> u64>,
+    fault_ns: u64,
+}
+
+/// Where the driver's time went, by its clock ([`PagedDriver::with_clock`]); all zero without
+/// one. Under `-icount` nanoseconds are instructions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FaultCosts {
+    /// Faults the driver answered.
+    pub faults: u64,
+    /// Time inside `fault`, everything below included.
+    pub fault_ns: u64,
+    /// Kernel calls made (map, unmap, remap, protect, frame_free).
+    pub kernel_calls: u64,
+    /// Time in those calls.
+    pub kernel_ns: u64,
+    /// Time compressing and decompressing (the compressed cache's codec).
+    pub codec_ns: u64,
 }
 
 /// What a bound driver holds besides its frames.
@@ -98,6 +116,26 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
             table: FrameTable::new(window),
             bound: None,
             stats: DriverStats::default(),
+            clock: None,
+            fault_ns: 0,
+        }
+    }
+
+    /// Times faults, kernel calls and the compressed cache's codec with `clock`
+    /// ([`PagedDriver::costs`]). Takes effect at bind.
+    pub fn with_clock(mut self, clock: fn() -> u64) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Where the driver's time went.
+    pub fn costs(&self) -> FaultCosts {
+        FaultCosts {
+            faults: self.stats.faults,
+            fault_ns: self.fault_ns,
+            kernel_calls: self.table.kernel_calls,
+            kernel_ns: self.table.kernel_ns,
+            codec_ns: self.pager_stats().map_or(0, |s| s.cache.codec_ns),
         }
     }
 
@@ -148,6 +186,28 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
         b.pager.flush_cache()
     }
 
+    /// Answers one fault (see [`StretchDriver::fault`]).
+    fn resolve(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
+        let b = self.bound.as_mut().ok_or(FaultError::NotBound)?;
+        let page = b.stretch.page_index(fault.addr).ok_or(FaultError::WrongStretch)?;
+        let write = fault.access == stretch_driver::Access::Write;
+        if write && b.stretch.rights.0 & Rights::WRITE.0 == 0 {
+            return Err(FaultError::Denied);
+        }
+        self.table.last_error = None;
+        let mut frames = Self::frames(&mut self.table, k, b.stretch, self.clock);
+        match b.pager.fault(&mut frames, page, write) {
+            Ok(_) => {
+                self.stats.maps += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.stats.failures += 1;
+                Err(fault_error(e, self.table.last_error))
+            }
+        }
+    }
+
     /// Frees every frame in the table (after a failed bind, or at unbind).
     fn free_all(&mut self, k: &mut dyn MemoryKernel) {
         for slot in self.table.slots.drain(..) {
@@ -168,8 +228,9 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
         table: &'a mut FrameTable,
         k: &'a mut dyn MemoryKernel,
         stretch: StretchInfo,
+        clock: Option<fn() -> u64>,
     ) -> KernelFrames<'a> {
-        KernelFrames { k, table, stretch }
+        KernelFrames { k, table, stretch, clock }
     }
 }
 
@@ -226,8 +287,9 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
         let policy = self.policy.take().unwrap_or_else(|| self.config.policy.build());
         let app = self.app.take().unwrap_or_else(|| Box::new(NoAppHandler));
         let frames = self.table.slots.len();
-        match self.config.hierarchy.build(frames, device, stretch.pages, policy, app) {
-            Ok(pager) => {
+        match self.config.hierarchy.cache(device, self.clock) {
+            Ok(cache) => {
+                let pager = Pager::new(frames, stretch.pages, policy, cache, app);
                 self.bound = Some(Bound { stretch, pager });
                 Ok(())
             }
@@ -241,31 +303,17 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
 
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
         self.stats.faults += 1;
-        let b = self.bound.as_mut().ok_or(FaultError::NotBound)?;
-        let page = b.stretch.page_index(fault.addr).ok_or(FaultError::WrongStretch)?;
-        let write = fault.access == stretch_driver::Access::Write;
-        if write && b.stretch.rights.0 & Rights::WRITE.0 == 0 {
-            return Err(FaultError::Denied);
-        }
-        self.table.last_error = None;
-        let mut frames = Self::frames(&mut self.table, k, b.stretch);
-        match b.pager.fault(&mut frames, page, write) {
-            Ok(_) => {
-                self.stats.maps += 1;
-                Ok(())
-            }
-            Err(e) => {
-                self.stats.failures += 1;
-                Err(fault_error(e, self.table.last_error))
-            }
-        }
+        let start = self.clock.map_or(0, |clock| clock());
+        let result = self.resolve(k, fault);
+        self.fault_ns += self.clock.map_or(0, |clock| clock()) - start;
+        result
     }
 
     fn lock(&mut self, k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError> {
         let b = self.bound.as_mut().ok_or(DriverError::NotBound)?;
         let pages = b.stretch.pages_in(range)?;
         for page in pages.clone() {
-            let mut frames = Self::frames(&mut self.table, k, b.stretch);
+            let mut frames = Self::frames(&mut self.table, k, b.stretch, self.clock);
             if b.pager.lock(&mut frames, page).is_err() {
                 // Locks nothing newly: those locked by this call are let go again.
                 for p in pages.start..page {
@@ -298,7 +346,7 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
             .filter(|s| s.kind == FrameKind::Optimistic && s.place != Place::Released);
         // Only optimistic frames count for the kernel: never give back more than are held.
         let wanted = frames_wanted.min(optimistic.count());
-        let mut frames = Self::frames(&mut self.table, k, b.stretch);
+        let mut frames = Self::frames(&mut self.table, k, b.stretch, self.clock);
         let released = b.pager.revoke(&mut frames, wanted).unwrap_or(0);
         self.stats.frames_released += released as u64;
         released

@@ -69,6 +69,8 @@ pub struct CacheStats {
     pub used_bytes: usize,
     /// The cache's size in bytes.
     pub capacity_bytes: usize,
+    /// Time spent compressing and decompressing, by the configured clock (0 without one).
+    pub codec_ns: u64,
 }
 
 impl CacheStats {

@@ -18,7 +18,9 @@
 //! Then it prints `heracles: done program=... hierarchy=... frames=F elapsed_ns=T faults=...`:
 //! the run's virtual time by its own clock and the pager's counts (faults, zero fills, fetches,
 //! evictions, cache hits and misses, compressed pages, device reads and writes, prefetched
-//! pages, the session's requests and the time spent waiting for them). Exit status 0 when the
+//! pages, the session's requests and the time spent waiting for them), and
+//! `heracles: cost ...`: where the driver's time went by this domain's clock (in faults, in
+//! kernel calls, in the compressed cache's codec, waiting for the disk). Exit status 0 when the
 //! program's result is right, 1 on a mismatch or error, 2 on bad arguments.
 
 #![no_std]
@@ -140,7 +142,8 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
     let window = paging::create_window(2).map_err(|e| alloc::format!("window: {e:?}"))?;
     let config =
         PagedConfig { hierarchy: spec.hierarchy, policy: spec.policy, frames: spec.frames };
-    let driver: &'static mut Driver = Box::leak(Box::new(PagedDriver::new(config, disk, window)));
+    let driver: &'static mut Driver =
+        Box::leak(Box::new(PagedDriver::new(config, disk, window).with_clock(tessera::time_ns)));
     let bytes = o.work.bytes();
     let rights = Rights(Rights::READ.0 | Rights::WRITE.0);
     let info = paging::bind(driver, bytes, rights).map_err(|e| alloc::format!("bind: {e}"))?;
@@ -182,9 +185,9 @@ fn report(
     elapsed_ns: u64,
     stream: StreamCounts,
 ) -> Result<(), &'static str> {
-    let s = paging::with_driver::<Driver, _>(base, |d, _| d.pager_stats())
-        .ok_or("the driver is busy")?
-        .ok_or("the driver is not bound")?;
+    let (s, costs) = paging::with_driver::<Driver, _>(base, |d, _| (d.pager_stats(), d.costs()))
+        .ok_or("the driver is busy")?;
+    let s = s.ok_or("the driver is not bound")?;
     println!(
         "heracles: done program={} hierarchy={} frames={} elapsed_ns={} faults={} zero_fills={} \
          fetches={} evictions={} dirty_evictions={}",
@@ -220,6 +223,15 @@ fn report(
         s.disk.pages_written,
         s.disk.prefetched,
         stream.reads + stream.writes,
+        stream.wait_ns,
+    );
+    println!(
+        "heracles: cost faults={} fault_ns={} kernel_calls={} kernel_ns={} codec_ns={} disk_ns={}",
+        costs.faults,
+        costs.fault_ns,
+        costs.kernel_calls,
+        costs.kernel_ns,
+        costs.codec_ns,
         stream.wait_ns,
     );
     Ok(())
