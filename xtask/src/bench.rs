@@ -22,6 +22,9 @@
 //! anticipation and the USD's isolated stream (MB/s), and the scheduler's instructions per
 //! request, on virtio-blk.
 //!
+//! `paging`: the Heracles thesis's programs under each local paging hierarchy, on the disk
+//! model, next to the thesis's findings (see [`paging`]).
+//!
 //! Every bench runs on both architectures unless `--arch` names some, and prints their figures
 //! side by side, one column per architecture.
 //!
@@ -39,6 +42,7 @@ mod disk_raw;
 mod fault;
 mod figures;
 mod ipc;
+mod paging;
 mod performance_doc;
 mod sched;
 mod switch_scaling;
@@ -70,6 +74,8 @@ pub enum Name {
     DiskRaw,
     /// Anticipatory disk scheduling: the paper's experiments on the Deskstar model.
     Disk,
+    /// The Heracles thesis's programs under each local paging hierarchy.
+    Paging,
     /// Every bench, then the kept figures against bench/baseline.toml.
     All,
     /// The kept (deterministic) figures against bench/baseline.toml; fails if one got worse.
@@ -120,9 +126,15 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
             };
             let mode = if name == Name::All { Mode::Full } else { Mode::Check };
             let mut tables = Vec::new();
-            for bench in
-                [Name::Boot, Name::Ipc, Name::Sched, Name::Fault, Name::DiskRaw, Name::Disk]
-            {
+            for bench in [
+                Name::Boot,
+                Name::Ipc,
+                Name::Sched,
+                Name::Fault,
+                Name::DiskRaw,
+                Name::Disk,
+                Name::Paging,
+            ] {
                 eprintln!("bench {}: {}", bench_name(bench), names(&arches));
                 tables.extend(one(bench, mode, &arches, opts.disk)?);
             }
@@ -167,6 +179,7 @@ fn bench_name(name: Name) -> &'static str {
         Name::Fault => "fault",
         Name::DiskRaw => "disk-raw",
         Name::Disk => "disk",
+        Name::Paging => "paging",
         Name::All => "all",
         Name::Check => "check",
     }
@@ -185,6 +198,7 @@ fn one(bench: Name, mode: Mode, arches: &[Arch], disk: disk::DiskOptions) -> Res
         Name::Fault => fault::run(mode, arches)?,
         Name::DiskRaw => disk_raw::run(mode, arches)?,
         Name::Disk => disk::run(mode, arches, disk)?,
+        Name::Paging => paging::run(mode, arches)?,
         Name::All | Name::Check => unreachable!("not a single bench"),
     };
     Ok(tables)

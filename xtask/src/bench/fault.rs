@@ -53,7 +53,7 @@ struct Row {
 
 /// Nanoseconds per fault from the `faulter: bench` line: the faulting round minus the resident
 /// round, divided by the faults.
-fn per_fault(out: &Outcome) -> Result<(f64, u64)> {
+pub(super) fn per_fault(out: &Outcome) -> Result<(f64, u64)> {
     if out.ending != Ending::Kernel(0) {
         bail!("the boot ended {:?}:\n{}", out.ending, out.log_text());
     }
