@@ -85,6 +85,7 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
         }
         let contract = spec.cpu.contract();
         w.sched.policy.add(contract, 0);
+        w.domains[i].disk = spec.disk.map(|d| (d.period_ns, d.slice_ns));
         if let Err(e) = populate(w, id, &image, i, &spec.args) {
             defmt::error!("domain {=str} could not be created: {}", spec.name.as_str(), e);
             w.kill(id, super::Ending::Terminated(super::Termination::NotCreated));

@@ -120,6 +120,9 @@ pub struct Domain {
     loose_held: u64,
     /// How many of its loose frames are optimistic.
     optimistic_held: u64,
+    /// Its disk-time contract `(period, slice)` in ns, if the manifest gives it one: a
+    /// revocation notice then leaves it the disk time to write back what it releases.
+    disk: Option<(u64, u64)>,
     /// The allocator of the kernel objects made for it, on its arena of frames charged to it
     /// (see [`kmem`]).
     arena: ArenaAlloc,
@@ -166,6 +169,7 @@ impl Domain {
             optimistic_frames,
             loose_held: 0,
             optimistic_held: 0,
+            disk: None,
             arena,
             faults: 0,
             revocation: None,
@@ -736,6 +740,30 @@ pub mod tests {
         check!(w.domains[0].arena.arena().frames() == 0, "the arena kept frames after death");
         check!(with_frames(|fa| fa.free_count()) == free_before, "frames not all returned");
         check!(crate::heap::used() == heap_before, "the kernel heap changed");
+        Ok(())
+    }
+
+    /// A revocation's deadline leaves a victim its CPU contract's time to release frames, and
+    /// a victim with a disk contract also the disk time to write them back, each bounded.
+    pub fn revocation_window() -> Outcome {
+        use paging::{REVOCATION_BOUND_NS, REVOCATION_DISK_BOUND_NS, revocation_window};
+        let cpu = atropos::Contract {
+            period: 10_000_000,
+            slice: 2_000_000,
+            extra: false,
+            latency: 10_000_000,
+        };
+        // 100 frames, 1 ms of CPU: one slice, one period more.
+        check!(revocation_window(Some(cpu), None, 100) == 20_000_000, "cpu window");
+        check!(revocation_window(Some(cpu), None, 1500) == REVOCATION_BOUND_NS, "cpu bound");
+        // 10 frames, 10 ms of a disk contract of 50 ms every 100 ms: 200 ms, more than the CPU's.
+        let disk = Some((100_000_000, 50_000_000));
+        check!(revocation_window(Some(cpu), disk, 10) == 200_000_000, "disk window");
+        let slow = Some((1_000_000_000, 100_000_000));
+        check!(revocation_window(Some(cpu), slow, 1000) == REVOCATION_DISK_BOUND_NS, "disk bound");
+        // A disk contract never shortens the CPU's window.
+        check!(revocation_window(Some(cpu), Some((1_000_000, 1_000_000)), 1) >= 20_000_000, "max");
+        check!(revocation_window(Some(cpu), Some((1, 0)), 100) == 20_000_000, "zero slice");
         Ok(())
     }
 

@@ -44,6 +44,7 @@ const DOMAINS_AND_TIMERS: &[KernelTest] = &[
         name: "domains::contract_and_overlap",
         run: crate::domain::tests::contract_and_overlap,
     },
+    KernelTest { name: "domains::revocation_window", run: crate::domain::tests::revocation_window },
     KernelTest {
         name: "domains::event_while_waiting_for_frames",
         run: crate::domain::tests::event_while_waiting_for_frames,
