@@ -64,7 +64,9 @@ pub struct PagedConfig {
     pub hierarchy: Hierarchy,
     /// The replacement policy (unless the application supplies its own).
     pub policy: PolicyKind,
-    /// Frames to page into, taken at bind: guaranteed ones first, then optimistic ones.
+    /// Frames to page into, taken at bind: guaranteed ones while the guarantee lasts, then
+    /// optimistic ones while the kernel grants them, up to this many (at least one, or the
+    /// bind fails). [`PagedDriver::frames_held`] says how many it got.
     pub frames: usize,
 }
 
@@ -234,6 +236,23 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
     }
 }
 
+/// Guaranteed frames bind leaves for the heap to grow into while paging: the cache's pool and
+/// areas, the pager's maps (resident pages, the policy's entries, where each page is stored:
+/// about 96 bytes a frame and 64 a page of the stretch) and 64 KiB more.
+pub(crate) fn heap_reserve_frames(h: &Hierarchy, frames: usize, pages: usize) -> usize {
+    let bytes = match *h {
+        Hierarchy::LocalPaging => 0,
+        Hierarchy::CompressedCache { pool_bytes } => pool_bytes,
+        Hierarchy::PrefetchingCompressedCache { pool_bytes, evict_pages, fetch_pages } => {
+            pool_bytes + (evict_pages + fetch_pages) * vmm::PAGE_SIZE
+        }
+        Hierarchy::PrefetchingCache { evict_pages, fetch_pages } => {
+            (evict_pages + fetch_pages) * vmm::PAGE_SIZE
+        }
+    };
+    (bytes + (64 << 10) + 96 * frames + 64 * pages).div_ceil(vmm::PAGE_SIZE)
+}
+
 /// The thread's error for a pager error; `kernel` is the kernel's refusal behind
 /// [`VmmError::Frames`].
 fn fault_error(e: VmmError, kernel: Option<MemError>) -> FaultError {
@@ -256,49 +275,55 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
             return Err(DriverError::AlreadyBound);
         }
         stretch.check()?;
-        let device = self.device.take().ok_or(DriverError::AlreadyBound)?;
         if self.config.frames == 0 {
-            self.device = Some(device);
             return Err(DriverError::OutOfMemory);
         }
-        for _ in 0..self.config.frames {
-            let taken =
-                k.frame_alloc(FrameKind::Guaranteed).map(|f| (f, FrameKind::Guaranteed)).or_else(
-                    |_| k.frame_alloc(FrameKind::Optimistic).map(|f| (f, FrameKind::Optimistic)),
-                );
-            match taken {
-                Ok((frame, kind)) => {
-                    self.table.slots.push(Slot {
-                        frame,
-                        kind,
-                        place: Place::Unmapped,
-                        fresh: true,
-                        writable: false,
-                    });
-                    self.stats.frames_allocated += 1;
-                }
-                Err(_) => {
-                    self.free_all(k);
-                    self.device = Some(device);
-                    return Err(DriverError::OutOfMemory);
-                }
+        // The hierarchy first: what it allocates up front comes from the heap, before the
+        // frames take the guarantee. A device too small or sizes that do not fit fail here.
+        let device = self.device.take().ok_or(DriverError::AlreadyBound)?;
+        let cache =
+            self.config.hierarchy.cache(device, self.clock).map_err(|_| DriverError::BadStretch)?;
+        // Guaranteed frames while the guarantee lasts, less what the heap grows into while
+        // paging (the cache's pool and areas, the pager's maps: taken, then given back), then
+        // optimistic ones while the kernel grants them, up to the configured number.
+        let reserve =
+            heap_reserve_frames(&self.config.hierarchy, self.config.frames, stretch.pages);
+        let take = |kind, until: usize, table: &mut FrameTable, k: &mut dyn MemoryKernel| {
+            let mut taken = 0;
+            while table.slots.len() < until {
+                let Ok(frame) = k.frame_alloc(kind) else { break };
+                table.slots.push(Slot {
+                    frame,
+                    kind,
+                    place: Place::Unmapped,
+                    fresh: true,
+                    writable: false,
+                });
+                taken += 1;
             }
+            taken
+        };
+        let mut taken =
+            take(FrameKind::Guaranteed, self.config.frames + reserve, &mut self.table, k);
+        let mut given_back = 0;
+        while given_back < reserve
+            && let Some(slot) = self.table.slots.pop()
+        {
+            // Never fails: the frame was just taken and is mapped nowhere.
+            let _ = k.frame_free(slot.frame);
+            given_back += 1;
+        }
+        taken += take(FrameKind::Optimistic, self.config.frames, &mut self.table, k);
+        self.stats.frames_allocated += taken as u64;
+        self.stats.frames_released += given_back as u64;
+        if self.table.slots.is_empty() {
+            return Err(DriverError::OutOfMemory);
         }
         let policy = self.policy.take().unwrap_or_else(|| self.config.policy.build());
         let app = self.app.take().unwrap_or_else(|| Box::new(NoAppHandler));
-        let frames = self.table.slots.len();
-        match self.config.hierarchy.cache(device, self.clock) {
-            Ok(cache) => {
-                let pager = Pager::new(frames, stretch.pages, policy, cache, app);
-                self.bound = Some(Bound { stretch, pager });
-                Ok(())
-            }
-            Err(_) => {
-                // The device was too small or the sizes wrong: nothing is kept.
-                self.free_all(k);
-                Err(DriverError::BadStretch)
-            }
-        }
+        let pager = Pager::new(self.table.slots.len(), stretch.pages, policy, cache, app);
+        self.bound = Some(Bound { stretch, pager });
+        Ok(())
     }
 
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {

@@ -72,7 +72,9 @@ impl Domain {
         optimistic: usize,
         f: impl FnOnce(PagedDriver<MemBlockDevice>) -> PagedDriver<MemBlockDevice>,
     ) -> Self {
-        let mut k = MockKernel::new(guaranteed, optimistic);
+        // The guarantee holds the driver's frames and the heap's reserve, which bind leaves.
+        let reserve = crate::heap_reserve_frames(&config.hierarchy, config.frames, PAGES);
+        let mut k = MockKernel::new(guaranteed + reserve, optimistic);
         let window = k.create_managed_stretch(2, RW);
         let driver =
             f(PagedDriver::new(config, MemBlockDevice::with_pages(swap_pages), window.base));
@@ -176,8 +178,10 @@ fn every_hierarchy_and_policy_keeps_every_byte_of_a_stretch_four_times_its_frame
             assert!(s.zero_fills > 0 && s.fetches > 0, "{}: {s:?}", h.name());
             let (fills, saves, _) = d.driver.window_copies();
             assert!(fills > 0 && saves > 0);
-            // Every frame is the driver's; nothing beyond them was taken.
-            assert_eq!(d.k.peak_held(), (FRAMES, 0), "{}", h.name());
+            // The driver holds its frames; the heap's reserve was taken at bind and given back.
+            let reserve = crate::heap_reserve_frames(&h, FRAMES, PAGES);
+            assert_eq!(d.k.peak_held(), (FRAMES + reserve, 0), "{}", h.name());
+            assert_eq!(d.k.frames_held(), (FRAMES, 0), "{}", h.name());
         }
     }
 }
@@ -209,7 +213,8 @@ fn unbind_gives_back_every_frame() {
 #[test]
 fn revocation_gives_back_optimistic_frames_writing_dirty_pages_back() {
     for h in hierarchies() {
-        // Half the frames guaranteed, half optimistic.
+        // Half the frames guaranteed, half optimistic (the guarantee also has the heap's
+        // reserve, which bind leaves alone).
         let mut d = Domain::new(config(h, PolicyKind::Clock), 2 * PAGES, FRAMES / 2, FRAMES / 2);
         assert_eq!(d.driver.frames_held(), (FRAMES / 2, FRAMES / 2));
         let shadow = random_run(&mut d, 21, 1200);
@@ -363,4 +368,48 @@ fn a_clock_times_faults_kernel_calls_and_the_codec() {
     random_run(&mut plain, 2, 100);
     let c = plain.driver.costs();
     assert_eq!((c.fault_ns, c.kernel_ns, c.codec_ns), (0, 0, 0));
+}
+
+#[test]
+fn bind_takes_what_the_contract_grants_up_to_the_frames_asked() {
+    // 16 asked, 6 guaranteed (beside the heap's reserve) and 4 optimistic in the contract: 10
+    // taken, the reserve left to the heap, and paging works.
+    let mut d = Domain::new(config(Hierarchy::LocalPaging, PolicyKind::Clock), 2 * PAGES, 6, 4);
+    assert_eq!(d.driver.frames_held(), (6, 4));
+    assert_eq!(d.k.frames_held(), (6, 4));
+    assert_eq!(
+        d.k.peak_held().0,
+        6 + crate::heap_reserve_frames(&Hierarchy::LocalPaging, FRAMES, PAGES)
+    );
+    let shadow = random_run(&mut d, 4, 300);
+    verify(&mut d, &shadow);
+    // None at all: the bind fails and holds nothing.
+    let mut k = MockKernel::new(0, 0);
+    let window = k.create_managed_stretch(2, RW);
+    let mut driver = PagedDriver::new(
+        config(Hierarchy::LocalPaging, PolicyKind::Clock),
+        MemBlockDevice::with_pages(8),
+        window.base,
+    );
+    let stretch = k.create_stretch(8, RW);
+    assert!(k.bind_driver(&mut driver, stretch).is_err());
+    assert_eq!(k.frames_held(), (0, 0));
+}
+
+#[test]
+fn revocation_of_most_frames_when_all_are_optimistic() {
+    for h in hierarchies() {
+        let mut d = Domain::new(config(h, PolicyKind::Clock), 2 * PAGES, 0, FRAMES);
+        assert_eq!(d.driver.frames_held(), (0, FRAMES));
+        let shadow = random_run(&mut d, 6, 800);
+        let mut driver = core::mem::replace(
+            &mut d.driver,
+            PagedDriver::new(config(h, PolicyKind::Clock), MemBlockDevice::with_pages(1), 0),
+        );
+        let released = driver.revoke(&mut d.k, FRAMES - 2);
+        d.driver = driver;
+        assert_eq!(released, FRAMES - 2, "{}", h.name());
+        assert_eq!(d.k.frames_held(), (0, 2), "{}", h.name());
+        verify(&mut d, &shadow);
+    }
 }

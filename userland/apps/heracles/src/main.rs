@@ -35,9 +35,12 @@ mod disk;
 use alloc::boxed::Box;
 use alloc::vec;
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use paged_driver::{PagedConfig, PagedDriver};
 use paging_programs::{Program, Scale};
 use tessera::{Env, PAGE_SIZE, Rights, paging, println};
+use vmm::app::{AppHandler, GuaranteeChange};
 use vmm::spec::PagerSpec;
 
 use crate::disk::{StreamCounts, StreamDisk};
@@ -72,6 +75,8 @@ impl Work {
 struct Options {
     spec: PagerSpec,
     work: Work,
+    /// `--resize-at STEP:BYTES`: resize the cache at this step of the random workload.
+    resize_at: Option<(usize, usize)>,
     seed: u64,
 }
 
@@ -80,6 +85,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
     let mut program = None;
     let mut scale = Scale::Default;
     let (mut pages, mut steps, mut seed) = (64usize, 2000usize, 1u64);
+    let mut resize_at = None;
     let mut args = env.args;
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or("an option lacks its value");
@@ -98,6 +104,11 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             "--pages" => pages = value()?.parse().map_err(|_| "bad --pages")?,
             "--steps" => steps = value()?.parse().map_err(|_| "bad --steps")?,
             "--seed" => seed = value()?.parse().map_err(|_| "bad --seed")?,
+            "--resize-at" => {
+                let bad = "--resize-at STEP:BYTES";
+                let (step, bytes) = value()?.split_once(':').ok_or(bad)?;
+                resize_at = Some((step.parse().map_err(|_| bad)?, bytes.parse().map_err(|_| bad)?));
+            }
             _ => return Err(alloc::format!("unknown argument {a}")),
         }
     }
@@ -110,7 +121,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             scale,
         },
     };
-    Ok(Options { spec, work, seed })
+    Ok(Options { spec, work, seed, resize_at })
 }
 
 fn main(env: Env) -> i32 {
@@ -135,6 +146,23 @@ fn main(env: Env) -> i32 {
 /// The driver type this app binds.
 type Driver = PagedDriver<StreamDisk>;
 
+/// Revocations heard of, and frames released to them.
+static REVOCATIONS: AtomicU64 = AtomicU64::new(0);
+static RELEASED: AtomicU64 = AtomicU64::new(0);
+
+/// The app's handler of changes to its guarantees: it counts revocations (it runs inside
+/// one, so it only notes them) and keeps its cache as it is.
+struct Revocations;
+
+impl AppHandler for Revocations {
+    fn guarantees_changed(&mut self, change: GuaranteeChange) -> Option<usize> {
+        let GuaranteeChange::FramesRevoked { released, .. } = change;
+        REVOCATIONS.fetch_add(1, Ordering::Relaxed);
+        RELEASED.fetch_add(released as u64, Ordering::Relaxed);
+        None
+    }
+}
+
 fn run(o: &Options) -> Result<bool, alloc::string::String> {
     let spec = &o.spec;
     let disk = StreamDisk::open(&spec.disk, spec.swap_at, spec.swap)?;
@@ -142,16 +170,21 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
     let window = paging::create_window(2).map_err(|e| alloc::format!("window: {e:?}"))?;
     let config =
         PagedConfig { hierarchy: spec.hierarchy, policy: spec.policy, frames: spec.frames };
-    let driver: &'static mut Driver =
-        Box::leak(Box::new(PagedDriver::new(config, disk, window).with_clock(tessera::time_ns)));
+    let driver = PagedDriver::new(config, disk, window)
+        .with_clock(tessera::time_ns)
+        .with_app(Box::new(Revocations));
+    let driver: &'static mut Driver = Box::leak(Box::new(driver));
     let bytes = o.work.bytes();
     let rights = Rights(Rights::READ.0 | Rights::WRITE.0);
     let info = paging::bind(driver, bytes, rights).map_err(|e| alloc::format!("bind: {e}"))?;
+    let held =
+        paging::with_driver::<Driver, _>(info.base, |d, _| d.frames_held()).unwrap_or((0, 0));
     println!(
-        "heracles: program={} hierarchy={} frames={} stretch_pages={} pager {}",
+        "heracles: program={} hierarchy={} frames={}+{} stretch_pages={} pager {}",
         o.work.name(),
         spec.hierarchy.name(),
-        spec.frames,
+        held.0,
+        held.1,
         info.pages,
         spec
     );
@@ -161,7 +194,18 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
     let region = unsafe { area::stretch(info.base, info.bytes()) };
     let start = tessera::time_ns();
     let ok = match o.work {
-        Work::Random { pages, steps } => random(region, pages, steps, o.seed),
+        Work::Random { pages, steps } => {
+            let mut at_step = |step: usize| {
+                if let Some((at, bytes)) = o.resize_at
+                    && at == step
+                {
+                    let r =
+                        paging::with_driver::<Driver, _>(info.base, |d, _| d.resize_cache(bytes));
+                    println!("heracles: cache resized to {bytes} bytes at step {step}: {r:?}");
+                }
+            };
+            random(region, pages, steps, o.seed, &mut at_step)
+        }
         Work::Thesis { program, scale } => {
             let summary = program.run(scale, region, o.seed);
             println!(
@@ -185,8 +229,10 @@ fn report(
     elapsed_ns: u64,
     stream: StreamCounts,
 ) -> Result<(), &'static str> {
-    let (s, costs) = paging::with_driver::<Driver, _>(base, |d, _| (d.pager_stats(), d.costs()))
-        .ok_or("the driver is busy")?;
+    let (s, costs, held) = paging::with_driver::<Driver, _>(base, |d, _| {
+        (d.pager_stats(), d.costs(), d.frames_held())
+    })
+    .ok_or("the driver is busy")?;
     let s = s.ok_or("the driver is not bound")?;
     println!(
         "heracles: done program={} hierarchy={} frames={} elapsed_ns={} faults={} zero_fills={} \
@@ -224,6 +270,14 @@ fn report(
         s.disk.prefetched,
         stream.reads + stream.writes,
         stream.wait_ns,
+    );
+    println!(
+        "heracles: frames guaranteed={} optimistic={} revocations={} released={} revoked={}",
+        held.0,
+        held.1,
+        REVOCATIONS.load(Ordering::Relaxed),
+        RELEASED.load(Ordering::Relaxed),
+        s.frames_revoked,
     );
     println!(
         "heracles: cost faults={} fault_ns={} kernel_calls={} kernel_ns={} codec_ns={} disk_ns={}",
@@ -264,7 +318,13 @@ fn contents(page: usize, version: u32, out: &mut [u8]) {
 }
 
 /// The checked random workload; true if every byte read was right.
-fn random(region: &mut [u8], pages: usize, steps: usize, seed: u64) -> bool {
+fn random(
+    region: &mut [u8],
+    pages: usize,
+    steps: usize,
+    seed: u64,
+    at_step: &mut dyn FnMut(usize),
+) -> bool {
     let mut versions = vec![0u32; pages];
     let mut want = [0u8; PAGE_SIZE];
     let mut rng = paging_programs::Prng::new(seed);
@@ -280,7 +340,8 @@ fn random(region: &mut [u8], pages: usize, steps: usize, seed: u64) -> bool {
         }
         checked += 1;
     };
-    for _ in 0..steps {
+    for step in 0..steps {
+        at_step(step);
         let page = rng.below(pages as u32) as usize;
         if rng.below(5) < 2 {
             versions[page] += 1;
