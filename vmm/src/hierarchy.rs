@@ -61,7 +61,8 @@ impl Hierarchy {
         device: D,
         clock: Option<fn() -> u64>,
     ) -> Result<Box<dyn CacheManager>, VmmError> {
-        let compressed = |pool_bytes| CompressedConfig { clock, ..CompressedConfig::new(pool_bytes) };
+        let compressed =
+            |pool_bytes| CompressedConfig { clock, ..CompressedConfig::new(pool_bytes) };
         Ok(match *self {
             Hierarchy::LocalPaging => {
                 let backing = LocalBacking::new(Box::new(BasicDisk::new(device)?));

@@ -19,6 +19,7 @@
 
 mod basic;
 mod compressed;
+pub mod wkdm;
 
 use crate::Page;
 use crate::disk::{DiskStats, SwapSpace};
