@@ -83,7 +83,7 @@ fn every_kind_of_page_round_trips() {
     let mut scratch = Box::new(Scratch::new());
     for (name, page) in pages() {
         let bytes: Vec<u8> = scratch.compress(&page, MAX_SIZE).expect(name).into();
-        assert!(bytes.len() >= MIN_SIZE && bytes.len() % 4 == 0, "{name}");
+        assert!(bytes.len() >= MIN_SIZE && bytes.len().is_multiple_of(4), "{name}");
         let mut back = Box::new([0xa5u8; PAGE_SIZE]);
         scratch.decompress(&bytes, &mut back).expect(name);
         assert_eq!(&back[..], &page[..], "{name}");
