@@ -7,7 +7,7 @@ use alloc::boxed::Box;
 use crate::app::AppHandler;
 use crate::backing::LocalBacking;
 use crate::block::BlockDevice;
-use crate::cache::{BasicCache, CacheManager, CompressedCache, CompressedConfig};
+use crate::cache::{BasicCache, CacheManager, Codec, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, PrefetchDisk};
 use crate::error::VmmError;
 use crate::pager::Pager;
@@ -22,12 +22,16 @@ pub enum Hierarchy {
     CompressedCache {
         /// The compressed pool's size in bytes.
         pool_bytes: usize,
+        /// The pool's compressor.
+        codec: Codec,
     },
     /// Local paging with a prefetching compressed cache: the extended compressed cache over
     /// a prefetching disk manager.
     PrefetchingCompressedCache {
         /// The compressed pool's size in bytes.
         pool_bytes: usize,
+        /// The pool's compressor.
+        codec: Codec,
         /// Eviction area, pages (written as one group).
         evict_pages: usize,
         /// Fetch area, pages (read with a miss).
@@ -44,6 +48,15 @@ pub enum Hierarchy {
 }
 
 impl Hierarchy {
+    /// The compressed pool's codec, if it has a compressed pool.
+    pub fn codec(&self) -> Option<Codec> {
+        match *self {
+            Hierarchy::CompressedCache { codec, .. }
+            | Hierarchy::PrefetchingCompressedCache { codec, .. } => Some(codec),
+            Hierarchy::LocalPaging | Hierarchy::PrefetchingCache { .. } => None,
+        }
+    }
+
     /// Its name, as a manifest would spell it.
     pub fn name(&self) -> &'static str {
         match self {
@@ -61,23 +74,31 @@ impl Hierarchy {
         device: D,
         clock: Option<fn() -> u64>,
     ) -> Result<Box<dyn CacheManager>, VmmError> {
-        let compressed =
-            |pool_bytes| CompressedConfig { clock, ..CompressedConfig::new(pool_bytes) };
+        let compressed = |pool_bytes, codec| CompressedConfig {
+            clock,
+            codec,
+            ..CompressedConfig::new(pool_bytes)
+        };
         Ok(match *self {
             Hierarchy::LocalPaging => {
                 let backing = LocalBacking::new(Box::new(BasicDisk::new(device)?));
                 Box::new(BasicCache::pass_through(Box::new(backing)))
             }
-            Hierarchy::CompressedCache { pool_bytes } => {
+            Hierarchy::CompressedCache { pool_bytes, codec } => {
                 let backing = LocalBacking::new(Box::new(BasicDisk::new(device)?));
                 let lower = BasicCache::pass_through(Box::new(backing));
-                Box::new(CompressedCache::new(Box::new(lower), compressed(pool_bytes)))
+                Box::new(CompressedCache::new(Box::new(lower), compressed(pool_bytes, codec)))
             }
-            Hierarchy::PrefetchingCompressedCache { pool_bytes, evict_pages, fetch_pages } => {
+            Hierarchy::PrefetchingCompressedCache {
+                pool_bytes,
+                codec,
+                evict_pages,
+                fetch_pages,
+            } => {
                 let backing = LocalBacking::new(Box::new(PrefetchDisk::new(device)?));
                 Box::new(CompressedCache::extended(
                     Box::new(backing),
-                    compressed(pool_bytes),
+                    compressed(pool_bytes, codec),
                     evict_pages,
                     fetch_pages,
                 ))

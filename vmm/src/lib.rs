@@ -11,8 +11,8 @@
 //!   local hierarchies in one call.
 //! - [`replace`]: [`replace::ReplacementPolicy`]; second-chance FIFO clock (default), LRU, or
 //!   the application's own.
-//! - [`cache`]: [`cache::CacheManager`]; basic (eviction and fetch areas), compressed (lz4),
-//!   extended (compressed pool over eviction and fetch areas). Caching is exclusive.
+//! - [`cache`]: [`cache::CacheManager`]; basic (eviction and fetch areas), compressed (lz4 or
+//!   WKdm), extended (compressed pool over eviction and fetch areas). Caching is exclusive.
 //! - [`backing`]: [`backing::BackingStore`], routing pages to a disk manager (local now).
 //! - [`disk`]: [`disk::DiskManager`]; basic, write-behind, prefetching (friends).
 //! - [`spec`]: [`spec::PagerSpec`], a paged stretch's configuration as one line of text.
@@ -41,6 +41,11 @@
 //!   leave a cache, so groups on disk hold the dirty pages evicted together.
 //! - lz4 is `lz4_flex`'s block format with its safe encoder and decoder and no `std`; the
 //!   hash table is allocated once per cache, not on the stack per page.
+//! - The compressed cache's codec is lz4 by default, or WKdm ([`cache::wkdm`], Wilson and
+//!   Kaplan's word-based compressor, the thesis's), chosen per cache for its life
+//!   ([`cache::Codec`], the spec's `codec` key). WKdm is several times faster and shrinks
+//!   word data (small integers, pointers) more, but not text, which it leaves incompressible.
+//!   Its working memory is allocated once per cache, like lz4's.
 //!
 //! # Not yet
 //! - Remote paging (a second [`backing::BackingStore`]) and mirroring.

@@ -8,6 +8,8 @@
 //! - `hierarchy`: `local`, `compressed`, `prefetching-compressed` or `prefetching`;
 //! - `frames`: frames to page into (guaranteed first, then optimistic);
 //! - `cache`: the compressed pool's bytes (default a quarter of the frames' bytes);
+//! - `codec`: the compressed pool's compressor, `lz4` (default) or `wkdm`; only for the
+//!   hierarchies with a compressed pool;
 //! - `evict`, `fetch`: the eviction and fetch areas' pages (default 8 each);
 //! - `policy`: `clock` (default) or `lru`;
 //! - `disk`: the block session's channel prefix (`NAME-req`, `NAME-resp`);
@@ -18,6 +20,7 @@ use alloc::string::{String, ToString};
 use core::fmt;
 
 use crate::PAGE_SIZE;
+use crate::cache::Codec;
 use crate::hierarchy::Hierarchy;
 use crate::replace::PolicyKind;
 
@@ -80,6 +83,7 @@ impl PagerSpec {
         let mut policy = PolicyKind::Clock;
         let mut frames = None;
         let mut cache = None;
+        let mut codec = None;
         let (mut evict, mut fetch) = (DEFAULT_AREA_PAGES, DEFAULT_AREA_PAGES);
         let mut disk = None;
         let (mut swap_at, mut swap) = (0u64, DEFAULT_SWAP);
@@ -108,6 +112,13 @@ impl PagerSpec {
                         "lru" => PolicyKind::Lru,
                         _ => return Err(err(key, "not clock or lru")),
                     }
+                }
+                "codec" => {
+                    codec = Some(match value {
+                        "lz4" => Codec::Lz4,
+                        "wkdm" => Codec::Wkdm,
+                        _ => return Err(err(key, "not lz4 or wkdm")),
+                    })
                 }
                 "frames" => frames = Some(number(key, value)? as usize),
                 "cache" => cache = Some(number(key, value)? as usize),
@@ -149,11 +160,17 @@ impl PagerSpec {
         if !swap_at.is_multiple_of(page) || swap_at.checked_add(swap).is_none() {
             return Err(err("swap_at", "must be a multiple of 4096 bytes"));
         }
-        let hierarchy = match hierarchy.ok_or_else(|| err("hierarchy", "missing"))? {
+        let hierarchy = hierarchy.ok_or_else(|| err("hierarchy", "missing"))?;
+        if codec.is_some() && !hierarchy.contains("compressed") {
+            return Err(err("codec", "only for a hierarchy with a compressed cache"));
+        }
+        let codec = codec.unwrap_or_default();
+        let hierarchy = match hierarchy {
             "local" => Hierarchy::LocalPaging,
-            "compressed" => Hierarchy::CompressedCache { pool_bytes: cache },
+            "compressed" => Hierarchy::CompressedCache { pool_bytes: cache, codec },
             "prefetching-compressed" => Hierarchy::PrefetchingCompressedCache {
                 pool_bytes: cache,
+                codec,
                 evict_pages: evict,
                 fetch_pages: fetch,
             },
@@ -165,18 +182,22 @@ impl PagerSpec {
 }
 
 impl fmt::Display for PagerSpec {
-    /// The spec in the form [`PagerSpec::parse`] reads, every key given.
+    /// The spec in the form [`PagerSpec::parse`] reads, every key given but `codec` when it
+    /// is the default.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "hierarchy={},frames={}", self.hierarchy.name(), self.frames)?;
         match self.hierarchy {
             Hierarchy::LocalPaging => {}
-            Hierarchy::CompressedCache { pool_bytes } => write!(f, ",cache={pool_bytes}")?,
-            Hierarchy::PrefetchingCompressedCache { pool_bytes, evict_pages, fetch_pages } => {
-                write!(f, ",cache={pool_bytes},evict={evict_pages},fetch={fetch_pages}")?
-            }
+            Hierarchy::CompressedCache { pool_bytes, .. } => write!(f, ",cache={pool_bytes}")?,
+            Hierarchy::PrefetchingCompressedCache {
+                pool_bytes, evict_pages, fetch_pages, ..
+            } => write!(f, ",cache={pool_bytes},evict={evict_pages},fetch={fetch_pages}")?,
             Hierarchy::PrefetchingCache { evict_pages, fetch_pages } => {
                 write!(f, ",evict={evict_pages},fetch={fetch_pages}")?
             }
+        }
+        if let Some(codec) = self.hierarchy.codec().filter(|c| *c != Codec::default()) {
+            write!(f, ",codec={}", codec.name())?;
         }
         let policy = match self.policy {
             PolicyKind::Clock => "clock",
@@ -199,14 +220,36 @@ mod tests {
             s.hierarchy,
             Hierarchy::PrefetchingCompressedCache {
                 pool_bytes: 131072,
+                codec: Codec::Lz4,
                 evict_pages: 8,
                 fetch_pages: 8
             }
         );
-        assert_eq!(PagerSpec::parse(&s.to_string()), Ok(s));
+        assert_eq!(PagerSpec::parse(&s.to_string()), Ok(s.clone()));
+        assert!(!s.to_string().contains("codec"));
         let local = PagerSpec::parse("hierarchy=local,frames=4,disk=d,policy=lru").unwrap();
         assert_eq!((local.policy, local.swap), (PolicyKind::Lru, DEFAULT_SWAP));
         assert_eq!(PagerSpec::parse(&local.to_string()), Ok(local));
+    }
+
+    #[test]
+    fn a_spec_chooses_the_codec() {
+        for (text, want) in [
+            ("hierarchy=compressed,frames=8,disk=d", Codec::Lz4),
+            ("hierarchy=compressed,frames=8,disk=d,codec=lz4", Codec::Lz4),
+            ("hierarchy=compressed,frames=8,disk=d,codec=wkdm", Codec::Wkdm),
+            ("hierarchy=prefetching-compressed,frames=8,disk=d,codec=wkdm", Codec::Wkdm),
+        ] {
+            let s = PagerSpec::parse(text).unwrap();
+            assert_eq!(s.hierarchy.codec(), Some(want), "{text}");
+            assert_eq!(s.to_string().contains("codec=wkdm"), want == Codec::Wkdm, "{s}");
+            assert_eq!(PagerSpec::parse(&s.to_string()), Ok(s));
+        }
+        let s = PagerSpec::parse("codec=wkdm,hierarchy=compressed,frames=8,disk=d").unwrap();
+        assert_eq!(
+            s.hierarchy,
+            Hierarchy::CompressedCache { pool_bytes: 8192, codec: Codec::Wkdm }
+        );
     }
 
     #[test]
@@ -225,6 +268,11 @@ mod tests {
             ("hierarchy=prefetching,frames=4,disk=d,evict=0", "evict"),
             ("hierarchy=local,frames=4,disk=d,policy=random", "policy"),
             ("hierarchy=local,frames=4x,disk=d", "frames"),
+            ("hierarchy=compressed,frames=4,disk=d,codec=zstd", "codec"),
+            ("hierarchy=compressed,frames=4,disk=d,codec=", "codec"),
+            ("hierarchy=local,frames=4,disk=d,codec=wkdm", "codec"),
+            ("hierarchy=prefetching,frames=4,disk=d,codec=lz4", "codec"),
+            ("hierarchy=compressed,frames=4,disk=d,codec=lz4,codec=wkdm", "codec"),
             ("hierarchy=local,frames,disk=d", "frames"),
         ];
         for (text, key) in bad {

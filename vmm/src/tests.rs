@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use crate::app::{AppHandler, GuaranteeChange, NoAppHandler};
 use crate::backing::LocalBacking;
 use crate::block::MemBlockDevice;
-use crate::cache::{BasicCache, CacheManager, CompressedCache, CompressedConfig};
+use crate::cache::{BasicCache, CacheManager, Codec, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, DiskManager, PrefetchDisk, WriteBehindDisk};
 use crate::error::VmmError;
 use crate::frames::MemFrames;
@@ -56,16 +56,22 @@ fn contents(rng: &mut Rng, out: &mut Page) {
 const FRAMES: usize = 16;
 const PAGES: usize = 4 * FRAMES + 8;
 
-fn hierarchies() -> [Hierarchy; 4] {
+/// Every hierarchy, those with a compressed cache once with each codec.
+fn hierarchies() -> [Hierarchy; 6] {
+    let compressed = |codec| Hierarchy::CompressedCache { pool_bytes: 8 * PAGE_SIZE, codec };
+    let prefetching_compressed = |codec| Hierarchy::PrefetchingCompressedCache {
+        pool_bytes: 6 * PAGE_SIZE,
+        codec,
+        evict_pages: 4,
+        fetch_pages: 4,
+    };
     [
         Hierarchy::LocalPaging,
-        Hierarchy::CompressedCache { pool_bytes: 8 * PAGE_SIZE },
-        Hierarchy::PrefetchingCompressedCache {
-            pool_bytes: 6 * PAGE_SIZE,
-            evict_pages: 4,
-            fetch_pages: 4,
-        },
+        compressed(Codec::Lz4),
+        prefetching_compressed(Codec::Lz4),
         Hierarchy::PrefetchingCache { evict_pages: 4, fetch_pages: 4 },
+        compressed(Codec::Wkdm),
+        prefetching_compressed(Codec::Wkdm),
     ]
 }
 
@@ -190,8 +196,8 @@ fn every_hierarchy_and_policy_keeps_every_byte() {
 
 #[test]
 fn compressed_caches_hit_and_store_zero_and_raw_pages() {
-    for h in &hierarchies()[1..3] {
-        let mut p = pager(*h, PolicyKind::Clock.build(), 2 * PAGES);
+    for h in hierarchies().into_iter().filter(|h| h.codec().is_some()) {
+        let mut p = pager(h, PolicyKind::Clock.build(), 2 * PAGES);
         random_run(&mut p, 11, 3000);
         let s = p.stats().cache;
         assert!(
@@ -205,7 +211,7 @@ fn compressed_caches_hit_and_store_zero_and_raw_pages() {
 
 #[test]
 fn prefetching_hierarchies_prefetch() {
-    for h in [hierarchies()[2], hierarchies()[3]] {
+    for h in hierarchies().into_iter().filter(|h| h.name().starts_with("prefetching")) {
         let mut p = pager(h, PolicyKind::Clock.build(), 2 * PAGES);
         random_run(&mut p, 5, 3000);
         let s = p.stats();
@@ -329,11 +335,13 @@ fn a_custom_replacement_policy_is_the_one_used() {
 
 #[test]
 fn locked_pages_are_never_evicted() {
-    let mut p = pager(
-        Hierarchy::CompressedCache { pool_bytes: 4 * PAGE_SIZE },
-        PolicyKind::Clock.build(),
-        2 * PAGES,
-    );
+    for codec in [Codec::Lz4, Codec::Wkdm] {
+        locked_pages_stay(Hierarchy::CompressedCache { pool_bytes: 4 * PAGE_SIZE, codec });
+    }
+}
+
+fn locked_pages_stay(h: Hierarchy) {
+    let mut p = pager(h, PolicyKind::Clock.build(), 2 * PAGES);
     p.lock(3).unwrap();
     for page in 10..10 + 3 * FRAMES {
         p.fault(page, true).unwrap();
@@ -376,8 +384,16 @@ fn revoke_writes_back_dirty_pages_and_loses_nothing() {
 
 #[test]
 fn the_app_handler_hears_of_revocation_and_resizes_its_cache() {
+    for codec in [Codec::Lz4, Codec::Wkdm] {
+        app_handler_hears_of_revocation(Hierarchy::CompressedCache {
+            pool_bytes: 8 * PAGE_SIZE,
+            codec,
+        });
+    }
+}
+
+fn app_handler_hears_of_revocation(h: Hierarchy) {
     let seen = alloc::rc::Rc::new(core::cell::Cell::new(0));
-    let h = Hierarchy::CompressedCache { pool_bytes: 8 * PAGE_SIZE };
     let pager = h
         .build(
             FRAMES,
@@ -532,10 +548,18 @@ fn basic_cache_writes_its_eviction_area_as_one_group() {
 }
 
 #[test]
-fn compressed_cache_stores_marks_raw_and_lz4_and_is_exclusive() {
+fn compressed_cache_stores_marks_raw_and_compressed_and_is_exclusive() {
+    // A page of equal bytes: lz4 makes a few bytes of it, WKdm a tag for each word.
+    for (codec, size) in [(Codec::Lz4, SUB), (Codec::Wkdm, 2 * SUB)] {
+        compressed_cache_is_exclusive(codec, size);
+    }
+}
+
+fn compressed_cache_is_exclusive(codec: Codec, size: usize) {
     let disk = BasicDisk::new(MemBlockDevice::with_pages(8)).unwrap();
     let lower = BasicCache::pass_through(Box::new(LocalBacking::new(Box::new(disk))));
-    let mut c = CompressedCache::new(Box::new(lower), CompressedConfig::new(2 * PAGE_SIZE));
+    let config = CompressedConfig { codec, ..CompressedConfig::new(2 * PAGE_SIZE) };
+    let mut c = CompressedCache::new(Box::new(lower), config);
     let zero = page_of(0);
     let mut rng = Rng(2);
     let mut random = Box::new([0u8; PAGE_SIZE]);
@@ -545,7 +569,7 @@ fn compressed_cache_stores_marks_raw_and_lz4_and_is_exclusive() {
     c.put(3, &random, true).unwrap();
     let s = c.stats();
     assert_eq!((s.zero_pages, s.compressed_pages, s.raw_pages), (1, 1, 1));
-    assert_eq!(s.used_bytes, SUB + PAGE_SIZE);
+    assert_eq!(s.used_bytes, size + PAGE_SIZE, "{codec:?}");
     // A second random page does not fit beside the first: the oldest sized entry goes to disk.
     c.put(4, &random, false).unwrap();
     assert_eq!(c.stats().expelled, 1);

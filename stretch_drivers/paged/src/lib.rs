@@ -242,8 +242,8 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
 pub(crate) fn heap_reserve_frames(h: &Hierarchy, frames: usize, pages: usize) -> usize {
     let bytes = match *h {
         Hierarchy::LocalPaging => 0,
-        Hierarchy::CompressedCache { pool_bytes } => pool_bytes,
-        Hierarchy::PrefetchingCompressedCache { pool_bytes, evict_pages, fetch_pages } => {
+        Hierarchy::CompressedCache { pool_bytes, .. } => pool_bytes,
+        Hierarchy::PrefetchingCompressedCache { pool_bytes, evict_pages, fetch_pages, .. } => {
             pool_bytes + (evict_pages + fetch_pages) * vmm::PAGE_SIZE
         }
         Hierarchy::PrefetchingCache { evict_pages, fetch_pages } => {

@@ -14,6 +14,7 @@ use stretch_driver::{
     Access, FaultError, MemoryKernel, PAGE_SIZE, Rights, StretchDriver, StretchInfo,
 };
 use vmm::block::MemBlockDevice;
+use vmm::cache::Codec;
 use vmm::hierarchy::Hierarchy;
 use vmm::replace::{Clock, PolicyKind, ReplacementPolicy};
 
@@ -23,16 +24,22 @@ const FRAMES: usize = 16;
 const PAGES: usize = 4 * FRAMES;
 const RW: Rights = Rights(Rights::READ.0 | Rights::WRITE.0);
 
-fn hierarchies() -> [Hierarchy; 4] {
+/// Every hierarchy, those with a compressed cache once with each codec.
+fn hierarchies() -> [Hierarchy; 6] {
+    let compressed = |codec| Hierarchy::CompressedCache { pool_bytes: 6 * PAGE_SIZE, codec };
+    let prefetching_compressed = |codec| Hierarchy::PrefetchingCompressedCache {
+        pool_bytes: 4 * PAGE_SIZE,
+        codec,
+        evict_pages: 4,
+        fetch_pages: 4,
+    };
     [
         Hierarchy::LocalPaging,
-        Hierarchy::CompressedCache { pool_bytes: 6 * PAGE_SIZE },
-        Hierarchy::PrefetchingCompressedCache {
-            pool_bytes: 4 * PAGE_SIZE,
-            evict_pages: 4,
-            fetch_pages: 4,
-        },
+        compressed(Codec::Lz4),
+        prefetching_compressed(Codec::Lz4),
         Hierarchy::PrefetchingCache { evict_pages: 4, fetch_pages: 4 },
+        compressed(Codec::Wkdm),
+        prefetching_compressed(Codec::Wkdm),
     ]
 }
 
@@ -308,7 +315,10 @@ fn an_applications_policy_is_the_one_used() {
     let victims = Rc::new(Cell::new(0));
     let policy = Counting { inner: Clock::new(), victims: victims.clone() };
     let mut d = Domain::with(
-        config(Hierarchy::CompressedCache { pool_bytes: 4 * PAGE_SIZE }, PolicyKind::Lru),
+        config(
+            Hierarchy::CompressedCache { pool_bytes: 4 * PAGE_SIZE, codec: Codec::Lz4 },
+            PolicyKind::Lru,
+        ),
         2 * PAGES,
         FRAMES,
         0,
@@ -351,7 +361,7 @@ fn ticking_clock() -> u64 {
 
 #[test]
 fn a_clock_times_faults_kernel_calls_and_the_codec() {
-    let h = Hierarchy::CompressedCache { pool_bytes: 6 * PAGE_SIZE };
+    let h = Hierarchy::CompressedCache { pool_bytes: 6 * PAGE_SIZE, codec: Codec::Wkdm };
     let mut d = Domain::with(config(h, PolicyKind::Clock), 2 * PAGES, FRAMES, 0, |driver| {
         driver.with_clock(ticking_clock)
     });

@@ -1,4 +1,5 @@
-//! [`CompressedCache`]: pages compressed with lz4 in a bounded pool, over a lower cache.
+//! [`CompressedCache`]: pages compressed with lz4 or WKdm in a bounded pool, over a lower
+//! cache.
 
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, VecDeque};
@@ -8,6 +9,7 @@ use lz4_flex::block::{
     CompressTable, compress_into_with_table, decompress_into, get_maximum_output_size,
 };
 
+use super::wkdm::Scratch;
 use super::{BasicCache, CacheManager, CacheStats, Fetched};
 use crate::backing::BackingStore;
 use crate::disk::{DiskStats, SwapSpace};
@@ -30,6 +32,29 @@ pub enum Incompressible {
     Bypass,
 }
 
+/// The compressor of a compressed cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Codec {
+    /// lz4's block format (`lz4_flex`): finds repeats anywhere in the page, so it shrinks text
+    /// and repeated structures well, at tens of thousands of instructions a page.
+    #[default]
+    Lz4,
+    /// [WKdm](super::wkdm): word by word against 16 recent words, so it shrinks small
+    /// integers and pointers (words sharing high bits) but not text, at a few instructions a
+    /// word.
+    Wkdm,
+}
+
+impl Codec {
+    /// Its name, as a pager spec spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Lz4 => "lz4",
+            Codec::Wkdm => "wkdm",
+        }
+    }
+}
+
 /// The compressed cache's settings.
 #[derive(Clone, Copy, Debug)]
 pub struct CompressedConfig {
@@ -40,6 +65,8 @@ pub struct CompressedConfig {
     pub max_compressed: usize,
     /// What to do with incompressible pages.
     pub incompressible: Incompressible,
+    /// The compressor for the pages it stores.
+    pub codec: Codec,
     /// A clock (nanoseconds, or instructions under `-icount`) to time compression and
     /// decompression with ([`CacheStats::codec_ns`]); none by default.
     pub clock: Option<fn() -> u64>,
@@ -52,6 +79,7 @@ impl CompressedConfig {
             pool_bytes,
             max_compressed: PAGE_SIZE - SUB_PAGE,
             incompressible: Incompressible::StoreRaw,
+            codec: Codec::Lz4,
             clock: None,
         }
     }
@@ -66,6 +94,18 @@ enum Stored {
     Raw(Box<Page>),
     /// lz4 block format.
     Lz4(Box<[u8]>),
+    /// WKdm's format.
+    Wkdm(Box<[u8]>),
+}
+
+impl Stored {
+    /// The compressed bytes, if compressed.
+    fn compressed(&self) -> Option<&[u8]> {
+        match self {
+            Stored::Lz4(bytes) | Stored::Wkdm(bytes) => Some(bytes),
+            Stored::Zero | Stored::Raw(_) => None,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -87,6 +127,10 @@ struct Entry {
 ///
 /// Zero marks take no pool space, so they are never expelled to make room, only by a flush.
 ///
+/// The cache compresses with one [`Codec`], its configuration's, for its life; each entry
+/// records the codec that made it all the same, so an entry is always decompressed by its
+/// own codec.
+///
 /// The pool's bytes live in the heap, one allocation per entry, and space is counted in
 /// sub-pages against `pool_bytes`. The thesis's single contiguous cache stretch with an
 /// address-ordered free list (so frames can be handed back one at a time) is not built: a
@@ -98,8 +142,10 @@ pub struct CompressedCache {
     /// Pages in the pool, oldest first.
     order: VecDeque<usize>,
     used: usize,
-    scratch: Box<[u8]>,
-    table: Box<CompressTable>,
+    /// lz4's output buffer and hash table, allocated only for lz4.
+    lz4: Option<(Box<[u8]>, Box<CompressTable>)>,
+    /// WKdm's working memory, allocated only for WKdm.
+    wkdm: Option<Box<Scratch>>,
     stats: CacheStats,
 }
 
@@ -112,8 +158,11 @@ impl CompressedCache {
             pool: BTreeMap::new(),
             order: VecDeque::new(),
             used: 0,
-            scratch: vec![0u8; get_maximum_output_size(PAGE_SIZE)].into_boxed_slice(),
-            table: Box::new(CompressTable::small()),
+            lz4: (config.codec == Codec::Lz4).then(|| {
+                let out = vec![0u8; get_maximum_output_size(PAGE_SIZE)].into_boxed_slice();
+                (out, Box::new(CompressTable::small()))
+            }),
+            wkdm: (config.codec == Codec::Wkdm).then(|| Box::new(Scratch::new())),
             stats: CacheStats::default(),
         }
     }
@@ -156,16 +205,46 @@ impl CompressedCache {
         self.config.clock.map_or(0, |clock| clock())
     }
 
-    fn restore(&self, page: usize, entry: &Entry, buf: &mut Page) -> Result<(), VmmError> {
-        match &entry.stored {
+    /// Writes `page`'s contents, held in `stored`, into `buf`.
+    fn restore(
+        wkdm: &mut Option<Box<Scratch>>,
+        page: usize,
+        stored: &Stored,
+        buf: &mut Page,
+    ) -> Result<(), VmmError> {
+        match stored {
             Stored::Zero => buf.fill(0),
             Stored::Raw(data) => buf.copy_from_slice(&data[..]),
             Stored::Lz4(bytes) => match decompress_into(bytes, buf) {
                 Ok(PAGE_SIZE) => {}
                 _ => return Err(VmmError::Corrupt { page }),
             },
+            Stored::Wkdm(bytes) => wkdm
+                .get_or_insert_with(|| Box::new(Scratch::new()))
+                .decompress(bytes, buf)
+                .map_err(|_| VmmError::Corrupt { page })?,
         }
         Ok(())
+    }
+
+    /// `data` compressed with the configured codec, or `None` if that takes more than
+    /// `limit` bytes.
+    fn compress(&mut self, data: &Page, limit: usize) -> Option<Stored> {
+        match self.config.codec {
+            Codec::Lz4 => {
+                let (out, table) = self.lz4.get_or_insert_with(|| {
+                    let out = vec![0u8; get_maximum_output_size(PAGE_SIZE)].into_boxed_slice();
+                    (out, Box::new(CompressTable::small()))
+                });
+                let len = compress_into_with_table(data, out, table)
+                    .expect("the output buffer holds lz4's worst case");
+                (len <= limit).then(|| Stored::Lz4(out[..len].into()))
+            }
+            Codec::Wkdm => {
+                let scratch = self.wkdm.get_or_insert_with(|| Box::new(Scratch::new()));
+                scratch.compress(data, limit).map(|bytes| Stored::Wkdm(bytes.into()))
+            }
+        }
     }
 
     /// Expels one entry to the lower cache: the oldest clean one, else the oldest; to make
@@ -183,7 +262,7 @@ impl CompressedCache {
         let mut buf = Box::new([0u8; PAGE_SIZE]);
         let entry = &self.pool[&page];
         let start = self.now();
-        self.restore(page, entry, &mut buf)?;
+        Self::restore(&mut self.wkdm, page, &entry.stored, &mut buf)?;
         let dirty = entry.dirty;
         self.stats.codec_ns += self.now() - start;
         self.lower.put(page, &buf, dirty)?;
@@ -209,11 +288,12 @@ impl CacheManager for CompressedCache {
             Stored::Zero
         } else {
             let start = self.now();
-            let len = compress_into_with_table(data, &mut self.scratch, &mut self.table)
-                .expect("the scratch buffer holds lz4's worst case");
+            // The most bytes that round up to `max_compressed` or less.
+            let limit = self.config.max_compressed / SUB_PAGE * SUB_PAGE;
+            let compressed = self.compress(data, limit);
             self.stats.codec_ns += self.now() - start;
-            if len.next_multiple_of(SUB_PAGE) <= self.config.max_compressed {
-                Stored::Lz4(self.scratch[..len].into())
+            if let Some(stored) = compressed {
+                stored
             } else if self.config.incompressible == Incompressible::StoreRaw {
                 Stored::Raw(Box::new(*data))
             } else {
@@ -223,7 +303,7 @@ impl CacheManager for CompressedCache {
         let size = match &stored {
             Stored::Zero => 0,
             Stored::Raw(_) => PAGE_SIZE,
-            Stored::Lz4(bytes) => bytes.len().next_multiple_of(SUB_PAGE),
+            Stored::Lz4(bytes) | Stored::Wkdm(bytes) => bytes.len().next_multiple_of(SUB_PAGE),
         };
         if size > self.config.pool_bytes {
             return self.lower.put(page, data, dirty);
@@ -232,9 +312,9 @@ impl CacheManager for CompressedCache {
         match &stored {
             Stored::Zero => self.stats.zero_pages += 1,
             Stored::Raw(_) => self.stats.raw_pages += 1,
-            Stored::Lz4(bytes) => {
+            Stored::Lz4(_) | Stored::Wkdm(_) => {
                 self.stats.compressed_pages += 1;
-                self.stats.compressed_bytes += bytes.len() as u64;
+                self.stats.compressed_bytes += stored.compressed().map_or(0, <[u8]>::len) as u64;
             }
         }
         self.pool.insert(page, Entry { stored, dirty, size });
@@ -252,7 +332,7 @@ impl CacheManager for CompressedCache {
         self.stats.fetches += 1;
         if let Some(entry) = self.pool.get(&page) {
             let start = self.now();
-            self.restore(page, entry, buf)?;
+            Self::restore(&mut self.wkdm, page, &entry.stored, buf)?;
             self.stats.codec_ns += self.now() - start;
             let dirty = entry.dirty;
             self.remove(page);

@@ -13,19 +13,20 @@
 //! - [`BasicCache`]: an eviction area written out as one group when full, and a fetch area
 //!   filled by group reads. With both areas empty it passes pages straight through: the
 //!   "no cache" of plain local paging.
-//! - [`CompressedCache`]: a bounded pool of lz4-compressed pages, zero pages as marks, over a
-//!   lower cache; [`CompressedCache::extended`] puts it over a [`BasicCache`] with fetch and
+//! - [`CompressedCache`]: a bounded pool of pages compressed by lz4 or [`wkdm`] ([`Codec`]),
+//!   zero pages as marks, over a lower cache; [`CompressedCache::extended`] puts it over a [`BasicCache`] with fetch and
 //!   eviction areas, the thesis's extended compressed cache.
 
 mod basic;
 mod compressed;
+pub mod wkdm;
 
 use crate::Page;
 use crate::disk::{DiskStats, SwapSpace};
 use crate::error::VmmError;
 
 pub use basic::BasicCache;
-pub use compressed::{CompressedCache, CompressedConfig, Incompressible, SUB_PAGE};
+pub use compressed::{Codec, CompressedCache, CompressedConfig, Incompressible, SUB_PAGE};
 
 /// What a fetch found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
