@@ -302,7 +302,8 @@ pub(crate) fn on_activation(reason: u64, dcb: &abi::Dcb) -> ! {
     let reg = registry();
     let revoke = reason & activation::REVOKE != 0
         && dcb.revocation.frames_wanted.load(Ordering::Acquire) > 0
-        && !reg.revoking;
+        && !reg.revoking
+        && !reg.revoke_after_fault;
     if fault.is_none() && !revoke {
         syscall::resume(&saved)
     }
@@ -400,7 +401,9 @@ fn resolve(fault: Fault) -> Result<(), Unresolved> {
     release(index);
     if registry().revoke_after_fault {
         registry().revoke_after_fault = false;
+        registry().revoking = true;
         revoke_all();
+        registry().revoking = false;
     }
     result.map_err(Unresolved::Driver)
 }
