@@ -1292,3 +1292,28 @@ fn a_pager_spec_longer_than_an_argument_is_refused_at_the_pager() {
     );
     assert!(e.contains("bytes long, more than an argument may be (128 bytes)"), "{e}");
 }
+
+/// The pager examples of the manifests' README and of the crate documentation parse, next to a
+/// block driver, and give the domain the arguments the README shows.
+#[test]
+fn documented_pager_examples_parse() {
+    let readme = std::fs::read_to_string(manifests_dir().join("README.md")).unwrap();
+    let crate_doc = include_str!("../src/lib.rs");
+    let channels = "\n[[channel]]\nname = \"pg-req\"\nfrom = \"pager\"\nto = \"blk\"\n\
+                    [[channel]]\nname = \"pg-resp\"\nfrom = \"blk\"\nto = \"pager\"\n";
+    let readme_paging = &readme[readme.find("## Paging").expect("a Paging section")..];
+    let doc_paging = &crate_doc[crate_doc.find("`pager` configures").expect("pager docs")..];
+    for (name, block, extra) in [
+        ("README.md", first_toml_block(readme_paging), ""),
+        ("lib.rs", first_toml_block(doc_paging), channels),
+    ] {
+        let text = format!(
+            "[system]\nmemory = \"128M\"\n[[domain]]\nname = \"blk\"\napp = \"virtio-blk\"\n\
+             memory = {{ guaranteed = \"1M\" }}\n{block}\n{extra}"
+        );
+        let m = parse(name, &text, APPS).unwrap_or_else(|e| panic!("{e}"));
+        let args = format!("{:?}", m.domains[1].args);
+        assert!(readme_paging.contains(&format!("\n{args}\n")), "{name}: {args}");
+        assert!(crate_doc.contains(m.domains[1].args[3].as_str()), "{name}: {args}");
+    }
+}
