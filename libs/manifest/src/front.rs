@@ -808,7 +808,7 @@ fn lower_pager(
     let contract = d.guaranteed.saturating_add(d.optimistic);
     let frame_bytes = (spec.frames as u64).saturating_mul(PAGE_SIZE);
     if frame_bytes > contract {
-        let k = at("frames").expect("the spec has frames");
+        let span = at("frames").map_or(table.clone(), |k| k.span.clone());
         let reason = format!(
             "{} frames ({}) are more than the domain's memory contract: guaranteed {} + \
              optimistic {} = {}",
@@ -818,22 +818,23 @@ fn lower_pager(
             Bytes(d.optimistic),
             Bytes(contract)
         );
-        return Err((k.span.clone(), path("frames"), reason));
+        return Err((span, path("frames"), reason));
     }
 
     // The block session: requests on `DISK-req` from this domain, replies on `DISK-resp` to it.
-    let disk = at("disk").expect("the spec has a disk");
+    let disk = at("disk").map_or(table, |k| k.span.clone());
     let named = |name: &str| channels.iter().position(|c| c.name == name);
     let (req, resp) = (format!("{}-req", spec.disk), format!("{}-resp", spec.disk));
-    let need = |name: &str, end: &str| {
-        format!(
+    let need = |name: &str| {
+        let reason = format!(
             "the pager's disk {:?} needs channels {req:?} (from this domain) and {resp:?} (to \
-             this domain), and there is no channel {name:?}{end}",
+             this domain), and there is no channel {name:?}",
             spec.disk
-        )
+        );
+        (disk.clone(), path("disk"), reason)
     };
-    let req_at = named(&req).ok_or_else(|| (disk.span.clone(), path("disk"), need(&req, "")))?;
-    let resp_at = named(&resp).ok_or_else(|| (disk.span.clone(), path("disk"), need(&resp, "")))?;
+    let req_at = named(&req).ok_or_else(|| need(&req))?;
+    let resp_at = named(&resp).ok_or_else(|| need(&resp))?;
     let (req_c, resp_c) = (&channels[req_at], &channels[resp_at]);
     let name = &d.name;
     if req_c.from != i {
@@ -842,7 +843,7 @@ fn lower_pager(
             "channel[{req_at}] {req:?} is from {from:?}, not from this domain {name:?}: the pager \
              sends its block requests on it"
         );
-        return Err((disk.span.clone(), path("disk"), reason));
+        return Err((disk.clone(), path("disk"), reason));
     }
     if resp_c.to != i {
         let to = &channel_spans[resp_at].to_name;
@@ -850,7 +851,7 @@ fn lower_pager(
             "channel[{resp_at}] {resp:?} is to {to:?}, not to this domain {name:?}: the pager \
              receives the replies to its block requests on it"
         );
-        return Err((disk.span.clone(), path("disk"), reason));
+        return Err((disk.clone(), path("disk"), reason));
     }
     if req_c.to != resp_c.from {
         let (to, from) = (&channel_spans[req_at].to_name, &channel_spans[resp_at].from_name);
@@ -858,7 +859,7 @@ fn lower_pager(
             "channel {req:?} goes to {to:?} but channel {resp:?} comes from {from:?}: a block \
              session's two channels join the same two domains"
         );
-        return Err((disk.span.clone(), path("disk"), reason));
+        return Err((disk.clone(), path("disk"), reason));
     }
     Ok(spec.to_string())
 }
