@@ -1047,6 +1047,11 @@ impl RawManifest {
             let spec = lower_pager(i, pager, &domains, &channels, &spans.channels)?;
             let d = &mut domains[i];
             let key = format!("domain[{i}].pager");
+            if d.args.iter().any(|a| a == "--pager") {
+                let reason =
+                    "`args` give `--pager` already: write the pager in `pager` only".into();
+                return Err((span, key, reason));
+            }
             if spec.len() > MAX_ARG_LEN {
                 let reason = format!(
                     "the pager's spec {spec:?} is {} bytes long, more than an argument may be \

@@ -1253,6 +1253,12 @@ fn a_pagers_block_session_joins_it_to_one_driver() {
              \"l\", \"m\", \"n\", \"o\"]",
             "t.toml:15: domain[1].pager: `--pager` and its spec make 17 args (at most 16)",
         ),
+        (
+            "args = [\"--program\", \"random\"]",
+            "args = [\"--pager\", \"hierarchy=local,frames=4,disk=pg\"]",
+            "t.toml:15: domain[1].pager: `args` give `--pager` already: write the pager in \
+             `pager` only",
+        ),
     ];
     for (from, to, expect) in cases {
         let text = PAGER.replace(from, to);
