@@ -168,6 +168,7 @@
 //! | `domain[i].pager.hierarchy`  | string                 |       | required        |
 //! | `domain[i].pager.frames`     | integer                | pages | required        |
 //! | `domain[i].pager.cache`      | size                   | bytes | frames' bytes / 4 |
+//! | `domain[i].pager.codec`      | `"lz4"` or `"wkdm"`    |       | `"lz4"`         |
 //! | `domain[i].pager.evict`      | integer                | pages | `8`             |
 //! | `domain[i].pager.fetch`      | integer                | pages | `8`             |
 //! | `domain[i].pager.policy`     | `"clock"` or `"lru"`   |       | `"clock"`       |
@@ -193,8 +194,8 @@
 //!
 //! The front end renders the table to the text `vmm::spec::PagerSpec::parse` reads and checks
 //! it with that parser, the domain's own, so its errors name the key (`domain[1].pager.frames`);
-//! it also refuses keys the hierarchy does not use (`cache` with `local`, `evict` and `fetch`
-//! without prefetching), frames (of [`PAGE_SIZE`] bytes) beyond the domain's
+//! it also refuses keys the hierarchy does not use (`cache` and `codec` with `local`, `evict`
+//! and `fetch` without prefetching), frames (of [`PAGE_SIZE`] bytes) beyond the domain's
 //! `guaranteed + optimistic`, and a `disk` without the block session's channels `DISK-req`
 //! from the domain and `DISK-resp` to it (joining it to one domain). It then appends
 //! `--pager` and the spec, every key written out, to the domain's `args`

@@ -1108,15 +1108,16 @@ fn a_pager_becomes_the_domains_pager_argument() {
     // Defaults are written out; without `args` the pager's are the only ones.
     let text = PAGER.replace("args = [\"--program\", \"random\"]\n", "").replace(
         "hierarchy = \"compressed\", frames = 256, cache = \"128K\", policy = \"clock\"",
-        "hierarchy = \"prefetching\", frames = 1024, policy = \"lru\", evict = 4, swap_at = \"1M\"",
+        "hierarchy = \"prefetching-compressed\", frames = 256, policy = \"lru\", evict = 4, \
+         codec = \"wkdm\"",
     );
     let m = parse("t.toml", &text, APPS).unwrap();
     assert_eq!(
         m.domains[1].args,
         [
             "--pager",
-            "hierarchy=prefetching,frames=1024,evict=4,fetch=8,policy=lru,disk=pg,\
-             swap_at=1048576,swap=33554432"
+            "hierarchy=prefetching-compressed,frames=256,cache=262144,evict=4,fetch=8,\
+             codec=wkdm,policy=lru,disk=pg,swap_at=0,swap=33554432"
         ]
     );
 }
@@ -1195,6 +1196,17 @@ fn pager_errors_name_their_key_and_line() {
             "hierarchy = \"local\"",
             "t.toml:15: domain[1].pager.cache: hierarchy \"local\" has no compressed pool: `cache` \
              is for compressed and prefetching-compressed only",
+        ),
+        (
+            "cache = \"128K\"",
+            "cache = \"128K\", codec = \"zstd\"",
+            "t.toml:15: domain[1].pager.codec: invalid pager codec \"zstd\": not lz4 or wkdm",
+        ),
+        (
+            "hierarchy = \"compressed\", frames = 256, cache = \"128K\"",
+            "hierarchy = \"local\", frames = 256, codec = \"wkdm\"",
+            "t.toml:15: domain[1].pager.codec: invalid pager codec \"wkdm\": only for a hierarchy \
+             with a compressed cache",
         ),
         (
             "swap = \"32M\"",
