@@ -20,7 +20,9 @@ use crate::{
     DOMAIN_FIXED_FRAMES, DomainSpec, DurationError, GUARD_BYTES, MAX_CHANNELS_PER_DOMAIN, Manifest,
     PAGE_SIZE, Problem, ProblemKind, parse_duration, parse_size,
 };
-use crate::{DeviceGrant, DiskBus, DiskModelName, DiskSpec, Machine};
+use crate::{DeviceGrant, DiskBus, DiskModelName, DiskSpec, MAX_ARG_LEN, MAX_ARGS, Machine};
+use vmm::hierarchy::Hierarchy;
+use vmm::spec::PagerSpec;
 
 /// A manifest the front end rejected: where, and why.
 ///
@@ -499,6 +501,74 @@ struct RawDomain {
     expect_failure: Option<bool>,
     driver: Option<Spanned<bool>>,
     devices: Option<Spanned<Vec<Spanned<RawGrant>>>>,
+    pager: Option<Spanned<RawPager>>,
+}
+
+/// A domain's `pager` table: the paged stretch's configuration, which the front end renders
+/// to the text [`PagerSpec::parse`] reads and passes to the domain as `--pager SPEC`. Every
+/// key is optional here: which are required is the spec parser's rule.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as { hierarchy = \"compressed\", frames = 256, cache = \"128K\", \
+                 policy = \"clock\", disk = \"pg\", swap = \"32M\" }"
+)]
+struct RawPager {
+    hierarchy: Option<Spanned<String>>,
+    frames: Option<Spanned<u64>>,
+    cache: Option<Spanned<Size>>,
+    codec: Option<Spanned<String>>,
+    evict: Option<Spanned<u64>>,
+    fetch: Option<Spanned<u64>>,
+    policy: Option<Spanned<String>>,
+    disk: Option<Spanned<String>>,
+    swap: Option<Spanned<Size>>,
+    swap_at: Option<Spanned<Size>>,
+}
+
+/// One key of a `pager` table as written: its name, its value in the spec's form, the value
+/// as an error shows it, and where it is.
+struct PagerKey {
+    key: &'static str,
+    value: String,
+    shown: String,
+    span: Range<usize>,
+}
+
+impl RawPager {
+    /// The keys written, in the spec's order.
+    fn keys(self) -> Vec<PagerKey> {
+        fn text(key: &'static str, v: Option<Spanned<String>>) -> Option<PagerKey> {
+            let span = v.as_ref()?.span();
+            let value = v?.into_inner();
+            Some(PagerKey { key, shown: format!("{value:?}"), value, span })
+        }
+        fn number(key: &'static str, v: Option<Spanned<u64>>) -> Option<PagerKey> {
+            let span = v.as_ref()?.span();
+            let n = v?.into_inner();
+            Some(PagerKey { key, value: n.to_string(), shown: n.to_string(), span })
+        }
+        fn size(key: &'static str, v: Option<Spanned<Size>>) -> Option<PagerKey> {
+            let span = v.as_ref()?.span();
+            let n = v?.into_inner().0;
+            Some(PagerKey { key, value: n.to_string(), shown: Bytes(n).to_string(), span })
+        }
+        [
+            text("hierarchy", self.hierarchy),
+            number("frames", self.frames),
+            size("cache", self.cache),
+            text("codec", self.codec),
+            number("evict", self.evict),
+            number("fetch", self.fetch),
+            text("policy", self.policy),
+            text("disk", self.disk),
+            size("swap", self.swap),
+            size("swap_at", self.swap_at),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
 }
 
 #[derive(Deserialize)]
@@ -682,6 +752,120 @@ fn lower_grant(
 /// Where a manifest that does not lower is wrong: the span, the key path and the reason.
 type LowerError = (Range<usize>, String, String);
 
+/// The `pager` table of domain `i` checked: by [`PagerSpec::parse`], the parser the domain
+/// uses; for keys that the hierarchy would ignore; against the domain's memory contract; and
+/// for the block session's channels. Returns the spec as the domain is to get it.
+fn lower_pager(
+    i: usize,
+    pager: Spanned<RawPager>,
+    domains: &[DomainSpec],
+    channels: &[ChannelSpec],
+    channel_spans: &[ChannelSpans],
+) -> Result<String, LowerError> {
+    let table = pager.span();
+    let keys = pager.into_inner().keys();
+    let at = |key: &str| keys.iter().find(|k| k.key == key);
+    let path = |key: &str| format!("domain[{i}].pager.{key}");
+    let text = keys.iter().map(|k| format!("{}={}", k.key, k.value)).collect::<Vec<_>>().join(",");
+    // A `,` or `=` in a string would read as more pairs of the spec.
+    if let Some(k) = keys.iter().find(|k| k.value.contains([',', '='])) {
+        let reason = format!("invalid pager {} {}: contains ',' or '='", k.key, k.shown);
+        return Err((k.span.clone(), path(k.key), reason));
+    }
+    let spec = PagerSpec::parse(&text).map_err(|e| match at(&e.key) {
+        Some(k) => (
+            k.span.clone(),
+            path(k.key),
+            format!("invalid pager {} {}: {}", k.key, k.shown, e.reason),
+        ),
+        None if e.reason == "missing" => {
+            (table.clone(), path(&e.key), format!("missing field `{}`", e.key))
+        }
+        None => (table.clone(), format!("domain[{i}].pager"), e.to_string()),
+    })?;
+
+    // Keys the hierarchy has no use for are mistakes: the spec would drop them.
+    let (pool, areas) = match spec.hierarchy {
+        Hierarchy::LocalPaging => (false, false),
+        Hierarchy::CompressedCache { .. } => (true, false),
+        Hierarchy::PrefetchingCompressedCache { .. } => (true, true),
+        Hierarchy::PrefetchingCache { .. } => (false, true),
+    };
+    let unused = [
+        ("cache", pool, "compressed pool", "compressed and prefetching-compressed"),
+        ("evict", areas, "eviction area", "prefetching and prefetching-compressed"),
+        ("fetch", areas, "fetch area", "prefetching and prefetching-compressed"),
+    ];
+    for (key, used, what, hierarchies) in unused {
+        if let Some(k) = at(key).filter(|_| !used) {
+            let reason = format!(
+                "hierarchy {:?} has no {what}: `{key}` is for {hierarchies} only",
+                spec.hierarchy.name()
+            );
+            return Err((k.span.clone(), path(key), reason));
+        }
+    }
+
+    let d = &domains[i];
+    let contract = d.guaranteed.saturating_add(d.optimistic);
+    let frame_bytes = (spec.frames as u64).saturating_mul(PAGE_SIZE);
+    if frame_bytes > contract {
+        let span = at("frames").map_or(table.clone(), |k| k.span.clone());
+        let reason = format!(
+            "{} frames ({}) are more than the domain's memory contract: guaranteed {} + \
+             optimistic {} = {}",
+            spec.frames,
+            Bytes(frame_bytes),
+            Bytes(d.guaranteed),
+            Bytes(d.optimistic),
+            Bytes(contract)
+        );
+        return Err((span, path("frames"), reason));
+    }
+
+    // The block session: requests on `DISK-req` from this domain, replies on `DISK-resp` to it.
+    let disk = at("disk").map_or(table, |k| k.span.clone());
+    let named = |name: &str| channels.iter().position(|c| c.name == name);
+    let (req, resp) = (format!("{}-req", spec.disk), format!("{}-resp", spec.disk));
+    let need = |name: &str| {
+        let reason = format!(
+            "the pager's disk {:?} needs channels {req:?} (from this domain) and {resp:?} (to \
+             this domain), and there is no channel {name:?}",
+            spec.disk
+        );
+        (disk.clone(), path("disk"), reason)
+    };
+    let req_at = named(&req).ok_or_else(|| need(&req))?;
+    let resp_at = named(&resp).ok_or_else(|| need(&resp))?;
+    let (req_c, resp_c) = (&channels[req_at], &channels[resp_at]);
+    let name = &d.name;
+    if req_c.from != i {
+        let from = &channel_spans[req_at].from_name;
+        let reason = format!(
+            "channel[{req_at}] {req:?} is from {from:?}, not from this domain {name:?}: the pager \
+             sends its block requests on it"
+        );
+        return Err((disk.clone(), path("disk"), reason));
+    }
+    if resp_c.to != i {
+        let to = &channel_spans[resp_at].to_name;
+        let reason = format!(
+            "channel[{resp_at}] {resp:?} is to {to:?}, not to this domain {name:?}: the pager \
+             receives the replies to its block requests on it"
+        );
+        return Err((disk.clone(), path("disk"), reason));
+    }
+    if req_c.to != resp_c.from {
+        let (to, from) = (&channel_spans[req_at].to_name, &channel_spans[resp_at].from_name);
+        let reason = format!(
+            "channel {req:?} goes to {to:?} but channel {resp:?} comes from {from:?}: a block \
+             session's two channels join the same two domains"
+        );
+        return Err((disk.clone(), path("disk"), reason));
+    }
+    Ok(spec.to_string())
+}
+
 impl RawManifest {
     /// The model and the spans of its fields.
     fn lower(self, root: &DeValue<'_>) -> Result<(Manifest, Spans), LowerError> {
@@ -739,6 +923,7 @@ impl RawManifest {
             |name: &str| disks.iter().position(|d| d.name == name).unwrap_or(usize::MAX);
         let domain_count = self.domain.len();
         let mut domains = Vec::with_capacity(domain_count);
+        let mut pagers = Vec::with_capacity(domain_count);
         for (i, d) in self.domain.into_iter().enumerate() {
             let table = d.span();
             let d = d.into_inner();
@@ -778,6 +963,7 @@ impl RawManifest {
             };
             let disk_contract = d.disk.map(|c| c.into_inner().spec());
             let driver_span = d.driver.as_ref().map_or(table.clone(), Spanned::span);
+            pagers.push(d.pager);
             let (devices_span, raw_devices) = match d.devices {
                 Some(v) => (v.span(), v.into_inner()),
                 None => (table.clone(), Vec::new()),
@@ -854,6 +1040,39 @@ impl RawManifest {
                 slot_size: slot_size_span,
             });
             channels.push(ChannelSpec { name: c.name.into_inner(), from, to, slots, slot_size });
+        }
+        // A pager is checked against the channels, so once they are all read; its spec goes
+        // to the domain as two more arguments.
+        for (i, pager) in pagers.into_iter().enumerate() {
+            let Some(pager) = pager else { continue };
+            let span = pager.span();
+            let spec = lower_pager(i, pager, &domains, &channels, &spans.channels)?;
+            let d = &mut domains[i];
+            let key = format!("domain[{i}].pager");
+            if d.args.iter().any(|a| a == "--pager") {
+                let reason =
+                    "`args` give `--pager` already: write the pager in `pager` only".into();
+                return Err((span, key, reason));
+            }
+            if spec.len() > MAX_ARG_LEN {
+                let reason = format!(
+                    "the pager's spec {spec:?} is {} bytes long, more than an argument may be \
+                     ({MAX_ARG_LEN} bytes)",
+                    spec.len()
+                );
+                return Err((span, key, reason));
+            }
+            if d.args.len() <= MAX_ARGS && d.args.len() + 2 > MAX_ARGS {
+                let reason = format!(
+                    "`--pager` and its spec make {} args (at most {MAX_ARGS}): leave room for \
+                     them in `args`",
+                    d.args.len() + 2
+                );
+                return Err((span, key, reason));
+            }
+            d.args.push("--pager".to_owned());
+            d.args.push(spec);
+            spans.domains[i].arg.extend([span.clone(), span]);
         }
         Ok((Manifest { memory, domains, channels, disks, machine: None }, spans))
     }

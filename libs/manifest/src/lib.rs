@@ -164,10 +164,44 @@
 //! | `system.disk[i].bus`         | `"virtio"` or `"ahci"` |       | required        |
 //! | `domain[i].driver`           | boolean                |       | `false`         |
 //! | `domain[i].devices`          | array of grants        |       | `[]`            |
+//! | `domain[i].pager`            | table                  |       | none            |
+//! | `domain[i].pager.hierarchy`  | string                 |       | required        |
+//! | `domain[i].pager.frames`     | integer                | pages | required        |
+//! | `domain[i].pager.cache`      | size                   | bytes | frames' bytes / 4 |
+//! | `domain[i].pager.codec`      | `"lz4"` or `"wkdm"`    |       | `"lz4"`         |
+//! | `domain[i].pager.evict`      | integer                | pages | `8`             |
+//! | `domain[i].pager.fetch`      | integer                | pages | `8`             |
+//! | `domain[i].pager.policy`     | `"clock"` or `"lru"`   |       | `"clock"`       |
+//! | `domain[i].pager.disk`       | string, a channel prefix |     | required        |
+//! | `domain[i].pager.swap`       | size                   | bytes | `32M`           |
+//! | `domain[i].pager.swap_at`    | size                   | bytes | `0`             |
 //!
 //! A grant is one of `{ disk = "NAME" }`, `{ pci = "VVVV:DDDD", index = N }`,
 //! `{ pci_class = "CC.SS", index = N }` (hex, as the boot log prints them) or
 //! `{ compatible = "virtio,mmio", unit = N }` (RISC-V only); `index` and `unit` count from 0.
+//!
+//! `pager` configures the paged stretch driver of a domain that pages a stretch (the app
+//! `heracles`):
+//!
+//! ```toml
+//! [[domain]]
+//! name = "pager"
+//! app = "heracles"
+//! args = ["--program", "random"]
+//! memory = { guaranteed = "4M" }
+//! pager = { hierarchy = "compressed", frames = 256, cache = "128K", policy = "clock", disk = "pg", swap = "32M" }
+//! ```
+//!
+//! The front end renders the table to the text `vmm::spec::PagerSpec::parse` reads and checks
+//! it with that parser, the domain's own, so its errors name the key (`domain[1].pager.frames`);
+//! it also refuses keys the hierarchy does not use (`cache` and `codec` with `local`, `evict`
+//! and `fetch` without prefetching), frames (of [`PAGE_SIZE`] bytes) beyond the domain's
+//! `guaranteed + optimistic`, and a `disk` without the block session's channels `DISK-req`
+//! from the domain and `DISK-resp` to it (joining it to one domain). It then appends
+//! `--pager` and the spec, every key written out, to the domain's `args`
+//! (`hierarchy=compressed,frames=256,cache=131072,policy=clock,disk=pg,swap_at=0,swap=33554432`
+//! here), within the limits of `args`: so the [`DomainSpec`] has no field of its own for it and
+//! the kernel no rule.
 //!
 //! A *size* is a string of decimal digits with an optional binary unit `K` (1024), `M` (1024²)
 //! or `G` (1024³), e.g. `"256K"`, or a plain number of bytes (a TOML integer or a string of

@@ -28,6 +28,7 @@ const APPS: &[&str] = &[
     "ahci",
     "diskread",
     "blkbench",
+    "heracles",
 ];
 
 fn manifests_dir() -> PathBuf {
@@ -1058,4 +1059,279 @@ devices = [{ compatible = "virtio,mmio", unit = 3 }]
     let bad = text.replace("virtio,mmio", "virtio mmio");
     let e = err(&bad).to_string();
     assert!(e.contains("t.toml:15: domain[0].devices[0]: invalid compatible string"), "{e}");
+}
+
+/// A paging domain with its block session to a disk driver.
+const PAGER: &str = r#"
+[system]
+memory = "128M"
+
+[[domain]]
+name = "blk"
+app = "virtio-blk"
+memory = { guaranteed = "1M" }
+
+[[domain]]
+name = "pager"
+app = "heracles"
+args = ["--program", "random"]
+memory = { guaranteed = "4M" }
+pager = { hierarchy = "compressed", frames = 256, cache = "128K", policy = "clock", disk = "pg", swap = "32M" }
+
+[[channel]]
+name = "pg-req"
+from = "pager"
+to = "blk"
+slot_size = 64
+
+[[channel]]
+name = "pg-resp"
+from = "blk"
+to = "pager"
+"#;
+
+#[test]
+fn a_pager_becomes_the_domains_pager_argument() {
+    let m = parse("t.toml", PAGER, APPS).unwrap();
+    assert_eq!(
+        m.domains[1].args,
+        [
+            "--program",
+            "random",
+            "--pager",
+            "hierarchy=compressed,frames=256,cache=131072,policy=clock,disk=pg,swap_at=0,\
+             swap=33554432"
+        ]
+    );
+    assert!(m.domains[0].args.is_empty());
+    assert_eq!(decode(&m.compile()), Ok(m));
+    // Defaults are written out; without `args` the pager's are the only ones.
+    let text = PAGER.replace("args = [\"--program\", \"random\"]\n", "").replace(
+        "hierarchy = \"compressed\", frames = 256, cache = \"128K\", policy = \"clock\"",
+        "hierarchy = \"prefetching-compressed\", frames = 256, policy = \"lru\", evict = 4, \
+         codec = \"wkdm\"",
+    );
+    let m = parse("t.toml", &text, APPS).unwrap();
+    assert_eq!(
+        m.domains[1].args,
+        [
+            "--pager",
+            "hierarchy=prefetching-compressed,frames=256,cache=262144,evict=4,fetch=8,\
+             codec=wkdm,policy=lru,disk=pg,swap_at=0,swap=33554432"
+        ]
+    );
+}
+
+#[test]
+fn pager_errors_name_their_key_and_line() {
+    let table = "pager = { hierarchy = \"compressed\", frames = 256, cache = \"128K\", policy = \
+                 \"clock\", disk = \"pg\", swap = \"32M\" }";
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "hierarchy = \"compressed\"",
+            "hierarchy = \"fast\"",
+            "t.toml:15: domain[1].pager.hierarchy: invalid pager hierarchy \"fast\": not local, \
+             compressed, prefetching-compressed or prefetching",
+        ),
+        ("frames = 256, ", "", "t.toml:15: domain[1].pager.frames: missing field `frames`"),
+        (
+            "frames = 256",
+            "frames = 0",
+            "t.toml:15: domain[1].pager.frames: invalid pager frames 0: must be 1 to 1048576",
+        ),
+        ("frames = 256", "frames = -1", "t.toml:15: domain[1].pager.frames: invalid value"),
+        (
+            "swap = \"32M\"",
+            "swap = \"32M\", size = 3",
+            "t.toml:15: domain[1].pager.size: unknown field `size`, expected one of `hierarchy`",
+        ),
+        (
+            "disk = \"pg\"",
+            "disk = \"swap\"",
+            "t.toml:15: domain[1].pager.disk: the pager's disk \"swap\" needs channels \
+             \"swap-req\" (from this domain) and \"swap-resp\" (to this domain), and there is \
+             no channel \"swap-req\"",
+        ),
+        (
+            "disk = \"pg\"",
+            "disk = \"Pg\"",
+            "t.toml:15: domain[1].pager.disk: invalid pager disk \"Pg\": not a channel prefix",
+        ),
+        ("disk = \"pg\", ", "", "t.toml:15: domain[1].pager.disk: missing field `disk`"),
+        (
+            "frames = 256",
+            "frames = 1025",
+            "t.toml:15: domain[1].pager.frames: 1025 frames (4100K) are more than the domain's \
+             memory contract: guaranteed 4M + optimistic 0 = 4M",
+        ),
+        (
+            "cache = \"128K\"",
+            "cache = \"1.5K\"",
+            "t.toml:15: domain[1].pager.cache: invalid size \"1.5K\": fractional size",
+        ),
+        (
+            "cache = \"128K\"",
+            "cache = \"1K\"",
+            "t.toml:15: domain[1].pager.cache: invalid pager cache 1K: must be at least one page",
+        ),
+        (
+            "swap = \"32M\"",
+            "swap = \"6K\"",
+            "t.toml:15: domain[1].pager.swap: invalid pager swap 6K: must be a non-zero multiple \
+             of 4096 bytes",
+        ),
+        (
+            "policy = \"clock\"",
+            "policy = \"fifo\"",
+            "t.toml:15: domain[1].pager.policy: invalid pager policy \"fifo\": not clock or lru",
+        ),
+        (
+            "policy = \"clock\"",
+            "policy = \"clock,frames=2\"",
+            "t.toml:15: domain[1].pager.policy: invalid pager policy \"clock,frames=2\": \
+             contains ',' or '='",
+        ),
+        (
+            "hierarchy = \"compressed\"",
+            "hierarchy = \"local\"",
+            "t.toml:15: domain[1].pager.cache: hierarchy \"local\" has no compressed pool: `cache` \
+             is for compressed and prefetching-compressed only",
+        ),
+        (
+            "cache = \"128K\"",
+            "cache = \"128K\", codec = \"zstd\"",
+            "t.toml:15: domain[1].pager.codec: invalid pager codec \"zstd\": not lz4 or wkdm",
+        ),
+        (
+            "hierarchy = \"compressed\", frames = 256, cache = \"128K\"",
+            "hierarchy = \"local\", frames = 256, codec = \"wkdm\"",
+            "t.toml:15: domain[1].pager.codec: invalid pager codec \"wkdm\": only for a hierarchy \
+             with a compressed cache",
+        ),
+        (
+            "swap = \"32M\"",
+            "swap = \"32M\", evict = 16",
+            "t.toml:15: domain[1].pager.evict: hierarchy \"compressed\" has no eviction area",
+        ),
+        (
+            "frames = 256",
+            "frames = \"256\"",
+            "t.toml:15: domain[1].pager.frames: invalid type: string \"256\", expected u64",
+        ),
+    ];
+    for (from, to, expect) in cases {
+        assert!(PAGER.contains(table));
+        let text = PAGER.replace(table, &table.replace(from, to));
+        assert_ne!(text, PAGER, "{from}");
+        let e = err(&text).to_string();
+        assert!(e.starts_with(expect), "{to}:\n{e}\nexpected\n{expect}");
+    }
+    // The table as a whole.
+    let e = err(&PAGER.replace(table, "pager = 3")).to_string();
+    assert!(e.starts_with("t.toml:15: domain[1].pager: invalid type: integer `3`"), "{e}");
+}
+
+#[test]
+fn a_pagers_block_session_joins_it_to_one_driver() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "name = \"pg-resp\"\nfrom = \"blk\"\nto = \"pager\"",
+            "name = \"pg-resp\"\nfrom = \"pager\"\nto = \"blk\"",
+            "t.toml:15: domain[1].pager.disk: channel[1] \"pg-resp\" is to \"blk\", not to this \
+             domain \"pager\"",
+        ),
+        (
+            "name = \"pg-req\"\nfrom = \"pager\"\nto = \"blk\"",
+            "name = \"pg-req\"\nfrom = \"blk\"\nto = \"pager\"",
+            "t.toml:15: domain[1].pager.disk: channel[0] \"pg-req\" is from \"blk\", not from \
+             this domain \"pager\"",
+        ),
+        (
+            "name = \"pg-resp\"",
+            "name = \"pg-reply\"",
+            "t.toml:15: domain[1].pager.disk: the pager's disk \"pg\" needs channels \"pg-req\" \
+             (from this domain) and \"pg-resp\" (to this domain), and there is no channel \
+             \"pg-resp\"",
+        ),
+        (
+            "memory = { guaranteed = \"4M\" }",
+            "memory = { guaranteed = \"512K\" }",
+            "t.toml:15: domain[1].pager.frames: 256 frames (1M) are more than the domain's \
+             memory contract: guaranteed 512K + optimistic 0 = 512K",
+        ),
+        (
+            "args = [\"--program\", \"random\"]",
+            "args = [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\", \"j\", \"k\", \
+             \"l\", \"m\", \"n\", \"o\"]",
+            "t.toml:15: domain[1].pager: `--pager` and its spec make 17 args (at most 16)",
+        ),
+        (
+            "args = [\"--program\", \"random\"]",
+            "args = [\"--pager\", \"hierarchy=local,frames=4,disk=pg\"]",
+            "t.toml:15: domain[1].pager: `args` give `--pager` already: write the pager in \
+             `pager` only",
+        ),
+    ];
+    for (from, to, expect) in cases {
+        let text = PAGER.replace(from, to);
+        assert_ne!(text, PAGER, "{from}");
+        let e = err(&text).to_string();
+        assert!(e.starts_with(expect), "{to}:\n{e}\nexpected\n{expect}");
+    }
+    // A driver of its own for the replies is a mistake too.
+    let text = PAGER.replace("from = \"blk\"\nto = \"pager\"", "from = \"other\"\nto = \"pager\"")
+        + "\n[[domain]]\nname = \"other\"\napp = \"hello\"\nmemory = { guaranteed = \"1M\" }\n";
+    let e = err(&text).to_string();
+    assert!(
+        e.starts_with(
+            "t.toml:15: domain[1].pager.disk: channel \"pg-req\" goes to \"blk\" but channel \
+             \"pg-resp\" comes from \"other\""
+        ),
+        "{e}"
+    );
+    // Optimistic memory counts towards the frames.
+    let text = PAGER.replace("guaranteed = \"4M\"", "guaranteed = \"512K\", optimistic = \"512K\"");
+    parse("t.toml", &text, APPS).unwrap();
+}
+
+#[test]
+fn a_pager_spec_longer_than_an_argument_is_refused_at_the_pager() {
+    let long = "x".repeat(27);
+    let text = PAGER
+        .replace("pg-", &format!("{long}-"))
+        .replace("disk = \"pg\"", &format!("disk = \"{long}\", swap_at = \"1G\""))
+        .replace("hierarchy = \"compressed\"", "hierarchy = \"prefetching-compressed\"");
+    let e = err(&text).to_string();
+    assert!(
+        e.starts_with(
+            "t.toml:15: domain[1].pager: the pager's spec \"hierarchy=prefetching-compressed,"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("bytes long, more than an argument may be (128 bytes)"), "{e}");
+}
+
+/// The pager examples of the manifests' README and of the crate documentation parse, next to a
+/// block driver, and give the domain the arguments the README shows.
+#[test]
+fn documented_pager_examples_parse() {
+    let readme = std::fs::read_to_string(manifests_dir().join("README.md")).unwrap();
+    let crate_doc = include_str!("../src/lib.rs");
+    let channels = "\n[[channel]]\nname = \"pg-req\"\nfrom = \"pager\"\nto = \"blk\"\n\
+                    [[channel]]\nname = \"pg-resp\"\nfrom = \"blk\"\nto = \"pager\"\n";
+    let readme_paging = &readme[readme.find("## Paging").expect("a Paging section")..];
+    let doc_paging = &crate_doc[crate_doc.find("`pager` configures").expect("pager docs")..];
+    for (name, block, extra) in [
+        ("README.md", first_toml_block(readme_paging), ""),
+        ("lib.rs", first_toml_block(doc_paging), channels),
+    ] {
+        let text = format!(
+            "[system]\nmemory = \"128M\"\n[[domain]]\nname = \"blk\"\napp = \"virtio-blk\"\n\
+             memory = {{ guaranteed = \"1M\" }}\n{block}\n{extra}"
+        );
+        let m = parse(name, &text, APPS).unwrap_or_else(|e| panic!("{e}"));
+        let args = format!("{:?}", m.domains[1].args);
+        assert!(readme_paging.contains(&format!("\n{args}\n")), "{name}: {args}");
+        assert!(crate_doc.contains(m.domains[1].args[3].as_str()), "{name}: {args}");
+    }
 }
