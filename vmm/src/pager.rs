@@ -83,6 +83,8 @@ impl Pager {
         app: Box<dyn AppHandler>,
     ) -> Pager {
         let count = frame_count;
+        let mut policy = policy;
+        policy.reserve(count);
         Pager {
             policy,
             cache,
@@ -104,6 +106,13 @@ impl Pager {
     /// The stretch's length in pages.
     pub fn pages(&self) -> usize {
         self.pages
+    }
+
+    /// Only frames `0..count` exist after all (fewer were found than the pager was made for):
+    /// the others leave the free list. Call before any fault.
+    pub fn limit_frames(&mut self, count: usize) {
+        self.free.retain(|f| *f < count);
+        self.stats.frames = self.stats.frames.min(count);
     }
 
     /// `page`'s residency, if it is resident.

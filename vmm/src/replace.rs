@@ -31,6 +31,12 @@ pub trait ReplacementPolicy {
     /// The resident, unlocked page to evict next, or `None` if there is none. The page stays
     /// resident until the pager calls [`ReplacementPolicy::unmapped`].
     fn victim(&mut self) -> Option<usize>;
+
+    /// At most `frames` pages will be resident at once: room for them may be made now, so that
+    /// tracking them never allocates while paging (the pager calls this once, when it is made).
+    fn reserve(&mut self, frames: usize) {
+        let _ = frames;
+    }
 }
 
 /// Which built-in policy to use.
@@ -113,6 +119,10 @@ impl ReplacementPolicy for Clock {
         if let Some(e) = self.entry(page) {
             e.locked = false;
         }
+    }
+
+    fn reserve(&mut self, frames: usize) {
+        self.ring.reserve_exact(frames.saturating_sub(self.ring.len()));
     }
 
     fn victim(&mut self) -> Option<usize> {

@@ -238,7 +238,8 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
 
 /// Guaranteed frames bind leaves for the heap to grow into while paging: the cache's pool and
 /// areas, the pager's maps (resident pages, the policy's entries, where each page is stored:
-/// about 96 bytes a frame and 64 a page of the stretch) and 64 KiB more.
+/// about 96 bytes a frame and 64 a page of the stretch, doubled for vectors that grow by
+/// doubling and for the heap's power-of-two blocks) and 64 KiB more.
 pub(crate) fn heap_reserve_frames(h: &Hierarchy, frames: usize, pages: usize) -> usize {
     let bytes = match *h {
         Hierarchy::LocalPaging => 0,
@@ -250,7 +251,7 @@ pub(crate) fn heap_reserve_frames(h: &Hierarchy, frames: usize, pages: usize) ->
             (evict_pages + fetch_pages) * vmm::PAGE_SIZE
         }
     };
-    (bytes + (64 << 10) + 96 * frames + 64 * pages).div_ceil(vmm::PAGE_SIZE)
+    (bytes + (64 << 10) + 2 * (96 * frames + 64 * pages)).div_ceil(vmm::PAGE_SIZE)
 }
 
 /// The thread's error for a pager error; `kernel` is the kernel's refusal behind
@@ -313,15 +314,21 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
             let _ = k.frame_free(slot.frame);
             given_back += 1;
         }
+        // The pager (its maps sized for every frame asked for) comes from the guarantee before
+        // optimistic frames take the free memory: the kernel grants those only while some
+        // memory stays free (`OPTIMISTIC_FLOOR`), enough for the heap's later small growths,
+        // but a large one could find none (a guaranteed allocation revokes other domains'
+        // optimistic frames, never the caller's own).
+        let policy = self.policy.take().unwrap_or_else(|| self.config.policy.build());
+        let app = self.app.take().unwrap_or_else(|| Box::new(NoAppHandler));
+        let mut pager = Pager::new(self.config.frames, stretch.pages, policy, cache, app);
         taken += take(FrameKind::Optimistic, self.config.frames, &mut self.table, k);
         self.stats.frames_allocated += taken as u64;
         self.stats.frames_released += given_back as u64;
         if self.table.slots.is_empty() {
             return Err(DriverError::OutOfMemory);
         }
-        let policy = self.policy.take().unwrap_or_else(|| self.config.policy.build());
-        let app = self.app.take().unwrap_or_else(|| Box::new(NoAppHandler));
-        let pager = Pager::new(self.table.slots.len(), stretch.pages, policy, cache, app);
+        pager.limit_frames(self.table.slots.len());
         self.bound = Some(Bound { stretch, pager });
         Ok(())
     }

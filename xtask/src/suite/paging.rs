@@ -400,6 +400,45 @@ fn heracles_random(out: &Outcome, hierarchy: &str) -> Result<(), String> {
     expect_line(out, "pager: exited with status 0")
 }
 
+/// A revocation notice during heavy paging is met by writing back: the pager (disk contract
+/// 50 ms every 100 ms) is given the disk rule's deadline (1 ms of its disk time per frame, at
+/// most 2 s, more than the CPU rule's 50 ms), releases every frame asked for by then, taking
+/// longer than the CPU rule alone would have allowed, and loses no byte.
+fn heracles_revocation(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    let notice = line_with(out, "revocation: domain pager (holding")?;
+    let wanted = number_after(notice, "asked to release ")?;
+    let get = |line: &str, k: &str| field(line, k).ok_or(format!("no `{k}=` in `{line}`"));
+    let window = get(notice, "deadline")? - get(notice, "sent")?;
+    // In us: (ceil(wanted x 1 ms / 50 ms) + 1) x 100 ms, at most 2 s.
+    let rule = ((wanted * 1000).div_ceil(50_000) + 1).saturating_mul(100_000).min(2_000_000);
+    if window != rule || rule <= 50_000 {
+        return Err(format!("the deadline should follow the disk rule ({rule} us): {notice}"));
+    }
+    let done =
+        line_with(out, &format!("revocation: domain pager released {wanted} optimistic frames"))?;
+    let took = number_after(done, " in ")?;
+    if !(50_000..=window).contains(&took) {
+        return Err(format!(
+            "writing back should take beyond 50 ms and within the deadline: {done}"
+        ));
+    }
+    let random = line_with(out, "heracles: random pages=")?;
+    if get(random, "mismatches")? != 0 || get(random, "checked")? < get(random, "pages")? {
+        return Err(format!("contents wrong after the revocation: {random}"));
+    }
+    let frames = line_with(out, "heracles: frames guaranteed=")?;
+    if get(frames, "revocations")? == 0 || get(frames, "released")? < wanted {
+        return Err(format!("the app's handler should have heard of the revocation: {frames}"));
+    }
+    let disk = line_with(out, "heracles: disk device_reads=")?;
+    if get(disk, "device_writes")? == 0 {
+        return Err(format!("nothing was written back: {disk}"));
+    }
+    expect_line(out, "[claim] memhog: claimed bytes=5242880")?;
+    expect_line(out, "pager: exited with status 0")
+}
+
 pub(super) fn paging_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
     // ANCHOR: test_closure
     let boot = || Boot::new(arch);
@@ -450,6 +489,7 @@ pub(super) fn paging_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
         heracles("compressed"),
         heracles("prefetching-compressed"),
         heracles("prefetching"),
+        test("heracles_revocation", "heracles-revocation.toml", &[], heracles_revocation),
         virtual_time(test("revocation", "revocation.toml", &[], revocation)),
         virtual_time(test(
             "revocation_ignored",

@@ -1,17 +1,20 @@
 //! `heracles`: a stretch paged by the Heracles hierarchy to this domain's own disk stream.
 //!
 //! Usage: `heracles --pager SPEC --program random|compress|matmul|filter [--scale test|default]
-//! [--pages N] [--steps N] [--seed S]`.
+//! [--pages N] [--steps N] [--seed S] [--fill] [--resize-at STEP:BYTES]`.
 //!
 //! `SPEC` is a [`vmm::spec::PagerSpec`] (a manifest's `pager = { ... }` arrives as
 //! `--pager SPEC`): the hierarchy, the frames, the replacement policy and the block session to
 //! page to. The app opens that session, makes the driver's window, binds a paged stretch
 //! driver ([`paged_driver::PagedDriver`]) to a stretch as large as the program needs, and runs
 //! the program in it:
-//! - `random`: `N` pages (default 64), `STEPS` seeded steps (default 2,000): each writes a
+//! - `random`: `N` pages (default 64), `STEPS` seeded steps (default 2,000), after writing
+//!   every page once in order with `--fill`: each step writes a
 //!   whole page (zero, compressible or incompressible contents, by a hash of the page and its
 //!   version) or reads one and checks every byte; then every page is checked once more. It
 //!   prints `heracles: random pages=N steps=S checked=C mismatches=M`.
+//!   `--resize-at STEP:BYTES` resizes the cache (the compressed pool or the eviction area) to
+//!   `BYTES` before step `STEP`, through the driver, and prints the result.
 //! - `compress`, `matmul`, `filter`: the thesis's programs (`paging_programs`), at the
 //!   default (1/16 of the thesis) or the test scale. They print their checksum.
 //!
@@ -48,7 +51,8 @@ use crate::disk::{StreamCounts, StreamDisk};
 tessera::main!(main);
 
 const USAGE: &str = "usage: heracles --pager SPEC --program random|compress|matmul|filter \
-                     [--scale test|default] [--pages N] [--steps N] [--seed S]";
+                     [--scale test|default] [--pages N] [--steps N] [--seed S] [--fill] \
+                     [--resize-at STEP:BYTES]";
 
 /// What to run.
 enum Work {
@@ -77,6 +81,8 @@ struct Options {
     work: Work,
     /// `--resize-at STEP:BYTES`: resize the cache at this step of the random workload.
     resize_at: Option<(usize, usize)>,
+    /// `--fill`: the random workload first writes every page once, in order.
+    fill: bool,
     seed: u64,
 }
 
@@ -86,6 +92,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
     let mut scale = Scale::Default;
     let (mut pages, mut steps, mut seed) = (64usize, 2000usize, 1u64);
     let mut resize_at = None;
+    let mut fill = false;
     let mut args = env.args;
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or("an option lacks its value");
@@ -104,6 +111,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             "--pages" => pages = value()?.parse().map_err(|_| "bad --pages")?,
             "--steps" => steps = value()?.parse().map_err(|_| "bad --steps")?,
             "--seed" => seed = value()?.parse().map_err(|_| "bad --seed")?,
+            "--fill" => fill = true,
             "--resize-at" => {
                 let bad = "--resize-at STEP:BYTES";
                 let (step, bytes) = value()?.split_once(':').ok_or(bad)?;
@@ -121,7 +129,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             scale,
         },
     };
-    Ok(Options { spec, work, seed, resize_at })
+    Ok(Options { spec, work, seed, resize_at, fill })
 }
 
 fn main(env: Env) -> i32 {
@@ -204,7 +212,7 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
                     println!("heracles: cache resized to {bytes} bytes at step {step}: {r:?}");
                 }
             };
-            random(region, pages, steps, o.seed, &mut at_step)
+            random(region, pages, steps, o.seed, o.fill, &mut at_step)
         }
         Work::Thesis { program, scale } => {
             let summary = program.run(scale, region, o.seed);
@@ -323,9 +331,16 @@ fn random(
     pages: usize,
     steps: usize,
     seed: u64,
+    fill: bool,
     at_step: &mut dyn FnMut(usize),
 ) -> bool {
     let mut versions = vec![0u32; pages];
+    if fill {
+        for (page, version) in versions.iter_mut().enumerate() {
+            *version = 1;
+            contents(page, 1, &mut region[page * PAGE_SIZE..(page + 1) * PAGE_SIZE]);
+        }
+    }
     let mut want = [0u8; PAGE_SIZE];
     let mut rng = paging_programs::Prng::new(seed);
     let (mut checked, mut mismatches) = (0u64, 0u64);
