@@ -70,6 +70,7 @@ pub struct Pager {
     has_content: Vec<bool>,
     buf: Box<Page>,
     stats: PagerStats,
+    evict_ahead: usize,
 }
 
 impl Pager {
@@ -95,6 +96,7 @@ impl Pager {
             has_content: vec![false; pages],
             buf: Box::new([0u8; PAGE_SIZE]),
             stats: PagerStats { frames: count, ..PagerStats::default() },
+            evict_ahead: 1,
         }
     }
 
@@ -154,7 +156,7 @@ impl Pager {
         }
         let frame = match self.free.pop() {
             Some(frame) => frame,
-            None => self.evict_one(frames)?,
+            None => self.evict_ahead(frames)?,
         };
         if let Err(e) = self.load(frames, page, frame, write) {
             self.free.push(frame);
@@ -196,6 +198,25 @@ impl Pager {
         self.resident.insert(page, Resident { frame, dirty, locked: false, writable });
         self.policy.mapped(page);
         Ok(())
+    }
+
+    /// Evicts [`Pager::set_evict_ahead`] victims (at least one) and returns the first's frame;
+    /// the others' frames join the free list. Only the first eviction's error is the fault's.
+    fn evict_ahead(&mut self, frames: &mut dyn Frames) -> Result<usize, VmmError> {
+        let frame = self.evict_one(frames)?;
+        for _ in 1..self.evict_ahead {
+            match self.evict_one(frames) {
+                Ok(f) => self.free.push(f),
+                Err(_) => break,
+            }
+        }
+        Ok(frame)
+    }
+
+    /// Sets how many pages a fault that finds no free frame evicts (at least one): the extra
+    /// frames serve the next faults, which then skip eviction, and its compression or write.
+    pub fn set_evict_ahead(&mut self, pages: usize) {
+        self.evict_ahead = pages.max(1);
     }
 
     /// Evicts the policy's victim and returns its frame.

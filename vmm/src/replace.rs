@@ -90,11 +90,8 @@ impl Clock {
 
 impl ReplacementPolicy for Clock {
     fn mapped(&mut self, page: usize) {
-        if let Some(e) = self.entry(page) {
-            e.referenced = true;
-        } else {
-            self.ring.push_back(ClockEntry { page, referenced: true, locked: false });
-        }
+        // Never resident before (the pager says `accessed` for resident pages): no search.
+        self.ring.push_back(ClockEntry { page, referenced: true, locked: false });
     }
 
     fn accessed(&mut self, page: usize) {

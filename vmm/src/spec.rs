@@ -13,6 +13,8 @@
 //! - `evict`, `fetch`: the eviction and fetch areas' pages (default 8 each);
 //! - `policy`: `clock` (default) or `lru`;
 //! - `disk`: the block session's channel prefix (`NAME-req`, `NAME-resp`);
+//! - `ahead`: pages evicted at once when no frame is free (default 1): the others' frames
+//!   serve the next faults, which then skip eviction (and compression);
 //! - `swap`: the swap area's bytes (default 32 MiB), `swap_at`: its byte offset on the disk
 //!   (default 0), both whole pages.
 
@@ -39,6 +41,9 @@ pub struct PagerSpec {
     pub swap_at: u64,
     /// The swap area's length, bytes.
     pub swap: u64,
+    /// Pages evicted at once when no frame is free (the first takes the fault's frame, the
+    /// others are freed ahead of the next faults).
+    pub ahead: usize,
 }
 
 /// What is wrong with a spec: the key (or the pair, if it has no `=`) and why.
@@ -87,6 +92,7 @@ impl PagerSpec {
         let (mut evict, mut fetch) = (DEFAULT_AREA_PAGES, DEFAULT_AREA_PAGES);
         let mut disk = None;
         let (mut swap_at, mut swap) = (0u64, DEFAULT_SWAP);
+        let mut ahead = 1;
         let mut seen: alloc::vec::Vec<&str> = alloc::vec::Vec::new();
         for pair in text.split(',').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').ok_or_else(|| err(pair, "not key=value"))?;
@@ -137,6 +143,7 @@ impl PagerSpec {
                 }
                 "swap" => swap = number(key, value)?,
                 "swap_at" => swap_at = number(key, value)?,
+                "ahead" => ahead = number(key, value)? as usize,
                 _ => return Err(err(key, "unknown key")),
             }
         }
@@ -144,7 +151,7 @@ impl PagerSpec {
         if frames == 0 || frames > MAX_FRAMES {
             return Err(err("frames", "must be 1 to 1048576"));
         }
-        for (key, pages) in [("evict", evict), ("fetch", fetch)] {
+        for (key, pages) in [("evict", evict), ("fetch", fetch), ("ahead", ahead)] {
             if pages == 0 || pages > MAX_AREA_PAGES {
                 return Err(err(key, "must be 1 to 1024 pages"));
             }
@@ -177,13 +184,13 @@ impl PagerSpec {
             _ => Hierarchy::PrefetchingCache { evict_pages: evict, fetch_pages: fetch },
         };
         let disk = disk.ok_or_else(|| err("disk", "missing"))?;
-        Ok(PagerSpec { hierarchy, policy, frames, disk, swap_at, swap })
+        Ok(PagerSpec { hierarchy, policy, frames, disk, swap_at, swap, ahead })
     }
 }
 
 impl fmt::Display for PagerSpec {
-    /// The spec in the form [`PagerSpec::parse`] reads, every key given but `codec` when it
-    /// is the default.
+    /// The spec in the form [`PagerSpec::parse`] reads, every key given but `codec` and
+    /// `ahead` when they are the default.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "hierarchy={},frames={}", self.hierarchy.name(), self.frames)?;
         match self.hierarchy {
@@ -203,7 +210,15 @@ impl fmt::Display for PagerSpec {
             PolicyKind::Clock => "clock",
             PolicyKind::Lru => "lru",
         };
-        write!(f, ",policy={policy},disk={},swap_at={},swap={}", self.disk, self.swap_at, self.swap)
+        write!(
+            f,
+            ",policy={policy},disk={},swap_at={},swap={}",
+            self.disk, self.swap_at, self.swap
+        )?;
+        if self.ahead != 1 {
+            write!(f, ",ahead={}", self.ahead)?;
+        }
+        Ok(())
     }
 }
 

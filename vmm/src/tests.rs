@@ -647,3 +647,26 @@ fn a_failed_map_loses_no_fetched_page() {
         }
     }
 }
+
+#[test]
+fn evicting_ahead_evicts_in_batches_and_loses_nothing() {
+    for h in hierarchies() {
+        let mut p = pager(h, PolicyKind::Clock.build(), 2 * PAGES);
+        p.set_evict_ahead(4);
+        for page in 0..FRAMES {
+            p.fault(page, true).unwrap();
+        }
+        assert_eq!(p.stats().evictions, 0);
+        // The next fault evicts four; the three after it find free frames.
+        p.fault(FRAMES, false).unwrap();
+        assert_eq!(p.stats().evictions, 4, "{}", h.name());
+        for page in FRAMES + 1..FRAMES + 4 {
+            p.fault(page, false).unwrap();
+        }
+        assert_eq!(p.stats().evictions, 4, "{}", h.name());
+        p.fault(FRAMES + 4, false).unwrap();
+        assert_eq!(p.stats().evictions, 8, "{}", h.name());
+        let shadow = random_run(&mut p, 17, 1500);
+        verify_all(&mut p, &shadow);
+    }
+}

@@ -524,6 +524,7 @@ struct RawPager {
     disk: Option<Spanned<String>>,
     swap: Option<Spanned<Size>>,
     swap_at: Option<Spanned<Size>>,
+    ahead: Option<Spanned<u64>>,
 }
 
 /// One key of a `pager` table as written: its name, its value in the spec's form, the value
@@ -564,6 +565,7 @@ impl RawPager {
             text("disk", self.disk),
             size("swap", self.swap),
             size("swap_at", self.swap_at),
+            number("ahead", self.ahead),
         ]
         .into_iter()
         .flatten()

@@ -68,6 +68,8 @@ pub struct PagedConfig {
     /// optimistic ones while the kernel grants them, up to this many (at least one, or the
     /// bind fails). [`PagedDriver::frames_held`] says how many it got.
     pub frames: usize,
+    /// Pages evicted at once when no frame is free ([`Pager::set_evict_ahead`]).
+    pub ahead: usize,
 }
 
 /// The paged stretch driver; see the [crate](self) documentation.
@@ -81,6 +83,63 @@ pub struct PagedDriver<D: BlockDevice + 'static> {
     stats: DriverStats,
     clock: Option<fn() -> u64>,
     fault_ns: u64,
+    hit_costs: HitCosts,
+}
+
+/// The distribution of the driver's time in faults its top cache answered without the disk,
+/// by its clock ([`PagedDriver::with_clock`]): a histogram of [`HitCosts::BUCKET_NS`]-wide
+/// buckets up to [`HitCosts::BUCKETS`] of them, and a count beyond.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HitCosts {
+    counts: alloc::vec::Vec<u32>,
+    over: u32,
+    max_ns: u64,
+}
+
+impl HitCosts {
+    /// The width of a bucket.
+    pub const BUCKET_NS: u64 = 500;
+    /// The buckets (up to 1 ms).
+    pub const BUCKETS: usize = 2000;
+
+    fn record(&mut self, ns: u64) {
+        if self.counts.is_empty() {
+            self.counts = alloc::vec![0; Self::BUCKETS];
+        }
+        match self.counts.get_mut((ns / Self::BUCKET_NS) as usize) {
+            Some(c) => *c += 1,
+            None => self.over += 1,
+        }
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// Faults recorded.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().map(|&c| u64::from(c)).sum::<u64>() + u64::from(self.over)
+    }
+
+    /// The longest recorded.
+    pub fn max_ns(&self) -> u64 {
+        self.max_ns
+    }
+
+    /// The upper edge of the bucket holding the `permille`-th per mille of the faults (`None`
+    /// if none were recorded); the longest recorded if it lies beyond the buckets.
+    pub fn percentile_ns(&self, permille: u64) -> Option<u64> {
+        let n = self.count();
+        if n == 0 {
+            return None;
+        }
+        let rank = (n * permille).div_ceil(1000).max(1);
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += u64::from(c);
+            if seen >= rank {
+                return Some((i as u64 + 1) * Self::BUCKET_NS);
+            }
+        }
+        Some(self.max_ns)
+    }
 }
 
 /// Where the driver's time went, by its clock ([`PagedDriver::with_clock`]); all zero without
@@ -120,7 +179,14 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
             stats: DriverStats::default(),
             clock: None,
             fault_ns: 0,
+            hit_costs: HitCosts::default(),
         }
+    }
+
+    /// The driver's time in compressed-cache hits (faults the top cache answered without the
+    /// disk), by its clock.
+    pub fn hit_costs(&self) -> &HitCosts {
+        &self.hit_costs
     }
 
     /// Times faults, kernel calls and the compressed cache's codec with `clock`
@@ -329,15 +395,27 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
             return Err(DriverError::OutOfMemory);
         }
         pager.limit_frames(self.table.slots.len());
+        pager.set_evict_ahead(self.config.ahead);
         self.bound = Some(Bound { stretch, pager });
         Ok(())
     }
 
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
         self.stats.faults += 1;
-        let start = self.clock.map_or(0, |clock| clock());
+        let Some(clock) = self.clock else { return self.resolve(k, fault) };
+        let before = self.pager_stats();
+        let start = clock();
         let result = self.resolve(k, fault);
-        self.fault_ns += self.clock.map_or(0, |clock| clock()) - start;
+        let spent = clock() - start;
+        self.fault_ns += spent;
+        // A fault the top cache answered with no disk transfer: a compressed-cache hit.
+        if let (Some(b), Some(a)) = (before, self.pager_stats())
+            && a.cache.hits > b.cache.hits
+            && (a.disk.device_reads, a.disk.device_writes)
+                == (b.disk.device_reads, b.disk.device_writes)
+        {
+            self.hit_costs.record(spent);
+        }
         result
     }
 

@@ -170,7 +170,7 @@ fn verify(d: &mut Domain, shadow: &Shadow) {
 }
 
 fn config(hierarchy: Hierarchy, policy: PolicyKind) -> PagedConfig {
-    PagedConfig { hierarchy, policy, frames: FRAMES }
+    PagedConfig { hierarchy, policy, frames: FRAMES, ahead: 1 }
 }
 
 #[test]
@@ -421,5 +421,45 @@ fn revocation_of_most_frames_when_all_are_optimistic() {
         assert_eq!(released, FRAMES - 2, "{}", h.name());
         assert_eq!(d.k.frames_held(), (0, 2), "{}", h.name());
         verify(&mut d, &shadow);
+    }
+}
+
+#[test]
+fn hit_costs_count_the_faults_a_cache_answered_without_the_disk() {
+    let h = hierarchies()[1];
+    let mut d = Domain::with(config(h, PolicyKind::Clock), 2 * PAGES, FRAMES, 0, |driver| {
+        driver.with_clock(ticking_clock)
+    });
+    let shadow = random_run(&mut d, 12, 600);
+    verify(&mut d, &shadow);
+    let hits = d.driver.hit_costs();
+    let s = d.driver.pager_stats().unwrap();
+    assert!(hits.count() > 0 && hits.count() <= s.cache.hits, "{hits:?} {s:?}");
+    let p50 = hits.percentile_ns(500).unwrap();
+    assert!(p50 <= hits.percentile_ns(990).unwrap_or(u64::MAX));
+    assert!(hits.max_ns() > 0);
+}
+
+#[test]
+fn evicting_ahead_frees_frames_for_the_next_faults() {
+    for h in hierarchies() {
+        let mut d = Domain::with(config(h, PolicyKind::Clock), 2 * PAGES, FRAMES, 0, |driver| {
+            driver.with_clock(ticking_clock)
+        });
+        let mut ahead = Domain::with(
+            PagedConfig { ahead: 4, ..config(h, PolicyKind::Clock) },
+            2 * PAGES,
+            FRAMES,
+            0,
+            |driver| driver,
+        );
+        let plain = random_run(&mut d, 31, 800);
+        let shadow = random_run(&mut ahead, 31, 800);
+        assert_eq!(plain, shadow);
+        verify(&mut ahead, &shadow);
+        let (p, a) = (d.driver.pager_stats().unwrap(), ahead.driver.pager_stats().unwrap());
+        // Evicting ahead evicts more (some evicted pages come back) but does it less often:
+        // the faults that found a free frame after the first evictions.
+        assert!(a.evictions >= p.evictions, "{}: {a:?} {p:?}", h.name());
     }
 }

@@ -23,7 +23,8 @@
 //! evictions, cache hits and misses, compressed pages, device reads and writes, prefetched
 //! pages, the session's requests and the time spent waiting for them), and
 //! `heracles: cost ...`: where the driver's time went by this domain's clock (in faults, in
-//! kernel calls, in the compressed cache's codec, waiting for the disk). Exit status 0 when the
+//! kernel calls, in the compressed cache's codec, waiting for the disk), and `heracles: hit
+//! ...`: the distribution of the driver's time in faults its cache answered without the disk. Exit status 0 when the
 //! program's result is right, 1 on a mismatch or error, 2 on bad arguments.
 
 #![no_std]
@@ -176,8 +177,12 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
     let disk = StreamDisk::open(&spec.disk, spec.swap_at, spec.swap)?;
     let counts = disk.counts();
     let window = paging::create_window(2).map_err(|e| alloc::format!("window: {e:?}"))?;
-    let config =
-        PagedConfig { hierarchy: spec.hierarchy, policy: spec.policy, frames: spec.frames };
+    let config = PagedConfig {
+        hierarchy: spec.hierarchy,
+        policy: spec.policy,
+        frames: spec.frames,
+        ahead: spec.ahead,
+    };
     let driver = PagedDriver::new(config, disk, window)
         .with_clock(tessera::time_ns)
         .with_app(Box::new(Revocations));
@@ -237,8 +242,8 @@ fn report(
     elapsed_ns: u64,
     stream: StreamCounts,
 ) -> Result<(), &'static str> {
-    let (s, costs, held) = paging::with_driver::<Driver, _>(base, |d, _| {
-        (d.pager_stats(), d.costs(), d.frames_held())
+    let (s, costs, held, hits) = paging::with_driver::<Driver, _>(base, |d, _| {
+        (d.pager_stats(), d.costs(), d.frames_held(), d.hit_costs().clone())
     })
     .ok_or("the driver is busy")?;
     let s = s.ok_or("the driver is not bound")?;
@@ -278,6 +283,15 @@ fn report(
         s.disk.prefetched,
         stream.reads + stream.writes,
         stream.wait_ns,
+    );
+    let p = |permille| hits.percentile_ns(permille).unwrap_or(0);
+    println!(
+        "heracles: hit faults={} p50_ns={} p90_ns={} p99_ns={} max_ns={}",
+        hits.count(),
+        p(500),
+        p(900),
+        p(990),
+        hits.max_ns()
     );
     println!(
         "heracles: frames guaranteed={} optimistic={} revocations={} released={} revoked={}",
