@@ -85,9 +85,29 @@ pub const PAGING_FAULTS: Run =
 pub const PAGING_DOUBLE: Run =
     Run { manifest: "tests/manifests/sched/paging-double.toml", append: "", expected: &[] };
 
+/// Paging isolation baseline: the neighbour spins beside an idle block driver and three
+/// pagers that do not page.
+pub const DISK_PAGING_BASE: Run =
+    Run { manifest: "tests/manifests/sched/disk-paging-base.toml", append: "", expected: &[] };
+/// Three domains page heavily to one modelled disk under disk contracts, beside the neighbour.
+pub const DISK_PAGING: Run =
+    Run { manifest: "tests/manifests/sched/disk-paging-paging.toml", append: "", expected: &[] };
+
 /// Every scenario.
-pub const ALL: [Run; 10] =
-    [ALONE, FIXED, MIXED, SLACK, FOREVER, DEATH, WAKEUP, PAGING_BASE, PAGING_FAULTS, PAGING_DOUBLE];
+pub const ALL: [Run; 12] = [
+    ALONE,
+    FIXED,
+    MIXED,
+    SLACK,
+    FOREVER,
+    DEATH,
+    WAKEUP,
+    PAGING_BASE,
+    PAGING_FAULTS,
+    PAGING_DOUBLE,
+    DISK_PAGING_BASE,
+    DISK_PAGING,
+];
 
 /// Boots of scenarios, each booted at most once per invocation.
 pub struct Runs<'a> {
@@ -237,6 +257,7 @@ pub const SCENARIOS: &[(&str, Check)] = &[
     ("wakeup_within_latency", wakeup_within_latency),
     ("self_paging_leaves_neighbour_work", self_paging_leaves_neighbour_work),
     ("fault_rate_follows_slice", fault_rate_follows_slice),
+    ("disk_paging_isolation", disk_paging_isolation),
 ];
 
 fn err(e: anyhow::Error) -> String {
@@ -408,6 +429,60 @@ fn fault_rate_follows_slice(runs: &mut Runs<'_>) -> Result<(), String> {
     let ratio = fault_rate_ratio(runs)?;
     if (ratio - 2.0).abs() * 50.0 > FAULT_RATE_TOLERANCE {
         return Err(format!("doubling the slice multiplied the fault rate by {ratio:.3}"));
+    }
+    Ok(())
+}
+
+/// The paging streams of [`DISK_PAGING`]: name and disk slice in each 1 s period (ns).
+const PAGING_STREAMS: [(&str, u64); 3] =
+    [("pa", 500_000_000), ("pb", 250_000_000), ("pc", 100_000_000)];
+
+/// Paging isolation: three domains paging heavily to one disk each get their disk contract's
+/// share and no more (pc, which evicts and fetches 64 pages at a time, included), pa's paging
+/// rate follows its share (about twice pb's), no byte is lost, and the neighbour's CPU work
+/// (fixed slice) changes by at most [`SELF_PAGING_TOLERANCE`] from the baseline without
+/// paging.
+fn disk_paging_isolation(runs: &mut Runs<'_>) -> Result<(), String> {
+    let base = runs.get(DISK_PAGING_BASE).map_err(err)?;
+    ended_well(base)?;
+    let before = spin_iterations(base, "neighbour")?;
+    let out = runs.get(DISK_PAGING).map_err(err)?;
+    ended_well(out)?;
+    let after = spin_iterations(out, "neighbour")?;
+    let change = (after as f64 - before as f64) * 100.0 / before.max(1) as f64;
+    if change.abs() > SELF_PAGING_TOLERANCE {
+        return Err(format!("the neighbour's work changed by {change:.3}% beside the pagers"));
+    }
+    let periods = crate::disk_trace::periods(&out.log);
+    let mut steps = Vec::new();
+    for (name, slice) in PAGING_STREAMS {
+        // The first three complete periods: every pager pages through them (3 s each).
+        let mine: Vec<_> = periods.iter().filter(|p| p.stream == name).take(3).collect();
+        if mine.len() < 3 {
+            return Err(format!("{name}: {} disk periods recorded, not 3", mine.len()));
+        }
+        for p in &mine {
+            if p.extra != 0 || p.guaranteed > slice {
+                return Err(format!("{name} took more than its slice of {slice} ns: {p:?}"));
+            }
+            // pa and pb are never idle: they get their share (within a request's time).
+            if name != "pc" && p.guaranteed < slice * 9 / 10 {
+                return Err(format!("{name} got less than 90% of its slice: {p:?}"));
+            }
+        }
+        let line = out
+            .line(&format!("[{name}] heracles: random pages="))
+            .ok_or(format!("no report from {name}"))?;
+        let field = |k: &str| crate::log::field(&line.message, k).ok_or(format!("no {k}="));
+        if field("mismatches")? != 0 {
+            return Err(format!("{name} lost data: {}", line.message));
+        }
+        steps.push(field("steps")?);
+    }
+    // Equal pagers, one with twice the other's disk share: twice the paging in the same time.
+    let ratio = steps[0] as f64 / steps[1].max(1) as f64;
+    if !(1.6..=2.4).contains(&ratio) {
+        return Err(format!("pa paged {ratio:.2}x what pb did in 3 s; its share is 2x"));
     }
     Ok(())
 }

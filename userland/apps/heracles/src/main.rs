@@ -1,7 +1,7 @@
 //! `heracles`: a stretch paged by the Heracles hierarchy to this domain's own disk stream.
 //!
 //! Usage: `heracles --pager SPEC --program random|compress|matmul|filter [--scale test|default]
-//! [--pages N] [--steps N] [--seed S] [--fill] [--resize-at STEP:BYTES]`.
+//! [--pages N] [--steps N] [--seed S] [--fill] [--duration MS] [--resize-at STEP:BYTES]`.
 //!
 //! `SPEC` is a [`vmm::spec::PagerSpec`] (a manifest's `pager = { ... }` arrives as
 //! `--pager SPEC`): the hierarchy, the frames, the replacement policy and the block session to
@@ -13,7 +13,8 @@
 //!   whole page (zero, compressible or incompressible contents, by a hash of the page and its
 //!   version) or reads one and checks every byte; then every page is checked once more. It
 //!   prints `heracles: random pages=N steps=S checked=C mismatches=M`.
-//!   `--resize-at STEP:BYTES` resizes the cache (the compressed pool or the eviction area) to
+//!   `--duration MS` stops the steps after `MS` milliseconds of its clock (before the final
+//!   check). `--resize-at STEP:BYTES` resizes the cache (the compressed pool or the eviction area) to
 //!   `BYTES` before step `STEP`, through the driver, and prints the result.
 //! - `compress`, `matmul`, `filter`: the thesis's programs (`paging_programs`), at the
 //!   default (1/16 of the thesis) or the test scale. They print their checksum.
@@ -53,7 +54,7 @@ tessera::main!(main);
 
 const USAGE: &str = "usage: heracles --pager SPEC --program random|compress|matmul|filter \
                      [--scale test|default] [--pages N] [--steps N] [--seed S] [--fill] \
-                     [--resize-at STEP:BYTES]";
+                     [--duration MS] [--resize-at STEP:BYTES]";
 
 /// What to run.
 enum Work {
@@ -84,6 +85,9 @@ struct Options {
     resize_at: Option<(usize, usize)>,
     /// `--fill`: the random workload first writes every page once, in order.
     fill: bool,
+    /// `--duration MS`: the random workload stops after this long (by its own clock), or
+    /// after its steps.
+    duration_ms: Option<u64>,
     seed: u64,
 }
 
@@ -94,6 +98,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
     let (mut pages, mut steps, mut seed) = (64usize, 2000usize, 1u64);
     let mut resize_at = None;
     let mut fill = false;
+    let mut duration_ms = None;
     let mut args = env.args;
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or("an option lacks its value");
@@ -113,6 +118,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             "--steps" => steps = value()?.parse().map_err(|_| "bad --steps")?,
             "--seed" => seed = value()?.parse().map_err(|_| "bad --seed")?,
             "--fill" => fill = true,
+            "--duration" => duration_ms = Some(value()?.parse().map_err(|_| "bad --duration")?),
             "--resize-at" => {
                 let bad = "--resize-at STEP:BYTES";
                 let (step, bytes) = value()?.split_once(':').ok_or(bad)?;
@@ -130,7 +136,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             scale,
         },
     };
-    Ok(Options { spec, work, seed, resize_at, fill })
+    Ok(Options { spec, work, seed, resize_at, fill, duration_ms })
 }
 
 fn main(env: Env) -> i32 {
@@ -208,7 +214,11 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
     let start = tessera::time_ns();
     let ok = match o.work {
         Work::Random { pages, steps } => {
+            let until = o.duration_ms.map(|ms| start.saturating_add(ms.saturating_mul(1_000_000)));
             let mut at_step = |step: usize| {
+                if until.is_some_and(|until| tessera::time_ns() >= until) {
+                    return false;
+                }
                 if let Some((at, bytes)) = o.resize_at
                     && at == step
                 {
@@ -216,6 +226,7 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
                         paging::with_driver::<Driver, _>(info.base, |d, _| d.resize_cache(bytes));
                     println!("heracles: cache resized to {bytes} bytes at step {step}: {r:?}");
                 }
+                true
             };
             random(region, pages, steps, o.seed, o.fill, &mut at_step)
         }
@@ -346,7 +357,7 @@ fn random(
     steps: usize,
     seed: u64,
     fill: bool,
-    at_step: &mut dyn FnMut(usize),
+    at_step: &mut dyn FnMut(usize) -> bool,
 ) -> bool {
     let mut versions = vec![0u32; pages];
     if fill {
@@ -369,8 +380,12 @@ fn random(
         }
         checked += 1;
     };
+    let mut done = 0;
     for step in 0..steps {
-        at_step(step);
+        if !at_step(step) {
+            break;
+        }
+        done += 1;
         let page = rng.below(pages as u32) as usize;
         if rng.below(5) < 2 {
             versions[page] += 1;
@@ -383,7 +398,7 @@ fn random(
         check(region, page, *version, &mut want);
     }
     println!(
-        "heracles: random pages={pages} steps={steps} checked={checked} mismatches={mismatches}"
+        "heracles: random pages={pages} steps={done} checked={checked} mismatches={mismatches}"
     );
     mismatches == 0
 }
