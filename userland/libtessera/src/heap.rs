@@ -23,8 +23,8 @@
 //! Invariants: heap memory is always nailed; stretches given to the heap are never destroyed.
 //! The heap's lock is a spin lock. Threads never contend for it (they switch only
 //! cooperatively, never inside the allocator); one thread would take it twice only if code the
-//! runtime runs on an interrupted thread allocated, which the activation handler never does
-//! and a driver's `revoke` must not.
+//! runtime runs on an interrupted thread allocated while the thread held it, which the
+//! activation handler never does and a revocation waits for.
 
 use core::alloc::Layout;
 
@@ -36,8 +36,33 @@ pub const GROWTH_BYTES: usize = 64 * 1024;
 /// Orders of the buddy allocator: blocks up to 2^31 bytes.
 const ORDER: usize = 32;
 
-#[global_allocator]
 static HEAP: LockedHeapWithRescue<ORDER> = LockedHeapWithRescue::new(grow);
+
+/// The global allocator: [`HEAP`], its lock held inside the runtime's critical code, so that a
+/// revocation notice never runs a driver's `revoke` while this flow of control holds it.
+struct Allocator;
+
+#[global_allocator]
+static ALLOCATOR: Allocator = Allocator;
+
+// SAFETY: every method passes its arguments to the buddy allocator's own `GlobalAlloc`, which
+// upholds the contract; marking the critical code around it changes no memory it hands out.
+unsafe impl core::alloc::GlobalAlloc for Allocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        crate::thread::enter_runtime();
+        // SAFETY: the caller's contract for `alloc`, passed on.
+        let p = unsafe { HEAP.alloc(layout) };
+        crate::thread::leave_runtime();
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        crate::thread::enter_runtime();
+        // SAFETY: the caller's contract for `dealloc`, passed on.
+        unsafe { HEAP.dealloc(ptr, layout) };
+        crate::thread::leave_runtime();
+    }
+}
 
 /// Adds a stretch large enough for `layout` to the heap (does nothing if the contract is full:
 /// the allocation then fails).

@@ -25,9 +25,10 @@
 //!
 //! What a driver may do: a fault interrupts only code that touched a managed stretch, so
 //! `fault` may wait, yield and allocate (see [`crate::heap`] for what growing the heap costs
-//! there). `revoke` runs wherever the interrupted thread was, perhaps inside the allocator
-//! holding the heap's lock or inside the thread package between two threads, so it must not
-//! allocate, free heap memory, wait or yield. `docs/stretch-driver-tutorial.md` has the rules.
+//! there). `revoke` runs as the thread the notice interrupted, never inside the runtime's
+//! critical code (the allocator holding the heap's lock, a switch between threads: a notice
+//! that interrupts those is answered at a later activation), so it may allocate and wait; the
+//! paged driver writes dirty pages back there. `docs/stretch-driver-tutorial.md` has the rules.
 //!
 //! Invariants: a binding's driver runs in one thread at a time (others wait their turn); the
 //! registry is touched only by the domain's single flow of control (threads switch
@@ -300,10 +301,13 @@ pub(crate) fn on_activation(reason: u64, dcb: &abi::Dcb) -> ! {
         access: Access::from_code(dcb.fault.access.load(Ordering::Relaxed)).unwrap_or(Access::Read),
     });
     let reg = registry();
+    // A notice that interrupted the runtime's critical code (the thread switch, the heap) is
+    // answered at a later activation: the kernel enters the handler with it until it is met.
     let revoke = reason & activation::REVOKE != 0
         && dcb.revocation.frames_wanted.load(Ordering::Acquire) > 0
         && !reg.revoking
-        && !reg.revoke_after_fault;
+        && !reg.revoke_after_fault
+        && !crate::thread::in_runtime();
     if fault.is_none() && !revoke {
         syscall::resume(&saved)
     }
