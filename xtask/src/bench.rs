@@ -11,7 +11,8 @@
 //! `sched`: CPU contracts (see [`sched`]): share error, per-period deviation, wake-up latency
 //! and domain switch cost, with an SVG of each domain's CPU per period.
 //!
-//! `fault`: the user-level page fault round trip and self-paging (see [`fault`]).
+//! `fault`: the user-level page fault round trip and self-paging (see [`fault`]); with
+//! `--manifest M`, also the round trip of the app M boots (your own driver).
 //!
 //! `disk-raw`: the raw block path through a driver domain, per device and workload, in
 //! instructions per request (split into driver, kernel and client) and IOPS (see [`disk_raw`]).
@@ -99,6 +100,9 @@ pub struct Options {
     pub update_baseline: bool,
     /// `--quick` and `--host-only` (`disk`).
     pub disk: disk::DiskOptions,
+    /// `--manifest` (`fault`): a manifest whose app reports `APP: bench faults=N fault_ns=T
+    /// touch_ns=U`, measured beside the built-in round trips (your own driver).
+    pub fault_manifest: Option<String>,
 }
 
 /// The architectures every bench runs on unless `--arch` names some.
@@ -136,7 +140,7 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
                 Name::Paging,
             ] {
                 eprintln!("bench {}: {}", bench_name(bench), names(&arches));
-                tables.extend(one(bench, mode, &arches, opts.disk)?);
+                tables.extend(one(bench, mode, &arches, &opts)?);
             }
             let arch_names: Vec<&str> = arches.iter().map(|a| a.name()).collect();
             let failed = report(&base, &tables, &arch_names, name == Name::Check);
@@ -148,7 +152,7 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
         }
         bench => {
             let arches = if opts.arches.is_empty() { ARCHES.to_vec() } else { opts.arches.clone() };
-            let tables = one(bench, Mode::Full, &arches, opts.disk)?;
+            let tables = one(bench, Mode::Full, &arches, &opts)?;
             report(&base, &tables, &[], false);
             if opts.update_baseline {
                 update_baseline(&mut base, tables)?;
@@ -190,14 +194,14 @@ fn names(arches: &[Arch]) -> String {
 }
 
 /// Runs one bench on `arches` and returns its kept figures, a table per architecture.
-fn one(bench: Name, mode: Mode, arches: &[Arch], disk: disk::DiskOptions) -> Result<Vec<Table>> {
+fn one(bench: Name, mode: Mode, arches: &[Arch], opts: &Options) -> Result<Vec<Table>> {
     let tables = match bench {
         Name::Boot => boot::run(mode, arches)?,
         Name::Ipc => ipc::run(mode, arches)?,
         Name::Sched => sched::run(mode, arches)?,
-        Name::Fault => fault::run(mode, arches)?,
+        Name::Fault => fault::run(mode, arches, opts.fault_manifest.as_deref())?,
         Name::DiskRaw => disk_raw::run(mode, arches)?,
-        Name::Disk => disk::run(mode, arches, disk)?,
+        Name::Disk => disk::run(mode, arches, opts.disk)?,
         Name::Paging => paging::run(mode, arches)?,
         Name::All | Name::Check => unreachable!("not a single bench"),
     };

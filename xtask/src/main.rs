@@ -200,6 +200,10 @@ enum Command {
         /// `disk`: no boots, only the host simulation and the schedulers' host cost.
         #[arg(long)]
         host_only: bool,
+        /// `fault`: also measure the app this manifest boots, which reports `APP: bench
+        /// faults=N fault_ns=T touch_ns=U` (the demo app of `cargo xtask new-driver` does).
+        #[arg(long)]
+        manifest: Option<String>,
     },
     /// Make a new stretch driver from the template: the driver crate, an app that binds it, a
     /// manifest, and the QEMU test `user::NAME` that boots it (docs/stretch-driver-tutorial.md).
@@ -270,12 +274,13 @@ fn main() -> ExitCode {
             )
         }
         Command::Test { filter, list, arch } => suite::run(filter.as_deref(), list, &arch),
-        Command::Bench { name, arch, update_baseline, quick, host_only } => bench::run(
+        Command::Bench { name, arch, update_baseline, quick, host_only, manifest } => bench::run(
             name,
             bench::Options {
                 arches: arch,
                 update_baseline,
                 disk: bench::DiskOptions { quick, host_only },
+                fault_manifest: manifest,
             },
         ),
         Command::NewDriver { name } => new_driver::run(&name),

@@ -327,8 +327,10 @@ fn app_source(name: &str, app: &str, snake: &str, type_name: &str) -> String {
 //! Usage: `{app} [--pages N]` (default {DEMO_PAGES}).
 //!
 //! It binds a [`{type_name}`] to a read-write managed stretch of `N` pages with
-//! `tessera::paging::bind`, writes every word of every page (the first touch of each page
-//! faults, and the driver maps it), then reads them all back. It prints `{app}: ok pages=N`
+//! `tessera::paging::bind`, stores once to each page (each store faults, and the driver maps
+//! the page) and once more (none faults), timing both rounds for `cargo xtask bench fault
+//! --manifest` (`{app}: bench faults=N fault_ns=T touch_ns=U`), then writes every word of
+//! every page and reads them all back. It prints `{app}: ok pages=N`
 //! and exits 0 when every word holds what was written; otherwise it names the first word that
 //! does not and exits 1.
 //!
@@ -347,6 +349,11 @@ use tessera::{{Env, PAGE_SIZE, Rights, paging, println}};
 use {snake}_driver::{type_name};
 
 tessera::main!(main);
+
+/// Page faults the kernel delivered to this domain so far.
+fn kernel_faults() -> u64 {{
+    tessera::dcb().frames.faults.load(core::sync::atomic::Ordering::Acquire)
+}}
 
 /// The value written at word `word` of page `page`: different on every word of the stretch.
 fn pattern(page: usize, word: usize) -> u64 {{
@@ -374,6 +381,26 @@ fn main(env: Env) -> i32 {{
             return 1;
         }}
     }};
+    // The fault round trip, as `cargo xtask bench fault --manifest` reads it: one store to
+    // each page faults (the driver maps it), a second store to each does not.
+    let faults_before = kernel_faults();
+    let t0 = tessera::time_ns();
+    for page in 0..pages {{
+        // SAFETY: as below.
+        unsafe {{ (stretch.page_addr(page) as *mut u64).write_volatile(pattern(page, 0)) }};
+    }}
+    let t1 = tessera::time_ns();
+    for page in 0..pages {{
+        // SAFETY: as below.
+        unsafe {{ (stretch.page_addr(page) as *mut u64).write_volatile(pattern(page, 0)) }};
+    }}
+    let t2 = tessera::time_ns();
+    println!(
+        "{app}: bench faults={{}} fault_ns={{}} touch_ns={{}}",
+        kernel_faults() - faults_before,
+        t1 - t0,
+        t2 - t1
+    );
     let words = PAGE_SIZE / 8;
     for page in 0..pages {{
         let base = stretch.page_addr(page) as *mut u64;

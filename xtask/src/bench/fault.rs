@@ -40,7 +40,7 @@ const VARIANTS: [(&str, &str, &str); 2] = [
 
 #[derive(Serialize)]
 struct Row {
-    variant: &'static str,
+    variant: String,
     instructions: f64,
     icount_runs: usize,
     icount_spread: f64,
@@ -51,13 +51,14 @@ struct Row {
     faults: u64,
 }
 
-/// Nanoseconds per fault from the `faulter: bench` line: the faulting round minus the resident
-/// round, divided by the faults.
+/// Nanoseconds per fault from the `APP: bench faults=` line (`faulter`'s, or the demo app of
+/// `cargo xtask new-driver`): the faulting round minus the resident round, divided by the
+/// faults.
 pub(super) fn per_fault(out: &Outcome) -> Result<(f64, u64)> {
     if out.ending != Ending::Kernel(0) {
         bail!("the boot ended {:?}:\n{}", out.ending, out.log_text());
     }
-    let line = out.line("faulter: bench faults=").context("no faulter report")?;
+    let line = out.line(": bench faults=").context("no `APP: bench faults=` report")?;
     let get = |k| crate::log::field(&line.message, k).with_context(|| format!("no {k}="));
     let (faults, fault_ns, touch_ns) = (get("faults")?, get("fault_ns")?, get("touch_ns")?);
     Ok(((fault_ns.saturating_sub(touch_ns)) as f64 / faults.max(1) as f64, faults))
@@ -68,7 +69,7 @@ fn spread(v: &[f64]) -> (f64, f64) {
 }
 
 fn measure(
-    variant: &'static str,
+    variant: &str,
     manifest: &str,
     a: &artifacts::Artifacts,
     mode: Mode,
@@ -93,7 +94,7 @@ fn measure(
     wall.sort_by(f64::total_cmp);
     let wall = if wall.is_empty() { vec![f64::NAN] } else { wall };
     Ok(Row {
-        variant,
+        variant: variant.to_string(),
         instructions: icount[0],
         icount_runs: icount.len(),
         icount_spread: hi - lo,
@@ -132,10 +133,18 @@ fn measure_on(arch: Arch, mode: Mode) -> Result<(Measured, Table)> {
 
 /// Runs the benchmark on each of `arches` and writes `target/bench/fault.{md,json}` (not in
 /// [`Mode::Check`]); returns its kept figures, a table per architecture.
-pub fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
-    let (measured, kept) = on_each(arches, mode, measure_on)?;
+pub fn run(mode: Mode, arches: &[Arch], user: Option<&str>) -> Result<Vec<Table>> {
+    let (mut measured, kept) = on_each(arches, mode, measure_on)?;
     if mode == Mode::Check {
         return Ok(kept);
+    }
+    // Your own driver's round trip, measured the same way, beside the built-in ones.
+    if let Some(manifest) = user {
+        for (arch, m) in arches.iter().zip(&mut measured) {
+            let a = artifacts::build(*arch)?;
+            let variant = format!("your driver: `{manifest}`");
+            m.rows.push(measure(&variant, manifest, &a, mode)?);
+        }
     }
     let env = environment(arches);
     let mut md = env.heading("fault");
@@ -159,6 +168,20 @@ pub fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
             .collect();
         let anchor = figures::lookup(arches[0].name(), "fault", key).map_or("", |s| s.anchor);
         t.row(&[variant.to_string()], &groups, &[anchor.to_string()]);
+    }
+    if user.is_some() {
+        let i = VARIANTS.len();
+        let groups: Vec<Vec<String>> = measured
+            .iter()
+            .map(|m| {
+                let r = &m.rows[i];
+                vec![
+                    format!("{:.0}", r.instructions),
+                    format!("{:.0} ({:.0}-{:.0})", r.wall_ns_median, r.wall_ns_min, r.wall_ns_max),
+                ]
+            })
+            .collect();
+        t.row(&[measured[0].rows[i].variant.clone()], &groups, &[String::new()]);
     }
     md.push_str(&t.finish());
     let first = &measured[0].rows[0];
