@@ -37,6 +37,8 @@
 //! [`decompress`] checks every count and offset: on malformed input it returns an error,
 //! never panics and never reads outside its input.
 
+use zerocopy::{FromBytes, IntoBytes};
+
 use crate::PAGE_SIZE;
 
 const WORDS: usize = PAGE_SIZE / 4;
@@ -44,10 +46,10 @@ const GROUP: usize = 16;
 const GROUPS: usize = WORDS / GROUP;
 const HEADER: usize = 8;
 const TAGS: usize = GROUPS * 4;
-/// Where the full words start.
+/// Where the stream starts.
 const BODY: usize = HEADER + TAGS;
 /// The format's version, the header's last field.
-const VERSION: u16 = 0;
+const VERSION: u16 = 1;
 
 const ZERO: u32 = 0;
 const EXACT: u32 = 1;
@@ -59,6 +61,10 @@ const LOW_MASK: u32 = (1 << 10) - 1;
 pub const MIN_SIZE: usize = BODY;
 /// The largest: header, tags and every word in full.
 pub const MAX_SIZE: usize = BODY + PAGE_SIZE;
+/// Words of [`Scratch::out`]: a power of two above [`MAX_SIZE`] and a group's overshoot, so
+/// that stream offsets masked with `OUT - 1` are in range without a check.
+const OUT: usize = 2048;
+const _: () = assert!(OUT.is_power_of_two() && OUT * 4 >= MAX_SIZE + 4 * GROUP * 3);
 
 /// Why WKdm input could not be decompressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,36 +77,20 @@ pub enum WkdmError {
     Version,
 }
 
-/// The dictionary slot of `word`: Fibonacci hashing of its upper 22 bits into 4 bits.
+/// The dictionary slot of `word`: bits 10..14, the lowest of its upper 22 bits.
 #[inline(always)]
 pub fn slot(word: u32) -> usize {
-    ((word >> 10).wrapping_mul(0x9e37_79b1) >> 28) as usize
+    ((word >> 10) & 15) as usize
 }
 
-/// 64 bytes (one group of words) aligned so that word accesses to it are aligned.
-#[repr(C, align(8))]
-struct Group([u8; GROUP * 4]);
-
-/// Word `i` of `bytes`: with `bytes` aligned, the compiler sees an aligned load.
-#[inline(always)]
-fn word_at(bytes: &[u8], i: usize) -> u32 {
-    let w: &[u8; 4] = bytes[4 * i..4 * i + 4].try_into().expect("4 bytes");
-    u32::from_le_bytes(*w)
-}
-
-#[inline(always)]
-fn set_word(bytes: &mut [u8], i: usize, w: u32) {
-    bytes[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
-}
-
-/// WKdm's working memory, [`MAX_SIZE`] bytes aligned to 8: compressed bytes are built here
-/// and read from here, so that both directions access them a word at a time.
+/// WKdm's working memory, about 16 KiB, aligned to 8: compressed words are built here, and
+/// pages and compressed bytes that are not 4-byte aligned are copied here first, so that
+/// both directions access them a word at a time.
 #[repr(C, align(8))]
 pub struct Scratch {
-    bytes: [u8; MAX_SIZE],
-    page: [u8; PAGE_SIZE],
-    indices: [u32; WORDS / 8],
-    lows: [u32; WORDS.div_ceil(3)],
+    out: [u32; OUT],
+    page: [u32; WORDS],
+    input: [u32; MAX_SIZE / 4],
 }
 
 impl Default for Scratch {
@@ -112,95 +102,88 @@ impl Default for Scratch {
 impl Scratch {
     /// A zeroed scratch buffer.
     pub const fn new() -> Scratch {
-        Scratch {
-            bytes: [0; MAX_SIZE],
-            page: [0; PAGE_SIZE],
-            indices: [0; WORDS / 8],
-            lows: [0; WORDS.div_ceil(3)],
-        }
+        Scratch { out: [0; OUT], page: [0; WORDS], input: [0; MAX_SIZE / 4] }
     }
 
     /// Compresses `page` into this buffer, returning the compressed bytes, or `None` if they
     /// would be more than `limit` bytes: the page is incompressible at that size, which is
-    /// known, and compression stops, as soon as its full words alone pass `limit`.
+    /// known, and compression stops, as soon as the words so far pass `limit`.
     pub fn compress(&mut self, page: &[u8; PAGE_SIZE], limit: usize) -> Option<&[u8]> {
         let limit = limit.min(MAX_SIZE) / 4;
         if limit < BODY / 4 {
             return None;
         }
-        let Scratch { bytes: buf, page: copy, indices, lows } = self;
-        let (mut n_idx, mut n_low) = (0usize, 0usize);
-        let (mut index_acc, mut index_shift) = (0u32, 0u32);
-        let (mut low_acc, mut low_shift) = (0u32, 0u32);
+        let Scratch { out, page: copy, .. } = self;
+        let words: &[u32; WORDS] = match <[u32; WORDS]>::ref_from_bytes(page) {
+            Ok(words) => words,
+            Err(_) => {
+                copy.as_mut_bytes().copy_from_slice(page);
+                copy
+            }
+        };
+        const M: usize = OUT - 1;
         let mut dict = [0u32; 16];
-        // Word offsets in `buf`: the next full word goes here.
-        let mut miss_at = BODY / 4;
-        // One copy (by `memcpy`, which aligns itself) so that every word is an aligned load.
-        copy.copy_from_slice(page);
-        for g in 0..GROUPS {
+        // The next stream word goes to `out[at]`.
+        let mut at = BODY / 4;
+        // Index and low-bit words being filled, at `out[index_at]` and `out[low_at]`; full
+        // (`index_shift == 32`, `low_shift == 30`) means that the next value starts a new
+        // word. Before the first, they point at the header, written last.
+        let (mut index_acc, mut index_shift, mut index_at, mut n_idx) = (0u32, 32u32, 0usize, 0usize);
+        let (mut low_acc, mut low_shift, mut low_at, mut n_low) = (0u32, 30u32, 0usize, 0usize);
+        for (g, group) in words.chunks_exact(GROUP).enumerate() {
             let mut tags = 0u32;
-            for j in 0..GROUP {
-                let w = word_at(copy, GROUP * g + j);
+            for (j, &w) in group.iter().enumerate() {
+                let w = u32::from_le(w);
+                let s = slot(w);
+                let d = dict[s];
+                macro_rules! push_index {
+                    () => {
+                        if index_shift == 32 {
+                            out[index_at & M] = index_acc.to_le();
+                            (index_acc, index_shift, index_at) = (0, 0, at);
+                            at += 1;
+                        }
+                        index_acc |= (s as u32) << index_shift;
+                        index_shift += 4;
+                        n_idx += 1;
+                    };
+                }
                 let tag = if w == 0 {
                     ZERO
+                } else if w == d {
+                    push_index!();
+                    EXACT
+                } else if (w ^ d) <= LOW_MASK {
+                    dict[s] = w;
+                    push_index!();
+                    if low_shift == 30 {
+                        out[low_at & M] = low_acc.to_le();
+                        (low_acc, low_shift, low_at) = (0, 0, at);
+                        at += 1;
+                    }
+                    low_acc |= (w & LOW_MASK) << low_shift;
+                    low_shift += 10;
+                    n_low += 1;
+                    PARTIAL
                 } else {
-                    let s = slot(w);
-                    let d = dict[s];
-                    if d == w {
-                        EXACT
-                    } else if (d ^ w) >> 10 == 0 {
-                        dict[s] = w;
-                        low_acc |= (w & LOW_MASK) << low_shift;
-                        low_shift += 10;
-                        if low_shift == 30 {
-                            lows[n_low / 3] = low_acc;
-                            (low_acc, low_shift) = (0, 0);
-                        }
-                        n_low += 1;
-                        PARTIAL
-                    } else {
-                        dict[s] = w;
-                        if miss_at == limit {
-                            return None;
-                        }
-                        set_word(buf, miss_at, w);
-                        miss_at += 1;
-                        MISS
-                    }
+                    dict[s] = w;
+                    out[at & M] = w.to_le();
+                    at += 1;
+                    MISS
                 };
-                if tag == EXACT || tag == PARTIAL {
-                    index_acc |= (slot(w) as u32) << index_shift;
-                    index_shift += 4;
-                    if index_shift == 32 {
-                        indices[n_idx / 8] = index_acc;
-                        (index_acc, index_shift) = (0, 0);
-                    }
-                    n_idx += 1;
-                }
                 tags |= tag << (2 * j);
             }
-            set_word(buf, HEADER / 4 + g, tags);
+            out[(HEADER / 4 + g) & M] = tags.to_le();
+            if at > limit {
+                return None;
+            }
         }
-        if index_shift != 0 {
-            indices[n_idx / 8] = index_acc;
-        }
-        if low_shift != 0 {
-            lows[n_low / 3] = low_acc;
-        }
-        let n_miss = miss_at - BODY / 4;
-        let packed = n_idx.div_ceil(8) + n_low.div_ceil(3);
-        if miss_at + packed > limit {
-            return None;
-        }
-        let mut at = miss_at;
-        for &w in indices[..n_idx.div_ceil(8)].iter().chain(&lows[..n_low.div_ceil(3)]) {
-            set_word(buf, at, w);
-            at += 1;
-        }
-        for (i, n) in [n_miss as u16, n_idx as u16, n_low as u16, VERSION].into_iter().enumerate() {
-            buf[2 * i..2 * i + 2].copy_from_slice(&n.to_le_bytes());
-        }
-        Some(&buf[..4 * at])
+        out[index_at & M] = index_acc.to_le();
+        out[low_at & M] = low_acc.to_le();
+        let n_miss = at - BODY / 4 - n_idx.div_ceil(8) - n_low.div_ceil(3);
+        out[0] = (n_miss as u32 | (n_idx as u32) << 16).to_le();
+        out[1] = (n_low as u32 | (VERSION as u32) << 16).to_le();
+        Some(out[..at].as_bytes())
     }
 
     /// Decompresses `input`, made by [`compress`], into `page`. Malformed input is an error
@@ -210,110 +193,100 @@ impl Scratch {
         input: &[u8],
         page: &mut [u8; PAGE_SIZE],
     ) -> Result<(), WkdmError> {
-        if input.len() < BODY || input.len() > MAX_SIZE {
+        if input.len() < BODY || input.len() > MAX_SIZE || !input.len().is_multiple_of(4) {
             return Err(WkdmError::Length);
         }
-        let field = |i: usize| u16::from_le_bytes([input[2 * i], input[2 * i + 1]]) as usize;
-        let (n_miss, n_idx, n_low) = (field(0), field(1), field(2));
-        if field(3) != VERSION as usize {
+        let Scratch { page: copy, input: input_copy, .. } = self;
+        let stream: &[u32] = match <[u32]>::ref_from_bytes(input) {
+            Ok(words) => words,
+            Err(_) => {
+                let words = &mut input_copy[..input.len() / 4];
+                words.as_mut_bytes().copy_from_slice(input);
+                words
+            }
+        };
+        let (head, tag_words) = (u32::from_le(stream[0]), u32::from_le(stream[1]));
+        let (n_miss, n_idx) = ((head & 0xffff) as usize, (head >> 16) as usize);
+        let (n_low, version) = ((tag_words & 0xffff) as usize, tag_words >> 16);
+        if version != VERSION as u32 {
             return Err(WkdmError::Version);
         }
         if n_miss + n_idx > WORDS || n_low > n_idx {
             return Err(WkdmError::Counts);
         }
-        // Word offsets of the sections' ends.
-        let miss_end = BODY / 4 + n_miss;
-        let idx_end = miss_end + n_idx.div_ceil(8);
-        let end = idx_end + n_low.div_ceil(3);
-        if input.len() != 4 * end {
+        if stream.len() != BODY / 4 + n_miss + n_idx.div_ceil(8) + n_low.div_ceil(3) {
             return Err(WkdmError::Length);
         }
-        let buf = &mut self.bytes[..input.len()];
-        buf.copy_from_slice(input);
-        let buf = &*buf;
-        let mut misses = Words { at: BODY / 4, end: miss_end };
-        let mut indices = Words { at: miss_end, end: idx_end };
-        let mut lows = Words { at: idx_end, end };
-        let (mut index_acc, mut index_left) = (0u32, 0u32);
-        let (mut low_acc, mut low_left) = (0u32, 0u32);
+        let (tags, stream) = stream[HEADER / 4..].split_at(GROUPS);
+        let mut at = 0usize;
+        // Index and low-bit words being read, with a 1 bit above the values not yet taken:
+        // 1 alone means empty.
+        let (mut index_acc, mut low_acc) = (1u64, 1u64);
+        let (mut index_words, mut low_words) = (0usize, 0usize);
         let mut dict = [0u32; 16];
-        let mut group = Group([0; GROUP * 4]);
-        for (g, dst) in page.chunks_exact_mut(GROUP * 4).enumerate() {
-            let mut t = word_at(buf, HEADER / 4 + g);
+        let aligned = <[u32; WORDS]>::mut_from_bytes(page).is_ok();
+        let out: &mut [u32; WORDS] = match <[u32; WORDS]>::mut_from_bytes(page) {
+            Ok(words) => words,
+            Err(_) => copy,
+        };
+        for (dst, &t) in out.chunks_exact_mut(GROUP).zip(tags) {
+            let mut t = u32::from_le(t);
             if t == 0 {
                 dst.fill(0);
                 continue;
             }
-            for j in 0..GROUP {
+            for o in dst {
                 let w = match t & 3 {
                     ZERO => 0,
                     MISS => {
-                        let w = misses.next(buf)?;
+                        let w = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
+                        at += 1;
                         dict[slot(w)] = w;
                         w
                     }
                     tag => {
-                        if index_left == 0 {
-                            (index_acc, index_left) = (indices.next(buf)?, 8);
+                        if index_acc == 1 {
+                            let w = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
+                            at += 1;
+                            index_words += 1;
+                            index_acc = w as u64 | 1 << 32;
                         }
                         let s = (index_acc & 15) as usize;
                         index_acc >>= 4;
-                        index_left -= 1;
                         if tag == EXACT {
                             dict[s]
                         } else {
-                            if low_left == 0 {
-                                (low_acc, low_left) = (lows.next(buf)?, 3);
+                            if low_acc == 1 {
+                                let w = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
+                                at += 1;
+                                low_words += 1;
+                                low_acc = (w & 0x3fff_ffff) as u64 | 1 << 30;
                             }
-                            let w = (dict[s] & !LOW_MASK) | (low_acc & LOW_MASK);
+                            let w = (dict[s] & !LOW_MASK) | (low_acc as u32 & LOW_MASK);
                             low_acc >>= 10;
-                            low_left -= 1;
                             dict[s] = w;
                             w
                         }
                     }
                 };
-                set_word(&mut group.0, j, w);
+                *o = w.to_le();
                 t >>= 2;
             }
-            dst.copy_from_slice(&group.0);
         }
-        // Every section read to its end, and no more indices or low bits than the header says
-        // (the last word of each may be part padding).
-        let index_pad = (n_idx.div_ceil(8) * 8 - n_idx) as u32;
-        let low_pad = (n_low.div_ceil(3) * 3 - n_low) as u32;
-        if misses.done()
-            && indices.done()
-            && lows.done()
-            && index_left == index_pad
-            && low_left == low_pad
+        if !aligned {
+            page.copy_from_slice(copy.as_bytes());
+        }
+        // The whole stream read, and as many indices and low bits as the header says (the
+        // last word of each may be part padding).
+        let left = |acc: u64, bits: u32| (63 - acc.leading_zeros()) / bits;
+        if at == stream.len()
+            && index_words * 8 - left(index_acc, 4) as usize == n_idx
+            && low_words * 3 - left(low_acc, 10) as usize == n_low
         {
             Ok(())
         } else {
             Err(WkdmError::Counts)
         }
-    }
-}
-
-/// A section of the scratch buffer, word offsets `at..end`, read in order.
-struct Words {
-    at: usize,
-    end: usize,
-}
-
-impl Words {
-    #[inline(always)]
-    fn next(&mut self, buf: &[u8]) -> Result<u32, WkdmError> {
-        if self.at == self.end {
-            return Err(WkdmError::Counts);
-        }
-        let w = word_at(buf, self.at);
-        self.at += 1;
-        Ok(w)
-    }
-
-    fn done(&self) -> bool {
-        self.at == self.end
     }
 }
 
