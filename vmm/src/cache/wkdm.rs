@@ -125,54 +125,72 @@ impl Scratch {
         let mut dict = [0u32; 16];
         // The next stream word goes to `out[at]`.
         let mut at = BODY / 4;
-        // Index and low-bit words being filled, at `out[index_at]` and `out[low_at]`; full
-        // (`index_shift == 32`, `low_shift == 30`) means that the next value starts a new
-        // word. Before the first, they point at the header, written last.
-        let (mut index_acc, mut index_shift, mut index_at, mut n_idx) = (0u32, 32u32, 0usize, 0usize);
-        let (mut low_acc, mut low_shift, mut low_at, mut n_low) = (0u32, 30u32, 0usize, 0usize);
-        for (g, group) in words.chunks_exact(GROUP).enumerate() {
+        // Index and low-bit words being filled, at `out[index_at]` and `out[low_at]`, and how
+        // many were begun; full (`index_shift == 32`, `low_shift == 30`) means that the next
+        // value begins a new word. Before the first, they point at the header, written last.
+        let (mut index_acc, mut index_shift, mut index_at, mut index_words) = (0u32, 32u32, 0, 0);
+        let (mut low_acc, mut low_shift, mut low_at, mut low_words) = (0u32, 30u32, 0, 0);
+        for (g, group) in words.as_chunks::<GROUP>().0.iter().enumerate() {
             let mut tags = 0u32;
-            for (j, &w) in group.iter().enumerate() {
-                let w = u32::from_le(w);
-                let s = slot(w);
-                let d = dict[s];
-                macro_rules! push_index {
-                    () => {
-                        if index_shift == 32 {
-                            out[index_at & M] = index_acc.to_le();
-                            (index_acc, index_shift, index_at) = (0, 0, at);
-                            at += 1;
-                        }
-                        index_acc |= (s as u32) << index_shift;
-                        index_shift += 4;
-                        n_idx += 1;
-                    };
-                }
-                let tag = if w == 0 {
-                    ZERO
-                } else if w == d {
-                    push_index!();
-                    EXACT
-                } else if (w ^ d) <= LOW_MASK {
-                    dict[s] = w;
-                    push_index!();
-                    if low_shift == 30 {
-                        out[low_at & M] = low_acc.to_le();
-                        (low_acc, low_shift, low_at) = (0, 0, at);
-                        at += 1;
+            // One word, `group[$j]`; written out 16 times, so that its tag's shift and its
+            // place in the group are constants.
+            macro_rules! word {
+                ($j:expr) => {
+                    let w = u32::from_le(group[$j]);
+                    let s = slot(w);
+                    let d = dict[s];
+                    macro_rules! push_index {
+                        () => {
+                            if index_shift == 32 {
+                                out[index_at & M] = index_acc.to_le();
+                                (index_acc, index_shift, index_at) = (0, 0, at);
+                                at += 1;
+                                index_words += 1;
+                            }
+                            index_acc |= (s as u32) << index_shift;
+                            index_shift += 4;
+                        };
                     }
-                    low_acc |= (w & LOW_MASK) << low_shift;
-                    low_shift += 10;
-                    n_low += 1;
-                    PARTIAL
-                } else {
-                    dict[s] = w;
-                    out[at & M] = w.to_le();
-                    at += 1;
-                    MISS
+                    if w == 0 {
+                    } else if w == d {
+                        push_index!();
+                        tags |= EXACT << (2 * $j);
+                    } else if (w ^ d) <= LOW_MASK {
+                        dict[s] = w;
+                        push_index!();
+                        if low_shift == 30 {
+                            out[low_at & M] = low_acc.to_le();
+                            (low_acc, low_shift, low_at) = (0, 0, at);
+                            at += 1;
+                            low_words += 1;
+                        }
+                        low_acc |= (w & LOW_MASK) << low_shift;
+                        low_shift += 10;
+                        tags |= PARTIAL << (2 * $j);
+                    } else {
+                        dict[s] = w;
+                        out[at & M] = w.to_le();
+                        at += 1;
+                        tags |= MISS << (2 * $j);
+                    }
                 };
-                tags |= tag << (2 * j);
             }
+            word!(0);
+            word!(1);
+            word!(2);
+            word!(3);
+            word!(4);
+            word!(5);
+            word!(6);
+            word!(7);
+            word!(8);
+            word!(9);
+            word!(10);
+            word!(11);
+            word!(12);
+            word!(13);
+            word!(14);
+            word!(15);
             out[(HEADER / 4 + g) & M] = tags.to_le();
             if at > limit {
                 return None;
@@ -180,7 +198,9 @@ impl Scratch {
         }
         out[index_at & M] = index_acc.to_le();
         out[low_at & M] = low_acc.to_le();
-        let n_miss = at - BODY / 4 - n_idx.div_ceil(8) - n_low.div_ceil(3);
+        let n_idx = 8 * index_words - (32 - index_shift as usize) / 4;
+        let n_low = 3 * low_words - (30 - low_shift as usize) / 10;
+        let n_miss = at - BODY / 4 - index_words - low_words;
         out[0] = (n_miss as u32 | (n_idx as u32) << 16).to_le();
         out[1] = (n_low as u32 | (VERSION as u32) << 16).to_le();
         Some(out[..at].as_bytes())
