@@ -126,10 +126,13 @@ impl Scratch {
         // The next stream word goes to `out[at]`.
         let mut at = BODY / 4;
         // Index and low-bit words being filled, at `out[index_at]` and `out[low_at]`, and how
-        // many were begun; full (`index_shift == 32`, `low_shift == 30`) means that the next
-        // value begins a new word. Before the first, they point at the header, written last.
-        let (mut index_acc, mut index_shift, mut index_at, mut index_words) = (0u32, 32u32, 0, 0);
-        let (mut low_acc, mut low_shift, mut low_at, mut low_words) = (0u32, 30u32, 0, 0);
+        // many were begun. Values enter at the bottom of a 64-bit accumulator, above a 1 bit
+        // that reaches bit 63 when the word is full, and the next value then begins a new
+        // word. Index values are kept times 4 (dictionary offsets), so an index word's
+        // nibbles are bits 2..34. Before the first word, both point at the header.
+        const FULL: u64 = 1 << 63;
+        let (mut index_acc, mut index_at, mut index_words) = (FULL, 0, 0);
+        let (mut low_acc, mut low_at, mut low_words) = (FULL, 0, 0);
         for (g, group) in words.as_chunks::<GROUP>().0.iter().enumerate() {
             let mut tags = 0u32;
             // One word, `group[$j]`; written out 16 times, so that its tag's shift and its
@@ -141,14 +144,13 @@ impl Scratch {
                     let d = dict[s];
                     macro_rules! push_index {
                         () => {
-                            if index_shift == 32 {
-                                out[index_at & M] = index_acc.to_le();
-                                (index_acc, index_shift, index_at) = (0, 0, at);
+                            if index_acc & FULL != 0 {
+                                out[index_at & M] = ((index_acc >> 2) as u32).to_le();
+                                (index_acc, index_at) = (1 << 31, at);
                                 at += 1;
                                 index_words += 1;
                             }
-                            index_acc |= (s as u32) << index_shift;
-                            index_shift += 4;
+                            index_acc = index_acc << 4 | (4 * s) as u64;
                         };
                     }
                     if w == 0 {
@@ -158,14 +160,13 @@ impl Scratch {
                     } else if (w ^ d) <= LOW_MASK {
                         dict[s] = w;
                         push_index!();
-                        if low_shift == 30 {
-                            out[low_at & M] = low_acc.to_le();
-                            (low_acc, low_shift, low_at) = (0, 0, at);
+                        if low_acc & FULL != 0 {
+                            out[low_at & M] = (low_acc as u32).to_le();
+                            (low_acc, low_at) = (1 << 33, at);
                             at += 1;
                             low_words += 1;
                         }
-                        low_acc |= (w & LOW_MASK) << low_shift;
-                        low_shift += 10;
+                        low_acc = low_acc << 10 | (w & LOW_MASK) as u64;
                         tags |= PARTIAL << (2 * $j);
                     } else {
                         dict[s] = w;
@@ -196,10 +197,20 @@ impl Scratch {
                 return None;
             }
         }
-        out[index_at & M] = index_acc.to_le();
-        out[low_at & M] = low_acc.to_le();
-        let n_idx = 8 * index_words - (32 - index_shift as usize) / 4;
-        let n_low = 3 * low_words - (30 - low_shift as usize) / 10;
+        // The last words, their values moved to the top as if full.
+        let (mut index_left, mut low_left) = (0, 0);
+        while index_acc & FULL == 0 {
+            index_acc <<= 4;
+            index_left += 1;
+        }
+        while low_acc & FULL == 0 {
+            low_acc <<= 10;
+            low_left += 1;
+        }
+        out[index_at & M] = ((index_acc >> 2) as u32).to_le();
+        out[low_at & M] = (low_acc as u32).to_le();
+        let n_idx = 8 * index_words - index_left;
+        let n_low = 3 * low_words - low_left;
         let n_miss = at - BODY / 4 - index_words - low_words;
         out[0] = (n_miss as u32 | (n_idx as u32) << 16).to_le();
         out[1] = (n_low as u32 | (VERSION as u32) << 16).to_le();
@@ -239,9 +250,10 @@ impl Scratch {
         }
         let (tags, stream) = stream[HEADER / 4..].split_at(GROUPS);
         let mut at = 0usize;
-        // Index and low-bit words being read, with a 1 bit above the values not yet taken:
-        // 1 alone means empty.
-        let (mut index_acc, mut low_acc) = (1u64, 1u64);
+        // Index and low-bit words being read, the next value at the top of a 64-bit
+        // accumulator, above a 1 bit that reaches bit 63 when all are taken.
+        const EMPTY: u64 = 1 << 63;
+        let (mut index_acc, mut low_acc) = (EMPTY, EMPTY);
         let (mut index_words, mut low_words) = (0usize, 0usize);
         let mut dict = [0u32; 16];
         let aligned = <[u32; WORDS]>::mut_from_bytes(page).is_ok();
@@ -249,56 +261,76 @@ impl Scratch {
             Ok(words) => words,
             Err(_) => copy,
         };
-        for (dst, &t) in out.chunks_exact_mut(GROUP).zip(tags) {
-            let mut t = u32::from_le(t);
+        for (dst, &t) in out.as_chunks_mut::<GROUP>().0.iter_mut().zip(tags) {
+            let t = u32::from_le(t);
             if t == 0 {
-                dst.fill(0);
+                *dst = [0; GROUP];
                 continue;
             }
-            for o in dst {
-                let w = match t & 3 {
-                    ZERO => 0,
-                    MISS => {
-                        let w = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
-                        at += 1;
-                        dict[slot(w)] = w;
-                        w
-                    }
-                    tag => {
-                        if index_acc == 1 {
+            // One word, `dst[$j]`; written out 16 times, so that its tag's shift and its place
+            // in the group are constants.
+            macro_rules! word {
+                ($j:expr) => {
+                    let w = match (t >> (2 * $j)) & 3 {
+                        ZERO => 0,
+                        MISS => {
                             let w = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
                             at += 1;
-                            index_words += 1;
-                            index_acc = w as u64 | 1 << 32;
-                        }
-                        let s = (index_acc & 15) as usize;
-                        index_acc >>= 4;
-                        if tag == EXACT {
-                            dict[s]
-                        } else {
-                            if low_acc == 1 {
-                                let w = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
-                                at += 1;
-                                low_words += 1;
-                                low_acc = (w & 0x3fff_ffff) as u64 | 1 << 30;
-                            }
-                            let w = (dict[s] & !LOW_MASK) | (low_acc as u32 & LOW_MASK);
-                            low_acc >>= 10;
-                            dict[s] = w;
+                            dict[slot(w)] = w;
                             w
                         }
-                    }
+                        tag => {
+                            if index_acc == EMPTY {
+                                let w = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
+                                at += 1;
+                                index_words += 1;
+                                index_acc = (w as u64) << 32 | 1 << 31;
+                            }
+                            let s = (index_acc >> 60) as usize;
+                            index_acc <<= 4;
+                            if tag == EXACT {
+                                dict[s]
+                            } else {
+                                if low_acc == EMPTY {
+                                    let w =
+                                        u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
+                                    at += 1;
+                                    low_words += 1;
+                                    low_acc = (w as u64) << 34 | 1 << 33;
+                                }
+                                let w = (dict[s] & !LOW_MASK) | (low_acc >> 54) as u32;
+                                low_acc <<= 10;
+                                dict[s] = w;
+                                w
+                            }
+                        }
+                    };
+                    dst[$j] = w.to_le();
                 };
-                *o = w.to_le();
-                t >>= 2;
             }
+            word!(0);
+            word!(1);
+            word!(2);
+            word!(3);
+            word!(4);
+            word!(5);
+            word!(6);
+            word!(7);
+            word!(8);
+            word!(9);
+            word!(10);
+            word!(11);
+            word!(12);
+            word!(13);
+            word!(14);
+            word!(15);
         }
         if !aligned {
             page.copy_from_slice(copy.as_bytes());
         }
         // The whole stream read, and as many indices and low bits as the header says (the
         // last word of each may be part padding).
-        let left = |acc: u64, bits: u32| (63 - acc.leading_zeros()) / bits;
+        let left = |acc: u64, bits: u32| (63 - acc.trailing_zeros()) / bits;
         if at == stream.len()
             && index_words * 8 - left(index_acc, 4) as usize == n_idx
             && low_words * 3 - left(low_acc, 10) as usize == n_low
