@@ -122,14 +122,15 @@ impl Scratch {
             }
         };
         const M: usize = OUT - 1;
-        let mut dict = [0u32; 16];
+        // Entries widened to 64 bits, so that comparisons need no sign extension.
+        let mut dict = [0u64; 16];
         // The next stream word goes to `out[at]`.
         let mut at = BODY / 4;
         // Index and low-bit words being filled, at `out[index_at]` and `out[low_at]`, and how
         // many were begun. Values enter at the bottom of a 64-bit accumulator, above a 1 bit
         // that reaches bit 63 when the word is full, and the next value then begins a new
-        // word. Index values are kept times 4 (dictionary offsets), so an index word's
-        // nibbles are bits 2..34. Before the first word, both point at the header.
+        // word. Index values are kept times 8 (dictionary offsets), so an index word's
+        // nibbles are bits 3..35. Before the first word, both point at the header.
         const FULL: u64 = 1 << 63;
         let (mut index_acc, mut index_at, mut index_words) = (FULL, 0, 0);
         let (mut low_acc, mut low_at, mut low_words) = (FULL, 0, 0);
@@ -139,26 +140,27 @@ impl Scratch {
             // place in the group are constants.
             macro_rules! word {
                 ($j:expr) => {
-                    let w = u32::from_le(group[$j]);
-                    let s = slot(w);
-                    let d = dict[s];
+                    let w = u32::from_le(group[$j]) as u64;
+                    // 8 times the slot: the entry's byte offset.
+                    let s8 = (w >> 7) as usize & 0x78;
+                    let d = dict[s8 / 8];
                     macro_rules! push_index {
                         () => {
                             if index_acc & FULL != 0 {
-                                out[index_at & M] = ((index_acc >> 2) as u32).to_le();
+                                out[index_at & M] = ((index_acc >> 3) as u32).to_le();
                                 (index_acc, index_at) = (1 << 31, at);
                                 at += 1;
                                 index_words += 1;
                             }
-                            index_acc = index_acc << 4 | (4 * s) as u64;
+                            index_acc = index_acc << 4 | s8 as u64;
                         };
                     }
                     if w == 0 {
                     } else if w == d {
                         push_index!();
                         tags |= EXACT << (2 * $j);
-                    } else if (w ^ d) <= LOW_MASK {
-                        dict[s] = w;
+                    } else if (w ^ d) <= LOW_MASK as u64 {
+                        dict[s8 / 8] = w;
                         push_index!();
                         if low_acc & FULL != 0 {
                             out[low_at & M] = (low_acc as u32).to_le();
@@ -166,11 +168,11 @@ impl Scratch {
                             at += 1;
                             low_words += 1;
                         }
-                        low_acc = low_acc << 10 | (w & LOW_MASK) as u64;
+                        low_acc = low_acc << 10 | (w & LOW_MASK as u64);
                         tags |= PARTIAL << (2 * $j);
                     } else {
-                        dict[s] = w;
-                        out[at & M] = w.to_le();
+                        dict[s8 / 8] = w;
+                        out[at & M] = (w as u32).to_le();
                         at += 1;
                         tags |= MISS << (2 * $j);
                     }
@@ -207,7 +209,7 @@ impl Scratch {
             low_acc <<= 10;
             low_left += 1;
         }
-        out[index_at & M] = ((index_acc >> 2) as u32).to_le();
+        out[index_at & M] = ((index_acc >> 3) as u32).to_le();
         out[low_at & M] = (low_acc as u32).to_le();
         let n_idx = 8 * index_words - index_left;
         let n_low = 3 * low_words - low_left;
