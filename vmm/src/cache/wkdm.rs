@@ -3,36 +3,40 @@
 //! compressed cache, for one 4096-byte page read as 1024 little-endian 32-bit words.
 //!
 //! Each word is compared with one entry of a 16-word direct-mapped dictionary of recently seen
-//! words, chosen by a hash of the word's upper 22 bits, and given a 2-bit tag:
+//! words, chosen by bits 10..14 of the word (the lowest of its upper 22 bits, [`slot`]), and
+//! given a 2-bit tag:
 //! - `ZERO` (0): the word is 0; nothing else is stored.
 //! - `EXACT` (1): the word equals its dictionary entry; the entry's 4-bit index is stored.
 //! - `PARTIAL` (2): the word's upper 22 bits equal the entry's; the index and the word's low
-//!   10 bits are stored, and the word replaces the entry.
+//!   10 bits XOR the entry's are stored, and the word replaces the entry.
 //! - `MISS` (3): anything else; the whole word is stored and replaces the entry.
 //!
 //! The dictionary starts all zero, so small integers (upper bits zero) are partial matches
-//! from the first one on. The hash is Fibonacci hashing of the upper 22 bits,
-//! `((w >> 10) * 0x9e37_79b1) >> 28` in 32-bit wrapping arithmetic ([`slot`]); the original
-//! used a fixed table from high bits to slots, which any cheap deterministic hash replaces.
+//! from the first one on. The original hashed bits 10..18 through a fixed table; taking bits
+//! 10..14 as they are costs two instructions a word and spreads small integers, pointers into
+//! nearby objects and counters as well.
 //!
 //! # Format
 //! All fields little-endian; every section is whole 32-bit words.
 //! - Header, 8 bytes: the number of full words (`u16`), of indices (`u16`: exact and partial
-//!   words), of low-bit values (`u16`: partial words), and `0u16` (the format's version).
+//!   words), of low-bit values (`u16`: partial words), and `1u16` (the format's version).
 //! - Tags, 256 bytes: 64 words of 16 tags, word `16g + j`'s tag in bits `2j..2j+2` of word `g`.
-//! - Full words, in page order.
-//! - Indices, 8 per word (bits `4k..4k+4`), in page order.
-//! - Low bits, 3 per word (bits `10k..10k+10`), in page order.
+//! - One stream of words, in the order the decompressor needs them: each full word where its
+//!   word comes, and each word of indices (8, the first in bits 28..32, the next below) or of
+//!   low bits (3, the first in bits 20..30) where its first value comes.
 //!
 //! A page therefore takes at least 264 bytes, and a page of small integers about half a page.
 //!
 //! # Speed
-//! Pages and compressed bytes pass through buffers aligned to 8 bytes (a copy of the page and
-//! the compressed bytes in a [`Scratch`], a group of 16 decompressed words on the stack),
-//! each copied whole by `memcpy`, so the compiler loads and stores whole words even where
-//! misaligned accesses are split into bytes (`riscv64gc`), whatever the alignment of the
-//! caller's buffers. Nothing allocates: a cache keeps one [`Scratch`] (10 KiB) for its life;
-//! [`compress`] and [`decompress`] put one on the stack, for tests and one-off use.
+//! WKdm reads and writes pages and compressed bytes as 32-bit words (`zerocopy` views them
+//! so, safely, when they are 4-byte aligned, as pages and heap blocks are; others are copied
+//! through a [`Scratch`] first), so even where misaligned accesses are split into bytes
+//! (`riscv64gc`) every access is one load or store. Each group of 16 words is written out
+//! word by word (a macro), so that tag shifts and offsets are constants; indices and low bits
+//! pass through 64-bit accumulators; the stream's order means no section is moved at the end.
+//! About 20 instructions a word each way on `riscv64gc` for a page of small integers. Nothing
+//! allocates: a cache keeps one [`Scratch`] (16 KiB) for its life; [`compress`] and
+//! [`decompress`] put one on the stack, for tests and one-off use.
 //!
 //! [`decompress`] checks every count and offset: on malformed input it returns an error,
 //! never panics and never reads outside its input.
@@ -159,7 +163,7 @@ impl Scratch {
                     } else if w == d {
                         push_index!();
                         tags |= EXACT << (2 * $j);
-                    } else if (w ^ d) <= LOW_MASK as u64 {
+                    } else if w ^ d <= LOW_MASK as u64 {
                         dict[s8 / 8] = w;
                         push_index!();
                         if low_acc & FULL != 0 {
@@ -168,7 +172,7 @@ impl Scratch {
                             at += 1;
                             low_words += 1;
                         }
-                        low_acc = low_acc << 10 | (w & LOW_MASK as u64);
+                        low_acc = low_acc << 10 | (w ^ d);
                         tags |= PARTIAL << (2 * $j);
                     } else {
                         dict[s8 / 8] = w;
@@ -254,8 +258,7 @@ impl Scratch {
         let mut at = 0usize;
         // Index and low-bit words being read, the next value at the top of a 64-bit
         // accumulator, above a 1 bit that reaches bit 63 when all are taken.
-        const EMPTY: u64 = 1 << 63;
-        let (mut index_acc, mut low_acc) = (EMPTY, EMPTY);
+        let (mut index_acc, mut index_left, mut low_acc, mut low_left) = (0u32, 0u32, 0u32, 0u32);
         let (mut index_words, mut low_words) = (0usize, 0usize);
         let mut dict = [0u32; 16];
         let aligned = <[u32; WORDS]>::mut_from_bytes(page).is_ok();
@@ -273,39 +276,45 @@ impl Scratch {
             // in the group are constants.
             macro_rules! word {
                 ($j:expr) => {
-                    let w = match (t >> (2 * $j)) & 3 {
-                        ZERO => 0,
-                        MISS => {
-                            let w = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
-                            at += 1;
-                            dict[slot(w)] = w;
-                            w
-                        }
-                        tag => {
-                            if index_acc == EMPTY {
-                                let w = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
+                    let tag = (t >> (2 * $j)) & 3;
+                    macro_rules! index {
+                        () => {{
+                            if index_left == 0 {
+                                index_acc = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
                                 at += 1;
                                 index_words += 1;
-                                index_acc = (w as u64) << 32 | 1 << 31;
+                                index_left = 8;
                             }
-                            let s = (index_acc >> 60) as usize;
+                            index_left -= 1;
+                            let s = (index_acc >> 28) as usize;
                             index_acc <<= 4;
-                            if tag == EXACT {
-                                dict[s]
-                            } else {
-                                if low_acc == EMPTY {
-                                    let w =
-                                        u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
-                                    at += 1;
-                                    low_words += 1;
-                                    low_acc = (w as u64) << 34 | 1 << 33;
-                                }
-                                let w = (dict[s] & !LOW_MASK) | (low_acc >> 54) as u32;
-                                low_acc <<= 10;
-                                dict[s] = w;
-                                w
-                            }
+                            s
+                        }};
+                    }
+                    // The likeliest first.
+                    let w = if tag == PARTIAL {
+                        let s = index!();
+                        if low_left == 0 {
+                            let w = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
+                            at += 1;
+                            low_words += 1;
+                            low_acc = w << 2;
+                            low_left = 3;
                         }
+                        low_left -= 1;
+                        let w = dict[s] ^ low_acc >> 22;
+                        low_acc <<= 10;
+                        dict[s] = w;
+                        w
+                    } else if tag == EXACT {
+                        dict[index!()]
+                    } else if tag == ZERO {
+                        0
+                    } else {
+                        let w = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
+                        at += 1;
+                        dict[slot(w)] = w;
+                        w
                     };
                     dst[$j] = w.to_le();
                 };
@@ -332,10 +341,9 @@ impl Scratch {
         }
         // The whole stream read, and as many indices and low bits as the header says (the
         // last word of each may be part padding).
-        let left = |acc: u64, bits: u32| (63 - acc.trailing_zeros()) / bits;
         if at == stream.len()
-            && index_words * 8 - left(index_acc, 4) as usize == n_idx
-            && low_words * 3 - left(low_acc, 10) as usize == n_low
+            && index_words * 8 - index_left as usize == n_idx
+            && low_words * 3 - low_left as usize == n_low
         {
             Ok(())
         } else {
