@@ -55,7 +55,6 @@ const BODY: usize = HEADER + TAGS;
 /// The format's version, the header's last field.
 const VERSION: u16 = 1;
 
-const ZERO: u32 = 0;
 const EXACT: u32 = 1;
 const PARTIAL: u32 = 2;
 const MISS: u32 = 3;
@@ -160,6 +159,7 @@ impl Scratch {
                         };
                     }
                     if w == 0 {
+                        // Tag 0, `ZERO`: nothing stored.
                     } else if w == d {
                         push_index!();
                         tags |= EXACT << (2 * $j);
@@ -276,7 +276,8 @@ impl Scratch {
             // in the group are constants.
             macro_rules! word {
                 ($j:expr) => {
-                    let tag = (t >> (2 * $j)) & 3;
+                    // The tag's two bits, tested where they are.
+                    let (high, low) = (t & (2 << (2 * $j)) != 0, t & (1 << (2 * $j)) != 0);
                     macro_rules! index {
                         () => {{
                             if index_left == 0 {
@@ -292,7 +293,7 @@ impl Scratch {
                         }};
                     }
                     // The likeliest first.
-                    let w = if tag == PARTIAL {
+                    let w = if high && !low {
                         let s = index!();
                         if low_left == 0 {
                             let w = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
@@ -306,10 +307,8 @@ impl Scratch {
                         low_acc <<= 10;
                         dict[s] = w;
                         w
-                    } else if tag == EXACT {
-                        dict[index!()]
-                    } else if tag == ZERO {
-                        0
+                    } else if !high {
+                        if low { dict[index!()] } else { 0 }
                     } else {
                         let w = u32::from_le(*stream.get(at).ok_or(WkdmError::Counts)?);
                         at += 1;
