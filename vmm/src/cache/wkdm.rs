@@ -33,8 +33,9 @@
 //! through a [`Scratch`] first), so even where misaligned accesses are split into bytes
 //! (`riscv64gc`) every access is one load or store. Each group of 16 words is written out
 //! word by word (a macro), so that tag shifts and offsets are constants; indices and low bits
-//! pass through 64-bit accumulators; the stream's order means no section is moved at the end.
-//! About 20 instructions a word each way on `riscv64gc` for a page of small integers. Nothing
+//! pass through accumulators; the stream's order means no section is moved at the end. A page
+//! of small integers takes about 22,000 instructions to compress and 24,000 to decompress
+//! (`riscv64gc` and `x86_64` alike, counted under QEMU), half what byte-wise sections did. Nothing
 //! allocates: a cache keeps one [`Scratch`] (16 KiB) for its life; [`compress`] and
 //! [`decompress`] put one on the stack, for tests and one-off use.
 //!
@@ -256,8 +257,8 @@ impl Scratch {
         }
         let (tags, stream) = stream[HEADER / 4..].split_at(GROUPS);
         let mut at = 0usize;
-        // Index and low-bit words being read, the next value at the top of a 64-bit
-        // accumulator, above a 1 bit that reaches bit 63 when all are taken.
+        // Index and low-bit words being read, the next value at the top (low bits shifted
+        // up by 2 to be so), and how many values are left in each.
         let (mut index_acc, mut index_left, mut low_acc, mut low_left) = (0u32, 0u32, 0u32, 0u32);
         let (mut index_words, mut low_words) = (0usize, 0usize);
         let mut dict = [0u32; 16];
