@@ -146,7 +146,7 @@ fn truncated_and_padded_input_is_an_error() {
         longer.extend_from_slice(&[0; 4]);
         assert_eq!(no_panic(&longer), Err(WkdmError::Length), "{name}");
         let mut version = bytes.clone();
-        version[6] = 1;
+        version[6..8].copy_from_slice(&(VERSION + 1).to_le_bytes());
         assert_eq!(no_panic(&version), Err(WkdmError::Version), "{name}");
     }
     assert_eq!(no_panic(&[]), Err(WkdmError::Length));
@@ -175,7 +175,7 @@ fn malformed_input_never_panics() {
                 let n_low = rng.below(n_idx as u64 + 1) as usize;
                 let len = BODY + 4 * (n_miss + n_idx.div_ceil(8) + n_low.div_ceil(3));
                 let mut v: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
-                for (i, n) in [n_miss, n_idx, n_low, 0].into_iter().enumerate() {
+                for (i, n) in [n_miss, n_idx, n_low, VERSION as usize].into_iter().enumerate() {
                     v[2 * i..2 * i + 2].copy_from_slice(&(n as u16).to_le_bytes());
                 }
                 v
