@@ -104,7 +104,7 @@ pub type BaselineError = manifest::ManifestError;
 /// The architectures a baseline may have tables for.
 const ARCHES: [&str; 2] = ["riscv64", "x86_64"];
 /// The benches a baseline may have tables for.
-const BENCHES: [&str; 6] = ["boot", "ipc", "sched", "fault", "disk_raw", "disk"];
+const BENCHES: [&str; 7] = ["boot", "ipc", "sched", "fault", "disk_raw", "disk", "paging"];
 
 /// Parses the baseline `text` (named `file` in errors).
 pub fn parse(file: &str, text: &str) -> Result<Baseline, BaselineError> {
@@ -465,7 +465,7 @@ mod tests {
         );
         assert_eq!(
             error("[riscv64.ipcs]\ncommit = \"a\"\n"),
-            "bench/baseline.toml:1: riscv64.ipcs: not a bench (one of boot, ipc, sched, fault, disk_raw, disk)"
+            "bench/baseline.toml:1: riscv64.ipcs: not a bench (one of boot, ipc, sched, fault, disk_raw, disk, paging)"
         );
         assert_eq!(
             error("[arm.ipc]\ncommit = \"a\"\n"),

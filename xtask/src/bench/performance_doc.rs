@@ -21,6 +21,7 @@ fn bench_title(bench: &str) -> &'static str {
         "fault" => "Self-paging (`cargo xtask bench fault`)",
         "disk_raw" => "The raw block path (`cargo xtask bench disk-raw`)",
         "disk" => "Disk scheduling on the Deskstar model (`cargo xtask bench disk`)",
+        "paging" => "The Heracles hierarchy (`cargo xtask bench paging`)",
         _ => "Other",
     }
 }
