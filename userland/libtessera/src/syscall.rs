@@ -207,10 +207,19 @@ pub fn map_batch(ops: &[PageOp]) -> Result<(), (usize, SysError)> {
         return Err((ops.len(), SysError::InvalidArgument));
     }
     // SAFETY: as for `unmap` and `protect`: an access a changed page refuses faults to its
-    // stretch's driver; the kernel only reads `ops`.
-    let (status, index) = unsafe {
-        arch::syscall(Call::MapBatch as usize, [ops.as_ptr() as usize, ops.len(), 0, 0, 0, 0])
-    };
+    // stretch's driver; `ops` is `ops.len()` entries the kernel may read.
+    unsafe { map_batch_raw(ops.as_ptr() as usize, ops.len()) }
+}
+
+/// `map_batch` with any pointer and count: `count` entries at `ops`.
+///
+/// # Safety
+/// As for [`raw`]: the entries the kernel applies must not unmap or take access away from
+/// memory Rust code still references.
+pub unsafe fn map_batch_raw(ops: usize, count: usize) -> Result<(), (usize, SysError)> {
+    // SAFETY: this function's contract is `arch::syscall`'s.
+    let (status, index) =
+        unsafe { arch::syscall(Call::MapBatch as usize, [ops, count, 0, 0, 0, 0]) };
     match status {
         0 => Ok(()),
         code => Err((index, SysError::from_code(code).unwrap_or(SysError::NoSuchCall))),

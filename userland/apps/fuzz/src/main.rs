@@ -192,6 +192,7 @@ fn main(env: Env) -> i32 {
         prints: 0,
         failures: 0,
         last_time: 0,
+        batch: [abi::PageOp::default(); paging::BATCH_ROOM],
     };
     println!(
         "fuzz: seed {}, {} calls per kind, domain {}, channel {}",
@@ -257,6 +258,8 @@ struct Fuzzer {
     failures: u32,
     /// The last `time` result.
     last_time: u64,
+    /// The entries of the `map_batch` being made.
+    batch: [abi::PageOp; paging::BATCH_ROOM],
 }
 
 impl Fuzzer {
@@ -324,6 +327,7 @@ impl Fuzzer {
             | Call::Unmap
             | Call::Protect
             | Call::Remap => own.mem.draw(call, rng, own, &mut a),
+            Call::MapBatch => own.mem.draw_batch(rng, own, &mut self.batch, &mut a),
             Call::TimerSet => {
                 a[0] = pools::endpoint(rng);
                 a[1] = if rng.one_in(4) {
@@ -475,6 +479,11 @@ impl Fuzzer {
                     if !raw_calls::probe(&self.own) {
                         self.fail("a stretch changed after stretch_rights", a);
                     }
+                }
+            }
+            (Call::MapBatch, r) => {
+                if let Err(what) = self.own.mem.after_batch(&self.batch, a, r) {
+                    self.fail(what, a);
                 }
             }
             (
