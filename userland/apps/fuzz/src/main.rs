@@ -21,8 +21,12 @@
 //! frames it took), aiming at each documented error in turn, and their outcomes are checked
 //! against what its records say they must be; `stretch_destroy` and `stretch_rights` also get
 //! the bases of its managed stretches (destroying one unmaps its pages, whose frames stay the
-//! fuzzer's; `stretch_rights` must refuse them). Now and then a `map` is prepared so that it
-//! needs a page table while the guarantee is full (`NoMemory`); see `paging`.
+//! fuzzer's; `stretch_rights` must refuse them). `map_batch` gets short batches of valid maps,
+//! unmaps and protects drawn from those records, written to a buffer of the fuzzer's own, with
+//! one entry (or the count, or the pointer) often spoilt to aim at an error; its outcome is
+//! checked against the records entry by entry, in the kernel's order. Now and then a `map` is
+//! prepared so that it needs a page table while the guarantee is full (`NoMemory`); see
+//! `paging`.
 //!
 //! Output: per (call, outcome) pair observed, `fuzz: <call> <outcome> <count>`; then
 //! `fuzz: undocumented <call> <outcome> <count>` for each outcome the table does not allow (an

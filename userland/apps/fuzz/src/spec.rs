@@ -125,7 +125,7 @@ pub const NOT_EXPECTED: &[(Pair, &str)] = &[
     ),
     (
         (Some(Call::MapBatch), SysError::NoMemory),
-        "needs a mapped page's table gone with a neighbour while the guarantee is full, which \
+        "needs the table of a page it maps gone with a neighbour while the guarantee is full, which \
          the fuzzer sets up for map only",
     ),
     (
