@@ -142,6 +142,49 @@ pub trait UserContextOps: Sized {
     fn enter_handler(&mut self, entry: usize, stack: usize, args: [usize; 2]);
 }
 
+/// Most pages a batch of changes ([`AddressSpaceOps::begin_batch`]) flushes one by one (`sfence.vma`
+/// with an address, `invlpg`); a larger batch flushes its space's whole tag with one
+/// instruction, which costs less than that many single flushes plus the refills it causes
+/// only past about this size.
+pub const BATCH_PAGE_FLUSHES: usize = 16;
+
+/// The flushes a batch of changes has held back (see [`AddressSpaceOps::begin_batch`]).
+#[derive(Clone, Copy)]
+pub struct DeferredFlush {
+    /// Non-leaf entries changed: the whole tag must go.
+    tables: bool,
+    /// Pages changed (those past [`BATCH_PAGE_FLUSHES`] not recorded).
+    count: usize,
+    pages: [usize; BATCH_PAGE_FLUSHES],
+}
+
+impl DeferredFlush {
+    /// Nothing held back yet.
+    pub const fn new() -> Self {
+        DeferredFlush { tables: false, count: 0, pages: [0; BATCH_PAGE_FLUSHES] }
+    }
+
+    /// Records a change at the page `va` (with `tables`, of non-leaf entries).
+    pub fn note(&mut self, va: usize, tables: bool) {
+        self.tables |= tables;
+        if let Some(slot) = self.pages.get_mut(self.count) {
+            *slot = va;
+        }
+        self.count = self.count.saturating_add(1);
+    }
+
+    /// What to flush: `Some(pages)` page by page (perhaps none), `None` the whole tag.
+    pub fn pages(&self) -> Option<&[usize]> {
+        if self.tables { None } else { self.pages.get(..self.count) }
+    }
+}
+
+impl Default for DeferredFlush {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A protection domain's view of the single address space: its own page tables, which share
 /// the kernel half and map, in the user half, exactly the pages the domain may access, under a
 /// TLB tag (ASID, PCID) so that switching to it needs no flush. Its table frames are charged to
@@ -175,6 +218,14 @@ pub trait AddressSpaceOps: Sized {
     fn populate(&mut self, start: usize, end: usize) -> Result<u64, Self::Error>;
     /// Frees the tables of `[start, end)` that map nothing.
     fn prune_range(&mut self, start: usize, end: usize);
+    /// Holds back the TLB flushes of the changes that follow (map, unmap, protect, tables made)
+    /// until [`AddressSpaceOps::end_batch`]; no user code may run in between. A batch already
+    /// begun goes on.
+    fn begin_batch(&mut self);
+    /// Makes every change since [`AddressSpaceOps::begin_batch`] reach the TLB in one step:
+    /// page by page for at most [`BATCH_PAGE_FLUSHES`] pages of leaf changes, else (or when
+    /// tables changed) every entry of the space's tag (ASID, PCID) at once.
+    fn end_batch(&mut self);
     /// Makes this the current address space.
     fn activate(&self);
     /// Frees the tables (not the mapped frames) and forgets cached translations.

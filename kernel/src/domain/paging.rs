@@ -41,7 +41,7 @@
 
 use core::sync::atomic::Ordering;
 
-use abi::{Access, PAGE_SIZE, Rights, SysError, frame_kind};
+use abi::{Access, MAP_BATCH_MAX, PAGE_SIZE, PageOp, Rights, SysError, frame_kind, page_op};
 use frame_allocator::{Frame, Owner};
 
 use super::clock::{now_ns, ticks_from_ns};
@@ -556,6 +556,156 @@ impl World {
         let s = self.stretches.of_mut(id).expect("found above").at_mut(target.slot);
         s.frames[target.index] = Some(frame);
         s.page_rights[target.index] = rights;
+        if tables > 0 {
+            self.publish_frames(id);
+        }
+        Ok(0)
+    }
+
+    /// Checks one entry of a `map_batch` as its single call would check it, against the pages
+    /// and frames as they are; for a map, the frame's physical address.
+    fn check_page_op(&self, id: u32, op: &PageOp) -> Result<u64, SysError> {
+        let page = self.managed_page(id, op.va as usize)?;
+        match op.op {
+            page_op::MAP => {
+                page.rights_within(op.rights as usize)?;
+                let pa = op.frame.checked_mul(PAGE_SIZE as u64).ok_or(SysError::NotFound)?;
+                let loose = loose::with(|t| t.get_of(id, Frame::containing(pa)))
+                    .ok_or(SysError::NotFound)?;
+                if loose.mapped {
+                    return Err(SysError::InUse);
+                }
+                if page.mapped {
+                    return Err(SysError::AlreadyMapped);
+                }
+                Ok(pa)
+            }
+            page_op::UNMAP | page_op::PROTECT => {
+                if op.op == page_op::PROTECT {
+                    page.rights_within(op.rights as usize)?;
+                }
+                if !page.mapped {
+                    return Err(SysError::NotMapped);
+                }
+                Ok(0)
+            }
+            _ => Err(SysError::InvalidArgument),
+        }
+    }
+
+    /// `map_batch`: the `count` [`PageOp`]s at `ops` in domain `id`'s memory, applied with one
+    /// TLB flush. Every entry is checked before anything changes (against the state before the
+    /// call; two entries on one page, or two maps of one frame, are refused), so a refused
+    /// call leaves every page as it was; its error comes with the index of the refused entry
+    /// (`count` when `ops` or `count` is refused).
+    pub(super) fn map_batch(
+        &mut self,
+        id: u32,
+        ops: usize,
+        count: usize,
+    ) -> Result<usize, (Shortage, usize)> {
+        let whole = |e: SysError| (Shortage::Fail(e), count);
+        if count == 0 || count > MAP_BATCH_MAX || !ops.is_multiple_of(8) {
+            return Err(whole(SysError::InvalidArgument));
+        }
+        let mut words = [0u64; MAP_BATCH_MAX * PageOp::WORDS];
+        let words = &mut words[..count * PageOp::WORDS];
+        if !self.may_access(id, ops, count * size_of::<PageOp>(), Rights::READ) {
+            return Err(whole(SysError::BadAddress));
+        }
+        crate::arch::copy_words_from_user(words, ops).map_err(|_| whole(SysError::BadAddress))?;
+        let entry = |i: usize| {
+            let w = &words[i * PageOp::WORDS..][..PageOp::WORDS];
+            PageOp::from_words([w[0], w[1], w[2], w[3]])
+        };
+        // Every entry first, each as its single call would be checked, then against the
+        // entries before it.
+        for i in 0..count {
+            let op = entry(i);
+            self.check_page_op(id, &op).map_err(|e| (Shortage::Fail(e), i))?;
+            for j in 0..i {
+                let earlier = entry(j);
+                if earlier.va == op.va {
+                    return Err((SysError::InvalidArgument.into(), i));
+                }
+                if op.op == page_op::MAP && earlier.op == page_op::MAP && earlier.frame == op.frame
+                {
+                    return Err((SysError::InUse.into(), i));
+                }
+            }
+        }
+        // Page tables gone with a neighbouring stretch, as for `map`: counted once for the maps
+        // under one 2 MiB table (an upper table shared by two such regions counts twice, so
+        // the count is a bound), reserved and made before any page changes.
+        let space = self.domains[id as usize].space.as_ref().ok_or(whole(SysError::NotFound))?;
+        let mut tables = 0;
+        let mut first_short = count;
+        for i in (0..count).filter(|&i| entry(i).op == page_op::MAP) {
+            let va = entry(i).va;
+            let region = |v: u64| v >> 21;
+            if (0..i).any(|j| entry(j).op == page_op::MAP && region(entry(j).va) == region(va)) {
+                continue;
+            }
+            let needed = space.tables_needed(va as usize);
+            if needed > 0 {
+                tables += needed;
+                first_short = first_short.min(i);
+            }
+        }
+        if tables > 0 {
+            let d = &self.domains[id as usize];
+            if self.guaranteed_used(id) + tables > d.guaranteed_frames {
+                return Err((SysError::NoMemory.into(), first_short));
+            }
+            self.reserve_frames(id, tables).map_err(|e| (e, first_short))?;
+        }
+        let space = self.domains[id as usize].space.as_mut().ok_or(whole(SysError::NotFound))?;
+        space.begin_batch();
+        for i in (0..count).filter(|&i| entry(i).op == page_op::MAP) {
+            let va = entry(i).va as usize;
+            if space.tables_needed(va) > 0 && space.populate(va, va + PAGE_SIZE).is_err() {
+                space.end_batch();
+                self.publish_frames(id);
+                return Err((SysError::NoMemory.into(), i));
+            }
+        }
+        // Now nothing can fail: the entries were checked, touch distinct pages and frames, and
+        // every table a map needs is there.
+        for i in 0..count {
+            let op = entry(i);
+            let va = op.va as usize;
+            let Ok(page) = self.managed_page(id, va) else { continue };
+            let space = self.domains[id as usize].space.as_mut().expect("checked above");
+            let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
+            match op.op {
+                page_op::MAP => {
+                    let rights = page.rights_within(op.rights as usize).unwrap_or(Rights::NONE);
+                    let pa = op.frame * PAGE_SIZE as u64;
+                    if space.map(va, pa, rights).is_err() {
+                        defmt::error!("map_batch: mapping {=usize:#x} failed after its checks", va);
+                        continue;
+                    }
+                    let frame = Frame::containing(pa);
+                    loose::with(|t| t.set_mapped(frame, true));
+                    s.frames[page.index] = Some(frame);
+                    s.page_rights[page.index] = rights;
+                }
+                page_op::UNMAP => {
+                    let Some(frame) = s.frames[page.index].take() else { continue };
+                    s.page_rights[page.index] = Rights::NONE;
+                    space.unmap_keeping_tables(va);
+                    loose::with(|t| t.set_mapped(frame, false));
+                }
+                _ => {
+                    let rights = page.rights_within(op.rights as usize).unwrap_or(Rights::NONE);
+                    if space.protect(va, rights).is_ok() {
+                        s.page_rights[page.index] = rights;
+                    }
+                }
+            }
+        }
+        let space = self.domains[id as usize].space.as_mut().expect("checked above");
+        space.end_batch();
         if tables > 0 {
             self.publish_frames(id);
         }

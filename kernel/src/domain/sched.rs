@@ -393,8 +393,8 @@ fn on_device_interrupt(w: &mut World) {
     }
 }
 
-/// The calls that end in waiting for frames, a kernel job or death: out of line, so that the
-/// common calls' path stays short.
+/// The calls that end in waiting for frames, a kernel job, death or an error with a value:
+/// out of line, so that the common calls' path stays short.
 #[cold]
 #[inline(never)]
 fn after_rare_call(w: &mut World, id: u32, next: Next) {
@@ -407,6 +407,13 @@ fn after_rare_call(w: &mut World, id: u32, next: Next) {
             d.waiting_for_frames = true;
             w.sched.policy.block(id as usize, now_ns());
             switch(w, true);
+        }
+        Next::Refused(e, value) => {
+            w.domains[id as usize].ctx.set_result(e as usize, value);
+            // Unless the call woke a domain that should run before the caller.
+            if core::mem::take(&mut w.sched.preempt) {
+                switch(w, true);
+            }
         }
         Next::Job(job) => {
             w.domains[id as usize].job = Some(job);

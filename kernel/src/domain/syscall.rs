@@ -20,6 +20,9 @@ pub const STRETCH_MAX: usize = 64 << 20;
 pub enum Next {
     /// Return to the caller with this result.
     Return(Result<usize, SysError>),
+    /// Return to the caller with this error and a value in the result register (the index of
+    /// the refused entry of a batch).
+    Refused(SysError, usize),
     /// Run another domain first (the caller sees `Ok(0)` when it resumes).
     Yield,
     /// Block the caller until an endpoint changes or the deadline (timer ticks) passes.
@@ -83,6 +86,11 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         Call::DmaAddress => Next::Return(w.dma_address(id, a[0])),
         Call::IrqAck => Next::Return(w.irq_ack(id, a[0])),
         Call::Remap => memory_call(w.remap_page(id, a[0], a[1], a[2])),
+        Call::MapBatch => match w.map_batch(id, a[0], a[1]) {
+            Ok(v) => Next::Return(Ok(v)),
+            Err((Shortage::Wait, _)) => Next::WaitForFrames,
+            Err((Shortage::Fail(e), index)) => Next::Refused(e, index),
+        },
         Call::Block => {
             let d = &mut w.domains[id as usize];
             if d.pending {

@@ -105,11 +105,18 @@ pub enum Call {
     /// private window page and moves it into place, and takes a page out of view before it
     /// reads it for write-back.
     Remap = 24,
+    /// `map_batch(ops, count) -> 0`: applies `count` (1 to [`MAP_BATCH_MAX`]) [`PageOp`]s read
+    /// from the caller's memory at `ops` (8-byte aligned) to pages of stretches the caller
+    /// manages, with one TLB flush. Every entry is checked first, against the pages and frames
+    /// as they are before the call; if one is refused nothing changes, and the call fails with
+    /// that entry's error and its index in the result register (`count` when `ops` or `count`
+    /// itself is refused).
+    MapBatch = 25,
 }
 
 impl Call {
     /// Every call, in number order.
-    pub const ALL: [Call; 24] = [
+    pub const ALL: [Call; 25] = [
         Call::ConsoleWrite,
         Call::Exit,
         Call::Yield,
@@ -134,6 +141,7 @@ impl Call {
         Call::DmaAddress,
         Call::IrqAck,
         Call::Remap,
+        Call::MapBatch,
     ];
 
     /// The call with number `n`.
@@ -303,6 +311,61 @@ pub mod frame_kind {
     pub const GUARANTEED: usize = 0;
     /// From memory nobody uses now, up to the contract's optimistic count; revocable.
     pub const OPTIMISTIC: usize = 1;
+}
+
+/// Most entries one `map_batch` takes (bounded kernel work: the kernel copies and checks them
+/// all before it changes anything).
+pub const MAP_BATCH_MAX: usize = 64;
+
+/// What a [`PageOp`] does (its `op` field).
+pub mod page_op {
+    /// `map`: maps the loose frame `frame` at `va` with `rights`.
+    pub const MAP: u64 = 0;
+    /// `unmap`: removes the mapping of `va` (`frame` and `rights` are ignored; the frame stays
+    /// the caller's, and the kernel does not write it back into the entry).
+    pub const UNMAP: u64 = 1;
+    /// `protect`: changes the rights of the mapped page `va` to `rights` (`frame` is ignored).
+    pub const PROTECT: u64 = 2;
+}
+
+/// One entry of a `map_batch` call: a `map`, `unmap` or `protect` of one page of a managed
+/// stretch, with the arguments the single call takes. 32 bytes, in the caller's memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct PageOp {
+    /// [`page_op::MAP`], [`page_op::UNMAP`] or [`page_op::PROTECT`].
+    pub op: u64,
+    /// The page (page-aligned).
+    pub va: u64,
+    /// For a map, the frame number (as `frame_alloc` returned it).
+    pub frame: u64,
+    /// For a map or protect, the page rights ([`Rights`] bits).
+    pub rights: u64,
+}
+
+impl PageOp {
+    /// Its size in words, as the kernel copies it.
+    pub const WORDS: usize = 4;
+
+    /// Maps frame number `frame` at `va` with `rights`.
+    pub const fn map(va: usize, frame: usize, rights: Rights) -> PageOp {
+        PageOp { op: page_op::MAP, va: va as u64, frame: frame as u64, rights: rights.0 as u64 }
+    }
+
+    /// Unmaps `va`.
+    pub const fn unmap(va: usize) -> PageOp {
+        PageOp { op: page_op::UNMAP, va: va as u64, frame: 0, rights: 0 }
+    }
+
+    /// Changes the rights of the mapped page `va` to `rights`.
+    pub const fn protect(va: usize, rights: Rights) -> PageOp {
+        PageOp { op: page_op::PROTECT, va: va as u64, frame: 0, rights: rights.0 as u64 }
+    }
+
+    /// The entry from its words, in field order.
+    pub const fn from_words(w: [u64; 4]) -> PageOp {
+        PageOp { op: w[0], va: w[1], frame: w[2], rights: w[3] }
+    }
 }
 
 /// Event endpoints per domain.
@@ -658,6 +721,7 @@ mod tests {
     fn the_control_block_fits_a_page() {
         assert!(core::mem::size_of::<Dcb>() <= PAGE_SIZE);
         assert_eq!(core::mem::size_of::<EventSlot>(), 16);
+        assert_eq!(core::mem::size_of::<PageOp>(), PageOp::WORDS * 8);
     }
 
     #[test]

@@ -8,8 +8,8 @@
 //! crate holds the two sides of that conversation and a stand-in for the kernel:
 //!
 //! - [`MemoryKernel`]: what a driver may ask of the kernel. Each method is one system call
-//!   (`frame_alloc`, `frame_free`, `map`, `unmap`, `protect`, `remap`, and `frames_held`, which the
-//!   runtime may also read from the control block), except [`MemoryKernel::read`] and
+//!   (`frame_alloc`, `frame_free`, `map`, `unmap`, `protect`, `remap`, `map_batch`, and
+//!   `frames_held`, which the runtime may also read from the control block), except [`MemoryKernel::read`] and
 //!   [`MemoryKernel::write`], which are plain memory copies in the domain.
 //! - [`StretchDriver`]: what the runtime asks of a driver: bind, fault, lock, unlock, revoke,
 //!   unbind, stats.
@@ -96,7 +96,7 @@ pub mod mock;
 use core::fmt;
 use core::ops::Range;
 
-pub use abi::{Access, PAGE_SIZE, Rights};
+pub use abi::{Access, MAP_BATCH_MAX, PAGE_SIZE, PageOp, Rights, page_op};
 
 /// A physical frame as the kernel hands it out: its frame number (physical address divided by
 /// [`PAGE_SIZE`]). Drivers treat it as an opaque handle.
@@ -229,6 +229,9 @@ pub enum MemError {
     BadFrame,
     /// The frame is mapped: it cannot be freed, or mapped at a second address.
     FrameInUse,
+    /// A `map_batch` has more than [`MAP_BATCH_MAX`] entries, an entry names no operation, or
+    /// two entries touch one page.
+    BadBatch,
 }
 
 impl MemError {
@@ -245,6 +248,7 @@ impl MemError {
             MemError::Denied => "rights exceed what the domain holds",
             MemError::BadFrame => "frame is not held by the domain",
             MemError::FrameInUse => "frame is mapped",
+            MemError::BadBatch => "batch too long, unknown operation, or a page twice in it",
         }
     }
 }
@@ -303,6 +307,41 @@ pub trait MemoryKernel {
     /// ([`MemError::NotMapped`]), and [`MemError::AlreadyMapped`] (`to` is mapped). Nothing
     /// moves if the call fails.
     fn remap(&mut self, from: usize, to: usize, rights: Rights) -> Result<(), MemError>;
+
+    /// Applies the [`PageOp`]s in `ops` (maps, unmaps and protects of pages of managed
+    /// stretches, at most [`MAP_BATCH_MAX`]) in one call, with one TLB flush: a driver that
+    /// maps ahead, evicts several pages or write-protects a range pays one kernel entry for all
+    /// of them. An unmapped frame is not written back into its entry: the driver knows it (it
+    /// mapped it), and the domain still holds it. An empty batch does nothing.
+    ///
+    /// The kernel's call checks every entry before it changes anything, as its single call
+    /// would check it and against the pages and frames as they are before the batch, so a
+    /// batch that unmaps a frame cannot map it again elsewhere; if one entry is refused,
+    /// nothing changes. Errors: `(i, e)`, entry `i` refused with the error `e` its single call
+    /// would return, or [`MemError::BadBatch`] (an unknown operation, or a page an earlier
+    /// entry touches), or [`MemError::FrameInUse`] (a frame an earlier entry maps);
+    /// `(ops.len(), MemError::BadBatch)` for more than [`MAP_BATCH_MAX`] entries.
+    ///
+    /// The default implementation makes the single calls in order and stops at the first
+    /// refused one, leaving the entries before it applied, for kernels without the batch
+    /// call; libtessera's `SysKernel` and the mock override it with the all-or-nothing call.
+    fn map_batch(&mut self, ops: &[PageOp]) -> Result<(), (usize, MemError)> {
+        if ops.len() > MAP_BATCH_MAX {
+            return Err((ops.len(), MemError::BadBatch));
+        }
+        for (i, op) in ops.iter().enumerate() {
+            let va = op.va as usize;
+            let rights = u8::try_from(op.rights).map(Rights).map_err(|_| MemError::BadRights);
+            match op.op {
+                page_op::MAP => rights.and_then(|r| self.map(va, Frame(op.frame), r)),
+                page_op::UNMAP => self.unmap(va).map(|_| ()),
+                page_op::PROTECT => rights.and_then(|r| self.protect(va, r)),
+                _ => Err(MemError::BadBatch),
+            }
+            .map_err(|e| (i, e))?;
+        }
+        Ok(())
+    }
 
     /// Copies `data` to memory at `va` through the domain's mappings (any alignment and length;
     /// every page touched must be mapped with [`Rights::WRITE`]). In a domain this is a plain

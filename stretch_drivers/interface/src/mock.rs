@@ -17,8 +17,8 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 use crate::{
-    Access, DriverError, Fault, FaultError, Frame, FrameKind, MemError, MemoryKernel, PAGE_RIGHTS,
-    PAGE_SIZE, Rights, StretchDriver, StretchInfo,
+    Access, DriverError, Fault, FaultError, Frame, FrameKind, MAP_BATCH_MAX, MemError,
+    MemoryKernel, PAGE_RIGHTS, PAGE_SIZE, PageOp, Rights, StretchDriver, StretchInfo, page_op,
 };
 
 /// How many times each call was made (failed calls included).
@@ -36,6 +36,8 @@ pub struct Calls {
     pub protect: u64,
     /// [`MemoryKernel::remap`].
     pub remap: u64,
+    /// [`MemoryKernel::map_batch`] (non-empty batches: one system call each).
+    pub map_batch: u64,
     /// [`MemoryKernel::write`].
     pub write: u64,
     /// [`MemoryKernel::read`].
@@ -313,6 +315,36 @@ impl MockKernel {
         Ok(())
     }
 
+    /// Checks one entry of a batch as its single call is checked, against the pages and
+    /// frames as they are.
+    fn check_op(&self, op: &PageOp) -> Result<(), MemError> {
+        let va = usize::try_from(op.va).map_err(|_| MemError::BadAddress)?;
+        let stretch = self.managed_page(va)?;
+        let rights = || u8::try_from(op.rights).map(Rights).map_err(|_| MemError::BadRights);
+        match op.op {
+            page_op::MAP => {
+                Self::check_rights(&stretch, rights()?)?;
+                let f = self.frames.get(&op.frame).ok_or(MemError::BadFrame)?;
+                if f.mapped_at.is_some() {
+                    return Err(MemError::FrameInUse);
+                }
+                if self.pages.contains_key(&va) {
+                    return Err(MemError::AlreadyMapped);
+                }
+            }
+            page_op::UNMAP | page_op::PROTECT => {
+                if op.op == page_op::PROTECT {
+                    Self::check_rights(&stretch, rights()?)?;
+                }
+                if !self.pages.contains_key(&va) {
+                    return Err(MemError::NotMapped);
+                }
+            }
+            _ => return Err(MemError::BadBatch),
+        }
+        Ok(())
+    }
+
     /// The pages a copy of `len` bytes at `va` touches, each checked for `access`.
     fn copy_pages(&self, va: usize, len: usize, access: Access) -> Result<Vec<Frame>, MemError> {
         if len == 0 {
@@ -413,6 +445,47 @@ impl MemoryKernel for MockKernel {
         self.pages.remove(&from);
         self.pages.insert(to, (frame, rights));
         self.frames.get_mut(&frame.0).expect("mapped frame is held").mapped_at = Some(to);
+        Ok(())
+    }
+
+    /// As the kernel's `map_batch`: every entry checked first (as its single call, then
+    /// against the entries before it), then all applied; a refused batch changes nothing.
+    fn map_batch(&mut self, ops: &[PageOp]) -> Result<(), (usize, MemError)> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        self.calls.map_batch += 1;
+        if ops.len() > MAP_BATCH_MAX {
+            return Err((ops.len(), MemError::BadBatch));
+        }
+        for (i, op) in ops.iter().enumerate() {
+            self.check_op(op).map_err(|e| (i, e))?;
+            for earlier in &ops[..i] {
+                if earlier.va == op.va {
+                    return Err((i, MemError::BadBatch));
+                }
+                if op.op == page_op::MAP && earlier.op == page_op::MAP && earlier.frame == op.frame
+                {
+                    return Err((i, MemError::FrameInUse));
+                }
+            }
+        }
+        for op in ops {
+            let va = op.va as usize;
+            let rights = Rights(op.rights as u8);
+            match op.op {
+                page_op::MAP => {
+                    let frame = Frame(op.frame);
+                    self.frames.get_mut(&frame.0).expect("checked").mapped_at = Some(va);
+                    self.pages.insert(va, (frame, rights));
+                }
+                page_op::UNMAP => {
+                    let (frame, _) = self.pages.remove(&va).expect("checked");
+                    self.frames.get_mut(&frame.0).expect("mapped frame is held").mapped_at = None;
+                }
+                _ => self.pages.get_mut(&va).expect("checked").1 = rights,
+            }
+        }
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! Host tests of the stretch helpers and of the mock kernel's checks, with a toy driver.
 
 use std::string::ToString;
+use std::vec::Vec;
 
 use super::mock::{MockKernel, Outcome};
 use super::*;
@@ -193,6 +194,140 @@ fn remap_moves_a_page_in_one_step() {
     assert_eq!(k.mapping(window), Some((b, RW)));
     assert_eq!(k.mapping(target), Some((a, Rights::READ)));
     assert_eq!(k.mapped_pages(), 2);
+}
+
+#[test]
+fn map_batch_applies_every_entry_in_one_call() {
+    let (mut k, s, _d) = bound(8, 8, 0);
+    let frames: Vec<Frame> =
+        (0..4).map(|_| k.frame_alloc(FrameKind::Guaranteed).unwrap()).collect();
+    k.map(s.page_addr(4), frames[3], RW).unwrap();
+    k.store_u64(s.page_addr(4), 9).unwrap();
+    let ops = [
+        PageOp::map(s.page_addr(0), frames[0].0 as usize, RW),
+        PageOp::map(s.page_addr(1), frames[1].0 as usize, Rights::READ),
+        PageOp::map(s.page_addr(2), frames[2].0 as usize, RW),
+        PageOp::protect(s.page_addr(4), Rights::READ),
+    ];
+    let before = k.calls();
+    assert_eq!(k.map_batch(&ops), Ok(()));
+    let after = k.calls();
+    assert_eq!(after.map_batch, before.map_batch + 1, "one call");
+    assert_eq!((after.map, after.protect), (before.map, before.protect), "no single calls");
+    assert_eq!(k.mapping(s.page_addr(1)), Some((frames[1], Rights::READ)));
+    assert_eq!(k.mapping(s.page_addr(4)), Some((frames[3], Rights::READ)));
+    assert_eq!(k.load_u64(s.page_addr(4)), Ok(9));
+    assert_eq!(k.mapped_pages(), 4);
+    // Unmaps: the frames stay the domain's, mapped nowhere, and may be freed.
+    let ops = [PageOp::unmap(s.page_addr(0)), PageOp::unmap(s.page_addr(4))];
+    assert_eq!(k.map_batch(&ops), Ok(()));
+    assert_eq!(k.mapped_pages(), 2);
+    assert_eq!(k.frame_free(frames[3]), Ok(()));
+    assert_eq!(k.map_batch(&[]), Ok(()), "an empty batch does nothing");
+    assert_eq!(k.calls().map_batch, after.map_batch + 1);
+}
+
+#[test]
+fn map_batch_is_all_or_nothing() {
+    let (mut k, s, _d) = bound(8, 8, 0);
+    let a = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    let b = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    let c = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    k.map(s.page_addr(5), c, RW).unwrap();
+    let good = [
+        PageOp::map(s.page_addr(0), a.0 as usize, RW),
+        PageOp::map(s.page_addr(1), b.0 as usize, RW),
+        PageOp::protect(s.page_addr(5), Rights::READ),
+    ];
+    let unbound = k.create_stretch(1, RW);
+    let cases: [(usize, PageOp, MemError); 11] = [
+        (2, PageOp::map(s.page_addr(2) + 8, c.0 as usize, RW), MemError::BadAddress),
+        (1, PageOp::map(unbound.base, c.0 as usize, RW), MemError::NotManaged),
+        (0, PageOp::map(0x1000, c.0 as usize, RW), MemError::NotOwned),
+        (2, PageOp::map(s.page_addr(2), c.0 as usize, RW), MemError::FrameInUse),
+        (1, PageOp::map(s.page_addr(2), 7, RW), MemError::BadFrame),
+        (2, PageOp::map(s.page_addr(5), 0, Rights::NONE), MemError::BadRights),
+        (2, PageOp::protect(s.page_addr(5), Rights(Rights::META.0)), MemError::BadRights),
+        (1, PageOp::unmap(s.page_addr(3)), MemError::NotMapped),
+        (2, PageOp { op: 9, ..PageOp::unmap(s.page_addr(3)) }, MemError::BadBatch),
+        (3, PageOp::map(s.page_addr(6), a.0 as usize, RW), MemError::FrameInUse),
+        (3, PageOp::map(s.page_addr(5), a.0 as usize, RW), MemError::AlreadyMapped),
+    ];
+    for (at, bad, error) in cases {
+        let mut ops = good.to_vec();
+        ops.insert(at, bad);
+        assert_eq!(k.map_batch(&ops), Err((at, error)), "{bad:?} at {at}");
+        assert_eq!(k.mapped_pages(), 1, "{bad:?}: nothing changed");
+        assert_eq!(k.mapping(s.page_addr(5)), Some((c, RW)));
+    }
+    // Two entries on one page, even a protect and an unmap that would pass one after the other.
+    let twice = [PageOp::protect(s.page_addr(5), Rights::READ), PageOp::unmap(s.page_addr(5))];
+    assert_eq!(k.map_batch(&twice), Err((1, MemError::BadBatch)));
+    // Every entry is checked against the state before the batch: an unmap does not free its
+    // frame for a map in the same batch.
+    let moved = [PageOp::unmap(s.page_addr(5)), PageOp::map(s.page_addr(6), c.0 as usize, RW)];
+    assert_eq!(k.map_batch(&moved), Err((1, MemError::FrameInUse)));
+    // Longer than the kernel takes.
+    let long: Vec<PageOp> =
+        (0..=MAP_BATCH_MAX).map(|i| PageOp::unmap(s.base + i * PAGE_SIZE)).collect();
+    assert_eq!(k.map_batch(&long), Err((MAP_BATCH_MAX + 1, MemError::BadBatch)));
+    assert_eq!(k.mapped_pages(), 1);
+    assert_eq!(k.map_batch(&good), Ok(()));
+    assert_eq!(k.mapped_pages(), 3);
+}
+
+/// A kernel without the batch call: [`MemoryKernel::map_batch`]'s default implementation.
+struct Singles(MockKernel);
+
+impl MemoryKernel for Singles {
+    fn frame_alloc(&mut self, kind: FrameKind) -> Result<Frame, MemError> {
+        self.0.frame_alloc(kind)
+    }
+    fn frame_free(&mut self, frame: Frame) -> Result<(), MemError> {
+        self.0.frame_free(frame)
+    }
+    fn map(&mut self, va: usize, frame: Frame, rights: Rights) -> Result<(), MemError> {
+        self.0.map(va, frame, rights)
+    }
+    fn unmap(&mut self, va: usize) -> Result<Frame, MemError> {
+        self.0.unmap(va)
+    }
+    fn protect(&mut self, va: usize, rights: Rights) -> Result<(), MemError> {
+        self.0.protect(va, rights)
+    }
+    fn remap(&mut self, from: usize, to: usize, rights: Rights) -> Result<(), MemError> {
+        self.0.remap(from, to, rights)
+    }
+    fn write(&mut self, va: usize, data: &[u8]) -> Result<(), MemError> {
+        self.0.write(va, data)
+    }
+    fn read(&mut self, va: usize, buf: &mut [u8]) -> Result<(), MemError> {
+        self.0.read(va, buf)
+    }
+    fn frames_held(&self) -> (usize, usize) {
+        self.0.frames_held()
+    }
+}
+
+#[test]
+fn map_batch_default_makes_the_single_calls() {
+    let (k, s, _d) = bound(4, 4, 0);
+    let mut k = Singles(k);
+    let a = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    let b = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    let ops = [
+        PageOp::map(s.page_addr(0), a.0 as usize, RW),
+        PageOp::protect(s.page_addr(0), Rights::READ),
+        PageOp::map(s.page_addr(1), b.0 as usize, RW),
+    ];
+    assert_eq!(k.map_batch(&ops), Ok(()));
+    let calls = k.0.calls();
+    assert_eq!((calls.map, calls.protect, calls.map_batch), (2, 1, 0));
+    assert_eq!(k.0.mapping(s.page_addr(0)), Some((a, Rights::READ)));
+    // It stops at the first refused entry; those before it stay applied.
+    let ops = [PageOp::unmap(s.page_addr(1)), PageOp::unmap(s.page_addr(2))];
+    assert_eq!(k.map_batch(&ops), Err((1, MemError::NotMapped)));
+    assert_eq!(k.0.mapping(s.page_addr(1)), None);
 }
 
 #[test]

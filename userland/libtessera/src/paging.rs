@@ -41,7 +41,9 @@ use core::any::TypeId;
 use core::cell::UnsafeCell;
 use core::sync::atomic::Ordering;
 
-use abi::{Access, PAGE_SIZE, Rights, SavedContext, SysError, activation, frame_kind};
+use abi::{
+    Access, PAGE_SIZE, PageOp, Rights, SavedContext, SysError, activation, frame_kind, page_op,
+};
 use stretch_driver::{
     DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, MemError, MemoryKernel,
     StretchDriver, StretchInfo,
@@ -121,6 +123,32 @@ impl MemoryKernel for SysKernel {
             return Err(MemError::BadAddress);
         }
         syscall::remap(from, to, rights).map_err(mem_error)
+    }
+
+    /// One `map_batch` call; the kernel's `InvalidArgument` is named from the refused entry
+    /// (a misaligned page, an unknown operation, rights that are not page rights, or else a
+    /// page an earlier entry touches).
+    fn map_batch(&mut self, ops: &[PageOp]) -> Result<(), (usize, MemError)> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        syscall::map_batch(ops).map_err(|(i, e)| {
+            let Some(op) = ops.get(i).filter(|_| e == SysError::InvalidArgument) else {
+                let batch = i >= ops.len() && e == SysError::InvalidArgument;
+                return (i, if batch { MemError::BadBatch } else { mem_error(e) });
+            };
+            let rights = u8::try_from(op.rights).map(Rights).unwrap_or(Rights(u8::MAX));
+            let named = if !(op.va as usize).is_multiple_of(PAGE_SIZE) {
+                MemError::BadAddress
+            } else if !matches!(op.op, page_op::MAP | page_op::UNMAP | page_op::PROTECT) {
+                MemError::BadBatch
+            } else if op.op != page_op::UNMAP && check_page(0, Some(rights)).is_err() {
+                MemError::BadRights
+            } else {
+                MemError::BadBatch
+            };
+            (i, named)
+        })
     }
 
     /// A plain copy: the driver must have mapped every page it writes with write access (a

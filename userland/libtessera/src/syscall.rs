@@ -10,7 +10,7 @@
 //! stretch memory (which needs `unsafe`) must keep the stretch alive and accessible for as
 //! long as the reference lives.
 
-use abi::{Call, Rights, SysError};
+use abi::{Call, MAP_BATCH_MAX, PageOp, Rights, SysError};
 
 use crate::arch;
 
@@ -195,6 +195,35 @@ pub fn remap(from: usize, to: usize, rights: Rights) -> Result<(), SysError> {
 pub fn protect(va: usize, rights: Rights) -> Result<(), SysError> {
     // SAFETY: as for `unmap`: an access the new rights refuse faults to the stretch's driver.
     unsafe { raw(Call::Protect as usize, [va, rights.0 as usize, 0, 0, 0, 0]) }.map(|_| ())
+}
+
+/// Applies the page operations `ops` (1 to [`MAP_BATCH_MAX`] maps, unmaps and protects of
+/// pages of managed stretches) with one call and one TLB flush. The kernel checks every entry
+/// first; if it refuses one, nothing changes and the error comes with the entry's index
+/// (`ops.len()` when the batch itself is refused: empty, too long). Every pointer into an
+/// unmapped page becomes invalid (the next access faults to its stretch's driver).
+pub fn map_batch(ops: &[PageOp]) -> Result<(), (usize, SysError)> {
+    if ops.is_empty() || ops.len() > MAP_BATCH_MAX {
+        return Err((ops.len(), SysError::InvalidArgument));
+    }
+    // SAFETY: as for `unmap` and `protect`: an access a changed page refuses faults to its
+    // stretch's driver; `ops` is `ops.len()` entries the kernel may read.
+    unsafe { map_batch_raw(ops.as_ptr() as usize, ops.len()) }
+}
+
+/// `map_batch` with any pointer and count: `count` entries at `ops`.
+///
+/// # Safety
+/// As for [`raw`]: the entries the kernel applies must not unmap or take access away from
+/// memory Rust code still references.
+pub unsafe fn map_batch_raw(ops: usize, count: usize) -> Result<(), (usize, SysError)> {
+    // SAFETY: this function's contract is `arch::syscall`'s.
+    let (status, index) =
+        unsafe { arch::syscall(Call::MapBatch as usize, [ops, count, 0, 0, 0, 0]) };
+    match status {
+        0 => Ok(()),
+        code => Err((index, SysError::from_code(code).unwrap_or(SysError::NoSuchCall))),
+    }
 }
 
 /// Makes a stretch of `bytes` (rounded up to pages) of physically contiguous, zero-filled

@@ -245,6 +245,7 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
                 return Err(failed.join("\n"));
             }
             expect_line(out, "checks, 0 failed")?;
+            expect_line(out, "syscheck: ok map_batch's whole flush shows the fresh frames")?;
             expect_line(out, "syscheck: exited with status 0")?;
             expect_line(out, "counter: exited with status 0")?;
             frames_returned(out)

@@ -19,7 +19,7 @@ use spin::Mutex;
 use super::frame::{INTERRUPT, SUPERVISOR_TIMER, TrapFrame, exception_name};
 use super::sv39::{self, MapError, PTE_R, PTE_U, PTE_W, PTE_X, PageTable};
 use super::{fp, interrupts, probe, timer};
-use crate::arch::contract::{AddressSpaceOps, UserContextOps, UserFault, UserTrap};
+use crate::arch::contract::{AddressSpaceOps, DeferredFlush, UserContextOps, UserFault, UserTrap};
 
 /// `scause` of an illegal instruction.
 const ILLEGAL_INSTRUCTION: usize = 2;
@@ -266,6 +266,8 @@ pub struct AddressSpace {
     tag: Cell<Tag>,
     /// `satp` for the tree under the ASID of `tag`.
     satp: Cell<usize>,
+    /// The flushes a batch of changes holds back, while one runs.
+    batch: Cell<Option<DeferredFlush>>,
 }
 
 impl AddressSpace {
@@ -278,6 +280,11 @@ impl AddressSpace {
     /// Makes a change to the page at `va` reach the TLB: flushes the page in this space's ASID
     /// (with `tables`, the whole ASID: non-leaf entries changed), if the ASID is live.
     fn flush_change(&self, va: usize, tables: bool) {
+        if let Some(mut batch) = self.batch.get() {
+            batch.note(va, tables);
+            self.batch.set(Some(batch));
+            return;
+        }
         match self.live_asid() {
             Some(asid) if tables => sv39::flush_asid(asid),
             Some(asid) => sv39::flush_page(va as u64, asid),
@@ -304,7 +311,12 @@ impl AddressSpaceOps for AddressSpace {
     /// An empty user half, its tables charged to `owner`. It gets an ASID when it first runs.
     fn new(owner: Owner) -> Result<Self, MapError> {
         let table = super::with_kernel_table(|k| PageTable::new_sharing_kernel(k, owner))?;
-        Ok(AddressSpace { table, tag: Cell::new(Tag::NONE), satp: Cell::new(0) })
+        Ok(AddressSpace {
+            table,
+            tag: Cell::new(Tag::NONE),
+            satp: Cell::new(0),
+            batch: Cell::new(None),
+        })
     }
 
     /// Maps the user page `va` to frame `pa` with `rights` (write implies read: Sv39 has no
@@ -369,6 +381,23 @@ impl AddressSpaceOps for AddressSpace {
         if self.table.unmap_keeping_tables(va as u64).is_ok() {
             let freed = self.table.prune(va as u64);
             self.flush_change(va, freed);
+        }
+    }
+
+    fn begin_batch(&mut self) {
+        if self.batch.get().is_none() {
+            self.batch.set(Some(DeferredFlush::new()));
+        }
+    }
+
+    /// Flushes the batch's pages in this space's ASID one `sfence.vma` each, or the whole ASID
+    /// with one, if the ASID is live.
+    fn end_batch(&mut self) {
+        let Some(batch) = self.batch.take() else { return };
+        let Some(asid) = self.live_asid() else { return };
+        match batch.pages() {
+            Some(pages) => pages.iter().for_each(|&va| sv39::flush_page(va as u64, asid)),
+            None => sv39::flush_asid(asid),
         }
     }
 

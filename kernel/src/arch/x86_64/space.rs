@@ -33,7 +33,7 @@ use frame_allocator::Owner;
 use spin::Mutex;
 
 use super::paging::{self, MapError, PageSize, PageTable, PageTableFlags as F};
-use crate::arch::contract::AddressSpaceOps;
+use crate::arch::contract::{AddressSpaceOps, DeferredFlush};
 
 /// CR3's no-flush bit: the TLB keeps the new PCID's entries (only with CR4.PCIDE on).
 const CR3_NOFLUSH: u64 = 1 << 63;
@@ -166,6 +166,8 @@ pub struct AddressSpace {
     tag: Cell<Tag>,
     /// CR3 for the tree under the PCID of `tag`, no-flush bit included (PCIDs on only).
     cr3: Cell<u64>,
+    /// The flushes a batch of changes holds back, while one runs.
+    batch: Cell<Option<DeferredFlush>>,
 }
 
 impl AddressSpace {
@@ -203,6 +205,11 @@ impl AddressSpace {
     /// Makes a change to the page at `va` reach the TLB (with `tables`, a change of non-leaf
     /// entries): see the module documentation.
     fn flush_change(&self, va: usize, tables: bool) {
+        if let Some(mut batch) = self.batch.get() {
+            batch.note(va, tables);
+            self.batch.set(Some(batch));
+            return;
+        }
         if self.is_current() {
             if tables {
                 // Without the no-flush bit: the current PCID's (or, without PCIDs, every
@@ -249,7 +256,12 @@ impl AddressSpaceOps for AddressSpace {
     /// any) when it first runs.
     fn new(owner: Owner) -> Result<Self, MapError> {
         let table = super::with_kernel_table(|k| PageTable::new_sharing_kernel(k, owner))?;
-        Ok(AddressSpace { table, tag: Cell::new(Tag::NONE), cr3: Cell::new(0) })
+        Ok(AddressSpace {
+            table,
+            tag: Cell::new(Tag::NONE),
+            cr3: Cell::new(0),
+            batch: Cell::new(None),
+        })
     }
 
     /// Maps the user page `va` to frame `pa` with `rights` (a present page is readable, so
@@ -326,6 +338,25 @@ impl AddressSpaceOps for AddressSpace {
             && self.table.prune_range(start as u64, end as u64)
         {
             self.flush_change(start, true);
+        }
+    }
+
+    fn begin_batch(&mut self) {
+        if self.batch.get().is_none() {
+            self.batch.set(Some(DeferredFlush::new()));
+        }
+    }
+
+    /// Flushes the batch's pages with one `invlpg` each, or the whole tag with one CR3 write,
+    /// if this space runs; a live space that does not run gives up its PCID, as for one change.
+    fn end_batch(&mut self) {
+        let Some(batch) = self.batch.take() else { return };
+        match batch.pages() {
+            Some([]) => {}
+            Some(pages) if self.is_current() => {
+                pages.iter().for_each(|&va| paging::flush(va as u64));
+            }
+            _ => self.flush_change(0, true),
         }
     }
 

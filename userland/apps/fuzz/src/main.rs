@@ -21,8 +21,12 @@
 //! frames it took), aiming at each documented error in turn, and their outcomes are checked
 //! against what its records say they must be; `stretch_destroy` and `stretch_rights` also get
 //! the bases of its managed stretches (destroying one unmaps its pages, whose frames stay the
-//! fuzzer's; `stretch_rights` must refuse them). Now and then a `map` is prepared so that it
-//! needs a page table while the guarantee is full (`NoMemory`); see `paging`.
+//! fuzzer's; `stretch_rights` must refuse them). `map_batch` gets short batches of valid maps,
+//! unmaps and protects drawn from those records, written to a buffer of the fuzzer's own, with
+//! one entry (or the count, or the pointer) often spoilt to aim at an error; its outcome is
+//! checked against the records entry by entry, in the kernel's order. Now and then a `map` is
+//! prepared so that it needs a page table while the guarantee is full (`NoMemory`); see
+//! `paging`.
 //!
 //! Output: per (call, outcome) pair observed, `fuzz: <call> <outcome> <count>`; then
 //! `fuzz: undocumented <call> <outcome> <count>` for each outcome the table does not allow (an
@@ -192,6 +196,7 @@ fn main(env: Env) -> i32 {
         prints: 0,
         failures: 0,
         last_time: 0,
+        batch: [abi::PageOp::default(); paging::BATCH_ROOM],
     };
     println!(
         "fuzz: seed {}, {} calls per kind, domain {}, channel {}",
@@ -257,6 +262,8 @@ struct Fuzzer {
     failures: u32,
     /// The last `time` result.
     last_time: u64,
+    /// The entries of the `map_batch` being made.
+    batch: [abi::PageOp; paging::BATCH_ROOM],
 }
 
 impl Fuzzer {
@@ -324,6 +331,7 @@ impl Fuzzer {
             | Call::Unmap
             | Call::Protect
             | Call::Remap => own.mem.draw(call, rng, own, &mut a),
+            Call::MapBatch => own.mem.draw_batch(rng, own, &mut self.batch, &mut a),
             Call::TimerSet => {
                 a[0] = pools::endpoint(rng);
                 a[1] = if rng.one_in(4) {
@@ -475,6 +483,11 @@ impl Fuzzer {
                     if !raw_calls::probe(&self.own) {
                         self.fail("a stretch changed after stretch_rights", a);
                     }
+                }
+            }
+            (Call::MapBatch, r) => {
+                if let Err(what) = self.own.mem.after_batch(&self.batch, a, r) {
+                    self.fail(what, a);
                 }
             }
             (

@@ -148,6 +148,7 @@ impl Own {
             | Call::Unmap
             | Call::Protect
             | Call::Remap
+            | Call::MapBatch
             | Call::DmaAlloc
             | Call::DmaAddress
             | Call::IrqAck => true,

@@ -1,5 +1,5 @@
 //! The fuzzer's self-paging calls (`stretch_create_managed`, `frame_alloc`, `frame_free`,
-//! `map`, `unmap`, `protect`, `remap`): the managed stretches and loose frames it holds, how it draws
+//! `map`, `unmap`, `protect`, `remap`, `map_batch`): the managed stretches and loose frames it holds, how it draws
 //! arguments aimed at each documented error (keeping the other arguments valid so that the
 //! kernel's earlier checks pass), the outcome its records say each call must have, and what it
 //! checks after a call succeeds.
@@ -18,7 +18,9 @@
 //! guaranteed frames. The counted call is then a `map` at that first page, and [`release`]
 //! gives back what filled the guarantee.
 
-use abi::{Call, PAGE_SIZE, Rights, STRETCH_BASE, SysError, USER_END};
+use abi::{
+    Call, MAP_BATCH_MAX, PAGE_SIZE, PageOp, Rights, STRETCH_BASE, SysError, USER_END, page_op,
+};
 
 use crate::held::{MAX_FRAMES, MAX_MANAGED, Managed, Memory};
 use crate::own::{Created, Own};
@@ -415,6 +417,209 @@ impl Memory {
                 }
             }
             _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Room for the entries of a `map_batch` (one more than the kernel takes).
+pub const BATCH_ROOM: usize = MAP_BATCH_MAX + 1;
+/// The longest batch drawn to succeed (short, so that the records have pages and frames for
+/// it).
+const BATCH_DRAWN: usize = 6;
+
+impl Memory {
+    /// Arguments for a `map_batch` whose entries are written to `ops` (the fuzzer's own
+    /// memory): a batch of valid maps (free frames at unmapped pages), unmaps and protects
+    /// (mapped pages), one entry of which is often spoilt to aim at one of the errors; or a
+    /// refused count or pointer.
+    pub fn draw_batch(
+        &self,
+        rng: &mut Rng,
+        own: &Own,
+        ops: &mut [PageOp; BATCH_ROOM],
+        a: &mut [usize; 6],
+    ) {
+        let nailed = own.addrs[0] & !(PAGE_SIZE - 1);
+        let foreign = pools::foreign(rng, own) & !(PAGE_SIZE - 1);
+        let m = (!self.managed().is_empty()).then(|| rng.pick(self.managed()));
+        a[0] = ops.as_ptr() as usize;
+        let mut n = 0;
+        // Valid entries, on distinct pages with distinct frames.
+        let want = 1 + rng.below(BATCH_DRAWN);
+        let mut free = self.frames().iter().filter(|f| f.mapped.is_none());
+        let skip = rng.below(4);
+        let mut mapped = self.frames().iter().filter_map(|f| f.mapped).skip(skip);
+        if let Some(m) = m {
+            let start = rng.below(m.pages);
+            let pages = (0..m.pages).map(|i| m.base + (start + i) % m.pages * PAGE_SIZE);
+            for va in pages.filter(|&va| self.at(va).is_none()) {
+                let Some(f) = free.next() else { break };
+                if n >= want || rng.one_in(2) {
+                    break;
+                }
+                let rights = Rights(Self::rights_within(rng, &m) as u8);
+                ops[n] = PageOp::map(va, f.number, rights);
+                n += 1;
+            }
+        }
+        while n < want {
+            let Some((va, _)) = mapped.next() else { break };
+            let Some(s) = self.stretch_of(va) else { continue };
+            ops[n] = if rng.one_in(2) {
+                PageOp::unmap(va)
+            } else {
+                PageOp::protect(va, Rights(Self::rights_within(rng, s) as u8))
+            };
+            n += 1;
+        }
+        if n == 0 {
+            ops[0] = PageOp::unmap(m.map_or(foreign, |m| m.base));
+            n = 1;
+        }
+        a[1] = n;
+        // Now and then one entry spoilt, or the batch itself.
+        let i = rng.below(n);
+        let e = &mut ops[i];
+        let page = m.and_then(|m| self.unmapped_page(rng, &m));
+        match rng.below(24) {
+            0 => a[1] = rng.pick(&[0, MAP_BATCH_MAX + 1, usize::MAX]),
+            1 => a[0] += rng.pick(&[1, 4]),
+            2 => a[0] = foreign,
+            3 => e.va += 1 + rng.below(PAGE_SIZE - 1) as u64,
+            4 => e.va = nailed as u64,
+            5 => e.va = foreign as u64,
+            6 => e.op = rng.pick(&[3, 7, u64::MAX]),
+            7 if e.op != page_op::UNMAP => e.rights = rng.pick(&[0, 8, 9, 0x10, u64::MAX]),
+            8 => {
+                let beyond = self.stretch_of(e.va as usize).and_then(Self::beyond);
+                e.rights = beyond.unwrap_or(0x10) as u64;
+                e.op = if e.op == page_op::UNMAP { page_op::PROTECT } else { e.op };
+            }
+            9 => *e = PageOp { op: page_op::MAP, frame: rng.pick(&[0, 1, 1 << 40, 1 << 52]), ..*e },
+            10 => {
+                let used = self.frame_where(rng, true).unwrap_or(usize::MAX);
+                e.op = page_op::MAP;
+                e.frame = used as u64;
+            }
+            11 => {
+                // A map at a mapped page.
+                let free = self.frame_where(rng, false).unwrap_or(usize::MAX);
+                let at = self.mapped_page(rng).map_or(e.va, |v| v as u64);
+                *e = PageOp { op: page_op::MAP, va: at, frame: free as u64, ..*e };
+            }
+            12 => {
+                // An unmap or protect of an unmapped page.
+                *e = PageOp { va: page.map_or(e.va, |v| v as u64), ..PageOp::unmap(0) };
+                if rng.one_in(2) {
+                    e.op = page_op::PROTECT;
+                    e.rights = m.map_or(1, |m| Self::rights_within(rng, &m)) as u64;
+                }
+            }
+            13 if n < BATCH_ROOM => {
+                // The same page twice, or a frame mapped twice.
+                ops[n] = ops[rng.below(n)];
+                a[1] = n + 1;
+            }
+            _ => {}
+        }
+    }
+
+    /// What the outcome of a `map_batch` of `ops` (as `a` names them) must be: the first
+    /// entry's refusal, in the kernel's order (the entry as its single call, then against the
+    /// entries before it), or success.
+    fn want_batch(&self, ops: &[PageOp], a: &[usize; 6]) -> Want {
+        use SysError::*;
+        let (ptr, count) = (a[0], a[1]);
+        if count == 0 || count > MAP_BATCH_MAX || !ptr.is_multiple_of(8) {
+            return Want::Is(Err(InvalidArgument));
+        }
+        if ptr != ops.as_ptr() as usize || count > ops.len() {
+            return Want::Is(Err(BadAddress));
+        }
+        let ops = &ops[..count];
+        for (i, op) in ops.iter().enumerate() {
+            let va = op.va as usize;
+            if !va.is_multiple_of(PAGE_SIZE) {
+                return Want::Is(Err(InvalidArgument));
+            }
+            let Some(m) = self.stretch_of(va) else {
+                return Want::AnyOf(&[BadAddress, NotManaged]);
+            };
+            let rights = || match op.rights as usize {
+                bits if !page_rights(bits) || op.rights > PAGE_RIGHTS as u64 => {
+                    Err(Want::Is(Err(InvalidArgument)))
+                }
+                bits if bits & !m.rights != 0 => Err(Want::Is(Err(PermissionDenied))),
+                _ => Ok(()),
+            };
+            let refused = match op.op {
+                page_op::MAP => rights().err().or_else(|| match self.frame(op.frame as usize) {
+                    _ if op.frame > usize::MAX as u64 / PAGE_SIZE as u64 => {
+                        Some(Want::Is(Err(NotFound)))
+                    }
+                    None => Some(Want::Is(Err(NotFound))),
+                    Some(f) if f.mapped.is_some() => Some(Want::Is(Err(InUse))),
+                    Some(_) if self.at(va).is_some() => Some(Want::Is(Err(AlreadyMapped))),
+                    Some(_) => None,
+                }),
+                page_op::UNMAP | page_op::PROTECT => {
+                    let r = if op.op == page_op::PROTECT { rights().err() } else { None };
+                    r.or_else(|| self.at(va).is_none().then_some(Want::Is(Err(NotMapped))))
+                }
+                _ => Some(Want::Is(Err(InvalidArgument))),
+            };
+            if let Some(w) = refused {
+                return w;
+            }
+            for earlier in &ops[..i] {
+                if earlier.va == op.va {
+                    return Want::Is(Err(InvalidArgument));
+                }
+                if op.op == page_op::MAP && earlier.op == page_op::MAP && earlier.frame == op.frame
+                {
+                    return Want::Is(Err(InUse));
+                }
+            }
+        }
+        // NoMemory if a table of a page went with a neighbour and the guarantee is full.
+        Want::OkOr(NoMemory)
+    }
+
+    /// Checks the outcome `r` of a `map_batch` of `ops` with arguments `a` against the
+    /// records, then, if it succeeded, brings them up to date and reads each page it mapped.
+    pub fn after_batch(
+        &mut self,
+        ops: &[PageOp],
+        a: [usize; 6],
+        r: Result<usize, SysError>,
+    ) -> Result<(), &'static str> {
+        if !self.want_batch(ops, &a).allows(r) {
+            return Err("map_batch's outcome disagrees with the pages and frames it holds");
+        }
+        if r.is_err() {
+            return Ok(());
+        }
+        for op in &ops[..a[1]] {
+            let (va, rights) = (op.va as usize, op.rights as usize);
+            let number = match op.op {
+                page_op::MAP => op.frame as usize,
+                _ => self.at(va).map_or(usize::MAX, |f| f.number),
+            };
+            let Some(f) = self.frame_mut(number) else { continue };
+            match op.op {
+                page_op::UNMAP => f.mapped = None,
+                _ => f.mapped = Some((va, rights)),
+            }
+            if op.op == page_op::MAP && rights & usize::from(Rights::READ.0 | Rights::WRITE.0) != 0
+            {
+                // SAFETY: the page was just mapped readable with a frame the fuzzer holds;
+                // nothing writes managed pages, and frames come zero-filled.
+                let word = unsafe { (va as *const u64).read_volatile() };
+                if word != 0 {
+                    return Err("a frame mapped by map_batch does not read zero");
+                }
+            }
         }
         Ok(())
     }

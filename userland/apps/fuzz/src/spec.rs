@@ -81,6 +81,15 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(Remap), NotMapped),
         (Some(Remap), AlreadyMapped),
         (Some(Remap), NoMemory),
+        (Some(MapBatch), InvalidArgument),
+        (Some(MapBatch), BadAddress),
+        (Some(MapBatch), NotManaged),
+        (Some(MapBatch), PermissionDenied),
+        (Some(MapBatch), NotFound),
+        (Some(MapBatch), InUse),
+        (Some(MapBatch), AlreadyMapped),
+        (Some(MapBatch), NotMapped),
+        (Some(MapBatch), NoMemory),
         (Some(DmaAlloc), PermissionDenied),
         (Some(DmaAlloc), InvalidArgument),
         (Some(DmaAlloc), NoMemory),
@@ -112,6 +121,11 @@ pub const NOT_EXPECTED: &[(Pair, &str)] = &[
     (
         (Some(Call::Remap), SysError::NoMemory),
         "needs the target page's table gone with a neighbour while the guarantee is full, which \
+         the fuzzer sets up for map only",
+    ),
+    (
+        (Some(Call::MapBatch), SysError::NoMemory),
+        "needs the table of a page it maps gone with a neighbour while the guarantee is full, which \
          the fuzzer sets up for map only",
     ),
     (
@@ -193,6 +207,7 @@ pub fn kind_name(k: usize) -> &'static str {
         Some(Call::DmaAddress) => "dma_address",
         Some(Call::IrqAck) => "irq_ack",
         Some(Call::Remap) => "remap",
+        Some(Call::MapBatch) => "map_batch",
     }
 }
 

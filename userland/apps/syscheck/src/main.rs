@@ -1,7 +1,9 @@
 //! `syscheck`: calls every system call with bad arguments and checks that each is refused with
 //! the error `docs/syscalls.md` lists, then checks the good paths of the stretch calls and of
 //! the self-paging calls (a frame mapped, written, unmapped, mapped elsewhere and read back;
-//! a frame filled through a window page and moved into place with `remap`;
+//! a frame filled through a window page and moved into place with `remap`; `map_batch`
+//! mapping, protecting and unmapping many pages at once, all or nothing, with the TLB flushed
+//! page by page and whole;
 //! a managed stretch destroyed with a page mapped; `map` refused with `NoMemory` once a page
 //! table it needs went with a neighbouring stretch and the guarantee is full).
 //!
@@ -265,6 +267,7 @@ fn self_paging(t: &mut Tally, me: usize, own_image: usize) {
     }
     round_trip(t, me);
     remap_moves(t);
+    batches(t);
     destroy_mapped(t);
     table_gone(t);
 }
@@ -394,6 +397,163 @@ fn remap_moves(t: &mut Tally) {
     t.expect("frame_free", done(frame_free(frame)), Ok(()));
     t.expect("frame_free of the second", done(frame_free(second)), Ok(()));
     t.expect("stretch_destroy of the window's stretch", raw_calls::destroy(base), Ok(()));
+}
+
+/// Pages of the larger `map_batch` check: more than the kernel flushes page by page.
+const BATCH_PAGES: usize = 24;
+/// Pages of the smaller one, flushed page by page.
+const SMALL_BATCH: usize = 4;
+
+/// `r` as a tally result, with `Err(InvalidArgument)` for an error at another index than
+/// `index`.
+fn at(r: Result<(), (usize, SysError)>, index: usize) -> Result<usize, SysError> {
+    match r {
+        Ok(()) => Ok(0),
+        Err((i, e)) if i == index => Err(e),
+        Err(_) => Err(SysError::NoSuchCall),
+    }
+}
+
+/// `map_batch`: its boundary errors (each with the refused entry's index, each leaving every
+/// page unmapped); a batch that maps [`BATCH_PAGES`] pages, which are then written and read
+/// back; one that protects them all; then the TLB: the pages, read through their mappings,
+/// are unmapped and mapped to fresh frames in two batches (of [`SMALL_BATCH`] pages, flushed
+/// page by page, and of the rest, flushed whole), and must read the new frames' zeros.
+fn batches(t: &mut Tally) {
+    use SysError::*;
+    use abi::{MAP_BATCH_MAX, PageOp};
+    use tessera::syscall::{frame_alloc, frame_free, map_batch, stretch_create_managed, unmap};
+    let rw = Rights::READ.union(Rights::WRITE);
+    let Ok(base) = stretch_create_managed(BATCH_PAGES * 4096, rw) else {
+        t.expect("stretch_create_managed for map_batch", Err(NoMemory), Ok(()));
+        return;
+    };
+    let page = |i: usize| base + i * 4096;
+    let mut frames = [0usize; 2 * BATCH_PAGES];
+    for f in frames.iter_mut() {
+        match frame_alloc(0) {
+            Ok(n) => *f = n,
+            Err(e) => {
+                t.expect("frame_alloc for map_batch", Err(e), Ok(()));
+                return;
+            }
+        }
+    }
+    let (first, second) = frames.split_at(BATCH_PAGES);
+    let mut ops = [PageOp::default(); MAP_BATCH_MAX + 1];
+    for (i, op) in ops.iter_mut().enumerate().take(BATCH_PAGES) {
+        *op = PageOp::map(page(i), first[i], rw);
+    }
+    // Refused batches: nothing changes.
+    let last = BATCH_PAGES - 1;
+    let mut bad = ops;
+    bad[last].va += 8;
+    t.expect(
+        "map_batch with a misaligned last page",
+        at(map_batch(&bad[..BATCH_PAGES]), last),
+        Err(InvalidArgument),
+    );
+    bad[last] = PageOp::map(page(0), first[last], rw);
+    t.expect(
+        "map_batch with a page twice",
+        at(map_batch(&bad[..BATCH_PAGES]), last),
+        Err(InvalidArgument),
+    );
+    bad[last] = PageOp::map(page(last), first[0], rw);
+    t.expect("map_batch with a frame twice", at(map_batch(&bad[..BATCH_PAGES]), last), Err(InUse));
+    bad[last] = PageOp::map(page(last), 1, rw);
+    t.expect(
+        "map_batch with a frame not held",
+        at(map_batch(&bad[..BATCH_PAGES]), last),
+        Err(NotFound),
+    );
+    bad[last] = PageOp::unmap(page(last));
+    t.expect(
+        "map_batch unmapping an unmapped page",
+        at(map_batch(&bad[..BATCH_PAGES]), last),
+        Err(NotMapped),
+    );
+    bad[last] = PageOp::map(0x8020_0000, first[last], rw);
+    t.expect(
+        "map_batch outside the own memory",
+        at(map_batch(&bad[..BATCH_PAGES]), last),
+        Err(BadAddress),
+    );
+    bad[last] = PageOp { op: 3, ..ops[last] };
+    t.expect(
+        "map_batch with an unknown operation",
+        at(map_batch(&bad[..BATCH_PAGES]), last),
+        Err(InvalidArgument),
+    );
+    bad[last] = PageOp::map(page(last), first[last], Rights::EXECUTE.union(rw));
+    t.expect(
+        "map_batch with rights beyond the stretch's",
+        at(map_batch(&bad[..BATCH_PAGES]), last),
+        Err(PermissionDenied),
+    );
+    let over = MAP_BATCH_MAX + 1;
+    let array = ops.as_ptr() as usize;
+    let r = raw_calls::map_batch(array, over);
+    t.expect("map_batch of 65 entries", at(r, over), Err(InvalidArgument));
+    let r = raw_calls::map_batch(array, 0);
+    t.expect("map_batch of no entry", at(r, 0), Err(InvalidArgument));
+    let r = raw_calls::map_batch(array + 4, 1);
+    t.expect("map_batch of a misaligned array", at(r, 1), Err(InvalidArgument));
+    let r = raw_calls::map_batch(0x8020_0000, 2);
+    t.expect("map_batch of an array outside the own memory", at(r, 2), Err(BadAddress));
+    let none = (0..BATCH_PAGES).all(|i| unmap(page(i)) == Err(NotMapped));
+    t.expect("refused batches mapped nothing", holds(none), Ok(()));
+    // A good batch, then every page written and read back.
+    t.expect("map_batch of 24 pages", at(map_batch(&ops[..BATCH_PAGES]), 0), Ok(()));
+    let pattern = |i: usize| 0x6d61_7062_0000_0000 | i as u64;
+    let mut good = true;
+    for i in 0..BATCH_PAGES {
+        let word = page(i) as *mut u64;
+        // SAFETY: the page was just mapped read-write with a frame this domain holds; nothing
+        // else refers to it.
+        unsafe {
+            good &= word.read_volatile() == 0;
+            word.write_volatile(pattern(i));
+            good &= word.read_volatile() == pattern(i);
+        }
+    }
+    t.expect("map_batch's pages read zero, then what was written", holds(good), Ok(()));
+    for (i, op) in ops.iter_mut().enumerate().take(BATCH_PAGES) {
+        *op = PageOp::protect(page(i), Rights::READ);
+    }
+    t.expect("map_batch protecting 24 pages", at(map_batch(&ops[..BATCH_PAGES]), 0), Ok(()));
+    // SAFETY: the pages are mapped readable.
+    let kept =
+        (0..BATCH_PAGES).all(|i| unsafe { (page(i) as *const u64).read_volatile() } == pattern(i));
+    t.expect("protected pages keep their contents", holds(kept), Ok(()));
+    // The TLB: each page was just read through its mapping; unmapped and mapped to a fresh
+    // frame, it must read the new frame, in a small batch and a large one.
+    for range in [0..SMALL_BATCH, SMALL_BATCH..BATCH_PAGES] {
+        let n = range.len();
+        for (op, i) in ops.iter_mut().zip(range.clone()) {
+            *op = PageOp::unmap(page(i));
+        }
+        t.expect("map_batch unmapping pages", at(map_batch(&ops[..n]), 0), Ok(()));
+        for (op, i) in ops.iter_mut().zip(range.clone()) {
+            *op = PageOp::map(page(i), second[i], Rights::READ);
+        }
+        t.expect("map_batch mapping fresh frames there", at(map_batch(&ops[..n]), 0), Ok(()));
+        // SAFETY: the pages were just mapped readable with fresh (zero-filled) frames.
+        let fresh = range.clone().all(|i| unsafe { (page(i) as *const u64).read_volatile() } == 0);
+        let what = if n > 16 {
+            "map_batch's whole flush shows the fresh frames"
+        } else {
+            "map_batch's page flushes show the fresh frames"
+        };
+        t.expect(what, holds(fresh), Ok(()));
+    }
+    for (i, op) in ops.iter_mut().enumerate().take(BATCH_PAGES) {
+        *op = PageOp::unmap(page(i));
+    }
+    t.expect("map_batch unmapping 24 pages", at(map_batch(&ops[..BATCH_PAGES]), 0), Ok(()));
+    let freed = frames.iter().all(|&f| frame_free(f).is_ok());
+    t.expect("frame_free of map_batch's frames", holds(freed), Ok(()));
+    t.expect("stretch_destroy of map_batch's stretch", raw_calls::destroy(base), Ok(()));
 }
 
 /// Destroying a managed stretch with a page mapped unmaps the page; the frame stays the

@@ -33,6 +33,13 @@ pub fn rights(base: usize, domain: usize, rights: usize) -> Result<usize, SysErr
     unsafe { raw(abi::Call::StretchRights as usize, [base, domain, rights, 0, 0, 0]) }
 }
 
+/// `map_batch(ops, count)` with any pointer and count.
+pub fn map_batch(ops: usize, count: usize) -> Result<(), (usize, SysError)> {
+    // SAFETY: the callers pass pointers to no entries, or entries the kernel refuses, so no
+    // page changes.
+    unsafe { tessera::syscall::map_batch_raw(ops, count) }
+}
+
 /// Sums `n` words at `words` (which must read as zero), then writes each word.
 pub fn fill_and_sum(words: *mut u64, n: usize) -> u64 {
     let mut sum = 0;
