@@ -185,6 +185,12 @@ impl Default for DeferredFlush {
     }
 }
 
+/// The flushes held back by the batch that runs, kernel-wide: one CPU runs one system call at
+/// a time and no user code runs inside a batch, so at most one batch is under way. An address
+/// space keeps only a flag that it is in it, so the space stays small and its common paths
+/// read one word.
+pub static DEFERRED: spin::Mutex<DeferredFlush> = spin::Mutex::new(DeferredFlush::new());
+
 /// A protection domain's view of the single address space: its own page tables, which share
 /// the kernel half and map, in the user half, exactly the pages the domain may access, under a
 /// TLB tag (ASID, PCID) so that switching to it needs no flush. Its table frames are charged to

@@ -36,33 +36,8 @@ pub const GROWTH_BYTES: usize = 64 * 1024;
 /// Orders of the buddy allocator: blocks up to 2^31 bytes.
 const ORDER: usize = 32;
 
-static HEAP: LockedHeapWithRescue<ORDER> = LockedHeapWithRescue::new(grow);
-
-/// The global allocator: [`HEAP`], its lock held inside the runtime's critical code, so that a
-/// revocation notice never runs a driver's `revoke` while this flow of control holds it.
-struct Allocator;
-
 #[global_allocator]
-static ALLOCATOR: Allocator = Allocator;
-
-// SAFETY: every method passes its arguments to the buddy allocator's own `GlobalAlloc`, which
-// upholds the contract; marking the critical code around it changes no memory it hands out.
-unsafe impl core::alloc::GlobalAlloc for Allocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        crate::thread::enter_runtime();
-        // SAFETY: the caller's contract for `alloc`, passed on.
-        let p = unsafe { HEAP.alloc(layout) };
-        crate::thread::leave_runtime();
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        crate::thread::enter_runtime();
-        // SAFETY: the caller's contract for `dealloc`, passed on.
-        unsafe { HEAP.dealloc(ptr, layout) };
-        crate::thread::leave_runtime();
-    }
-}
+static HEAP: LockedHeapWithRescue<ORDER> = LockedHeapWithRescue::new(grow);
 
 /// Adds a stretch large enough for `layout` to the heap (does nothing if the contract is full:
 /// the allocation then fails).
@@ -78,6 +53,12 @@ fn grow(heap: &mut Heap<ORDER>, layout: &Layout) {
         // else refers to it.
         unsafe { heap.add_to_heap(base, base + bytes) };
     }
+}
+
+/// Whether the heap's lock is held: by the interrupted flow of control, since threads switch
+/// only cooperatively (the activation handler reads it to put a revocation off).
+pub(crate) fn locked() -> bool {
+    HEAP.is_locked()
 }
 
 /// Bytes the heap has handed out and holds in all (for reports).

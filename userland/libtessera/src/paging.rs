@@ -329,13 +329,14 @@ pub(crate) fn on_activation(reason: u64, dcb: &abi::Dcb) -> ! {
         access: Access::from_code(dcb.fault.access.load(Ordering::Relaxed)).unwrap_or(Access::Read),
     });
     let reg = registry();
-    // A notice that interrupted the runtime's critical code (the thread switch, the heap) is
+    // A notice that interrupted the runtime's critical code (a thread switch, the heap's lock) is
     // answered at a later activation: the kernel enters the handler with it until it is met.
     let revoke = reason & activation::REVOKE != 0
         && dcb.revocation.frames_wanted.load(Ordering::Acquire) > 0
         && !reg.revoking
         && !reg.revoke_after_fault
-        && !crate::thread::in_runtime();
+        && !crate::thread::in_runtime()
+        && !crate::heap::locked();
     if fault.is_none() && !revoke {
         syscall::resume(&saved)
     }

@@ -271,9 +271,10 @@ fn wake_due(now: u64) -> u64 {
 }
 
 /// Switches to the next ready thread (round robin), blocking the domain while none is ready.
-/// How deep the running flow of control is in the runtime's own critical code (a thread
-/// switch, the heap's lock): a revocation notice that interrupts it is answered later, at the
-/// next activation outside (`paging::on_activation`), since `revoke` may allocate and wait.
+/// How deep the running flow of control is in a switch between threads: a revocation notice
+/// that interrupts one is answered later, at the next activation outside
+/// (`paging::on_activation`), since `revoke` may allocate and wait. (The heap's lock is the
+/// other such place: `heap::locked`.)
 static IN_RUNTIME: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
 /// Whether the interrupted code was in the runtime's critical code (see [`IN_RUNTIME`]).

@@ -19,7 +19,9 @@ use spin::Mutex;
 use super::frame::{INTERRUPT, SUPERVISOR_TIMER, TrapFrame, exception_name};
 use super::sv39::{self, MapError, PTE_R, PTE_U, PTE_W, PTE_X, PageTable};
 use super::{fp, interrupts, probe, timer};
-use crate::arch::contract::{AddressSpaceOps, DeferredFlush, UserContextOps, UserFault, UserTrap};
+use crate::arch::contract::{
+    AddressSpaceOps, DEFERRED, DeferredFlush, UserContextOps, UserFault, UserTrap,
+};
 
 /// `scause` of an illegal instruction.
 const ILLEGAL_INSTRUCTION: usize = 2;
@@ -266,8 +268,8 @@ pub struct AddressSpace {
     tag: Cell<Tag>,
     /// `satp` for the tree under the ASID of `tag`.
     satp: Cell<usize>,
-    /// The flushes a batch of changes holds back, while one runs.
-    batch: Cell<Option<DeferredFlush>>,
+    /// In a batch of changes: their flushes are held back in [`DEFERRED`].
+    batch: Cell<bool>,
 }
 
 impl AddressSpace {
@@ -280,9 +282,8 @@ impl AddressSpace {
     /// Makes a change to the page at `va` reach the TLB: flushes the page in this space's ASID
     /// (with `tables`, the whole ASID: non-leaf entries changed), if the ASID is live.
     fn flush_change(&self, va: usize, tables: bool) {
-        if let Some(mut batch) = self.batch.get() {
-            batch.note(va, tables);
-            self.batch.set(Some(batch));
+        if self.batch.get() {
+            DEFERRED.lock().note(va, tables);
             return;
         }
         match self.live_asid() {
@@ -315,7 +316,7 @@ impl AddressSpaceOps for AddressSpace {
             table,
             tag: Cell::new(Tag::NONE),
             satp: Cell::new(0),
-            batch: Cell::new(None),
+            batch: Cell::new(false),
         })
     }
 
@@ -385,15 +386,18 @@ impl AddressSpaceOps for AddressSpace {
     }
 
     fn begin_batch(&mut self) {
-        if self.batch.get().is_none() {
-            self.batch.set(Some(DeferredFlush::new()));
+        if !self.batch.replace(true) {
+            *DEFERRED.lock() = DeferredFlush::new();
         }
     }
 
     /// Flushes the batch's pages in this space's ASID one `sfence.vma` each, or the whole ASID
     /// with one, if the ASID is live.
     fn end_batch(&mut self) {
-        let Some(batch) = self.batch.take() else { return };
+        if !self.batch.replace(false) {
+            return;
+        }
+        let batch = *DEFERRED.lock();
         let Some(asid) = self.live_asid() else { return };
         match batch.pages() {
             Some(pages) => pages.iter().for_each(|&va| sv39::flush_page(va as u64, asid)),

@@ -33,7 +33,7 @@ use frame_allocator::Owner;
 use spin::Mutex;
 
 use super::paging::{self, MapError, PageSize, PageTable, PageTableFlags as F};
-use crate::arch::contract::{AddressSpaceOps, DeferredFlush};
+use crate::arch::contract::{AddressSpaceOps, DEFERRED, DeferredFlush};
 
 /// CR3's no-flush bit: the TLB keeps the new PCID's entries (only with CR4.PCIDE on).
 const CR3_NOFLUSH: u64 = 1 << 63;
@@ -166,8 +166,8 @@ pub struct AddressSpace {
     tag: Cell<Tag>,
     /// CR3 for the tree under the PCID of `tag`, no-flush bit included (PCIDs on only).
     cr3: Cell<u64>,
-    /// The flushes a batch of changes holds back, while one runs.
-    batch: Cell<Option<DeferredFlush>>,
+    /// In a batch of changes: their flushes are held back in [`DEFERRED`].
+    batch: Cell<bool>,
 }
 
 impl AddressSpace {
@@ -205,9 +205,8 @@ impl AddressSpace {
     /// Makes a change to the page at `va` reach the TLB (with `tables`, a change of non-leaf
     /// entries): see the module documentation.
     fn flush_change(&self, va: usize, tables: bool) {
-        if let Some(mut batch) = self.batch.get() {
-            batch.note(va, tables);
-            self.batch.set(Some(batch));
+        if self.batch.get() {
+            DEFERRED.lock().note(va, tables);
             return;
         }
         if self.is_current() {
@@ -260,7 +259,7 @@ impl AddressSpaceOps for AddressSpace {
             table,
             tag: Cell::new(Tag::NONE),
             cr3: Cell::new(0),
-            batch: Cell::new(None),
+            batch: Cell::new(false),
         })
     }
 
@@ -342,15 +341,18 @@ impl AddressSpaceOps for AddressSpace {
     }
 
     fn begin_batch(&mut self) {
-        if self.batch.get().is_none() {
-            self.batch.set(Some(DeferredFlush::new()));
+        if !self.batch.replace(true) {
+            *DEFERRED.lock() = DeferredFlush::new();
         }
     }
 
     /// Flushes the batch's pages with one `invlpg` each, or the whole tag with one CR3 write,
     /// if this space runs; a live space that does not run gives up its PCID, as for one change.
     fn end_batch(&mut self) {
-        let Some(batch) = self.batch.take() else { return };
+        if !self.batch.replace(false) {
+            return;
+        }
+        let batch = *DEFERRED.lock();
         match batch.pages() {
             Some([]) => {}
             Some(pages) if self.is_current() => {
