@@ -435,7 +435,7 @@ fn heracles_revocation(out: &Outcome) -> Result<(), String> {
     if get(disk, "device_writes")? == 0 {
         return Err(format!("nothing was written back: {disk}"));
     }
-    expect_line(out, "[claim] memhog: claimed bytes=5242880")?;
+    expect_line(out, "[claim] memhog: claimed bytes=2097152")?;
     expect_line(out, "pager: exited with status 0")
 }
 
