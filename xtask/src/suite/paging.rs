@@ -489,7 +489,12 @@ pub(super) fn paging_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
         heracles("compressed"),
         heracles("prefetching-compressed"),
         heracles("prefetching"),
-        test("heracles_revocation", "heracles-revocation.toml", &[], heracles_revocation),
+        virtual_time(test(
+            "heracles_revocation",
+            "heracles-revocation.toml",
+            &[],
+            heracles_revocation,
+        )),
         virtual_time(test("revocation", "revocation.toml", &[], revocation)),
         virtual_time(test(
             "revocation_ignored",
