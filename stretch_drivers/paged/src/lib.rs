@@ -229,6 +229,11 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
         self.bound.as_ref().map(|b| b.pager.stats())
     }
 
+    /// Whether page `page` of the stretch is resident (mapped on a frame).
+    pub fn resident(&self, page: usize) -> bool {
+        self.bound.as_ref().is_some_and(|b| b.pager.resident(page).is_some())
+    }
+
     /// Copies through the window: `(fills, saves, moves)`.
     pub fn window_copies(&self) -> (u64, u64, u64) {
         (self.table.fills, self.table.saves, self.table.moves)

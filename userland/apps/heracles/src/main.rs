@@ -1,7 +1,8 @@
 //! `heracles`: a stretch paged by the Heracles hierarchy to this domain's own disk stream.
 //!
 //! Usage: `heracles --pager SPEC --program random|compress|matmul|filter [--scale test|default]
-//! [--pages N] [--steps N] [--seed S] [--fill] [--duration MS] [--resize-at STEP:BYTES]`.
+//! [--pages N] [--steps N] [--seed S] [--fill] [--lock N] [--duration MS]
+//! [--resize-at STEP:BYTES]`.
 //!
 //! `SPEC` is a [`vmm::spec::PagerSpec`] (a manifest's `pager = { ... }` arrives as
 //! `--pager SPEC`): the hierarchy, the frames, the replacement policy and the block session to
@@ -13,7 +14,8 @@
 //!   whole page (zero, compressible or incompressible contents, by a hash of the page and its
 //!   version) or reads one and checks every byte; then every page is checked once more. It
 //!   prints `heracles: random pages=N steps=S checked=C mismatches=M`.
-//!   `--duration MS` stops the steps after `MS` milliseconds of its clock (before the final
+//!   `--lock N` locks the stretch's first `N` pages before the steps (and reports how many are
+//!   still resident after them: `heracles: locked pages=N resident=R`). `--duration MS` stops the steps after `MS` milliseconds of its clock (before the final
 //!   check). `--resize-at STEP:BYTES` resizes the cache (the compressed pool or the eviction area) to
 //!   `BYTES` before step `STEP`, through the driver, and prints the result.
 //! - `compress`, `matmul`, `filter`: the thesis's programs (`paging_programs`), at the
@@ -44,6 +46,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use paged_driver::{PagedConfig, PagedDriver};
 use paging_programs::{Program, Scale};
+use stretch_driver::StretchDriver;
 use tessera::{Env, PAGE_SIZE, Rights, paging, println};
 use vmm::app::{AppHandler, GuaranteeChange};
 use vmm::spec::PagerSpec;
@@ -54,7 +57,7 @@ tessera::main!(main);
 
 const USAGE: &str = "usage: heracles --pager SPEC --program random|compress|matmul|filter \
                      [--scale test|default] [--pages N] [--steps N] [--seed S] [--fill] \
-                     [--duration MS] [--resize-at STEP:BYTES]";
+                     [--lock N] [--duration MS] [--resize-at STEP:BYTES]";
 
 /// What to run.
 enum Work {
@@ -88,6 +91,8 @@ struct Options {
     /// `--duration MS`: the random workload stops after this long (by its own clock), or
     /// after its steps.
     duration_ms: Option<u64>,
+    /// `--lock N`: lock the stretch's first `N` pages before the run.
+    lock: usize,
     seed: u64,
 }
 
@@ -99,6 +104,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
     let mut resize_at = None;
     let mut fill = false;
     let mut duration_ms = None;
+    let mut lock = 0;
     let mut args = env.args;
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or("an option lacks its value");
@@ -118,6 +124,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             "--steps" => steps = value()?.parse().map_err(|_| "bad --steps")?,
             "--seed" => seed = value()?.parse().map_err(|_| "bad --seed")?,
             "--fill" => fill = true,
+            "--lock" => lock = value()?.parse().map_err(|_| "bad --lock")?,
             "--duration" => duration_ms = Some(value()?.parse().map_err(|_| "bad --duration")?),
             "--resize-at" => {
                 let bad = "--resize-at STEP:BYTES";
@@ -136,7 +143,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             scale,
         },
     };
-    Ok(Options { spec, work, seed, resize_at, fill, duration_ms })
+    Ok(Options { spec, work, seed, resize_at, fill, duration_ms, lock })
 }
 
 fn main(env: Env) -> i32 {
@@ -211,6 +218,11 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
     // SAFETY: the stretch was just created and bound, read-write, and this is the only
     // reference to it (the app never touches it otherwise).
     let region = unsafe { area::stretch(info.base, info.bytes()) };
+    let locked = info.base..info.base + o.lock.min(info.pages) * PAGE_SIZE;
+    if o.lock > 0 {
+        let r = paging::with_driver::<Driver, _>(info.base, |d, k| d.lock(k, locked.clone()));
+        println!("heracles: lock of {} pages: {r:?}", o.lock.min(info.pages));
+    }
     let start = tessera::time_ns();
     let ok = match o.work {
         Work::Random { pages, steps } => {
@@ -242,6 +254,13 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
         }
     };
     let elapsed = tessera::time_ns().saturating_sub(start);
+    if o.lock > 0 {
+        let pages = o.lock.min(info.pages);
+        let resident = paging::with_driver::<Driver, _>(info.base, |d, _| {
+            (0..pages).filter(|p| d.resident(*p)).count()
+        });
+        println!("heracles: locked pages={pages} resident={}", resident.unwrap_or(0));
+    }
     report(o, info.base, elapsed, counts.get())?;
     Ok(ok)
 }
