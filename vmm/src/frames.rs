@@ -9,14 +9,12 @@ use alloc::vec::Vec;
 use crate::error::VmmError;
 use crate::{PAGE_SIZE, Page};
 
-/// The frames a pager pages into, numbered `0..count()`, and the mapping of pages onto them.
-/// The pager does not own them: each call that pages is handed them, so the paged stretch
-/// driver can build them around the kernel it is given for that call. The pager fills a frame before mapping it, and unmaps a page before saving its frame, so
-/// no thread sees a half-filled page or changes one being saved.
+/// The frames a pager pages into, numbered from 0 (the pager knows how many: it is made for
+/// them), and the mapping of pages onto them. The pager does not own them: each call that
+/// pages is handed them, so the paged stretch driver can build them around the kernel it is
+/// given for that call. The pager fills a frame before mapping it, and unmaps a page before
+/// saving its frame, so no thread sees a half-filled page or changes one being saved.
 pub trait Frames {
-    /// How many frames there are.
-    fn count(&self) -> usize;
-
     /// Fills `frame` with `data`.
     fn fill(&mut self, frame: usize, data: &Page) -> Result<(), VmmError>;
 
@@ -86,10 +84,6 @@ impl MemFrames {
 }
 
 impl Frames for MemFrames {
-    fn count(&self) -> usize {
-        self.frames.len()
-    }
-
     fn fill(&mut self, frame: usize, data: &Page) -> Result<(), VmmError> {
         self.check(frame)?;
         self.frames[frame].copy_from_slice(data);

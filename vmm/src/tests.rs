@@ -593,9 +593,6 @@ struct FlakyFrames {
 }
 
 impl crate::frames::Frames for FlakyFrames {
-    fn count(&self) -> usize {
-        self.inner.count()
-    }
     fn fill(&mut self, frame: usize, data: &Page) -> Result<(), VmmError> {
         self.inner.fill(frame, data)
     }

@@ -198,10 +198,6 @@ impl KernelFrames<'_> {
 }
 
 impl Frames for KernelFrames<'_> {
-    fn count(&self) -> usize {
-        self.table.slots.len()
-    }
-
     fn fill(&mut self, frame: usize, data: &Page) -> Result<(), VmmError> {
         self.place_at_window(frame)?;
         let window = self.table.window;
