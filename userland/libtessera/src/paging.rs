@@ -335,7 +335,7 @@ pub(crate) fn on_activation(reason: u64, dcb: &abi::Dcb) -> ! {
         && dcb.revocation.frames_wanted.load(Ordering::Acquire) > 0
         && !reg.revoking
         && !reg.revoke_after_fault
-        && !crate::thread::in_runtime()
+        && !crate::thread::switching()
         && !crate::heap::locked();
     if fault.is_none() && !revoke {
         syscall::resume(&saved)

@@ -119,8 +119,8 @@ pub(crate) extern "C" fn activated(reason: u64, dcb: *const abi::Dcb) -> ! {
 }
 
 extern "C" fn thread_main(index: usize) -> ! {
-    // A new thread starts where another left `schedule`, in the runtime's critical code.
-    leave_runtime();
+    // A new thread starts where another left `schedule`, in the middle of a switch.
+    set_switching(false);
     let (f, arg) = {
         let t = &sched().threads[index];
         (t.entry.expect("a spawned thread has an entry"), t.arg)
@@ -270,30 +270,24 @@ fn wake_due(now: u64) -> u64 {
     earliest
 }
 
-/// Switches to the next ready thread (round robin), blocking the domain while none is ready.
-/// How deep the running flow of control is in a switch between threads: a revocation notice
-/// that interrupts one is answered later, at the next activation outside
+/// Set while the running flow of control switches between threads: a revocation notice that
+/// interrupts a switch is answered later, at the next activation outside
 /// (`paging::on_activation`), since `revoke` may allocate and wait. (The heap's lock is the
-/// other such place: `heap::locked`.)
-static IN_RUNTIME: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+/// other such place: `heap::locked`.) Switches never nest.
+static SWITCHING: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
-/// Whether the interrupted code was in the runtime's critical code (see [`IN_RUNTIME`]).
-pub(crate) fn in_runtime() -> bool {
-    IN_RUNTIME.load(core::sync::atomic::Ordering::Relaxed) > 0
+/// Whether the interrupted code was switching between threads (see [`SWITCHING`]).
+pub(crate) fn switching() -> bool {
+    SWITCHING.load(core::sync::atomic::Ordering::Relaxed)
 }
 
-/// Enters the runtime's critical code.
-pub(crate) fn enter_runtime() {
-    IN_RUNTIME.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+/// Marks a switch as under way, or over.
+fn set_switching(on: bool) {
+    SWITCHING.store(on, core::sync::atomic::Ordering::Relaxed);
 }
 
-/// Leaves it.
-pub(crate) fn leave_runtime() {
-    IN_RUNTIME.fetch_sub(1, core::sync::atomic::Ordering::Relaxed);
-}
-
-/// Switches to the next ready thread, or blocks the domain until one is. The switch itself
-/// is the runtime's critical code: the thread that runs next leaves it (returning here, or
+/// Switches to the next ready thread, or blocks the domain until one is. The switch itself is
+/// marked ([`SWITCHING`]): the thread that runs next clears the mark (returning here, or
 /// starting in `thread_main`). Blocking is not: a notice that wakes the domain there is
 /// answered by the waiting thread.
 fn schedule() {
@@ -306,7 +300,7 @@ fn schedule() {
         match next {
             Some(next) if next == from => return,
             Some(next) => {
-                enter_runtime();
+                set_switching(true);
                 s.current = next;
                 let save = &raw mut s.threads[from].ctx;
                 let load = &raw const s.threads[next].ctx;
@@ -314,7 +308,7 @@ fn schedule() {
                 // stack stretch; thread `from` is not ready elsewhere, so its context slot stays
                 // valid until it is switched back to.
                 unsafe { arch::switch(save, load) };
-                leave_runtime();
+                set_switching(false);
                 return;
             }
             None => {
