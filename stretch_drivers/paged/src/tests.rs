@@ -443,23 +443,21 @@ fn hit_costs_count_the_faults_a_cache_answered_without_the_disk() {
 #[test]
 fn evicting_ahead_frees_frames_for_the_next_faults() {
     for h in hierarchies() {
-        let mut d = Domain::with(config(h, PolicyKind::Clock), 2 * PAGES, FRAMES, 0, |driver| {
-            driver.with_clock(ticking_clock)
-        });
-        let mut ahead = Domain::with(
+        let mut d = Domain::new(config(h, PolicyKind::Clock), 2 * PAGES, FRAMES, 0);
+        let mut ahead = Domain::new(
             PagedConfig { ahead: 4, ..config(h, PolicyKind::Clock) },
             2 * PAGES,
             FRAMES,
             0,
-            |driver| driver,
         );
+        // The same seeded run on both (each load checked against the shadow as it goes), then
+        // every byte checked on both.
         let plain = random_run(&mut d, 31, 800);
         let shadow = random_run(&mut ahead, 31, 800);
-        assert_eq!(plain, shadow);
+        verify(&mut d, &plain);
         verify(&mut ahead, &shadow);
         let (p, a) = (d.driver.pager_stats().unwrap(), ahead.driver.pager_stats().unwrap());
-        // Evicting ahead evicts more (some evicted pages come back) but does it less often:
-        // the faults that found a free frame after the first evictions.
+        // Evicting ahead evicts at least as many pages: some it evicted early come back.
         assert!(a.evictions >= p.evictions, "{}: {a:?} {p:?}", h.name());
     }
 }
