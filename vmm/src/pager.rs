@@ -7,13 +7,13 @@ use alloc::collections::BTreeMap;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use crate::Page;
 use crate::app::{AppHandler, GuaranteeChange};
 use crate::cache::{CacheManager, CacheStats};
 use crate::disk::{DiskStats, SwapSpace};
 use crate::error::VmmError;
 use crate::frames::Frames;
 use crate::replace::ReplacementPolicy;
-use crate::{PAGE_SIZE, Page};
 
 /// A resident page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,7 +68,6 @@ pub struct Pager {
     free: Vec<usize>,
     /// Whether a page's contents are stored below (else it is zero or resident only).
     has_content: Vec<bool>,
-    buf: Box<Page>,
     stats: PagerStats,
     evict_ahead: usize,
 }
@@ -85,7 +84,7 @@ impl Pager {
     ) -> Pager {
         let count = frame_count;
         let mut policy = policy;
-        policy.reserve(count);
+        policy.reserve(count, pages);
         Pager {
             policy,
             cache,
@@ -94,7 +93,6 @@ impl Pager {
             resident: BTreeMap::new(),
             free: (0..count).rev().collect(),
             has_content: vec![false; pages],
-            buf: Box::new([0u8; PAGE_SIZE]),
             stats: PagerStats { frames: count, ..PagerStats::default() },
             evict_ahead: 1,
         }
@@ -165,8 +163,9 @@ impl Pager {
         Ok(frame)
     }
 
-    /// Fills `frame` with `page`, maps it and makes it resident. Contents fetched from the
-    /// cache manager are handed back to it if the frame cannot be filled or mapped.
+    /// Fills `frame` with `page` (fetched straight into the frame), maps it and makes it
+    /// resident. Contents fetched from the cache manager are handed back to it if the frame
+    /// cannot be mapped.
     fn load(
         &mut self,
         frames: &mut dyn Frames,
@@ -175,24 +174,29 @@ impl Pager {
         write: bool,
     ) -> Result<(), VmmError> {
         let fetched = self.has_content[page];
-        let mut stored_dirty = false;
+        let mut stored_dirty = None;
         if fetched {
-            let resident = &self.resident;
-            stored_dirty =
-                self.cache.fetch(page, &mut self.buf, &|p| resident.contains_key(&p))?.dirty;
+            let (resident, cache) = (&self.resident, &mut self.cache);
+            let mut fetch = |buf: &mut Page| {
+                stored_dirty = Some(cache.fetch(page, buf, &|p| resident.contains_key(&p))?.dirty);
+                Ok(())
+            };
+            let filled = frames.fill(frame, &mut fetch);
+            if let Err(e) = filled {
+                self.hand_back(frames, page, frame, stored_dirty)?;
+                return Err(e);
+            }
             self.stats.fetches += 1;
         } else {
+            frames.zero(frame)?;
             self.stats.zero_fills += 1;
         }
-        let dirty = write || stored_dirty;
-        // A dirty page is mapped writable at once: there is nothing more to learn from a write.
-        let writable = dirty;
-        let filled = if fetched { frames.fill(frame, &self.buf) } else { frames.zero(frame) };
-        if let Err(e) = filled.and_then(|()| frames.map(page, frame, writable)) {
-            if fetched {
-                // Hand the contents back as they came.
-                self.cache.put(page, &self.buf, stored_dirty)?;
-            }
+        let dirty = write || stored_dirty == Some(true);
+        // A dirty page is mapped writable at once: there is nothing more to learn from a
+        // write. So is every page when the frames keep dirty bits.
+        let writable = dirty || frames.tracks_dirty();
+        if let Err(e) = frames.map(page, frame, writable) {
+            self.hand_back(frames, page, frame, stored_dirty)?;
             return Err(e);
         }
         self.resident.insert(page, Resident { frame, dirty, locked: false, writable });
@@ -200,9 +204,24 @@ impl Pager {
         Ok(())
     }
 
+    /// Gives `page`'s contents, fetched into `frame` (if `stored_dirty` says they were), back
+    /// to the cache manager as they came, after a failed load.
+    fn hand_back(
+        &mut self,
+        frames: &mut dyn Frames,
+        page: usize,
+        frame: usize,
+        stored_dirty: Option<bool>,
+    ) -> Result<(), VmmError> {
+        let Some(dirty) = stored_dirty else { return Ok(()) };
+        let cache = &mut self.cache;
+        frames.save(frame, &mut |data| cache.put(page, data, dirty))
+    }
+
     /// Evicts [`Pager::set_evict_ahead`] victims (at least one) and returns the first's frame;
     /// the others' frames join the free list. Only the first eviction's error is the fault's.
     fn evict_ahead(&mut self, frames: &mut dyn Frames) -> Result<usize, VmmError> {
+        self.harvest(frames)?;
         let frame = self.evict_one(frames)?;
         for _ in 1..self.evict_ahead {
             match self.evict_one(frames) {
@@ -211,6 +230,13 @@ impl Pager {
             }
         }
         Ok(frame)
+    }
+
+    /// Tells the replacement policy of the accesses the hardware marked since the last
+    /// harvest (frames that keep accessed bits), before it chooses victims.
+    fn harvest(&mut self, frames: &mut dyn Frames) -> Result<(), VmmError> {
+        let policy = &mut self.policy;
+        frames.referenced(&mut |page| policy.accessed(page))
     }
 
     /// Sets how many pages a fault that finds no free frame evicts (at least one): the extra
@@ -232,19 +258,20 @@ impl Pager {
         if r.locked {
             return Err(VmmError::BadConfig("the policy chose a locked page"));
         }
-        frames.unmap(page, r.frame)?;
-        if let Err(e) = frames.save(r.frame, &mut self.buf) {
-            frames.map(page, r.frame, r.writable)?;
-            return Err(e);
-        }
-        if r.dirty || self.has_content[page] {
-            if let Err(e) = self.cache.put(page, &self.buf, r.dirty) {
+        let written = frames.unmap(page, r.frame)?;
+        let dirty = r.dirty || written;
+        if dirty || self.has_content[page] {
+            let cache = &mut self.cache;
+            if let Err(e) = frames.save(r.frame, &mut |data| cache.put(page, data, dirty)) {
                 frames.map(page, r.frame, r.writable)?;
+                if let Some(r) = self.resident.get_mut(&page) {
+                    r.dirty = dirty;
+                }
                 return Err(e);
             }
             self.has_content[page] = true;
         }
-        if r.dirty {
+        if dirty {
             self.stats.dirty_evictions += 1;
         }
         self.stats.evictions += 1;
@@ -288,6 +315,9 @@ impl Pager {
     pub fn revoke(&mut self, frames: &mut dyn Frames, wanted: usize) -> Result<usize, VmmError> {
         let mut released = 0;
         let mut failure = None;
+        if self.free.len() < wanted {
+            self.harvest(frames)?;
+        }
         while released < wanted {
             let frame = match self.free.pop() {
                 Some(frame) => frame,

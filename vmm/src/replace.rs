@@ -2,14 +2,16 @@
 //! what happens to its resident pages (page numbers within the stretch) and asks it for a
 //! victim when every frame is in use. A locked page is never a victim.
 //!
-//! - [`Clock`]: second-chance FIFO with a single hand, the default. The kernel reports no
-//!   accessed bits yet, so the reference bit is set when the pager sees an access (a fault on
-//!   the page, or an access the driver reports through [`ReplacementPolicy::accessed`]).
+//! - [`Clock`]: second-chance FIFO with a single hand, the default. The reference bit is set
+//!   when the pager sees an access: a fault on the page, or an access the hardware marked in
+//!   the page tables, which the pager harvests before it chooses victims (frames that keep
+//!   accessed bits, [`crate::frames::Frames::referenced`]).
 //! - [`Lru`]: least recently used, by a logical clock stamped at each reported access.
 //! - An application supplies its own policy by implementing the trait and handing it to
 //!   [`crate::pager::Pager::new`].
 
 use alloc::collections::{BTreeMap, VecDeque};
+use alloc::vec::Vec;
 
 /// A page-replacement policy over the resident pages of one stretch.
 pub trait ReplacementPolicy {
@@ -32,10 +34,11 @@ pub trait ReplacementPolicy {
     /// resident until the pager calls [`ReplacementPolicy::unmapped`].
     fn victim(&mut self) -> Option<usize>;
 
-    /// At most `frames` pages will be resident at once: room for them may be made now, so that
-    /// tracking them never allocates while paging (the pager calls this once, when it is made).
-    fn reserve(&mut self, frames: usize) {
-        let _ = frames;
+    /// At most `frames` pages of the stretch's `pages` will be resident at once: room for them
+    /// may be made now, so that tracking them never allocates while paging (the pager calls
+    /// this once, when it is made).
+    fn reserve(&mut self, frames: usize, pages: usize) {
+        let _ = (frames, pages);
     }
 }
 
@@ -59,10 +62,11 @@ impl PolicyKind {
     }
 }
 
-/// One resident page in the clock's ring.
-#[derive(Clone, Copy, Debug)]
+/// The clock's state of one page of the stretch.
+#[derive(Clone, Copy, Debug, Default)]
 struct ClockEntry {
-    page: usize,
+    /// Which of the ring's entries for the page is live (0: none, the page is not resident).
+    generation: u32,
     referenced: bool,
     locked: bool,
 }
@@ -70,11 +74,18 @@ struct ClockEntry {
 /// Second-chance FIFO with a single-hand clock. The ring is kept as a queue whose front is
 /// under the hand: a referenced or locked page at the hand loses its reference bit and moves
 /// to the back (its second chance); the first unreferenced, unlocked page is the victim.
-/// Newly mapped pages join at the back, referenced. Costs are linear in the resident pages,
-/// which are few (the pager's frames).
+/// Newly mapped pages join at the back, referenced. A page's bits are found by its number in
+/// constant time (8 bytes a page of the stretch), so reporting the accesses the hardware
+/// marked costs little; a page that leaves other than as the victim leaves a stale entry in
+/// the ring, which the hand skips.
 #[derive(Clone, Debug, Default)]
 pub struct Clock {
-    ring: VecDeque<ClockEntry>,
+    /// Pages and generations, the hand at the front.
+    ring: VecDeque<(u32, u32)>,
+    /// By page.
+    pages: Vec<ClockEntry>,
+    resident: usize,
+    generation: u32,
 }
 
 impl Clock {
@@ -84,14 +95,29 @@ impl Clock {
     }
 
     fn entry(&mut self, page: usize) -> Option<&mut ClockEntry> {
-        self.ring.iter_mut().find(|e| e.page == page)
+        self.pages.get_mut(page).filter(|e| e.generation != 0)
+    }
+
+    fn live(&self, (page, generation): (u32, u32)) -> bool {
+        self.pages.get(page as usize).is_some_and(|e| e.generation == generation)
     }
 }
 
 impl ReplacementPolicy for Clock {
     fn mapped(&mut self, page: usize) {
-        // Never resident before (the pager says `accessed` for resident pages): no search.
-        self.ring.push_back(ClockEntry { page, referenced: true, locked: false });
+        if page >= self.pages.len() {
+            self.pages.resize(page + 1, ClockEntry::default());
+        }
+        // Generation 0 marks a page that is not resident.
+        self.generation = self.generation.checked_add(1).unwrap_or(1);
+        self.pages[page] =
+            ClockEntry { generation: self.generation, referenced: true, locked: false };
+        self.resident += 1;
+        if self.ring.len() > 2 * self.resident + 16 {
+            let pages = &self.pages;
+            self.ring.retain(|&(p, g)| pages.get(p as usize).is_some_and(|e| e.generation == g));
+        }
+        self.ring.push_back((page as u32, self.generation));
     }
 
     fn accessed(&mut self, page: usize) {
@@ -101,8 +127,12 @@ impl ReplacementPolicy for Clock {
     }
 
     fn unmapped(&mut self, page: usize) {
-        if let Some(i) = self.ring.iter().position(|e| e.page == page) {
-            self.ring.remove(i);
+        if let Some(e) = self.entry(page) {
+            *e = ClockEntry::default();
+            self.resident -= 1;
+            if self.ring.front().is_some_and(|f| f.0 as usize == page) {
+                self.ring.pop_front();
+            }
         }
     }
 
@@ -118,19 +148,27 @@ impl ReplacementPolicy for Clock {
         }
     }
 
-    fn reserve(&mut self, frames: usize) {
-        self.ring.reserve_exact(frames.saturating_sub(self.ring.len()));
+    fn reserve(&mut self, frames: usize, pages: usize) {
+        self.ring.reserve_exact((2 * frames + 17).saturating_sub(self.ring.len()));
+        self.pages.resize(pages.max(self.pages.len()), ClockEntry::default());
     }
 
     fn victim(&mut self) -> Option<usize> {
         // Two sweeps clear every reference bit, so an unlocked page is found by then.
-        for _ in 0..2 * self.ring.len() {
-            let front = self.ring.front_mut()?;
-            if !front.locked && !front.referenced {
-                return Some(front.page);
+        let mut live_seen = 0;
+        while live_seen < 2 * self.resident {
+            let front = *self.ring.front()?;
+            if !self.live(front) {
+                self.ring.pop_front();
+                continue;
             }
-            front.referenced = false;
+            let e = &mut self.pages[front.0 as usize];
+            if !e.locked && !e.referenced {
+                return Some(front.0 as usize);
+            }
+            e.referenced = false;
             self.ring.rotate_left(1);
+            live_seen += 1;
         }
         None
     }

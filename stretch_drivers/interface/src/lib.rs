@@ -351,6 +351,31 @@ pub trait MemoryKernel {
     /// [`MemError::Denied`]. Nothing is written if the call fails.
     fn write(&mut self, va: usize, data: &[u8]) -> Result<(), MemError>;
 
+    /// Runs `f` on the page at `va` in place (page-aligned; mapped readable and writable, and
+    /// touched by nothing else while `f` runs, as a driver's private window page is): a driver
+    /// decompresses or reads a page straight into a frame at its window, and compresses or
+    /// writes one back from there, with no copy through a buffer. In a domain `f` works on the
+    /// memory itself.
+    ///
+    /// The default reads the page into a buffer, runs `f` on it and writes it back, for
+    /// kernels that only copy.
+    ///
+    /// Errors: [`MemError::BadAddress`] (`va` not page-aligned), and those of `read` and
+    /// `write`.
+    fn with_page(
+        &mut self,
+        va: usize,
+        f: &mut dyn FnMut(&mut [u8; PAGE_SIZE]),
+    ) -> Result<(), MemError> {
+        if !va.is_multiple_of(PAGE_SIZE) {
+            return Err(MemError::BadAddress);
+        }
+        let mut page = [0u8; PAGE_SIZE];
+        self.read(va, &mut page)?;
+        f(&mut page);
+        self.write(va, &page)
+    }
+
     /// Copies memory at `va` into `buf` through the domain's mappings (every page touched must
     /// be mapped readable). In a domain this is a plain memory copy.
     ///

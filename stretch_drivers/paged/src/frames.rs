@@ -91,9 +91,6 @@ impl FrameTable {
 /// The window's rights: the driver reads and writes frames there.
 const WINDOW_RIGHTS: Rights = Rights(Rights::READ.0 | Rights::WRITE.0);
 
-/// A zero page, written to reuse a frame for a page with no contents yet.
-static ZERO: Page = [0; PAGE_SIZE];
-
 /// The frames of one call: the table, the stretch, and the kernel of the call.
 pub struct KernelFrames<'a> {
     /// The kernel of this call.
@@ -198,12 +195,17 @@ impl KernelFrames<'_> {
 }
 
 impl Frames for KernelFrames<'_> {
-    fn fill(&mut self, frame: usize, data: &Page) -> Result<(), VmmError> {
+    fn fill(
+        &mut self,
+        frame: usize,
+        fill: &mut dyn FnMut(&mut Page) -> Result<(), VmmError>,
+    ) -> Result<(), VmmError> {
         self.place_at_window(frame)?;
         let window = self.table.window;
-        self.k.write(window, data).map_err(|e| self.fail(e))?;
-        let slot = &mut self.table.slots[frame];
-        slot.fresh = false;
+        self.table.slots[frame].fresh = false;
+        let mut filled = Ok(());
+        self.k.with_page(window, &mut |page| filled = fill(page)).map_err(|e| self.fail(e))?;
+        filled?;
         self.table.fills += 1;
         Ok(())
     }
@@ -212,15 +214,24 @@ impl Frames for KernelFrames<'_> {
         if self.slot(frame)?.fresh {
             return Ok(()); // Zero already: `map` puts it in place directly.
         }
-        self.fill(frame, &ZERO)
+        self.fill(frame, &mut |page| {
+            page.fill(0);
+            Ok(())
+        })
     }
 
-    fn save(&mut self, frame: usize, out: &mut Page) -> Result<(), VmmError> {
+    fn save(
+        &mut self,
+        frame: usize,
+        save: &mut dyn FnMut(&Page) -> Result<(), VmmError>,
+    ) -> Result<(), VmmError> {
         if self.slot(frame)?.place != Place::Window {
             return Err(VmmError::Frames);
         }
         let window = self.table.window;
-        self.k.read(window, out).map_err(|e| self.fail(e))?;
+        let mut saved = Ok(());
+        self.k.with_page(window, &mut |page| saved = save(page)).map_err(|e| self.fail(e))?;
+        saved?;
         self.table.saves += 1;
         Ok(())
     }
@@ -243,7 +254,7 @@ impl Frames for KernelFrames<'_> {
         Ok(())
     }
 
-    fn unmap(&mut self, page: usize, frame: usize) -> Result<(), VmmError> {
+    fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, VmmError> {
         if self.slot(frame)?.place != Place::Page(page) {
             return Err(VmmError::Frames);
         }
@@ -252,7 +263,7 @@ impl Frames for KernelFrames<'_> {
         let window = self.table.window;
         self.call(|k| k.remap(va, window, WINDOW_RIGHTS))?;
         self.table.slots[frame].place = Place::Window;
-        Ok(())
+        Ok(false)
     }
 
     fn release(&mut self, frame: usize) -> Result<(), VmmError> {

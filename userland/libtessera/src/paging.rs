@@ -170,6 +170,24 @@ impl MemoryKernel for SysKernel {
         Ok(())
     }
 
+    /// The page itself, with the contract of `write` and `read`.
+    fn with_page(
+        &mut self,
+        va: usize,
+        f: &mut dyn FnMut(&mut [u8; PAGE_SIZE]),
+    ) -> Result<(), MemError> {
+        if !va.is_multiple_of(PAGE_SIZE) || va == 0 {
+            return Err(MemError::BadAddress);
+        }
+        // SAFETY: `va` is page-aligned and not null; the stretch driver calling this has mapped
+        // the page at `va` readable and writable (its contract, as for `write`; a page it has
+        // not faults to the fault path), and nothing else touches that page while `f` runs (a
+        // window page private to the driver), so this is the only reference to it.
+        let page = unsafe { &mut *(va as *mut [u8; PAGE_SIZE]) };
+        f(page);
+        Ok(())
+    }
+
     fn frames_held(&self) -> (usize, usize) {
         let f = &crate::dcb().frames;
         (
