@@ -582,6 +582,9 @@ fn compressed_cache_is_exclusive(codec: Codec, size: usize) {
         assert_eq!(&buf[..], &want[..]);
         assert!(!c.holds(page));
     }
+    // The zero mark and the raw page were hits of their kinds; page 2 was no hit.
+    let s = c.stats();
+    assert_eq!((s.hits, s.zero_hits, s.raw_hits), (2, 1, 1));
 }
 
 const SUB: usize = crate::cache::SUB_PAGE;

@@ -84,6 +84,32 @@ pub struct PagedDriver<D: BlockDevice + 'static> {
     clock: Option<fn() -> u64>,
     fault_ns: u64,
     hit_costs: HitCosts,
+    hit_costs_by_kind: [HitCosts; 3],
+}
+
+/// How the page of a compressed-cache hit was stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HitKind {
+    /// A zero mark: the frame is zeroed.
+    Zero,
+    /// Uncompressed (it did not compress well enough): the page is copied.
+    Raw,
+    /// Compressed: the page is decompressed.
+    Compressed,
+}
+
+impl HitKind {
+    /// Every kind.
+    pub const ALL: [HitKind; 3] = [HitKind::Zero, HitKind::Raw, HitKind::Compressed];
+
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            HitKind::Zero => "zero",
+            HitKind::Raw => "raw",
+            HitKind::Compressed => "compressed",
+        }
+    }
 }
 
 /// The distribution of the driver's time in faults its top cache answered without the disk,
@@ -180,6 +206,7 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
             clock: None,
             fault_ns: 0,
             hit_costs: HitCosts::default(),
+            hit_costs_by_kind: Default::default(),
         }
     }
 
@@ -187,6 +214,11 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
     /// disk), by its clock.
     pub fn hit_costs(&self) -> &HitCosts {
         &self.hit_costs
+    }
+
+    /// Those of [`PagedDriver::hit_costs`] on pages stored as `kind`.
+    pub fn hit_costs_of(&self, kind: HitKind) -> &HitCosts {
+        &self.hit_costs_by_kind[kind as usize]
     }
 
     /// Times faults, kernel calls and the compressed cache's codec with `clock`
@@ -420,6 +452,14 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
                 == (b.disk.device_reads, b.disk.device_writes)
         {
             self.hit_costs.record(spent);
+            let kind = if a.cache.zero_hits > b.cache.zero_hits {
+                HitKind::Zero
+            } else if a.cache.raw_hits > b.cache.raw_hits {
+                HitKind::Raw
+            } else {
+                HitKind::Compressed
+            };
+            self.hit_costs_by_kind[kind as usize].record(spent);
         }
         result
     }

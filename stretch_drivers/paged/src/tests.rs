@@ -18,7 +18,7 @@ use vmm::cache::Codec;
 use vmm::hierarchy::Hierarchy;
 use vmm::replace::{Clock, PolicyKind, ReplacementPolicy};
 
-use crate::{PagedConfig, PagedDriver};
+use crate::{HitKind, PagedConfig, PagedDriver};
 
 const FRAMES: usize = 16;
 const PAGES: usize = 4 * FRAMES;
@@ -438,6 +438,13 @@ fn hit_costs_count_the_faults_a_cache_answered_without_the_disk() {
     let p50 = hits.percentile_ns(500).unwrap();
     assert!(p50 <= hits.percentile_ns(990).unwrap_or(u64::MAX));
     assert!(hits.max_ns() > 0);
+    // Split by how the page was stored, the counts add up to the hits and match the cache's.
+    let by_kind = |k| d.driver.hit_costs_of(k).count();
+    assert_eq!(HitKind::ALL.map(by_kind).iter().sum::<u64>(), hits.count());
+    assert!(
+        by_kind(HitKind::Zero) <= s.cache.zero_hits && by_kind(HitKind::Raw) <= s.cache.raw_hits
+    );
+    assert!(HitKind::ALL.iter().all(|&k| by_kind(k) > 0), "{s:?}");
 }
 
 #[test]

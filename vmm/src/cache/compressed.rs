@@ -334,6 +334,11 @@ impl CacheManager for CompressedCache {
             let start = self.now();
             Self::restore(&mut self.wkdm, page, &entry.stored, buf)?;
             self.stats.codec_ns += self.now() - start;
+            match entry.stored {
+                Stored::Zero => self.stats.zero_hits += 1,
+                Stored::Raw(_) => self.stats.raw_hits += 1,
+                Stored::Lz4(_) | Stored::Wkdm(_) => {}
+            }
             let dirty = entry.dirty;
             self.remove(page);
             self.stats.hits += 1;

@@ -46,6 +46,10 @@ pub struct CacheStats {
     pub hits: u64,
     /// Fetches it passed down.
     pub misses: u64,
+    /// Of the hits, those on pages stored as a zero mark.
+    pub zero_hits: u64,
+    /// Of the hits, those on pages stored uncompressed.
+    pub raw_hits: u64,
     /// Hits on pages that were prefetched.
     pub prefetch_hits: u64,
     /// Pages put into it.

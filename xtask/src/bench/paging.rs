@@ -228,6 +228,9 @@ struct Row {
     /// (per mille ranks 500, 900, 990, and the longest).
     hit_faults: u64,
     hit_driver_ns: [u64; 4],
+    /// Those hits by how the page was stored (zero, raw, compressed): the count and the
+    /// median of the driver's time.
+    hit_kinds: [(u64, u64); 3],
     kernel_ns_per_fault: f64,
     driver_ns_per_fault: f64,
     codec_ns_per_fault: f64,
@@ -240,6 +243,9 @@ impl Row {
         (asked > 0).then(|| self.hits as f64 * 100.0 / asked as f64)
     }
 }
+
+/// How a hit's page was stored, as heracles names the kinds.
+const HIT_KINDS: [&str; 3] = ["zero", "raw", "compressed"];
 
 /// The fields of the first log line containing `prefix`.
 fn numbers<'a>(lines: &'a [String], prefix: &str) -> Result<impl Fn(&str) -> Result<u64> + 'a> {
@@ -278,6 +284,11 @@ fn boot(a: &Artifacts, c: &Config, round_trip: f64, want: u64) -> Result<Row> {
     let disk = numbers(&lines, "heracles: disk device_reads=")?;
     let cost = numbers(&lines, "heracles: cost faults=")?;
     let hit = numbers(&lines, "heracles: hit faults=")?;
+    let mut hit_kinds = [(0, 0); 3];
+    for (kind, name) in hit_kinds.iter_mut().zip(HIT_KINDS) {
+        let by = numbers(&lines, &format!("heracles: hit kind={name} faults="))?;
+        *kind = (by("faults")?, by("p50_ns")?);
+    }
     let faults = cost("faults")?.max(1) as f64;
     let (fault_ns, kernel_ns, codec_ns, disk_ns) =
         (cost("fault_ns")?, cost("kernel_ns")?, cost("codec_ns")?, cost("disk_ns")?);
@@ -296,6 +307,7 @@ fn boot(a: &Artifacts, c: &Config, round_trip: f64, want: u64) -> Result<Row> {
         prefetch_hits: cache("prefetch_hits")?,
         hit_faults: hit("faults")?,
         hit_driver_ns: [hit("p50_ns")?, hit("p90_ns")?, hit("p99_ns")?, hit("max_ns")?],
+        hit_kinds,
         kernel_ns_per_fault: round_trip + kernel_ns as f64 / faults,
         driver_ns_per_fault: driver_ns as f64 / faults,
         codec_ns_per_fault: codec_ns as f64 / faults,
@@ -390,17 +402,22 @@ fn hits_table(m: &Measured) -> String {
     let mut md = format!(
         "\n### {}: faults served from the compressed cache\n\nRound trip = the null fault's \
          round trip ({:.0} instructions) + the driver's time in the fault (including any eviction \
-         it made room with), per mille rank 500 / 900 / 990 / the longest, in instructions; the \
-         bar is 15,000.\n\n\
-         | program | hierarchy | hits without the disk | p50 | p90 | p99 | max |\n\
-         |---|---|---:|---:|---:|---:|---:|\n",
+         it made room with), per mille rank 500 / 900 / 990 / the longest, in instructions; \
+         then the hits by how the page was stored, each as its count and median round trip: a \
+         zero mark (the frame zeroed), a raw page (copied), a compressed one (decompressed). \
+         The bar is 15,000.\n\n\
+         | program | hierarchy | hits without the disk | p50 | p90 | p99 | max | zero | raw | compressed |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         m.arch.name(),
         m.round_trip
     );
     for r in m.rows.iter().filter(|r| r.hit_faults > 0) {
         let rt = |ns: u64| format!("{:.0}", m.round_trip + ns as f64);
+        let kind = |(count, p50): (u64, u64)| {
+            if count == 0 { "-".to_string() } else { format!("{count} at {}", rt(p50)) }
+        };
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.program,
             r.hierarchy,
             r.hit_faults,
@@ -408,6 +425,9 @@ fn hits_table(m: &Measured) -> String {
             rt(r.hit_driver_ns[1]),
             rt(r.hit_driver_ns[2]),
             rt(r.hit_driver_ns[3]),
+            kind(r.hit_kinds[0]),
+            kind(r.hit_kinds[1]),
+            kind(r.hit_kinds[2]),
         ));
     }
     md

@@ -27,8 +27,9 @@
 //! pages, the session's requests and the time spent waiting for them), and
 //! `heracles: cost ...`: where the driver's time went by this domain's clock (in faults, in
 //! kernel calls, in the compressed cache's codec, waiting for the disk), and `heracles: hit
-//! ...`: the distribution of the driver's time in faults its cache answered without the disk. Exit status 0 when the
-//! program's result is right, 1 on a mismatch or error, 2 on bad arguments.
+//! ...`: the distribution of the driver's time in faults its cache answered without the disk,
+//! all of them and then by how the page was stored (`kind=zero|raw|compressed`). Exit status 0
+//! when the program's result is right, 1 on a mismatch or error, 2 on bad arguments.
 
 #![no_std]
 #![no_main]
@@ -44,7 +45,7 @@ use alloc::vec;
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use paged_driver::{PagedConfig, PagedDriver};
+use paged_driver::{HitKind, PagedConfig, PagedDriver};
 use paging_programs::{Program, Scale};
 use stretch_driver::StretchDriver;
 use tessera::{Env, PAGE_SIZE, Rights, paging, println};
@@ -272,8 +273,9 @@ fn report(
     elapsed_ns: u64,
     stream: StreamCounts,
 ) -> Result<(), &'static str> {
-    let (s, costs, held, hits) = paging::with_driver::<Driver, _>(base, |d, _| {
-        (d.pager_stats(), d.costs(), d.frames_held(), d.hit_costs().clone())
+    let (s, costs, held, hits, by_kind) = paging::with_driver::<Driver, _>(base, |d, _| {
+        let by_kind = HitKind::ALL.map(|k| d.hit_costs_of(k).clone());
+        (d.pager_stats(), d.costs(), d.frames_held(), d.hit_costs().clone(), by_kind)
     })
     .ok_or("the driver is busy")?;
     let s = s.ok_or("the driver is not bound")?;
@@ -323,6 +325,17 @@ fn report(
         p(990),
         hits.max_ns()
     );
+    for (kind, hits) in HitKind::ALL.iter().zip(&by_kind) {
+        let p = |permille| hits.percentile_ns(permille).unwrap_or(0);
+        println!(
+            "heracles: hit kind={} faults={} p50_ns={} p90_ns={} max_ns={}",
+            kind.name(),
+            hits.count(),
+            p(500),
+            p(900),
+            hits.max_ns()
+        );
+    }
     println!(
         "heracles: frames guaranteed={} optimistic={} revocations={} released={} revoked={}",
         held.0,
