@@ -216,7 +216,8 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
         &self.hit_costs
     }
 
-    /// Those of [`PagedDriver::hit_costs`] on pages stored as `kind`.
+    /// Those of [`PagedDriver::hit_costs`] that found a free frame (evicted nothing: the
+    /// hit's own cost) on pages stored as `kind`.
     pub fn hit_costs_of(&self, kind: HitKind) -> &HitCosts {
         &self.hit_costs_by_kind[kind as usize]
     }
@@ -452,6 +453,9 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
                 == (b.disk.device_reads, b.disk.device_writes)
         {
             self.hit_costs.record(spent);
+            if a.evictions > b.evictions {
+                return result;
+            }
             let kind = if a.cache.zero_hits > b.cache.zero_hits {
                 HitKind::Zero
             } else if a.cache.raw_hits > b.cache.raw_hits {

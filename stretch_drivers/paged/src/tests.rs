@@ -427,9 +427,10 @@ fn revocation_of_most_frames_when_all_are_optimistic() {
 #[test]
 fn hit_costs_count_the_faults_a_cache_answered_without_the_disk() {
     let h = hierarchies()[1];
-    let mut d = Domain::with(config(h, PolicyKind::Clock), 2 * PAGES, FRAMES, 0, |driver| {
-        driver.with_clock(ticking_clock)
-    });
+    // Evicting ahead, most hits find a free frame: their own cost is recorded by kind.
+    let ahead = PagedConfig { ahead: 4, ..config(h, PolicyKind::Clock) };
+    let mut d =
+        Domain::with(ahead, 2 * PAGES, FRAMES, 0, |driver| driver.with_clock(ticking_clock));
     let shadow = random_run(&mut d, 12, 600);
     verify(&mut d, &shadow);
     let hits = d.driver.hit_costs();
@@ -438,9 +439,10 @@ fn hit_costs_count_the_faults_a_cache_answered_without_the_disk() {
     let p50 = hits.percentile_ns(500).unwrap();
     assert!(p50 <= hits.percentile_ns(990).unwrap_or(u64::MAX));
     assert!(hits.max_ns() > 0);
-    // Split by how the page was stored, the counts add up to the hits and match the cache's.
+    // Those that evicted nothing, by how the page was stored: some of each, no more than the
+    // cache's counts.
     let by_kind = |k| d.driver.hit_costs_of(k).count();
-    assert_eq!(HitKind::ALL.map(by_kind).iter().sum::<u64>(), hits.count());
+    assert!(HitKind::ALL.map(by_kind).iter().sum::<u64>() < hits.count());
     assert!(
         by_kind(HitKind::Zero) <= s.cache.zero_hits && by_kind(HitKind::Raw) <= s.cache.raw_hits
     );
