@@ -70,6 +70,9 @@ pub struct Pager {
     has_content: Vec<bool>,
     stats: PagerStats,
     evict_ahead: usize,
+    /// Evictions between two harvests of the hardware's accessed bits, and since the last.
+    harvest_every: usize,
+    since_harvest: usize,
 }
 
 impl Pager {
@@ -95,6 +98,8 @@ impl Pager {
             has_content: vec![false; pages],
             stats: PagerStats { frames: count, ..PagerStats::default() },
             evict_ahead: 1,
+            harvest_every: (count / 8).max(1),
+            since_harvest: usize::MAX,
         }
     }
 
@@ -233,10 +238,23 @@ impl Pager {
     }
 
     /// Tells the replacement policy of the accesses the hardware marked since the last
-    /// harvest (frames that keep accessed bits), before it chooses victims.
+    /// harvest (frames that keep accessed bits), before it chooses victims: at most once every
+    /// [`Pager::set_harvest_every`] evictions, as reading the bits costs a kernel call for
+    /// every run of resident pages.
     fn harvest(&mut self, frames: &mut dyn Frames) -> Result<(), VmmError> {
+        if self.since_harvest < self.harvest_every {
+            return Ok(());
+        }
+        self.since_harvest = 0;
         let policy = &mut self.policy;
         frames.referenced(&mut |page| policy.accessed(page))
+    }
+
+    /// Sets how many evictions pass between two harvests of the accessed bits (at least one;
+    /// an eighth of the frames unless set): the clock's hand passes every resident page between
+    /// two victims' worth of sweeps, so a few harvests a sweep tell it what it needs.
+    pub fn set_harvest_every(&mut self, evictions: usize) {
+        self.harvest_every = evictions.max(1);
     }
 
     /// Sets how many pages a fault that finds no free frame evicts (at least one): the extra
@@ -275,6 +293,7 @@ impl Pager {
             self.stats.dirty_evictions += 1;
         }
         self.stats.evictions += 1;
+        self.since_harvest = self.since_harvest.saturating_add(1);
         self.resident.remove(&page);
         self.policy.unmapped(page);
         Ok(r.frame)

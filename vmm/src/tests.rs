@@ -770,3 +770,73 @@ fn the_clock_gives_pages_the_hardware_marked_accessed_a_second_chance() {
         assert!(p.resident(victim).is_none(), "bits {bits}: page {victim} kept");
     }
 }
+
+/// Frames with accessed and dirty bits that count the harvests of the accessed bits.
+struct CountingFrames {
+    inner: MemFrames,
+    harvests: usize,
+}
+
+impl crate::frames::Frames for CountingFrames {
+    fn fill(
+        &mut self,
+        frame: usize,
+        fill: &mut dyn FnMut(&mut Page) -> Result<(), VmmError>,
+    ) -> Result<(), VmmError> {
+        self.inner.fill(frame, fill)
+    }
+    fn zero(&mut self, frame: usize) -> Result<(), VmmError> {
+        self.inner.zero(frame)
+    }
+    fn save(
+        &mut self,
+        frame: usize,
+        save: &mut dyn FnMut(&Page) -> Result<(), VmmError>,
+    ) -> Result<(), VmmError> {
+        self.inner.save(frame, save)
+    }
+    fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), VmmError> {
+        self.inner.map(page, frame, writable)
+    }
+    fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, VmmError> {
+        self.inner.unmap(page, frame)
+    }
+    fn release(&mut self, frame: usize) -> Result<(), VmmError> {
+        self.inner.release(frame)
+    }
+    fn tracks_dirty(&self) -> bool {
+        true
+    }
+    fn referenced(&mut self, found: &mut dyn FnMut(usize)) -> Result<(), VmmError> {
+        self.harvests += 1;
+        self.inner.referenced(found)
+    }
+}
+
+#[test]
+fn accessed_bits_are_harvested_once_every_so_many_evictions() {
+    let pager = Hierarchy::LocalPaging
+        .build(
+            FRAMES,
+            MemBlockDevice::with_pages(PAGES),
+            PAGES,
+            PolicyKind::Clock.build(),
+            Box::new(NoAppHandler),
+        )
+        .expect("pager");
+    let frames = CountingFrames { inner: MemFrames::with_bits(FRAMES), harvests: 0 };
+    let mut p = Paged::new(pager, frames);
+    for page in 0..FRAMES {
+        p.fault(page, false).unwrap();
+    }
+    assert_eq!(p.frames().harvests, 0, "no eviction yet");
+    // An eighth of the frames (2) between harvests; the first eviction harvests.
+    for page in FRAMES..FRAMES + 10 {
+        p.fault(page, false).unwrap();
+    }
+    assert_eq!((p.stats().evictions, p.frames().harvests), (10, 5));
+    p.set_harvest_every(1);
+    p.fault(FRAMES + 10, false).unwrap();
+    p.fault(FRAMES + 11, false).unwrap();
+    assert_eq!(p.frames().harvests, 7);
+}
