@@ -112,6 +112,8 @@ impl Stored {
 struct Entry {
     stored: Stored,
     dirty: bool,
+    /// Which of `order`'s entries for the page is live (older ones are stale).
+    generation: u64,
     /// Pool bytes it takes (whole sub-pages).
     size: usize,
 }
@@ -139,8 +141,11 @@ pub struct CompressedCache {
     lower: Box<dyn CacheManager>,
     config: CompressedConfig,
     pool: BTreeMap<usize, Entry>,
-    /// Pages in the pool, oldest first.
-    order: VecDeque<usize>,
+    /// Pages in the pool, oldest first, with the generation of their entry: a page that leaves
+    /// the pool other than from the front leaves a stale entry here, which the searches skip,
+    /// so a hit costs no search.
+    order: VecDeque<(usize, u64)>,
+    generation: u64,
     used: usize,
     /// lz4's output buffer and hash table, allocated only for lz4.
     lz4: Option<(Box<[u8]>, Box<CompressTable>)>,
@@ -157,6 +162,7 @@ impl CompressedCache {
             config,
             pool: BTreeMap::new(),
             order: VecDeque::new(),
+            generation: 0,
             used: 0,
             lz4: (config.codec == Codec::Lz4).then(|| {
                 let out = vec![0u8; get_maximum_output_size(PAGE_SIZE)].into_boxed_slice();
@@ -193,8 +199,14 @@ impl CompressedCache {
 
     fn remove(&mut self, page: usize) -> Option<Entry> {
         let entry = self.pool.remove(&page)?;
-        if let Some(i) = self.order.iter().position(|p| *p == page) {
-            self.order.remove(i);
+        // Stale entries at the front go, so the oldest live page is found at once.
+        let pool = &self.pool;
+        while self
+            .order
+            .front()
+            .is_some_and(|(p, g)| pool.get(p).is_none_or(|e| e.generation != *g))
+        {
+            self.order.pop_front();
         }
         self.used -= entry.size;
         Some(entry)
@@ -251,13 +263,16 @@ impl CompressedCache {
     /// room (`for_space`), only entries that take space. The entry leaves the pool only once
     /// the lower cache has taken it.
     fn expel_one(&mut self, for_space: bool) -> Result<(), VmmError> {
-        let candidate = |p: &usize| !for_space || self.pool[p].size > 0;
-        let page = self
-            .order
-            .iter()
-            .copied()
-            .find(|p| candidate(p) && !self.pool[p].dirty)
-            .or_else(|| self.order.iter().copied().find(candidate))
+        let pool = &self.pool;
+        let live = || {
+            let found = |&(p, g): &(usize, u64)| pool.get(&p).filter(|e| e.generation == g);
+            self.order.iter().filter_map(move |o| Some((o.0, found(o)?)))
+        };
+        let candidate = |e: &Entry| !for_space || e.size > 0;
+        let page = live()
+            .find(|(_, e)| candidate(e) && !e.dirty)
+            .or_else(|| live().find(|(_, e)| candidate(e)))
+            .map(|(p, _)| p)
             .ok_or(VmmError::BadConfig("the compressed pool is full of nothing"))?;
         let mut buf = Box::new([0u8; PAGE_SIZE]);
         let entry = &self.pool[&page];
@@ -317,8 +332,14 @@ impl CacheManager for CompressedCache {
                 self.stats.compressed_bytes += stored.compressed().map_or(0, <[u8]>::len) as u64;
             }
         }
-        self.pool.insert(page, Entry { stored, dirty, size });
-        self.order.push_back(page);
+        self.generation += 1;
+        let generation = self.generation;
+        self.pool.insert(page, Entry { stored, dirty, generation, size });
+        if self.order.len() > 2 * self.pool.len() + 16 {
+            let pool = &self.pool;
+            self.order.retain(|(p, g)| pool.get(p).is_some_and(|e| e.generation == *g));
+        }
+        self.order.push_back((page, generation));
         self.used += size;
         Ok(())
     }
@@ -355,9 +376,10 @@ impl CacheManager for CompressedCache {
     }
 
     fn flush(&mut self) -> Result<(), VmmError> {
-        while !self.order.is_empty() {
+        while !self.pool.is_empty() {
             self.expel_one(false)?;
         }
+        self.order.clear();
         self.lower.flush()
     }
 
