@@ -1,19 +1,27 @@
 //! [`KernelFrames`]: the pager's frames ([`vmm::frames::Frames`]) over the kernel's frames and
 //! page tables, built around the [`MemoryKernel`] of one driver call.
 //!
-//! A frame is filled out of view: it is mapped at the driver's *window page* (a managed page
-//! no other code touches), written there, and moved into the stretch with one `remap`, so no
-//! thread sees a half-filled page. A page leaving the stretch moves back to the window the same
-//! way before it is read for write-back, so no thread changes it while it is saved. Frames the
-//! kernel handed out zeroed and that were never used are mapped in place without a copy.
+//! A frame is filled out of view: it is mapped at one of the driver's *window pages* (a
+//! managed stretch no other code touches), written there in place, and moved into the stretch
+//! with one `remap`, so no thread sees a half-filled page. A page leaving the stretch moves to a
+//! window page the same way before it is read for write-back, so no thread changes it while it
+//! is saved. Frames the kernel handed out zeroed and that were never used are mapped in place
+//! without a copy.
+//!
+//! The window has several pages ([`window_pages`]): a frame evicted stays at its window page
+//! once saved, so the next fault that reuses it fills it there and moves it into place with
+//! a single `remap`; when every window page holds a frame, one `map_batch` clears them all.
+//! Evicting `ahead` pages at once thus costs one `remap` a page and one `map_batch`.
 //!
 //! When the pager gives a frame back (a revocation), the kernel wants optimistic frames: if the
 //! frame given back is guaranteed while an optimistic one holds a page, the page is moved onto
-//! the guaranteed frame (through a second window page) and the optimistic frame is freed.
+//! the guaranteed frame (through two window pages) and the optimistic frame is freed.
 
 use alloc::vec::Vec;
 
-use stretch_driver::{Frame, FrameKind, MemError, MemoryKernel, Rights, StretchInfo};
+use stretch_driver::{
+    Frame, FrameKind, MAP_BATCH_MAX, MemError, MemoryKernel, PageOp, Rights, StretchInfo,
+};
 use vmm::frames::Frames;
 use vmm::{PAGE_SIZE, Page, VmmError};
 
@@ -22,8 +30,8 @@ use vmm::{PAGE_SIZE, Page, VmmError};
 pub enum Place {
     /// Held and mapped nowhere.
     Unmapped,
-    /// Mapped at the window page.
-    Window,
+    /// Mapped at this window page.
+    Window(usize),
     /// Mapped at this page of the stretch.
     Page(usize),
     /// Given back to the kernel.
@@ -45,34 +53,43 @@ pub struct Slot {
     pub writable: bool,
 }
 
+/// The pages of the window of a driver that evicts `ahead` pages at once: one for each page
+/// evicted (so a batch of evictions clears them with one call), and two more, the fewest a
+/// page moved from one frame onto another needs; at most [`MAP_BATCH_MAX`].
+pub fn window_pages(ahead: usize) -> usize {
+    (ahead.max(1) + 2).min(MAP_BATCH_MAX)
+}
+
 /// The driver's frames and window, kept between calls.
 #[derive(Debug)]
 pub struct FrameTable {
     /// The frames, in the pager's numbering.
     pub slots: Vec<Slot>,
-    /// Two window pages: a frame is filled or saved at the first; the second is the target
-    /// of a page moved from an optimistic frame onto a guaranteed one.
+    /// The first window page.
     pub window: usize,
+    /// Which frame (in the pager's numbering) is mapped at each window page.
+    pub at_window: Vec<Option<usize>>,
     /// The last kernel error, behind a [`VmmError::Frames`].
     pub last_error: Option<MemError>,
-    /// Frames filled through the window (copies of a page in).
+    /// Frames filled through the window (pages fetched, or zeroed for reuse).
     pub fills: u64,
-    /// Frames saved through the window (copies of a page out).
+    /// Frames saved through the window (pages read for eviction).
     pub saves: u64,
     /// Pages moved off optimistic frames to give those back.
     pub moves: u64,
-    /// Kernel calls made (map, unmap, remap, protect, frame_free).
+    /// Kernel calls made (map, unmap, remap, protect, map_batch, frame_free).
     pub kernel_calls: u64,
     /// Time spent in them, by the driver's clock.
     pub kernel_ns: u64,
 }
 
 impl FrameTable {
-    /// A table with no frames, using the two pages at `window`.
-    pub fn new(window: usize) -> FrameTable {
+    /// A table with no frames, using the `pages` window pages from `window`.
+    pub fn new(window: usize, pages: usize) -> FrameTable {
         FrameTable {
             slots: Vec::new(),
             window,
+            at_window: alloc::vec![None; pages.max(2)],
             last_error: None,
             fills: 0,
             saves: 0,
@@ -82,9 +99,9 @@ impl FrameTable {
         }
     }
 
-    /// The frame at the window, if any.
-    fn at_window(&self) -> Option<usize> {
-        self.slots.iter().position(|s| s.place == Place::Window)
+    /// The address of window page `w`.
+    pub fn window_page(&self, w: usize) -> usize {
+        self.window + w * PAGE_SIZE
     }
 }
 
@@ -131,29 +148,54 @@ impl KernelFrames<'_> {
         }
     }
 
-    /// Maps `frame` at the window, unmapping whichever frame was there.
-    fn place_at_window(&mut self, frame: usize) -> Result<(), VmmError> {
+    /// A window page holding no frame, for a frame other than those in `keep`. If every one
+    /// holds a frame, those not kept (free frames: evicted and saved, or never mapped in the
+    /// stretch) are unmapped with one `map_batch`.
+    fn free_window_page(&mut self, keep: &[usize]) -> Result<usize, VmmError> {
+        if let Some(w) = self.table.at_window.iter().position(Option::is_none) {
+            return Ok(w);
+        }
+        let mut ops = [PageOp::default(); MAP_BATCH_MAX];
+        let mut n = 0;
+        for (w, at) in self.table.at_window.iter().enumerate() {
+            if at.is_some_and(|f| !keep.contains(&f)) {
+                ops[n] = PageOp::unmap(self.table.window_page(w));
+                n += 1;
+            }
+        }
+        self.call(|k| k.map_batch(&ops[..n]).map_err(|(_, e)| e))?;
+        for w in 0..self.table.at_window.len() {
+            if let Some(f) = self.table.at_window[w].filter(|f| !keep.contains(f)) {
+                self.table.slots[f].place = Place::Unmapped;
+                self.table.at_window[w] = None;
+            }
+        }
+        self.table.at_window.iter().position(Option::is_none).ok_or(VmmError::Frames)
+    }
+
+    /// Maps `frame` (unmapped, or at the window already) at a window page, and says which.
+    fn place_at_window(&mut self, frame: usize) -> Result<usize, VmmError> {
         match self.slot(frame)?.place {
-            Place::Window => return Ok(()),
+            Place::Window(w) => return Ok(w),
             Place::Unmapped => {}
             Place::Page(_) | Place::Released => return Err(VmmError::Frames),
         }
-        self.clear_window()?;
-        let f = self.table.slots[frame].frame;
-        let window = self.table.window;
-        self.call(|k| k.map(window, f, WINDOW_RIGHTS))?;
-        self.table.slots[frame].place = Place::Window;
-        Ok(())
+        let w = self.free_window_page(&[frame])?;
+        let (f, va) = (self.table.slots[frame].frame, self.table.window_page(w));
+        self.call(|k| k.map(va, f, WINDOW_RIGHTS))?;
+        self.put_at_window(frame, w);
+        Ok(w)
     }
 
-    /// Unmaps the frame at the window, if any.
-    fn clear_window(&mut self) -> Result<(), VmmError> {
-        if let Some(other) = self.table.at_window() {
-            let window = self.table.window;
-            self.call(|k| k.unmap(window))?;
-            self.table.slots[other].place = Place::Unmapped;
-        }
-        Ok(())
+    /// Records `frame` at window page `w`.
+    fn put_at_window(&mut self, frame: usize, w: usize) {
+        self.table.slots[frame].place = Place::Window(w);
+        self.table.at_window[w] = Some(frame);
+    }
+
+    /// Records that `frame` left window page `w`.
+    fn leave_window(&mut self, w: usize) {
+        self.table.at_window[w] = None;
     }
 
     /// The rights to map a page with.
@@ -170,25 +212,25 @@ impl KernelFrames<'_> {
         let Place::Page(page) = self.slot(from)?.place else { return Err(VmmError::Frames) };
         let va = self.stretch.page_addr(page);
         let rights = self.rights(self.table.slots[from].writable);
-        let window = self.table.window;
-        let second = window + PAGE_SIZE;
-        // The guaranteed frame at the second window page, the page out of view at the first.
-        self.clear_window()?;
-        let guaranteed = self.table.slots[to].frame;
-        self.call(|k| k.map(second, guaranteed, WINDOW_RIGHTS))?;
-        self.call(|k| k.remap(va, window, WINDOW_RIGHTS))?;
+        // The guaranteed frame at one window page, the page out of view at another.
+        let target = self.place_at_window(to)?;
+        let out = self.free_window_page(&[to])?;
+        let (target_va, out_va) = (self.table.window_page(target), self.table.window_page(out));
+        self.call(|k| k.remap(va, out_va, WINDOW_RIGHTS))?;
         let mut buf = [0u8; 512];
         for at in (0..PAGE_SIZE).step_by(buf.len()) {
-            self.k.read(window + at, &mut buf).map_err(|e| self.fail(e))?;
-            self.k.write(second + at, &buf).map_err(|e| self.fail(e))?;
+            self.k.read(out_va + at, &mut buf).map_err(|e| self.fail(e))?;
+            self.k.write(target_va + at, &buf).map_err(|e| self.fail(e))?;
         }
-        self.call(|k| k.remap(second, va, rights))?;
+        self.call(|k| k.remap(target_va, va, rights))?;
         let slots = &mut self.table.slots;
         let (optimistic, kind) = (slots[from].frame, slots[from].kind);
-        slots[from].frame = guaranteed;
+        slots[from].frame = slots[to].frame;
         slots[from].kind = slots[to].kind;
         slots[to] =
-            Slot { frame: optimistic, kind, place: Place::Window, fresh: false, writable: false };
+            Slot { frame: optimistic, kind, place: Place::Unmapped, fresh: false, writable: false };
+        self.leave_window(target);
+        self.put_at_window(to, out);
         self.table.moves += 1;
         Ok(())
     }
@@ -200,8 +242,8 @@ impl Frames for KernelFrames<'_> {
         frame: usize,
         fill: &mut dyn FnMut(&mut Page) -> Result<(), VmmError>,
     ) -> Result<(), VmmError> {
-        self.place_at_window(frame)?;
-        let window = self.table.window;
+        let w = self.place_at_window(frame)?;
+        let window = self.table.window_page(w);
         self.table.slots[frame].fresh = false;
         let mut filled = Ok(());
         self.k.with_page(window, &mut |page| filled = fill(page)).map_err(|e| self.fail(e))?;
@@ -225,10 +267,8 @@ impl Frames for KernelFrames<'_> {
         frame: usize,
         save: &mut dyn FnMut(&Page) -> Result<(), VmmError>,
     ) -> Result<(), VmmError> {
-        if self.slot(frame)?.place != Place::Window {
-            return Err(VmmError::Frames);
-        }
-        let window = self.table.window;
+        let Place::Window(w) = self.slot(frame)?.place else { return Err(VmmError::Frames) };
+        let window = self.table.window_page(w);
         let mut saved = Ok(());
         self.k.with_page(window, &mut |page| saved = save(page)).map_err(|e| self.fail(e))?;
         saved?;
@@ -240,10 +280,13 @@ impl Frames for KernelFrames<'_> {
         let va = self.stretch.page_addr(page);
         let rights = self.rights(writable);
         let slot = self.slot(frame)?;
-        let window = self.table.window;
         match slot.place {
             Place::Page(p) if p == page => self.call(|k| k.protect(va, rights))?,
-            Place::Window => self.call(|k| k.remap(window, va, rights))?,
+            Place::Window(w) => {
+                let window = self.table.window_page(w);
+                self.call(|k| k.remap(window, va, rights))?;
+                self.leave_window(w);
+            }
             Place::Unmapped => self.call(|k| k.map(va, slot.frame, rights))?,
             Place::Page(_) | Place::Released => return Err(VmmError::Frames),
         }
@@ -258,11 +301,11 @@ impl Frames for KernelFrames<'_> {
         if self.slot(frame)?.place != Place::Page(page) {
             return Err(VmmError::Frames);
         }
-        self.clear_window()?;
+        let w = self.free_window_page(&[])?;
         let va = self.stretch.page_addr(page);
-        let window = self.table.window;
+        let window = self.table.window_page(w);
         self.call(|k| k.remap(va, window, WINDOW_RIGHTS))?;
-        self.table.slots[frame].place = Place::Window;
+        self.put_at_window(frame, w);
         Ok(false)
     }
 
@@ -281,7 +324,7 @@ impl Frames for KernelFrames<'_> {
                     i != frame
                         && s.kind == FrameKind::Optimistic
                         && match s.place {
-                            Place::Unmapped | Place::Window => free,
+                            Place::Unmapped | Place::Window(_) => free,
                             Place::Page(_) => !free,
                             Place::Released => false,
                         }
@@ -289,14 +332,20 @@ impl Frames for KernelFrames<'_> {
             };
             if let Some(other) = optimistic(true) {
                 self.table.slots.swap(frame, other);
+                for f in [frame, other] {
+                    if let Place::Window(w) = self.table.slots[f].place {
+                        self.table.at_window[w] = Some(f);
+                    }
+                }
             } else if let Some(from) = optimistic(false) {
                 self.move_onto(from, frame)?;
             }
         }
         let slot = self.table.slots[frame];
-        if slot.place == Place::Window {
-            let window = self.table.window;
+        if let Place::Window(w) = slot.place {
+            let window = self.table.window_page(w);
             self.call(|k| k.unmap(window))?;
+            self.leave_window(w);
         }
         self.call(|k| k.frame_free(slot.frame))?;
         self.table.slots[frame].place = Place::Released;

@@ -13,9 +13,10 @@
 //!   back first), always optimistic kernel frames (a page on an optimistic frame moves onto a
 //!   guaranteed one the pager frees).
 //!
-//! Frames are filled and saved out of view through a window of two managed pages the domain
-//! gives the driver ([`frames`]), so no thread sees a half-filled page or changes a page being
-//! written back. The application composes its own hierarchy ([`PagedConfig`]), supplies its own
+//! Frames are filled and saved out of view through a window of managed pages the domain gives
+//! the driver ([`frames`]), so no thread sees a half-filled page or changes a page being
+//! written back; a frame evicted waits at its window page to be filled again, so a fault
+//! costs one `remap` to evict and one to map, and a batch of evictions one `map_batch` more. The application composes its own hierarchy ([`PagedConfig`]), supplies its own
 //! replacement policy ([`PagedDriver::with_policy`]) and AppHandler
 //! ([`PagedDriver::with_app`]), and resizes its cache at run time ([`PagedDriver::resize_cache`]).
 //!
@@ -70,6 +71,14 @@ pub struct PagedConfig {
     pub frames: usize,
     /// Pages evicted at once when no frame is free ([`Pager::set_evict_ahead`]).
     pub ahead: usize,
+}
+
+impl PagedConfig {
+    /// The pages of the window the driver needs ([`PagedDriver::new`]): one for each page
+    /// evicted at once, and two more.
+    pub fn window_pages(&self) -> usize {
+        frames::window_pages(self.ahead)
+    }
 }
 
 /// The paged stretch driver; see the [crate](self) documentation.
@@ -191,16 +200,17 @@ struct Bound {
 }
 
 impl<D: BlockDevice + 'static> PagedDriver<D> {
-    /// A driver that will page with `config` to `device`, filling frames through the two
-    /// managed pages at `window` (a managed stretch of the domain's own that nothing else
-    /// touches: `paging::window` in libtessera makes one).
+    /// A driver that will page with `config` to `device`, filling frames through the
+    /// [`PagedConfig::window_pages`] managed pages at `window` (a managed stretch of the
+    /// domain's own that nothing else touches: `paging::create_window` in libtessera makes
+    /// one).
     pub fn new(config: PagedConfig, device: D, window: usize) -> Self {
         PagedDriver {
             config,
             device: Some(device),
             policy: None,
             app: None,
-            table: FrameTable::new(window),
+            table: FrameTable::new(window, config.window_pages()),
             bound: None,
             stats: DriverStats::default(),
             clock: None,
@@ -316,12 +326,15 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
 
     /// Frees every frame in the table (after a failed bind, or at unbind).
     fn free_all(&mut self, k: &mut dyn MemoryKernel) {
-        for slot in self.table.slots.drain(..) {
+        let window = self.table.window;
+        self.table.at_window.fill(None);
+        for slot in core::mem::take(&mut self.table.slots) {
             let freed = match slot.place {
                 Place::Released => false,
                 Place::Unmapped => k.frame_free(slot.frame).is_ok(),
-                Place::Window => {
-                    k.unmap(self.table.window).is_ok() && k.frame_free(slot.frame).is_ok()
+                Place::Window(w) => {
+                    let va = window + w * stretch_driver::PAGE_SIZE;
+                    k.unmap(va).is_ok() && k.frame_free(slot.frame).is_ok()
                 }
                 Place::Page(_) => false, // unbind unmapped the stretch's pages first
             };

@@ -82,7 +82,7 @@ impl Domain {
         // The guarantee holds the driver's frames and the heap's reserve, which bind leaves.
         let reserve = crate::heap_reserve_frames(&config.hierarchy, config.frames, PAGES);
         let mut k = MockKernel::new(guaranteed + reserve, optimistic);
-        let window = k.create_managed_stretch(2, RW);
+        let window = k.create_managed_stretch(config.window_pages(), RW);
         let driver =
             f(PagedDriver::new(config, MemBlockDevice::with_pages(swap_pages), window.base));
         let stretch = k.create_stretch(PAGES, RW);
@@ -395,12 +395,9 @@ fn bind_takes_what_the_contract_grants_up_to_the_frames_asked() {
     verify(&mut d, &shadow);
     // None at all: the bind fails and holds nothing.
     let mut k = MockKernel::new(0, 0);
-    let window = k.create_managed_stretch(2, RW);
-    let mut driver = PagedDriver::new(
-        config(Hierarchy::LocalPaging, PolicyKind::Clock),
-        MemBlockDevice::with_pages(8),
-        window.base,
-    );
+    let local = config(Hierarchy::LocalPaging, PolicyKind::Clock);
+    let window = k.create_managed_stretch(local.window_pages(), RW);
+    let mut driver = PagedDriver::new(local, MemBlockDevice::with_pages(8), window.base);
     let stretch = k.create_stretch(8, RW);
     assert!(k.bind_driver(&mut driver, stretch).is_err());
     assert_eq!(k.frames_held(), (0, 0));
@@ -468,5 +465,23 @@ fn evicting_ahead_frees_frames_for_the_next_faults() {
         let (p, a) = (d.driver.pager_stats().unwrap(), ahead.driver.pager_stats().unwrap());
         // Evicting ahead evicts at least as many pages: some it evicted early come back.
         assert!(a.evictions >= p.evictions, "{}: {a:?} {p:?}", h.name());
+    }
+}
+
+#[test]
+fn a_fault_costs_two_kernel_calls_when_evicting_ahead() {
+    for h in [hierarchies()[0], hierarchies()[1]] {
+        let ahead = PagedConfig { ahead: 8, ..config(h, PolicyKind::Clock) };
+        let mut d = Domain::new(ahead, 2 * PAGES, FRAMES, 0);
+        let shadow = random_run(&mut d, 41, 800);
+        verify(&mut d, &shadow);
+        let (c, s) = (d.k.calls(), d.driver.pager_stats().unwrap());
+        // One remap takes each victim out of view; its frame waits at the window, where the
+        // next fault fills it and moves it into place with one more; should the window be
+        // full, one batch clears it. No page is unmapped alone.
+        assert!(c.map_batch * 8 <= s.evictions + 8, "{}: {c:?} {s:?}", h.name());
+        assert_eq!(c.unmap, 0, "{}: {c:?}", h.name());
+        let per_fault = (c.map + c.remap + c.protect + c.map_batch) as f64 / s.faults as f64;
+        assert!(per_fault < 2.5, "{}: {per_fault} calls a fault, {c:?} {s:?}", h.name());
     }
 }

@@ -190,13 +190,14 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
     let spec = &o.spec;
     let disk = StreamDisk::open(&spec.disk, spec.swap_at, spec.swap)?;
     let counts = disk.counts();
-    let window = paging::create_window(2).map_err(|e| alloc::format!("window: {e:?}"))?;
     let config = PagedConfig {
         hierarchy: spec.hierarchy,
         policy: spec.policy,
         frames: spec.frames,
         ahead: spec.ahead,
     };
+    let window = paging::create_window(config.window_pages())
+        .map_err(|e| alloc::format!("window: {e:?}"))?;
     let driver = PagedDriver::new(config, disk, window)
         .with_clock(tessera::time_ns)
         .with_app(Box::new(Revocations));
