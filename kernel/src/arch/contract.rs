@@ -210,7 +210,26 @@ pub trait AddressSpaceOps: Sized {
     /// strongly ordered (x86_64: PCD and PWT; RISC-V: the platform's PMAs already make device
     /// regions I/O memory, so it is [`AddressSpaceOps::map`]).
     fn map_device(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), Self::Error>;
-    /// Changes the rights of the mapped page `va`.
+    /// Maps the user page `va` of a managed stretch to frame `pa` with `rights`, with the
+    /// hardware's accessed and dirty bits as `used` names them (`abi::page_state::ACCESSED`,
+    /// `DIRTY`): clear for a fresh mapping, so that the hardware sets them on the first access
+    /// (QEMU's page walkers do on both architectures), or those of the page a `remap` moves.
+    /// [`AddressSpaceOps::map`] makes its entries as before (RISC-V presets both bits).
+    fn map_tracked(
+        &mut self,
+        va: usize,
+        pa: u64,
+        rights: Rights,
+        used: u8,
+    ) -> Result<(), Self::Error>;
+    /// The state of the user page `va` in `abi::page_state` bits: `MAPPED`, with `ACCESSED`
+    /// and `DIRTY` as its entry holds them; 0 if nothing is mapped there.
+    fn page_state(&self, va: usize) -> u8;
+    /// Clears the bits of `clear` among `abi::page_state::ACCESSED` and `DIRTY` in the entry
+    /// of the mapped page `va`, and flushes the page if the entry changed (held back within a
+    /// batch, like any other change).
+    fn clear_page_state(&mut self, va: usize, clear: u8);
+    /// Changes the rights of the mapped page `va`, keeping its accessed and dirty bits.
     fn protect(&mut self, va: usize, rights: Rights) -> Result<(), Self::Error>;
     /// Removes the mapping of `va`, if any (with the tables it frees).
     fn unmap(&mut self, va: usize);
@@ -281,4 +300,5 @@ mod user_items {
     const _: fn(core::ptr::NonNull<UserContext>) -> ! = super::super::enter_user;
     const _: fn(&mut [u64], usize) -> Result<(), usize> = super::super::copy_words_from_user;
     const _: fn(&mut [u8], usize) -> Result<(), usize> = super::super::copy_from_user;
+    const _: fn(&[u8], usize) -> Result<(), usize> = super::super::copy_to_user;
 }

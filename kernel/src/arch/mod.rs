@@ -37,7 +37,7 @@
 //! | `Resume` | `contract::Resume<UserContext>`: what the trap path resumes |
 //! | `FpState`, `save_fp`, `restore_fp` | a domain's floating-point state, saved and restored lazily |
 //! | `enter_user(NonNull<UserContext>) -> !` | enters the first domain |
-//! | `copy_from_user`, `copy_words_from_user` | copies from the current address space, a fault turned into `Err` |
+//! | `copy_from_user`, `copy_words_from_user`, `copy_to_user` | copies from and to the current address space, a fault turned into `Err` |
 //! | the trap path | calls `domain::on_user_trap(UserTrap)` for each trap from user mode and resumes what it returns |
 //!
 //! Both architectures implement traps, timers, kernel page tables, `AddressSpace` and the

@@ -30,18 +30,25 @@
 //!   period. The victim's drivers release frames with `unmap` and `frame_free`; the kernel
 //!   counts them and clears the notice once enough came back. At the deadline a victim that
 //!   has not complied is terminated, which frees all its frames.
+//! - *Accessed and dirty bits*: `map` (and `map_batch`'s maps) make a managed page's entry with
+//!   the hardware's accessed and dirty bits clear, so the hardware sets them as the page is
+//!   used; `remap` carries them from the old page's entry to the new one, `protect` keeps
+//!   them, and `page_state` reads them for the driver (and clears them, with the TLB flushed).
+//!   The kernel's own mappings and nailed stretches keep them as the architecture makes them.
 //!
 //! Invariants: a loose frame is mapped at most at one page, and a page of a managed stretch
 //! maps only a loose frame of the stretch's owner; `Domain::optimistic_held` is the number of
 //! its loose frames marked optimistic; at most one revocation notice is outstanding at a time.
 //!
 //! Not implemented: shared managed stretches (managed stretches are private to their owner),
-//! dirty and referenced bits for drivers, revocation of guaranteed frames (never needed:
-//! admission keeps the guarantees within memory).
+//! revocation of guaranteed frames (never needed: admission keeps the guarantees within
+//! memory).
 
 use core::sync::atomic::Ordering;
 
-use abi::{Access, MAP_BATCH_MAX, PAGE_SIZE, PageOp, Rights, SysError, frame_kind, page_op};
+use abi::{
+    Access, MAP_BATCH_MAX, PAGE_SIZE, PageOp, Rights, SysError, frame_kind, page_op, page_state,
+};
 use frame_allocator::{Frame, Owner};
 
 use super::clock::{now_ns, ticks_from_ns};
@@ -491,7 +498,8 @@ impl World {
         let tables = self.reserve_tables(id, va)?;
         let d = &mut self.domains[id as usize];
         let space = d.space.as_mut().ok_or(SysError::NotFound)?;
-        space.map(va, pa, rights).map_err(|_| SysError::NoMemory)?;
+        // Accessed and dirty clear: the hardware sets them as the page is used.
+        space.map_tracked(va, pa, rights, 0).map_err(|_| SysError::NoMemory)?;
         loose::with(|t| t.set_mapped(frame, true));
         let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
         s.frames[page.index] = Some(frame);
@@ -547,8 +555,10 @@ impl World {
         let pa = frame.addr();
         let d = &mut self.domains[id as usize];
         let space = d.space.as_mut().ok_or(SysError::NotFound)?;
-        // The new mapping first: if its table cannot be made, nothing has moved.
-        space.map(to, pa, rights).map_err(|_| SysError::NoMemory)?;
+        // The new mapping first, with the old one's accessed and dirty bits: if its table
+        // cannot be made, nothing has moved.
+        let used = space.page_state(from) & page_state::CLEARABLE;
+        space.map_tracked(to, pa, rights, used).map_err(|_| SysError::NoMemory)?;
         space.unmap_keeping_tables(from);
         let s = self.stretches.of_mut(id).expect("found above").at_mut(source.slot);
         s.frames[source.index] = None;
@@ -681,7 +691,7 @@ impl World {
                 page_op::MAP => {
                     let rights = page.rights_within(op.rights as usize).unwrap_or(Rights::NONE);
                     let pa = op.frame * PAGE_SIZE as u64;
-                    if space.map(va, pa, rights).is_err() {
+                    if space.map_tracked(va, pa, rights, 0).is_err() {
                         defmt::error!("map_batch: mapping {=usize:#x} failed after its checks", va);
                         continue;
                     }
@@ -708,6 +718,66 @@ impl World {
         space.end_batch();
         if tables > 0 {
             self.publish_frames(id);
+        }
+        Ok(0)
+    }
+
+    /// Can domain `id` write every byte of `[addr, addr + len)` now, without a fault: does it
+    /// hold write access on each page, and is each page of a managed stretch there mapped
+    /// writable?
+    fn may_write_now(&self, id: u32, addr: usize, len: usize) -> bool {
+        if !self.may_access(id, addr, len, Rights::WRITE) {
+            return false;
+        }
+        let first = addr & !(PAGE_SIZE - 1);
+        (first..addr + len).step_by(PAGE_SIZE).all(|p| match self.own_stretch_at(id, p) {
+            Some((_, s)) if s.kind == Kind::Managed => {
+                let i = (p - s.base) / PAGE_SIZE;
+                s.frames[i].is_some() && s.page_rights[i].contains(Rights::WRITE)
+            }
+            _ => true,
+        })
+    }
+
+    /// `page_state`: writes the state of the `count` pages from `va` (pages of stretches
+    /// domain `id` manages, mapped or not) to its memory at `out`, one byte a page
+    /// ([`page_state`] bits), then clears the bits `clear` in their entries with one TLB
+    /// flush. Every argument is checked before anything changes: `count` and `clear`, then
+    /// each page as `protect` checks its address, then `out`.
+    pub(super) fn page_state(
+        &mut self,
+        id: u32,
+        va: usize,
+        count: usize,
+        out: usize,
+        clear: usize,
+    ) -> Result<usize, SysError> {
+        if count == 0 || count > MAP_BATCH_MAX || clear & !(page_state::CLEARABLE as usize) != 0 {
+            return Err(SysError::InvalidArgument);
+        }
+        let clear = clear as u8;
+        let mut mapped = [false; MAP_BATCH_MAX];
+        for (i, m) in mapped.iter_mut().enumerate().take(count) {
+            let page = i.checked_mul(PAGE_SIZE).and_then(|o| va.checked_add(o));
+            *m = self.managed_page(id, page.ok_or(SysError::BadAddress)?)?.mapped;
+        }
+        if !self.may_write_now(id, out, count) {
+            return Err(SysError::BadAddress);
+        }
+        let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
+        let mut states = [0u8; MAP_BATCH_MAX];
+        for i in (0..count).filter(|&i| mapped[i]) {
+            states[i] = space.page_state(va + i * PAGE_SIZE);
+        }
+        crate::arch::copy_to_user(&states[..count], out).map_err(|_| SysError::BadAddress)?;
+        if clear != 0 {
+            space.begin_batch();
+            // Every mapped page, even one whose bits were clear when read: the copy to `out`
+            // may have set them since.
+            for i in (0..count).filter(|&i| mapped[i]) {
+                space.clear_page_state(va + i * PAGE_SIZE, clear);
+            }
+            space.end_batch();
         }
         Ok(0)
     }

@@ -337,6 +337,10 @@ fn upcall(d: &mut super::Domain) {
 /// Entry from the arch trap handler for every trap taken in U-mode, whose registers the trap
 /// path saved in the current domain's context; says what to resume: that context with a system
 /// call's results, or the current domain's context (another domain's, or changed).
+///
+/// Hinted inline: x86_64 has one caller, and keeping the system-call path in it saves a call
+/// and a frame on every system call (LLVM stopped inlining it unasked once the calls grew).
+#[inline]
 pub fn on_user_trap(trap: UserTrap) -> Resume {
     let mut guard = WORLD.lock();
     let w = guard.as_mut().expect("user trap without domains");

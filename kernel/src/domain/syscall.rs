@@ -91,6 +91,7 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
             Err((Shortage::Wait, _)) => Next::WaitForFrames,
             Err((Shortage::Fail(e), index)) => Next::Refused(e, index),
         },
+        Call::PageState => Next::Return(w.page_state(id, a[0], a[1], a[2], a[3])),
         Call::Block => {
             let d = &mut w.domains[id as usize];
             if d.pending {

@@ -112,11 +112,18 @@ pub enum Call {
     /// that entry's error and its index in the result register (`count` when `ops` or `count`
     /// itself is refused).
     MapBatch = 25,
+    /// `page_state(va, count, out, clear) -> 0`: for the `count` (1 to [`MAP_BATCH_MAX`])
+    /// consecutive pages from the page-aligned `va`, pages of stretches the caller manages
+    /// (mapped or not), writes one byte a page ([`page_state`] bits: mapped, and the hardware's
+    /// accessed and dirty bits) to the caller's writable memory at `out`, then clears the bits
+    /// `clear` ([`page_state::ACCESSED`], [`page_state::DIRTY`]) in the pages' entries, with
+    /// one TLB flush. Every argument is checked first: a refused call changes nothing.
+    PageState = 26,
 }
 
 impl Call {
     /// Every call, in number order.
-    pub const ALL: [Call; 25] = [
+    pub const ALL: [Call; 26] = [
         Call::ConsoleWrite,
         Call::Exit,
         Call::Yield,
@@ -142,6 +149,7 @@ impl Call {
         Call::IrqAck,
         Call::Remap,
         Call::MapBatch,
+        Call::PageState,
     ];
 
     /// The call with number `n`.
@@ -366,6 +374,20 @@ impl PageOp {
     pub const fn from_words(w: [u64; 4]) -> PageOp {
         PageOp { op: w[0], va: w[1], frame: w[2], rights: w[3] }
     }
+}
+
+/// Bits of a page's state, as `page_state` reports them (one byte a page).
+pub mod page_state {
+    /// A frame is mapped at the page (the other bits are clear when it is not).
+    pub const MAPPED: u8 = 1;
+    /// The hardware's accessed bit: the page was read, written or executed since it was mapped
+    /// or the bit was last cleared.
+    pub const ACCESSED: u8 = 2;
+    /// The hardware's dirty bit: the page was written since it was mapped or the bit was last
+    /// cleared.
+    pub const DIRTY: u8 = 4;
+    /// The bits `page_state` may clear.
+    pub const CLEARABLE: u8 = ACCESSED | DIRTY;
 }
 
 /// Event endpoints per domain.

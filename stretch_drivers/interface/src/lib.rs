@@ -8,9 +8,10 @@
 //! crate holds the two sides of that conversation and a stand-in for the kernel:
 //!
 //! - [`MemoryKernel`]: what a driver may ask of the kernel. Each method is one system call
-//!   (`frame_alloc`, `frame_free`, `map`, `unmap`, `protect`, `remap`, `map_batch`, and
-//!   `frames_held`, which the runtime may also read from the control block), except [`MemoryKernel::read`] and
-//!   [`MemoryKernel::write`], which are plain memory copies in the domain.
+//!   (`frame_alloc`, `frame_free`, `map`, `unmap`, `protect`, `remap`, `map_batch`,
+//!   `page_state`, and `frames_held`, which the runtime may also read from the control block),
+//!   except [`MemoryKernel::read`] and [`MemoryKernel::write`], which are plain memory copies
+//!   in the domain.
 //! - [`StretchDriver`]: what the runtime asks of a driver: bind, fault, lock, unlock, revoke,
 //!   unbind, stats.
 //! - [`mock::MockKernel`] (feature `mock`, on by default): a host model of the kernel's memory
@@ -96,7 +97,7 @@ pub mod mock;
 use core::fmt;
 use core::ops::Range;
 
-pub use abi::{Access, MAP_BATCH_MAX, PAGE_SIZE, PageOp, Rights, page_op};
+pub use abi::{Access, MAP_BATCH_MAX, PAGE_SIZE, PageOp, Rights, page_op, page_state};
 
 /// A physical frame as the kernel hands it out: its frame number (physical address divided by
 /// [`PAGE_SIZE`]). Drivers treat it as an opaque handle.
@@ -230,8 +231,12 @@ pub enum MemError {
     /// The frame is mapped: it cannot be freed, or mapped at a second address.
     FrameInUse,
     /// A `map_batch` has more than [`MAP_BATCH_MAX`] entries, an entry names no operation, or
-    /// two entries touch one page.
+    /// two entries touch one page; or a `page_state` asks for no page or more than
+    /// [`MAP_BATCH_MAX`].
     BadBatch,
+    /// A `page_state` asks to clear bits other than [`page_state::ACCESSED`] and
+    /// [`page_state::DIRTY`].
+    BadBits,
 }
 
 impl MemError {
@@ -248,7 +253,10 @@ impl MemError {
             MemError::Denied => "rights exceed what the domain holds",
             MemError::BadFrame => "frame is not held by the domain",
             MemError::FrameInUse => "frame is mapped",
-            MemError::BadBatch => "batch too long, unknown operation, or a page twice in it",
+            MemError::BadBatch => {
+                "batch empty or too long, unknown operation, or a page twice in it"
+            }
+            MemError::BadBits => "only the accessed and dirty bits can be cleared",
         }
     }
 }
@@ -342,6 +350,23 @@ pub trait MemoryKernel {
         }
         Ok(())
     }
+
+    /// Reads the state of the `states.len()` consecutive pages from `va` (pages of managed
+    /// stretches, mapped or not) into `states`, one byte a page in [`page_state`] bits:
+    /// [`page_state::MAPPED`], and the hardware's [`page_state::ACCESSED`] and
+    /// [`page_state::DIRTY`] bits (0 for an unmapped page); then clears the bits `clear` (of
+    /// `ACCESSED | DIRTY`) in the mapped pages' entries, with one TLB flush, so that the next
+    /// access sets them again. `map` makes a page with both bits clear, `remap` carries them
+    /// to the new page and `protect` keeps them: a driver that takes a page out of view with
+    /// `remap` to a window page of its own, then asks whether the window page is dirty,
+    /// learns whether it must write the page back, with no thread able to write it between
+    /// the two. One system call for up to [`MAP_BATCH_MAX`] pages.
+    ///
+    /// Errors: [`MemError::BadBatch`] (no page, or more than [`MAP_BATCH_MAX`]),
+    /// [`MemError::BadBits`] (`clear` names other bits), [`MemError::BadAddress`] (`va` not
+    /// page-aligned, or the range wraps), [`MemError::NotOwned`] and [`MemError::NotManaged`]
+    /// (for any page of the range). Nothing changes if the call fails.
+    fn page_state(&mut self, va: usize, states: &mut [u8], clear: u8) -> Result<(), MemError>;
 
     /// Copies `data` to memory at `va` through the domain's mappings (any alignment and length;
     /// every page touched must be mapped with [`Rights::WRITE`]). In a domain this is a plain

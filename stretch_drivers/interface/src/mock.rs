@@ -4,9 +4,13 @@
 //! and the contents of every frame it holds. It makes the checks the kernel makes (mapping only
 //! inside stretches bound to a driver, frames only within the contract, no page mapped twice,
 //! no frame mapped twice or freed while mapped, `unmap` returning the frame), counts every
-//! call, and plays the CPU: [`MockKernel::touch`] says whether an access would fault, and
+//! call, and plays the CPU: [`MockKernel::touch`] says whether an access would fault (and, as
+//! the hardware does, sets the page's accessed bit, and its dirty bit for a write), and
 //! [`MockKernel::access`] runs the fault path (fault, call the driver, retry once, as the
-//! kernel resumes the thread).
+//! kernel resumes the thread). The accessed and dirty bits follow the kernel's rules: `map`
+//! clears them, `remap` carries them, `protect` keeps them, `page_state` reads and clears
+//! them; every access through the mock (`touch`, `load_u64`, `store_u64`, `access`, and the
+//! copies `read` and `write`) sets them.
 //!
 //! Frame numbers are never reused, so a driver that keeps a freed frame's handle gets
 //! [`MemError::BadFrame`] when it uses it. Stretches are placed from [`abi::STRETCH_BASE`] up,
@@ -15,10 +19,12 @@
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
+use core::cell::Cell;
 
 use crate::{
     Access, DriverError, Fault, FaultError, Frame, FrameKind, MAP_BATCH_MAX, MemError,
     MemoryKernel, PAGE_RIGHTS, PAGE_SIZE, PageOp, Rights, StretchDriver, StretchInfo, page_op,
+    page_state,
 };
 
 /// How many times each call was made (failed calls included).
@@ -38,6 +44,8 @@ pub struct Calls {
     pub remap: u64,
     /// [`MemoryKernel::map_batch`] (non-empty batches: one system call each).
     pub map_batch: u64,
+    /// [`MemoryKernel::page_state`].
+    pub page_state: u64,
     /// [`MemoryKernel::write`].
     pub write: u64,
     /// [`MemoryKernel::read`].
@@ -84,6 +92,9 @@ pub struct MockKernel {
     stretches: Vec<MockStretch>,
     next_base: usize,
     pages: BTreeMap<usize, (Frame, Rights)>,
+    /// The accessed and dirty bits ([`page_state`]) of each mapped page, set by accesses
+    /// (which take `&self`, as the CPU's do not change the mappings).
+    used: BTreeMap<usize, Cell<u8>>,
     calls: Calls,
 }
 
@@ -104,6 +115,7 @@ impl MockKernel {
             stretches: Vec::new(),
             next_base: abi::STRETCH_BASE,
             pages: BTreeMap::new(),
+            used: BTreeMap::new(),
             calls: Calls::default(),
         }
     }
@@ -187,16 +199,37 @@ impl MockKernel {
     }
 
     /// What the CPU would do on `access` at `va`: `Ok` if the page is mapped with the access
-    /// allowed, else the fault it would raise.
+    /// allowed, else the fault it would raise. An access that succeeds sets the page's
+    /// accessed bit, and a write its dirty bit too, as the hardware does (what
+    /// [`MemoryKernel::page_state`] reports); one that faults sets nothing.
     ///
     /// # Panics
     ///
     /// If `va` is in no stretch of the domain (the kernel would terminate the domain).
     pub fn touch(&self, va: usize, access: Access) -> Result<(), Fault> {
         let stretch = self.find(va).unwrap_or_else(|| panic!("{va:#x} is in no stretch")).info;
-        match self.pages.get(&(va & !(PAGE_SIZE - 1))) {
-            Some((_, rights)) if access.allowed_by(*rights) => Ok(()),
+        let page = va & !(PAGE_SIZE - 1);
+        match self.pages.get(&page) {
+            Some((_, rights)) if access.allowed_by(*rights) => {
+                self.mark_used(page, access);
+                Ok(())
+            }
             _ => Err(Fault { stretch_base: stretch.base, addr: va, access }),
+        }
+    }
+
+    /// The accessed and dirty bits of the mapped page of `va` ([`page_state`] bits, with
+    /// [`page_state::MAPPED`]), or 0 if it is not mapped; without clearing them or counting a
+    /// call.
+    pub fn page_bits(&self, va: usize) -> u8 {
+        self.used.get(&(va & !(PAGE_SIZE - 1))).map_or(0, |u| page_state::MAPPED | u.get())
+    }
+
+    /// Sets the bits an `access` to the mapped `page` sets.
+    fn mark_used(&self, page: usize, access: Access) {
+        if let Some(u) = self.used.get(&page) {
+            let dirty = if access == Access::Write { page_state::DIRTY } else { 0 };
+            u.set(u.get() | page_state::ACCESSED | dirty);
         }
     }
 
@@ -345,6 +378,17 @@ impl MockKernel {
         Ok(())
     }
 
+    /// Sets the bits a copy of `len` bytes at `va` (checked) sets in the pages it touches.
+    fn mark_copied(&self, va: usize, len: usize, access: Access) {
+        if len == 0 {
+            return;
+        }
+        let first = va & !(PAGE_SIZE - 1);
+        for page in (first..va + len).step_by(PAGE_SIZE) {
+            self.mark_used(page, access);
+        }
+    }
+
     /// The pages a copy of `len` bytes at `va` touches, each checked for `access`.
     fn copy_pages(&self, va: usize, len: usize, access: Access) -> Result<Vec<Frame>, MemError> {
         if len == 0 {
@@ -410,6 +454,7 @@ impl MemoryKernel for MockKernel {
         }
         f.mapped_at = Some(va);
         self.pages.insert(va, (frame, rights));
+        self.used.insert(va, Cell::new(0));
         Ok(())
     }
 
@@ -417,6 +462,7 @@ impl MemoryKernel for MockKernel {
         self.calls.unmap += 1;
         self.managed_page(va)?;
         let (frame, _) = self.pages.remove(&va).ok_or(MemError::NotMapped)?;
+        self.used.remove(&va);
         self.frames.get_mut(&frame.0).expect("mapped frame is held").mapped_at = None;
         Ok(frame)
     }
@@ -444,6 +490,9 @@ impl MemoryKernel for MockKernel {
         }
         self.pages.remove(&from);
         self.pages.insert(to, (frame, rights));
+        // The entry's accessed and dirty bits go with the frame.
+        let used = self.used.remove(&from).unwrap_or_default();
+        self.used.insert(to, used);
         self.frames.get_mut(&frame.0).expect("mapped frame is held").mapped_at = Some(to);
         Ok(())
     }
@@ -478,9 +527,11 @@ impl MemoryKernel for MockKernel {
                     let frame = Frame(op.frame);
                     self.frames.get_mut(&frame.0).expect("checked").mapped_at = Some(va);
                     self.pages.insert(va, (frame, rights));
+                    self.used.insert(va, Cell::new(0));
                 }
                 page_op::UNMAP => {
                     let (frame, _) = self.pages.remove(&va).expect("checked");
+                    self.used.remove(&va);
                     self.frames.get_mut(&frame.0).expect("mapped frame is held").mapped_at = None;
                 }
                 _ => self.pages.get_mut(&va).expect("checked").1 = rights,
@@ -489,9 +540,34 @@ impl MemoryKernel for MockKernel {
         Ok(())
     }
 
+    /// As the kernel's `page_state`: every argument checked first, then the bits read and
+    /// cleared.
+    fn page_state(&mut self, va: usize, states: &mut [u8], clear: u8) -> Result<(), MemError> {
+        self.calls.page_state += 1;
+        if states.is_empty() || states.len() > MAP_BATCH_MAX {
+            return Err(MemError::BadBatch);
+        }
+        if clear & !page_state::CLEARABLE != 0 {
+            return Err(MemError::BadBits);
+        }
+        for i in 0..states.len() {
+            let page = i.checked_mul(PAGE_SIZE).and_then(|o| va.checked_add(o));
+            self.managed_page(page.ok_or(MemError::BadAddress)?)?;
+        }
+        for (i, state) in states.iter_mut().enumerate() {
+            let page = va + i * PAGE_SIZE;
+            *state = self.page_bits(page);
+            if let Some(u) = self.used.get(&page) {
+                u.set(u.get() & !clear);
+            }
+        }
+        Ok(())
+    }
+
     fn write(&mut self, va: usize, data: &[u8]) -> Result<(), MemError> {
         self.calls.write += 1;
         let frames = self.copy_pages(va, data.len(), Access::Write)?;
+        self.mark_copied(va, data.len(), Access::Write);
         let mut at = va % PAGE_SIZE;
         let mut rest = data;
         for frame in frames {
@@ -507,6 +583,7 @@ impl MemoryKernel for MockKernel {
     fn read(&mut self, va: usize, buf: &mut [u8]) -> Result<(), MemError> {
         self.calls.read += 1;
         let frames = self.copy_pages(va, buf.len(), Access::Read)?;
+        self.mark_copied(va, buf.len(), Access::Read);
         let mut at = va % PAGE_SIZE;
         let mut rest = buf;
         for frame in frames {

@@ -298,6 +298,9 @@ impl MemoryKernel for Singles {
     fn remap(&mut self, from: usize, to: usize, rights: Rights) -> Result<(), MemError> {
         self.0.remap(from, to, rights)
     }
+    fn page_state(&mut self, va: usize, states: &mut [u8], clear: u8) -> Result<(), MemError> {
+        self.0.page_state(va, states, clear)
+    }
     fn write(&mut self, va: usize, data: &[u8]) -> Result<(), MemError> {
         self.0.write(va, data)
     }
@@ -328,6 +331,112 @@ fn map_batch_default_makes_the_single_calls() {
     let ops = [PageOp::unmap(s.page_addr(1)), PageOp::unmap(s.page_addr(2))];
     assert_eq!(k.map_batch(&ops), Err((1, MemError::NotMapped)));
     assert_eq!(k.0.mapping(s.page_addr(1)), None);
+}
+
+const MAPPED: u8 = page_state::MAPPED;
+const ACCESSED: u8 = page_state::ACCESSED;
+const DIRTY: u8 = page_state::DIRTY;
+
+/// The state of the one page `va`, read without clearing anything.
+fn state_of(k: &mut MockKernel, va: usize) -> u8 {
+    let mut state = [0xff];
+    k.page_state(va, &mut state, 0).unwrap();
+    state[0]
+}
+
+#[test]
+fn page_state_follows_the_accesses() {
+    let (mut k, s, _d) = bound(4, 4, 0);
+    let a = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    let b = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    k.map(s.page_addr(0), a, RW).unwrap();
+    k.map(s.page_addr(2), b, Rights::READ).unwrap();
+    let mut states = [0xff; 4];
+    assert_eq!(k.page_state(s.base, &mut states, 0), Ok(()));
+    assert_eq!(states, [MAPPED, 0, MAPPED, 0], "fresh maps are clean and unaccessed");
+    // A read sets the accessed bit, a write both; a faulting access neither.
+    assert_eq!(k.load_u64(s.page_addr(0)), Ok(0));
+    assert_eq!(state_of(&mut k, s.page_addr(0)), MAPPED | ACCESSED);
+    assert_eq!(k.store_u64(s.page_addr(0) + 8, 5), Ok(()));
+    assert_eq!(state_of(&mut k, s.page_addr(0)), MAPPED | ACCESSED | DIRTY);
+    assert!(k.store_u64(s.page_addr(2), 5).is_err());
+    assert_eq!(state_of(&mut k, s.page_addr(2)), MAPPED);
+    assert_eq!(k.touch(s.page_addr(2) + 1, Access::Read), Ok(()));
+    assert_eq!(state_of(&mut k, s.page_addr(2)), MAPPED | ACCESSED);
+    // The copies too, on every page they touch.
+    k.protect(s.page_addr(2), RW).unwrap();
+    assert_eq!(state_of(&mut k, s.page_addr(2)), MAPPED | ACCESSED, "protect keeps the bits");
+    k.write(s.page_addr(2) + PAGE_SIZE - 2, &[1]).unwrap();
+    assert_eq!(state_of(&mut k, s.page_addr(2)), MAPPED | ACCESSED | DIRTY);
+    // Clearing: the bits asked for, in every mapped page; the state read is the one before.
+    let before = k.calls().page_state;
+    assert_eq!(k.page_state(s.base, &mut states, DIRTY), Ok(()));
+    assert_eq!(k.calls().page_state, before + 1, "one call");
+    assert_eq!(states, [MAPPED | ACCESSED | DIRTY, 0, MAPPED | ACCESSED | DIRTY, 0]);
+    assert_eq!(k.page_state(s.base, &mut states, ACCESSED | DIRTY), Ok(()));
+    assert_eq!(states, [MAPPED | ACCESSED, 0, MAPPED | ACCESSED, 0]);
+    assert_eq!(k.page_state(s.base, &mut states, 0), Ok(()));
+    assert_eq!(states, [MAPPED, 0, MAPPED, 0]);
+    // A read after the clearing sets the accessed bit again; a read copy does not dirty.
+    let mut word = [0u8; 8];
+    k.read(s.page_addr(2), &mut word).unwrap();
+    assert_eq!(state_of(&mut k, s.page_addr(2)), MAPPED | ACCESSED);
+    // An unmapped page forgets its bits; mapped again, it starts clean.
+    assert_eq!(k.unmap(s.page_addr(2)), Ok(b));
+    assert_eq!(state_of(&mut k, s.page_addr(2)), 0);
+    k.map(s.page_addr(2), b, RW).unwrap();
+    assert_eq!(state_of(&mut k, s.page_addr(2)), MAPPED);
+}
+
+#[test]
+fn remap_carries_the_bits() {
+    let (mut k, s, _d) = bound(4, 4, 0);
+    let a = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    k.map(s.page_addr(0), a, RW).unwrap();
+    k.store_u64(s.page_addr(0), 7).unwrap();
+    // Out of view first, then asked: nothing can dirty it in between.
+    k.remap(s.page_addr(0), s.page_addr(3), Rights::READ).unwrap();
+    assert_eq!(state_of(&mut k, s.page_addr(3)), MAPPED | ACCESSED | DIRTY);
+    assert_eq!(state_of(&mut k, s.page_addr(0)), 0);
+    let mut state = [0];
+    k.page_state(s.page_addr(3), &mut state, ACCESSED | DIRTY).unwrap();
+    k.remap(s.page_addr(3), s.page_addr(1), RW).unwrap();
+    assert_eq!(state_of(&mut k, s.page_addr(1)), MAPPED, "clean bits carried too");
+    // map_batch's maps start clean as well.
+    let b = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    k.map_batch(&[PageOp::map(s.page_addr(2), b.0 as usize, RW)]).unwrap();
+    assert_eq!(state_of(&mut k, s.page_addr(2)), MAPPED);
+}
+
+#[test]
+fn page_state_checks_everything_first() {
+    let (mut k, s, _d) = bound(4, 4, 0);
+    let a = k.frame_alloc(FrameKind::Guaranteed).unwrap();
+    k.map(s.page_addr(3), a, RW).unwrap();
+    k.store_u64(s.page_addr(3), 1).unwrap();
+    let unbound = k.create_stretch(2, RW);
+    let mut long = [0u8; MAP_BATCH_MAX + 1];
+    let mut one = [0u8; 1];
+    let all = ACCESSED | DIRTY;
+    assert_eq!(k.page_state(s.base, &mut [], all), Err(MemError::BadBatch));
+    assert_eq!(k.page_state(s.base, &mut long, all), Err(MemError::BadBatch));
+    assert_eq!(k.page_state(s.base, &mut long[..MAP_BATCH_MAX], all), Err(MemError::NotOwned));
+    for bits in [MAPPED, 8, 0x80, MAPPED | all] {
+        assert_eq!(k.page_state(s.base, &mut one, bits), Err(MemError::BadBits), "{bits}");
+    }
+    assert_eq!(k.page_state(s.base + 8, &mut one, all), Err(MemError::BadAddress));
+    assert_eq!(k.page_state(unbound.base, &mut one, all), Err(MemError::NotManaged));
+    assert_eq!(k.page_state(0x1000, &mut one, all), Err(MemError::NotOwned));
+    // A range that runs off the stretch's end, or off the address space.
+    let mut five = [0xee; 5];
+    assert_eq!(k.page_state(s.base, &mut five, all), Err(MemError::NotOwned));
+    assert_eq!(five, [0xee; 5], "nothing written");
+    let top = usize::MAX & !(PAGE_SIZE - 1);
+    assert_eq!(k.page_state(top, &mut [0; 2], all), Err(MemError::NotOwned));
+    assert_eq!(k.page_bits(s.page_addr(3)), MAPPED | ACCESSED | DIRTY, "nothing cleared");
+    let mut four = [0; 4];
+    assert_eq!(k.page_state(s.base, &mut four, all), Ok(()));
+    assert_eq!(four, [0, 0, 0, MAPPED | ACCESSED | DIRTY]);
 }
 
 #[test]

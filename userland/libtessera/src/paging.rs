@@ -42,7 +42,8 @@ use core::cell::UnsafeCell;
 use core::sync::atomic::Ordering;
 
 use abi::{
-    Access, PAGE_SIZE, PageOp, Rights, SavedContext, SysError, activation, frame_kind, page_op,
+    Access, MAP_BATCH_MAX, PAGE_SIZE, PageOp, Rights, SavedContext, SysError, activation,
+    frame_kind, page_op, page_state,
 };
 use stretch_driver::{
     DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, MemError, MemoryKernel,
@@ -148,6 +149,34 @@ impl MemoryKernel for SysKernel {
                 MemError::BadBatch
             };
             (i, named)
+        })
+    }
+
+    /// One `page_state` call. What the kernel refuses with `InvalidArgument` is named here
+    /// first (the count, the bits, an unaligned `va`); its `BadAddress` is then a page the
+    /// domain does not own, `states` being the driver's own writable memory (its first and
+    /// last byte are touched first, so a page of a managed stretch there is mapped).
+    fn page_state(&mut self, va: usize, states: &mut [u8], clear: u8) -> Result<(), MemError> {
+        if states.is_empty() || states.len() > MAP_BATCH_MAX {
+            return Err(MemError::BadBatch);
+        }
+        if clear & !page_state::CLEARABLE != 0 {
+            return Err(MemError::BadBits);
+        }
+        check_page(va, None)?;
+        let last = states.len() - 1;
+        for i in [0, last] {
+            let byte = &raw mut states[i];
+            // SAFETY: `byte` points into `states`, which this call borrows mutably; the byte
+            // is written back unchanged, a write the compiler may not drop, so that a fault on
+            // it reaches the driver here rather than inside the kernel's copy.
+            unsafe { byte.write_volatile(byte.read_volatile()) };
+        }
+        syscall::page_state(va, states, clear).map_err(|e| match e {
+            SysError::BadAddress if va.checked_add(last * PAGE_SIZE).is_none() => {
+                MemError::BadAddress
+            }
+            e => mem_error(e),
         })
     }
 

@@ -226,6 +226,36 @@ pub unsafe fn map_batch_raw(ops: usize, count: usize) -> Result<(), (usize, SysE
     }
 }
 
+/// Reads the state of the `states.len()` (1 to [`MAP_BATCH_MAX`]) pages from the
+/// page-aligned `va`, pages of managed stretches the caller manages (mapped or not), into
+/// `states`, one byte a page (`abi::page_state` bits: mapped, accessed, dirty), then clears
+/// the bits `clear` (`ACCESSED | DIRTY` at most) in their entries with one TLB flush. The
+/// kernel checks every argument first; a refused call changes nothing.
+pub fn page_state(va: usize, states: &mut [u8], clear: u8) -> Result<(), SysError> {
+    if states.is_empty() || states.len() > MAP_BATCH_MAX {
+        return Err(SysError::InvalidArgument);
+    }
+    // SAFETY: the call changes no mapping (clearing accessed and dirty bits changes no
+    // access), and the kernel writes only the `states.len()` bytes of `states`, which this
+    // function borrows mutably.
+    unsafe { page_state_raw(va, states.len(), states.as_mut_ptr() as usize, clear as usize) }
+}
+
+/// `page_state` with any arguments: `count` bytes written at `out`.
+///
+/// # Safety
+/// As for [`raw`]; the kernel writes `count` bytes at `out` if it accepts the call: no Rust
+/// reference may be live to them.
+pub unsafe fn page_state_raw(
+    va: usize,
+    count: usize,
+    out: usize,
+    clear: usize,
+) -> Result<(), SysError> {
+    // SAFETY: this function's contract is `raw`'s, and the caller's for `out`.
+    unsafe { raw(Call::PageState as usize, [va, count, out, clear, 0, 0]) }.map(|_| ())
+}
+
 /// Makes a stretch of `bytes` (rounded up to pages) of physically contiguous, zero-filled
 /// memory from the guarantee, read-write, for the caller's devices to read and write (driver
 /// domains only); returns its base address.

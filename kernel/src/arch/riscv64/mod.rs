@@ -38,7 +38,8 @@ pub const HANDLES_TRAPS: bool = true;
 pub use entry::boot_stack;
 pub use fp::{FpState, restore_fp, save_fp};
 pub use user::{
-    AddressSpace, Resume, UserContext, copy_from_user, copy_words_from_user, enter_user,
+    AddressSpace, Resume, UserContext, copy_from_user, copy_to_user, copy_words_from_user,
+    enter_user,
 };
 
 /// The kernel's page tables, once [`init_platform`] has built them.

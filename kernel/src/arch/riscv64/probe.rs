@@ -31,6 +31,17 @@ __probe_write_fixup:
     li      a0, 1
     ret
 
+    .globl __probe_write_u8
+__probe_write_u8:
+    mv      a2, a0
+    mv      a0, zero
+__probe_write_u8_insn:
+    sb      a1, 0(a2)
+    ret
+__probe_write_u8_fixup:
+    li      a0, 1
+    ret
+
     .globl __probe_read_u8
 __probe_read_u8:
     mv      a1, zero
@@ -79,6 +90,7 @@ __probe_table:
     .quad __probe_read_u8_insn, __probe_read_u8_fixup
     .quad __probe_stimecmp_insn, __probe_stimecmp_fixup
     .quad __probe_copy_insn, __probe_copy_fixup
+    .quad __probe_write_u8_insn, __probe_write_u8_fixup
     "#
 );
 
@@ -92,9 +104,10 @@ unsafe extern "C" {
     fn __probe_read_u64(addr: usize) -> ReadResult;
     fn __probe_write_u64(addr: usize, value: u64) -> u64;
     fn __probe_read_u8(addr: usize) -> ReadResult;
+    fn __probe_write_u8(addr: usize, value: u8) -> u64;
     fn __probe_write_stimecmp(value: u64) -> u64;
     fn __probe_copy_words(dst: *mut u64, src: usize, words: usize) -> u64;
-    static __probe_table: [[usize; 2]; 5];
+    static __probe_table: [[usize; 2]; 6];
 }
 
 /// Reads the `u64` at `addr`, or `None` if the access faults.
@@ -118,6 +131,13 @@ pub fn write_u64(addr: usize, value: u64) -> bool {
     // SAFETY: as for `read_u64`; the caller chooses an address it is entitled to write (the
     // tests only write their own mappings), and a fault is caught.
     unsafe { __probe_write_u64(addr, value) == 0 }
+}
+
+/// Writes the byte `value` to `addr`; `false` if the access faults.
+pub fn write_u8(addr: usize, value: u8) -> bool {
+    // SAFETY: as for `write_u64`: one store, a fault is caught and reported; the caller
+    // chooses an address it is entitled to write.
+    unsafe { __probe_write_u8(addr, value) == 0 }
 }
 
 /// Copies `dst.len()` words from the aligned address `src` into `dst`, one probed load each;

@@ -156,6 +156,20 @@ impl PageTable {
     /// [`PageTable::map`], which also says whether it created intermediate tables (a change
     /// of non-leaf entries, which a TLB flush of the page alone does not cover).
     pub fn map_page(&mut self, va: u64, pa: u64, flags: u64) -> Result<bool, MapError> {
+        self.map_page_with(va, pa, flags, PTE_A | PTE_D)
+    }
+
+    /// [`PageTable::map_page`] with the accessed and dirty bits of the new entry as `used`
+    /// has them ([`PTE_A`], [`PTE_D`]) instead of both set: the hardware sets the clear ones on
+    /// the first access (QEMU's page walker does; a CPU that traps instead would need the
+    /// fault path to set them).
+    pub fn map_page_with(
+        &mut self,
+        va: u64,
+        pa: u64,
+        flags: u64,
+        used: u64,
+    ) -> Result<bool, MapError> {
         if !va.is_multiple_of(FRAME_SIZE) || !pa.is_multiple_of(FRAME_SIZE) {
             return Err(MapError::Misaligned);
         }
@@ -179,7 +193,8 @@ impl PageTable {
         if *e & PTE_V != 0 {
             return Err(MapError::AlreadyMapped);
         }
-        *e = ((pa >> 12) << 10) | global_by_half(va, flags) | PTE_V | PTE_A | PTE_D;
+        let used = used & (PTE_A | PTE_D);
+        *e = ((pa >> 12) << 10) | global_by_half(va, flags) | PTE_V | used;
         Ok(made)
     }
 
@@ -270,13 +285,30 @@ impl PageTable {
         u64::from(e1 & PTE_V == 0)
     }
 
-    /// Replaces the permission `flags` of the 4 KiB mapping at `va`, keeping its frame. The
-    /// caller flushes the TLB.
+    /// Replaces the permission `flags` of the 4 KiB mapping at `va`, keeping its frame and its
+    /// accessed and dirty bits. The caller flushes the TLB.
     pub fn protect(&mut self, va: u64, flags: u64) -> Result<(), MapError> {
         let e = self.leaf(va).ok_or(MapError::NotMapped)?;
         let pa = (*e >> 10) << 12;
-        *e = ((pa >> 12) << 10) | global_by_half(va, flags) | PTE_V | PTE_A | PTE_D;
+        let used = *e & (PTE_A | PTE_D);
+        *e = ((pa >> 12) << 10) | global_by_half(va, flags) | PTE_V | used;
         Ok(())
+    }
+
+    /// The accessed and dirty bits ([`PTE_A`], [`PTE_D`]) of the 4 KiB mapping at `va`, if it
+    /// is mapped.
+    pub fn used_bits(&self, va: u64) -> Option<u64> {
+        self.leaf(va).map(|e| *e & (PTE_A | PTE_D))
+    }
+
+    /// Clears the bits of `bits` among [`PTE_A`] and [`PTE_D`] in the 4 KiB mapping at `va`;
+    /// returns whether the entry changed (then the caller flushes the TLB).
+    pub fn clear_used_bits(&mut self, va: u64, bits: u64) -> bool {
+        let Some(e) = self.leaf(va) else { return false };
+        let bits = bits & (PTE_A | PTE_D);
+        let changed = *e & bits != 0;
+        *e &= !bits;
+        changed
     }
 
     /// Removes the 4 KiB mapping at `va`, returning the physical address it mapped, and frees
@@ -334,7 +366,7 @@ impl PageTable {
         None
     }
 
-    fn leaf(&mut self, va: u64) -> Option<&'static mut u64> {
+    fn leaf(&self, va: u64) -> Option<&'static mut u64> {
         if !canonical(va) {
             return None;
         }

@@ -10,14 +10,14 @@ use core::arch::global_asm;
 use core::cell::Cell;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use abi::Rights;
+use abi::{Rights, page_state};
 use asid_allocator::{AsidAllocator, Flush, Tag};
 use frame_allocator::Owner;
 use riscv::register::sstatus;
 use spin::Mutex;
 
 use super::frame::{INTERRUPT, SUPERVISOR_TIMER, TrapFrame, exception_name};
-use super::sv39::{self, MapError, PTE_R, PTE_U, PTE_W, PTE_X, PageTable};
+use super::sv39::{self, MapError, PTE_A, PTE_D, PTE_R, PTE_U, PTE_W, PTE_X, PageTable};
 use super::{fp, interrupts, probe, timer};
 use crate::arch::contract::{
     AddressSpaceOps, DEFERRED, DeferredFlush, UserContextOps, UserFault, UserTrap,
@@ -330,6 +330,40 @@ impl AddressSpaceOps for AddressSpace {
         Ok(())
     }
 
+    /// [`AddressSpaceOps::map`] with the entry's accessed and dirty bits as `used` names
+    /// them: QEMU 7.2's Sv39 page walker sets clear ones itself on the first access (a load
+    /// sets A; a store, A and D), as `syscheck` checks, so no fault path is needed for them.
+    fn map_tracked(
+        &mut self,
+        va: usize,
+        pa: u64,
+        rights: Rights,
+        used: u8,
+    ) -> Result<(), MapError> {
+        let Some(flags) = leaf_flags(rights) else { return Ok(()) };
+        let tables = self.table.map_page_with(va as u64, pa, flags, pte_used(used))?;
+        self.flush_change(va, tables);
+        Ok(())
+    }
+
+    fn page_state(&self, va: usize) -> u8 {
+        let Some(used) = self.table.used_bits(va as u64) else { return 0 };
+        let mut state = page_state::MAPPED;
+        if used & PTE_A != 0 {
+            state |= page_state::ACCESSED;
+        }
+        if used & PTE_D != 0 {
+            state |= page_state::DIRTY;
+        }
+        state
+    }
+
+    fn clear_page_state(&mut self, va: usize, clear: u8) {
+        if self.table.clear_used_bits(va as u64, pte_used(clear)) {
+            self.flush_change(va, false);
+        }
+    }
+
     /// Device registers: QEMU `virt`'s PMAs make every device region I/O memory (uncached,
     /// strongly ordered) whatever the page table says, so this is [`AddressSpaceOps::map`].
     fn map_device(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), MapError> {
@@ -428,6 +462,18 @@ impl AddressSpaceOps for AddressSpace {
     }
 }
 
+/// The entry bits ([`PTE_A`], [`PTE_D`]) of `abi::page_state` bits `used`.
+fn pte_used(used: u8) -> u64 {
+    let mut bits = 0;
+    if used & page_state::ACCESSED != 0 {
+        bits |= PTE_A;
+    }
+    if used & page_state::DIRTY != 0 {
+        bits |= PTE_D;
+    }
+    bits
+}
+
 /// The leaf flags of a user page with `rights` (write implies read), or `None` if they grant
 /// no access.
 fn leaf_flags(rights: Rights) -> Option<u64> {
@@ -491,6 +537,27 @@ pub fn copy_from_user(dst: &mut [u8], src: usize) -> Result<(), usize> {
                 }
             }
             i += 1;
+        }
+    }
+    // SAFETY: clears SUM again: U pages are out of S-mode's reach as before.
+    unsafe { sstatus::clear_sum() };
+    result
+}
+
+/// Copies `src` to the user address `dst` of the current address space, byte by byte. The
+/// caller has checked that the domain may write the range; a fault on the way (the check
+/// notwithstanding) yields `Err(faulting address)` instead of a kernel trap, with the bytes
+/// before it written.
+pub fn copy_to_user(src: &[u8], dst: usize) -> Result<(), usize> {
+    // SAFETY: setting SUM lets S-mode stores reach U pages; it is cleared again below, and
+    // every store goes through a probe, so an unmapped or read-only page yields an error.
+    unsafe { sstatus::set_sum() };
+    let mut result = Ok(());
+    for (i, &b) in src.iter().enumerate() {
+        let at = dst.wrapping_add(i);
+        if !probe::write_u8(at, b) {
+            result = Err(at);
+            break;
         }
     }
     // SAFETY: clears SUM again: U pages are out of S-mode's reach as before.

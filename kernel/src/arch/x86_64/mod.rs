@@ -67,7 +67,9 @@ pub use fp::FpState;
 use layout::{BOOT_MAP_BYTES, DIRECT_MAP_BASE, DIRECT_MAP_BYTES, KERNEL_VMA, LAPIC_VIRT};
 use paging::{PageSize, PageTable};
 pub use space::AddressSpace;
-pub use user::{Resume, UserContext, copy_from_user, copy_words_from_user, enter_user};
+pub use user::{
+    Resume, UserContext, copy_from_user, copy_to_user, copy_words_from_user, enter_user,
+};
 
 /// Ends the run: with interrupts off, logs how many times a domain's FP state was loaded on
 /// first use and the unexpected interrupts taken, then leaves QEMU with `code`

@@ -275,15 +275,30 @@ impl PageTable {
     }
 
     /// Replaces the `flags` of the 4 KiB mapping at `va` (as [`PageTable::map`] takes them),
-    /// keeping its frame. The caller flushes the TLB.
+    /// keeping its frame and its accessed and dirty bits. The caller flushes the TLB.
     pub fn protect(&mut self, va: u64, flags: PageTableFlags) -> Result<(), MapError> {
         let (e, level) = self.leaf(va).ok_or(MapError::NotMapped)?;
         if level != 0 {
             return Err(MapError::Misaligned);
         }
         let pa = e.addr();
-        e.set_addr(pa, leaf_flags(va, flags, PageSize::Size4K));
+        let used = e.flags() & (PageTableFlags::ACCESSED | PageTableFlags::DIRTY);
+        e.set_addr(pa, leaf_flags(va, flags, PageSize::Size4K) | used);
         Ok(())
+    }
+
+    /// Clears the flags of `bits` among `ACCESSED` and `DIRTY` in the 4 KiB mapping at `va`;
+    /// returns whether the entry changed (then the caller flushes the TLB).
+    pub fn clear_used(&mut self, va: u64, bits: PageTableFlags) -> bool {
+        let Some((e, 0)) = self.leaf(va) else { return false };
+        let bits = bits & (PageTableFlags::ACCESSED | PageTableFlags::DIRTY);
+        let flags = e.flags();
+        if !flags.intersects(bits) {
+            return false;
+        }
+        let pa = e.addr();
+        e.set_addr(pa, flags - bits);
+        true
     }
 
     /// Frees the tables on the way to `va` (page table, page directory, and in the lower half

@@ -36,6 +36,16 @@ __probe_write_fixup:
     movl    $1, %eax
     ret
 
+    .globl __probe_write_u8
+__probe_write_u8:
+    xorl    %eax, %eax
+__probe_write_u8_insn:
+    movb    %sil, (%rdi)
+    ret
+__probe_write_u8_fixup:
+    movl    $1, %eax
+    ret
+
     .globl __probe_read_u8
 __probe_read_u8:
     xorl    %edx, %edx
@@ -106,6 +116,7 @@ __probe_table:
     .quad __probe_copy_insn, __probe_copy_fixup
     .quad __probe_exec_insn, __probe_exec_fixup
     .quad __probe_read_u8_ac_insn, __probe_read_u8_ac_fixup
+    .quad __probe_write_u8_insn, __probe_write_u8_fixup
     .globl __probe_exec_ret
 __probe_exec_ret:
     .quad __probe_exec_return, __probe_exec_fixup
@@ -124,10 +135,11 @@ unsafe extern "C" {
     fn __probe_read_u64(addr: usize) -> ReadResult;
     fn __probe_write_u64(addr: usize, value: u64) -> u64;
     fn __probe_read_u8(addr: usize) -> ReadResult;
+    fn __probe_write_u8(addr: usize, value: u8) -> u64;
     fn __probe_copy_words(dst: *mut u64, src: usize, words: usize) -> u64;
     fn __probe_read_u8_ac(addr: usize) -> ReadResult;
     fn __probe_exec(addr: usize) -> u64;
-    static __probe_table: [[u64; 2]; 6];
+    static __probe_table: [[u64; 2]; 7];
     static __probe_exec_ret: [u64; 2];
     static __probe_text_ret: u8;
 }
@@ -158,6 +170,13 @@ pub fn write_u64(addr: usize, value: u64) -> bool {
     // SAFETY: as for `read_u64`; the caller chooses an address it is entitled to write (the
     // tests only write their own mappings), and a fault is caught.
     unsafe { __probe_write_u64(addr, value) == 0 }
+}
+
+/// Writes the byte `value` to `addr`; `false` if the access faults.
+pub fn write_u8(addr: usize, value: u8) -> bool {
+    // SAFETY: as for `write_u64`: one store, a fault is caught and reported; the caller
+    // chooses an address it is entitled to write.
+    unsafe { __probe_write_u8(addr, value) == 0 }
 }
 
 /// Copies `dst.len()` words from address `src` into `dst`, one probed load each; `false` if a

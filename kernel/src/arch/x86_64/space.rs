@@ -27,7 +27,7 @@ use core::cell::Cell;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use ::x86_64::registers::control::{Cr4, Cr4Flags};
-use abi::Rights;
+use abi::{Rights, page_state};
 use asid_allocator::{AsidAllocator, Flush, Tag};
 use frame_allocator::Owner;
 use spin::Mutex;
@@ -276,6 +276,44 @@ impl AddressSpaceOps for AddressSpace {
         Ok(())
     }
 
+    /// [`AddressSpaceOps::map`] with the entry's accessed and dirty bits as `used` names
+    /// them (a plain `map` leaves both clear): the CPU sets clear ones on the first access.
+    fn map_tracked(
+        &mut self,
+        va: usize,
+        pa: u64,
+        rights: Rights,
+        used: u8,
+    ) -> Result<(), MapError> {
+        Self::user(va)?;
+        let Some(flags) = leaf_flags(rights) else { return Ok(()) };
+        let tables =
+            self.table.map_made(va as u64, pa, flags | used_flags(used), PageSize::Size4K)?;
+        self.flush_change(va, tables);
+        Ok(())
+    }
+
+    fn page_state(&self, va: usize) -> u8 {
+        if Self::user(va).is_err() {
+            return 0;
+        }
+        let Some(flags) = self.table.flags(va as u64) else { return 0 };
+        let mut state = page_state::MAPPED;
+        if flags.contains(F::ACCESSED) {
+            state |= page_state::ACCESSED;
+        }
+        if flags.contains(F::DIRTY) {
+            state |= page_state::DIRTY;
+        }
+        state
+    }
+
+    fn clear_page_state(&mut self, va: usize, clear: u8) {
+        if Self::user(va).is_ok() && self.table.clear_used(va as u64, used_flags(clear)) {
+            self.flush_change(va, false);
+        }
+    }
+
     /// Maps `va` to the device registers at `pa`, uncached (PCD, PWT), and flushes it.
     fn map_device(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), MapError> {
         Self::user(va)?;
@@ -387,6 +425,18 @@ impl AddressSpaceOps for AddressSpace {
         switch_to_kernel(Flush::None);
         self.table.destroy();
     }
+}
+
+/// The entry flags (`ACCESSED`, `DIRTY`) of `abi::page_state` bits `used`.
+fn used_flags(used: u8) -> F {
+    let mut flags = F::empty();
+    if used & page_state::ACCESSED != 0 {
+        flags |= F::ACCESSED;
+    }
+    if used & page_state::DIRTY != 0 {
+        flags |= F::DIRTY;
+    }
+    flags
 }
 
 /// The leaf flags of a user page with `rights`, or `None` if they grant no access.

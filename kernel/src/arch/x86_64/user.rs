@@ -29,8 +29,9 @@
 //! `abi::USER_END` (the resume path puts it there otherwise): returning cannot fault in ring 0
 //! on a non-canonical address.
 //!
-//! Copies from user memory ([`copy_from_user`], [`copy_words_from_user`]) open SMAP (`stac`,
-//! with interrupts off) around probed loads ([`super::probe`]): a fault yields `Err`.
+//! Copies from and to user memory ([`copy_from_user`], [`copy_words_from_user`],
+//! [`copy_to_user`]) open SMAP (`stac`, with interrupts off) around probed loads and stores
+//! ([`super::probe`]): a fault yields `Err`.
 //!
 //! Not implemented here: more than one CPU (then the current-context pointer and the scratch
 //! word become per-CPU data reached through `swapgs`); the AVX state (see [`super::fp`]); NMIs (they
@@ -676,6 +677,22 @@ pub fn copy_from_user(dst: &mut [u8], src: usize) -> Result<(), usize> {
             } else {
                 dst[i] = probe::read_u8(at).ok_or(at)?;
                 i += 1;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Copies `src` to the user address `dst` of the current address space, byte by byte. The
+/// caller has checked that the domain may write the range; a fault on the way (the check
+/// notwithstanding: an unmapped page, or a read-only one, CR0.WP being on) yields
+/// `Err(faulting address)` instead of a kernel trap, with the bytes before it written.
+pub fn copy_to_user(src: &[u8], dst: usize) -> Result<(), usize> {
+    with_user_access(|| {
+        for (i, &b) in src.iter().enumerate() {
+            let at = dst.wrapping_add(i);
+            if at >= abi::USER_END || !probe::write_u8(at, b) {
+                return Err(at);
             }
         }
         Ok(())

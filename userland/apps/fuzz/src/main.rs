@@ -24,7 +24,10 @@
 //! fuzzer's; `stretch_rights` must refuse them). `map_batch` gets short batches of valid maps,
 //! unmaps and protects drawn from those records, written to a buffer of the fuzzer's own, with
 //! one entry (or the count, or the pointer) often spoilt to aim at an error; its outcome is
-//! checked against the records entry by entry, in the kernel's order. Now and then a `map` is
+//! checked against the records entry by entry, in the kernel's order. `page_state` gets runs of
+//! pages of those stretches, with its states written to a buffer of the fuzzer's own and one
+//! argument often spoilt; the states it writes must match the records (mapped where a frame
+//! is, and never dirty, since nothing writes those pages). Now and then a `map` is
 //! prepared so that it needs a page table while the guarantee is full (`NoMemory`); see
 //! `paging`.
 //!
@@ -332,6 +335,7 @@ impl Fuzzer {
             | Call::Protect
             | Call::Remap => own.mem.draw(call, rng, own, &mut a),
             Call::MapBatch => own.mem.draw_batch(rng, own, &mut self.batch, &mut a),
+            Call::PageState => own.mem.draw_state(rng, own, &mut a),
             Call::TimerSet => {
                 a[0] = pools::endpoint(rng);
                 a[1] = if rng.one_in(4) {
@@ -487,6 +491,11 @@ impl Fuzzer {
             }
             (Call::MapBatch, r) => {
                 if let Err(what) = self.own.mem.after_batch(&self.batch, a, r) {
+                    self.fail(what, a);
+                }
+            }
+            (Call::PageState, r) => {
+                if let Err(what) = self.own.mem.after_state(a, r) {
                     self.fail(what, a);
                 }
             }

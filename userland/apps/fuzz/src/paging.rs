@@ -1,5 +1,6 @@
 //! The fuzzer's self-paging calls (`stretch_create_managed`, `frame_alloc`, `frame_free`,
-//! `map`, `unmap`, `protect`, `remap`, `map_batch`): the managed stretches and loose frames it holds, how it draws
+//! `map`, `unmap`, `protect`, `remap`, `map_batch`, `page_state`): the managed stretches and
+//! loose frames it holds, how it draws
 //! arguments aimed at each documented error (keeping the other arguments valid so that the
 //! kernel's earlier checks pass), the outcome its records say each call must have, and what it
 //! checks after a call succeeds.
@@ -7,7 +8,8 @@
 //! The fuzzer never touches a page of a managed stretch except to read, right after a `map`
 //! that allowed reading, the word at its start (a frame comes zero-filled and nothing writes
 //! managed pages), so none of these calls can fault it: the kernel would deliver such a fault to
-//! a domain with no stretch driver.
+//! a domain with no stretch driver. So no page of a managed stretch is ever dirty: `page_state`
+//! must report every page it maps as mapped and clean, and every other page as 0.
 //!
 //! `map` `NoMemory` needs a page table that is missing while the guarantee is full. The kernel
 //! makes a managed stretch's tables when it creates it, but a table shared with a neighbouring
@@ -18,8 +20,11 @@
 //! guaranteed frames. The counted call is then a `map` at that first page, and [`release`]
 //! gives back what filled the guarantee.
 
+use core::sync::atomic::{AtomicU8, Ordering};
+
 use abi::{
     Call, MAP_BATCH_MAX, PAGE_SIZE, PageOp, Rights, STRETCH_BASE, SysError, USER_END, page_op,
+    page_state,
 };
 
 use crate::held::{MAX_FRAMES, MAX_MANAGED, Managed, Memory};
@@ -619,6 +624,130 @@ impl Memory {
                 if word != 0 {
                     return Err("a frame mapped by map_batch does not read zero");
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where `page_state` writes the states it is drawn to succeed with (room for one more than
+/// the kernel writes): a static, whose address the gate in `Own::harmless` knows.
+pub static STATES: [AtomicU8; BATCH_ROOM] = [const { AtomicU8::new(0) }; BATCH_ROOM];
+
+/// Does `[out, out + count)` lie inside [`STATES`]?
+pub fn in_states(out: usize, count: usize) -> bool {
+    let start = STATES.as_ptr() as usize;
+    out >= start && out.checked_add(count).is_some_and(|end| end <= start + BATCH_ROOM)
+}
+
+/// The longest `page_state` drawn to succeed.
+const STATES_DRAWN: usize = 8;
+
+impl Memory {
+    /// Is `out` the start of an unmapped page of a managed stretch the fuzzer holds (where
+    /// `page_state` must refuse to write, and could not)?
+    pub fn unmapped_managed(&self, out: usize) -> bool {
+        out.is_multiple_of(PAGE_SIZE) && self.stretch_of(out).is_some() && self.at(out).is_none()
+    }
+
+    /// Arguments for a `page_state`: a run of pages of a managed stretch, [`STATES`] (or a
+    /// place inside it) for the states, bits to clear; now and then one argument spoilt to aim
+    /// at an error: the count, the page (misaligned, nailed, foreign, running off the
+    /// stretch), the bits, or where the states go (foreign, an unmapped managed page).
+    pub fn draw_state(&self, rng: &mut Rng, own: &Own, a: &mut [usize; 6]) {
+        let nailed = own.addrs[0] & !(PAGE_SIZE - 1);
+        let foreign = pools::foreign(rng, own) & !(PAGE_SIZE - 1);
+        let m = (!self.managed().is_empty()).then(|| rng.pick(self.managed()));
+        let count = 1 + rng.below(m.map_or(1, |m| m.pages.min(STATES_DRAWN)));
+        a[0] = match m {
+            Some(m) => m.base + rng.below(m.pages - count + 1) * PAGE_SIZE,
+            None if rng.one_in(2) => nailed,
+            None => foreign,
+        };
+        a[1] = count;
+        a[2] = STATES.as_ptr() as usize + rng.below(BATCH_ROOM - count + 1);
+        a[3] = rng.pick(&[0, 0, 2, 4, 6]);
+        let unmapped = m.and_then(|m| self.unmapped_page(rng, &m));
+        let states = STATES.as_ptr() as usize;
+        match (rng.below(16), m) {
+            (0, _) => {
+                // A count the kernel refuses, with room for it where it can have room.
+                a[1] = rng.pick(&[0, MAP_BATCH_MAX + 1, usize::MAX]);
+                a[2] = if a[1] == usize::MAX { foreign } else { states };
+            }
+            (1, _) => {
+                a[1] = MAP_BATCH_MAX;
+                a[2] = states;
+            }
+            (2, _) => a[0] += 1 + rng.below(PAGE_SIZE - 1),
+            (3, _) => a[0] = nailed,
+            (4, _) => a[0] = foreign,
+            (5, _) => a[3] = rng.pick(&[1, 3, 7, 8, 0x80, usize::MAX]),
+            (6, _) => a[2] = pools::foreign(rng, own),
+            (7, _) => a[2] = unmapped.unwrap_or(foreign),
+            (8, Some(m)) => {
+                // The last page and the one past the stretch.
+                a[0] = m.base + (m.pages - 1) * PAGE_SIZE;
+                a[1] = 2;
+                a[2] = states;
+            }
+            _ => {}
+        }
+    }
+
+    /// What the outcome of a `page_state` with `a` must be, in the kernel's order: the count
+    /// and the bits, each page, then where the states go.
+    fn want_state(&self, a: &[usize; 6]) -> Want {
+        use SysError::*;
+        let (va, count, out, clear) = (a[0], a[1], a[2], a[3]);
+        let clearable = usize::from(page_state::CLEARABLE);
+        if count == 0 || count > MAP_BATCH_MAX || clear & !clearable != 0 {
+            return Want::Is(Err(InvalidArgument));
+        }
+        if !va.is_multiple_of(PAGE_SIZE) {
+            return Want::Is(Err(InvalidArgument));
+        }
+        for i in 0..count {
+            let Some(page) = va.checked_add(i * PAGE_SIZE) else {
+                return Want::Is(Err(BadAddress));
+            };
+            if self.stretch_of(page).is_none() {
+                return Want::AnyOf(&[BadAddress, NotManaged]);
+            }
+        }
+        if in_states(out, count) { Want::Is(Ok(())) } else { Want::Is(Err(BadAddress)) }
+    }
+
+    /// Checks the outcome `r` of a `page_state` with `a` against the records, then, if it
+    /// succeeded, each state it wrote: mapped exactly where a frame is, never dirty (nothing
+    /// writes managed pages), no bit beyond the three.
+    pub fn after_state(
+        &self,
+        a: [usize; 6],
+        r: Result<usize, SysError>,
+    ) -> Result<(), &'static str> {
+        if !self.want_state(&a).allows(r) {
+            return Err("page_state's outcome disagrees with the pages it holds");
+        }
+        if r.is_err() {
+            return Ok(());
+        }
+        let first = a[2] - STATES.as_ptr() as usize;
+        for i in 0..a[1] {
+            let state = STATES[first + i].load(Ordering::Relaxed);
+            let mapped = self.at(a[0] + i * PAGE_SIZE).is_some();
+            let known = page_state::MAPPED | page_state::ACCESSED | page_state::DIRTY;
+            if state & !known != 0 {
+                return Err("page_state reported unknown bits");
+            }
+            if (state & page_state::MAPPED != 0) != mapped {
+                return Err("page_state's mapped bit disagrees with the pages it mapped");
+            }
+            if !mapped && state != 0 {
+                return Err("page_state reported bits for an unmapped page");
+            }
+            if state & page_state::DIRTY != 0 {
+                return Err("page_state reported dirty a page nothing wrote");
             }
         }
         Ok(())

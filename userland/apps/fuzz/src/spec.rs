@@ -90,6 +90,9 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(MapBatch), AlreadyMapped),
         (Some(MapBatch), NotMapped),
         (Some(MapBatch), NoMemory),
+        (Some(PageState), InvalidArgument),
+        (Some(PageState), BadAddress),
+        (Some(PageState), NotManaged),
         (Some(DmaAlloc), PermissionDenied),
         (Some(DmaAlloc), InvalidArgument),
         (Some(DmaAlloc), NoMemory),
@@ -208,6 +211,7 @@ pub fn kind_name(k: usize) -> &'static str {
         Some(Call::IrqAck) => "irq_ack",
         Some(Call::Remap) => "remap",
         Some(Call::MapBatch) => "map_batch",
+        Some(Call::PageState) => "page_state",
     }
 }
 

@@ -3,7 +3,9 @@
 //! the self-paging calls (a frame mapped, written, unmapped, mapped elsewhere and read back;
 //! a frame filled through a window page and moved into place with `remap`; `map_batch`
 //! mapping, protecting and unmapping many pages at once, all or nothing, with the TLB flushed
-//! page by page and whole;
+//! page by page and whole; `page_state` reporting the hardware's accessed and dirty bits as
+//! pages are read, written, cleared, protected and moved, refusing bad arguments, and a write
+//! to a read-only page still faulting to its driver;
 //! a managed stretch destroyed with a page mapped; `map` refused with `NoMemory` once a page
 //! table it needs went with a neighbouring stretch and the guarantee is full).
 //!
@@ -15,6 +17,9 @@
 #![no_std]
 #![no_main]
 
+extern crate alloc;
+
+mod page_states;
 mod raw_calls;
 
 use tessera::{Env, Rights, SysError, println};
@@ -270,6 +275,7 @@ fn self_paging(t: &mut Tally, me: usize, own_image: usize) {
     batches(t);
     destroy_mapped(t);
     table_gone(t);
+    page_states::page_states(t, own_image);
 }
 
 /// A frame mapped read-only, then read-write, written, unmapped, mapped at another page and

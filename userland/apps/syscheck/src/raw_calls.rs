@@ -40,6 +40,13 @@ pub fn map_batch(ops: usize, count: usize) -> Result<(), (usize, SysError)> {
     unsafe { tessera::syscall::map_batch_raw(ops, count) }
 }
 
+/// `page_state(va, count, out, clear)` with any arguments.
+pub fn page_state(va: usize, count: usize, out: usize, clear: usize) -> Result<(), SysError> {
+    // SAFETY: the callers pass arguments the kernel refuses, so it writes nothing; clearing
+    // accessed and dirty bits would change no access anyway.
+    unsafe { tessera::syscall::page_state_raw(va, count, out, clear) }
+}
+
 /// Sums `n` words at `words` (which must read as zero), then writes each word.
 pub fn fill_and_sum(words: *mut u64, n: usize) -> u64 {
     let mut sum = 0;
