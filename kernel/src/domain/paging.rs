@@ -32,8 +32,9 @@
 //!   has not complied is terminated, which frees all its frames.
 //! - *Accessed and dirty bits*: `map` (and `map_batch`'s maps) make a managed page's entry with
 //!   the hardware's accessed and dirty bits clear, so the hardware sets them as the page is
-//!   used; `remap` carries them from the old page's entry to the new one, `protect` keeps
-//!   them, and `page_state` reads them for the driver (and clears them, with the TLB flushed).
+//!   used; `remap` returns the old page's bits as it moves the frame (the new entry starts
+//!   with both clear), `protect` keeps them, and `page_state` reads them for the driver (and
+//!   clears them, with the TLB flushed).
 //!   The kernel's own mappings and nailed stretches keep them as the architecture makes them.
 //!
 //! Invariants: a loose frame is mapped at most at one page, and a page of a managed stretch
@@ -527,7 +528,9 @@ impl World {
     }
 
     /// `remap`: moves the frame mapped at page `from` of a stretch domain `id` manages to its
-    /// unmapped page `to`, with `rights`. Everything is checked before anything changes, so a
+    /// unmapped page `to`, with `rights`, and returns `from`'s state as it left it
+    /// ([`page_state`] bits: mapped, and the hardware's accessed and dirty bits); the new entry
+    /// starts with both bits clear. Everything is checked before anything changes, so a
     /// refused call leaves both pages as they were.
     pub(super) fn remap_page(
         &mut self,
@@ -555,10 +558,11 @@ impl World {
         let pa = frame.addr();
         let d = &mut self.domains[id as usize];
         let space = d.space.as_mut().ok_or(SysError::NotFound)?;
-        // The new mapping first, with the old one's accessed and dirty bits: if its table
-        // cannot be made, nothing has moved.
-        let used = space.page_state(from) & page_state::CLEARABLE;
-        space.map_tracked(to, pa, rights, used).map_err(|_| SysError::NoMemory)?;
+        // The new mapping first, with both bits clear: if its table cannot be made, nothing
+        // has moved. The old entry's bits are read as it goes: nothing runs in the domain
+        // between the two, so no access is lost.
+        let state = space.page_state(from);
+        space.map_tracked(to, pa, rights, 0).map_err(|_| SysError::NoMemory)?;
         space.unmap_keeping_tables(from);
         let s = self.stretches.of_mut(id).expect("found above").at_mut(source.slot);
         s.frames[source.index] = None;
@@ -569,7 +573,7 @@ impl World {
         if tables > 0 {
             self.publish_frames(id);
         }
-        Ok(0)
+        Ok(usize::from(state))
     }
 
     /// Checks one entry of a `map_batch` as its single call would check it, against the pages

@@ -99,11 +99,14 @@ pub enum Call {
     /// `irq_ack(endpoint) -> 0`: the caller has served the device whose interrupt signals its
     /// endpoint `endpoint`; the device may interrupt again.
     IrqAck = 23,
-    /// `remap(from, to, rights) -> 0`: moves the frame mapped at page `from` of a stretch the
-    /// caller manages to the unmapped page `to` of one it manages, with `rights`, in one step:
-    /// no thread ever sees the page at both or at neither. A driver fills a frame through a
-    /// private window page and moves it into place, and takes a page out of view before it
-    /// reads it for write-back.
+    /// `remap(from, to, rights) -> state`: moves the frame mapped at page `from` of a stretch
+    /// the caller manages to the unmapped page `to` of one it manages, with `rights`, in one
+    /// step: no thread ever sees the page at both or at neither. Returns `from`'s
+    /// [`page_state`] as it left it (mapped, and the hardware's accessed and dirty bits); the
+    /// entry at `to` starts with both bits clear. A driver fills a frame through a private
+    /// window page and moves it into place (the writes of the fill do not make the page
+    /// dirty), and takes a page out of view before it reads it for write-back, learning in the
+    /// same step whether it was written.
     Remap = 24,
     /// `map_batch(ops, count) -> 0`: applies `count` (1 to [`MAP_BATCH_MAX`]) [`PageOp`]s read
     /// from the caller's memory at `ops` (8-byte aligned) to pages of stretches the caller

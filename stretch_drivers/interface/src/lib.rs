@@ -306,15 +306,19 @@ pub trait MemoryKernel {
     fn protect(&mut self, va: usize, rights: Rights) -> Result<(), MemError>;
 
     /// Moves the frame mapped at the page `from` to the unmapped page `to` with `rights`, in
-    /// one step: no thread sees the page at both or at neither. A driver fills a frame through
-    /// a window page of its own before moving it into place, and takes a page out of view the
-    /// same way before it reads it for write-back.
+    /// one step: no thread sees the page at both or at neither. Returns `from`'s state as it
+    /// left it, in [`page_state`] bits ([`page_state::MAPPED`], and the hardware's
+    /// [`page_state::ACCESSED`] and [`page_state::DIRTY`] bits); the entry at `to` starts with
+    /// both bits clear. A driver fills a frame through a window page of its own before moving
+    /// it into place (the fill's writes do not make the page dirty), and takes a page out of
+    /// view the same way before it reads it for write-back, learning in the same step whether
+    /// it was written.
     ///
     /// Errors: [`MemError::BadAddress`] (either page not page-aligned, or the same page twice),
     /// those of `map` that concern `to` and the rights, those of `unmap` that concern `from`
     /// ([`MemError::NotMapped`]), and [`MemError::AlreadyMapped`] (`to` is mapped). Nothing
     /// moves if the call fails.
-    fn remap(&mut self, from: usize, to: usize, rights: Rights) -> Result<(), MemError>;
+    fn remap(&mut self, from: usize, to: usize, rights: Rights) -> Result<u8, MemError>;
 
     /// Applies the [`PageOp`]s in `ops` (maps, unmaps and protects of pages of managed
     /// stretches, at most [`MAP_BATCH_MAX`]) in one call, with one TLB flush: a driver that
@@ -356,11 +360,10 @@ pub trait MemoryKernel {
     /// [`page_state::MAPPED`], and the hardware's [`page_state::ACCESSED`] and
     /// [`page_state::DIRTY`] bits (0 for an unmapped page); then clears the bits `clear` (of
     /// `ACCESSED | DIRTY`) in the mapped pages' entries, with one TLB flush, so that the next
-    /// access sets them again. `map` makes a page with both bits clear, `remap` carries them
-    /// to the new page and `protect` keeps them: a driver that takes a page out of view with
-    /// `remap` to a window page of its own, then asks whether the window page is dirty,
-    /// learns whether it must write the page back, with no thread able to write it between
-    /// the two. One system call for up to [`MAP_BATCH_MAX`] pages.
+    /// access sets them again. `map` makes a page with both bits clear, `remap` returns the
+    /// old page's bits and makes the new one with both clear, and `protect` keeps them; a
+    /// replacement policy harvests the accessed bits of its resident pages with this call. One
+    /// system call for up to [`MAP_BATCH_MAX`] pages.
     ///
     /// Errors: [`MemError::BadBatch`] (no page, or more than [`MAP_BATCH_MAX`]),
     /// [`MemError::BadBits`] (`clear` names other bits), [`MemError::BadAddress`] (`va` not

@@ -8,8 +8,8 @@
 //! the hardware does, sets the page's accessed bit, and its dirty bit for a write), and
 //! [`MockKernel::access`] runs the fault path (fault, call the driver, retry once, as the
 //! kernel resumes the thread). The accessed and dirty bits follow the kernel's rules: `map`
-//! clears them, `remap` carries them, `protect` keeps them, `page_state` reads and clears
-//! them; every access through the mock (`touch`, `load_u64`, `store_u64`, `access`, and the
+//! clears them, `remap` returns the old page's and clears the new one's, `protect` keeps
+//! them, `page_state` reads and clears them; every access through the mock (`touch`, `load_u64`, `store_u64`, `access`, and the
 //! copies `read` and `write`) sets them.
 //!
 //! Frame numbers are never reused, so a driver that keeps a freed frame's handle gets
@@ -476,7 +476,7 @@ impl MemoryKernel for MockKernel {
         Ok(())
     }
 
-    fn remap(&mut self, from: usize, to: usize, rights: Rights) -> Result<(), MemError> {
+    fn remap(&mut self, from: usize, to: usize, rights: Rights) -> Result<u8, MemError> {
         self.calls.remap += 1;
         if from == to {
             return Err(MemError::BadAddress);
@@ -488,13 +488,14 @@ impl MemoryKernel for MockKernel {
         if self.pages.contains_key(&to) {
             return Err(MemError::AlreadyMapped);
         }
+        // The old entry's state is returned; the new entry's bits start clear.
+        let state = self.page_bits(from);
         self.pages.remove(&from);
+        self.used.remove(&from);
         self.pages.insert(to, (frame, rights));
-        // The entry's accessed and dirty bits go with the frame.
-        let used = self.used.remove(&from).unwrap_or_default();
-        self.used.insert(to, used);
+        self.used.insert(to, Cell::new(0));
         self.frames.get_mut(&frame.0).expect("mapped frame is held").mapped_at = Some(to);
-        Ok(())
+        Ok(state)
     }
 
     /// As the kernel's `map_batch`: every entry checked first (as its single call, then

@@ -21,6 +21,7 @@ use alloc::vec::Vec;
 
 use stretch_driver::{
     Frame, FrameKind, MAP_BATCH_MAX, MemError, MemoryKernel, PageOp, Rights, StretchInfo,
+    page_state,
 };
 use vmm::frames::Frames;
 use vmm::{PAGE_SIZE, Page, VmmError};
@@ -51,6 +52,9 @@ pub struct Slot {
     pub fresh: bool,
     /// Mapped writable (at its page).
     pub writable: bool,
+    /// Its page was written before a move onto this frame (the dirty bit the move's `remap`
+    /// returned), so it is dirty whatever the bit of its new entry says.
+    pub written: bool,
 }
 
 /// The pages of the window of a driver that evicts `ahead` pages at once: one for each page
@@ -216,7 +220,7 @@ impl KernelFrames<'_> {
         let target = self.place_at_window(to)?;
         let out = self.free_window_page(&[to])?;
         let (target_va, out_va) = (self.table.window_page(target), self.table.window_page(out));
-        self.call(|k| k.remap(va, out_va, WINDOW_RIGHTS))?;
+        let state = self.call(|k| k.remap(va, out_va, WINDOW_RIGHTS))?;
         let mut buf = [0u8; 512];
         for at in (0..PAGE_SIZE).step_by(buf.len()) {
             self.k.read(out_va + at, &mut buf).map_err(|e| self.fail(e))?;
@@ -227,8 +231,16 @@ impl KernelFrames<'_> {
         let (optimistic, kind) = (slots[from].frame, slots[from].kind);
         slots[from].frame = slots[to].frame;
         slots[from].kind = slots[to].kind;
-        slots[to] =
-            Slot { frame: optimistic, kind, place: Place::Unmapped, fresh: false, writable: false };
+        // The new entry starts clean: the page's dirty bit stays with the slot.
+        slots[from].written |= state & page_state::DIRTY != 0;
+        slots[to] = Slot {
+            frame: optimistic,
+            kind,
+            place: Place::Unmapped,
+            fresh: false,
+            writable: false,
+            written: false,
+        };
         self.leave_window(target);
         self.put_at_window(to, out);
         self.table.moves += 1;
@@ -304,9 +316,11 @@ impl Frames for KernelFrames<'_> {
         let w = self.free_window_page(&[])?;
         let va = self.stretch.page_addr(page);
         let window = self.table.window_page(w);
-        self.call(|k| k.remap(va, window, WINDOW_RIGHTS))?;
+        // Out of view and asked whether it was written, in one step.
+        let state = self.call(|k| k.remap(va, window, WINDOW_RIGHTS))?;
         self.put_at_window(frame, w);
-        Ok(false)
+        let written = core::mem::take(&mut self.table.slots[frame].written);
+        Ok(written || state & page_state::DIRTY != 0)
     }
 
     fn release(&mut self, frame: usize) -> Result<(), VmmError> {
@@ -349,6 +363,39 @@ impl Frames for KernelFrames<'_> {
         }
         self.call(|k| k.frame_free(slot.frame))?;
         self.table.slots[frame].place = Place::Released;
+        Ok(())
+    }
+
+    /// The kernel keeps the dirty bits: `remap` returns them as a page leaves the stretch.
+    fn tracks_dirty(&self) -> bool {
+        true
+    }
+
+    /// The accessed bits of the resident pages, read and cleared with one `page_state` a run
+    /// of up to [`MAP_BATCH_MAX`] pages of the stretch that holds resident ones.
+    fn referenced(&mut self, found: &mut dyn FnMut(usize)) -> Result<(), VmmError> {
+        let mut pages: Vec<usize> = self
+            .table
+            .slots
+            .iter()
+            .filter_map(|s| if let Place::Page(p) = s.place { Some(p) } else { None })
+            .collect();
+        pages.sort_unstable();
+        let mut states = [0u8; MAP_BATCH_MAX];
+        let mut rest = &pages[..];
+        while let Some(&first) = rest.first() {
+            let run = rest.iter().take_while(|&&p| p < first + MAP_BATCH_MAX).count();
+            let len = rest[run - 1] - first + 1;
+            let va = self.stretch.page_addr(first);
+            let clear = page_state::ACCESSED;
+            self.call(|k| k.page_state(va, &mut states[..len], clear))?;
+            for &p in &rest[..run] {
+                if states[p - first] & page_state::ACCESSED != 0 {
+                    found(p);
+                }
+            }
+            rest = &rest[run..];
+        }
         Ok(())
     }
 }

@@ -416,6 +416,7 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
                     place: Place::Unmapped,
                     fresh: true,
                     writable: false,
+                    written: false,
                 });
                 taken += 1;
             }

@@ -117,7 +117,7 @@ impl MemoryKernel for SysKernel {
         syscall::protect(va, rights).map_err(mem_error)
     }
 
-    fn remap(&mut self, from: usize, to: usize, rights: Rights) -> Result<(), MemError> {
+    fn remap(&mut self, from: usize, to: usize, rights: Rights) -> Result<u8, MemError> {
         check_page(from, None)?;
         check_page(to, Some(rights))?;
         if from == to {

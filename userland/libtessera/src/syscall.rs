@@ -184,11 +184,13 @@ pub fn unmap(va: usize) -> Result<usize, SysError> {
 }
 
 /// Moves the frame mapped at page `from` of a managed stretch to the unmapped page `to` of one,
-/// with `rights`, in one step. Every pointer into `from` becomes invalid (the next access
-/// faults to its stretch's driver).
-pub fn remap(from: usize, to: usize, rights: Rights) -> Result<(), SysError> {
+/// with `rights`, in one step, and returns `from`'s `page_state` bits as it left it (the new
+/// entry's accessed and dirty bits start clear). Every pointer into `from` becomes invalid (the
+/// next access faults to its stretch's driver).
+pub fn remap(from: usize, to: usize, rights: Rights) -> Result<u8, SysError> {
     // SAFETY: as for `unmap`: an access to `from` after the call faults to its driver.
-    unsafe { raw(Call::Remap as usize, [from, to, rights.0 as usize, 0, 0, 0]) }.map(|_| ())
+    unsafe { raw(Call::Remap as usize, [from, to, rights.0 as usize, 0, 0, 0]) }
+        .map(|state| state as u8)
 }
 
 /// Changes the rights of the mapped page `va` of a managed stretch.

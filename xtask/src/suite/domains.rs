@@ -247,7 +247,8 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             expect_line(out, "checks, 0 failed")?;
             expect_line(out, "syscheck: ok map_batch's whole flush shows the fresh frames")?;
             // The accessed and dirty bits, set by the hardware (or the kernel's fault path),
-            // cleared with the TLB flushed, carried by remap; every refused page_state.
+            // cleared with the TLB flushed, returned by remap (the new page clean); every
+            // refused page_state.
             for what in [
                 "page_state: freshly mapped pages report mapped only, unmapped ones 0",
                 "page_state: a read sets accessed",
@@ -256,7 +257,9 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
                 "page_state: a read after clearing sets accessed again",
                 "page_state: a write after clearing sets dirty again",
                 "page_state: protect keeps the bits",
-                "page_state: remap carries dirty",
+                "page_state: remap returns dirty",
+                "page_state: remap starts the new page clean",
+                "page_state: remap returns accessed, not dirty",
                 "page_state: refused calls wrote nothing",
                 "page_state: refused calls cleared nothing",
                 "a write to a read-only page faults to its driver",

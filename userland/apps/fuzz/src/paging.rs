@@ -408,6 +408,12 @@ impl Memory {
                 }
             }
             Call::Remap => {
+                // The page's state as it left: mapped, perhaps read, never written (nothing
+                // writes managed pages here).
+                let clean = usize::from(page_state::MAPPED | page_state::ACCESSED);
+                if value & usize::from(page_state::MAPPED) == 0 || value & !clean != 0 {
+                    return Err("remap returned a state other than mapped and unwritten");
+                }
                 let number = self.at(a[0]).map_or(usize::MAX, |f| f.number);
                 if let Some(f) = self.frame_mut(number) {
                     f.mapped = Some((a[1], a[2]));

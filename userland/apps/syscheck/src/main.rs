@@ -205,8 +205,8 @@ fn holds(good: bool) -> Result<usize, SysError> {
 }
 
 /// `r` without its value.
-fn done(r: Result<(), SysError>) -> Result<usize, SysError> {
-    r.map(|()| 0)
+fn done<T>(r: Result<T, SysError>) -> Result<usize, SysError> {
+    r.map(|_| 0)
 }
 
 /// The self-paging calls: their boundary errors, then a managed stretch with a loose frame
