@@ -6,8 +6,10 @@
 //! [`Hierarchy`] over the block device it was given (in a domain, the domain's own session of
 //! the block protocol, so paging is charged to the domain's own disk contract), and answers:
 //! - `fault`: the pager makes the page resident, evicting a victim of the replacement policy
-//!   if every frame is in use; clean pages are mapped read-only, so the first write faults
-//!   again and marks the page dirty (clean pages are dropped, not rewritten, when evicted);
+//!   if every frame is in use (several, with `ahead`); pages are mapped writable, and the
+//!   `remap` that takes a victim out of view returns its dirty bit, so a clean page is dropped,
+//!   not rewritten, and a first write costs no fault; the clock also hears of the accesses the
+//!   hardware marked (the accessed bits, read with `page_state`);
 //! - `lock` / `unlock`: pages made resident and kept so, or let go;
 //! - `revoke`: frames given back, free ones first, then evicted pages (dirty ones written
 //!   back first), always optimistic kernel frames (a page on an optimistic frame moves onto a
@@ -27,10 +29,9 @@
 //!   driver never maps a frame the pager has not filled.
 //!
 //! # Not implemented
-//! Dirty and accessed bits from the page tables (a clean page is found dirty by a protection
-//! fault, and the clock's reference bits are set on faults only); batched mapping calls;
-//! handing pages to the disk driver without a copy; unbind writing the stretch back (unbind
-//! drops everything, as the stretch is destroyed with it).
+//! Handing pages to the disk driver without a copy (a page is read or decompressed straight
+//! into its frame, but crosses the block session's data area by one copy); unbind writing the
+//! stretch back (unbind drops everything, as the stretch is destroyed with it).
 
 #![no_std]
 #![forbid(unsafe_code)]
