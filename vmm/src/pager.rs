@@ -98,7 +98,7 @@ impl Pager {
             has_content: vec![false; pages],
             stats: PagerStats { frames: count, ..PagerStats::default() },
             evict_ahead: 1,
-            harvest_every: (count / 8).max(1),
+            harvest_every: 0,
             since_harvest: usize::MAX,
         }
     }
@@ -242,7 +242,7 @@ impl Pager {
     /// [`Pager::set_harvest_every`] evictions, as reading the bits costs a kernel call for
     /// every run of resident pages.
     fn harvest(&mut self, frames: &mut dyn Frames) -> Result<(), VmmError> {
-        if self.since_harvest < self.harvest_every {
+        if self.harvest_every == 0 || self.since_harvest < self.harvest_every {
             return Ok(());
         }
         self.since_harvest = 0;
@@ -250,11 +250,13 @@ impl Pager {
         frames.referenced(&mut |page| policy.accessed(page))
     }
 
-    /// Sets how many evictions pass between two harvests of the accessed bits (at least one;
-    /// an eighth of the frames unless set): the clock's hand passes every resident page between
-    /// two victims' worth of sweeps, so a few harvests a sweep tell it what it needs.
+    /// Sets how many evictions pass between two harvests of the accessed bits; 0 (the
+    /// default), never. Harvesting makes the clock a true second-chance clock; without it the
+    /// policy hears of faults only and the clock evicts nearly in FIFO order, as the thesis's
+    /// did, which keeps pages evicted together in the program's order (what the friends disk
+    /// manager stores and reads back as a group). `cargo xtask bench paging` measures both.
     pub fn set_harvest_every(&mut self, evictions: usize) {
-        self.harvest_every = evictions.max(1);
+        self.harvest_every = evictions;
     }
 
     /// Sets how many pages a fault that finds no free frame evicts (at least one): the extra

@@ -15,6 +15,10 @@
 //! - `disk`: the block session's channel prefix (`NAME-req`, `NAME-resp`);
 //! - `ahead`: pages evicted at once when no frame is free (default 1): the others' frames
 //!   serve the next faults, which then skip eviction (and compression);
+//! - `harvest`: evictions between two harvests of the hardware's accessed bits for the
+//!   replacement policy (default 0, never: the policy hears of faults only, so the clock evicts
+//!   nearly in FIFO order, as the thesis's did, and pages evicted together are the program's
+//!   neighbours, which friends need);
 //! - `swap`: the swap area's bytes (default 32 MiB), `swap_at`: its byte offset on the disk
 //!   (default 0), both whole pages.
 
@@ -44,6 +48,8 @@ pub struct PagerSpec {
     /// Pages evicted at once when no frame is free (the first takes the fault's frame, the
     /// others are freed ahead of the next faults).
     pub ahead: usize,
+    /// Evictions between two harvests of the accessed bits (0: never).
+    pub harvest: usize,
 }
 
 /// What is wrong with a spec: the key (or the pair, if it has no `=`) and why.
@@ -93,6 +99,7 @@ impl PagerSpec {
         let mut disk = None;
         let (mut swap_at, mut swap) = (0u64, DEFAULT_SWAP);
         let mut ahead = 1;
+        let mut harvest = 0;
         let mut seen: alloc::vec::Vec<&str> = alloc::vec::Vec::new();
         for pair in text.split(',').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').ok_or_else(|| err(pair, "not key=value"))?;
@@ -144,6 +151,7 @@ impl PagerSpec {
                 "swap" => swap = number(key, value)?,
                 "swap_at" => swap_at = number(key, value)?,
                 "ahead" => ahead = number(key, value)? as usize,
+                "harvest" => harvest = number(key, value)? as usize,
                 _ => return Err(err(key, "unknown key")),
             }
         }
@@ -155,6 +163,9 @@ impl PagerSpec {
             if pages == 0 || pages > MAX_AREA_PAGES {
                 return Err(err(key, "must be 1 to 1024 pages"));
             }
+        }
+        if harvest > MAX_FRAMES {
+            return Err(err("harvest", "must be 0 (never) to 1048576 evictions"));
         }
         let cache = cache.unwrap_or(frames * PAGE_SIZE / 4);
         if cache < PAGE_SIZE {
@@ -184,13 +195,13 @@ impl PagerSpec {
             _ => Hierarchy::PrefetchingCache { evict_pages: evict, fetch_pages: fetch },
         };
         let disk = disk.ok_or_else(|| err("disk", "missing"))?;
-        Ok(PagerSpec { hierarchy, policy, frames, disk, swap_at, swap, ahead })
+        Ok(PagerSpec { hierarchy, policy, frames, disk, swap_at, swap, ahead, harvest })
     }
 }
 
 impl fmt::Display for PagerSpec {
-    /// The spec in the form [`PagerSpec::parse`] reads, every key given but `codec` and
-    /// `ahead` when they are the default.
+    /// The spec in the form [`PagerSpec::parse`] reads, every key given but `codec`, `ahead`
+    /// and `harvest` when they are the default.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "hierarchy={},frames={}", self.hierarchy.name(), self.frames)?;
         match self.hierarchy {
@@ -218,6 +229,9 @@ impl fmt::Display for PagerSpec {
         if self.ahead != 1 {
             write!(f, ",ahead={}", self.ahead)?;
         }
+        if self.harvest != 0 {
+            write!(f, ",harvest={}", self.harvest)?;
+        }
         Ok(())
     }
 }
@@ -244,7 +258,14 @@ mod tests {
         assert!(!s.to_string().contains("codec"));
         let local = PagerSpec::parse("hierarchy=local,frames=4,disk=d,policy=lru").unwrap();
         assert_eq!((local.policy, local.swap), (PolicyKind::Lru, DEFAULT_SWAP));
+        assert_eq!(local.harvest, 0, "never harvest unless asked");
+        assert!(!local.to_string().contains("harvest"));
         assert_eq!(PagerSpec::parse(&local.to_string()), Ok(local));
+        let harvesting = PagerSpec::parse("hierarchy=local,frames=4,disk=d,harvest=16").unwrap();
+        assert_eq!(harvesting.harvest, 16);
+        assert_eq!(PagerSpec::parse(&harvesting.to_string()), Ok(harvesting));
+        let e = PagerSpec::parse("hierarchy=local,frames=4,disk=d,harvest=2000000").unwrap_err();
+        assert_eq!(e.key, "harvest");
     }
 
     #[test]

@@ -757,6 +757,7 @@ fn the_clock_gives_pages_the_hardware_marked_accessed_a_second_chance() {
             )
             .expect("pager");
         let mut p = Paged::new(pager, frames);
+        p.set_harvest_every(1);
         for page in 0..5 {
             p.fault(page, false).unwrap();
         }
@@ -829,12 +830,15 @@ fn accessed_bits_are_harvested_once_every_so_many_evictions() {
     for page in 0..FRAMES {
         p.fault(page, false).unwrap();
     }
-    assert_eq!(p.frames().harvests, 0, "no eviction yet");
-    // An eighth of the frames (2) between harvests; the first eviction harvests.
+    // Never, unless asked for.
+    p.fault(FRAMES + 20, false).unwrap();
+    assert_eq!(p.frames().harvests, 0, "harvested though never asked");
+    p.set_harvest_every(2);
+    // Two evictions between harvests; the first eviction asked for harvests.
     for page in FRAMES..FRAMES + 10 {
         p.fault(page, false).unwrap();
     }
-    assert_eq!((p.stats().evictions, p.frames().harvests), (10, 5));
+    assert_eq!((p.stats().evictions, p.frames().harvests), (11, 5));
     p.set_harvest_every(1);
     p.fault(FRAMES + 10, false).unwrap();
     p.fault(FRAMES + 11, false).unwrap();

@@ -525,6 +525,7 @@ struct RawPager {
     swap: Option<Spanned<Size>>,
     swap_at: Option<Spanned<Size>>,
     ahead: Option<Spanned<u64>>,
+    harvest: Option<Spanned<u64>>,
 }
 
 /// One key of a `pager` table as written: its name, its value in the spec's form, the value
@@ -566,6 +567,7 @@ impl RawPager {
             size("swap", self.swap),
             size("swap_at", self.swap_at),
             number("ahead", self.ahead),
+            number("harvest", self.harvest),
         ]
         .into_iter()
         .flatten()

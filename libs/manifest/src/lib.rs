@@ -176,6 +176,7 @@
 //! | `domain[i].pager.swap`       | size                   | bytes | `32M`           |
 //! | `domain[i].pager.swap_at`    | size                   | bytes | `0`             |
 //! | `domain[i].pager.ahead`      | integer, 1 to 1024     | pages | `1`             |
+//! | `domain[i].pager.harvest`    | integer, 0 to 1048576  | evictions | `0` (never) |
 //!
 //! A grant is one of `{ disk = "NAME" }`, `{ pci = "VVVV:DDDD", index = N }`,
 //! `{ pci_class = "CC.SS", index = N }` (hex, as the boot log prints them) or

@@ -8,8 +8,8 @@
 //! - `fault`: the pager makes the page resident, evicting a victim of the replacement policy
 //!   if every frame is in use (several, with `ahead`); pages are mapped writable, and the
 //!   `remap` that takes a victim out of view returns its dirty bit, so a clean page is dropped,
-//!   not rewritten, and a first write costs no fault; the clock also hears of the accesses the
-//!   hardware marked (the accessed bits, read with `page_state`);
+//!   not rewritten, and a first write costs no fault; if asked (`harvest`), the clock also
+//!   hears of the accesses the hardware marked (the accessed bits, read with `page_state`);
 //! - `lock` / `unlock`: pages made resident and kept so, or let go;
 //! - `revoke`: frames given back, free ones first, then evicted pages (dirty ones written
 //!   back first), always optimistic kernel frames (a page on an optimistic frame moves onto a
@@ -72,6 +72,9 @@ pub struct PagedConfig {
     pub frames: usize,
     /// Pages evicted at once when no frame is free ([`Pager::set_evict_ahead`]).
     pub ahead: usize,
+    /// Evictions between two harvests of the accessed bits for the replacement policy (0:
+    /// never; [`Pager::set_harvest_every`]).
+    pub harvest: usize,
 }
 
 impl PagedConfig {
@@ -449,6 +452,7 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
         }
         pager.limit_frames(self.table.slots.len());
         pager.set_evict_ahead(self.config.ahead);
+        pager.set_harvest_every(self.config.harvest);
         self.bound = Some(Bound { stretch, pager });
         Ok(())
     }

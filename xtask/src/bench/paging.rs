@@ -54,6 +54,8 @@ struct Config {
     codec: &'static str,
     /// Pages evicted at once when no frame is free.
     ahead: usize,
+    /// Evictions between two harvests of the accessed bits (0: never).
+    harvest: usize,
 }
 
 /// Pages of each of the eviction and fetch areas of the prefetching hierarchies.
@@ -61,7 +63,12 @@ const AREA_PAGES: usize = 8;
 
 impl Config {
     const fn new(program: Program, hierarchy: &'static str, cache_eighths: usize) -> Config {
-        Config { program, hierarchy, cache_eighths, codec: "lz4", ahead: 1 }
+        Config { program, hierarchy, cache_eighths, codec: "lz4", ahead: 1, harvest: 0 }
+    }
+
+    /// The same, its clock harvesting the accessed bits every `evictions` evictions.
+    const fn harvest(self, evictions: usize) -> Config {
+        Config { harvest: evictions, ..self }
     }
 
     /// The same, evicting `pages` at once.
@@ -93,17 +100,24 @@ impl Config {
     }
 
     fn label(&self) -> String {
+        let mut extra = String::new();
+        if self.ahead > 1 {
+            extra.push_str(&format!(", {} ahead", self.ahead));
+        }
+        if self.harvest > 0 {
+            extra.push_str(&format!(", accessed bits every {}", self.harvest));
+        }
         if self.compressed() {
-            let ahead =
-                if self.ahead > 1 { format!(", {} ahead", self.ahead) } else { String::new() };
             format!(
-                "{} {} ({}% cache{ahead})",
+                "{} {} ({}% cache{extra})",
                 self.hierarchy,
                 self.codec,
                 self.cache_eighths * 100 / 8
             )
-        } else {
+        } else if extra.is_empty() {
             self.hierarchy.to_string()
+        } else {
+            format!("{} ({})", self.hierarchy, &extra[2..])
         }
     }
 
@@ -119,17 +133,21 @@ impl Config {
         if self.ahead > 1 {
             s.push_str(&format!(",ahead={}", self.ahead));
         }
+        if self.harvest > 0 {
+            s.push_str(&format!(",harvest={}", self.harvest));
+        }
         s
     }
 
     fn file(&self) -> String {
         format!(
-            "target/bench/paging/{}-{}-{}-{}-{}.toml",
+            "target/bench/paging/{}-{}-{}-{}-{}-{}.toml",
             self.program.name(),
             self.hierarchy,
             self.cache_eighths,
             self.codec,
-            self.ahead
+            self.ahead,
+            self.harvest
         )
     }
 
@@ -183,8 +201,9 @@ to = "pager"
 /// 12.5% and 25%, its 1 MB and 2 MB of 8 MB), the compressed ones with lz4 and with WKdm (the
 /// thesis's codec); and compress's and matmul's caches evicting 16 pages at once, so that most
 /// faults the cache answers find a free frame (the distribution of a hit's own cost, on text
-/// and on integers).
-const CONFIGS: [Config; 26] = [
+/// and on integers); and a clock that harvests the hardware's accessed bits (a true
+/// second-chance clock) against the default one that hears of faults only.
+const CONFIGS: [Config; 29] = [
     Config::new(Program::Compress, "local", 0),
     Config::new(Program::Compress, "compressed", 2),
     Config::new(Program::Compress, "compressed", 2).wkdm(),
@@ -193,13 +212,16 @@ const CONFIGS: [Config; 26] = [
     Config::new(Program::Compress, "prefetching-compressed", 2),
     Config::new(Program::Compress, "prefetching-compressed", 2).wkdm(),
     Config::new(Program::Compress, "prefetching", 0),
+    Config::new(Program::Compress, "prefetching", 0).harvest(32),
     Config::new(Program::Matmul, "local", 0),
+    Config::new(Program::Matmul, "local", 0).harvest(32),
     Config::new(Program::Matmul, "compressed", 4),
     Config::new(Program::Matmul, "compressed", 4).wkdm(),
     Config::new(Program::Matmul, "compressed", 4).ahead(16),
     Config::new(Program::Matmul, "compressed", 4).wkdm().ahead(16),
     Config::new(Program::Matmul, "compressed", 1),
     Config::new(Program::Matmul, "compressed", 1).wkdm(),
+    Config::new(Program::Matmul, "compressed", 1).wkdm().harvest(32),
     Config::new(Program::Matmul, "prefetching-compressed", 1),
     Config::new(Program::Matmul, "prefetching-compressed", 1).wkdm(),
     Config::new(Program::Matmul, "prefetching", 0),

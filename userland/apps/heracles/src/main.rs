@@ -195,6 +195,7 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
         policy: spec.policy,
         frames: spec.frames,
         ahead: spec.ahead,
+        harvest: spec.harvest,
     };
     let window = paging::create_window(config.window_pages())
         .map_err(|e| alloc::format!("window: {e:?}"))?;
