@@ -589,13 +589,21 @@ fn compressed_cache_is_exclusive(codec: Codec, size: usize) {
 
 const SUB: usize = crate::cache::SUB_PAGE;
 
-/// Frames whose `map` can be told to fail, as a kernel's might.
-struct FlakyFrames {
+/// Frames whose `map` can be told to fail, as a kernel's might, and that count the harvests
+/// of their accessed bits.
+struct TestFrames {
     inner: MemFrames,
     fail_map: bool,
+    harvests: usize,
 }
 
-impl crate::frames::Frames for FlakyFrames {
+impl TestFrames {
+    fn new(inner: MemFrames) -> TestFrames {
+        TestFrames { inner, fail_map: false, harvests: 0 }
+    }
+}
+
+impl crate::frames::Frames for TestFrames {
     fn fill(
         &mut self,
         frame: usize,
@@ -625,12 +633,19 @@ impl crate::frames::Frames for FlakyFrames {
     fn release(&mut self, frame: usize) -> Result<(), VmmError> {
         self.inner.release(frame)
     }
+    fn tracks_dirty(&self) -> bool {
+        self.inner.tracks_dirty()
+    }
+    fn referenced(&mut self, found: &mut dyn FnMut(usize)) -> Result<(), VmmError> {
+        self.harvests += 1;
+        self.inner.referenced(found)
+    }
 }
 
 #[test]
 fn a_failed_map_loses_no_fetched_page() {
     for h in hierarchies() {
-        let frames = FlakyFrames { inner: MemFrames::new(FRAMES), fail_map: false };
+        let frames = TestFrames::new(MemFrames::new(FRAMES));
         let device = MemBlockDevice::with_pages(2 * PAGES);
         let pager = h
             .build(FRAMES, device, PAGES, PolicyKind::Clock.build(), Box::new(NoAppHandler))
@@ -772,48 +787,6 @@ fn the_clock_gives_pages_the_hardware_marked_accessed_a_second_chance() {
     }
 }
 
-/// Frames with accessed and dirty bits that count the harvests of the accessed bits.
-struct CountingFrames {
-    inner: MemFrames,
-    harvests: usize,
-}
-
-impl crate::frames::Frames for CountingFrames {
-    fn fill(
-        &mut self,
-        frame: usize,
-        fill: &mut dyn FnMut(&mut Page) -> Result<(), VmmError>,
-    ) -> Result<(), VmmError> {
-        self.inner.fill(frame, fill)
-    }
-    fn zero(&mut self, frame: usize) -> Result<(), VmmError> {
-        self.inner.zero(frame)
-    }
-    fn save(
-        &mut self,
-        frame: usize,
-        save: &mut dyn FnMut(&Page) -> Result<(), VmmError>,
-    ) -> Result<(), VmmError> {
-        self.inner.save(frame, save)
-    }
-    fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), VmmError> {
-        self.inner.map(page, frame, writable)
-    }
-    fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, VmmError> {
-        self.inner.unmap(page, frame)
-    }
-    fn release(&mut self, frame: usize) -> Result<(), VmmError> {
-        self.inner.release(frame)
-    }
-    fn tracks_dirty(&self) -> bool {
-        true
-    }
-    fn referenced(&mut self, found: &mut dyn FnMut(usize)) -> Result<(), VmmError> {
-        self.harvests += 1;
-        self.inner.referenced(found)
-    }
-}
-
 #[test]
 fn accessed_bits_are_harvested_once_every_so_many_evictions() {
     let pager = Hierarchy::LocalPaging
@@ -825,7 +798,7 @@ fn accessed_bits_are_harvested_once_every_so_many_evictions() {
             Box::new(NoAppHandler),
         )
         .expect("pager");
-    let frames = CountingFrames { inner: MemFrames::with_bits(FRAMES), harvests: 0 };
+    let frames = TestFrames::new(MemFrames::with_bits(FRAMES));
     let mut p = Paged::new(pager, frames);
     for page in 0..FRAMES {
         p.fault(page, false).unwrap();
