@@ -237,6 +237,15 @@ pub fn lookup(arch: &str, bench: &str, key: &str) -> Option<Spec> {
             "",
             "at most 15,000 (issue 15; not met: decompression alone is about 24,000)",
         ),
+        (_, "paging", "compress_raw_hit_round_trip_p50") => spec(
+            "median round trip of a fault served from a compressed cache's raw page that finds a \
+             free frame (compress's text, WKdm, evicting 16 ahead)",
+            "instructions",
+            Lower,
+            Tolerance::Relative(0.05),
+            "",
+            "at most 15,000 (issue 15)",
+        ),
         (_, "disk", "waits_past_timeout") => spec(
             "anticipation waits that outlived their timeout",
             "waits",
