@@ -2,7 +2,22 @@
 //! the loose frames it took, with where each frame is mapped. `paging` draws calls from them and
 //! keeps them true after each call; `own` carries them with the rest of the fuzzer's memory.
 
-use abi::PAGE_SIZE;
+use core::sync::atomic::AtomicU8;
+
+use abi::{MAP_BATCH_MAX, PAGE_SIZE};
+
+/// Room for the states of one `page_state`: one more than the kernel writes at most.
+pub const STATES_ROOM: usize = MAP_BATCH_MAX + 1;
+
+/// Where `page_state` writes the states it is drawn to succeed with: a static the fuzzer
+/// holds, whose address the gate in `Own::harmless` knows.
+pub static STATES: [AtomicU8; STATES_ROOM] = [const { AtomicU8::new(0) }; STATES_ROOM];
+
+/// Does `[out, out + count)` lie inside [`STATES`]?
+pub fn in_states(out: usize, count: usize) -> bool {
+    let start = STATES.as_ptr() as usize;
+    out >= start && out.checked_add(count).is_some_and(|end| end <= start + STATES_ROOM)
+}
 
 /// At most this many managed stretches exist at once.
 pub const MAX_MANAGED: usize = 8;

@@ -125,7 +125,7 @@ impl Own {
     /// - the self-paging calls always pass: `map`, `unmap` and `protect` act only on managed
     ///   stretches (the fuzzer's own memory is nailed), and `frame_free` only on loose frames,
     ///   which hold none of the memory its code uses (see `paging`).
-    /// - `page_state` writes its states only to the buffer `paging::STATES` (the count within
+    /// - `page_state` writes its states only to the buffer `held::STATES` (the count within
     ///   it), an unmapped page of a managed stretch it holds, or memory outside its own.
     /// - unknown numbers: no argument points into its own memory, in case the kernel decoded
     ///   the number as some call after all.
@@ -167,7 +167,7 @@ impl Own {
                     || a[2] & Rights::ALL_BITS as usize == Rights::ALL_BITS as usize
             }
             Call::PageState => {
-                crate::paging::in_states(a[2], a[1])
+                crate::held::in_states(a[2], a[1])
                     || self.mem.unmapped_managed(a[2])
                     || !self.may_be_own(a[2])
             }

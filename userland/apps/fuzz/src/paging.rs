@@ -20,14 +20,14 @@
 //! guaranteed frames. The counted call is then a `map` at that first page, and [`release`]
 //! gives back what filled the guarantee.
 
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::Ordering;
 
 use abi::{
     Call, MAP_BATCH_MAX, PAGE_SIZE, PageOp, Rights, STRETCH_BASE, SysError, USER_END, page_op,
     page_state,
 };
 
-use crate::held::{MAX_FRAMES, MAX_MANAGED, Managed, Memory};
+use crate::held::{MAX_FRAMES, MAX_MANAGED, Managed, Memory, STATES, STATES_ROOM, in_states};
 use crate::own::{Created, Own};
 use crate::pools::{self, Rng};
 use crate::raw_calls;
@@ -636,16 +636,6 @@ impl Memory {
     }
 }
 
-/// Where `page_state` writes the states it is drawn to succeed with (room for one more than
-/// the kernel writes): a static, whose address the gate in `Own::harmless` knows.
-pub static STATES: [AtomicU8; BATCH_ROOM] = [const { AtomicU8::new(0) }; BATCH_ROOM];
-
-/// Does `[out, out + count)` lie inside [`STATES`]?
-pub fn in_states(out: usize, count: usize) -> bool {
-    let start = STATES.as_ptr() as usize;
-    out >= start && out.checked_add(count).is_some_and(|end| end <= start + BATCH_ROOM)
-}
-
 /// The longest `page_state` drawn to succeed.
 const STATES_DRAWN: usize = 8;
 
@@ -671,7 +661,7 @@ impl Memory {
             None => foreign,
         };
         a[1] = count;
-        a[2] = STATES.as_ptr() as usize + rng.below(BATCH_ROOM - count + 1);
+        a[2] = STATES.as_ptr() as usize + rng.below(STATES_ROOM - count + 1);
         a[3] = rng.pick(&[0, 0, 2, 4, 6]);
         let unmapped = m.and_then(|m| self.unmapped_page(rng, &m));
         let states = STATES.as_ptr() as usize;
