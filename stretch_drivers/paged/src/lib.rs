@@ -18,13 +18,17 @@
 //! Frames are filled and saved out of view through a window of managed pages the domain gives
 //! the driver ([`frames`]), so no thread sees a half-filled page or changes a page being
 //! written back; a frame evicted waits at its window page to be filled again, so a fault
-//! costs one `remap` to evict and one to map, and a batch of evictions one `map_batch` more. The application composes its own hierarchy ([`PagedConfig`]), supplies its own
-//! replacement policy ([`PagedDriver::with_policy`]) and AppHandler
-//! ([`PagedDriver::with_app`]), and resizes its cache at run time ([`PagedDriver::resize_cache`]).
+//! costs one `remap` to evict and one to map, and a full window one `map_batch` more. The
+//! application composes its own hierarchy ([`PagedConfig`]), supplies its own replacement
+//! policy ([`PagedDriver::with_policy`]) and AppHandler ([`PagedDriver::with_app`]), and
+//! resizes its cache at run time ([`PagedDriver::resize_cache`]).
 //!
 //! # Invariants
 //! - Every frame the driver holds is in its [`frames::FrameTable`], at one place: unmapped,
-//!   at the window, or at the one page the pager has resident on it.
+//!   at one window page (which holds no other), or at the one page the pager has resident on
+//!   it.
+//! - A page the kernel saw written (its dirty bit, returned by the `remap` that moves it) is
+//!   stored when evicted: the bit is kept in the table while the page moves between frames.
 //! - A page's contents are where the pager says (resident, cached, stored, or zero): the
 //!   driver never maps a frame the pager has not filled.
 //!
