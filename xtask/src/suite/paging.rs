@@ -402,6 +402,13 @@ fn heracles_random(out: &Outcome, hierarchy: &str) -> Result<(), String> {
         expect_line(out, "heracles: locked pages=8 resident=8")?;
         expect_line(out, "heracles: cache resized to 16384 bytes at step 1000: Some(Ok(()))")?;
     }
+    if hierarchy == "local" {
+        // Its manifest has the clock harvest the accessed bits.
+        let spec = line_with(out, "heracles: program=random hierarchy=local")?;
+        if !spec.contains(",harvest=4") {
+            return Err(format!("the pager does not harvest the accessed bits: {spec}"));
+        }
+    }
     if hierarchy.starts_with("prefetching") && get(disk, "prefetched")? == 0 {
         return Err(format!("the friends disk manager prefetched nothing: {disk}"));
     }
