@@ -140,8 +140,25 @@ fn check_exclusive(p: &Pager) {
     }
 }
 
-/// A seeded run of reads and writes; returns the shadow copy.
+/// A seeded run of reads and writes; returns the shadow copy. Every access asks the pager.
 fn random_run(p: &mut Paged<MemFrames>, seed: u64, steps: usize) -> Vec<Box<Page>> {
+    random_steps(p, seed, steps, false)
+}
+
+/// A seeded run of reads and writes through a page table that keeps accessed and dirty bits:
+/// only accesses the hardware would refuse (an unmapped page, a write to a read-only one)
+/// reach the pager. Returns the shadow copy.
+fn random_run_with_bits(p: &mut Paged<MemFrames>, seed: u64, steps: usize) -> Vec<Box<Page>> {
+    random_steps(p, seed, steps, true)
+}
+
+/// The runs above: `through_page_table` says whether accesses to mapped pages skip the pager.
+fn random_steps(
+    p: &mut Paged<MemFrames>,
+    seed: u64,
+    steps: usize,
+    through_page_table: bool,
+) -> Vec<Box<Page>> {
     let mut rng = Rng(seed);
     let mut shadow: Vec<Box<Page>> = (0..PAGES).map(|_| Box::new([0u8; PAGE_SIZE])).collect();
     for _ in 0..steps {
@@ -149,7 +166,17 @@ fn random_run(p: &mut Paged<MemFrames>, seed: u64, steps: usize) -> Vec<Box<Page
         let page =
             if rng.below(4) == 0 { rng.below(PAGES) } else { (rng.below(FRAMES * 2)) % PAGES };
         let write = rng.below(3) == 0;
-        let frame = p.fault(page, write).expect("fault");
+        let mapped = if through_page_table { p.frames_mut().access(page, write) } else { None };
+        let frame = match mapped {
+            Some(frame) => frame,
+            None => {
+                let frame = p.fault(page, write).expect("fault");
+                if through_page_table {
+                    p.frames_mut().access(page, write).expect("mapped for the access");
+                }
+                frame
+            }
+        };
         if write {
             if rng.below(2) == 0 {
                 contents(&mut rng, &mut shadow[page]);
@@ -692,38 +719,6 @@ fn evicting_ahead_evicts_in_batches_and_loses_nothing() {
         let shadow = random_run(&mut p, 17, 1500);
         verify_all(&mut p, &shadow);
     }
-}
-
-/// A seeded run of reads and writes through a page table that keeps accessed and dirty bits:
-/// only accesses the hardware would refuse (an unmapped page, a write to a read-only one)
-/// reach the pager. Returns the shadow copy.
-fn random_run_with_bits(p: &mut Paged<MemFrames>, seed: u64, steps: usize) -> Vec<Box<Page>> {
-    let mut rng = Rng(seed);
-    let mut shadow: Vec<Box<Page>> = (0..PAGES).map(|_| Box::new([0u8; PAGE_SIZE])).collect();
-    for _ in 0..steps {
-        let page =
-            if rng.below(4) == 0 { rng.below(PAGES) } else { (rng.below(FRAMES * 2)) % PAGES };
-        let write = rng.below(3) == 0;
-        let frame = match p.frames_mut().access(page, write) {
-            Some(frame) => frame,
-            None => {
-                p.fault(page, write).expect("fault");
-                p.frames_mut().access(page, write).expect("mapped for the access")
-            }
-        };
-        if write {
-            contents(&mut rng, &mut shadow[page]);
-            p.frames_mut().frame_mut(frame).copy_from_slice(&shadow[page][..]);
-        } else {
-            assert_eq!(
-                checksum(p.frames().frame(frame)),
-                checksum(&shadow[page][..]),
-                "page {page}"
-            );
-        }
-        check_exclusive(p);
-    }
-    shadow
 }
 
 #[test]
