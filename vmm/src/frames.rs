@@ -57,10 +57,15 @@ pub trait Frames {
         false
     }
 
-    /// Calls `found` with each mapped page the hardware marked accessed since the last call,
-    /// and clears the marks. Frames without accessed bits report nothing.
-    fn referenced(&mut self, found: &mut dyn FnMut(usize)) -> Result<(), VmmError> {
-        let _ = found;
+    /// Calls `found` with each of the `resident` pages (mapped, in ascending order, as the
+    /// pager holds them) that the hardware marked accessed since the last call, and clears the
+    /// marks. Frames without accessed bits report nothing.
+    fn referenced(
+        &mut self,
+        resident: &mut dyn Iterator<Item = usize>,
+        found: &mut dyn FnMut(usize),
+    ) -> Result<(), VmmError> {
+        let _ = (resident, found);
         Ok(())
     }
 }
@@ -204,9 +209,14 @@ impl Frames for MemFrames {
         self.bits.is_some()
     }
 
-    fn referenced(&mut self, found: &mut dyn FnMut(usize)) -> Result<(), VmmError> {
+    fn referenced(
+        &mut self,
+        resident: &mut dyn Iterator<Item = usize>,
+        found: &mut dyn FnMut(usize),
+    ) -> Result<(), VmmError> {
         if let Some(bits) = &mut self.bits {
-            for (&page, &(frame, _)) in &self.mapped {
+            for page in resident {
+                let (frame, _) = *self.mapped.get(&page).ok_or(VmmError::Frames)?;
                 if core::mem::take(&mut bits[frame].0) {
                     found(page);
                 }

@@ -246,8 +246,8 @@ impl Pager {
             return Ok(());
         }
         self.since_harvest = 0;
-        let policy = &mut self.policy;
-        frames.referenced(&mut |page| policy.accessed(page))
+        let (policy, resident) = (&mut self.policy, &self.resident);
+        frames.referenced(&mut resident.keys().copied(), &mut |page| policy.accessed(page))
     }
 
     /// Sets how many evictions pass between two harvests of the accessed bits; 0 (the

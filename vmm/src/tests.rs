@@ -663,9 +663,13 @@ impl crate::frames::Frames for TestFrames {
     fn tracks_dirty(&self) -> bool {
         self.inner.tracks_dirty()
     }
-    fn referenced(&mut self, found: &mut dyn FnMut(usize)) -> Result<(), VmmError> {
+    fn referenced(
+        &mut self,
+        resident: &mut dyn Iterator<Item = usize>,
+        found: &mut dyn FnMut(usize),
+    ) -> Result<(), VmmError> {
         self.harvests += 1;
-        self.inner.referenced(found)
+        self.inner.referenced(resident, found)
     }
 }
 

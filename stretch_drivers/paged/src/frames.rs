@@ -373,28 +373,32 @@ impl Frames for KernelFrames<'_> {
 
     /// The accessed bits of the resident pages, read and cleared with one `page_state` a run
     /// of up to [`MAP_BATCH_MAX`] pages of the stretch that holds resident ones.
-    fn referenced(&mut self, found: &mut dyn FnMut(usize)) -> Result<(), VmmError> {
-        let mut pages: Vec<usize> = self
-            .table
-            .slots
-            .iter()
-            .filter_map(|s| if let Place::Page(p) = s.place { Some(p) } else { None })
-            .collect();
-        pages.sort_unstable();
+    fn referenced(
+        &mut self,
+        resident: &mut dyn Iterator<Item = usize>,
+        found: &mut dyn FnMut(usize),
+    ) -> Result<(), VmmError> {
+        // The pages of the run being gathered (ascending, within MAP_BATCH_MAX of the first).
+        let mut run = [0usize; MAP_BATCH_MAX];
+        let mut len = 0;
         let mut states = [0u8; MAP_BATCH_MAX];
-        let mut rest = &pages[..];
-        while let Some(&first) = rest.first() {
-            let run = rest.iter().take_while(|&&p| p < first + MAP_BATCH_MAX).count();
-            let len = rest[run - 1] - first + 1;
+        let mut next = resident.next();
+        while len > 0 || next.is_some() {
+            if let Some(page) = next.filter(|&p| len == 0 || p < run[0] + MAP_BATCH_MAX) {
+                run[len] = page;
+                len += 1;
+                next = resident.next();
+                continue;
+            }
+            let (first, span) = (run[0], run[len - 1] - run[0] + 1);
             let va = self.stretch.page_addr(first);
-            let clear = page_state::ACCESSED;
-            self.call(|k| k.page_state(va, &mut states[..len], clear))?;
-            for &p in &rest[..run] {
+            self.call(|k| k.page_state(va, &mut states[..span], page_state::ACCESSED))?;
+            for &p in &run[..len] {
                 if states[p - first] & page_state::ACCESSED != 0 {
                     found(p);
                 }
             }
-            rest = &rest[run..];
+            len = 0;
         }
         Ok(())
     }

@@ -556,9 +556,10 @@ moved into place; the victim's moved out when it was evicted), the pager's bookk
 page copied or decompressed straight into the frame. Pages stored raw (compress's text, which \
 WKdm cannot shrink) and pages of the fetch area come back in 6,700 to 8,700 instructions on \
 x86_64 and 10,600 to 14,600 on riscv64, within the issue's 15,000; a compressed page costs its \
-decompression on top, WKdm about 24,000 (31,200 and 32,600 in all) and lz4 more (over 80,000 \
-on riscv64 without misaligned loads). No codec here decompresses a page in the 6,000 to 8,000 \
-instructions the bar leaves, so compressed pages miss it.\n\
+decompression on top (the difference from a raw page's median): WKdm 22,000 to 24,500 (31,200 \
+and 32,600 in all), lz4 24,000 (text) to 47,500 (matmul) on x86_64 and 77,500 to 159,000 on \
+riscv64, which splits misaligned loads. No codec here decompresses a page in the 4,000 to \
+8,000 instructions the bar leaves, so compressed pages miss it.\n\
 - **Accessed bits.** The thesis's clock may have evicted nearly in FIFO order; by default this \
 one hears of faults only and does the same. Reading the hardware's accessed bits every 32 \
 evictions (`harvest=32`, the rows so marked) makes it a true second-chance clock, which \
