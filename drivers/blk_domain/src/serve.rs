@@ -265,13 +265,16 @@ fn send<D: BlockDevice>(
         return;
     }
     match c.tx.try_send(msg) {
-        Ok(true) => {}
-        Ok(false) | Err(ChannelError::Closed) | Err(_) => {
-            println!("{driver}: client {} does not read its responses: closed", c.name());
-            server.close(i);
-            c.open = false;
+        Ok(true) => return,
+        // The client died with requests in flight, before its request ring was seen closed.
+        Err(ChannelError::Closed) => println!("{driver}: client {} gone", c.name()),
+        Ok(false) => {
+            println!("{driver}: client {} does not read its responses: closed", c.name())
         }
+        Err(e) => println!("{driver}: client {} response ring unusable ({e:?}): closed", c.name()),
     }
+    server.close(i);
+    c.open = false;
 }
 
 /// The scheduling stage `options` and the disk's model ask for, with the clients' streams;
