@@ -344,8 +344,17 @@ fn run_qemu_test(t: &QemuTest, a: &Artifacts, kernel: &Kernel) -> Result<(), Str
     if verdict.is_err() {
         keep_log(&t.name, &boot, a, &out);
     }
-    verdict.map_err(|why| format!("{why}\n(log: {})", log_path(&t.name).display()))
+    verdict.map_err(|why| {
+        // The log's end too: a run elsewhere (CI) may leave nothing else to read.
+        let text = out.log_text();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(FAILED_LOG_TAIL)..].join("\n");
+        format!("{why}\n(log: {})\nits last lines:\n{tail}", log_path(&t.name).display())
+    })
 }
+
+/// How many of a failed boot's last log lines its verdict shows.
+const FAILED_LOG_TAIL: usize = 40;
 
 /// The CPU-contract scenarios of [`crate::sched`], as `qemu::ARCH::sched::NAME`; boots
 /// they share (the baseline) happen once.
