@@ -39,7 +39,7 @@ pub(super) struct Scheduler {
     pub(super) stop_at: Option<u64>,
     /// Nothing timed (a blocked domain's deadline, a timer endpoint, a revocation deadline)
     /// happens before this instant, in timer ticks (a lower bound, exact after each pass of
-    /// [`World::expire`]).
+    /// [`World::expire`] and whenever nothing can run).
     next_instant: u64,
     /// Time spent waiting for an interrupt with nothing to run, in timer ticks: the run
     /// summary reports it, and the disk benches count the busy time as the run's time less it.
@@ -92,6 +92,13 @@ impl World {
                 self.sched.policy.wake(id, ns_from_ticks(now));
             }
         }
+        self.sched.next_instant = self.exact_next_instant();
+    }
+
+    /// The earliest deadline of a live blocked domain, a live domain's armed timer endpoint or
+    /// revocation, in ticks (`u64::MAX`: none). The scheduler's `next_instant` may be earlier,
+    /// left by a domain that has since died, disarmed its timer or been woken.
+    fn exact_next_instant(&self) -> u64 {
         let blocked = self
             .domains
             .iter()
@@ -99,11 +106,11 @@ impl World {
             .filter_map(|d| d.blocked)
             .filter(|&t| t != u64::MAX)
             .min();
-        self.sched.next_instant = [blocked, self.earliest_timer(), self.earliest_revocation()]
+        [blocked, self.earliest_timer(), self.earliest_revocation()]
             .into_iter()
             .flatten()
             .min()
-            .unwrap_or(u64::MAX);
+            .unwrap_or(u64::MAX)
     }
 
     /// The earliest deadline of a blocked domain, an armed timer endpoint, a revocation or the
@@ -215,6 +222,10 @@ fn switch(w: &mut World, save: bool) {
             w.idle_for_modelled_device();
             continue;
         }
+        // Nothing can run: the instant to wait for must be exact, or an instant left by a
+        // domain that has died (a timer armed far ahead) would hold off the deadlock's wake-up.
+        // Everything due by `now` has been expired above, so the exact one is later still.
+        w.sched.next_instant = w.exact_next_instant();
         let replenish = w.sched.policy.next_event().map(ticks_from_ns_up);
         match [replenish, w.earliest_deadline()].into_iter().flatten().min() {
             Some(deadline) => w.idle_until(deadline),

@@ -17,6 +17,9 @@ pub(super) const FAULT_WRITE: Expected = &[
     "domain faulty terminated: store page fault",
 ];
 
+/// By when, in seconds of the kernel's clock, `stale-timer.toml`'s blocked domain must be
+/// woken: well before the hour its dead neighbour's timer was armed for.
+const DEAD_TIMER_WAKEUP_BY_S: f64 = 1.0;
 /// How long the `threads` app's sleeper sleeps, in ms.
 const THREADS_SLEEP_MS: u64 = 20;
 /// The latency hint of the best-effort CPU contract (a domain without `cpu`), in ms.
@@ -320,6 +323,33 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             if values != (1..=40).collect::<Vec<u64>>() {
                 return Err(format!("the canary counted {values:?}, want 1..=40"));
             }
+            frames_returned(out)
+        }),
+    });
+    tests.push(QemuTest {
+        name: format!("{p}domains::dead_timer_leaves_deadlock_wakeup"),
+        boot: {
+            let mut b = boot();
+            b.timeout = Duration::from_secs(60);
+            b
+        },
+        system: Some(("tests/manifests/stale-timer.toml".into(), Spoil::Nothing)),
+        expected: &["every domain is blocked without a deadline: waking them all"],
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            expect_line(out, "[timer] fuzz: timer armed 3600 s ahead")?;
+            expect_line(out, "timer: exited with status 0")?;
+            // At once: not when the dead domain's timer would have fired, an hour on.
+            let woken = out
+                .line("[block] fuzz: block -> WouldDeadlock")
+                .ok_or("block never returned WouldDeadlock")?;
+            let at: f64 = woken.timestamp.as_deref().and_then(|t| t.parse().ok()).unwrap_or(-1.0);
+            if !(0.0..DEAD_TIMER_WAKEUP_BY_S).contains(&at) {
+                return Err(format!(
+                    "the deadlock's wake-up came at {at} s, want below {DEAD_TIMER_WAKEUP_BY_S} s"
+                ));
+            }
+            expect_line(out, "block: exited with status 0")?;
             frames_returned(out)
         }),
     });

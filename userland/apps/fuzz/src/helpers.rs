@@ -1,6 +1,8 @@
 //! The helper modes, each run in a domain of its own next to the fuzzer: `--block-once` makes
 //! the one valid `block` the fuzzer itself cannot make, `--fill-then-wait` is a domain whose
-//! guarantee is full, for the fuzzer's `stretch_rights` to be refused with `NoMemory`.
+//! guarantee is full, for the fuzzer's `stretch_rights` to be refused with `NoMemory`, and
+//! `--arm-timer-then-exit` dies leaving a timer armed far ahead, which must not hold off the
+//! wake-up of a `--block-once` domain.
 
 use abi::{PAGE_SIZE, Rights, SysError, frame_kind};
 use tessera::{println, syscall};
@@ -23,6 +25,23 @@ pub fn block_once() -> i32 {
     let r = tessera::block(u64::MAX);
     println!("fuzz: block -> {}", name(r.map(|()| 0)));
     if r == Err(SysError::WouldDeadlock) { 0 } else { 1 }
+}
+
+/// `--arm-timer-then-exit S`: arms a timer endpoint `S` seconds ahead, prints
+/// `fuzz: timer armed S s ahead`, and exits 0 with it still armed (1 if a call failed).
+pub fn arm_timer_then_exit(seconds: u64) -> i32 {
+    let deadline = tessera::time_ns().saturating_add(seconds.saturating_mul(1_000_000_000));
+    let armed = syscall::timer_alloc().and_then(|ep| syscall::timer_set(ep, deadline));
+    match armed {
+        Ok(()) => {
+            println!("fuzz: timer armed {seconds} s ahead");
+            0
+        }
+        Err(e) => {
+            println!("fuzz: arming a timer -> {}", name(Err(e)));
+            1
+        }
+    }
 }
 
 /// `--fill-then-wait MS`: fills its guarantee with one-page read-write stretches, prints

@@ -3,11 +3,11 @@
 //! and that it survives the calls itself.
 //!
 //! Usage: `fuzz [--seed S] [--calls-per N]` (defaults 1 and 1000; numbers in decimal or `0x`
-//! hex), or `fuzz --block-once`, or `fuzz --fill-then-wait MS` (the helper modes below). It
-//! first yields once, so that every other domain gets to run; then, with a xorshift64
-//! generator seeded by `S`, it makes exactly `N` calls of every kind, in a random
-//! interleaving: each call of `abi::Call::ALL` except `exit` and `block`, and unknown call
-//! numbers (0, 11..=20, 999, `u64::MAX`, and numbers whose low 32 bits name a call, leaving out
+//! hex), or `fuzz --block-once`, `fuzz --fill-then-wait MS` or `fuzz --arm-timer-then-exit S`
+//! (the helper modes below). It first yields once, so that every other domain gets to run;
+//! then, with a xorshift64 generator seeded by `S`, it makes exactly `N` calls of every kind,
+//! in a random interleaving: each call of `abi::Call::ALL` except `exit` and `block`, and
+//! unknown call numbers (0, 11..=20, 999, `u64::MAX`, and numbers whose low 32 bits name a call, leaving out
 //! whichever `abi::Call::from_number` knows). Arguments come from boundary pools (`pools`): 0,
 //! 1, 7, 4095, 4096, 4097, `u32::MAX`, `u64::MAX`, `u64::MAX - 4095`, `i64::MIN`; kernel
 //! addresses; the lower half below `abi::USER_BASE`; `abi::USER_END` and around it; the first
@@ -59,6 +59,9 @@
 //!   guarantee and `MS` well beyond the fuzzer's run; its id is among the fuzzed domain ids,
 //!   so the fuzzer's grants to it on stretches the fuzzer created are refused with
 //!   `NoMemory`.
+//! - `--arm-timer-then-exit S`: arms a timer endpoint `S` seconds ahead and exits with it
+//!   armed. Next to a `--block-once` domain, the kernel must still see at once that every live
+//!   domain is blocked without a deadline: the dead domain's timer does not count.
 //!
 //! # Not hurting itself
 //! Every call first passes `Own::harmless` (the gate in `raw_calls`), which admits only calls
@@ -160,10 +163,11 @@ fn main(env: Env) -> i32 {
             ("--seed", Some(n)) => seed = n,
             ("--calls-per", Some(n)) if n > 0 => calls_per = n,
             ("--fill-then-wait", Some(ms)) => helper = Some(Helper::FillThenWait(ms)),
+            ("--arm-timer-then-exit", Some(s)) => helper = Some(Helper::ArmTimerThenExit(s)),
             _ => {
                 println!(
                     "fuzz: bad argument `{} {}`; usage: fuzz [--seed S] [--calls-per N] | \
-                     --block-once | --fill-then-wait MS",
+                     --block-once | --fill-then-wait MS | --arm-timer-then-exit S",
                     arg,
                     value.unwrap_or("")
                 );
@@ -174,6 +178,7 @@ fn main(env: Env) -> i32 {
     match helper {
         Some(Helper::BlockOnce) => return helpers::block_once(),
         Some(Helper::FillThenWait(ms)) => return helpers::fill_then_wait(env.domain_id, ms),
+        Some(Helper::ArmTimerThenExit(s)) => return helpers::arm_timer_then_exit(s),
         None => {}
     }
 
@@ -241,10 +246,11 @@ fn main(env: Env) -> i32 {
     f.report(calls)
 }
 
-/// What a domain started with `--block-once` or `--fill-then-wait` does instead of fuzzing.
+/// What a domain started in a helper mode does instead of fuzzing.
 enum Helper {
     BlockOnce,
     FillThenWait(u64),
+    ArmTimerThenExit(u64),
 }
 
 /// `s` as a number, decimal or `0x` hex.
