@@ -34,19 +34,14 @@
 
 extern crate alloc;
 
-mod area;
-
 use alloc::vec::Vec;
 
-use blk::client::Client;
 use blk::protocol::{BlkError, Op, Request};
 use blk::workload::{
     Expected, MAX_SECTORS, Mix, Pattern, SECTOR, Shape, Transfer, Workload, sector_bytes,
 };
-use tessera::channel::{self, Receiver, Sender};
+use blk_session::{Closed, Session, SessionError};
 use tessera::{Env, println};
-
-use area::Area;
 
 tessera::main!(main);
 
@@ -144,38 +139,24 @@ fn options(env: Env) -> Result<Options, &'static str> {
     Ok(o)
 }
 
-/// The session: channels, protocol state, data area.
-struct Session {
-    tx: Sender,
-    rx: Receiver,
-    client: Client,
-    area: Area,
+/// What a session step's failure makes this app report; the driver's departure starts with
+/// `the driver is gone` (exit status 3).
+fn failure(e: SessionError) -> &'static str {
+    match e {
+        SessionError::Gone(Closed::Request) => "the driver is gone (request channel closed)",
+        SessionError::Gone(Closed::Response) => "the driver is gone (response channel closed)",
+        SessionError::NoChannel | SessionError::NameTooLong => "no request or response channel",
+        SessionError::Response(_) => "a response matched no request",
+        SessionError::OtherId => "a response to another request",
+        SessionError::Refused(_) => "a request the session refuses",
+        SessionError::Failed(_) => "a request the driver failed",
+        SessionError::NoSession => "no session after Open",
+    }
 }
 
-impl Session {
-    /// Sends `req`.
-    fn send(&mut self, req: &Request) -> Result<(), &'static str> {
-        self.tx.send(&req.encode()).map_err(|_| "the driver is gone (request channel closed)")
-    }
-
-    /// Waits for the next response; its id and status.
-    fn next(&mut self) -> Result<(u64, Op, Result<(), BlkError>), &'static str> {
-        let mut buf = [0u8; 64];
-        let n =
-            self.rx.recv(&mut buf).map_err(|_| "the driver is gone (response channel closed)")?;
-        let c = self.client.on_response(&buf[..n]).map_err(|_| "a response matched no request")?;
-        Ok((c.id, c.op, c.status))
-    }
-
-    /// Sends `req` and waits for its response (nothing else in flight).
-    fn call(&mut self, req: Request) -> Result<Result<(), BlkError>, &'static str> {
-        self.send(&req)?;
-        let (id, _, status) = self.next()?;
-        if id != req.id {
-            return Err("a response to another request");
-        }
-        Ok(status)
-    }
+/// The data area, once the session is open.
+fn area(s: &mut Session) -> Result<&mut blk_session::DataArea, &'static str> {
+    s.area().ok_or("no data area")
 }
 
 fn main(env: Env) -> i32 {
@@ -200,31 +181,22 @@ fn main(env: Env) -> i32 {
 }
 
 fn run(o: &Options) -> Result<(), &'static str> {
-    let mut req_name: heapless::String<32> = heapless::String::new();
-    let mut resp_name: heapless::String<32> = heapless::String::new();
-    let _ = (req_name.push_str(&o.channel), req_name.push_str("-req"));
-    let _ = (resp_name.push_str(&o.channel), resp_name.push_str("-resp"));
-    let tx = channel::open_sender(&req_name).ok_or("no request channel")?;
-    let rx = channel::open_receiver(&resp_name).ok_or("no response channel")?;
-    let client = Client::new(o.depth);
-    let mut s = Session { tx, rx, client, area: Area::new(0, 0) };
+    let mut s = Session::connect(&o.channel, o.depth).map_err(failure)?;
     if let Some(target) = o.bad_requests {
         // Before its Open, the driver does not know this client.
         let req = raw(Op::Write, target, 0, 512);
         refused(&mut s, "before open", req, BlkError::UnknownClient)?;
     }
-    let open = s.client.open().map_err(|_| "cannot open")?;
-    if s.call(open)? != Ok(()) {
-        return Err("the driver refused the session");
-    }
-    let info = s.client.session().ok_or("no session after Open")?;
+    let info = s.open().map_err(|e| match e {
+        SessionError::Failed(_) => "the driver refused the session",
+        e => failure(e),
+    })?;
     if info.area_len < (o.depth * SLOT) as u64 {
         return Err("the data area cannot hold a transfer per request in flight");
     }
     if o.first + o.sectors > info.capacity {
         return Err("the region is larger than the disk");
     }
-    s.area = Area::new(info.area_base, info.area_len);
     println!(
         "blkbench: session open: area {:#x} ({} KiB), disk {} sectors of {} bytes",
         info.area_base,
@@ -249,10 +221,8 @@ fn run(o: &Options) -> Result<(), &'static str> {
         "blkbench: measured transfers={} bytes={} elapsed_ns={elapsed} verified={}",
         o.transfers, moved.bytes, o.verify
     );
-    let flush = s.client.flush().map_err(|_| "cannot flush")?;
-    s.call(flush)?.map_err(|_| "the flush failed")?;
-    let close = s.client.close().map_err(|_| "cannot close")?;
-    s.call(close)?.map_err(|_| "the close failed")?;
+    s.flush().map_err(|e| if e.is_gone() { failure(e) } else { "the flush failed" })?;
+    s.close().map_err(|e| if e.is_gone() { failure(e) } else { "the close failed" })?;
     let written = model.written();
     println!(
         "blkbench: done transfers={} writes={} reads={} seed={} first={} sectors={} written_sectors={written}",
@@ -312,18 +282,18 @@ fn run_transfers(
             let offset = (slot * SLOT) as u64;
             let req = if t.write {
                 if verify {
-                    let buf = s.area.bytes(slot * SLOT, len);
+                    let buf = area(s)?.bytes(slot * SLOT, len);
                     for (i, chunk) in buf.chunks_mut(SECTOR).enumerate() {
                         sector_bytes(o.seed, t.number, t.sector + i as u64, chunk);
                     }
                 }
                 model.apply(&t);
-                s.client.write(t.sector, offset, len as u32)
+                s.client().write(t.sector, offset, len as u32)
             } else {
-                s.client.read(t.sector, offset, len as u32)
+                s.client().read(t.sector, offset, len as u32)
             }
             .map_err(|_| "a transfer the session refuses")?;
-            s.send(&req)?;
+            s.send(&req).map_err(failure)?;
             flight.push((req.id, t, slot));
             if o.die_after == Some(t.number + 1) {
                 println!("blkbench: dying on purpose, {} transfers in flight", flight.len());
@@ -331,7 +301,8 @@ fn run_transfers(
             }
             continue;
         }
-        let (id, _, status) = s.next()?;
+        let done = s.completion().map_err(failure)?;
+        let (id, status) = (done.id, done.status);
         let at = flight.iter().position(|(i, _, _)| *i == id).ok_or("an unknown completion")?;
         let (_, t, slot) = flight.swap_remove(at);
         if status.is_err() {
@@ -343,7 +314,7 @@ fn run_transfers(
             moved.writes += 1;
         } else if verify {
             moved.reads += 1;
-            let buf = s.area.bytes(slot * SLOT, t.count as usize * SECTOR);
+            let buf = area(s)?.bytes(slot * SLOT, t.count as usize * SECTOR);
             for (i, got) in buf.chunks(SECTOR).enumerate() {
                 model.sector(t.sector + i as u64, &mut want);
                 if got != want {
@@ -385,10 +356,9 @@ fn bad_requests(s: &mut Session, capacity: u64, target: u64) -> Result<(), &'sta
 
 /// Sends `req` and checks that the driver refuses it with `want`.
 fn refused(s: &mut Session, what: &str, req: Request, want: BlkError) -> Result<(), &'static str> {
-    s.tx.send(&req.encode()).map_err(|_| "the driver is gone")?;
-    let mut buf = [0u8; 64];
-    let n = s.rx.recv(&mut buf).map_err(|_| "the driver is gone")?;
-    let r = blk::protocol::Response::decode(&buf[..n]).map_err(|_| "a malformed response")?;
+    s.send(&req).map_err(failure)?;
+    let r =
+        s.response().map_err(|e| if e.is_gone() { failure(e) } else { "a malformed response" })?;
     if r.id != req.id || r.status != Err(want) {
         println!("blkbench: {what}: got {:?}, want {:?}", r.status, want);
         return Err("a bad request did not get its documented error");

@@ -51,10 +51,9 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use blk::client::Client;
-use blk::protocol::{Request, SessionInfo};
+use blk::protocol::SessionInfo;
 use blk::reader::{ReadCursor, ReadPattern, ReadTally, ReaderShape};
-use tessera::channel::{self, Receiver, Sender};
+use blk_session::{Session, SessionError};
 use tessera::{Env, println};
 
 tessera::main!(main);
@@ -225,49 +224,33 @@ fn main(env: Env) -> i32 {
     }
 }
 
-/// The session: channels and protocol state.
-struct Session {
-    tx: Sender,
-    rx: Receiver,
-    client: Client,
-}
-
-impl Session {
-    /// Sends `req`.
-    fn send(&mut self, req: &Request) -> Result<(), Failure> {
-        self.tx.send(&req.encode()).map_err(|_| Failure::Gone("request channel closed"))
-    }
-
-    /// Waits for the next response and matches it to its request.
-    fn next(&mut self) -> Result<blk::Completion, Failure> {
-        let mut buf = [0u8; 64];
-        let n = self.rx.recv(&mut buf).map_err(|_| Failure::Gone("response channel closed"))?;
-        self.client.on_response(&buf[..n]).map_err(|e| Failure::Error(format!("{e}")))
-    }
-
-    /// Sends `req` (nothing else in flight) and checks that it succeeds.
-    fn call(&mut self, req: Request, what: &str) -> Result<(), Failure> {
-        self.send(&req)?;
-        let c = self.next()?;
-        match c.status {
-            Ok(()) => Ok(()),
-            Err(e) => Err(Failure::Error(format!("{what} failed: {}", e.name()))),
+impl From<SessionError> for Failure {
+    fn from(e: SessionError) -> Failure {
+        match e {
+            SessionError::Gone(closed) => Failure::Gone(closed.name()),
+            e => Failure::Error(format!("{e}")),
         }
     }
 }
 
+/// What `what` failing in the session makes this app report.
+fn failed(what: &str) -> impl FnOnce(SessionError) -> Failure {
+    move |e| match e {
+        SessionError::Refused(e) | SessionError::Failed(e) => {
+            Failure::Error(format!("{what} failed: {}", e.name()))
+        }
+        e => e.into(),
+    }
+}
+
 fn run(o: &Options) -> Result<(), Failure> {
-    let mut req_name: heapless::String<32> = heapless::String::new();
-    let mut resp_name: heapless::String<32> = heapless::String::new();
-    let _ = (req_name.push_str(&o.channel), req_name.push_str("-req"));
-    let _ = (resp_name.push_str(&o.channel), resp_name.push_str("-resp"));
-    let no_channel = |n: &str| Failure::Error(format!("no channel {n} in the manifest"));
-    let tx = channel::open_sender(&req_name).ok_or_else(|| no_channel(&req_name))?;
-    let rx = channel::open_receiver(&resp_name).ok_or_else(|| no_channel(&resp_name))?;
-    let mut s = Session { tx, rx, client: Client::new(o.depth) };
-    let open = s.client.open().map_err(|e| Failure::Error(format!("open: {}", e.name())))?;
-    s.call(open, "the open")?;
-    let info = s.client.session().ok_or(Failure::Error("no session after the open".into()))?;
+    let mut s = Session::connect(&o.channel, o.depth).map_err(|e| match e {
+        SessionError::NoChannel | SessionError::NameTooLong => {
+            Failure::Error(format!("no channels {0}-req and {0}-resp in the manifest", o.channel))
+        }
+        e => e.into(),
+    })?;
+    let info = s.open().map_err(failed("the open"))?;
     let shape = match shape(o, &info) {
         Ok(shape) => shape,
         Err(e) => {
@@ -279,8 +262,7 @@ fn run(o: &Options) -> Result<(), Failure> {
     report_start(o, &shape);
     let tally = run_requests(&mut s, o, &mut cursor)?;
     if tally.writes > 0 {
-        let flush = s.client.flush().map_err(|e| Failure::Error(format!("flush: {}", e.name())))?;
-        s.call(flush, "the flush")?;
+        s.flush().map_err(failed("the flush"))?;
     }
     // The stream's disk time, as the driver accounts it (zero if the driver does not schedule
     // by contracts).
@@ -311,8 +293,7 @@ fn run(o: &Options) -> Result<(), Failure> {
 
 /// Ends the session.
 fn close(s: &mut Session) -> Result<(), Failure> {
-    let close = s.client.close().map_err(|e| Failure::Error(format!("close: {}", e.name())))?;
-    s.call(close, "the close")
+    s.close().map_err(failed("the close"))
 }
 
 /// The requests' shape, checked against the session: the size against the sector size, the
@@ -448,9 +429,9 @@ fn run_requests(
                 let slot = free.pop().expect("checked");
                 let offset = slot as u64 * u64::from(size);
                 let req = if r.write {
-                    s.client.write(r.sector, offset, size)
+                    s.client().write(r.sector, offset, size)
                 } else {
-                    s.client.read(r.sector, offset, size)
+                    s.client().read(r.sector, offset, size)
                 }
                 .map_err(|e| {
                     Failure::Error(format!("the client refuses sector {}: {}", r.sector, e.name()))
@@ -473,7 +454,7 @@ fn run_requests(
         if flight.is_empty() {
             return Ok(tally);
         }
-        let c = s.next()?;
+        let c = s.completion()?;
         let done_ns = tessera::time_ns();
         let at = flight
             .iter()

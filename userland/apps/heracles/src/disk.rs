@@ -6,12 +6,9 @@
 use alloc::rc::Rc;
 use core::cell::Cell;
 
-use blk::client::Client;
 use blk::protocol::{Request, SessionInfo};
-use tessera::channel::{self, Receiver, Sender};
+use blk_session::{Session, SessionError};
 use vmm::block::{BlockDevice, DeviceError};
-
-use crate::area::DataArea;
 
 /// What went through the session.
 #[derive(Clone, Copy, Debug, Default)]
@@ -28,11 +25,8 @@ pub struct StreamCounts {
 
 /// A window of the disk over a block session; see the [module](self).
 pub struct StreamDisk {
-    tx: Sender,
-    rx: Receiver,
-    client: Client,
+    session: Session,
     info: SessionInfo,
-    area: DataArea,
     /// The window's first sector and its length in sectors.
     first: u64,
     sectors: u64,
@@ -43,27 +37,11 @@ impl StreamDisk {
     /// Opens a session over the channels `NAME-req` and `NAME-resp` and takes the window of
     /// `len` bytes at byte `at` of the disk.
     pub fn open(name: &str, at: u64, len: u64) -> Result<StreamDisk, &'static str> {
-        let mut req: heapless::String<32> = heapless::String::new();
-        let mut resp: heapless::String<32> = heapless::String::new();
-        for (s, suffix) in [(&mut req, "-req"), (&mut resp, "-resp")] {
-            s.push_str(name).and_then(|()| s.push_str(suffix)).map_err(|_| "name too long")?;
-        }
-        let tx = channel::open_sender(&req).ok_or("no request channel in the manifest")?;
-        let rx = channel::open_receiver(&resp).ok_or("no response channel in the manifest")?;
-        let mut client = Client::new(1);
-        let open = client.open().map_err(|_| "the client refused the open")?;
-        let mut disk = StreamDisk {
-            tx,
-            rx,
-            client,
-            info: SessionInfo::default(),
-            area: DataArea::new(0, 0),
-            first: 0,
-            sectors: 0,
-            counts: Rc::default(),
-        };
-        disk.call(open).map_err(|_| "the driver refused the open")?;
-        let info = disk.client.session().ok_or("no session after the open")?;
+        let mut session = Session::connect(name, 1).map_err(|e| match e {
+            SessionError::NameTooLong => "name too long",
+            _ => "no request or response channel in the manifest",
+        })?;
+        let info = session.open().map_err(|_| "the driver refused the open")?;
         let ss = u64::from(info.sector_size.max(1));
         if !at.is_multiple_of(ss) || !len.is_multiple_of(ss) {
             return Err("the swap area is not whole sectors");
@@ -74,11 +52,7 @@ impl StreamDisk {
         if info.area_len < u64::from(info.sector_size) {
             return Err("the data area is smaller than a sector");
         }
-        disk.info = info;
-        disk.area = DataArea::new(info.area_base, info.area_len);
-        disk.first = at / ss;
-        disk.sectors = len / ss;
-        Ok(disk)
+        Ok(StreamDisk { session, info, first: at / ss, sectors: len / ss, counts: Rc::default() })
     }
 
     /// What went through the session, kept up to date (the pager owns the disk once bound,
@@ -96,19 +70,21 @@ impl StreamDisk {
     /// Sends `req` and waits for its response.
     fn call(&mut self, req: Request) -> Result<(), DeviceError> {
         let start = tessera::time_ns();
-        self.tx.send(&req.encode()).map_err(|_| DeviceError::Io)?;
-        let mut buf = [0u8; 64];
-        let n = self.rx.recv(&mut buf).map_err(|_| DeviceError::Io)?;
-        let done = self.client.on_response(&buf[..n]).map_err(|_| DeviceError::Io)?;
+        let done = self.session.call(req).map_err(|_| DeviceError::Io)?;
         let waited = tessera::time_ns().saturating_sub(start);
         self.count(|c| c.wait_ns += waited);
         done.status.map_err(|_| DeviceError::Io)
     }
 
+    /// Bytes `[0, len)` of the session's data area, where transfers go through.
+    fn area(&mut self, len: usize) -> Result<&mut [u8], DeviceError> {
+        Ok(self.session.area().ok_or(DeviceError::Io)?.bytes(0, len))
+    }
+
     /// The longest transfer: the driver's limit and the data area, whole sectors.
     fn chunk(&self) -> usize {
         let ss = self.info.sector_size as usize;
-        let most = (self.info.max_transfer as usize).min(self.area.len());
+        let most = (self.info.max_transfer as usize).min(self.info.area_len as usize);
         (most / ss).max(1) * ss
     }
 
@@ -136,9 +112,9 @@ impl BlockDevice for StreamDisk {
         let mut at = self.place(sector, buf.len())?;
         let (chunk, ss) = (self.chunk(), self.info.sector_size as u64);
         for part in buf.chunks_mut(chunk) {
-            let req = self.client.read(at, 0, part.len() as u32).map_err(|_| DeviceError::Io)?;
-            self.call(req)?;
-            part.copy_from_slice(self.area.prefix(part.len()));
+            let req = self.session.client().read(at, 0, part.len() as u32);
+            self.call(req.map_err(|_| DeviceError::Io)?)?;
+            part.copy_from_slice(self.area(part.len())?);
             self.count(|c| {
                 c.reads += 1;
                 c.bytes += part.len() as u64;
@@ -152,9 +128,9 @@ impl BlockDevice for StreamDisk {
         let mut at = self.place(sector, data.len())?;
         let (chunk, ss) = (self.chunk(), self.info.sector_size as u64);
         for part in data.chunks(chunk) {
-            self.area.prefix(part.len()).copy_from_slice(part);
-            let req = self.client.write(at, 0, part.len() as u32).map_err(|_| DeviceError::Io)?;
-            self.call(req)?;
+            self.area(part.len())?.copy_from_slice(part);
+            let req = self.session.client().write(at, 0, part.len() as u32);
+            self.call(req.map_err(|_| DeviceError::Io)?)?;
             self.count(|c| {
                 c.writes += 1;
                 c.bytes += part.len() as u64;
