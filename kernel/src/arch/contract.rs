@@ -211,17 +211,10 @@ pub trait AddressSpaceOps: Sized {
     /// regions I/O memory, so it is [`AddressSpaceOps::map`]).
     fn map_device(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), Self::Error>;
     /// Maps the user page `va` of a managed stretch to frame `pa` with `rights`, with the
-    /// hardware's accessed and dirty bits as `used` names them (`abi::page_state::ACCESSED`,
-    /// `DIRTY`): clear for a fresh mapping, so that the hardware sets them on the first access
-    /// (QEMU's page walkers do on both architectures), or those of the page a `remap` moves.
-    /// [`AddressSpaceOps::map`] makes its entries as before (RISC-V presets both bits).
-    fn map_tracked(
-        &mut self,
-        va: usize,
-        pa: u64,
-        rights: Rights,
-        used: u8,
-    ) -> Result<(), Self::Error>;
+    /// hardware's accessed and dirty bits clear, so that the hardware sets them on the first
+    /// access (QEMU's page walkers do on both architectures). [`AddressSpaceOps::map`] makes
+    /// its entries as before (RISC-V presets both bits).
+    fn map_tracked(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), Self::Error>;
     /// The state of the user page `va` in `abi::page_state` bits: `MAPPED`, with `ACCESSED`
     /// and `DIRTY` as its entry holds them; 0 if nothing is mapped there.
     fn page_state(&self, va: usize) -> u8;

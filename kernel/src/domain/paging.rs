@@ -500,7 +500,7 @@ impl World {
         let d = &mut self.domains[id as usize];
         let space = d.space.as_mut().ok_or(SysError::NotFound)?;
         // Accessed and dirty clear: the hardware sets them as the page is used.
-        space.map_tracked(va, pa, rights, 0).map_err(|_| SysError::NoMemory)?;
+        space.map_tracked(va, pa, rights).map_err(|_| SysError::NoMemory)?;
         loose::with(|t| t.set_mapped(frame, true));
         let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
         s.frames[page.index] = Some(frame);
@@ -562,7 +562,7 @@ impl World {
         // has moved. The old entry's bits are read as it goes: nothing runs in the domain
         // between the two, so no access is lost.
         let state = space.page_state(from);
-        space.map_tracked(to, pa, rights, 0).map_err(|_| SysError::NoMemory)?;
+        space.map_tracked(to, pa, rights).map_err(|_| SysError::NoMemory)?;
         space.unmap_keeping_tables(from);
         let s = self.stretches.of_mut(id).expect("found above").at_mut(source.slot);
         s.frames[source.index] = None;
@@ -695,7 +695,7 @@ impl World {
                 page_op::MAP => {
                     let rights = page.rights_within(op.rights as usize).unwrap_or(Rights::NONE);
                     let pa = op.frame * PAGE_SIZE as u64;
-                    if space.map_tracked(va, pa, rights, 0).is_err() {
+                    if space.map_tracked(va, pa, rights).is_err() {
                         defmt::error!("map_batch: mapping {=usize:#x} failed after its checks", va);
                         continue;
                     }

@@ -330,18 +330,12 @@ impl AddressSpaceOps for AddressSpace {
         Ok(())
     }
 
-    /// [`AddressSpaceOps::map`] with the entry's accessed and dirty bits as `used` names
-    /// them: QEMU 7.2's Sv39 page walker sets clear ones itself on the first access (a load
-    /// sets A; a store, A and D), as `syscheck` checks, so no fault path is needed for them.
-    fn map_tracked(
-        &mut self,
-        va: usize,
-        pa: u64,
-        rights: Rights,
-        used: u8,
-    ) -> Result<(), MapError> {
+    /// [`AddressSpaceOps::map`] with the entry's accessed and dirty bits clear: QEMU 7.2's
+    /// Sv39 page walker sets them itself on the first access (a load sets A; a store, A and
+    /// D), as `syscheck` checks, so no fault path is needed for them.
+    fn map_tracked(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), MapError> {
         let Some(flags) = leaf_flags(rights) else { return Ok(()) };
-        let tables = self.table.map_page_with(va as u64, pa, flags, pte_used(used))?;
+        let tables = self.table.map_page_with(va as u64, pa, flags, 0)?;
         self.flush_change(va, tables);
         Ok(())
     }

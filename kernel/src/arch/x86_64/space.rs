@@ -276,21 +276,10 @@ impl AddressSpaceOps for AddressSpace {
         Ok(())
     }
 
-    /// [`AddressSpaceOps::map`] with the entry's accessed and dirty bits as `used` names
-    /// them (a plain `map` leaves both clear): the CPU sets clear ones on the first access.
-    fn map_tracked(
-        &mut self,
-        va: usize,
-        pa: u64,
-        rights: Rights,
-        used: u8,
-    ) -> Result<(), MapError> {
-        Self::user(va)?;
-        let Some(flags) = leaf_flags(rights) else { return Ok(()) };
-        let tables =
-            self.table.map_made(va as u64, pa, flags | used_flags(used), PageSize::Size4K)?;
-        self.flush_change(va, tables);
-        Ok(())
+    /// [`AddressSpaceOps::map`], which leaves the accessed and dirty bits clear as well: the
+    /// CPU sets them on the first access.
+    fn map_tracked(&mut self, va: usize, pa: u64, rights: Rights) -> Result<(), MapError> {
+        self.map(va, pa, rights)
     }
 
     fn page_state(&self, va: usize) -> u8 {
