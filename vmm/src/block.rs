@@ -1,7 +1,7 @@
 //! The block device as the pager's disk managers see it: synchronous, whole sectors, one
-//! call per contiguous run. In a domain the pager's own USD stream over the block protocol
-//! will implement [`BlockDevice`]; on the host [`MemBlockDevice`] does, counting every
-//! transfer and failing on request.
+//! call per contiguous run. In a domain the `heracles` app's `StreamDisk` implements
+//! [`BlockDevice`] over its block session (the domain's own USD stream); on the host
+//! [`MemBlockDevice`] does, counting every transfer and failing on request.
 
 use alloc::vec;
 use alloc::vec::Vec;

@@ -2,7 +2,8 @@
 //! composes to page one stretch to its own disk stream and its own compressed cache, as
 //! traits with implementations. The crate is `no_std` (with `alloc`), has no `unsafe` code,
 //! no threads, no floating point and no clock, so it is deterministic and tested whole on the
-//! host against an in-memory block device; the paged stretch driver will run it in a domain.
+//! host against an in-memory block device; the paged stretch driver (`stretch_drivers/paged`)
+//! runs it in a domain.
 //!
 //! # Layers, top to bottom
 //! - [`pager::Pager`]: pages into the frames each call hands it ([`frames::Frames`]); owns a replacement policy, a cache

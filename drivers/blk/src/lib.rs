@@ -46,11 +46,13 @@
 //! - [`workload`]: a client's seeded transfers and the disk contents they leave, shared by the
 //!   client app and the host's check of the disk image.
 //!
-//! # Not yet
-//! The driver serves requests first come, first served (with a bounded queue in front of the
-//! device): the policies of [`sched`], the user-safe disk ([`usd`]) and the mechanical disk
-//! model ([`disk_model`]) are not yet wired into it. The virtio-blk and AHCI driver domains (`drivers/virtio_blk`,
-//! `drivers/ahci`) serve this protocol.
+//! # Who runs it
+//! The virtio-blk and AHCI driver domains (`drivers/virtio_blk`, `drivers/ahci`, through the
+//! serving loop of `drivers/blk_domain`) serve this protocol. Without a scheduling stage the
+//! server sends requests to the device first come, first served, with a bounded queue in front
+//! of it; with one ([`server::stage`]), the user-safe disk ([`usd`]) picks the stream and the
+//! anticipation-wrapped policy of [`sched`] the request, and with a disk `model` in the manifest
+//! each request completes after the [`disk_model`]'s service time.
 
 #![no_std]
 #![forbid(unsafe_code)]

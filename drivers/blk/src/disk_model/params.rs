@@ -5,7 +5,7 @@
 //! while keeping its seek times across the span.
 //!
 //! Each figure says where it comes from: "paper" for what the paper reports (its §4 and
-//! §4.8; `/work/shared/research/anticipatory.md` §3), "fitted" for a value chosen so the
+//! §4.8), "fitted" for a value chosen so the
 //! model reproduces a paper figure, and "assumed" for a value typical of drives of that
 //! generation that neither the paper nor the brief gives. Bandwidths are in MB/s with
 //! MB = 10^6 bytes; 64 KB is 65,536 bytes.

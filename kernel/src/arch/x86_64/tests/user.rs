@@ -1,4 +1,4 @@
-//! User mode on x86_64 as domains will use it: contexts entered and resumed with `sysretq` or
+//! User mode on x86_64 as domains use it: contexts entered and resumed with `sysretq` or
 //! `iretq`, `syscall` and traps from ring 3 saved into the current context and handed to a
 //! trap handler, the lazily restored FP state, copies from user memory under SMAP.
 //!
