@@ -104,13 +104,14 @@ pub fn generate(baseline: &Baseline) -> String {
                 Better::Higher => "higher".to_string(),
                 Better::Toward(x) => format!("toward {}", show(x)),
             };
-            // A goal the architectures share is given once, otherwise each one's.
+            // A goal the architectures share is given once, otherwise each one's (those that have one).
             let goal = if specs.iter().all(|s| s.goal == spec.goal) {
                 spec.goal.to_string()
             } else {
                 let each: Vec<String> = tables
                     .iter()
                     .zip(&specs)
+                    .filter(|(_, s)| !s.goal.is_empty())
                     .map(|(t, s)| format!("{}: {}", t.arch, s.goal))
                     .collect();
                 each.join("; ")
