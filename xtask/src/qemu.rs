@@ -40,6 +40,38 @@ pub struct Boot {
     /// Drives (each the argument of a `-drive`): the disk images of a manifest
     /// ([`crate::disks`]).
     pub drives: Vec<String>,
+    /// Every drive made faulty and slow, for tests of drivers' error handling
+    /// ([`DiskFaults::drive`]).
+    pub disk_faults: Option<DiskFaults>,
+}
+
+/// How a boot's drives misbehave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiskFaults {
+    /// A rules file of QEMU's `blkdebug` driver, through which each image is opened
+    /// (`file=blkdebug:RULES:IMAGE`): the errors it injects reach the guest as the disk's.
+    pub rules: PathBuf,
+    /// At most this many requests a second (QEMU's `throttling.iops-total`), so that requests
+    /// wait at the device, as on a disk with moving parts, while one of them fails. The
+    /// throttle runs by the host's clock, so this makes a run's timing the host's.
+    pub iops: Option<u32>,
+}
+
+impl DiskFaults {
+    /// `drive` (a `-drive` argument naming its image with `file=`) with these faults; a drive
+    /// without `file=` gets only the throttle.
+    pub fn drive(&self, drive: &str) -> String {
+        let opened = |rest: &str| format!("file=blkdebug:{}:{rest}", self.rules.display());
+        let mut out = match drive.split_once("file=") {
+            Some(("", rest)) => opened(rest),
+            Some((before, rest)) if before.ends_with(',') => format!("{before}{}", opened(rest)),
+            _ => drive.to_string(),
+        };
+        if let Some(iops) = self.iops {
+            out.push_str(&format!(",throttling.iops-total={iops}"));
+        }
+        out
+    }
 }
 
 impl Boot {
@@ -57,6 +89,7 @@ impl Boot {
             dtb: None,
             devices: Vec::new(),
             drives: Vec::new(),
+            disk_faults: None,
         }
     }
 
@@ -105,7 +138,10 @@ impl Boot {
         c.args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"]);
         c.args(["-nic", "none"]);
         for drive in &self.drives {
-            c.arg("-drive").arg(drive);
+            match &self.disk_faults {
+                Some(faults) => c.arg("-drive").arg(faults.drive(drive)),
+                None => c.arg("-drive").arg(drive),
+            };
         }
         for device in &self.devices {
             c.arg("-device").arg(device);
@@ -329,5 +365,33 @@ mod tests {
             x.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect();
         assert!(joined.join(" ").contains("isa-debug-exit,iobase=0xf4,iosize=0x04"));
         assert!(joined.join(" ").contains("-machine q35 -cpu max"));
+    }
+
+    #[test]
+    fn faulty_disks_open_each_image_through_blkdebug_throttled() {
+        let mut faults = DiskFaults { rules: "/t/bad.blkdebug".into(), iops: None };
+        assert_eq!(
+            faults.drive("file=/t/d.img,if=none,format=raw,id=disk0"),
+            "file=blkdebug:/t/bad.blkdebug:/t/d.img,if=none,format=raw,id=disk0"
+        );
+        assert_eq!(
+            faults.drive("if=none,file=/t/d.img,id=disk0"),
+            "if=none,file=blkdebug:/t/bad.blkdebug:/t/d.img,id=disk0"
+        );
+        // A `file=` inside another option's name is no image.
+        assert_eq!(faults.drive("if=none,xfile=/t/d.img"), "if=none,xfile=/t/d.img");
+        faults.iops = Some(1000);
+        let a = Artifacts { arch: Arch::X86_64, kernel: "k".into(), firmware: None };
+        let mut b = Boot::new(Arch::X86_64);
+        b.drives = vec!["file=/t/d.img,if=none,id=disk0".into()];
+        b.disk_faults = Some(faults);
+        let args: Vec<String> =
+            b.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect();
+        assert!(
+            args.join(" ").contains(
+                "-drive file=blkdebug:/t/bad.blkdebug:/t/d.img,if=none,id=disk0,throttling.iops-total=1000"
+            ),
+            "{args:?}"
+        );
     }
 }

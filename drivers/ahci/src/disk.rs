@@ -12,15 +12,43 @@
 //!
 //! A request is done when its slot's bit has left both PxSACT and PxCI. [`AhciDisk::interrupted`]
 //! clears the interrupt status and notes which slots finished, which [`AhciDisk::complete`]
-//! then returns one by one: nothing is polled. On an error (a task file error or a bus or
-//! interface error in PxIS) the slots still active fail with [`DeviceError::Io`] and the port
-//! is recovered ([`Port::recover`]: stopped, its link reset, started again).
+//! then returns one by one: nothing is polled.
+//!
+//! An error (a task file error or a bus or interface error in PxIS) fails only the request it
+//! belongs to; the others still at the device are issued again. The slots whose bits left
+//! PxSACT and PxCI before it are done; of those still there (the outstanding ones):
+//! - one non-queued command, or a single queued one: it failed. It completes with
+//!   [`DeviceError::Io`] and the port is recovered ([`Port::recover`]: stopped, its link
+//!   reset, started again).
+//! - several queued commands: the device's NCQ command error log names the one that failed
+//!   ([`Port::read_ncq_error_log`]); the port is recovered, that request fails and the others
+//!   are issued again, all at once, in their slots. When the log cannot be read (QEMU's disk
+//!   has none), names no outstanding queued command, or the error was the controller's (bus,
+//!   interface, overflow), the port is recovered and the outstanding commands are retried
+//!   one at a time, each alone at the device: one that fails alone fails, the others complete.
+//!   Meanwhile the disk takes no new request ([`DeviceError::Full`]).
+//!
+//! Each request is retried at most once and each recovery is a bounded number of bounded
+//! spins. If the port cannot be recovered every request outstanding or waiting to be retried
+//! fails, and so does every later one.
 
 use blk::device::{BlockDevice, DeviceError, DeviceOp, DeviceRequest, Tag};
 use tessera::println;
 
 use crate::hba::irq;
-use crate::port::{Command, Data, Identity, MAX_PRD_BYTES, Port, ata};
+use crate::port::{Command, Data, Identity, MAX_PRD_BYTES, Port, SLOTS, ata};
+
+/// The port's registers at an error, as its messages show them.
+struct Registers {
+    status: u32,
+    task_file: u32,
+}
+
+impl core::fmt::Display for Registers {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "PxIS {:#x}, PxTFD {:#x}", self.status, self.task_file)
+    }
+}
 
 /// Bytes per sector.
 pub const SECTOR_SIZE: u32 = 512;
@@ -43,6 +71,15 @@ pub struct AhciDisk {
     failed: u32,
     /// A non-queued command (a flush, or any command without queuing) is at the device.
     unqueued: bool,
+    /// The command each slot in flight was issued, to issue it again after an error.
+    commands: [Option<Command>; SLOTS],
+    /// Slots in flight whose commands wait to be retried alone after an error the device did
+    /// not attribute; they are not at the device.
+    retry: u32,
+    /// A retried command is at the device, alone.
+    alone: bool,
+    /// The port could not be recovered: every request fails.
+    broken: bool,
 }
 
 impl AhciDisk {
@@ -66,12 +103,108 @@ impl AhciDisk {
             done: 0,
             failed: 0,
             unqueued: false,
+            commands: [None; SLOTS],
+            retry: 0,
+            alone: false,
+            broken: false,
         }
     }
 
     /// The native command queuing depth in use (0: none, one command at a time).
     pub fn ncq_depth(&self) -> usize {
         if self.queued { self.depth } else { 0 }
+    }
+
+    /// Handles an error the port raised (`status`, PxIS) while the slots `outstanding` were
+    /// still at the device (see the module's documentation).
+    fn port_error(&mut self, status: u32, outstanding: u32) {
+        let why = Registers { status, task_file: self.port.task_file() };
+        let queued = outstanding != 0
+            && (0..SLOTS)
+                .filter(|&s| outstanding & 1 << s != 0)
+                .all(|s| self.commands[s].is_some_and(|c| c.queued));
+        if outstanding.count_ones() <= 1 || !queued {
+            // One command at the device (several non-queued ones never are): it failed.
+            let recovered = self.port.recover();
+            if outstanding == 0 {
+                println!("ahci: a port error with no request at the device ({why})");
+            }
+            for s in (0..SLOTS).filter(|&s| outstanding & 1 << s != 0) {
+                println!("ahci: the request in slot {s} failed ({why})");
+            }
+            self.failed |= outstanding;
+            self.recovered(recovered);
+            return;
+        }
+        // Several queued commands: which one failed? Only a device error (TFES) is in the log.
+        let log = if status & irq::TFES != 0 {
+            self.port.read_ncq_error_log()
+        } else {
+            Err("the controller's error, not the device's")
+        };
+        let recovered = self.port.recover();
+        match log {
+            Ok(Some(tag)) if outstanding & 1 << tag != 0 => {
+                println!(
+                    "ahci: the request in slot {tag} failed ({why}; named by the NCQ error log): {} other request(s) issued again",
+                    outstanding.count_ones() - 1
+                );
+                self.failed |= 1 << tag;
+                // On a port that did not recover they fail instead (`recovered`).
+                if recovered.is_ok() {
+                    for s in (0..SLOTS).filter(|&s| s != tag && outstanding & 1 << s != 0) {
+                        if let Some(c) = self.commands[s] {
+                            self.port.issue(s, &c);
+                        }
+                    }
+                }
+            }
+            other => {
+                let reason = match other {
+                    Ok(_) => "the NCQ error log names no request at the device",
+                    Err(e) => e,
+                };
+                println!(
+                    "ahci: an error with {} requests at the device ({why}), and {reason}: each is retried alone",
+                    outstanding.count_ones()
+                );
+                self.retry |= outstanding;
+            }
+        }
+        self.recovered(recovered);
+    }
+
+    /// After a recovery: if it failed, the disk is broken and every request at or waiting for
+    /// the device fails.
+    fn recovered(&mut self, recovery: Result<(), &'static str>) {
+        if let Err(e) = recovery {
+            let lost = self.in_flight & !(self.done | self.failed);
+            println!(
+                "ahci: the port could not be recovered ({e}): {} request(s) fail, and every later one",
+                lost.count_ones()
+            );
+            self.failed |= lost;
+            self.retry = 0;
+            self.alone = false;
+            self.broken = true;
+        }
+    }
+
+    /// Issues the next command waiting to be retried, alone, if nothing is at the device.
+    fn retry_next(&mut self) {
+        let at_device = self.in_flight & !(self.done | self.failed | self.retry);
+        if at_device != 0 || self.retry == 0 {
+            return;
+        }
+        let slot = self.retry.trailing_zeros() as usize;
+        self.retry &= !(1 << slot);
+        match self.commands[slot] {
+            Some(c) => {
+                self.port.issue(slot, &c);
+                self.alone = true;
+            }
+            None => self.failed |= 1 << slot,
+        }
     }
 }
 
@@ -89,10 +222,15 @@ impl BlockDevice for AhciDisk {
     }
 
     fn submit(&mut self, req: DeviceRequest) -> Result<Tag, DeviceError> {
+        if self.broken {
+            return Err(DeviceError::Io);
+        }
         let slot = (0..self.depth).find(|&s| self.in_flight & 1 << s == 0);
         let slot = slot.ok_or(DeviceError::Full)?;
-        // Queued and non-queued commands never share the port.
-        if self.unqueued || (req.op == DeviceOp::Flush && self.in_flight != 0) {
+        // Queued and non-queued commands never share the port; nothing joins a command
+        // retried alone.
+        let retrying = self.alone || self.retry != 0;
+        if retrying || self.unqueued || (req.op == DeviceOp::Flush && self.in_flight != 0) {
             return Err(DeviceError::Full);
         }
         let command = if req.op == DeviceOp::Flush {
@@ -117,6 +255,7 @@ impl BlockDevice for AhciDisk {
         };
         self.unqueued = !command.queued;
         self.port.issue(slot, &command);
+        self.commands[slot] = Some(command);
         self.in_flight |= 1 << slot;
         Ok(Tag(slot as u16))
     }
@@ -132,6 +271,7 @@ impl BlockDevice for AhciDisk {
         self.done &= !bit;
         self.failed &= !bit;
         self.in_flight &= !bit;
+        self.commands[slot as usize] = None;
         if self.in_flight == 0 {
             self.unqueued = false;
         }
@@ -142,22 +282,17 @@ impl BlockDevice for AhciDisk {
         // Cleared first, then the slots read: a command finishing after the clear raises the
         // status (and the interrupt) again.
         let status = self.port.take_interrupt();
-        let waiting = self.in_flight & !(self.done | self.failed);
+        // The slots at the device: in flight, not yet seen finished, not waiting for a retry.
+        let waiting = self.in_flight & !(self.done | self.failed | self.retry);
         let active = self.port.active();
         self.done |= waiting & !active;
-        if status & irq::ERRORS != 0 {
-            let failing = waiting & active;
-            self.failed |= failing;
-            let task_file = self.port.task_file();
-            let n = failing.count_ones();
-            match self.port.recover() {
-                Ok(()) => println!(
-                    "ahci: port error (PxIS {status:#x}, PxTFD {task_file:#x}): {n} request(s) failed, port recovered"
-                ),
-                Err(e) => println!(
-                    "ahci: port error (PxIS {status:#x}, PxTFD {task_file:#x}): {n} request(s) failed, and {e}"
-                ),
-            }
+        if waiting & !active != 0 {
+            self.alone = false;
         }
+        if status & irq::ERRORS != 0 {
+            self.alone = false;
+            self.port_error(status, waiting & active);
+        }
+        self.retry_next();
     }
 }

@@ -6,17 +6,19 @@
 //! (`abi::DeviceSlot`). The driver resets the controller, brings port 0 up with DMA memory of
 //! its own ([`port`]), asks the disk for its capacity and its command queue (IDENTIFY DEVICE),
 //! and from then on waits for completions on the interrupt's endpoint, acknowledging each
-//! interrupt with `irq_ack` once it has taken the completions: it never polls.
+//! interrupt with `irq_ack` once it has taken the completions: it never polls (only the
+//! recovery from an error spins, for a bounded time, on the port's registers).
 //!
 //! What is implemented: port 0 only, a disk of 512-byte sectors, native command queuing when
-//! offered ([`disk`]), FLUSH CACHE EXT; with `--self-test N`, N transfers of random sizes at
+//! offered ([`disk`]), FLUSH CACHE EXT, the recovery from a command's error that fails that
+//! request alone and issues the others at the device again (the NCQ command error log when the
+//! device has one, else each retried alone); with `--self-test N`, N transfers of random sizes at
 //! random sectors, each written, read back and checked, one at a time, interrupt-driven; then
 //! serving the client domains the manifest connects to it over the block protocol
 //! (`drivers/blk`, `blk_domain::serve`). `--no-ncq` keeps to non-queued commands, one at a
 //! time; `--die-after N` makes it fault once it has answered N requests (a test of its
 //! clients). Not implemented: other ports, port multipliers, hot plug, power management, ATAPI
-//! devices, and the READ LOG EXT recovery of a queued command's error (every request in flight
-//! fails instead).
+//! devices.
 
 #![no_std]
 #![no_main]

@@ -10,7 +10,8 @@
 //! bounded spin on a register bit, with an error naming it if the bound passes.
 //!
 //! The DMA memory (one stretch of [`DMA_BYTES`]): the command list of 32 headers at 0, the
-//! received-FIS area at 0x400, the IDENTIFY buffer at 0x600, and from 0x1000 one command
+//! received-FIS area at 0x400, the IDENTIFY buffer at 0x600, the log buffer at 0x800 (one
+//! sector of READ LOG EXT), and from 0x1000 one command
 //! table per slot ([`TABLE_BYTES`] each: the command FIS, the ATAPI command, and a physical
 //! region descriptor table of one entry, the buffers being physically contiguous).
 //!
@@ -20,7 +21,10 @@
 //! interrupt: [`Port::issue`] writes a slot's header and table and sets its bit in PxSACT (a
 //! queued command) and PxCI; [`Port::take_interrupt`] reads and clears PxIS and then the
 //! controller's IS; [`Port::active`] says which slots are still at the device. After an error
-//! [`Port::recover`] resets the link (COMRESET) and starts the port again.
+//! [`Port::read_ncq_error_log`] stops and restarts the command list engine and reads which
+//! queued command failed from the device's NCQ command error log (READ LOG EXT, log 10h), and
+//! [`Port::recover`] resets the link (COMRESET) and starts the port again. Both keep the
+//! port's interrupts masked (PxIE) while they run and clear what they raised.
 //!
 //! All of the driver's `unsafe` besides the register accesses of [`crate::hba`] is here: the
 //! DMA structures are written and read with volatile accesses through raw pointers.
@@ -41,6 +45,7 @@ pub const TABLE_BYTES: usize = 0x100;
 const LIST: usize = 0;
 const RECEIVED: usize = 0x400;
 const IDENTIFY_BUF: usize = 0x600;
+const LOG_BUF: usize = 0x800;
 const TABLES: usize = 0x1000;
 
 /// Bytes of the port's DMA stretch.
@@ -69,6 +74,12 @@ pub mod ata {
     pub const WRITE_FPDMA: u8 = 0x61;
     /// FLUSH CACHE EXT.
     pub const FLUSH_EXT: u8 = 0xea;
+    /// READ LOG EXT (PIO data-in): the log whose address is in LBA bits 7:0, from the page in
+    /// bits 15:8, as many pages (sectors) as the count.
+    pub const READ_LOG_EXT: u8 = 0x2f;
+    /// The address of the NCQ command error log: its first byte says which queued command
+    /// failed (bits 4:0 its tag; bit 7, NQ, that the error was in a non-queued command).
+    pub const NCQ_ERROR_LOG: u64 = 0x10;
 }
 
 /// Spins until `done` holds, for at most [`SPIN_NS`]; `what` names the wait in the error.
@@ -201,13 +212,19 @@ impl Port {
         unsafe { (at as *mut u32).write_volatile(value) }
     }
 
-    /// Stops the command list engine and then the FIS receive engine, awaiting each.
-    fn stop(&self) -> Result<(), &'static str> {
+    /// Stops the command list engine (PxCMD.ST cleared, CR awaited): the controller forgets
+    /// the commands in PxCI and PxSACT.
+    fn stop_engine(&self) -> Result<(), &'static str> {
         let c = self.read(port::CMD);
         self.write(port::CMD, c & !cmd::ST);
         spin("the command list engine did not stop (PxCMD.CR stayed set)", || {
             self.read(port::CMD) & cmd::CR == 0
-        })?;
+        })
+    }
+
+    /// Stops the command list engine and then the FIS receive engine, awaiting each.
+    fn stop(&self) -> Result<(), &'static str> {
+        self.stop_engine()?;
         let c = self.read(port::CMD);
         self.write(port::CMD, c & !cmd::FRE);
         spin("FIS receive did not stop (PxCMD.FR stayed set)", || {
@@ -377,17 +394,82 @@ impl Port {
         hba::cap::slots(self.cap).min(SLOTS)
     }
 
+    /// After a queued command's error, asks the device which command failed (AHCI 1.3
+    /// §6.2.2.1 and SATA's NCQ error handling): the command list engine is stopped (the
+    /// controller forgets PxCI and PxSACT), PxSERR and PxIS are cleared, the engine is started
+    /// again on an idle device (BSY or DRQ in PxTFD is an error here: only a link reset helps
+    /// then), and READ LOG EXT reads the first page of the NCQ command error log into the log
+    /// buffer, in slot 0, by a bounded spin with the port's interrupts masked. The tag of the
+    /// queued command that failed, or `None` if the log says the error was in a non-queued
+    /// command (NQ); an error if the device refuses the command (QEMU's disk does: its IDE
+    /// core has no READ LOG EXT) or the page's checksum is wrong. Slot 0's command table is
+    /// overwritten: a command that was there must be written again before it is reissued.
+    pub fn read_ncq_error_log(&mut self) -> Result<Option<usize>, &'static str> {
+        let enabled = self.read(port::IE);
+        self.write(port::IE, 0);
+        let read = self.read_log_masked();
+        self.take_interrupt();
+        self.write(port::IE, enabled);
+        read
+    }
+
+    /// [`Port::read_ncq_error_log`] with the port's interrupts masked.
+    fn read_log_masked(&mut self) -> Result<Option<usize>, &'static str> {
+        self.stop_engine()?;
+        self.write(port::SERR, u32::MAX);
+        self.take_interrupt();
+        if self.read(port::TFD) & (tfd::BSY | tfd::DRQ) != 0 {
+            return Err("the device is busy (BSY or DRQ in PxTFD)");
+        }
+        let c = self.read(port::CMD);
+        self.write(port::CMD, c | cmd::ST);
+        let command = Command {
+            ata: ata::READ_LOG_EXT,
+            lba: ata::NCQ_ERROR_LOG,
+            sectors: 1,
+            queued: false,
+            data: Some(Data { phys: self.phys + LOG_BUF as u64, len: 512, write: false }),
+        };
+        self.issue(0, &command);
+        spin("READ LOG EXT did not complete", || {
+            let busy = self.read(port::TFD) & tfd::BSY != 0;
+            (self.read(port::CI) & 1 == 0 && !busy) || self.read(port::IS) & irq::ERRORS != 0
+        })?;
+        if self.read(port::IS) & irq::ERRORS != 0 || self.read(port::TFD) & tfd::ERR != 0 {
+            return Err("the device refused READ LOG EXT");
+        }
+        fence(Ordering::SeqCst);
+        let mut page = [0u8; 512];
+        for (i, b) in page.iter_mut().enumerate() {
+            let at = self.virt + LOG_BUF + i;
+            // SAFETY: the log buffer (512 bytes at `LOG_BUF`) lies in the port's DMA stretch;
+            // the device has written it and is done (PxCI clear, no error); `i` is below 512.
+            *b = unsafe { (at as *const u8).read_volatile() };
+        }
+        if page.iter().fold(0u8, |sum, b| sum.wrapping_add(*b)) != 0 {
+            return Err("the NCQ command error log's checksum is wrong");
+        }
+        Ok((page[0] & 0x80 == 0).then_some(usize::from(page[0] & 0x1f)))
+    }
+
     /// Recovers the port after an error: the command list engine is stopped, the link reset
     /// (COMRESET: PxSCTL.DET = 1 for a millisecond, then 0), which resets the device and drops
     /// every command at the port, queued or not, and clears a queued command's error state
     /// (which would otherwise fail every later queued command); once the device is present and
-    /// idle again PxSERR and PxIS are cleared and the engine is started.
+    /// idle again PxSERR and PxIS are cleared and the engine is started. The port's interrupts
+    /// are masked meanwhile: what the reset raises is cleared, not delivered.
     pub fn recover(&mut self) -> Result<(), &'static str> {
-        let c = self.read(port::CMD);
-        self.write(port::CMD, c & !cmd::ST);
-        spin("the command list engine did not stop (PxCMD.CR stayed set)", || {
-            self.read(port::CMD) & cmd::CR == 0
-        })?;
+        let enabled = self.read(port::IE);
+        self.write(port::IE, 0);
+        let reset = self.reset_link();
+        self.take_interrupt();
+        self.write(port::IE, enabled);
+        reset
+    }
+
+    /// [`Port::recover`] with the port's interrupts masked.
+    fn reset_link(&mut self) -> Result<(), &'static str> {
+        self.stop_engine()?;
         self.write(port::SCTL, hba::SCTL_NO_POWER_SAVING | hba::SCTL_DET_RESET);
         let held = tessera::time_ns().saturating_add(COMRESET_NS);
         spin("the clock stopped during a link reset", || tessera::time_ns() >= held)?;

@@ -45,6 +45,13 @@
 //! the scheduler outlived its timeout; and under USD the stream without extra time never got
 //! more than its slice of disk time in a period.
 //!
+//! `ahci_bad_sector`: a disk that cannot read sector 1000 (the image opened through QEMU's
+//! blkdebug, and throttled so that requests wait at the device): a client runs 3,000 random
+//! transfers, up to 8 in flight, over sectors 0-2047; exactly the reads of the bad sector fail
+//! with a device error (the client's checks), the driver fails as many requests as the client
+//! saw fail and at least once issues the other requests at the device again, and the host finds
+//! the region as the workload wrote it.
+//!
 //! `virtio_blk_usd`: a sequential stream and a disk hog under USD on the Deskstar model at its
 //! real size (`diskread`, 2 s each): neither stream gets more than its slice in a period; each
 //! client's own reading of its accounts agrees with the driver's period records; no wait
@@ -56,7 +63,7 @@ use std::time::Duration;
 use super::domains::frames_returned;
 use super::{QemuTest, expect_ending, expect_line};
 use crate::Arch;
-use crate::qemu::{Boot, Ending, Outcome};
+use crate::qemu::{Boot, DiskFaults, Ending, Outcome};
 use crate::system::Spoil;
 
 /// A block driver domain the suite tests.
@@ -392,6 +399,77 @@ fn diskread(d: &Driver, out: &Outcome) -> Result<(), String> {
     frames_returned(out)
 }
 
+/// The blkdebug rules of the bad-sector check: every read of [`BAD_SECTOR`] fails.
+const BAD_SECTOR_RULES: &str = "tests/manifests/drivers/ahci-bad-sector.blkdebug";
+/// The bad-sector check's disk serves at most this many requests a second (by the host's
+/// clock): the client's other requests wait at the device while the bad read fails, as on a
+/// disk with moving parts (unthrottled, QEMU has finished them before the driver looks).
+const BAD_SECTOR_IOPS: u32 = 1000;
+
+/// The bad-sector check's client (as `ahci-bad-sector.toml` gives it): name, seed, first
+/// sector, sectors, transfers; and the sector the disk cannot read.
+const BAD_SECTOR_CLIENT: Workload = ("alpha", 3, 0, 2048, 3000);
+const BAD_SECTOR: u64 = 1000;
+
+/// The bad-sector check (`ahci-bad-sector.toml`, the image opened through QEMU's blkdebug with
+/// the rules of `ahci-bad-sector.blkdebug`, throttled): with native-queued commands in flight,
+/// every read of the bad sector failed with a device error and nothing else did (the client's
+/// own checks, every block it read included), the driver failed exactly as many requests as the
+/// client saw fail and at least once met the error with other requests at the device, which it
+/// issued again, and the image holds what the workload (after its prefill) wrote.
+fn bad_sector(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    let (name, seed, first, sectors, transfers) = BAD_SECTOR_CLIENT;
+    let report = format!("[{name}] blkbench: bad sector {BAD_SECTOR}: ");
+    let line = out.line(&report).ok_or(format!("no line like `{report}`"))?;
+    let failed: u64 = line
+        .message
+        .strip_prefix(&report)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .ok_or(format!("unreadable report: {}", line.message))?;
+    if failed == 0 {
+        return Err(format!("no read of sector {BAD_SECTOR} was made: the check checked nothing"));
+    }
+    expect_line(out, &format!("{name}: exited with status 0"))?;
+    let driver = |what: &str| {
+        out.log
+            .iter()
+            .filter(|l| l.message.starts_with(&format!("[blk] {}: ", d.app)))
+            .filter(|l| l.message.contains(what))
+            .count() as u64
+    };
+    let driver_failed = driver(" failed (PxIS ");
+    if driver_failed != failed {
+        return Err(format!(
+            "the driver failed {driver_failed} requests, the client saw {failed} fail"
+        ));
+    }
+    // With others at the device: the error log named the failed one and they went again at
+    // once, or (QEMU's disk has no such log) each was retried alone.
+    let shared = driver(" other request(s) issued again") + driver(" each is retried alone");
+    if shared == 0 {
+        return Err(
+            "no error met other requests at the device: the check checked too little".into()
+        );
+    }
+    let manifest = d.manifest("bad-sector");
+    let shape = blk::workload::Shape::MIXED;
+    let expected =
+        blk::workload::Expected::after_shaped(seed, first, sectors, shape, true, transfers);
+    let path =
+        crate::disks::image_path(&crate::disks::dir(arch), std::path::Path::new(&manifest), "data");
+    let region = crate::disks::read_sectors(&path, first, sectors).map_err(|e| format!("{e:#}"))?;
+    if let Some(bad) = expected.first_mismatch(&region) {
+        return Err(format!(
+            "{}: sector {bad} of {name}'s region does not hold what its workload wrote",
+            path.display()
+        ));
+    }
+    expect_line(out, "blk: exited with status 0")?;
+    frames_returned(out)
+}
+
 /// The idle check's client: its transfers and its pauses (as its manifest gives them), and
 /// the driver's latency hint.
 const IDLE_TRANSFERS: u64 = 60;
@@ -445,7 +523,8 @@ fn idle(d: &Driver, out: &Outcome) -> Result<(), String> {
     Ok(())
 }
 
-/// The suite's tests on `arch`: the six checks of each driver that runs on it.
+/// The suite's tests on `arch`: the six checks of each driver that runs on it, its scheduled
+/// checks, and those of one driver alone (`virtio_blk_usd`, `ahci_bad_sector`).
 pub(super) fn drivers_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
     let test = |d: &Driver, check: &str, timeout: u64, expected, f: super::Check| {
         let mut boot = Boot::new(arch);
@@ -491,6 +570,15 @@ pub(super) fn drivers_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
         };
         if d.test == "virtio_blk" {
             tests.push(test(d, "usd", 300, &[], Box::new(usd)));
+        }
+        if d.test == "ahci" {
+            let mut t =
+                test(d, "bad-sector", 300, &[], Box::new(move |out| bad_sector(d, arch, out)));
+            t.boot.disk_faults = Some(DiskFaults {
+                rules: crate::util::root().join(BAD_SECTOR_RULES),
+                iops: Some(BAD_SECTOR_IOPS),
+            });
+            tests.push(t);
         }
         for &policy in policies {
             let mut t = test(

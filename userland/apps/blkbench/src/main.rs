@@ -3,7 +3,7 @@
 //!
 //! `blkbench --channel NAME --transfers N --region FIRST:SECTORS [--seed S] [--depth D]
 //! [--pattern random|sequential] [--mix rw|read|write] [--size BYTES] [--prefill] [--no-verify]
-//! [--pause EVERY:MS]`
+//! [--pause EVERY:MS] [--bad-sector SECTOR]`
 //! opens a session over the channels `NAME-req` and `NAME-resp`, then runs the first `N`
 //! transfers of the workload `blk::workload::Workload` seeded `S` over its region of the disk,
 //! with up to `D` (default 8) in flight, never two that overlap. The workload's shape: random
@@ -25,6 +25,11 @@
 //! an unknown client, then after it one request of each other kind the driver must refuse (out
 //! of range, past the end, misaligned, zero length, outside the data area), their writes aimed
 //! at SECTOR, and checks each documented error; the host then finds SECTOR untouched.
+//! `--bad-sector SECTOR` says that the disk cannot read SECTOR (the host makes every read of it
+//! fail): each read that covers it must fail with [`BlkError::Device`], and every other transfer
+//! must succeed and check out as usual. After the workload it reports `blkbench: bad sector
+//! SECTOR: K reads of it failed with a device error, as they must`, and a read of it that
+//! succeeds or fails otherwise is a failure of the run.
 //! `--die-after N` makes it fault right after issuing transfer N, with transfers in flight
 //! (a test of the driver). When the driver is gone, the client reports it and exits with
 //! status 3.
@@ -65,6 +70,8 @@ struct Options {
     pause_ns: u64,
     /// Send the bad requests, their writes aimed at this sector.
     bad_requests: Option<u64>,
+    /// The sector the disk cannot read: every read covering it must fail with a device error.
+    bad_sector: Option<u64>,
     die_after: Option<u64>,
 }
 
@@ -82,6 +89,7 @@ fn options(env: Env) -> Result<Options, &'static str> {
         pause_every: None,
         pause_ns: 0,
         bad_requests: None,
+        bad_sector: None,
         die_after: None,
     };
     let mut args = env.args;
@@ -128,6 +136,9 @@ fn options(env: Env) -> Result<Options, &'static str> {
             }
             "--bad-requests" => {
                 o.bad_requests = Some(value()?.parse().map_err(|_| "bad --bad-requests")?)
+            }
+            "--bad-sector" => {
+                o.bad_sector = Some(value()?.parse().map_err(|_| "bad --bad-sector")?)
             }
             "--die-after" => o.die_after = Some(value()?.parse().map_err(|_| "bad --die-after")?),
             _ => return Err("unknown option"),
@@ -221,6 +232,12 @@ fn run(o: &Options) -> Result<(), &'static str> {
         "blkbench: measured transfers={} bytes={} elapsed_ns={elapsed} verified={}",
         o.transfers, moved.bytes, o.verify
     );
+    if let Some(bad) = o.bad_sector {
+        println!(
+            "blkbench: bad sector {bad}: {} reads of it failed with a device error, as they must",
+            moved.bad_reads
+        );
+    }
     s.flush().map_err(|e| if e.is_gone() { failure(e) } else { "the flush failed" })?;
     s.close().map_err(|e| if e.is_gone() { failure(e) } else { "the close failed" })?;
     let written = model.written();
@@ -237,6 +254,8 @@ struct Moved {
     writes: u64,
     reads: u64,
     bytes: u64,
+    /// Reads of the bad sector, each failed with a device error.
+    bad_reads: u64,
 }
 
 /// Runs `transfers`, up to `depth` in flight, none overlapping another, keeping `model` (what
@@ -305,6 +324,19 @@ fn run_transfers(
         let (id, status) = (done.id, done.status);
         let at = flight.iter().position(|(i, _, _)| *i == id).ok_or("an unknown completion")?;
         let (_, t, slot) = flight.swap_remove(at);
+        let covers = |s: u64| t.sector <= s && s < t.sector + u64::from(t.count);
+        if !t.write && o.bad_sector.is_some_and(covers) {
+            if status != Err(BlkError::Device) {
+                println!(
+                    "blkbench: transfer {} read the bad sector and got {:?}, not a device error",
+                    t.number, status
+                );
+                return Err("a read of the bad sector did not fail with a device error");
+            }
+            moved.bad_reads += 1;
+            free.push(slot);
+            continue;
+        }
         if status.is_err() {
             println!("blkbench: transfer {} failed: {:?}", t.number, status);
             return Err("a transfer failed");
