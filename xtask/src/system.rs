@@ -160,6 +160,8 @@ pub fn prepare_with(
     keep_disks: bool,
 ) -> Result<System> {
     let manifest = load_manifest(path, arch)?;
+    // The disks first: a kept image that is not there fails before anything is built.
+    let disks = disks::create(&disks::dir(arch), path, &manifest, keep_disks)?;
     let built = apps::build_apps(arch, build)?;
     let mut bytes = manifest.compile();
     if spoil == Spoil::ManifestByte {
@@ -184,7 +186,6 @@ pub fn prepare_with(
         .enumerate()
         .map(|(i, d)| (image_base(i), built[&d.app].clone()))
         .collect();
-    let disks = disks::create(&disks::dir(arch), path, &manifest, keep_disks)?;
     Ok(System { manifest, image: out, instances, disks })
 }
 
