@@ -40,6 +40,10 @@ pub struct Boot {
     /// Drives (each the argument of a `-drive`): the disk images of a manifest
     /// ([`crate::disks`]).
     pub drives: Vec<String>,
+    /// Make every write to a drive fail on the host with this `errno` (QEMU's `blkdebug`
+    /// between the drive and its image), as a full disk's do with `ENOSPC` (28): for tests of
+    /// what the guest is told.
+    pub failing_writes: Option<u32>,
 }
 
 impl Boot {
@@ -57,6 +61,7 @@ impl Boot {
             dtb: None,
             devices: Vec::new(),
             drives: Vec::new(),
+            failing_writes: None,
         }
     }
 
@@ -105,7 +110,13 @@ impl Boot {
         c.args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"]);
         c.args(["-nic", "none"]);
         for drive in &self.drives {
-            c.arg("-drive").arg(drive);
+            match (self.failing_writes, drive.strip_prefix("file=")) {
+                (Some(errno), Some(image)) => {
+                    let conf = blkdebug_path(errno);
+                    c.arg("-drive").arg(format!("file=blkdebug:{}:{image}", conf.display()))
+                }
+                _ => c.arg("-drive").arg(drive),
+            };
         }
         for device in &self.devices {
             c.arg("-device").arg(device);
@@ -127,6 +138,17 @@ impl Boot {
             (Arch::X86_64, _) => "PVH (QEMU -kernel)",
         }
     }
+}
+
+/// The `blkdebug` configuration that fails every write with `errno`
+/// ([`Boot::failing_writes`]), written by [`boot`].
+fn blkdebug_path(errno: u32) -> PathBuf {
+    crate::util::target_dir().join("qemu-blkdebug").join(format!("writes-fail-{errno}.conf"))
+}
+
+/// The text of [`blkdebug_path`]: an error on every write request, from the first.
+fn blkdebug_config(errno: u32) -> String {
+    format!("[inject-error]\nevent = \"write_aio\"\nerrno = \"{errno}\"\nimmediately = \"on\"\n")
 }
 
 /// How a boot ended.
@@ -197,6 +219,12 @@ pub fn boot(
 ) -> Result<Outcome> {
     if let Some(changes) = &boot.dtb {
         crate::dtb::build(|out| boot.dump_dtb_command(a, out), changes)?;
+    }
+    if let Some(errno) = boot.failing_writes {
+        let path = blkdebug_path(errno);
+        std::fs::create_dir_all(path.parent().expect("a directory"))?;
+        std::fs::write(&path, blkdebug_config(errno))
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     let mut cmd = boot.command(a);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -329,5 +357,15 @@ mod tests {
             x.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect();
         assert!(joined.join(" ").contains("isa-debug-exit,iobase=0xf4,iosize=0x04"));
         assert!(joined.join(" ").contains("-machine q35 -cpu max"));
+        // Failing writes put blkdebug between each drive and its image.
+        let mut d = Boot::new(Arch::Riscv64);
+        d.drives = vec!["file=disk.img,if=none,format=raw,id=disk0".into()];
+        d.failing_writes = Some(28);
+        let args: Vec<String> =
+            d.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect();
+        let conf = blkdebug_path(28);
+        let want = format!("file=blkdebug:{}:disk.img,if=none,format=raw,id=disk0", conf.display());
+        assert!(args.contains(&want), "{args:?}");
+        assert!(blkdebug_config(28).contains("errno = \"28\""));
     }
 }

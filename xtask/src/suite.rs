@@ -560,6 +560,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
     }
     tests.push(pci_test(&p, arch));
     tests.push(disks_test(&p, arch));
+    tests.push(disk_full_test(&p, arch));
     tests.push(interrupt_controllers_test(&p, arch));
     // A panic is reported with its message and a symbolized backtrace on every architecture.
     let mut boot = Boot::new(arch);
@@ -845,6 +846,31 @@ fn disks_test(p: &str, arch: Arch) -> QemuTest {
                 }
             }
             Ok(())
+        }),
+    }
+}
+
+/// A write the host refuses for want of space (`ENOSPC`, injected by QEMU's `blkdebug` into
+/// every write) reaches the guest as a device error: the virtio-blk driver's self-test fails
+/// its first request and the domain exits with status 1, and the kernel ends the run. With
+/// QEMU's default (`werror=enospc`) the machine would pause at that write and the boot would
+/// run into its timeout.
+fn disk_full_test(p: &str, arch: Arch) -> QemuTest {
+    let mut boot = Boot::new(arch);
+    boot.icount = true;
+    boot.failing_writes = Some(28);
+    QemuTest {
+        name: format!("{p}boot::disk_full_reported"),
+        boot,
+        system: Some(("tests/manifests/drivers/virtio-blk-self-test.toml".into(), Spoil::Nothing)),
+        expected: &[],
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            expect_line(out, "virtio-blk: self-test FAILED: the device failed a request")?;
+            if out.has("virtio-blk: self-test: ") {
+                return Err("a transfer of the self-test succeeded".into());
+            }
+            expect_line(out, "blk: exited with status 1")
         }),
     }
 }
