@@ -4,7 +4,10 @@
 //!
 //! An image is `target/disks/<manifest stem>-<disk name>.img`, zero-filled and sparse
 //! (`set_len`), made fresh for every boot unless kept (`cargo xtask run --keep-disk`), when an
-//! existing image of the right size is used as it is. On RISC-V `virt` a virtio disk `i` is a
+//! existing image of the right size is used as it is (a missing one is an error then, not a
+//! fresh blank disk). Every drive reports the host's read and write errors to the guest
+//! (`werror=report,rerror=report`): with QEMU's default, a write the host refuses for want of
+//! space (`ENOSPC`) would pause the machine, and the run would hang without a word. On RISC-V `virt` a virtio disk `i` is a
 //! `virtio-blk-device` on `virtio-mmio-bus.i` (the transport at `0x1000_1000 + i * 0x1000`);
 //! on x86_64 `q35` disk `i` is at PCI `00:(0x10 + i).0`: a `virtio-blk-pci`, or an AHCI
 //! controller of its own with the disk on port 0.
@@ -48,10 +51,12 @@ pub fn image_path(dir: &Path, manifest: &Path, disk: &str) -> PathBuf {
 }
 
 /// Makes the image of every disk of `m` (placed for a machine) in `dir`, named after the
-/// manifest file `source`: zero-filled and sparse, fresh unless `keep` and an image of the
-/// same size is there already (one of another size is an error then, not resized).
+/// manifest file `source`: zero-filled and sparse, fresh unless `keep`, when the image an
+/// earlier run left must be there at the disk's size (one missing or of another size is an
+/// error, not made or resized; so is `keep` for a manifest without disks).
 pub fn create(dir: &Path, source: &Path, m: &Manifest, keep: bool) -> Result<Vec<DiskImage>> {
     if m.disks.is_empty() {
+        ensure!(!keep, "--keep-disk: {} has no disks to keep", source.display());
         return Ok(Vec::new());
     }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -63,6 +68,12 @@ pub fn create(dir: &Path, source: &Path, m: &Manifest, keep: bool) -> Result<Vec
         let path = image_path(dir, source, &d.name);
         let existing = std::fs::metadata(&path).ok().map(|meta| meta.len());
         match existing {
+            None if keep => bail!(
+                "{}: --keep-disk, but no earlier run left an image of disk {:?} there: run once \
+                 without --keep-disk to make it",
+                path.display(),
+                d.name
+            ),
             Some(len) if keep => ensure!(
                 len == d.size,
                 "{}: kept image is {} but disk {:?} is {} in the manifest: run without \
@@ -88,13 +99,19 @@ pub fn create(dir: &Path, source: &Path, m: &Manifest, keep: bool) -> Result<Vec
 }
 
 /// The QEMU arguments that attach `images`: `(-drive arguments, -device arguments)`. Drive
-/// `i` is `disk<i>`; every device is at the address the manifest gives it.
+/// `i` is `disk<i>`, and hands the host's read and write errors to the guest
+/// (`werror=report,rerror=report`) instead of pausing the machine, which QEMU does by default
+/// on `ENOSPC` and which would leave a run hanging; every device is at the address the
+/// manifest gives it.
 pub fn qemu_args(images: &[DiskImage]) -> Result<(Vec<String>, Vec<String>)> {
     let mut drives = Vec::new();
     let mut devices = Vec::new();
     for (i, d) in images.iter().enumerate() {
         let id = format!("disk{i}");
-        drives.push(format!("file={},if=none,format=raw,id={id}", d.path.display()));
+        drives.push(format!(
+            "file={},if=none,format=raw,id={id},werror=report,rerror=report",
+            d.path.display()
+        ));
         match (d.bus, d.at) {
             (DiskBus::Virtio, DeviceAddress::Mmio { unit }) => {
                 devices.push(format!("virtio-blk-device,drive={id},bus=virtio-mmio-bus.{unit}"));
@@ -182,8 +199,14 @@ devices = [{ disk = "data" }]
         assert_eq!(
             drives,
             [
-                format!("file={},if=none,format=raw,id=disk0", data.display()),
-                format!("file={},if=none,format=raw,id=disk1", sata.display()),
+                format!(
+                    "file={},if=none,format=raw,id=disk0,werror=report,rerror=report",
+                    data.display()
+                ),
+                format!(
+                    "file={},if=none,format=raw,id=disk1,werror=report,rerror=report",
+                    sata.display()
+                ),
             ]
         );
         assert_eq!(
@@ -215,6 +238,21 @@ devices = [{ disk = "data" }]
         let m = placed(TEXT, Machine::Q35);
         let dir = test_dir("keep");
         let source = Path::new("manifests/m.toml");
+        // Nothing to keep before a first run: an error naming the image, and no image made.
+        let e = create(&dir, source, &m, true).unwrap_err().to_string();
+        let want = format!(
+            "{}: --keep-disk, but no earlier run left an image of disk \"data\" there",
+            dir.join("m-data.img").display()
+        );
+        assert!(e.starts_with(&want), "{e}");
+        assert!(!dir.join("m-data.img").exists() && !dir.join("m-sata.img").exists());
+        // Nor for a manifest without disks.
+        let diskless = "[system]\nmemory = \"64M\"\n\n[[domain]]\nname = \"a\"\napp = \"hello\"\n\
+                        memory = { guaranteed = \"256K\" }\n";
+        let diskless = placed(diskless, Machine::Q35);
+        let e = create(&dir, source, &diskless, true).unwrap_err().to_string();
+        assert_eq!(e, "--keep-disk: manifests/m.toml has no disks to keep");
+        assert!(create(&dir, source, &diskless, false).unwrap().is_empty());
         let images = create(&dir, source, &m, false).unwrap();
         assert_eq!(images[0].path, dir.join("m-data.img"));
         assert_eq!(std::fs::metadata(&images[0].path).unwrap().len(), 2 << 20);

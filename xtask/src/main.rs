@@ -31,6 +31,7 @@ mod util;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -102,8 +103,8 @@ enum Command {
         #[arg(long, value_enum, default_value = "riscv64")]
         arch: Arch,
     },
-    /// Build, boot in QEMU and show the decoded log; exits with the kernel's status, or 4 when
-    /// a domain failed that was not expected to.
+    /// Build, boot in QEMU and show the decoded log; exits with the kernel's status, 4 when a
+    /// domain failed that was not expected to, or 5 when the run outlived --timeout.
     Run {
         /// Guest architecture.
         #[arg(long, value_enum, default_value = "riscv64")]
@@ -141,9 +142,14 @@ enum Command {
         #[arg(long)]
         debug_apps: bool,
         /// Keep the manifest's disk images (`target/disks/<arch>/<manifest>-<disk>.img`) from the
-        /// last run instead of making them fresh and zero-filled.
+        /// last run instead of making them fresh and zero-filled (an error when there is none).
         #[arg(long, conflicts_with = "bare")]
         keep_disk: bool,
+        /// Stop the run if it has not ended SECONDS after QEMU started (host time), with a
+        /// message and exit status 5 (a domain that never ends, a machine that stopped).
+        /// Default: no timeout.
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+        timeout: Option<u64>,
         /// Also show frames the decoder could not read.
         #[arg(long)]
         raw: bool,
@@ -168,7 +174,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         disk_svg: Option<PathBuf>,
     },
-    /// Clippy, host unit tests and the QEMU suites; ends with `N passed, N failed`.
+    /// Clippy, host unit tests and the QEMU suites; ends with `N passed, N failed, N skipped`
+    /// (skipped: host tests marked `#[ignore]`).
     Test {
         /// Run only tests whose name contains this text.
         filter: Option<String>,
@@ -248,6 +255,7 @@ fn main() -> ExitCode {
             gdb,
             debug_apps,
             keep_disk,
+            timeout,
             raw,
             cpu,
             cpu_every,
@@ -270,6 +278,7 @@ fn main() -> ExitCode {
                     cpu: cpu_trace::Options { every_ns: live, out: cpu_out, svg: cpu_svg },
                     disk: disk_trace::Options { out: disk_out, svg: disk_svg },
                     keep_disk,
+                    timeout: timeout.map(Duration::from_secs),
                 },
             )
         }

@@ -1,6 +1,7 @@
-//! `cargo xtask run`: build, boot a manifest (or the kernel alone) in QEMU with no timeout,
-//! show the decoded log live, and end with an exit status that says whether the kernel and
-//! every domain did what they should ([`verdict`]).
+//! `cargo xtask run`: build, boot a manifest (or the kernel alone) in QEMU, with no timeout
+//! unless `--timeout` sets one, show the decoded log live, and end with an exit status that
+//! says whether the kernel and every domain did what they should, or that the run had not
+//! ended in time ([`verdict`]).
 
 pub mod verdict;
 
@@ -35,10 +36,13 @@ pub struct RunOptions {
     pub disk: disk_trace::Options,
     /// Keep the manifest's disk images from an earlier run rather than making them fresh.
     pub keep_disk: bool,
+    /// Stop QEMU when the run has not ended after this long (of the host's clock); `None`:
+    /// never.
+    pub timeout: Option<Duration>,
 }
 
-/// `cargo xtask run`: build, boot `b` as `opts` says, no timeout, show the log live; returns
-/// the kernel's exit code.
+/// `cargo xtask run`: build, boot `b` as `opts` says (until `opts.timeout`, if any), show the
+/// log live; returns the kernel's exit code, or the statuses of [`verdict`].
 pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     opts.cpu.check()?;
     opts.disk.check()?;
@@ -67,7 +71,7 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     if let Some(s) = &system {
         kernel.add_instances(&s.instances)?;
     }
-    b.timeout = Duration::MAX;
+    b.timeout = opts.timeout.unwrap_or(Duration::MAX);
     if b.icount {
         println!(
             "run: deterministic virtual time (-icount shift=0,sleep=off): the guest's clock counts its instructions, one a nanosecond, whatever the host does; --realtime runs it on the host's clock"
@@ -135,7 +139,14 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
             eprintln!("stopped (Ctrl-C)");
             130
         }
-        Ending::Timeout => 124,
+        Ending::Timeout => {
+            eprintln!(
+                "run: timed out: no end after {} s (--timeout); QEMU stopped, exiting with status {}",
+                b.timeout.as_secs(),
+                verdict::TIMED_OUT
+            );
+            verdict::TIMED_OUT
+        }
         Ending::Other(status) => {
             eprintln!("QEMU exited with status {status:?} without a kernel exit code");
             3

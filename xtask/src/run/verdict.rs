@@ -5,7 +5,8 @@
 //! The exit status of `cargo xtask run` is the kernel's (0 success, 1 a kernel test failed,
 //! 2 panic or unexpected trap, 3 QEMU ended without a kernel exit code), and
 //! [`DOMAIN_FAILED`] when the kernel succeeded but a domain failed whose manifest entry does
-//! not say `expect_failure = true` (unless `--allow-failures`).
+//! not say `expect_failure = true` (unless `--allow-failures`); [`TIMED_OUT`] when the run
+//! outlived its `--timeout`, and 130 when it was stopped with Ctrl-C.
 
 use manifest::Manifest;
 
@@ -13,6 +14,10 @@ use crate::log::LogLine;
 
 /// The exit status of `cargo xtask run` when a domain failed that was not expected to.
 pub const DOMAIN_FAILED: u8 = 4;
+
+/// The exit status of `cargo xtask run` when the run had not ended by its `--timeout` and
+/// QEMU was stopped.
+pub const TIMED_OUT: u8 = 5;
 
 /// How a domain ended, from the run summary.
 #[derive(Clone, Debug, PartialEq, Eq)]

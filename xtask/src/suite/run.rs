@@ -9,26 +9,44 @@
 //!   [`DOMAIN_FAILED`], naming it; `--allow-failures` makes the same run exit 0.
 //! - `expected_failure_exits_0`: a fault demo, its faulty domain marked `expect_failure`,
 //!   exits 0 while the domain is terminated.
+//! - `hang_ends_at_timeout`: a run that never ends (a domain that spins forever, no `stop=`)
+//!   is stopped by `--timeout 10`, no sooner, with [`TIMED_OUT`] and a message saying so.
+//!
+//! Every child runs with a `--timeout` ([`RUN_TIMEOUT_S`] unless the test sets its own), so a
+//! run that hangs fails its test instead of holding up the suite; and the harness stops a
+//! child that outlives even that by [`GUARD_S`].
 
-use std::process::Command;
+use std::io::Read;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::last_lines;
 use crate::cpu;
 use crate::expected::Expected;
 use crate::log::LogLine;
 use crate::qemu::{Ending, Outcome};
-use crate::run::verdict::{DOMAIN_FAILED, DomainEnding, endings, late_periods};
+use crate::run::verdict::{DOMAIN_FAILED, DomainEnding, TIMED_OUT, endings, late_periods};
 use crate::sched::PERIOD_TOLERANCE_NS;
 use crate::{Arch, util};
+
+/// The `--timeout` of every `cargo xtask run` child whose test sets none, in seconds: the
+/// longest run here takes a few seconds of the host's time even on a busy host.
+const RUN_TIMEOUT_S: u64 = 300;
+
+/// How long the harness waits for a child beyond its `--timeout` before it stops the child
+/// itself, in seconds: the child builds the apps before QEMU starts, and its timeout counts
+/// from then.
+const GUARD_S: u64 = 600;
 
 /// What a `cargo xtask run` child did.
 struct RunOutput {
     status: Option<i32>,
     stdout: String,
     stderr: String,
+    /// From its start to its exit, on the host's clock.
+    wall: Duration,
 }
 
 impl RunOutput {
@@ -76,31 +94,72 @@ impl Children {
         Children { arch, outcomes: Vec::new() }
     }
 
-    /// Runs this xtask binary as `cargo xtask run --arch ARCH ARGS`.
+    /// Runs this xtask binary as `cargo xtask run --arch ARCH --timeout RUN_TIMEOUT_S ARGS`.
     fn run(&mut self, args: &[&str]) -> Result<RunOutput, String> {
-        let mut all = vec!["--arch", self.arch.name()];
+        self.run_for(RUN_TIMEOUT_S, args)
+    }
+
+    /// Runs this xtask binary as `cargo xtask run --arch ARCH --timeout TIMEOUT_S ARGS`.
+    fn run_for(&mut self, timeout_s: u64, args: &[&str]) -> Result<RunOutput, String> {
+        let timeout = timeout_s.to_string();
+        let mut all = vec!["--arch", self.arch.name(), "--timeout", &timeout];
         all.extend_from_slice(args);
-        let out = xtask_run(&all)?;
+        let out = xtask_run(&all, Duration::from_secs(timeout_s + GUARD_S))?;
         self.outcomes.push(out.outcome());
         Ok(out)
     }
 }
 
-/// Runs this xtask binary as `cargo xtask run ARGS`.
-fn xtask_run(args: &[&str]) -> Result<RunOutput, String> {
+/// Runs this xtask binary as `cargo xtask run ARGS`, and stops it if it has not ended after
+/// `guard`.
+fn xtask_run(args: &[&str], guard: Duration) -> Result<RunOutput, String> {
     let exe = std::env::current_exe().map_err(|e| format!("no xtask binary: {e}"))?;
-    let out = Command::new(exe)
+    let start = Instant::now();
+    let mut child = Command::new(exe)
         .current_dir(util::root())
         .arg("run")
         .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| format!("could not start xtask run: {e}"))?;
-    Ok(RunOutput {
-        status: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    })
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped")));
+    let status = loop {
+        match child.try_wait().map_err(|e| format!("waiting for xtask run: {e}"))? {
+            Some(status) => break Some(status),
+            None if start.elapsed() > guard => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    let wall = start.elapsed();
+    let out = RunOutput {
+        status: status.and_then(|s| s.code()),
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+        wall,
+    };
+    match status {
+        Some(_) => Ok(out),
+        None => Err(format!(
+            "xtask run {} outlived its --timeout by {} s and was stopped\n{}",
+            args.join(" "),
+            GUARD_S,
+            out.describe()
+        )),
+    }
 }
 
 /// Keeps every host core busy while it lives.
@@ -147,6 +206,7 @@ pub(super) const RUN_TESTS: &[(&str, RunTest, Expected)] = &[
     ("default_busy_host", default_busy_host, &[]),
     ("failing_domain_exit_status", failing_domain_exit_status, &[]),
     ("expected_failure_exits_0", expected_failure_exits_0, super::domains::FAULT_WRITE),
+    ("hang_ends_at_timeout", hang_ends_at_timeout, &[]),
 ];
 
 fn default_busy_host(children: &mut Children) -> Result<(), String> {
@@ -251,6 +311,36 @@ fn expected_failure_exits_0(children: &mut Children) -> Result<(), String> {
             "want exit status 0 with `faulty` terminated (expect_failure)\n{}",
             out.describe()
         ));
+    }
+    Ok(())
+}
+
+/// How long `hang_ends_at_timeout` lets its run go on, in seconds.
+const HANG_TIMEOUT_S: u64 = 10;
+
+fn hang_ends_at_timeout(children: &mut Children) -> Result<(), String> {
+    // Two domains that spin forever, and no `stop=`: the kernel never ends the run.
+    let manifest = "tests/manifests/sched/forever.toml";
+    let out = children.run_for(HANG_TIMEOUT_S, &["--manifest", manifest])?;
+    let fail = |why: &str| Err(format!("{why}\n{}", out.describe()));
+    if out.status != Some(TIMED_OUT.into()) {
+        return fail(&format!("want exit status {TIMED_OUT}"));
+    }
+    let said = format!("run: timed out: no end after {HANG_TIMEOUT_S} s (--timeout)");
+    if !out.stderr.contains(&said) {
+        return fail(&format!("stderr does not say `{said}`"));
+    }
+    // Stopped by the timeout and not before it: the guest was running, not yet ended, and the
+    // child lived at least that long (its timeout counts from QEMU's start, after the build).
+    let run = out.outcome();
+    if !run.has("[hog] spin: report") {
+        return fail("the domains never reported: the run did not get going");
+    }
+    if run.has("run summary: ") || run.has("shutdown: ") {
+        return fail("the kernel ended the run itself");
+    }
+    if out.wall < Duration::from_secs(HANG_TIMEOUT_S) {
+        return fail(&format!("ended after {:.1?}, before its timeout", out.wall));
     }
     Ok(())
 }

@@ -140,18 +140,10 @@ mod tests {
     use super::super::experiments::{Size, plan};
     use super::*;
 
-    /// The manifest without the keys the `manifest` crate does not know yet (the disk's
-    /// `model`, the clients' `disk` contracts).
-    fn without_new_keys(text: &str) -> String {
-        text.lines()
-            .filter(|l| !l.starts_with("model = ") && !l.starts_with("disk = {"))
-            .map(|l| format!("{l}\n"))
-            .collect()
-    }
-
     #[test]
-    fn every_manifest_parses_but_for_the_new_keys() {
+    fn every_manifest_parses_with_its_model_and_contracts() {
         let known = ["virtio-blk", "ahci", "diskread"];
+        let ms = |ms: u64| ms * 1_000_000;
         let (runs, _) = plan(Size::Full);
         for dev in &DEVICES {
             let machine = if dev.bus == "ahci" {
@@ -161,14 +153,24 @@ mod tests {
             };
             for run in runs.iter().filter(|r| !r.host_only) {
                 let text = manifest(run, dev);
-                let stripped = without_new_keys(&text);
-                let m = manifest::parse_for(&path(run, dev), &stripped, &known, machine)
+                let m = manifest::parse_for(&path(run, dev), &text, &known, machine)
                     .unwrap_or_else(|e| panic!("{}: {e}\n{text}", run.key));
                 assert_eq!(m.domains.len(), run.clients.len() + 1, "{}", run.key);
-                // The new keys are there, once for the disk and once per contract.
-                assert_eq!(text.matches("model = \"deskstar-34gxp\"").count(), 1);
-                let contracts = run.clients.iter().filter(|c| c.contract.is_some()).count();
-                assert_eq!(text.matches("\ndisk = {").count(), contracts, "{}", run.key);
+                // The one disk, on the model by its manifest name.
+                assert_eq!(m.disks.len(), 1, "{}", run.key);
+                assert_eq!(m.disks[0].model.map(|d| d.name()), Some(MODEL), "{}", run.key);
+                assert_eq!(m.disks[0].size, disk_bytes(), "{}", run.key);
+                // The driver has no disk contract; each client the run's, to the nanosecond.
+                assert_eq!(m.domains[0].disk, None, "{}", run.key);
+                for (c, d) in run.clients.iter().zip(&m.domains[1..]) {
+                    let want = c.contract.map(|k| manifest::CpuSpec {
+                        period_ns: ms(k.period_ms),
+                        slice_ns: ms(k.slice_ms),
+                        extra: k.extra,
+                        latency_ns: ms(k.latency_ms),
+                    });
+                    assert_eq!(d.disk, want, "{}: {}", run.key, d.name);
+                }
                 assert_eq!(text.contains("--no-anticipation"), !run.anticipation, "{}", run.key);
             }
         }
