@@ -178,7 +178,10 @@ pub fn prepare_with(
         .enumerate()
         .map(|(i, d)| (image_base(i), built[&d.app].clone()))
         .collect();
-    let disks = disks::create(&disks::dir(arch), path, &manifest, keep_disks)?;
+    let mut disks = disks::create(&disks::dir(arch), path, &manifest, keep_disks)?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    disks::inject_faults(&mut disks, path, &text)?;
     Ok(System { manifest, image: out, instances, disks })
 }
 

@@ -454,6 +454,51 @@ fn heracles_revocation(out: &Outcome) -> Result<(), String> {
     expect_line(out, "pager: exited with status 0")
 }
 
+/// A disk that fails transfers (QEMU's blkdebug, `heracles-disk-errors.blkdebug`) costs the
+/// pager exactly the page whose only copy it cannot read: the first read of slot 20 and the
+/// first write of slot 5 are retried; the three slots whose writes always fail are retired,
+/// their pages kept in memory and written elsewhere while other victims are chosen; page 10,
+/// stored in the slot whose reads always fail, is lost, its loss reported by address and heard
+/// by the app's handler; every byte of every other page is checked, and the app exits 0.
+fn heracles_disk_errors(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    let get = |line: &str, k: &str| field(line, k).ok_or(format!("no `{k}=` in `{line}`"));
+    let random = line_with(out, "heracles: random pages=")?;
+    if get(random, "mismatches")? != 0 || get(random, "checked")? < get(random, "pages")? {
+        return Err(format!("contents wrong: {random}"));
+    }
+    let errors = line_with(out, "heracles: disk errors retries=")?;
+    // Retries: 1 (slot 20) + 1 (slot 5) + 3 x 3 (slots 40 to 42) + 3 (slot 10), four tries
+    // each at most; slots retired: 40, 41, 42 and 10.
+    let want = [
+        ("retries", 14),
+        ("retired_slots", 4),
+        ("write_failures", 3),
+        ("failed_evictions", 3),
+        ("lost_pages", 1),
+    ];
+    for (k, v) in want {
+        if get(errors, k)? != v {
+            return Err(format!("expected {k}={v}: {errors}"));
+        }
+    }
+    expect_line(out, "heracles: lost pages=1 handler_told=1")?;
+    let lost: Vec<&str> = out
+        .log
+        .iter()
+        .map(|l| l.message.as_str())
+        .filter(|m| m.contains("heracles: lost page="))
+        .collect();
+    match lost[..] {
+        [line]
+            if line.contains("heracles: lost page=10 va=0x")
+                && line.ends_with("handler_told=true") => {}
+        _ => return Err(format!("the report should name page 10, and only it: {lost:?}")),
+    }
+    expect_line(out, "heracles: page 10 was lost; it reads zeros")?;
+    expect_line(out, "pager: exited with status 0")
+}
+
 pub(super) fn paging_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
     // ANCHOR: test_closure
     let boot = || Boot::new(arch);
@@ -511,6 +556,12 @@ pub(super) fn paging_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             heracles_revocation,
         )),
         virtual_time(test("revocation", "revocation.toml", &[], revocation)),
+        virtual_time(test(
+            "heracles_disk_errors",
+            "heracles-disk-errors.toml",
+            &[],
+            heracles_disk_errors,
+        )),
         virtual_time(test(
             "revocation_ignored",
             "revocation-ignored.toml",

@@ -1,7 +1,8 @@
 //! [`StreamDisk`]: the pager's block device, a window of the disk reached through this
 //! domain's own session of the block protocol, so every page the pager reads or writes is
 //! scheduled (and charged) as this domain's disk stream. Synchronous: one request at a time,
-//! each waited for (the faulting thread waits; the domain's other threads run meanwhile).
+//! each waited for (the faulting thread waits; the domain's other threads run meanwhile). A
+//! request the driver fails is a [`DeviceError::Io`], which the pager retries after a sleep.
 
 use alloc::rc::Rc;
 use core::cell::Cell;
@@ -138,5 +139,11 @@ impl BlockDevice for StreamDisk {
             at += part.len() as u64 / ss;
         }
         Ok(())
+    }
+
+    /// The faulting thread sleeps on the domain's clock (virtual time under `-icount`); the
+    /// domain's other threads run meanwhile.
+    fn wait(&mut self, ns: u64) {
+        tessera::thread::sleep(ns);
     }
 }
