@@ -1031,3 +1031,30 @@ fn accessed_bits_are_harvested_once_every_so_many_evictions() {
     p.fault(FRAMES + 11, false).unwrap();
     assert_eq!(p.frames().harvests, 7);
 }
+
+#[test]
+fn a_victim_whose_write_keeps_failing_stays_resident_and_dirty_and_another_is_chosen() {
+    use crate::block::{Injected, Op};
+    let mut dev = MemBlockDevice::with_pages(2 * PAGES);
+    dev.inject(Injected { op: Op::Write, sectors: slot_sectors(0..1), times: None });
+    let pager = Hierarchy::LocalPaging
+        .build(FRAMES, dev, PAGES, PolicyKind::Clock.build(), Box::new(NoAppHandler))
+        .expect("pager");
+    let mut p = Paged::new(pager, MemFrames::new(FRAMES));
+    for page in 0..=FRAMES {
+        let frame = p.fault(page, true).expect("fault");
+        p.frames_mut().frame_mut(frame).copy_from_slice(&pattern(page)[..]);
+    }
+    // Page 0, the first victim, went to slot 0, which failed: it stays, dirty; page 1 went.
+    assert_eq!(p.resident(0).map(|r| r.dirty), Some(true));
+    assert!(p.resident(1).is_none());
+    let s = p.stats();
+    assert_eq!((s.failed_evictions, s.evictions, s.disk.retired_slots), (1, 1, 1));
+    // Page 0 is written elsewhere when next evicted, and every byte is kept.
+    for page in (0..PAGES).chain(0..PAGES) {
+        let frame = p.fault(page, false).unwrap();
+        let want = if page <= FRAMES { pattern(page) } else { Box::new([0; PAGE_SIZE]) };
+        assert_eq!(checksum(p.frames().frame(frame)), checksum(&want[..]), "{page}");
+    }
+    assert_eq!(p.swap_space().retired, 1);
+}
