@@ -28,7 +28,13 @@
 //! `heracles: cost ...`: where the driver's time went by this domain's clock (in faults, in
 //! kernel calls, in the compressed cache's codec, waiting for the disk), and `heracles: hit
 //! ...`: the distribution of the driver's time in faults its cache answered without the disk,
-//! all of them and then by how the page was stored (`kind=zero|raw|compressed`). Exit status 0
+//! all of them and then by how the page was stored (`kind=zero|raw|compressed`), and
+//! `heracles: disk errors ...` (transfers retried, swap slots retired, writes and evictions
+//! failed, pages lost), `heracles: lost pages=N handler_told=M` and a line
+//! `heracles: lost page=P va=0x... handler_told=true|false` for each page the pager lost (the
+//! disk kept failing the read of its only copy), by the driver's report, and whether this
+//! app's handler heard of it. The random workload expects zeros in a page lost by the access
+//! that reads it (`heracles: page P was lost; it reads zeros`). Exit status 0
 //! when the program's result is right, 1 on a mismatch or error, 2 on bad arguments.
 
 #![no_std]
