@@ -1058,3 +1058,23 @@ fn a_victim_whose_write_keeps_failing_stays_resident_and_dirty_and_another_is_ch
     }
     assert_eq!(p.swap_space().retired, 1);
 }
+
+#[test]
+fn write_behind_keeps_pages_whose_slots_fail_queued_and_loses_nothing() {
+    use crate::block::{Injected, Op};
+    let mut dev = MemBlockDevice::with_pages(2 * PAGES);
+    dev.inject(Injected { op: Op::Write, sectors: slot_sectors(2..5), times: None });
+    dev.inject(Injected { op: Op::Read, sectors: slot_sectors(0..1), times: Some(1) });
+    let disk = WriteBehindDisk::new(dev, 3).expect("disk");
+    let cache = BasicCache::pass_through(Box::new(LocalBacking::new(Box::new(disk))));
+    let pager =
+        Pager::new(FRAMES, PAGES, Box::new(Clock::new()), Box::new(cache), Box::new(NoAppHandler));
+    let mut p = Paged::new(pager, MemFrames::new(FRAMES));
+    let shadow = random_run(&mut p, 3, 3000);
+    verify_all(&mut p, &shadow);
+    p.flush_cache().expect("flush");
+    verify_all(&mut p, &shadow);
+    let s = p.stats();
+    assert_eq!((s.disk.retired_slots, s.lost_pages), (3, 0), "{s:?}");
+    assert!(s.disk.retries > 0 && s.disk.write_failures == 3, "{s:?}");
+}
