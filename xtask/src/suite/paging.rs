@@ -459,7 +459,8 @@ fn heracles_revocation(out: &Outcome) -> Result<(), String> {
 /// first write of slot 5 are retried; the three slots whose writes always fail are retired,
 /// their pages kept in memory and written elsewhere while other victims are chosen; page 10,
 /// stored in the slot whose reads always fail, is lost, its loss reported by address and heard
-/// by the app's handler; every byte of every other page is checked, and the app exits 0. On
+/// by the app's handler; every byte of every other page is checked, and the app exits 0. The
+/// pager waited before each retry, on its own clock. On
 /// virtio-blk (both architectures) and AHCI (x86_64).
 fn heracles_disk_errors(out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
@@ -482,6 +483,13 @@ fn heracles_disk_errors(out: &Outcome) -> Result<(), String> {
         if get(errors, k)? != v {
             return Err(format!("expected {k}={v}: {errors}"));
         }
+    }
+    // The waits before the retries, slept on the pager's own (virtual) clock: 1 ms before a
+    // second try, 2 ms before a third, 4 ms before a fourth: 1 + 1 + 3 x 7 + 7 = 30 ms, and
+    // not much more (a wake-up is late by at most a little scheduling).
+    let waited = get(errors, "retry_wait_ns")?;
+    if !(30_000_000..=40_000_000).contains(&waited) {
+        return Err(format!("the retries should have waited 30 ms in all: {errors}"));
     }
     expect_line(out, "heracles: lost pages=1 handler_told=1")?;
     let lost: Vec<&str> = out

@@ -22,6 +22,8 @@ pub struct StreamCounts {
     pub bytes: u64,
     /// Nanoseconds spent waiting for responses.
     pub wait_ns: u64,
+    /// Nanoseconds slept before retries of failed requests, by this domain's clock.
+    pub retry_wait_ns: u64,
 }
 
 /// A window of the disk over a block session; see the [module](self).
@@ -144,6 +146,9 @@ impl BlockDevice for StreamDisk {
     /// The faulting thread sleeps on the domain's clock (virtual time under `-icount`); the
     /// domain's other threads run meanwhile.
     fn wait(&mut self, ns: u64) {
+        let start = tessera::time_ns();
         tessera::thread::sleep(ns);
+        let slept = tessera::time_ns().saturating_sub(start);
+        self.count(|c| c.retry_wait_ns += slept);
     }
 }

@@ -30,7 +30,7 @@
 //! ...`: the distribution of the driver's time in faults its cache answered without the disk,
 //! all of them and then by how the page was stored (`kind=zero|raw|compressed`), and
 //! `heracles: disk errors ...` (transfers retried, swap slots retired, writes and evictions
-//! failed, pages lost), `heracles: lost pages=N handler_told=M` and a line
+//! failed, pages lost, and the time slept before retries by its clock), `heracles: lost pages=N handler_told=M` and a line
 //! `heracles: lost page=P va=0x... handler_told=true|false` for each page the pager lost (the
 //! disk kept failing the read of its only copy), by the driver's report, and whether this
 //! app's handler heard of it. The random workload expects zeros in a page lost by the access
@@ -347,12 +347,13 @@ fn report(
     );
     println!(
         "heracles: disk errors retries={} retired_slots={} write_failures={} failed_evictions={} \
-         lost_pages={}",
+         lost_pages={} retry_wait_ns={}",
         s.disk.retries,
         s.disk.retired_slots,
         s.disk.write_failures,
         s.failed_evictions,
         s.lost_pages,
+        stream.retry_wait_ns,
     );
     // The driver names each page lost by address; the handler heard of each by number.
     let heard: alloc::vec::Vec<usize> = lost_since(0).collect();
