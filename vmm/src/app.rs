@@ -1,5 +1,6 @@
 //! The application's side of its pager: [`AppHandler`] hears of changes to the domain's
-//! guarantees and may answer by resizing its cache; [`NoAppHandler`] ignores them.
+//! guarantees and may answer by resizing its cache, and hears of pages the disk lost;
+//! [`NoAppHandler`] ignores both.
 
 /// A change to the guarantees the pager works under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,6 +21,14 @@ pub trait AppHandler {
     fn guarantees_changed(&mut self, change: GuaranteeChange) -> Option<usize> {
         let _ = change;
         None
+    }
+
+    /// `page` (its number within the stretch) is lost: the disk kept failing the read of its
+    /// only copy. The pager goes on as if it had never been written: the access that found
+    /// the loss, and every later one, reads zeros until the page is written again. Called
+    /// before the faulting access completes.
+    fn page_lost(&mut self, page: usize) {
+        let _ = page;
     }
 }
 

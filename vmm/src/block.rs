@@ -1,7 +1,9 @@
 //! The block device as the pager's disk managers see it: synchronous, whole sectors, one
 //! call per contiguous run. In a domain the `heracles` app's `StreamDisk` implements
 //! [`BlockDevice`] over its block session (the domain's own USD stream); on the host
-//! [`MemBlockDevice`] does, counting every transfer and failing on request.
+//! [`MemBlockDevice`] does, counting every transfer and failing on request: every transfer, or
+//! those of one kind touching a range of sectors, always or a given number of times
+//! ([`Injected`]).
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -38,6 +40,34 @@ pub trait BlockDevice {
 
     /// Writes `data` (whole sectors) starting at sector `sector`.
     fn write(&mut self, sector: u64, data: &[u8]) -> Result<(), DeviceError>;
+
+    /// Waits `ns` nanoseconds of the domain's own clock before a failed transfer is retried
+    /// (in a domain, the faulting thread sleeps while the domain's other threads run). The
+    /// default returns at once.
+    fn wait(&mut self, ns: u64) {
+        let _ = ns;
+    }
+}
+
+/// Which transfers an [`Injected`] fault fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Reads.
+    Read,
+    /// Writes.
+    Write,
+}
+
+/// A fault injected into a [`MemBlockDevice`]: transfers of kind `op` that touch a sector of
+/// `sectors` fail with [`DeviceError::Io`], the first `times` of them (`None`: all of them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Injected {
+    /// The kind of transfer failed.
+    pub op: Op,
+    /// The sectors whose transfers fail.
+    pub sectors: core::ops::Range<u64>,
+    /// How many more transfers fail (`None`: every one).
+    pub times: Option<u32>,
 }
 
 /// Transfers a [`MemBlockDevice`] has done.
@@ -51,6 +81,12 @@ pub struct DeviceCounts {
     pub sectors_read: u64,
     /// Sectors written.
     pub sectors_written: u64,
+    /// Transfers failed by an injected fault or a switch.
+    pub failed: u64,
+    /// Nanoseconds waited before retries ([`BlockDevice::wait`]).
+    pub waited_ns: u64,
+    /// Waits asked for.
+    pub waits: u64,
 }
 
 /// An in-memory [`BlockDevice`] for tests: a `Vec` of sectors, with counts of the transfers
@@ -62,6 +98,7 @@ pub struct MemBlockDevice {
     counts: DeviceCounts,
     fail_reads: bool,
     fail_writes: bool,
+    injected: Vec<Injected>,
 }
 
 impl MemBlockDevice {
@@ -73,6 +110,7 @@ impl MemBlockDevice {
             counts: DeviceCounts::default(),
             fail_reads: false,
             fail_writes: false,
+            injected: Vec::new(),
         }
     }
 
@@ -94,6 +132,44 @@ impl MemBlockDevice {
     /// Makes every later write fail with [`DeviceError::Io`] (or succeed again).
     pub fn fail_writes(&mut self, fail: bool) {
         self.fail_writes = fail;
+    }
+
+    /// Fails transfers as `fault` says, from now on (added to those injected before).
+    pub fn inject(&mut self, fault: Injected) {
+        self.injected.push(fault);
+    }
+
+    /// The contents of sectors `sectors`, as stored (tests look at what reached the disk).
+    pub fn sectors(&self, sectors: core::ops::Range<u64>) -> &[u8] {
+        let ss = self.sector_size as u64;
+        &self.bytes[(sectors.start * ss) as usize..(sectors.end * ss) as usize]
+    }
+
+    /// Whether a transfer of kind `op` of `len` bytes at `sector` fails, counting it against
+    /// the first injected fault it meets.
+    fn fails(&mut self, op: Op, sector: u64, len: usize) -> bool {
+        let end = sector + (len / self.sector_size) as u64;
+        let switch = match op {
+            Op::Read => self.fail_reads,
+            Op::Write => self.fail_writes,
+        };
+        let hit = self.injected.iter_mut().find(|f| {
+            f.op == op
+                && f.sectors.start < end
+                && sector < f.sectors.end
+                && f.times.is_none_or(|t| t > 0)
+        });
+        let fails = match hit {
+            Some(f) => {
+                if let Some(t) = &mut f.times {
+                    *t -= 1;
+                }
+                true
+            }
+            None => switch,
+        };
+        self.counts.failed += u64::from(fails);
+        fails
     }
 
     /// The byte range of `len` bytes at `sector`, if it is whole sectors inside the device.
@@ -120,7 +196,7 @@ impl BlockDevice for MemBlockDevice {
 
     fn read(&mut self, sector: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
         let range = self.range(sector, buf.len())?;
-        if self.fail_reads {
+        if self.fails(Op::Read, sector, buf.len()) {
             return Err(DeviceError::Io);
         }
         buf.copy_from_slice(&self.bytes[range]);
@@ -131,12 +207,17 @@ impl BlockDevice for MemBlockDevice {
 
     fn write(&mut self, sector: u64, data: &[u8]) -> Result<(), DeviceError> {
         let range = self.range(sector, data.len())?;
-        if self.fail_writes {
+        if self.fails(Op::Write, sector, data.len()) {
             return Err(DeviceError::Io);
         }
         self.bytes[range].copy_from_slice(data);
         self.counts.writes += 1;
         self.counts.sectors_written += (data.len() / self.sector_size) as u64;
         Ok(())
+    }
+
+    fn wait(&mut self, ns: u64) {
+        self.counts.waits += 1;
+        self.counts.waited_ns += ns;
     }
 }

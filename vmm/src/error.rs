@@ -16,8 +16,21 @@ pub enum VmmError {
         /// Slots that were free.
         free: usize,
     },
-    /// The block device failed a transfer.
+    /// The block device refused a transfer (outside the device, or not whole sectors).
     Device(DeviceError),
+    /// The device kept failing the write of `page` (every retry): the slot it was written to
+    /// is retired, and the page's contents are kept where they were (resident, or in a
+    /// cache), to be written elsewhere.
+    WriteFailed {
+        /// The page being written (not necessarily the one whose fault caused the write).
+        page: usize,
+    },
+    /// The device kept failing the read of `page`, whose only copy was on the disk: the page
+    /// is lost, its slot retired and the store no longer holds it.
+    PageLost {
+        /// The page lost.
+        page: usize,
+    },
     /// A page was asked for that no component holds.
     NotStored {
         /// The page (within the stretch).
@@ -59,6 +72,12 @@ impl fmt::Display for VmmError {
                 "swap area full: {needed} page slot(s) needed, {free} free; nothing was overwritten"
             ),
             VmmError::Device(e) => write!(f, "block device: {e}"),
+            VmmError::WriteFailed { page } => {
+                write!(f, "the disk kept failing the write of page {page}; it is kept in memory")
+            }
+            VmmError::PageLost { page } => {
+                write!(f, "the disk kept failing the read of page {page}, its only copy: lost")
+            }
             VmmError::NotStored { page } => write!(f, "page {page} is not stored anywhere"),
             VmmError::PageOutOfRange { page, pages } => {
                 write!(f, "page {page} is outside the stretch of {pages} pages")

@@ -45,6 +45,11 @@ pub struct PagerStats {
     pub frames: usize,
     /// Frames released to revocations.
     pub frames_revoked: usize,
+    /// Evictions that failed because the disk kept failing a write (another victim was
+    /// chosen, the page kept resident and dirty).
+    pub failed_evictions: u64,
+    /// Pages lost: the disk kept failing the read of their only copy.
+    pub lost_pages: u64,
     /// The top cache manager's counts.
     pub cache: CacheStats,
     /// The disk manager's counts.
@@ -59,6 +64,14 @@ pub struct PagerStats {
 /// dirty; clean ones as clean, which a cache may keep and otherwise drops because the backing
 /// store already holds them; clean victims with no content (zero, never written) are simply
 /// forgotten.
+///
+/// The disk's failures: a victim whose contents cannot be stored because the disk kept failing
+/// a write ([`VmmError::WriteFailed`], for it or for a page a cache pushed down to make room)
+/// stays resident and dirty, and another victim is chosen, up to [`MAX_VICTIMS`] per frame
+/// wanted; the page is written to another slot when next evicted. A page whose only copy the
+/// disk cannot read ([`VmmError::PageLost`]) is lost: the application's handler hears of it
+/// ([`AppHandler::page_lost`]), [`Pager::lost_pages`] names it, and it reads as zeros from
+/// then on, as a page never written; every other page stays intact.
 pub struct Pager {
     policy: Box<dyn ReplacementPolicy>,
     cache: Box<dyn CacheManager>,
@@ -73,7 +86,12 @@ pub struct Pager {
     /// Evictions between two harvests of the hardware's accessed bits, and since the last.
     harvest_every: usize,
     since_harvest: usize,
+    /// Pages lost, in the order they were lost.
+    lost: Vec<usize>,
 }
+
+/// Victims an eviction tries, at most, before it fails because the disk keeps failing writes.
+pub const MAX_VICTIMS: usize = 8;
 
 impl Pager {
     /// A pager for a stretch of `pages` pages over `frame_count` frames, numbered
@@ -100,6 +118,7 @@ impl Pager {
             evict_ahead: 1,
             harvest_every: 0,
             since_harvest: usize::MAX,
+            lost: Vec::new(),
         }
     }
 
@@ -128,6 +147,11 @@ impl Pager {
     /// The resident pages, in page order.
     pub fn resident_pages(&self) -> impl Iterator<Item = usize> + '_ {
         self.resident.keys().copied()
+    }
+
+    /// The pages lost (their numbers within the stretch), in the order they were lost.
+    pub fn lost_pages(&self) -> &[usize] {
+        &self.lost
     }
 
     /// The swap space of the backing store.
@@ -180,21 +204,32 @@ impl Pager {
     ) -> Result<(), VmmError> {
         let fetched = self.has_content[page];
         let mut stored_dirty = None;
+        let mut lost = false;
         if fetched {
             let (resident, cache) = (&self.resident, &mut self.cache);
             let mut fetch = |buf: &mut Page| {
                 stored_dirty = Some(cache.fetch(page, buf, &|p| resident.contains_key(&p))?.dirty);
                 Ok(())
             };
-            let filled = frames.fill(frame, &mut fetch);
-            if let Err(e) = filled {
-                self.hand_back(frames, page, frame, stored_dirty)?;
-                return Err(e);
+            match frames.fill(frame, &mut fetch) {
+                Ok(()) => self.stats.fetches += 1,
+                // Nothing holds the page any more: it goes on as a page never written.
+                Err(VmmError::PageLost { page: p }) if p == page => {
+                    self.has_content[page] = false;
+                    self.stats.lost_pages += 1;
+                    self.lost.push(page);
+                    self.app.page_lost(page);
+                    lost = true;
+                }
+                Err(e) => {
+                    self.hand_back(frames, page, frame, stored_dirty)?;
+                    return Err(e);
+                }
             }
-            self.stats.fetches += 1;
-        } else {
+        }
+        if !fetched || lost {
             frames.zero(frame)?;
-            self.stats.zero_fills += 1;
+            self.stats.zero_fills += u64::from(!lost);
         }
         let dirty = write || stored_dirty == Some(true);
         // A dirty page is mapped writable at once: there is nothing more to learn from a
@@ -265,8 +300,28 @@ impl Pager {
         self.evict_ahead = pages.max(1);
     }
 
-    /// Evicts the policy's victim and returns its frame.
+    /// Evicts the policy's victim and returns its frame. A victim that cannot be stored
+    /// because the disk kept failing a write stays resident and dirty (the policy hears of it
+    /// as accessed, so it is not chosen again at once) and another is tried, up to
+    /// [`MAX_VICTIMS`] (or every resident page); the last such error if none could be.
     fn evict_one(&mut self, frames: &mut dyn Frames) -> Result<usize, VmmError> {
+        let mut tried = 0;
+        loop {
+            match self.evict_victim(frames) {
+                Err(e @ VmmError::WriteFailed { .. }) => {
+                    self.stats.failed_evictions += 1;
+                    tried += 1;
+                    if tried >= MAX_VICTIMS.min(self.resident.len()) {
+                        return Err(e);
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Evicts the policy's victim and returns its frame; on an error it stays resident.
+    fn evict_victim(&mut self, frames: &mut dyn Frames) -> Result<usize, VmmError> {
         if self.resident.is_empty() {
             return Err(VmmError::NoFrames);
         }
@@ -287,6 +342,7 @@ impl Pager {
                 if let Some(r) = self.resident.get_mut(&page) {
                     r.dirty = dirty;
                 }
+                self.policy.accessed(page);
                 return Err(e);
             }
             self.has_content[page] = true;

@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 
 use crate::app::{AppHandler, GuaranteeChange, NoAppHandler};
 use crate::backing::LocalBacking;
-use crate::block::MemBlockDevice;
+use crate::block::{BlockDevice, MemBlockDevice};
 use crate::cache::{BasicCache, CacheManager, Codec, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, DiskManager, PrefetchDisk, WriteBehindDisk};
 use crate::error::VmmError;
@@ -540,13 +540,228 @@ fn device_errors_are_reported_and_nothing_is_claimed_stored() {
     let mut d = BasicDisk::new(MemBlockDevice::with_pages(4)).unwrap();
     d.store_mut().device_mut().fail_writes(true);
     let a = page_of(1);
-    assert_eq!(d.write_group(&[(0, &a)]), Err(VmmError::Device(crate::block::DeviceError::Io)));
+    assert_eq!(d.write_group(&[(0, &a)]), Err(VmmError::WriteFailed { page: 0 }));
     assert!(d.location(0).is_none());
     d.store_mut().device_mut().fail_writes(false);
     d.write_group(&[(0, &a)]).unwrap();
     d.store_mut().device_mut().fail_reads(true);
     let mut buf = Box::new([0u8; PAGE_SIZE]);
-    assert!(d.read(0, &mut buf, 1, &mut Vec::new()).is_err());
+    assert_eq!(d.read(0, &mut buf, 1, &mut Vec::new()), Err(VmmError::PageLost { page: 0 }));
+    assert!(d.location(0).is_none());
+}
+
+/// The sectors of swap slot `slot` (512-byte sectors).
+fn slot_sectors(slots: core::ops::Range<u64>) -> core::ops::Range<u64> {
+    let per = (PAGE_SIZE / 512) as u64;
+    slots.start * per..slots.end * per
+}
+
+#[test]
+fn a_failed_transfer_is_retried_after_a_wait_on_the_device_clock() {
+    use crate::block::{Injected, Op};
+    use crate::disk::{ATTEMPTS, RETRY_WAIT_NS};
+    let mut dev = MemBlockDevice::with_pages(8);
+    dev.inject(Injected { op: Op::Write, sectors: slot_sectors(0..1), times: Some(1) });
+    dev.inject(Injected { op: Op::Read, sectors: slot_sectors(0..1), times: Some(2) });
+    let mut d = BasicDisk::new(dev).unwrap();
+    let a = page_of(7);
+    d.write_group(&[(5, &a)]).unwrap();
+    let mut buf = Box::new([0u8; PAGE_SIZE]);
+    d.read(5, &mut buf, 1, &mut Vec::new()).unwrap();
+    assert_eq!(buf[..], a[..]);
+    let c = d.store().device().counts();
+    // One wait before the write's retry, two (the second twice as long) before the read's.
+    assert_eq!((c.failed, c.waits), (3, 3));
+    assert_eq!(c.waited_ns, RETRY_WAIT_NS + RETRY_WAIT_NS + 2 * RETRY_WAIT_NS);
+    let s = d.stats();
+    assert_eq!((s.retries, s.retired_slots, s.lost_pages), (3, 0, 0));
+    assert_eq!(d.location(5), Some(crate::disk::Location::Slot(0)));
+    // A transfer failing every try is tried ATTEMPTS times, with a wait before each retry.
+    let mut dev = MemBlockDevice::with_pages(8);
+    dev.inject(Injected { op: Op::Write, sectors: slot_sectors(0..1), times: None });
+    let mut d = BasicDisk::new(dev).unwrap();
+    assert_eq!(d.write_group(&[(5, &a)]), Err(VmmError::WriteFailed { page: 5 }));
+    let c = d.store().device().counts();
+    assert_eq!((c.failed, c.waits), (u64::from(ATTEMPTS), u64::from(ATTEMPTS - 1)));
+}
+
+#[test]
+fn a_slot_whose_write_keeps_failing_is_retired_and_never_used_again() {
+    use crate::block::{Injected, Op};
+    for prefetching in [false, true] {
+        let mut dev = MemBlockDevice::with_pages(8);
+        dev.inject(Injected { op: Op::Write, sectors: slot_sectors(1..3), times: None });
+        let mut d: Box<dyn DiskManager> = if prefetching {
+            Box::new(PrefetchDisk::new(dev).unwrap())
+        } else {
+            Box::new(BasicDisk::new(dev).unwrap())
+        };
+        let pages: Vec<Box<Page>> = (0..4).map(|i| page_of(10 + i as u8)).collect();
+        let group: Vec<(usize, &Page)> = pages.iter().enumerate().map(|(i, p)| (i, &**p)).collect();
+        // Slots 1 and 2 fail: the pages sent there are not stored, the others are.
+        let failed = d.write_group(&group).unwrap_err();
+        assert!(matches!(failed, VmmError::WriteFailed { .. }), "{failed:?}");
+        let stored: Vec<usize> = (0..4).filter(|p| d.location(*p).is_some()).collect();
+        assert_eq!(stored.len(), 2, "prefetching {prefetching}: {stored:?}");
+        assert_eq!(d.swap_space().retired, 2);
+        assert_eq!(d.swap_space().free(), 8 - 2 - 2);
+        // Written again, they go elsewhere; nothing is ever written to the retired slots.
+        d.write_group(&group).unwrap();
+        let mut buf = Box::new([0u8; PAGE_SIZE]);
+        for (page, want) in pages.iter().enumerate() {
+            assert!(!matches!(d.location(page), Some(crate::disk::Location::Slot(1 | 2))));
+            d.read(page, &mut buf, 1, &mut Vec::new()).unwrap();
+            assert_eq!(buf[..], want[..], "page {page}");
+        }
+        assert_eq!(d.stats().retired_slots, 2);
+    }
+}
+
+/// A device the test keeps a handle on, to make it fail or heal while a pager owns it.
+#[derive(Clone)]
+struct Shared(alloc::rc::Rc<core::cell::RefCell<MemBlockDevice>>);
+
+impl Default for Shared {
+    fn default() -> Shared {
+        let dev = MemBlockDevice::with_pages(2 * PAGES);
+        Shared(alloc::rc::Rc::new(core::cell::RefCell::new(dev)))
+    }
+}
+
+impl BlockDevice for Shared {
+    fn sector_size(&self) -> usize {
+        self.0.borrow().sector_size()
+    }
+    fn capacity(&self) -> u64 {
+        self.0.borrow().capacity()
+    }
+    fn read(&mut self, sector: u64, buf: &mut [u8]) -> Result<(), crate::block::DeviceError> {
+        self.0.borrow_mut().read(sector, buf)
+    }
+    fn write(&mut self, sector: u64, data: &[u8]) -> Result<(), crate::block::DeviceError> {
+        self.0.borrow_mut().write(sector, data)
+    }
+}
+
+/// An application handler that records the pages it is told were lost.
+struct LostPages(alloc::rc::Rc<core::cell::RefCell<Vec<usize>>>);
+
+impl AppHandler for LostPages {
+    fn page_lost(&mut self, page: usize) {
+        self.0.borrow_mut().push(page);
+    }
+}
+
+/// Incompressible contents for page `page`.
+fn pattern(page: usize) -> Box<Page> {
+    let mut rng = Rng(page as u64 + 1);
+    let mut p = Box::new([0u8; PAGE_SIZE]);
+    p.iter_mut().for_each(|b| *b = rng.next() as u8);
+    p
+}
+
+#[test]
+fn a_failed_read_a_failed_write_and_a_run_of_failed_writes_lose_nothing() {
+    use crate::block::{Injected, Op};
+    for h in hierarchies() {
+        let mut dev = MemBlockDevice::with_pages(2 * PAGES);
+        dev.inject(Injected { op: Op::Read, sectors: slot_sectors(1..2), times: Some(1) });
+        dev.inject(Injected { op: Op::Write, sectors: slot_sectors(2..3), times: Some(1) });
+        dev.inject(Injected { op: Op::Write, sectors: slot_sectors(6..9), times: None });
+        let pager = h
+            .build(FRAMES, dev, PAGES, PolicyKind::Clock.build(), Box::new(NoAppHandler))
+            .expect("pager");
+        let mut p = Paged::new(pager, MemFrames::new(FRAMES));
+        let shadow = random_run(&mut p, 7, 4000);
+        verify_all(&mut p, &shadow);
+        p.flush_cache().expect("flush");
+        verify_all(&mut p, &shadow);
+        let s = p.stats();
+        assert_eq!(s.lost_pages, 0, "{}: {s:?}", h.name());
+        assert!(p.lost_pages().is_empty());
+        assert_eq!(s.disk.retired_slots, 3, "{}: {s:?}", h.name());
+        assert!(s.disk.retries > 3 * u64::from(crate::disk::ATTEMPTS - 1), "{}: {s:?}", h.name());
+        assert!(s.failed_evictions > 0, "{}: {s:?}", h.name());
+        assert_eq!(p.swap_space().retired, 3);
+    }
+}
+
+#[test]
+fn a_page_whose_only_copy_is_unreadable_is_lost_alone_and_named() {
+    use crate::block::{Injected, Op};
+    for h in hierarchies() {
+        let mut dev = MemBlockDevice::with_pages(2 * PAGES);
+        // Slot 3, where page 3 is written (pages leave in the order they were written).
+        dev.inject(Injected { op: Op::Read, sectors: slot_sectors(3..4), times: None });
+        let lost = alloc::rc::Rc::new(core::cell::RefCell::new(Vec::new()));
+        let app = Box::new(LostPages(lost.clone()));
+        let pager = h.build(FRAMES, dev, PAGES, PolicyKind::Clock.build(), app).expect("pager");
+        let mut p = Paged::new(pager, MemFrames::new(FRAMES));
+        for page in 0..PAGES {
+            let frame = p.fault(page, true).expect("fault");
+            p.frames_mut().frame_mut(frame).copy_from_slice(&pattern(page)[..]);
+        }
+        p.flush_cache().expect("flush");
+        for page in 0..PAGES {
+            let frame = p.fault(page, false).expect("a lost page is no failed fault");
+            let got = p.frames().frame(frame);
+            if page == 3 {
+                assert!(got.iter().all(|&b| b == 0), "{}: a lost page reads zeros", h.name());
+            } else {
+                assert_eq!(checksum(got), checksum(&pattern(page)[..]), "{}: {page}", h.name());
+            }
+        }
+        assert_eq!(p.lost_pages(), [3], "{}", h.name());
+        assert_eq!(*lost.borrow(), [3], "{}", h.name());
+        assert_eq!(p.stats().lost_pages, 1);
+        // Written again, the page is kept like any other (elsewhere: its slot is retired).
+        let frame = p.fault(3, true).unwrap();
+        p.frames_mut().frame_mut(frame).copy_from_slice(&pattern(3)[..]);
+        for page in (0..PAGES).chain(0..PAGES) {
+            let frame = p.fault(page, false).unwrap();
+            assert_eq!(checksum(p.frames().frame(frame)), checksum(&pattern(page)[..]));
+        }
+        assert_eq!(p.lost_pages(), [3], "{}", h.name());
+        assert_eq!(p.swap_space().retired, 1);
+    }
+}
+
+#[test]
+fn an_eviction_the_disk_keeps_failing_names_the_page_written_and_loses_nothing() {
+    use crate::pager::MAX_VICTIMS;
+    for h in hierarchies() {
+        let dev = Shared::default();
+        // Every write fails, until the disk is healed.
+        dev.0.borrow_mut().fail_writes(true);
+        let pager = h
+            .build(FRAMES, dev.clone(), PAGES, PolicyKind::Clock.build(), Box::new(NoAppHandler))
+            .expect("pager");
+        let mut p = Paged::new(pager, MemFrames::new(FRAMES));
+        let mut failed = None;
+        for page in 0..PAGES {
+            match p.fault(page, true) {
+                Ok(frame) => p.frames_mut().frame_mut(frame).copy_from_slice(&pattern(page)[..]),
+                Err(e) => {
+                    failed = Some((page, e));
+                    break;
+                }
+            }
+        }
+        let (faulting, e) = failed.expect("a fault fails while every write fails");
+        let VmmError::WriteFailed { page: written } = e else { panic!("{}: {e:?}", h.name()) };
+        assert!(written < faulting, "{}: names page {written}, faulting {faulting}", h.name());
+        assert!(p.stats().failed_evictions >= MAX_VICTIMS as u64, "{}", h.name());
+        dev.0.borrow_mut().fail_writes(false);
+        for page in faulting..PAGES {
+            let frame = p.fault(page, true).expect("the disk works again");
+            p.frames_mut().frame_mut(frame).copy_from_slice(&pattern(page)[..]);
+        }
+        for page in 0..PAGES {
+            let frame = p.fault(page, false).unwrap();
+            assert_eq!(checksum(p.frames().frame(frame)), checksum(&pattern(page)[..]), "{page}");
+        }
+        assert!(p.lost_pages().is_empty());
+    }
 }
 
 #[test]
@@ -815,4 +1030,51 @@ fn accessed_bits_are_harvested_once_every_so_many_evictions() {
     p.fault(FRAMES + 10, false).unwrap();
     p.fault(FRAMES + 11, false).unwrap();
     assert_eq!(p.frames().harvests, 7);
+}
+
+#[test]
+fn a_victim_whose_write_keeps_failing_stays_resident_and_dirty_and_another_is_chosen() {
+    use crate::block::{Injected, Op};
+    let mut dev = MemBlockDevice::with_pages(2 * PAGES);
+    dev.inject(Injected { op: Op::Write, sectors: slot_sectors(0..1), times: None });
+    let pager = Hierarchy::LocalPaging
+        .build(FRAMES, dev, PAGES, PolicyKind::Clock.build(), Box::new(NoAppHandler))
+        .expect("pager");
+    let mut p = Paged::new(pager, MemFrames::new(FRAMES));
+    for page in 0..=FRAMES {
+        let frame = p.fault(page, true).expect("fault");
+        p.frames_mut().frame_mut(frame).copy_from_slice(&pattern(page)[..]);
+    }
+    // Page 0, the first victim, went to slot 0, which failed: it stays, dirty; page 1 went.
+    assert_eq!(p.resident(0).map(|r| r.dirty), Some(true));
+    assert!(p.resident(1).is_none());
+    let s = p.stats();
+    assert_eq!((s.failed_evictions, s.evictions, s.disk.retired_slots), (1, 1, 1));
+    // Page 0 is written elsewhere when next evicted, and every byte is kept.
+    for page in (0..PAGES).chain(0..PAGES) {
+        let frame = p.fault(page, false).unwrap();
+        let want = if page <= FRAMES { pattern(page) } else { Box::new([0; PAGE_SIZE]) };
+        assert_eq!(checksum(p.frames().frame(frame)), checksum(&want[..]), "{page}");
+    }
+    assert_eq!(p.swap_space().retired, 1);
+}
+
+#[test]
+fn write_behind_keeps_pages_whose_slots_fail_queued_and_loses_nothing() {
+    use crate::block::{Injected, Op};
+    let mut dev = MemBlockDevice::with_pages(2 * PAGES);
+    dev.inject(Injected { op: Op::Write, sectors: slot_sectors(2..5), times: None });
+    dev.inject(Injected { op: Op::Read, sectors: slot_sectors(0..1), times: Some(1) });
+    let disk = WriteBehindDisk::new(dev, 3).expect("disk");
+    let cache = BasicCache::pass_through(Box::new(LocalBacking::new(Box::new(disk))));
+    let pager =
+        Pager::new(FRAMES, PAGES, Box::new(Clock::new()), Box::new(cache), Box::new(NoAppHandler));
+    let mut p = Paged::new(pager, MemFrames::new(FRAMES));
+    let shadow = random_run(&mut p, 3, 3000);
+    verify_all(&mut p, &shadow);
+    p.flush_cache().expect("flush");
+    verify_all(&mut p, &shadow);
+    let s = p.stats();
+    assert_eq!((s.disk.retired_slots, s.lost_pages), (3, 0), "{s:?}");
+    assert!(s.disk.retries > 0 && s.disk.write_failures == 3, "{s:?}");
 }

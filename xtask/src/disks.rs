@@ -11,6 +11,11 @@
 //! `virtio-blk-device` on `virtio-mmio-bus.i` (the transport at `0x1000_1000 + i * 0x1000`);
 //! on x86_64 `q35` disk `i` is at PCI `00:(0x10 + i).0`: a `virtio-blk-pci`, or an AHCI
 //! controller of its own with the disk on port 0.
+//!
+//! A test manifest may have QEMU fail some of a disk's transfers: a line
+//! `# blkdebug: DISK FILE` among the comments at its top attaches disk `DISK` through QEMU's
+//! `blkdebug` driver with the rules in `FILE` (relative to the manifest; `[inject-error]`
+//! sections, [`inject_faults`]), so the guest's driver sees the device fail those requests.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
@@ -34,6 +39,8 @@ pub struct DiskImage {
     pub bus: DiskBus,
     /// Where it is attached (the manifest is placed for the machine).
     pub at: DeviceAddress,
+    /// QEMU `blkdebug` rules its transfers go through, failing those they say.
+    pub blkdebug: Option<PathBuf>,
 }
 
 /// The directory of the disk images of boots on `arch`: `target/disks/<arch>/` (so that the
@@ -93,9 +100,63 @@ pub fn create(dir: &Path, source: &Path, m: &Manifest, keep: bool) -> Result<Vec
                 file.set_len(d.size).with_context(|| format!("sizing {}", path.display()))?;
             }
         }
-        out.push(DiskImage { name: d.name.clone(), path, size: d.size, bus: d.bus, at });
+        out.push(DiskImage {
+            name: d.name.clone(),
+            path,
+            size: d.size,
+            bus: d.bus,
+            at,
+            blkdebug: None,
+        });
     }
     Ok(out)
+}
+
+/// Attaches the disks that the comments at the top of the manifest `text` (read from
+/// `manifest`) name in lines `# blkdebug: DISK FILE` through QEMU's `blkdebug` driver with the
+/// rules in `FILE`, relative to the manifest. A disk the manifest does not have, or a file
+/// that is not there, is an error.
+pub fn inject_faults(images: &mut [DiskImage], manifest: &Path, text: &str) -> Result<()> {
+    let comments = text.lines().take_while(|l| l.trim().is_empty() || l.starts_with('#'));
+    for line in comments.filter_map(|l| l.strip_prefix("# blkdebug:")) {
+        let mut words = line.split_whitespace();
+        let (Some(disk), Some(file), None) = (words.next(), words.next(), words.next()) else {
+            bail!("{}: `# blkdebug: DISK FILE`, not `{line}`", manifest.display())
+        };
+        let rules = manifest.parent().unwrap_or(Path::new(".")).join(file);
+        ensure!(
+            rules.is_file(),
+            "{}: no blkdebug rules at {}",
+            manifest.display(),
+            rules.display()
+        );
+        let Some(image) = images.iter_mut().find(|d| d.name == disk) else {
+            bail!(
+                "{}: blkdebug rules for disk {disk:?}, which it does not have",
+                manifest.display()
+            )
+        };
+        image.blkdebug = Some(rules);
+    }
+    Ok(())
+}
+
+/// QEMU hands the host's read and write errors to the guest instead of pausing the machine,
+/// which it does by default on `ENOSPC` and which would leave a run hanging.
+const REPORT_ERRORS: &str = "werror=report,rerror=report";
+
+/// The `-drive` argument of `d` as drive `id`: its raw image, through `blkdebug` if it has
+/// rules, reporting the host's errors ([`REPORT_ERRORS`]).
+fn drive_arg(d: &DiskImage, id: &str) -> String {
+    match &d.blkdebug {
+        None => format!("file={},if=none,format=raw,id={id},{REPORT_ERRORS}", d.path.display()),
+        Some(rules) => format!(
+            "if=none,format=raw,id={id},{REPORT_ERRORS},file.driver=blkdebug,file.config={},\
+             file.image.filename={}",
+            rules.display(),
+            d.path.display()
+        ),
+    }
 }
 
 /// The QEMU arguments that attach `images`: `(-drive arguments, -device arguments)`. Drive
@@ -108,10 +169,7 @@ pub fn qemu_args(images: &[DiskImage]) -> Result<(Vec<String>, Vec<String>)> {
     let mut devices = Vec::new();
     for (i, d) in images.iter().enumerate() {
         let id = format!("disk{i}");
-        drives.push(format!(
-            "file={},if=none,format=raw,id={id},werror=report,rerror=report",
-            d.path.display()
-        ));
+        drives.push(drive_arg(d, &id));
         match (d.bus, d.at) {
             (DiskBus::Virtio, DeviceAddress::Mmio { unit }) => {
                 devices.push(format!("virtio-blk-device,drive={id},bus=virtio-mmio-bus.{unit}"));
@@ -228,6 +286,34 @@ devices = [{ disk = "data" }]
                 "virtio-blk-device,drive=disk1,bus=virtio-mmio-bus.1",
             ]
         );
+        // Disks a manifest names in `# blkdebug: DISK FILE` go through QEMU's blkdebug.
+        let mut images = create(&dir, Path::new("disks.toml"), &m, false).unwrap();
+        let rules = dir.join("errors.blkdebug");
+        std::fs::write(&rules, "[inject-error]\n").unwrap();
+        let manifest = dir.join("disks.toml");
+        inject_faults(&mut images, &manifest, "# blkdebug: sata errors.blkdebug\n").unwrap();
+        let (drives, _) = qemu_args(&images).unwrap();
+        assert_eq!(
+            drives[0],
+            format!(
+                "file={},if=none,format=raw,id=disk0,werror=report,rerror=report",
+                images[0].path.display()
+            )
+        );
+        assert_eq!(
+            drives[1],
+            format!(
+                "if=none,format=raw,id=disk1,werror=report,rerror=report,file.driver=blkdebug,\
+                 file.config={},file.image.filename={}",
+                rules.display(),
+                images[1].path.display()
+            )
+        );
+        for bad in
+            ["# blkdebug: other errors.blkdebug", "# blkdebug: sata none", "# blkdebug: sata"]
+        {
+            assert!(inject_faults(&mut images, &manifest, bad).is_err(), "{bad}");
+        }
         // A manifest not placed has nothing to attach.
         let unplaced = manifest::parse("t.toml", TEXT, &["hello"]).unwrap();
         assert!(create(&dir, Path::new("x.toml"), &unplaced, false).is_err());

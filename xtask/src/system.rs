@@ -161,7 +161,10 @@ pub fn prepare_with(
 ) -> Result<System> {
     let manifest = load_manifest(path, arch)?;
     // The disks first: a kept image that is not there fails before anything is built.
-    let disks = disks::create(&disks::dir(arch), path, &manifest, keep_disks)?;
+    let mut disks = disks::create(&disks::dir(arch), path, &manifest, keep_disks)?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    disks::inject_faults(&mut disks, path, &text)?;
     let built = apps::build_apps(arch, build)?;
     let mut bytes = manifest.compile();
     if spoil == Spoil::ManifestByte {

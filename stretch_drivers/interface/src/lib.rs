@@ -464,6 +464,12 @@ pub enum FaultError {
     /// The driver's backing store could not give or take the page (a disk error, a full swap
     /// area): the reason. What it stored before is not lost.
     Backing(&'static str),
+    /// No frame could be freed: the disk kept failing the write-back of the page at `addr`
+    /// (the last of the victims tried, not the faulting page), which stays in memory.
+    WriteBack {
+        /// The page whose write-back failed.
+        addr: usize,
+    },
 }
 
 impl fmt::Display for FaultError {
@@ -476,6 +482,10 @@ impl fmt::Display for FaultError {
             FaultError::Unexpected => f.write_str("fault in a stretch that never faults"),
             FaultError::Kernel(e) => write!(f, "kernel refused: {e}"),
             FaultError::Backing(why) => write!(f, "backing store failed: {why}"),
+            FaultError::WriteBack { addr } => write!(
+                f,
+                "the disk kept failing the write-back of the page at {addr:#x} (kept in memory)"
+            ),
         }
     }
 }

@@ -15,6 +15,15 @@
 //!   back first), always optimistic kernel frames (a page on an optimistic frame moves onto a
 //!   guaranteed one the pager frees).
 //!
+//! The disk's failures are the pager's to absorb ([`vmm::pager::Pager`]): transfers are
+//! retried after a wait on the device's clock ([`BlockDevice::wait`]: in a domain the
+//! faulting thread sleeps); a victim whose write-back keeps failing stays resident and
+//! another is chosen, and only when none can be stored does the fault fail, with
+//! [`FaultError::WriteBack`] naming the page whose write failed; a page whose only copy cannot
+//! be read is lost alone: the application's handler hears of it
+//! ([`AppHandler::page_lost`]), [`PagedDriver::lost_pages`] names its address, and it is
+//! mapped zero-filled, so the faulting access completes.
+//!
 //! Frames are filled and saved out of view through a window of managed pages the domain gives
 //! the driver ([`frames`]), so no thread sees a half-filled page or changes a page being
 //! written back; a frame evicted waits at its window page to be filled again, so a fault
@@ -280,6 +289,13 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
         self.bound.as_ref().map(|b| b.pager.stats())
     }
 
+    /// The addresses of the pages lost (the disk kept failing the read of their only copy),
+    /// in the order they were lost; each now reads as zeros until written again. The
+    /// application's handler heard of each when it was lost ([`AppHandler::page_lost`]).
+    pub fn lost_pages(&self) -> impl Iterator<Item = usize> + '_ {
+        self.bound.iter().flat_map(|b| b.pager.lost_pages().iter().map(|&p| b.stretch.page_addr(p)))
+    }
+
     /// Whether page `page` of the stretch is resident (mapped on a frame).
     pub fn resident(&self, page: usize) -> bool {
         self.bound.as_ref().is_some_and(|b| b.pager.resident(page).is_some())
@@ -327,7 +343,7 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
             }
             Err(e) => {
                 self.stats.failures += 1;
-                Err(fault_error(e, self.table.last_error))
+                Err(fault_error(e, self.table.last_error, &b.stretch))
             }
         }
     }
@@ -380,9 +396,11 @@ pub(crate) fn heap_reserve_frames(h: &Hierarchy, frames: usize, pages: usize) ->
 }
 
 /// The thread's error for a pager error; `kernel` is the kernel's refusal behind
-/// [`VmmError::Frames`].
-fn fault_error(e: VmmError, kernel: Option<MemError>) -> FaultError {
+/// [`VmmError::Frames`]; a page a failure names is an address of `stretch`.
+fn fault_error(e: VmmError, kernel: Option<MemError>, stretch: &StretchInfo) -> FaultError {
     match e {
+        VmmError::WriteFailed { page } => FaultError::WriteBack { addr: stretch.page_addr(page) },
+        VmmError::PageLost { .. } => FaultError::Backing("the disk lost a page"),
         VmmError::NoFrames | VmmError::AllFramesLocked => FaultError::OutOfMemory,
         VmmError::Frames => kernel.map_or(FaultError::OutOfMemory, FaultError::Kernel),
         VmmError::SwapFull { .. } => FaultError::Backing("the swap area is full"),

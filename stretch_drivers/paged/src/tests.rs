@@ -79,12 +79,22 @@ impl Domain {
         optimistic: usize,
         f: impl FnOnce(PagedDriver<MemBlockDevice>) -> PagedDriver<MemBlockDevice>,
     ) -> Self {
+        Self::on(config, MemBlockDevice::with_pages(swap_pages), guaranteed, optimistic, f)
+    }
+
+    /// A domain paging to `device`.
+    fn on(
+        config: PagedConfig,
+        device: MemBlockDevice,
+        guaranteed: usize,
+        optimistic: usize,
+        f: impl FnOnce(PagedDriver<MemBlockDevice>) -> PagedDriver<MemBlockDevice>,
+    ) -> Self {
         // The guarantee holds the driver's frames and the heap's reserve, which bind leaves.
         let reserve = crate::heap_reserve_frames(&config.hierarchy, config.frames, PAGES);
         let mut k = MockKernel::new(guaranteed + reserve, optimistic);
         let window = k.create_managed_stretch(config.window_pages(), RW);
-        let driver =
-            f(PagedDriver::new(config, MemBlockDevice::with_pages(swap_pages), window.base));
+        let driver = f(PagedDriver::new(config, device, window.base));
         let stretch = k.create_stretch(PAGES, RW);
         let mut d = Domain { k, driver, stretch };
         d.k.bind_driver(&mut d.driver, stretch).expect("bind");
@@ -501,5 +511,78 @@ fn a_fault_costs_two_kernel_calls_when_evicting_ahead() {
         let calls = c.map + c.remap + c.protect + c.map_batch + c.page_state;
         let per_fault = calls as f64 / s.faults as f64;
         assert!(per_fault < 2.5, "{}: {per_fault} calls a fault, {c:?} {s:?}", h.name());
+    }
+}
+
+/// The sectors of swap slots `slots`.
+fn slot_sectors(slots: core::ops::Range<u64>) -> core::ops::Range<u64> {
+    let per = (PAGE_SIZE / 512) as u64;
+    slots.start * per..slots.end * per
+}
+
+/// An application handler that records the pages it is told were lost.
+struct Lost(Rc<core::cell::RefCell<Vec<usize>>>);
+
+impl vmm::app::AppHandler for Lost {
+    fn page_lost(&mut self, page: usize) {
+        self.0.borrow_mut().push(page);
+    }
+}
+
+#[test]
+fn a_disk_that_fails_reads_and_writes_costs_only_the_page_it_cannot_read() {
+    use vmm::block::{Injected, Op};
+    for h in hierarchies() {
+        let mut dev = MemBlockDevice::with_pages(2 * PAGES);
+        // A read that fails once, a write that fails once, a run of writes that always fail
+        // (slots 6 to 8), and slot 3, where page 3 goes, unreadable.
+        dev.inject(Injected { op: Op::Read, sectors: slot_sectors(1..2), times: Some(1) });
+        dev.inject(Injected { op: Op::Write, sectors: slot_sectors(2..3), times: Some(1) });
+        dev.inject(Injected { op: Op::Write, sectors: slot_sectors(6..9), times: None });
+        dev.inject(Injected { op: Op::Read, sectors: slot_sectors(3..4), times: None });
+        let lost = Rc::new(core::cell::RefCell::new(Vec::new()));
+        let app = Box::new(Lost(lost.clone()));
+        let config = config(h, PolicyKind::Clock);
+        let mut d = Domain::on(config, dev, FRAMES, 0, |d| d.with_app(app));
+        // Every page written whole, in order, with incompressible words.
+        let mut rng = Rng(5);
+        let mut shadow: Shadow = vec![vec![0; WORDS]; PAGES];
+        for (page, words) in shadow.iter_mut().enumerate() {
+            for (w, word) in words.iter_mut().enumerate() {
+                *word = rng.next();
+                d.store(page, w, *word).expect("store");
+            }
+        }
+        d.driver.flush_cache().expect("flush");
+        for (page, words) in shadow.iter().enumerate() {
+            for (w, want) in words.iter().enumerate() {
+                let want = if page == 3 { 0 } else { *want };
+                assert_eq!(d.load(page, w), want, "{}: page {page} word {w}", h.name());
+            }
+        }
+        assert_eq!(*lost.borrow(), [3], "{}", h.name());
+        let lost_at: Vec<usize> = d.driver.lost_pages().collect();
+        assert_eq!(lost_at, [d.stretch.page_addr(3)], "{}", h.name());
+        let s = d.driver.pager_stats().unwrap();
+        assert_eq!((s.lost_pages, s.disk.retired_slots), (1, 4), "{}: {s:?}", h.name());
+        assert!(s.failed_evictions > 0 && s.disk.retries > 0, "{}: {s:?}", h.name());
+        assert_eq!(d.driver.stats().failures, 0);
+    }
+}
+
+#[test]
+fn a_fault_no_victim_can_be_written_for_names_the_page_written() {
+    let mut dev = MemBlockDevice::with_pages(2 * PAGES);
+    dev.fail_writes(true);
+    let mut d =
+        Domain::on(config(Hierarchy::LocalPaging, PolicyKind::Clock), dev, FRAMES, 0, |d| d);
+    for page in 0..FRAMES {
+        d.store(page, 0, page as u64 + 1).unwrap();
+    }
+    let Err(FaultError::WriteBack { addr }) = d.store(FRAMES, 0, 1) else { panic!("no failure") };
+    let written = (addr - d.stretch.base) / PAGE_SIZE;
+    assert!(written < FRAMES, "names page {written}, a resident page, not the faulting one");
+    for page in 0..FRAMES {
+        assert_eq!(d.load(page, 0), page as u64 + 1);
     }
 }

@@ -32,17 +32,25 @@ impl<D: BlockDevice> BasicDisk<D> {
 impl<D: BlockDevice> DiskManager for BasicDisk<D> {
     fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
         self.store.check_fit(pages)?;
+        let mut failed = None;
         for &(page, data) in pages {
             let (slot, new) = self.store.slot_for(page)?;
-            if let Err(e) = self.store.write_slot(slot, data) {
-                if new {
-                    // The slot never received the page: it must not be read as its copy.
-                    self.store.release(page);
+            match self.store.write_page(page, slot, data) {
+                Ok(()) => {}
+                // The slot is retired and the page forgotten; the others are still written.
+                Err(e @ VmmError::WriteFailed { .. }) => {
+                    failed.get_or_insert(e);
                 }
-                return Err(e);
+                Err(e) => {
+                    if new {
+                        // The slot never received the page: it must not be read as its copy.
+                        self.store.release(page);
+                    }
+                    return Err(e);
+                }
             }
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     fn read(

@@ -19,7 +19,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{DiskManager, DiskStats, Location, Prefetched, SlotStore, SwapSpace};
-use crate::block::BlockDevice;
+use crate::block::{BlockDevice, DeviceError};
 use crate::error::VmmError;
 use crate::{PAGE_SIZE, Page};
 
@@ -75,7 +75,16 @@ impl<D: BlockDevice> PrefetchDisk<D> {
             for (_, data) in pages {
                 run.extend_from_slice(&data[..]);
             }
-            self.store.write_run(first, &run)?;
+            match self.store.write_run(first, &run) {
+                Ok(()) => {}
+                Err(VmmError::Device(DeviceError::Io)) if pages.len() > 1 => {
+                    return self.store_each(pages);
+                }
+                Err(VmmError::Device(DeviceError::Io)) => {
+                    return Err(self.store.write_failed(pages[0].0, first));
+                }
+                Err(e) => return Err(e),
+            }
             let group = self.store.new_group();
             for (i, &(page, _)) in pages.iter().enumerate() {
                 self.store.assign(first + i, page, group);
@@ -87,13 +96,33 @@ impl<D: BlockDevice> PrefetchDisk<D> {
             self.store_group(a)?;
             return self.store_group(b);
         }
+        let mut failed = None;
         for &(page, data) in pages {
-            match self.store.slot_of(page) {
-                Some(slot) => self.store.write_slot(slot, data)?,
-                None => self.store_group(&[(page, data)])?,
+            let stored = match self.store.slot_of(page) {
+                Some(slot) => self.store.write_page(page, slot, data),
+                None => self.store_group(&[(page, data)]),
+            };
+            match stored {
+                Ok(()) => {}
+                Err(e @ VmmError::WriteFailed { .. }) => {
+                    failed.get_or_insert(e);
+                }
+                Err(e) => return Err(e),
             }
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// After the device kept failing a group's run: each page in a run of its own, so only
+    /// the slots that fail are retired. Every page is tried; the first failure is returned.
+    fn store_each(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
+        let mut failed = None;
+        for &(page, data) in pages {
+            if let Err(e) = self.store_group(&[(page, data)]) {
+                failed.get_or_insert(e);
+            }
+        }
+        failed.map_or(Ok(()), Err)
     }
 }
 
@@ -113,7 +142,15 @@ impl<D: BlockDevice> DiskManager for PrefetchDisk<D> {
         let slot = self.store.slot_of(page).ok_or(VmmError::NotStored { page })?;
         let (lo, hi) = self.group_run(slot, max_pages.max(1));
         let mut run = vec![0u8; (hi - lo) * PAGE_SIZE];
-        self.store.read_run(lo, &mut run)?;
+        match self.store.read_run(lo, &mut run) {
+            Ok(()) => {}
+            // The group's run kept failing: the page alone, so only it can be lost.
+            Err(VmmError::Device(DeviceError::Io)) if hi - lo > 1 => {
+                return self.store.read_page(page, buf);
+            }
+            Err(VmmError::Device(DeviceError::Io)) => return Err(self.store.lose(page)),
+            Err(e) => return Err(e),
+        }
         for (i, chunk) in run.chunks_exact(PAGE_SIZE).enumerate() {
             let owner = self.store.owner(lo + i).expect("a group's slots are live");
             if owner.page == page {

@@ -6,6 +6,15 @@
 //! a write that needs more free slots than there are fails with [`VmmError::SwapFull`] before
 //! anything is written, and every page stored before stays readable.
 //!
+//! The device's failures: a failed transfer is retried a bounded number of times, with a
+//! wait on the device's clock between tries ([`ATTEMPTS`] tries, [`RETRY_WAIT_NS`] first). A write that keeps
+//! failing retires its slot (never used again) and is [`VmmError::WriteFailed`] for the page
+//! written: the store no longer holds that page, whose contents stay with the caller (the
+//! pager keeps it resident and dirty, a cache keeps it cached) and go to another slot the
+//! next time they are stored. A read that keeps failing retires the slot too, and the page,
+//! whose only copy that was, is [`VmmError::PageLost`]: the store forgets it. A group read
+//! that fails is retried as the requested page alone, so only that page can be lost.
+//!
 //! - [`BasicDisk`]: one slot per page, read and written on request, one page per transfer.
 //! - [`WriteBehindDisk`]: the asynchronous manager; writes wait in a bounded queue that is
 //!   written out when it fills or on [`DiskManager::flush`], and a read of a page still queued
@@ -24,7 +33,7 @@ use alloc::vec::Vec;
 
 pub use basic::BasicDisk;
 pub use friends::PrefetchDisk;
-pub use slots::SlotStore;
+pub use slots::{ATTEMPTS, RETRY_WAIT_NS, SlotStore};
 pub use write_behind::WriteBehindDisk;
 
 use crate::Page;
@@ -48,12 +57,14 @@ pub struct SwapSpace {
     pub slots: usize,
     /// Slots holding (or reserved for) a page.
     pub used: usize,
+    /// Slots retired because the device kept failing them.
+    pub retired: usize,
 }
 
 impl SwapSpace {
     /// Slots free.
     pub fn free(&self) -> usize {
-        self.slots - self.used
+        self.slots - self.used - self.retired
     }
 }
 
@@ -72,6 +83,15 @@ pub struct DiskStats {
     pub prefetched: u64,
     /// Reads served from the write-behind queue.
     pub queue_hits: u64,
+    /// Transfers retried after the device failed them (each retry counted).
+    pub retries: u64,
+    /// Slots retired because the device kept failing them.
+    pub retired_slots: u64,
+    /// Page writes the device kept failing ([`VmmError::WriteFailed`]).
+    pub write_failures: u64,
+    /// Pages lost because the device kept failing the read of their only copy
+    /// ([`VmmError::PageLost`]).
+    pub lost_pages: u64,
 }
 
 /// Pages read beside a requested one: `(page, contents)`.
@@ -81,11 +101,13 @@ pub type Prefetched = Vec<(usize, Box<Page>)>;
 pub trait DiskManager {
     /// Stores `pages` (page number, contents), written together: they form one group for a
     /// manager that groups. Fails with [`VmmError::SwapFull`], writing nothing, if the pages
-    /// not yet stored do not fit.
+    /// not yet stored do not fit; with [`VmmError::WriteFailed`] naming a page whose write the
+    /// device kept failing (every page of `pages` was tried; those stored are held).
     fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError>;
 
     /// Reads `page` into `buf`. A prefetching manager may read up to `max_pages` pages in all
-    /// and pushes the others onto `prefetched`; the others never do.
+    /// and pushes the others onto `prefetched`; the others never do. [`VmmError::PageLost`]
+    /// if the device kept failing the read of the page (then no longer held).
     fn read(
         &mut self,
         page: usize,

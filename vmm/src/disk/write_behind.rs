@@ -7,7 +7,7 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use super::{DiskManager, DiskStats, Location, Prefetched, SlotStore, SwapSpace};
-use crate::block::BlockDevice;
+use crate::block::{BlockDevice, DeviceError};
 use crate::error::VmmError;
 use crate::{PAGE_SIZE, Page};
 
@@ -40,32 +40,65 @@ impl<D: BlockDevice> WriteBehindDisk<D> {
         self.queue.len()
     }
 
+    /// Writes the queue out, one transfer per run of adjacent slots. A run the device kept
+    /// failing is written page by page; a page whose write keeps failing has its slot retired
+    /// and stays queued with a new slot (if one is free), and the first such page is the
+    /// error. The pages written leave the queue.
     fn write_queue(&mut self) -> Result<(), VmmError> {
         let mut batch: Vec<(usize, usize)> = self
             .queue
             .iter()
             .enumerate()
-            .map(|(i, (page, _))| (self.store.slot_of(*page).expect("queued pages have slots"), i))
+            .filter_map(|(i, (page, _))| Some((self.store.slot_of(*page)?, i)))
             .collect();
         batch.sort_unstable();
-        let mut run: Vec<u8> = Vec::new();
-        let mut first = 0;
-        for (n, &(slot, i)) in batch.iter().enumerate() {
-            if n == 0 || slot != first + run.len() / PAGE_SIZE {
-                if !run.is_empty() {
-                    self.store.write_run(first, &run)?;
-                    run.clear();
-                }
-                first = slot;
+        let mut written = alloc::vec![false; self.queue.len()];
+        let mut failed = None;
+        let mut n = 0;
+        while n < batch.len() {
+            let first = batch[n].0;
+            let mut len = 1;
+            while n + len < batch.len() && batch[n + len].0 == first + len {
+                len += 1;
             }
-            run.extend_from_slice(&self.queue[i].1[..]);
+            let run = &batch[n..n + len];
+            let mut data: Vec<u8> = Vec::with_capacity(len * PAGE_SIZE);
+            for &(_, i) in run {
+                data.extend_from_slice(&self.queue[i].1[..]);
+            }
+            match self.store.write_run(first, &data) {
+                Ok(()) => run.iter().for_each(|&(_, i)| written[i] = true),
+                Err(VmmError::Device(DeviceError::Io)) => {
+                    for &(slot, i) in run {
+                        let page = self.queue[i].0;
+                        if len > 1 && self.store.write_run(slot, &self.queue[i].1[..]).is_ok() {
+                            written[i] = true;
+                            continue;
+                        }
+                        self.store.retire(slot);
+                        self.store.stats.write_failures += 1;
+                        failed.get_or_insert(VmmError::WriteFailed { page });
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+            n += len;
         }
-        if !run.is_empty() {
-            self.store.write_run(first, &run)?;
+        let mut i = 0;
+        self.queue.retain(|_| {
+            i += 1;
+            !written[i - 1]
+        });
+        // Pages still queued without a slot (retired) get a new one if one is free.
+        for k in 0..self.queue.len() {
+            let page = self.queue[k].0;
+            if self.store.slot_of(page).is_none()
+                && let Err(e) = self.store.slot_for(page)
+            {
+                failed.get_or_insert(e);
+            }
         }
-        // Only now, every page written, is the queue emptied: a failed flush keeps it.
-        self.queue.clear();
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 }
 
@@ -77,10 +110,19 @@ impl<D: BlockDevice> DiskManager for WriteBehindDisk<D> {
                 entry.1.copy_from_slice(data);
                 continue;
             }
-            self.store.slot_for(page)?;
+            let (_, new) = self.store.slot_for(page)?;
             self.queue.push_back((page, Box::new(*data)));
-            if self.queue.len() >= self.queue_pages {
-                self.write_queue()?;
+            if self.queue.len() >= self.queue_pages
+                && let Err(e) = self.write_queue()
+            {
+                // The page is not taken (the caller keeps it); the others stay queued.
+                if self.queue.iter().any(|(p, _)| *p == page) {
+                    self.queue.retain(|(p, _)| *p != page);
+                    if new {
+                        self.store.release(page);
+                    }
+                }
+                return Err(e);
             }
         }
         Ok(())

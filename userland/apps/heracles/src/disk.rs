@@ -1,7 +1,8 @@
 //! [`StreamDisk`]: the pager's block device, a window of the disk reached through this
 //! domain's own session of the block protocol, so every page the pager reads or writes is
 //! scheduled (and charged) as this domain's disk stream. Synchronous: one request at a time,
-//! each waited for (the faulting thread waits; the domain's other threads run meanwhile).
+//! each waited for (the faulting thread waits; the domain's other threads run meanwhile). A
+//! request the driver fails is a [`DeviceError::Io`], which the pager retries after a sleep.
 
 use alloc::rc::Rc;
 use core::cell::Cell;
@@ -21,6 +22,8 @@ pub struct StreamCounts {
     pub bytes: u64,
     /// Nanoseconds spent waiting for responses.
     pub wait_ns: u64,
+    /// Nanoseconds slept before retries of failed requests, by this domain's clock.
+    pub retry_wait_ns: u64,
 }
 
 /// A window of the disk over a block session; see the [module](self).
@@ -138,5 +141,14 @@ impl BlockDevice for StreamDisk {
             at += part.len() as u64 / ss;
         }
         Ok(())
+    }
+
+    /// The faulting thread sleeps on the domain's clock (virtual time under `-icount`); the
+    /// domain's other threads run meanwhile.
+    fn wait(&mut self, ns: u64) {
+        let start = tessera::time_ns();
+        tessera::thread::sleep(ns);
+        let slept = tessera::time_ns().saturating_sub(start);
+        self.count(|c| c.retry_wait_ns += slept);
     }
 }

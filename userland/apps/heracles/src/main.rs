@@ -28,7 +28,13 @@
 //! `heracles: cost ...`: where the driver's time went by this domain's clock (in faults, in
 //! kernel calls, in the compressed cache's codec, waiting for the disk), and `heracles: hit
 //! ...`: the distribution of the driver's time in faults its cache answered without the disk,
-//! all of them and then by how the page was stored (`kind=zero|raw|compressed`). Exit status 0
+//! all of them and then by how the page was stored (`kind=zero|raw|compressed`), and
+//! `heracles: disk errors ...` (transfers retried, swap slots retired, writes and evictions
+//! failed, pages lost, and the time slept before retries by its clock), `heracles: lost pages=N handler_told=M` and a line
+//! `heracles: lost page=P va=0x... handler_told=true|false` for each page the pager lost (the
+//! disk kept failing the read of its only copy), by the driver's report, and whether this
+//! app's handler heard of it. The random workload expects zeros in a page lost by the access
+//! that reads it (`heracles: page P was lost; it reads zeros`). Exit status 0
 //! when the program's result is right, 1 on a mismatch or error, 2 on bad arguments.
 
 #![no_std]
@@ -43,7 +49,7 @@ mod disk;
 use alloc::boxed::Box;
 use alloc::vec;
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use paged_driver::{HitKind, PagedConfig, PagedDriver};
 use paging_programs::{Program, Scale};
@@ -173,17 +179,37 @@ type Driver = PagedDriver<StreamDisk>;
 static REVOCATIONS: AtomicU64 = AtomicU64::new(0);
 static RELEASED: AtomicU64 = AtomicU64::new(0);
 
-/// The app's handler of changes to its guarantees: it counts revocations (it runs inside
-/// one, so it only notes them) and keeps its cache as it is.
-struct Revocations;
+/// Pages the pager lost (their numbers in the stretch, the first [`LOST_KEPT`]), as its
+/// handler heard, and how many.
+const LOST_KEPT: usize = 32;
+static LOST: [AtomicUsize; LOST_KEPT] = [const { AtomicUsize::new(0) }; LOST_KEPT];
+static LOST_COUNT: AtomicUsize = AtomicUsize::new(0);
 
-impl AppHandler for Revocations {
+/// The app's handler: it counts revocations (it runs inside one, so it only notes them) and
+/// keeps its cache as it is, and notes the pages the pager lost (the random workload then
+/// expects zeros where it lost them).
+struct Handler;
+
+impl AppHandler for Handler {
     fn guarantees_changed(&mut self, change: GuaranteeChange) -> Option<usize> {
         let GuaranteeChange::FramesRevoked { released, .. } = change;
         REVOCATIONS.fetch_add(1, Ordering::Relaxed);
         RELEASED.fetch_add(released as u64, Ordering::Relaxed);
         None
     }
+
+    fn page_lost(&mut self, page: usize) {
+        let n = LOST_COUNT.fetch_add(1, Ordering::Relaxed);
+        if let Some(slot) = LOST.get(n) {
+            slot.store(page, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The pages lost from the `seen`-th on (those the handler kept).
+fn lost_since(seen: usize) -> impl Iterator<Item = usize> {
+    let n = LOST_COUNT.load(Ordering::Relaxed).min(LOST_KEPT);
+    (seen.min(n)..n).map(|i| LOST[i].load(Ordering::Relaxed))
 }
 
 fn run(o: &Options) -> Result<bool, alloc::string::String> {
@@ -201,7 +227,7 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
         .map_err(|e| alloc::format!("window: {e:?}"))?;
     let driver = PagedDriver::new(config, disk, window)
         .with_clock(tessera::time_ns)
-        .with_app(Box::new(Revocations));
+        .with_app(Box::new(Handler));
     let driver: &'static mut Driver = Box::leak(Box::new(driver));
     let bytes = o.work.bytes();
     let rights = Rights(Rights::READ.0 | Rights::WRITE.0);
@@ -275,9 +301,10 @@ fn report(
     elapsed_ns: u64,
     stream: StreamCounts,
 ) -> Result<(), &'static str> {
-    let (s, costs, held, hits, by_kind) = paging::with_driver::<Driver, _>(base, |d, _| {
+    let (s, costs, held, hits, by_kind, lost) = paging::with_driver::<Driver, _>(base, |d, _| {
         let by_kind = HitKind::ALL.map(|k| d.hit_costs_of(k).clone());
-        (d.pager_stats(), d.costs(), d.frames_held(), d.hit_costs().clone(), by_kind)
+        let lost: alloc::vec::Vec<usize> = d.lost_pages().collect();
+        (d.pager_stats(), d.costs(), d.frames_held(), d.hit_costs().clone(), by_kind, lost)
     })
     .ok_or("the driver is busy")?;
     let s = s.ok_or("the driver is not bound")?;
@@ -318,6 +345,28 @@ fn report(
         stream.reads + stream.writes,
         stream.wait_ns,
     );
+    println!(
+        "heracles: disk errors retries={} retired_slots={} write_failures={} failed_evictions={} \
+         lost_pages={} retry_wait_ns={}",
+        s.disk.retries,
+        s.disk.retired_slots,
+        s.disk.write_failures,
+        s.failed_evictions,
+        s.lost_pages,
+        stream.retry_wait_ns,
+    );
+    // The driver names each page lost by address; the handler heard of each by number.
+    let heard: alloc::vec::Vec<usize> = lost_since(0).collect();
+    println!(
+        "heracles: lost pages={} handler_told={}",
+        lost.len(),
+        LOST_COUNT.load(Ordering::Relaxed)
+    );
+    for (i, va) in lost.iter().enumerate() {
+        let page = (va - base) / PAGE_SIZE;
+        let told = heard.get(i) == Some(&page);
+        println!("heracles: lost page={page} va={va:#x} handler_told={told}");
+    }
     let p = |permille| hits.percentile_ns(permille).unwrap_or(0);
     println!(
         "heracles: hit faults={} p50_ns={} p90_ns={} p99_ns={} max_ns={}",
@@ -384,6 +433,60 @@ fn contents(page: usize, version: u32, out: &mut [u8]) {
     }
 }
 
+/// The random workload's checks: pages read against the versions written, and losses the
+/// pager's handler heard of.
+struct Checker {
+    versions: alloc::vec::Vec<u32>,
+    want: [u8; PAGE_SIZE],
+    /// Losses taken into account so far.
+    seen: usize,
+    checked: u64,
+    mismatches: u64,
+}
+
+impl Checker {
+    /// Takes the losses heard of since the last call into account: a lost page reads zeros
+    /// (version 0) until written again. Whether `page` is among them.
+    fn losses(&mut self, page: usize) -> bool {
+        let mut hit = false;
+        for lost in lost_since(self.seen) {
+            if let Some(v) = self.versions.get_mut(lost) {
+                *v = 0;
+            }
+            hit |= lost == page;
+        }
+        self.seen = LOST_COUNT.load(Ordering::Relaxed);
+        hit
+    }
+
+    /// Checks every byte of `page`: its version's contents, or zeros if reading it lost it.
+    fn check(&mut self, region: &[u8], page: usize) {
+        contents(page, self.versions[page], &mut self.want);
+        let got = &region[page * PAGE_SIZE..(page + 1) * PAGE_SIZE];
+        let mut differs = got != &self.want[..];
+        if self.losses(page) {
+            println!("heracles: page {page} was lost; it reads zeros");
+            differs = got.iter().any(|&b| b != 0);
+        }
+        if differs {
+            if self.mismatches < 4 {
+                println!("heracles: page {page} version {} differs", self.versions[page]);
+            }
+            self.mismatches += 1;
+        }
+        self.checked += 1;
+    }
+
+    /// Writes `page`'s next version.
+    fn write(&mut self, region: &mut [u8], page: usize) {
+        let version = self.versions[page] + 1;
+        contents(page, version, &mut region[page * PAGE_SIZE..(page + 1) * PAGE_SIZE]);
+        // A page lost by this write's fault is whole again: it was written over.
+        self.losses(page);
+        self.versions[page] = version;
+    }
+}
+
 /// The checked random workload; true if every byte read was right.
 fn random(
     region: &mut [u8],
@@ -393,27 +496,19 @@ fn random(
     fill: bool,
     at_step: &mut dyn FnMut(usize) -> bool,
 ) -> bool {
-    let mut versions = vec![0u32; pages];
+    let mut c = Checker {
+        versions: vec![0u32; pages],
+        want: [0; PAGE_SIZE],
+        seen: LOST_COUNT.load(Ordering::Relaxed),
+        checked: 0,
+        mismatches: 0,
+    };
     if fill {
-        for (page, version) in versions.iter_mut().enumerate() {
-            *version = 1;
-            contents(page, 1, &mut region[page * PAGE_SIZE..(page + 1) * PAGE_SIZE]);
+        for page in 0..pages {
+            c.write(region, page);
         }
     }
-    let mut want = [0u8; PAGE_SIZE];
     let mut rng = paging_programs::Prng::new(seed);
-    let (mut checked, mut mismatches) = (0u64, 0u64);
-    let mut check = |region: &[u8], page: usize, version: u32, want: &mut [u8; PAGE_SIZE]| {
-        contents(page, version, want);
-        let got = &region[page * PAGE_SIZE..(page + 1) * PAGE_SIZE];
-        if got != &want[..] {
-            if mismatches < 4 {
-                println!("heracles: page {page} version {version} differs");
-            }
-            mismatches += 1;
-        }
-        checked += 1;
-    };
     let mut done = 0;
     for step in 0..steps {
         if !at_step(step) {
@@ -422,15 +517,15 @@ fn random(
         done += 1;
         let page = rng.below(pages as u32) as usize;
         if rng.below(5) < 2 {
-            versions[page] += 1;
-            contents(page, versions[page], &mut region[page * PAGE_SIZE..(page + 1) * PAGE_SIZE]);
+            c.write(region, page);
         } else {
-            check(region, page, versions[page], &mut want);
+            c.check(region, page);
         }
     }
-    for (page, version) in versions.iter().enumerate() {
-        check(region, page, *version, &mut want);
+    for page in 0..pages {
+        c.check(region, page);
     }
+    let (checked, mismatches) = (c.checked, c.mismatches);
     println!(
         "heracles: random pages={pages} steps={done} checked={checked} mismatches={mismatches}"
     );
