@@ -46,6 +46,7 @@ impl Heap {
     }
 
     /// Puts `client` in the heap at `instant`, or moves it there.
+    #[inline]
     pub(crate) fn set(&mut self, client: usize, instant: Nanos) {
         let at = self.position[client];
         if at == NOWHERE {
@@ -66,6 +67,7 @@ impl Heap {
     }
 
     /// Takes `client` out of the heap (nothing if it is not in it).
+    #[inline]
     pub(crate) fn remove(&mut self, client: usize) {
         let Some(&at) = self.position.get(client) else { return };
         if at == NOWHERE {
@@ -95,12 +97,14 @@ impl Heap {
         Some(client)
     }
 
+    #[inline]
     fn swap(&mut self, a: usize, b: usize) {
         self.entries.swap(a, b);
         self.position[self.entries[a].1] = a;
         self.position[self.entries[b].1] = b;
     }
 
+    #[inline]
     fn up(&mut self, mut at: usize) {
         while at > 0 {
             let parent = (at - 1) / 2;
@@ -112,6 +116,7 @@ impl Heap {
         }
     }
 
+    #[inline]
     fn down(&mut self, mut at: usize) {
         loop {
             let (left, right) = (2 * at + 1, 2 * at + 2);

@@ -396,6 +396,7 @@ impl Atropos {
 
     /// Puts client `id` in the heaps its state calls for, at its current instants, and takes
     /// it out of the others.
+    #[inline]
     fn relink(&mut self, id: usize) {
         let c = &self.clients[id];
         match c.state {
