@@ -390,7 +390,15 @@ impl Atropos {
         let c = &mut self.clients[id];
         c.state = to;
         c.urgent = None;
-        self.relink(id);
+        // A runnable client is in `ready` only with slice left, and never blocked past its
+        // period: what `relink` would do, without its checks (this is every block's path).
+        if c.remain > 0 {
+            self.ready.remove(id);
+        }
+        self.runnable_changes.remove(id);
+        if to == State::Blocked {
+            self.blocked_changes.set(id, c.deadline);
+        }
         self.stop_if_running(id);
     }
 
@@ -548,13 +556,16 @@ impl Atropos {
         if c.lapsed {
             c.start_period(now);
         }
+        // What `relink` would do, without its checks (this is every wake-up's path).
+        self.blocked_changes.remove(id);
         if c.remain == 0 {
-            self.relink(id);
+            self.runnable_changes.set(id, c.next_change());
             return self.running.is_none();
         }
         c.urgent = Some(now.saturating_add(c.contract.latency));
         let key = c.key();
-        self.relink(id);
+        self.ready.set(id, key);
+        self.runnable_changes.set(id, key);
         match self.running {
             Some((r, Mode::Guaranteed, _)) => key < self.clients[r].key(),
             _ => true,
