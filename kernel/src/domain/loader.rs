@@ -84,7 +84,9 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
             reject("domain", "the kernel heap cannot hold its records");
         }
         let contract = spec.cpu.contract();
-        w.sched.policy.add(contract, 0);
+        if w.sched.policy.try_add(contract, 0).is_err() {
+            reject("domain", "the kernel heap cannot hold its scheduler records");
+        }
         w.domains[i].disk = spec.disk.map(|d| (d.period_ns, d.slice_ns));
         if let Err(e) = populate(w, id, &image, i, &spec.args) {
             defmt::error!("domain {=str} could not be created: {}", spec.name.as_str(), e);

@@ -45,6 +45,24 @@
 //! [`Atropos::set_trace`] on, every completed period leaves a [`PeriodRecord`] to
 //! [`Atropos::take_records`].
 //!
+//! # Queues and cost
+//!
+//! The scheduler keeps its clients in three indexed binary heaps ordered by `(instant, index)`:
+//! the runnable clients with slice left by their key (the head is what runs), the runnable
+//! clients by the next instant at which time alone changes them (their period ends or their
+//! urgent key lapses; those out of slice wait here for their replenishment), and the blocked
+//! clients by the end of their period. [`Atropos::dispatch`] reads the heads;
+//! [`Atropos::block`], [`Atropos::wake`], [`Atropos::yield_now`] and [`Atropos::remove`] move
+//! one client; replenishment takes out only the clients whose instant has come. Each of these
+//! costs `O(log N)` in the number of clients `N` (plus `O(k log k)` for the `k` clients whose
+//! periods end at once), never a pass over all clients; only [`Atropos::restart`] visits them
+//! all. The slack time's round robin is a list of the runnable clients with `extra = true`,
+//! each knowing its place in it, so joining and leaving it cost `O(1)`.
+//!
+//! **Allocation.** All storage is sized for a client when it is added
+//! ([`Atropos::try_add`] reports when it cannot be), so no other call allocates, except the
+//! per-period trace ([`Atropos::set_trace`]), whose records grow until they are taken.
+//!
 //! # Not implemented
 //!
 //! One CPU only (Tessera's guests are uniprocessor). Clients cannot change their contract after
@@ -58,8 +76,12 @@ extern crate alloc;
 extern crate std;
 
 mod contract;
+mod heap;
 
+use alloc::collections::TryReserveError;
 use alloc::vec::Vec;
+
+use heap::Heap;
 
 pub use contract::*;
 
@@ -152,8 +174,8 @@ struct Client {
     period_guaranteed: Nanos,
     period_extra: Nanos,
     accounts: Accounts,
-    /// Its position in [`Atropos::ready`] while it is runnable.
-    slot: usize,
+    /// Its position in [`Atropos::extra_ready`] while it is runnable with `extra = true`.
+    extra_slot: usize,
 }
 
 impl Client {
@@ -184,17 +206,26 @@ impl Client {
 
 /// The scheduler state for all clients of one CPU.
 ///
-/// Its cost does not grow with the number of blocked clients: the runnable ones are kept in
-/// `ready` (what [`Atropos::dispatch`] looks at), the runnable ones with
-/// `extra = true` in the round-robin queue `extra_ready`, and every client is
-/// visited only when one of their periods may have ended (`next_change`).
+/// Its cost grows with the logarithm of the number of clients, runnable or blocked: the
+/// runnable clients with slice left are in the heap `ready` by `(key, index)`, whose head is
+/// what [`Atropos::dispatch`] runs; every runnable client is in `runnable_changes` by its next
+/// change (the end of its period or the lapse of its urgent key), whose head bounds the
+/// dispatch and is [`Atropos::next_event`]; every blocked client whose period has not ended is
+/// in `blocked_changes` by its deadline. Replenishment takes from the two change heaps only the
+/// clients whose instant has come. The runnable clients with `extra = true` are in the
+/// round-robin list `extra_ready`. All of it is sized when a client is added: nothing else
+/// allocates (but the trace's records).
 #[derive(Clone, Debug, Default)]
 pub struct Atropos {
     clients: Vec<Client>,
     /// The dispatched client, its mode and since when it is charged.
     running: Option<(usize, Mode, Nanos)>,
-    /// The runnable clients, in no particular order.
-    ready: Vec<usize>,
+    /// The runnable clients with slice left, by key.
+    ready: Heap,
+    /// The runnable clients, by [`Client::next_change`].
+    runnable_changes: Heap,
+    /// The blocked clients whose period has not ended, by deadline.
+    blocked_changes: Heap,
     /// The runnable clients with `extra = true`, in round-robin order from `turn`, whose turn
     /// it is.
     extra_ready: Vec<usize>,
@@ -202,9 +233,8 @@ pub struct Atropos {
     turn: usize,
     /// Extra time the client whose turn it is used in its current turn.
     turn_used: Nanos,
-    /// No client's period ends and no urgent key lapses before this instant (a lower bound,
-    /// exact after each pass over the clients).
-    next_change: Nanos,
+    /// Room for every client: the clients whose instant has come, during a replenishment.
+    due: Vec<usize>,
     trace: bool,
     records: Vec<PeriodRecord>,
 }
@@ -218,7 +248,26 @@ impl Atropos {
     /// Adds a runnable client whose first period starts at `now`; returns its index (clients
     /// are numbered in the order they are added). The contract should have passed [`admit`]
     /// together with the others; this does not check it again.
+    ///
+    /// # Panics
+    ///
+    /// If memory for the client cannot be allocated (see [`Atropos::try_add`]).
     pub fn add(&mut self, contract: Contract, now: Nanos) -> usize {
+        self.try_add(contract, now).expect("memory for a scheduler client")
+    }
+
+    /// [`Atropos::add`], or an error, with nothing changed, when the memory the client needs
+    /// cannot be allocated. This is the only call that allocates (but the trace's records).
+    pub fn try_add(&mut self, contract: Contract, now: Nanos) -> Result<usize, TryReserveError> {
+        let n = self.clients.len() + 1;
+        self.clients.try_reserve(1)?;
+        self.due.try_reserve(n.saturating_sub(self.due.len()))?;
+        if contract.extra {
+            self.extra_ready.try_reserve(n.saturating_sub(self.extra_ready.len()))?;
+        }
+        self.ready.grow(n)?;
+        self.runnable_changes.grow(n)?;
+        self.blocked_changes.grow(n)?;
         let mut c = Client {
             contract,
             state: State::Blocked,
@@ -230,28 +279,31 @@ impl Atropos {
             period_guaranteed: 0,
             period_extra: 0,
             accounts: Accounts::default(),
-            slot: 0,
+            extra_slot: 0,
         };
         c.start_period(now);
         self.clients.push(c);
-        let id = self.clients.len() - 1;
+        let id = n - 1;
         self.make_runnable(id);
-        self.next_change = self.next_change.min(self.clients[id].next_change());
-        id
+        self.relink(id);
+        Ok(id)
     }
 
     /// Starts every client's current period afresh at `now`, with zeroed accounts: for a
     /// kernel that adds its clients one by one while it loads them and starts time for all of
     /// them together.
     pub fn restart(&mut self, now: Nanos) {
-        for c in self.clients.iter_mut().filter(|c| c.state != State::Gone) {
-            c.start_period(now);
-            c.accounts = Accounts::default();
+        for id in 0..self.clients.len() {
+            let c = &mut self.clients[id];
+            if c.state != State::Gone {
+                c.start_period(now);
+                c.accounts = Accounts::default();
+                self.relink(id);
+            }
         }
         self.running = None;
         self.turn_used = 0;
         self.records.clear();
-        self.next_change = self.earliest_change();
     }
 
     /// Client `id`'s contract.
@@ -303,27 +355,21 @@ impl Atropos {
         core::mem::take(&mut self.records)
     }
 
-    /// Puts blocked client `id` in the ready set (and the extra queue if it takes slack).
+    /// Makes blocked client `id` runnable, in the extra queue if it takes slack (the caller
+    /// then puts it in its heaps with [`Atropos::relink`]).
     fn make_runnable(&mut self, id: usize) {
         let c = &mut self.clients[id];
         c.state = State::Runnable;
-        c.slot = self.ready.len();
-        self.ready.push(id);
         if c.contract.extra {
+            c.extra_slot = self.extra_ready.len();
             self.extra_ready.push(id);
         }
     }
 
-    /// Takes runnable client `id` out of the ready set and the extra queue; it becomes `to`.
+    /// Takes runnable client `id` out of the ready heaps and the extra queue; it becomes `to`.
     fn make_unrunnable(&mut self, id: usize, to: State) {
-        let slot = self.clients[id].slot;
-        self.ready.swap_remove(slot);
-        if let Some(&moved) = self.ready.get(slot) {
-            self.clients[moved].slot = slot;
-        }
-        if self.clients[id].contract.extra
-            && let Some(at) = self.extra_ready.iter().position(|&e| e == id)
-        {
+        if self.clients[id].contract.extra {
+            let at = self.clients[id].extra_slot;
             if at == self.turn {
                 self.turn_used = 0;
             }
@@ -331,6 +377,9 @@ impl Atropos {
             // only that every turn comes); the turn stays with its client, or passes on.
             let last = self.extra_ready.len() - 1;
             self.extra_ready.swap_remove(at);
+            if let Some(&moved) = self.extra_ready.get(at) {
+                self.clients[moved].extra_slot = at;
+            }
             if self.turn == last && at != last {
                 self.turn = at;
             }
@@ -341,7 +390,48 @@ impl Atropos {
         let c = &mut self.clients[id];
         c.state = to;
         c.urgent = None;
+        // A runnable client is in `ready` only with slice left, and never blocked past its
+        // period: what `relink` would do, without its checks (this is every block's path).
+        if c.remain > 0 {
+            self.ready.remove(id);
+        }
+        self.runnable_changes.remove(id);
+        if to == State::Blocked {
+            self.blocked_changes.set(id, c.deadline);
+        }
         self.stop_if_running(id);
+    }
+
+    /// Puts client `id` in the heaps its state calls for, at its current instants, and takes
+    /// it out of the others.
+    #[inline]
+    fn relink(&mut self, id: usize) {
+        let c = &self.clients[id];
+        match c.state {
+            State::Runnable => {
+                if c.remain > 0 {
+                    self.ready.set(id, c.key());
+                } else {
+                    self.ready.remove(id);
+                }
+                self.runnable_changes.set(id, c.next_change());
+                self.blocked_changes.remove(id);
+            }
+            State::Blocked => {
+                self.ready.remove(id);
+                self.runnable_changes.remove(id);
+                if c.lapsed {
+                    self.blocked_changes.remove(id);
+                } else {
+                    self.blocked_changes.set(id, c.deadline);
+                }
+            }
+            State::Gone => {
+                self.ready.remove(id);
+                self.runnable_changes.remove(id);
+                self.blocked_changes.remove(id);
+            }
+        }
     }
 
     /// Charges the time since the last call to the dispatched client.
@@ -354,6 +444,9 @@ impl Atropos {
                 c.remain = c.remain.saturating_sub(used);
                 c.accounts.guaranteed += used;
                 c.period_guaranteed += used;
+                if c.remain == 0 {
+                    self.ready.remove(id);
+                }
             }
             Mode::Extra => {
                 c.accounts.extra += used;
@@ -364,27 +457,33 @@ impl Atropos {
         self.running = Some((id, mode, now));
     }
 
-    /// The earliest [`Client::next_change`] of all clients.
-    fn earliest_change(&self) -> Nanos {
-        self.clients.iter().map(Client::next_change).min().unwrap_or(Nanos::MAX)
-    }
-
-    /// Ends the periods that are over at `now` (a pass over the clients only when one may be).
+    /// Ends the periods that are over at `now` (a pass over the clients whose instant has
+    /// come, only when one has).
     #[inline]
     fn replenish(&mut self, now: Nanos) {
-        if now >= self.next_change {
+        if now >= self.runnable_changes.first_instant()
+            || now >= self.blocked_changes.first_instant()
+        {
             self.replenish_pass(now);
         }
     }
 
-    /// The pass of [`Atropos::replenish`], kept out of line so that the common case costs a
-    /// comparison.
+    /// The pass of [`Atropos::replenish`], kept out of line so that the common case costs two
+    /// comparisons. The clients whose instant has come are handled in the order of their
+    /// index, so the trace's records come in that order.
     #[inline(never)]
     fn replenish_pass(&mut self, now: Nanos) {
-        for (id, c) in self.clients.iter_mut().enumerate() {
-            if c.state == State::Gone || c.lapsed {
-                continue;
-            }
+        self.due.clear();
+        while let Some(id) = self.runnable_changes.pop_due(now) {
+            self.due.push(id);
+        }
+        while let Some(id) = self.blocked_changes.pop_due(now) {
+            self.due.push(id);
+        }
+        self.due.sort_unstable();
+        for i in 0..self.due.len() {
+            let id = self.due[i];
+            let c = &mut self.clients[id];
             if c.urgent.is_some_and(|u| u <= now) {
                 c.urgent = None;
             }
@@ -417,8 +516,8 @@ impl Atropos {
                 let next = c.deadline;
                 c.start_period(next);
             }
+            self.relink(id);
         }
-        self.next_change = self.earliest_change();
     }
 
     /// Brings the state up to `now`: charges the running client, ends finished periods.
@@ -457,13 +556,16 @@ impl Atropos {
         if c.lapsed {
             c.start_period(now);
         }
+        // What `relink` would do, without its checks (this is every wake-up's path).
+        self.blocked_changes.remove(id);
         if c.remain == 0 {
-            self.next_change = self.next_change.min(c.next_change());
+            self.runnable_changes.set(id, c.next_change());
             return self.running.is_none();
         }
         c.urgent = Some(now.saturating_add(c.contract.latency));
         let key = c.key();
-        self.next_change = self.next_change.min(c.next_change());
+        self.ready.set(id, key);
+        self.runnable_changes.set(id, key);
         match self.running {
             Some((r, Mode::Guaranteed, _)) => key < self.clients[r].key(),
             _ => true,
@@ -474,10 +576,16 @@ impl Atropos {
     pub fn yield_now(&mut self, id: usize, now: Nanos) {
         self.advance(now);
         let Some(c) = self.clients.get_mut(id) else { return };
+        // Only the slice and the urgent key change: its queues only if they were not already
+        // spent (a client yielding on slack time, the common case, touches none).
+        let moved = c.remain > 0 || c.urgent.is_some();
         c.remain = 0;
         c.urgent = None;
         if self.extra_ready.get(self.turn) == Some(&id) {
             self.end_turn();
+        }
+        if moved {
+            self.relink(id);
         }
         self.stop_if_running(id);
     }
@@ -487,7 +595,10 @@ impl Atropos {
         self.advance(now);
         match self.clients.get(id).map(|c| c.state) {
             Some(State::Runnable) => self.make_unrunnable(id, State::Gone),
-            Some(State::Blocked) => self.clients[id].state = State::Gone,
+            Some(State::Blocked) => {
+                self.clients[id].state = State::Gone;
+                self.relink(id);
+            }
             _ => {}
         }
     }
@@ -498,15 +609,8 @@ impl Atropos {
     pub fn dispatch(&mut self, now: Nanos) -> Option<Dispatch> {
         self.advance(now);
         self.running = None;
-        let mut guaranteed: Option<(Nanos, usize)> = None;
-        let mut change = Nanos::MAX;
-        for &id in &self.ready {
-            let c = &self.clients[id];
-            change = change.min(c.next_change());
-            if c.remain > 0 && guaranteed.is_none_or(|best| (c.key(), id) < best) {
-                guaranteed = Some((c.key(), id));
-            }
-        }
+        let guaranteed = self.ready.first();
+        let change = self.runnable_changes.first_instant();
         let (client, mode, budget) = match guaranteed {
             Some((_, id)) => (id, Mode::Guaranteed, self.clients[id].remain),
             None => {
@@ -542,7 +646,7 @@ impl Atropos {
     /// When nothing is runnable: the next instant at which a period ends for a runnable
     /// client (with its slice used up), after which [`Atropos::dispatch`] may find work.
     pub fn next_event(&self) -> Option<Nanos> {
-        self.ready.iter().map(|&id| self.clients[id].next_change()).min()
+        self.runnable_changes.first().map(|(instant, _)| instant)
     }
 }
 

@@ -420,3 +420,6 @@ fn restart_aligns_periods_and_clears_accounts() {
     let d = s.dispatch(5 * MS).unwrap();
     assert_eq!((d.client, d.until), (a, 6 * MS));
 }
+
+mod random;
+mod reference;

@@ -136,6 +136,14 @@ pub fn lookup(arch: &str, bench: &str, key: &str) -> Option<Spec> {
             "the two-domain switch",
             "within 10% of the two-domain switch (hardening issue)",
         ),
+        (_, "ipc", "domain_switch_64_runnable") => spec(
+            "domain switch with 62 other domains spinning out of slice",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            "the two-domain switch",
+            "within 10% of the two-domain switch (hardening issue; `bench ipc` fails beyond it)",
+        ),
         (_, "ipc", "event_round_trip") => spec(
             "event round trip between two domains (8-byte message over a channel and back)",
             "instructions",

@@ -3,6 +3,12 @@
 //! for the whole measurement. The switch must not grow with them: the scheduler and the
 //! kernel visit a blocked domain only when one of its instants (a period's end, a deadline)
 //! has come.
+//!
+//! A second manifest puts [`RUNNABLE_OTHERS`] domains beside the two that switch which never
+//! block: each spins under a 10 µs / 1000 ms contract without slack time, so once its slice is
+//! used it is runnable but out of slice for the whole measurement. The switch must not grow
+//! with those either: the scheduler keeps them in a queue by deadline that a switch does not
+//! look at ([`runnable_switch`]).
 
 use std::fmt::Write as _;
 
@@ -37,8 +43,13 @@ fn manifest(others: usize) -> Result<std::path::PathBuf> {
 /// Instructions per domain switch on `arch` with `others` sleeping domains beside the two that
 /// switch.
 pub fn switch_with(others: usize, mode: Mode, arch: Arch) -> Result<f64> {
+    measure(&manifest(others)?, mode, arch)
+}
+
+/// Instructions per domain switch in the manifest at `path` (two `nullcall --yield` domains
+/// and others), the same in every boot.
+fn measure(path: &std::path::Path, mode: Mode, arch: Arch) -> Result<f64> {
     let a = artifacts::build(arch)?;
-    let path = manifest(others)?;
     let prepared = crate::system::IcountBoot::new(&a, &path.to_string_lossy(), "")?;
     let mut figures = Vec::new();
     for _ in 0..icount_runs(mode) {
@@ -52,6 +63,50 @@ pub fn switch_with(others: usize, mode: Mode, arch: Arch) -> Result<f64> {
         bail!("{}: the figure differs between boots under -icount: {figures:?}", path.display());
     }
     Ok(figures[0])
+}
+
+/// How many domains spin out of slice beside the two that switch in the runnable variant
+/// (64 domains in all).
+pub const RUNNABLE_OTHERS: usize = 62;
+
+/// The most the switch with [`RUNNABLE_OTHERS`] spinning domains may cost, as a multiple of
+/// the two-domain switch: beyond it `bench ipc` fails.
+pub const RUNNABLE_BAR: f64 = 1.10;
+
+/// The two-domain switch manifest with `others` domains spinning out of slice added, written
+/// under `target/bench/`; its path. The two that switch get a 1 ms / 2 s contract (with slack
+/// time, as the best-effort one), so that the spinners' deadlines come first: each uses its
+/// 10 µs slice right after the boot, before the switching domains start timing, and none runs
+/// again before the measurement ends, 1 s later at the earliest.
+fn runnable_manifest(others: usize) -> Result<std::path::PathBuf> {
+    let base = std::fs::read_to_string(util::root().join("manifests/bench-switch.toml"))?;
+    let memory = "memory = { guaranteed = \"256K\" }\n";
+    if base.matches(memory).count() != 2 {
+        bail!("manifests/bench-switch.toml: expected two domains, each with `{}`", memory.trim());
+    }
+    let mut text = base.replace(
+        memory,
+        &format!("{memory}cpu = {{ period = \"2s\", slice = \"1ms\", extra = true }}\n"),
+    );
+    for i in 0..others {
+        write!(
+            text,
+            "\n[[domain]]\nname = \"spin-{i}\"\napp = \"spin\"\nargs = [\"--for\", \"1000\"]\n\
+             memory = {{ guaranteed = \"256K\" }}\n\
+             cpu = {{ period = \"1000ms\", slice = \"10us\", extra = false }}\n"
+        )?;
+    }
+    let dir = util::target_dir().join("bench");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("switch-with-{others}-spinning.toml"));
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+/// Instructions per domain switch on `arch` with [`RUNNABLE_OTHERS`] domains spinning out of
+/// slice beside the two that switch.
+pub fn runnable_switch(mode: Mode, arch: Arch) -> Result<f64> {
+    measure(&runnable_manifest(RUNNABLE_OTHERS)?, mode, arch)
 }
 
 /// The sweep on `arch`: (domains in all, instructions per switch) for each of [`OTHERS`].
