@@ -114,6 +114,12 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
     if opts.update_baseline && name == Name::Check {
         bail!("--update-baseline goes with `bench all` or one bench, not `check`");
     }
+    if opts.update_baseline {
+        let status = util::output(
+            Command::new("git").current_dir(util::root()).args(["status", "--porcelain"]),
+        )?;
+        baseline::refuse_dirty(&status).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     let root = util::root();
     let text = std::fs::read_to_string(root.join(baseline::PATH)).unwrap_or_default();
     let mut base = baseline::parse(baseline::PATH, &text).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -106,6 +106,20 @@ const ARCHES: [&str; 2] = ["riscv64", "x86_64"];
 /// The benches a baseline may have tables for.
 const BENCHES: [&str; 7] = ["boot", "ipc", "sched", "fault", "disk_raw", "disk", "paging"];
 
+/// Whether figures may be kept from a tree whose `git status --porcelain` says `status`: only
+/// from a committed tree (a kept table names the commit its figures were measured at, which a
+/// change not committed makes a lie); the error names the files changed.
+pub fn refuse_dirty(status: &str) -> Result<(), String> {
+    let files: Vec<&str> = status.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if files.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "--update-baseline keeps figures only from a committed tree; commit or stash first: {}",
+        files.join(", ")
+    ))
+}
+
 /// Parses the baseline `text` (named `file` in errors).
 pub fn parse(file: &str, text: &str) -> Result<Baseline, BaselineError> {
     let err = |span: Option<Range<usize>>, key: Option<String>, reason: String| {
@@ -476,5 +490,14 @@ mod tests {
             error("[riscv64.ipc]\ncommit = \"a\"\nnull_call = 1\nnull_call = 2\n")
                 .starts_with("bench/baseline.toml:4: TOML syntax error: duplicate key")
         );
+    }
+
+    #[test]
+    fn figures_are_kept_only_from_a_committed_tree() {
+        assert_eq!(refuse_dirty(""), Ok(()));
+        assert_eq!(refuse_dirty("\n"), Ok(()));
+        let e = refuse_dirty(" M xtask/src/bench.rs\n?? notes.txt\n").unwrap_err();
+        assert!(e.contains("committed tree"), "{e}");
+        assert!(e.contains("M xtask/src/bench.rs, ?? notes.txt"), "{e}");
     }
 }
