@@ -120,6 +120,27 @@ pub fn refuse_dirty(status: &str) -> Result<(), String> {
     ))
 }
 
+/// Whether the kept figures `first` and `again`, two measurements of the same benches, agree
+/// exactly (those of deterministic benches must: a figure that moves between boots cannot be
+/// checked with a tolerance of its own); the error names each figure that differs.
+pub fn agree(first: &[Table], again: &[Table]) -> Result<(), String> {
+    let mut differ = Vec::new();
+    for t in first {
+        let other = again.iter().find(|a| a.arch == t.arch && a.bench == t.bench);
+        for (key, value) in &t.figures {
+            let v = other.and_then(|o| o.get(key));
+            if v != Some(*value) {
+                let now = v.map_or("not measured".into(), |v| v.to_string());
+                differ.push(format!("{}.{}.{key}: {value} then {now}", t.arch, t.bench));
+            }
+        }
+    }
+    if differ.is_empty() {
+        return Ok(());
+    }
+    Err(format!("the figure differs between boots: {}", differ.join("; ")))
+}
+
 /// Parses the baseline `text` (named `file` in errors).
 pub fn parse(file: &str, text: &str) -> Result<Baseline, BaselineError> {
     let err = |span: Option<Range<usize>>, key: Option<String>, reason: String| {
@@ -499,5 +520,17 @@ mod tests {
         let e = refuse_dirty(" M xtask/src/bench.rs\n?? notes.txt\n").unwrap_err();
         assert!(e.contains("committed tree"), "{e}");
         assert!(e.contains("M xtask/src/bench.rs, ?? notes.txt"), "{e}");
+    }
+
+    #[test]
+    fn figures_measured_twice_must_agree() {
+        let t = table(&[("a", 1.0), ("b", 2.0)]);
+        assert_eq!(agree(std::slice::from_ref(&t), std::slice::from_ref(&t)), Ok(()));
+        let moved = table(&[("a", 1.0), ("b", 2.5)]);
+        let e = agree(std::slice::from_ref(&t), &[moved]).unwrap_err();
+        assert!(e.contains("differs between boots") && e.contains("b: 2 then 2.5"), "{e}");
+        let missing = table(&[("a", 1.0)]);
+        let e = agree(&[t], &[missing]).unwrap_err();
+        assert!(e.contains("b: 2 then not measured"), "{e}");
     }
 }
