@@ -174,7 +174,8 @@ impl<E: Positioning + ServiceBound + Clone> Usd<E> {
         if let Some((c, _, until)) = self.wait
             && now_ns >= until
         {
-            self.end_wait(until, WaitEnd::TimedOut);
+            // It really ends now, however late the caller came back after its timer.
+            self.end_wait(now_ns, WaitEnd::TimedOut);
             self.set_aside(c, now_ns);
         }
         // Each pass either dispatches, waits, or sets a stream aside (or makes it yield its
@@ -347,13 +348,39 @@ mod tests {
     /// The sequential stream contracted for half the disk time beside a hog contracted for
     /// 40%, anticipating or not: the outcome and the USD.
     fn shared(anticipate: bool) -> (sim::Outcome, Usd<DiskModel>) {
+        shared_readers(anticipate, 0, &readers())
+    }
+
+    /// [`shared`] with `readers`, the wait's timer firing `late_ns` late.
+    fn shared_readers(
+        anticipate: bool,
+        late_ns: u64,
+        readers: &[Reader],
+    ) -> (sim::Outcome, Usd<DiskModel>) {
         let mut usd = Usd::new(deskstar(), anticipate, 16, 4096);
         usd.atropos_mut().set_trace(true);
         assert!(atropos::admit(&[contract(5), contract(4)]).is_ok());
         usd.open(contract(5), 0);
         usd.open(contract(4), 0);
-        let out = sim::run(&mut usd, &mut deskstar(), &readers(), RUN_NS, 9);
+        let out = sim::run_with_late_timer(&mut usd, &mut deskstar(), readers, RUN_NS, 9, late_ns);
         (out, usd)
+    }
+
+    #[test]
+    fn a_late_timer_makes_waits_end_past_their_timeout() {
+        // The sequential stream pauses 20 ms after every 4 reads, so that waits for it time out.
+        let mut r = readers();
+        r[0].pattern = Pattern::Bursts { burst: 4, pause_ns: 20 * MILLISECOND };
+        let (_, on_time) = shared_readers(true, 0, &r);
+        let t = on_time.trace().totals();
+        assert!(t.timed_out > 0, "{t:?}");
+        assert_eq!((t.exceeded, t.late_max_ns), (0, 0), "{t:?}");
+        // The caller back 2 ms after each timer: the waits that timed out end then.
+        let (_, late) = shared_readers(true, 2 * MILLISECOND, &r);
+        let t = late.trace().totals();
+        assert!(t.exceeded > 0 && t.exceeded <= t.timed_out, "{t:?}");
+        assert!(t.late_max_ns > crate::sched::LATE_ALLOWANCE_NS, "{t:?}");
+        assert!(t.late_max_ns <= 2 * MILLISECOND, "{t:?}");
     }
 
     #[test]

@@ -377,8 +377,14 @@ fn report<D: BlockDevice>(server: &Server<D>, options: &ServeOptions) {
     if let Some(trace) = stage.trace() {
         let t = trace.totals();
         println!(
-            "disk waits: count={} anticipated={} timed_out={} abandoned={} exceeded={} longest_ns={}",
-            t.count, t.anticipated, t.timed_out, t.abandoned, t.exceeded, t.longest_ns
+            "disk waits: count={} anticipated={} timed_out={} abandoned={} exceeded={} late_max_ns={} longest_ns={}",
+            t.count,
+            t.anticipated,
+            t.timed_out,
+            t.abandoned,
+            t.exceeded,
+            t.late_max_ns,
+            t.longest_ns
         );
     }
     let s = stage.stats();

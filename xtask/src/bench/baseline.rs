@@ -106,6 +106,41 @@ const ARCHES: [&str; 2] = ["riscv64", "x86_64"];
 /// The benches a baseline may have tables for.
 const BENCHES: [&str; 7] = ["boot", "ipc", "sched", "fault", "disk_raw", "disk", "paging"];
 
+/// Whether figures may be kept from a tree whose `git status --porcelain` says `status`: only
+/// from a committed tree (a kept table names the commit its figures were measured at, which a
+/// change not committed makes a lie); the error names the files changed.
+pub fn refuse_dirty(status: &str) -> Result<(), String> {
+    let files: Vec<&str> = status.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if files.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "--update-baseline keeps figures only from a committed tree; commit or stash first: {}",
+        files.join(", ")
+    ))
+}
+
+/// Whether the kept figures `first` and `again`, two measurements of the same benches, agree
+/// exactly (those of deterministic benches must: a figure that moves between boots cannot be
+/// checked with a tolerance of its own); the error names each figure that differs.
+pub fn agree(first: &[Table], again: &[Table]) -> Result<(), String> {
+    let mut differ = Vec::new();
+    for t in first {
+        let other = again.iter().find(|a| a.arch == t.arch && a.bench == t.bench);
+        for (key, value) in &t.figures {
+            let v = other.and_then(|o| o.get(key));
+            if v != Some(*value) {
+                let now = v.map_or("not measured".into(), |v| v.to_string());
+                differ.push(format!("{}.{}.{key}: {value} then {now}", t.arch, t.bench));
+            }
+        }
+    }
+    if differ.is_empty() {
+        return Ok(());
+    }
+    Err(format!("the figure differs between boots: {}", differ.join("; ")))
+}
+
 /// Parses the baseline `text` (named `file` in errors).
 pub fn parse(file: &str, text: &str) -> Result<Baseline, BaselineError> {
     let err = |span: Option<Range<usize>>, key: Option<String>, reason: String| {
@@ -476,5 +511,26 @@ mod tests {
             error("[riscv64.ipc]\ncommit = \"a\"\nnull_call = 1\nnull_call = 2\n")
                 .starts_with("bench/baseline.toml:4: TOML syntax error: duplicate key")
         );
+    }
+
+    #[test]
+    fn figures_are_kept_only_from_a_committed_tree() {
+        assert_eq!(refuse_dirty(""), Ok(()));
+        assert_eq!(refuse_dirty("\n"), Ok(()));
+        let e = refuse_dirty(" M xtask/src/bench.rs\n?? notes.txt\n").unwrap_err();
+        assert!(e.contains("committed tree"), "{e}");
+        assert!(e.contains("M xtask/src/bench.rs, ?? notes.txt"), "{e}");
+    }
+
+    #[test]
+    fn figures_measured_twice_must_agree() {
+        let t = table(&[("a", 1.0), ("b", 2.0)]);
+        assert_eq!(agree(std::slice::from_ref(&t), std::slice::from_ref(&t)), Ok(()));
+        let moved = table(&[("a", 1.0), ("b", 2.5)]);
+        let e = agree(std::slice::from_ref(&t), &[moved]).unwrap_err();
+        assert!(e.contains("differs between boots") && e.contains("b: 2 then 2.5"), "{e}");
+        let missing = table(&[("a", 1.0)]);
+        let e = agree(&[t], &[missing]).unwrap_err();
+        assert!(e.contains("b: 2 then not measured"), "{e}");
     }
 }

@@ -276,7 +276,8 @@ pub fn run(mode: Mode, arches: &[Arch], opts: DiskOptions) -> Result<Vec<Table>>
                 })).collect::<Vec<_>>(),
                 "waits": m.waits.map(|w| serde_json::json!({
                     "count": w.count, "anticipated": w.anticipated, "timed_out": w.timed_out,
-                    "abandoned": w.abandoned, "exceeded": w.exceeded, "longest_ns": w.longest_ns,
+                    "abandoned": w.abandoned, "exceeded": w.exceeded, "late_max_ns": w.late_max_ns,
+                    "longest_ns": w.longest_ns,
                 })),
                 "scheduler_per_request": m.sched.as_ref().map(|c| c.per_request_ns),
                 "periods": m.periods.iter().map(|p| serde_json::json!({

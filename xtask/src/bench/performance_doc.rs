@@ -52,12 +52,14 @@ pub fn generate(baseline: &Baseline) -> String {
         "# Performance\n\n\
          <!-- Generated from bench/baseline.toml by xtask: do not edit. `cargo xtask bench all\n\
          --update-baseline` rewrites both. -->\n\n\
-         Every figure Tessera keeps, as measured at the commit its table names. All are\n\
-         deterministic: instructions are guest nanoseconds under `-icount shift=0,sleep=off` (one\n\
-         instruction a nanosecond), shares and deviations are measured in that virtual time by the\n\
-         domains' own clocks and work. `cargo xtask bench check` measures them again and fails when\n\
-         one is worse than here by more than its tolerance; `cargo xtask bench all` prints them\n\
-         beside the wall-clock figures, which are never kept.\n\n\
+         Every figure Tessera keeps, as measured at the commit its table names. Each section says\n\
+         whether its figures are deterministic: instructions are guest nanoseconds under `-icount\n\
+         shift=0,sleep=off` (one instruction a nanosecond), shares and deviations are measured in\n\
+         that virtual time by the domains' own clocks and work, and such figures repeat exactly\n\
+         from boot to boot; those of the raw block path do not (the device's completions land\n\
+         where QEMU's threads put them, on the host's clock). `cargo xtask bench check` measures\n\
+         them again and fails when one is worse than here by more than its tolerance; `cargo xtask\n\
+         bench all` prints them beside the wall-clock figures, which are never kept.\n\n\
          Anchors are Linux 6.1 in the same QEMU settings (x86_64 `q35`, one vCPU; see the project's\n\
          research notes) unless they say otherwise; Tessera's figures are in the column of their\n\
          architecture. Goals are those the issues set.\n",
@@ -73,7 +75,15 @@ pub fn generate(baseline: &Baseline) -> String {
         let tables: Vec<_> = baseline.tables.iter().filter(|t| t.bench == bench).collect();
         let measured: Vec<String> =
             tables.iter().map(|t| format!("{} at `{}`", t.arch, t.commit)).collect();
-        md.push_str(&format!("\nMeasured: {}.\n\n| figure |", measured.join(", ")));
+        let repeat = if figures::deterministic(bench) {
+            "are deterministic (the same on every boot)"
+        } else {
+            "are not deterministic (the median of several boots; they move from run to run)"
+        };
+        md.push_str(&format!(
+            "\nMeasured: {}. Its figures {repeat}.\n\n| figure |",
+            measured.join(", ")
+        ));
         for t in &tables {
             md.push_str(&format!(" {} |", t.arch));
         }

@@ -47,7 +47,8 @@ pub mod stats;
 pub mod stride;
 
 pub use anticipation::{
-    Anticipation, Decision, Heuristic, WaitEnd, WaitRecord, WaitTotals, WaitTrace, Weighing,
+    Anticipation, Decision, Heuristic, LATE_ALLOWANCE_NS, WaitEnd, WaitRecord, WaitTotals,
+    WaitTrace, Weighing,
 };
 pub use cscan::Cscan;
 pub use fcfs::{Fcfs, Sstf};

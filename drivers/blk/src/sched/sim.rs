@@ -118,13 +118,26 @@ impl Outcome {
 pub use super::scheduler::Scheduler;
 
 /// Runs `readers` against `disk` through `core` for `run_ns`; `seed` drives the random
-/// patterns.
+/// patterns. The wait's timer fires on time.
 pub fn run<S: Scheduler + ?Sized, D: SimDisk>(
     core: &mut S,
     disk: &mut D,
     readers: &[Reader],
     run_ns: u64,
     seed: u64,
+) -> Outcome {
+    run_with_late_timer(core, disk, readers, run_ns, seed, 0)
+}
+
+/// [`run`] with the wait's timer firing `late_ns` after the instant the scheduler asked for,
+/// as a slow wake-up would (an arrival in between still calls the scheduler at once).
+pub fn run_with_late_timer<S: Scheduler + ?Sized, D: SimDisk>(
+    core: &mut S,
+    disk: &mut D,
+    readers: &[Reader],
+    run_ns: u64,
+    seed: u64,
+    late_ns: u64,
 ) -> Outcome {
     let n = readers.len();
     let mut next_arrival: Vec<Option<u64>> = vec![Some(0); n];
@@ -166,7 +179,7 @@ pub fn run<S: Scheduler + ?Sized, D: SimDisk>(
                     busy = Some((now + service, r, service));
                     wait_until = None;
                 }
-                Decision::Wait { until_ns } => wait_until = Some(until_ns),
+                Decision::Wait { until_ns } => wait_until = Some(until_ns + late_ns),
                 Decision::Hold | Decision::Idle => wait_until = None,
             }
         }

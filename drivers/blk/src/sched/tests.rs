@@ -269,6 +269,43 @@ mod anticipation {
         assert!(
             trace.iter().all(|w| w.ended_ns <= w.until_ns && w.until_ns - w.since_ns <= 16_500_000)
         );
+        let totals = trace.totals();
+        assert_eq!((totals.exceeded, totals.late_max_ns), (0, 0), "{totals:?}");
+    }
+
+    #[test]
+    fn a_late_timer_makes_waits_end_past_their_timeout() {
+        // Sequential readers that pause 20 ms after every 4 reads, so that waits for them time
+        // out; the caller comes back 1 ms after each wait's timer: the waits that timed out
+        // are recorded as ending when it did, past the allowance.
+        let bursts = Pattern::Bursts { burst: 4, pause_ns: 20_000_000 };
+        let far = [reader(0, 100_000, bursts), reader(5_000_000, 100_000, bursts)];
+        const LATE_NS: u64 = 1_000_000;
+        let late = |late_ns| {
+            let mut core = Anticipation::new(
+                AgedSptf::new(64, curve(), 1_000_000_000),
+                AgedSptfRule(SptfRule::new(curve())),
+                2,
+                true,
+                4096,
+            );
+            let mut disk = CurveDisk::new(curve(), SECTOR_NS);
+            sim::run_with_late_timer(&mut core, &mut disk, &far, RUN_NS, 3, late_ns);
+            core.trace().totals()
+        };
+        let on_time = late(0);
+        assert!(on_time.timed_out > 0, "{on_time:?}");
+        assert_eq!((on_time.exceeded, on_time.late_max_ns), (0, 0), "{on_time:?}");
+        let t = late(LATE_NS);
+        const { assert!(LATE_NS > LATE_ALLOWANCE_NS) };
+        assert!(t.timed_out > 0 && t.exceeded > 0, "{t:?}");
+        assert!(t.exceeded <= t.timed_out, "only waits that timed out end late: {t:?}");
+        // None ends later than the timer (an arrival in between ends it sooner).
+        assert!(t.late_max_ns > LATE_ALLOWANCE_NS && t.late_max_ns <= LATE_NS, "{t:?}");
+        // A timer late by less than the allowance counts none.
+        let slight = late(LATE_ALLOWANCE_NS / 2);
+        assert_eq!(slight.exceeded, 0, "{slight:?}");
+        assert!(slight.late_max_ns > 0 && slight.late_max_ns <= LATE_ALLOWANCE_NS / 2);
     }
 
     #[test]

@@ -294,8 +294,14 @@ mod tests {
         if let Some(w) = m.waits {
             lines.push(format!(
                 "[blk] disk waits: count={} anticipated={} timed_out={} abandoned={} exceeded={} \
-                 longest_ns={}",
-                w.count, w.anticipated, w.timed_out, w.abandoned, w.exceeded, w.longest_ns
+                 late_max_ns={} longest_ns={}",
+                w.count,
+                w.anticipated,
+                w.timed_out,
+                w.abandoned,
+                w.exceeded,
+                w.late_max_ns,
+                w.longest_ns
             ));
         }
         lines.reverse();

@@ -114,6 +114,7 @@ pub fn waits(line: &str) -> Option<Waits> {
         timed_out: f("timed_out")?,
         abandoned: f("abandoned")?,
         exceeded: f("exceeded")?,
+        late_max_ns: f("late_max_ns")?,
         longest_ns: f("longest_ns")?,
     })
 }
@@ -184,7 +185,7 @@ mod tests {
 [r0] diskread r0: done reads=100 writes=0 bytes=6553600 first_ns=2000000 last_ns=3000000000 elapsed_ns=2998000000 mean_latency_ns=14000000 max_latency_ns=20000000
 [blk] disk period: stream=r0 start=0 end=1000000000 guaranteed=499000000 extra=0 missed=false
 [blk] disk period: stream=r1 start=0 end=1000000000 guaranteed=400000000 extra=12 missed=true
-[blk] disk waits: count=10 anticipated=7 timed_out=2 abandoned=1 exceeded=0 longest_ns=16000000
+[blk] disk waits: count=10 anticipated=7 timed_out=2 abandoned=1 exceeded=0 late_max_ns=35000 longest_ns=16000000
 [blk] disk scheduler: policy=aged-sptf anticipation=on requests=300 ns=6000000 per_request_ns=20000
 kernel: idle 5 of 10 ns
 ";
@@ -220,6 +221,7 @@ kernel: idle 5 of 10 ns
                 timed_out: 2,
                 abandoned: 1,
                 exceeded: 0,
+                late_max_ns: 35_000,
                 longest_ns: 16_000_000
             })
         );
