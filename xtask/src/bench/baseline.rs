@@ -121,15 +121,17 @@ pub fn refuse_dirty(status: &str) -> Result<(), String> {
 }
 
 /// Whether the kept figures `first` and `again`, two measurements of the same benches, agree
-/// exactly (those of deterministic benches must: a figure that moves between boots cannot be
-/// checked with a tolerance of its own); the error names each figure that differs.
+/// exactly, or within the few figures' [`figures::repeat_spread`] (those of deterministic
+/// benches must: a figure that moves between boots cannot be checked with a tolerance of its
+/// own); the error names each figure that differs.
 pub fn agree(first: &[Table], again: &[Table]) -> Result<(), String> {
     let mut differ = Vec::new();
     for t in first {
         let other = again.iter().find(|a| a.arch == t.arch && a.bench == t.bench);
         for (key, value) in &t.figures {
             let v = other.and_then(|o| o.get(key));
-            if v != Some(*value) {
+            let spread = figures::repeat_spread(&t.bench, key) * value.abs();
+            if v.is_none_or(|v| (v - value).abs() > spread) {
                 let now = v.map_or("not measured".into(), |v| v.to_string());
                 differ.push(format!("{}.{}.{key}: {value} then {now}", t.arch, t.bench));
             }
@@ -532,5 +534,19 @@ mod tests {
         let missing = table(&[("a", 1.0)]);
         let e = agree(&[t], &[missing]).unwrap_err();
         assert!(e.contains("b: 2 then not measured"), "{e}");
+        // The USD's scheduler instructions may move by half a percent, no more.
+        let usd = |v: f64| Table {
+            bench: "disk".into(),
+            ..table(&[
+                ("scheduler_instructions_usd", v),
+                ("scheduler_instructions_aged_sptf", 4245.0),
+            ])
+        };
+        assert_eq!(agree(&[usd(4174.0)], &[usd(4171.0)]), Ok(()));
+        let e = agree(&[usd(4174.0)], &[usd(4200.0)]).unwrap_err();
+        assert!(e.contains("scheduler_instructions_usd: 4174 then 4200"), "{e}");
+        let mut sptf = usd(4174.0);
+        sptf.figures[1].1 = 4246.0;
+        assert!(agree(&[usd(4174.0)], &[sptf]).is_err());
     }
 }
