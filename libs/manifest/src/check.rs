@@ -977,13 +977,15 @@ impl Manifest {
                 return Err(problem(ProblemKind::ChannelTooLarge { bytes: c.bytes() }));
             }
         }
-        // Every index is now in range and every channel at most 1 MiB.
-        let mut ends = [0usize; MAX_DOMAINS];
+        // Every index is now in range and every channel at most 1 MiB. The tallies are sized by
+        // the manifest's domains, not by MAX_DOMAINS, so that raising the limit costs nothing
+        // here.
+        let mut ends = alloc::vec![0usize; self.domains.len()];
         for c in &self.channels {
             ends[c.from] += 1;
             ends[c.to] += 1;
         }
-        let mut seen = [0usize; MAX_DOMAINS];
+        let mut seen = alloc::vec![0usize; self.domains.len()];
         for (index, c) in self.channels.iter().enumerate() {
             for end in [c.from, c.to] {
                 seen[end] += 1;
@@ -997,7 +999,7 @@ impl Manifest {
                 }
             }
         }
-        let mut charged = [DOMAIN_FIXED_FRAMES * PAGE_SIZE; MAX_DOMAINS];
+        let mut charged = alloc::vec![DOMAIN_FIXED_FRAMES * PAGE_SIZE; self.domains.len()];
         for (index, c) in self.channels.iter().enumerate() {
             charged[c.from] += c.bytes();
             let guaranteed = self.domains[c.from].guaranteed;
@@ -1014,8 +1016,10 @@ impl Manifest {
             }
         }
         // Channels are at most 1 MiB each and at most 64, so these sums do not overflow.
-        let mut placed =
-            [DOMAIN_FIXED_FRAMES * PAGE_SIZE + DOMAIN_FIXED_RANGES * GUARD_BYTES; MAX_DOMAINS];
+        let mut placed = alloc::vec![
+            DOMAIN_FIXED_FRAMES * PAGE_SIZE + DOMAIN_FIXED_RANGES * GUARD_BYTES;
+            self.domains.len()
+        ];
         for (index, c) in self.channels.iter().enumerate() {
             placed[c.from] += c.bytes() + GUARD_BYTES;
             let address_space = self.domains[c.from].address_space;
