@@ -534,7 +534,7 @@ mod tests {
         let missing = table(&[("a", 1.0)]);
         let e = agree(&[t], &[missing]).unwrap_err();
         assert!(e.contains("b: 2 then not measured"), "{e}");
-        // The USD's scheduler instructions may move by half a percent, no more.
+        // The disk schedulers' instructions may move by half a percent, no more.
         let usd = |v: f64| Table {
             bench: "disk".into(),
             ..table(&[
@@ -546,7 +546,10 @@ mod tests {
         let e = agree(&[usd(4174.0)], &[usd(4200.0)]).unwrap_err();
         assert!(e.contains("scheduler_instructions_usd: 4174 then 4200"), "{e}");
         let mut sptf = usd(4174.0);
-        sptf.figures[1].1 = 4246.0;
+        sptf.figures[1].1 = 4290.0;
         assert!(agree(&[usd(4174.0)], &[sptf]).is_err());
+        // Any other figure must repeat exactly.
+        let e = agree(&[table(&[("a", 4174.0)])], &[table(&[("a", 4173.0)])]).unwrap_err();
+        assert!(e.contains("a: 4174 then 4173"), "{e}");
     }
 }
