@@ -33,9 +33,14 @@ fn manifest(others: usize) -> Result<std::path::PathBuf> {
              memory = {{ guaranteed = \"256K\" }}\ncpu = {{ period = \"100ms\", slice = \"1ms\" }}\n"
         )?;
     }
+    written(&format!("switch-with-{others}-others.toml"), &text)
+}
+
+/// Writes the manifest `text` as `target/bench/NAME`; its path.
+fn written(name: &str, text: &str) -> Result<std::path::PathBuf> {
     let dir = util::target_dir().join("bench");
     std::fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("switch-with-{others}-others.toml"));
+    let path = dir.join(name);
     std::fs::write(&path, text)?;
     Ok(path)
 }
@@ -96,11 +101,7 @@ fn runnable_manifest(others: usize) -> Result<std::path::PathBuf> {
              cpu = {{ period = \"1000ms\", slice = \"10us\", extra = false }}\n"
         )?;
     }
-    let dir = util::target_dir().join("bench");
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("switch-with-{others}-spinning.toml"));
-    std::fs::write(&path, text)?;
-    Ok(path)
+    written(&format!("switch-with-{others}-spinning.toml"), &text)
 }
 
 /// Instructions per domain switch on `arch` with [`RUNNABLE_OTHERS`] domains spinning out of
