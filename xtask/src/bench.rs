@@ -11,6 +11,9 @@
 //! `sched`: CPU contracts (see [`sched`]): share error, per-period deviation, wake-up latency
 //! and domain switch cost, with an SVG of each domain's CPU per period.
 //!
+//! `canary`: a CPU-bound canary's work beside system-call fuzzers and sleepers in 64 domains,
+//! against its work alone (see [`canary`]).
+//!
 //! `fault`: the user-level page fault round trip and self-paging (see [`fault`]); with
 //! `--manifest M`, also the round trip of the app M boots (your own driver).
 //!
@@ -38,6 +41,7 @@
 mod baseline;
 mod boot;
 mod by_arch;
+mod canary;
 mod disk;
 mod disk_raw;
 mod fault;
@@ -69,6 +73,8 @@ pub enum Name {
     Ipc,
     /// CPU contracts: shares, per-period deviation, wake-up latency, switch cost.
     Sched,
+    /// A CPU-bound canary's work beside system-call fuzzers in 64 domains, against alone.
+    Canary,
     /// The user-level page fault round trip, and self-paging under CPU contracts.
     Fault,
     /// The raw block path: virtio-blk and AHCI through a driver domain, per request.
@@ -140,6 +146,7 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
                 Name::Boot,
                 Name::Ipc,
                 Name::Sched,
+                Name::Canary,
                 Name::Fault,
                 Name::DiskRaw,
                 Name::Disk,
@@ -191,6 +198,7 @@ fn bench_name(name: Name) -> &'static str {
         Name::Boot => "boot",
         Name::Ipc => "ipc",
         Name::Sched => "sched",
+        Name::Canary => "canary",
         Name::Fault => "fault",
         Name::DiskRaw => "disk-raw",
         Name::Disk => "disk",
@@ -210,6 +218,7 @@ fn one(bench: Name, mode: Mode, arches: &[Arch], opts: &Options) -> Result<Vec<T
         Name::Boot => boot::run(mode, arches)?,
         Name::Ipc => ipc::run(mode, arches)?,
         Name::Sched => sched::run(mode, arches)?,
+        Name::Canary => canary::run(mode, arches)?,
         Name::Fault => fault::run(mode, arches, opts.fault_manifest.as_deref())?,
         Name::DiskRaw => disk_raw::run(mode, arches)?,
         Name::Disk => disk::run(mode, arches, opts.disk)?,
@@ -222,7 +231,7 @@ fn one(bench: Name, mode: Mode, arches: &[Arch], opts: &Options) -> Result<Vec<T
 /// The benches whose kept figures come from one boot each: `--update-baseline` measures them
 /// a second time and keeps them only if both agree (the others repeat their boots themselves,
 /// [`icount_runs`], or keep a median).
-const BOOTED_ONCE: [Name; 3] = [Name::Sched, Name::Disk, Name::Paging];
+const BOOTED_ONCE: [Name; 4] = [Name::Sched, Name::Canary, Name::Disk, Name::Paging];
 
 /// `tables` measured again by `again` (in [`Mode::Check`]), when `bench` is one of
 /// [`BOOTED_ONCE`] and figures are to be kept: an error if a figure differs between the two.

@@ -37,7 +37,7 @@ fn manifest(others: usize) -> Result<std::path::PathBuf> {
 }
 
 /// Writes the manifest `text` as `target/bench/NAME`; its path.
-fn written(name: &str, text: &str) -> Result<std::path::PathBuf> {
+pub(super) fn written(name: &str, text: &str) -> Result<std::path::PathBuf> {
     let dir = util::target_dir().join("bench");
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(name);

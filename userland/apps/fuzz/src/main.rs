@@ -2,8 +2,8 @@
 //! `docs/syscalls.md` is reachable, that the kernel returns no error the table does not list,
 //! and that it survives the calls itself.
 //!
-//! Usage: `fuzz [--seed S] [--calls-per N]` (defaults 1 and 1000; numbers in decimal or `0x`
-//! hex), or `fuzz --block-once`, `fuzz --fill-then-wait MS` or `fuzz --arm-timer-then-exit S`
+//! Usage: `fuzz [--seed S] [--calls-per N] [--domains D]` (defaults 1, 1000 and 4; numbers in
+//! decimal or `0x` hex), or `fuzz --block-once`, `fuzz --fill-then-wait MS` or `fuzz --arm-timer-then-exit S`
 //! (the helper modes below). It first yields once, so that every other domain gets to run;
 //! then, with a xorshift64 generator seeded by `S`, it makes exactly `N` calls of every kind,
 //! in a random interleaving: each call of `abi::Call::ALL` except `exit` and `block`, and
@@ -14,8 +14,8 @@
 //! four image slots (other domains' images, the canary's among them); the fuzzer's own code,
 //! data, stack, arguments, control block and channel; the stretches it created (their bases,
 //! insides and ends); sizes around 1024, a page, the fuzzer's guarantee and 64 MiB, and
-//! overflowing ones; rights 0..=0x20 and huge values; domain ids 0..=5 (the manifest's four
-//! domains and two ids no domain has) and huge ones (some truncate to small ids); endpoints
+//! overflowing ones; rights 0..=0x20 and huge values; domain ids below `D + 2` (by default
+//! 0..=5: the manifest's four domains and two ids no domain has) and huge ones (some truncate to small ids); endpoints
 //! 0..=40 and huge ones. Registers a call does not read get values from any pool. The
 //! self-paging calls draw from what the fuzzer holds (managed stretches it created, loose
 //! frames it took), aiming at each documented error in turn, and their outcomes are checked
@@ -149,6 +149,7 @@ const SQUEEZE_ONE_IN: usize = 40;
 fn main(env: Env) -> i32 {
     let mut seed = 1u64;
     let mut calls_per = 1000u64;
+    let mut domains = 4usize;
     let mut helper = None;
     // An address in the argument block, which lies at the top of the stack.
     let args_at = env.args.clone().next().map_or(0, |a| a.as_ptr() as usize);
@@ -162,11 +163,12 @@ fn main(env: Env) -> i32 {
         match (arg, value.and_then(number)) {
             ("--seed", Some(n)) => seed = n,
             ("--calls-per", Some(n)) if n > 0 => calls_per = n,
+            ("--domains", Some(n)) if (1..=4096).contains(&n) => domains = n as usize,
             ("--fill-then-wait", Some(ms)) => helper = Some(Helper::FillThenWait(ms)),
             ("--arm-timer-then-exit", Some(s)) => helper = Some(Helper::ArmTimerThenExit(s)),
             _ => {
                 println!(
-                    "fuzz: bad argument `{} {}`; usage: fuzz [--seed S] [--calls-per N] | \
+                    "fuzz: bad argument `{} {}`; usage: fuzz [--seed S] [--calls-per N] [--domains D] | \
                      --block-once | --fill-then-wait MS | --arm-timer-then-exit S",
                     arg,
                     value.unwrap_or("")
@@ -185,7 +187,7 @@ fn main(env: Env) -> i32 {
     let stack_pattern = [seed ^ 0xa5a5_5a5a_0f0f_f0f0; 16];
     let dcb = tessera::dcb();
     let channel = dcb.channels.iter().find(|c| c.role != ChannelRole::None as u64);
-    let own = Own::new(
+    let mut own = Own::new(
         env.domain_id,
         [
             main as fn(Env) -> i32 as usize,
@@ -197,6 +199,7 @@ fn main(env: Env) -> i32 {
         dcb as *const abi::Dcb as usize,
         channel.map(|c| c.base as usize),
     );
+    own.domains = domains;
     let mut f = Fuzzer {
         rng: Rng::new(seed),
         own,
@@ -371,7 +374,7 @@ impl Fuzzer {
             }
             Call::StretchRights => {
                 a[0] = pools::base(rng, own);
-                a[1] = pools::domain(rng);
+                a[1] = pools::domain(rng, own);
                 a[2] = pools::rights(rng);
                 if own.may_be_me(a[1]) {
                     if own.find(a[0]).is_some() {
@@ -384,7 +387,7 @@ impl Fuzzer {
                 }
             }
             Call::EventSend => {
-                a[0] = pools::domain(rng);
+                a[0] = pools::domain(rng, own);
                 a[1] = pools::endpoint(rng);
             }
             Call::ActivationSet => {

@@ -36,6 +36,9 @@ pub struct Own {
     /// The base of the IO channel it sends on, if the manifest gave it one. It holds no
     /// reference into that memory, which is why the fuzzer may pass it to `stretch_destroy`.
     pub channel: Option<usize>,
+    /// How many domains the manifest has (`--domains`, default 4): domain ids are drawn
+    /// below this plus two.
+    pub domains: usize,
     /// The managed stretches and loose frames it holds.
     pub mem: Memory,
     created: [Created; MAX_CREATED],
@@ -52,6 +55,7 @@ impl Own {
             addrs,
             dcb,
             channel,
+            domains: 4,
             mem: Memory::new(),
             created: [empty; MAX_CREATED],
             len: 0,

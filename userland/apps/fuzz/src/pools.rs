@@ -175,10 +175,11 @@ pub fn rights(rng: &mut Rng) -> usize {
     }
 }
 
-/// A domain id: 0..=5 mostly (every domain of `tests/manifests/fuzz.toml`, the full
-/// `--fill-then-wait` one among them, and ids no domain has), sometimes a huge one.
-pub fn domain(rng: &mut Rng) -> usize {
-    if rng.one_in(4) { rng.pick(&HUGE_IDS) } else { rng.below(6) }
+/// A domain id: below `own.domains + 2` mostly (by default 0..=5: every domain of
+/// `tests/manifests/fuzz.toml`, the full `--fill-then-wait` one among them, and ids no domain
+/// has), sometimes a huge one.
+pub fn domain(rng: &mut Rng, own: &Own) -> usize {
+    if rng.one_in(4) { rng.pick(&HUGE_IDS) } else { rng.below(own.domains + 2) }
 }
 
 /// An endpoint number: 0..=3 (where the endpoints of a few channels are) half the time,
@@ -196,7 +197,7 @@ pub fn any(rng: &mut Rng, own: &Own) -> usize {
     match rng.below(6) {
         0 => size(rng),
         1 => rights(rng),
-        2 => domain(rng),
+        2 => domain(rng, own),
         3 => endpoint(rng),
         _ => addr(rng, own),
     }

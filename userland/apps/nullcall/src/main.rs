@@ -1,7 +1,7 @@
 //! `nullcall`: measures the bare system-call path, or the domain switch.
 //!
 //! Usage: `nullcall [--calls N] [--yield]` (default 100000 calls of `null`), or
-//! `nullcall --idle MS`. It times N
+//! `nullcall --idle MS [--every US]`. It times N
 //! iterations of an empty loop, then N system calls, with the kernel's clock, and prints
 //! `nullcall: N calls in T ns, empty loop L ns`. Under `-icount shift=0,sleep=off` one
 //! nanosecond of guest time is one instruction, so `(T - L) / N` is the instructions one null
@@ -10,7 +10,9 @@
 //! `(T - L) / (2 N)` is one domain switch (including the `yield` call that causes it).
 //! With `--idle MS` it only sleeps for `MS` milliseconds and exits: a domain under a
 //! contract that is blocked while others are measured (`bench ipc` runs the switch beside
-//! up to 62 of them).
+//! up to 62 of them). With `--every US` it sleeps in steps of `US` microseconds instead, waking
+//! after each (a timed wake-up of the kernel's every `US`) until `MS` milliseconds have passed
+//! since it started: the sleepers beside `bench canary`'s canary.
 
 #![no_std]
 #![no_main]
@@ -32,16 +34,36 @@ fn main(env: Env) -> i32 {
         }
         if arg == "--idle" {
             let Some(Ok(ms)) = args.next().map(str::parse::<u64>) else {
-                println!("nullcall: usage: nullcall --idle MS");
+                println!("nullcall: usage: nullcall --idle MS [--every US]");
                 return 2;
             };
-            tessera::thread::sleep(ms * 1_000_000);
-            return 0;
+            let every = match (args.next(), args.next().map(str::parse::<u64>)) {
+                (None, _) => None,
+                (Some("--every"), Some(Ok(us))) if us > 0 => Some(us * 1_000),
+                _ => {
+                    println!("nullcall: usage: nullcall --idle MS [--every US]");
+                    return 2;
+                }
+            };
+            let Some(step) = every else {
+                tessera::thread::sleep(ms * 1_000_000);
+                return 0;
+            };
+            let end = tessera::time_ns().saturating_add(ms * 1_000_000);
+            loop {
+                let now = tessera::time_ns();
+                if now >= end {
+                    return 0;
+                }
+                tessera::thread::sleep(step.min(end - now));
+            }
         }
         match (arg, args.next().map(str::parse)) {
             ("--calls", Some(Ok(n))) if n > 0 => calls = n,
             _ => {
-                println!("nullcall: usage: nullcall [--calls N] [--yield] | nullcall --idle MS");
+                println!(
+                    "nullcall: usage: nullcall [--calls N] [--yield] | nullcall --idle MS [--every US]"
+                );
                 return 2;
             }
         }
