@@ -41,7 +41,10 @@
 //!
 //! Each client's [`Accounts`] hold the guaranteed and extra time it used, its completed periods
 //! and missed deadlines. All time between two scheduler calls is charged to the client that was
-//! dispatched, so the kernel's trap and switch paths count against the running domain. With
+//! dispatched, so the kernel's trap and switch paths count against the running domain, except
+//! for the intervals of kernel work the kernel hands to [`Atropos::charge_to`]: work done for
+//! another client while this one was dispatched (its timer, its wake-up, its period's end),
+//! which that client pays. With
 //! [`Atropos::set_trace`] on, every completed period leaves a [`PeriodRecord`] to
 //! [`Atropos::take_records`].
 //!
@@ -600,6 +603,45 @@ impl Atropos {
                 self.relink(id);
             }
             _ => {}
+        }
+    }
+
+    /// Charges the interval `from..to` of kernel work done for client `id` (its timer, its
+    /// wake-up, the end of its period, its teardown) to `id` instead of to the dispatched
+    /// client: the dispatched client is charged up to `from` (and periods that ended by then
+    /// are ended), `id` pays `to - from` out of its slice while any is left and as extra time
+    /// beyond it, and the dispatched client's charge resumes at `to`, so it pays nothing of the
+    /// interval. Time the dispatched client was charged already is not charged again (`from`
+    /// counts from its last charge at the earliest). If `id` is the dispatched client it is
+    /// charged as usual; a gone or unknown `id` pays nothing, and the dispatched client still
+    /// does not. Moves `id` in its queues only when its slice runs out.
+    pub fn charge_to(&mut self, id: usize, from: Nanos, to: Nanos) {
+        let from = match self.running {
+            Some((_, _, since)) => from.max(since),
+            None => from,
+        };
+        if to <= from {
+            return;
+        }
+        self.advance(from);
+        if self.running.is_some_and(|(r, _, _)| r == id) {
+            self.charge(to);
+            return;
+        }
+        if let Some(c) = self.clients.get_mut(id).filter(|c| c.state != State::Gone) {
+            let used = to - from;
+            let guaranteed = used.min(c.remain);
+            c.remain -= guaranteed;
+            c.accounts.guaranteed += guaranteed;
+            c.period_guaranteed += guaranteed;
+            c.accounts.extra += used - guaranteed;
+            c.period_extra += used - guaranteed;
+            if guaranteed > 0 && c.remain == 0 {
+                self.relink(id);
+            }
+        }
+        if let Some((r, mode, _)) = self.running {
+            self.running = Some((r, mode, to));
         }
     }
 

@@ -423,3 +423,45 @@ fn restart_aligns_periods_and_clears_accounts() {
 
 mod random;
 mod reference;
+
+/// Kernel work for another client, charged with `charge_to`, comes out of that client's slice
+/// and not out of the dispatched client's: the dispatched one pays only the rest.
+#[test]
+fn charge_to_moves_an_interval_off_the_dispatched_client() {
+    let mut s = Atropos::new();
+    let a = s.add(contract(10 * MS, 5 * MS, false), 0);
+    let b = s.add(contract(10 * MS, 5 * MS, false), 0);
+    let d = s.dispatch(0).unwrap();
+    let (run, other) = (d.client, if d.client == a { b } else { a });
+    // 300 us of kernel work for `other` inside `run`'s 1 ms.
+    s.charge_to(other, 200 * US, 500 * US);
+    s.block(run, MS);
+    assert_eq!(s.accounts(run).unwrap().guaranteed, 700 * US);
+    assert_eq!(s.remaining(run), Some(5 * MS - 700 * US));
+    assert_eq!(s.accounts(other).unwrap().guaranteed, 300 * US);
+    assert_eq!(s.remaining(other), Some(5 * MS - 300 * US));
+    // Beyond its slice, the client pays as extra time; an empty or reversed interval is free.
+    s.charge_to(other, MS, 6 * MS);
+    s.charge_to(other, 7 * MS, 7 * MS);
+    s.charge_to(other, 7 * MS, 6 * MS);
+    assert_eq!(s.remaining(other), Some(0));
+    assert_eq!(s.accounts(other).unwrap().extra, 300 * US);
+    // Out of slice, it no longer runs on guaranteed time: the woken client does.
+    s.wake(run, 7 * MS);
+    assert_eq!(s.dispatch(7 * MS).map(|d| (d.client, d.mode)), Some((run, Mode::Guaranteed)));
+    // Time the dispatched client was charged already is not charged again: the interval
+    // counts from its last charge.
+    s.charge_to(other, 6 * MS, 7 * MS + 100 * US);
+    assert_eq!(s.accounts(other).unwrap().extra, 400 * US);
+    // A gone client pays nothing and the dispatched one still does not.
+    s.remove(other, 7 * MS + 100 * US);
+    s.charge_to(other, 7 * MS + 100 * US, 7 * MS + 200 * US);
+    s.block(run, 8 * MS);
+    assert_eq!(s.accounts(run).unwrap().guaranteed, 700 * US + 800 * US);
+    // The dispatched client itself pays as usual.
+    s.wake(run, 8 * MS);
+    assert_eq!(s.dispatch(8 * MS).map(|d| d.client), Some(run));
+    s.charge_to(run, 8 * MS, 8 * MS + 100 * US);
+    s.block(run, 8 * MS + 300 * US);
+    assert_eq!(s.accounts(run).unwrap().guaranteed, 1500 * US + 300 * US);
+}

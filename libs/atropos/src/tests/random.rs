@@ -1,6 +1,7 @@
 //! The queued scheduler against the reference (the pass-over-all-clients scheduler it
 //! replaced) on seeded random workloads: many clients under random admitted contracts, blocked,
-//! woken, yielding, removed, added and dispatched at random instants, with time moving the way
+//! woken, yielding, removed, added, charged for kernel work done for them and dispatched at
+//! random instants, with time moving the way
 //! a kernel moves it (to the dispatch's `until`, short of it, or far past it). At every step
 //! both must give the same answers, accounts and period records.
 
@@ -80,6 +81,8 @@ struct Pair {
     blocked: Vec<usize>,
     /// Dispatches seen: guaranteed, extra, none.
     dispatches: [u64; 3],
+    /// Intervals charged to a client other than the dispatched one, and to none that exists.
+    charged_to: [u64; 2],
     /// The clients' missed deadlines, late ends, wake-ups and periods, summed over their
     /// accounts before each restart zeroed them.
     counted: [u64; 4],
@@ -228,6 +231,21 @@ impl Pair {
                 self.new.restart(now);
                 self.old.restart(now);
             }
+            98 | 99 => {
+                // Kernel work for a client: an interval that may start before the dispatched
+                // client's last charge (or before any), ending now or later; time moves to its
+                // end, as the kernel's clock has when it asks next.
+                let id = self.pick(rng);
+                let from = now.saturating_sub(if rng.chance(30) { 0 } else { rng.below(MS) });
+                let to = now + rng.below(300 * MICROSECOND);
+                self.log.push(format!("{now}: charge_to {id} {from}..{to}"));
+                if self.new.running().is_some_and(|(r, _)| r != id) {
+                    self.charged_to[usize::from(id >= self.contracts.len())] += 1;
+                }
+                self.new.charge_to(id, from, to);
+                self.old.charge_to(id, from, to);
+                self.now = to;
+            }
             97 => {
                 let on = !self.new.tracing();
                 self.new.set_trace(on);
@@ -239,8 +257,9 @@ impl Pair {
 }
 
 /// What one workload exercised: dispatches (guaranteed, extra, none), then the sums of the
-/// clients' missed deadlines, late ends, wake-ups and periods.
-type Exercised = [u64; 7];
+/// clients' missed deadlines, late ends, wake-ups and periods, then the intervals charged to
+/// another client than the dispatched one (one that exists, one that does not).
+type Exercised = [u64; 9];
 
 fn run(seed: u64, steps: usize) -> Exercised {
     let mut rng = Rng(seed);
@@ -255,6 +274,7 @@ fn run(seed: u64, steps: usize) -> Exercised {
         grain: if rng.chance(50) { 10 * MICROSECOND } else { 1 },
         blocked: Vec::new(),
         dispatches: [0; 3],
+        charged_to: [0; 2],
         counted: [0; 4],
     };
     pair.new.set_trace(true);
@@ -277,20 +297,22 @@ fn run(seed: u64, steps: usize) -> Exercised {
     pair.count();
     let [g, e, n] = pair.dispatches;
     let [missed, late, wakeups, periods] = pair.counted;
-    [g, e, n, missed, late, wakeups, periods]
+    let [other, unknown] = pair.charged_to;
+    [g, e, n, missed, late, wakeups, periods, other, unknown]
 }
 
 #[test]
 fn queued_scheduler_matches_the_reference_on_random_workloads() {
-    let mut total: Exercised = [0; 7];
+    let mut total: Exercised = [0; 9];
     for seed in 0..200 {
         for (t, x) in total.iter_mut().zip(run(seed, 2500)) {
             *t += x;
         }
     }
     // The comparison is only as good as the workloads: they must reach every rule.
-    let [guaranteed, extra, idle, missed, late, wakeups, periods] = total;
+    let [guaranteed, extra, idle, missed, late, wakeups, periods, other, unknown] = total;
     std::println!("{total:?}");
     assert!(guaranteed > 10_000 && extra > 5_000 && idle > 5_000, "{total:?}");
     assert!(missed > 1000 && late > 100 && wakeups > 20_000 && periods > 10_000, "{total:?}");
+    assert!(other > 1_000 && unknown > 100, "{total:?}");
 }

@@ -1,6 +1,7 @@
 //! The scheduler as it was before its queues: every dispatch and replenishment a pass over the
-//! clients. Kept, unchanged but for its name, as the reference the queued [`crate::Atropos`]
-//! must agree with on random workloads (`super::random`).
+//! clients. Kept, unchanged but for its name and the later [`Reference::charge_to`], as the
+//! reference the queued [`crate::Atropos`] must agree with on random workloads
+//! (`super::random`).
 
 use std::vec::Vec;
 
@@ -310,6 +311,34 @@ impl Reference {
     fn stop_if_running(&mut self, id: usize) {
         if self.running.is_some_and(|(r, _, _)| r == id) {
             self.running = None;
+        }
+    }
+
+    /// [`crate::Atropos::charge_to`], over the pass-over-all-clients state (added with it).
+    pub fn charge_to(&mut self, id: usize, from: Nanos, to: Nanos) {
+        let from = match self.running {
+            Some((_, _, since)) => from.max(since),
+            None => from,
+        };
+        if to <= from {
+            return;
+        }
+        self.advance(from);
+        if self.running.is_some_and(|(r, _, _)| r == id) {
+            self.charge(to);
+            return;
+        }
+        if let Some(c) = self.clients.get_mut(id).filter(|c| c.state != State::Gone) {
+            let used = to - from;
+            let guaranteed = used.min(c.remain);
+            c.remain -= guaranteed;
+            c.accounts.guaranteed += guaranteed;
+            c.period_guaranteed += guaranteed;
+            c.accounts.extra += used - guaranteed;
+            c.period_extra += used - guaranteed;
+        }
+        if let Some((r, mode, _)) = self.running {
+            self.running = Some((r, mode, to));
         }
     }
 
