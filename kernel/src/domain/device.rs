@@ -116,8 +116,10 @@ impl World {
     }
 
     /// Delivers every raised line: signals the endpoint it is bound to. A line bound to
-    /// nobody, or to a dead domain, is released (acknowledged and masked).
-    pub(super) fn deliver_interrupts(&mut self) {
+    /// nobody, or to a dead domain, is released (acknowledged and masked). Returns the domains
+    /// signalled, one bit each.
+    pub(super) fn deliver_interrupts(&mut self) -> super::sched::Served {
+        let mut served = 0;
         // The summary first: a line raised after this swap sets its word's bit again.
         let mut words = RAISED_WORDS.swap(0, Ordering::AcqRel);
         while words != 0 {
@@ -130,12 +132,14 @@ impl World {
                 match self.devices.bindings.iter().find(|b| b.line == line).copied() {
                     Some(b) if self.domain(b.domain).is_some() => {
                         self.stamp_interrupt(b);
-                        self.signal(b.domain, b.endpoint)
+                        self.signal(b.domain, b.endpoint);
+                        served |= super::sched::bit(b.domain);
                     }
                     _ => arch::interrupts::release_line(line),
                 }
             }
         }
+        served
     }
 
     /// Records in the driver's control block when `b`'s endpoint was signalled

@@ -70,13 +70,15 @@ impl World {
         }
         endpoint.deadline = deadline;
         if let Some(t) = deadline {
-            self.sched.note_instant(t);
+            self.sched.note_instant(t, id);
         }
         Ok(())
     }
 
-    /// Signals every armed timer endpoint whose deadline is at or before `now`.
-    pub(super) fn fire_timers(&mut self, now: u64) {
+    /// Signals every armed timer endpoint whose deadline is at or before `now`; returns their
+    /// domains, one bit each.
+    pub(super) fn fire_timers(&mut self, now: u64) -> super::sched::Served {
+        let mut served = 0;
         for id in 0..self.domains.len() as u32 {
             if self.domain(id).is_none() {
                 continue;
@@ -86,18 +88,11 @@ impl World {
                 if e.deadline.is_some_and(|t| t <= now) {
                     e.deadline = None;
                     self.signal(id, ep);
+                    served |= super::sched::bit(id);
                 }
             }
         }
-    }
-
-    /// The earliest armed timer endpoint of a live domain.
-    pub(super) fn earliest_timer(&self) -> Option<u64> {
-        self.domains
-            .iter()
-            .filter(|d| d.ending.is_none())
-            .flat_map(|d| d.endpoints.iter().filter_map(|e| e.deadline))
-            .min()
+        served
     }
 
     /// Increments endpoint `ep` of live domain `to` and wakes it.
@@ -127,7 +122,7 @@ impl World {
             if let Some(frame) = d.dcb {
                 phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
             }
-            if self.sched.policy.wake(id as usize, super::clock::now_ns()) {
+            if self.sched.policy.wake(id as usize, self.sched.now_ns()) {
                 self.sched.preempt = true;
             }
         } else {

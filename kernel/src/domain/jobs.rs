@@ -282,7 +282,7 @@ impl World {
     pub(super) fn begin_death(&mut self, id: u32, ending: Ending) {
         self.close_endpoints_signalled_by(id);
         self.release_interrupts_of(id);
-        let now = super::clock::now_ns();
+        let now = self.sched.now_ns();
         let d = &mut self.domains[id as usize];
         d.ending = Some(ending);
         d.dcb = None;

@@ -297,7 +297,7 @@ impl World {
         let d = &mut self.domains[victim as usize];
         let goal = d.optimistic_held - wanted;
         d.revocation = Some(Revocation { wanted, goal, sent_ns, deadline_ns });
-        self.sched.note_instant(ticks_from_ns(deadline_ns));
+        self.sched.note_instant(ticks_from_ns(deadline_ns), victim);
         let d = &self.domains[victim as usize];
         if let Some(frame) = d.dcb {
             let slot = &crate::phys::dcb(frame).revocation;
@@ -340,8 +340,10 @@ impl World {
         self.wake_frame_waiters();
     }
 
-    /// Terminates every domain whose revocation deadline has passed, which frees its frames.
-    pub(super) fn enforce_revocations(&mut self, now_ns: u64) {
+    /// Terminates every domain whose revocation deadline has passed, which frees its frames;
+    /// returns those domains, one bit each.
+    pub(super) fn enforce_revocations(&mut self, now_ns: u64) -> super::sched::Served {
+        let mut served = 0;
         for id in 0..self.domains.len() as u32 {
             let d = &self.domains[id as usize];
             let Some(r) = d.revocation.as_ref().filter(|_| d.ending.is_none()) else { continue };
@@ -356,22 +358,14 @@ impl World {
                 r.deadline_ns / 1000
             );
             self.begin_death(id, Ending::Terminated(super::Termination::RevocationIgnored));
+            served |= super::sched::bit(id);
         }
-    }
-
-    /// The earliest revocation deadline, in timer ticks.
-    pub(super) fn earliest_revocation(&self) -> Option<u64> {
-        self.domains
-            .iter()
-            .filter(|d| d.ending.is_none())
-            .filter_map(|d| d.revocation.as_ref())
-            .map(|r| ticks_from_ns(r.deadline_ns))
-            .min()
+        served
     }
 
     /// Wakes the domains blocked in a call that waits for frames; their calls run again.
     pub(super) fn wake_frame_waiters(&mut self) {
-        let now = now_ns();
+        let now = self.sched.now_ns();
         for id in 0..self.domains.len() {
             let d = &mut self.domains[id];
             if d.ending.is_none() && core::mem::take(&mut d.waiting_for_frames) {

@@ -19,7 +19,7 @@ use abi::SysError;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
 
-use super::clock::{now_ns, ns_from_ticks, ticks_from_ns_up};
+use super::clock::{now_ns, ns_from_ticks, ticks_from_ns, ticks_from_ns_up};
 use super::syscall::{self, Next};
 use super::{Ending, WORLD, World, report_fault, summary};
 use crate::arch::AddressSpaceOps as _;
@@ -41,6 +41,15 @@ pub(super) struct Scheduler {
     /// happens before this instant, in timer ticks (a lower bound, exact after each pass of
     /// [`World::expire`] and whenever nothing can run).
     next_instant: u64,
+    /// The domain whose instant `next_instant` is: the last to note it, or the one the last
+    /// pass of [`World::expire`] found. A pass that finds nothing due (the instant was left by
+    /// a timer since disarmed or a domain woken early) is charged to it.
+    next_instant_of: u32,
+    /// While the kernel does work for other domains inside a switch or an interrupt (a pass of
+    /// [`World::expire`], delivering interrupts): the instant the policy is told of the
+    /// wake-ups it makes, in ns, so that it charges nobody before that work's interval is
+    /// charged to the domains it served ([`World::charge_work`]).
+    frozen: Option<u64>,
     /// Time spent waiting for an interrupt with nothing to run, in timer ticks: the run
     /// summary reports it, and the disk benches count the busy time as the run's time less it.
     pub(super) idle_ticks: u64,
@@ -55,33 +64,50 @@ impl Scheduler {
             preempt: false,
             stop_at: None,
             next_instant: 0,
+            next_instant_of: 0,
+            frozen: None,
             idle_ticks: 0,
         }
     }
 
-    /// Something will happen at `ticks` (a blocked domain's deadline, a timer endpoint, a
-    /// revocation deadline): [`World::expire`] must look at the domains by then.
-    pub(super) fn note_instant(&mut self, ticks: u64) {
-        self.next_instant = self.next_instant.min(ticks);
+    /// Something will happen to domain `of` at `ticks` (its deadline as it blocks, its timer
+    /// endpoint, its revocation deadline): [`World::expire`] must look at the domains by then.
+    pub(super) fn note_instant(&mut self, ticks: u64, of: u32) {
+        if ticks < self.next_instant {
+            self.next_instant = ticks;
+            self.next_instant_of = of;
+        }
+    }
+
+    /// The instant to tell the policy of a wake-up or a death, in ns: the clock's, or while
+    /// the kernel works for other domains the instant that work began ([`Scheduler::frozen`]).
+    pub(super) fn now_ns(&self) -> u64 {
+        self.frozen.unwrap_or_else(now_ns)
     }
 }
 
 impl World {
     /// Fires due timer endpoints, enforces revocation deadlines and unblocks every domain whose
-    /// deadline has passed. The domains are visited only once `next_instant` has come, so a
-    /// switch does not cost more with more domains.
+    /// deadline has passed; returns the domains this served, one bit each (none if nothing was
+    /// due). The domains are visited only once `next_instant` has come, so a switch does not
+    /// cost more with more domains.
     #[inline]
-    fn expire(&mut self, now: u64) {
+    fn expire(&mut self, now: u64) -> Served {
         if now >= self.sched.next_instant {
-            self.expire_pass(now);
+            return self.expire_pass(now);
         }
+        0
     }
 
     /// The pass of [`World::expire`], out of line so that the common case costs a comparison.
+    /// The policy hears of its wake-ups at `now`; if nothing was due, the domain that left the
+    /// instant is the one served.
     #[inline(never)]
-    fn expire_pass(&mut self, now: u64) {
-        self.fire_timers(now);
-        self.enforce_revocations(ns_from_ticks(now));
+    fn expire_pass(&mut self, now: u64) -> Served {
+        let now_ns = ns_from_ticks(now);
+        self.sched.frozen = Some(now_ns);
+        let mut served = self.fire_timers(now);
+        served |= self.enforce_revocations(now_ns);
         for id in 0..self.domains.len() {
             let d = &mut self.domains[id];
             if d.ending.is_none() && d.blocked.is_some_and(|deadline| deadline <= now) {
@@ -89,28 +115,53 @@ impl World {
                 if let Some(frame) = d.dcb {
                     crate::phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
                 }
-                self.sched.policy.wake(id, ns_from_ticks(now));
+                self.sched.policy.wake(id, now_ns);
+                served |= bit(id as u32);
             }
         }
-        self.sched.next_instant = self.exact_next_instant();
+        if served == 0 {
+            served = bit(self.sched.next_instant_of);
+        }
+        (self.sched.next_instant, self.sched.next_instant_of) = self.exact_next_instant();
+        self.sched.frozen = None;
+        served
     }
 
     /// The earliest deadline of a live blocked domain, a live domain's armed timer endpoint or
-    /// revocation, in ticks (`u64::MAX`: none). The scheduler's `next_instant` may be earlier,
-    /// left by a domain that has since died, disarmed its timer or been woken.
-    fn exact_next_instant(&self) -> u64 {
-        let blocked = self
-            .domains
-            .iter()
-            .filter(|d| d.ending.is_none())
-            .filter_map(|d| d.blocked)
-            .filter(|&t| t != u64::MAX)
-            .min();
-        [blocked, self.earliest_timer(), self.earliest_revocation()]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(u64::MAX)
+    /// revocation, in ticks (`u64::MAX`: none), and the domain it belongs to. The scheduler's
+    /// `next_instant` may be earlier, left by a domain that has since died, disarmed its timer
+    /// or been woken.
+    fn exact_next_instant(&self) -> (u64, u32) {
+        let mut next = (u64::MAX, 0);
+        for (id, d) in self.domains.iter().enumerate().filter(|(_, d)| d.ending.is_none()) {
+            let blocked = d.blocked.filter(|&t| t != u64::MAX);
+            let timer = d.endpoints.iter().filter_map(|e| e.deadline).min();
+            let revocation = d.revocation.as_ref().map(|r| ticks_from_ns(r.deadline_ns));
+            if let Some(t) = [blocked, timer, revocation].into_iter().flatten().min()
+                && t < next.0
+            {
+                next = (t, id as u32);
+            }
+        }
+        next
+    }
+
+    /// Charges the kernel's work from `from` (timer ticks) until now to the domains of
+    /// `served`, in equal parts, rather than to the domain dispatched meanwhile (see
+    /// [`atropos::Atropos::charge_to`]); returns now, in ticks.
+    pub(super) fn charge_work(&mut self, served: Served, from: u64) -> u64 {
+        let to = arch::time::now_ticks();
+        let (mut at, end) = (ns_from_ticks(from), ns_from_ticks(to));
+        let share = end.saturating_sub(at) / u64::from(served.count_ones().max(1));
+        let mut bits = served;
+        while bits != 0 {
+            let id = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let until = if bits == 0 { end } else { at + share };
+            self.sched.policy.charge_to(id, at, until);
+            at = until;
+        }
+        to
     }
 
     /// The earliest deadline of a blocked domain, an armed timer endpoint, a revocation or the
@@ -171,25 +222,44 @@ impl World {
     }
 }
 
+/// Domains, one bit each (`1 << id`; a manifest has at most 64 domains).
+pub(super) type Served = u64;
+
+/// Domain `id`'s bit in a [`Served`] set (none beyond 64).
+pub(super) fn bit(id: u32) -> Served {
+    1u64.checked_shl(id).unwrap_or(0)
+}
+
 /// Where the CPU goes after the current domain stops running: saves its floating-point state
 /// (if `save`: it is still alive), then makes the domain the scheduler picks the current one
 /// and switches address spaces, idling until the next instant something can happen if none can
 /// run. Contexts stay where they are, in their domains: the trap path saved the current one
 /// there and resumes the one [`Scheduler::current`] names.
 fn switch(w: &mut World, save: bool) {
+    switch_from(w, save, None);
+}
+
+/// [`switch`], for a timer interrupt taken at `entered` (timer ticks): if it was for another
+/// domain's instant (a pass of [`World::expire`] finds it due), the kernel's work from there
+/// on until the dispatch is charged to that domain, not to the interrupted one.
+fn switch_from(w: &mut World, save: bool, mut entered: Option<u64>) {
     let previous = w.sched.current;
     if save {
         let d = &mut w.domains[previous];
         arch::save_fp(&mut d.ctx, &mut d.fp);
     }
     loop {
-        let now = arch::time::now_ticks();
+        let mut now = arch::time::now_ticks();
         if w.sched.stop_at.is_some_and(|t| t <= now) {
             defmt::info!("stop: the time given by stop= has come");
             summary(w);
             crate::shutdown(crate::ExitCode::Success);
         }
-        w.expire(now);
+        let from = entered.take().unwrap_or(now);
+        let served = w.expire(now);
+        if served != 0 {
+            now = w.charge_work(served, from);
+        }
         let picked = w.sched.policy.dispatch(ns_from_ticks(now));
         w.publish_accounts(previous);
         w.log_periods();
@@ -225,7 +295,7 @@ fn switch(w: &mut World, save: bool) {
         // Nothing can run: the instant to wait for must be exact, or an instant left by a
         // domain that has died (a timer armed far ahead) would hold off the deadlock's wake-up.
         // Everything due by `now` has been expired above, so the exact one is later still.
-        w.sched.next_instant = w.exact_next_instant();
+        (w.sched.next_instant, w.sched.next_instant_of) = w.exact_next_instant();
         let replenish = w.sched.policy.next_event().map(ticks_from_ns_up);
         match [replenish, w.earliest_deadline()].into_iter().flatten().min() {
             Some(deadline) => w.idle_until(deadline),
@@ -380,13 +450,16 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
                 let d = &mut w.domains[id as usize];
                 d.ctx.set_result(0, 0);
                 d.blocked = Some(deadline);
-                w.sched.note_instant(deadline);
+                w.sched.note_instant(deadline, id);
                 w.sched.policy.block(id as usize, now_ns());
                 switch(w, true);
             }
             rare => after_rare_call(w, id, rare),
         },
-        UserTrap::Timer => switch(w, true),
+        UserTrap::Timer => {
+            let entered = arch::time::now_ticks();
+            switch_from(w, true, Some(entered));
+        }
         UserTrap::Device => on_device_interrupt(w),
         UserTrap::Fault(fault) => {
             if let Some(resume) = on_fault(w, id, fault) {
@@ -397,12 +470,17 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
     Resume::Context(current_context(w).as_ptr())
 }
 
-/// A device's interrupt taken in user mode: delivered to its driver; the interrupted domain
-/// goes on unless the driver woken should run first. Out of line, off the system calls' path.
+/// A device's interrupt taken in user mode: delivered to its driver, which pays for the
+/// delivery rather than the interrupted domain; the interrupted domain goes on unless the
+/// driver woken should run first. Out of line, off the system calls' path.
 #[cold]
 #[inline(never)]
 fn on_device_interrupt(w: &mut World) {
-    w.deliver_interrupts();
+    let entered = arch::time::now_ticks();
+    w.sched.frozen = Some(ns_from_ticks(entered));
+    let served = w.deliver_interrupts();
+    w.sched.frozen = None;
+    w.charge_work(served, entered);
     if core::mem::take(&mut w.sched.preempt) {
         switch(w, true);
     }
