@@ -81,6 +81,7 @@ impl Scheduler {
 
     /// The instant to tell the policy of a wake-up or a death, in ns: the clock's, or while
     /// the kernel works for other domains the instant that work began ([`Scheduler::frozen`]).
+    #[inline]
     pub(super) fn now_ns(&self) -> u64 {
         self.frozen.unwrap_or_else(now_ns)
     }
@@ -95,7 +96,7 @@ impl World {
     #[inline]
     fn expire(&mut self, now: u64) -> u64 {
         if now >= self.sched.next_instant {
-            return self.expire_pass(now, now);
+            return self.expire_pass(now);
         }
         now
     }
@@ -108,7 +109,13 @@ impl World {
     /// it stays as short as before.
     #[cold]
     #[inline(never)]
-    fn expire_pass(&mut self, now: u64, from: u64) -> u64 {
+    fn expire_pass(&mut self, now: u64) -> u64 {
+        self.expire_from(now, now)
+    }
+
+    /// [`World::expire_pass`] for work that began at `from` (timer ticks, at most `now`): the
+    /// entry of the timer interrupt that found the instant due.
+    fn expire_from(&mut self, now: u64, from: u64) -> u64 {
         let now_ns = ns_from_ticks(now);
         self.sched.frozen = Some(now_ns);
         let mut served = self.fire_timers(now);
@@ -127,9 +134,16 @@ impl World {
         if served == 0 {
             served = bit(self.sched.next_instant_of);
         }
-        (self.sched.next_instant, self.sched.next_instant_of) = self.exact_next_instant();
+        self.refresh_next_instant();
         self.sched.frozen = None;
         self.charge_work(served, from)
+    }
+
+    /// Sets `next_instant` to the exact next instant, and `next_instant_of` to its domain.
+    #[cold]
+    #[inline(never)]
+    fn refresh_next_instant(&mut self) {
+        (self.sched.next_instant, self.sched.next_instant_of) = self.exact_next_instant();
     }
 
     /// The earliest deadline of a live blocked domain, a live domain's armed timer endpoint or
@@ -290,7 +304,7 @@ fn switch(w: &mut World, save: bool) {
         // Nothing can run: the instant to wait for must be exact, or an instant left by a
         // domain that has died (a timer armed far ahead) would hold off the deadlock's wake-up.
         // Everything due by `now` has been expired above, so the exact one is later still.
-        (w.sched.next_instant, w.sched.next_instant_of) = w.exact_next_instant();
+        w.refresh_next_instant();
         let replenish = w.sched.policy.next_event().map(ticks_from_ns_up);
         match [replenish, w.earliest_deadline()].into_iter().flatten().min() {
             Some(deadline) => w.idle_until(deadline),
@@ -470,7 +484,7 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
 fn on_timer(w: &mut World) {
     let entered = arch::time::now_ticks();
     if entered >= w.sched.next_instant {
-        w.expire_pass(entered, entered);
+        w.expire_from(entered, entered);
     }
     switch(w, true);
 }
