@@ -456,6 +456,8 @@ mod tests {
         assert!(lookup("riscv64", "sched", "share_error").is_none());
         assert!(lookup("riscv64", "sched", "nonsense").is_none());
         assert!(lookup("riscv64", "nonsense", "null_call").is_none());
+        assert_eq!(lookup("x86_64", "canary", "canary_work_ratio").unwrap().better, Better::Higher);
+        assert!(lookup("x86_64", "canary", "nonsense").is_none());
     }
 
     #[test]

@@ -18,6 +18,7 @@ fn bench_title(bench: &str) -> &'static str {
         "boot" => "Boot (`cargo xtask bench boot`)",
         "ipc" => "System calls and communication (`cargo xtask bench ipc`)",
         "sched" => "CPU contracts (`cargo xtask bench sched`)",
+        "canary" => "A canary under hostile load (`cargo xtask bench canary`)",
         "fault" => "Self-paging (`cargo xtask bench fault`)",
         "disk_raw" => "The raw block path (`cargo xtask bench disk-raw`)",
         "disk" => "Disk scheduling on the Deskstar model (`cargo xtask bench disk`)",
