@@ -102,20 +102,13 @@ impl World {
     }
 
     /// The pass of [`World::expire`], out of line so that the common case costs a comparison.
-    /// The policy hears of its wake-ups at `now`; then the kernel's work from `from` (the
-    /// entry of the timer interrupt that started it, or `now`) until its end is charged to the
-    /// domains it served (or, if nothing was due, to the domain that left the instant), whose
-    /// end it returns. Cold: most switches find nothing due, and the path that does not call
-    /// it stays as short as before.
+    /// The policy hears of its wake-ups at `now`; then the kernel's work from `now` until the
+    /// pass's end is charged to the domains it served (or, if nothing was due, to the domain
+    /// that left the instant), and the end is returned. Cold: most switches find nothing due,
+    /// and the path that does not call it stays as short as before.
     #[cold]
     #[inline(never)]
     fn expire_pass(&mut self, now: u64) -> u64 {
-        self.expire_from(now, now)
-    }
-
-    /// [`World::expire_pass`] for work that began at `from` (timer ticks, at most `now`): the
-    /// entry of the timer interrupt that found the instant due.
-    fn expire_from(&mut self, now: u64, from: u64) -> u64 {
         let now_ns = ns_from_ticks(now);
         self.sched.frozen = Some(now_ns);
         let mut served = self.fire_timers(now);
@@ -136,7 +129,7 @@ impl World {
         }
         self.refresh_next_instant();
         self.sched.frozen = None;
-        self.charge_work(served, from)
+        self.charge_work(served, now)
     }
 
     /// Sets `next_instant` to the exact next instant, and `next_instant_of` to its domain.
@@ -477,14 +470,15 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
 }
 
 /// A timer interrupt taken in user mode: if it came for another domain's instant (a timer, a
-/// deadline), the pass that serves it runs first, from the interrupt's entry, so that the
-/// interrupted domain pays none of it; then the scheduler decides what runs. Out of line, off
-/// the system calls' path.
+/// deadline), the pass that serves it runs first, from the handler's first reading of the
+/// clock, before the switch saves anything, so that the interrupted domain pays as little of
+/// it as it can; then the scheduler decides what runs. Out of line, off the system calls'
+/// path.
 #[inline(never)]
 fn on_timer(w: &mut World) {
     let entered = arch::time::now_ticks();
     if entered >= w.sched.next_instant {
-        w.expire_from(entered, entered);
+        w.expire_pass(entered);
     }
     switch(w, true);
 }
