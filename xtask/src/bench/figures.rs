@@ -165,6 +165,22 @@ pub fn lookup(arch: &str, bench: &str, key: &str) -> Option<Spec> {
             "the two-domain switch",
             "within 10% of the two-domain switch (hardening issue; `bench ipc` fails beyond it)",
         ),
+        (_, "ipc", "domain_switch_1024_domains") => spec(
+            "domain switch with 1,022 other domains asleep under contracts",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            "the two-domain switch",
+            "within 10% of the two-domain switch (hardening issue)",
+        ),
+        (_, "ipc", "domain_switch_1024_runnable") => spec(
+            "domain switch with 1,022 other domains spinning out of slice",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            "the two-domain switch",
+            "within 10% of the two-domain switch (hardening issue; `bench ipc` fails beyond it)",
+        ),
         (_, "ipc", "event_round_trip") => spec(
             "event round trip between two domains (8-byte message over a channel and back)",
             "instructions",
