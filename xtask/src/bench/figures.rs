@@ -133,6 +133,14 @@ pub fn lookup(arch: &str, bench: &str, key: &str) -> Option<Spec> {
             linux_boot,
             "",
         ),
+        (_, "boot", "virtual_us_1024_domains") => spec(
+            "boot with 1,024 domains, to the first domain's start (virtual time)",
+            "µs",
+            Lower,
+            Tolerance::Relative(0.02),
+            "",
+            "",
+        ),
         (_, "ipc", "null_call") => spec(
             "null system call (trap, dispatch, return)",
             "instructions",
