@@ -541,11 +541,11 @@ pub fn plan(size: Size) -> (Vec<Run>, Vec<Experiment>) {
             without: Some(e_without),
             x: 2.0,
             paper: "≈1:1 without (60 tps), 1:2 with (98 tps with the combined heuristic)",
-            note: "without, the readers alternate: as many reads each ({without} in bytes in \
-                   the host simulation, though their disk times differ, as one always meets the \
-                   platter at a worse angle); with, Tessera's relaxed Stride window is \
-                   {stride_window_ms} ms \
-                   (a window of the paper's 1 s lets the seek-reducing half drift from 1:2)",
+            note: "without, the readers alternate: as many reads each (a ratio of {without} in \
+                   bytes in the host simulation, though their disk times differ, as one always \
+                   meets the platter at a worse angle); with, Tessera's relaxed Stride window is \
+                   {stride_window_ms} ms (a window of the paper's 1 s lets the seek-reducing \
+                   half drift from 1:2)",
         }],
         bars: vec![
             Bar::WithIn { lo: 1.9, hi: 2.1 },
