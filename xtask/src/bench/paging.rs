@@ -480,11 +480,12 @@ fn hits_table(m: &Measured) -> String {
          it made room with), per mille rank 500 / 900 / 990 / the longest, in instructions; \
          then the hits that found a free frame (evicted nothing: the hit's own cost) by how the \
          page was stored, each as its count and median round trip: a zero mark (the frame \
-         zeroed), a raw page (copied), a compressed one (decompressed). The bar is 15,000.\n\n\
+         zeroed), a raw page (copied), a compressed one (decompressed). The bar is {}.\n\n\
          | program | hierarchy | hits without the disk | p50 | p90 | p99 | max | zero | raw | compressed |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         m.arch.name(),
-        m.round_trip
+        m.round_trip,
+        thousands(HIT_BAR)
     );
     for r in m.rows.iter().filter(|r| r.hit_faults > 0) {
         let rt = |ns: u64| format!("{:.0}", m.round_trip + ns as f64);
