@@ -255,8 +255,8 @@ pub const DURATION_MS: u64 = 3000;
 /// The isolation runs read longer: their periods are a second.
 pub const USD_DURATION_MS: u64 = 4000;
 /// The runs whose figure is a share read longer: a 100 ms Stride window and Aged-SPTF's turns
-/// of half a second need several rounds to settle to their shares (over 3 s the 1:2 contract
-/// reads 2.27 on the host, and the eighth of 8 readers may not have had its turn yet).
+/// of half a second need several rounds to settle to their shares (over 3 s a 1:2 contract
+/// reads well off 2 on the host, and the eighth of 8 readers may not have had its turn yet).
 pub const SHARE_DURATION_MS: u64 = 10_000;
 /// The pause of the adversary's bursts that lies just past the longest wait (15 ms of
 /// histogram plus the 1 ms the thesis adds).
