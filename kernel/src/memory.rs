@@ -18,6 +18,10 @@ pub const HEAP_BYTES: u64 = 4 << 20;
 
 static FRAMES: Mutex<Option<FrameAllocator<'static>>> = Mutex::new(None);
 
+// Every domain a manifest may declare has its frames counted as they change hands, so that the
+// frames-contract check on each allocation never scans the owner table.
+const _: () = assert!(manifest::MAX_DOMAINS <= frame_allocator::COUNTED_DOMAINS);
+
 /// The reserved ranges the boot code found ([`BootInfo::reserved`] and
 /// [`BootInfo::reserved_elsewhere`]), kept for [`for_each_reserved`].
 type Reserved = (heapless::Vec<PhysRange, 8>, Option<VisitRanges>);

@@ -50,6 +50,17 @@ pub struct PagerStats {
     pub failed_evictions: u64,
     /// Pages lost: the disk kept failing the read of their only copy.
     pub lost_pages: u64,
+    /// Fetches of pages the pager had evicted (their reuse distance is known).
+    pub refetches: u64,
+    /// The reuse distance of a page fetched back: the evictions made after its own, up to and
+    /// including the one that made room for it (the pages handed to the caches since it was);
+    /// the least, the greatest and the sum over the [`PagerStats::refetches`]. A cache that
+    /// keeps the pages last handed to it serves a page only if it holds more pages than that.
+    pub reuse_min: u64,
+    /// See [`PagerStats::reuse_min`].
+    pub reuse_max: u64,
+    /// See [`PagerStats::reuse_min`].
+    pub reuse_sum: u64,
     /// The top cache manager's counts.
     pub cache: CacheStats,
     /// The disk manager's counts.
@@ -81,6 +92,9 @@ pub struct Pager {
     free: Vec<usize>,
     /// Whether a page's contents are stored below (else it is zero or resident only).
     has_content: Vec<bool>,
+    /// The eviction that stored each page, counted from 1 and truncated to 32 bits (0: none),
+    /// for its reuse distance when it is fetched back.
+    evicted_at: Vec<u32>,
     stats: PagerStats,
     evict_ahead: usize,
     /// Evictions between two harvests of the hardware's accessed bits, and since the last.
@@ -114,6 +128,7 @@ impl Pager {
             resident: BTreeMap::new(),
             free: (0..count).rev().collect(),
             has_content: vec![false; pages],
+            evicted_at: vec![0; pages],
             stats: PagerStats { frames: count, ..PagerStats::default() },
             evict_ahead: 1,
             harvest_every: 0,
@@ -212,10 +227,14 @@ impl Pager {
                 Ok(())
             };
             match frames.fill(frame, &mut fetch) {
-                Ok(()) => self.stats.fetches += 1,
+                Ok(()) => {
+                    self.stats.fetches += 1;
+                    self.note_reuse(page);
+                }
                 // Nothing holds the page any more: it goes on as a page never written.
                 Err(VmmError::PageLost { page: p }) if p == page => {
                     self.has_content[page] = false;
+                    self.evicted_at[page] = 0;
                     self.stats.lost_pages += 1;
                     self.lost.push(page);
                     self.app.page_lost(page);
@@ -242,6 +261,20 @@ impl Pager {
         self.resident.insert(page, Resident { frame, dirty, locked: false, writable });
         self.policy.mapped(page);
         Ok(())
+    }
+
+    /// Counts `page`'s reuse distance, fetched back now, if its eviction was recorded.
+    fn note_reuse(&mut self, page: usize) {
+        let at = core::mem::take(&mut self.evicted_at[page]);
+        if at == 0 {
+            return;
+        }
+        let s = &mut self.stats;
+        let distance = u64::from((s.evictions as u32).wrapping_sub(at));
+        s.reuse_min = if s.refetches == 0 { distance } else { s.reuse_min.min(distance) };
+        s.reuse_max = s.reuse_max.max(distance);
+        s.reuse_sum += distance;
+        s.refetches += 1;
     }
 
     /// Gives `page`'s contents, fetched into `frame` (if `stored_dirty` says they were), back
@@ -346,6 +379,7 @@ impl Pager {
                 return Err(e);
             }
             self.has_content[page] = true;
+            self.evicted_at[page] = (self.stats.evictions + 1) as u32;
         }
         if dirty {
             self.stats.dirty_evictions += 1;

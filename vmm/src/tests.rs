@@ -236,6 +236,39 @@ fn compressed_caches_hit_and_store_zero_and_raw_pages() {
     }
 }
 
+/// Two linear sweeps writing `sweep` pages of incompressible contents (so every page is
+/// dirty, and the pool expels in the order it took them, as it does the filter's) through a compressed pool of `pool_pages` pages over [`FRAMES`] frames: the pager's counts.
+fn two_sweeps(sweep: usize, pool_pages: usize) -> crate::pager::PagerStats {
+    let h = Hierarchy::CompressedCache { pool_bytes: pool_pages * PAGE_SIZE, codec: Codec::Lz4 };
+    let mut p = pager(h, PolicyKind::Clock.build(), 2 * PAGES);
+    let mut rng = Rng(5);
+    for page in 0..sweep {
+        let frame = p.fault(page, true).unwrap();
+        p.frames_mut().frame_mut(frame).iter_mut().for_each(|b| *b = rng.next() as u8);
+    }
+    for page in 0..sweep {
+        p.fault(page, true).unwrap();
+    }
+    p.stats()
+}
+
+#[test]
+fn a_sweep_comes_back_after_as_many_evictions_as_it_has_pages_beyond_the_frames() {
+    // Every page of the second sweep was evicted `sweep - FRAMES` evictions before it is
+    // fetched back: a pool of fewer (raw) pages never serves one, a pool of more serves all.
+    let sweep = 40;
+    let distance = (sweep - FRAMES) as u64;
+    let small = two_sweeps(sweep, 8);
+    assert_eq!(small.refetches, sweep as u64, "{small:?}");
+    assert_eq!((small.reuse_min, small.reuse_max), (distance, distance), "{small:?}");
+    assert_eq!(small.reuse_sum, distance * sweep as u64);
+    assert_eq!((small.cache.hits, small.cache.peak_pages), (0, 8), "{small:?}");
+    let large = two_sweeps(sweep, sweep - FRAMES + 1);
+    assert_eq!((large.reuse_min, large.reuse_max), (distance, distance), "{large:?}");
+    assert_eq!(large.cache.hits, sweep as u64, "{large:?}");
+    assert_eq!(large.cache.peak_pages, sweep - FRAMES + 1, "{large:?}");
+}
+
 #[test]
 fn prefetching_hierarchies_prefetch() {
     for h in hierarchies().into_iter().filter(|h| h.name().starts_with("prefetching")) {

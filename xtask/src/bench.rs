@@ -183,6 +183,16 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
 /// Replaces `base`'s tables by `tables` (those measured) and writes the baseline and
 /// `docs/performance.md`.
 fn update_baseline(base: &mut baseline::Baseline, tables: Vec<Table>) -> Result<()> {
+    // The tree was clean when the bench started; a change made while it ran (the tables then
+    // say `-dirty`, or name another commit) would leave figures that no commit measured.
+    let now = commit();
+    if let Some(t) = tables.iter().find(|t| t.commit != now || t.commit.ends_with("-dirty")) {
+        bail!(
+            "the tree changed while the bench ran ({} when measured, {} now): the baseline is not written; commit or stash, and run it again",
+            t.commit,
+            now
+        );
+    }
     for t in tables {
         base.replace(t);
     }

@@ -18,6 +18,7 @@ mod dtb;
 mod expected;
 mod gdb;
 mod log;
+mod many_domains;
 mod new_driver;
 mod plot;
 mod qemu;

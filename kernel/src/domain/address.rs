@@ -2,7 +2,8 @@
 //! cut into one share per domain ([`StretchRegion`]), from which everything the kernel places
 //! for a domain at run time comes ([`AddressQuota`]).
 //!
-//! A domain's share has the size of its manifest's `memory.address_space` (default 1 GiB);
+//! A domain's share has the size of its manifest's `memory.address_space` (without one, an equal
+//! share of what the others leave, at most 1 GiB: `manifest::shared_address_space`);
 //! shares are handed out in order of domain identifier and never overlap, so no domain can
 //! deny address space to another. Within a share, a destroyed stretch's range is reused once
 //! nothing maps it any more (guard pages kept).

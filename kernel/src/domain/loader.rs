@@ -141,6 +141,11 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
             defmt::error!("channel {=str} could not be created: {}", channel.name.as_str(), e);
         }
     }
+    // The decoded manifest and the image directory are boot-time state that nothing keeps:
+    // `enter_first` never returns, so they go now rather than stay on the heap for good.
+    drop(ends);
+    drop(manifest);
+    drop(image);
     w.boot_heap = crate::heap::used();
     defmt::info!("kernel heap: {=usize} KiB used at boot", w.boot_heap >> 10);
     enter_first(guard)

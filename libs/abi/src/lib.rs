@@ -711,8 +711,10 @@ pub const USER_BASE: usize = 0x0000_0001_0000_0000;
 pub const USER_END: usize = 0x0000_0040_0000_0000;
 /// Where xtask places domain images: instance `i` at `IMAGE_BASE + i * IMAGE_SLOT`.
 pub const IMAGE_BASE: usize = USER_BASE;
-/// The address-space slot reserved for each domain image.
-pub const IMAGE_SLOT: usize = 0x4000_0000;
+/// The address-space slot reserved for each domain image (16 MiB, a multiple of the 2 MiB that
+/// one last-level page table spans on both architectures, so no two images share one): the
+/// image region `[IMAGE_BASE, STRETCH_BASE)` holds 7,936 of them.
+pub const IMAGE_SLOT: usize = 0x100_0000;
 /// Where the kernel allocates stacks and stretches created at run time.
 pub const STRETCH_BASE: usize = 0x0000_0020_0000_0000;
 
@@ -752,6 +754,8 @@ mod tests {
     #[test]
     fn layout_is_ordered() {
         const { assert!(USER_BASE < STRETCH_BASE && STRETCH_BASE < USER_END) };
-        const { assert!(IMAGE_BASE + 64 * IMAGE_SLOT <= STRETCH_BASE) };
+        // The image slots hold the most domains a manifest may declare (1,024).
+        const { assert!(IMAGE_BASE + 1024 * IMAGE_SLOT <= STRETCH_BASE) };
+        const { assert!(IMAGE_SLOT.is_multiple_of(2 << 20)) };
     }
 }

@@ -79,12 +79,11 @@ extern crate alloc;
 extern crate std;
 
 mod contract;
-mod heap;
 
 use alloc::collections::TryReserveError;
 use alloc::vec::Vec;
 
-use heap::Heap;
+use indexed_heap::Heap;
 
 pub use contract::*;
 

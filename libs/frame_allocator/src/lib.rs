@@ -28,8 +28,10 @@ use core::fmt;
 /// Size of one frame in bytes.
 pub const FRAME_SIZE: u64 = 4096;
 
-/// Domains `0..COUNTED_DOMAINS` have their frames counted as they change hands.
-pub const COUNTED_DOMAINS: usize = 64;
+/// Domains `0..COUNTED_DOMAINS` have their frames counted as they change hands: as many as a
+/// manifest may declare (the kernel checks that at compile time), so that no frame allocation
+/// scans the table.
+pub const COUNTED_DOMAINS: usize = 1024;
 
 /// A physical frame, named by its first byte's address (always `FRAME_SIZE`-aligned).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -614,8 +614,8 @@ impl fmt::Display for ProblemKind {
             Self::AddressSpaceOverCapacity { total } => write!(
                 f,
                 "address space over capacity: the quotas up to this domain total {}, more than \
-                 the stretch region of {} (each domain has its own partition of it; the \
-                 default quota is {})",
+                 the stretch region of {} (each domain has its own partition of it; a domain \
+                 without a quota gets an equal share of what the others leave, at most {})",
                 Bytes(*total),
                 Bytes(STRETCH_REGION),
                 Bytes(DEFAULT_ADDRESS_SPACE)
@@ -1220,7 +1220,7 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ChannelSpec, DomainSpec, MIB};
+    use crate::{ChannelSpec, DomainSpec, MIB, shared_address_space};
     use alloc::string::ToString;
     use alloc::vec;
     use alloc::vec::Vec;
@@ -1276,8 +1276,16 @@ mod tests {
         let mut m = manifest();
         m.domains.clear();
         assert_eq!(kind(&m), ProblemKind::NoDomains);
+        // The most domains, each with the share of the region a default quota gives them and a
+        // contract that lets them all fit.
         m.domains = (0..MAX_DOMAINS).map(|i| domain(&i.to_string())).collect();
-        m.domains.iter_mut().for_each(|d| d.guaranteed = PAGE_SIZE);
+        let share = shared_address_space(m.domains.iter().map(|_| None));
+        assert_eq!(share, STRETCH_REGION / MAX_DOMAINS as u64);
+        for d in &mut m.domains {
+            d.guaranteed = PAGE_SIZE;
+            d.address_space = share;
+            d.cpu = CpuSpec { slice_ns: 10_000, ..CpuSpec::BEST_EFFORT };
+        }
         m.check().unwrap();
         m.domains.push(domain("extra"));
         assert_eq!(kind(&m), ProblemKind::TooManyDomains { count: MAX_DOMAINS + 1 });
@@ -1433,19 +1441,24 @@ mod tests {
             p.to_string(),
             "domain 2 (\"c\"): address space over capacity: the quotas up to this domain total \
              131074M, more than the stretch region of 128G (each domain has its own partition \
-             of it; the default quota is 1G)"
+             of it; a domain without a quota gets an equal share of what the others leave, at \
+             most 1G)"
         );
         // The first domain that does not fit is named, and sums saturate rather than wrap.
         m.domains[1].address_space = u64::MAX - (u64::MAX % ADDRESS_SPACE_ALIGN);
         let p = m.check().unwrap_err();
         assert_eq!(p.kind, ProblemKind::AddressSpaceOverCapacity { total: u64::MAX });
         assert_eq!(p.domain.unwrap().index, 1);
-        // A full manifest with the default quota fits in half the region.
+        // 128 domains with the largest default quota fill the region exactly.
         let mut m = manifest();
         m.memory = 1024 * MIB;
-        m.domains = (0..MAX_DOMAINS).map(|i| domain(&i.to_string())).collect();
+        m.domains = (0..128).map(|i| domain(&i.to_string())).collect();
+        m.domains
+            .iter_mut()
+            .for_each(|d| d.cpu = CpuSpec { slice_ns: 10_000, ..CpuSpec::BEST_EFFORT });
+        assert_eq!(shared_address_space(m.domains.iter().map(|_| None)), DEFAULT_ADDRESS_SPACE);
         m.check().unwrap();
-        assert_eq!(m.total_address_space(), STRETCH_REGION / 2);
+        assert_eq!(m.total_address_space(), STRETCH_REGION);
         // Memory capacity is checked first, CPU admission after.
         let mut m = manifest();
         m.domains[0].address_space = STRETCH_REGION;
@@ -1633,10 +1646,10 @@ mod tests {
     fn channel_count_limits() {
         let mut m = manifest();
         m.memory = 1024 * MIB;
-        m.domains = (0..MAX_DOMAINS).map(|i| domain(&i.to_string())).collect();
+        m.domains = (0..MAX_CHANNELS).map(|i| domain(&i.to_string())).collect();
         m.domains.iter_mut().for_each(|d| d.guaranteed = MIB);
         m.channels = (0..MAX_CHANNELS)
-            .map(|i| channel(&alloc::format!("c{i}"), i, (i + 1) % MAX_DOMAINS))
+            .map(|i| channel(&alloc::format!("c{i}"), i, (i + 1) % MAX_CHANNELS))
             .collect();
         m.check().unwrap();
         m.channels.push(channel("extra", 0, 2));
@@ -1866,10 +1879,10 @@ mod tests {
     }
 
     #[test]
-    fn best_effort_fills_a_full_manifest() {
+    fn best_effort_fills_the_cpu_with_64_domains() {
         let mut m = manifest();
         m.memory = 1024 * MIB;
-        m.domains = (0..MAX_DOMAINS).map(|i| domain(&i.to_string())).collect();
+        m.domains = (0..64).map(|i| domain(&i.to_string())).collect();
         m.check().unwrap();
         m.domains[0].cpu = cpu(10, 3);
         let p = m.check().unwrap_err();

@@ -16,9 +16,9 @@ use toml::de::{DeTable, DeValue};
 use crate::check::Field;
 use crate::duration::unit_of;
 use crate::{
-    Bytes, ChannelSpec, CpuSpec, DEFAULT_ADDRESS_SPACE, DEFAULT_SLOT_SIZE, DEFAULT_SLOTS,
-    DOMAIN_FIXED_FRAMES, DomainSpec, DurationError, GUARD_BYTES, MAX_CHANNELS_PER_DOMAIN, Manifest,
-    PAGE_SIZE, Problem, ProblemKind, parse_duration, parse_size,
+    Bytes, ChannelSpec, CpuSpec, DEFAULT_SLOT_SIZE, DEFAULT_SLOTS, DOMAIN_FIXED_FRAMES, DomainSpec,
+    DurationError, GUARD_BYTES, MAX_CHANNELS_PER_DOMAIN, Manifest, PAGE_SIZE, Problem, ProblemKind,
+    parse_duration, parse_size, shared_address_space,
 };
 use crate::{DeviceGrant, DiskBus, DiskModelName, DiskSpec, MAX_ARG_LEN, MAX_ARGS, Machine};
 use vmm::hierarchy::Hierarchy;
@@ -926,6 +926,10 @@ impl RawManifest {
         let disk_index =
             |name: &str| disks.iter().position(|d| d.name == name).unwrap_or(usize::MAX);
         let domain_count = self.domain.len();
+        let address_space_default =
+            shared_address_space(self.domain.iter().map(|d| {
+                d.get_ref().memory.get_ref().address_space.as_ref().map(|a| a.get_ref().0)
+            }));
         let mut domains = Vec::with_capacity(domain_count);
         let mut pagers = Vec::with_capacity(domain_count);
         for (i, d) in self.domain.into_iter().enumerate() {
@@ -943,7 +947,7 @@ impl RawManifest {
             };
             let (address_space_span, address_space) = match mem.address_space {
                 Some(a) => (a.span(), a.into_inner().0),
-                None => (mem_span, DEFAULT_ADDRESS_SPACE),
+                None => (mem_span, address_space_default),
             };
             let (cpu_span, cpu) = match d.cpu {
                 Some(c) => (c.span(), Some(c.into_inner())),

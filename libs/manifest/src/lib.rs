@@ -118,7 +118,7 @@
 //! [[domain]]
 //! name = "sink"
 //! app = "counter"
-//! memory = { guaranteed = "256K", address_space = "64M" }   # address_space: default 1G
+//! memory = { guaranteed = "256K", address_space = "64M" }   # address_space: default a share, at most 1G
 //!
 //! [[channel]]
 //! name = "numbers"           # unique among channels
@@ -220,7 +220,9 @@
 //! the kernel places everything it makes for the domain there (its stack, its control block,
 //! the channels it sends on, the stretches it creates), each range with an unmapped guard page
 //! below it. Partitions are assigned in manifest order. A domain without `address_space` gets
-//! [`DEFAULT_ADDRESS_SPACE`] (1 GiB), so that 64 domains with the default fill half the region.
+//! an equal share of what the given quotas leave of the region, at most
+//! [`DEFAULT_ADDRESS_SPACE`] (1 GiB): with up to 128 domains and no quotas, 1 GiB each; with
+//! 1,024, 128 MiB each ([`shared_address_space`]).
 //!
 //! A domain without `cpu` gets [`CpuSpec::BEST_EFFORT`] ([`atropos::Contract::BEST_EFFORT`]):
 //! 1 ms every 100 ms, with slack time (`extra`) and a 10 ms latency hint. Up to 64 such domains
@@ -391,9 +393,28 @@ const _: () = assert!(FIRST_DISK_SLOT as usize + MAX_DISKS <= 0x1f);
 /// Each domain has its own partition of it, of the size of its quota
 /// ([`DomainSpec::address_space`]); the quotas together must fit in it.
 pub const STRETCH_REGION: u64 = (abi::USER_END - abi::STRETCH_BASE) as u64;
-/// A domain's address-space quota when its manifest does not give one (1 GiB): 64 domains with
-/// the default take half of [`STRETCH_REGION`].
+/// A domain's address-space quota when its manifest does not give one and the stretch region
+/// has room (1 GiB): up to 128 domains with the default fit; beyond that they share the region
+/// ([`shared_address_space`]).
 pub const DEFAULT_ADDRESS_SPACE: u64 = GIB;
+
+/// The address-space quota of each domain whose manifest gives none, from every domain's
+/// quota in the manifest (`None` where it gives none): an equal share of what the given
+/// quotas leave of [`STRETCH_REGION`], rounded down to [`ADDRESS_SPACE_ALIGN`], at most
+/// [`DEFAULT_ADDRESS_SPACE`]. So any number of domains up to [`MAX_DOMAINS`] fits without a
+/// quota (1,024 get 128 MiB each). When the given quotas leave less than [`MIN_ADDRESS_SPACE`]
+/// each, it is [`MIN_ADDRESS_SPACE`], and the manifest check reports the region over capacity.
+pub fn shared_address_space(quotas: impl IntoIterator<Item = Option<u64>>) -> u64 {
+    let (mut given, mut defaults) = (0u64, 0u64);
+    for q in quotas {
+        match q {
+            Some(bytes) => given = given.saturating_add(bytes),
+            None => defaults += 1,
+        }
+    }
+    let share = STRETCH_REGION.saturating_sub(given) / defaults.max(1);
+    (share - share % ADDRESS_SPACE_ALIGN).clamp(MIN_ADDRESS_SPACE, DEFAULT_ADDRESS_SPACE)
+}
 /// An address-space quota is a multiple of this (2 MiB, the span of one last-level page table
 /// on RISC-V Sv39), so that no page table is shared by two domains' partitions.
 pub const ADDRESS_SPACE_ALIGN: u64 = 2 * MIB;
@@ -407,8 +428,8 @@ const _: () = assert!(STRETCH_REGION == 128 * GIB);
 const _: () = assert!(STRETCH_REGION.is_multiple_of(ADDRESS_SPACE_ALIGN));
 const _: () = assert!(DEFAULT_ADDRESS_SPACE.is_multiple_of(ADDRESS_SPACE_ALIGN));
 const _: () = assert!(MIN_ADDRESS_SPACE.is_multiple_of(ADDRESS_SPACE_ALIGN));
-// Any manifest whose domains all take the default fits in the region.
-const _: () = assert!(MAX_DOMAINS as u64 * DEFAULT_ADDRESS_SPACE <= STRETCH_REGION);
+// Any manifest whose domains all take the default fits in the region, each with at least 64 MiB.
+const _: () = assert!(MAX_DOMAINS as u64 * 64 * MIB <= STRETCH_REGION);
 // The smallest quota holds a domain's stack and control block with their guard pages.
 const _: () = assert!(
     DOMAIN_FIXED_FRAMES * PAGE_SIZE + DOMAIN_FIXED_RANGES * GUARD_BYTES <= MIN_ADDRESS_SPACE
@@ -418,7 +439,7 @@ const _: () = assert!(
 /// share. Domains' guarantees must fit in the rest.
 pub const KERNEL_RESERVE: u64 = 8 * MIB;
 /// The most domains a manifest may declare.
-pub const MAX_DOMAINS: usize = 64;
+pub const MAX_DOMAINS: usize = 1024;
 /// The longest domain or app name, in bytes.
 pub const MAX_NAME_LEN: usize = 31;
 /// The most arguments a domain may be given.

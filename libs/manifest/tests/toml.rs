@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use manifest::{
     ChannelSpec, CpuSpec, DEFAULT_ADDRESS_SPACE, DeviceAddress, DeviceGrant, DiskBus, DiskSpec,
-    DomainSpec, MIB, Machine, Manifest, ManifestError, decode, parse, parse_file, parse_file_for,
-    parse_for,
+    DomainSpec, MAX_DOMAINS, MIB, Machine, Manifest, ManifestError, decode, parse, parse_file,
+    parse_file_for, parse_for,
 };
 
 /// The apps the repository's manifests may name.
@@ -421,15 +421,15 @@ fn key_paths_of_nested_and_quoted_keys() {
 #[test]
 fn too_many_domains_points_at_the_first_extra_one() {
     let mut text = String::from("[system]\nmemory = \"1G\"\n");
-    for i in 0..65 {
+    for i in 0..=MAX_DOMAINS {
         text.push_str(&format!(
             "[[domain]]\nname = \"d{i}\"\napp = \"hello\"\nmemory = {{ guaranteed = \"4K\" }}\n"
         ));
     }
     let e = err(&text);
-    assert_eq!(e.key.as_deref(), Some("domain[64]"));
-    assert_eq!(e.line, Some(3 + 64 * 4));
-    assert!(e.reason.contains("too many domains: 65"), "{e}");
+    assert_eq!(e.key, Some(format!("domain[{MAX_DOMAINS}]")));
+    assert_eq!(e.line, Some(3 + MAX_DOMAINS * 4));
+    assert!(e.reason.contains(&format!("too many domains: {}", MAX_DOMAINS + 1)), "{e}");
 }
 
 #[test]
@@ -780,7 +780,7 @@ fn address_space_errors_point_at_the_key() {
             "memory = { guaranteed = \"1M\", address_space = \"128G\" }",
             10,
             "domain[1].memory.address_space",
-            "address space over capacity: the quotas up to this domain total 129G, more than",
+            "address space over capacity: the quotas up to this domain total 131074M, more than",
         ),
         (
             "memory = { guaranteed = \"1M\", address_sapce = \"4G\" }",
@@ -802,13 +802,34 @@ fn address_space_errors_point_at_the_key() {
         APPS,
     )
     .unwrap();
-    // A domain that takes the default and does not fit is pointed at by its `memory` table.
+    // A domain without a quota, when the others' leave it less than the smallest (2M), is
+    // pointed at by its `memory` table.
     let text = "[system]\nmemory = \"128M\"\n[[domain]]\nname = \"a\"\napp = \"hello\"\n\
                 memory = { guaranteed = \"256K\", address_space = \"128G\" }\n[[domain]]\n\
                 name = \"b\"\napp = \"hello\"\nmemory = { guaranteed = \"256K\" }\n";
     let e = err(text);
     assert_eq!((e.line, e.key.as_deref()), (Some(10), Some("domain[1].memory.address_space")));
-    assert!(e.reason.contains("the quotas up to this domain total 129G"), "{e}");
+    assert!(e.reason.contains("the quotas up to this domain total 131074M"), "{e}");
+    // Domains without a quota share what the others leave: 126G among 1,000 domains is 128M
+    // each, rounded down to 2M (129,024M in all).
+    let mut text = String::from(
+        "[system]\nmemory = \"1G\"\n[[domain]]\nname = \"big\"\napp = \"hello\"\n\
+         memory = { guaranteed = \"4K\", address_space = \"2G\" }\n",
+    );
+    for i in 0..1000 {
+        text.push_str(&format!(
+            "[[domain]]\nname = \"d{i}\"\napp = \"hello\"\nmemory = {{ guaranteed = \"4K\" }}\n\
+             cpu = {{ period = \"100ms\", slice = \"10us\" }}\n"
+        ));
+    }
+    let text = text.replacen(
+        "\n[[domain]]\nname = \"d0\"",
+        "\ncpu = { period = \"100ms\", slice = \"10us\" }\n[[domain]]\nname = \"d0\"",
+        1,
+    );
+    let m = parse("t.toml", &text, APPS).unwrap();
+    assert_eq!(m.domains[0].address_space, 2048 * MIB);
+    assert!(m.domains[1..].iter().all(|d| d.address_space == 128 * MIB));
 }
 
 #[test]

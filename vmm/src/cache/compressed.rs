@@ -335,6 +335,7 @@ impl CacheManager for CompressedCache {
         self.generation += 1;
         let generation = self.generation;
         self.pool.insert(page, Entry { stored, dirty, generation, size });
+        self.stats.peak_pages = self.stats.peak_pages.max(self.pool.len());
         if self.order.len() > 2 * self.pool.len() + 16 {
             let pool = &self.pool;
             self.order.retain(|(p, g)| pool.get(p).is_some_and(|e| e.generation == *g));

@@ -70,6 +70,8 @@ pub struct CacheStats {
     pub compressed_pages: u64,
     /// Compressed bytes of those pages (before rounding to sub-pages).
     pub compressed_bytes: u64,
+    /// The most pages it held at once (a compressed cache's pool, zero marks included).
+    pub peak_pages: usize,
     /// Bytes of the cache in use now.
     pub used_bytes: usize,
     /// The cache's size in bytes.

@@ -1,6 +1,7 @@
 //! `cargo xtask bench boot`: boot to shutdown for each firmware and architecture, as wall-clock
 //! time (median of 5 runs, with min and max) and as virtual time under `-icount
-//! shift=0,sleep=off` (the kernel's own timestamp on its shutdown record; deterministic).
+//! shift=0,sleep=off` (the kernel's own timestamp on its shutdown record; deterministic); and
+//! the boot with 1,024 domains, to the moment the first of them runs ([`many_domains_us`]).
 
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use serde::Serialize;
 use super::{Mode, RUNS, Table, environment, icount_runs, table, write_report};
 use crate::log::Kernel;
 use crate::qemu::{self, Boot, Ending};
-use crate::{Arch, Bios, artifacts};
+use crate::{Arch, Bios, artifacts, many_domains};
 
 #[derive(Serialize)]
 struct BootRow {
@@ -105,6 +106,13 @@ pub(super) fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
             icount_flags: "-icount shift=0,sleep=off",
         });
     }
+    let mut many = Vec::new();
+    for &arch in arches {
+        let us = many_domains_us(arch, mode)?;
+        let t = kept.iter_mut().find(|t| t.arch == arch.name()).context("a boot table")?;
+        t.figures.push((MANY_DOMAINS_KEY.into(), us as f64));
+        many.push((arch, us));
+    }
     if mode == Mode::Check {
         return Ok(kept);
     }
@@ -124,7 +132,50 @@ pub(super) fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
             r.virtual_us_to_shutdown
         ));
     }
-    let json = serde_json::json!({ "benchmark": "boot", "environment": env, "results": rows });
+    md.push_str(&format!(
+        "\nWith {} domains (`{}`), virtual µs from reset until the first domain runs, all of them made: {}. About half of it checks the boot image's checksum (a copy of the app per domain).\n",
+        manifest::MAX_DOMAINS,
+        "many_domains::asleep",
+        many.iter()
+            .map(|(a, us)| format!("{} {us}", a.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let many_json: Vec<_> = many
+        .iter()
+        .map(|(a, us)| serde_json::json!({ "arch": a.name(), "domains": manifest::MAX_DOMAINS, "virtual_us_to_first_domain": us }))
+        .collect();
+    let json = serde_json::json!({ "benchmark": "boot", "environment": env, "results": rows, "many_domains": many_json });
     write_report("boot", &md, json)?;
     Ok(kept)
+}
+
+/// The key of the boot with the most domains in the baseline.
+const MANY_DOMAINS_KEY: &str = "virtual_us_1024_domains";
+
+/// Virtual µs from reset until the first domain runs (the kernel's `kernel heap: ... used at
+/// boot` record, made once every domain exists), booting the manifest with
+/// [`manifest::MAX_DOMAINS`] domains ([`many_domains::asleep`]) on `arch`; the same in every
+/// boot.
+fn many_domains_us(arch: Arch, mode: Mode) -> Result<u64> {
+    let a = artifacts::build(arch)?;
+    let path = many_domains::asleep(many_domains::MOST_OTHERS)?;
+    let prepared = crate::system::IcountBoot::new(&a, &path.to_string_lossy(), "")?;
+    let mut figures = Vec::new();
+    for _ in 0..icount_runs(mode) {
+        let out = prepared.run(&a)?;
+        let line = out.line("used at boot").with_context(|| {
+            format!("{}: no heap record at boot:\n{}", path.display(), out.log_text())
+        })?;
+        let secs: f64 = line
+            .timestamp
+            .as_deref()
+            .and_then(|t| t.trim().parse().ok())
+            .context("no timestamp on the heap record at boot")?;
+        figures.push((secs * 1e6).round() as u64);
+    }
+    if figures.iter().any(|&f| f != figures[0]) {
+        bail!("{}: the boot differs between boots under -icount: {figures:?}", path.display());
+    }
+    Ok(figures[0])
 }

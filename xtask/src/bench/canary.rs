@@ -82,7 +82,7 @@ pub fn manifest(alone: bool) -> Result<std::path::PathBuf> {
         }
     }
     let name = if alone { "canary-alone.toml" } else { "canary-under-load.toml" };
-    super::switch_scaling::written(name, &text)
+    crate::many_domains::written(name, &text)
 }
 
 /// The canary's work (loop iterations) in the boot `out` of `path`; fails unless the boot

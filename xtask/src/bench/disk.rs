@@ -201,18 +201,22 @@ pub fn run(mode: Mode, arches: &[Arch], opts: DiskOptions) -> Result<Vec<Table>>
         .iter()
         .map(|(name, runs)| Source { name: name.clone(), runs, checked: true })
         .collect();
-    sources.push(Source { name: "host sim".into(), runs: &host_runs, checked: true });
+    sources.push(Source { name: report::NOTE_SOURCE.into(), runs: &host_runs, checked: true });
     sources.push(Source { name: PAPER_RULE.into(), runs: &paper_runs, checked: false });
 
     let env = environment(arches);
     let mut md = env.heading("disk");
-    md.push_str(
-        "The paper's experiments on the Deskstar 34GXP model, 64 KiB synchronous reads, \
-         Aged-SPTF (1 s bound, turns of 0.5 s) unless said. `with`/`without`: anticipation on/off. \
-         QEMU runs under `-icount shift=0,sleep=off` (deterministic); `host sim`: the same \
-         configuration in `blk::sched::sim` with the driver's scheduling code, each reader \
-         thinking 50 µs more (its CPU time).\n",
-    );
+    md.push_str(&format!(
+        "The paper's experiments on the Deskstar 34GXP model, {} KiB synchronous reads, \
+         Aged-SPTF ({} s bound, turns of {} s) unless said. `with`/`without`: anticipation \
+         on/off. QEMU runs under `-icount shift=0,sleep=off` (deterministic); `host sim`: the \
+         same configuration in `blk::sched::sim` with the driver's scheduling code, each reader \
+         thinking {} µs more (its CPU time); the notes' figures are the host simulation's.\n",
+        experiments::READ_BYTES / 1024,
+        blk::sched::scheduler::AGED_BOUND_NS as f64 / 1e9,
+        blk::sched::scheduler::AGED_TURN_NS as f64 / 1e9,
+        host::CLIENT_CPU_NS / 1000,
+    ));
     let mut all_pass = true;
     for e in &experiments {
         all_pass &= report::experiment(&mut md, e, &runs, &sources);

@@ -4,8 +4,8 @@
 //! kernel visit a blocked domain only when one of its instants (a period's end, a deadline)
 //! has come.
 //!
-//! A second manifest puts [`RUNNABLE_OTHERS`] domains beside the two that switch which never
-//! block: each spins under a 10 µs / 1000 ms contract without slack time, so once its slice is
+//! A second manifest puts [`RUNNABLE_OTHERS`] (and [`MOST_OTHERS`]) domains beside the two that
+//! switch which never block: each spins under a 10 µs / 1000 ms contract without slack time, so once its slice is
 //! used it is runnable but out of slice for the whole measurement. The switch must not grow
 //! with those either: the scheduler keeps them in a queue by deadline that a switch does not
 //! look at ([`runnable_switch`]).
@@ -16,39 +16,18 @@ use anyhow::{Context, Result, bail};
 
 use super::by_arch::ByArch;
 use super::{Mode, icount_runs, nullcall_figures};
-use crate::{Arch, artifacts, util};
+use crate::{Arch, artifacts, many_domains};
 
-/// How many other domains the sweep puts beside the two that switch; the last is the kept
-/// figure (64 domains in all, the most a manifest holds).
-pub const OTHERS: &[usize] = &[0, 6, 30, 62];
+/// How many other domains the sweep puts beside the two that switch; the last two are kept
+/// figures (64 domains in all, and 1,024, the most a manifest holds).
+pub const OTHERS: &[usize] = &[0, 6, 30, 62, MOST_OTHERS];
 
-/// The two-domain switch manifest with `others` sleeping domains added, written under
-/// `target/bench/`; its path.
-fn manifest(others: usize) -> Result<std::path::PathBuf> {
-    let mut text = std::fs::read_to_string(util::root().join("manifests/bench-switch.toml"))?;
-    for i in 0..others {
-        write!(
-            text,
-            "\n[[domain]]\nname = \"idle-{i}\"\napp = \"nullcall\"\nargs = [\"--idle\", \"5000\"]\n\
-             memory = {{ guaranteed = \"256K\" }}\ncpu = {{ period = \"100ms\", slice = \"1ms\" }}\n"
-        )?;
-    }
-    written(&format!("switch-with-{others}-others.toml"), &text)
-}
-
-/// Writes the manifest `text` as `target/bench/NAME`; its path.
-pub(super) fn written(name: &str, text: &str) -> Result<std::path::PathBuf> {
-    let dir = util::target_dir().join("bench");
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join(name);
-    std::fs::write(&path, text)?;
-    Ok(path)
-}
+pub use crate::many_domains::MOST_OTHERS;
 
 /// Instructions per domain switch on `arch` with `others` sleeping domains beside the two that
 /// switch.
 pub fn switch_with(others: usize, mode: Mode, arch: Arch) -> Result<f64> {
-    measure(&manifest(others)?, mode, arch)
+    measure(&many_domains::asleep(others)?, mode, arch)
 }
 
 /// Instructions per domain switch in the manifest at `path` (two `nullcall --yield` domains
@@ -78,36 +57,10 @@ pub const RUNNABLE_OTHERS: usize = 62;
 /// the two-domain switch: beyond it `bench ipc` fails.
 pub const RUNNABLE_BAR: f64 = 1.10;
 
-/// The two-domain switch manifest with `others` domains spinning out of slice added, written
-/// under `target/bench/`; its path. The two that switch get a 1 ms / 2 s contract (with slack
-/// time, as the best-effort one), so that the spinners' deadlines come first: each uses its
-/// 10 µs slice right after the boot, before the switching domains start timing, and none runs
-/// again before the measurement ends, 1 s later at the earliest.
-fn runnable_manifest(others: usize) -> Result<std::path::PathBuf> {
-    let base = std::fs::read_to_string(util::root().join("manifests/bench-switch.toml"))?;
-    let memory = "memory = { guaranteed = \"256K\" }\n";
-    if base.matches(memory).count() != 2 {
-        bail!("manifests/bench-switch.toml: expected two domains, each with `{}`", memory.trim());
-    }
-    let mut text = base.replace(
-        memory,
-        &format!("{memory}cpu = {{ period = \"2s\", slice = \"1ms\", extra = true }}\n"),
-    );
-    for i in 0..others {
-        write!(
-            text,
-            "\n[[domain]]\nname = \"spin-{i}\"\napp = \"spin\"\nargs = [\"--for\", \"1000\"]\n\
-             memory = {{ guaranteed = \"256K\" }}\n\
-             cpu = {{ period = \"1000ms\", slice = \"10us\", extra = false }}\n"
-        )?;
-    }
-    written(&format!("switch-with-{others}-spinning.toml"), &text)
-}
-
-/// Instructions per domain switch on `arch` with [`RUNNABLE_OTHERS`] domains spinning out of
-/// slice beside the two that switch.
-pub fn runnable_switch(mode: Mode, arch: Arch) -> Result<f64> {
-    measure(&runnable_manifest(RUNNABLE_OTHERS)?, mode, arch)
+/// Instructions per domain switch on `arch` with `others` domains spinning out of slice beside
+/// the two that switch ([`RUNNABLE_OTHERS`] or [`MOST_OTHERS`]).
+pub fn runnable_switch(others: usize, mode: Mode, arch: Arch) -> Result<f64> {
+    measure(&many_domains::spinning(others)?, mode, arch)
 }
 
 /// The sweep on `arch`: (domains in all, instructions per switch) for each of [`OTHERS`].
@@ -132,7 +85,7 @@ pub fn table(arches: &[Arch], sweeps: &[Vec<(usize, f64)>]) -> String {
     let mut md = t.finish();
     writeln!(
         md,
-        "\nInstructions per switch. The other domains sleep under 1 ms / 100 ms contracts for the whole measurement."
+        "\nInstructions per switch. The other domains sleep under 50 µs / 100 ms contracts for the whole measurement."
     )
     .expect("writing to a String");
     md

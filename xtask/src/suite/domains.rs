@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use super::{QemuTest, expect_ending, expect_line};
-use crate::Arch;
 use crate::expected::Expected;
 use crate::qemu::{Boot, Ending, Outcome};
 use crate::system::Spoil;
+use crate::{Arch, many_domains};
 
 /// The report of `tests/manifests/fault-write.toml`'s fault: `faulty` writes to an image
 /// stretch of `counter-b` and is terminated.
@@ -23,6 +23,12 @@ pub(super) const FAULT_WRITE: Expected = &[
 /// waited for (43 µs on RISC-V, 36 µs on x86_64); the dead neighbour's timer was armed for an
 /// hour.
 const DEAD_TIMER_WAKEUP_WITHIN_S: f64 = 0.001;
+/// How long each sleeper of the many-domains boot sleeps, in seconds (`nullcall --idle 5000`).
+const MANY_SLEEP_S: f64 = 5.0;
+/// How late after [`MANY_SLEEP_S`] a sleeper of the many-domains boot may exit, in seconds: the
+/// boot that makes 1,024 domains (0.41 s on RISC-V, 0.22 s on x86_64), its first period
+/// (100 ms) and its exit.
+const MANY_LATE_S: f64 = 1.0;
 /// How long the `threads` app's sleeper sleeps, in ms.
 const THREADS_SLEEP_MS: u64 = 20;
 /// The latency hint of the best-effort CPU contract (a domain without `cpu`), in ms.
@@ -363,6 +369,57 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
                 ));
             }
             expect_line(out, "block: exited with status 0")?;
+            frames_returned(out)
+        }),
+    });
+    // The most domains a manifest may declare: 1,022 that sleep for 5 s beside two that yield
+    // to each other. All are made, run and end, each sleeper wakes when its timer says, and
+    // every frame comes back.
+    let many = many_domains::asleep(many_domains::MOST_OTHERS)
+        .map_or_else(|e| format!("target/bench/(not written: {e:#})"), |p| p.display().to_string());
+    tests.push(QemuTest {
+        name: format!("{p}domains::many_domains"),
+        // Under -icount: the sleepers' exits are bounded in virtual time, whatever the host.
+        boot: {
+            let mut b = boot();
+            b.icount = true;
+            b.timeout = Duration::from_secs(300);
+            b
+        },
+        system: Some((many, Spoil::Nothing)),
+        expected: &[],
+        check: Box::new(|out| {
+            expect_ending(out, Ending::Kernel(0))?;
+            let domains = manifest::MAX_DOMAINS;
+            expect_line(out, &format!("run summary: {domains} domain(s)"))?;
+            for name in ["switch-a", "switch-b"] {
+                expect_line(out, &format!("[{name}] nullcall: 20000 calls in"))?;
+                expect_line(out, &format!("domain {name} exited with status 0"))?;
+            }
+            let mut woken = 0;
+            for line in &out.log {
+                let Some(rest) = line.message.strip_prefix("domain idle-") else { continue };
+                if !rest.ends_with(" exited with status 0") {
+                    continue;
+                }
+                let at: f64 = line
+                    .timestamp
+                    .as_deref()
+                    .and_then(|t| t.trim().parse().ok())
+                    .ok_or(format!("no time on `{line}`"))?;
+                // Each slept 5 s from its start, after the boot (under 1 s with 1,024 domains)
+                // and within its first 100 ms period, and ran a few µs after waking.
+                if !(MANY_SLEEP_S..=MANY_SLEEP_S + MANY_LATE_S).contains(&at) {
+                    return Err(format!(
+                        "`{line}`: want an exit {MANY_SLEEP_S} s to {} s after boot",
+                        MANY_SLEEP_S + MANY_LATE_S
+                    ));
+                }
+                woken += 1;
+            }
+            if woken != domains - 2 {
+                return Err(format!("{woken} sleepers exited with status 0, want {}", domains - 2));
+            }
             frames_returned(out)
         }),
     });

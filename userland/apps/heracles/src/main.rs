@@ -25,6 +25,9 @@
 //! the run's virtual time by its own clock and the pager's counts (faults, zero fills, fetches,
 //! evictions, cache hits and misses, compressed pages, device reads and writes, prefetched
 //! pages, the session's requests and the time spent waiting for them), and
+//! `heracles: reuse refetches=N min=.. max=.. sum=.. pool_peak_pages=P`: the reuse distance of
+//! the pages fetched back (the evictions between a page's own and its fetch) beside the most
+//! pages the compressed pool held, and
 //! `heracles: cost ...`: where the driver's time went by this domain's clock (in faults, in
 //! kernel calls, in the compressed cache's codec, waiting for the disk), and `heracles: hit
 //! ...`: the distribution of the driver's time in faults its cache answered without the disk,
@@ -354,6 +357,10 @@ fn report(
         s.failed_evictions,
         s.lost_pages,
         stream.retry_wait_ns,
+    );
+    println!(
+        "heracles: reuse refetches={} min={} max={} sum={} pool_peak_pages={}",
+        s.refetches, s.reuse_min, s.reuse_max, s.reuse_sum, c.peak_pages,
     );
     // The driver names each page lost by address; the handler heard of each by number.
     let heard: alloc::vec::Vec<usize> = lost_since(0).collect();

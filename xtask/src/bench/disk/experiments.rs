@@ -149,7 +149,12 @@ pub struct Row {
     pub x: f64,
     /// The paper's figure.
     pub paper: &'static str,
-    /// Why Tessera's figure differs from the paper's (empty: it does not).
+    /// Why Tessera's figure differs from the paper's (empty: it does not). Its figures are
+    /// this run's, written as placeholders the report fills from the host simulation
+    /// (`report::note`): `{with}`, `{without}` (the row's figures), `{ratio}` (with over
+    /// without), `{gain}` (the same as a signed percentage), `{with_vs:KEY}` (with as a
+    /// percentage of run `KEY`'s figure), `{seek_1gb}` (the model's seek across 1 GB, ms) and
+    /// `{stride_window_ms}` (the driver's Stride window).
     pub note: &'static str,
 }
 
@@ -250,8 +255,8 @@ pub const DURATION_MS: u64 = 3000;
 /// The isolation runs read longer: their periods are a second.
 pub const USD_DURATION_MS: u64 = 4000;
 /// The runs whose figure is a share read longer: a 100 ms Stride window and Aged-SPTF's turns
-/// of half a second need several rounds to settle to their shares (over 3 s the 1:2 contract
-/// reads 2.27 on the host, and the eighth of 8 readers may not have had its turn yet).
+/// of half a second need several rounds to settle to their shares (over 3 s a 1:2 contract
+/// reads well off 2 on the host, and the eighth of 8 readers may not have had its turn yet).
 pub const SHARE_DURATION_MS: u64 = 10_000;
 /// The pause of the adversary's bursts that lies just past the longest wait (15 ms of
 /// histogram plus the 1 ms the thesis adds).
@@ -303,7 +308,7 @@ pub fn plan(size: Size) -> (Vec<Run>, Vec<Experiment>) {
                 without: None,
                 x: 1.0,
                 paper: "≈21 MB/s",
-                note: "the model's outer zone streams at about the paper's 21 MB/s",
+                note: "the model's outer zone streams {with} MB/s in the host simulation",
             },
             Row {
                 label: "two sequential readers 1 GB apart".into(),
@@ -311,9 +316,10 @@ pub fn plan(size: Size) -> (Vec<Run>, Vec<Experiment>) {
                 without: Some(a_without.clone()),
                 x: 2.0,
                 paper: "≈5 → ≈20 MB/s (4×, within 6% of one reader)",
-                note: "without: 1 GB apart the model seeks about 7 ms, not the paper's 9 ms \
-                       average (plus rotation), so alternation keeps ≈6.6 MB/s and the gain is \
-                       ≈3.2×; with: within 1-2% of one reader (the paper idles 6%)",
+                note: "without: 1 GB apart the model seeks {seek_1gb} ms, against the paper's \
+                       9 ms average (plus rotation), so alternation keeps {without} MB/s and \
+                       the gain is {ratio}× in the host simulation; with: {with_vs:a-alone} of \
+                       one reader (the paper idles 6%)",
             },
             Row {
                 label: "two alternate-block readers 1 GB apart".into(),
@@ -337,13 +343,13 @@ pub fn plan(size: Size) -> (Vec<Run>, Vec<Experiment>) {
         (
             1u64,
             "adjacent files: each reader's own seeks within 1 GB cost about what the seek \
-                between them does, so waiting saves little (≈+9% on the host); the paper does \
-                not say where its files lay",
+                between them does, so waiting saves little ({gain} in the host simulation); the \
+                paper does not say where its files lay",
         ),
         (
             4,
-            "4 GB apart the seek between files dominates, and waiting saves it (≈+36% on the \
-             host, against the paper's +28-30%)",
+            "4 GB apart the seek between files dominates, and waiting saves it ({gain} in the \
+             host simulation, against the paper's +28% to +30%)",
         ),
     ] {
         let readers = |_| {
@@ -428,9 +434,12 @@ pub fn plan(size: Size) -> (Vec<Run>, Vec<Experiment>) {
                 _ => "no gain from ≈8 ms",
             },
             note: match ms {
-                0 => "≈3.2× on the model (see a.)",
+                0 => "{ratio}× in the host simulation (see a.)",
                 m if m < 8 => "",
-                15 => "both ≈4.7 MB/s: a 15 ms think misses a revolution more",
+                15 => {
+                    "{with} and {without} MB/s in the host simulation: a think this long \
+                       misses a revolution more"
+                }
                 _ => "",
             },
         });
@@ -443,7 +452,7 @@ pub fn plan(size: Size) -> (Vec<Run>, Vec<Experiment>) {
         bars: vec![],
         plot: Some("think-time"),
         comment: "The paper's B5: the gain vanishes where the think time reaches the positioning \
-                  time it saves (about 8 ms on its disk and on the model).",
+                  time it saves (the paper: about 8 ms on its disk).",
     });
 
     // d. The adversary.
@@ -488,7 +497,7 @@ pub fn plan(size: Size) -> (Vec<Run>, Vec<Experiment>) {
                 note: if n == 1 && pause_us == pauses[0] {
                     "Tessera waits only as long as the quick reads take, never into the pause; the \
                      paper's rule (its own rows, not checked) waits its 95th percentile at every \
-                     pause and loses up to half at n = 2"
+                     pause, and loses what its rows show"
                 } else {
                     ""
                 },
@@ -532,10 +541,11 @@ pub fn plan(size: Size) -> (Vec<Run>, Vec<Experiment>) {
             without: Some(e_without),
             x: 2.0,
             paper: "≈1:1 without (60 tps), 1:2 with (98 tps with the combined heuristic)",
-            note: "without, the readers alternate: as many reads each (1:1 in bytes; their disk \
-                   times differ, ≈1:1.76 on the host, as one always meets the platter at a worse \
-                   angle); with, Tessera's relaxed Stride window is 100 ms (the paper's 1 s lets \
-                   the seek-reducing half drift to 2.27 over ten seconds)",
+            note: "without, the readers alternate: as many reads each (a ratio of {without} in \
+                   bytes in the host simulation, though their disk times differ, as one always \
+                   meets the platter at a worse angle); with, Tessera's relaxed Stride window is \
+                   {stride_window_ms} ms (a window of the paper's 1 s lets the seek-reducing \
+                   half drift from 1:2)",
         }],
         bars: vec![
             Bar::WithIn { lo: 1.9, hi: 2.1 },

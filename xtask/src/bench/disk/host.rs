@@ -174,6 +174,9 @@ pub struct HostCost {
     pub requests: u64,
 }
 
+/// The simulated time the cost is timed over, ns.
+pub const COST_NS: u64 = 10_000_000_000;
+
 /// The workload the cost is timed on: two sequential and two random readers 1 GB apart, for
 /// ten seconds of disk time (each scheduler sees waits, seeks and several clients).
 fn cost_readers() -> Vec<Client> {
@@ -204,7 +207,7 @@ fn time(core: Box<dyn SimScheduler>) -> (f64, u64) {
     let mut timed = Timed { inner: core, ns: 0, completions: 0 };
     // Calls a request: its arrival, its completion, and the next after each event (about
     // three); the overhead is taken off per call counted here.
-    go(&mut timed, &readers, 10_000_000_000);
+    go(&mut timed, &readers, COST_NS);
     (timed.ns as f64 / timed.completions.max(1) as f64, timed.completions)
 }
 

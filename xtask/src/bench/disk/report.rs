@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::experiments::{Bar, Experiment, Metric, Run, Scheduler, client_name};
+use super::experiments::{Bar, Experiment, Metric, Row, Run, Scheduler, client_name};
 use super::host::HostCost;
 use super::lines::Measured;
 use crate::plot::lines::{self as svg, Series};
@@ -158,6 +158,62 @@ pub fn check(
     }
 }
 
+/// The source whose figures fill the notes' placeholders: the host simulation, which every
+/// run of the bench has (`--host-only` too).
+pub const NOTE_SOURCE: &str = "host sim";
+
+/// `template` (a row's note) with its placeholders (see [`super::experiments::Row::note`])
+/// filled from `source`'s runs, `-` where a run is missing; an unknown placeholder is kept as
+/// written, braces and all.
+pub fn note(template: &str, row: &Row, metric: Metric, source: Option<&Source<'_>>) -> String {
+    let get =
+        |key: Option<&String>| key.and_then(|k| source?.runs.get(k)).and_then(|m| value(metric, m));
+    let (w, wo) = (get(row.with.as_ref()), get(row.without.as_ref()));
+    let ratio = match (w, wo) {
+        (Some(w), Some(wo)) if wo > 0.0 => Some(w / wo),
+        _ => None,
+    };
+    let fill = |name: &str| -> Option<String> {
+        let dash = || "-".to_string();
+        Some(match name {
+            "with" => show(w),
+            "without" => show(wo),
+            "ratio" => show(ratio),
+            "gain" => ratio.map_or_else(dash, |r| format!("{:+.0}%", (r - 1.0) * 100.0)),
+            "seek_1gb" => {
+                let model = super::host::model();
+                let cylinder = |lbn| model.geometry().locate(lbn).cylinder;
+                let distance = cylinder(super::experiments::GB).abs_diff(cylinder(0));
+                format!("{:.1}", model.seek_curve().seek_ns(u64::from(distance)) as f64 / 1e6)
+            }
+            "stride_window_ms" => {
+                format!("{}", blk::sched::scheduler::STRIDE_WINDOW_NS / 1_000_000)
+            }
+            _ => {
+                let key = name.strip_prefix("with_vs:")?.to_string();
+                match (w, get(Some(&key))) {
+                    (Some(w), Some(of)) if of > 0.0 => format!("{:.0}%", w / of * 100.0),
+                    _ => dash(),
+                }
+            }
+        })
+    };
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else { break };
+        let name = &rest[open + 1..open + close];
+        match fill(name) {
+            Some(v) => out.push_str(&v),
+            None => out.push_str(&rest[open..=open + close]),
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn show(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"))
 }
@@ -184,8 +240,12 @@ pub fn experiment(md: &mut String, e: &Experiment, plan: &[Run], sources: &[Sour
                 (Some(w), Some(wo)) if wo > 0.0 => Some(w / wo),
                 _ => None,
             };
-            let (label, paper, note) =
-                if i == 0 { (row.label.as_str(), row.paper, row.note) } else { ("", "", "") };
+            let (label, paper, note) = if i == 0 {
+                let host = sources.iter().find(|s| s.name == NOTE_SOURCE);
+                (row.label.as_str(), row.paper, note(row.note, row, e.metric, host))
+            } else {
+                ("", "", String::new())
+            };
             let _ = writeln!(
                 md,
                 "| {label} | {} | {} | {} | {} | {paper} | {note} |",
@@ -258,9 +318,10 @@ pub fn costs(md: &mut String, plan: &[Run], sources: &[Source<'_>], host: &[Host
         "\nQEMU: the driver's own time in scheduler calls per request by its clock, which under \
          `-icount shift=0` counts instructions (median over the runs of that policy). Host: ns \
          per completed request of the same scheduling code (arrive, next, complete) on this \
-         machine over ten simulated seconds of two sequential and two random readers, the \
+         machine over {} simulated seconds of two sequential and two random readers, the \
          clock's own cost taken off. For scale, Linux's BFQ documents about 1.9 µs per request \
-         on a laptop core."
+         on a laptop core (its documentation's figure, not measured here).",
+        super::host::COST_NS / 1_000_000_000
     );
 }
 
@@ -482,5 +543,150 @@ mod tests {
         );
         assert!(md.contains("|  | host sim | 21.00 | - | - |  |  |"), "{md}");
         assert!(!md.contains("paper's rule"), "a source for comparison shows only its rows");
+    }
+
+    /// Every run of `plan`, each figure drawn from `seed`.
+    fn fabricated(seed: u64, plan: &[Run]) -> BTreeMap<String, Measured> {
+        let mut rng = paging_programs::Prng::new(seed);
+        let mut n = |lo: u32, hi: u32| u64::from(lo + rng.below(hi - lo));
+        plan.iter()
+            .map(|r| {
+                let clients = (0..r.clients.len())
+                    .map(|i| ClientDone { bytes: n(1_000_000, 90_000_000), ..client(i, 0) })
+                    .collect();
+                let m = Measured {
+                    clients,
+                    waits: Some(Waits {
+                        count: n(10, 9_000),
+                        longest_ns: n(1_000_000, 20_000_000),
+                        ..Default::default()
+                    }),
+                    sched: Some(super::super::lines::SchedCost {
+                        per_request_ns: n(1_000, 20_000),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                };
+                (r.key.clone(), m)
+            })
+            .collect()
+    }
+
+    /// `md`'s numbers, in order: runs of digits with the separators between them.
+    fn numbers(md: &str) -> Vec<String> {
+        md.split(|c: char| !(c.is_ascii_digit() || c == ',' || c == '.'))
+            .map(|t| t.trim_matches(|c| c == ',' || c == '.'))
+            .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The tables, notes and bars of every experiment, the costs and the waits, from `seed`.
+    fn render(seed: u64) -> String {
+        let (plan, experiments) = plan(Size::Full);
+        let device = fabricated(seed, &plan);
+        let host = fabricated(seed + 100, &plan);
+        let sources = [
+            Source { name: "riscv64 virtio".into(), runs: &device, checked: true },
+            Source { name: NOTE_SOURCE.into(), runs: &host, checked: true },
+        ];
+        let mut md = String::new();
+        for e in &experiments {
+            experiment(&mut md, e, &plan, &sources);
+        }
+        let host_costs: Vec<HostCost> = Scheduler::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, &scheduler)| HostCost {
+                scheduler,
+                anticipation: true,
+                per_request_ns: (seed * 1000 + i as u64 * 37) as f64,
+                requests: 1,
+            })
+            .collect();
+        costs(&mut md, &plan, &sources, &host_costs);
+        waits(&mut md, &sources);
+        md
+    }
+
+    #[test]
+    fn every_number_in_the_tables_and_notes_comes_from_the_run_or_is_named() {
+        let renders: Vec<String> = (1..=4).map(render).collect();
+        let lists: Vec<Vec<String>> = renders.iter().map(|r| numbers(r)).collect();
+        assert!(lists.iter().all(|l| l.len() == lists[0].len()), "the renders differ in shape");
+        // Numbers that do not change with the measurements must be the configuration's (the
+        // experiments' titles, labels, bars, the sources' names), the paper's (its column, and
+        // the phrases below that quote it), or the model's and the driver's (computed).
+        let (_, experiments) = plan(Size::Full);
+        let mut named = String::from(" riscv64 virtio ");
+        for e in &experiments {
+            named.push_str(&format!(" {} {} ", e.title, e.key));
+            for r in &e.rows {
+                named.push_str(&format!(" {} {} ", r.label, r.paper));
+            }
+            for b in &e.bars {
+                named.push_str(&format!(" {} ", b.describe()));
+            }
+        }
+        let quoted = [
+            "the paper's 9 ms average",
+            "the paper idles 6%",
+            "the paper's +28% to +30%",
+            "(the paper: about 8 ms on its disk)",
+            "a window of the paper's 1 s",
+            "its 95th percentile",
+            "1.9 µs per request on a laptop core (its documentation's figure",
+            "1 GB apart",
+            "4 GB apart",
+            "its 95th percentile plus 1 ms",
+            "The paper's B14",
+        ];
+        for q in quoted {
+            assert!(renders[0].contains(q), "the report no longer says `{q}`");
+            named.push_str(&format!(" {q} "));
+        }
+        let model = super::super::host::model();
+        let cylinder = |lbn| model.geometry().locate(lbn).cylinder;
+        let seek = model
+            .seek_curve()
+            .seek_ns(u64::from(cylinder(super::super::experiments::GB).abs_diff(cylinder(0))));
+        named.push_str(&format!(
+            " {:.1} {} {} ",
+            seek as f64 / 1e6,
+            blk::sched::scheduler::STRIDE_WINDOW_NS / 1_000_000,
+            super::super::host::COST_NS / 1_000_000_000
+        ));
+        let allowed = numbers(&named);
+        let fixed: Vec<&String> = (0..lists[0].len())
+            .filter(|&i| lists.iter().all(|l| l[i] == lists[0][i]))
+            .map(|i| &lists[0][i])
+            .filter(|n| !allowed.contains(n))
+            .collect();
+        assert!(
+            fixed.is_empty(),
+            "numbers that do not follow the measurements: {fixed:?}\n{}",
+            renders[0]
+        );
+    }
+
+    #[test]
+    fn notes_take_their_figures_from_the_host_simulation() {
+        let (plan, e) = experiment_of("a-sequential");
+        let mut runs = BTreeMap::new();
+        runs.insert("a-alone".to_string(), measured(&[20_000_000]));
+        runs.insert("a-two-with".to_string(), measured(&[9_900_000, 9_900_000]));
+        runs.insert("a-two-without".to_string(), measured(&[3_300_000, 3_300_000]));
+        let empty = BTreeMap::new();
+        let sources = [
+            Source { name: "riscv64 virtio".into(), runs: &empty, checked: true },
+            Source { name: NOTE_SOURCE.into(), runs: &runs, checked: true },
+        ];
+        let mut md = String::new();
+        experiment(&mut md, &e, &plan, &sources);
+        assert!(
+            md.contains("alternation keeps 6.60 MB/s and the gain is 3.00× in the host simulation; with: 99% of one reader"),
+            "{md}"
+        );
+        assert!(!md.contains('{'), "a placeholder left: {md}");
     }
 }
