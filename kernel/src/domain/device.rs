@@ -116,10 +116,12 @@ impl World {
     }
 
     /// Delivers every raised line: signals the endpoint it is bound to. A line bound to
-    /// nobody, or to a dead domain, is released (acknowledged and masked). Returns the domains
-    /// signalled, one bit each.
-    pub(super) fn deliver_interrupts(&mut self) -> super::sched::Served {
-        let mut served = 0;
+    /// nobody, or to a dead domain, is released (acknowledged and masked). With `charge_from`
+    /// (timer ticks: an interrupt taken while a domain ran), the kernel's time for each line,
+    /// from the end of the previous one, is charged to the driver it was delivered to, not to
+    /// the interrupted domain ([`World::charge_since`]).
+    pub(super) fn deliver_interrupts(&mut self, charge_from: Option<u64>) {
+        let mut at = charge_from;
         // The summary first: a line raised after this swap sets its word's bit again.
         let mut words = RAISED_WORDS.swap(0, Ordering::AcqRel);
         while words != 0 {
@@ -133,13 +135,12 @@ impl World {
                     Some(b) if self.domain(b.domain).is_some() => {
                         self.stamp_interrupt(b);
                         self.signal(b.domain, b.endpoint);
-                        served |= super::sched::bit(b.domain);
+                        at = at.map(|from| self.charge_since(b.domain, from));
                     }
                     _ => arch::interrupts::release_line(line),
                 }
             }
         }
-        served
     }
 
     /// Records in the driver's control block when `b`'s endpoint was signalled

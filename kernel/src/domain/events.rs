@@ -75,24 +75,17 @@ impl World {
         Ok(())
     }
 
-    /// Signals every armed timer endpoint whose deadline is at or before `now`; returns their
-    /// domains, one bit each.
-    pub(super) fn fire_timers(&mut self, now: u64) -> super::sched::Served {
-        let mut served = 0;
-        for id in 0..self.domains.len() as u32 {
-            if self.domain(id).is_none() {
-                continue;
-            }
-            for ep in 0..self.domains[id as usize].endpoints.len() {
-                let e = &mut self.domains[id as usize].endpoints[ep];
-                if e.deadline.is_some_and(|t| t <= now) {
-                    e.deadline = None;
-                    self.signal(id, ep);
-                    served |= super::sched::bit(id);
-                }
+    /// Signals every armed timer endpoint of live domain `id` whose deadline is at or before
+    /// `now` (its own endpoints only: the scheduler's queue of instants says which domains are
+    /// due).
+    pub(super) fn fire_timers(&mut self, id: u32, now: u64) {
+        for ep in 0..self.domains[id as usize].endpoints.len() {
+            let e = &mut self.domains[id as usize].endpoints[ep];
+            if e.deadline.is_some_and(|t| t <= now) {
+                e.deadline = None;
+                self.signal(id, ep);
             }
         }
-        served
     }
 
     /// Increments endpoint `ep` of live domain `to` and wakes it.

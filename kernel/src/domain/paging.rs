@@ -340,15 +340,13 @@ impl World {
         self.wake_frame_waiters();
     }
 
-    /// Terminates every domain whose revocation deadline has passed, which frees its frames;
-    /// returns those domains, one bit each.
-    pub(super) fn enforce_revocations(&mut self, now_ns: u64) -> super::sched::Served {
-        let mut served = 0;
-        for id in 0..self.domains.len() as u32 {
+    /// Terminates domain `id` if its revocation deadline has passed, which frees its frames.
+    pub(super) fn enforce_revocation(&mut self, id: u32, now_ns: u64) {
+        {
             let d = &self.domains[id as usize];
-            let Some(r) = d.revocation.as_ref().filter(|_| d.ending.is_none()) else { continue };
+            let Some(r) = d.revocation.as_ref().filter(|_| d.ending.is_none()) else { return };
             if r.deadline_ns > now_ns {
-                continue;
+                return;
             }
             defmt::error!(
                 "domain {=str}: revocation: asked for {=u64} optimistic frames, still {=u64} to release at the deadline ({=u64} us): taking all its frames by force",
@@ -357,10 +355,8 @@ impl World {
                 d.optimistic_held - r.goal,
                 r.deadline_ns / 1000
             );
-            self.begin_death(id, Ending::Terminated(super::Termination::RevocationIgnored));
-            served |= super::sched::bit(id);
         }
-        served
+        self.begin_death(id, Ending::Terminated(super::Termination::RevocationIgnored));
     }
 
     /// Wakes the domains blocked in a call that waits for frames; their calls run again.

@@ -37,18 +37,18 @@ pub(super) struct Scheduler {
     pub(super) preempt: bool,
     /// When to end the run (`stop=`), in timer ticks.
     pub(super) stop_at: Option<u64>,
-    /// Nothing timed (a blocked domain's deadline, a timer endpoint, a revocation deadline)
-    /// happens before this instant, in timer ticks (a lower bound, exact after each pass of
-    /// [`World::expire`] and whenever nothing can run).
-    next_instant: u64,
-    /// The domain whose instant `next_instant` is: the last to note it, or the one the last
-    /// pass of [`World::expire`] found. A pass that finds nothing due (the instant was left by
-    /// a timer since disarmed or a domain woken early) is charged to it.
-    next_instant_of: u32,
+    /// The domains with something timed ahead (a blocked domain's deadline, an armed timer
+    /// endpoint, a revocation deadline), each by the earliest such instant in timer ticks: a
+    /// lower bound, since an instant that goes away (a timer disarmed, a domain woken early)
+    /// leaves its entry until the domain's turn comes or the kernel idles
+    /// ([`World::settle_instants`]). A switch reads only the head, and a pass of
+    /// [`World::expire`] takes out only the domains due, so neither costs more with more
+    /// domains.
+    pub(super) instants: indexed_heap::Heap,
     /// While the kernel does work for other domains inside a switch or an interrupt (a pass of
     /// [`World::expire`], delivering interrupts): the instant the policy is told of the
-    /// wake-ups it makes, in ns, so that it charges nobody before that work's interval is
-    /// charged to the domains it served ([`World::charge_work`]).
+    /// wake-ups it makes, in ns, so that it charges nobody before each piece of that work is
+    /// charged to the domain it served ([`World::charge_since`]).
     frozen: Option<u64>,
     /// Time spent waiting for an interrupt with nothing to run, in timer ticks: the run
     /// summary reports it, and the disk benches count the busy time as the run's time less it.
@@ -63,20 +63,27 @@ impl Scheduler {
             current: 0,
             preempt: false,
             stop_at: None,
-            next_instant: 0,
-            next_instant_of: 0,
+            instants: indexed_heap::Heap::new(),
             frozen: None,
             idle_ticks: 0,
         }
     }
 
     /// Something will happen to domain `of` at `ticks` (its deadline as it blocks, its timer
-    /// endpoint, its revocation deadline): [`World::expire`] must look at the domains by then.
+    /// endpoint, its revocation deadline): [`World::expire`] must look at it by then. Costs
+    /// `O(log N)` when it moves the domain's instant earlier, nothing otherwise.
+    #[inline]
     pub(super) fn note_instant(&mut self, ticks: u64, of: u32) {
-        if ticks < self.next_instant {
-            self.next_instant = ticks;
-            self.next_instant_of = of;
+        let of = of as usize;
+        if ticks < self.instants.get(of).unwrap_or(u64::MAX) {
+            self.instants.set(of, ticks);
         }
+    }
+
+    /// Nothing timed happens before this instant, in timer ticks (`u64::MAX`: nothing).
+    #[inline]
+    pub(super) fn next_instant(&self) -> u64 {
+        self.instants.first_instant()
     }
 
     /// The instant to tell the policy of a wake-up or a death, in ns: the clock's, or while
@@ -91,95 +98,96 @@ impl World {
     /// Fires due timer endpoints, enforces revocation deadlines and unblocks every domain whose
     /// deadline has passed, at `now` (timer ticks); returns the instant the work ends, from which
     /// the dispatched domain is charged: `now` if nothing was due. The work is charged to the
-    /// domains it served ([`World::expire_pass`]). The domains are visited only once
-    /// `next_instant` has come, so a switch does not cost more with more domains.
+    /// domains it served ([`World::expire_pass`]). Only the domains whose instant has come are
+    /// visited, so a switch does not cost more with more domains.
     #[inline]
     fn expire(&mut self, now: u64) -> u64 {
-        if now >= self.sched.next_instant {
+        if now >= self.sched.next_instant() {
             return self.expire_pass(now);
         }
         now
     }
 
     /// The pass of [`World::expire`], out of line so that the common case costs a comparison.
-    /// The policy hears of its wake-ups at `now`; then the kernel's work from `now` until the
-    /// pass's end is charged to the domains it served (or, if nothing was due, to the domain
-    /// that left the instant), and the end is returned. Cold: most switches find nothing due,
-    /// and the path that does not call it stays as short as before.
+    /// The policy hears of its wake-ups at `now`; the domains whose instant has come are taken
+    /// out of [`Scheduler::instants`] one at a time, served (their due timers fired, their
+    /// revocation enforced, their deadline ended) and put back at their next instant, and the
+    /// kernel's time for each, from the end of the previous one (from `now` for the first), is
+    /// charged to it, even when nothing was due (it left an instant that went away). Returns the
+    /// end of the pass. Cold: most switches find nothing due, and the path that does not call
+    /// it stays as short as before.
     #[cold]
     #[inline(never)]
     fn expire_pass(&mut self, now: u64) -> u64 {
         let now_ns = ns_from_ticks(now);
         self.sched.frozen = Some(now_ns);
-        let mut served = self.fire_timers(now);
-        served |= self.enforce_revocations(now_ns);
-        for id in 0..self.domains.len() {
-            let d = &mut self.domains[id];
-            if d.ending.is_none() && d.blocked.is_some_and(|deadline| deadline <= now) {
-                d.blocked = None;
-                if let Some(frame) = d.dcb {
-                    crate::phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
+        let mut at = now;
+        while let Some(id) = self.sched.instants.pop_due(now) {
+            let id = id as u32;
+            if self.domain(id).is_some() {
+                self.fire_timers(id, now);
+                self.enforce_revocation(id, now_ns);
+                let d = &mut self.domains[id as usize];
+                if d.ending.is_none() && d.blocked.is_some_and(|deadline| deadline <= now) {
+                    d.blocked = None;
+                    if let Some(frame) = d.dcb {
+                        crate::phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
+                    }
+                    self.sched.policy.wake(id as usize, now_ns);
                 }
-                self.sched.policy.wake(id, now_ns);
-                served |= bit(id as u32);
+                if let Some(next) = self.exact_instant(id) {
+                    self.sched.instants.set(id as usize, next);
+                }
             }
+            at = self.charge_since(id, at);
         }
-        if served == 0 {
-            served = bit(self.sched.next_instant_of);
-        }
-        self.refresh_next_instant();
         self.sched.frozen = None;
-        self.charge_work(served, now)
+        at
     }
 
-    /// Sets `next_instant` to the exact next instant, and `next_instant_of` to its domain.
+    /// The earliest instant something timed happens to live domain `id` (its deadline if it is
+    /// blocked with one, its earliest armed timer endpoint, its revocation deadline), in ticks.
+    /// Its own endpoints are looked at, no other domain's.
+    fn exact_instant(&self, id: u32) -> Option<u64> {
+        let d = self.domain(id)?;
+        let blocked = d.blocked.filter(|&t| t != u64::MAX);
+        let timer = d.endpoints.iter().filter_map(|e| e.deadline).min();
+        let revocation = d.revocation.as_ref().map(|r| ticks_from_ns(r.deadline_ns));
+        [blocked, timer, revocation].into_iter().flatten().min()
+    }
+
+    /// Makes the head of [`Scheduler::instants`] exact: while the earliest entry is earlier
+    /// than its domain's real next instant (left by a timer disarmed, a domain woken early or
+    /// dead), moves it there or takes it out. Each step settles one domain for good, so this
+    /// ends; it runs when nothing can run, where the instant to wait for must be exact, or an
+    /// instant left by a domain that has died (a timer armed far ahead) would hold off the
+    /// deadlock's wake-up.
     #[cold]
     #[inline(never)]
-    fn refresh_next_instant(&mut self) {
-        (self.sched.next_instant, self.sched.next_instant_of) = self.exact_next_instant();
-    }
-
-    /// The earliest deadline of a live blocked domain, a live domain's armed timer endpoint or
-    /// revocation, in ticks (`u64::MAX`: none), and the domain it belongs to. The scheduler's
-    /// `next_instant` may be earlier, left by a domain that has since died, disarmed its timer
-    /// or been woken.
-    fn exact_next_instant(&self) -> (u64, u32) {
-        let mut next = (u64::MAX, 0);
-        for (id, d) in self.domains.iter().enumerate().filter(|(_, d)| d.ending.is_none()) {
-            let blocked = d.blocked.filter(|&t| t != u64::MAX);
-            let timer = d.endpoints.iter().filter_map(|e| e.deadline).min();
-            let revocation = d.revocation.as_ref().map(|r| ticks_from_ns(r.deadline_ns));
-            if let Some(t) = [blocked, timer, revocation].into_iter().flatten().min()
-                && t < next.0
-            {
-                next = (t, id as u32);
+    fn settle_instants(&mut self) {
+        while let Some((t, id)) = self.sched.instants.first() {
+            match self.exact_instant(id as u32) {
+                Some(exact) if exact == t => return,
+                Some(exact) => self.sched.instants.set(id, exact),
+                None => self.sched.instants.remove(id),
             }
         }
-        next
     }
 
-    /// Charges the kernel's work from `from` (timer ticks) until now to the domains of
-    /// `served`, in equal parts, rather than to the domain dispatched meanwhile (see
-    /// [`atropos::Atropos::charge_to`]); returns now, in ticks.
-    pub(super) fn charge_work(&mut self, served: Served, from: u64) -> u64 {
+    /// Charges the kernel's work from `from` (timer ticks) until now to domain `id`, rather
+    /// than to the domain dispatched meanwhile (see [`atropos::Atropos::charge_to`]); returns
+    /// now, in ticks.
+    pub(super) fn charge_since(&mut self, id: u32, from: u64) -> u64 {
         let to = arch::time::now_ticks();
-        let (mut at, end) = (ns_from_ticks(from), ns_from_ticks(to));
-        let share = end.saturating_sub(at) / u64::from(served.count_ones().max(1));
-        let mut bits = served;
-        while bits != 0 {
-            let id = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            let until = if bits == 0 { end } else { at + share };
-            self.sched.policy.charge_to(id, at, until);
-            at = until;
-        }
+        self.sched.policy.charge_to(id as usize, ns_from_ticks(from), ns_from_ticks(to));
         to
     }
 
     /// The earliest deadline of a blocked domain, an armed timer endpoint, a revocation or the
     /// end of the run, in ticks (possibly earlier than needed, never later).
     fn earliest_deadline(&self) -> Option<u64> {
-        let next = (self.sched.next_instant != u64::MAX).then_some(self.sched.next_instant);
+        let next = self.sched.next_instant();
+        let next = (next != u64::MAX).then_some(next);
         [next, self.sched.stop_at].into_iter().flatten().min()
     }
 
@@ -232,14 +240,6 @@ impl World {
             );
         }
     }
-}
-
-/// Domains, one bit each (`1 << id`; a manifest has at most 64 domains).
-pub(super) type Served = u64;
-
-/// Domain `id`'s bit in a [`Served`] set (none beyond 64).
-pub(super) fn bit(id: u32) -> Served {
-    1u64.checked_shl(id).unwrap_or(0)
 }
 
 /// Where the CPU goes after the current domain stops running: saves its floating-point state
@@ -297,7 +297,7 @@ fn switch(w: &mut World, save: bool) {
         // Nothing can run: the instant to wait for must be exact, or an instant left by a
         // domain that has died (a timer armed far ahead) would hold off the deadlock's wake-up.
         // Everything due by `now` has been expired above, so the exact one is later still.
-        w.refresh_next_instant();
+        w.settle_instants();
         let replenish = w.sched.policy.next_event().map(ticks_from_ns_up);
         match [replenish, w.earliest_deadline()].into_iter().flatten().min() {
             Some(deadline) => w.idle_until(deadline),
@@ -332,7 +332,7 @@ impl World {
         let start = arch::time::now_ticks();
         wait();
         self.sched.idle_ticks += arch::time::now_ticks() - start;
-        self.deliver_interrupts();
+        self.deliver_interrupts(None);
     }
 
     /// Nothing to run while a disk with a model has requests at its device: waits for an
@@ -477,7 +477,7 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
 #[inline(never)]
 fn on_timer(w: &mut World) {
     let entered = arch::time::now_ticks();
-    if entered >= w.sched.next_instant {
+    if entered >= w.sched.next_instant() {
         w.expire_pass(entered);
     }
     switch(w, true);
@@ -491,9 +491,8 @@ fn on_timer(w: &mut World) {
 fn on_device_interrupt(w: &mut World) {
     let entered = arch::time::now_ticks();
     w.sched.frozen = Some(ns_from_ticks(entered));
-    let served = w.deliver_interrupts();
+    w.deliver_interrupts(Some(entered));
     w.sched.frozen = None;
-    w.charge_work(served, entered);
     if core::mem::take(&mut w.sched.preempt) {
         switch(w, true);
     }
