@@ -1,7 +1,8 @@
 //! Physical memory: the global frame allocator and the kernel heap that lives on its frames.
 //!
 //! At boot the frame tables (the allocator's owner table, and a word per frame for the domains'
-//! loose frames) are carved out of the first free RAM large enough to hold them, every
+//! loose frames) are carved out of the first free RAM large enough to hold them (neither is
+//! written at boot: both are set up lazily, so boot time does not grow with RAM), every
 //! usable region is handed to the allocator, and every reserved region (firmware, the kernel
 //! image, the device tree and every range it reserves, the boot image, the tables themselves) is
 //! taken back out. The heap is then a contiguous
@@ -34,7 +35,8 @@ pub fn for_each_reserved(f: &mut dyn FnMut(PhysRange)) {
 }
 
 /// A word per frame of the allocator's window, for the kernel's table of loose frames: the
-/// physical address of word 0's frame and the words (all 0 at boot).
+/// physical address of word 0's frame and the words (not zeroed: their user zeroes them as it
+/// needs them, so that boot does not write a word per frame).
 static FRAME_WORDS: Mutex<Option<(u64, &'static mut [u32])>> = Mutex::new(None);
 
 /// Hands over the words per frame (see [`FRAME_WORDS`]), once. Panics if called before [`init`]
@@ -99,7 +101,6 @@ pub fn init(boot: &BootInfo) {
     let (table, words) = unsafe {
         (phys::claim_u32s(table_at, entries), phys::claim_u32s(table_at + owners_bytes, entries))
     };
-    words.fill(0);
     *FRAME_WORDS.lock() = Some((lo, words));
     let mut fa = FrameAllocator::new(lo, table).expect("RAM base is frame-aligned");
     for r in &boot.memory {
