@@ -221,18 +221,17 @@ impl<'t> FrameAllocator<'t> {
     }
 
     /// Sets up the entries up to `to` (capped at the table's end); whether there were any.
+    /// Each entry is written once: the pending ranges' ends cut the entries into pieces of one
+    /// owner each.
     fn set_up_to(&mut self, to: usize) -> bool {
         let (from, to) = (self.ready, to.min(self.owners.len()));
         if from >= to {
             return false;
         }
-        self.owners[from..to].fill(Owner::RESERVED);
-        for &(s, e, free) in &self.pending[..self.pending_len] {
-            let (s, e) = (s.max(from), e.min(to));
-            if s < e {
-                let w = if free { Owner::FREE } else { Owner::RESERVED };
-                self.owners[s..e].fill(w);
-            }
+        let (points, len) = self.pieces(from, to);
+        for w in points[..len].windows(2).filter(|w| w[0] < w[1]) {
+            let owner = self.pending_owner(w[0]).encode();
+            self.owners[w[0]..w[1]].fill(owner);
         }
         self.ready = to;
         // Ranges now wholly set up are dropped.
@@ -247,6 +246,22 @@ impl<'t> FrameAllocator<'t> {
         true
     }
 
+    /// The ends of the pending ranges inside `from..to`, with `from` and `to`, sorted: between
+    /// two neighbours every entry has the same pending owner. The points, and how many.
+    fn pieces(&self, from: usize, to: usize) -> ([usize; 2 * MAX_PENDING + 2], usize) {
+        let mut points = [0usize; 2 * MAX_PENDING + 2];
+        points[0] = from;
+        points[1] = to;
+        let mut len = 2;
+        for &(s, e, _) in &self.pending[..self.pending_len] {
+            points[len] = s.clamp(from, to);
+            points[len + 1] = e.clamp(from, to);
+            len += 2;
+        }
+        points[..len].sort_unstable();
+        (points, len)
+    }
+
     /// Owner of entry `i` past `ready`, by the pending ranges.
     fn pending_owner(&self, i: usize) -> Owner {
         let covering = self.pending[..self.pending_len].iter().rev().find(|r| r.0 <= i && i < r.1);
@@ -258,19 +273,8 @@ impl<'t> FrameAllocator<'t> {
 
     /// Free frames past `ready` (by the pending ranges; work bounded by [`MAX_PENDING`]).
     fn pending_free(&self) -> u64 {
-        let n = self.owners.len();
-        let mut points = [0usize; 2 * MAX_PENDING + 2];
-        points[0] = self.ready;
-        points[1] = n;
-        let mut len = 2;
-        for &(s, e, _) in &self.pending[..self.pending_len] {
-            points[len] = s.clamp(self.ready, n);
-            points[len + 1] = e.clamp(self.ready, n);
-            len += 2;
-        }
-        let points = &mut points[..len];
-        points.sort_unstable();
-        points
+        let (points, len) = self.pieces(self.ready, self.owners.len());
+        points[..len]
             .windows(2)
             .filter(|w| w[0] < w[1] && self.pending_owner(w[0]) == Owner::Free)
             .map(|w| (w[1] - w[0]) as u64)
