@@ -3,8 +3,10 @@
 //!
 //! - **Across streams, EDF by disk time**: the streams are the clients of an [`Atropos`]
 //!   scheduler (the CPU's, over nanoseconds of disk time instead of CPU time), which picks the
-//!   stream that holds the disk and charges it the time until it is asked again: the service
-//!   time of the stream's requests, and the time the disk stands idle waiting for the stream.
+//!   stream that holds the disk and charges it the service time of the stream's requests, and
+//!   the time the disk stands idle waiting for the stream: each up to its end (the completion
+//!   the caller reports, the wait's timeout), never the time the caller takes to come back
+//!   after it ([`Atropos::stop`]), so a driver late on the CPU costs no stream its slice.
 //!   Admission is Atropos's ([`atropos::admit`]).
 //! - **Within a stream**: its own requests, shortest positioning time first.
 //! - **Anticipation**: when the stream holding the disk has nothing pending (a synchronous
@@ -63,6 +65,9 @@ pub struct Usd<E: Positioning + ServiceBound + Clone> {
     in_flight: Option<Pending>,
     /// The stream waited for, since, until.
     wait: Option<(usize, u64, u64)>,
+    /// When the holder stops being charged, if the caller comes back later: its request's
+    /// completion, or the end of the wait the caller was asked to come back at.
+    charge_end: Option<u64>,
     trace: WaitTrace,
 }
 
@@ -80,6 +85,7 @@ impl<E: Positioning + ServiceBound + Clone> Usd<E> {
             head: 0,
             in_flight: None,
             wait: None,
+            charge_end: None,
             trace: WaitTrace::new(trace_capacity),
         }
     }
@@ -115,6 +121,7 @@ impl<E: Positioning + ServiceBound + Clone> Usd<E> {
     /// A request of stream `r.client` arrives at `now_ns`; [`Full`] if the stream holds its
     /// most pending.
     pub fn arrive(&mut self, r: Pending, now_ns: u64) -> Result<(), Full> {
+        self.settle(now_ns);
         let s = &mut self.streams[r.client];
         s.requests.enqueue(r)?;
         let busy = s.requests.len() > 1 || self.in_flight.is_some_and(|f| f.client == r.client);
@@ -133,6 +140,17 @@ impl<E: Positioning + ServiceBound + Clone> Usd<E> {
             self.atropos.wake(r.client, now_ns);
         }
         Ok(())
+    }
+
+    /// Stops charging the holder at its charge's end if `now_ns` is past it: the time the
+    /// caller took to come back after the disk finished, or after a wait's end, is no stream's.
+    fn settle(&mut self, now_ns: u64) {
+        if let Some(end) = self.charge_end
+            && now_ns > end
+        {
+            self.atropos.stop(end);
+            self.charge_end = None;
+        }
     }
 
     /// Sets stream `s` aside if it has nothing pending (it is not waited for).
@@ -171,6 +189,8 @@ impl<E: Positioning + ServiceBound + Clone> Usd<E> {
         if self.in_flight.is_some() {
             return Decision::Hold;
         }
+        self.settle(now_ns);
+        self.charge_end = None;
         // A wait whose timeout has come ends here, whatever the scheduler picks next.
         if let Some((c, _, until)) = self.wait
             && now_ns >= until
@@ -221,7 +241,7 @@ impl<E: Positioning + ServiceBound + Clone> Usd<E> {
             // The holder has nothing pending: wait for it, or set it aside.
             if let Some((c, _, until)) = self.wait {
                 if c == s && now_ns < until {
-                    return Decision::Wait { until_ns: until.min(d.until) };
+                    return self.wait_for_holder(until.min(d.until));
                 }
                 self.end_wait(now_ns, if c == s { WaitEnd::TimedOut } else { WaitEnd::Abandoned });
                 self.set_aside(s, now_ns);
@@ -232,12 +252,18 @@ impl<E: Positioning + ServiceBound + Clone> Usd<E> {
                 Some(wait_ns) => {
                     let until = now_ns + wait_ns;
                     self.wait = Some((s, now_ns, until));
-                    return Decision::Wait { until_ns: until.min(d.until) };
+                    return self.wait_for_holder(until.min(d.until));
                 }
                 None => self.set_aside(s, now_ns),
             }
         }
         Decision::Idle
+    }
+
+    /// Keeps the disk for the holder until `until_ns`, charging it until then at most.
+    fn wait_for_holder(&mut self, until_ns: u64) -> Decision {
+        self.charge_end = Some(until_ns);
+        Decision::Wait { until_ns }
     }
 
     /// How long to keep the disk for stream `s`, which has nothing pending, at `now_ns`; `None`
@@ -255,6 +281,7 @@ impl<E: Positioning + ServiceBound + Clone> Usd<E> {
     /// The request at the disk completed at `now_ns`.
     pub fn complete(&mut self, now_ns: u64) {
         let Some(r) = self.in_flight.take() else { return };
+        self.charge_end = Some(now_ns);
         let s = &mut self.streams[r.client];
         s.stats.prev_finish_ns = Some(now_ns);
         if s.requests.is_empty() && !self.anticipate {
@@ -541,6 +568,37 @@ mod tests {
         assert!(beta.len() > 40, "{} periods", beta.len());
         for r in beta {
             assert!(r.guaranteed + r.extra <= 60 * ms, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn a_late_caller_costs_no_stream_its_slice() {
+        // The scheduled QEMU check's streams on its disk, the caller coming back 3 ms after
+        // each of its timers (the disk's completions, the waits' ends), as a driver beside busy
+        // clients may: a stream is charged its requests' service and its waits, never the time
+        // the caller took to come back, so beta never gets more than its slice in a period.
+        let ms = MILLISECOND;
+        for anticipate in [true, false] {
+            let mut usd = Usd::new(deskstar_17m(), anticipate, 16, 64);
+            usd.atropos_mut().set_trace(true);
+            let a = Contract { period: 200 * ms, slice: 100 * ms, extra: true, latency: 200 * ms };
+            let b = Contract { period: 200 * ms, slice: 60 * ms, extra: false, latency: 200 * ms };
+            usd.open(a, 0);
+            usd.open(b, 0);
+            let reader = |start| Reader {
+                start,
+                sectors: 64,
+                think_ns: 50_000,
+                pattern: Pattern::Bursts { burst: 4, pause_ns: 5 * ms },
+            };
+            let readers = [reader(0), reader(16_384)];
+            sim::run_with_late_timer(&mut usd, &mut deskstar_17m(), &readers, RUN_NS, 5, 3 * ms);
+            let records = usd.atropos_mut().take_records();
+            let beta: Vec<_> = records.iter().filter(|r| r.client == 1).collect();
+            assert!(beta.len() > 40, "{} periods", beta.len());
+            for r in beta {
+                assert!(r.guaranteed + r.extra <= 60 * ms, "anticipating {anticipate}: {r:?}");
+            }
         }
     }
 
