@@ -307,7 +307,8 @@ pub fn longest_service_ns(estimate: &crate::disk_model::DiskModel, sectors: u32)
 
 /// The mechanical model's bound: command overhead; the arm's move to the first sector's
 /// cylinder from wherever it may be (on the track of the sector before `head`, or, the drive
-/// reading ahead after a read, up to a segment further), or a head switch; a whole revolution
+/// reading ahead after a read, up to a segment further), or a head switch (a switch or a
+/// single-cylinder seek for a request that starts at `head`); a whole revolution
 /// of rotational wait; the transfer at the slowest zone's rate with a switch for every track it
 /// may cross; and a revolution more for every zone boundary it crosses, where the skew does not
 /// line up. It holds for a drive without a write cache, the models Tessera's manifests name
@@ -322,14 +323,21 @@ impl ServiceBound for crate::disk_model::DiskModel {
         let sectors = u64::from(r.sectors);
         let crossings = sectors / slowest + 1;
         let switch = p.head_switch_ns.max(p.single_cylinder_seek_ns) + rev / 100;
-        let ahead = if p.read_ahead { u64::from(p.segment_sectors) } else { 0 };
-        let near = g.locate(head.saturating_sub(1)).cylinder;
-        let far =
-            g.locate(head.saturating_add(ahead).min(self.capacity()).saturating_sub(1)).cylinder;
-        let to = g.locate(r.lbn).cylinder;
-        let distance = to.abs_diff(near).max(to.abs_diff(far));
-        let switch_only = if g.heads() > 1 { p.head_switch_ns } else { 0 };
-        let movement = self.seek_curve().seek_ns(u64::from(distance)).max(switch_only);
+        let movement = if r.lbn == head {
+            // Where the last request ended: after a write the arm is on that request's last
+            // track, at most a head switch or a cylinder away; after a read the sector is in the
+            // read-ahead segment, or the read-ahead is just moving on to its track.
+            p.head_switch_ns.max(p.single_cylinder_seek_ns)
+        } else {
+            let ahead = if p.read_ahead { u64::from(p.segment_sectors) } else { 0 };
+            let near = g.locate(head.saturating_sub(1)).cylinder;
+            let last = head.saturating_add(ahead).min(self.capacity()).saturating_sub(1);
+            let far = g.locate(last).cylinder;
+            let to = g.locate(r.lbn).cylinder;
+            let distance = to.abs_diff(near).max(to.abs_diff(far));
+            let switch_only = if g.heads() > 1 { p.head_switch_ns } else { 0 };
+            self.seek_curve().seek_ns(u64::from(distance)).max(switch_only)
+        };
         let zones = g.zone_boundaries_in(r.lbn, r.end());
         p.command_overhead_ns
             + movement
