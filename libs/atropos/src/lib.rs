@@ -41,7 +41,9 @@
 //!
 //! Each client's [`Accounts`] hold the guaranteed and extra time it used, its completed periods
 //! and missed deadlines. All time between two scheduler calls is charged to the client that was
-//! dispatched, so the kernel's trap and switch paths count against the running domain. With
+//! dispatched, so the kernel's trap and switch paths count against the running domain (unless the
+//! caller stops the charge at an earlier instant, [`Atropos::stop`]: the disk's USD does, for
+//! the time its driver takes to notice a completion). With
 //! [`Atropos::set_trace`] on, every completed period leaves a [`PeriodRecord`] to
 //! [`Atropos::take_records`].
 //!
@@ -569,6 +571,15 @@ impl Atropos {
             Some((r, Mode::Guaranteed, _)) => key < self.clients[r].key(),
             _ => true,
         }
+    }
+
+    /// Charges the dispatched client the time until `now` (none if that is earlier than the
+    /// last call) and stops: nothing is charged to anyone until the next [`Atropos::dispatch`].
+    /// For a user that knows when its client stopped using the resource and is only told later
+    /// (a disk's completion, noticed late), so that the wait is charged to no one.
+    pub fn stop(&mut self, now: Nanos) {
+        self.advance(now);
+        self.running = None;
     }
 
     /// Client `id` gives up the rest of its slice for this period (and of its extra turn).
