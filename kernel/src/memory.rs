@@ -1,7 +1,10 @@
 //! Physical memory: the global frame allocator and the kernel heap that lives on its frames.
 //!
 //! At boot the frame tables (the allocator's owner table, and a word per frame for the domains'
-//! loose frames) are carved out of the first free RAM large enough to hold them, every
+//! loose frames) are carved out of the first free RAM large enough to hold them past the
+//! memory the owner table's first chunk covers (anywhere, if there is none there), so that
+//! boot's own allocations find their frames in that one chunk whatever the size of RAM; neither
+//! is written at boot: both are set up lazily, so boot time does not grow with RAM. Every
 //! usable region is handed to the allocator, and every reserved region (firmware, the kernel
 //! image, the device tree and every range it reserves, the boot image, the tables themselves) is
 //! taken back out. The heap is then a contiguous
@@ -38,7 +41,8 @@ pub fn for_each_reserved(f: &mut dyn FnMut(PhysRange)) {
 }
 
 /// A word per frame of the allocator's window, for the kernel's table of loose frames: the
-/// physical address of word 0's frame and the words (all 0 at boot).
+/// physical address of word 0's frame and the words (not zeroed: their user zeroes them as it
+/// needs them, so that boot does not write a word per frame).
 static FRAME_WORDS: Mutex<Option<(u64, &'static mut [u32])>> = Mutex::new(None);
 
 /// Hands over the words per frame (see [`FRAME_WORDS`]), once. Panics if called before [`init`]
@@ -95,7 +99,13 @@ pub fn init(boot: &BootInfo) {
     let owners_bytes = (entries as u64 * 4).next_multiple_of(FRAME_SIZE);
     let words_bytes = (entries as u64 * 4).next_multiple_of(FRAME_SIZE);
     let table_bytes = owners_bytes + words_bytes;
-    let table_at = find_free(boot, table_bytes).expect("no room for the frame tables");
+    // Past the first chunk of the owner table if there is room: boot's own allocations (the
+    // heap, the kernel's page tables) then find free frames in the one chunk the allocator
+    // sets up first, however large the tables are.
+    let past_first_chunk = lo + frame_allocator::CHUNK as u64 * FRAME_SIZE;
+    let table_at = find_free(boot, table_bytes, past_first_chunk)
+        .or_else(|| find_free(boot, table_bytes, lo))
+        .expect("no room for the frame tables");
 
     // SAFETY: `table_at` is free, frame-aligned RAM (inside a usable region, clear of every
     // reserved range) of `table_bytes` bytes, which holds both tables one after the other; it is
@@ -103,7 +113,6 @@ pub fn init(boot: &BootInfo) {
     let (table, words) = unsafe {
         (phys::claim_u32s(table_at, entries), phys::claim_u32s(table_at + owners_bytes, entries))
     };
-    words.fill(0);
     *FRAME_WORDS.lock() = Some((lo, words));
     let mut fa = FrameAllocator::new(lo, table).expect("RAM base is frame-aligned");
     for r in &boot.memory {
@@ -128,9 +137,9 @@ pub fn init(boot: &BootInfo) {
     );
 }
 
-/// The lowest frame-aligned free stretch of `bytes` inside usable RAM that overlaps no reserved
-/// range.
-fn find_free(boot: &BootInfo, bytes: u64) -> Option<u64> {
+/// The lowest frame-aligned free stretch of `bytes` at or above `from` inside usable RAM that
+/// overlaps no reserved range.
+fn find_free(boot: &BootInfo, bytes: u64, from: u64) -> Option<u64> {
     // The reserved range overlapping `[a, a + bytes)` that ends last.
     let overlaps = |a: u64| {
         let mut found: Option<PhysRange> = None;
@@ -142,7 +151,7 @@ fn find_free(boot: &BootInfo, bytes: u64) -> Option<u64> {
         found
     };
     for region in &boot.memory {
-        let mut a = region.start.next_multiple_of(FRAME_SIZE);
+        let mut a = region.start.max(from).next_multiple_of(FRAME_SIZE);
         while a + bytes <= region.end {
             match overlaps(a) {
                 None => return Some(a),

@@ -8,6 +8,12 @@
 //! that is not loose, else it holds the owner, whether the frame is optimistic, and whether it
 //! is mapped (the page it is mapped at is in the stretch's record).
 //!
+//! The table is zeroed lazily, so that boot does not write a word per frame of RAM: words from
+//! `zeroed` on read as 0 (nothing there is loose), and recording a frame past `zeroed` zeroes
+//! the words up to it first. A frame is recorded only once the frame allocator has handed it
+//! out, which it does only from the part of its own table it has set up a chunk at a time, so
+//! this zeroing is never more than the allocator has already done (bounded per step, amortised).
+//!
 //! Invariants: a word is non-zero exactly while its frame is a loose frame of the domain it
 //! names (the frame allocator records the same owner); every domain's loose frames are found by
 //! a scan of the table ([`LooseFrames::owned_by`]), which teardown runs in bounded steps.
@@ -59,6 +65,8 @@ pub struct LooseFrames {
     /// Physical address of the frame of word 0.
     base: u64,
     words: &'static mut [u32],
+    /// Words `0..zeroed` are valid; the rest read as 0 and hold anything.
+    zeroed: usize,
 }
 
 static TABLE: Mutex<Option<LooseFrames>> = Mutex::new(None);
@@ -68,7 +76,7 @@ pub fn with<R>(f: impl FnOnce(&mut LooseFrames) -> R) -> R {
     let mut table = TABLE.lock();
     let table = table.get_or_insert_with(|| {
         let (base, words) = crate::memory::take_frame_words();
-        LooseFrames { base, words }
+        LooseFrames { base, words, zeroed: 0 }
     });
     f(table)
 }
@@ -81,7 +89,11 @@ impl LooseFrames {
 
     /// The record of `frame`, if it is a loose frame.
     pub fn get(&self, frame: Frame) -> Option<Loose> {
-        Loose::decode(self.words[self.index(frame)?])
+        let i = self.index(frame)?;
+        if i >= self.zeroed {
+            return None;
+        }
+        Loose::decode(self.words[i])
     }
 
     /// The record of `frame`, if it is a loose frame of `owner`.
@@ -93,6 +105,10 @@ impl LooseFrames {
     pub fn insert(&mut self, frame: Frame, loose: Loose) {
         debug_assert!(loose.owner <= MAX_OWNER);
         if let Some(i) = self.index(frame) {
+            if i >= self.zeroed {
+                self.words[self.zeroed..=i].fill(0);
+                self.zeroed = i + 1;
+            }
             self.words[i] = loose.encode();
         }
     }
@@ -108,6 +124,9 @@ impl LooseFrames {
     /// Forgets `frame`'s record; what it was.
     pub fn remove(&mut self, frame: Frame) -> Option<Loose> {
         let i = self.index(frame)?;
+        if i >= self.zeroed {
+            return None;
+        }
         let l = Loose::decode(self.words[i]);
         self.words[i] = 0;
         l
@@ -124,13 +143,14 @@ impl LooseFrames {
         let mut found = heapless::Vec::new();
         let end = from.saturating_add(scan).min(self.words.len());
         let owned = |w: &u32| *w & LOOSE != 0 && *w >> OWNER_SHIFT == owner;
-        let words = self.words.get(from..end).unwrap_or_default();
+        let words = self.words.get(from..end.min(self.zeroed)).unwrap_or_default();
         for (i, _) in words.iter().enumerate().filter(|(_, w)| owned(w)) {
             let frame = Frame::containing(self.base + (from + i) as u64 * FRAME_SIZE);
             if found.push(frame).is_err() {
                 return (found, Some(from + i));
             }
         }
-        (found, (end < self.words.len()).then_some(end))
+        // Past `zeroed` nothing is loose, so the scan is done there.
+        (found, (end < self.zeroed.min(self.words.len())).then_some(end))
     }
 }

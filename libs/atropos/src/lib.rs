@@ -44,7 +44,9 @@
 //! dispatched, so the kernel's trap and switch paths count against the running domain, except
 //! for the intervals of kernel work the kernel hands to [`Atropos::charge_to`]: work done for
 //! another client while this one was dispatched (its timer, its wake-up, its period's end),
-//! which that client pays. With
+//! which that client pays; and unless the caller stops the charge at an earlier instant
+//! ([`Atropos::stop`]: the disk's USD does, for the time its driver takes to notice a
+//! completion). With
 //! [`Atropos::set_trace`] on, every completed period leaves a [`PeriodRecord`] to
 //! [`Atropos::take_records`].
 //!
@@ -572,6 +574,15 @@ impl Atropos {
             Some((r, Mode::Guaranteed, _)) => key < self.clients[r].key(),
             _ => true,
         }
+    }
+
+    /// Charges the dispatched client the time until `now` (none if that is earlier than the
+    /// last call) and stops: nothing is charged to anyone until the next [`Atropos::dispatch`].
+    /// For a user that knows when its client stopped using the resource and is only told later
+    /// (a disk's completion, noticed late), so that the wait is charged to no one.
+    pub fn stop(&mut self, now: Nanos) {
+        self.advance(now);
+        self.running = None;
     }
 
     /// Client `id` gives up the rest of its slice for this period (and of its extra turn).

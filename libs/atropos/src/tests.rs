@@ -465,3 +465,26 @@ fn charge_to_moves_an_interval_off_the_dispatched_client() {
     s.block(run, 8 * MS + 300 * US);
     assert_eq!(s.accounts(run).unwrap().guaranteed, 1500 * US + 300 * US);
 }
+
+#[test]
+fn stop_charges_until_then_and_nothing_after() {
+    let mut s = Atropos::new();
+    let a = s.add(contract(10 * MS, 5 * MS, false), 0);
+    assert_eq!(s.dispatch(0).map(|d| d.client), Some(a));
+    // Told at 3 ms that the client stopped at 2 ms: charged 2 ms, then nothing until the next
+    // dispatch, however late that comes.
+    s.stop(2 * MS);
+    s.wake(a, 3 * MS);
+    assert_eq!(s.remaining(a), Some(3 * MS));
+    assert_eq!(s.dispatch(4 * MS).map(|d| d.client), Some(a));
+    assert_eq!(s.remaining(a), Some(3 * MS));
+    s.block(a, 5 * MS);
+    assert_eq!(s.accounts(a).map(|x| x.guaranteed), Some(3 * MS));
+    // An instant before the last call charges nothing.
+    assert_eq!(s.dispatch(5 * MS), None);
+    s.wake(a, 6 * MS);
+    assert_eq!(s.dispatch(6 * MS).map(|d| d.client), Some(a));
+    s.wake(a, 7 * MS);
+    s.stop(6 * MS + 500 * US);
+    assert_eq!(s.remaining(a), Some(MS));
+}

@@ -12,9 +12,17 @@
 //! - exhaustion is an error naming what was asked for and what was left, never a panic.
 //!
 //! The owner table's storage is supplied by the caller (the kernel carves it out of RAM at boot),
-//! so this crate needs no allocator. Frames held by each of the first [`COUNTED_DOMAINS`] domains
-//! are also counted as they change hands, so [`FrameAllocator::owned_by`] answers in constant
-//! time for them (the kernel checks frames contracts with it on every allocation); other owners
+//! so this crate needs no allocator. The table is set up lazily, so that the work at boot does
+//! not grow with RAM: only entries `0..ready` are written (see [`FrameAllocator::ready`]); the
+//! owner of every frame past them is what the [`FrameAllocator::add_free`] and
+//! [`FrameAllocator::reserve`] calls that reached past `ready` say, kept as a short list of
+//! ranges (the last range covering a frame decides; none: reserved) until an allocation that
+//! finds nothing in `0..ready` sets up the next [`CHUNK`] entries (bounded work per step). Those
+//! frames can only be free or reserved, and the free count includes the free ones, so counts
+//! and checks answer as if the whole table were written.
+//!
+//! Frames held by each of the first [`COUNTED_DOMAINS`] domains are also counted as they change
+//! hands, so [`FrameAllocator::owned_by`] answers in constant time for them (the kernel checks frames contracts with it on every allocation); other owners
 //! are counted by scanning the table. Frames contracts themselves are the kernel's business.
 
 #![no_std]
@@ -32,6 +40,13 @@ pub const FRAME_SIZE: u64 = 4096;
 /// manifest may declare (the kernel checks that at compile time), so that no frame allocation
 /// scans the table.
 pub const COUNTED_DOMAINS: usize = 1024;
+
+/// Table entries set up per step of the lazy set-up (32 MiB of RAM, 32 KiB of table).
+pub const CHUNK: usize = 8192;
+
+/// Ranges past the set-up entries that the allocator remembers; when more come, the table is
+/// set up eagerly up to the new range's end.
+pub const MAX_PENDING: usize = 16;
 
 /// A physical frame, named by its first byte's address (always `FRAME_SIZE`-aligned).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -160,6 +175,12 @@ pub struct FrameAllocator<'t> {
     held: [u64; COUNTED_DOMAINS],
     /// Index where the next single-frame search starts (a roving pointer).
     hint: usize,
+    /// Entries `0..ready` of `owners` are set up; the rest are described by `pending`.
+    ready: usize,
+    /// Ranges of entries (`start..end`, free or not) past `ready`, oldest first.
+    pending: [(usize, usize, bool); MAX_PENDING],
+    /// Ranges in use in `pending`.
+    pending_len: usize,
 }
 
 /// The counter slot of `owner`, if it is counted.
@@ -173,13 +194,98 @@ fn counted(owner: Owner) -> Option<usize> {
 impl<'t> FrameAllocator<'t> {
     /// An allocator for the `owners.len()` frames starting at physical address `base`
     /// (frame-aligned). Every frame starts [`Owner::Reserved`]; hand usable RAM over with
-    /// [`FrameAllocator::add_free`].
+    /// [`FrameAllocator::add_free`]. `owners` may hold anything: nothing of it is read before
+    /// it is written, and nothing is written here (constant time).
     pub fn new(base: u64, owners: &'t mut [u32]) -> Result<Self, FrameError> {
         if !base.is_multiple_of(FRAME_SIZE) {
             return Err(FrameError::Misaligned { addr: base });
         }
-        owners.fill(Owner::RESERVED);
-        Ok(FrameAllocator { base, owners, free: 0, held: [0; COUNTED_DOMAINS], hint: 0 })
+        Ok(FrameAllocator {
+            base,
+            owners,
+            free: 0,
+            held: [0; COUNTED_DOMAINS],
+            hint: 0,
+            ready: 0,
+            pending: [(0, 0, false); MAX_PENDING],
+            pending_len: 0,
+        })
+    }
+
+    /// Entries of the owner table set up so far (the rest are set up on need).
+    pub fn ready(&self) -> usize {
+        self.ready
+    }
+
+    /// Sets up the next `CHUNK` entries (fewer at the end); whether there were any.
+    pub fn set_up_chunk(&mut self) -> bool {
+        self.set_up_to(self.ready.saturating_add(CHUNK))
+    }
+
+    /// Sets up the entries up to `to` (capped at the table's end); whether there were any.
+    /// Each entry is written once: the pending ranges' ends cut the entries into pieces of one
+    /// owner each.
+    fn set_up_to(&mut self, to: usize) -> bool {
+        let (from, to) = (self.ready, to.min(self.owners.len()));
+        if from >= to {
+            return false;
+        }
+        let (points, len) = self.pieces(from, to);
+        for w in points[..len].windows(2).filter(|w| w[0] < w[1]) {
+            let owner = self.pending_owner(w[0]).encode();
+            self.owners[w[0]..w[1]].fill(owner);
+        }
+        self.ready = to;
+        // Ranges now wholly set up are dropped.
+        let mut kept = 0;
+        for k in 0..self.pending_len {
+            if self.pending[k].1 > to {
+                self.pending[kept] = self.pending[k];
+                kept += 1;
+            }
+        }
+        self.pending_len = kept;
+        true
+    }
+
+    /// The ends of the pending ranges inside `from..to`, with `from` and `to`, sorted: between
+    /// two neighbours every entry has the same pending owner. The points, and how many.
+    fn pieces(&self, from: usize, to: usize) -> ([usize; 2 * MAX_PENDING + 2], usize) {
+        let mut points = [0usize; 2 * MAX_PENDING + 2];
+        points[0] = from;
+        points[1] = to;
+        let mut len = 2;
+        for &(s, e, _) in &self.pending[..self.pending_len] {
+            points[len] = s.clamp(from, to);
+            points[len + 1] = e.clamp(from, to);
+            len += 2;
+        }
+        points[..len].sort_unstable();
+        (points, len)
+    }
+
+    /// Owner of entry `i` past `ready`, by the pending ranges.
+    fn pending_owner(&self, i: usize) -> Owner {
+        let covering = self.pending[..self.pending_len].iter().rev().find(|r| r.0 <= i && i < r.1);
+        match covering {
+            Some(&(_, _, true)) => Owner::Free,
+            _ => Owner::Reserved,
+        }
+    }
+
+    /// Free frames past `ready` (by the pending ranges; work bounded by [`MAX_PENDING`]).
+    fn pending_free(&self) -> u64 {
+        let (points, len) = self.pieces(self.ready, self.owners.len());
+        points[..len]
+            .windows(2)
+            .filter(|w| w[0] < w[1] && self.pending_owner(w[0]) == Owner::Free)
+            .map(|w| (w[1] - w[0]) as u64)
+            .sum()
+    }
+
+    /// The owner of entry `i`.
+    fn owner_at(&self, i: usize) -> Owner {
+        if i < self.ready { Owner::decode(self.owners[i]) } else { self.pending_owner(i) }
     }
 
     /// Number of table entries needed to cover `bytes` of physical memory.
@@ -203,7 +309,14 @@ impl<'t> FrameAllocator<'t> {
             return self.held[slot];
         }
         let w = owner.encode();
-        self.owners.iter().filter(|&&o| o == w).count() as u64
+        let set_up = self.owners[..self.ready].iter().filter(|&&o| o == w).count() as u64;
+        let past = (self.owners.len() - self.ready) as u64;
+        set_up
+            + match owner {
+                Owner::Free => self.pending_free(),
+                Owner::Reserved => past - self.pending_free(),
+                _ => 0,
+            }
     }
 
     fn index(&self, addr: u64) -> Result<usize, FrameError> {
@@ -239,9 +352,24 @@ impl<'t> FrameAllocator<'t> {
     fn set_range(&mut self, start: u64, end: u64, to: Owner) {
         let lo = start.max(self.base);
         let hi = end.min(self.base + self.total() * FRAME_SIZE);
-        let mut a = lo;
-        while a < hi {
-            let i = ((a - self.base) / FRAME_SIZE) as usize;
+        if lo >= hi {
+            return;
+        }
+        let (lo, hi) =
+            (((lo - self.base) / FRAME_SIZE) as usize, ((hi - self.base) / FRAME_SIZE) as usize);
+        if hi > self.ready {
+            // The part past `ready` is remembered as a range (its frames are free or reserved,
+            // so only the free count changes); with no room left, the table is set up that far.
+            if self.pending_len < MAX_PENDING {
+                let before = self.pending_free();
+                self.pending[self.pending_len] = (lo.max(self.ready), hi, to == Owner::Free);
+                self.pending_len += 1;
+                self.free = self.free - before + self.pending_free();
+            } else {
+                self.set_up_to(hi);
+            }
+        }
+        for i in lo..hi.min(self.ready) {
             let was = Owner::decode(self.owners[i]);
             if was == Owner::Free && to != Owner::Free {
                 self.free -= 1;
@@ -250,7 +378,6 @@ impl<'t> FrameAllocator<'t> {
             }
             self.recount(was, to, 1);
             self.owners[i] = to.encode();
-            a += FRAME_SIZE;
         }
     }
 
@@ -280,15 +407,44 @@ impl<'t> FrameAllocator<'t> {
         if count > self.free {
             return Err(exhausted);
         }
-        let n = self.owners.len();
         let count = count as usize;
-        // Search from the roving hint, then wrap around once.
+        // Search the set-up entries from the roving hint, then wrap around once; then set up
+        // a chunk at a time, searching only where a run could now fit.
         let start_hint = if count == 1 { self.hint } else { 0 };
+        let mut found = self.search(0, self.ready, start_hint, count, align);
+        while found.is_none() {
+            let from = self.ready.saturating_sub(count - 1);
+            if !self.set_up_to(self.ready.saturating_add(CHUNK.max(count))) {
+                break;
+            }
+            found = self.search(from, self.ready, from, count, align);
+        }
+        let Some(i) = found else {
+            return Err(exhausted);
+        };
+        self.owners[i..i + count].fill(owner.encode());
+        self.free -= count as u64;
+        self.recount(Owner::Free, owner, count as u64);
+        self.hint = i + count;
+        Ok(self.frame_at(i))
+    }
+
+    /// The first entry of `count` free, `align`-aligned entries in `lo..hi` (set up), searching
+    /// from `start` and wrapping round to `lo` once.
+    fn search(
+        &self,
+        lo: usize,
+        hi: usize,
+        start: usize,
+        count: usize,
+        align: u64,
+    ) -> Option<usize> {
+        let n = hi - lo;
         let mut tried = 0usize;
-        let mut i = start_hint;
+        let mut i = start.clamp(lo, hi);
         while tried < n {
-            if i >= n {
-                i = 0;
+            if i >= hi {
+                i = lo;
             }
             let pfn = self.base / FRAME_SIZE + i as u64;
             let misalign = (pfn % align) as usize;
@@ -298,26 +454,20 @@ impl<'t> FrameAllocator<'t> {
                 i += skip;
                 continue;
             }
-            if i + count > n {
-                tried += n - i;
-                i = n;
+            if i + count > hi {
+                tried += hi - i;
+                i = hi;
                 continue;
             }
             match self.owners[i..i + count].iter().rposition(|&o| o != Owner::FREE) {
-                None => {
-                    self.owners[i..i + count].fill(owner.encode());
-                    self.free -= count as u64;
-                    self.recount(Owner::Free, owner, count as u64);
-                    self.hint = i + count;
-                    return Ok(self.frame_at(i));
-                }
+                None => return Some(i),
                 Some(busy) => {
                     tried += busy + 1;
                     i += busy + 1;
                 }
             }
         }
-        Err(exhausted)
+        None
     }
 
     /// Returns `frame` to the free pool; `owner` must be its current owner.
@@ -343,7 +493,7 @@ impl<'t> FrameAllocator<'t> {
             },
         )?;
         for j in i..end {
-            let actual = Owner::decode(self.owners[j]);
+            let actual = self.owner_at(j);
             if actual == Owner::Free {
                 return Err(FrameError::DoubleFree { frame: self.frame_at(j) });
             }
@@ -363,8 +513,9 @@ impl<'t> FrameAllocator<'t> {
             return Err(FrameError::Invalid);
         }
         let i = self.index(frame.0)?;
-        let actual = Owner::decode(self.owners[i]);
-        if actual != from || actual == Owner::Free {
+        let actual = self.owner_at(i);
+        // Frames past the set-up entries are free or reserved: none can change hands.
+        if actual != from || actual == Owner::Free || i >= self.ready {
             return Err(FrameError::NotOwner { frame, owner: actual });
         }
         self.owners[i] = to.encode();
@@ -384,14 +535,14 @@ impl<'t> FrameAllocator<'t> {
 
     /// The owner of `frame`.
     pub fn owner(&self, frame: Frame) -> Result<Owner, FrameError> {
-        Ok(Owner::decode(self.owners[self.index(frame.0)?]))
+        Ok(self.owner_at(self.index(frame.0)?))
     }
 
     /// Verifies that the free count and the per-domain counts match the owner table; on a
     /// mismatch returns the kept count and the table's.
     pub fn check(&self) -> Result<(), (u64, u64)> {
-        let scan = |w: u32| self.owners.iter().filter(|&&o| o == w).count() as u64;
-        let counted = scan(Owner::FREE);
+        let scan = |w: u32| self.owners[..self.ready].iter().filter(|&&o| o == w).count() as u64;
+        let counted = scan(Owner::FREE) + self.pending_free();
         if counted != self.free {
             return Err((self.free, counted));
         }

@@ -205,3 +205,97 @@ fn domain_counts_follow_every_change_of_hands() {
     assert_eq!(fa.owned_by(a), 0);
     fa.check().unwrap();
 }
+
+/// xorshift64, for the randomised tests.
+fn next(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+#[test]
+fn lazy_table_matches_a_reference_under_random_churn() {
+    // A table of garbage, several chunks long, handed free and reserved ranges (more than the
+    // allocator remembers, some of a frame or two), then random allocations and frees, checked after every step against
+    // a fully written reference table: no reserved frame is handed out, and every owner and
+    // count agrees with the reference.
+    let frames = 5 * CHUNK + 123;
+    let mut table = vec![0xdead_beefu32; frames];
+    let mut fa = FrameAllocator::new(BASE, &mut table).unwrap();
+    let mut reference = vec![Owner::Reserved; frames];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let at = |i: usize| BASE + i as u64 * FRAME_SIZE;
+    fa.add_free(at(0), at(frames));
+    reference.fill(Owner::Free);
+    for k in 0..(2 * MAX_PENDING) {
+        let s = next(&mut x) as usize % frames;
+        // Some a frame or two long, so that the set-up meets pieces of one entry.
+        let longest = if k % 4 == 1 { 3 } else { 2 * CHUNK };
+        let e = (s + 1 + next(&mut x) as usize % longest).min(frames);
+        if k % 3 == 2 {
+            fa.add_free(at(s), at(e));
+            reference[s..e].fill(Owner::Free);
+        } else {
+            fa.reserve(at(s), at(e));
+            reference[s..e].fill(Owner::Reserved);
+        }
+        let free = reference.iter().filter(|&&o| o == Owner::Free).count() as u64;
+        assert_eq!(fa.free_count(), free);
+    }
+    assert!(fa.ready() < frames, "the table was not set up eagerly");
+    let reserved = reference.iter().filter(|&&o| o == Owner::Reserved).count() as u64;
+    assert_eq!(fa.owned_by(Owner::Reserved), reserved);
+    fa.check().unwrap();
+    let mut held: Vec<(usize, usize, Owner)> = Vec::new();
+    let mut free = reference.iter().filter(|&&o| o == Owner::Free).count() as u64;
+    for step in 0..3000 {
+        let r = next(&mut x);
+        let owner = Owner::Domain((r % 5) as u32);
+        if !r.is_multiple_of(3) || held.is_empty() {
+            let n = 1 + ((r >> 8) % if step % 50 == 0 { 3000 } else { 4 }) as usize;
+            if let Ok(f) = fa.alloc_contiguous(n as u64, 1 << ((r >> 20) % 3), owner) {
+                let i = ((f.addr() - BASE) / FRAME_SIZE) as usize;
+                assert!(
+                    reference[i..i + n].iter().all(|&o| o == Owner::Free),
+                    "handed out a held or reserved frame"
+                );
+                reference[i..i + n].fill(owner);
+                free -= n as u64;
+                held.push((i, n, owner));
+            }
+        } else {
+            let (i, n, o) = held.swap_remove((r >> 16) as usize % held.len());
+            fa.free_contiguous(Frame(at(i)), n as u64, o).unwrap();
+            reference[i..i + n].fill(Owner::Free);
+            free += n as u64;
+        }
+        if step % 100 == 0 {
+            fa.check().unwrap();
+        }
+        assert_eq!(fa.free_count(), free);
+        let probe = next(&mut x) as usize % frames;
+        assert_eq!(fa.owner(Frame(at(probe))), Ok(reference[probe]));
+    }
+    assert_eq!(fa.owned_by(Owner::Domain(7)), 0);
+    for (i, &o) in reference.iter().enumerate() {
+        assert_eq!(fa.owner(Frame(at(i))), Ok(o), "frame {i}");
+    }
+}
+
+#[test]
+fn frames_past_the_set_up_table_cannot_change_hands() {
+    let frames = 3 * CHUNK;
+    let mut table = vec![0u32; frames];
+    let mut fa = FrameAllocator::new(BASE, &mut table).unwrap();
+    fa.add_free(BASE, BASE + frames as u64 * FRAME_SIZE);
+    assert_eq!(fa.free_count(), frames as u64);
+    let last = Frame(BASE + (frames as u64 - 1) * FRAME_SIZE);
+    assert_eq!(fa.owner(last), Ok(Owner::Free));
+    assert_eq!(fa.free(last, Owner::Kernel), Err(FrameError::DoubleFree { frame: last }));
+    assert!(fa.transfer(last, Owner::Free, Owner::Kernel).is_err());
+    // The whole table is reached when asked for.
+    assert!(fa.alloc_contiguous(frames as u64, 1, Owner::Kernel).is_ok());
+    assert_eq!(fa.ready(), frames);
+    fa.check().unwrap();
+}

@@ -125,6 +125,14 @@ pub fn lookup(arch: &str, bench: &str, key: &str) -> Option<Spec> {
             linux_boot,
             "",
         ),
+        (_, "boot", "virtual_us_16g") => spec(
+            "boot to shutdown with 16 GiB of RAM (virtual time; Tessera's firmware on riscv64)",
+            "µs",
+            Lower,
+            Tolerance::Relative(0.02),
+            linux_boot,
+            "within 10% of the 128 MiB boot (checked by the bench)",
+        ),
         ("x86_64", "boot", "virtual_us") => spec(
             "boot to shutdown, PVH (virtual time)",
             "µs",

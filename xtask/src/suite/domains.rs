@@ -12,8 +12,8 @@ use crate::{Arch, many_domains};
 /// The report of `tests/manifests/fault-write.toml`'s fault: `faulty` writes to an image
 /// stretch of `counter-b` and is terminated.
 pub(super) const FAULT_WRITE: Expected = &[
-    "domain faulty: store page fault at address 0x180000000, pc=0x*",
-    "domain faulty: the address is in image stretch 0x180000000..* of domain counter-b, where it holds rights 0x0",
+    "domain faulty: store page fault at address 0x102000000, pc=0x*",
+    "domain faulty: the address is in image stretch 0x102000000..* of domain counter-b, where it holds rights 0x0",
     "domain faulty terminated: store page fault",
 ];
 
@@ -630,8 +630,8 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             "write",
             "store page fault",
             &[
-                "store page fault at address 0x180000000",
-                "image stretch 0x180000000",
+                "store page fault at address 0x102000000",
+                "image stretch 0x102000000",
                 "of domain counter-b, where it holds rights 0x0",
             ],
             FAULT_WRITE,

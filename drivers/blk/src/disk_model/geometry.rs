@@ -140,6 +140,16 @@ impl Geometry {
         }
     }
 
+    /// How many zone boundaries the sectors `[lbn, end)` cross: the zones they run into after
+    /// the first sector's.
+    pub fn zone_boundaries_in(&self, lbn: u64, end: u64) -> u64 {
+        if end <= lbn.saturating_add(1) {
+            return 0;
+        }
+        let zone = |x: u64| self.bands.partition_point(|b| b.first_lbn <= x.min(self.sectors - 1));
+        (zone(end - 1) - zone(lbn)) as u64
+    }
+
     /// The first LBN of the track `(cylinder, head)`.
     pub fn track_start(&self, cylinder: u32, head: u32) -> u64 {
         let b = self.band_of_cylinder(cylinder);

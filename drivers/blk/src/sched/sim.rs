@@ -129,8 +129,9 @@ pub fn run<S: Scheduler + ?Sized, D: SimDisk>(
     run_with_late_timer(core, disk, readers, run_ns, seed, 0)
 }
 
-/// [`run`] with the wait's timer firing `late_ns` after the instant the scheduler asked for,
-/// as a slow wake-up would (an arrival in between still calls the scheduler at once).
+/// [`run`] with the caller's timers firing `late_ns` after their instant, as a slow wake-up
+/// would: the wait's (an arrival in between still calls the scheduler at once), and the one
+/// for the disk's completion, which the scheduler is told happened when it did.
 pub fn run_with_late_timer<S: Scheduler + ?Sized, D: SimDisk>(
     core: &mut S,
     disk: &mut D,
@@ -183,18 +184,18 @@ pub fn run_with_late_timer<S: Scheduler + ?Sized, D: SimDisk>(
                 Decision::Hold | Decision::Idle => wait_until = None,
             }
         }
-        let t =
-            [busy.map(|(end, _, _)| end), wait_until, next_arrival.iter().flatten().copied().min()]
-                .into_iter()
-                .flatten()
-                .min();
+        let seen = busy.map(|(end, _, _)| end + late_ns);
+        let t = [seen, wait_until, next_arrival.iter().flatten().copied().min()]
+            .into_iter()
+            .flatten()
+            .min();
         let Some(t) = t else { break };
         now = t;
         if let Some((end, r, service)) = busy
-            && end <= now
+            && end + late_ns <= now
         {
             busy = None;
-            core.complete(&r, service, now);
+            core.complete(&r, service, end);
             let c = r.client;
             out.sectors[c] += u64::from(r.sectors);
             out.disk_ns[c] += service;
