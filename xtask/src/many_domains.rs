@@ -42,6 +42,13 @@ fn base_for(others: usize) -> Result<String> {
 /// them fit beside the two that switch.
 pub fn asleep(others: usize) -> Result<std::path::PathBuf> {
     let mut text = base_for(others)?;
+    add_sleepers(&mut text, others)?;
+    written(&format!("switch-with-{others}-others.toml"), &text)
+}
+
+/// Adds `others` domains that sleep for 5 s under 50 µs / 100 ms contracts to the manifest
+/// `text`.
+fn add_sleepers(text: &mut String, others: usize) -> Result<()> {
     for i in 0..others {
         write!(
             text,
@@ -49,7 +56,23 @@ pub fn asleep(others: usize) -> Result<std::path::PathBuf> {
              memory = {{ guaranteed = \"256K\" }}\ncpu = {{ period = \"100ms\", slice = \"50us\" }}\n"
         )?;
     }
-    written(&format!("switch-with-{others}-others.toml"), &text)
+    Ok(())
+}
+
+/// A domain that makes 20,000 timed wake-ups (`nullcall --calls 20000 --sleep`) beside
+/// `others` sleeping domains (as in [`asleep`]: each with an instant 5 s ahead in the kernel's
+/// queue of timed instants), written under `target/bench/`; its path. The waker gets the
+/// switching domains' 1 ms / 2 s contract, so that the sleepers start and block first.
+pub fn waking(others: usize) -> Result<std::path::PathBuf> {
+    let mib = 64 + others.saturating_sub(62).div_ceil(3);
+    let mut text = format!(
+        "# A timed wake-up beside {others} sleeping domains (xtask many_domains::waking).\n\
+         [system]\nmemory = \"{mib}M\"\n\n[[domain]]\nname = \"waker\"\napp = \"nullcall\"\n\
+         args = [\"--calls\", \"20000\", \"--sleep\"]\nmemory = {{ guaranteed = \"256K\" }}\n\
+         cpu = {{ period = \"2s\", slice = \"1ms\", extra = true }}\n"
+    );
+    add_sleepers(&mut text, others)?;
+    written(&format!("wakeup-with-{others}-others.toml"), &text)
 }
 
 /// The two-domain switch manifest with `others` domains spinning out of slice added, written

@@ -197,6 +197,22 @@ pub fn lookup(arch: &str, bench: &str, key: &str) -> Option<Spec> {
             "the two-domain switch",
             "within 10% of the two-domain switch (hardening issue; `bench ipc` fails beyond it)",
         ),
+        (_, "ipc", "timed_wakeup") => spec(
+            "timed wake-up (block until a passed instant, the kernel's expiry pass, the dispatch)",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            "",
+            "",
+        ),
+        (_, "ipc", "timed_wakeup_1024_domains") => spec(
+            "timed wake-up beside 1,022 domains asleep with instants ahead",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            "the timed wake-up alone",
+            "within 10% of the wake-up alone (`bench ipc` fails beyond it)",
+        ),
         (_, "ipc", "event_round_trip") => spec(
             "event round trip between two domains (8-byte message over a channel and back)",
             "instructions",

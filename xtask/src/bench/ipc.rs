@@ -129,6 +129,36 @@ const SWITCH_1024: &str = "domain_switch_1024_domains";
 /// The kept figure of the switch with 1,022 other domains spinning out of slice beside the two.
 const SWITCH_1024_RUNNABLE: &str = "domain_switch_1024_runnable";
 
+/// The kept figure of a timed wake-up (a `block` whose deadline has passed: the pass that finds
+/// the domain due, its wake-up, the dispatch) with no other domain.
+const WAKEUP: &str = "timed_wakeup";
+
+/// The kept figure of a timed wake-up beside 1,022 domains asleep with instants ahead.
+const WAKEUP_1024: &str = "timed_wakeup_1024_domains";
+
+/// A timed wake-up alone and beside 1,022 sleeping domains on `arch`: fails if the second
+/// costs more than [`switch_scaling::RUNNABLE_BAR`] times the first (the kernel's queue of
+/// timed instants must not grow with the domains in it).
+fn timed_wakeups(mode: Mode, arch: Arch) -> Result<(f64, f64)> {
+    let alone = switch_scaling::wakeup_with(0, mode, arch)?;
+    let others = switch_scaling::MOST_OTHERS;
+    let crowded = switch_scaling::wakeup_with(others, mode, arch)?;
+    let bar = alone * switch_scaling::RUNNABLE_BAR;
+    println!(
+        "{}: timed wake-up: {alone:.1} instructions alone, {crowded:.1} beside {others} sleeping domains ({:+.1}%), at most {bar:.1}",
+        arch.name(),
+        (crowded / alone - 1.0) * 100.0
+    );
+    if crowded > bar {
+        bail!(
+            "{}: a timed wake-up beside {others} sleeping domains costs {crowded:.1} instructions, more than {:.0}% above its {alone:.1} alone",
+            arch.name(),
+            (switch_scaling::RUNNABLE_BAR - 1.0) * 100.0
+        );
+    }
+    Ok((alone, crowded))
+}
+
 /// The switch with `others` domains spinning out of slice beside the two that switch, checked
 /// against the two-domain switch `two` on `arch`: fails beyond [`switch_scaling::RUNNABLE_BAR`].
 fn runnable_switch(others: usize, two: f64, mode: Mode, arch: Arch) -> Result<f64> {
@@ -178,6 +208,9 @@ pub(super) fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
         ] {
             figures.push((key.into(), runnable_switch(others, two, mode, arch)?));
         }
+        let (alone, crowded) = timed_wakeups(mode, arch)?;
+        figures.push((WAKEUP.into(), alone));
+        figures.push((WAKEUP_1024.into(), crowded));
         kept.push(table(arch, "ipc", figures));
         rows.push(measured);
         sweeps.push(sweep);
@@ -217,6 +250,24 @@ pub(super) fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
         switch_scaling::RUNNABLE_OTHERS,
         switch_scaling::MOST_OTHERS,
         runnable.join(", "),
+        (switch_scaling::RUNNABLE_BAR - 1.0) * 100.0
+    ));
+    let wakeups: Vec<String> = kept
+        .iter()
+        .map(|t| {
+            let get = |k: &str| t.figures.iter().find(|(n, _)| n == k).map_or(0.0, |f| f.1);
+            let (alone, crowded) = (get(WAKEUP), get(WAKEUP_1024));
+            format!(
+                "{} {alone:.1} and {crowded:.1} ({:+.1}%)",
+                t.arch,
+                (crowded / alone - 1.0) * 100.0
+            )
+        })
+        .collect();
+    md.push_str(&format!(
+        "\nA timed wake-up (`nullcall --sleep`: a `block` until an instant that has passed, the kernel's pass that finds the domain due and wakes it, the dispatch), alone and beside {} domains asleep with instants ahead: {}; at most {:.0}% above alone, or the bench fails.\n",
+        switch_scaling::MOST_OTHERS,
+        wakeups.join(", "),
         (switch_scaling::RUNNABLE_BAR - 1.0) * 100.0
     ));
     md.push_str("\nInstructions are guest nanoseconds under `-icount shift=0,sleep=off`, minus an empty loop of the same length timed in the same run; every figure came out the same in each of its boots. The channel row is the whole transfer divided by the messages, including the apps' own work: sequence numbers and checksums. Linux's figures are from the same QEMU settings.\n");

@@ -27,12 +27,19 @@ pub use crate::many_domains::MOST_OTHERS;
 /// Instructions per domain switch on `arch` with `others` sleeping domains beside the two that
 /// switch.
 pub fn switch_with(others: usize, mode: Mode, arch: Arch) -> Result<f64> {
-    measure(&many_domains::asleep(others)?, mode, arch)
+    measure(&many_domains::asleep(others)?, 2, mode, arch)
 }
 
-/// Instructions per domain switch in the manifest at `path` (two `nullcall --yield` domains
-/// and others), the same in every boot.
-fn measure(path: &std::path::Path, mode: Mode, arch: Arch) -> Result<f64> {
+/// Instructions per timed wake-up on `arch` with `others` sleeping domains beside the one that
+/// wakes ([`many_domains::waking`]).
+pub fn wakeup_with(others: usize, mode: Mode, arch: Arch) -> Result<f64> {
+    measure(&many_domains::waking(others)?, 1, mode, arch)
+}
+
+/// Instructions per operation in the manifest at `path` (`nullcall` domains that time `per`
+/// operations a call, and others), the same in every boot: a switch is a call of each of two
+/// `nullcall --yield` domains (`per` 2), a timed wake-up one call of `nullcall --sleep` (1).
+fn measure(path: &std::path::Path, per: u64, mode: Mode, arch: Arch) -> Result<f64> {
     let a = artifacts::build(arch)?;
     let prepared = crate::system::IcountBoot::new(&a, &path.to_string_lossy(), "")?;
     let mut figures = Vec::new();
@@ -41,7 +48,7 @@ fn measure(path: &std::path::Path, mode: Mode, arch: Arch) -> Result<f64> {
         let (n, t, l) = nullcall_figures(&out).with_context(|| {
             format!("{}: no figures in the log:\n{}", path.display(), out.log_text())
         })?;
-        figures.push((t - l) as f64 / (2 * n) as f64);
+        figures.push((t - l) as f64 / (per * n) as f64);
     }
     if figures.iter().any(|&f| f != figures[0]) {
         bail!("{}: the figure differs between boots under -icount: {figures:?}", path.display());
@@ -60,7 +67,7 @@ pub const RUNNABLE_BAR: f64 = 1.10;
 /// Instructions per domain switch on `arch` with `others` domains spinning out of slice beside
 /// the two that switch ([`RUNNABLE_OTHERS`] or [`MOST_OTHERS`]).
 pub fn runnable_switch(others: usize, mode: Mode, arch: Arch) -> Result<f64> {
-    measure(&many_domains::spinning(others)?, mode, arch)
+    measure(&many_domains::spinning(others)?, 2, mode, arch)
 }
 
 /// The sweep on `arch`: (domains in all, instructions per switch) for each of [`OTHERS`].

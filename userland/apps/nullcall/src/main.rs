@@ -1,6 +1,6 @@
 //! `nullcall`: measures the bare system-call path, or the domain switch.
 //!
-//! Usage: `nullcall [--calls N] [--yield]` (default 100000 calls of `null`), or
+//! Usage: `nullcall [--calls N] [--yield | --sleep]` (default 100000 calls of `null`), or
 //! `nullcall --idle MS [--every US]`. It times N
 //! iterations of an empty loop, then N system calls, with the kernel's clock, and prints
 //! `nullcall: N calls in T ns, empty loop L ns`. Under `-icount shift=0,sleep=off` one
@@ -8,6 +8,9 @@
 //! call costs (entry, dispatch, return); `cargo xtask bench ipc` computes it. With `--yield`
 //! the calls are `yield`: with two such domains every call switches to the other, so
 //! `(T - L) / (2 N)` is one domain switch (including the `yield` call that causes it).
+//! With `--sleep` the calls are `block` until the instant the call reads from the clock, which
+//! has passed when the kernel looks: one timed wake-up of the kernel's (the block, the pass
+//! that finds the domain's instant due and wakes it, the dispatch), `(T - L) / N`.
 //! With `--idle MS` it only sleeps for `MS` milliseconds and exits: a domain under a
 //! contract that is blocked while others are measured (`bench ipc` runs the switch beside
 //! up to 62 of them). With `--every US` it sleeps in steps of `US` microseconds instead, waking
@@ -26,10 +29,15 @@ tessera::main!(main);
 fn main(env: Env) -> i32 {
     let mut calls: u64 = 100_000;
     let mut switch = false;
+    let mut sleep = false;
     let mut args = env.args;
     while let Some(arg) = args.next() {
         if arg == "--yield" {
             switch = true;
+            continue;
+        }
+        if arg == "--sleep" {
+            sleep = true;
             continue;
         }
         if arg == "--idle" {
@@ -62,7 +70,7 @@ fn main(env: Env) -> i32 {
             ("--calls", Some(Ok(n))) if n > 0 => calls = n,
             _ => {
                 println!(
-                    "nullcall: usage: nullcall [--calls N] [--yield] | nullcall --idle MS [--every US]"
+                    "nullcall: usage: nullcall [--calls N] [--yield | --sleep] | nullcall --idle MS [--every US]"
                 );
                 return 2;
             }
@@ -77,6 +85,11 @@ fn main(env: Env) -> i32 {
         black_box(i);
         if switch {
             tessera::yield_now();
+        } else if sleep {
+            if tessera::syscall::block(tessera::time_ns()).is_err() {
+                println!("nullcall: the block call failed");
+                return 1;
+            }
         } else if tessera::null().is_err() {
             println!("nullcall: the null call failed");
             return 1;
