@@ -116,10 +116,9 @@ impl World {
     }
 
     /// Delivers every raised line: signals the endpoint it is bound to. A line bound to
-    /// nobody, or to a dead domain, is released (acknowledged and masked). Returns the domains
-    /// signalled, one bit each.
-    pub(super) fn deliver_interrupts(&mut self) -> super::sched::Served {
-        let mut served = 0;
+    /// nobody, or to a dead domain, is released (acknowledged and masked). Adds the domains
+    /// signalled to `served`.
+    pub(super) fn deliver_interrupts(&mut self, served: &mut super::sched::Served) {
         // The summary first: a line raised after this swap sets its word's bit again.
         let mut words = RAISED_WORDS.swap(0, Ordering::AcqRel);
         while words != 0 {
@@ -133,13 +132,12 @@ impl World {
                     Some(b) if self.domain(b.domain).is_some() => {
                         self.stamp_interrupt(b);
                         self.signal(b.domain, b.endpoint);
-                        served |= super::sched::bit(b.domain);
+                        served.add(b.domain);
                     }
                     _ => arch::interrupts::release_line(line),
                 }
             }
         }
-        served
     }
 
     /// Records in the driver's control block when `b`'s endpoint was signalled

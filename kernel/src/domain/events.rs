@@ -75,10 +75,9 @@ impl World {
         Ok(())
     }
 
-    /// Signals every armed timer endpoint whose deadline is at or before `now`; returns their
-    /// domains, one bit each.
-    pub(super) fn fire_timers(&mut self, now: u64) -> super::sched::Served {
-        let mut served = 0;
+    /// Signals every armed timer endpoint whose deadline is at or before `now`; adds their
+    /// domains to `served`.
+    pub(super) fn fire_timers(&mut self, now: u64, served: &mut super::sched::Served) {
         for id in 0..self.domains.len() as u32 {
             if self.domain(id).is_none() {
                 continue;
@@ -88,11 +87,10 @@ impl World {
                 if e.deadline.is_some_and(|t| t <= now) {
                     e.deadline = None;
                     self.signal(id, ep);
-                    served |= super::sched::bit(id);
+                    served.add(id);
                 }
             }
         }
-        served
     }
 
     /// Increments endpoint `ep` of live domain `to` and wakes it.

@@ -341,9 +341,8 @@ impl World {
     }
 
     /// Terminates every domain whose revocation deadline has passed, which frees its frames;
-    /// returns those domains, one bit each.
-    pub(super) fn enforce_revocations(&mut self, now_ns: u64) -> super::sched::Served {
-        let mut served = 0;
+    /// adds those domains to `served`.
+    pub(super) fn enforce_revocations(&mut self, now_ns: u64, served: &mut super::sched::Served) {
         for id in 0..self.domains.len() as u32 {
             let d = &self.domains[id as usize];
             let Some(r) = d.revocation.as_ref().filter(|_| d.ending.is_none()) else { continue };
@@ -358,9 +357,8 @@ impl World {
                 r.deadline_ns / 1000
             );
             self.begin_death(id, Ending::Terminated(super::Termination::RevocationIgnored));
-            served |= super::sched::bit(id);
+            served.add(id);
         }
-        served
     }
 
     /// Wakes the domains blocked in a call that waits for frames; their calls run again.

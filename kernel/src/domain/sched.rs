@@ -111,8 +111,9 @@ impl World {
     fn expire_pass(&mut self, now: u64) -> u64 {
         let now_ns = ns_from_ticks(now);
         self.sched.frozen = Some(now_ns);
-        let mut served = self.fire_timers(now);
-        served |= self.enforce_revocations(now_ns);
+        let mut served = Served::default();
+        self.fire_timers(now, &mut served);
+        self.enforce_revocations(now_ns, &mut served);
         for id in 0..self.domains.len() {
             let d = &mut self.domains[id];
             if d.ending.is_none() && d.blocked.is_some_and(|deadline| deadline <= now) {
@@ -121,15 +122,15 @@ impl World {
                     crate::phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
                 }
                 self.sched.policy.wake(id, now_ns);
-                served |= bit(id as u32);
+                served.add(id as u32);
             }
         }
-        if served == 0 {
-            served = bit(self.sched.next_instant_of);
+        if served.is_empty() {
+            served.add(self.sched.next_instant_of);
         }
         self.refresh_next_instant();
         self.sched.frozen = None;
-        self.charge_work(served, now)
+        self.charge_work(&served, now)
     }
 
     /// Sets `next_instant` to the exact next instant, and `next_instant_of` to its domain.
@@ -161,16 +162,14 @@ impl World {
     /// Charges the kernel's work from `from` (timer ticks) until now to the domains of
     /// `served`, in equal parts, rather than to the domain dispatched meanwhile (see
     /// [`atropos::Atropos::charge_to`]); returns now, in ticks.
-    pub(super) fn charge_work(&mut self, served: Served, from: u64) -> u64 {
+    pub(super) fn charge_work(&mut self, served: &Served, from: u64) -> u64 {
         let to = arch::time::now_ticks();
         let (mut at, end) = (ns_from_ticks(from), ns_from_ticks(to));
-        let share = end.saturating_sub(at) / u64::from(served.count_ones().max(1));
-        let mut bits = served;
-        while bits != 0 {
-            let id = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            let until = if bits == 0 { end } else { at + share };
-            self.sched.policy.charge_to(id, at, until);
+        let n = served.ids.len() as u64;
+        let share = end.saturating_sub(at) / n.max(1);
+        for (i, &id) in served.ids.iter().enumerate() {
+            let until = if i as u64 + 1 == n { end } else { at + share };
+            self.sched.policy.charge_to(id as usize, at, until);
             at = until;
         }
         to
@@ -234,12 +233,29 @@ impl World {
     }
 }
 
-/// Domains, one bit each (`1 << id`; a manifest has at most 64 domains).
-pub(super) type Served = u64;
+/// The most domains one piece of kernel work is charged to: beyond them (more timers of other
+/// domains due at one instant), the first share the rest.
+const SERVED_MAX: usize = 8;
 
-/// Domain `id`'s bit in a [`Served`] set (none beyond 64).
-pub(super) fn bit(id: u32) -> Served {
-    1u64.checked_shl(id).unwrap_or(0)
+/// The domains a piece of kernel work served (a pass of [`World::expire`], an interrupt's
+/// delivery), each once, in the order found: the first [`SERVED_MAX`] of them.
+#[derive(Default)]
+pub(super) struct Served {
+    ids: heapless::Vec<u32, SERVED_MAX>,
+}
+
+impl Served {
+    /// Adds domain `id` (once; beyond [`SERVED_MAX`] domains, nothing).
+    pub(super) fn add(&mut self, id: u32) {
+        if !self.ids.contains(&id) {
+            let _ = self.ids.push(id);
+        }
+    }
+
+    /// Whether no domain was served.
+    pub(super) fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
 }
 
 /// Where the CPU goes after the current domain stops running: saves its floating-point state
@@ -332,7 +348,7 @@ impl World {
         let start = arch::time::now_ticks();
         wait();
         self.sched.idle_ticks += arch::time::now_ticks() - start;
-        self.deliver_interrupts();
+        self.deliver_interrupts(&mut Served::default());
     }
 
     /// Nothing to run while a disk with a model has requests at its device: waits for an
@@ -491,9 +507,10 @@ fn on_timer(w: &mut World) {
 fn on_device_interrupt(w: &mut World) {
     let entered = arch::time::now_ticks();
     w.sched.frozen = Some(ns_from_ticks(entered));
-    let served = w.deliver_interrupts();
+    let mut served = Served::default();
+    w.deliver_interrupts(&mut served);
     w.sched.frozen = None;
-    w.charge_work(served, entered);
+    w.charge_work(&served, entered);
     if core::mem::take(&mut w.sched.preempt) {
         switch(w, true);
     }
