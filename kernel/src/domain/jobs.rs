@@ -316,7 +316,7 @@ impl World {
     /// domains waiting for memory try again.
     fn buried(&mut self, id: u32) {
         self.sched.policy.remove(id as usize, super::clock::now_ns());
-        self.sched.instants.remove(id as usize);
+        self.sched.set_instant(id, None);
         let d = &mut self.domains[id as usize];
         if let Some(space) = d.space.take() {
             space.destroy();

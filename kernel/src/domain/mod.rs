@@ -234,7 +234,7 @@ impl World {
             return None;
         }
         self.domains.try_reserve(1).ok()?;
-        self.sched.instants.grow(id as usize + 1).ok()?;
+        self.sched.grow(id as usize + 1).ok()?;
         self.domains.push(Domain::new(name, space, guaranteed, optimistic, address, arena));
         Some(id)
     }

@@ -44,7 +44,10 @@ pub(super) struct Scheduler {
     /// ([`World::settle_instants`]). A switch reads only the head, and a pass of
     /// [`World::expire`] takes out only the domains due, so neither costs more with more
     /// domains.
-    pub(super) instants: indexed_heap::Heap,
+    instants: indexed_heap::Heap,
+    /// The head of `instants` (`u64::MAX`: empty), kept beside it so that the check on every
+    /// switch reads one word.
+    next: u64,
     /// While the kernel does work for other domains inside a switch or an interrupt (a pass of
     /// [`World::expire`], delivering interrupts): the instant the policy is told of the
     /// wake-ups it makes, in ns, so that it charges nobody before each piece of that work is
@@ -64,6 +67,7 @@ impl Scheduler {
             preempt: false,
             stop_at: None,
             instants: indexed_heap::Heap::new(),
+            next: u64::MAX,
             frozen: None,
             idle_ticks: 0,
         }
@@ -77,13 +81,36 @@ impl Scheduler {
         let of = of as usize;
         if ticks < self.instants.get(of).unwrap_or(u64::MAX) {
             self.instants.set(of, ticks);
+            self.next = self.instants.first_instant();
         }
     }
 
     /// Nothing timed happens before this instant, in timer ticks (`u64::MAX`: nothing).
     #[inline]
     pub(super) fn next_instant(&self) -> u64 {
-        self.instants.first_instant()
+        self.next
+    }
+
+    /// Makes room in the queue of instants for domains `0..domains`; `Err` if the heap cannot
+    /// hold it.
+    pub(super) fn grow(&mut self, domains: usize) -> Result<(), ()> {
+        self.instants.grow(domains).map_err(|_| ())
+    }
+
+    /// Takes out the domain with the earliest instant if it is at or before `now`.
+    fn take_due(&mut self, now: u64) -> Option<u32> {
+        let id = self.instants.pop_due(now)?;
+        self.next = self.instants.first_instant();
+        Some(id as u32)
+    }
+
+    /// Puts domain `id` in the queue at `ticks` (or moves it there); `None` takes it out.
+    pub(super) fn set_instant(&mut self, id: u32, ticks: Option<u64>) {
+        match ticks {
+            Some(t) => self.instants.set(id as usize, t),
+            None => self.instants.remove(id as usize),
+        }
+        self.next = self.instants.first_instant();
     }
 
     /// The instant to tell the policy of a wake-up or a death, in ns: the clock's, or while
@@ -122,8 +149,7 @@ impl World {
         let now_ns = ns_from_ticks(now);
         self.sched.frozen = Some(now_ns);
         let mut at = now;
-        while let Some(id) = self.sched.instants.pop_due(now) {
-            let id = id as u32;
+        while let Some(id) = self.sched.take_due(now) {
             if self.domain(id).is_some() {
                 self.fire_timers(id, now);
                 self.enforce_revocation(id, now_ns);
@@ -136,7 +162,7 @@ impl World {
                     self.sched.policy.wake(id as usize, now_ns);
                 }
                 if let Some(next) = self.exact_instant(id) {
-                    self.sched.instants.set(id as usize, next);
+                    self.sched.set_instant(id, Some(next));
                 }
             }
             at = self.charge_since(id, at);
@@ -168,8 +194,7 @@ impl World {
         while let Some((t, id)) = self.sched.instants.first() {
             match self.exact_instant(id as u32) {
                 Some(exact) if exact == t => return,
-                Some(exact) => self.sched.instants.set(id, exact),
-                None => self.sched.instants.remove(id),
+                exact => self.sched.set_instant(id as u32, exact),
             }
         }
     }

@@ -106,15 +106,16 @@ impl Heap {
             return;
         }
         self.position[client] = NOWHERE;
-        let last = self.entries.len() - 1;
-        if at != last {
-            self.entries.swap(at, last);
-            self.entries.pop();
-            self.position[self.entries[at].1] = at;
-            self.down(at);
-            self.up(at);
-        } else {
-            self.entries.pop();
+        let last = self.entries.pop().expect("a client in the heap has an entry");
+        if at < self.entries.len() {
+            // The last entry fills the hole and moves whichever way it must.
+            self.entries[at] = last;
+            self.position[last.1] = at;
+            if at > 0 && last < self.entries[(at - 1) / 2] {
+                self.up(at);
+            } else {
+                self.down(at);
+            }
         }
     }
 
@@ -129,42 +130,50 @@ impl Heap {
         Some(client)
     }
 
-    #[inline]
-    fn swap(&mut self, a: usize, b: usize) {
-        self.entries.swap(a, b);
-        self.position[self.entries[a].1] = a;
-        self.position[self.entries[b].1] = b;
-    }
-
+    /// Moves the entry at `at` towards the root until its parent is no later, carrying it in
+    /// hand and moving each later parent down one place (one write of an entry and its position
+    /// a level, not a swap).
     #[inline]
     fn up(&mut self, mut at: usize) {
+        let moving = self.entries[at];
         while at > 0 {
             let parent = (at - 1) / 2;
-            if self.entries[at] >= self.entries[parent] {
+            let above = self.entries[parent];
+            if moving >= above {
                 break;
             }
-            self.swap(at, parent);
+            self.entries[at] = above;
+            self.position[above.1] = at;
             at = parent;
         }
+        self.entries[at] = moving;
+        self.position[moving.1] = at;
     }
 
+    /// Moves the entry at `at` towards the leaves until no child is earlier, carrying it in hand
+    /// and moving the earlier child up one place each level.
     #[inline]
     fn down(&mut self, mut at: usize) {
+        let moving = self.entries[at];
+        let len = self.entries.len();
         loop {
-            let (left, right) = (2 * at + 1, 2 * at + 2);
-            let mut least = at;
-            if left < self.entries.len() && self.entries[left] < self.entries[least] {
-                least = left;
-            }
-            if right < self.entries.len() && self.entries[right] < self.entries[least] {
-                least = right;
-            }
-            if least == at {
+            let left = 2 * at + 1;
+            if left >= len {
                 break;
             }
-            self.swap(at, least);
-            at = least;
+            let right = left + 1;
+            let child =
+                if right < len && self.entries[right] < self.entries[left] { right } else { left };
+            let below = self.entries[child];
+            if below >= moving {
+                break;
+            }
+            self.entries[at] = below;
+            self.position[below.1] = at;
+            at = child;
         }
+        self.entries[at] = moving;
+        self.position[moving.1] = at;
     }
 }
 

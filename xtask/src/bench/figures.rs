@@ -211,7 +211,7 @@ pub fn lookup(arch: &str, bench: &str, key: &str) -> Option<Spec> {
             Lower,
             INSTRUCTIONS,
             "the timed wake-up alone",
-            "within 10% of the wake-up alone (`bench ipc` fails beyond it)",
+            "within 50% of the wake-up alone: O(log N) (`bench ipc` fails beyond it)",
         ),
         (_, "ipc", "event_round_trip") => spec(
             "event round trip between two domains (8-byte message over a channel and back)",

@@ -5,7 +5,9 @@
 //! guest time is one instruction; the loop overhead timed in the same run is subtracted. The
 //! domain switch is also measured with up to 1,022 other domains asleep beside the two that
 //! switch ([`super::switch_scaling`]), and with 62 and 1,022 other domains spinning out of
-//! slice: those may cost at most 10% more than the two-domain switch, or the bench fails.
+//! slice: those may cost at most 10% more than the two-domain switch, or the bench fails. A
+//! timed wake-up is measured alone and beside 1,022 sleeping domains (at most 50% more, or the
+//! bench fails: [`WAKEUP_BAR`]).
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -136,14 +138,19 @@ const WAKEUP: &str = "timed_wakeup";
 /// The kept figure of a timed wake-up beside 1,022 domains asleep with instants ahead.
 const WAKEUP_1024: &str = "timed_wakeup_1024_domains";
 
+/// The most a timed wake-up beside 1,022 sleeping domains may cost, as a multiple of one alone:
+/// the kernel's queue of timed instants is a binary heap, so a wake-up takes a domain in and out
+/// of ten levels (log2 of 1,024) instead of none; a pass over every domain, as the kernel made
+/// before, costs seventy times the wake-up alone.
+const WAKEUP_BAR: f64 = 1.5;
+
 /// A timed wake-up alone and beside 1,022 sleeping domains on `arch`: fails if the second
-/// costs more than [`switch_scaling::RUNNABLE_BAR`] times the first (the kernel's queue of
-/// timed instants must not grow with the domains in it).
+/// costs more than [`WAKEUP_BAR`] times the first.
 fn timed_wakeups(mode: Mode, arch: Arch) -> Result<(f64, f64)> {
     let alone = switch_scaling::wakeup_with(0, mode, arch)?;
     let others = switch_scaling::MOST_OTHERS;
     let crowded = switch_scaling::wakeup_with(others, mode, arch)?;
-    let bar = alone * switch_scaling::RUNNABLE_BAR;
+    let bar = alone * WAKEUP_BAR;
     println!(
         "{}: timed wake-up: {alone:.1} instructions alone, {crowded:.1} beside {others} sleeping domains ({:+.1}%), at most {bar:.1}",
         arch.name(),
@@ -153,7 +160,7 @@ fn timed_wakeups(mode: Mode, arch: Arch) -> Result<(f64, f64)> {
         bail!(
             "{}: a timed wake-up beside {others} sleeping domains costs {crowded:.1} instructions, more than {:.0}% above its {alone:.1} alone",
             arch.name(),
-            (switch_scaling::RUNNABLE_BAR - 1.0) * 100.0
+            (WAKEUP_BAR - 1.0) * 100.0
         );
     }
     Ok((alone, crowded))
@@ -268,7 +275,7 @@ pub(super) fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
         "\nA timed wake-up (`nullcall --sleep`: a `block` until an instant that has passed, the kernel's pass that finds the domain due and wakes it, the dispatch), alone and beside {} domains asleep with instants ahead: {}; at most {:.0}% above alone, or the bench fails.\n",
         switch_scaling::MOST_OTHERS,
         wakeups.join(", "),
-        (switch_scaling::RUNNABLE_BAR - 1.0) * 100.0
+        (WAKEUP_BAR - 1.0) * 100.0
     ));
     md.push_str("\nInstructions are guest nanoseconds under `-icount shift=0,sleep=off`, minus an empty loop of the same length timed in the same run; every figure came out the same in each of its boots. The channel row is the whole transfer divided by the messages, including the apps' own work: sequence numbers and checksums. Linux's figures are from the same QEMU settings.\n");
     let results: Vec<&IpcRow> = rows.iter().flatten().collect();
