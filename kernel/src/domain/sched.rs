@@ -76,9 +76,17 @@ impl Scheduler {
     /// Something will happen to domain `of` at `ticks` (its deadline as it blocks, its timer
     /// endpoint, its revocation deadline): [`World::expire`] must look at it by then. Costs
     /// `O(log N)` when it moves the domain's instant earlier, nothing otherwise.
-    #[inline]
+    #[inline(always)]
     pub(super) fn note_instant(&mut self, ticks: u64, of: u32) {
-        let of = of as usize;
+        // A block without a deadline (`u64::MAX`), the common case, moves nothing.
+        if ticks != u64::MAX {
+            self.note_timed_instant(ticks, of as usize);
+        }
+    }
+
+    /// [`Scheduler::note_instant`] for an instant that may move the domain's.
+    #[inline(never)]
+    fn note_timed_instant(&mut self, ticks: u64, of: usize) {
         if ticks < self.instants.get(of).unwrap_or(u64::MAX) {
             self.instants.set(of, ticks);
             self.next = self.instants.first_instant();
