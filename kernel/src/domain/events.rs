@@ -68,9 +68,15 @@ impl World {
         if endpoint.sender != KERNEL {
             return Err(SysError::PermissionDenied);
         }
-        endpoint.deadline = deadline;
-        if let Some(t) = deadline {
-            self.sched.note_instant(t, id);
+        let was = core::mem::replace(&mut endpoint.deadline, deadline);
+        match (was, deadline) {
+            // Armed, or armed earlier: the domain's instant can only come sooner.
+            (None, Some(t)) => self.sched.note_instant(t, id),
+            (Some(old), Some(t)) if t <= old => self.sched.note_instant(t, id),
+            // Disarmed or moved later: its instant in the queue is exact again, so that no
+            // timer interrupt comes for a timer that no longer fires then.
+            (Some(_), _) => self.refresh_instant(id),
+            (None, None) => {}
         }
         Ok(())
     }
@@ -110,10 +116,15 @@ impl World {
             d.pending = true;
             return;
         }
-        if d.blocked.take().is_some() {
+        if let Some(deadline) = d.blocked.take() {
             d.pending = false;
             if let Some(frame) = d.dcb {
                 phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
+            }
+            if deadline != u64::MAX {
+                // Woken before its deadline: its instant in the queue goes, so that no timer
+                // interrupt comes for it.
+                self.refresh_instant(id);
             }
             if self.sched.policy.wake(id as usize, self.sched.now_ns()) {
                 self.sched.preempt = true;

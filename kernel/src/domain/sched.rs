@@ -190,6 +190,15 @@ impl World {
         [blocked, timer, revocation].into_iter().flatten().min()
     }
 
+    /// Puts live domain `id` in [`Scheduler::instants`] at its exact next instant, or takes it
+    /// out: after an instant of its went away (a timer disarmed or moved later, a deadline left
+    /// by an early wake-up). Costs a look at its own endpoints and `O(log N)`.
+    #[inline(never)]
+    pub(super) fn refresh_instant(&mut self, id: u32) {
+        let exact = self.exact_instant(id);
+        self.sched.set_instant(id, exact);
+    }
+
     /// Makes the head of [`Scheduler::instants`] exact: while the earliest entry is earlier
     /// than its domain's real next instant (left by a timer disarmed, a domain woken early or
     /// dead), moves it there or takes it out. Each step settles one domain for good, so this
