@@ -444,3 +444,15 @@ fn on_each<M>(
     }
     Ok((measured, kept))
 }
+
+/// The numbers written in a report's markdown `md`, in order: runs of digits with the
+/// separators between them. The report tests render a report from fabricated runs and check
+/// that every number in it follows them.
+#[cfg(test)]
+pub(crate) fn report_numbers(md: &str) -> Vec<String> {
+    md.split(|c: char| !(c.is_ascii_digit() || c == ',' || c == '.'))
+        .map(|t| t.trim_matches(|c| c == ',' || c == '.'))
+        .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
+        .map(str::to_string)
+        .collect()
+}

@@ -1023,13 +1023,9 @@ mod tests {
         out
     }
 
-    /// The numbers written in `md`, in order: runs of digits with the separators between them.
+    /// `md`'s numbers, in order ([`crate::bench::report_numbers`]).
     fn numbers(md: &str) -> Vec<String> {
-        md.split(|c: char| !(c.is_ascii_digit() || c == ',' || c == '.'))
-            .map(|t| t.trim_matches(|c| c == ',' || c == '.'))
-            .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
-            .map(str::to_string)
-            .collect()
+        crate::bench::report_numbers(md)
     }
 
     #[test]
