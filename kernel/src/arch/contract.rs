@@ -252,7 +252,6 @@ pub trait AddressSpaceOps: Sized {
 
 // The free items every architecture provides, with the signatures the portable kernel uses.
 const _: &str = super::NAME;
-const _: bool = super::HANDLES_TRAPS;
 const _: fn(&[u8]) = super::console::write;
 const _: fn() -> bool = super::interrupts::disable;
 const _: fn(bool) = super::interrupts::restore;

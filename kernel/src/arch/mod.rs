@@ -9,7 +9,6 @@
 //! | item | what it does |
 //! |---|---|
 //! | `NAME: &str` | the architecture's name in reports |
-//! | `HANDLES_TRAPS: bool` | whether CPU exceptions are caught and reported yet |
 //! | boot entry | sets up a stack and the upper-half mapping, fills a [`crate::BootInfo`] and calls [`crate::kernel_main`] |
 //! | `console::write(&[u8])` | raw bytes to the serial line (the defmt transport); usable from the first instruction of `kernel_main` |
 //! | `interrupts::disable() -> bool`, `interrupts::restore(bool)` | a critical section on this CPU |

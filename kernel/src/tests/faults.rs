@@ -5,16 +5,10 @@
 
 use crate::arch;
 
-/// Commits the fault named `kind`; returns only if the kind is unknown or needs trap handling
-/// that this architecture does not have yet. Never inlined: the panic report's backtrace names
+/// Commits the fault named `kind`; returns only if the kind is unknown. Never inlined: the panic report's backtrace names
 /// it, which `fault::panic` checks.
 #[inline(never)]
 pub fn commit(kind: &str) {
-    let needs_traps = matches!(kind, "load" | "stack-overflow");
-    if needs_traps && !arch::HANDLES_TRAPS {
-        defmt::error!("fault={=str}: {=str} does not catch CPU exceptions yet", kind, arch::NAME);
-        return;
-    }
     match kind {
         "load" => {
             deliberate_bad_access();

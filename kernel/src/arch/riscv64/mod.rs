@@ -32,9 +32,6 @@ use sv39::{PTE_G, PTE_R, PTE_W, PTE_X, PageTable};
 /// The architecture's name in reports.
 pub const NAME: &str = "riscv64";
 
-/// Whether this architecture catches CPU exceptions (and so can report a bad access).
-pub const HANDLES_TRAPS: bool = true;
-
 pub use entry::boot_stack;
 pub use fp::{FpState, restore_fp, save_fp};
 pub use user::{

@@ -101,9 +101,6 @@ pub fn restore_fp(_ctx: &mut UserContext, fp: &FpState) {
 /// The architecture's name in reports.
 pub const NAME: &str = "x86_64";
 
-/// Whether this architecture catches CPU exceptions (and so can report a bad access).
-pub const HANDLES_TRAPS: bool = true;
-
 /// Raw bytes to the serial line (the defmt transport).
 pub mod console {
     /// Writes `bytes` to COM1 unchanged (no newline translation), initialising it on first use.

@@ -40,11 +40,10 @@
 
 use core::arch::global_asm;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use ::x86_64::registers::control::{Cr2, Cr4, Cr4Flags};
 use ::x86_64::registers::model_specific::{Efer, EferFlags, Msr};
-use spin::Mutex;
 
 use super::frame::{PF_INSTRUCTION, PF_WRITE, TrapFrame, exception_name};
 use super::vectors::TIMER_VECTOR;
@@ -221,21 +220,11 @@ pub type Resume = crate::arch::contract::Resume<UserContext>;
 /// resume, or `None` to return from the kernel test's [`run`] in progress.
 pub type Handler = fn(UserTrap) -> Option<Resume>;
 
-/// The handler of traps from ring 3: the portable kernel's domains (kernel tests install
-/// their own for the length of a [`run`]).
-static HANDLER: Mutex<Option<Handler>> = Mutex::new(Some(to_domains));
-
-/// Hands a trap from ring 3 to the portable kernel's domains ([`crate::domain::on_user_trap`]),
-/// which always say what to resume.
-fn to_domains(trap: UserTrap) -> Option<Resume> {
-    Some(crate::domain::on_user_trap(trap))
-}
-
-/// Installs `handler` (or none: a trap from ring 3 is then reported as a kernel fault) for
-/// traps from ring 3.
-pub fn set_handler(handler: Option<Handler>) {
-    *HANDLER.lock() = handler;
-}
+/// The handler a kernel test's [`run`] installs for its length, as a function pointer's
+/// address; 0 (always, outside kernel tests) hands traps from ring 3 straight to the portable
+/// kernel's domains ([`crate::domain::on_user_trap`]), as on RISC-V: the system-call path reads
+/// one word and takes no lock.
+static RUN_HANDLER: AtomicUsize = AtomicUsize::new(0);
 
 /// The context of the domain that runs or trapped (null while none does). The entry code
 /// reads it by name.
@@ -484,7 +473,7 @@ pub fn enter_user(ctx: NonNull<UserContext>) -> ! {
 /// The handler installed before is installed again afterwards, and no context is current.
 pub fn run(ctx: NonNull<UserContext>, handler: Handler) {
     let _interrupts = super::super::InterruptGuard::new();
-    let before = HANDLER.lock().replace(handler);
+    let before = RUN_HANDLER.swap(handler as *const () as usize, Ordering::AcqRel);
     let mut kernel = KernelContext::default();
     RUN_RETURN.store(&raw mut kernel, Ordering::Release);
     // SAFETY: `__user_run` saves the callee-saved registers, the stack pointer (at the return
@@ -496,7 +485,7 @@ pub fn run(ctx: NonNull<UserContext>, handler: Handler) {
     unsafe { __user_run(ctx.as_ptr(), &raw mut kernel) };
     RUN_RETURN.store(core::ptr::null_mut(), Ordering::Release);
     __user_current.store(core::ptr::null_mut(), Ordering::Relaxed);
-    *HANDLER.lock() = before;
+    RUN_HANDLER.store(before, Ordering::Release);
 }
 
 /// `syscall` from ring 3: the registers are in the context at `ctx`; returns the context to
@@ -510,14 +499,20 @@ extern "C" fn orphan_syscall() -> ! {
     panic!("syscall from ring 3 with no current context");
 }
 
-/// Passes `what` to the handler and returns the context to resume, or returns from the
-/// [`run`] in progress.
+/// Passes `what` to the portable kernel's domains, or to the handler of the kernel test's
+/// [`run`] in progress, and returns the context to resume, or returns from that [`run`].
+#[inline(always)]
 fn dispatch(ctx: *mut UserContext, what: UserTrap) -> *mut UserContext {
-    let handler = *HANDLER.lock();
-    let Some(handler) = handler else {
-        panic!("trap from ring 3 ({:?}) with no handler", what);
+    let test = RUN_HANDLER.load(Ordering::Acquire);
+    let resume = if test == 0 {
+        Some(crate::domain::on_user_trap(what))
+    } else {
+        // SAFETY: `RUN_HANDLER` only ever holds 0 or a value stored from a `Handler` in
+        // `run`, so a non-zero value is a valid function pointer of that type.
+        let handler: Handler = unsafe { core::mem::transmute::<usize, Handler>(test) };
+        handler(what)
     };
-    match handler(what) {
+    match resume {
         Some(Resume::Results(status, value)) => {
             // SAFETY: `ctx` is the current domain's context; the handler, which had it, has
             // returned, so nothing else refers to it.
