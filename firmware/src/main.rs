@@ -47,6 +47,7 @@ mod clint;
 mod csr;
 mod dtb;
 mod entry;
+mod frame;
 mod fw_dynamic;
 mod phys_mem;
 mod sbi;

@@ -1,7 +1,7 @@
 //! The SBI: rustsbi's dispatcher over this machine's console, timer and reset, plus the legacy
 //! v0.1 calls rustsbi 0.4 does not have.
 
-use crate::trap::TrapFrame;
+use crate::frame::TrapFrame;
 use crate::{clint, csr, phys_mem, sifive_test, uart};
 use rustsbi::spec::srst;
 use rustsbi::{Physical, RustSBI, SbiRet};

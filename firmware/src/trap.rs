@@ -8,28 +8,9 @@
 //! return values in `a0`/`a1`).
 
 use crate::csr::{self, Mode};
+use crate::frame::TrapFrame;
 use crate::{fatal, sbi};
 use core::arch::global_asm;
-
-/// The registers of the interrupted code, `x0` to `x31` (`regs[0]` is unused, `regs[2]` is `sp`
-/// for traps from S/U-mode and 0 for traps from M-mode).
-#[repr(C)]
-pub struct TrapFrame {
-    /// `x0`..`x31` by number.
-    pub regs: [usize; 32],
-}
-
-impl TrapFrame {
-    /// Argument/result register `a<n>`.
-    pub fn a(&self, n: usize) -> usize {
-        self.regs[10 + n]
-    }
-
-    /// Sets argument/result register `a<n>`.
-    pub fn set_a(&mut self, n: usize, value: usize) {
-        self.regs[10 + n] = value;
-    }
-}
 
 /// The frame size; a multiple of 16 keeps `sp` aligned.
 const FRAME_SIZE: usize = core::mem::size_of::<TrapFrame>();
