@@ -365,10 +365,20 @@ struct Upcall {
     revoke: bool,
 }
 
+/// The activation handler, which the architecture's entry (`arch::activation_entry`, set up by
+/// `thread::init_activations`) calls: see [`on_activation`]. It lives here, beside the work it
+/// does, so that the thread package, which page faults wait in, does not depend on paging.
+pub(crate) extern "C" fn activated(reason: u64, dcb: *const abi::Dcb) -> ! {
+    // SAFETY: the kernel passes the address of this domain's control block, mapped read-write
+    // for the domain's lifetime.
+    let dcb = unsafe { &*dcb };
+    on_activation(reason, dcb)
+}
+
 /// The activation handler's work (activations off, on the activation stack): resumes the
 /// interrupted context, or, for a fault or a revocation notice, continues the interrupted
 /// thread in [`upcall_entry`] with an upcall record on its stack.
-pub(crate) fn on_activation(reason: u64, dcb: &abi::Dcb) -> ! {
+fn on_activation(reason: u64, dcb: &abi::Dcb) -> ! {
     let saved = dcb.saved;
     let fault = (reason & activation::FAULT != 0).then(|| Fault {
         stretch_base: dcb.fault.stretch.load(Ordering::Relaxed) as usize,

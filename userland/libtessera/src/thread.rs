@@ -109,15 +109,6 @@ fn init() {
     crate::dcb().activations.store(1, core::sync::atomic::Ordering::Release);
 }
 
-/// The activation handler: hands page faults and revocation notices to [`crate::paging`],
-/// and otherwise resumes the interrupted context (see the module documentation).
-pub(crate) extern "C" fn activated(reason: u64, dcb: *const abi::Dcb) -> ! {
-    // SAFETY: the kernel passes the address of this domain's control block, mapped read-write
-    // for the domain's lifetime.
-    let dcb = unsafe { &*dcb };
-    crate::paging::on_activation(reason, dcb)
-}
-
 extern "C" fn thread_main(index: usize) -> ! {
     // A new thread starts where another left `schedule`, in the middle of a switch.
     set_switching(false);
@@ -272,7 +263,7 @@ fn wake_due(now: u64) -> u64 {
 
 /// Set while the running flow of control switches between threads: a revocation notice that
 /// interrupts a switch is answered later, at the next activation outside
-/// (`paging::on_activation`), since `revoke` may allocate and wait. (The heap's lock is the
+/// (the activation handler), since `revoke` may allocate and wait. (The heap's lock is the
 /// other such place: `heap::locked`.) Switches never nest.
 static SWITCHING: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 

@@ -200,7 +200,7 @@ __tessera_activation:
     .popsection
     .option pop
     "#,
-    handler = sym crate::thread::activated,
+    handler = sym crate::paging::activated,
 );
 
 unsafe extern "C" {
