@@ -28,9 +28,7 @@ fn base_for(others: usize) -> Result<String> {
             guarantee.trim()
         );
     }
-    // 64 MiB holds 64 domains; beyond that, 1 MiB more for every 3 domains (256 KiB each, the
-    // kernel's frame tables and the images' pages).
-    let mib = 64 + others.saturating_sub(62).div_ceil(3);
+    let mib = memory_mib(others);
     Ok(text.replacen(memory, &format!("memory = \"{mib}M\""), 1).replace(
         guarantee,
         &format!("{guarantee}cpu = {{ period = \"2s\", slice = \"1ms\", extra = true }}\n"),
@@ -64,7 +62,7 @@ fn add_sleepers(text: &mut String, others: usize) -> Result<()> {
 /// queue of timed instants), written under `target/bench/`; its path. The waker gets the
 /// switching domains' 1 ms / 2 s contract, so that the sleepers start and block first.
 pub fn waking(others: usize) -> Result<std::path::PathBuf> {
-    let mib = 64 + others.saturating_sub(62).div_ceil(3);
+    let mib = memory_mib(others);
     let mut text = format!(
         "# A timed wake-up beside {others} sleeping domains (xtask many_domains::waking).\n\
          [system]\nmemory = \"{mib}M\"\n\n[[domain]]\nname = \"waker\"\napp = \"nullcall\"\n\
@@ -90,6 +88,13 @@ pub fn spinning(others: usize) -> Result<std::path::PathBuf> {
         )?;
     }
     written(&format!("switch-with-{others}-spinning.toml"), &text)
+}
+
+/// The system memory, in MiB, of a manifest with `others` domains of 256 KiB beside two: 64 MiB
+/// holds 64 domains; beyond that, 1 MiB more for every 3 domains (their guarantees, the
+/// kernel's frame tables and the images' pages).
+fn memory_mib(others: usize) -> usize {
+    64 + others.saturating_sub(62).div_ceil(3)
 }
 
 /// Writes the manifest `text` as `target/bench/NAME`; its path.

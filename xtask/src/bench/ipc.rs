@@ -150,39 +150,42 @@ fn timed_wakeups(mode: Mode, arch: Arch) -> Result<(f64, f64)> {
     let alone = switch_scaling::wakeup_with(0, mode, arch)?;
     let others = switch_scaling::MOST_OTHERS;
     let crowded = switch_scaling::wakeup_with(others, mode, arch)?;
-    let bar = alone * WAKEUP_BAR;
+    let what = format!("timed wake-up beside {others} sleeping domains");
+    within_bar(arch, &what, crowded, ("the wake-up alone", alone), WAKEUP_BAR)?;
+    Ok((alone, crowded))
+}
+
+/// Prints figure `f` of `what` on `arch` against the base figure it is held to, and fails if
+/// it is more than `bar` times the base.
+fn within_bar(
+    arch: Arch,
+    what: &str,
+    f: f64,
+    (base_name, base): (&str, f64),
+    bar: f64,
+) -> Result<()> {
+    let most = base * bar;
     println!(
-        "{}: timed wake-up: {alone:.1} instructions alone, {crowded:.1} beside {others} sleeping domains ({:+.1}%), at most {bar:.1}",
+        "{}: {what}: {f:.1} instructions, {:+.1}% vs {base_name} ({base:.1}), at most {most:.1}",
         arch.name(),
-        (crowded / alone - 1.0) * 100.0
+        (f / base - 1.0) * 100.0
     );
-    if crowded > bar {
+    if f > most {
         bail!(
-            "{}: a timed wake-up beside {others} sleeping domains costs {crowded:.1} instructions, more than {:.0}% above its {alone:.1} alone",
+            "{}: the {what} costs {f:.1} instructions, more than {:.0}% above {base_name}'s {base:.1}",
             arch.name(),
-            (WAKEUP_BAR - 1.0) * 100.0
+            (bar - 1.0) * 100.0
         );
     }
-    Ok((alone, crowded))
+    Ok(())
 }
 
 /// The switch with `others` domains spinning out of slice beside the two that switch, checked
 /// against the two-domain switch `two` on `arch`: fails beyond [`switch_scaling::RUNNABLE_BAR`].
 fn runnable_switch(others: usize, two: f64, mode: Mode, arch: Arch) -> Result<f64> {
     let f = switch_scaling::runnable_switch(others, mode, arch)?;
-    let bar = two * switch_scaling::RUNNABLE_BAR;
-    println!(
-        "{}: domain switch with {others} others spinning out of slice: {f:.1} instructions, {:+.1}% vs two domains ({two:.1}), at most {bar:.1}",
-        arch.name(),
-        (f / two - 1.0) * 100.0
-    );
-    if f > bar {
-        bail!(
-            "{}: the domain switch with {others} others spinning out of slice costs {f:.1} instructions, more than {:.0}% above the two-domain switch's {two:.1}",
-            arch.name(),
-            (switch_scaling::RUNNABLE_BAR - 1.0) * 100.0
-        );
-    }
+    let what = format!("domain switch with {others} others spinning out of slice");
+    within_bar(arch, &what, f, ("the two-domain switch", two), switch_scaling::RUNNABLE_BAR)?;
     Ok(f)
 }
 
