@@ -21,8 +21,8 @@ use crate::{
     parse_duration, parse_size, shared_address_space,
 };
 use crate::{DeviceGrant, DiskBus, DiskModelName, DiskSpec, MAX_ARG_LEN, MAX_ARGS, Machine};
-use vmm::hierarchy::Hierarchy;
-use vmm::spec::PagerSpec;
+use pager::hierarchy::Hierarchy;
+use pager::spec::PagerSpec;
 
 /// A manifest the front end rejected: where, and why.
 ///

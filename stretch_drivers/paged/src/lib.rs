@@ -1,4 +1,4 @@
-//! The paged stretch driver: a stretch paged by the Heracles hierarchy ([`vmm`]) to the
+//! The paged stretch driver: a stretch paged by the Heracles hierarchy ([`pager`]) to the
 //! domain's own disk stream, in the domain that owns it.
 //!
 //! [`PagedDriver`] takes its frames from the domain's contract when it binds (guaranteed ones
@@ -15,7 +15,7 @@
 //!   back first), always optimistic kernel frames (a page on an optimistic frame moves onto a
 //!   guaranteed one the pager frees).
 //!
-//! The disk's failures are the pager's to absorb ([`vmm::pager::Pager`]): transfers are
+//! The disk's failures are the pager's to absorb ([`pager::pager::Pager`]): transfers are
 //! retried after a wait on the device's clock ([`BlockDevice::wait`]: in a domain the
 //! faulting thread sleeps); a victim whose write-back keeps failing stays resident and
 //! another is chosen, and only when none can be stored does the fault fail, with
@@ -59,16 +59,16 @@ mod tests;
 use alloc::boxed::Box;
 use core::ops::Range;
 
+use pager::PagerError;
+use pager::app::{AppHandler, NoAppHandler};
+use pager::block::BlockDevice;
+use pager::hierarchy::Hierarchy;
+use pager::pager::{Pager, PagerStats};
+use pager::replace::{PolicyKind, ReplacementPolicy};
 use stretch_driver::{
     DriverError, DriverStats, Fault, FaultError, FrameKind, MemError, MemoryKernel, Rights,
     StretchDriver, StretchInfo,
 };
-use vmm::VmmError;
-use vmm::app::{AppHandler, NoAppHandler};
-use vmm::block::BlockDevice;
-use vmm::hierarchy::Hierarchy;
-use vmm::pager::{Pager, PagerStats};
-use vmm::replace::{PolicyKind, ReplacementPolicy};
 
 use crate::frames::{FrameTable, KernelFrames, Place, Slot};
 
@@ -315,14 +315,14 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
     }
 
     /// Resizes the cache (the compressed pool, or the eviction area) to `bytes`.
-    pub fn resize_cache(&mut self, bytes: usize) -> Result<(), VmmError> {
-        let b = self.bound.as_mut().ok_or(VmmError::BadConfig("the driver is not bound"))?;
+    pub fn resize_cache(&mut self, bytes: usize) -> Result<(), PagerError> {
+        let b = self.bound.as_mut().ok_or(PagerError::BadConfig("the driver is not bound"))?;
         b.pager.resize_cache(bytes)
     }
 
     /// Writes every cached page down to the backing store (resident pages stay).
-    pub fn flush_cache(&mut self) -> Result<(), VmmError> {
-        let b = self.bound.as_mut().ok_or(VmmError::BadConfig("the driver is not bound"))?;
+    pub fn flush_cache(&mut self) -> Result<(), PagerError> {
+        let b = self.bound.as_mut().ok_or(PagerError::BadConfig("the driver is not bound"))?;
         b.pager.flush_cache()
     }
 
@@ -386,30 +386,30 @@ pub(crate) fn heap_reserve_frames(h: &Hierarchy, frames: usize, pages: usize) ->
         Hierarchy::LocalPaging => 0,
         Hierarchy::CompressedCache { pool_bytes, .. } => pool_bytes,
         Hierarchy::PrefetchingCompressedCache { pool_bytes, evict_pages, fetch_pages, .. } => {
-            pool_bytes + (evict_pages + fetch_pages) * vmm::PAGE_SIZE
+            pool_bytes + (evict_pages + fetch_pages) * pager::PAGE_SIZE
         }
         Hierarchy::PrefetchingCache { evict_pages, fetch_pages } => {
-            (evict_pages + fetch_pages) * vmm::PAGE_SIZE
+            (evict_pages + fetch_pages) * pager::PAGE_SIZE
         }
     };
-    (bytes + (64 << 10) + 2 * (96 * frames + 64 * pages)).div_ceil(vmm::PAGE_SIZE)
+    (bytes + (64 << 10) + 2 * (96 * frames + 64 * pages)).div_ceil(pager::PAGE_SIZE)
 }
 
 /// The thread's error for a pager error; `kernel` is the kernel's refusal behind
-/// [`VmmError::Frames`]; a page a failure names is an address of `stretch`.
-fn fault_error(e: VmmError, kernel: Option<MemError>, stretch: &StretchInfo) -> FaultError {
+/// [`PagerError::Frames`]; a page a failure names is an address of `stretch`.
+fn fault_error(e: PagerError, kernel: Option<MemError>, stretch: &StretchInfo) -> FaultError {
     match e {
-        VmmError::WriteFailed { page } => FaultError::WriteBack { addr: stretch.page_addr(page) },
-        VmmError::PageLost { .. } => FaultError::Backing("the disk lost a page"),
-        VmmError::NoFrames | VmmError::AllFramesLocked => FaultError::OutOfMemory,
-        VmmError::Frames => kernel.map_or(FaultError::OutOfMemory, FaultError::Kernel),
-        VmmError::SwapFull { .. } => FaultError::Backing("the swap area is full"),
-        VmmError::Device(_) => FaultError::Backing("the disk failed a transfer"),
-        VmmError::NotStored { .. } | VmmError::Corrupt { .. } => {
+        PagerError::WriteFailed { page } => FaultError::WriteBack { addr: stretch.page_addr(page) },
+        PagerError::PageLost { .. } => FaultError::Backing("the disk lost a page"),
+        PagerError::NoFrames | PagerError::AllFramesLocked => FaultError::OutOfMemory,
+        PagerError::Frames => kernel.map_or(FaultError::OutOfMemory, FaultError::Kernel),
+        PagerError::SwapFull { .. } => FaultError::Backing("the swap area is full"),
+        PagerError::Device(_) => FaultError::Backing("the disk failed a transfer"),
+        PagerError::NotStored { .. } | PagerError::Corrupt { .. } => {
             FaultError::Backing("a stored page was lost")
         }
-        VmmError::PageOutOfRange { .. } => FaultError::WrongStretch,
-        VmmError::BadConfig(why) => FaultError::Backing(why),
+        PagerError::PageOutOfRange { .. } => FaultError::WrongStretch,
+        PagerError::BadConfig(why) => FaultError::Backing(why),
     }
 }
 

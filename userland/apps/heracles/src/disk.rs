@@ -9,7 +9,7 @@ use core::cell::Cell;
 
 use blk::protocol::{Request, SessionInfo};
 use blk_session::{Session, SessionError};
-use vmm::block::{BlockDevice, DeviceError};
+use pager::block::{BlockDevice, DeviceError};
 
 /// What went through the session.
 #[derive(Clone, Copy, Debug, Default)]

@@ -10,7 +10,7 @@ use crate::backing::LocalBacking;
 use crate::block::{BlockDevice, MemBlockDevice};
 use crate::cache::{BasicCache, CacheManager, Codec, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, DiskManager, PrefetchDisk, WriteBehindDisk};
-use crate::error::VmmError;
+use crate::error::PagerError;
 use crate::frames::MemFrames;
 use crate::hierarchy::Hierarchy;
 use crate::pager::Pager;
@@ -86,15 +86,15 @@ impl<F: crate::frames::Frames> Paged<F> {
         Paged { pager, frames }
     }
 
-    fn fault(&mut self, page: usize, write: bool) -> Result<usize, VmmError> {
+    fn fault(&mut self, page: usize, write: bool) -> Result<usize, PagerError> {
         self.pager.fault(&mut self.frames, page, write)
     }
 
-    fn lock(&mut self, page: usize) -> Result<usize, VmmError> {
+    fn lock(&mut self, page: usize) -> Result<usize, PagerError> {
         self.pager.lock(&mut self.frames, page)
     }
 
-    fn revoke(&mut self, wanted: usize) -> Result<usize, VmmError> {
+    fn revoke(&mut self, wanted: usize) -> Result<usize, PagerError> {
         self.pager.revoke(&mut self.frames, wanted)
     }
 
@@ -313,7 +313,7 @@ fn a_full_swap_area_is_an_error_and_never_corruption() {
             }
         }
         let (failed_page, err) = failed.expect("the swap area must fill");
-        assert!(matches!(err, VmmError::SwapFull { .. }), "{}: {err}", h.name());
+        assert!(matches!(err, PagerError::SwapFull { .. }), "{}: {err}", h.name());
         assert!(alloc::format!("{err}").contains("swap area full"));
         // Every page written before the failure is still intact: resident ones in place, the
         // rest by giving frames back (no new dirty pages need storing to read them).
@@ -340,7 +340,7 @@ fn a_full_swap_area_is_an_error_and_never_corruption() {
 
 impl Pager {
     /// Reads a stored page straight from the cache manager (the test puts it back).
-    fn cache_fetch_for_test(&mut self, page: usize, buf: &mut Page) -> Result<(), VmmError> {
+    fn cache_fetch_for_test(&mut self, page: usize, buf: &mut Page) -> Result<(), PagerError> {
         let found = self.cache_mut_for_test().fetch(page, buf, &|_| true)?;
         self.cache_mut_for_test().put(page, buf, found.dirty)
     }
@@ -411,7 +411,7 @@ fn locked_pages_stay(h: Hierarchy) {
     for page in 0..FRAMES {
         p.lock(page).unwrap();
     }
-    assert_eq!(p.fault(60, false), Err(VmmError::AllFramesLocked));
+    assert_eq!(p.fault(60, false), Err(PagerError::AllFramesLocked));
     assert_eq!(p.revoke(2), Ok(0));
 }
 
@@ -526,7 +526,7 @@ fn full_disks_refuse_new_pages_and_keep_old_ones() {
         let extra = page_of(99);
         assert_eq!(
             d.write_group(&[(4, &extra), (1, &extra)]),
-            Err(VmmError::SwapFull { needed: 1, free: 0 })
+            Err(PagerError::SwapFull { needed: 1, free: 0 })
         );
         // Rewriting stored pages needs no new slot.
         let again = page_of(7);
@@ -573,13 +573,13 @@ fn device_errors_are_reported_and_nothing_is_claimed_stored() {
     let mut d = BasicDisk::new(MemBlockDevice::with_pages(4)).unwrap();
     d.store_mut().device_mut().fail_writes(true);
     let a = page_of(1);
-    assert_eq!(d.write_group(&[(0, &a)]), Err(VmmError::WriteFailed { page: 0 }));
+    assert_eq!(d.write_group(&[(0, &a)]), Err(PagerError::WriteFailed { page: 0 }));
     assert!(d.location(0).is_none());
     d.store_mut().device_mut().fail_writes(false);
     d.write_group(&[(0, &a)]).unwrap();
     d.store_mut().device_mut().fail_reads(true);
     let mut buf = Box::new([0u8; PAGE_SIZE]);
-    assert_eq!(d.read(0, &mut buf, 1, &mut Vec::new()), Err(VmmError::PageLost { page: 0 }));
+    assert_eq!(d.read(0, &mut buf, 1, &mut Vec::new()), Err(PagerError::PageLost { page: 0 }));
     assert!(d.location(0).is_none());
 }
 
@@ -613,7 +613,7 @@ fn a_failed_transfer_is_retried_after_a_wait_on_the_device_clock() {
     let mut dev = MemBlockDevice::with_pages(8);
     dev.inject(Injected { op: Op::Write, sectors: slot_sectors(0..1), times: None });
     let mut d = BasicDisk::new(dev).unwrap();
-    assert_eq!(d.write_group(&[(5, &a)]), Err(VmmError::WriteFailed { page: 5 }));
+    assert_eq!(d.write_group(&[(5, &a)]), Err(PagerError::WriteFailed { page: 5 }));
     let c = d.store().device().counts();
     assert_eq!((c.failed, c.waits), (u64::from(ATTEMPTS), u64::from(ATTEMPTS - 1)));
 }
@@ -633,7 +633,7 @@ fn a_slot_whose_write_keeps_failing_is_retired_and_never_used_again() {
         let group: Vec<(usize, &Page)> = pages.iter().enumerate().map(|(i, p)| (i, &**p)).collect();
         // Slots 1 and 2 fail: the pages sent there are not stored, the others are.
         let failed = d.write_group(&group).unwrap_err();
-        assert!(matches!(failed, VmmError::WriteFailed { .. }), "{failed:?}");
+        assert!(matches!(failed, PagerError::WriteFailed { .. }), "{failed:?}");
         let stored: Vec<usize> = (0..4).filter(|p| d.location(*p).is_some()).collect();
         assert_eq!(stored.len(), 2, "prefetching {prefetching}: {stored:?}");
         assert_eq!(d.swap_space().retired, 2);
@@ -781,7 +781,7 @@ fn an_eviction_the_disk_keeps_failing_names_the_page_written_and_loses_nothing()
             }
         }
         let (faulting, e) = failed.expect("a fault fails while every write fails");
-        let VmmError::WriteFailed { page: written } = e else { panic!("{}: {e:?}", h.name()) };
+        let PagerError::WriteFailed { page: written } = e else { panic!("{}: {e:?}", h.name()) };
         assert!(written < faulting, "{}: names page {written}, faulting {faulting}", h.name());
         assert!(p.stats().failed_evictions >= MAX_VICTIMS as u64, "{}", h.name());
         dev.0.borrow_mut().fail_writes(false);
@@ -882,30 +882,30 @@ impl crate::frames::Frames for TestFrames {
     fn fill(
         &mut self,
         frame: usize,
-        fill: &mut dyn FnMut(&mut Page) -> Result<(), VmmError>,
-    ) -> Result<(), VmmError> {
+        fill: &mut dyn FnMut(&mut Page) -> Result<(), PagerError>,
+    ) -> Result<(), PagerError> {
         self.inner.fill(frame, fill)
     }
-    fn zero(&mut self, frame: usize) -> Result<(), VmmError> {
+    fn zero(&mut self, frame: usize) -> Result<(), PagerError> {
         self.inner.zero(frame)
     }
     fn save(
         &mut self,
         frame: usize,
-        save: &mut dyn FnMut(&Page) -> Result<(), VmmError>,
-    ) -> Result<(), VmmError> {
+        save: &mut dyn FnMut(&Page) -> Result<(), PagerError>,
+    ) -> Result<(), PagerError> {
         self.inner.save(frame, save)
     }
-    fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), VmmError> {
+    fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), PagerError> {
         if self.fail_map {
-            return Err(VmmError::Frames);
+            return Err(PagerError::Frames);
         }
         self.inner.map(page, frame, writable)
     }
-    fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, VmmError> {
+    fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, PagerError> {
         self.inner.unmap(page, frame)
     }
-    fn release(&mut self, frame: usize) -> Result<(), VmmError> {
+    fn release(&mut self, frame: usize) -> Result<(), PagerError> {
         self.inner.release(frame)
     }
     fn tracks_dirty(&self) -> bool {
@@ -915,7 +915,7 @@ impl crate::frames::Frames for TestFrames {
         &mut self,
         resident: &mut dyn Iterator<Item = usize>,
         found: &mut dyn FnMut(usize),
-    ) -> Result<(), VmmError> {
+    ) -> Result<(), PagerError> {
         self.harvests += 1;
         self.inner.referenced(resident, found)
     }
@@ -935,7 +935,7 @@ fn a_failed_map_loses_no_fetched_page() {
             p.frames_mut().inner.frame_mut(frame).fill(page as u8 + 1);
         }
         p.frames_mut().fail_map = true;
-        assert_eq!(p.fault(0, false), Err(VmmError::Frames));
+        assert_eq!(p.fault(0, false), Err(PagerError::Frames));
         assert!(p.resident(0).is_none());
         check_exclusive(&p);
         p.frames_mut().fail_map = false;

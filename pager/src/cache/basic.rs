@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use super::{CacheManager, CacheStats, Fetched};
 use crate::backing::BackingStore;
 use crate::disk::{DiskStats, SwapSpace};
-use crate::error::VmmError;
+use crate::error::PagerError;
 use crate::{PAGE_SIZE, Page};
 
 /// The basic cache manager.
@@ -60,7 +60,7 @@ impl BasicCache {
         &*self.backing
     }
 
-    fn write_evict_area(&mut self) -> Result<(), VmmError> {
+    fn write_evict_area(&mut self) -> Result<(), PagerError> {
         if self.evict.is_empty() {
             return Ok(());
         }
@@ -84,7 +84,7 @@ impl BasicCache {
 }
 
 impl CacheManager for BasicCache {
-    fn put(&mut self, page: usize, data: &Page, dirty: bool) -> Result<(), VmmError> {
+    fn put(&mut self, page: usize, data: &Page, dirty: bool) -> Result<(), PagerError> {
         self.stats.puts += 1;
         // Any copy waiting in the fetch area is the same as the backing store's, or older.
         self.remove_from_fetch_area(page);
@@ -117,7 +117,7 @@ impl CacheManager for BasicCache {
         page: usize,
         buf: &mut Page,
         skip: &dyn Fn(usize) -> bool,
-    ) -> Result<Fetched, VmmError> {
+    ) -> Result<Fetched, PagerError> {
         self.stats.fetches += 1;
         if let Some(i) = self.evict.iter().position(|(p, _)| *p == page) {
             let (_, data) = self.evict.swap_remove(i);
@@ -150,13 +150,13 @@ impl CacheManager for BasicCache {
         self.evict.iter().any(|(p, _)| *p == page) || self.fetch.iter().any(|(p, _)| *p == page)
     }
 
-    fn flush(&mut self) -> Result<(), VmmError> {
+    fn flush(&mut self) -> Result<(), PagerError> {
         self.write_evict_area()?;
         self.fetch.clear();
         self.backing.flush()
     }
 
-    fn resize(&mut self, bytes: usize) -> Result<(), VmmError> {
+    fn resize(&mut self, bytes: usize) -> Result<(), PagerError> {
         // The eviction area is fixed (as in the thesis); the fetch area takes the rest.
         self.fetch_pages = (bytes / PAGE_SIZE).saturating_sub(self.evict_pages);
         self.trim_fetch_area();

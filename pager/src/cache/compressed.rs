@@ -13,7 +13,7 @@ use super::wkdm::Scratch;
 use super::{BasicCache, CacheManager, CacheStats, Fetched};
 use crate::backing::BackingStore;
 use crate::disk::{DiskStats, SwapSpace};
-use crate::error::VmmError;
+use crate::error::PagerError;
 use crate::{PAGE_SIZE, Page};
 
 /// The pool's unit of space: every entry takes a whole number of 512-byte sub-pages (the
@@ -223,18 +223,18 @@ impl CompressedCache {
         page: usize,
         stored: &Stored,
         buf: &mut Page,
-    ) -> Result<(), VmmError> {
+    ) -> Result<(), PagerError> {
         match stored {
             Stored::Zero => buf.fill(0),
             Stored::Raw(data) => buf.copy_from_slice(&data[..]),
             Stored::Lz4(bytes) => match decompress_into(bytes, buf) {
                 Ok(PAGE_SIZE) => {}
-                _ => return Err(VmmError::Corrupt { page }),
+                _ => return Err(PagerError::Corrupt { page }),
             },
             Stored::Wkdm(bytes) => wkdm
                 .get_or_insert_with(|| Box::new(Scratch::new()))
                 .decompress(bytes, buf)
-                .map_err(|_| VmmError::Corrupt { page })?,
+                .map_err(|_| PagerError::Corrupt { page })?,
         }
         Ok(())
     }
@@ -262,7 +262,7 @@ impl CompressedCache {
     /// Expels one entry to the lower cache: the oldest clean one, else the oldest; to make
     /// room (`for_space`), only entries that take space. The entry leaves the pool only once
     /// the lower cache has taken it.
-    fn expel_one(&mut self, for_space: bool) -> Result<(), VmmError> {
+    fn expel_one(&mut self, for_space: bool) -> Result<(), PagerError> {
         let pool = &self.pool;
         let live = || {
             let found = |&(p, g): &(usize, u64)| pool.get(&p).filter(|e| e.generation == g);
@@ -273,7 +273,7 @@ impl CompressedCache {
             .find(|(_, e)| candidate(e) && !e.dirty)
             .or_else(|| live().find(|(_, e)| candidate(e)))
             .map(|(p, _)| p)
-            .ok_or(VmmError::BadConfig("the compressed pool is full of nothing"))?;
+            .ok_or(PagerError::BadConfig("the compressed pool is full of nothing"))?;
         let mut buf = Box::new([0u8; PAGE_SIZE]);
         let entry = &self.pool[&page];
         let start = self.now();
@@ -287,7 +287,7 @@ impl CompressedCache {
     }
 
     /// Expels entries until `size` more bytes fit.
-    fn make_room(&mut self, size: usize) -> Result<(), VmmError> {
+    fn make_room(&mut self, size: usize) -> Result<(), PagerError> {
         while self.used + size > self.config.pool_bytes {
             self.expel_one(true)?;
         }
@@ -296,7 +296,7 @@ impl CompressedCache {
 }
 
 impl CacheManager for CompressedCache {
-    fn put(&mut self, page: usize, data: &Page, dirty: bool) -> Result<(), VmmError> {
+    fn put(&mut self, page: usize, data: &Page, dirty: bool) -> Result<(), PagerError> {
         self.stats.puts += 1;
         self.remove(page);
         let stored = if data.iter().all(|&b| b == 0) {
@@ -350,7 +350,7 @@ impl CacheManager for CompressedCache {
         page: usize,
         buf: &mut Page,
         skip: &dyn Fn(usize) -> bool,
-    ) -> Result<Fetched, VmmError> {
+    ) -> Result<Fetched, PagerError> {
         self.stats.fetches += 1;
         if let Some(entry) = self.pool.get(&page) {
             let start = self.now();
@@ -376,7 +376,7 @@ impl CacheManager for CompressedCache {
         self.pool.contains_key(&page) || self.lower.holds(page)
     }
 
-    fn flush(&mut self) -> Result<(), VmmError> {
+    fn flush(&mut self) -> Result<(), PagerError> {
         while !self.pool.is_empty() {
             self.expel_one(false)?;
         }
@@ -384,7 +384,7 @@ impl CacheManager for CompressedCache {
         self.lower.flush()
     }
 
-    fn resize(&mut self, bytes: usize) -> Result<(), VmmError> {
+    fn resize(&mut self, bytes: usize) -> Result<(), PagerError> {
         self.config.pool_bytes = bytes;
         self.make_room(0)
     }

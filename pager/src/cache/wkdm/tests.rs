@@ -199,7 +199,7 @@ fn malformed_input_never_panics() {
     assert!(errors > 3000);
 }
 
-/// Host timing of both directions; run with `cargo test -p vmm --release -- --ignored
+/// Host timing of both directions; run with `cargo test -p pager --release -- --ignored
 /// --nocapture wkdm_host_speed`.
 #[test]
 #[ignore]

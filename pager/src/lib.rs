@@ -24,17 +24,17 @@
 //! - A page's current contents are in exactly one place: resident, in one cache area, or
 //!   (for clean pages also) in the backing store; never resident and cached at once.
 //! - A live swap slot is never written for another page; a full swap area is a
-//!   [`VmmError::SwapFull`] before anything is written, and what was stored stays readable.
+//!   [`PagerError::SwapFull`] before anything is written, and what was stored stays readable.
 //! - A component that returns an error has lost nothing: an eviction that cannot be stored
 //!   leaves the victim resident. The one exception is the disk's: a page whose only copy the
-//!   device keeps failing to read is lost ([`VmmError::PageLost`]), alone, and the pager
+//!   device keeps failing to read is lost ([`PagerError::PageLost`]), alone, and the pager
 //!   tells the application ([`app::AppHandler::page_lost`]).
 //! - A retired swap slot (one whose write or read kept failing) is never used again.
 //!
 //! # Disk errors
 //! A failed transfer is retried ([`disk::ATTEMPTS`] tries, waiting on the device's clock
 //! between them, [`block::BlockDevice::wait`]); a write that keeps failing retires its slot and
-//! is a [`VmmError::WriteFailed`] naming the page written, which stays where it was (a victim
+//! is a [`PagerError::WriteFailed`] naming the page written, which stays where it was (a victim
 //! resident and dirty, while the pager tries another victim); see [`disk`] and
 //! [`pager::Pager`].
 //! - Everything is bounded by its configuration: frames, cache pool bytes, eviction and fetch
@@ -89,7 +89,7 @@ pub mod spec;
 mod tests;
 
 pub use abi::PAGE_SIZE;
-pub use error::VmmError;
+pub use error::PagerError;
 
 /// One page of contents.
 pub type Page = [u8; PAGE_SIZE];

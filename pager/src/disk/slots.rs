@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 
 use super::{DiskStats, SwapSpace};
 use crate::block::{BlockDevice, DeviceError};
-use crate::error::VmmError;
+use crate::error::PagerError;
 
 /// Tries of a transfer the device fails, the first included.
 pub const ATTEMPTS: u32 = 4;
@@ -47,10 +47,10 @@ pub struct SlotStore<D> {
 
 impl<D: BlockDevice> SlotStore<D> {
     /// The whole of `device` as a swap area. Fails unless its sectors divide a page.
-    pub fn new(device: D) -> Result<SlotStore<D>, VmmError> {
+    pub fn new(device: D) -> Result<SlotStore<D>, PagerError> {
         let sector = device.sector_size();
         if sector == 0 || !PAGE_SIZE.is_multiple_of(sector) {
-            return Err(VmmError::BadConfig("sector size must divide the page size"));
+            return Err(PagerError::BadConfig("sector size must divide the page size"));
         }
         let sectors_per_slot = (PAGE_SIZE / sector) as u64;
         let slots = (device.capacity() / sectors_per_slot) as usize;
@@ -96,67 +96,67 @@ impl<D: BlockDevice> SlotStore<D> {
         self.next_group
     }
 
-    /// Fails with [`VmmError::SwapFull`] unless the pages of `pages` not stored yet fit in the
+    /// Fails with [`PagerError::SwapFull`] unless the pages of `pages` not stored yet fit in the
     /// free slots: what every manager checks before it writes anything.
-    pub(crate) fn check_fit(&self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
+    pub(crate) fn check_fit(&self, pages: &[(usize, &Page)]) -> Result<(), PagerError> {
         let needed = pages.iter().filter(|(p, _)| self.slot_of(*p).is_none()).count();
         let free = self.swap_space().free();
-        if needed > free { Err(VmmError::SwapFull { needed, free }) } else { Ok(()) }
+        if needed > free { Err(PagerError::SwapFull { needed, free }) } else { Ok(()) }
     }
 
     /// `page`'s slot, or a free one given to it as a group of its own; whether it is new.
-    pub(crate) fn slot_for(&mut self, page: usize) -> Result<(usize, bool), VmmError> {
+    pub(crate) fn slot_for(&mut self, page: usize) -> Result<(usize, bool), PagerError> {
         if let Some(slot) = self.slot_of(page) {
             return Ok((slot, false));
         }
-        let slot = self.find_run(1).ok_or(VmmError::SwapFull { needed: 1, free: 0 })?;
+        let slot = self.find_run(1).ok_or(PagerError::SwapFull { needed: 1, free: 0 })?;
         let group = self.new_group();
         self.assign(slot, page, group);
         Ok((slot, true))
     }
 
-    /// Reads stored `page` into `buf`; [`VmmError::NotStored`] if it has no slot. If the
+    /// Reads stored `page` into `buf`; [`PagerError::NotStored`] if it has no slot. If the
     /// device keeps failing the read, the page is lost ([`SlotStore::lose`]).
-    pub(crate) fn read_page(&mut self, page: usize, buf: &mut Page) -> Result<(), VmmError> {
-        let slot = self.slot_of(page).ok_or(VmmError::NotStored { page })?;
+    pub(crate) fn read_page(&mut self, page: usize, buf: &mut Page) -> Result<(), PagerError> {
+        let slot = self.slot_of(page).ok_or(PagerError::NotStored { page })?;
         match self.read_run(slot, buf) {
-            Err(VmmError::Device(DeviceError::Io)) => Err(self.lose(page)),
+            Err(PagerError::Device(DeviceError::Io)) => Err(self.lose(page)),
             other => other,
         }
     }
 
     /// `page`, whose slot the device kept failing to read, is lost: its slot is retired and
     /// the store forgets it. Returns the error that says so.
-    pub(crate) fn lose(&mut self, page: usize) -> VmmError {
+    pub(crate) fn lose(&mut self, page: usize) -> PagerError {
         if let Some(slot) = self.slot_of(page) {
             self.retire(slot);
         }
         self.stats.lost_pages += 1;
-        VmmError::PageLost { page }
+        PagerError::PageLost { page }
     }
 
     /// Writes `page` to `slot`; if the device keeps failing the write, the slot is retired,
     /// the store forgets the page (whatever copy it had is no longer trusted) and the error is
-    /// [`VmmError::WriteFailed`] for `page`.
+    /// [`PagerError::WriteFailed`] for `page`.
     pub(crate) fn write_page(
         &mut self,
         page: usize,
         slot: usize,
         data: &Page,
-    ) -> Result<(), VmmError> {
+    ) -> Result<(), PagerError> {
         match self.write_run(slot, data) {
-            Err(VmmError::Device(DeviceError::Io)) => Err(self.write_failed(page, slot)),
+            Err(PagerError::Device(DeviceError::Io)) => Err(self.write_failed(page, slot)),
             other => other,
         }
     }
 
     /// The device kept failing the write of `page` to `slot`: retires the slot, forgets the
     /// page, and returns the error that says so.
-    pub(crate) fn write_failed(&mut self, page: usize, slot: usize) -> VmmError {
+    pub(crate) fn write_failed(&mut self, page: usize, slot: usize) -> PagerError {
         self.retire(slot);
         self.release(page);
         self.stats.write_failures += 1;
-        VmmError::WriteFailed { page }
+        PagerError::WriteFailed { page }
     }
 
     /// Retires `slot`: it is never given to a page again (its page, if any, loses it).
@@ -216,7 +216,7 @@ impl<D: BlockDevice> SlotStore<D> {
     fn retrying(
         &mut self,
         mut transfer: impl FnMut(&mut D) -> Result<(), DeviceError>,
-    ) -> Result<(), VmmError> {
+    ) -> Result<(), PagerError> {
         let mut wait = RETRY_WAIT_NS;
         for attempt in 0..ATTEMPTS {
             if attempt > 0 {
@@ -227,15 +227,15 @@ impl<D: BlockDevice> SlotStore<D> {
             match transfer(&mut self.device) {
                 Ok(()) => return Ok(()),
                 Err(DeviceError::Io) => {}
-                Err(e) => return Err(VmmError::Device(e)),
+                Err(e) => return Err(PagerError::Device(e)),
             }
         }
-        Err(VmmError::Device(DeviceError::Io))
+        Err(PagerError::Device(DeviceError::Io))
     }
 
     /// Writes `data` (whole pages) to the slots from `first` on, in one transfer (retried);
-    /// [`VmmError::Device`] if the device kept failing it.
-    pub(crate) fn write_run(&mut self, first: usize, data: &[u8]) -> Result<(), VmmError> {
+    /// [`PagerError::Device`] if the device kept failing it.
+    pub(crate) fn write_run(&mut self, first: usize, data: &[u8]) -> Result<(), PagerError> {
         let sector = first as u64 * self.sectors_per_slot;
         self.retrying(|d| d.write(sector, data))?;
         self.stats.device_writes += 1;
@@ -244,8 +244,8 @@ impl<D: BlockDevice> SlotStore<D> {
     }
 
     /// Reads whole pages from the slots from `first` on into `buf`, in one transfer
-    /// (retried); [`VmmError::Device`] if the device kept failing it.
-    pub(crate) fn read_run(&mut self, first: usize, buf: &mut [u8]) -> Result<(), VmmError> {
+    /// (retried); [`PagerError::Device`] if the device kept failing it.
+    pub(crate) fn read_run(&mut self, first: usize, buf: &mut [u8]) -> Result<(), PagerError> {
         let sector = first as u64 * self.sectors_per_slot;
         self.retrying(|d| d.read(sector, buf))?;
         self.stats.device_reads += 1;

@@ -3,16 +3,16 @@
 //!
 //! The swap area is the whole device, cut into slots of one page each. A slot is *live* while
 //! it holds the current copy of a page, and a live slot is never written for another page:
-//! a write that needs more free slots than there are fails with [`VmmError::SwapFull`] before
+//! a write that needs more free slots than there are fails with [`PagerError::SwapFull`] before
 //! anything is written, and every page stored before stays readable.
 //!
 //! The device's failures: a failed transfer is retried a bounded number of times, with a
 //! wait on the device's clock between tries ([`ATTEMPTS`] tries, [`RETRY_WAIT_NS`] first). A write that keeps
-//! failing retires its slot (never used again) and is [`VmmError::WriteFailed`] for the page
+//! failing retires its slot (never used again) and is [`PagerError::WriteFailed`] for the page
 //! written: the store no longer holds that page, whose contents stay with the caller (the
 //! pager keeps it resident and dirty, a cache keeps it cached) and go to another slot the
 //! next time they are stored. A read that keeps failing retires the slot too, and the page,
-//! whose only copy that was, is [`VmmError::PageLost`]: the store forgets it. A group read
+//! whose only copy that was, is [`PagerError::PageLost`]: the store forgets it. A group read
 //! that fails is retried as the requested page alone, so only that page can be lost.
 //!
 //! - [`BasicDisk`]: one slot per page, read and written on request, one page per transfer.
@@ -39,7 +39,7 @@ pub use write_behind::WriteBehindDisk;
 use crate::Page;
 #[cfg(doc)]
 use crate::block::BlockDevice;
-use crate::error::VmmError;
+use crate::error::PagerError;
 
 /// Where a disk manager keeps a page's current copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,10 +87,10 @@ pub struct DiskStats {
     pub retries: u64,
     /// Slots retired because the device kept failing them.
     pub retired_slots: u64,
-    /// Page writes the device kept failing ([`VmmError::WriteFailed`]).
+    /// Page writes the device kept failing ([`PagerError::WriteFailed`]).
     pub write_failures: u64,
     /// Pages lost because the device kept failing the read of their only copy
-    /// ([`VmmError::PageLost`]).
+    /// ([`PagerError::PageLost`]).
     pub lost_pages: u64,
 }
 
@@ -100,13 +100,13 @@ pub type Prefetched = Vec<(usize, Box<Page>)>;
 /// A disk manager: stores pages under their page numbers in a swap area.
 pub trait DiskManager {
     /// Stores `pages` (page number, contents), written together: they form one group for a
-    /// manager that groups. Fails with [`VmmError::SwapFull`], writing nothing, if the pages
-    /// not yet stored do not fit; with [`VmmError::WriteFailed`] naming a page whose write the
+    /// manager that groups. Fails with [`PagerError::SwapFull`], writing nothing, if the pages
+    /// not yet stored do not fit; with [`PagerError::WriteFailed`] naming a page whose write the
     /// device kept failing (every page of `pages` was tried; those stored are held).
-    fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError>;
+    fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), PagerError>;
 
     /// Reads `page` into `buf`. A prefetching manager may read up to `max_pages` pages in all
-    /// and pushes the others onto `prefetched`; the others never do. [`VmmError::PageLost`]
+    /// and pushes the others onto `prefetched`; the others never do. [`PagerError::PageLost`]
     /// if the device kept failing the read of the page (then no longer held).
     fn read(
         &mut self,
@@ -114,7 +114,7 @@ pub trait DiskManager {
         buf: &mut Page,
         max_pages: usize,
         prefetched: &mut Prefetched,
-    ) -> Result<(), VmmError>;
+    ) -> Result<(), PagerError>;
 
     /// Where `page`'s current copy is, if it is stored.
     fn location(&self, page: usize) -> Option<Location>;
@@ -123,7 +123,7 @@ pub trait DiskManager {
     fn free(&mut self, page: usize);
 
     /// Writes out anything buffered.
-    fn flush(&mut self) -> Result<(), VmmError>;
+    fn flush(&mut self) -> Result<(), PagerError>;
 
     /// The swap area's size and use.
     fn swap_space(&self) -> SwapSpace;

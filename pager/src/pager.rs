@@ -11,7 +11,7 @@ use crate::Page;
 use crate::app::{AppHandler, GuaranteeChange};
 use crate::cache::{CacheManager, CacheStats};
 use crate::disk::{DiskStats, SwapSpace};
-use crate::error::VmmError;
+use crate::error::PagerError;
 use crate::frames::Frames;
 use crate::replace::ReplacementPolicy;
 
@@ -77,10 +77,10 @@ pub struct PagerStats {
 /// forgotten.
 ///
 /// The disk's failures: a victim whose contents cannot be stored because the disk kept failing
-/// a write ([`VmmError::WriteFailed`], for it or for a page a cache pushed down to make room)
+/// a write ([`PagerError::WriteFailed`], for it or for a page a cache pushed down to make room)
 /// stays resident and dirty, and another victim is chosen, up to [`MAX_VICTIMS`] per frame
 /// wanted; the page is written to another slot when next evicted. A page whose only copy the
-/// disk cannot read ([`VmmError::PageLost`]) is lost: the application's handler hears of it
+/// disk cannot read ([`PagerError::PageLost`]) is lost: the application's handler hears of it
 /// ([`AppHandler::page_lost`]), [`Pager::lost_pages`] names it, and it reads as zeros from
 /// then on, as a page never written; every other page stays intact.
 pub struct Pager {
@@ -182,9 +182,9 @@ impl Pager {
         frames: &mut dyn Frames,
         page: usize,
         write: bool,
-    ) -> Result<usize, VmmError> {
+    ) -> Result<usize, PagerError> {
         if page >= self.pages {
-            return Err(VmmError::PageOutOfRange { page, pages: self.pages });
+            return Err(PagerError::PageOutOfRange { page, pages: self.pages });
         }
         self.stats.faults += 1;
         if let Some(r) = self.resident.get_mut(&page) {
@@ -216,7 +216,7 @@ impl Pager {
         page: usize,
         frame: usize,
         write: bool,
-    ) -> Result<(), VmmError> {
+    ) -> Result<(), PagerError> {
         let fetched = self.has_content[page];
         let mut stored_dirty = None;
         let mut lost = false;
@@ -232,7 +232,7 @@ impl Pager {
                     self.note_reuse(page);
                 }
                 // Nothing holds the page any more: it goes on as a page never written.
-                Err(VmmError::PageLost { page: p }) if p == page => {
+                Err(PagerError::PageLost { page: p }) if p == page => {
                     self.has_content[page] = false;
                     self.evicted_at[page] = 0;
                     self.stats.lost_pages += 1;
@@ -285,7 +285,7 @@ impl Pager {
         page: usize,
         frame: usize,
         stored_dirty: Option<bool>,
-    ) -> Result<(), VmmError> {
+    ) -> Result<(), PagerError> {
         let Some(dirty) = stored_dirty else { return Ok(()) };
         let cache = &mut self.cache;
         frames.save(frame, &mut |data| cache.put(page, data, dirty))
@@ -293,7 +293,7 @@ impl Pager {
 
     /// Evicts [`Pager::set_evict_ahead`] victims (at least one) and returns the first's frame;
     /// the others' frames join the free list. Only the first eviction's error is the fault's.
-    fn evict_ahead(&mut self, frames: &mut dyn Frames) -> Result<usize, VmmError> {
+    fn evict_ahead(&mut self, frames: &mut dyn Frames) -> Result<usize, PagerError> {
         self.harvest(frames)?;
         let frame = self.evict_one(frames)?;
         for _ in 1..self.evict_ahead {
@@ -309,7 +309,7 @@ impl Pager {
     /// harvest (frames that keep accessed bits), before it chooses victims: at most once every
     /// [`Pager::set_harvest_every`] evictions, as reading the bits costs a kernel call for
     /// every run of resident pages.
-    fn harvest(&mut self, frames: &mut dyn Frames) -> Result<(), VmmError> {
+    fn harvest(&mut self, frames: &mut dyn Frames) -> Result<(), PagerError> {
         if self.harvest_every == 0 || self.since_harvest < self.harvest_every {
             return Ok(());
         }
@@ -337,11 +337,11 @@ impl Pager {
     /// because the disk kept failing a write stays resident and dirty (the policy hears of it
     /// as accessed, so it is not chosen again at once) and another is tried, up to
     /// [`MAX_VICTIMS`] (or every resident page); the last such error if none could be.
-    fn evict_one(&mut self, frames: &mut dyn Frames) -> Result<usize, VmmError> {
+    fn evict_one(&mut self, frames: &mut dyn Frames) -> Result<usize, PagerError> {
         let mut tried = 0;
         loop {
             match self.evict_victim(frames) {
-                Err(e @ VmmError::WriteFailed { .. }) => {
+                Err(e @ PagerError::WriteFailed { .. }) => {
                     self.stats.failed_evictions += 1;
                     tried += 1;
                     if tried >= MAX_VICTIMS.min(self.resident.len()) {
@@ -354,17 +354,17 @@ impl Pager {
     }
 
     /// Evicts the policy's victim and returns its frame; on an error it stays resident.
-    fn evict_victim(&mut self, frames: &mut dyn Frames) -> Result<usize, VmmError> {
+    fn evict_victim(&mut self, frames: &mut dyn Frames) -> Result<usize, PagerError> {
         if self.resident.is_empty() {
-            return Err(VmmError::NoFrames);
+            return Err(PagerError::NoFrames);
         }
-        let page = self.policy.victim().ok_or(VmmError::AllFramesLocked)?;
+        let page = self.policy.victim().ok_or(PagerError::AllFramesLocked)?;
         let r = *self
             .resident
             .get(&page)
-            .ok_or(VmmError::BadConfig("the policy chose a page that is not resident"))?;
+            .ok_or(PagerError::BadConfig("the policy chose a page that is not resident"))?;
         if r.locked {
-            return Err(VmmError::BadConfig("the policy chose a locked page"));
+            return Err(PagerError::BadConfig("the policy chose a locked page"));
         }
         let written = frames.unmap(page, r.frame)?;
         let dirty = r.dirty || written;
@@ -392,7 +392,7 @@ impl Pager {
     }
 
     /// Makes `page` resident and locked: it is never evicted or revoked until unlocked.
-    pub fn lock(&mut self, frames: &mut dyn Frames, page: usize) -> Result<usize, VmmError> {
+    pub fn lock(&mut self, frames: &mut dyn Frames, page: usize) -> Result<usize, PagerError> {
         let frame = self.fault(frames, page, false)?;
         if let Some(r) = self.resident.get_mut(&page) {
             r.locked = true;
@@ -410,12 +410,12 @@ impl Pager {
     }
 
     /// Resizes the cache to `bytes`.
-    pub fn resize_cache(&mut self, bytes: usize) -> Result<(), VmmError> {
+    pub fn resize_cache(&mut self, bytes: usize) -> Result<(), PagerError> {
         self.cache.resize(bytes)
     }
 
     /// Empties the caches into the backing store (resident pages stay resident).
-    pub fn flush_cache(&mut self) -> Result<(), VmmError> {
+    pub fn flush_cache(&mut self) -> Result<(), PagerError> {
         self.cache.flush()
     }
 
@@ -423,7 +423,7 @@ impl Pager {
     /// evicted (dirty ones stored) and their frames released. Returns the frames released,
     /// fewer than `wanted` if only locked pages remain or a page could not be stored. The
     /// application hears of it through its handler, and may resize its cache in answer.
-    pub fn revoke(&mut self, frames: &mut dyn Frames, wanted: usize) -> Result<usize, VmmError> {
+    pub fn revoke(&mut self, frames: &mut dyn Frames, wanted: usize) -> Result<usize, PagerError> {
         let mut released = 0;
         let mut failure = None;
         if self.free.len() < wanted {
@@ -435,7 +435,7 @@ impl Pager {
                 None if self.resident.is_empty() => break,
                 None => match self.evict_one(frames) {
                     Ok(frame) => frame,
-                    Err(VmmError::AllFramesLocked) => break,
+                    Err(PagerError::AllFramesLocked) => break,
                     Err(e) => {
                         failure = Some(e);
                         break;

@@ -1,4 +1,4 @@
-//! The one error type of the pager components, [`VmmError`], with a message for each case.
+//! The one error type of the pager components, [`PagerError`], with a message for each case.
 
 use core::fmt;
 
@@ -7,7 +7,7 @@ use crate::block::DeviceError;
 /// Why a pager component could not do what it was asked. Every component leaves its state
 /// consistent when it returns an error: nothing stored before is lost or overwritten.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VmmError {
+pub enum PagerError {
     /// The swap area has no free slot for pages that are not stored yet; nothing was written
     /// and what was stored before stays readable.
     SwapFull {
@@ -58,35 +58,35 @@ pub enum VmmError {
     Frames,
 }
 
-impl From<DeviceError> for VmmError {
-    fn from(e: DeviceError) -> VmmError {
-        VmmError::Device(e)
+impl From<DeviceError> for PagerError {
+    fn from(e: DeviceError) -> PagerError {
+        PagerError::Device(e)
     }
 }
 
-impl fmt::Display for VmmError {
+impl fmt::Display for PagerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            VmmError::SwapFull { needed, free } => write!(
+            PagerError::SwapFull { needed, free } => write!(
                 f,
                 "swap area full: {needed} page slot(s) needed, {free} free; nothing was overwritten"
             ),
-            VmmError::Device(e) => write!(f, "block device: {e}"),
-            VmmError::WriteFailed { page } => {
+            PagerError::Device(e) => write!(f, "block device: {e}"),
+            PagerError::WriteFailed { page } => {
                 write!(f, "the disk kept failing the write of page {page}; it is kept in memory")
             }
-            VmmError::PageLost { page } => {
+            PagerError::PageLost { page } => {
                 write!(f, "the disk kept failing the read of page {page}, its only copy: lost")
             }
-            VmmError::NotStored { page } => write!(f, "page {page} is not stored anywhere"),
-            VmmError::PageOutOfRange { page, pages } => {
+            PagerError::NotStored { page } => write!(f, "page {page} is not stored anywhere"),
+            PagerError::PageOutOfRange { page, pages } => {
                 write!(f, "page {page} is outside the stretch of {pages} pages")
             }
-            VmmError::AllFramesLocked => f.write_str("every frame holds a locked page"),
-            VmmError::NoFrames => f.write_str("the pager holds no frames"),
-            VmmError::Corrupt { page } => write!(f, "compressed copy of page {page} is corrupt"),
-            VmmError::BadConfig(why) => write!(f, "bad pager configuration: {why}"),
-            VmmError::Frames => f.write_str("the frames refused an operation"),
+            PagerError::AllFramesLocked => f.write_str("every frame holds a locked page"),
+            PagerError::NoFrames => f.write_str("the pager holds no frames"),
+            PagerError::Corrupt { page } => write!(f, "compressed copy of page {page} is corrupt"),
+            PagerError::BadConfig(why) => write!(f, "bad pager configuration: {why}"),
+            PagerError::Frames => f.write_str("the frames refused an operation"),
         }
     }
 }

@@ -3,7 +3,7 @@
 use super::{DiskManager, DiskStats, Location, Prefetched, SlotStore, SwapSpace};
 use crate::Page;
 use crate::block::BlockDevice;
-use crate::error::VmmError;
+use crate::error::PagerError;
 
 /// The basic disk manager: a table from page to slot; a write allocates a slot the first time
 /// a page is stored and overwrites the page's own slot afterwards; a read reads that slot.
@@ -14,7 +14,7 @@ pub struct BasicDisk<D> {
 
 impl<D: BlockDevice> BasicDisk<D> {
     /// A manager using all of `device` as its swap area.
-    pub fn new(device: D) -> Result<BasicDisk<D>, VmmError> {
+    pub fn new(device: D) -> Result<BasicDisk<D>, PagerError> {
         Ok(BasicDisk { store: SlotStore::new(device)? })
     }
 
@@ -30,7 +30,7 @@ impl<D: BlockDevice> BasicDisk<D> {
 }
 
 impl<D: BlockDevice> DiskManager for BasicDisk<D> {
-    fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
+    fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), PagerError> {
         self.store.check_fit(pages)?;
         let mut failed = None;
         for &(page, data) in pages {
@@ -38,7 +38,7 @@ impl<D: BlockDevice> DiskManager for BasicDisk<D> {
             match self.store.write_page(page, slot, data) {
                 Ok(()) => {}
                 // The slot is retired and the page forgotten; the others are still written.
-                Err(e @ VmmError::WriteFailed { .. }) => {
+                Err(e @ PagerError::WriteFailed { .. }) => {
                     failed.get_or_insert(e);
                 }
                 Err(e) => {
@@ -59,7 +59,7 @@ impl<D: BlockDevice> DiskManager for BasicDisk<D> {
         buf: &mut Page,
         _max_pages: usize,
         _prefetched: &mut Prefetched,
-    ) -> Result<(), VmmError> {
+    ) -> Result<(), PagerError> {
         self.store.read_page(page, buf)
     }
 
@@ -71,7 +71,7 @@ impl<D: BlockDevice> DiskManager for BasicDisk<D> {
         self.store.release(page);
     }
 
-    fn flush(&mut self) -> Result<(), VmmError> {
+    fn flush(&mut self) -> Result<(), PagerError> {
         Ok(())
     }
 

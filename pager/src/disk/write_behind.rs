@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 
 use super::{DiskManager, DiskStats, Location, Prefetched, SlotStore, SwapSpace};
 use crate::block::{BlockDevice, DeviceError};
-use crate::error::VmmError;
+use crate::error::PagerError;
 use crate::{PAGE_SIZE, Page};
 
 /// The write-behind disk manager. A page's slot is reserved when the page is queued, so a full
@@ -23,9 +23,9 @@ pub struct WriteBehindDisk<D> {
 
 impl<D: BlockDevice> WriteBehindDisk<D> {
     /// A manager over all of `device` whose queue holds up to `queue_pages` pages (at least 1).
-    pub fn new(device: D, queue_pages: usize) -> Result<WriteBehindDisk<D>, VmmError> {
+    pub fn new(device: D, queue_pages: usize) -> Result<WriteBehindDisk<D>, PagerError> {
         if queue_pages == 0 {
-            return Err(VmmError::BadConfig("the write-behind queue needs at least one page"));
+            return Err(PagerError::BadConfig("the write-behind queue needs at least one page"));
         }
         Ok(WriteBehindDisk { store: SlotStore::new(device)?, queue: VecDeque::new(), queue_pages })
     }
@@ -44,7 +44,7 @@ impl<D: BlockDevice> WriteBehindDisk<D> {
     /// failing is written page by page; a page whose write keeps failing has its slot retired
     /// and stays queued with a new slot (if one is free), and the first such page is the
     /// error. The pages written leave the queue.
-    fn write_queue(&mut self) -> Result<(), VmmError> {
+    fn write_queue(&mut self) -> Result<(), PagerError> {
         let mut batch: Vec<(usize, usize)> = self
             .queue
             .iter()
@@ -68,7 +68,7 @@ impl<D: BlockDevice> WriteBehindDisk<D> {
             }
             match self.store.write_run(first, &data) {
                 Ok(()) => run.iter().for_each(|&(_, i)| written[i] = true),
-                Err(VmmError::Device(DeviceError::Io)) => {
+                Err(PagerError::Device(DeviceError::Io)) => {
                     for &(slot, i) in run {
                         let page = self.queue[i].0;
                         if len > 1 && self.store.write_run(slot, &self.queue[i].1[..]).is_ok() {
@@ -77,7 +77,7 @@ impl<D: BlockDevice> WriteBehindDisk<D> {
                         }
                         self.store.retire(slot);
                         self.store.stats.write_failures += 1;
-                        failed.get_or_insert(VmmError::WriteFailed { page });
+                        failed.get_or_insert(PagerError::WriteFailed { page });
                     }
                 }
                 Err(e) => return Err(e),
@@ -103,7 +103,7 @@ impl<D: BlockDevice> WriteBehindDisk<D> {
 }
 
 impl<D: BlockDevice> DiskManager for WriteBehindDisk<D> {
-    fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
+    fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), PagerError> {
         self.store.check_fit(pages)?;
         for &(page, data) in pages {
             if let Some(entry) = self.queue.iter_mut().find(|(p, _)| *p == page) {
@@ -134,7 +134,7 @@ impl<D: BlockDevice> DiskManager for WriteBehindDisk<D> {
         buf: &mut Page,
         _max_pages: usize,
         _prefetched: &mut Prefetched,
-    ) -> Result<(), VmmError> {
+    ) -> Result<(), PagerError> {
         if let Some((_, data)) = self.queue.iter().find(|(p, _)| *p == page) {
             buf.copy_from_slice(&data[..]);
             self.store.stats.queue_hits += 1;
@@ -157,7 +157,7 @@ impl<D: BlockDevice> DiskManager for WriteBehindDisk<D> {
         self.store.release(page);
     }
 
-    fn flush(&mut self) -> Result<(), VmmError> {
+    fn flush(&mut self) -> Result<(), PagerError> {
         self.write_queue()
     }
 

@@ -9,7 +9,7 @@ use crate::backing::LocalBacking;
 use crate::block::BlockDevice;
 use crate::cache::{BasicCache, CacheManager, Codec, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, PrefetchDisk};
-use crate::error::VmmError;
+use crate::error::PagerError;
 use crate::pager::Pager;
 use crate::replace::ReplacementPolicy;
 
@@ -73,7 +73,7 @@ impl Hierarchy {
         &self,
         device: D,
         clock: Option<fn() -> u64>,
-    ) -> Result<Box<dyn CacheManager>, VmmError> {
+    ) -> Result<Box<dyn CacheManager>, PagerError> {
         let compressed = |pool_bytes, codec| CompressedConfig {
             clock,
             codec,
@@ -118,7 +118,7 @@ impl Hierarchy {
         pages: usize,
         policy: Box<dyn ReplacementPolicy>,
         app: Box<dyn AppHandler>,
-    ) -> Result<Pager, VmmError> {
+    ) -> Result<Pager, PagerError> {
         Ok(Pager::new(frame_count, pages, policy, self.cache(device, None)?, app))
     }
 }

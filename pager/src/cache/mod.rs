@@ -23,7 +23,7 @@ pub mod wkdm;
 
 use crate::Page;
 use crate::disk::{DiskStats, SwapSpace};
-use crate::error::VmmError;
+use crate::error::PagerError;
 
 pub use basic::BasicCache;
 pub use compressed::{Codec, CompressedCache, CompressedConfig, Incompressible, SUB_PAGE};
@@ -99,7 +99,7 @@ pub trait CacheManager {
     /// Takes `page`, just evicted (no longer resident), with `dirty` as defined in the module
     /// documentation. On an error the cache holds no copy of the page and the pager keeps it
     /// resident.
-    fn put(&mut self, page: usize, data: &Page, dirty: bool) -> Result<(), VmmError>;
+    fn put(&mut self, page: usize, data: &Page, dirty: bool) -> Result<(), PagerError>;
 
     /// Fills `buf` with `page`'s contents, from the cache or from below. `skip` names pages
     /// that must not be kept if they are read beside it (resident, or held higher up).
@@ -108,16 +108,16 @@ pub trait CacheManager {
         page: usize,
         buf: &mut Page,
         skip: &dyn Fn(usize) -> bool,
-    ) -> Result<Fetched, VmmError>;
+    ) -> Result<Fetched, PagerError>;
 
     /// Whether this cache, or a cache below it, holds `page`.
     fn holds(&self, page: usize) -> bool;
 
     /// Empties the cache into the backing store and flushes that.
-    fn flush(&mut self) -> Result<(), VmmError>;
+    fn flush(&mut self) -> Result<(), PagerError>;
 
     /// Changes the cache's size to `bytes`, expelling pages if it shrinks.
-    fn resize(&mut self, bytes: usize) -> Result<(), VmmError>;
+    fn resize(&mut self, bytes: usize) -> Result<(), PagerError>;
 
     /// This cache's counts.
     fn stats(&self) -> CacheStats;

@@ -20,7 +20,7 @@ use alloc::vec::Vec;
 
 use super::{DiskManager, DiskStats, Location, Prefetched, SlotStore, SwapSpace};
 use crate::block::{BlockDevice, DeviceError};
-use crate::error::VmmError;
+use crate::error::PagerError;
 use crate::{PAGE_SIZE, Page};
 
 /// The prefetching disk manager.
@@ -31,7 +31,7 @@ pub struct PrefetchDisk<D> {
 
 impl<D: BlockDevice> PrefetchDisk<D> {
     /// A manager using all of `device` as its swap area.
-    pub fn new(device: D) -> Result<PrefetchDisk<D>, VmmError> {
+    pub fn new(device: D) -> Result<PrefetchDisk<D>, PagerError> {
         Ok(PrefetchDisk { store: SlotStore::new(device)? })
     }
 
@@ -69,7 +69,7 @@ impl<D: BlockDevice> PrefetchDisk<D> {
         }
     }
 
-    fn store_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
+    fn store_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), PagerError> {
         if let Some(first) = self.store.find_run(pages.len()) {
             let mut run = Vec::with_capacity(pages.len() * PAGE_SIZE);
             for (_, data) in pages {
@@ -77,10 +77,10 @@ impl<D: BlockDevice> PrefetchDisk<D> {
             }
             match self.store.write_run(first, &run) {
                 Ok(()) => {}
-                Err(VmmError::Device(DeviceError::Io)) if pages.len() > 1 => {
+                Err(PagerError::Device(DeviceError::Io)) if pages.len() > 1 => {
                     return self.store_each(pages);
                 }
-                Err(VmmError::Device(DeviceError::Io)) => {
+                Err(PagerError::Device(DeviceError::Io)) => {
                     return Err(self.store.write_failed(pages[0].0, first));
                 }
                 Err(e) => return Err(e),
@@ -104,7 +104,7 @@ impl<D: BlockDevice> PrefetchDisk<D> {
             };
             match stored {
                 Ok(()) => {}
-                Err(e @ VmmError::WriteFailed { .. }) => {
+                Err(e @ PagerError::WriteFailed { .. }) => {
                     failed.get_or_insert(e);
                 }
                 Err(e) => return Err(e),
@@ -115,7 +115,7 @@ impl<D: BlockDevice> PrefetchDisk<D> {
 
     /// After the device kept failing a group's run: each page in a run of its own, so only
     /// the slots that fail are retired. Every page is tried; the first failure is returned.
-    fn store_each(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
+    fn store_each(&mut self, pages: &[(usize, &Page)]) -> Result<(), PagerError> {
         let mut failed = None;
         for &(page, data) in pages {
             if let Err(e) = self.store_group(&[(page, data)]) {
@@ -127,7 +127,7 @@ impl<D: BlockDevice> PrefetchDisk<D> {
 }
 
 impl<D: BlockDevice> DiskManager for PrefetchDisk<D> {
-    fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
+    fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), PagerError> {
         self.store.check_fit(pages)?;
         self.store_group(pages)
     }
@@ -138,17 +138,17 @@ impl<D: BlockDevice> DiskManager for PrefetchDisk<D> {
         buf: &mut Page,
         max_pages: usize,
         prefetched: &mut Prefetched,
-    ) -> Result<(), VmmError> {
-        let slot = self.store.slot_of(page).ok_or(VmmError::NotStored { page })?;
+    ) -> Result<(), PagerError> {
+        let slot = self.store.slot_of(page).ok_or(PagerError::NotStored { page })?;
         let (lo, hi) = self.group_run(slot, max_pages.max(1));
         let mut run = vec![0u8; (hi - lo) * PAGE_SIZE];
         match self.store.read_run(lo, &mut run) {
             Ok(()) => {}
             // The group's run kept failing: the page alone, so only it can be lost.
-            Err(VmmError::Device(DeviceError::Io)) if hi - lo > 1 => {
+            Err(PagerError::Device(DeviceError::Io)) if hi - lo > 1 => {
                 return self.store.read_page(page, buf);
             }
-            Err(VmmError::Device(DeviceError::Io)) => return Err(self.store.lose(page)),
+            Err(PagerError::Device(DeviceError::Io)) => return Err(self.store.lose(page)),
             Err(e) => return Err(e),
         }
         for (i, chunk) in run.chunks_exact(PAGE_SIZE).enumerate() {
@@ -173,7 +173,7 @@ impl<D: BlockDevice> DiskManager for PrefetchDisk<D> {
         self.store.release(page);
     }
 
-    fn flush(&mut self) -> Result<(), VmmError> {
+    fn flush(&mut self) -> Result<(), PagerError> {
         Ok(())
     }
 

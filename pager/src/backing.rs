@@ -8,7 +8,7 @@ use alloc::boxed::Box;
 
 use crate::Page;
 use crate::disk::{DiskManager, DiskStats, Location, Prefetched, SwapSpace};
-use crate::error::VmmError;
+use crate::error::PagerError;
 
 /// Where a page's copy in the backing store lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,7 +20,7 @@ pub enum StoreLocation {
 /// A backing store: pages by number, read and written in groups.
 pub trait BackingStore {
     /// Stores `pages`, written together (one group for a grouping disk manager).
-    fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError>;
+    fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), PagerError>;
 
     /// Reads `page` into `buf`; up to `max_pages - 1` others read with it are pushed onto
     /// `prefetched`.
@@ -30,7 +30,7 @@ pub trait BackingStore {
         buf: &mut Page,
         max_pages: usize,
         prefetched: &mut Prefetched,
-    ) -> Result<(), VmmError>;
+    ) -> Result<(), PagerError>;
 
     /// Where the store keeps `page`, if it holds it.
     fn location(&self, page: usize) -> Option<StoreLocation>;
@@ -44,7 +44,7 @@ pub trait BackingStore {
     fn free(&mut self, page: usize);
 
     /// Writes out anything buffered below.
-    fn flush(&mut self) -> Result<(), VmmError>;
+    fn flush(&mut self) -> Result<(), PagerError>;
 
     /// The swap space behind the store.
     fn swap_space(&self) -> SwapSpace;
@@ -71,7 +71,7 @@ impl LocalBacking {
 }
 
 impl BackingStore for LocalBacking {
-    fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), VmmError> {
+    fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), PagerError> {
         self.disk.write_group(pages)
     }
 
@@ -81,7 +81,7 @@ impl BackingStore for LocalBacking {
         buf: &mut Page,
         max_pages: usize,
         prefetched: &mut Prefetched,
-    ) -> Result<(), VmmError> {
+    ) -> Result<(), PagerError> {
         self.disk.read(page, buf, max_pages, prefetched)
     }
 
@@ -93,7 +93,7 @@ impl BackingStore for LocalBacking {
         self.disk.free(page);
     }
 
-    fn flush(&mut self) -> Result<(), VmmError> {
+    fn flush(&mut self) -> Result<(), PagerError> {
         self.disk.flush()
     }
 

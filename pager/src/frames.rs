@@ -6,7 +6,7 @@ use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
-use crate::error::VmmError;
+use crate::error::PagerError;
 use crate::{PAGE_SIZE, Page};
 
 /// The frames a pager pages into, numbered from 0 (the pager knows how many: it is made for
@@ -25,31 +25,31 @@ pub trait Frames {
     fn fill(
         &mut self,
         frame: usize,
-        fill: &mut dyn FnMut(&mut Page) -> Result<(), VmmError>,
-    ) -> Result<(), VmmError>;
+        fill: &mut dyn FnMut(&mut Page) -> Result<(), PagerError>,
+    ) -> Result<(), PagerError>;
 
     /// Fills `frame` with zeros.
-    fn zero(&mut self, frame: usize) -> Result<(), VmmError>;
+    fn zero(&mut self, frame: usize) -> Result<(), PagerError>;
 
     /// Runs `save` on the contents of `frame` (whose page the pager has unmapped), in place.
     fn save(
         &mut self,
         frame: usize,
-        save: &mut dyn FnMut(&Page) -> Result<(), VmmError>,
-    ) -> Result<(), VmmError>;
+        save: &mut dyn FnMut(&Page) -> Result<(), PagerError>,
+    ) -> Result<(), PagerError>;
 
     /// Maps `page` of the stretch onto `frame`, writable or read-only (a write to a
     /// read-only page faults again, which is how the pager learns it is dirty unless the
     /// frames track dirty bits).
-    fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), VmmError>;
+    fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), PagerError>;
 
     /// Unmaps `page`, which is mapped on `frame`, and says whether it was written while it was
     /// mapped writable, as the hardware's dirty bit tells (always `false` for frames that do
     /// not [track dirty bits](Frames::tracks_dirty)).
-    fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, VmmError>;
+    fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, PagerError>;
 
     /// Gives `frame` (unmapped) back: the pager never uses it again.
-    fn release(&mut self, frame: usize) -> Result<(), VmmError>;
+    fn release(&mut self, frame: usize) -> Result<(), PagerError>;
 
     /// Whether [`Frames::unmap`] reports the hardware's dirty bit: if so, the pager maps
     /// clean pages writable.
@@ -64,7 +64,7 @@ pub trait Frames {
         &mut self,
         resident: &mut dyn Iterator<Item = usize>,
         found: &mut dyn FnMut(usize),
-    ) -> Result<(), VmmError> {
+    ) -> Result<(), PagerError> {
         let _ = (resident, found);
         Ok(())
     }
@@ -138,11 +138,11 @@ impl MemFrames {
         self.released.iter().filter(|r| **r).count()
     }
 
-    fn check(&self, frame: usize) -> Result<(), VmmError> {
+    fn check(&self, frame: usize) -> Result<(), PagerError> {
         if frame < self.frames.len() && !self.released[frame] {
             Ok(())
         } else {
-            Err(VmmError::Frames)
+            Err(PagerError::Frames)
         }
     }
 }
@@ -151,13 +151,13 @@ impl Frames for MemFrames {
     fn fill(
         &mut self,
         frame: usize,
-        fill: &mut dyn FnMut(&mut Page) -> Result<(), VmmError>,
-    ) -> Result<(), VmmError> {
+        fill: &mut dyn FnMut(&mut Page) -> Result<(), PagerError>,
+    ) -> Result<(), PagerError> {
         self.check(frame)?;
         fill(&mut self.frames[frame])
     }
 
-    fn zero(&mut self, frame: usize) -> Result<(), VmmError> {
+    fn zero(&mut self, frame: usize) -> Result<(), PagerError> {
         self.check(frame)?;
         self.frames[frame].fill(0);
         Ok(())
@@ -166,16 +166,16 @@ impl Frames for MemFrames {
     fn save(
         &mut self,
         frame: usize,
-        save: &mut dyn FnMut(&Page) -> Result<(), VmmError>,
-    ) -> Result<(), VmmError> {
+        save: &mut dyn FnMut(&Page) -> Result<(), PagerError>,
+    ) -> Result<(), PagerError> {
         self.check(frame)?;
         save(&self.frames[frame])
     }
 
-    fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), VmmError> {
+    fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), PagerError> {
         self.check(frame)?;
         if self.mapped.iter().any(|(p, (f, _))| *f == frame && *p != page) {
-            return Err(VmmError::Frames);
+            return Err(PagerError::Frames);
         }
         if let Some(bits) = &mut self.bits
             && self.mapped.get(&page).is_none_or(|(f, _)| *f != frame)
@@ -186,20 +186,20 @@ impl Frames for MemFrames {
         Ok(())
     }
 
-    fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, VmmError> {
+    fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, PagerError> {
         match self.mapped.get(&page) {
             Some((f, _)) if *f == frame => {
                 self.mapped.remove(&page);
                 Ok(self.bits.as_mut().is_some_and(|bits| core::mem::take(&mut bits[frame]).1))
             }
-            _ => Err(VmmError::Frames),
+            _ => Err(PagerError::Frames),
         }
     }
 
-    fn release(&mut self, frame: usize) -> Result<(), VmmError> {
+    fn release(&mut self, frame: usize) -> Result<(), PagerError> {
         self.check(frame)?;
         if self.mapped.values().any(|(f, _)| *f == frame) {
-            return Err(VmmError::Frames);
+            return Err(PagerError::Frames);
         }
         self.released[frame] = true;
         Ok(())
@@ -213,10 +213,10 @@ impl Frames for MemFrames {
         &mut self,
         resident: &mut dyn Iterator<Item = usize>,
         found: &mut dyn FnMut(usize),
-    ) -> Result<(), VmmError> {
+    ) -> Result<(), PagerError> {
         if let Some(bits) = &mut self.bits {
             for page in resident {
-                let (frame, _) = *self.mapped.get(&page).ok_or(VmmError::Frames)?;
+                let (frame, _) = *self.mapped.get(&page).ok_or(PagerError::Frames)?;
                 if core::mem::take(&mut bits[frame].0) {
                     found(page);
                 }
