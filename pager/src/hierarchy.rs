@@ -5,7 +5,6 @@
 use alloc::boxed::Box;
 
 use crate::app::AppHandler;
-use crate::backing::LocalBacking;
 use crate::block::BlockDevice;
 use crate::cache::{BasicCache, CacheManager, Codec, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, PrefetchDisk};
@@ -81,12 +80,10 @@ impl Hierarchy {
         };
         Ok(match *self {
             Hierarchy::LocalPaging => {
-                let backing = LocalBacking::new(Box::new(BasicDisk::new(device)?));
-                Box::new(BasicCache::pass_through(Box::new(backing)))
+                Box::new(BasicCache::pass_through(Box::new(BasicDisk::new(device)?)))
             }
             Hierarchy::CompressedCache { pool_bytes, codec } => {
-                let backing = LocalBacking::new(Box::new(BasicDisk::new(device)?));
-                let lower = BasicCache::pass_through(Box::new(backing));
+                let lower = BasicCache::pass_through(Box::new(BasicDisk::new(device)?));
                 Box::new(CompressedCache::new(Box::new(lower), compressed(pool_bytes, codec)))
             }
             Hierarchy::PrefetchingCompressedCache {
@@ -94,19 +91,17 @@ impl Hierarchy {
                 codec,
                 evict_pages,
                 fetch_pages,
-            } => {
-                let backing = LocalBacking::new(Box::new(PrefetchDisk::new(device)?));
-                Box::new(CompressedCache::extended(
-                    Box::new(backing),
-                    compressed(pool_bytes, codec),
-                    evict_pages,
-                    fetch_pages,
-                ))
-            }
-            Hierarchy::PrefetchingCache { evict_pages, fetch_pages } => {
-                let backing = LocalBacking::new(Box::new(PrefetchDisk::new(device)?));
-                Box::new(BasicCache::new(Box::new(backing), evict_pages, fetch_pages))
-            }
+            } => Box::new(CompressedCache::extended(
+                Box::new(PrefetchDisk::new(device)?),
+                compressed(pool_bytes, codec),
+                evict_pages,
+                fetch_pages,
+            )),
+            Hierarchy::PrefetchingCache { evict_pages, fetch_pages } => Box::new(BasicCache::new(
+                Box::new(PrefetchDisk::new(device)?),
+                evict_pages,
+                fetch_pages,
+            )),
         })
     }
 

@@ -14,7 +14,6 @@
 //!   the application's own.
 //! - [`cache`]: [`cache::CacheManager`]; basic (eviction and fetch areas), compressed (lz4 or
 //!   WKdm), extended (compressed pool over eviction and fetch areas). Caching is exclusive.
-//! - [`backing`]: [`backing::BackingStore`], routing pages to a disk manager (local now).
 //! - [`disk`]: [`disk::DiskManager`]; basic, write-behind, prefetching (friends).
 //! - [`spec`]: [`spec::PagerSpec`], a paged stretch's configuration as one line of text.
 //! - [`block`]: [`block::BlockDevice`], the pager's synchronous view of its disk, and
@@ -59,7 +58,9 @@
 //!   Its working memory is allocated once per cache, like lz4's.
 //!
 //! # Not yet
-//! - Remote paging (a second [`backing::BackingStore`]) and mirroring.
+//! - Remote paging and mirroring: the lowest cache manager talks to its disk manager directly;
+//!   a backing store routing pages between a disk manager and a remote paging client comes
+//!   with the second place to store pages.
 //! - Compressed pages on disk: the disk managers store whole pages, so the extended cache's
 //!   fetch and eviction areas hold pages uncompressed.
 //! - The compressed pool as one contiguous stretch with an address-ordered free list; its
@@ -74,7 +75,6 @@
 extern crate alloc;
 
 pub mod app;
-pub mod backing;
 pub mod block;
 pub mod cache;
 pub mod disk;

@@ -6,7 +6,6 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::app::{AppHandler, GuaranteeChange, NoAppHandler};
-use crate::backing::LocalBacking;
 use crate::block::{BlockDevice, MemBlockDevice};
 use crate::cache::{BasicCache, CacheManager, Codec, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, DiskManager, PrefetchDisk, WriteBehindDisk};
@@ -282,7 +281,7 @@ fn prefetching_hierarchies_prefetch() {
 #[test]
 fn write_behind_disk_under_a_pager_keeps_every_byte() {
     let disk = WriteBehindDisk::new(MemBlockDevice::with_pages(2 * PAGES), 3).expect("disk");
-    let cache = BasicCache::pass_through(Box::new(LocalBacking::new(Box::new(disk))));
+    let cache = BasicCache::pass_through(Box::new(disk));
     let pager =
         Pager::new(FRAMES, PAGES, Box::new(Clock::new()), Box::new(cache), Box::new(NoAppHandler));
     let mut p = Paged::new(pager, MemFrames::new(FRAMES));
@@ -800,7 +799,7 @@ fn an_eviction_the_disk_keeps_failing_names_the_page_written_and_loses_nothing()
 #[test]
 fn basic_cache_writes_its_eviction_area_as_one_group() {
     let disk = PrefetchDisk::new(MemBlockDevice::with_pages(32)).unwrap();
-    let mut c = BasicCache::new(Box::new(LocalBacking::new(Box::new(disk))), 4, 4);
+    let mut c = BasicCache::new(Box::new(disk), 4, 4);
     for i in 0..4u8 {
         c.put(i as usize, &page_of(i + 1), true).unwrap();
     }
@@ -832,7 +831,7 @@ fn compressed_cache_stores_marks_raw_and_compressed_and_is_exclusive() {
 
 fn compressed_cache_is_exclusive(codec: Codec, size: usize) {
     let disk = BasicDisk::new(MemBlockDevice::with_pages(8)).unwrap();
-    let lower = BasicCache::pass_through(Box::new(LocalBacking::new(Box::new(disk))));
+    let lower = BasicCache::pass_through(Box::new(disk));
     let config = CompressedConfig { codec, ..CompressedConfig::new(2 * PAGE_SIZE) };
     let mut c = CompressedCache::new(Box::new(lower), config);
     let zero = page_of(0);
@@ -1099,7 +1098,7 @@ fn write_behind_keeps_pages_whose_slots_fail_queued_and_loses_nothing() {
     dev.inject(Injected { op: Op::Write, sectors: slot_sectors(2..5), times: None });
     dev.inject(Injected { op: Op::Read, sectors: slot_sectors(0..1), times: Some(1) });
     let disk = WriteBehindDisk::new(dev, 3).expect("disk");
-    let cache = BasicCache::pass_through(Box::new(LocalBacking::new(Box::new(disk))));
+    let cache = BasicCache::pass_through(Box::new(disk));
     let pager =
         Pager::new(FRAMES, PAGES, Box::new(Clock::new()), Box::new(cache), Box::new(NoAppHandler));
     let mut p = Paged::new(pager, MemFrames::new(FRAMES));

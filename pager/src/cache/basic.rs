@@ -5,8 +5,7 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use super::{CacheManager, CacheStats, Fetched};
-use crate::backing::BackingStore;
-use crate::disk::{DiskStats, SwapSpace};
+use crate::disk::{DiskManager, DiskStats, SwapSpace};
 use crate::error::PagerError;
 use crate::{PAGE_SIZE, Page};
 
@@ -25,7 +24,7 @@ use crate::{PAGE_SIZE, Page};
 /// With both areas empty the cache holds nothing and every page goes straight to the backing
 /// store, one page per request.
 pub struct BasicCache {
-    backing: Box<dyn BackingStore>,
+    disk: Box<dyn DiskManager>,
     evict: Vec<(usize, Box<Page>)>,
     evict_pages: usize,
     fetch: VecDeque<(usize, Box<Page>)>,
@@ -34,14 +33,10 @@ pub struct BasicCache {
 }
 
 impl BasicCache {
-    /// A cache over `backing` with the two areas' sizes in pages.
-    pub fn new(
-        backing: Box<dyn BackingStore>,
-        evict_pages: usize,
-        fetch_pages: usize,
-    ) -> BasicCache {
+    /// A cache over `disk` with the two areas' sizes in pages.
+    pub fn new(disk: Box<dyn DiskManager>, evict_pages: usize, fetch_pages: usize) -> BasicCache {
         BasicCache {
-            backing,
+            disk,
             evict: Vec::new(),
             evict_pages,
             fetch: VecDeque::new(),
@@ -50,14 +45,14 @@ impl BasicCache {
         }
     }
 
-    /// A cache that holds nothing: pages go straight to `backing`.
-    pub fn pass_through(backing: Box<dyn BackingStore>) -> BasicCache {
-        BasicCache::new(backing, 0, 0)
+    /// A cache that holds nothing: pages go straight to `disk`.
+    pub fn pass_through(disk: Box<dyn DiskManager>) -> BasicCache {
+        BasicCache::new(disk, 0, 0)
     }
 
-    /// The backing store.
-    pub fn backing(&self) -> &dyn BackingStore {
-        &*self.backing
+    /// The disk manager below.
+    pub fn disk(&self) -> &dyn DiskManager {
+        &*self.disk
     }
 
     fn write_evict_area(&mut self) -> Result<(), PagerError> {
@@ -65,7 +60,7 @@ impl BasicCache {
             return Ok(());
         }
         let group: Vec<(usize, &Page)> = self.evict.iter().map(|(p, d)| (*p, &**d)).collect();
-        self.backing.write_group(&group)?;
+        self.disk.write_group(&group)?;
         self.stats.group_writes += 1;
         self.evict.clear();
         Ok(())
@@ -88,12 +83,12 @@ impl CacheManager for BasicCache {
         self.stats.puts += 1;
         // Any copy waiting in the fetch area is the same as the backing store's, or older.
         self.remove_from_fetch_area(page);
-        if !dirty && self.backing.holds(page) {
+        if !dirty && self.disk.location(page).is_some() {
             self.stats.clean_dropped += 1;
             return Ok(());
         }
         if self.evict_pages == 0 {
-            self.backing.write_group(&[(page, data)])?;
+            self.disk.write_group(&[(page, data)])?;
             self.stats.group_writes += 1;
             return Ok(());
         }
@@ -133,7 +128,7 @@ impl CacheManager for BasicCache {
         }
         self.stats.misses += 1;
         let mut prefetched = Vec::new();
-        self.backing.read(page, buf, 1 + self.fetch_pages, &mut prefetched)?;
+        self.disk.read(page, buf, 1 + self.fetch_pages, &mut prefetched)?;
         for (p, data) in prefetched {
             let held =
                 self.evict.iter().any(|(q, _)| *q == p) || self.fetch.iter().any(|(q, _)| *q == p);
@@ -153,7 +148,7 @@ impl CacheManager for BasicCache {
     fn flush(&mut self) -> Result<(), PagerError> {
         self.write_evict_area()?;
         self.fetch.clear();
-        self.backing.flush()
+        self.disk.flush()
     }
 
     fn resize(&mut self, bytes: usize) -> Result<(), PagerError> {
@@ -176,10 +171,10 @@ impl CacheManager for BasicCache {
     }
 
     fn swap_space(&self) -> SwapSpace {
-        self.backing.swap_space()
+        self.disk.swap_space()
     }
 
     fn disk_stats(&self) -> DiskStats {
-        self.backing.disk_stats()
+        self.disk.stats()
     }
 }

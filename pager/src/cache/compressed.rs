@@ -11,8 +11,7 @@ use lz4_flex::block::{
 
 use super::wkdm::Scratch;
 use super::{BasicCache, CacheManager, CacheStats, Fetched};
-use crate::backing::BackingStore;
-use crate::disk::{DiskStats, SwapSpace};
+use crate::disk::{DiskManager, DiskStats, SwapSpace};
 use crate::error::PagerError;
 use crate::{PAGE_SIZE, Page};
 
@@ -179,12 +178,12 @@ impl CompressedCache {
     /// missed one. Areas 2 and 3 hold pages uncompressed, because the disk managers store
     /// whole pages.
     pub fn extended(
-        backing: Box<dyn BackingStore>,
+        disk: Box<dyn DiskManager>,
         config: CompressedConfig,
         evict_pages: usize,
         fetch_pages: usize,
     ) -> CompressedCache {
-        CompressedCache::new(Box::new(BasicCache::new(backing, evict_pages, fetch_pages)), config)
+        CompressedCache::new(Box::new(BasicCache::new(disk, evict_pages, fetch_pages)), config)
     }
 
     /// Whether the pool itself (not a lower cache) holds `page`.
