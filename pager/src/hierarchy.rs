@@ -1,74 +1,42 @@
-//! [`Hierarchy`]: the thesis's local paging hierarchies (Heracles Fig 8.2, 1-4) as plain data,
-//! each built into a [`Pager`] by [`Hierarchy::build`], so a manifest key or a few lines of
-//! code choose one.
+//! Building a [`Hierarchy`] (the thesis's local paging hierarchies, Heracles Fig 8.2, 1-4, as
+//! plain data in `pager_spec`): its cache managers over a disk manager, or a whole [`Pager`]
+//! ([`BuildHierarchy`]), so a manifest key or a few lines of code choose one.
 
 use alloc::boxed::Box;
 
 use crate::app::AppHandler;
 use crate::block::BlockDevice;
-use crate::cache::{BasicCache, CacheManager, Codec, CompressedCache, CompressedConfig};
+use crate::cache::{BasicCache, CacheManager, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, PrefetchDisk};
 use crate::error::PagerError;
 use crate::pager::Pager;
 use crate::replace::ReplacementPolicy;
 
-/// A local paging hierarchy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hierarchy {
-    /// Local paging: no cache, a basic disk manager.
-    LocalPaging,
-    /// Local paging with a compressed cache of `pool_bytes`, a basic disk manager.
-    CompressedCache {
-        /// The compressed pool's size in bytes.
-        pool_bytes: usize,
-        /// The pool's compressor.
-        codec: Codec,
-    },
-    /// Local paging with a prefetching compressed cache: the extended compressed cache over
-    /// a prefetching disk manager.
-    PrefetchingCompressedCache {
-        /// The compressed pool's size in bytes.
-        pool_bytes: usize,
-        /// The pool's compressor.
-        codec: Codec,
-        /// Eviction area, pages (written as one group).
-        evict_pages: usize,
-        /// Fetch area, pages (read with a miss).
-        fetch_pages: usize,
-    },
-    /// Local paging with a prefetching non-compressed cache: the basic cache's eviction and
-    /// fetch areas over a prefetching disk manager.
-    PrefetchingCache {
-        /// Eviction area, pages.
-        evict_pages: usize,
-        /// Fetch area, pages.
-        fetch_pages: usize,
-    },
-}
+pub use pager_spec::Hierarchy;
 
-impl Hierarchy {
-    /// The compressed pool's codec, if it has a compressed pool.
-    pub fn codec(&self) -> Option<Codec> {
-        match *self {
-            Hierarchy::CompressedCache { codec, .. }
-            | Hierarchy::PrefetchingCompressedCache { codec, .. } => Some(codec),
-            Hierarchy::LocalPaging | Hierarchy::PrefetchingCache { .. } => None,
-        }
-    }
-
-    /// Its name, as a manifest would spell it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Hierarchy::LocalPaging => "local",
-            Hierarchy::CompressedCache { .. } => "compressed",
-            Hierarchy::PrefetchingCompressedCache { .. } => "prefetching-compressed",
-            Hierarchy::PrefetchingCache { .. } => "prefetching",
-        }
-    }
-
+/// Builds a [`Hierarchy`]: its cache managers over a disk manager, or a whole [`Pager`].
+pub trait BuildHierarchy {
     /// The cache manager stack of this hierarchy over a swap area on `device`; a compressed
     /// cache times its codec with `clock` if there is one.
-    pub fn cache<D: BlockDevice + 'static>(
+    fn cache<D: BlockDevice + 'static>(
+        &self,
+        device: D,
+        clock: Option<fn() -> u64>,
+    ) -> Result<Box<dyn CacheManager>, PagerError>;
+
+    /// A pager for a stretch of `pages` pages on `frame_count` frames, paging to `device`.
+    fn build<D: BlockDevice + 'static>(
+        &self,
+        frame_count: usize,
+        device: D,
+        pages: usize,
+        policy: Box<dyn ReplacementPolicy>,
+        app: Box<dyn AppHandler>,
+    ) -> Result<Pager, PagerError>;
+}
+
+impl BuildHierarchy for Hierarchy {
+    fn cache<D: BlockDevice + 'static>(
         &self,
         device: D,
         clock: Option<fn() -> u64>,
@@ -105,8 +73,7 @@ impl Hierarchy {
         })
     }
 
-    /// A pager for a stretch of `pages` pages on `frame_count` frames, paging to `device`.
-    pub fn build<D: BlockDevice + 'static>(
+    fn build<D: BlockDevice + 'static>(
         &self,
         frame_count: usize,
         device: D,

@@ -8,14 +8,17 @@
 //! # Layers, top to bottom
 //! - [`pager::Pager`]: pages into the frames each call hands it ([`frames::Frames`]); owns a replacement policy, a cache
 //!   manager and the application's [`app::AppHandler`]; answers `fault`, `lock`/`unlock`,
-//!   `resize_cache`, `revoke`, `stats`. [`hierarchy::Hierarchy`] builds the thesis's four
+//!   `resize_cache`, `revoke`, `stats`. [`hierarchy::BuildHierarchy`] builds the thesis's four
 //!   local hierarchies in one call.
 //! - [`replace`]: [`replace::ReplacementPolicy`]; second-chance FIFO clock (default), LRU, or
 //!   the application's own.
 //! - [`cache`]: [`cache::CacheManager`]; basic (eviction and fetch areas), compressed (lz4 or
 //!   WKdm), extended (compressed pool over eviction and fetch areas). Caching is exclusive.
 //! - [`disk`]: [`disk::DiskManager`]; basic, write-behind, prefetching (friends).
-//! - [`spec`]: [`spec::PagerSpec`], a paged stretch's configuration as one line of text.
+//! - [`spec`]: [`spec::PagerSpec`], a paged stretch's configuration as one line of text, with
+//!   [`hierarchy::Hierarchy`], [`replace::PolicyKind`] and [`cache::Codec`]: plain data from the
+//!   `pager_spec` crate (re-exported here), which the manifest's front end uses without the
+//!   pager; [`hierarchy::BuildHierarchy`] and [`replace::BuildPolicy`] build them.
 //! - [`block`]: [`block::BlockDevice`], the pager's synchronous view of its disk, and
 //!   [`block::MemBlockDevice`] for tests, with faults injected ([`block::Injected`]).
 //!
@@ -83,13 +86,13 @@ pub mod frames;
 pub mod hierarchy;
 pub mod pager;
 pub mod replace;
-pub mod spec;
 
 #[cfg(test)]
 mod tests;
 
 pub use abi::PAGE_SIZE;
 pub use error::PagerError;
+pub use pager_spec::spec;
 
 /// One page of contents.
 pub type Page = [u8; PAGE_SIZE];

@@ -42,19 +42,16 @@ pub trait ReplacementPolicy {
     }
 }
 
-/// Which built-in policy to use.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum PolicyKind {
-    /// [`Clock`].
-    #[default]
-    Clock,
-    /// [`Lru`].
-    Lru,
+pub use pager_spec::PolicyKind;
+
+/// Builds the built-in policy a [`PolicyKind`] names: [`Clock`] or [`Lru`].
+pub trait BuildPolicy {
+    /// A new policy of this kind.
+    fn build(self) -> alloc::boxed::Box<dyn ReplacementPolicy>;
 }
 
-impl PolicyKind {
-    /// A new policy of this kind.
-    pub fn build(self) -> alloc::boxed::Box<dyn ReplacementPolicy> {
+impl BuildPolicy for PolicyKind {
+    fn build(self) -> alloc::boxed::Box<dyn ReplacementPolicy> {
         match self {
             PolicyKind::Clock => alloc::boxed::Box::new(Clock::new()),
             PolicyKind::Lru => alloc::boxed::Box::new(Lru::new()),

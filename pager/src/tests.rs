@@ -11,9 +11,9 @@ use crate::cache::{BasicCache, CacheManager, Codec, CompressedCache, CompressedC
 use crate::disk::{BasicDisk, DiskManager, PrefetchDisk, WriteBehindDisk};
 use crate::error::PagerError;
 use crate::frames::MemFrames;
-use crate::hierarchy::Hierarchy;
+use crate::hierarchy::{BuildHierarchy, Hierarchy};
 use crate::pager::Pager;
-use crate::replace::{Clock, PolicyKind, ReplacementPolicy};
+use crate::replace::{BuildPolicy, Clock, PolicyKind, ReplacementPolicy};
 use crate::{PAGE_SIZE, Page};
 
 /// splitmix64: deterministic and dependency-free.

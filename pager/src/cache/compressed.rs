@@ -14,6 +14,7 @@ use super::{BasicCache, CacheManager, CacheStats, Fetched};
 use crate::disk::{DiskManager, DiskStats, SwapSpace};
 use crate::error::PagerError;
 use crate::{PAGE_SIZE, Page};
+pub use pager_spec::Codec;
 
 /// The pool's unit of space: every entry takes a whole number of 512-byte sub-pages (the
 /// thesis's sub-page size), so fragmentation is bounded and the accounting is exact.
@@ -29,29 +30,6 @@ pub enum Incompressible {
     /// Pass it to the cache below (towards the backing store), keeping the pool for pages
     /// that compress.
     Bypass,
-}
-
-/// The compressor of a compressed cache.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Codec {
-    /// lz4's block format (`lz4_flex`): finds repeats anywhere in the page, so it shrinks text
-    /// and repeated structures well, at tens of thousands of instructions a page.
-    #[default]
-    Lz4,
-    /// [WKdm](super::wkdm): word by word against 16 recent words, so it shrinks small
-    /// integers and pointers (words sharing high bits) but not text, at a few instructions a
-    /// word.
-    Wkdm,
-}
-
-impl Codec {
-    /// Its name, as a pager spec spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Codec::Lz4 => "lz4",
-            Codec::Wkdm => "wkdm",
-        }
-    }
 }
 
 /// The compressed cache's settings.

@@ -62,9 +62,9 @@ use core::ops::Range;
 use pager::PagerError;
 use pager::app::{AppHandler, NoAppHandler};
 use pager::block::BlockDevice;
-use pager::hierarchy::Hierarchy;
+use pager::hierarchy::{BuildHierarchy, Hierarchy};
 use pager::pager::{Pager, PagerStats};
-use pager::replace::{PolicyKind, ReplacementPolicy};
+use pager::replace::{BuildPolicy, PolicyKind, ReplacementPolicy};
 use stretch_driver::{
     DriverError, DriverStats, Fault, FaultError, FrameKind, MemError, MemoryKernel, Rights,
     StretchDriver, StretchInfo,

@@ -25,10 +25,9 @@
 use alloc::string::{String, ToString};
 use core::fmt;
 
-use crate::PAGE_SIZE;
-use crate::cache::Codec;
-use crate::hierarchy::Hierarchy;
-use crate::replace::PolicyKind;
+use abi::PAGE_SIZE;
+
+use crate::{Codec, Hierarchy, PolicyKind};
 
 /// A paged stretch's configuration; see the [module](self).
 #[derive(Clone, Debug, PartialEq, Eq)]
