@@ -1,72 +1,73 @@
-//! The frames a pager pages into, behind the small [`Frames`] trait: the paged stretch
-//! driver implements it over the kernel's frames and mappings, the host tests with
-//! [`MemFrames`], page buffers in a `Vec`.
+//! Frames for the host tests: [`MemFrames`], page buffers in a `Vec` with their mapping
+//! recorded, which do what a pager asks ([`crate::plan::FrameOp`]) through the small
+//! [`Frames`] trait. The pager itself never calls them: it returns its steps.
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 use crate::error::PagerError;
+use crate::pager::Pager;
+use crate::plan::{FrameOp, Outcome, Step};
 use crate::{PAGE_SIZE, Page};
 
-/// The frames a pager pages into, numbered from 0 (the pager knows how many: it is made for
-/// them), and the mapping of pages onto them. The pager does not own them: each call that
-/// pages is handed them, so the paged stretch driver can build them around the kernel it is
-/// given for that call. The pager fills a frame before mapping it, and unmaps a page before
-/// saving its frame, so no thread sees a half-filled page or changes one being saved.
-///
-/// Frames whose mappings keep the hardware's accessed and dirty bits say so
-/// ([`Frames::tracks_dirty`], [`Frames::referenced`]): the pager then maps clean pages
-/// writable and learns at eviction whether they were written, instead of taking a protection
-/// fault on the first write, and its replacement policy hears of accesses that never faulted.
+/// Frames that do what a pager asks ([`FrameOp`]), for the host tests: [`MemFrames`], and
+/// wrappers around it that inject failures. [`Frames::run`] does a call's steps until it is
+/// answered. (The paged stretch driver does the same over the kernel's frames, with its own
+/// loop.)
 pub trait Frames {
-    /// Fills `frame` out of view: runs `fill` on its contents (which it must overwrite whole),
-    /// in place, so a page decompressed or read from disk is written once.
-    fn fill(
-        &mut self,
-        frame: usize,
-        fill: &mut dyn FnMut(&mut Page) -> Result<(), PagerError>,
-    ) -> Result<(), PagerError>;
+    /// Runs [`Pager::fill`] on the contents of `frame`, in place.
+    fn fill(&mut self, frame: usize, pager: &mut Pager) -> Result<(), PagerError>;
 
     /// Fills `frame` with zeros.
     fn zero(&mut self, frame: usize) -> Result<(), PagerError>;
 
-    /// Runs `save` on the contents of `frame` (whose page the pager has unmapped), in place.
-    fn save(
-        &mut self,
-        frame: usize,
-        save: &mut dyn FnMut(&Page) -> Result<(), PagerError>,
-    ) -> Result<(), PagerError>;
+    /// Runs [`Pager::save`] on the contents of `frame`, in place.
+    fn save(&mut self, frame: usize, pager: &mut Pager) -> Result<(), PagerError>;
 
-    /// Maps `page` of the stretch onto `frame`, writable or read-only (a write to a
-    /// read-only page faults again, which is how the pager learns it is dirty unless the
-    /// frames track dirty bits).
+    /// Maps `page` onto `frame` ([`FrameOp::Map`]).
     fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), PagerError>;
 
-    /// Unmaps `page`, which is mapped on `frame`, and says whether it was written while it was
-    /// mapped writable, as the hardware's dirty bit tells (always `false` for frames that do
-    /// not [track dirty bits](Frames::tracks_dirty)).
+    /// Unmaps `page` from `frame` and says whether it was written ([`FrameOp::Unmap`]).
     fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, PagerError>;
 
-    /// Gives `frame` (unmapped) back: the pager never uses it again.
+    /// Gives `frame` back ([`FrameOp::Release`]).
     fn release(&mut self, frame: usize) -> Result<(), PagerError>;
 
-    /// Whether [`Frames::unmap`] reports the hardware's dirty bit: if so, the pager maps
-    /// clean pages writable.
+    /// Whether [`Frames::unmap`] reports a dirty bit ([`Pager::set_tracks_dirty`]).
     fn tracks_dirty(&self) -> bool {
         false
     }
 
-    /// Calls `found` with each of the `resident` pages (mapped, in ascending order, as the
-    /// pager holds them) that the hardware marked accessed since the last call, and clears the
-    /// marks. Frames without accessed bits report nothing.
-    fn referenced(
-        &mut self,
-        resident: &mut dyn Iterator<Item = usize>,
-        found: &mut dyn FnMut(usize),
-    ) -> Result<(), PagerError> {
-        let _ = (resident, found);
+    /// Tells `pager` of the resident pages marked accessed, and clears the marks
+    /// ([`FrameOp::Harvest`]); frames without accessed bits tell of none.
+    fn harvest(&mut self, pager: &mut Pager) -> Result<(), PagerError> {
+        let _ = pager;
         Ok(())
+    }
+
+    /// Does `step` and those that follow it until the call is answered.
+    fn run(&mut self, pager: &mut Pager, step: Step) -> Result<Outcome, PagerError> {
+        let mut step = step;
+        loop {
+            let op = match step {
+                Step::Done(done) => return done,
+                Step::Do(op) => op,
+            };
+            let answer = match op {
+                FrameOp::Map { page, frame, writable } => self.map(page, frame, writable),
+                FrameOp::Unmap { page, frame } => {
+                    step = pager.resume(self.unmap(page, frame));
+                    continue;
+                }
+                FrameOp::Fill { frame } => self.fill(frame, pager),
+                FrameOp::Zero { frame } => self.zero(frame),
+                FrameOp::Save { frame } => self.save(frame, pager),
+                FrameOp::Harvest => self.harvest(pager),
+                FrameOp::Release { frame } => self.release(frame),
+            };
+            step = pager.resume(answer.map(|()| false));
+        }
     }
 }
 
@@ -148,13 +149,9 @@ impl MemFrames {
 }
 
 impl Frames for MemFrames {
-    fn fill(
-        &mut self,
-        frame: usize,
-        fill: &mut dyn FnMut(&mut Page) -> Result<(), PagerError>,
-    ) -> Result<(), PagerError> {
+    fn fill(&mut self, frame: usize, pager: &mut Pager) -> Result<(), PagerError> {
         self.check(frame)?;
-        fill(&mut self.frames[frame])
+        pager.fill(&mut self.frames[frame])
     }
 
     fn zero(&mut self, frame: usize) -> Result<(), PagerError> {
@@ -163,13 +160,9 @@ impl Frames for MemFrames {
         Ok(())
     }
 
-    fn save(
-        &mut self,
-        frame: usize,
-        save: &mut dyn FnMut(&Page) -> Result<(), PagerError>,
-    ) -> Result<(), PagerError> {
+    fn save(&mut self, frame: usize, pager: &mut Pager) -> Result<(), PagerError> {
         self.check(frame)?;
-        save(&self.frames[frame])
+        pager.save(&self.frames[frame])
     }
 
     fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), PagerError> {
@@ -209,16 +202,13 @@ impl Frames for MemFrames {
         self.bits.is_some()
     }
 
-    fn referenced(
-        &mut self,
-        resident: &mut dyn Iterator<Item = usize>,
-        found: &mut dyn FnMut(usize),
-    ) -> Result<(), PagerError> {
+    fn harvest(&mut self, pager: &mut Pager) -> Result<(), PagerError> {
         if let Some(bits) = &mut self.bits {
+            let resident: Vec<usize> = pager.resident_pages().collect();
             for page in resident {
                 let (frame, _) = *self.mapped.get(&page).ok_or(PagerError::Frames)?;
                 if core::mem::take(&mut bits[frame].0) {
-                    found(page);
+                    pager.accessed(page);
                 }
             }
         }

@@ -6,9 +6,12 @@
 //! runs it in a domain.
 //!
 //! # Layers, top to bottom
-//! - [`pager::Pager`]: pages into the frames each call hands it ([`frames::Frames`]); owns a replacement policy, a cache
-//!   manager and the application's [`app::AppHandler`]; answers `fault`, `lock`/`unlock`,
-//!   `resize_cache`, `revoke`, `stats`. [`hierarchy::BuildHierarchy`] builds the thesis's four
+//! - [`pager::Pager`]: decides for its frames and holds none: `fault`, `lock` and `revoke`
+//!   return the frame operations they need one [`plan::Step`] at a time, which the caller does
+//!   and answers ([`pager::Pager::resume`]), and end in a typed [`plan::Outcome`] (a fault's
+//!   [`plan::FaultOutcome`]: where the page came from, the evictions done). It owns a
+//!   replacement policy, a cache manager and the application's [`app::AppHandler`]; answers
+//!   `unlock`, `resize_cache` and `stats` directly. [`hierarchy::BuildHierarchy`] builds the thesis's four
 //!   local hierarchies in one call.
 //! - [`replace`]: [`replace::ReplacementPolicy`]; second-chance FIFO clock (default), LRU, or
 //!   the application's own.
@@ -19,6 +22,7 @@
 //!   [`hierarchy::Hierarchy`], [`replace::PolicyKind`] and [`cache::Codec`]: plain data from the
 //!   `pager_spec` crate (re-exported here), which the manifest's front end uses without the
 //!   pager; [`hierarchy::BuildHierarchy`] and [`replace::BuildPolicy`] build them.
+//! - [`frames`]: [`frames::MemFrames`], frames in memory that do a pager's steps, for tests.
 //! - [`block`]: [`block::BlockDevice`], the pager's synchronous view of its disk, and
 //!   [`block::MemBlockDevice`] for tests, with faults injected ([`block::Injected`]).
 //!
@@ -85,6 +89,7 @@ pub mod error;
 pub mod frames;
 pub mod hierarchy;
 pub mod pager;
+pub mod plan;
 pub mod replace;
 
 #[cfg(test)]

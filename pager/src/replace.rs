@@ -5,7 +5,7 @@
 //! - [`Clock`]: second-chance FIFO with a single hand, the default. The reference bit is set
 //!   when the pager sees an access: a fault on the page, or an access the hardware marked in
 //!   the page tables, which the pager harvests before it chooses victims (frames that keep
-//!   accessed bits, [`crate::frames::Frames::referenced`]).
+//!   accessed bits, [`crate::plan::FrameOp::Harvest`]).
 //! - [`Lru`]: least recently used, by a logical clock stamped at each reported access.
 //! - An application supplies its own policy by implementing the trait and handing it to
 //!   [`crate::pager::Pager::new`].

@@ -10,9 +10,10 @@ use crate::block::{BlockDevice, MemBlockDevice};
 use crate::cache::{BasicCache, CacheManager, Codec, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, DiskManager, PrefetchDisk, WriteBehindDisk};
 use crate::error::PagerError;
-use crate::frames::MemFrames;
+use crate::frames::{Frames, MemFrames};
 use crate::hierarchy::{BuildHierarchy, Hierarchy};
-use crate::pager::Pager;
+use crate::pager::{Pager, PagerStats};
+use crate::plan::{FaultOutcome, Found, HitKind, Outcome, Source};
 use crate::replace::{BuildPolicy, Clock, PolicyKind, ReplacementPolicy};
 use crate::{PAGE_SIZE, Page};
 
@@ -75,26 +76,77 @@ fn hierarchies() -> [Hierarchy; 6] {
 }
 
 /// A pager with its frames, as the paged stretch driver holds them, so tests call it as one.
+/// Every fault's outcome is checked against the pager's counts and kept.
 struct Paged<F> {
     pager: Pager,
     frames: F,
+    outcomes: Vec<FaultOutcome>,
 }
 
-impl<F: crate::frames::Frames> Paged<F> {
-    fn new(pager: Pager, frames: F) -> Paged<F> {
-        Paged { pager, frames }
+/// Checks that a fault's outcome says what the pager's counts say it did, `before` and
+/// `after` the fault.
+fn check_outcome(o: &FaultOutcome, before: &PagerStats, after: &PagerStats) {
+    let d = |f: fn(&PagerStats) -> u64| f(after) - f(before);
+    assert_eq!(u64::from(o.evicted), d(|s| s.evictions), "{o:?}");
+    assert_eq!(u64::from(o.evicted_dirty), d(|s| s.dirty_evictions), "{o:?}");
+    assert_eq!(o.disk_writes, d(|s| s.disk.device_writes), "{o:?}");
+    let (top_hits, reads) = (d(|s| s.cache.hits), d(|s| s.disk.device_reads));
+    let fetched = d(|s| s.fetches);
+    match o.source {
+        Source::Resident => assert_eq!((fetched, d(|s| s.zero_fills)), (0, 0), "{o:?}"),
+        Source::ZeroFill => assert_eq!((fetched, d(|s| s.zero_fills)), (0, 1), "{o:?}"),
+        Source::Lost => assert_eq!((fetched, d(|s| s.lost_pages)), (0, 1), "{o:?}"),
+        Source::Hit { top, found } => {
+            assert_eq!((fetched, top_hits, reads), (1, u64::from(top), 0), "{o:?}");
+            let kind = |k| u64::from(found == Found::Pool(k));
+            assert_eq!(d(|s| s.cache.zero_hits), kind(HitKind::Zero), "{o:?}");
+            assert_eq!(d(|s| s.cache.raw_hits), kind(HitKind::Raw), "{o:?}");
+        }
+        Source::Miss => assert_eq!((fetched, top_hits), (1, 0), "{o:?}"),
+    }
+    // What the paged driver counted as a hit when it read the counts around each fault.
+    let counted_hit = top_hits > 0 && reads == 0 && o.disk_writes == 0;
+    let hit = matches!(o.source, Source::Hit { top: true, .. }) && o.disk_writes == 0;
+    assert_eq!(counted_hit, hit, "{o:?}");
+}
+
+impl<F: Frames> Paged<F> {
+    fn new(mut pager: Pager, frames: F) -> Paged<F> {
+        pager.set_tracks_dirty(frames.tracks_dirty());
+        Paged { pager, frames, outcomes: Vec::new() }
+    }
+
+    /// Faults `page` in and says what the fault did.
+    fn fault_outcome(&mut self, page: usize, write: bool) -> Result<FaultOutcome, PagerError> {
+        let before = self.pager.stats();
+        let step = self.pager.fault(page, write);
+        let outcome = match self.frames.run(&mut self.pager, step)? {
+            Outcome::Fault(outcome) => outcome,
+            Outcome::Revoked(_) => unreachable!("a fault answered as a revocation"),
+        };
+        check_outcome(&outcome, &before, &self.pager.stats());
+        self.outcomes.push(outcome);
+        Ok(outcome)
     }
 
     fn fault(&mut self, page: usize, write: bool) -> Result<usize, PagerError> {
-        self.pager.fault(&mut self.frames, page, write)
+        self.fault_outcome(page, write).map(|o| o.frame)
     }
 
     fn lock(&mut self, page: usize) -> Result<usize, PagerError> {
-        self.pager.lock(&mut self.frames, page)
+        let step = self.pager.lock(page);
+        match self.frames.run(&mut self.pager, step)? {
+            Outcome::Fault(outcome) => Ok(outcome.frame),
+            Outcome::Revoked(_) => unreachable!("a lock answered as a revocation"),
+        }
     }
 
     fn revoke(&mut self, wanted: usize) -> Result<usize, PagerError> {
-        self.pager.revoke(&mut self.frames, wanted)
+        let step = self.pager.revoke(wanted);
+        match self.frames.run(&mut self.pager, step)? {
+            Outcome::Revoked(released) => Ok(released),
+            Outcome::Fault(_) => unreachable!("a revocation answered as a fault"),
+        }
     }
 
     fn frames(&self) -> &F {
@@ -216,6 +268,31 @@ fn every_hierarchy_and_policy_keeps_every_byte() {
             let s = p.stats();
             assert!(s.evictions > 0 && s.disk.device_writes > 0, "{}: {s:?}", h.name());
             assert!(s.disk.device_reads > 0, "{}: {s:?}", h.name());
+        }
+    }
+}
+
+#[test]
+fn a_fault_says_where_its_page_came_from_and_what_it_evicted() {
+    for h in hierarchies() {
+        let mut p = pager(h, PolicyKind::Clock.build(), 2 * PAGES);
+        p.set_evict_ahead(3);
+        random_run(&mut p, 5, 3000);
+        let seen = |f: &dyn Fn(&FaultOutcome) -> bool| p.outcomes.iter().any(f);
+        assert!(seen(&|o| o.source == Source::ZeroFill && o.evicted == 0), "{}", h.name());
+        assert!(seen(&|o| o.source == Source::Resident), "{}", h.name());
+        assert!(seen(&|o| o.source == Source::Miss && o.disk_writes == 0), "{}", h.name());
+        assert!(seen(&|o| o.evicted == 3 && o.evicted_dirty > 0), "{}", h.name());
+        assert!(seen(&|o| o.disk_writes > 0), "{}", h.name());
+        if h != Hierarchy::LocalPaging {
+            assert!(seen(&|o| matches!(o.source, Source::Hit { top: true, .. })), "{}", h.name());
+        }
+        for kind in HitKind::ALL.into_iter().filter(|_| h.codec().is_some()) {
+            let pool = Source::Hit { top: true, found: Found::Pool(kind) };
+            assert!(seen(&|o| o.source == pool), "{}: {kind:?}", h.name());
+        }
+        if let Hierarchy::PrefetchingCompressedCache { .. } = h {
+            assert!(seen(&|o| matches!(o.source, Source::Hit { top: false, .. })), "{}", h.name());
         }
     }
 }
@@ -877,23 +954,15 @@ impl TestFrames {
     }
 }
 
-impl crate::frames::Frames for TestFrames {
-    fn fill(
-        &mut self,
-        frame: usize,
-        fill: &mut dyn FnMut(&mut Page) -> Result<(), PagerError>,
-    ) -> Result<(), PagerError> {
-        self.inner.fill(frame, fill)
+impl Frames for TestFrames {
+    fn fill(&mut self, frame: usize, pager: &mut Pager) -> Result<(), PagerError> {
+        self.inner.fill(frame, pager)
     }
     fn zero(&mut self, frame: usize) -> Result<(), PagerError> {
         self.inner.zero(frame)
     }
-    fn save(
-        &mut self,
-        frame: usize,
-        save: &mut dyn FnMut(&Page) -> Result<(), PagerError>,
-    ) -> Result<(), PagerError> {
-        self.inner.save(frame, save)
+    fn save(&mut self, frame: usize, pager: &mut Pager) -> Result<(), PagerError> {
+        self.inner.save(frame, pager)
     }
     fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), PagerError> {
         if self.fail_map {
@@ -910,13 +979,9 @@ impl crate::frames::Frames for TestFrames {
     fn tracks_dirty(&self) -> bool {
         self.inner.tracks_dirty()
     }
-    fn referenced(
-        &mut self,
-        resident: &mut dyn Iterator<Item = usize>,
-        found: &mut dyn FnMut(usize),
-    ) -> Result<(), PagerError> {
+    fn harvest(&mut self, pager: &mut Pager) -> Result<(), PagerError> {
         self.harvests += 1;
-        self.inner.referenced(resident, found)
+        self.inner.harvest(pager)
     }
 }
 

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use super::{CacheManager, CacheStats, Fetched};
 use crate::disk::{DiskManager, DiskStats, SwapSpace};
 use crate::error::PagerError;
+use crate::plan::Found;
 use crate::{PAGE_SIZE, Page};
 
 /// The basic cache manager.
@@ -118,13 +119,13 @@ impl CacheManager for BasicCache {
             let (_, data) = self.evict.swap_remove(i);
             buf.copy_from_slice(&data[..]);
             self.stats.hits += 1;
-            return Ok(Fetched { hit: true, dirty: true });
+            return Ok(Fetched { hit: true, found: Found::EvictionArea, dirty: true });
         }
         if let Some(data) = self.remove_from_fetch_area(page) {
             buf.copy_from_slice(&data[..]);
             self.stats.hits += 1;
             self.stats.prefetch_hits += 1;
-            return Ok(Fetched { hit: true, dirty: false });
+            return Ok(Fetched { hit: true, found: Found::FetchArea, dirty: false });
         }
         self.stats.misses += 1;
         let mut prefetched = Vec::new();
@@ -138,7 +139,7 @@ impl CacheManager for BasicCache {
             }
         }
         self.trim_fetch_area();
-        Ok(Fetched { hit: false, dirty: false })
+        Ok(Fetched { hit: false, found: Found::Disk, dirty: false })
     }
 
     fn holds(&self, page: usize) -> bool {

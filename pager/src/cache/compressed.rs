@@ -13,6 +13,7 @@ use super::wkdm::Scratch;
 use super::{BasicCache, CacheManager, CacheStats, Fetched};
 use crate::disk::{DiskManager, DiskStats, SwapSpace};
 use crate::error::PagerError;
+use crate::plan::{Found, HitKind};
 use crate::{PAGE_SIZE, Page};
 pub use pager_spec::Codec;
 
@@ -333,20 +334,26 @@ impl CacheManager for CompressedCache {
             let start = self.now();
             Self::restore(&mut self.wkdm, page, &entry.stored, buf)?;
             self.stats.codec_ns += self.now() - start;
-            match entry.stored {
-                Stored::Zero => self.stats.zero_hits += 1,
-                Stored::Raw(_) => self.stats.raw_hits += 1,
-                Stored::Lz4(_) | Stored::Wkdm(_) => {}
-            }
+            let kind = match entry.stored {
+                Stored::Zero => {
+                    self.stats.zero_hits += 1;
+                    HitKind::Zero
+                }
+                Stored::Raw(_) => {
+                    self.stats.raw_hits += 1;
+                    HitKind::Raw
+                }
+                Stored::Lz4(_) | Stored::Wkdm(_) => HitKind::Compressed,
+            };
             let dirty = entry.dirty;
             self.remove(page);
             self.stats.hits += 1;
-            return Ok(Fetched { hit: true, dirty });
+            return Ok(Fetched { hit: true, found: Found::Pool(kind), dirty });
         }
         self.stats.misses += 1;
         let pool = &self.pool;
         let found = self.lower.fetch(page, buf, &|p| skip(p) || pool.contains_key(&p))?;
-        Ok(Fetched { hit: false, dirty: found.dirty })
+        Ok(Fetched { hit: false, ..found })
     }
 
     fn holds(&self, page: usize) -> bool {

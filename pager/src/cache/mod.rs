@@ -24,6 +24,7 @@ pub mod wkdm;
 use crate::Page;
 use crate::disk::{DiskStats, SwapSpace};
 use crate::error::PagerError;
+use crate::plan::Found;
 
 pub use basic::BasicCache;
 pub use compressed::{Codec, CompressedCache, CompressedConfig, Incompressible, SUB_PAGE};
@@ -33,6 +34,8 @@ pub use compressed::{Codec, CompressedCache, CompressedConfig, Incompressible, S
 pub struct Fetched {
     /// The cache held the page (else it came from below).
     pub hit: bool,
+    /// Where it was: in this cache, or in which place below.
+    pub found: Found,
     /// The backing store may not hold these contents: the pager must keep the page dirty.
     pub dirty: bool,
 }

@@ -1,5 +1,6 @@
-//! [`KernelFrames`]: the pager's frames ([`pager::frames::Frames`]) over the kernel's frames and
-//! page tables, built around the [`MemoryKernel`] of one driver call.
+//! [`KernelFrames`]: the pager's frames over the kernel's frames and page tables, built around
+//! the [`MemoryKernel`] of one driver call: they do the frame operations the pager asks for
+//! ([`pager::plan::FrameOp`], [`KernelFrames::run`]).
 //!
 //! A frame is filled out of view: it is mapped at one of the driver's *window pages* (a
 //! managed stretch no other code touches), written there in place, and moved into the stretch
@@ -19,7 +20,8 @@
 
 use alloc::vec::Vec;
 
-use pager::frames::Frames;
+use pager::pager::Pager;
+use pager::plan::{FrameOp, Outcome, Step};
 use pager::{PAGE_SIZE, Page, PagerError};
 use stretch_driver::{
     Frame, FrameKind, MAP_BATCH_MAX, MemError, MemoryKernel, PageOp, Rights, StretchInfo,
@@ -248,7 +250,34 @@ impl KernelFrames<'_> {
     }
 }
 
-impl Frames for KernelFrames<'_> {
+impl KernelFrames<'_> {
+    /// Does the pager's `step`, and those that follow it, until the call is answered: the
+    /// pager decides, these frames do what it asks and answer ([`Pager::resume`]).
+    pub fn run(&mut self, pager: &mut Pager, step: Step) -> Result<Outcome, PagerError> {
+        let mut step = step;
+        loop {
+            let answer = match step {
+                Step::Done(done) => return done,
+                Step::Do(FrameOp::Map { page, frame, writable }) => {
+                    self.map(page, frame, writable).map(|()| false)
+                }
+                Step::Do(FrameOp::Unmap { page, frame }) => self.unmap(page, frame),
+                Step::Do(FrameOp::Fill { frame }) => {
+                    self.fill(frame, &mut |page| pager.fill(page)).map(|()| false)
+                }
+                Step::Do(FrameOp::Zero { frame }) => self.zero(frame).map(|()| false),
+                Step::Do(FrameOp::Save { frame }) => {
+                    self.save(frame, &mut |page| pager.save(page)).map(|()| false)
+                }
+                Step::Do(FrameOp::Harvest) => self.harvest(pager).map(|()| false),
+                Step::Do(FrameOp::Release { frame }) => self.release(frame).map(|()| false),
+            };
+            step = pager.resume(answer);
+        }
+    }
+
+    /// Fills `frame` out of view: runs `fill` on its contents (which it must overwrite whole),
+    /// in place, so a page decompressed or read from disk is written once.
     fn fill(
         &mut self,
         frame: usize,
@@ -264,6 +293,7 @@ impl Frames for KernelFrames<'_> {
         Ok(())
     }
 
+    /// Fills `frame` with zeros.
     fn zero(&mut self, frame: usize) -> Result<(), PagerError> {
         if self.slot(frame)?.fresh {
             return Ok(()); // Zero already: `map` puts it in place directly.
@@ -274,6 +304,7 @@ impl Frames for KernelFrames<'_> {
         })
     }
 
+    /// Runs `save` on the contents of `frame` (whose page is unmapped), in place.
     fn save(
         &mut self,
         frame: usize,
@@ -288,6 +319,7 @@ impl Frames for KernelFrames<'_> {
         Ok(())
     }
 
+    /// Maps `page` of the stretch onto `frame`, writable or read-only.
     fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), PagerError> {
         let va = self.stretch.page_addr(page);
         let rights = self.rights(writable);
@@ -309,6 +341,8 @@ impl Frames for KernelFrames<'_> {
         Ok(())
     }
 
+    /// Unmaps `page`, which is mapped on `frame`, to a window page, and says whether it was
+    /// written (the dirty bit the `remap` returns).
     fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, PagerError> {
         if self.slot(frame)?.place != Place::Page(page) {
             return Err(PagerError::Frames);
@@ -323,6 +357,7 @@ impl Frames for KernelFrames<'_> {
         Ok(written || state & page_state::DIRTY != 0)
     }
 
+    /// Gives `frame` (unmapped) back to the kernel, as an optimistic frame.
     fn release(&mut self, frame: usize) -> Result<(), PagerError> {
         let slot = self.slot(frame)?;
         if let Place::Page(_) = slot.place {
@@ -366,40 +401,35 @@ impl Frames for KernelFrames<'_> {
         Ok(())
     }
 
-    /// The kernel keeps the dirty bits: `remap` returns them as a page leaves the stretch.
-    fn tracks_dirty(&self) -> bool {
-        true
-    }
-
-    /// The accessed bits of the resident pages, read and cleared with one `page_state` a run
-    /// of up to [`MAP_BATCH_MAX`] pages of the stretch that holds resident ones.
-    fn referenced(
-        &mut self,
-        resident: &mut dyn Iterator<Item = usize>,
-        found: &mut dyn FnMut(usize),
-    ) -> Result<(), PagerError> {
-        // The pages of the run being gathered (ascending, within MAP_BATCH_MAX of the first).
+    /// Tells `pager` of the resident pages the hardware marked accessed, read and cleared with
+    /// one `page_state` a run of up to [`MAP_BATCH_MAX`] pages of the stretch that holds
+    /// resident ones.
+    fn harvest(&mut self, pager: &mut Pager) -> Result<(), PagerError> {
+        // The pages of a run (ascending, within MAP_BATCH_MAX of the first).
         let mut run = [0usize; MAP_BATCH_MAX];
-        let mut len = 0;
         let mut states = [0u8; MAP_BATCH_MAX];
-        let mut next = resident.next();
-        while len > 0 || next.is_some() {
-            if let Some(page) = next.filter(|&p| len == 0 || p < run[0] + MAP_BATCH_MAX) {
+        let mut from = 0;
+        loop {
+            let mut len = 0;
+            for page in pager.resident_pages_from(from) {
+                if len > 0 && page >= run[0] + MAP_BATCH_MAX {
+                    break;
+                }
                 run[len] = page;
                 len += 1;
-                next = resident.next();
-                continue;
+            }
+            if len == 0 {
+                return Ok(());
             }
             let (first, span) = (run[0], run[len - 1] - run[0] + 1);
             let va = self.stretch.page_addr(first);
             self.call(|k| k.page_state(va, &mut states[..span], page_state::ACCESSED))?;
             for &p in &run[..len] {
                 if states[p - first] & page_state::ACCESSED != 0 {
-                    found(p);
+                    pager.accessed(p);
                 }
             }
-            len = 0;
+            from = run[len - 1] + 1;
         }
-        Ok(())
     }
 }

@@ -24,6 +24,12 @@
 //! ([`AppHandler::page_lost`]), [`PagedDriver::lost_pages`] names its address, and it is
 //! mapped zero-filled, so the faulting access completes.
 //!
+//! The pager decides and the driver does: each call that pages returns the frame operations
+//! the pager needs one at a time ([`pager::plan::Step`]), which [`frames::KernelFrames::run`]
+//! does over the kernel's frames and answers, and a fault ends in its outcome (where the page
+//! came from, the evictions done), from which the driver records its hit costs
+//! ([`PagedDriver::hit_costs`]). The pager never calls the driver.
+//!
 //! Frames are filled and saved out of view through a window of managed pages the domain gives
 //! the driver ([`frames`]), so no thread sees a half-filled page or changes a page being
 //! written back; a frame evicted waits at its window page to be filled again, so a fault
@@ -64,6 +70,8 @@ use pager::app::{AppHandler, NoAppHandler};
 use pager::block::BlockDevice;
 use pager::hierarchy::{BuildHierarchy, Hierarchy};
 use pager::pager::{Pager, PagerStats};
+pub use pager::plan::HitKind;
+use pager::plan::{FaultOutcome, Found, Outcome, Source};
 use pager::replace::{BuildPolicy, PolicyKind, ReplacementPolicy};
 use stretch_driver::{
     DriverError, DriverStats, Fault, FaultError, FrameKind, MemError, MemoryKernel, Rights,
@@ -111,31 +119,6 @@ pub struct PagedDriver<D: BlockDevice + 'static> {
     fault_ns: u64,
     hit_costs: HitCosts,
     hit_costs_by_kind: [HitCosts; 3],
-}
-
-/// How the page of a compressed-cache hit was stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HitKind {
-    /// A zero mark: the frame is zeroed.
-    Zero,
-    /// Uncompressed (it did not compress well enough): the page is copied.
-    Raw,
-    /// Compressed: the page is decompressed.
-    Compressed,
-}
-
-impl HitKind {
-    /// Every kind.
-    pub const ALL: [HitKind; 3] = [HitKind::Zero, HitKind::Raw, HitKind::Compressed];
-
-    /// Its name in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            HitKind::Zero => "zero",
-            HitKind::Raw => "raw",
-            HitKind::Compressed => "compressed",
-        }
-    }
 }
 
 /// The distribution of the driver's time in faults its top cache answered without the disk,
@@ -326,8 +309,12 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
         b.pager.flush_cache()
     }
 
-    /// Answers one fault (see [`StretchDriver::fault`]).
-    fn resolve(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
+    /// Answers one fault (see [`StretchDriver::fault`]), saying what the pager did.
+    fn resolve(
+        &mut self,
+        k: &mut dyn MemoryKernel,
+        fault: Fault,
+    ) -> Result<FaultOutcome, FaultError> {
         let b = self.bound.as_mut().ok_or(FaultError::NotBound)?;
         let page = b.stretch.page_index(fault.addr).ok_or(FaultError::WrongStretch)?;
         let write = fault.access == stretch_driver::Access::Write;
@@ -336,11 +323,13 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
         }
         self.table.last_error = None;
         let mut frames = Self::frames(&mut self.table, k, b.stretch, self.clock);
-        match b.pager.fault(&mut frames, page, write) {
-            Ok(_) => {
+        let step = b.pager.fault(page, write);
+        match frames.run(&mut b.pager, step) {
+            Ok(Outcome::Fault(outcome)) => {
                 self.stats.maps += 1;
-                Ok(())
+                Ok(outcome)
             }
+            Ok(Outcome::Revoked(_)) => Err(FaultError::Backing("the pager answered a fault amiss")),
             Err(e) => {
                 self.stats.failures += 1;
                 Err(fault_error(e, self.table.last_error, &b.stretch))
@@ -475,38 +464,35 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
         pager.limit_frames(self.table.slots.len());
         pager.set_evict_ahead(self.config.ahead);
         pager.set_harvest_every(self.config.harvest);
+        // The kernel keeps the dirty bits: `remap` returns them as a page leaves the stretch.
+        pager.set_tracks_dirty(true);
         self.bound = Some(Bound { stretch, pager });
         Ok(())
     }
 
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
         self.stats.faults += 1;
-        let Some(clock) = self.clock else { return self.resolve(k, fault) };
-        let before = self.pager_stats();
+        let Some(clock) = self.clock else { return self.resolve(k, fault).map(|_| ()) };
         let start = clock();
         let result = self.resolve(k, fault);
         let spent = clock() - start;
         self.fault_ns += spent;
+        let outcome = result?;
         // A fault the top cache answered with no disk transfer: a compressed-cache hit.
-        if let (Some(b), Some(a)) = (before, self.pager_stats())
-            && a.cache.hits > b.cache.hits
-            && (a.disk.device_reads, a.disk.device_writes)
-                == (b.disk.device_reads, b.disk.device_writes)
+        if let Source::Hit { top: true, found } = outcome.source
+            && outcome.disk_writes == 0
         {
             self.hit_costs.record(spent);
-            if a.evictions > b.evictions {
-                return result;
+            if outcome.evicted == 0 {
+                // A hit in a basic cache's area counts with the compressed pages.
+                let kind = match found {
+                    Found::Pool(kind) => kind,
+                    Found::EvictionArea | Found::FetchArea | Found::Disk => HitKind::Compressed,
+                };
+                self.hit_costs_by_kind[kind as usize].record(spent);
             }
-            let kind = if a.cache.zero_hits > b.cache.zero_hits {
-                HitKind::Zero
-            } else if a.cache.raw_hits > b.cache.raw_hits {
-                HitKind::Raw
-            } else {
-                HitKind::Compressed
-            };
-            self.hit_costs_by_kind[kind as usize].record(spent);
         }
-        result
+        Ok(())
     }
 
     fn lock(&mut self, k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError> {
@@ -514,7 +500,8 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
         let pages = b.stretch.pages_in(range)?;
         for page in pages.clone() {
             let mut frames = Self::frames(&mut self.table, k, b.stretch, self.clock);
-            if b.pager.lock(&mut frames, page).is_err() {
+            let step = b.pager.lock(page);
+            if frames.run(&mut b.pager, step).is_err() {
                 // Locks nothing newly: those locked by this call are let go again.
                 for p in pages.start..page {
                     b.pager.unlock(p);
@@ -547,7 +534,11 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
         // Only optimistic frames count for the kernel: never give back more than are held.
         let wanted = frames_wanted.min(optimistic.count());
         let mut frames = Self::frames(&mut self.table, k, b.stretch, self.clock);
-        let released = b.pager.revoke(&mut frames, wanted).unwrap_or(0);
+        let step = b.pager.revoke(wanted);
+        let released = match frames.run(&mut b.pager, step) {
+            Ok(Outcome::Revoked(released)) => released,
+            Ok(Outcome::Fault(_)) | Err(_) => 0,
+        };
         self.stats.frames_released += released as u64;
         released
     }
