@@ -6,7 +6,7 @@ use alloc::boxed::Box;
 
 use crate::app::AppHandler;
 use crate::backing::LocalBacking;
-use crate::block::BlockDevice;
+use crate::block::SyncDisk;
 use crate::cache::{BasicCache, CacheManager, Codec, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, PrefetchDisk};
 use crate::error::PagerError;
@@ -69,7 +69,7 @@ impl Hierarchy {
 
     /// The cache manager stack of this hierarchy over a swap area on `device`; a compressed
     /// cache times its codec with `clock` if there is one.
-    pub fn cache<D: BlockDevice + 'static>(
+    pub fn cache<D: SyncDisk + 'static>(
         &self,
         device: D,
         clock: Option<fn() -> u64>,
@@ -111,7 +111,7 @@ impl Hierarchy {
     }
 
     /// A pager for a stretch of `pages` pages on `frame_count` frames, paging to `device`.
-    pub fn build<D: BlockDevice + 'static>(
+    pub fn build<D: SyncDisk + 'static>(
         &self,
         frame_count: usize,
         device: D,

@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 
 use crate::app::{AppHandler, GuaranteeChange, NoAppHandler};
 use crate::backing::LocalBacking;
-use crate::block::{BlockDevice, MemBlockDevice};
+use crate::block::{MemBlockDevice, SyncDisk};
 use crate::cache::{BasicCache, CacheManager, Codec, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, DiskManager, PrefetchDisk, WriteBehindDisk};
 use crate::error::PagerError;
@@ -661,7 +661,7 @@ impl Default for Shared {
     }
 }
 
-impl BlockDevice for Shared {
+impl SyncDisk for Shared {
     fn sector_size(&self) -> usize {
         self.0.borrow().sector_size()
     }
