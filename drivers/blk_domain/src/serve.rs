@@ -186,7 +186,7 @@ pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
     let mut wake_max_ns = 0u64;
     loop {
         let mut moved = false;
-        if server.stage().is_some() {
+        if server.stage().keeps_time() {
             server.set_now(tessera::clock::now_ns());
         }
         let now = events::value(irq);
@@ -347,7 +347,10 @@ fn stage<D: BlockDevice>(
 /// Prints the streams' completed periods and, when requests were answered or periods ended
 /// (the only times the accounts change), publishes the streams' accounts.
 fn account<D: BlockDevice>(server: &mut Server<D>, clients: &[(Client, u64)], answered: bool) {
-    let Some(stage) = server.stage_mut() else { return };
+    let stage = server.stage_mut();
+    if !stage.keeps_time() {
+        return;
+    }
     let periods = stage.take_periods();
     for p in &periods {
         let name = clients.get(p.client).map_or("?", |(c, _)| c.stream());
@@ -373,7 +376,10 @@ fn account<D: BlockDevice>(server: &mut Server<D>, clients: &[(Client, u64)], an
 
 /// Prints what the scheduler did: its waits, checked against their timeouts, and its cost.
 fn report<D: BlockDevice>(server: &Server<D>, options: &ServeOptions) {
-    let Some(stage) = server.stage() else { return };
+    let stage = server.stage();
+    if !stage.keeps_time() {
+        return;
+    }
     if let Some(trace) = stage.trace() {
         let t = trace.totals();
         println!(

@@ -58,7 +58,8 @@ use blk_interface::protocol::{BlkError, Op, Request, Response, SessionInfo};
 
 pub mod stage;
 
-use stage::Stage;
+use disk_sched as sched;
+use stage::{Dispatched, Stage};
 
 /// A client's index (its channel pair, as numbered by the driver app), below
 /// [`Config::max_clients`].
@@ -134,6 +135,26 @@ struct Pending {
     id: u64,
 }
 
+/// A request at the device (or done there and held for the model's time).
+#[derive(Clone, Copy, Debug)]
+struct AtDevice {
+    /// Whom it answers.
+    owner: Pending,
+    /// As the stage dispatched it (every request but a flush around a reordering scheduler).
+    dispatched: Option<Dispatched>,
+    /// The device's outcome, kept until the model's time comes.
+    result: Option<Result<(), DeviceError>>,
+}
+
+/// A request bound for the device.
+#[derive(Clone, Copy, Debug)]
+struct Ready {
+    owner: Pending,
+    dreq: DeviceRequest,
+    /// As the scheduler knows it, if it went through the scheduler.
+    scheduled: Option<sched::Pending>,
+}
+
 /// The driver side of the block protocol over a device `D`; see the [module](self).
 #[derive(Debug)]
 pub struct Server<D: BlockDevice> {
@@ -141,15 +162,20 @@ pub struct Server<D: BlockDevice> {
     config: Config,
     clients: Vec<Slot>,
     /// Per device tag: the request it carries.
-    tags: Vec<Option<Pending>>,
+    tags: Vec<Option<AtDevice>>,
+    /// Tags taken: requests at the device, or done there and held for the model's time.
     device_busy: usize,
-    queue: VecDeque<(Pending, DeviceRequest)>,
-    /// Responses for queued requests the device refused when they were submitted.
+    /// Requests bound for the device in this order, each as soon as it has room: what the
+    /// scheduler dispatched, and flushes around a scheduler that reorders.
+    ready: VecDeque<Ready>,
+    /// Responses for requests the device refused when they were submitted.
     outbox: VecDeque<(ClientId, Response)>,
     next_generation: u64,
     stats: ServerStats,
-    /// The scheduling stage, if the server schedules.
-    stage: Option<Stage>,
+    /// The dispatch stage: the scheduler (and the disk model).
+    stage: Stage,
+    /// The tag of the request at the device whose completion the disk model times.
+    timed: Option<Tag>,
     /// The time, as the app last said.
     now_ns: u64,
 }
@@ -175,31 +201,32 @@ impl<D: BlockDevice> Server<D> {
             clients: vec![vacant; config.max_clients],
             tags: vec![None; slots],
             device_busy: 0,
-            queue: VecDeque::with_capacity(config.queue_len),
+            ready: VecDeque::with_capacity(config.queue_len),
             outbox: VecDeque::with_capacity(config.queue_len),
             next_generation: 1,
             stats: ServerStats::default(),
-            stage: None,
+            stage: Stage::fcfs(config.queue_len),
+            timed: None,
             now_ns: 0,
         }
     }
 
-    /// A server for `device` with limits `config` whose Reads and Writes go through `stage`
+    /// A server for `device` with limits `config` whose requests go through `stage`
     /// (see [Scheduling](self#scheduling)).
     pub fn with_scheduler(device: D, config: Config, stage: Stage) -> Server<D> {
         let mut server = Server::new(device, config);
-        server.stage = Some(stage);
+        server.stage = stage;
         server
     }
 
-    /// The scheduling stage, if any.
-    pub fn stage(&self) -> Option<&Stage> {
-        self.stage.as_ref()
+    /// The dispatch stage.
+    pub fn stage(&self) -> &Stage {
+        &self.stage
     }
 
-    /// The scheduling stage, writable.
-    pub fn stage_mut(&mut self) -> Option<&mut Stage> {
-        self.stage.as_mut()
+    /// The dispatch stage, writable.
+    pub fn stage_mut(&mut self) -> &mut Stage {
+        &mut self.stage
     }
 
     /// Tells the server the time (nanoseconds of the app's clock, never going back).
@@ -275,7 +302,16 @@ impl<D: BlockDevice> Server<D> {
         slot.in_flight = 0;
         slot.generation = self.next_generation;
         self.next_generation += 1;
-        self.queue.retain(|(p, _)| p.client != client);
+        let now = self.now_ns;
+        let stage = &mut self.stage;
+        self.ready.retain(|r| {
+            let keep = r.owner.client != client;
+            if let (false, Some(s)) = (keep, r.scheduled) {
+                stage.dropped(s, now);
+            }
+            keep
+        });
+        self.stage.cancel(client);
         self.outbox.retain(|(c, _)| *c != client);
         forgotten
     }
@@ -301,12 +337,12 @@ impl<D: BlockDevice> Server<D> {
     /// How many requests at the device were sent for `client`, in any session (including
     /// those of closed sessions, which may still write into the area).
     pub fn outstanding(&self, client: ClientId) -> usize {
-        self.tags.iter().flatten().filter(|p| p.client == client).count()
+        self.tags.iter().flatten().filter(|a| a.owner.client == client).count()
     }
 
-    /// How many requests wait for a device slot.
+    /// How many requests wait for the device (in the scheduler or bound for the device).
     pub fn queued(&self) -> usize {
-        self.queue.len()
+        self.stage.held() + self.ready.len()
     }
 
     /// Handles one message from `client`. Returns the response to send at once, or `None`
@@ -364,7 +400,9 @@ impl<D: BlockDevice> Server<D> {
         }
     }
 
-    /// Submits or queues a validated request.
+    /// Hands a validated request to the stage (or, for a flush around a scheduler that
+    /// reorders, to the ready queue) and dispatches what the device has room for; the
+    /// response to send at once if the request is refused.
     fn dispatch(
         &mut self,
         client: ClientId,
@@ -375,105 +413,174 @@ impl<D: BlockDevice> Server<D> {
         if slot.in_flight >= usize::from(self.config.max_in_flight_per_client) {
             return Some(Response::plain(id, Err(BlkError::Busy)));
         }
-        let pending = Pending { client, generation: slot.generation, id };
-        if dreq.op != DeviceOp::Flush && self.stage.is_some() {
-            return self.schedule(pending, dreq);
-        }
-        if self.queue.is_empty() && self.device_has_room() {
-            match self.device.submit(dreq) {
-                Ok(tag) => {
-                    if !self.record(tag, pending) {
-                        return Some(Response::plain(id, Err(BlkError::Device)));
-                    }
-                    self.clients[client].in_flight += 1;
-                    return None;
-                }
-                Err(DeviceError::Full) => {}
-                Err(_) => return Some(Response::plain(id, Err(BlkError::Device))),
+        let owner = Pending { client, generation: slot.generation, id };
+        let before = self.queued();
+        if dreq.op == DeviceOp::Flush && !self.stage.takes_flushes() {
+            if self.ready.len() + self.outbox.len() >= self.config.queue_len {
+                return Some(Response::plain(id, Err(BlkError::Busy)));
             }
-        }
-        if self.queue.len() + self.outbox.len() >= self.config.queue_len {
+            self.ready.push_back(Ready { owner, dreq, scheduled: None });
+        } else if !self.stage.arrive(owner, dreq, self.device.sector_size(), self.now_ns) {
             return Some(Response::plain(id, Err(BlkError::Busy)));
         }
-        self.queue.push_back((pending, dreq));
-        self.stats.queued += 1;
-        self.stats.max_queued = self.stats.max_queued.max(self.queue.len());
         self.clients[client].in_flight += 1;
-        None
+        self.pump();
+        let queued = self.queued();
+        if queued > before {
+            self.stats.queued += 1;
+            self.stats.max_queued = self.stats.max_queued.max(queued);
+        }
+        // Refused by the device as it was submitted: answered at once.
+        let refused = self.outbox.iter().rposition(|(c, r)| *c == client && r.id == id);
+        refused.and_then(|i| self.outbox.remove(i)).map(|(_, r)| r)
     }
 
-    /// Notes that the device took `pending` under `tag`; false if the tag is not a free slot
-    /// (a device bug: the request is answered with [`BlkError::Device`]).
-    fn record(&mut self, tag: Tag, pending: Pending) -> bool {
+    /// Notes that the device took `owner`'s request, dispatched as `dispatched`, under `tag`;
+    /// false if the tag is not a free slot (a device bug: the request is answered with
+    /// [`BlkError::Device`]).
+    fn record(&mut self, tag: Tag, owner: Pending, dispatched: Option<Dispatched>) -> bool {
         match self.tags.get_mut(usize::from(tag.0)) {
             Some(entry @ None) => {
-                *entry = Some(pending);
+                *entry = Some(AtDevice { owner, dispatched, result: None });
                 self.device_busy += 1;
                 self.stats.submitted += 1;
+                if dispatched.is_some_and(|d| d.end_ns.is_some()) {
+                    self.timed = Some(tag);
+                }
                 true
             }
             _ => false,
         }
     }
 
-    /// Whether the device may take another request: a free slot, and with a scheduling stage
-    /// nothing at all there (the scheduled request the stage holds until the model completes
-    /// it may be done at the device, its tag free there and not here).
+    /// Whether the device has room: fewer requests there (or held there for the model) than
+    /// the stage lets it have at once.
     fn device_has_room(&self) -> bool {
-        match self.stage {
-            Some(_) => self.device_busy == 0,
-            None => self.device_busy < self.tags.len(),
-        }
+        self.device_busy < self.stage.at_once().min(self.tags.len())
     }
 
-    /// Moves queued requests to the device while it has free slots.
+    /// The one dispatch route: while the device has room, submits the ready queue's head, and
+    /// when that is empty asks the scheduler for the next request.
     fn pump(&mut self) {
-        while self.device_has_room() {
-            let Some((pending, dreq)) = self.queue.pop_front() else { return };
-            let failed = match self.device.submit(dreq) {
-                Ok(tag) => !self.record(tag, pending),
-                Err(DeviceError::Full) => {
-                    self.queue.push_front((pending, dreq));
-                    return;
+        let now = self.now_ns;
+        // Each pass submits, drops or stops, so it ends.
+        loop {
+            while self.device_has_room() {
+                let Some(ready) = self.ready.pop_front() else { break };
+                let failed = match self.device.submit(ready.dreq) {
+                    Ok(tag) => {
+                        let dispatched = ready.scheduled.map(|r| self.stage.started(r, now));
+                        let recorded = self.record(tag, ready.owner, dispatched);
+                        if let (false, Some(d)) = (recorded, dispatched) {
+                            self.stage.dropped(d.r(), now);
+                        }
+                        !recorded
+                    }
+                    Err(DeviceError::Full) => {
+                        self.ready.push_front(ready);
+                        return;
+                    }
+                    Err(_) => {
+                        if let Some(r) = ready.scheduled {
+                            self.stage.dropped(r, now);
+                        }
+                        true
+                    }
+                };
+                if failed {
+                    self.clients[ready.owner.client].in_flight -= 1;
+                    let response = Response::plain(ready.owner.id, Err(BlkError::Device));
+                    self.outbox.push_back((ready.owner.client, response));
                 }
-                Err(_) => true,
-            };
-            if failed {
-                self.clients[pending.client].in_flight -= 1;
-                let response = Response::plain(pending.id, Err(BlkError::Device));
-                self.outbox.push_back((pending.client, response));
             }
+            if !self.ready.is_empty() || !self.device_has_room() {
+                return;
+            }
+            let Some((r, owner, dreq)) = self.stage.next(now) else { return };
+            if self.clients[owner.client].generation != owner.generation {
+                self.stage.dropped(r, now);
+                self.stats.dropped += 1;
+                continue;
+            }
+            self.ready.push_back(Ready { owner, dreq, scheduled: Some(r) });
         }
     }
 
     /// The next response to send after device completions, with its client, or `None` when
-    /// the device has nothing more. Completions of closed sessions are dropped here; freed
-    /// device slots are refilled from the queue.
+    /// the device has nothing more. Completions of closed sessions are dropped here; the
+    /// device is given more as it has room.
     pub fn poll(&mut self) -> Option<(ClientId, Response)> {
         loop {
             if let Some(out) = self.outbox.pop_front() {
                 return Some(out);
             }
-            if let Some(out) = self.finish_scheduled() {
+            if let Some(out) = self.finish_timed() {
                 return Some(out);
             }
             let Some((tag, result)) = self.device.complete() else {
-                self.pump_scheduled();
+                self.pump();
                 return self.outbox.pop_front();
             };
-            if self.stage.as_mut().is_some_and(|s| s.device_done(tag, result)) {
+            let index = usize::from(tag.0);
+            if let Some(Some(a)) = self.tags.get_mut(index)
+                && a.dispatched.is_some_and(|d| d.end_ns.is_some())
+            {
+                // Kept until the model completes it.
+                a.result = Some(result);
                 continue;
             }
-            let pending = self.tags.get_mut(usize::from(tag.0)).and_then(Option::take);
-            if pending.is_some() {
-                self.device_busy -= 1;
+            let at_device = self.tags.get_mut(index).and_then(Option::take);
+            let Some(a) = at_device else {
+                self.pump();
+                continue;
+            };
+            self.device_busy -= 1;
+            if let Some(d) = a.dispatched {
+                self.stage.completed(d, self.now_ns);
             }
             self.pump();
-            let Some(p) = pending else { continue };
-            if let Some(response) = self.answer(p, result) {
-                return Some((p.client, response));
+            if let Some(response) = self.answer(a.owner, result) {
+                return Some((a.owner.client, response));
             }
         }
+    }
+
+    /// The response of the request the model times, once the device has finished it and the
+    /// model's time has come; the device is given more.
+    fn finish_timed(&mut self) -> Option<(ClientId, Response)> {
+        let tag = self.timed?;
+        let index = usize::from(tag.0);
+        let a = self.tags.get(index).copied().flatten()?;
+        let (result, d) = (a.result?, a.dispatched?);
+        if d.end_ns.is_some_and(|end| self.now_ns < end) {
+            return None;
+        }
+        self.tags[index] = None;
+        self.timed = None;
+        self.device_busy -= 1;
+        self.stage.completed(d, self.now_ns);
+        let answer = self.answer(a.owner, result);
+        self.pump();
+        answer.map(|response| (a.owner.client, response))
+    }
+
+    /// When the server next has something to do by itself: the model's completion of the
+    /// request at the device, or the end of the scheduler's wait.
+    pub fn next_event_ns(&self) -> Option<u64> {
+        let done = self.timed_request().and_then(|a| a.dispatched).and_then(|d| d.end_ns);
+        match (done, self.stage.wake_ns()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether the device has a request whose completion the disk model times.
+    pub fn device_waiting(&self) -> bool {
+        self.timed_request().is_some_and(|a| a.result.is_none())
+    }
+
+    fn timed_request(&self) -> Option<AtDevice> {
+        self.tags.get(usize::from(self.timed?.0)).copied().flatten()
     }
 
     /// The response to a completed device request `p` with `result`, if its session is still

@@ -1,16 +1,19 @@
-//! The scheduling stage of the block server: the disk scheduler, the requests it holds, the
-//! one request at the device, and the disk model that times it.
+//! The dispatch stage of the block server: the disk scheduler, the requests it holds, and the
+//! disk model that times the requests it dispatches.
 //!
-//! Flushes do not go through the scheduler: they wait in the server's queue for the device to
-//! be idle, and go before the next scheduled request.
-//!
-//! A Read or Write the server validated is given a token (its place in a fixed table of
-//! [`Stage::new`]'s `capacity`) and handed to the scheduler as a [`sched::Pending`]. When the
+//! Every Read and Write the server validated is given a token (its place in a fixed table of
+//! [`Stage::new`]'s `capacity`) and handed to the scheduler as a [`sched::Pending`]; so is every
+//! flush when the scheduler serves in arrival order ([`Scheduler::in_order`]; one that
+//! reorders has flushes go first, around it, through the server's ready queue). When the
 //! scheduler dispatches one, the server submits it to the device and the stage notes when it
 //! was started; with a model, it also asks the model when the request completes
-//! ([`DiskModel::service`]). The device's completion is kept until then. So the disk's timing
-//! is the model's whatever the device's own, and the scheduler sees the model's service time;
-//! without a model it sees the device's.
+//! ([`DiskModel::service`]), and the server keeps the device's completion until then. So the
+//! disk's timing is the model's whatever the device's own, and the scheduler sees the model's
+//! service time; without a model it sees the device's. A model times one request at a time,
+//! so a stage with a model lets one request at the device ([`Stage::at_once`]).
+//!
+//! The server without a scheduler named runs [`FcfsQueue`]: arrival order, as many requests
+//! at the device as it holds, no clock.
 //!
 //! The stage keeps what a study of the scheduler needs: how many requests it scheduled, and
 //! the time spent in the scheduler's calls by the clock it is given, best a raw counter that
@@ -23,27 +26,27 @@ use alloc::vec::Vec;
 
 use atropos::{Accounts, PeriodRecord};
 
-use crate::{BlockDevice, ClientId, Pending, Server};
-use blk_interface::device::{DeviceError, DeviceOp, DeviceRequest, Tag};
-use blk_interface::protocol::{BlkError, Response};
+use crate::{ClientId, Pending};
+use blk_interface::device::{DeviceOp, DeviceRequest};
 use disk_model::{DiskModel, ModelOp};
-use disk_sched::{self as sched, Decision, Scheduler, WaitTrace};
+use disk_sched::{self as sched, Decision, FcfsQueue, Scheduler, WaitTrace};
 
-/// The request at the device.
+/// A dispatched request at the device, as the stage knows it.
 #[derive(Clone, Copy, Debug)]
-struct AtDevice {
+pub(crate) struct Dispatched {
     /// As the scheduler knows it.
     r: sched::Pending,
-    /// Whom it answers.
-    owner: Pending,
-    /// The device's tag.
-    tag: Tag,
     /// When it was dispatched.
     start_ns: u64,
     /// When the model completes it, if the disk has a model.
-    end_ns: Option<u64>,
-    /// The device's outcome, once it has completed.
-    result: Option<Result<(), DeviceError>>,
+    pub(crate) end_ns: Option<u64>,
+}
+
+impl Dispatched {
+    /// As the scheduler knows it.
+    pub(crate) fn r(&self) -> sched::Pending {
+        self.r
+    }
 }
 
 /// What the stage did so far.
@@ -59,17 +62,18 @@ pub struct StageStats {
     pub scheduler_calls: u64,
 }
 
-/// The scheduling stage; see the [module](self).
+/// The dispatch stage; see the [module](self).
 pub struct Stage {
     scheduler: Box<dyn Scheduler>,
     model: Option<DiskModel>,
     /// By token: the request the scheduler holds, and whom it answers.
     waiting: Vec<Option<(Pending, DeviceRequest)>>,
-    at_device: Option<AtDevice>,
+    /// How many tokens are taken.
+    held: usize,
     /// Until when the scheduler waits (anticipating, or for a stream's next period).
     wake_ns: Option<u64>,
-    /// Whether anything the scheduler decides on changed (an arrival, a completion) since it
-    /// was last asked: if not, its answer holds until `wake_ns`.
+    /// Whether anything the scheduler decides on changed (an arrival, a dispatch, a
+    /// completion) since it was last asked: if not, its answer holds until `wake_ns`.
     changed: bool,
     clock: Option<fn() -> u64>,
     stats: StageStats,
@@ -79,7 +83,7 @@ impl core::fmt::Debug for Stage {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Stage")
             .field("model", &self.model.is_some())
-            .field("at_device", &self.at_device)
+            .field("held", &self.held)
             .field("wake_ns", &self.wake_ns)
             .field("stats", &self.stats)
             .finish_non_exhaustive()
@@ -99,12 +103,18 @@ impl Stage {
             scheduler,
             model,
             waiting: vec![None; capacity.max(1)],
-            at_device: None,
+            held: 0,
             wake_ns: None,
             changed: false,
             clock,
             stats: StageStats::default(),
         }
+    }
+
+    /// First come, first served, as many at the device as it holds, for at most `capacity`
+    /// waiting requests: the stage of a server with no scheduler named and no disk model.
+    pub fn fcfs(capacity: usize) -> Stage {
+        Stage::new(Box::new(FcfsQueue::new(capacity)), None, capacity, None)
     }
 
     /// What the stage did so far.
@@ -115,6 +125,29 @@ impl Stage {
     /// The disk model, if the disk has one.
     pub fn model(&self) -> Option<&DiskModel> {
         self.model.as_ref()
+    }
+
+    /// Whether the stage decides by the clock (a scheduler that reorders or waits, or a disk
+    /// model): then the app tells the server the time (`Server::set_now`), and the stage has
+    /// waits, periods and a cost to report.
+    pub fn keeps_time(&self) -> bool {
+        self.model.is_some() || !self.scheduler.in_order()
+    }
+
+    /// How many of its requests the device may hold at once: the scheduler's, and one with a
+    /// model.
+    pub fn at_once(&self) -> usize {
+        if self.model.is_some() { 1 } else { self.scheduler.at_once() }
+    }
+
+    /// Whether flushes go through the scheduler (in their place among the other requests).
+    pub(crate) fn takes_flushes(&self) -> bool {
+        self.scheduler.in_order()
+    }
+
+    /// How many requests the scheduler holds.
+    pub fn held(&self) -> usize {
+        self.held
     }
 
     /// The scheduler's waits, if it anticipates.
@@ -132,19 +165,9 @@ impl Stage {
         self.scheduler.accounts(c)
     }
 
-    /// Whether the device has the scheduled request and has not completed it.
-    pub fn device_waiting(&self) -> bool {
-        self.at_device.is_some_and(|a| a.result.is_none())
-    }
-
-    /// When the stage next has something to do by itself: the model's completion of the
-    /// request at the device, or the end of the scheduler's wait.
-    pub fn next_event_ns(&self) -> Option<u64> {
-        let done = self.at_device.and_then(|a| a.end_ns);
-        match (done, self.wake_ns) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+    /// When the scheduler's wait ends, if it waits.
+    pub(crate) fn wake_ns(&self) -> Option<u64> {
+        self.wake_ns
     }
 
     /// Runs `f` on the scheduler, timing it by the clock.
@@ -159,7 +182,7 @@ impl Stage {
 
     /// Takes `dreq` for `owner` at `now_ns`, its sectors `sector_size` bytes each; false if
     /// the stage or the client's share of the scheduler is full.
-    fn arrive(
+    pub(crate) fn arrive(
         &mut self,
         owner: Pending,
         dreq: DeviceRequest,
@@ -179,17 +202,25 @@ impl Stage {
             return false;
         }
         self.waiting[token] = Some((owner, dreq));
+        self.held += 1;
         self.stats.scheduled += 1;
         self.changed = true;
         true
     }
 
-    /// The request the scheduler dispatches at `now_ns`, if it does (with nothing at the
-    /// device); notes its wait otherwise.
-    fn next(&mut self, now_ns: u64) -> Option<(sched::Pending, Pending, DeviceRequest)> {
-        if self.at_device.is_some() {
-            return None;
-        }
+    /// Forgets what the scheduler holds of `client`'s, if it can (see [`Scheduler::cancel`]).
+    pub(crate) fn cancel(&mut self, client: ClientId) {
+        let (waiting, held) = (&mut self.waiting, &mut self.held);
+        self.scheduler.cancel(client, &mut |id| {
+            if waiting.get_mut(id as usize).and_then(Option::take).is_some() {
+                *held -= 1;
+            }
+        });
+    }
+
+    /// The request the scheduler dispatches at `now_ns`, if it does; notes its wait
+    /// otherwise. Asked only while the device has room.
+    pub(crate) fn next(&mut self, now_ns: u64) -> Option<(sched::Pending, Pending, DeviceRequest)> {
         // Nothing changed and the wait (or idleness) is not over: the same answer.
         if !self.changed && self.wake_ns.is_none_or(|w| now_ns < w) {
             return None;
@@ -199,6 +230,9 @@ impl Stage {
         match self.timed(|s| s.next(now_ns)) {
             Decision::Dispatch(r) => {
                 let (owner, dreq) = self.waiting.get_mut(r.id as usize)?.take()?;
+                self.held -= 1;
+                // A scheduler that lets several at the device may dispatch again at once.
+                self.changed = true;
                 Some((r, owner, dreq))
             }
             Decision::Wait { until_ns } => {
@@ -209,132 +243,29 @@ impl Stage {
         }
     }
 
-    /// `r` went to the device under `tag` at `now_ns`.
-    fn started(&mut self, r: sched::Pending, owner: Pending, tag: Tag, now_ns: u64) {
+    /// `r` went to the device at `now_ns`.
+    pub(crate) fn started(&mut self, r: sched::Pending, now_ns: u64) -> Dispatched {
         let end_ns = self.model.as_mut().map(|m| {
             let op = if r.read { ModelOp::Read } else { ModelOp::Write };
             m.service(now_ns, op, r.lbn, r.sectors).end_ns
         });
-        self.at_device = Some(AtDevice { r, owner, tag, start_ns: now_ns, end_ns, result: None });
         self.stats.dispatched += 1;
+        Dispatched { r, start_ns: now_ns, end_ns }
     }
 
     /// `r` was dispatched but never reached the disk (its client is gone, or the device
     /// refused it): the scheduler is told it completed at once.
-    fn dropped(&mut self, r: sched::Pending, now_ns: u64) {
+    pub(crate) fn dropped(&mut self, r: sched::Pending, now_ns: u64) {
         self.timed(|s| s.complete(&r, 0, now_ns));
         self.changed = true;
     }
 
-    /// The device completed `tag` with `result`: true if it is the scheduled request (kept
-    /// until the model completes it).
-    pub(crate) fn device_done(&mut self, tag: Tag, result: Result<(), DeviceError>) -> bool {
-        match &mut self.at_device {
-            Some(a) if a.tag == tag && a.result.is_none() => {
-                a.result = Some(result);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// The scheduled request, if it is complete for its client at `now_ns`: the device has
-    /// finished it and the model's time has come.
-    fn take_done(&mut self, now_ns: u64) -> Option<(Pending, Tag, Result<(), DeviceError>)> {
-        let a = self.at_device?;
-        let result = a.result?;
-        if a.end_ns.is_some_and(|end| now_ns < end) {
-            return None;
-        }
-        self.at_device = None;
-        let service = a.end_ns.map_or(now_ns, |end| end).saturating_sub(a.start_ns);
-        let done_at = a.end_ns.unwrap_or(now_ns);
-        self.timed(|s| s.complete(&a.r, service, done_at));
+    /// `d` is complete for its client at `now_ns` (the device has finished it, and the
+    /// model's time, if any, has come): the scheduler is told.
+    pub(crate) fn completed(&mut self, d: Dispatched, now_ns: u64) {
+        let service = d.end_ns.map_or(now_ns, |end| end).saturating_sub(d.start_ns);
+        let done_at = d.end_ns.unwrap_or(now_ns);
+        self.timed(|s| s.complete(&d.r, service, done_at));
         self.changed = true;
-        Some((a.owner, a.tag, result))
-    }
-}
-
-impl<D: BlockDevice> Server<D> {
-    /// Hands a validated Read or Write to the scheduler; the response to send at once if it
-    /// cannot take it.
-    pub(crate) fn schedule(&mut self, owner: Pending, dreq: DeviceRequest) -> Option<Response> {
-        let (now, ss) = (self.now_ns, self.device.sector_size());
-        let stage = self.stage.as_mut()?;
-        if !stage.arrive(owner, dreq, ss, now) {
-            return Some(Response::plain(owner.id, Err(BlkError::Busy)));
-        }
-        self.stats.queued += 1;
-        self.clients[owner.client].in_flight += 1;
-        self.pump_scheduled();
-        None
-    }
-
-    /// Asks the scheduler what the disk does next while nothing is at the device, submitting
-    /// what it dispatches.
-    pub(crate) fn pump_scheduled(&mut self) {
-        if self.stage.is_none() {
-            return;
-        }
-        let now = self.now_ns;
-        // Each pass dispatches (and stops) or drops a request, so it ends.
-        loop {
-            // Flushes, which devices take only when idle, go first; a scheduled request goes
-            // only to an idle device.
-            self.pump();
-            if !self.queue.is_empty() || self.device_busy > 0 {
-                return;
-            }
-            let Some(stage) = self.stage.as_mut() else { return };
-            let Some((r, owner, dreq)) = stage.next(now) else { return };
-            if self.clients[owner.client].generation != owner.generation {
-                stage.dropped(r, now);
-                self.stats.dropped += 1;
-                continue;
-            }
-            match self.device.submit(dreq) {
-                Ok(tag) if self.record(tag, owner) => {
-                    if let Some(stage) = self.stage.as_mut() {
-                        stage.started(r, owner, tag, now);
-                    }
-                    return;
-                }
-                _ => {
-                    if let Some(stage) = self.stage.as_mut() {
-                        stage.dropped(r, now);
-                    }
-                    self.clients[owner.client].in_flight -= 1;
-                    let response = Response::plain(owner.id, Err(BlkError::Device));
-                    self.outbox.push_back((owner.client, response));
-                }
-            }
-        }
-    }
-
-    /// The scheduled request's response, once it is complete for its client; the next one is
-    /// dispatched.
-    pub(crate) fn finish_scheduled(&mut self) -> Option<(ClientId, Response)> {
-        loop {
-            let now = self.now_ns;
-            let (owner, tag, result) = self.stage.as_mut()?.take_done(now)?;
-            if self.tags.get_mut(usize::from(tag.0)).and_then(Option::take).is_some() {
-                self.device_busy -= 1;
-            }
-            let answer = self.answer(owner, result);
-            self.pump_scheduled();
-            if let Some(response) = answer {
-                return Some((owner.client, response));
-            }
-        }
-    }
-
-    /// When the server next has something to do by itself (see [`Stage::next_event_ns`]).
-    pub fn next_event_ns(&self) -> Option<u64> {
-        self.stage.as_ref()?.next_event_ns()
-    }
-
-    /// Whether the device has a scheduled request whose completion the disk model times.
-    pub fn device_waiting(&self) -> bool {
-        self.stage.as_ref().is_some_and(|s| s.model.is_some() && s.device_waiting())
     }
 }

@@ -164,11 +164,11 @@ fn usd_charges_each_stream_its_disk_time() {
         }
         settle(&mut s, &mut t);
     }
-    let stage = s.stage().unwrap();
+    let stage = s.stage();
     let a = [stage.accounts(0).unwrap(), stage.accounts(1).unwrap()];
     assert!(a[0].guaranteed > 0 && a[1].guaranteed > 0, "{a:?}");
     assert_eq!(stage.stats().dispatched, 80);
-    let periods: Vec<_> = s.stage_mut().unwrap().take_periods();
+    let periods: Vec<_> = s.stage_mut().take_periods();
     assert!(!periods.is_empty());
     for p in periods {
         assert!(p.guaranteed + p.extra <= if p.client == 0 { 80 } else { 40 } * MILLISECOND);

@@ -63,7 +63,7 @@ pub use cscan::Cscan;
 pub use fcfs::{Fcfs, Sstf};
 pub use policy::{Full, Pending, Policy, Queue};
 pub use positioning::{LbnCurve, Positioning};
-pub use scheduler::{PolicyName, Scheduler};
+pub use scheduler::{FcfsQueue, PolicyName, Scheduler};
 pub use sptf::{AgedSptf, Sptf};
 pub use stride::Stride;
 

@@ -12,6 +12,10 @@
 //! | `stride`    | [`Stride`] by the streams' shares; relaxed by a 100 ms window when anticipating | [`StrideRule`], or [`CombinedRule`] when relaxed |
 //! | `usd`       | [`Usd`]: EDF across streams by disk time, SPTF within | USD's own weighing    |
 //!
+//! Besides the table, [`FcfsQueue`] (first come, first served, as many requests at the disk as
+//! it holds, never waiting) is what the block server runs when no scheduler is named and the
+//! disk has no model.
+//!
 //! A client's share, for Stride, is its disk-time contract's slice over its period (in
 //! thousandths, at least 1; a client without a contract counts as 1%), the shares reduced by
 //! their greatest common divisor; relaxed Stride's window is 100 ms of the lightest client's
@@ -20,6 +24,7 @@
 //! in practice).
 
 use alloc::boxed::Box;
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use atropos::{Accounts, Contract, PeriodRecord};
@@ -33,8 +38,26 @@ use crate::usd::{ServiceBound, Usd};
 use disk_model::DiskModel;
 
 /// What a block driver's scheduling stage does with requests: it takes arrivals and
-/// completions and says what the disk does next. One request is at the disk at a time.
+/// completions and says what the disk does next. At most [`Scheduler::at_once`] of its requests
+/// are at the disk at a time (one, but for [`FcfsQueue`]).
 pub trait Scheduler {
+    /// How many of its requests the disk may hold at once: the server dispatches only while
+    /// fewer are at the device. One for every scheduler that reorders or times the disk.
+    fn at_once(&self) -> usize {
+        1
+    }
+    /// Whether it serves in arrival order with no regard to time or place: then it needs no
+    /// clock, and a flush takes its place among the other requests (a scheduler that reorders
+    /// has flushes go first, around it).
+    fn in_order(&self) -> bool {
+        false
+    }
+    /// Client `client`'s session ended: forgets what it holds of the client's, calling
+    /// `forget` with each request's id, if it can; the default keeps them, and the server
+    /// drops each when it is dispatched.
+    fn cancel(&mut self, client: usize, forget: &mut dyn FnMut(u64)) {
+        let _ = (client, forget);
+    }
     /// A request arrives at `now_ns`; [`Full`] if its client holds its most pending.
     fn arrive(&mut self, r: Pending, now_ns: u64) -> Result<(), Full>;
     /// What the disk does now: dispatch a request, wait (until a time), hold (a request is at
@@ -98,6 +121,57 @@ impl<E: Positioning + ServiceBound + Clone> Scheduler for Usd<E> {
     fn accounts(&self, c: usize) -> Option<Accounts> {
         Usd::accounts(self, c)
     }
+}
+
+/// First come, first served with as many requests at the disk as it holds: the block server's
+/// scheduler when none is named and the disk has no model. It neither reorders nor waits, so
+/// it needs no clock and no completions; it holds at most `capacity` requests in all.
+#[derive(Clone, Debug)]
+pub struct FcfsQueue {
+    queue: VecDeque<Pending>,
+    capacity: usize,
+}
+
+impl FcfsQueue {
+    /// For at most `capacity` pending requests (at least one).
+    pub fn new(capacity: usize) -> FcfsQueue {
+        let capacity = capacity.max(1);
+        FcfsQueue { queue: VecDeque::with_capacity(capacity), capacity }
+    }
+}
+
+impl Scheduler for FcfsQueue {
+    fn at_once(&self) -> usize {
+        usize::MAX
+    }
+
+    fn in_order(&self) -> bool {
+        true
+    }
+
+    fn cancel(&mut self, client: usize, forget: &mut dyn FnMut(u64)) {
+        self.queue.retain(|r| {
+            let keep = r.client != client;
+            if !keep {
+                forget(r.id);
+            }
+            keep
+        });
+    }
+
+    fn arrive(&mut self, r: Pending, _now_ns: u64) -> Result<(), Full> {
+        if self.queue.len() >= self.capacity {
+            return Err(Full);
+        }
+        self.queue.push_back(r);
+        Ok(())
+    }
+
+    fn next(&mut self, _now_ns: u64) -> Decision {
+        self.queue.pop_front().map_or(Decision::Idle, Decision::Dispatch)
+    }
+
+    fn complete(&mut self, _r: &Pending, _service_ns: u64, _now_ns: u64) {}
 }
 
 /// The rule of a policy that never waits (FCFS serves in arrival order, so nothing a client
