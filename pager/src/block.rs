@@ -1,6 +1,8 @@
-//! The block device as the pager's disk managers see it: synchronous, whole sectors, one
-//! call per contiguous run. In a domain the `heracles` app's `StreamDisk` implements
-//! [`BlockDevice`] over its block session (the domain's own USD stream); on the host
+//! The disk as the pager's disk managers see it, [`SyncDisk`]: synchronous, whole sectors, one
+//! call per contiguous run. It is not a block device in the driver's sense (that is
+//! `blk_interface::BlockDevice`, with requests in flight completed in any order): it is what a
+//! client of a block driver makes of one. In a domain `blk_client`'s `StreamDisk` implements
+//! it over the domain's block session (the domain's own USD stream); on the host
 //! [`MemBlockDevice`] does, counting every transfer and failing on request: every transfer, or
 //! those of one kind touching a range of sectors, always or a given number of times
 //! ([`Injected`]).
@@ -27,8 +29,8 @@ impl fmt::Display for DeviceError {
     }
 }
 
-/// A synchronous block device: reads and writes runs of whole sectors.
-pub trait BlockDevice {
+/// A synchronous disk: reads and writes runs of whole sectors, each call returning when done.
+pub trait SyncDisk {
     /// Bytes per sector (a power of two dividing the page size).
     fn sector_size(&self) -> usize;
 
@@ -83,13 +85,13 @@ pub struct DeviceCounts {
     pub sectors_written: u64,
     /// Transfers failed by an injected fault or a switch.
     pub failed: u64,
-    /// Nanoseconds waited before retries ([`BlockDevice::wait`]).
+    /// Nanoseconds waited before retries ([`SyncDisk::wait`]).
     pub waited_ns: u64,
     /// Waits asked for.
     pub waits: u64,
 }
 
-/// An in-memory [`BlockDevice`] for tests: a `Vec` of sectors, with counts of the transfers
+/// An in-memory [`SyncDisk`] for tests: a `Vec` of sectors, with counts of the transfers
 /// and switches that make reads or writes fail.
 #[derive(Clone, Debug)]
 pub struct MemBlockDevice {
@@ -185,7 +187,7 @@ impl MemBlockDevice {
     }
 }
 
-impl BlockDevice for MemBlockDevice {
+impl SyncDisk for MemBlockDevice {
     fn sector_size(&self) -> usize {
         self.sector_size
     }

@@ -5,7 +5,7 @@
 use alloc::boxed::Box;
 
 use crate::app::AppHandler;
-use crate::block::BlockDevice;
+use crate::block::SyncDisk;
 use crate::cache::{BasicCache, CacheManager, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, PrefetchDisk};
 use crate::error::PagerError;
@@ -18,14 +18,14 @@ pub use pager_spec::Hierarchy;
 pub trait BuildHierarchy {
     /// The cache manager stack of this hierarchy over a swap area on `device`; a compressed
     /// cache times its codec with `clock` if there is one.
-    fn cache<D: BlockDevice + 'static>(
+    fn cache<D: SyncDisk + 'static>(
         &self,
         device: D,
         clock: Option<fn() -> u64>,
     ) -> Result<Box<dyn CacheManager>, PagerError>;
 
     /// A pager for a stretch of `pages` pages on `frame_count` frames, paging to `device`.
-    fn build<D: BlockDevice + 'static>(
+    fn build<D: SyncDisk + 'static>(
         &self,
         frame_count: usize,
         device: D,
@@ -36,7 +36,7 @@ pub trait BuildHierarchy {
 }
 
 impl BuildHierarchy for Hierarchy {
-    fn cache<D: BlockDevice + 'static>(
+    fn cache<D: SyncDisk + 'static>(
         &self,
         device: D,
         clock: Option<fn() -> u64>,
@@ -73,7 +73,7 @@ impl BuildHierarchy for Hierarchy {
         })
     }
 
-    fn build<D: BlockDevice + 'static>(
+    fn build<D: SyncDisk + 'static>(
         &self,
         frame_count: usize,
         device: D,

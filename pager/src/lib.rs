@@ -23,7 +23,7 @@
 //!   `pager_spec` crate (re-exported here), which the manifest's front end uses without the
 //!   pager; [`hierarchy::BuildHierarchy`] and [`replace::BuildPolicy`] build them.
 //! - [`frames`]: [`frames::MemFrames`], frames in memory that do a pager's steps, for tests.
-//! - [`block`]: [`block::BlockDevice`], the pager's synchronous view of its disk, and
+//! - [`block`]: [`block::SyncDisk`], the pager's synchronous view of its disk, and
 //!   [`block::MemBlockDevice`] for tests, with faults injected ([`block::Injected`]).
 //!
 //! # Invariants
@@ -39,7 +39,7 @@
 //!
 //! # Disk errors
 //! A failed transfer is retried ([`disk::ATTEMPTS`] tries, waiting on the device's clock
-//! between them, [`block::BlockDevice::wait`]); a write that keeps failing retires its slot and
+//! between them, [`block::SyncDisk::wait`]); a write that keeps failing retires its slot and
 //! is a [`PagerError::WriteFailed`] naming the page written, which stays where it was (a victim
 //! resident and dirty, while the pager tries another victim); see [`disk`] and
 //! [`pager::Pager`].
@@ -72,7 +72,7 @@
 //!   fetch and eviction areas hold pages uncompressed.
 //! - The compressed pool as one contiguous stretch with an address-ordered free list; its
 //!   bytes are heap allocations counted in sub-pages.
-//! - Disk QoS negotiation: the swap area is the whole [`block::BlockDevice`], whose stream
+//! - Disk QoS negotiation: the swap area is the whole [`block::SyncDisk`], whose stream
 //!   carries the contract.
 //! - Weighted clean FIFO in the compressed pool; a write-behind queue drained by a thread.
 

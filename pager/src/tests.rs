@@ -6,7 +6,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::app::{AppHandler, GuaranteeChange, NoAppHandler};
-use crate::block::{BlockDevice, MemBlockDevice};
+use crate::block::{MemBlockDevice, SyncDisk};
 use crate::cache::{BasicCache, CacheManager, Codec, CompressedCache, CompressedConfig};
 use crate::disk::{BasicDisk, DiskManager, PrefetchDisk, WriteBehindDisk};
 use crate::error::PagerError;
@@ -737,7 +737,7 @@ impl Default for Shared {
     }
 }
 
-impl BlockDevice for Shared {
+impl SyncDisk for Shared {
     fn sector_size(&self) -> usize {
         self.0.borrow().sector_size()
     }

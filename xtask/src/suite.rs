@@ -100,7 +100,7 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
     // Userland is checked on its own: checked together with the kernel, features would unify
     // (defmt's `alloc`) and the apps would need an allocator.
     let mut userland_clippy =
-        vec!["clippy", "--release", "-p", "libtessera", "-p", "blk_domain", "-p", "blk_session"];
+        vec!["clippy", "--release", "-p", "libtessera", "-p", "blk_domain", "-p", "blk_client"];
     let app_specs: Vec<String> =
         crate::apps::app_names().iter().map(|n| crate::apps::package_spec(n)).collect();
     for app in &app_specs {

@@ -2,7 +2,7 @@
 
 use super::{DiskManager, DiskStats, Location, Prefetched, SlotStore, SwapSpace};
 use crate::Page;
-use crate::block::BlockDevice;
+use crate::block::SyncDisk;
 use crate::error::PagerError;
 
 /// The basic disk manager: a table from page to slot; a write allocates a slot the first time
@@ -12,7 +12,7 @@ pub struct BasicDisk<D> {
     store: SlotStore<D>,
 }
 
-impl<D: BlockDevice> BasicDisk<D> {
+impl<D: SyncDisk> BasicDisk<D> {
     /// A manager using all of `device` as its swap area.
     pub fn new(device: D) -> Result<BasicDisk<D>, PagerError> {
         Ok(BasicDisk { store: SlotStore::new(device)? })
@@ -29,7 +29,7 @@ impl<D: BlockDevice> BasicDisk<D> {
     }
 }
 
-impl<D: BlockDevice> DiskManager for BasicDisk<D> {
+impl<D: SyncDisk> DiskManager for BasicDisk<D> {
     fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), PagerError> {
         self.store.check_fit(pages)?;
         let mut failed = None;

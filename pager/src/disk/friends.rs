@@ -19,7 +19,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{DiskManager, DiskStats, Location, Prefetched, SlotStore, SwapSpace};
-use crate::block::{BlockDevice, DeviceError};
+use crate::block::{DeviceError, SyncDisk};
 use crate::error::PagerError;
 use crate::{PAGE_SIZE, Page};
 
@@ -29,7 +29,7 @@ pub struct PrefetchDisk<D> {
     store: SlotStore<D>,
 }
 
-impl<D: BlockDevice> PrefetchDisk<D> {
+impl<D: SyncDisk> PrefetchDisk<D> {
     /// A manager using all of `device` as its swap area.
     pub fn new(device: D) -> Result<PrefetchDisk<D>, PagerError> {
         Ok(PrefetchDisk { store: SlotStore::new(device)? })
@@ -126,7 +126,7 @@ impl<D: BlockDevice> PrefetchDisk<D> {
     }
 }
 
-impl<D: BlockDevice> DiskManager for PrefetchDisk<D> {
+impl<D: SyncDisk> DiskManager for PrefetchDisk<D> {
     fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), PagerError> {
         self.store.check_fit(pages)?;
         self.store_group(pages)

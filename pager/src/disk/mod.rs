@@ -1,4 +1,4 @@
-//! Disk managers: they own the swap area on a [`BlockDevice`], place pages on it in page-sized
+//! Disk managers: they own the swap area on a [`SyncDisk`], place pages on it in page-sized
 //! *slots*, and move pages between memory and the device.
 //!
 //! The swap area is the whole device, cut into slots of one page each. A slot is *live* while
@@ -38,7 +38,7 @@ pub use write_behind::WriteBehindDisk;
 
 use crate::Page;
 #[cfg(doc)]
-use crate::block::BlockDevice;
+use crate::block::SyncDisk;
 use crate::error::PagerError;
 
 /// Where a disk manager keeps a page's current copy.

@@ -3,7 +3,7 @@
 //!
 //! A transfer the device fails is tried [`ATTEMPTS`] times in all, waiting
 //! [`RETRY_WAIT_NS`] (then twice as long each time) on the device's clock before each retry
-//! ([`BlockDevice::wait`]). A slot whose write or read keeps failing is *retired*: never
+//! ([`SyncDisk::wait`]). A slot whose write or read keeps failing is *retired*: never
 //! given to a page again, and no longer counted free.
 
 use alloc::collections::BTreeMap;
@@ -11,7 +11,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{DiskStats, SwapSpace};
-use crate::block::{BlockDevice, DeviceError};
+use crate::block::{DeviceError, SyncDisk};
 use crate::error::PagerError;
 
 /// Tries of a transfer the device fails, the first included.
@@ -45,7 +45,7 @@ pub struct SlotStore<D> {
     pub(crate) stats: DiskStats,
 }
 
-impl<D: BlockDevice> SlotStore<D> {
+impl<D: SyncDisk> SlotStore<D> {
     /// The whole of `device` as a swap area. Fails unless its sectors divide a page.
     pub fn new(device: D) -> Result<SlotStore<D>, PagerError> {
         let sector = device.sector_size();

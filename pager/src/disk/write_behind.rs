@@ -7,7 +7,7 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use super::{DiskManager, DiskStats, Location, Prefetched, SlotStore, SwapSpace};
-use crate::block::{BlockDevice, DeviceError};
+use crate::block::{DeviceError, SyncDisk};
 use crate::error::PagerError;
 use crate::{PAGE_SIZE, Page};
 
@@ -21,7 +21,7 @@ pub struct WriteBehindDisk<D> {
     queue_pages: usize,
 }
 
-impl<D: BlockDevice> WriteBehindDisk<D> {
+impl<D: SyncDisk> WriteBehindDisk<D> {
     /// A manager over all of `device` whose queue holds up to `queue_pages` pages (at least 1).
     pub fn new(device: D, queue_pages: usize) -> Result<WriteBehindDisk<D>, PagerError> {
         if queue_pages == 0 {
@@ -102,7 +102,7 @@ impl<D: BlockDevice> WriteBehindDisk<D> {
     }
 }
 
-impl<D: BlockDevice> DiskManager for WriteBehindDisk<D> {
+impl<D: SyncDisk> DiskManager for WriteBehindDisk<D> {
     fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), PagerError> {
         self.store.check_fit(pages)?;
         for &(page, data) in pages {

@@ -16,7 +16,7 @@
 //!   guaranteed one the pager frees).
 //!
 //! The disk's failures are the pager's to absorb ([`pager::pager::Pager`]): transfers are
-//! retried after a wait on the device's clock ([`BlockDevice::wait`]: in a domain the
+//! retried after a wait on the device's clock ([`SyncDisk::wait`]: in a domain the
 //! faulting thread sleeps); a victim whose write-back keeps failing stays resident and
 //! another is chosen, and only when none can be stored does the fault fail, with
 //! [`FaultError::WriteBack`] naming the page whose write failed; a page whose only copy cannot
@@ -67,7 +67,7 @@ use core::ops::Range;
 
 use pager::PagerError;
 use pager::app::{AppHandler, NoAppHandler};
-use pager::block::BlockDevice;
+use pager::block::SyncDisk;
 use pager::hierarchy::{BuildHierarchy, Hierarchy};
 use pager::pager::{Pager, PagerStats};
 pub use pager::plan::HitKind;
@@ -107,7 +107,7 @@ impl PagedConfig {
 }
 
 /// The paged stretch driver; see the [crate](self) documentation.
-pub struct PagedDriver<D: BlockDevice + 'static> {
+pub struct PagedDriver<D: SyncDisk + 'static> {
     config: PagedConfig,
     device: Option<D>,
     policy: Option<Box<dyn ReplacementPolicy>>,
@@ -199,7 +199,7 @@ struct Bound {
     pager: Pager,
 }
 
-impl<D: BlockDevice + 'static> PagedDriver<D> {
+impl<D: SyncDisk + 'static> PagedDriver<D> {
     /// A driver that will page with `config` to `device`, filling frames through the
     /// [`PagedConfig::window_pages`] managed pages at `window` (a managed stretch of the
     /// domain's own that nothing else touches: `paging::create_window` in libtessera makes
@@ -402,7 +402,7 @@ fn fault_error(e: PagerError, kernel: Option<MemError>, stretch: &StretchInfo) -
     }
 }
 
-impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
+impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
     fn bind(&mut self, k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
         if self.bound.is_some() {
             return Err(DriverError::AlreadyBound);

@@ -47,7 +47,6 @@
 extern crate alloc;
 
 mod area;
-mod disk;
 
 use alloc::boxed::Box;
 use alloc::vec;
@@ -61,7 +60,7 @@ use paging_programs::{Program, Scale};
 use stretch_driver::StretchDriver;
 use tessera::{Env, PAGE_SIZE, Rights, paging, println};
 
-use crate::disk::{StreamCounts, StreamDisk};
+use blk_client::{StreamCounts, StreamDisk};
 
 tessera::main!(main);
 
