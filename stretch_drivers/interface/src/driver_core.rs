@@ -102,6 +102,24 @@ impl DriverCore {
         Ok(())
     }
 
+    /// Starts managing `stretch` as [`DriverCore::bind`] does, and takes `n` guaranteed frames
+    /// onto `pool` ([`DriverCore::take_guaranteed`]); if they are not there, it gives back
+    /// those it took and stays unbound.
+    ///
+    /// Errors: those of [`DriverCore::bind`] and [`DriverCore::take_guaranteed`].
+    pub fn bind_with_pool(
+        &mut self,
+        k: &mut dyn MemoryKernel,
+        stretch: StretchInfo,
+        n: usize,
+        pool: &mut Vec<Frame>,
+    ) -> Result<(), DriverError> {
+        self.bind(stretch)?;
+        self.take_guaranteed(k, n, pool).inspect_err(|_| {
+            self.unbind(k);
+        })
+    }
+
     /// The stretch it manages, if bound.
     pub fn stretch(&self) -> Option<StretchInfo> {
         self.stretch
@@ -121,6 +139,33 @@ impl DriverCore {
         match stretch.page_index(fault.addr) {
             Some(index) if fault.stretch_base == stretch.base => Ok((stretch, index)),
             _ => Err(FaultError::WrongStretch),
+        }
+    }
+
+    /// The start of every fault: counts it, and finds its stretch and page; `None` if the page
+    /// is mapped already (another thread's fault got there first: nothing is left to do). A
+    /// fault that fails here is counted as failed.
+    ///
+    /// Errors: those of [`DriverCore::page_of`], and [`FaultError::Denied`] (the stretch's
+    /// rights do not allow the access).
+    pub fn begin_fault(
+        &mut self,
+        fault: &Fault,
+    ) -> Result<Option<(StretchInfo, usize)>, FaultError> {
+        self.stats.faults += 1;
+        let found = self.page_of(fault).and_then(|(stretch, index)| {
+            if !fault.access.allowed_by(stretch.page_rights()) {
+                return Err(FaultError::Denied);
+            }
+            Ok((stretch, index))
+        });
+        match found {
+            Ok((_, index)) if self.mapped(index).is_some() => Ok(None),
+            Ok(found) => Ok(Some(found)),
+            Err(e) => {
+                self.stats.failures += 1;
+                Err(e)
+            }
         }
     }
 

@@ -177,44 +177,26 @@ fn make_guaranteed(
     Ok(())
 }
 
-impl PhysicalDriver {
-    /// The work of `fault`.
-    fn resolve(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
-        let (stretch, index) = self.core.page_of(&fault)?;
-        if !fault.access.allowed_by(stretch.page_rights()) {
-            return Err(FaultError::Denied);
-        }
-        if self.core.mapped(index).is_some() {
-            // Mapped with every right the stretch allows: another fault got here first.
-            return Ok(());
-        }
-        let (core, pool) = (&mut self.core, &mut self.pool);
-        let frame = take_frame(core, pool, k, true)
-            .map_err(FaultError::Kernel)?
-            .ok_or(FaultError::OutOfMemory)?;
-        map_page(core, pool, k, index, frame).map_err(FaultError::Kernel)
-    }
-}
-
 impl StretchDriver for PhysicalDriver {
     /// Takes the pool's guaranteed frames; maps nothing.
     ///
     /// Errors: [`DriverError::OutOfMemory`] when the contract has too few guaranteed frames
     /// for the pool.
     fn bind(&mut self, k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
-        self.core.bind(stretch)?;
-        if let Err(e) = self.core.take_guaranteed(k, self.pool_size, &mut self.pool) {
-            self.core.unbind(k);
-            return Err(e);
-        }
-        Ok(())
+        self.core.bind_with_pool(k, stretch, self.pool_size, &mut self.pool)
     }
 
     /// Maps a zero-filled frame at the faulting page: pool, guaranteed, optimistic, in that
     /// order of preference.
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
-        self.core.stats.faults += 1;
-        let r = self.resolve(k, fault);
+        // A page mapped already has every right the stretch allows: another fault got there
+        // first.
+        let Some((_, index)) = self.core.begin_fault(&fault)? else { return Ok(()) };
+        let (core, pool) = (&mut self.core, &mut self.pool);
+        let r = take_frame(core, pool, k, true)
+            .map_err(FaultError::Kernel)
+            .and_then(|frame| frame.ok_or(FaultError::OutOfMemory))
+            .and_then(|frame| map_page(core, pool, k, index, frame).map_err(FaultError::Kernel));
         if r.is_err() {
             self.core.stats.failures += 1;
         }

@@ -69,11 +69,11 @@ impl StretchDriver for TemplateDriver {
         // return an error (the thread gets it). The kernel guarantees that the fault is in a
         // stretch of this domain and that the domain's rights allow the access; it calls us
         // one fault at a time.
-        self.core.stats.faults += 1;
-        let (stretch, index) = self.core.page_of(&fault)?;
-        if self.core.mapped(index).is_some() {
+        // The core counts the fault, finds its page and checks the access against the
+        // stretch's rights.
+        let Some((stretch, index)) = self.core.begin_fault(&fault)? else {
             return Ok(()); // Another thread's fault on this page was resolved first.
-        }
+        };
         // ANCHOR_END: fault_find
         // ANCHOR: fault_map
         // A new guaranteed frame (zero-filled), mapped with the domain's rights; if the

@@ -51,6 +51,33 @@ fn a_fault_names_its_page_only_in_the_bound_stretch() {
 }
 
 #[test]
+fn begin_fault_counts_the_fault_and_says_whether_it_is_left_to_do() {
+    let mut k = MockKernel::new(1, 0);
+    let s = k.create_managed_stretch(2, Rights::READ);
+    let mut core = DriverCore::new();
+    let read = Fault { stretch_base: s.base, addr: s.page_addr(1), access: Access::Read };
+    assert_eq!(core.begin_fault(&read), Err(FaultError::NotBound));
+    core.bind(s).unwrap();
+    assert_eq!(core.begin_fault(&read), Ok(Some((s, 1))));
+    let write = Fault { access: Access::Write, ..read };
+    assert_eq!(core.begin_fault(&write), Err(FaultError::Denied));
+    core.map_new(&mut k, 1, Rights::READ).unwrap();
+    assert_eq!(core.begin_fault(&read), Ok(None), "mapped already");
+    assert_eq!((core.stats.faults, core.stats.failures), (4, 2));
+}
+
+#[test]
+fn bind_with_pool_takes_the_pool_or_stays_unbound() {
+    let mut k = MockKernel::new(3, 0);
+    let s = k.create_managed_stretch(2, RW);
+    let (mut core, mut pool) = (DriverCore::new(), vec![]);
+    assert_eq!(core.bind_with_pool(&mut k, s, 4, &mut pool), Err(DriverError::OutOfMemory));
+    assert_eq!((core.stretch(), pool.len(), k.frames_held()), (None, 0, (0, 0)));
+    core.bind_with_pool(&mut k, s, 3, &mut pool).unwrap();
+    assert_eq!((core.stretch(), pool.len(), k.frames_held()), (Some(s), 3, (3, 0)));
+}
+
+#[test]
 fn map_new_maps_a_zeroed_guaranteed_frame_and_leaks_none_when_refused() {
     let (mut k, s, mut core) = bound(2, 2);
     let frame = core.map_new(&mut k, 0, RW).unwrap();

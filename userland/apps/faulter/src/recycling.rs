@@ -95,24 +95,11 @@ fn map(
 
 impl StretchDriver for RecyclingDriver {
     fn bind(&mut self, k: &mut dyn MemoryKernel, s: StretchInfo) -> Result<(), DriverError> {
-        self.core.bind(s)?;
-        if let Err(e) = self.core.take_guaranteed(k, self.frames, &mut self.free) {
-            self.core.unbind(k);
-            return Err(e);
-        }
-        Ok(())
+        self.core.bind_with_pool(k, s, self.frames, &mut self.free)
     }
 
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
-        self.core.stats.faults += 1;
-        let (s, index) = self.core.page_of(&fault)?;
-        if !fault.access.allowed_by(s.rights) {
-            self.core.stats.failures += 1;
-            return Err(FaultError::Denied);
-        }
-        if self.core.mapped(index).is_some() {
-            return Ok(());
-        }
+        let Some((s, index)) = self.core.begin_fault(&fault)? else { return Ok(()) };
         self.map(k, s, index).inspect_err(|_| self.core.stats.failures += 1)
     }
 

@@ -73,11 +73,7 @@ impl StretchDriver for WaitingDriver {
     }
 
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
-        self.core.stats.faults += 1;
-        let (s, index) = self.core.page_of(&fault)?;
-        if self.core.mapped(index).is_some() {
-            return Ok(());
-        }
+        let Some((s, index)) = self.core.begin_fault(&fault)? else { return Ok(()) };
         self.wait()?;
         self.core.map_new(k, index, s.page_rights()).map(|_| ()).map_err(fault_error)
     }
