@@ -312,6 +312,41 @@ fn schedule() {
     }
 }
 
+/// State owned by the domain's single flow of control (the paging registry), borrowed only for
+/// the length of a closure: [`FlowCell::with`]. A closure must not switch threads, run code
+/// that could borrow the same cell, or borrow it again; a second borrow while one is held
+/// panics instead of aliasing. The activation handler never borrows one.
+pub(crate) struct FlowCell<T> {
+    value: UnsafeCell<T>,
+    borrowed: core::cell::Cell<bool>,
+}
+
+// SAFETY: threads of one domain never run at the same time and switch only cooperatively
+// (never inside `with`, whose closures do not switch), the activation handler does not touch a
+// `FlowCell`, and `with` refuses a second borrow: so one `&mut T` exists at a time.
+unsafe impl<T> Sync for FlowCell<T> {}
+
+impl<T> FlowCell<T> {
+    /// A cell holding `value`.
+    pub(crate) const fn new(value: T) -> Self {
+        FlowCell { value: UnsafeCell::new(value), borrowed: core::cell::Cell::new(false) }
+    }
+
+    /// Runs `f` on the value, borrowed for the length of the call.
+    ///
+    /// # Panics
+    ///
+    /// If the cell is borrowed already (a closure that borrowed it again).
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        assert!(!self.borrowed.replace(true), "a FlowCell borrowed twice");
+        // SAFETY: `borrowed` was clear, so no other reference to the value exists (see the
+        // `Sync` impl), and it stays set until `f` returns.
+        let r = f(unsafe { &mut *self.value.get() });
+        self.borrowed.set(false);
+        r
+    }
+}
+
 /// A lock for data shared by the threads of a domain.
 pub struct Mutex<T> {
     locked: UnsafeCell<bool>,
