@@ -57,6 +57,7 @@ pub struct DriverCore {
 }
 
 /// The driver's error for a failed frame allocation.
+#[inline]
 pub const fn driver_error(e: MemError) -> DriverError {
     match e {
         MemError::NoFrames => DriverError::OutOfMemory,
@@ -65,6 +66,7 @@ pub const fn driver_error(e: MemError) -> DriverError {
 }
 
 /// The thread's error for a failed kernel call in a fault.
+#[inline]
 pub const fn fault_error(e: MemError) -> FaultError {
     match e {
         MemError::NoFrames => FaultError::OutOfMemory,
@@ -74,6 +76,7 @@ pub const fn fault_error(e: MemError) -> FaultError {
 
 impl DriverCore {
     /// An unbound core.
+    #[inline]
     pub fn new() -> Self {
         Self::default()
     }
@@ -82,6 +85,7 @@ impl DriverCore {
     ///
     /// Errors: [`DriverError::AlreadyBound`], [`DriverError::BadStretch`] (see
     /// [`StretchInfo::check`]).
+    #[inline]
     pub fn bind(&mut self, stretch: StretchInfo) -> Result<(), DriverError> {
         self.bind_untracked(stretch)?;
         self.table = vec![None; stretch.pages];
@@ -93,6 +97,7 @@ impl DriverCore {
     /// structure tracks. The page-table calls then find no page mapped.
     ///
     /// Errors: those of [`DriverCore::bind`].
+    #[inline]
     pub fn bind_untracked(&mut self, stretch: StretchInfo) -> Result<(), DriverError> {
         if self.stretch.is_some() {
             return Err(DriverError::AlreadyBound);
@@ -107,6 +112,7 @@ impl DriverCore {
     /// those it took and stays unbound.
     ///
     /// Errors: those of [`DriverCore::bind`] and [`DriverCore::take_guaranteed`].
+    #[inline]
     pub fn bind_with_pool(
         &mut self,
         k: &mut dyn MemoryKernel,
@@ -121,11 +127,13 @@ impl DriverCore {
     }
 
     /// The stretch it manages, if bound.
+    #[inline]
     pub fn stretch(&self) -> Option<StretchInfo> {
         self.stretch
     }
 
     /// The stretch it manages, or [`DriverError::NotBound`].
+    #[inline]
     pub fn bound(&self) -> Result<StretchInfo, DriverError> {
         self.stretch.ok_or(DriverError::NotBound)
     }
@@ -134,6 +142,7 @@ impl DriverCore {
     ///
     /// Errors: [`FaultError::NotBound`], [`FaultError::WrongStretch`] (the fault names another
     /// stretch, or its address lies outside this one).
+    #[inline]
     pub fn page_of(&self, fault: &Fault) -> Result<(StretchInfo, usize), FaultError> {
         let stretch = self.stretch.ok_or(FaultError::NotBound)?;
         match stretch.page_index(fault.addr) {
@@ -148,6 +157,7 @@ impl DriverCore {
     ///
     /// Errors: those of [`DriverCore::page_of`], and [`FaultError::Denied`] (the stretch's
     /// rights do not allow the access).
+    #[inline]
     pub fn begin_fault(
         &mut self,
         fault: &Fault,
@@ -172,6 +182,7 @@ impl DriverCore {
     /// The stretch and the indices of the pages `range` covers ([`StretchInfo::pages_in`]).
     ///
     /// Errors: [`DriverError::NotBound`], [`DriverError::OutOfRange`].
+    #[inline]
     pub fn pages_in(
         &self,
         range: Range<usize>,
@@ -181,11 +192,13 @@ impl DriverCore {
     }
 
     /// What is mapped at page `index`, if the core mapped it.
+    #[inline]
     pub fn mapped(&self, index: usize) -> Option<Mapped> {
         self.table.get(index).copied().flatten()
     }
 
     /// How many pages are mapped.
+    #[inline]
     pub fn resident(&self) -> usize {
         self.table.iter().flatten().count()
     }
@@ -193,6 +206,7 @@ impl DriverCore {
     /// Takes a frame of `kind` from the contract, counting it.
     ///
     /// Errors: the kernel's ([`MemError::NoFrames`] when the contract has none left).
+    #[inline]
     pub fn take_frame(
         &mut self,
         k: &mut dyn MemoryKernel,
@@ -207,6 +221,7 @@ impl DriverCore {
     /// frames this call took are freed again and `into` is as it was.
     ///
     /// Errors: [`DriverError::OutOfMemory`], [`DriverError::Kernel`].
+    #[inline]
     pub fn take_guaranteed(
         &mut self,
         k: &mut dyn MemoryKernel,
@@ -231,6 +246,7 @@ impl DriverCore {
 
     /// Gives a frame the driver holds and no page maps back to the kernel, counting it;
     /// whether the kernel took it.
+    #[inline]
     pub fn free(&mut self, k: &mut dyn MemoryKernel, frame: Frame) -> bool {
         let ok = k.frame_free(frame).is_ok();
         self.stats.frames_released += u64::from(ok);
@@ -241,6 +257,7 @@ impl DriverCore {
     /// it. If the kernel refuses, the frame stays the caller's, mapped nowhere.
     ///
     /// Errors: the kernel's ([`MemoryKernel::map`]).
+    #[inline]
     pub fn map(
         &mut self,
         k: &mut dyn MemoryKernel,
@@ -262,6 +279,7 @@ impl DriverCore {
     /// returned, so none leaks.
     ///
     /// Errors: those of [`MemoryKernel::frame_alloc`] and [`MemoryKernel::map`].
+    #[inline]
     pub fn map_new(
         &mut self,
         k: &mut dyn MemoryKernel,
@@ -281,6 +299,7 @@ impl DriverCore {
     /// driver still holds.
     ///
     /// Errors: [`MemError::NotMapped`] (the core has nothing mapped there), and the kernel's.
+    #[inline]
     pub fn unmap(&mut self, k: &mut dyn MemoryKernel, index: usize) -> Result<Mapped, MemError> {
         let (stretch, mapped) = self.stretch.zip(self.mapped(index)).ok_or(MemError::NotMapped)?;
         k.unmap(stretch.page_addr(index))?;
@@ -289,6 +308,7 @@ impl DriverCore {
     }
 
     /// Unmaps page `index` and frees its frame; whether the frame went back to the kernel.
+    #[inline]
     pub fn release(&mut self, k: &mut dyn MemoryKernel, index: usize) -> bool {
         match self.unmap(k, index) {
             Ok(mapped) => self.free(k, mapped.frame),
@@ -298,6 +318,7 @@ impl DriverCore {
 
     /// Ends the binding: unmaps every page of the table and frees its frame, clears the lock
     /// marks, and returns the stretch it managed (`None`, doing nothing, if unbound).
+    #[inline]
     pub fn unbind(&mut self, k: &mut dyn MemoryKernel) -> Option<StretchInfo> {
         self.stretch?;
         for index in 0..self.table.len() {
@@ -309,11 +330,13 @@ impl DriverCore {
     }
 
     /// Whether page `index` is marked locked.
+    #[inline]
     pub fn locked(&self, index: usize) -> bool {
         self.locked.get(index).copied().unwrap_or(false)
     }
 
     /// How many pages are marked locked.
+    #[inline]
     pub fn locked_count(&self) -> usize {
         self.locked.iter().filter(|&&l| l).count()
     }
@@ -325,6 +348,7 @@ impl DriverCore {
     /// [`crate::StretchDriver::lock`] requires.
     ///
     /// Errors: [`DriverError::NotBound`], [`DriverError::OutOfRange`], and `make_resident`'s.
+    #[inline]
     pub fn lock(
         &mut self,
         range: Range<usize>,
@@ -352,6 +376,7 @@ impl DriverCore {
     /// that was marked.
     ///
     /// Errors: [`DriverError::NotBound`], [`DriverError::OutOfRange`].
+    #[inline]
     pub fn unlock(
         &mut self,
         range: Range<usize>,

@@ -337,6 +337,7 @@ impl<T> FlowCell<T> {
     /// # Panics
     ///
     /// If the cell is borrowed already (a closure that borrowed it again).
+    #[inline(always)]
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         assert!(!self.borrowed.replace(true), "a FlowCell borrowed twice");
         // SAFETY: `borrowed` was clear, so no other reference to the value exists (see the

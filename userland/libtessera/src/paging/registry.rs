@@ -75,6 +75,7 @@ pub(super) fn insert<D: Driver>(info: StretchInfo, driver: &'static mut D) -> bo
 }
 
 /// The binding of the stretch at `base`, if its driver is of type `of` (or of any type).
+#[inline]
 pub(super) fn find(base: usize, of: Option<TypeId>) -> Option<usize> {
     REGISTRY.with(|r| {
         r.bindings.iter().position(|b| {
@@ -104,6 +105,7 @@ pub(super) struct Lent {
 }
 
 /// Takes binding `index`'s driver out for thread `me`.
+#[inline]
 pub(super) fn take(index: usize, me: usize) -> Taken {
     REGISTRY.with(|r| {
         let Some(b) = r.bindings.get_mut(index).and_then(Option::as_mut) else {
@@ -126,6 +128,7 @@ impl Lent {
     /// Puts the driver back, counting a resolved fault if `resolved`, and wakes a thread
     /// parked for it if there is one (the fault path's common case has none, and pays nothing
     /// for the check).
+    #[inline]
     pub(super) fn give_back(self, resolved: bool) {
         let Lent { index, driver } = self;
         let waiters = REGISTRY.with(|r| {
@@ -142,6 +145,7 @@ impl Lent {
 }
 
 /// What a thread waiting for binding `index`'s driver parks on: the binding's address.
+#[inline]
 fn lock_id(index: usize) -> usize {
     REGISTRY.with(|r| &r.bindings[index] as *const Option<Binding> as usize)
 }
