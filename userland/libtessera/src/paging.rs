@@ -124,9 +124,10 @@ pub fn create_window(pages: usize) -> Result<usize, SysError> {
 /// What the driver bound to the stretch at `base` has done, and how many faults the runtime
 /// saw it resolve; `None` if no driver is bound there or it is running now.
 pub fn driver_stats(base: usize) -> Option<(DriverStats, u64)> {
-    let index = registry::find(base, None)?;
-    let Taken::Lent(lent) = registry::take(index, crate::thread::current()) else { return None };
-    let stats = lent.driver.stats();
+    let Taken::Lent(lent) = registry::take(base, None, crate::thread::current()) else {
+        return None;
+    };
+    let (stats, index) = (lent.driver.stats(), lent.index());
     lent.give_back(false);
     Some((stats, registry::resolved(index)))
 }
@@ -138,8 +139,8 @@ pub fn with_driver<D: StretchDriver + 'static, R>(
     base: usize,
     f: impl FnOnce(&mut D, &mut SysKernel) -> R,
 ) -> Option<R> {
-    let index = registry::find(base, Some(TypeId::of::<D>()))?;
-    let Taken::Lent(lent) = registry::take(index, crate::thread::current()) else {
+    let of = Some(TypeId::of::<D>());
+    let Taken::Lent(lent) = registry::take(base, of, crate::thread::current()) else {
         return None;
     };
     let driver: &mut dyn core::any::Any = &mut *lent.driver;

@@ -32,6 +32,7 @@ pub struct RecyclingDriver {
 static ZEROS: [u8; PAGE_SIZE] = [0; PAGE_SIZE];
 
 /// A frame for a new page: a free one, or the oldest resident page's.
+#[inline(always)]
 fn frame(
     core: &mut DriverCore,
     free: &mut Vec<Frame>,
@@ -72,6 +73,7 @@ impl RecyclingDriver {
 }
 
 /// Maps a free or recycled frame at page `index` (zero-filling it with `zero`).
+#[inline(always)]
 fn map(
     core: &mut DriverCore,
     free: &mut Vec<Frame>,

@@ -40,17 +40,17 @@ impl core::fmt::Display for Unresolved {
 }
 
 /// Runs the driver of `fault`'s stretch, one thread at a time.
+#[inline]
 pub(crate) fn resolve(fault: Fault) -> Result<(), Unresolved> {
     let me = crate::thread::current();
     let lent = loop {
-        let index = registry::find(fault.stretch_base, None).ok_or(Unresolved::Unbound)?;
-        match registry::take(index, me) {
+        match registry::take(fault.stretch_base, None, me) {
             Taken::Lent(lent) => break lent,
             Taken::Unbound => return Err(Unresolved::Unbound),
             Taken::Mine => return Err(Unresolved::Recursive),
             // Another thread's fault is in the driver (waiting for a disk, say): park until it
             // is done, instead of spinning through the other threads.
-            Taken::Busy => registry::park(index, true),
+            Taken::Busy(index) => registry::park(index, true),
         }
     };
     let result = lent.driver.fault(&mut SysKernel, fault);
@@ -76,17 +76,17 @@ pub(crate) fn revoke_all() {
         if wanted() == 0 {
             return;
         }
-        let lent: Lent = match registry::take(index, me) {
+        let lent: Lent = match registry::take_at(index, me) {
             Taken::Lent(lent) => lent,
             Taken::Unbound => continue,
             Taken::Mine => {
                 REVOKE_AFTER_FAULT.store(true, Ordering::Relaxed);
                 continue;
             }
-            Taken::Busy => {
+            Taken::Busy(_) => {
                 // Parked until the driver is back; then this binding is looked at again.
                 registry::park(index, false);
-                match registry::take(index, me) {
+                match registry::take_at(index, me) {
                     Taken::Lent(lent) => lent,
                     _ => continue,
                 }

@@ -11,7 +11,7 @@
 //! Borrow rules: the registry itself is borrowed only inside this module, for the length of one
 //! closure passed to the domain's cell ([`crate::thread::FlowCell::with`]), and such a
 //! closure never runs a driver, never switches threads (parking and waking are outside it) and
-//! never borrows the registry again. The activation handler never borrows it: what it reads
+//! never borrows the registry again (debug builds check the last). The activation handler never borrows it: what it reads
 //! (whether a notice is being answered) lives in [`super::dispatch`]'s flags.
 
 use core::any::{Any, TypeId};
@@ -74,14 +74,10 @@ pub(super) fn insert<D: Driver>(info: StretchInfo, driver: &'static mut D) -> bo
     })
 }
 
-/// The binding of the stretch at `base`, if its driver is of type `of` (or of any type).
+/// Whether `b` binds the stretch at `base` to a driver of type `of` (or of any type).
 #[inline]
-pub(super) fn find(base: usize, of: Option<TypeId>) -> Option<usize> {
-    REGISTRY.with(|r| {
-        r.bindings.iter().position(|b| {
-            b.as_ref().is_some_and(|b| b.info.base == base && of.is_none_or(|t| b.type_id == t))
-        })
-    })
+fn matches(b: &Option<Binding>, base: usize, of: Option<TypeId>) -> bool {
+    b.as_ref().is_some_and(|b| b.info.base == base && of.is_none_or(|t| b.type_id == t))
 }
 
 /// What [`take`] found.
@@ -92,8 +88,8 @@ pub(super) enum Taken {
     Unbound,
     /// The caller has the driver out already.
     Mine,
-    /// Another thread has it out.
-    Busy,
+    /// Another thread has it out: the binding to park on.
+    Busy(usize),
 }
 
 /// A driver out of its binding with the thread that took it: its only user until
@@ -104,27 +100,48 @@ pub(super) struct Lent {
     pub(super) driver: &'static mut dyn Driver,
 }
 
-/// Takes binding `index`'s driver out for thread `me`.
+/// Takes the driver bound to the stretch at `base` (of type `of`, or of any type) out for
+/// thread `me`, in one borrow.
 #[inline]
-pub(super) fn take(index: usize, me: usize) -> Taken {
-    REGISTRY.with(|r| {
-        let Some(b) = r.bindings.get_mut(index).and_then(Option::as_mut) else {
-            return Taken::Unbound;
-        };
-        match (b.busy, b.driver.take()) {
-            (None, Some(driver)) => {
-                b.busy = Some(me);
-                Taken::Lent(Lent { index, driver })
-            }
-            (busy, driver) => {
-                b.driver = driver;
-                if busy == Some(me) { Taken::Mine } else { Taken::Busy }
-            }
-        }
+pub(super) fn take(base: usize, of: Option<TypeId>, me: usize) -> Taken {
+    REGISTRY.with(|r| match r.bindings.iter().position(|b| matches(b, base, of)) {
+        Some(index) => lend(&mut r.bindings[index], index, me),
+        None => Taken::Unbound,
     })
 }
 
+/// Takes binding `index`'s driver out for thread `me`.
+#[inline]
+pub(super) fn take_at(index: usize, me: usize) -> Taken {
+    REGISTRY.with(|r| match r.bindings.get_mut(index) {
+        Some(b) => lend(b, index, me),
+        None => Taken::Unbound,
+    })
+}
+
+/// Lends binding `index` (`b`)'s driver to thread `me`, if no thread has it out.
+#[inline]
+fn lend(b: &mut Option<Binding>, index: usize, me: usize) -> Taken {
+    let Some(b) = b.as_mut() else { return Taken::Unbound };
+    match b.busy {
+        None => match b.driver.take() {
+            Some(driver) => {
+                b.busy = Some(me);
+                Taken::Lent(Lent { index, driver })
+            }
+            None => Taken::Unbound,
+        },
+        Some(t) if t == me => Taken::Mine,
+        Some(_) => Taken::Busy(index),
+    }
+}
+
 impl Lent {
+    /// Its binding.
+    pub(super) fn index(&self) -> usize {
+        self.index
+    }
+
     /// Puts the driver back, counting a resolved fault if `resolved`, and wakes a thread
     /// parked for it if there is one (the fault path's common case has none, and pays nothing
     /// for the check).
