@@ -74,8 +74,8 @@ pub use pager::plan::HitKind;
 use pager::plan::{FaultOutcome, Found, Outcome, Source};
 use pager::replace::{BuildPolicy, PolicyKind, ReplacementPolicy};
 use stretch_driver::{
-    DriverError, DriverStats, Fault, FaultError, FrameKind, MemError, MemoryKernel, Rights,
-    StretchDriver, StretchInfo,
+    DriverCore, DriverError, DriverStats, Fault, FaultError, FrameKind, MemError, MemoryKernel,
+    Rights, StretchDriver, StretchInfo,
 };
 
 use crate::frames::{FrameTable, KernelFrames, Place, Slot};
@@ -113,8 +113,10 @@ pub struct PagedDriver<D: SyncDisk + 'static> {
     policy: Option<Box<dyn ReplacementPolicy>>,
     app: Option<Box<dyn AppHandler>>,
     table: FrameTable,
-    bound: Option<Bound>,
-    stats: DriverStats,
+    /// The stretch (its pages are the pager's to track) and the stats.
+    core: DriverCore,
+    /// The pager, while bound.
+    pager: Option<Pager>,
     clock: Option<fn() -> u64>,
     fault_ns: u64,
     hit_costs: HitCosts,
@@ -193,12 +195,6 @@ pub struct FaultCosts {
     pub codec_ns: u64,
 }
 
-/// What a bound driver holds besides its frames.
-struct Bound {
-    stretch: StretchInfo,
-    pager: Pager,
-}
-
 impl<D: SyncDisk + 'static> PagedDriver<D> {
     /// A driver that will page with `config` to `device`, filling frames through the
     /// [`PagedConfig::window_pages`] managed pages at `window` (a managed stretch of the
@@ -211,8 +207,8 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
             policy: None,
             app: None,
             table: FrameTable::new(window, config.window_pages()),
-            bound: None,
-            stats: DriverStats::default(),
+            core: DriverCore::new(),
+            pager: None,
             clock: None,
             fault_ns: 0,
             hit_costs: HitCosts::default(),
@@ -242,7 +238,7 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
     /// Where the driver's time went.
     pub fn costs(&self) -> FaultCosts {
         FaultCosts {
-            faults: self.stats.faults,
+            faults: self.core.stats.faults,
             fault_ns: self.fault_ns,
             kernel_calls: self.table.kernel_calls,
             kernel_ns: self.table.kernel_ns,
@@ -269,19 +265,21 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
 
     /// The pager's counts (faults, evictions, cache and disk), if bound.
     pub fn pager_stats(&self) -> Option<PagerStats> {
-        self.bound.as_ref().map(|b| b.pager.stats())
+        self.pager.as_ref().map(|p| p.stats())
     }
 
     /// The addresses of the pages lost (the disk kept failing the read of their only copy),
     /// in the order they were lost; each now reads as zeros until written again. The
     /// application's handler heard of each when it was lost ([`AppHandler::page_lost`]).
     pub fn lost_pages(&self) -> impl Iterator<Item = usize> + '_ {
-        self.bound.iter().flat_map(|b| b.pager.lost_pages().iter().map(|&p| b.stretch.page_addr(p)))
+        let stretch = self.core.stretch();
+        let lost = self.pager.iter().flat_map(|p| p.lost_pages().iter());
+        lost.filter_map(move |&page| stretch.map(|s| s.page_addr(page)))
     }
 
     /// Whether page `page` of the stretch is resident (mapped on a frame).
     pub fn resident(&self, page: usize) -> bool {
-        self.bound.as_ref().is_some_and(|b| b.pager.resident(page).is_some())
+        self.pager.as_ref().is_some_and(|p| p.resident(page).is_some())
     }
 
     /// Copies through the window: `(fills, saves, moves)`.
@@ -299,14 +297,14 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
 
     /// Resizes the cache (the compressed pool, or the eviction area) to `bytes`.
     pub fn resize_cache(&mut self, bytes: usize) -> Result<(), PagerError> {
-        let b = self.bound.as_mut().ok_or(PagerError::BadConfig("the driver is not bound"))?;
-        b.pager.resize_cache(bytes)
+        let pager = self.pager.as_mut().ok_or(PagerError::BadConfig("the driver is not bound"))?;
+        pager.resize_cache(bytes)
     }
 
     /// Writes every cached page down to the backing store (resident pages stay).
     pub fn flush_cache(&mut self) -> Result<(), PagerError> {
-        let b = self.bound.as_mut().ok_or(PagerError::BadConfig("the driver is not bound"))?;
-        b.pager.flush_cache()
+        let pager = self.pager.as_mut().ok_or(PagerError::BadConfig("the driver is not bound"))?;
+        pager.flush_cache()
     }
 
     /// Answers one fault (see [`StretchDriver::fault`]), saying what the pager did.
@@ -315,24 +313,24 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
         k: &mut dyn MemoryKernel,
         fault: Fault,
     ) -> Result<FaultOutcome, FaultError> {
-        let b = self.bound.as_mut().ok_or(FaultError::NotBound)?;
-        let page = b.stretch.page_index(fault.addr).ok_or(FaultError::WrongStretch)?;
+        let (stretch, page) = self.core.page_of(&fault)?;
+        let pager = self.pager.as_mut().ok_or(FaultError::NotBound)?;
         let write = fault.access == stretch_driver::Access::Write;
-        if write && b.stretch.rights.0 & Rights::WRITE.0 == 0 {
+        if write && stretch.rights.0 & Rights::WRITE.0 == 0 {
             return Err(FaultError::Denied);
         }
         self.table.last_error = None;
-        let mut frames = Self::frames(&mut self.table, k, b.stretch, self.clock);
-        let step = b.pager.fault(page, write);
-        match frames.run(&mut b.pager, step) {
+        let mut frames = Self::frames(&mut self.table, k, stretch, self.clock);
+        let step = pager.fault(page, write);
+        match frames.run(pager, step) {
             Ok(Outcome::Fault(outcome)) => {
-                self.stats.maps += 1;
+                self.core.stats.maps += 1;
                 Ok(outcome)
             }
             Ok(Outcome::Revoked(_)) => Err(FaultError::Backing("the pager answered a fault amiss")),
             Err(e) => {
-                self.stats.failures += 1;
-                Err(fault_error(e, self.table.last_error, &b.stretch))
+                self.core.stats.failures += 1;
+                Err(fault_error(e, self.table.last_error, &stretch))
             }
         }
     }
@@ -351,7 +349,7 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
                 }
                 Place::Page(_) => false, // unbind unmapped the stretch's pages first
             };
-            self.stats.frames_released += u64::from(freed);
+            self.core.stats.frames_released += u64::from(freed);
         }
     }
 
@@ -402,12 +400,14 @@ fn fault_error(e: PagerError, kernel: Option<MemError>, stretch: &StretchInfo) -
     }
 }
 
-impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
-    fn bind(&mut self, k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
-        if self.bound.is_some() {
-            return Err(DriverError::AlreadyBound);
-        }
-        stretch.check()?;
+impl<D: SyncDisk + 'static> PagedDriver<D> {
+    /// The work of `bind` once the core holds the stretch: the hierarchy, the frames, the
+    /// pager.
+    fn start(
+        &mut self,
+        k: &mut dyn MemoryKernel,
+        stretch: StretchInfo,
+    ) -> Result<Pager, DriverError> {
         if self.config.frames == 0 {
             return Err(DriverError::OutOfMemory);
         }
@@ -421,10 +421,13 @@ impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
         // optimistic ones while the kernel grants them, up to the configured number.
         let reserve =
             heap_reserve_frames(&self.config.hierarchy, self.config.frames, stretch.pages);
-        let take = |kind, until: usize, table: &mut FrameTable, k: &mut dyn MemoryKernel| {
-            let mut taken = 0;
+        let take = |kind,
+                    until: usize,
+                    table: &mut FrameTable,
+                    core: &mut DriverCore,
+                    k: &mut dyn MemoryKernel| {
             while table.slots.len() < until {
-                let Ok(frame) = k.frame_alloc(kind) else { break };
+                let Ok(frame) = core.take_frame(k, kind) else { break };
                 table.slots.push(Slot {
                     frame,
                     kind,
@@ -433,18 +436,16 @@ impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
                     writable: false,
                     written: false,
                 });
-                taken += 1;
             }
-            taken
         };
-        let mut taken =
-            take(FrameKind::Guaranteed, self.config.frames + reserve, &mut self.table, k);
+        let (table, core) = (&mut self.table, &mut self.core);
+        take(FrameKind::Guaranteed, self.config.frames + reserve, table, core, k);
         let mut given_back = 0;
         while given_back < reserve
-            && let Some(slot) = self.table.slots.pop()
+            && let Some(slot) = table.slots.pop()
         {
             // Never fails: the frame was just taken and is mapped nowhere.
-            let _ = k.frame_free(slot.frame);
+            core.free(k, slot.frame);
             given_back += 1;
         }
         // The pager (its maps sized for every frame asked for) comes from the guarantee before
@@ -455,9 +456,7 @@ impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
         let policy = self.policy.take().unwrap_or_else(|| self.config.policy.build());
         let app = self.app.take().unwrap_or_else(|| Box::new(NoAppHandler));
         let mut pager = Pager::new(self.config.frames, stretch.pages, policy, cache, app);
-        taken += take(FrameKind::Optimistic, self.config.frames, &mut self.table, k);
-        self.stats.frames_allocated += taken as u64;
-        self.stats.frames_released += given_back as u64;
+        take(FrameKind::Optimistic, self.config.frames, &mut self.table, &mut self.core, k);
         if self.table.slots.is_empty() {
             return Err(DriverError::OutOfMemory);
         }
@@ -466,12 +465,27 @@ impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
         pager.set_harvest_every(self.config.harvest);
         // The kernel keeps the dirty bits: `remap` returns them as a page leaves the stretch.
         pager.set_tracks_dirty(true);
-        self.bound = Some(Bound { stretch, pager });
-        Ok(())
+        Ok(pager)
+    }
+}
+
+impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
+    fn bind(&mut self, k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
+        self.core.bind_untracked(stretch)?;
+        match self.start(k, stretch) {
+            Ok(pager) => {
+                self.pager = Some(pager);
+                Ok(())
+            }
+            Err(e) => {
+                self.core.unbind(k);
+                Err(e)
+            }
+        }
     }
 
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
-        self.stats.faults += 1;
+        self.core.stats.faults += 1;
         let Some(clock) = self.clock else { return self.resolve(k, fault).map(|_| ()) };
         let start = clock();
         let result = self.resolve(k, fault);
@@ -496,15 +510,15 @@ impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
     }
 
     fn lock(&mut self, k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError> {
-        let b = self.bound.as_mut().ok_or(DriverError::NotBound)?;
-        let pages = b.stretch.pages_in(range)?;
+        let (stretch, pages) = self.core.pages_in(range)?;
+        let pager = self.pager.as_mut().ok_or(DriverError::NotBound)?;
         for page in pages.clone() {
-            let mut frames = Self::frames(&mut self.table, k, b.stretch, self.clock);
-            let step = b.pager.lock(page);
-            if frames.run(&mut b.pager, step).is_err() {
+            let mut frames = Self::frames(&mut self.table, k, stretch, self.clock);
+            let step = pager.lock(page);
+            if frames.run(pager, step).is_err() {
                 // Locks nothing newly: those locked by this call are let go again.
                 for p in pages.start..page {
-                    b.pager.unlock(p);
+                    pager.unlock(p);
                 }
                 return Err(DriverError::OutOfMemory);
             }
@@ -517,15 +531,18 @@ impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
         _k: &mut dyn MemoryKernel,
         range: Range<usize>,
     ) -> Result<(), DriverError> {
-        let b = self.bound.as_mut().ok_or(DriverError::NotBound)?;
-        for page in b.stretch.pages_in(range)? {
-            b.pager.unlock(page);
+        let (_, pages) = self.core.pages_in(range)?;
+        let pager = self.pager.as_mut().ok_or(DriverError::NotBound)?;
+        for page in pages {
+            pager.unlock(page);
         }
         Ok(())
     }
 
     fn revoke(&mut self, k: &mut dyn MemoryKernel, frames_wanted: usize) -> usize {
-        let Some(b) = self.bound.as_mut() else { return 0 };
+        let (Some(stretch), Some(pager)) = (self.core.stretch(), self.pager.as_mut()) else {
+            return 0;
+        };
         let optimistic = self
             .table
             .slots
@@ -533,21 +550,22 @@ impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
             .filter(|s| s.kind == FrameKind::Optimistic && s.place != Place::Released);
         // Only optimistic frames count for the kernel: never give back more than are held.
         let wanted = frames_wanted.min(optimistic.count());
-        let mut frames = Self::frames(&mut self.table, k, b.stretch, self.clock);
-        let step = b.pager.revoke(wanted);
-        let released = match frames.run(&mut b.pager, step) {
+        let mut frames = Self::frames(&mut self.table, k, stretch, self.clock);
+        let step = pager.revoke(wanted);
+        let released = match frames.run(pager, step) {
             Ok(Outcome::Revoked(released)) => released,
             Ok(Outcome::Fault(_)) | Err(_) => 0,
         };
-        self.stats.frames_released += released as u64;
+        self.core.stats.frames_released += released as u64;
         released
     }
 
     fn unbind(&mut self, k: &mut dyn MemoryKernel) {
-        let Some(b) = self.bound.take() else { return };
+        let Some(stretch) = self.core.unbind(k) else { return };
+        self.pager = None;
         for slot in &mut self.table.slots {
             if let Place::Page(page) = slot.place
-                && k.unmap(b.stretch.page_addr(page)).is_ok()
+                && k.unmap(stretch.page_addr(page)).is_ok()
             {
                 slot.place = Place::Unmapped;
             }
@@ -556,6 +574,6 @@ impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
     }
 
     fn stats(&self) -> DriverStats {
-        self.stats
+        self.core.stats
     }
 }
