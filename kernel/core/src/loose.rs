@@ -19,7 +19,6 @@
 //! a scan of the table ([`LooseFrames::owned_by`]), which teardown runs in bounded steps.
 
 use frame_allocator::{FRAME_SIZE, Frame};
-use spin::Mutex;
 
 /// One loose frame's record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,19 +68,13 @@ pub struct LooseFrames {
     zeroed: usize,
 }
 
-static TABLE: Mutex<Option<LooseFrames>> = Mutex::new(None);
-
-/// Runs `f` with the table.
-pub fn with<R>(f: impl FnOnce(&mut LooseFrames) -> R) -> R {
-    let mut table = TABLE.lock();
-    let table = table.get_or_insert_with(|| {
-        let (base, words) = crate::memory::take_frame_words();
-        LooseFrames { base, words, zeroed: 0 }
-    });
-    f(table)
-}
-
 impl LooseFrames {
+    /// The table over `words`, one per frame from the frame at physical address `base` on
+    /// (the words may hold anything: they are zeroed as the table grows into them).
+    pub fn new(base: u64, words: &'static mut [u32]) -> Self {
+        LooseFrames { base, words, zeroed: 0 }
+    }
+
     fn index(&self, frame: Frame) -> Option<usize> {
         let i = frame.addr().checked_sub(self.base)? / FRAME_SIZE;
         usize::try_from(i).ok().filter(|&i| i < self.words.len())
