@@ -53,6 +53,12 @@ pub mod platform;
 mod sched;
 pub mod stretch;
 mod syscall;
+#[cfg(test)]
+extern crate std;
+#[cfg(test)]
+mod mock;
+#[cfg(test)]
+mod tests;
 
 use alloc::string::String;
 use alloc::vec::Vec;
