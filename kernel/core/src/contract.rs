@@ -160,11 +160,13 @@ pub struct DeferredFlush {
 
 impl DeferredFlush {
     /// Nothing held back yet.
+    #[inline]
     pub const fn new() -> Self {
         DeferredFlush { tables: false, count: 0, pages: [0; BATCH_PAGE_FLUSHES] }
     }
 
     /// Records a change at the page `va` (with `tables`, of non-leaf entries).
+    #[inline]
     pub fn note(&mut self, va: usize, tables: bool) {
         self.tables |= tables;
         if let Some(slot) = self.pages.get_mut(self.count) {
@@ -174,6 +176,7 @@ impl DeferredFlush {
     }
 
     /// What to flush: `Some(pages)` page by page (perhaps none), `None` the whole tag.
+    #[inline]
     pub fn pages(&self) -> Option<&[usize]> {
         if self.tables { None } else { self.pages.get(..self.count) }
     }

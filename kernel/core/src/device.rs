@@ -51,6 +51,7 @@ static RAISED_WORDS: AtomicU64 = AtomicU64::new(0);
 /// Marks device interrupt line `line` raised, for delivery on the scheduler's path. Called by
 /// the arch's interrupt handlers (interrupts off, possibly while the kernel holds the world
 /// lock), which leave the line masked or claimed until it is acknowledged.
+#[inline]
 pub fn raise_interrupt(line: u32) {
     let word = line as usize / 64;
     if let Some(bits) = RAISED.get(word) {

@@ -34,6 +34,7 @@ const MAX_TRIES: usize = 8;
 /// table, two rights entries, a word per page, and for a managed stretch the rights of each
 /// page (allocations of the arena round these up, see `docs/memory.md`). The header is counted
 /// with a one-word arena handle, as the kernel's are, whatever the platform's arena.
+#[inline]
 pub const fn stretch_record(pages: usize, kind: Kind) -> usize {
     let per_page = match kind {
         Kind::Managed => size_of::<Option<Frame>>() + size_of::<Rights>(),
@@ -45,6 +46,7 @@ pub const fn stretch_record(pages: usize, kind: Kind) -> usize {
 }
 
 /// Whole frames `bytes` of kernel memory are counted as when a call checks its contract.
+#[inline]
 pub const fn frames_for(bytes: usize) -> u64 {
     bytes.div_ceil(PAGE_SIZE) as u64
 }

@@ -617,6 +617,7 @@ fn summary<P: Platform>(w: &World<P>) {
 }
 
 /// Frames needed for `bytes`, rounded up.
+#[inline]
 fn pages_for(bytes: usize) -> usize {
     bytes.div_ceil(FRAME_SIZE as usize)
 }

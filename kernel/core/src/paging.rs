@@ -164,12 +164,14 @@ impl ManagedPage {
 }
 
 /// A frame number as the memory calls name frames (physical address / page size).
+#[inline]
 fn frame_number(frame: Frame) -> usize {
     (frame.addr() / PAGE_SIZE as u64) as usize
 }
 
 /// Page rights from a system-call argument: at least one of read, write, execute, and no
 /// other bit.
+#[inline]
 fn page_rights(bits: usize) -> Result<Rights, SysError> {
     let r = Rights::from_bits(bits).ok_or(SysError::InvalidArgument)?;
     let page = Rights::READ.union(Rights::WRITE).union(Rights::EXECUTE);

@@ -107,6 +107,7 @@ impl Scheduler {
     }
 
     /// Takes out the domain with the earliest instant if it is at or before `now`.
+    #[inline]
     fn take_due(&mut self, now: u64) -> Option<u32> {
         let id = self.instants.pop_due(now)?;
         self.next = self.instants.first_instant();
@@ -114,6 +115,7 @@ impl Scheduler {
     }
 
     /// Puts domain `id` in the queue at `ticks` (or moves it there); `None` takes it out.
+    #[inline]
     pub(super) fn set_instant(&mut self, id: u32, ticks: Option<u64>) {
         match ticks {
             Some(t) => self.instants.set(id as usize, t),

@@ -125,16 +125,19 @@ impl<A: Allocator + Copy> Stretch<A> {
     }
 
     /// One past the last address.
+    #[inline]
     pub fn end(&self) -> usize {
         self.base + self.len()
     }
 
     /// Does the stretch contain `addr`?
+    #[inline]
     pub fn contains(&self, addr: usize) -> bool {
         (self.base..self.end()).contains(&addr)
     }
 
     /// The rights `domain` holds.
+    #[inline]
     pub fn rights_of(&self, domain: u32) -> Rights {
         self.rights.iter().find(|(d, _)| *d == domain).map_or(Rights::NONE, |(_, r)| *r)
     }
@@ -168,11 +171,13 @@ impl<A: Allocator + Copy> StretchTable<A> {
     }
 
     /// Where the stretch at `base` is, or would go.
+    #[inline]
     fn find(&self, base: usize) -> Result<usize, usize> {
         self.list.binary_search_by_key(&base, |s| s.base)
     }
 
     /// The stretch with the highest base below `end`.
+    #[inline]
     fn last_below(&self, end: usize) -> Option<&Stretch<A>> {
         let i = self.list.partition_point(|s| s.base < end);
         i.checked_sub(1).map(|i| &self.list[i])
@@ -205,6 +210,7 @@ impl<A: Allocator + Copy> StretchTable<A> {
 
     /// The stretch containing `addr`, and its slot in the table (valid until the table
     /// changes).
+    #[inline]
     pub fn containing(&self, addr: usize) -> Option<(usize, &Stretch<A>)> {
         let slot = self.list.partition_point(|s| s.base <= addr).checked_sub(1)?;
         let s = &self.list[slot];
@@ -249,6 +255,7 @@ impl<A: Allocator + Copy> Stretches<A> {
     }
 
     /// The domain whose part of the address space holds `addr`.
+    #[inline]
     fn domain_of(&self, addr: usize) -> Option<usize> {
         if (IMAGE_BASE..abi::STRETCH_BASE).contains(&addr) {
             let id = (addr - IMAGE_BASE) / IMAGE_SLOT;
@@ -257,31 +264,37 @@ impl<A: Allocator + Copy> Stretches<A> {
         self.tables.partition_point(|(start, _)| *start <= addr).checked_sub(1)
     }
 
+    #[inline]
     fn table(&self, addr: usize) -> Option<&StretchTable<A>> {
         self.domain_of(addr).map(|id| &self.tables[id].1)
     }
 
+    #[inline]
     fn table_mut(&mut self, addr: usize) -> Option<&mut StretchTable<A>> {
         self.domain_of(addr).map(|id| &mut self.tables[id].1)
     }
 
     /// Domain `id`'s table: the stretches it owns.
+    #[inline]
     pub fn of(&self, id: u32) -> Option<&StretchTable<A>> {
         self.tables.get(id as usize).map(|(_, t)| t)
     }
 
     /// Domain `id`'s table, to change.
+    #[inline]
     pub fn of_mut(&mut self, id: u32) -> Option<&mut StretchTable<A>> {
         self.tables.get_mut(id as usize).map(|(_, t)| t)
     }
 
     /// The stretch at `base`.
+    #[inline]
     pub fn get(&self, base: &usize) -> Option<&Stretch<A>> {
         let t = self.table(*base)?;
         t.find(*base).ok().map(|i| &t.list[i])
     }
 
     /// The stretch at `base`, to change.
+    #[inline]
     pub fn get_mut(&mut self, base: &usize) -> Option<&mut Stretch<A>> {
         let t = self.table_mut(*base)?;
         t.find(*base).ok().map(|i| &mut t.list[i])

@@ -105,6 +105,7 @@ pub fn dispatch<P: Platform>(w: &mut World<P>, id: u32, number: usize, a: [usize
 }
 
 /// The outcome of a call that may have to wait for a revocation.
+#[inline]
 fn memory_call(result: Result<usize, Shortage>) -> Next {
     match result {
         Ok(v) => Next::Return(Ok(v)),
