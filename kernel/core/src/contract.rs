@@ -85,6 +85,7 @@ pub enum UserFault {
 
 impl UserFault {
     /// Its name in reports and in the domain's ending.
+    #[inline]
     pub fn name(&self) -> &'static str {
         use Access::{Execute, Read, Write};
         match *self {
@@ -104,6 +105,7 @@ impl UserFault {
     }
 
     /// The address the fault is about, if it is about one.
+    #[inline]
     pub fn addr(&self) -> Option<usize> {
         match *self {
             UserFault::Page { addr, .. }

@@ -224,7 +224,7 @@ impl<P: Platform> World<P> {
             .collect::<heapless::Vec<usize, CHUNK_PAGES>>();
         if !held.is_empty() {
             for base in held {
-                let s = self.stretches.get_mut(&base).expect("listed above");
+                let Some(s) = self.stretches.get_mut(&base) else { continue };
                 let _ = s.set_rights(id, Rights::NONE);
                 let (unused, owner) = (s.rights.is_empty(), s.owner);
                 if unused && self.domain(owner).is_none() {

@@ -98,6 +98,7 @@ pub enum Termination {
 
 impl Termination {
     /// The reason in reports and in the run summary.
+    #[inline]
     pub fn name(self) -> &'static str {
         match self {
             Termination::Fault(fault) => fault.name(),

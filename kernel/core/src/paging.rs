@@ -135,6 +135,7 @@ pub enum Shortage {
 }
 
 impl From<SysError> for Shortage {
+    #[inline]
     fn from(e: SysError) -> Self {
         Shortage::Fail(e)
     }
@@ -154,6 +155,7 @@ struct ManagedPage {
 
 impl ManagedPage {
     /// Page rights from a system-call argument, within the caller's rights on the stretch.
+    #[inline]
     fn rights_within(&self, bits: usize) -> Result<Rights, SysError> {
         let rights = page_rights(bits)?;
         if !self.stretch_rights.contains(rights) {
@@ -489,12 +491,12 @@ impl<P: Platform> World<P> {
             return Err(SysError::AlreadyMapped.into());
         }
         let tables = self.reserve_tables(id, va)?;
+        let s = self.stretches.slot_mut(id, page.slot)?;
         let d = &mut self.domains[id as usize];
         let space = d.space.as_mut().ok_or(SysError::NotFound)?;
         // Accessed and dirty clear: the hardware sets them as the page is used.
         space.map_tracked(va, pa, rights).map_err(|_| SysError::NoMemory)?;
         P::with_loose(|t| t.set_mapped(frame, true));
-        let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
         s.frames[page.index] = Some(frame);
         s.page_rights[page.index] = rights;
         if tables > 0 {
@@ -507,7 +509,7 @@ impl<P: Platform> World<P> {
     /// `unmap`: removes page `va` of a stretch domain `id` manages; the frame's number.
     pub(super) fn unmap_page(&mut self, id: u32, va: usize) -> Result<usize, SysError> {
         let page = self.managed_page(id, va)?;
-        let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
+        let s = self.stretches.slot_mut(id, page.slot)?;
         let frame = s.frames[page.index].take().ok_or(SysError::NotMapped)?;
         s.page_rights[page.index] = Rights::NONE;
         let d = &mut self.domains[id as usize];
@@ -544,9 +546,9 @@ impl<P: Platform> World<P> {
             return Err(SysError::AlreadyMapped.into());
         }
         let tables = self.reserve_tables(id, to)?;
-        let frame = self.stretches.of_mut(id).expect("found above").at_mut(source.slot).frames
-            [source.index]
+        let frame = self.stretches.slot_mut(id, source.slot)?.frames[source.index]
             .ok_or(SysError::NotMapped)?;
+        self.stretches.slot_mut(id, target.slot)?;
         let pa = frame.addr();
         let d = &mut self.domains[id as usize];
         let space = d.space.as_mut().ok_or(SysError::NotFound)?;
@@ -556,12 +558,9 @@ impl<P: Platform> World<P> {
         let state = space.page_state(from);
         space.map_tracked(to, pa, rights).map_err(|_| SysError::NoMemory)?;
         space.unmap_keeping_tables(from);
-        let s = self.stretches.of_mut(id).expect("found above").at_mut(source.slot);
-        s.frames[source.index] = None;
-        s.page_rights[source.index] = Rights::NONE;
-        let s = self.stretches.of_mut(id).expect("found above").at_mut(target.slot);
-        s.frames[target.index] = Some(frame);
-        s.page_rights[target.index] = rights;
+        // Both stretches were found above: these cannot fail.
+        self.stretches.set_page(id, source.slot, source.index, None, Rights::NONE)?;
+        self.stretches.set_page(id, target.slot, target.index, Some(frame), rights)?;
         if tables > 0 {
             self.publish_frames(id);
         }
@@ -681,8 +680,10 @@ impl<P: Platform> World<P> {
             let op = entry(i);
             let va = op.va as usize;
             let Ok(page) = self.managed_page(id, va) else { continue };
-            let space = self.domains[id as usize].space.as_mut().expect("checked above");
-            let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
+            let space = self.domains[id as usize].space.as_mut();
+            let (Some(space), Ok(s)) = (space, self.stretches.slot_mut(id, page.slot)) else {
+                continue;
+            };
             match op.op {
                 page_op::MAP => {
                     let rights = page.rights_within(op.rights as usize).unwrap_or(Rights::NONE);
@@ -710,8 +711,9 @@ impl<P: Platform> World<P> {
                 }
             }
         }
-        let space = self.domains[id as usize].space.as_mut().expect("checked above");
-        space.end_batch();
+        if let Some(space) = self.domains[id as usize].space.as_mut() {
+            space.end_batch();
+        }
         if tables > 0 {
             self.publish_frames(id);
         }
@@ -790,9 +792,9 @@ impl<P: Platform> World<P> {
         if !page.mapped {
             return Err(SysError::NotMapped);
         }
+        let s = self.stretches.slot_mut(id, page.slot)?;
         let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
         space.protect(va, rights).map_err(|_| SysError::NotMapped)?;
-        let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
         s.page_rights[page.index] = rights;
         Ok(0)
     }

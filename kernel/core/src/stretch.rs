@@ -11,7 +11,7 @@
 
 use alloc::vec::Vec;
 
-use abi::{IMAGE_BASE, IMAGE_SLOT, PAGE_SIZE, Rights};
+use abi::{IMAGE_BASE, IMAGE_SLOT, PAGE_SIZE, Rights, SysError};
 use allocator_api2::collections::TryReserveError;
 use frame_allocator::Frame;
 
@@ -26,6 +26,7 @@ pub type ArenaVec<T, A> = allocator_api2::vec::Vec<T, A>;
 pub struct Refused;
 
 impl From<TryReserveError> for Refused {
+    #[inline]
     fn from(_: TryReserveError) -> Self {
         Refused
     }
@@ -218,8 +219,9 @@ impl<A: Allocator + Copy> StretchTable<A> {
     }
 
     /// The stretch in `slot` (from [`StretchTable::containing`]), to change.
-    pub fn at_mut(&mut self, slot: usize) -> &mut Stretch<A> {
-        &mut self.list[slot]
+    #[inline]
+    pub fn at_mut(&mut self, slot: usize) -> Option<&mut Stretch<A>> {
+        self.list.get_mut(slot)
     }
 
     /// Every stretch, by base address.
@@ -284,6 +286,29 @@ impl<A: Allocator + Copy> Stretches<A> {
     #[inline]
     pub fn of_mut(&mut self, id: u32) -> Option<&mut StretchTable<A>> {
         self.tables.get_mut(id as usize).map(|(_, t)| t)
+    }
+
+    /// The stretch in `slot` of domain `id`'s table (from [`StretchTable::containing`]), to
+    /// change; `NotFound` if there is none.
+    #[inline]
+    pub fn slot_mut(&mut self, id: u32, slot: usize) -> Result<&mut Stretch<A>, SysError> {
+        self.of_mut(id).and_then(|t| t.at_mut(slot)).ok_or(SysError::NotFound)
+    }
+
+    /// Sets page `index` of the stretch in `slot` of domain `id`'s table: its frame and rights.
+    #[inline]
+    pub fn set_page(
+        &mut self,
+        id: u32,
+        slot: usize,
+        index: usize,
+        frame: Option<Frame>,
+        rights: Rights,
+    ) -> Result<(), SysError> {
+        let s = self.slot_mut(id, slot)?;
+        *s.frames.get_mut(index).ok_or(SysError::NotFound)? = frame;
+        *s.page_rights.get_mut(index).ok_or(SysError::NotFound)? = rights;
+        Ok(())
     }
 
     /// The stretch at `base`.

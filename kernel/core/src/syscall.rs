@@ -230,7 +230,7 @@ fn stretch_destroy<P: Platform>(
     }
     let pages = s.frames.len();
     if pages > CHUNK_PAGES {
-        w.stretches.get_mut(&base).expect("looked up above").busy = true;
+        w.stretches.get_mut(&base).ok_or(SysError::NotFound)?.busy = true;
         return Ok(Some(Job::Empty { base, left: pages, result: Ok(0) }));
     }
     w.destroy_stretch(base);
