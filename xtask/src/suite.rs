@@ -258,12 +258,12 @@ fn command_check(cmd: &mut Command) -> Result<(), String> {
     Err(why)
 }
 
-/// The packages with host unit tests: xtask, libtessera, pager (the pager's components), every
-/// crate under `libs/`, every crate under `stretch_drivers/` and every crate under `drivers/`
-/// (the portable halves of the device drivers).
+/// The packages with host unit tests: xtask, libtessera, pager (the pager's components), the
+/// kernel core, every crate under `libs/`, every crate under `stretch_drivers/` and every crate
+/// under `drivers/` (the portable halves of the device drivers).
 fn host_packages() -> Result<Vec<String>> {
     // libtessera's portable parts (argument block, print chunking) are tested on the host too.
-    let mut packages = vec!["xtask".to_string(), "libtessera".to_string(), "pager".to_string()];
+    let mut packages = ["xtask", "libtessera", "pager", "kernel_core"].map(String::from).to_vec();
     let mut libs: Vec<_> = std::fs::read_dir(util::root().join("libs"))?
         .filter_map(|e| e.ok())
         .filter(|e| e.path().join("Cargo.toml").is_file())

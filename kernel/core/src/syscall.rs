@@ -8,8 +8,8 @@ use super::jobs::{CHUNK_PAGES, Job};
 use super::paging::Shortage;
 use super::stretch::Kind;
 use super::{Filling, World, pages_for};
-use crate::arch;
-use crate::arch::UserContextOps as _;
+use crate::Platform;
+use crate::contract::UserContextOps as _;
 
 /// Longest text one `console_write` takes.
 pub const CONSOLE_MAX: usize = 1024;
@@ -41,7 +41,7 @@ pub enum Next {
 
 /// Runs call `number` for domain `id`.
 #[inline(always)]
-pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
+pub fn dispatch<P: Platform>(w: &mut World<P>, id: u32, number: usize, a: [usize; 6]) -> Next {
     let Some(call) = Call::from_number(number) else {
         return Next::Return(Err(SysError::NoSuchCall));
     };
@@ -49,7 +49,7 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         Call::Null => Next::Return(Ok(0)),
         Call::Exit => Next::Exit(a[0] as i32),
         Call::Yield => Next::Yield,
-        Call::Time => Next::Return(Ok(super::clock::now_ns() as usize)),
+        Call::Time => Next::Return(Ok(super::clock::now_ns::<P>() as usize)),
         Call::ConsoleWrite => Next::Return(console_write(w, id, a[0], a[1])),
         Call::StretchCreate => match stretch_create(w, id, a[0], a[1]) {
             Ok(Made::Now(base)) => Next::Return(Ok(base)),
@@ -69,7 +69,7 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
         }
         Call::TimerSet => {
             let deadline =
-                (a[1] as u64 != u64::MAX).then(|| super::clock::ticks_from_ns(a[1] as u64));
+                (a[1] as u64 != u64::MAX).then(|| super::clock::ticks_from_ns::<P>(a[1] as u64));
             Next::Return(w.set_timer(id, a[0], deadline).map(|()| 0))
         }
         Call::Resume => match resume(w, id, a[0]) {
@@ -98,13 +98,14 @@ pub fn dispatch(w: &mut World, id: u32, number: usize, a: [usize; 6]) -> Next {
                 d.pending = false;
                 Next::Return(Ok(0))
             } else {
-                Next::Block(super::clock::ticks_from_ns(a[0] as u64))
+                Next::Block(super::clock::ticks_from_ns::<P>(a[0] as u64))
             }
         }
     }
 }
 
 /// The outcome of a call that may have to wait for a revocation.
+#[inline]
 fn memory_call(result: Result<usize, Shortage>) -> Next {
     match result {
         Ok(v) => Next::Return(Ok(v)),
@@ -113,7 +114,12 @@ fn memory_call(result: Result<usize, Shortage>) -> Next {
     }
 }
 
-fn console_write(w: &World, id: u32, ptr: usize, len: usize) -> Result<usize, SysError> {
+fn console_write<P: Platform>(
+    w: &World<P>,
+    id: u32,
+    ptr: usize,
+    len: usize,
+) -> Result<usize, SysError> {
     if len > CONSOLE_MAX {
         return Err(SysError::InvalidArgument);
     }
@@ -124,16 +130,21 @@ fn console_write(w: &World, id: u32, ptr: usize, len: usize) -> Result<usize, Sy
         return Err(SysError::BadAddress);
     }
     let mut buf = [0u8; CONSOLE_MAX];
-    arch::copy_from_user(&mut buf[..len], ptr).map_err(|_| SysError::BadAddress)?;
+    P::copy_from_user(&mut buf[..len], ptr).map_err(|_| SysError::BadAddress)?;
     let text = core::str::from_utf8(&buf[..len]).map_err(|_| SysError::InvalidArgument)?;
     let name = w.domains[id as usize].name.as_str();
     for line in text.split_terminator('\n') {
-        defmt::info!("[{=str}] {=str}", name, line);
+        info!("[{=str}] {=str}", name, line);
     }
     Ok(len)
 }
 
-fn activation_set(w: &mut World, id: u32, entry: usize, stack: usize) -> Result<usize, SysError> {
+fn activation_set<P: Platform>(
+    w: &mut World<P>,
+    id: u32,
+    entry: usize,
+    stack: usize,
+) -> Result<usize, SysError> {
     if entry == 0 {
         w.domains[id as usize].handler = None;
         return Ok(0);
@@ -152,7 +163,7 @@ fn activation_set(w: &mut World, id: u32, entry: usize, stack: usize) -> Result<
 
 /// Loads the context at `ptr` (an `abi::SavedContext`) into domain `id`'s own and turns
 /// activations on.
-fn resume(w: &mut World, id: u32, ptr: usize) -> Result<(), SysError> {
+fn resume<P: Platform>(w: &mut World<P>, id: u32, ptr: usize) -> Result<(), SysError> {
     const WORDS: usize = abi::SavedContext::WORDS;
     if !ptr.is_multiple_of(8) {
         return Err(SysError::InvalidArgument);
@@ -161,11 +172,11 @@ fn resume(w: &mut World, id: u32, ptr: usize) -> Result<(), SysError> {
         return Err(SysError::BadAddress);
     }
     let mut words = [0u64; WORDS];
-    arch::copy_words_from_user(&mut words, ptr).map_err(|_| SysError::BadAddress)?;
+    P::copy_words_from_user(&mut words, ptr).map_err(|_| SysError::BadAddress)?;
     let d = &mut w.domains[id as usize];
     d.ctx.load_words(&words);
     if let Some(frame) = d.dcb {
-        crate::phys::dcb(frame).activations.store(1, core::sync::atomic::Ordering::Release);
+        P::dcb(frame).activations.store(1, core::sync::atomic::Ordering::Release);
     }
     Ok(())
 }
@@ -176,7 +187,12 @@ enum Made {
     Later(Job),
 }
 
-fn stretch_create(w: &mut World, id: u32, bytes: usize, rights: usize) -> Result<Made, Shortage> {
+fn stretch_create<P: Platform>(
+    w: &mut World<P>,
+    id: u32,
+    bytes: usize,
+    rights: usize,
+) -> Result<Made, Shortage> {
     let rights = Rights::from_bits(rights).ok_or(SysError::InvalidArgument)?;
     if bytes == 0 || bytes > STRETCH_MAX {
         return Err(SysError::InvalidArgument.into());
@@ -199,7 +215,11 @@ fn stretch_create(w: &mut World, id: u32, bytes: usize, rights: usize) -> Result
 }
 
 /// Destroys the stretch at `base` at once if it is small, or returns the job that will.
-fn stretch_destroy(w: &mut World, id: u32, base: usize) -> Result<Option<Job>, SysError> {
+fn stretch_destroy<P: Platform>(
+    w: &mut World<P>,
+    id: u32,
+    base: usize,
+) -> Result<Option<Job>, SysError> {
     let s = w.stretches.get(&base).ok_or(SysError::NotFound)?;
     if !s.rights_of(id).contains(Rights::META) || s.owner != id || s.busy {
         return Err(SysError::PermissionDenied);
@@ -210,15 +230,15 @@ fn stretch_destroy(w: &mut World, id: u32, base: usize) -> Result<Option<Job>, S
     }
     let pages = s.frames.len();
     if pages > CHUNK_PAGES {
-        w.stretches.get_mut(&base).expect("looked up above").busy = true;
+        w.stretches.get_mut(&base).ok_or(SysError::NotFound)?.busy = true;
         return Ok(Some(Job::Empty { base, left: pages, result: Ok(0) }));
     }
     w.destroy_stretch(base);
     Ok(None)
 }
 
-fn stretch_rights(
-    w: &mut World,
+fn stretch_rights<P: Platform>(
+    w: &mut World<P>,
     id: u32,
     base: usize,
     target: usize,

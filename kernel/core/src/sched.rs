@@ -21,9 +21,10 @@ use core::sync::atomic::Ordering;
 
 use super::clock::{now_ns, ns_from_ticks, ticks_from_ns, ticks_from_ns_up};
 use super::syscall::{self, Next};
-use super::{Ending, WORLD, World, report_fault, summary};
-use crate::arch::AddressSpaceOps as _;
-use crate::arch::{self, Resume, UserContext, UserContextOps, UserFault, UserTrap};
+use super::{Ending, World, report_fault, summary};
+use crate::Platform;
+use crate::contract::AddressSpaceOps as _;
+use crate::contract::{Resume, UserContextOps, UserFault, UserTrap};
 
 /// The kernel's side of CPU scheduling, owned by [`World`]: the Atropos policy over the
 /// domains' contracts, the domain on the CPU, and the instants at which the kernel must look
@@ -106,6 +107,7 @@ impl Scheduler {
     }
 
     /// Takes out the domain with the earliest instant if it is at or before `now`.
+    #[inline]
     fn take_due(&mut self, now: u64) -> Option<u32> {
         let id = self.instants.pop_due(now)?;
         self.next = self.instants.first_instant();
@@ -113,6 +115,7 @@ impl Scheduler {
     }
 
     /// Puts domain `id` in the queue at `ticks` (or moves it there); `None` takes it out.
+    #[inline]
     pub(super) fn set_instant(&mut self, id: u32, ticks: Option<u64>) {
         match ticks {
             Some(t) => self.instants.set(id as usize, t),
@@ -124,12 +127,12 @@ impl Scheduler {
     /// The instant to tell the policy of a wake-up or a death, in ns: the clock's, or while
     /// the kernel works for other domains the instant that work began ([`Scheduler::frozen`]).
     #[inline]
-    pub(super) fn now_ns(&self) -> u64 {
-        self.frozen.unwrap_or_else(now_ns)
+    pub(super) fn now_ns<P: Platform>(&self) -> u64 {
+        self.frozen.unwrap_or_else(now_ns::<P>)
     }
 }
 
-impl World {
+impl<P: Platform> World<P> {
     /// Fires due timer endpoints, enforces revocation deadlines and unblocks every domain whose
     /// deadline has passed, at `now` (timer ticks); returns the instant the work ends, from which
     /// the dispatched domain is charged: `now` if nothing was due. The work is charged to the
@@ -154,7 +157,7 @@ impl World {
     #[cold]
     #[inline(never)]
     fn expire_pass(&mut self, now: u64) -> u64 {
-        let now_ns = ns_from_ticks(now);
+        let now_ns = ns_from_ticks::<P>(now);
         self.sched.frozen = Some(now_ns);
         let mut at = now;
         while let Some(id) = self.sched.take_due(now) {
@@ -165,7 +168,7 @@ impl World {
                 if d.ending.is_none() && d.blocked.is_some_and(|deadline| deadline <= now) {
                     d.blocked = None;
                     if let Some(frame) = d.dcb {
-                        crate::phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
+                        P::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
                     }
                     self.sched.policy.wake(id as usize, now_ns);
                 }
@@ -186,7 +189,7 @@ impl World {
         let d = self.domain(id)?;
         let blocked = d.blocked.filter(|&t| t != u64::MAX);
         let timer = d.endpoints.iter().filter_map(|e| e.deadline).min();
-        let revocation = d.revocation.as_ref().map(|r| ticks_from_ns(r.deadline_ns));
+        let revocation = d.revocation.as_ref().map(|r| ticks_from_ns::<P>(r.deadline_ns));
         [blocked, timer, revocation].into_iter().flatten().min()
     }
 
@@ -220,8 +223,8 @@ impl World {
     /// than to the domain dispatched meanwhile (see [`atropos::Atropos::charge_to`]); returns
     /// now, in ticks.
     pub(super) fn charge_since(&mut self, id: u32, from: u64) -> u64 {
-        let to = arch::time::now_ticks();
-        self.sched.policy.charge_to(id as usize, ns_from_ticks(from), ns_from_ticks(to));
+        let to = P::now_ticks();
+        self.sched.policy.charge_to(id as usize, ns_from_ticks::<P>(from), ns_from_ticks::<P>(to));
         to
     }
 
@@ -238,7 +241,7 @@ impl World {
     /// arguments untouched; with no revocation under way it gets its frames, sends a new
     /// notice or fails with `NoMemory`).
     pub(super) fn break_deadlock(&mut self) {
-        let now = now_ns();
+        let now = now_ns::<P>();
         for id in 0..self.domains.len() {
             let d = &mut self.domains[id];
             if d.ending.is_some() || d.blocked.take().is_none() {
@@ -257,7 +260,7 @@ impl World {
         else {
             return;
         };
-        let cpu = &crate::phys::dcb(frame).cpu;
+        let cpu = &P::dcb(frame).cpu;
         cpu.period_start_ns.store(start, Ordering::Relaxed);
         cpu.guaranteed_ns.store(a.guaranteed, Ordering::Relaxed);
         cpu.extra_ns.store(a.extra, Ordering::Relaxed);
@@ -271,14 +274,9 @@ impl World {
             return;
         }
         for r in self.sched.policy.take_records() {
-            defmt::info!(
+            info!(
                 "sched period: domain={=usize} start={=u64} end={=u64} guaranteed={=u64} extra={=u64} missed={=bool}",
-                r.client,
-                r.start,
-                r.end,
-                r.guaranteed,
-                r.extra,
-                r.missed
+                r.client, r.start, r.end, r.guaranteed, r.extra, r.missed
             );
         }
     }
@@ -289,29 +287,29 @@ impl World {
 /// and switches address spaces, idling until the next instant something can happen if none can
 /// run. Contexts stay where they are, in their domains: the trap path saved the current one
 /// there and resumes the one [`Scheduler::current`] names.
-fn switch(w: &mut World, save: bool) {
+fn switch<P: Platform>(w: &mut World<P>, save: bool) {
     let previous = w.sched.current;
     if save {
         let d = &mut w.domains[previous];
-        arch::save_fp(&mut d.ctx, &mut d.fp);
+        P::save_fp(&mut d.ctx, &mut d.fp);
     }
     loop {
-        let now = arch::time::now_ticks();
+        let now = P::now_ticks();
         if w.sched.stop_at.is_some_and(|t| t <= now) {
-            defmt::info!("stop: the time given by stop= has come");
+            info!("stop: the time given by stop= has come");
             summary(w);
-            crate::shutdown(crate::ExitCode::Success);
+            P::exit(crate::Exit::Success);
         }
         // After kernel work for other domains, charged to them, the dispatch is at its end.
         let at = w.expire(now);
-        let picked = w.sched.policy.dispatch(ns_from_ticks(at));
+        let picked = w.sched.policy.dispatch(ns_from_ticks::<P>(at));
         w.publish_accounts(previous);
         w.log_periods();
         if let Some(pick) = picked {
             if w.domains[pick.client].job.is_some() {
                 // Kernel work for it, in chunks, on its time: to the end of its dispatch or the
                 // next timed event, then the scheduler is asked again.
-                let until = ticks_from_ns_up(pick.until);
+                let until = ticks_from_ns_up::<P>(pick.until);
                 let stop = w.earliest_deadline().map_or(until, |t| t.min(until));
                 w.run_job(pick.client as u32, stop);
                 continue;
@@ -319,18 +317,18 @@ fn switch(w: &mut World, save: bool) {
             w.sched.current = pick.client;
             w.publish_accounts(pick.client);
             let d = &mut w.domains[pick.client];
-            arch::restore_fp(&mut d.ctx, &d.fp);
+            P::restore_fp(&mut d.ctx, &d.fp);
             upcall(d);
             if let Some(space) = &d.space {
                 space.activate();
             }
-            let until = ticks_from_ns_up(pick.until);
-            arch::timer::arm(w.earliest_deadline().map_or(until, |t| t.min(until)));
+            let until = ticks_from_ns_up::<P>(pick.until);
+            P::arm_timer(w.earliest_deadline().map_or(until, |t| t.min(until)));
             return;
         }
         if w.domains.iter().all(|d| d.ending.is_some()) && !w.burying() {
             summary(w);
-            crate::shutdown(crate::ExitCode::Success);
+            P::exit(crate::Exit::Success);
         }
         if w.modelled_device_busy() {
             w.idle_for_modelled_device();
@@ -340,19 +338,19 @@ fn switch(w: &mut World, save: bool) {
         // domain that has died (a timer armed far ahead) would hold off the deadlock's wake-up.
         // Everything due by `now` has been expired above, so the exact one is later still.
         w.settle_instants();
-        let replenish = w.sched.policy.next_event().map(ticks_from_ns_up);
+        let replenish = w.sched.policy.next_event().map(ticks_from_ns_up::<P>);
         match [replenish, w.earliest_deadline()].into_iter().flatten().min() {
             Some(deadline) => w.idle_until(deadline),
             None if !w.devices.bindings.is_empty() => w.idle_until_interrupt(),
             None => {
-                defmt::warn!("every domain is blocked without a deadline: waking them all");
+                warn!("every domain is blocked without a deadline: waking them all");
                 w.break_deadlock();
             }
         }
     }
 }
 
-impl World {
+impl<P: Platform> World<P> {
     /// Nothing to run until `deadline` (timer ticks): waits for it or a device's interrupt,
     /// counting the wait as idle time, then delivers any interrupt. Device interrupts are taken
     /// in user mode (and delivered on that trap's path) or here, while idle.
@@ -360,20 +358,20 @@ impl World {
     #[inline(never)]
     fn idle_until(&mut self, deadline: u64) {
         self.idle(|| {
-            arch::timer::arm(deadline);
-            while arch::time::now_ticks() < deadline && !super::device::interrupts_raised() {
-                arch::wait_for_interrupt();
+            P::arm_timer(deadline);
+            while P::now_ticks() < deadline && !super::device::interrupts_raised() {
+                P::wait_for_interrupt();
             }
-            arch::timer::disarm();
+            P::disarm_timer();
         });
     }
 
     /// Runs `wait`, counting the time it takes as idle time, then delivers any interrupt.
     #[inline(always)]
     fn idle(&mut self, wait: impl FnOnce()) {
-        let start = arch::time::now_ticks();
+        let start = P::now_ticks();
         wait();
-        self.sched.idle_ticks += arch::time::now_ticks() - start;
+        self.sched.idle_ticks += P::now_ticks() - start;
         self.deliver_interrupts(None);
     }
 
@@ -388,9 +386,9 @@ impl World {
     #[inline(never)]
     fn idle_for_modelled_device(&mut self) {
         self.idle(|| {
-            arch::timer::quiesce();
+            P::quiesce_timer();
             while !super::device::interrupts_raised() {
-                arch::wait_for_interrupt();
+                P::wait_for_interrupt();
             }
         });
     }
@@ -404,12 +402,12 @@ impl World {
     fn idle_until_interrupt(&mut self) {
         self.idle(|| {
             while !super::device::interrupts_raised() {
-                let until = arch::time::now_ticks() + super::clock::ticks_from_ns(1_000_000);
-                arch::timer::arm(until);
-                while arch::time::now_ticks() < until && !super::device::interrupts_raised() {
-                    arch::wait_for_interrupt();
+                let until = P::now_ticks() + super::clock::ticks_from_ns::<P>(1_000_000);
+                P::arm_timer(until);
+                while P::now_ticks() < until && !super::device::interrupts_raised() {
+                    P::wait_for_interrupt();
                 }
-                arch::timer::disarm();
+                P::disarm_timer();
             }
         });
     }
@@ -417,19 +415,19 @@ impl World {
 
 /// The system call domain `id` made, done.
 #[inline(always)]
-fn call(w: &mut World, id: u32) -> Next {
+fn call<P: Platform>(w: &mut World<P>, id: u32) -> Next {
     let (number, args) = w.domains[id as usize].ctx.call();
     syscall::dispatch(w, id, number, args)
 }
 
 /// The current domain's context, where the trap path resumes it.
-fn current_context(w: &mut World) -> NonNull<UserContext> {
+fn current_context<P: Platform>(w: &mut World<P>) -> NonNull<P::Context> {
     NonNull::from(&mut *w.domains[w.sched.current].ctx)
 }
 
 /// The context of the first domain to run, once every domain is loaded: as after a switch
 /// from nothing (ends the run if no domain could be created).
-pub(super) fn first(w: &mut World) -> NonNull<UserContext> {
+pub(super) fn first<P: Platform>(w: &mut World<P>) -> NonNull<P::Context> {
     switch(w, false);
     current_context(w)
 }
@@ -437,13 +435,13 @@ pub(super) fn first(w: &mut World) -> NonNull<UserContext> {
 /// If domain `d` has activations on and a handler, turns its context (where it stopped) into
 /// an activation: the context goes to the control block's `saved`, activations go off, and the
 /// context enters the handler instead.
-fn upcall(d: &mut super::Domain) {
+fn upcall<P: Platform>(d: &mut super::Domain<P>) {
     let (Some((entry, stack)), Some(dcb_frame)) = (d.handler, d.dcb) else { return };
-    let dcb = crate::phys::dcb(dcb_frame);
+    let dcb = P::dcb(dcb_frame);
     if dcb.activations.load(Ordering::Acquire) != 1 {
         return;
     }
-    crate::phys::write_saved_context(dcb_frame, &d.ctx.saved());
+    P::write_saved_context(dcb_frame, &d.ctx.saved());
     dcb.activations.store(0, Ordering::Release);
     dcb.upcalls.fetch_add(1, Ordering::Relaxed);
     let mut reason = abi::activation::SCHEDULED;
@@ -459,16 +457,14 @@ fn upcall(d: &mut super::Domain) {
     d.ctx.enter_handler(entry, stack, [reason as usize, d.dcb_va]);
 }
 
-/// Entry from the arch trap handler for every trap taken in U-mode, whose registers the trap
-/// path saved in the current domain's context; says what to resume: that context with a system
+/// Entry from the arch trap handler (through the kernel, which holds the world `w`) for every
+/// trap taken in U-mode, whose registers the trap path saved in the current domain's context; says what to resume: that context with a system
 /// call's results, or the current domain's context (another domain's, or changed).
 ///
 /// Hinted inline: x86_64 has one caller, and keeping the system-call path in it saves a call
 /// and a frame on every system call (LLVM stopped inlining it unasked once the calls grew).
 #[inline]
-pub fn on_user_trap(trap: UserTrap) -> Resume {
-    let mut guard = WORLD.lock();
-    let w = guard.as_mut().expect("user trap without domains");
+pub fn on_user_trap<P: Platform>(w: &mut World<P>, trap: UserTrap) -> Resume<P::Context> {
     let id = w.sched.current as u32;
     match trap {
         UserTrap::SystemCall => match call(w, id) {
@@ -486,7 +482,7 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
             }
             Next::Yield => {
                 w.domains[id as usize].ctx.set_result(0, 0);
-                w.sched.policy.yield_now(id as usize, now_ns());
+                w.sched.policy.yield_now(id as usize, now_ns::<P>());
                 switch(w, true);
             }
             Next::Resumed => {}
@@ -495,7 +491,7 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
                 d.ctx.set_result(0, 0);
                 d.blocked = Some(deadline);
                 w.sched.note_instant(deadline, id);
-                w.sched.policy.block(id as usize, now_ns());
+                w.sched.policy.block(id as usize, now_ns::<P>());
                 switch(w, true);
             }
             rare => after_rare_call(w, id, rare),
@@ -517,8 +513,8 @@ pub fn on_user_trap(trap: UserTrap) -> Resume {
 /// it as it can; then the scheduler decides what runs. Out of line, off the system calls'
 /// path.
 #[inline(never)]
-fn on_timer(w: &mut World) {
-    let entered = arch::time::now_ticks();
+fn on_timer<P: Platform>(w: &mut World<P>) {
+    let entered = P::now_ticks();
     if entered >= w.sched.next_instant() {
         w.expire_pass(entered);
     }
@@ -530,9 +526,9 @@ fn on_timer(w: &mut World) {
 /// driver woken should run first. Out of line, off the system calls' path.
 #[cold]
 #[inline(never)]
-fn on_device_interrupt(w: &mut World) {
-    let entered = arch::time::now_ticks();
-    w.sched.frozen = Some(ns_from_ticks(entered));
+fn on_device_interrupt<P: Platform>(w: &mut World<P>) {
+    let entered = P::now_ticks();
+    w.sched.frozen = Some(ns_from_ticks::<P>(entered));
     w.deliver_interrupts(Some(entered));
     w.sched.frozen = None;
     if core::mem::take(&mut w.sched.preempt) {
@@ -544,7 +540,7 @@ fn on_device_interrupt(w: &mut World) {
 /// out of line, so that the common calls' path stays short.
 #[cold]
 #[inline(never)]
-fn after_rare_call(w: &mut World, id: u32, next: Next) {
+fn after_rare_call<P: Platform>(w: &mut World<P>, id: u32, next: Next) {
     match next {
         Next::WaitForFrames => {
             // The call runs again once a revocation has freed frames.
@@ -552,7 +548,7 @@ fn after_rare_call(w: &mut World, id: u32, next: Next) {
             d.ctx.restart_call();
             d.blocked = Some(u64::MAX);
             d.waiting_for_frames = true;
-            w.sched.policy.block(id as usize, now_ns());
+            w.sched.policy.block(id as usize, now_ns::<P>());
             switch(w, true);
         }
         Next::Refused(e, value) => {
@@ -578,7 +574,11 @@ fn after_rare_call(w: &mut World, id: u32, next: Next) {
 /// A fault of domain `id` in U-mode: delivered to its stretch driver (the context to resume
 /// is returned), or the domain is terminated with a report and another runs (`None`).
 #[inline(never)]
-fn on_fault(w: &mut World, id: u32, fault: UserFault) -> Option<Resume> {
+fn on_fault<P: Platform>(
+    w: &mut World<P>,
+    id: u32,
+    fault: UserFault,
+) -> Option<Resume<P::Context>> {
     let why = match fault {
         UserFault::Page { addr, access } => match w.deliver_fault(id, addr, access) {
             Ok(()) => return Some(Resume::Context(current_context(w).as_ptr())),
@@ -589,7 +589,7 @@ fn on_fault(w: &mut World, id: u32, fault: UserFault) -> Option<Resume> {
     let pc = w.domains[id as usize].ctx.pc();
     report_fault(w, id, fault, pc);
     if let Some((_, why)) = why.filter(|&(addr, _)| w.in_managed_stretch(id, addr)) {
-        defmt::error!(
+        error!(
             "domain {=str}: the fault was not delivered to its stretch driver: {=str}",
             w.domains[id as usize].name.as_str(),
             why

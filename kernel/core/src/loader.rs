@@ -6,23 +6,34 @@
 
 use alloc::vec;
 use alloc::vec::Vec;
+use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
 
 use abi::{IMAGE_BASE, IMAGE_SLOT, PAGE_SIZE, Rights};
 use boot_image::BootImage;
 use frame_allocator::Owner;
 
+use super::World;
 use super::stretch::Kind;
-use super::{WORLD, World};
-use crate::arch::{self, AddressSpace, AddressSpaceOps, UserContext, UserContextOps};
-use crate::{BootInfo, ExitCode};
+use crate::contract::{AddressSpaceOps, UserContextOps};
+use crate::log::Report;
+use crate::{Exit, Platform};
 
 /// Pages of stack each domain gets (plus an unmapped guard page below).
 pub const STACK_PAGES: usize = 16;
 
-fn reject(what: &str, why: impl defmt::Format) -> ! {
-    defmt::error!("boot image rejected: {=str}: {}", what, why);
-    crate::shutdown(ExitCode::BootImageRejected)
+fn reject<P: Platform>(what: &str, why: impl Report) -> ! {
+    error!("boot image rejected: {=str}: {}", what, why);
+    P::exit(Exit::BootImageRejected)
+}
+
+/// What the command line asks of the run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BootOptions {
+    /// Trace the scheduler's decisions (`trace=sched`).
+    pub trace_sched: bool,
+    /// End the run at this instant, in ns since boot (`stop=`).
+    pub stop_ns: Option<u64>,
 }
 
 /// The argument block a domain finds in `a1`: `u32 argc`, then per argument `u32 len` and the
@@ -37,29 +48,31 @@ fn argument_block(args: &[alloc::string::String]) -> Vec<u8> {
     block
 }
 
-/// Creates every domain of the boot image and runs the first; returns only if there is no
-/// boot image.
-pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
-    let Some(range) = boot.initrd else { return };
-    let bytes = crate::phys::bytes(range.start, range.len() as usize);
-    let image = BootImage::parse(bytes).unwrap_or_else(|e| reject("image", e));
-    let manifest = manifest::decode(image.manifest()).unwrap_or_else(|e| reject("manifest", e));
+/// Creates in `w` (a world with no domain yet) every domain of the boot image `bytes`, with
+/// the devices of `machine` their manifest grants them; a corrupt image or manifest ends the
+/// run. [`enter_first`] then says what runs first.
+pub fn start_from_boot_image<P: Platform>(
+    w: &mut World<P>,
+    bytes: &[u8],
+    machine: &P::Machine,
+    args: BootOptions,
+) {
+    let image = BootImage::parse(bytes).unwrap_or_else(|e| reject::<P>("image", e));
+    let manifest =
+        manifest::decode(image.manifest()).unwrap_or_else(|e| reject::<P>("manifest", e));
     if manifest.domains.len() != image.images().len() {
-        reject("image", "the manifest and the image list differ in length");
+        reject::<P>("image", "the manifest and the image list differ in length");
     }
-    defmt::info!(
+    info!(
         "boot image: {=usize} domain(s), {=u64} KiB",
         manifest.domains.len(),
-        range.len() >> 10
+        (bytes.len() >> 10) as u64
     );
-    super::init();
-    let mut guard = WORLD.lock();
-    let w = guard.as_mut().expect("world just created");
     w.sched.policy.set_trace(args.trace_sched);
-    w.sched.stop_at = args.stop_ns.map(super::clock::ticks_from_ns);
+    w.sched.stop_at = args.stop_ns.map(super::clock::ticks_from_ns::<P>);
     for (i, (spec, img)) in manifest.domains.iter().zip(image.images()).enumerate() {
         if spec.name != img.domain || spec.app != img.app {
-            reject("image", "image entries do not follow the manifest's domains");
+            reject::<P>("image", "image entries do not follow the manifest's domains");
         }
         let id = i as u32;
         let slot = IMAGE_BASE + i * IMAGE_SLOT;
@@ -67,42 +80,38 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
             let inside = (seg.vaddr as usize) >= slot
                 && (seg.vaddr + seg.mem_size) as usize <= slot + IMAGE_SLOT;
             if !inside {
-                reject("image", "a segment lies outside its domain's image slot");
+                reject::<P>("image", "a segment lies outside its domain's image slot");
             }
         }
         if !((slot as u64)..(slot + IMAGE_SLOT) as u64).contains(&img.entry) {
-            reject("image", "an entry point lies outside its domain's image slot");
+            reject::<P>("image", "an entry point lies outside its domain's image slot");
         }
-        let space = AddressSpace::new(Owner::Domain(id)).unwrap_or_else(|e| reject("domain", e));
+        let space = P::Space::new(Owner::Domain(id)).unwrap_or_else(|e| reject::<P>("domain", e));
         let page = PAGE_SIZE as u64;
         let quota = w.region.share(spec.address_space as usize).unwrap_or_else(|| {
-            reject("domain", "the stretch region cannot hold its address space")
+            reject::<P>("domain", "the stretch region cannot hold its address space")
         });
         if w.add_domain(&spec.name, space, spec.guaranteed / page, spec.optimistic / page, quota)
             != Some(id)
         {
-            reject("domain", "the kernel heap cannot hold its records");
+            reject::<P>("domain", "the kernel heap cannot hold its records");
         }
         let contract = spec.cpu.contract();
         if w.sched.policy.try_add(contract, 0).is_err() {
-            reject("domain", "the kernel heap cannot hold its scheduler records");
+            reject::<P>("domain", "the kernel heap cannot hold its scheduler records");
         }
         w.domains[i].disk = spec.disk.map(|d| (d.period_ns, d.slice_ns));
         if let Err(e) = populate(w, id, &image, i, &spec.args) {
-            defmt::error!("domain {=str} could not be created: {}", spec.name.as_str(), e);
+            error!("domain {=str} could not be created: {}", spec.name.as_str(), e);
             w.kill(id, super::Ending::Terminated(super::Termination::NotCreated));
             continue;
         }
-        if let Err(e) = w.grant_devices(id, &manifest, spec, boot) {
-            defmt::error!(
-                "domain {=str} could not be given its devices: {=str}",
-                spec.name.as_str(),
-                e
-            );
+        if let Err(e) = w.grant_devices(id, &manifest, spec, machine) {
+            error!("domain {=str} could not be given its devices: {=str}", spec.name.as_str(), e);
             w.kill(id, super::Ending::Terminated(super::Termination::NotCreated));
             continue;
         }
-        defmt::info!(
+        info!(
             "domain {=str} (id {=u32}): app {=str} at {=u64:#x}, {=u64} of {=u64} frames used",
             spec.name.as_str(),
             id,
@@ -111,7 +120,7 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
             w.charged(id),
             w.domains[i].guaranteed_frames
         );
-        defmt::info!(
+        info!(
             "domain {=str}: cpu contract: slice {=u64} us every {=u64} us, extra {=bool}, latency {=u64} us",
             spec.name.as_str(),
             contract.slice / 1000,
@@ -120,7 +129,7 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
             contract.latency / 1000
         );
         let share = w.domains[i].address.range();
-        defmt::info!(
+        info!(
             "domain {=str}: address space {=u64:#x}..{=u64:#x} ({=u64} MiB)",
             spec.name.as_str(),
             share.start as u64,
@@ -138,7 +147,7 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
         let stream = |i: usize| stream_contract(manifest.domains.get(i).and_then(|d| d.disk));
         let peers = [stream(channel.to), stream(channel.from)];
         if let Err(e) = connect(w, channel, slot, peers) {
-            defmt::error!("channel {=str} could not be created: {}", channel.name.as_str(), e);
+            error!("channel {=str} could not be created: {}", channel.name.as_str(), e);
         }
     }
     // The decoded manifest and the image directory are boot-time state that nothing keeps:
@@ -146,14 +155,13 @@ pub fn start_from_boot_image(boot: &BootInfo, args: &crate::cmdline::Args<'_>) {
     drop(ends);
     drop(manifest);
     drop(image);
-    w.boot_heap = crate::heap::used();
-    defmt::info!("kernel heap: {=usize} KiB used at boot", w.boot_heap >> 10);
-    enter_first(guard)
+    w.boot_heap = P::heap_used();
+    info!("kernel heap: {=usize} KiB used at boot", w.boot_heap >> 10);
 }
 
 /// Builds domain `id`'s image stretches, its stack and its starting context.
-fn populate(
-    w: &mut World,
+fn populate<P: Platform>(
+    w: &mut World<P>,
     id: u32,
     image: &BootImage<'_>,
     index: usize,
@@ -189,27 +197,20 @@ fn populate(
     let dcb_at = w.domains[index].address.take(1).ok_or(abi::SysError::NoAddressSpace)?;
     w.create_stretch(id, dcb_at, 1, Rights::READ.union(Rights::WRITE), Kind::ControlBlock, &[])?;
     let frame = w.stretches[&dcb_at].frames[0].ok_or(abi::SysError::NoMemory)?;
-    let dcb = abi::Dcb {
-        domain_id: id as u64,
-        timebase_hz: arch::time::frequency(),
-        ..Default::default()
-    };
-    crate::phys::write_dcb(frame, &dcb);
+    let dcb = abi::Dcb { domain_id: id as u64, timebase_hz: P::frequency(), ..Default::default() };
+    P::write_dcb(frame, dcb);
     w.domains[index].dcb = Some(frame);
     w.domains[index].dcb_va = dcb_at;
-    *w.domains[index].ctx = UserContext::new_user(
-        img.entry as usize,
-        sp,
-        [id as usize, args_addr, block.len(), dcb_at],
-    );
+    *w.domains[index].ctx =
+        P::Context::new_user(img.entry as usize, sp, [id as usize, args_addr, block.len(), dcb_at]);
     Ok(())
 }
 
 /// Creates the manifest's IO channels: a shared stretch owned by the sender, read-write for
 /// both ends, an endpoint at each end that only the other end may signal, and the description
 /// of the channel in both control blocks.
-fn connect(
-    w: &mut World,
+fn connect<P: Platform>(
+    w: &mut World<P>,
     channel: &manifest::ChannelSpec,
     slot: [usize; 2],
     peer_disk: [abi::StreamContract; 2],
@@ -245,17 +246,17 @@ fn connect(
             peer_event: peer_event as u64,
             peer_disk,
         };
-        crate::phys::write_channel_slot(frame, index, &slot);
+        P::write_channel_slot(frame, index, &slot);
     }
     Ok(())
 }
 
-fn enter_first(mut guard: spin::MutexGuard<'_, Option<World>>) -> ! {
-    let w = guard.as_mut().expect("world exists");
-    w.sched.policy.restart(super::clock::now_ns());
-    let ctx = super::sched::first(w);
-    drop(guard);
-    arch::enter_user(ctx)
+/// The context of the first domain to run, once [`start_from_boot_image`] made them all (the
+/// kernel enters it once it has let go of the world); ends the run if no domain could be
+/// created.
+pub fn enter_first<P: Platform>(w: &mut World<P>) -> NonNull<P::Context> {
+    w.sched.policy.restart(super::clock::now_ns::<P>());
+    super::sched::first(w)
 }
 
 /// A domain's disk-time contract as a channel slot carries it (all zero: none).
@@ -269,9 +270,9 @@ fn stream_contract(spec: Option<manifest::CpuSpec>) -> abi::StreamContract {
 }
 
 /// Writes domain `index`'s CPU contract into its control block.
-fn publish_contract(w: &World, index: usize, c: atropos::Contract) {
+fn publish_contract<P: Platform>(w: &World<P>, index: usize, c: atropos::Contract) {
     let Some(frame) = w.domains[index].dcb else { return };
-    let cpu = &crate::phys::dcb(frame).cpu;
+    let cpu = &P::dcb(frame).cpu;
     cpu.period_ns.store(c.period, Ordering::Relaxed);
     cpu.slice_ns.store(c.slice, Ordering::Relaxed);
     cpu.latency_ns.store(c.latency, Ordering::Relaxed);

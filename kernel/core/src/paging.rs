@@ -54,11 +54,11 @@ use frame_allocator::{Frame, Owner};
 
 use super::clock::{now_ns, ticks_from_ns};
 use super::kmem;
-use super::loose::{self, Loose};
+use super::loose::Loose;
 use super::stretch::{Kind, Stretch};
 use super::{Ending, World};
-use crate::arch::{AddressSpaceOps as _, UserContextOps as _};
-use crate::memory::{self, with_frames};
+use crate::contract::{AddressSpaceOps as _, UserContextOps as _};
+use crate::{Platform, frames};
 
 /// Optimistic frames are granted only while more than this many frames stay free, so that page
 /// tables and small guaranteed allocations rarely wait for a revocation.
@@ -135,6 +135,7 @@ pub enum Shortage {
 }
 
 impl From<SysError> for Shortage {
+    #[inline]
     fn from(e: SysError) -> Self {
         Shortage::Fail(e)
     }
@@ -154,6 +155,7 @@ struct ManagedPage {
 
 impl ManagedPage {
     /// Page rights from a system-call argument, within the caller's rights on the stretch.
+    #[inline]
     fn rights_within(&self, bits: usize) -> Result<Rights, SysError> {
         let rights = page_rights(bits)?;
         if !self.stretch_rights.contains(rights) {
@@ -164,12 +166,14 @@ impl ManagedPage {
 }
 
 /// A frame number as the memory calls name frames (physical address / page size).
+#[inline]
 fn frame_number(frame: Frame) -> usize {
     (frame.addr() / PAGE_SIZE as u64) as usize
 }
 
 /// Page rights from a system-call argument: at least one of read, write, execute, and no
 /// other bit.
+#[inline]
 fn page_rights(bits: usize) -> Result<Rights, SysError> {
     let r = Rights::from_bits(bits).ok_or(SysError::InvalidArgument)?;
     let page = Rights::READ.union(Rights::WRITE).union(Rights::EXECUTE);
@@ -179,7 +183,7 @@ fn page_rights(bits: usize) -> Result<Rights, SysError> {
     Ok(r)
 }
 
-impl World {
+impl<P: Platform> World<P> {
     /// `stretch_create_managed`: a stretch of `bytes` owned by `id` with no page mapped. Its
     /// page tables are made now (charged to the guarantee with the kernel's records of its
     /// pages), so that mapping its pages never needs memory.
@@ -197,7 +201,7 @@ impl World {
         let record = kmem::frames_for(kmem::stretch_record(pages, Kind::Managed));
         let base = self.domains[id as usize].address.take(pages).ok_or(SysError::NoAddressSpace)?;
         let end = base + pages * PAGE_SIZE;
-        let undo = |w: &mut World| {
+        let undo = |w: &mut World<P>| {
             if let Some(space) = w.domains[id as usize].space.as_mut() {
                 space.prune_range(base, end);
             }
@@ -254,7 +258,7 @@ impl World {
 
     /// The page tables of managed stretch `s` are freed (its pages are unmapped already, their
     /// frames back among its owner's loose frames).
-    pub(super) fn release_managed_pages(&mut self, s: &Stretch) {
+    pub(super) fn release_managed_pages(&mut self, s: &Stretch<P::Arena>) {
         let d = &mut self.domains[s.owner as usize];
         if let Some(space) = d.space.as_mut() {
             space.prune_range(s.base, s.end());
@@ -265,7 +269,7 @@ impl World {
     /// are not, sends a revocation notice (unless one is outstanding) and answers
     /// [`Shortage::Wait`].
     pub(super) fn reserve_frames(&mut self, id: u32, needed: u64) -> Result<(), Shortage> {
-        let free = with_frames(|fa| fa.free_count());
+        let free = P::with_frames(|fa| fa.free_count());
         if free >= needed {
             return Ok(());
         }
@@ -291,21 +295,21 @@ impl World {
     fn send_revocation(&mut self, victim: u32, wanted: u64, for_whom: u32) {
         let contract = self.sched.policy.contract(victim as usize);
         let (period, slice) = contract.map_or((0, 0), |c| (c.period, c.slice));
-        let sent_ns = now_ns();
+        let sent_ns = now_ns::<P>();
         let disk = self.domains[victim as usize].disk;
         let deadline_ns = sent_ns + revocation_window(contract, disk, wanted);
         let d = &mut self.domains[victim as usize];
         let goal = d.optimistic_held - wanted;
         d.revocation = Some(Revocation { wanted, goal, sent_ns, deadline_ns });
-        self.sched.note_instant(ticks_from_ns(deadline_ns), victim);
+        self.sched.note_instant(ticks_from_ns::<P>(deadline_ns), victim);
         let d = &self.domains[victim as usize];
         if let Some(frame) = d.dcb {
-            let slot = &crate::phys::dcb(frame).revocation;
+            let slot = &P::dcb(frame).revocation;
             slot.deadline_ns.store(deadline_ns, Ordering::Relaxed);
             slot.frames_wanted.store(wanted, Ordering::Relaxed);
             slot.notices.fetch_add(1, Ordering::Release);
         }
-        defmt::info!(
+        info!(
             "revocation: domain {=str} (holding {=u64} optimistic frames, the most) asked to release {=u64} for domain {=str}: sent={=u64} us deadline={=u64} us period={=u64} us slice={=u64} us",
             d.name.as_str(),
             d.optimistic_held,
@@ -325,16 +329,16 @@ impl World {
         let Some(r) = &d.revocation else { return };
         let left = d.optimistic_held.saturating_sub(r.goal);
         if let Some(frame) = d.dcb {
-            crate::phys::dcb(frame).revocation.frames_wanted.store(left, Ordering::Release);
+            P::dcb(frame).revocation.frames_wanted.store(left, Ordering::Release);
         }
         if left > 0 {
             return;
         }
-        defmt::info!(
+        info!(
             "revocation: domain {=str} released {=u64} optimistic frames in {=u64} us",
             d.name.as_str(),
             r.wanted,
-            (now_ns() - r.sent_ns) / 1000
+            (now_ns::<P>() - r.sent_ns) / 1000
         );
         d.revocation = None;
         self.wake_frame_waiters();
@@ -348,7 +352,7 @@ impl World {
             if r.deadline_ns > now_ns {
                 return;
             }
-            defmt::error!(
+            error!(
                 "domain {=str}: revocation: asked for {=u64} optimistic frames, still {=u64} to release at the deadline ({=u64} us): taking all its frames by force",
                 d.name.as_str(),
                 r.wanted,
@@ -361,7 +365,7 @@ impl World {
 
     /// Wakes the domains blocked in a call that waits for frames; their calls run again.
     pub(super) fn wake_frame_waiters(&mut self) {
-        let now = self.sched.now_ns();
+        let now = self.sched.now_ns::<P>();
         for id in 0..self.domains.len() {
             let d = &mut self.domains[id];
             if d.ending.is_none() && core::mem::take(&mut d.waiting_for_frames) {
@@ -383,7 +387,7 @@ impl World {
                 false
             }
             frame_kind::OPTIMISTIC => {
-                let free = with_frames(|fa| fa.free_count());
+                let free = P::with_frames(|fa| fa.free_count());
                 if d.optimistic_held >= d.optimistic_frames
                     || free <= OPTIMISTIC_FLOOR
                     || d.revocation.is_some()
@@ -394,10 +398,10 @@ impl World {
             }
             _ => return Err(SysError::InvalidArgument.into()),
         };
-        let Ok(frame) = memory::alloc_zeroed(Owner::Domain(id)) else {
+        let Ok(frame) = frames::alloc_zeroed::<P>(Owner::Domain(id)) else {
             return Err(SysError::NoMemory.into());
         };
-        loose::with(|t| t.insert(frame, Loose { owner: id, optimistic, mapped: false }));
+        P::with_loose(|t| t.insert(frame, Loose { owner: id, optimistic, mapped: false }));
         let d = &mut self.domains[id as usize];
         d.loose_held += 1;
         d.optimistic_held += u64::from(optimistic);
@@ -409,7 +413,7 @@ impl World {
     pub(super) fn frame_free(&mut self, id: u32, number: usize) -> Result<usize, SysError> {
         let pa = (number as u64).checked_mul(PAGE_SIZE as u64).ok_or(SysError::NotFound)?;
         let frame = Frame::containing(pa);
-        let optimistic = loose::with(|t| {
+        let optimistic = P::with_loose(|t| {
             let l = t.get_of(id, frame).ok_or(SysError::NotFound)?;
             if l.mapped {
                 return Err(SysError::InUse);
@@ -419,8 +423,8 @@ impl World {
         })?;
         let d = &mut self.domains[id as usize];
         d.loose_held -= 1;
-        if let Err(e) = memory::free(frame, Owner::Domain(id)) {
-            defmt::error!("frame_free: freeing frame {=u64:#x} failed: {}", pa, e);
+        if let Err(e) = frames::free::<P>(frame, Owner::Domain(id)) {
+            error!("frame_free: freeing frame {=u64:#x} failed: {}", pa, e);
         }
         if optimistic {
             d.optimistic_held -= 1;
@@ -479,7 +483,7 @@ impl World {
         let rights = page.rights_within(rights)?;
         let pa = (number as u64).checked_mul(PAGE_SIZE as u64).ok_or(SysError::NotFound)?;
         let frame = Frame::containing(pa);
-        let loose = loose::with(|t| t.get_of(id, frame)).ok_or(SysError::NotFound)?;
+        let loose = P::with_loose(|t| t.get_of(id, frame)).ok_or(SysError::NotFound)?;
         if loose.mapped {
             return Err(SysError::InUse.into());
         }
@@ -487,12 +491,12 @@ impl World {
             return Err(SysError::AlreadyMapped.into());
         }
         let tables = self.reserve_tables(id, va)?;
+        let s = self.stretches.slot_mut(id, page.slot)?;
         let d = &mut self.domains[id as usize];
         let space = d.space.as_mut().ok_or(SysError::NotFound)?;
         // Accessed and dirty clear: the hardware sets them as the page is used.
         space.map_tracked(va, pa, rights).map_err(|_| SysError::NoMemory)?;
-        loose::with(|t| t.set_mapped(frame, true));
-        let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
+        P::with_loose(|t| t.set_mapped(frame, true));
         s.frames[page.index] = Some(frame);
         s.page_rights[page.index] = rights;
         if tables > 0 {
@@ -505,14 +509,14 @@ impl World {
     /// `unmap`: removes page `va` of a stretch domain `id` manages; the frame's number.
     pub(super) fn unmap_page(&mut self, id: u32, va: usize) -> Result<usize, SysError> {
         let page = self.managed_page(id, va)?;
-        let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
+        let s = self.stretches.slot_mut(id, page.slot)?;
         let frame = s.frames[page.index].take().ok_or(SysError::NotMapped)?;
         s.page_rights[page.index] = Rights::NONE;
         let d = &mut self.domains[id as usize];
         if let Some(space) = d.space.as_mut() {
             space.unmap_keeping_tables(va);
         }
-        loose::with(|t| t.set_mapped(frame, false));
+        P::with_loose(|t| t.set_mapped(frame, false));
         // What the domain holds is unchanged: the frame stays among its loose frames.
         Ok(frame_number(frame))
     }
@@ -542,9 +546,9 @@ impl World {
             return Err(SysError::AlreadyMapped.into());
         }
         let tables = self.reserve_tables(id, to)?;
-        let frame = self.stretches.of_mut(id).expect("found above").at_mut(source.slot).frames
-            [source.index]
+        let frame = self.stretches.slot_mut(id, source.slot)?.frames[source.index]
             .ok_or(SysError::NotMapped)?;
+        self.stretches.slot_mut(id, target.slot)?;
         let pa = frame.addr();
         let d = &mut self.domains[id as usize];
         let space = d.space.as_mut().ok_or(SysError::NotFound)?;
@@ -554,12 +558,9 @@ impl World {
         let state = space.page_state(from);
         space.map_tracked(to, pa, rights).map_err(|_| SysError::NoMemory)?;
         space.unmap_keeping_tables(from);
-        let s = self.stretches.of_mut(id).expect("found above").at_mut(source.slot);
-        s.frames[source.index] = None;
-        s.page_rights[source.index] = Rights::NONE;
-        let s = self.stretches.of_mut(id).expect("found above").at_mut(target.slot);
-        s.frames[target.index] = Some(frame);
-        s.page_rights[target.index] = rights;
+        // Both stretches were found above: these cannot fail.
+        self.stretches.set_page(id, source.slot, source.index, None, Rights::NONE)?;
+        self.stretches.set_page(id, target.slot, target.index, Some(frame), rights)?;
         if tables > 0 {
             self.publish_frames(id);
         }
@@ -574,7 +575,7 @@ impl World {
             page_op::MAP => {
                 page.rights_within(op.rights as usize)?;
                 let pa = op.frame.checked_mul(PAGE_SIZE as u64).ok_or(SysError::NotFound)?;
-                let loose = loose::with(|t| t.get_of(id, Frame::containing(pa)))
+                let loose = P::with_loose(|t| t.get_of(id, Frame::containing(pa)))
                     .ok_or(SysError::NotFound)?;
                 if loose.mapped {
                     return Err(SysError::InUse);
@@ -617,7 +618,7 @@ impl World {
         if !self.may_access(id, ops, count * size_of::<PageOp>(), Rights::READ) {
             return Err(whole(SysError::BadAddress));
         }
-        crate::arch::copy_words_from_user(words, ops).map_err(|_| whole(SysError::BadAddress))?;
+        P::copy_words_from_user(words, ops).map_err(|_| whole(SysError::BadAddress))?;
         let entry = |i: usize| {
             let w = &words[i * PageOp::WORDS..][..PageOp::WORDS];
             PageOp::from_words([w[0], w[1], w[2], w[3]])
@@ -679,18 +680,20 @@ impl World {
             let op = entry(i);
             let va = op.va as usize;
             let Ok(page) = self.managed_page(id, va) else { continue };
-            let space = self.domains[id as usize].space.as_mut().expect("checked above");
-            let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
+            let space = self.domains[id as usize].space.as_mut();
+            let (Some(space), Ok(s)) = (space, self.stretches.slot_mut(id, page.slot)) else {
+                continue;
+            };
             match op.op {
                 page_op::MAP => {
                     let rights = page.rights_within(op.rights as usize).unwrap_or(Rights::NONE);
                     let pa = op.frame * PAGE_SIZE as u64;
                     if space.map_tracked(va, pa, rights).is_err() {
-                        defmt::error!("map_batch: mapping {=usize:#x} failed after its checks", va);
+                        error!("map_batch: mapping {=usize:#x} failed after its checks", va);
                         continue;
                     }
                     let frame = Frame::containing(pa);
-                    loose::with(|t| t.set_mapped(frame, true));
+                    P::with_loose(|t| t.set_mapped(frame, true));
                     s.frames[page.index] = Some(frame);
                     s.page_rights[page.index] = rights;
                 }
@@ -698,7 +701,7 @@ impl World {
                     let Some(frame) = s.frames[page.index].take() else { continue };
                     s.page_rights[page.index] = Rights::NONE;
                     space.unmap_keeping_tables(va);
-                    loose::with(|t| t.set_mapped(frame, false));
+                    P::with_loose(|t| t.set_mapped(frame, false));
                 }
                 _ => {
                     let rights = page.rights_within(op.rights as usize).unwrap_or(Rights::NONE);
@@ -708,8 +711,9 @@ impl World {
                 }
             }
         }
-        let space = self.domains[id as usize].space.as_mut().expect("checked above");
-        space.end_batch();
+        if let Some(space) = self.domains[id as usize].space.as_mut() {
+            space.end_batch();
+        }
         if tables > 0 {
             self.publish_frames(id);
         }
@@ -763,7 +767,7 @@ impl World {
         for i in (0..count).filter(|&i| mapped[i]) {
             states[i] = space.page_state(va + i * PAGE_SIZE);
         }
-        crate::arch::copy_to_user(&states[..count], out).map_err(|_| SysError::BadAddress)?;
+        P::copy_to_user(&states[..count], out).map_err(|_| SysError::BadAddress)?;
         if clear != 0 {
             space.begin_batch();
             // Every mapped page, even one whose bits were clear when read: the copy to `out`
@@ -788,9 +792,9 @@ impl World {
         if !page.mapped {
             return Err(SysError::NotMapped);
         }
+        let s = self.stretches.slot_mut(id, page.slot)?;
         let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
         space.protect(va, rights).map_err(|_| SysError::NotMapped)?;
-        let s = self.stretches.of_mut(id).expect("found above").at_mut(page.slot);
         s.page_rights[page.index] = rights;
         Ok(0)
     }
@@ -813,13 +817,13 @@ impl World {
         let (Some((entry, stack)), Some(dcb_frame)) = (d.handler, d.dcb) else {
             return Err("the domain has no activation handler to take the fault");
         };
-        let dcb = crate::phys::dcb(dcb_frame);
+        let dcb = P::dcb(dcb_frame);
         if dcb.activations.load(Ordering::Acquire) != 1 {
             return Err(
                 "the fault came with activations off (inside the domain's own fault handling)",
             );
         }
-        crate::phys::write_saved_context(dcb_frame, &d.ctx.saved());
+        P::write_saved_context(dcb_frame, &d.ctx.saved());
         dcb.fault.addr.store(addr as u64, Ordering::Relaxed);
         dcb.fault.access.store(access as u64, Ordering::Relaxed);
         dcb.fault.stretch.store(stretch as u64, Ordering::Relaxed);
@@ -841,7 +845,7 @@ impl World {
     pub(super) fn publish_frames(&self, id: u32) {
         let d = &self.domains[id as usize];
         let Some(frame) = d.dcb else { return };
-        let account = &crate::phys::dcb(frame).frames;
+        let account = &P::dcb(frame).frames;
         account.guaranteed.store(d.guaranteed_frames, Ordering::Relaxed);
         account.optimistic.store(d.optimistic_frames, Ordering::Relaxed);
         account.guaranteed_held.store(self.guaranteed_used(id), Ordering::Relaxed);

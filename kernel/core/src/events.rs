@@ -10,7 +10,7 @@ use abi::{MAX_EVENTS, SysError};
 use core::sync::atomic::Ordering;
 
 use super::World;
-use crate::phys;
+use crate::Platform;
 
 /// The `sender` of endpoints only the kernel signals (timers).
 pub const KERNEL: u32 = u32::MAX;
@@ -31,13 +31,13 @@ pub struct Endpoint {
     pub deadline: Option<u64>,
 }
 
-impl World {
+impl<P: Platform> World<P> {
     /// A new endpoint of domain `owner` that `sender` may signal; its index.
     pub(super) fn alloc_endpoint(&mut self, owner: u32, sender: u32) -> Option<usize> {
         if self.domains.get(owner as usize)?.endpoints.len() >= MAX_EVENTS {
             return None;
         }
-        let room = |w: &mut World| Ok(w.domains[owner as usize].endpoints.try_reserve(1)?);
+        let room = |w: &mut World<P>| Ok(w.domains[owner as usize].endpoints.try_reserve(1)?);
         self.with_kmem(owner, room).ok()?;
         let d = &mut self.domains[owner as usize];
         d.endpoints.push(Endpoint { sender, closed: false, deadline: None });
@@ -98,7 +98,7 @@ impl World {
     pub(super) fn signal(&mut self, to: u32, ep: usize) {
         let d = &mut self.domains[to as usize];
         if let Some(frame) = d.dcb {
-            phys::dcb(frame).events[ep].value.fetch_add(1, Ordering::Release);
+            P::dcb(frame).events[ep].value.fetch_add(1, Ordering::Release);
         }
         self.wake(to);
     }
@@ -119,14 +119,14 @@ impl World {
         if let Some(deadline) = d.blocked.take() {
             d.pending = false;
             if let Some(frame) = d.dcb {
-                phys::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
+                P::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
             }
             if deadline != u64::MAX {
                 // Woken before its deadline: its instant in the queue goes, so that no timer
                 // interrupt comes for it.
                 self.refresh_instant(id);
             }
-            if self.sched.policy.wake(id as usize, self.sched.now_ns()) {
+            if self.sched.policy.wake(id as usize, self.sched.now_ns::<P>()) {
                 self.sched.preempt = true;
             }
         } else {
@@ -146,7 +146,7 @@ impl World {
                 if e.sender == dead && !e.closed {
                     e.closed = true;
                     if let Some(frame) = d.dcb {
-                        phys::dcb(frame).events[i].closed.store(1, Ordering::Release);
+                        P::dcb(frame).events[i].closed.store(1, Ordering::Release);
                     }
                     woke = true;
                 }

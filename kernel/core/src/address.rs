@@ -65,6 +65,7 @@ impl AddressQuota {
     }
 
     /// The addresses of the quota.
+    #[inline]
     pub fn range(&self) -> core::ops::Range<usize> {
         self.base..self.end
     }

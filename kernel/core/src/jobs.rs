@@ -25,8 +25,9 @@ use frame_allocator::Owner;
 
 use super::stretch::Kind;
 use super::{Ending, World};
-use crate::arch::{AddressSpaceOps as _, UserContextOps as _};
-use crate::memory::{self, with_frames};
+use crate::contract::{AddressSpaceOps as _, UserContextOps as _};
+use crate::platform::KernelArena as _;
+use crate::{Platform, frames};
 
 /// Pages of work in one chunk.
 pub const CHUNK_PAGES: usize = 32;
@@ -75,7 +76,7 @@ enum Step {
     Done(Result<usize, SysError>),
 }
 
-impl World {
+impl<P: Platform> World<P> {
     /// Runs domain `id`'s job in chunks until it is done or the timer reaches `stop` (ticks).
     /// Returns whether it is done.
     pub(super) fn run_job(&mut self, id: u32, stop: u64) -> bool {
@@ -109,7 +110,7 @@ impl World {
                 }
                 return true;
             }
-            if crate::arch::time::now_ticks() >= stop {
+            if P::now_ticks() >= stop {
                 return false;
             }
         }
@@ -125,12 +126,12 @@ impl World {
         let end = (done + CHUNK_PAGES).min(pages);
         for i in done..end {
             let va = base + i * PAGE_SIZE;
-            let mapped = memory::alloc_zeroed(Owner::Domain(id)).ok().and_then(|f| {
+            let mapped = frames::alloc_zeroed::<P>(Owner::Domain(id)).ok().and_then(|f| {
                 let space = self.domains[id as usize].space.as_mut()?;
                 match space.map(va, f.addr(), rights) {
                     Ok(()) => Some(f),
                     Err(_) => {
-                        let _ = memory::free(f, Owner::Domain(id));
+                        let _ = frames::free::<P>(f, Owner::Domain(id));
                         None
                     }
                 }
@@ -174,11 +175,11 @@ impl World {
             }
             if s.kind == Kind::Managed {
                 // A loose frame of the owner: it stays the owner's, unmapped.
-                super::loose::with(|t| t.set_mapped(frame, false));
+                P::with_loose(|t| t.set_mapped(frame, false));
             } else if s.kind == Kind::Device {
                 // The device's registers, not RAM.
-            } else if let Err(e) = memory::free(frame, Owner::Domain(s.owner)) {
-                defmt::error!("stretch {=u64:#x}: freeing a frame failed: {}", base as u64, e);
+            } else if let Err(e) = frames::free::<P>(frame, Owner::Domain(s.owner)) {
+                error!("stretch {=u64:#x}: freeing a frame failed: {}", base as u64, e);
             }
         }
         if keep > 0 {
@@ -223,7 +224,7 @@ impl World {
             .collect::<heapless::Vec<usize, CHUNK_PAGES>>();
         if !held.is_empty() {
             for base in held {
-                let s = self.stretches.get_mut(&base).expect("listed above");
+                let Some(s) = self.stretches.get_mut(&base) else { continue };
                 let _ = s.set_rights(id, Rights::NONE);
                 let (unused, owner) = (s.rights.is_empty(), s.owner);
                 if unused && self.domain(owner).is_none() {
@@ -249,12 +250,12 @@ impl World {
         // Then its loose frames, found by a scan of the table in steps (none if it holds none).
         if self.domains[id as usize].loose_held > 0 {
             let (batch, next) =
-                super::loose::with(|t| t.owned_by::<CHUNK_PAGES>(id, loose_from, LOOSE_SCAN));
+                P::with_loose(|t| t.owned_by::<CHUNK_PAGES>(id, loose_from, LOOSE_SCAN));
             for frame in batch {
-                super::loose::with(|t| t.remove(frame));
+                P::with_loose(|t| t.remove(frame));
                 self.domains[id as usize].loose_held -= 1;
-                if let Err(e) = memory::free(frame, Owner::Domain(id)) {
-                    defmt::error!("freeing loose frame {=u64:#x} failed: {}", frame.addr(), e);
+                if let Err(e) = frames::free::<P>(frame, Owner::Domain(id)) {
+                    error!("freeing loose frame {=u64:#x} failed: {}", frame.addr(), e);
                 }
             }
             let d = &mut self.domains[id as usize];
@@ -264,7 +265,7 @@ impl World {
                     return Step::More;
                 }
                 _ if d.loose_held > 0 => {
-                    defmt::error!(
+                    error!(
                         "domain {=str}: {=u64} loose frames not found in the table",
                         d.name.as_str(),
                         d.loose_held
@@ -282,7 +283,7 @@ impl World {
     pub(super) fn begin_death(&mut self, id: u32, ending: Ending) {
         self.close_endpoints_signalled_by(id);
         self.release_interrupts_of(id);
-        let now = self.sched.now_ns();
+        let now = self.sched.now_ns::<P>();
         let d = &mut self.domains[id as usize];
         d.ending = Some(ending);
         d.dcb = None;
@@ -304,10 +305,10 @@ impl World {
         let d = &self.domains[id as usize];
         match ending {
             Ending::Exited(code) => {
-                defmt::info!("domain {=str} exited with status {=i32}", d.name.as_str(), code)
+                info!("domain {=str} exited with status {=i32}", d.name.as_str(), code)
             }
             Ending::Terminated(why) => {
-                defmt::error!("domain {=str} terminated: {=str}", d.name.as_str(), why.name())
+                error!("domain {=str} terminated: {=str}", d.name.as_str(), why.name())
             }
         }
     }
@@ -315,7 +316,7 @@ impl World {
     /// Dead domain `id` is taken apart: its page tables go, it leaves the scheduler, and
     /// domains waiting for memory try again.
     fn buried(&mut self, id: u32) {
-        self.sched.policy.remove(id as usize, super::clock::now_ns());
+        self.sched.policy.remove(id as usize, super::clock::now_ns::<P>());
         self.sched.set_instant(id, None);
         let d = &mut self.domains[id as usize];
         if let Some(space) = d.space.take() {
@@ -329,14 +330,10 @@ impl World {
             .of(id)
             .map_or(0, |t| t.iter().map(|s| s.frames.iter().flatten().count() as u64).sum());
         let d = &mut self.domains[id as usize];
-        let held = with_frames(|fa| fa.owned_by(Owner::Domain(id)));
-        let left = held.saturating_sub(lingering + d.arena.arena().frames());
+        let held = P::with_frames(|fa| fa.owned_by(Owner::Domain(id)));
+        let left = held.saturating_sub(lingering + d.arena.frames());
         if left != 0 {
-            defmt::error!(
-                "domain {=str}: {=u64} frames still charged after death",
-                d.name.as_str(),
-                left
-            );
+            error!("domain {=str}: {=u64} frames still charged after death", d.name.as_str(), left);
         }
         d.revocation = None;
         self.wake_frame_waiters();
@@ -356,7 +353,7 @@ impl World {
 
 /// Does stretch `s`, owned by dead domain `id`, go with it? All but a channel or a shared DMA
 /// stretch that a peer still uses (that one goes when the last holder dies).
-fn doomed(s: &super::Stretch, id: u32) -> bool {
+fn doomed<A: allocator_api2::alloc::Allocator>(s: &super::Stretch<A>, id: u32) -> bool {
     // A channel, or DMA memory a driver shared (a client's data area), stays while a live peer
     // holds rights on it: the peer learns of the death from its endpoints, not by a fault.
     !matches!(s.kind, Kind::Channel | Kind::Dma) || s.rights.iter().all(|(d, _)| *d == id)

@@ -21,8 +21,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use abi::{PAGE_SIZE, Rights, SysError};
 
-use crate::boot_info::{BootInfo, PciHost, PhysRange};
-use crate::{arch, pci};
+use crate::platform::{Found, PhysRange, Platform, Routed};
 
 use super::paging::Shortage;
 use super::stretch::Kind;
@@ -52,6 +51,7 @@ static RAISED_WORDS: AtomicU64 = AtomicU64::new(0);
 /// Marks device interrupt line `line` raised, for delivery on the scheduler's path. Called by
 /// the arch's interrupt handlers (interrupts off, possibly while the kernel holds the world
 /// lock), which leave the line masked or claimed until it is acknowledged.
+#[inline]
 pub fn raise_interrupt(line: u32) {
     let word = line as usize / 64;
     if let Some(bits) = RAISED.get(word) {
@@ -85,18 +85,28 @@ pub const MAX_FUNCTIONS: usize = 16;
 
 /// What driver domains were given, owned by [`World`]: the interrupt lines bound to their
 /// endpoints, and the PCI functions to stop when they die.
-#[derive(Default)]
-pub(super) struct Devices {
+pub(super) struct Devices<F> {
     /// Lines bound to endpoints.
     pub bindings: heapless::Vec<Binding, MAX_BINDINGS>,
     /// `(driver domain, host bridge, function)`.
-    pub functions: heapless::Vec<(u32, PciHost, pci::Function), MAX_FUNCTIONS>,
+    pub functions: heapless::Vec<(u32, F), MAX_FUNCTIONS>,
     /// `(driver domain, device index)` of each disk with a model, whose driver raises
     /// [`abi::Dcb::device_busy`] while the device has its requests.
     pub modelled: heapless::Vec<(u32, usize), MAX_FUNCTIONS>,
 }
 
-impl World {
+impl<F> Devices<F> {
+    /// None given yet.
+    pub fn new() -> Self {
+        Devices {
+            bindings: heapless::Vec::new(),
+            functions: heapless::Vec::new(),
+            modelled: heapless::Vec::new(),
+        }
+    }
+}
+
+impl<P: Platform> World<P> {
     /// Binds device interrupt line `line` to a new endpoint of domain `id` and lets the line
     /// through at its controller; the endpoint's index (`None`: no endpoint or binding left,
     /// or the line cannot be enabled).
@@ -108,7 +118,7 @@ impl World {
             return None;
         }
         let endpoint = self.alloc_endpoint(id, DEVICE)?;
-        if !arch::interrupts::enable_line(line) {
+        if !P::enable_line(line) {
             return None;
         }
         self.devices.bindings.push(Binding { line, domain: id, endpoint }).ok()?;
@@ -137,7 +147,7 @@ impl World {
                         self.signal(b.domain, b.endpoint);
                         at = at.map(|from| self.charge_since(b.domain, from));
                     }
-                    _ => arch::interrupts::release_line(line),
+                    _ => P::release_line(line),
                 }
             }
         }
@@ -147,9 +157,9 @@ impl World {
     /// (`Dcb::interrupt_ns` of the device it belongs to).
     fn stamp_interrupt(&self, b: Binding) {
         let Some(frame) = self.domains[b.domain as usize].dcb else { return };
-        let dcb = crate::phys::dcb(frame);
+        let dcb = P::dcb(frame);
         if let Some(i) = dcb.devices.iter().position(|s| s.event == b.endpoint as u64) {
-            let now = super::clock::ns_from_ticks(arch::time::now_ticks());
+            let now = super::clock::ns_from_ticks::<P>(P::now_ticks());
             dcb.interrupt_ns[i].store(now, Ordering::Release);
         }
     }
@@ -165,19 +175,19 @@ impl World {
         }
         let b = self.devices.bindings.iter().find(|b| b.domain == id && b.endpoint == ep);
         let b = b.ok_or(SysError::PermissionDenied)?;
-        arch::interrupts::ack_line(b.line);
+        P::ack_line(b.line);
         Ok(0)
     }
 
     /// Stops the devices of dead domain `id`: its PCI functions neither interrupt nor reach
     /// memory any more, and its lines are masked at their controller.
     pub(super) fn release_interrupts_of(&mut self, id: u32) {
-        for (_, host, f) in self.devices.functions.iter().filter(|(d, _, _)| *d == id) {
-            pci::quiesce(host, f);
+        for (_, f) in self.devices.functions.iter().filter(|(d, _)| *d == id) {
+            P::quiesce_function(f);
         }
-        self.devices.functions.retain(|(d, _, _)| *d != id);
+        self.devices.functions.retain(|(d, _)| *d != id);
         for b in self.devices.bindings.iter().filter(|b| b.domain == id) {
-            arch::interrupts::release_line(b.line);
+            P::release_line(b.line);
         }
         self.devices.bindings.retain(|b| b.domain != id);
         self.devices.modelled.retain(|(d, _)| *d != id);
@@ -187,9 +197,9 @@ impl World {
     /// control block ([`abi::Dcb::device_busy`]).
     pub(super) fn modelled_device_busy(&self) -> bool {
         self.devices.modelled.iter().any(|&(id, index)| {
-            self.domains[id as usize].dcb.is_some_and(|frame| {
-                crate::phys::dcb(frame).device_busy[index].load(Ordering::Acquire) != 0
-            })
+            self.domains[id as usize]
+                .dcb
+                .is_some_and(|frame| P::dcb(frame).device_busy[index].load(Ordering::Acquire) != 0)
         })
     }
 
@@ -234,21 +244,7 @@ impl World {
     }
 }
 
-/// A device found for a grant: its register windows (physical), where its configuration space
-/// is (PCI), and how it interrupts.
-struct Found {
-    slot: abi::DeviceSlot,
-    /// (index, physical range) of each register window to map.
-    windows: heapless::Vec<(u64, PhysRange), { abi::MAX_WINDOWS }>,
-    /// The function's configuration space, to map read-only (PCI).
-    config: Option<PhysRange>,
-    /// A fixed line of the platform's interrupt controller (a device-tree node's).
-    line: Option<u32>,
-    /// The PCI function, whose message-signalled interrupt is routed once a line is chosen.
-    function: Option<(PciHost, pci::Function)>,
-}
-
-impl World {
+impl<P: Platform> World<P> {
     /// Gives domain `id` the devices the manifest grants it: maps each device's registers
     /// (uncached, for it alone) and its PCI configuration space (read-only), binds its
     /// interrupt to a new endpoint, and describes it in the control block. Fails (the domain
@@ -258,7 +254,7 @@ impl World {
         id: u32,
         manifest: &manifest::Manifest,
         spec: &manifest::DomainSpec,
-        boot: &BootInfo,
+        machine: &P::Machine,
     ) -> Result<(), &'static str> {
         if spec.devices.is_empty() {
             return Ok(());
@@ -266,7 +262,8 @@ impl World {
         self.domains[id as usize].driver = true;
         for (index, grant) in spec.devices.iter().enumerate() {
             let target = manifest.grant_target(grant).ok_or("a grant names no device")?;
-            let mut found = find(target, boot).ok_or("a granted device is not on this machine")?;
+            let mut found =
+                P::find_device(target, machine).ok_or("a granted device is not on this machine")?;
             for (i, (at, regs)) in found.windows.iter().enumerate() {
                 let base = self.map_registers(id, *regs, Rights::READ.union(Rights::WRITE))?;
                 found.slot.windows[i] = abi::DeviceWindow {
@@ -280,11 +277,10 @@ impl World {
                 found.slot.config = self.map_registers(id, config, Rights::READ)? as u64;
             }
             self.route_interrupt(id, &mut found)?;
-            if let Some(function) = found.function {
-                let (host, f) = function;
-                if self.devices.functions.push((id, host, f)).is_err() {
-                    return Err("more PCI functions granted than the kernel tracks");
-                }
+            if let Some(function) = found.function
+                && self.devices.functions.push((id, function)).is_err()
+            {
+                return Err("more PCI functions granted than the kernel tracks");
             }
             if let manifest::DeviceGrant::Disk { disk } = grant
                 && let Some(model) = manifest.disks.get(*disk).and_then(|d| d.model)
@@ -295,8 +291,8 @@ impl World {
                 }
             }
             let frame = self.domains[id as usize].dcb.ok_or("no control block")?;
-            crate::phys::write_device_slot(frame, index, &found.slot);
-            defmt::info!(
+            P::write_device_slot(frame, index, &found.slot);
+            info!(
                 "domain {=str}: device {=usize} granted: {=usize} register window(s), interrupt {=str}",
                 self.domains[id as usize].name.as_str(),
                 index,
@@ -333,33 +329,36 @@ impl World {
 
     /// Binds the found device's interrupt to a new endpoint of domain `id`: its fixed line, or
     /// for a PCI function a free device line its MSI-X or MSI messages are routed to.
-    fn route_interrupt(&mut self, id: u32, found: &mut Found) -> Result<(), &'static str> {
+    fn route_interrupt(
+        &mut self,
+        id: u32,
+        found: &mut Found<P::Function>,
+    ) -> Result<(), &'static str> {
         if let Some(line) = found.line {
             let ep = self.bind_interrupt(id, line).ok_or("its interrupt line cannot be bound")?;
             found.slot.interrupt = abi::interrupt_kind::LINE;
             found.slot.event = ep as u64;
             return Ok(());
         }
-        let Some((host, function)) = found.function else { return Ok(()) };
-        let free = arch::interrupts::DEVICE_LINES
-            .clone()
-            .find(|l| self.devices.bindings.iter().all(|b| b.line != *l));
+        let Some(function) = found.function else { return Ok(()) };
+        let free =
+            P::DEVICE_LINES.clone().find(|l| self.devices.bindings.iter().all(|b| b.line != *l));
         let Some(line) = free else {
             found.slot.event = u64::MAX;
             return Ok(());
         };
-        let Some(message) = arch::interrupts::msi_message(line) else {
+        let Some(message) = P::msi_message(line) else {
             // No message-signalled interrupts on this platform: the driver polls.
             found.slot.event = u64::MAX;
             return Ok(());
         };
         let ep = self.bind_interrupt(id, line).ok_or("no endpoint left for its interrupt")?;
-        match pci::route_msi(&host, &function, message) {
-            Some(pci::Routed::MsiX { bar, .. }) => {
+        match P::route_msi(&function, message) {
+            Some(Routed::MsiX { bar }) => {
                 found.slot.interrupt = abi::interrupt_kind::MSIX;
                 found.slot.msix_bar = u64::from(bar);
             }
-            Some(pci::Routed::Msi) => found.slot.interrupt = abi::interrupt_kind::MSI,
+            Some(Routed::Msi) => found.slot.interrupt = abi::interrupt_kind::MSI,
             None => {
                 self.release_interrupts_on(line);
                 found.slot.event = u64::MAX;
@@ -372,62 +371,7 @@ impl World {
 
     /// Unbinds line `line` (its device turned out not to interrupt).
     fn release_interrupts_on(&mut self, line: u32) {
-        arch::interrupts::release_line(line);
+        P::release_line(line);
         self.devices.bindings.retain(|b| b.line != line);
     }
-}
-
-/// The device `target` names on this machine, with what its driver domain is to be given.
-fn find(target: manifest::DeviceTarget<'_>, boot: &BootInfo) -> Option<Found> {
-    use manifest::DeviceTarget;
-    let mut slot = abi::DeviceSlot { event: u64::MAX, ..Default::default() };
-    if let DeviceTarget::Node { compatible, unit } = target {
-        // Units count the nodes of that `compatible` from the lowest address up.
-        let mut nodes: heapless::Vec<&crate::boot_info::Device, 32> =
-            boot.devices.iter().filter(|d| d.kind == compatible).collect();
-        nodes.sort_unstable_by_key(|d| d.regs.start);
-        let node = nodes.get(usize::from(unit))?;
-        slot.kind = abi::device_kind::NODE;
-        let mut windows = heapless::Vec::new();
-        windows.push((0, node.regs)).ok()?;
-        return Some(Found { slot, windows, config: None, line: node.irq, function: None });
-    }
-    let host = boot.pci?;
-    let mut seen = 0u16;
-    let mut hit = None;
-    pci::walk(&host, &mut |f| {
-        let wanted = match target {
-            DeviceTarget::PciAddress { bus, slot, function } => {
-                (f.bus, f.device, f.function) == (bus, slot, function)
-            }
-            DeviceTarget::PciId { vendor, device, .. } => f.id == (vendor, device),
-            DeviceTarget::PciClass { class, subclass, .. } => {
-                (f.class.0, f.class.1) == (class, subclass)
-            }
-            DeviceTarget::Node { .. } => false,
-        };
-        let index = match target {
-            DeviceTarget::PciId { index, .. } | DeviceTarget::PciClass { index, .. } => index,
-            _ => 0,
-        };
-        if wanted && hit.is_none() {
-            if seen == index {
-                hit = Some(f);
-            }
-            seen += 1;
-        }
-    });
-    let f = hit?;
-    slot.kind = abi::device_kind::PCI;
-    slot.pci_id = u64::from(f.id.0) << 16 | u64::from(f.id.1);
-    slot.pci_location = u64::from(f.bus) << 16 | u64::from(f.device) << 8 | u64::from(f.function);
-    slot.pci_class = u64::from(f.class.0) << 16 | u64::from(f.class.1) << 8 | u64::from(f.class.2);
-    let msix_bar = pci::msix_bar(&host, &f);
-    let windows = pci::windows(&host, &f)
-        .into_iter()
-        .filter(|w| Some(w.bar) != msix_bar)
-        .map(|w| (u64::from(w.bar), w.regs))
-        .collect();
-    let config = pci::config_space(&host, &f);
-    Some(Found { slot, windows, config: Some(config), line: None, function: Some((host, f)) })
 }

@@ -11,14 +11,14 @@
 
 use alloc::vec::Vec;
 
-use abi::{IMAGE_BASE, IMAGE_SLOT, PAGE_SIZE, Rights};
+use abi::{IMAGE_BASE, IMAGE_SLOT, PAGE_SIZE, Rights, SysError};
 use allocator_api2::collections::TryReserveError;
 use frame_allocator::Frame;
 
-use crate::arena::ArenaAlloc;
+use allocator_api2::alloc::Allocator;
 
-/// A vector in a domain's kernel arena (see [`crate::arena`]).
-pub type ArenaVec<T> = allocator_api2::vec::Vec<T, ArenaAlloc>;
+/// A vector in a domain's kernel arena (see [`crate::kmem`]).
+pub type ArenaVec<T, A> = allocator_api2::vec::Vec<T, A>;
 
 /// An allocation from a domain's arena found no room; the arena knows what it needed (see
 /// `kmem::World::with_kmem`).
@@ -26,6 +26,7 @@ pub type ArenaVec<T> = allocator_api2::vec::Vec<T, ArenaAlloc>;
 pub struct Refused;
 
 impl From<TryReserveError> for Refused {
+    #[inline]
     fn from(_: TryReserveError) -> Self {
         Refused
     }
@@ -70,27 +71,27 @@ impl Kind {
 }
 
 /// One stretch; its record lives in its owner's kernel arena.
-pub struct Stretch {
+pub struct Stretch<A: Allocator> {
     /// First address.
     pub base: usize,
     /// The frame behind each page, in order (`None`: a page not given its frame yet, or of a
     /// managed stretch not mapped). The frames of a nailed stretch belong to it; those mapped
     /// in a managed stretch belong to the owner's loose frames (`frame_alloc`) and outlive the
     /// mapping.
-    pub frames: ArenaVec<Option<Frame>>,
+    pub frames: ArenaVec<Option<Frame>, A>,
     /// The rights each page of a managed stretch is mapped with (empty for nailed stretches).
-    pub page_rights: ArenaVec<Rights>,
+    pub page_rights: ArenaVec<Rights, A>,
     /// The owning domain (charged for the frames and the record).
     pub owner: u32,
     /// Rights per domain (protection domain), at most one entry per domain.
-    pub rights: ArenaVec<(u32, Rights)>,
+    pub rights: ArenaVec<(u32, Rights), A>,
     /// What it is for.
     pub kind: Kind,
     /// Being filled or emptied by a kernel job (`jobs`): nobody may use it or change it.
     pub busy: bool,
 }
 
-impl Stretch {
+impl<A: Allocator + Copy> Stretch<A> {
     /// The record of a stretch of `pages` pages at `base` owned by `owner`, no page with its
     /// frame yet, in `alloc` (its owner's arena): room for two rights entries, and for a managed
     /// stretch the rights of each page.
@@ -99,7 +100,7 @@ impl Stretch {
         pages: usize,
         owner: u32,
         kind: Kind,
-        alloc: ArenaAlloc,
+        alloc: A,
     ) -> Result<Self, Refused> {
         let mut frames = ArenaVec::new_in(alloc);
         frames.try_reserve_exact(pages)?;
@@ -119,17 +120,25 @@ impl Stretch {
         self.frames.len() * PAGE_SIZE
     }
 
+    /// Whether it has no page.
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
     /// One past the last address.
+    #[inline]
     pub fn end(&self) -> usize {
         self.base + self.len()
     }
 
     /// Does the stretch contain `addr`?
+    #[inline]
     pub fn contains(&self, addr: usize) -> bool {
         (self.base..self.end()).contains(&addr)
     }
 
     /// The rights `domain` holds.
+    #[inline]
     pub fn rights_of(&self, domain: u32) -> Rights {
         self.rights.iter().find(|(d, _)| *d == domain).map_or(Rights::NONE, |(_, r)| *r)
     }
@@ -152,23 +161,25 @@ impl Stretch {
 /// contains an address is a binary search, and making room for a new one can fail (the arena
 /// then grows within the domain's guarantee, see `kmem`) instead of taking the kernel down
 /// ([`Stretches::reserve_one`] before [`Stretches::insert`]).
-pub struct StretchTable {
-    list: ArenaVec<Stretch>,
+pub struct StretchTable<A: Allocator> {
+    list: ArenaVec<Stretch<A>, A>,
 }
 
-impl StretchTable {
+impl<A: Allocator + Copy> StretchTable<A> {
     /// An empty table in `alloc`.
-    pub fn new_in(alloc: ArenaAlloc) -> Self {
+    pub fn new_in(alloc: A) -> Self {
         StretchTable { list: ArenaVec::new_in(alloc) }
     }
 
     /// Where the stretch at `base` is, or would go.
+    #[inline]
     fn find(&self, base: usize) -> Result<usize, usize> {
         self.list.binary_search_by_key(&base, |s| s.base)
     }
 
     /// The stretch with the highest base below `end`.
-    fn last_below(&self, end: usize) -> Option<&Stretch> {
+    #[inline]
+    fn last_below(&self, end: usize) -> Option<&Stretch<A>> {
         let i = self.list.partition_point(|s| s.base < end);
         i.checked_sub(1).map(|i| &self.list[i])
     }
@@ -180,7 +191,7 @@ impl StretchTable {
 
     /// Takes the stretch at `base` out for good; an emptied table gives its room back to the
     /// arena.
-    fn remove(&mut self, base: usize) -> Option<Stretch> {
+    fn remove(&mut self, base: usize) -> Option<Stretch<A>> {
         let s = self.find(base).ok().map(|i| self.list.remove(i));
         if self.list.is_empty() {
             self.list = ArenaVec::new_in(*self.list.allocator());
@@ -193,21 +204,28 @@ impl StretchTable {
         self.list.len()
     }
 
+    /// Whether the table holds no stretch.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
     /// The stretch containing `addr`, and its slot in the table (valid until the table
     /// changes).
-    pub fn containing(&self, addr: usize) -> Option<(usize, &Stretch)> {
+    #[inline]
+    pub fn containing(&self, addr: usize) -> Option<(usize, &Stretch<A>)> {
         let slot = self.list.partition_point(|s| s.base <= addr).checked_sub(1)?;
         let s = &self.list[slot];
         s.contains(addr).then_some((slot, s))
     }
 
     /// The stretch in `slot` (from [`StretchTable::containing`]), to change.
-    pub fn at_mut(&mut self, slot: usize) -> &mut Stretch {
-        &mut self.list[slot]
+    #[inline]
+    pub fn at_mut(&mut self, slot: usize) -> Option<&mut Stretch<A>> {
+        self.list.get_mut(slot)
     }
 
     /// Every stretch, by base address.
-    pub fn iter(&self) -> core::slice::Iter<'_, Stretch> {
+    pub fn iter(&self) -> core::slice::Iter<'_, Stretch<A>> {
         self.list.iter()
     }
 }
@@ -215,17 +233,22 @@ impl StretchTable {
 /// Every stretch, in the tables of the domains whose part of the address space holds them: a
 /// domain's image slot and its share of the stretch region (`address::AddressQuota`) are its own, so
 /// the stretch at an address is looked for in one table only.
-#[derive(Default)]
-pub struct Stretches {
+pub struct Stretches<A: Allocator> {
     /// Per domain (by identifier): its table, and the start of its share of the stretch region
     /// (shares are handed out in order of identifier, so these increase).
-    tables: Vec<(usize, StretchTable)>,
+    tables: Vec<(usize, StretchTable<A>)>,
 }
 
-impl Stretches {
+impl<A: Allocator> Default for Stretches<A> {
+    fn default() -> Self {
+        Stretches { tables: Vec::new() }
+    }
+}
+
+impl<A: Allocator + Copy> Stretches<A> {
     /// Adds the table of the next domain, whose share of the stretch region starts at
     /// `share_start`; `false` if the kernel heap has no room for it.
-    pub fn add_domain(&mut self, share_start: usize, alloc: ArenaAlloc) -> bool {
+    pub fn add_domain(&mut self, share_start: usize, alloc: A) -> bool {
         if self.tables.try_reserve(1).is_err() {
             return false;
         }
@@ -234,6 +257,7 @@ impl Stretches {
     }
 
     /// The domain whose part of the address space holds `addr`.
+    #[inline]
     fn domain_of(&self, addr: usize) -> Option<usize> {
         if (IMAGE_BASE..abi::STRETCH_BASE).contains(&addr) {
             let id = (addr - IMAGE_BASE) / IMAGE_SLOT;
@@ -242,38 +266,67 @@ impl Stretches {
         self.tables.partition_point(|(start, _)| *start <= addr).checked_sub(1)
     }
 
-    fn table(&self, addr: usize) -> Option<&StretchTable> {
+    #[inline]
+    fn table(&self, addr: usize) -> Option<&StretchTable<A>> {
         self.domain_of(addr).map(|id| &self.tables[id].1)
     }
 
-    fn table_mut(&mut self, addr: usize) -> Option<&mut StretchTable> {
+    #[inline]
+    fn table_mut(&mut self, addr: usize) -> Option<&mut StretchTable<A>> {
         self.domain_of(addr).map(|id| &mut self.tables[id].1)
     }
 
     /// Domain `id`'s table: the stretches it owns.
-    pub fn of(&self, id: u32) -> Option<&StretchTable> {
+    #[inline]
+    pub fn of(&self, id: u32) -> Option<&StretchTable<A>> {
         self.tables.get(id as usize).map(|(_, t)| t)
     }
 
     /// Domain `id`'s table, to change.
-    pub fn of_mut(&mut self, id: u32) -> Option<&mut StretchTable> {
+    #[inline]
+    pub fn of_mut(&mut self, id: u32) -> Option<&mut StretchTable<A>> {
         self.tables.get_mut(id as usize).map(|(_, t)| t)
     }
 
+    /// The stretch in `slot` of domain `id`'s table (from [`StretchTable::containing`]), to
+    /// change; `NotFound` if there is none.
+    #[inline]
+    pub fn slot_mut(&mut self, id: u32, slot: usize) -> Result<&mut Stretch<A>, SysError> {
+        self.of_mut(id).and_then(|t| t.at_mut(slot)).ok_or(SysError::NotFound)
+    }
+
+    /// Sets page `index` of the stretch in `slot` of domain `id`'s table: its frame and rights.
+    #[inline]
+    pub fn set_page(
+        &mut self,
+        id: u32,
+        slot: usize,
+        index: usize,
+        frame: Option<Frame>,
+        rights: Rights,
+    ) -> Result<(), SysError> {
+        let s = self.slot_mut(id, slot)?;
+        *s.frames.get_mut(index).ok_or(SysError::NotFound)? = frame;
+        *s.page_rights.get_mut(index).ok_or(SysError::NotFound)? = rights;
+        Ok(())
+    }
+
     /// The stretch at `base`.
-    pub fn get(&self, base: &usize) -> Option<&Stretch> {
+    #[inline]
+    pub fn get(&self, base: &usize) -> Option<&Stretch<A>> {
         let t = self.table(*base)?;
         t.find(*base).ok().map(|i| &t.list[i])
     }
 
     /// The stretch at `base`, to change.
-    pub fn get_mut(&mut self, base: &usize) -> Option<&mut Stretch> {
+    #[inline]
+    pub fn get_mut(&mut self, base: &usize) -> Option<&mut Stretch<A>> {
         let t = self.table_mut(*base)?;
         t.find(*base).ok().map(|i| &mut t.list[i])
     }
 
     /// Takes the stretch at `base` out for good (it is being destroyed).
-    pub fn remove(&mut self, base: &usize) -> Option<Stretch> {
+    pub fn remove(&mut self, base: &usize) -> Option<Stretch<A>> {
         self.table_mut(*base)?.remove(*base)
     }
 
@@ -284,7 +337,7 @@ impl Stretches {
     }
 
     /// Adds `s` (whose range overlaps no other), in room made by [`Stretches::reserve_one`].
-    pub fn insert(&mut self, s: Stretch) {
+    pub fn insert(&mut self, s: Stretch<A>) {
         let Some(t) = self.table_mut(s.base) else { return };
         debug_assert!(t.list.len() < t.list.capacity(), "no room reserved");
         let at = t.find(s.base).unwrap_or_else(|i| i);
@@ -292,25 +345,25 @@ impl Stretches {
     }
 
     /// The stretch with the highest base below `end` in the table that holds `end - 1`.
-    pub fn last_below(&self, end: usize) -> Option<&Stretch> {
+    pub fn last_below(&self, end: usize) -> Option<&Stretch<A>> {
         self.table(end.checked_sub(1)?)?.last_below(end)
     }
 
     /// The stretch containing `addr`.
-    pub fn containing(&self, addr: usize) -> Option<&Stretch> {
+    pub fn containing(&self, addr: usize) -> Option<&Stretch<A>> {
         self.table(addr)?.last_below(addr.checked_add(1)?).filter(|s| s.contains(addr))
     }
 
     /// Every stretch, by domain and then base address.
-    pub fn values(&self) -> impl Iterator<Item = &Stretch> {
+    pub fn values(&self) -> impl Iterator<Item = &Stretch<A>> {
         self.tables.iter().flat_map(|(_, t)| t.list.iter())
     }
 }
 
-impl core::ops::Index<&usize> for Stretches {
-    type Output = Stretch;
+impl<A: Allocator + Copy> core::ops::Index<&usize> for Stretches<A> {
+    type Output = Stretch<A>;
 
-    fn index(&self, base: &usize) -> &Stretch {
+    fn index(&self, base: &usize) -> &Stretch<A> {
         self.get(base).expect("a stretch at this base")
     }
 }

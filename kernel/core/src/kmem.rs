@@ -25,28 +25,33 @@ use frame_allocator::Frame;
 
 use super::World;
 use super::stretch::{Kind, Refused, Stretch};
-use crate::arena::Arena;
+use crate::platform::{KernelArena as _, Platform};
 
 /// Most times a call's allocations run before it fails: each run but the last grows the arena.
 const MAX_TRIES: usize = 8;
 
 /// Bytes of the record of a stretch of `pages` pages of `kind`: its header in its owner's
 /// table, two rights entries, a word per page, and for a managed stretch the rights of each
-/// page (allocations of the arena round these up, see `docs/memory.md`).
+/// page (allocations of the arena round these up, see `docs/memory.md`). The header is counted
+/// with a one-word arena handle, as the kernel's are, whatever the platform's arena.
+#[inline]
 pub const fn stretch_record(pages: usize, kind: Kind) -> usize {
     let per_page = match kind {
         Kind::Managed => size_of::<Option<Frame>>() + size_of::<Rights>(),
         _ => size_of::<Option<Frame>>(),
     };
-    size_of::<Stretch>() + 2 * size_of::<(u32, Rights)>() + pages * per_page
+    size_of::<Stretch<&'static allocator_api2::alloc::Global>>()
+        + 2 * size_of::<(u32, Rights)>()
+        + pages * per_page
 }
 
 /// Whole frames `bytes` of kernel memory are counted as when a call checks its contract.
+#[inline]
 pub const fn frames_for(bytes: usize) -> u64 {
     bytes.div_ceil(PAGE_SIZE) as u64
 }
 
-impl World {
+impl<P: Platform> World<P> {
     /// Runs `make`, whose allocations come from domain `id`'s arena, until they find room:
     /// after each refusal, the frames the arena asked for are checked (with those granted
     /// before and not taken) against the domain's guarantee and granted, and `make` runs again (it must undo what a failed run did, or
@@ -55,9 +60,9 @@ impl World {
     pub(super) fn with_kmem<R>(
         &mut self,
         id: u32,
-        mut make: impl FnMut(&mut World) -> Result<R, Refused>,
+        mut make: impl FnMut(&mut World<P>) -> Result<R, Refused>,
     ) -> Result<R, SysError> {
-        let arena = self.domains[id as usize].arena.arena();
+        let arena = self.domains[id as usize].arena;
         let mut result = Err(SysError::NoMemory);
         for _ in 0..MAX_TRIES {
             if let Ok(r) = make(self) {
@@ -66,9 +71,9 @@ impl World {
             }
             // What a run took and let go is back in the pool; the allowance left stands, and
             // the guarantee must cover it with what the arena asks for now.
-            let Some(needed) = arena.take_refused().map(Arena::frames_needed) else { break };
+            let Some(needed) = arena.take_refused().map(P::Arena::frames_needed) else { break };
             let granted = arena.allowance() + needed;
-            let free = crate::memory::with_frames(|fa| fa.free_count());
+            let free = P::with_frames(|fa| fa.free_count());
             let d = &self.domains[id as usize];
             if self.guaranteed_used(id) + granted > d.guaranteed_frames || free < granted {
                 break;
@@ -89,8 +94,8 @@ impl World {
             return;
         }
         d.endpoints = super::ArenaVec::new_in(d.arena);
-        if let Err(bytes) = d.arena.arena().release() {
-            defmt::error!(
+        if let Err(bytes) = d.arena.release() {
+            error!(
                 "domain {=str}: {=usize} bytes of kernel objects left after death",
                 d.name.as_str(),
                 bytes

@@ -19,7 +19,6 @@
 //! a scan of the table ([`LooseFrames::owned_by`]), which teardown runs in bounded steps.
 
 use frame_allocator::{FRAME_SIZE, Frame};
-use spin::Mutex;
 
 /// One loose frame's record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +42,7 @@ const OWNER_SHIFT: u32 = 3;
 pub const MAX_OWNER: u32 = u32::MAX >> OWNER_SHIFT;
 
 impl Loose {
+    #[inline]
     fn encode(self) -> u32 {
         let flag = |on: bool, bit: u32| if on { bit } else { 0 };
         LOOSE
@@ -51,6 +51,7 @@ impl Loose {
             | self.owner << OWNER_SHIFT
     }
 
+    #[inline]
     fn decode(word: u32) -> Option<Loose> {
         (word & LOOSE != 0).then_some(Loose {
             owner: word >> OWNER_SHIFT,
@@ -69,25 +70,21 @@ pub struct LooseFrames {
     zeroed: usize,
 }
 
-static TABLE: Mutex<Option<LooseFrames>> = Mutex::new(None);
-
-/// Runs `f` with the table.
-pub fn with<R>(f: impl FnOnce(&mut LooseFrames) -> R) -> R {
-    let mut table = TABLE.lock();
-    let table = table.get_or_insert_with(|| {
-        let (base, words) = crate::memory::take_frame_words();
-        LooseFrames { base, words, zeroed: 0 }
-    });
-    f(table)
-}
-
 impl LooseFrames {
+    /// The table over `words`, one per frame from the frame at physical address `base` on
+    /// (the words may hold anything: they are zeroed as the table grows into them).
+    pub fn new(base: u64, words: &'static mut [u32]) -> Self {
+        LooseFrames { base, words, zeroed: 0 }
+    }
+
+    #[inline]
     fn index(&self, frame: Frame) -> Option<usize> {
         let i = frame.addr().checked_sub(self.base)? / FRAME_SIZE;
         usize::try_from(i).ok().filter(|&i| i < self.words.len())
     }
 
     /// The record of `frame`, if it is a loose frame.
+    #[inline]
     pub fn get(&self, frame: Frame) -> Option<Loose> {
         let i = self.index(frame)?;
         if i >= self.zeroed {
@@ -97,11 +94,13 @@ impl LooseFrames {
     }
 
     /// The record of `frame`, if it is a loose frame of `owner`.
+    #[inline]
     pub fn get_of(&self, owner: u32, frame: Frame) -> Option<Loose> {
         self.get(frame).filter(|l| l.owner == owner)
     }
 
     /// Records `frame` as loose (`owner` at most [`MAX_OWNER`]).
+    #[inline]
     pub fn insert(&mut self, frame: Frame, loose: Loose) {
         debug_assert!(loose.owner <= MAX_OWNER);
         if let Some(i) = self.index(frame) {
@@ -114,6 +113,7 @@ impl LooseFrames {
     }
 
     /// Records whether `frame` (a loose frame) is mapped.
+    #[inline]
     pub fn set_mapped(&mut self, frame: Frame, mapped: bool) {
         if let Some(mut l) = self.get(frame) {
             l.mapped = mapped;
@@ -122,6 +122,7 @@ impl LooseFrames {
     }
 
     /// Forgets `frame`'s record; what it was.
+    #[inline]
     pub fn remove(&mut self, frame: Frame) -> Option<Loose> {
         let i = self.index(frame)?;
         if i >= self.zeroed {
