@@ -19,7 +19,7 @@ use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader, Rela, SectionHeader};
 
-use crate::{Arch, util};
+use tool_base::{Arch, util};
 
 /// Page size of the single address space.
 const PAGE: u64 = abi::PAGE_SIZE as u64;

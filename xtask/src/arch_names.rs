@@ -206,7 +206,7 @@ mod tests {
 
     #[test]
     fn no_architecture_named_outside_arch_files() {
-        let root = crate::util::root();
+        let root = tool_base::util::root();
         let scanned: usize = ROOTS.iter().filter(|d| root.join(d).is_dir()).count();
         assert_eq!(scanned, ROOTS.len(), "a scanned folder is missing");
         let found = offences(&root);

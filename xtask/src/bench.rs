@@ -59,7 +59,7 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use crate::qemu;
-use crate::{Arch, setup, util};
+use tool_base::{Arch, setup, util};
 
 pub use baseline::Table;
 pub use disk::DiskOptions;

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 use manifest::{DeviceAddress, DiskBus, Manifest, SECTOR_SIZE};
 
-use crate::util;
+use tool_base::util;
 
 /// A disk image made for a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub struct DiskImage {
 /// The directory of the disk images of boots on `arch`: `target/disks/<arch>/` (so that the
 /// two architectures' boots of one manifest, which the tests run at once, never share an
 /// image).
-pub fn dir(arch: crate::Arch) -> PathBuf {
+pub fn dir(arch: tool_base::Arch) -> PathBuf {
     util::target_dir().join("disks").join(arch.name())
 }
 

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::util;
+use tool_base::util;
 
 /// What a test changes in QEMU's device tree. Ranges are `(start, size)` in bytes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::artifacts::Artifacts;
 use crate::qemu::Boot;
 use crate::system::System;
-use crate::{Arch, Bios, util};
+use tool_base::artifacts::Artifacts;
+use tool_base::{Arch, Bios, util};
 
 /// Where QEMU's `-s` listens.
 pub const REMOTE: &str = "localhost:1234";
@@ -198,7 +198,7 @@ mod tests {
     fn instances_pair_each_domain_with_its_slot_and_elf() {
         let manifest = crate::system::load_manifest(
             &util::root().join("manifests/default.toml"),
-            crate::Arch::Riscv64,
+            tool_base::Arch::Riscv64,
         )
         .unwrap();
         let slots: Vec<(u64, PathBuf)> = manifest

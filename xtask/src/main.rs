@@ -7,7 +7,6 @@
 
 mod apps;
 mod arch_names;
-mod artifacts;
 mod bench;
 mod cpu;
 mod cpu_trace;
@@ -25,16 +24,15 @@ mod qemu;
 mod records;
 mod run;
 mod sched;
-mod setup;
 mod suite;
 mod system;
-mod util;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+use tool_base::{Arch, Bios, artifacts, setup, util};
 
 /// Tessera's build, run, test and bench tool.
 #[derive(Parser)]
@@ -42,49 +40,6 @@ use clap::{Parser, Subcommand, ValueEnum};
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-/// A guest architecture.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Arch {
-    /// RISC-V 64 on QEMU `virt`.
-    Riscv64,
-    /// x86_64 on QEMU `q35` (PVH boot).
-    #[value(name = "x86_64", alias = "x86-64")]
-    X86_64,
-}
-
-impl Arch {
-    /// The Rust target triple.
-    pub fn target(self) -> &'static str {
-        match self {
-            Arch::Riscv64 => "riscv64gc-unknown-none-elf",
-            Arch::X86_64 => "x86_64-unknown-none",
-        }
-    }
-    /// The name used in test names and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::Riscv64 => "riscv64",
-            Arch::X86_64 => "x86_64",
-        }
-    }
-    /// The machine it boots on, for placing manifests ([`manifest::Machine`]).
-    pub fn machine(self) -> manifest::Machine {
-        match self {
-            Arch::Riscv64 => manifest::Machine::RiscvVirt,
-            Arch::X86_64 => manifest::Machine::Q35,
-        }
-    }
-}
-
-/// The RISC-V M-mode firmware to boot with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Bios {
-    /// Tessera's own firmware (`firmware/`, on the rustsbi crate).
-    Rustsbi,
-    /// QEMU's bundled OpenSBI.
-    Opensbi,
 }
 
 #[derive(Subcommand)]

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use anyhow::{Result, bail};
 
-use crate::util;
+use tool_base::util;
 
 /// The most other domains beside the two that switch: 1,024 domains in all.
 pub const MOST_OTHERS: usize = manifest::MAX_DOMAINS - 2;

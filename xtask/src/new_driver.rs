@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::util;
+use tool_base::util;
 
 /// The pages the demo app binds its driver to.
 pub const DEMO_PAGES: usize = 8;

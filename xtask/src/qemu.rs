@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::artifacts::Artifacts;
 use crate::dtb::DtbChanges;
 use crate::log::{Kernel, LogLine};
-use crate::{Arch, Bios};
+use tool_base::artifacts::Artifacts;
+use tool_base::{Arch, Bios};
 
 /// One QEMU boot.
 #[derive(Clone, Debug)]
@@ -321,7 +321,7 @@ pub fn version(arch: Arch) -> String {
 
 /// Where failing boots' logs are kept.
 pub fn log_dir() -> PathBuf {
-    crate::util::target_dir().join("qemu-logs")
+    tool_base::util::target_dir().join("qemu-logs")
 }
 
 #[cfg(test)]

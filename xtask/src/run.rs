@@ -15,7 +15,8 @@ use anyhow::{Context, Result};
 use crate::log::{Kernel, LogLine};
 use crate::qemu::{Boot, Ending, boot};
 use crate::system::{self, Spoil, System};
-use crate::{artifacts, cpu_trace, disk_trace, setup};
+use crate::{cpu_trace, disk_trace};
+use tool_base::{artifacts, setup};
 
 /// What `cargo xtask run` boots besides the [`Boot`] settings, and what it shows.
 #[derive(Clone, Debug, Default)]

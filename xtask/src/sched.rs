@@ -12,11 +12,11 @@ use std::ops::RangeInclusive;
 
 use anyhow::{Context, Result};
 
-use crate::artifacts::Artifacts;
 use crate::cpu::{self, SpinReport};
 use crate::expected::Expected;
 use crate::qemu::{Ending, Outcome};
 use crate::system;
+use tool_base::artifacts::Artifacts;
 
 /// How far a period's CPU may be from the slice: 10 µs.
 pub const PERIOD_TOLERANCE_NS: u64 = 10_000;

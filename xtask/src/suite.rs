@@ -15,12 +15,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::artifacts::{self, Artifacts};
 use crate::expected::{self, Expected};
 use crate::log::{Kernel, LogLine};
 use crate::qemu::{self, Boot, DiskFaults, Ending, Outcome};
 use crate::system::{self, Spoil};
-use crate::{Arch, Bios, setup, util};
+use tool_base::artifacts::{self, Artifacts};
+use tool_base::{Arch, Bios, setup, util};
 
 mod address_space;
 mod domains;
@@ -859,7 +859,7 @@ fn disk_full_test(p: &str, arch: Arch) -> QemuTest {
     let mut boot = Boot::new(arch);
     boot.icount = true;
     boot.disk_faults = Some(DiskFaults {
-        rules: crate::util::root().join("tests/manifests/drivers/writes-fail-enospc.blkdebug"),
+        rules: tool_base::util::root().join("tests/manifests/drivers/writes-fail-enospc.blkdebug"),
         iops: None,
     });
     QemuTest {

@@ -16,11 +16,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 use manifest::Manifest;
 
-use crate::artifacts::Artifacts;
+use crate::apps;
 use crate::disks::{self, DiskImage};
 use crate::log::Kernel;
 use crate::qemu::{self, Boot, Outcome};
-use crate::{Arch, apps, util};
+use tool_base::artifacts::Artifacts;
+use tool_base::{Arch, util};
 
 /// What a boot with a manifest needs.
 pub struct System {

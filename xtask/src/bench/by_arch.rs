@@ -2,7 +2,7 @@
 //! (or one group of columns) per architecture it ran on, so the same figure on riscv64 and
 //! x86_64 is read across one row.
 
-use crate::Arch;
+use tool_base::Arch;
 
 /// A labelled figure of what one architecture measured (`T`), shown as text.
 pub type Figure<T> = (&'static str, fn(&T) -> String);

@@ -28,7 +28,7 @@ use super::by_arch::ByArch;
 use super::{Mode, Table, environment, on_each, table, write_report};
 use crate::cpu;
 use crate::qemu::{Ending, Outcome};
-use crate::{Arch, artifacts};
+use tool_base::{Arch, artifacts};
 
 /// Neighbours running the fuzzer.
 pub const FUZZERS: usize = 8;

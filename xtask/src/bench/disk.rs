@@ -33,11 +33,11 @@ use blk::sched::heuristics::Weigh;
 use super::{Mode, Table, environment, write_report};
 use crate::qemu::Ending;
 use crate::system::IcountBoot;
-use crate::{Arch, artifacts, util};
 use experiments::{Run, Size};
 use lines::Measured;
 use manifests::Device;
 use report::Source;
+use tool_base::{Arch, artifacts, util};
 
 /// What `bench disk` was asked for beside the architectures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

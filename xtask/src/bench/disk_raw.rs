@@ -34,7 +34,7 @@ use super::by_arch::ByArch;
 use super::{Mode, Table, environment, figures, table, write_report};
 use crate::qemu::{Ending, Outcome};
 use crate::system::IcountBoot;
-use crate::{Arch, artifacts, util};
+use tool_base::{Arch, artifacts, util};
 
 /// The transfers of the shorter and the longer boot.
 pub const FEW: u64 = 200;

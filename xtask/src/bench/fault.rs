@@ -22,7 +22,7 @@ use super::{Mode, RUNS, Table, environment, figures, icount_runs, on_each, table
 use crate::qemu::{Ending, Outcome};
 use crate::sched::{self, Runs};
 use crate::system::IcountBoot;
-use crate::{Arch, artifacts};
+use tool_base::{Arch, artifacts};
 
 /// The variants of the round trip: name, key in the baseline, manifest.
 const VARIANTS: [(&str, &str, &str); 2] = [

@@ -17,7 +17,8 @@ use super::{
     Mode, Table, environment, figures, icount_runs, nullcall_figures, switch_scaling, table,
     write_report,
 };
-use crate::{Arch, artifacts, qemu};
+use crate::qemu;
+use tool_base::{Arch, artifacts};
 
 #[derive(Serialize)]
 pub(super) struct IpcRow {

@@ -34,11 +34,11 @@ use paging_programs::{Program, Scale};
 use serde::Serialize;
 
 use super::{Mode, Table, environment, write_report};
-use crate::artifacts::{self, Artifacts};
 use crate::log::field;
 use crate::qemu::Ending;
 use crate::system::IcountBoot;
-use crate::{Arch, util};
+use tool_base::artifacts::{self, Artifacts};
+use tool_base::{Arch, util};
 
 /// The seed of every run (the host's checksum uses it too).
 const SEED: u64 = 1;

@@ -145,7 +145,7 @@ pub fn generate(baseline: &Baseline) -> String {
 mod tests {
     use super::*;
     use crate::bench::baseline;
-    use crate::util;
+    use tool_base::util;
 
     #[test]
     fn numbers_read_well() {

@@ -20,7 +20,7 @@ use super::{Mode, Table, environment, on_each, table, write_report};
 use crate::cpu::{self, Period};
 use crate::qemu::Outcome;
 use crate::sched::{self as scenarios, Run, Runs, Share};
-use crate::{Arch, artifacts, util};
+use tool_base::{Arch, artifacts, util};
 
 #[derive(Serialize)]
 struct ShareRow {

@@ -16,7 +16,8 @@ use anyhow::{Context, Result, bail};
 
 use super::by_arch::ByArch;
 use super::{Mode, icount_runs, nullcall_figures};
-use crate::{Arch, artifacts, many_domains};
+use crate::many_domains;
+use tool_base::{Arch, artifacts};
 
 /// How many other domains the sweep puts beside the two that switch; the last two are kept
 /// figures (64 domains in all, and 1,024, the most a manifest holds).

@@ -15,10 +15,10 @@
 use std::time::Duration;
 
 use super::{QemuTest, expect_ending, expect_line};
-use crate::Arch;
 use crate::log::field;
 use crate::qemu::{Boot, Ending, Outcome};
 use crate::system::Spoil;
+use tool_base::Arch;
 
 /// One mebibyte.
 const MIB: u64 = 1 << 20;

@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use super::{QemuTest, expect_ending, expect_line};
 use crate::expected::Expected;
+use crate::many_domains;
 use crate::qemu::{Boot, Ending, Outcome};
 use crate::system::Spoil;
-use crate::{Arch, many_domains};
+use tool_base::Arch;
 
 /// The report of `tests/manifests/fault-write.toml`'s fault: `faulty` writes to an image
 /// stretch of `counter-b` and is terminated.

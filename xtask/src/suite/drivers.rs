@@ -64,9 +64,9 @@ use std::time::Duration;
 
 use super::domains::frames_returned;
 use super::{QemuTest, expect_ending, expect_line};
-use crate::Arch;
 use crate::qemu::{Boot, DiskFaults, Ending, Outcome};
 use crate::system::Spoil;
+use tool_base::Arch;
 
 /// A block driver domain the suite tests.
 struct Driver {
@@ -313,12 +313,12 @@ fn write_scheduled_manifest(d: &Driver, policy: &str) -> String {
     let template = d.manifest("scheduled");
     let rel = scheduled_manifest(d, policy);
     let write = || -> std::io::Result<()> {
-        let text = std::fs::read_to_string(crate::util::root().join(&template))?;
+        let text = std::fs::read_to_string(tool_base::util::root().join(&template))?;
         let text = text.replace(
             "args = [\"--scheduler\", \"usd\"]",
             &format!("args = [\"--scheduler\", \"{policy}\"]"),
         );
-        let path = crate::util::root().join(&rel);
+        let path = tool_base::util::root().join(&rel);
         std::fs::create_dir_all(path.parent().unwrap_or(&path))?;
         std::fs::write(path, text)
     };
@@ -587,7 +587,7 @@ pub(super) fn drivers_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             let mut t =
                 test(d, "bad-sector", 300, &[], Box::new(move |out| bad_sector(d, arch, out)));
             t.boot.disk_faults = Some(DiskFaults {
-                rules: crate::util::root().join(BAD_SECTOR_RULES),
+                rules: tool_base::util::root().join(BAD_SECTOR_RULES),
                 iops: Some(BAD_SECTOR_IOPS),
             });
             tests.push(t);

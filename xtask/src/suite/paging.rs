@@ -2,11 +2,11 @@
 //! faults, frames contracts and revocation; manifests in `tests/manifests/paging/`.
 
 use super::{QemuTest, expect_ending, expect_line};
-use crate::Arch;
 use crate::expected::Expected;
 use crate::log::field;
 use crate::qemu::{Boot, Ending, Outcome};
 use crate::system::Spoil;
+use tool_base::Arch;
 
 /// A check of one boot's outcome.
 type CheckFn = fn(&Outcome) -> Result<(), String>;

@@ -29,7 +29,7 @@ use crate::log::LogLine;
 use crate::qemu::{Ending, Outcome};
 use crate::run::verdict::{DOMAIN_FAILED, DomainEnding, TIMED_OUT, endings, late_periods};
 use crate::sched::PERIOD_TOLERANCE_NS;
-use crate::{Arch, util};
+use tool_base::{Arch, util};
 
 /// The `--timeout` of every `cargo xtask run` child whose test sets none, in seconds: the
 /// longest run here takes a few seconds of the host's time even on a busy host.

@@ -10,12 +10,12 @@
 use std::path::{Path, PathBuf};
 
 use super::{QemuTest, expect_ending, expect_line};
-use crate::Arch;
 use crate::new_driver::USER_MANIFESTS;
 use crate::qemu::{Boot, Ending};
 use crate::run::verdict;
 use crate::system::{self, Spoil};
-use crate::util;
+use tool_base::Arch;
+use tool_base::util;
 
 /// The text of the `# expect: TEXT` line in the leading comment of `manifest`.
 pub(super) fn expect_of(manifest: &str) -> Option<&str> {

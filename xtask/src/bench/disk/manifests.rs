@@ -4,7 +4,7 @@
 //! reader, with its channels and, if it has one, its disk contract.
 
 use super::experiments::{Client, Pattern, READ_BYTES, Run, client_name};
-use crate::Arch;
+use tool_base::Arch;
 
 /// A device the driver domain drives: its key, its manifest bus, its app.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,10 +5,10 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-/// The workspace root (the parent of `xtask/`).
+/// The workspace root (two levels above this crate, `tools/base/`).
 pub fn root() -> PathBuf {
     let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    here.parent().expect("xtask lives inside the workspace").to_path_buf()
+    here.ancestors().nth(2).expect("tools/base lives inside the workspace").to_path_buf()
 }
 
 /// The `cargo` that runs us (honours rustup's toolchain selection).

@@ -4,7 +4,7 @@
 //! Targets: `rustup target add`; when that cannot download, the offline archives installer
 //! at `../shared/toolchain/install-targets` (if present). QEMU, `dtc` (package
 //! `device-tree-compiler`, which the tests use to change QEMU's device tree, see
-//! [`crate::dtb`]) and gdb-multiarch: Debian's packages via apt-get when running as root;
+//! `qemu_run::dtb`) and gdb-multiarch: Debian's packages via apt-get when running as root;
 //! otherwise the exact command is printed.
 
 use std::path::Path;
