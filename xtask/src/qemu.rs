@@ -9,9 +9,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::disks;
 use crate::dtb::DtbChanges;
 use crate::log::{Kernel, LogLine};
+use crate::system::{self, System};
 use tool_base::artifacts::Artifacts;
+use tool_base::util;
 use tool_base::{Arch, Bios};
 
 /// One QEMU boot.
@@ -91,6 +94,17 @@ impl Boot {
             drives: Vec::new(),
             disk_faults: None,
         }
+    }
+
+    /// Sets this boot up to run `system`: its boot image, its guest memory, and its disks
+    /// attached where the manifest places them.
+    pub fn attach(&mut self, system: &System) -> Result<()> {
+        self.initrd = Some(system.image.clone());
+        self.memory = system.memory_mib();
+        let (drives, devices) = disks::qemu_args(&system.disks)?;
+        self.drives.extend(drives);
+        self.devices.extend(devices);
+        Ok(())
     }
 
     /// The QEMU command line.
@@ -321,7 +335,35 @@ pub fn version(arch: Arch) -> String {
 
 /// Where failing boots' logs are kept.
 pub fn log_dir() -> PathBuf {
-    tool_base::util::target_dir().join("qemu-logs")
+    util::target_dir().join("qemu-logs")
+}
+
+/// A manifest ready to boot on RISC-V under `-icount shift=0,sleep=off`, as many times as
+/// wanted: the boot and a kernel that symbolizes its apps' addresses.
+pub struct IcountBoot {
+    /// The QEMU boot (image, memory, command line).
+    pub boot: Boot,
+    kernel: Kernel,
+}
+
+impl IcountBoot {
+    /// Prepares `manifest` (relative to the workspace) for the kernel of `a` (and its
+    /// architecture), with `append` on the kernel command line.
+    pub fn new(a: &Artifacts, manifest: &str, append: &str) -> Result<Self> {
+        let s = system::prepare(&util::root().join(manifest), system::Spoil::Nothing, a.arch)?;
+        let mut kernel = Kernel::load(&a.kernel)?;
+        kernel.add_instances(&s.instances)?;
+        let mut boot = Boot::new(a.arch);
+        boot.attach(&s)?;
+        boot.icount = true;
+        boot.append = append.to_string();
+        Ok(IcountBoot { boot, kernel })
+    }
+
+    /// Boots it once.
+    pub fn run(&self, a: &Artifacts) -> Result<Outcome> {
+        boot(&self.boot, a, &self.kernel, None, &mut |_| {})
+    }
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
         None => None,
     };
     if let Some(s) = &system {
-        s.attach(&mut b)?;
+        b.attach(s)?;
         for d in &s.disks {
             println!(
                 "run: disk {} ({}, {}): {}",

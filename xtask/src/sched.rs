@@ -14,8 +14,7 @@ use anyhow::{Context, Result};
 
 use crate::cpu::{self, SpinReport};
 use crate::expected::Expected;
-use crate::qemu::{Ending, Outcome};
-use crate::system;
+use crate::qemu::{self, Ending, Outcome};
 use tool_base::artifacts::Artifacts;
 
 /// How far a period's CPU may be from the slice: 10 µs.
@@ -156,7 +155,7 @@ impl<'a> Runs<'a> {
 
 /// Boots `run` under `-icount shift=0,sleep=off`.
 pub fn boot(a: &Artifacts, run: Run) -> Result<Outcome> {
-    system::IcountBoot::new(a, run.manifest, run.append)?.run(a)
+    qemu::IcountBoot::new(a, run.manifest, run.append)?.run(a)
 }
 
 /// One domain's measured figures in a scenario.

@@ -407,7 +407,7 @@ fn run_qemu_test(t: &QemuTest, a: &Artifacts, kernel: &Kernel) -> Result<(), Str
     if let Some((path, spoil)) = &t.system {
         let s = system::prepare(&util::root().join(path), *spoil, t.boot.arch)
             .map_err(|e| format!("{e:#}"))?;
-        s.attach(&mut boot).map_err(|e| format!("{e:#}"))?;
+        boot.attach(&s).map_err(|e| format!("{e:#}"))?;
         with_apps = Kernel::load(&a.kernel).map_err(|e| format!("{e:#}"))?;
         with_apps.add_instances(&s.instances).map_err(|e| format!("{e:#}"))?;
         kernel = &with_apps;

@@ -6,7 +6,7 @@
 //!
 //! A manifest is placed for the machine of the architecture it boots on
 //! ([`manifest::parse_file_for`]): its disks get their device addresses, and its disk images
-//! are made under `target/disks/<arch>/` and attached ([`crate::disks`], [`System::attach`]). A
+//! are made under `target/disks/<arch>/` (see [`crate::disks`]) for `qemu_run::qemu::Boot::attach`. A
 //! bootable manifest for one architecture only says so on a line `# machine: riscv64` (or
 //! `x86_64`) at its top; the others boot on both.
 
@@ -18,9 +18,6 @@ use manifest::Manifest;
 
 use crate::apps;
 use crate::disks::{self, DiskImage};
-use crate::log::Kernel;
-use crate::qemu::{self, Boot, Outcome};
-use tool_base::artifacts::Artifacts;
 use tool_base::{Arch, util};
 
 /// What a boot with a manifest needs.
@@ -37,17 +34,6 @@ pub struct System {
 }
 
 impl System {
-    /// Sets `boot` up to run this system: the boot image, the guest memory, and the disks
-    /// attached where the manifest places them.
-    pub fn attach(&self, boot: &mut Boot) -> Result<()> {
-        boot.initrd = Some(self.image.clone());
-        boot.memory = self.memory_mib();
-        let (drives, devices) = disks::qemu_args(&self.disks)?;
-        boot.drives.extend(drives);
-        boot.devices.extend(devices);
-        Ok(())
-    }
-
     /// Guest memory the manifest asks for, in MiB.
     pub fn memory_mib(&self) -> u32 {
         (self.manifest.memory >> 20) as u32
@@ -257,34 +243,6 @@ pub fn check_userland(arch: Arch) -> Result<()> {
             .with_context(|| format!("packing the boot image of {}", path.display()))?;
     }
     Ok(())
-}
-
-/// A manifest ready to boot on RISC-V under `-icount shift=0,sleep=off`, as many times as
-/// wanted: the boot and a kernel that symbolizes its apps' addresses.
-pub struct IcountBoot {
-    /// The QEMU boot (image, memory, command line).
-    pub boot: Boot,
-    kernel: Kernel,
-}
-
-impl IcountBoot {
-    /// Prepares `manifest` (relative to the workspace) for the kernel of `a` (and its
-    /// architecture), with `append` on the kernel command line.
-    pub fn new(a: &Artifacts, manifest: &str, append: &str) -> Result<Self> {
-        let s = prepare(&util::root().join(manifest), Spoil::Nothing, a.arch)?;
-        let mut kernel = Kernel::load(&a.kernel)?;
-        kernel.add_instances(&s.instances)?;
-        let mut boot = Boot::new(a.arch);
-        s.attach(&mut boot)?;
-        boot.icount = true;
-        boot.append = append.to_string();
-        Ok(IcountBoot { boot, kernel })
-    }
-
-    /// Boots it once.
-    pub fn run(&self, a: &Artifacts) -> Result<Outcome> {
-        qemu::boot(&self.boot, a, &self.kernel, None, &mut |_| {})
-    }
 }
 
 #[cfg(test)]

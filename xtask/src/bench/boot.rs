@@ -207,7 +207,7 @@ const MANY_DOMAINS_KEY: &str = "virtual_us_1024_domains";
 fn many_domains_us(arch: Arch, mode: Mode) -> Result<u64> {
     let a = artifacts::build(arch)?;
     let path = many_domains::asleep(many_domains::MOST_OTHERS)?;
-    let prepared = crate::system::IcountBoot::new(&a, &path.to_string_lossy(), "")?;
+    let prepared = crate::qemu::IcountBoot::new(&a, &path.to_string_lossy(), "")?;
     let mut figures = Vec::new();
     for _ in 0..icount_runs(mode) {
         let out = prepared.run(&a)?;

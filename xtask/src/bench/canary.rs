@@ -123,7 +123,7 @@ fn measure_on(arch: Arch, _mode: Mode) -> Result<(Measured, Table)> {
     let mut calls = 0;
     for alone in [true, false] {
         let path = manifest(alone)?;
-        let out = crate::system::IcountBoot::new(&a, &path.to_string_lossy(), "")?.run(&a)?;
+        let out = crate::qemu::IcountBoot::new(&a, &path.to_string_lossy(), "")?.run(&a)?;
         works.push(canary_work(&out, &path)?);
         if !alone {
             calls = fuzzer_calls(&out);

@@ -32,7 +32,7 @@ use blk::sched::heuristics::Weigh;
 
 use super::{Mode, Table, environment, write_report};
 use crate::qemu::Ending;
-use crate::system::IcountBoot;
+use crate::qemu::IcountBoot;
 use experiments::{Run, Size};
 use lines::Measured;
 use manifests::Device;

@@ -32,8 +32,8 @@ use serde::Serialize;
 
 use super::by_arch::ByArch;
 use super::{Mode, Table, environment, figures, table, write_report};
+use crate::qemu::IcountBoot;
 use crate::qemu::{Ending, Outcome};
-use crate::system::IcountBoot;
 use tool_base::{Arch, artifacts, util};
 
 /// The transfers of the shorter and the longer boot.

@@ -19,9 +19,9 @@ use serde::Serialize;
 
 use super::by_arch::{ByArch, Figure};
 use super::{Mode, RUNS, Table, environment, figures, icount_runs, on_each, table, write_report};
+use crate::qemu::IcountBoot;
 use crate::qemu::{Ending, Outcome};
 use crate::sched::{self, Runs};
-use crate::system::IcountBoot;
 use tool_base::{Arch, artifacts};
 
 /// The variants of the round trip: name, key in the baseline, manifest.

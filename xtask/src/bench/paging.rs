@@ -36,7 +36,7 @@ use serde::Serialize;
 use super::{Mode, Table, environment, write_report};
 use crate::log::field;
 use crate::qemu::Ending;
-use crate::system::IcountBoot;
+use crate::qemu::IcountBoot;
 use tool_base::artifacts::{self, Artifacts};
 use tool_base::{Arch, util};
 
