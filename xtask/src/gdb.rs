@@ -2,7 +2,7 @@
 //! connects to QEMU's gdb stub. See `docs/debugging.md`.
 //!
 //! The kernel and the firmware are linked where they run. Each app is a static PIE linked at 0
-//! that [`apps::relocate`](crate::apps::relocate) moves as a whole to its instance's image slot
+//! that [`apps::relocate`](system_image::apps::relocate) moves as a whole to its instance's image slot
 //! (link address `v` runs at `base + v`), so its symbols load with `add-symbol-file ELF -o
 //! BASE`. Two domains running the same app load the same ELF at two offsets: a breakpoint on
 //! one of its functions gets a location in each.
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::qemu::Boot;
-use crate::system::System;
+use system_image::system::System;
 use tool_base::artifacts::Artifacts;
 use tool_base::{Arch, Bios, util};
 
@@ -196,7 +196,7 @@ mod tests {
 
     #[test]
     fn instances_pair_each_domain_with_its_slot_and_elf() {
-        let manifest = crate::system::load_manifest(
+        let manifest = system_image::system::load_manifest(
             &util::root().join("manifests/default.toml"),
             tool_base::Arch::Riscv64,
         )
@@ -228,8 +228,8 @@ mod tests {
         let toml = std::fs::read_to_string(util::root().join("Cargo.toml")).unwrap();
         let section = toml.split("[profile.debug-apps]").nth(1).expect("no [profile.debug-apps]");
         assert!(section.contains("inherits = \"release\""), "{section}");
-        assert_eq!(crate::apps::Build::Debug.profile(), "debug-apps");
-        assert_eq!(crate::apps::Build::default().profile(), "release");
+        assert_eq!(system_image::apps::Build::Debug.profile(), "debug-apps");
+        assert_eq!(system_image::apps::Build::default().profile(), "release");
     }
 
     #[test]

@@ -5,19 +5,16 @@
 //! test (`test`: clippy, host unit tests, QEMU suites), measures (`bench`) and starts a new
 //! stretch driver from the template (`new-driver`).
 
-mod apps;
 mod arch_names;
 mod bench;
 mod cpu;
 mod cpu_trace;
 mod disk_trace;
-mod disks;
 mod doc_includes;
 mod dtb;
 mod expected;
 mod gdb;
 mod log;
-mod many_domains;
 mod new_driver;
 mod plot;
 mod qemu;
@@ -25,13 +22,13 @@ mod records;
 mod run;
 mod sched;
 mod suite;
-mod system;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use system_image::apps;
 use tool_base::{Arch, Bios, artifacts, setup, util};
 
 /// Tessera's build, run, test and bench tool.

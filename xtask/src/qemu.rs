@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::disks;
 use crate::dtb::DtbChanges;
 use crate::log::{Kernel, LogLine};
-use crate::system::{self, System};
+use system_image::disks;
+use system_image::system::{self, System};
 use tool_base::artifacts::Artifacts;
 use tool_base::util;
 use tool_base::{Arch, Bios};
@@ -41,7 +41,7 @@ pub struct Boot {
     /// Extra devices (each the argument of a `-device`).
     pub devices: Vec<String>,
     /// Drives (each the argument of a `-drive`): the disk images of a manifest
-    /// ([`crate::disks`]).
+    /// ([`system_image::disks`]).
     pub drives: Vec<String>,
     /// Every drive made faulty and slow, for tests of drivers' error handling
     /// ([`DiskFaults::drive`]).

@@ -14,8 +14,8 @@ use anyhow::{Context, Result};
 
 use crate::log::{Kernel, LogLine};
 use crate::qemu::{Boot, Ending, boot};
-use crate::system::{self, Spoil, System};
 use crate::{cpu_trace, disk_trace};
+use system_image::system::{self, Spoil, System};
 use tool_base::{artifacts, setup};
 
 /// What `cargo xtask run` boots besides the [`Boot`] settings, and what it shows.
@@ -30,7 +30,7 @@ pub struct RunOptions {
     /// Exit 0 even when a domain fails that was not expected to.
     pub allow_failures: bool,
     /// How to build the apps.
-    pub apps: crate::apps::Build,
+    pub apps: system_image::apps::Build,
     /// What to do with the kernel's per-period CPU records.
     pub cpu: cpu_trace::Options,
     /// What to do with the block driver's per-period disk records.

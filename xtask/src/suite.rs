@@ -18,7 +18,7 @@ use anyhow::Result;
 use crate::expected::{self, Expected};
 use crate::log::{Kernel, LogLine};
 use crate::qemu::{self, Boot, DiskFaults, Ending, Outcome};
-use crate::system::{self, Spoil};
+use system_image::system::{self, Spoil};
 use tool_base::artifacts::{self, Artifacts};
 use tool_base::{Arch, Bios, setup, util};
 
@@ -101,8 +101,10 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
     // (defmt's `alloc`) and the apps would need an allocator.
     let mut userland_clippy =
         vec!["clippy", "--release", "-p", "libtessera", "-p", "blk_domain", "-p", "blk_session"];
-    let app_specs: Vec<String> =
-        crate::apps::app_names().iter().map(|n| crate::apps::package_spec(n)).collect();
+    let app_specs: Vec<String> = system_image::apps::app_names()
+        .iter()
+        .map(|n| system_image::apps::package_spec(n))
+        .collect();
     for app in &app_specs {
         userland_clippy.extend(["-p", app.as_str()]);
     }
@@ -259,8 +261,8 @@ fn command_check(cmd: &mut Command) -> Result<(), String> {
 }
 
 /// The packages with host unit tests: xtask, libtessera, vmm (the pager's components), every
-/// crate under `libs/`, every crate under `stretch_drivers/` and every crate under `drivers/`
-/// (the portable halves of the device drivers).
+/// crate under `libs/`, every crate under `stretch_drivers/`, every crate under `drivers/`
+/// (the portable halves of the device drivers) and every host tool crate under `tools/`.
 fn host_packages() -> Result<Vec<String>> {
     // libtessera's portable parts (argument block, print chunking) are tested on the host too.
     let mut packages = vec!["xtask".to_string(), "libtessera".to_string(), "vmm".to_string()];
@@ -272,8 +274,8 @@ fn host_packages() -> Result<Vec<String>> {
     libs.sort();
     packages.extend(libs);
     // The stretch drivers and their interface (with its host mock of the kernel), then the
-    // device drivers' portable crates, by package name.
-    for dir in ["stretch_drivers", "drivers"] {
+    // device drivers' portable crates and the host tools, by package name.
+    for dir in ["stretch_drivers", "drivers", "tools"] {
         packages.extend(package_names(&util::root().join(dir))?);
     }
     Ok(packages)
@@ -829,8 +831,8 @@ fn disks_test(p: &str, arch: Arch) -> QemuTest {
             };
             lines.iter().try_for_each(|l| expect_line(out, l))?;
             for (name, size) in images {
-                let path = crate::disks::image_path(
-                    &crate::disks::dir(arch),
+                let path = system_image::disks::image_path(
+                    &system_image::disks::dir(arch),
                     std::path::Path::new(manifest),
                     name,
                 );
@@ -840,7 +842,7 @@ fn disks_test(p: &str, arch: Arch) -> QemuTest {
                     return Err(format!("{}: {} bytes, want {size}", path.display(), len.len()));
                 }
                 let first =
-                    crate::disks::read_sectors(&path, 0, 8).map_err(|e| format!("{e:#}"))?;
+                    system_image::disks::read_sectors(&path, 0, 8).map_err(|e| format!("{e:#}"))?;
                 if first.iter().any(|&b| b != 0) {
                     return Err(format!("{}: the first sectors are not zero", path.display()));
                 }

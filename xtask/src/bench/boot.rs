@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use super::{Mode, RUNS, Table, environment, icount_runs, table, write_report};
 use crate::log::Kernel;
-use crate::many_domains;
 use crate::qemu::{self, Boot, Ending};
+use system_image::many_domains;
 use tool_base::{Arch, Bios, artifacts};
 
 #[derive(Serialize)]

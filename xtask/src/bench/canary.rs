@@ -82,7 +82,7 @@ pub fn manifest(alone: bool) -> Result<std::path::PathBuf> {
         }
     }
     let name = if alone { "canary-alone.toml" } else { "canary-under-load.toml" };
-    crate::many_domains::written(name, &text)
+    system_image::many_domains::written(name, &text)
 }
 
 /// The canary's work (loop iterations) in the boot `out` of `path`; fails unless the boot

@@ -16,14 +16,14 @@ use anyhow::{Context, Result, bail};
 
 use super::by_arch::ByArch;
 use super::{Mode, icount_runs, nullcall_figures};
-use crate::many_domains;
+use system_image::many_domains;
 use tool_base::{Arch, artifacts};
 
 /// How many other domains the sweep puts beside the two that switch; the last two are kept
 /// figures (64 domains in all, and 1,024, the most a manifest holds).
 pub const OTHERS: &[usize] = &[0, 6, 30, 62, MOST_OTHERS];
 
-pub use crate::many_domains::MOST_OTHERS;
+pub use system_image::many_domains::MOST_OTHERS;
 
 /// Instructions per domain switch on `arch` with `others` sleeping domains beside the two that
 /// switch.

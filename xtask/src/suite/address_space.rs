@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::{QemuTest, expect_ending, expect_line};
 use crate::log::field;
 use crate::qemu::{Boot, Ending, Outcome};
-use crate::system::Spoil;
+use system_image::system::Spoil;
 use tool_base::Arch;
 
 /// One mebibyte.

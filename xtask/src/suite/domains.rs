@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use super::{QemuTest, expect_ending, expect_line};
 use crate::expected::Expected;
-use crate::many_domains;
 use crate::qemu::{Boot, Ending, Outcome};
-use crate::system::Spoil;
+use system_image::many_domains;
+use system_image::system::Spoil;
 use tool_base::Arch;
 
 /// The report of `tests/manifests/fault-write.toml`'s fault: `faulty` writes to an image

@@ -65,7 +65,7 @@ use std::time::Duration;
 use super::domains::frames_returned;
 use super::{QemuTest, expect_ending, expect_line};
 use crate::qemu::{Boot, DiskFaults, Ending, Outcome};
-use crate::system::Spoil;
+use system_image::system::Spoil;
 use tool_base::Arch;
 
 /// A block driver domain the suite tests.
@@ -146,12 +146,15 @@ fn self_test(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
     expect_line(out, "blk: exited with status 0")?;
     // The host reads the image: the transfers left data on it.
     let manifest = d.manifest("self-test");
-    let path =
-        crate::disks::image_path(&crate::disks::dir(arch), std::path::Path::new(&manifest), "data");
+    let path = system_image::disks::image_path(
+        &system_image::disks::dir(arch),
+        std::path::Path::new(&manifest),
+        "data",
+    );
     let mut written = 0;
     for chunk in 0..(16 << 20) / (64 << 10) {
-        let bytes =
-            crate::disks::read_sectors(&path, chunk * 128, 128).map_err(|e| format!("{e:#}"))?;
+        let bytes = system_image::disks::read_sectors(&path, chunk * 128, 128)
+            .map_err(|e| format!("{e:#}"))?;
         written += usize::from(bytes.iter().any(|&b| b != 0));
     }
     if written == 0 {
@@ -191,9 +194,13 @@ fn client_done(arch: Arch, out: &Outcome, manifest: &str, w: Workload) -> Result
             expected.written()
         ));
     }
-    let path =
-        crate::disks::image_path(&crate::disks::dir(arch), std::path::Path::new(manifest), "data");
-    let region = crate::disks::read_sectors(&path, first, sectors).map_err(|e| format!("{e:#}"))?;
+    let path = system_image::disks::image_path(
+        &system_image::disks::dir(arch),
+        std::path::Path::new(manifest),
+        "data",
+    );
+    let region =
+        system_image::disks::read_sectors(&path, first, sectors).map_err(|e| format!("{e:#}"))?;
     if let Some(bad) = expected.first_mismatch(&region) {
         return Err(format!(
             "{}: sector {bad} of {name}'s region does not hold what its workload wrote",
@@ -228,9 +235,13 @@ fn both_clients(
         expect_line(out, &format!("[beta] blkbench: {what}"))?;
     }
     // The refused writes aimed at the last megabyte, which no workload touches: still zero.
-    let path =
-        crate::disks::image_path(&crate::disks::dir(arch), std::path::Path::new(manifest), "data");
-    let tail = crate::disks::read_sectors(&path, 32768, 2048).map_err(|e| format!("{e:#}"))?;
+    let path = system_image::disks::image_path(
+        &system_image::disks::dir(arch),
+        std::path::Path::new(manifest),
+        "data",
+    );
+    let tail =
+        system_image::disks::read_sectors(&path, 32768, 2048).map_err(|e| format!("{e:#}"))?;
     if let Some(at) = tail.iter().position(|&b| b != 0) {
         return Err(format!(
             "{}: sector {} was written by a refused request",
@@ -469,9 +480,13 @@ fn bad_sector(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
     let shape = blk::workload::Shape::MIXED;
     let expected =
         blk::workload::Expected::after_shaped(seed, first, sectors, shape, true, transfers);
-    let path =
-        crate::disks::image_path(&crate::disks::dir(arch), std::path::Path::new(&manifest), "data");
-    let region = crate::disks::read_sectors(&path, first, sectors).map_err(|e| format!("{e:#}"))?;
+    let path = system_image::disks::image_path(
+        &system_image::disks::dir(arch),
+        std::path::Path::new(&manifest),
+        "data",
+    );
+    let region =
+        system_image::disks::read_sectors(&path, first, sectors).map_err(|e| format!("{e:#}"))?;
     if let Some(bad) = expected.first_mismatch(&region) {
         return Err(format!(
             "{}: sector {bad} of {name}'s region does not hold what its workload wrote",

@@ -5,7 +5,7 @@ use super::{QemuTest, expect_ending, expect_line};
 use crate::expected::Expected;
 use crate::log::field;
 use crate::qemu::{Boot, Ending, Outcome};
-use crate::system::Spoil;
+use system_image::system::Spoil;
 use tool_base::Arch;
 
 /// A check of one boot's outcome.

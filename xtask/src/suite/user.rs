@@ -13,7 +13,7 @@ use super::{QemuTest, expect_ending, expect_line};
 use crate::new_driver::USER_MANIFESTS;
 use crate::qemu::{Boot, Ending};
 use crate::run::verdict;
-use crate::system::{self, Spoil};
+use system_image::system::{self, Spoil};
 use tool_base::Arch;
 use tool_base::util;
 
