@@ -58,7 +58,7 @@ use anyhow::{Result, bail};
 use clap::ValueEnum;
 use serde::Serialize;
 
-use crate::qemu;
+use qemu_run::qemu;
 use tool_base::{Arch, setup, util};
 
 pub use baseline::Table;

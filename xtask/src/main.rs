@@ -7,19 +7,8 @@
 
 mod arch_names;
 mod bench;
-mod cpu;
-mod cpu_trace;
-mod disk_trace;
 mod doc_includes;
-mod dtb;
-mod expected;
-mod gdb;
-mod log;
 mod new_driver;
-mod plot;
-mod qemu;
-mod records;
-mod run;
 mod sched;
 mod suite;
 
@@ -28,6 +17,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use qemu_run::{cpu_trace, disk_trace, qemu, run};
 use system_image::apps;
 use tool_base::{Arch, Bios, artifacts, setup, util};
 

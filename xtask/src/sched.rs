@@ -12,9 +12,9 @@ use std::ops::RangeInclusive;
 
 use anyhow::{Context, Result};
 
-use crate::cpu::{self, SpinReport};
-use crate::expected::Expected;
-use crate::qemu::{self, Ending, Outcome};
+use qemu_run::cpu::{self, SpinReport};
+use qemu_run::expected::Expected;
+use qemu_run::qemu::{self, Ending, Outcome};
 use tool_base::artifacts::Artifacts;
 
 /// How far a period's CPU may be from the slice: 10 µs.
@@ -385,7 +385,7 @@ fn spin_iterations(out: &Outcome, domain: &str) -> Result<u64, String> {
 /// `pager`'s fault rate in `out`, in faults per second of the clock.
 pub fn fault_rate(out: &Outcome) -> Result<f64, String> {
     let line = out.line("[pager] faulter: faults=").ok_or("no faulter report")?;
-    let field = |k: &str| crate::log::field(&line.message, k).ok_or(format!("no {k}="));
+    let field = |k: &str| qemu_run::log::field(&line.message, k).ok_or(format!("no {k}="));
     let (faults, elapsed) = (field("faults")?, field("elapsed_ns")?);
     if faults == 0 || elapsed == 0 {
         return Err(format!("no faults measured: {}", line.message));
@@ -452,7 +452,7 @@ fn disk_paging_isolation(runs: &mut Runs<'_>) -> Result<(), String> {
     if change.abs() > SELF_PAGING_TOLERANCE {
         return Err(format!("the neighbour's work changed by {change:.3}% beside the pagers"));
     }
-    let periods = crate::disk_trace::periods(&out.log);
+    let periods = qemu_run::disk_trace::periods(&out.log);
     let mut steps = Vec::new();
     for (name, slice) in PAGING_STREAMS {
         // The first three complete periods: every pager pages through them (3 s each).
@@ -472,7 +472,7 @@ fn disk_paging_isolation(runs: &mut Runs<'_>) -> Result<(), String> {
         let line = out
             .line(&format!("[{name}] heracles: random pages="))
             .ok_or(format!("no report from {name}"))?;
-        let field = |k: &str| crate::log::field(&line.message, k).ok_or(format!("no {k}="));
+        let field = |k: &str| qemu_run::log::field(&line.message, k).ok_or(format!("no {k}="));
         if field("mismatches")? != 0 {
             return Err(format!("{name} lost data: {}", line.message));
         }

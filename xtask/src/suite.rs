@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::expected::{self, Expected};
-use crate::log::{Kernel, LogLine};
-use crate::qemu::{self, Boot, DiskFaults, Ending, Outcome};
+use qemu_run::expected::{self, Expected};
+use qemu_run::log::{Kernel, LogLine};
+use qemu_run::qemu::{self, Boot, DiskFaults, Ending, Outcome};
 use system_image::system::{self, Spoil};
 use tool_base::artifacts::{self, Artifacts};
 use tool_base::{Arch, Bios, setup, util};
@@ -923,7 +923,7 @@ fn reserved_memory_test(p: &str, name: &str, children: u64) -> QemuTest {
     let mut boot = Boot::new(Arch::Riscv64);
     boot.append = "test=frames::reserved_never_handed_out".into();
     boot.icount = true;
-    boot.dtb = Some(crate::dtb::DtbChanges {
+    boot.dtb = Some(qemu_run::dtb::DtbChanges {
         name: name.replace('_', "-"),
         reserved: reserved.clone(),
         memreserve: memreserve.clone(),
@@ -1124,7 +1124,7 @@ mod tests {
 
     #[test]
     fn kernel_test_lines_are_split_by_test() {
-        let line = |level: &str, message: &str| crate::log::LogLine {
+        let line = |level: &str, message: &str| qemu_run::log::LogLine {
             level: level.into(),
             timestamp: None,
             message: message.into(),
@@ -1152,7 +1152,7 @@ mod tests {
     fn the_banner_memory_figure_is_read() {
         let out = Outcome {
             ending: Ending::Kernel(0),
-            log: vec![crate::log::LogLine {
+            log: vec![qemu_run::log::LogLine {
                 level: "INFO".into(),
                 timestamp: Some("0.1".into()),
                 message: "memory: 256 MiB in 1 region(s), timer 10000000 Hz".into(),

@@ -12,8 +12,8 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use super::{Mode, RUNS, Table, environment, icount_runs, table, write_report};
-use crate::log::Kernel;
-use crate::qemu::{self, Boot, Ending};
+use qemu_run::log::Kernel;
+use qemu_run::qemu::{self, Boot, Ending};
 use system_image::many_domains;
 use tool_base::{Arch, Bios, artifacts};
 
@@ -207,7 +207,7 @@ const MANY_DOMAINS_KEY: &str = "virtual_us_1024_domains";
 fn many_domains_us(arch: Arch, mode: Mode) -> Result<u64> {
     let a = artifacts::build(arch)?;
     let path = many_domains::asleep(many_domains::MOST_OTHERS)?;
-    let prepared = crate::qemu::IcountBoot::new(&a, &path.to_string_lossy(), "")?;
+    let prepared = qemu_run::qemu::IcountBoot::new(&a, &path.to_string_lossy(), "")?;
     let mut figures = Vec::new();
     for _ in 0..icount_runs(mode) {
         let out = prepared.run(&a)?;

@@ -26,8 +26,8 @@ use anyhow::{Context, Result, bail};
 
 use super::by_arch::ByArch;
 use super::{Mode, Table, environment, on_each, table, write_report};
-use crate::cpu;
-use crate::qemu::{Ending, Outcome};
+use qemu_run::cpu;
+use qemu_run::qemu::{Ending, Outcome};
 use tool_base::{Arch, artifacts};
 
 /// Neighbours running the fuzzer.
@@ -123,7 +123,7 @@ fn measure_on(arch: Arch, _mode: Mode) -> Result<(Measured, Table)> {
     let mut calls = 0;
     for alone in [true, false] {
         let path = manifest(alone)?;
-        let out = crate::qemu::IcountBoot::new(&a, &path.to_string_lossy(), "")?.run(&a)?;
+        let out = qemu_run::qemu::IcountBoot::new(&a, &path.to_string_lossy(), "")?.run(&a)?;
         works.push(canary_work(&out, &path)?);
         if !alone {
             calls = fuzzer_calls(&out);

@@ -31,11 +31,11 @@ use anyhow::{Context, Result, bail};
 use blk::sched::heuristics::Weigh;
 
 use super::{Mode, Table, environment, write_report};
-use crate::qemu::Ending;
-use crate::qemu::IcountBoot;
 use experiments::{Run, Size};
 use lines::Measured;
 use manifests::Device;
+use qemu_run::qemu::Ending;
+use qemu_run::qemu::IcountBoot;
 use report::Source;
 use tool_base::{Arch, artifacts, util};
 

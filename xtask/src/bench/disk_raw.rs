@@ -32,8 +32,8 @@ use serde::Serialize;
 
 use super::by_arch::ByArch;
 use super::{Mode, Table, environment, figures, table, write_report};
-use crate::qemu::IcountBoot;
-use crate::qemu::{Ending, Outcome};
+use qemu_run::qemu::IcountBoot;
+use qemu_run::qemu::{Ending, Outcome};
 use tool_base::{Arch, artifacts, util};
 
 /// The transfers of the shorter and the longer boot.
@@ -175,7 +175,7 @@ fn read_boot(out: &Outcome, manifest: &str) -> Result<Boot> {
     out.line("[bench] blkbench: done").with_context(|| failed("the client did not finish"))?;
     let measured =
         out.line("blkbench: measured ").with_context(|| failed("no measured workload"))?;
-    let field = |k| crate::log::field(&measured.message, k).with_context(|| failed("no {k}="));
+    let field = |k| qemu_run::log::field(&measured.message, k).with_context(|| failed("no {k}="));
     let (bytes, elapsed) = (field("bytes")?, field("elapsed_ns")?);
     let idle_line = out.line("kernel: idle ").with_context(|| failed("no idle time"))?;
     let n: Vec<u64> = idle_line
@@ -184,7 +184,7 @@ fn read_boot(out: &Outcome, manifest: &str) -> Result<Boot> {
         .filter_map(|w| w.parse().ok())
         .collect();
     let [idle, total] = n[..] else { bail!(failed("an unreadable idle line")) };
-    let accounts = crate::cpu::summary_accounts(out);
+    let accounts = qemu_run::cpu::summary_accounts(out);
     let cpu = |name: &str| -> Result<f64> {
         let a = accounts
             .iter()

@@ -19,9 +19,9 @@ use serde::Serialize;
 
 use super::by_arch::{ByArch, Figure};
 use super::{Mode, RUNS, Table, environment, figures, icount_runs, on_each, table, write_report};
-use crate::qemu::IcountBoot;
-use crate::qemu::{Ending, Outcome};
 use crate::sched::{self, Runs};
+use qemu_run::qemu::IcountBoot;
+use qemu_run::qemu::{Ending, Outcome};
 use tool_base::{Arch, artifacts};
 
 /// The variants of the round trip: name, key in the baseline, manifest.
@@ -59,7 +59,7 @@ pub(super) fn per_fault(out: &Outcome) -> Result<(f64, u64)> {
         bail!("the boot ended {:?}:\n{}", out.ending, out.log_text());
     }
     let line = out.line(": bench faults=").context("no `APP: bench faults=` report")?;
-    let get = |k| crate::log::field(&line.message, k).with_context(|| format!("no {k}="));
+    let get = |k| qemu_run::log::field(&line.message, k).with_context(|| format!("no {k}="));
     let (faults, fault_ns, touch_ns) = (get("faults")?, get("fault_ns")?, get("touch_ns")?);
     Ok(((fault_ns.saturating_sub(touch_ns)) as f64 / faults.max(1) as f64, faults))
 }

@@ -17,7 +17,7 @@ use super::{
     Mode, Table, environment, figures, icount_runs, nullcall_figures, switch_scaling, table,
     write_report,
 };
-use crate::qemu;
+use qemu_run::qemu;
 use tool_base::{Arch, artifacts};
 
 #[derive(Serialize)]
@@ -93,7 +93,7 @@ pub(super) const IPC: &[Measure] = &[
 /// must come out the same each time; once in [`Mode::Check`]) and returns its row.
 pub(super) fn measure(m: &Measure, mode: Mode, arch: Arch) -> Result<IpcRow> {
     let a = artifacts::build(arch)?;
-    let prepared = crate::qemu::IcountBoot::new(&a, m.manifest, "")?;
+    let prepared = qemu_run::qemu::IcountBoot::new(&a, m.manifest, "")?;
     let b = &prepared.boot;
     let mut figures = Vec::new();
     let mut iterations = 0;

@@ -34,9 +34,9 @@ use paging_programs::{Program, Scale};
 use serde::Serialize;
 
 use super::{Mode, Table, environment, write_report};
-use crate::log::field;
-use crate::qemu::Ending;
-use crate::qemu::IcountBoot;
+use qemu_run::log::field;
+use qemu_run::qemu::Ending;
+use qemu_run::qemu::IcountBoot;
 use tool_base::artifacts::{self, Artifacts};
 use tool_base::{Arch, util};
 

@@ -17,9 +17,9 @@ use serde::Serialize;
 use super::by_arch::{ByArch, Figure};
 use super::ipc::{IPC, measure};
 use super::{Mode, Table, environment, on_each, table, write_report};
-use crate::cpu::{self, Period};
-use crate::qemu::Outcome;
 use crate::sched::{self as scenarios, Run, Runs, Share};
+use qemu_run::cpu::{self, Period};
+use qemu_run::qemu::Outcome;
 use tool_base::{Arch, artifacts, util};
 
 #[derive(Serialize)]
@@ -134,7 +134,7 @@ fn plot(a: &artifacts::Artifacts) -> Result<Vec<std::path::PathBuf>> {
         }
         let path = dir.join(format!("{stem}-{}.svg", a.arch.name()));
         let title = format!("{title} ({})", a.arch.name());
-        std::fs::write(&path, crate::plot::cpu_svg(&title, &domain_names(&out), &periods))?;
+        std::fs::write(&path, qemu_run::plot::cpu_svg(&title, &domain_names(&out), &periods))?;
         plots.push(path);
         missed_summary(&periods, run.manifest)?;
     }

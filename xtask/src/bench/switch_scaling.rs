@@ -42,7 +42,7 @@ pub fn wakeup_with(others: usize, mode: Mode, arch: Arch) -> Result<f64> {
 /// `nullcall --yield` domains (`per` 2), a timed wake-up one call of `nullcall --sleep` (1).
 fn measure(path: &std::path::Path, per: u64, mode: Mode, arch: Arch) -> Result<f64> {
     let a = artifacts::build(arch)?;
-    let prepared = crate::qemu::IcountBoot::new(&a, &path.to_string_lossy(), "")?;
+    let prepared = qemu_run::qemu::IcountBoot::new(&a, &path.to_string_lossy(), "")?;
     let mut figures = Vec::new();
     for _ in 0..icount_runs(mode) {
         let out = prepared.run(&a)?;

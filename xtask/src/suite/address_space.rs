@@ -15,8 +15,8 @@
 use std::time::Duration;
 
 use super::{QemuTest, expect_ending, expect_line};
-use crate::log::field;
-use crate::qemu::{Boot, Ending, Outcome};
+use qemu_run::log::field;
+use qemu_run::qemu::{Boot, Ending, Outcome};
 use system_image::system::Spoil;
 use tool_base::Arch;
 
@@ -227,7 +227,7 @@ pub(super) fn address_space_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::LogLine;
+    use qemu_run::log::LogLine;
 
     fn outcome(lines: &[&str]) -> Outcome {
         let line =

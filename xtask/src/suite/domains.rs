@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::{QemuTest, expect_ending, expect_line};
-use crate::expected::Expected;
-use crate::qemu::{Boot, Ending, Outcome};
+use qemu_run::expected::Expected;
+use qemu_run::qemu::{Boot, Ending, Outcome};
 use system_image::many_domains;
 use system_image::system::Spoil;
 use tool_base::Arch;
@@ -134,7 +134,7 @@ fn unexpected_interrupt(out: &Outcome, arch: Arch) -> Result<(), String> {
         return Err(format!("the interrupt was taken at {at} s, want {from} to {to} s"));
     }
     expect_line(out, count)?;
-    let spin = crate::cpu::spin_reports(out);
+    let spin = qemu_run::cpu::spin_reports(out);
     let [report] = &spin[..] else { return Err(format!("want one spin summary: {spin:?}")) };
     // 40 ms of complete 10 ms periods after the first boundary (within 1 us: on x86_64 the
     // domain's period is a whole number of ticks of a measured TSC rate, so the four come to a

@@ -64,7 +64,7 @@ use std::time::Duration;
 
 use super::domains::frames_returned;
 use super::{QemuTest, expect_ending, expect_line};
-use crate::qemu::{Boot, DiskFaults, Ending, Outcome};
+use qemu_run::qemu::{Boot, DiskFaults, Ending, Outcome};
 use system_image::system::Spoil;
 use tool_base::Arch;
 
@@ -183,10 +183,10 @@ fn client_done(arch: Arch, out: &Outcome, manifest: &str, w: Workload) -> Result
     let line = out
         .log
         .iter()
-        .find(|l| crate::expected::glob(&want, &l.message))
+        .find(|l| qemu_run::expected::glob(&want, &l.message))
         .ok_or(format!("no report from {name} like {want:?}"))?;
     let written =
-        crate::log::field(&line.message, "written_sectors").ok_or("no written_sectors")?;
+        qemu_run::log::field(&line.message, "written_sectors").ok_or("no written_sectors")?;
     let expected = blk::workload::Expected::after(seed, first, sectors, transfers);
     if expected.written() as u64 != written {
         return Err(format!(
@@ -271,7 +271,7 @@ const USD_ALONE_MBPS: f64 = 21.17;
 /// hog.
 fn usd(out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
-    let periods = crate::disk_trace::periods(&out.log);
+    let periods = qemu_run::disk_trace::periods(&out.log);
     for (name, slice) in USD_STREAMS {
         expect_line(out, &format!("{name}: exited with status 0"))?;
         let mine: Vec<_> = periods.iter().filter(|p| p.stream == name).collect();
@@ -284,7 +284,7 @@ fn usd(out: &Outcome) -> Result<(), String> {
         // The client's own reading of its accounts, taken just before its report.
         let want = format!("[{name}] diskread {name}: disk accounts ");
         let line = out.line(&want).ok_or(format!("no line like `{want}`"))?;
-        let field = |k| crate::log::field(&line.message, k).ok_or(format!("no {k} in {want}"));
+        let field = |k| qemu_run::log::field(&line.message, k).ok_or(format!("no {k} in {want}"));
         let (g, x, n) = (field("guaranteed_ns")?, field("extra_ns")?, field("periods")?);
         let recorded: u64 = mine.iter().map(|p| p.guaranteed + p.extra).sum();
         // Its accounts hold every completed period, and at most one slice more (the current).
@@ -297,13 +297,13 @@ fn usd(out: &Outcome) -> Result<(), String> {
         }
     }
     let waits = out.line("disk waits: ").ok_or("no `disk waits:` line")?;
-    if crate::log::field(&waits.message, "exceeded") != Some(0) {
+    if qemu_run::log::field(&waits.message, "exceeded") != Some(0) {
         return Err(format!("a wait outlived its timeout: {}", waits.message));
     }
     // r0 keeps its seek locality: at least 0.9 x its share (half) x what it reads alone.
     let done = out.line("[r0] diskread r0: done ").ok_or("no report from r0")?;
-    let bytes = crate::log::field(&done.message, "bytes").ok_or("no bytes")?;
-    let elapsed = crate::log::field(&done.message, "elapsed_ns").ok_or("no elapsed_ns")?;
+    let bytes = qemu_run::log::field(&done.message, "bytes").ok_or("no bytes")?;
+    let elapsed = qemu_run::log::field(&done.message, "elapsed_ns").ok_or("no elapsed_ns")?;
     let mbps = bytes as f64 / (elapsed.max(1) as f64 / 1e9) / 1e6;
     let bar = 0.9 * 0.5 * USD_ALONE_MBPS;
     if mbps < bar {
@@ -349,7 +349,7 @@ fn scheduled(d: &Driver, arch: Arch, policy: &str, out: &Outcome) -> Result<(), 
     // back within its 500 us latency hint when a wait's timer fires (its waits end up to
     // 2.4 ms late here); its CPU contract still runs it within the period in which it woke.
     let waits = out.line("disk waits: ").ok_or("no `disk waits:` line")?;
-    let late = crate::log::field(&waits.message, "late_max_ns").ok_or("no late_max_ns")?;
+    let late = qemu_run::log::field(&waits.message, "late_max_ns").ok_or("no late_max_ns")?;
     if late > SCHEDULED_DRIVER_PERIOD_NS {
         return Err(format!(
             "a wait ended more than the driver's CPU period after its timeout: {}",
@@ -357,7 +357,7 @@ fn scheduled(d: &Driver, arch: Arch, policy: &str, out: &Outcome) -> Result<(), 
         ));
     }
     if policy == "usd" {
-        let beta: Vec<_> = crate::disk_trace::periods(&out.log)
+        let beta: Vec<_> = qemu_run::disk_trace::periods(&out.log)
             .into_iter()
             .filter(|p| p.stream == "beta")
             .collect();
@@ -402,7 +402,7 @@ fn diskread(d: &Driver, out: &Outcome) -> Result<(), String> {
             return Err(error.map_or(format!("no report from {name}"), |l| l.message.clone()));
         };
         let msg = &line.message;
-        let field = |key| crate::log::field(msg, key).ok_or(format!("no {key} in `{msg}`"));
+        let field = |key| qemu_run::log::field(msg, key).ok_or(format!("no {key} in `{msg}`"));
         let (reads, written, elapsed) = (field("reads")?, field("writes")?, field("elapsed_ns")?);
         for key in ["bytes", "first_ns", "last_ns", "mean_latency_ns", "max_latency_ns"] {
             field(key)?;
@@ -537,7 +537,7 @@ fn idle(d: &Driver, out: &Outcome) -> Result<(), String> {
     if run_ns < IDLE_PAUSED_NS {
         return Err(format!("the run lasted {run_ns} ns, less than the client's pauses"));
     }
-    let accounts = crate::cpu::summary_accounts(out);
+    let accounts = qemu_run::cpu::summary_accounts(out);
     let driver = accounts.iter().find(|a| a.domain == "blk").ok_or("no account of blk")?;
     let cpu_us = driver.guaranteed_us + driver.extra_us;
     if cpu_us == 0 || cpu_us > IDLE_DRIVER_CPU_US {

@@ -2,9 +2,9 @@
 //! faults, frames contracts and revocation; manifests in `tests/manifests/paging/`.
 
 use super::{QemuTest, expect_ending, expect_line};
-use crate::expected::Expected;
-use crate::log::field;
-use crate::qemu::{Boot, Ending, Outcome};
+use qemu_run::expected::Expected;
+use qemu_run::log::field;
+use qemu_run::qemu::{Boot, Ending, Outcome};
 use system_image::system::Spoil;
 use tool_base::Arch;
 

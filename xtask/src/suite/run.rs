@@ -23,12 +23,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::last_lines;
-use crate::cpu;
-use crate::expected::Expected;
-use crate::log::LogLine;
-use crate::qemu::{Ending, Outcome};
-use crate::run::verdict::{DOMAIN_FAILED, DomainEnding, TIMED_OUT, endings, late_periods};
 use crate::sched::PERIOD_TOLERANCE_NS;
+use qemu_run::cpu;
+use qemu_run::expected::Expected;
+use qemu_run::log::LogLine;
+use qemu_run::qemu::{Ending, Outcome};
+use qemu_run::run::verdict::{DOMAIN_FAILED, DomainEnding, TIMED_OUT, endings, late_periods};
 use tool_base::{Arch, util};
 
 /// The `--timeout` of every `cargo xtask run` child whose test sets none, in seconds: the

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use super::{QemuTest, expect_ending, expect_line};
 use crate::new_driver::USER_MANIFESTS;
-use crate::qemu::{Boot, Ending};
-use crate::run::verdict;
+use qemu_run::qemu::{Boot, Ending};
+use qemu_run::run::verdict;
 use system_image::system::{self, Spoil};
 use tool_base::Arch;
 use tool_base::util;

@@ -502,7 +502,7 @@ fn app_names_lists_the_apps() {
 }
 
 /// Builds the real apps for both architectures, checks each with [`check_app`] and prints
-/// their segment tables (`cargo test -p xtask -- --ignored --nocapture real_apps`).
+/// their segment tables (`cargo test -p system_image -- --ignored --nocapture real_apps`).
 #[test]
 #[ignore = "builds the apps for RISC-V and x86_64"]
 fn real_apps_relocate_at_two_bases() {

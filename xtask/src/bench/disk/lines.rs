@@ -3,7 +3,7 @@
 //! period), its `disk waits:` summary and its `disk scheduler:` cost line. The host simulation
 //! fills the same type, so the same figures and bars apply to both.
 
-use crate::log::field;
+use qemu_run::log::field;
 
 /// A client's `diskread NAME: done ...` line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub struct ClientDone {
 
 /// A `disk period:` line: one stream's use of the disk in one USD period (the records
 /// `cargo xtask run --disk-out` writes).
-pub use crate::disk_trace::DiskPeriod as Period;
+pub use qemu_run::disk_trace::DiskPeriod as Period;
 
 /// The driver's `disk waits:` line: the totals of its anticipation waits, as the scheduler
 /// keeps them.
@@ -101,7 +101,7 @@ pub fn client_done(line: &str) -> Option<ClientDone> {
 
 /// The period record in `line`, if it is one.
 pub fn period(line: &str) -> Option<Period> {
-    crate::disk_trace::period_in(line)
+    qemu_run::disk_trace::period_in(line)
 }
 
 /// The waits summary in `line`, if it is one.

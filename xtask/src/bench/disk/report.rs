@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use super::experiments::{Bar, Experiment, Metric, Row, Run, Scheduler, client_name};
 use super::host::HostCost;
 use super::lines::Measured;
-use crate::plot::lines::{self as svg, Series};
+use qemu_run::plot::lines::{self as svg, Series};
 
 /// What one source measured, run by run: a device in QEMU, or the host simulation.
 pub struct Source<'a> {
