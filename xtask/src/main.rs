@@ -5,10 +5,7 @@
 //! test (`test`: clippy, host unit tests, QEMU suites), measures (`bench`) and starts a new
 //! stretch driver from the template (`new-driver`).
 
-mod arch_names;
 mod bench;
-mod doc_includes;
-mod new_driver;
 mod sched;
 mod suite;
 
@@ -18,6 +15,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use qemu_run::{cpu_trace, disk_trace, qemu, run};
+use source_tree::new_driver;
 use system_image::apps;
 use tool_base::{Arch, Bios, artifacts, setup, util};
 

@@ -10,9 +10,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{QemuTest, expect_ending, expect_line};
-use crate::new_driver::USER_MANIFESTS;
 use qemu_run::qemu::{Boot, Ending};
 use qemu_run::run::verdict;
+use source_tree::new_driver::USER_MANIFESTS;
 use system_image::system::{self, Spoil};
 use tool_base::Arch;
 use tool_base::util;

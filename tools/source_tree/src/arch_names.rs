@@ -2,9 +2,9 @@
 //! libraries, the apps and the stretch drivers name one (`target_arch`, `riscv…`, `x86…`, inline
 //! assembly) only in a file under a folder called `arch` (the kernel's `arch/` with its arch
 //! contract, `libs/abi/src/arch/`, libtessera's and each app's `src/arch/`) or in a file itself
-//! named `riscv64.rs` or `x86_64.rs`. `firmware/` (RISC-V M-mode firmware) and `xtask/` (the
-//! host tool that launches each architecture's QEMU) are architecture-specific as a whole and
-//! are not scanned.
+//! named `riscv64.rs` or `x86_64.rs`. `firmware/` (RISC-V M-mode firmware), `xtask/` and
+//! `tools/` (the host tools that launch each architecture's QEMU) are architecture-specific as a
+//! whole and are not scanned.
 //!
 //! The scan looks at code only: comments (`//`, `///`, `//!`, `/* */`) and the contents of
 //! string and character literals are blanked first, so prose may explain what RISC-V or x86_64
@@ -14,7 +14,7 @@
 //! (`Machine::RiscvVirt`), which [`ALLOWED_WORDS`] lets through.
 //!
 //! `tests::no_architecture_named_outside_arch_files` runs the scan over the tree, so `cargo
-//! test -p xtask` (and `cargo xtask test`) fails, listing `file:line`, when code names an
+//! test -p source_tree` (and `cargo xtask test`) fails, listing `file:line`, when code names an
 //! architecture elsewhere. Nothing but the tests calls the module, so it is compiled for them
 //! only.
 
@@ -34,13 +34,13 @@ const ALLOWED_WORDS: &[&str] = &["RiscvVirt"];
 
 /// Whether the file at `path` (relative to the repository's root, `/`-separated) may name an
 /// architecture: it is under a folder called `arch`, or is itself `riscv64.rs` or `x86_64.rs`,
-/// or is part of the firmware or of xtask.
+/// or is part of the firmware or of the host tools (`xtask/`, `tools/`).
 fn may_name_arch(path: &str) -> bool {
     let parts: Vec<&str> = path.split('/').collect();
     let (file, folders) = parts.split_last().expect("a path has a file name");
     matches!(*file, "riscv64.rs" | "x86_64.rs")
         || folders.contains(&"arch")
-        || matches!(folders.first(), Some(&"firmware" | &"xtask"))
+        || matches!(folders.first(), Some(&"firmware" | &"xtask" | &"tools"))
 }
 
 /// `src` with comments and the contents of string and character literals replaced by spaces,

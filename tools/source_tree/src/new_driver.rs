@@ -13,7 +13,7 @@
 //!   1;
 //! - `tests/manifests/user/NAME.toml`: one domain running the app, whose first line
 //!   `# expect: NAME-demo: ok pages=N` is the check of the QEMU test
-//!   `qemu::ARCH::user::NAME` (`xtask/src/suite/user.rs`).
+//!   `qemu::ARCH::user::NAME` (`tools/suites/src/user.rs`).
 //!
 //! The name must be lowercase letters, digits and `-`, start with a letter, and name no
 //! existing crate, app or manifest; otherwise nothing is written.

@@ -22,8 +22,8 @@
 //! [`check`] reports every block that differs from its source, every missing, doubly defined
 //! or unterminated anchor, and every marker without its block; [`fix`] rewrites the blocks
 //! from their sources. The unit tests run `check` on every `docs/*.md`, so `cargo test -p
-//! xtask` (and `cargo xtask test`) fails when a doc drifts from the code;
-//! `UPDATE_DOCS=1 cargo test -p xtask doc_includes` runs `fix` on them first. Nothing but the
+//! source_tree` (and `cargo xtask test`) fails when a doc drifts from the code;
+//! `UPDATE_DOCS=1 cargo test -p source_tree doc_includes` runs `fix` on them first. Nothing but the
 //! tests calls the module, so it is compiled for them only.
 
 #![cfg(test)]
@@ -248,7 +248,7 @@ pub fn check(repo_root: &Path, doc: &Path) -> Result<usize> {
             continue;
         };
         if let Some(what) = difference(&parsed.lines[body.clone()], &want, body.start) {
-            let fix = "(`UPDATE_DOCS=1 cargo test -p xtask doc_includes` rewrites it)";
+            let fix = "(`UPDATE_DOCS=1 cargo test -p source_tree doc_includes` rewrites it)";
             errors.push((block.marker, format!("{target}: {what} {fix}")));
         }
     }
@@ -454,7 +454,7 @@ if x > 0 {
 
     #[test]
     fn every_doc_of_the_repository_matches_its_sources() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let root = tool_base::util::root();
         let update = std::env::var_os("UPDATE_DOCS").is_some();
         let mut docs: Vec<PathBuf> = fs::read_dir(root.join("docs"))
             .unwrap()
