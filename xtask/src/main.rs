@@ -6,8 +6,6 @@
 //! stretch driver from the template (`new-driver`).
 
 mod bench;
-mod sched;
-mod suite;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -223,7 +221,7 @@ fn main() -> ExitCode {
                 },
             )
         }
-        Command::Test { filter, list, arch } => suite::run(filter.as_deref(), list, &arch),
+        Command::Test { filter, list, arch } => test_suites::run(filter.as_deref(), list, &arch),
         Command::Bench { name, arch, update_baseline, quick, host_only, manifest } => bench::run(
             name,
             bench::Options {

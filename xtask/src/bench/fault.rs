@@ -10,7 +10,7 @@
 //! driver zero-filling each page (its frames were zeroed by the kernel when it took them, so
 //! the zero-filling variant measures the cost of a driver that must clear recycled frames).
 //!
-//! The self-paging figures come from the scenarios of [`crate::sched`]: the change in a
+//! The self-paging figures come from the scenarios of [`test_suites::sched`]: the change in a
 //! neighbour's work while a domain faults continuously, and the fault rate's response to
 //! doubling the faulting domain's slice.
 
@@ -19,9 +19,9 @@ use serde::Serialize;
 
 use super::by_arch::{ByArch, Figure};
 use super::{Mode, RUNS, Table, environment, figures, icount_runs, on_each, table, write_report};
-use crate::sched::{self, Runs};
 use qemu_run::qemu::IcountBoot;
 use qemu_run::qemu::{Ending, Outcome};
+use test_suites::sched::{self, Runs};
 use tool_base::{Arch, artifacts};
 
 /// The variants of the round trip: name, key in the baseline, manifest.

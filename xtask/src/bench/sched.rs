@@ -1,4 +1,4 @@
-//! `cargo xtask bench sched`: the CPU-contract scenarios of [`crate::sched`] measured, on each
+//! `cargo xtask bench sched`: the CPU-contract scenarios of [`test_suites::sched`] measured, on each
 //! architecture side by side.
 //!
 //! Every figure comes from boots under `-icount shift=0,sleep=off` in this invocation:
@@ -17,9 +17,9 @@ use serde::Serialize;
 use super::by_arch::{ByArch, Figure};
 use super::ipc::{IPC, measure};
 use super::{Mode, Table, environment, on_each, table, write_report};
-use crate::sched::{self as scenarios, Run, Runs, Share};
 use qemu_run::cpu::{self, Period};
 use qemu_run::qemu::Outcome;
+use test_suites::sched::{self as scenarios, Run, Runs, Share};
 use tool_base::{Arch, artifacts, util};
 
 #[derive(Serialize)]

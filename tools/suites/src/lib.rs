@@ -8,6 +8,13 @@
 //! `N passed, N failed, N skipped`, where the skipped are the host tests marked `#[ignore]`
 //! (a host test ignored only in debug builds, listed in [`RELEASE_TESTS`], runs in a release
 //! build instead and counts as passed or failed).
+//!
+//! The QEMU tests are grouped by what they check (address spaces, domains, drivers, paging,
+//! user manifests, runs of `cargo xtask run`) in the modules of this crate; the CPU-contract
+//! scenarios ([`sched`]) are shared with `cargo xtask bench sched`. Invariants: every test can
+//! fail and checks from outside, through the kernel's decoded log and its typed records
+//! (`qemu_run`); every boot is bounded by a timeout and by virtual time (`-icount`); a test's
+//! name says its architecture, and its meaning does not depend on the order tests run in.
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
@@ -27,6 +34,7 @@ mod domains;
 mod drivers;
 mod paging;
 mod run;
+pub mod sched;
 mod user;
 
 use address_space::address_space_tests;
