@@ -5,8 +5,6 @@
 //! test (`test`: clippy, host unit tests, QEMU suites), measures (`bench`) and starts a new
 //! stretch driver from the template (`new-driver`).
 
-mod bench;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -131,7 +129,7 @@ enum Command {
     Bench {
         /// Which benchmark (`all`: every one; `check`: the kept figures against the baseline).
         #[arg(value_enum)]
-        name: bench::Name,
+        name: benches::Name,
         /// Architectures to measure (repeatable), printed side by side. Default: both, or for
         /// `check` those in the baseline.
         #[arg(long, value_enum)]
@@ -222,12 +220,12 @@ fn main() -> ExitCode {
             )
         }
         Command::Test { filter, list, arch } => test_suites::run(filter.as_deref(), list, &arch),
-        Command::Bench { name, arch, update_baseline, quick, host_only, manifest } => bench::run(
+        Command::Bench { name, arch, update_baseline, quick, host_only, manifest } => benches::run(
             name,
-            bench::Options {
+            benches::Options {
                 arches: arch,
                 update_baseline,
-                disk: bench::DiskOptions { quick, host_only },
+                disk: benches::DiskOptions { quick, host_only },
                 fault_manifest: manifest,
             },
         ),

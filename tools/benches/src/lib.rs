@@ -37,6 +37,12 @@
 //! `docs/performance.md` from this run). `check`: the deterministic figures only, measured
 //! once, failing when one is worse than its baseline beyond its tolerance or is missing from
 //! either side ([`baseline`], [`figures`]).
+//!
+//! Invariants: a bench measures, it never passes or fails a test; the deterministic figures are
+//! counted in instructions or virtual time under `-icount`, and wall-clock figures are reported
+//! with their spread, never held to a baseline; every report records the commit it measured,
+//! and the baseline is rewritten only from a committed tree. The CPU-contract scenarios are the
+//! suites' (`test_suites::sched`); the boots and records are `qemu_run`'s.
 
 mod baseline;
 mod boot;

@@ -1023,9 +1023,9 @@ mod tests {
         out
     }
 
-    /// `md`'s numbers, in order ([`crate::bench::report_numbers`]).
+    /// `md`'s numbers, in order ([`crate::report_numbers`]).
     fn numbers(md: &str) -> Vec<String> {
-        crate::bench::report_numbers(md)
+        crate::report_numbers(md)
     }
 
     #[test]

@@ -56,7 +56,7 @@ fn canary() -> String {
 /// `target/bench/`; its path.
 pub fn manifest(alone: bool) -> Result<std::path::PathBuf> {
     let mut text = format!(
-        "# Written by `cargo xtask bench canary` (xtask/src/bench/canary.rs).\n\
+        "# Written by `cargo xtask bench canary` (tools/benches/src/canary.rs).\n\
          [system]\nmemory = \"128M\"\n\n{}",
         canary()
     );

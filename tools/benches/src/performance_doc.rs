@@ -3,7 +3,7 @@
 //! Tessera stands on each.
 //!
 //! `cargo xtask bench all --update-baseline` writes it with the baseline; a unit test fails
-//! when it differs from what the committed baseline gives (`UPDATE_DOCS=1 cargo test -p xtask
+//! when it differs from what the committed baseline gives (`UPDATE_DOCS=1 cargo test -p benches
 //! performance_doc` rewrites it).
 
 use super::baseline::Baseline;
@@ -144,7 +144,7 @@ pub fn generate(baseline: &Baseline) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::baseline;
+    use crate::baseline;
     use tool_base::util;
 
     #[test]
@@ -170,7 +170,7 @@ mod tests {
         let have = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             have == want,
-            "{PATH} is not what {} gives: run `UPDATE_DOCS=1 cargo test -p xtask performance_doc` \
+            "{PATH} is not what {} gives: run `UPDATE_DOCS=1 cargo test -p benches performance_doc` \
              or `cargo xtask bench all --update-baseline`",
             baseline::PATH
         );

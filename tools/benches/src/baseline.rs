@@ -86,7 +86,7 @@ impl Baseline {
             "# Tessera's kept benchmark figures: deterministic ones only (instructions and virtual\n\
              # time under -icount shift=0,sleep=off, shares, deviations, counts). Written by\n\
              # `cargo xtask bench all --update-baseline`, checked by `cargo xtask bench check`.\n\
-             # What each figure is, which way is better and its tolerance: xtask/src/bench/figures.rs.\n\
+             # What each figure is, which way is better and its tolerance: tools/benches/src/figures.rs.\n\
              # docs/performance.md is generated from this file.\n",
         );
         for t in &self.tables {
@@ -200,7 +200,7 @@ pub fn parse(file: &str, text: &str) -> Result<Baseline, BaselineError> {
                     return Err(err(
                         Some(key.span()),
                         Some(path),
-                        "no such figure (xtask/src/bench/figures.rs lists them)".into(),
+                        "no such figure (tools/benches/src/figures.rs lists them)".into(),
                     ));
                 }
                 let number = match value.get_ref() {
@@ -368,7 +368,7 @@ fn judge(spec: &Spec, base: f64, now: f64) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::figures::Tolerance;
+    use crate::figures::Tolerance;
 
     fn table(figures: &[(&str, f64)]) -> Table {
         Table {
@@ -495,7 +495,7 @@ mod tests {
         );
         assert_eq!(
             error("[riscv64.ipc]\ncommit = \"a\"\n\nnul_call = 3\n"),
-            "bench/baseline.toml:4: riscv64.ipc.nul_call: no such figure (xtask/src/bench/figures.rs lists them)"
+            "bench/baseline.toml:4: riscv64.ipc.nul_call: no such figure (tools/benches/src/figures.rs lists them)"
         );
         assert_eq!(
             error("[riscv64.ipc]\nnull_call = 3\n"),
