@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use super::{QemuTest, expect_ending, expect_line};
+use super::{QemuTest, expect_ending, expect_exit};
 use qemu_run::log::field;
 use qemu_run::qemu::{Boot, Ending, Outcome};
 use system_image::system::Spoil;
@@ -122,7 +122,7 @@ fn neighbour(out: &Outcome, every_ms: u64, stop: Stop) -> Result<(u64, u64), Str
             }
         }
     }
-    expect_line(out, "neighbour: exited with status 0")?;
+    expect_exit(out, "neighbour", 0)?;
     Ok((first, last))
 }
 
@@ -152,7 +152,7 @@ fn reuse(out: &Outcome) -> Result<(), String> {
              places in a 1G partition: {line}"
         ));
     }
-    expect_line(out, "storm: exited with status 0")?;
+    expect_exit(out, "storm", 0)?;
     let (start, end) = (number(line, "start_ns")?, number(line, "end_ns")?);
     let (first, last) = neighbour(out, REUSE_EVERY_MS, Stop::Dead)?;
     // The neighbour's rounds cover the storm: it began within two of its intervals of storm's
@@ -185,7 +185,7 @@ fn quota(out: &Outcome) -> Result<(), String> {
             stretches_held(QUOTA, QUOTA_BYTES)
         ));
     }
-    expect_line(out, "hog: exited with status 0")?;
+    expect_exit(out, "hog", 0)?;
     let at = number(line, "at_ns")?;
     let (_, last) = neighbour(out, QUOTA_EVERY_MS, Stop::Time(QUOTA_FOR_MS))?;
     // The neighbour went on creating stretches while hog held its whole quota: for most of its
@@ -259,9 +259,10 @@ mod tests {
                          first_error=none first_ns=7792500 last_ns=18407792500 stopped=dead";
         let good = [
             storm,
-            "storm: exited with status 0",
             neighbour,
-            "neighbour: exited with status 0",
+            "run summary: 2 domain(s)",
+            "  storm: exited with status 0",
+            "  neighbour: exited with status 0",
             FRAMES,
             HEAP,
         ];
@@ -271,10 +272,11 @@ mod tests {
         let today = [
             "[storm] stretchstorm: cycles=10000 failed=9489 first_error=NoAddressSpace \
              first_failed_cycle=511 distinct_bases=64 stale=0 start_ns=2551000 end_ns=3063571800",
-            "storm: exited with status 1",
             "[neighbour] stretchstorm: neighbour attempts=620 failed=600 rounds=310 \
              first_error=NoAddressSpace first_ns=7792800 last_ns=3097798400 stopped=dead",
-            "neighbour: exited with status 1",
+            "run summary: 2 domain(s)",
+            "  storm: exited with status 1",
+            "  neighbour: exited with status 1",
             FRAMES,
             HEAP,
         ];
@@ -309,9 +311,10 @@ mod tests {
         let hog = "[hog] stretchstorm: created=3 error=NoAddressSpace at_ns=2600000";
         let good = [
             hog,
-            "hog: exited with status 0",
             neighbour,
-            "neighbour: exited with status 0",
+            "run summary: 2 domain(s)",
+            "  hog: exited with status 0",
+            "  neighbour: exited with status 0",
             FRAMES,
             HEAP,
         ];

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{QemuTest, expect_ending, expect_line};
+use super::{QemuTest, expect_ending, expect_exit, expect_line};
 use qemu_run::expected::Expected;
 use qemu_run::qemu::{Boot, Ending, Outcome};
 use system_image::many_domains;
@@ -143,7 +143,7 @@ fn unexpected_interrupt(out: &Outcome, arch: Arch) -> Result<(), String> {
     if !whole || report.windows != 4 || report.deviation_ns() > 10_000 {
         return Err(format!("spin was disturbed: {report:?}"));
     }
-    expect_line(out, "spin: exited with status 0")?;
+    expect_exit(out, "spin", 0)?;
     if out.has("terminated") {
         return Err("a domain was terminated".into());
     }
@@ -185,15 +185,10 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             expected: &[],
             check: Box::new(|out| {
                 expect_ending(out, Ending::Kernel(0))?;
-                [
-                    "hello: exited with status 0",
-                    "gold: exited with status 0",
-                    "silver: exited with status 0",
-                    "bronze: exited with status 0",
-                    "[gold] spin: iterations=",
-                ]
-                .iter()
-                .try_for_each(|n| expect_line(out, n))?;
+                ["hello", "gold", "silver", "bronze"]
+                    .iter()
+                    .try_for_each(|n| expect_exit(out, n, 0))?;
+                expect_line(out, "[gold] spin: iterations=")?;
                 frames_returned(out)
             }),
         },
@@ -280,8 +275,8 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             ] {
                 expect_line(out, &format!("syscheck: ok {what}"))?;
             }
-            expect_line(out, "syscheck: exited with status 0")?;
-            expect_line(out, "counter: exited with status 0")?;
+            expect_exit(out, "syscheck", 0)?;
+            expect_exit(out, "counter", 0)?;
             frames_returned(out)
         }),
     });
@@ -314,8 +309,8 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             }
             expect_line(out, "pairs expected, 0 missing")?;
             expect_line(out, "fuzz: 0 undocumented, 0 failures")?;
-            expect_line(out, "fuzz: exited with status 0")?;
-            expect_line(out, "fuzz-driver: exited with status 0")?;
+            expect_exit(out, "fuzz", 0)?;
+            expect_exit(out, "fuzz-driver", 0)?;
             // Each fuzzer reports 0 missing: together they observe every documented pair,
             // the driver-only ones included.
             let reports =
@@ -326,9 +321,9 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             // The helper domains: one valid block(u64::MAX) once the others are gone, and a
             // full guarantee for the fuzzer's stretch_rights NoMemory.
             expect_line(out, "[fuzz-block] fuzz: block -> WouldDeadlock")?;
-            expect_line(out, "fuzz-block: exited with status 0")?;
+            expect_exit(out, "fuzz-block", 0)?;
             expect_line(out, "[fuzz-fill] fuzz: filled ")?;
-            expect_line(out, "fuzz-fill: exited with status 0")?;
+            expect_exit(out, "fuzz-fill", 0)?;
             let values: Vec<u64> = counter_rounds(out, "canary").iter().map(|r| r.1).collect();
             if values != (1..=40).collect::<Vec<u64>>() {
                 return Err(format!("the canary counted {values:?}, want 1..=40"));
@@ -351,7 +346,7 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
         check: Box::new(|out| {
             expect_ending(out, Ending::Kernel(0))?;
             expect_line(out, "[timer] fuzz: timer armed 3600 s ahead")?;
-            expect_line(out, "timer: exited with status 0")?;
+            expect_exit(out, "timer", 0)?;
             let at = |text: &str| -> Result<f64, String> {
                 let line = out.line(text).ok_or(format!("no log line contains `{text}`"))?;
                 line.timestamp
@@ -369,7 +364,7 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
                      exit) to {DEAD_TIMER_WAKEUP_WITHIN_S} s after"
                 ));
             }
-            expect_line(out, "block: exited with status 0")?;
+            expect_exit(out, "block", 0)?;
             frames_returned(out)
         }),
     });
@@ -443,7 +438,7 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
                     out,
                     &format!("[{d}] fpcheck: 200 rounds, 0 mismatches, sum 1.639946"),
                 )?;
-                expect_line(out, &format!("{d}: exited with status 0"))?;
+                expect_exit(out, d, 0)?;
             }
             // Each round of each domain finds the other's state in the registers (2 x 200
             // loads), and each domain's first use loads its state once more.
@@ -463,8 +458,8 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             if neighbour > position(out, "[fp] fpcheck: 200 rounds")? {
                 return Err("the neighbour did not run between fpcheck's rounds".into());
             }
-            expect_line(out, "fp: exited with status 0")?;
-            expect_line(out, "counter: exited with status 0")?;
+            expect_exit(out, "fp", 0)?;
+            expect_exit(out, "counter", 0)?;
             // The neighbour never uses the unit: fpcheck's state is loaded once, on first use,
             // and stays in the registers across every switch.
             fp_loads(out, 1)?;
@@ -516,8 +511,8 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             if activations == 0 {
                 return Err(format!("the domain was never activated: {line}"));
             }
-            expect_line(out, "threads: exited with status 0")?;
-            expect_line(out, "counter: exited with status 0")?;
+            expect_exit(out, "threads", 0)?;
+            expect_exit(out, "counter", 0)?;
             frames_returned(out)
         }),
     });
@@ -545,8 +540,8 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             if blocked == 0 {
                 return Err("the receiver never blocked".into());
             }
-            expect_line(out, "producer: exited with status 0")?;
-            expect_line(out, "consumer: exited with status 0")?;
+            expect_exit(out, "producer", 0)?;
+            expect_exit(out, "consumer", 0)?;
             frames_returned(out)
         }),
     });
@@ -562,7 +557,7 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
             if closed < died {
                 return Err("the receiver saw the channel closed before the sender died".into());
             }
-            expect_line(out, "consumer: exited with status 0")?;
+            expect_exit(out, "consumer", 0)?;
             frames_returned(out)
         }),
     });
@@ -665,7 +660,7 @@ pub(super) fn domain_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
                     if last < died {
                         return Err(format!("counter-{name} made no progress after the fault"));
                     }
-                    expect_line(out, &format!("counter-{name}: exited with status 0"))?;
+                    expect_exit(out, &format!("counter-{name}"), 0)?;
                 }
                 frames_returned(out)
             }),

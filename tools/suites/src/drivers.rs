@@ -63,7 +63,7 @@
 use std::time::Duration;
 
 use super::domains::frames_returned;
-use super::{QemuTest, expect_ending, expect_line};
+use super::{QemuTest, expect_ending, expect_exit, expect_line, expect_terminated};
 use qemu_run::qemu::{Boot, DiskFaults, Ending, Outcome};
 use system_image::system::Spoil;
 use tool_base::Arch;
@@ -143,7 +143,7 @@ fn self_test(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
             d.app, d.past_the_end
         ),
     )?;
-    expect_line(out, "blk: exited with status 0")?;
+    expect_exit(out, "blk", 0)?;
     // The host reads the image: the transfers left data on it.
     let manifest = d.manifest("self-test");
     let path = system_image::disks::image_path(
@@ -257,7 +257,7 @@ fn both_clients(
         out,
         &format!("{}: every client gone: {served} requests served, 6 rejected", d.app),
     )?;
-    expect_line(out, "blk: exited with status 0")?;
+    expect_exit(out, "blk", 0)?;
     frames_returned(out)
 }
 
@@ -273,7 +273,7 @@ fn usd(out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     let periods = qemu_run::disk_trace::periods(&out.log);
     for (name, slice) in USD_STREAMS {
-        expect_line(out, &format!("{name}: exited with status 0"))?;
+        expect_exit(out, name, 0)?;
         let mine: Vec<_> = periods.iter().filter(|p| p.stream == name).collect();
         if mine.is_empty() {
             return Err(format!("no `disk period:` record of {name}"));
@@ -373,19 +373,19 @@ fn scheduled(d: &Driver, arch: Arch, policy: &str, out: &Outcome) -> Result<(), 
 
 fn client_killed(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
-    expect_line(out, "alpha: terminated (store page fault)")?;
+    expect_terminated(out, "alpha", "store page fault")?;
     expect_line(out, &format!("{}: client alpha-req gone", d.app))?;
     client_done(arch, out, &d.manifest("client-killed"), BETA)?;
-    expect_line(out, "blk: exited with status 0")?;
+    expect_exit(out, "blk", 0)?;
     frames_returned(out)
 }
 
 fn driver_killed(out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
-    expect_line(out, "blk: terminated (store page fault)")?;
+    expect_terminated(out, "blk", "store page fault")?;
     for name in ["alpha", "beta"] {
         expect_line(out, &format!("[{name}] blkbench: the driver is gone"))?;
-        expect_line(out, &format!("{name}: exited with status 3"))?;
+        expect_exit(out, name, 3)?;
     }
     frames_returned(out)
 }
@@ -410,7 +410,7 @@ fn diskread(d: &Driver, out: &Outcome) -> Result<(), String> {
         if reads == 0 || (written > 0) != writes || elapsed == 0 {
             return Err(format!("{name}: an unlikely report: {msg}"));
         }
-        expect_line(out, &format!("{name}: exited with status 0"))?;
+        expect_exit(out, name, 0)?;
     }
     // No request failed: in particular, a flush meeting requests in flight took none's place.
     let gone = format!("{}: every client gone: ", d.app);
@@ -418,7 +418,7 @@ fn diskread(d: &Driver, out: &Outcome) -> Result<(), String> {
     if !line.message.contains(" requests served, 0 rejected") {
         return Err(format!("requests failed: {}", line.message));
     }
-    expect_line(out, "blk: exited with status 0")?;
+    expect_exit(out, "blk", 0)?;
     frames_returned(out)
 }
 
@@ -454,7 +454,7 @@ fn bad_sector(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
     if failed == 0 {
         return Err(format!("no read of sector {BAD_SECTOR} was made: the check checked nothing"));
     }
-    expect_line(out, &format!("{name}: exited with status 0"))?;
+    expect_exit(out, name, 0)?;
     let driver = |what: &str| {
         out.log
             .iter()
@@ -493,7 +493,7 @@ fn bad_sector(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
             path.display()
         ));
     }
-    expect_line(out, "blk: exited with status 0")?;
+    expect_exit(out, "blk", 0)?;
     frames_returned(out)
 }
 
@@ -508,8 +508,8 @@ const IDLE_DRIVER_CPU_US: u64 = 3_000;
 
 fn idle(d: &Driver, out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
-    expect_line(out, "client: exited with status 0")?;
-    expect_line(out, "busy: exited with status 0")?;
+    expect_exit(out, "client", 0)?;
+    expect_exit(out, "busy", 0)?;
     let report = format!("{}: every client gone: ", d.app);
     let line = out.line(&report).ok_or(format!("no line like `{report}`"))?;
     let n: Vec<u64> =

@@ -25,6 +25,7 @@ use anyhow::Result;
 use qemu_run::expected::{self, Expected};
 use qemu_run::log::{Kernel, LogLine};
 use qemu_run::qemu::{self, Boot, DiskFaults, Ending, Outcome};
+use qemu_run::run::verdict::{self, DomainEnding};
 use system_image::system::{self, Spoil};
 use tool_base::artifacts::{self, Artifacts};
 use tool_base::{Arch, Bios, setup, util};
@@ -509,6 +510,28 @@ fn expect_line(out: &Outcome, text: &str) -> Result<(), String> {
 }
 // ANCHOR_END: expect
 
+/// Checks how domain `name` ended by the kernel's run summary: the typed record of each domain
+/// after `run summary:` ([`verdict::endings`]), not a line of text anywhere in the log.
+fn expect_domain(out: &Outcome, name: &str, want: DomainEnding) -> Result<(), String> {
+    match verdict::endings(&out.log).into_iter().find(|(n, _)| n == name) {
+        Some((_, ending)) if ending == want => Ok(()),
+        Some((_, ending)) => {
+            Err(format!("the run summary says {name} ended {ending:?}, want {want:?}"))
+        }
+        None => Err(format!("the run summary has no record of {name} (want {want:?})")),
+    }
+}
+
+/// [`expect_domain`]: `name` exited with `status`.
+fn expect_exit(out: &Outcome, name: &str, status: i32) -> Result<(), String> {
+    expect_domain(out, name, DomainEnding::Exited(status))
+}
+
+/// [`expect_domain`]: `name` was terminated, for the reason `why`.
+fn expect_terminated(out: &Outcome, name: &str, why: &str) -> Result<(), String> {
+    expect_domain(out, name, DomainEnding::Terminated(why.to_string()))
+}
+
 /// The `memory: N MiB` figure of the banner.
 fn reported_mib(out: &Outcome) -> Option<u64> {
     let line = out.line("memory: ")?;
@@ -883,7 +906,7 @@ fn disk_full_test(p: &str, arch: Arch) -> QemuTest {
             if out.has("virtio-blk: self-test: ") {
                 return Err("a transfer of the self-test succeeded".into());
             }
-            expect_line(out, "blk: exited with status 1")
+            expect_exit(out, "blk", 1)
         }),
     }
 }

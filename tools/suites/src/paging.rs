@@ -1,7 +1,7 @@
 //! The QEMU suite of self-paging (both architectures): stretch drivers resolving their own domain's page
 //! faults, frames contracts and revocation; manifests in `tests/manifests/paging/`.
 
-use super::{QemuTest, expect_ending, expect_line};
+use super::{QemuTest, expect_ending, expect_exit, expect_line, expect_terminated};
 use qemu_run::expected::Expected;
 use qemu_run::log::field;
 use qemu_run::qemu::{Boot, Ending, Outcome};
@@ -49,8 +49,8 @@ fn demand_zero(out: &Outcome) -> Result<(), String> {
         return Err(format!("max_held should be {pages}..={contract}: {line}"));
     }
     expect_line(out, "demand: 10000 page faults delivered to its stretch drivers")?;
-    expect_line(out, "demand: exited with status 0")?;
-    expect_line(out, "neighbour: exited with status 0")?;
+    expect_exit(out, "demand", 0)?;
+    expect_exit(out, "neighbour", 0)?;
     frames_returned(out)
 }
 
@@ -62,8 +62,8 @@ fn unbound(out: &Outcome) -> Result<(), String> {
             return Err(format!("the report lacks `{part}`: {report}"));
         }
     }
-    expect_line(out, "unbound: exited with status 105")?;
-    expect_line(out, "neighbour: exited with status 0")?;
+    expect_exit(out, "unbound", 105)?;
+    expect_exit(out, "neighbour", 0)?;
     frames_returned(out)
 }
 
@@ -90,7 +90,7 @@ fn revocation_common(out: &Outcome) -> Result<(), String> {
     }
     expect_line(out, "[claim] memhog: claimed bytes=8388608")?;
     for d in ["small", "claim", "guard"] {
-        expect_line(out, &format!("{d}: exited with status 0"))?;
+        expect_exit(out, d, 0)?;
     }
     frames_returned(out)
 }
@@ -130,7 +130,7 @@ fn revocation(out: &Outcome) -> Result<(), String> {
             "big should have released {wanted} frames and lost nothing else: {big}"
         ));
     }
-    expect_line(out, "big: exited with status 0")
+    expect_exit(out, "big", 0)
 }
 
 /// The revocation rule (docs/memory.md), in us: the time by which a contract of `period` and
@@ -211,7 +211,7 @@ fn revocation_forced(out: &Outcome, period: u64, slice: u64) -> Result<(), Strin
              ({deadline} us) and {REVOCATION_MARGIN_US} us after it"
         ));
     }
-    expect_line(out, "big: terminated (did not release revoked frames by the deadline)")
+    expect_terminated(out, "big", "did not release revoked frames by the deadline")
 }
 
 /// canary's own clock: in every complete period it ran its 5 ms slice, within 10 us; the
@@ -241,7 +241,7 @@ fn kernel_work(out: &Outcome) -> Result<(), String> {
         return Err(format!("canary missed deadlines: {account}"));
     }
     for d in ["canary", "hog"] {
-        expect_line(out, &format!("{d}: exited with status 0"))?;
+        expect_exit(out, d, 0)?;
     }
     frames_returned(out)
 }
@@ -263,7 +263,7 @@ fn kernel_objects(out: &Outcome) -> Result<(), String> {
         if made == 0 || !line.ends_with("error=NoMemory") {
             return Err(format!("{domain} should make some and then get NoMemory: {line}"));
         }
-        expect_line(out, &format!("{domain}: exited with status 0"))?;
+        expect_exit(out, domain, 0)?;
     }
     let spin = line_with(out, "[canary] spin: iterations=")?;
     let get = |k: &str| field(spin, k).ok_or(format!("no {k}= in `{spin}`"));
@@ -285,8 +285,8 @@ fn out_of_frames(out: &Outcome) -> Result<(), String> {
     if !report.contains("the stretch driver failed the fault: out of frames; the thread ends") {
         return Err(format!("unexpected report: {report}"));
     }
-    expect_line(out, "greedy: exited with status 105")?;
-    expect_line(out, "neighbour: exited with status 0")?;
+    expect_exit(out, "greedy", 105)?;
+    expect_exit(out, "neighbour", 0)?;
     frames_returned(out)
 }
 
@@ -298,8 +298,8 @@ fn fault_in_handler(out: &Outcome) -> Result<(), String> {
         out,
         "domain nested: the fault was not delivered to its stretch driver: the fault came with activations off",
     )?;
-    expect_line(out, "nested: terminated (store page fault)")?;
-    expect_line(out, "neighbour: exited with status 0")?;
+    expect_terminated(out, "nested", "store page fault")?;
+    expect_exit(out, "neighbour", 0)?;
     frames_returned(out)
 }
 
@@ -312,7 +312,7 @@ fn driver_waits(out: &Outcome) -> Result<(), String> {
             return Err(format!("{k} should be 20: {line}"));
         }
     }
-    expect_line(out, "pagewait: exited with status 0")
+    expect_exit(out, "pagewait", 0)
 }
 // ANCHOR_END: driver_waits
 
@@ -331,7 +331,7 @@ fn driver_waits_contended(out: &Outcome) -> Result<(), String> {
             ));
         }
     }
-    expect_line(out, "pagewait: exited with status 0")
+    expect_exit(out, "pagewait", 0)
 }
 
 /// The tutorial's example driver, built from the files the tutorial includes.
@@ -355,7 +355,7 @@ fn recorder(out: &Outcome) -> Result<(), String> {
     if !line.contains("sequential=true") {
         return Err(format!("the first touches were not sequential: {line}"));
     }
-    expect_line(out, "pagetrace: exited with status 0")
+    expect_exit(out, "pagetrace", 0)
 }
 
 /// The paged stretch driver keeps every byte of a stretch four times its frames under the
@@ -412,7 +412,7 @@ fn heracles_random(out: &Outcome, hierarchy: &str) -> Result<(), String> {
     if hierarchy.starts_with("prefetching") && get(disk, "prefetched")? == 0 {
         return Err(format!("the friends disk manager prefetched nothing: {disk}"));
     }
-    expect_line(out, "pager: exited with status 0")
+    expect_exit(out, "pager", 0)
 }
 
 /// A revocation notice during heavy paging is met by writing back: the pager (disk contract
@@ -451,7 +451,7 @@ fn heracles_revocation(out: &Outcome) -> Result<(), String> {
         return Err(format!("nothing was written back: {disk}"));
     }
     expect_line(out, "[claim] memhog: claimed bytes=2097152")?;
-    expect_line(out, "pager: exited with status 0")
+    expect_exit(out, "pager", 0)
 }
 
 /// A disk that fails transfers (QEMU's blkdebug, `heracles-disk-errors.blkdebug`) costs the
@@ -505,7 +505,7 @@ fn heracles_disk_errors(out: &Outcome) -> Result<(), String> {
         _ => return Err(format!("the report should name page 10, and only it: {lost:?}")),
     }
     expect_line(out, "heracles: page 10 was lost; it reads zeros")?;
-    expect_line(out, "pager: exited with status 0")
+    expect_exit(out, "pager", 0)
 }
 
 pub(super) fn paging_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
