@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::{QemuTest, expect_ending, expect_exit, expect_line};
 use qemu_run::expected::Expected;
 use qemu_run::qemu::{Boot, Ending, Outcome};
+use qemu_run::run::verdict::{self, DomainEnding};
 use system_image::many_domains;
 use system_image::system::Spoil;
 use tool_base::Arch;
@@ -144,8 +145,11 @@ fn unexpected_interrupt(out: &Outcome, arch: Arch) -> Result<(), String> {
         return Err(format!("spin was disturbed: {report:?}"));
     }
     expect_exit(out, "spin", 0)?;
-    if out.has("terminated") {
-        return Err("a domain was terminated".into());
+    let endings = verdict::endings(&out.log);
+    if let Some((name, why)) =
+        endings.iter().find(|(_, e)| matches!(e, DomainEnding::Terminated(_)))
+    {
+        return Err(format!("{name} was terminated: {why:?}"));
     }
     frames_returned(out)
 }
