@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use super::{QemuTest, expect_ending, expect_exit};
+use crate::harness::{QemuTest, expect_ending, expect_exit};
 use qemu_run::log::field;
 use qemu_run::qemu::{Boot, Ending, Outcome};
 use system_image::system::Spoil;

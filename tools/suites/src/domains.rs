@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{QemuTest, expect_ending, expect_exit, expect_line};
+use crate::harness::{QemuTest, expect_ending, expect_exit, expect_line};
 use qemu_run::expected::Expected;
 use qemu_run::qemu::{Boot, Ending, Outcome};
 use qemu_run::run::verdict::{self, DomainEnding};

@@ -63,7 +63,7 @@
 use std::time::Duration;
 
 use super::domains::frames_returned;
-use super::{QemuTest, expect_ending, expect_exit, expect_line, expect_terminated};
+use crate::harness::{QemuTest, expect_ending, expect_exit, expect_line, expect_terminated};
 use qemu_run::qemu::{Boot, DiskFaults, Ending, Outcome};
 use system_image::system::Spoil;
 use tool_base::Arch;
@@ -553,7 +553,7 @@ fn idle(d: &Driver, out: &Outcome) -> Result<(), String> {
 /// The suite's tests on `arch`: the six checks of each driver that runs on it, its scheduled
 /// checks, and those of one driver alone (`virtio_blk_usd`, `ahci_bad_sector`).
 pub(super) fn drivers_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
-    let test = |d: &Driver, check: &str, timeout: u64, expected, f: super::Check| {
+    let test = |d: &Driver, check: &str, timeout: u64, expected, f: crate::harness::Check| {
         let mut boot = Boot::new(arch);
         boot.icount = true;
         boot.timeout = Duration::from_secs(timeout);

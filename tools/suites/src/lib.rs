@@ -25,7 +25,6 @@ use anyhow::Result;
 use qemu_run::expected::{self, Expected};
 use qemu_run::log::{Kernel, LogLine};
 use qemu_run::qemu::{self, Boot, DiskFaults, Ending, Outcome};
-use qemu_run::run::verdict::{self, DomainEnding};
 use system_image::system::{self, Spoil};
 use tool_base::artifacts::{self, Artifacts};
 use tool_base::{Arch, Bios, setup, util};
@@ -33,6 +32,7 @@ use tool_base::{Arch, Bios, setup, util};
 mod address_space;
 mod domains;
 mod drivers;
+mod harness;
 mod paging;
 mod run;
 pub mod sched;
@@ -41,23 +41,9 @@ mod user;
 use address_space::address_space_tests;
 use domains::domain_tests;
 use drivers::drivers_tests;
+use harness::{QemuTest, expect_ending, expect_exit, expect_line, last_lines};
 use paging::paging_tests;
 use user::user_tests;
-
-// ANCHOR: qemu_test
-type Check = Box<dyn Fn(&Outcome) -> Result<(), String>>;
-
-/// A QEMU test: one boot and what its log and ending must show.
-struct QemuTest {
-    name: String,
-    boot: Boot,
-    /// A manifest whose domains the boot runs (relative to the workspace), and how to spoil it.
-    system: Option<(String, Spoil)>,
-    /// The kernel's `ERROR` and `WARN` lines the boot may show; any other fails the test.
-    expected: Expected,
-    check: Check,
-}
-// ANCHOR_END: qemu_test
 
 /// Results so far.
 #[derive(Default)]
@@ -243,12 +229,6 @@ fn arch_may_match(arch: Arch, filter: Option<&str>) -> bool {
         return false;
     }
     !f.starts_with("qemu::") || f.starts_with(&prefix) || prefix.starts_with(f)
-}
-
-/// The last `n` lines of `text`.
-fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 fn command_check(cmd: &mut Command) -> Result<(), String> {
@@ -489,47 +469,6 @@ fn keep_log(name: &str, boot: &Boot, a: &Artifacts, out: &Outcome) {
     let _ = std::fs::create_dir_all(qemu::log_dir());
     let header = format!("command: {:?}\nending: {:?}\n\n", boot.command(a), out.ending);
     let _ = std::fs::write(log_path(name), header + &out.log_text());
-}
-
-// ANCHOR: expect
-fn expect_ending(out: &Outcome, want: Ending) -> Result<(), String> {
-    if out.ending == want {
-        Ok(())
-    } else {
-        let tail: Vec<_> = out.log.iter().rev().take(8).map(|l| l.to_string()).collect();
-        Err(format!(
-            "expected {want:?}, got {:?}; last lines:\n{}",
-            out.ending,
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-        ))
-    }
-}
-
-fn expect_line(out: &Outcome, text: &str) -> Result<(), String> {
-    if out.has(text) { Ok(()) } else { Err(format!("no log line contains `{text}`")) }
-}
-// ANCHOR_END: expect
-
-/// Checks how domain `name` ended by the kernel's run summary: the typed record of each domain
-/// after `run summary:` ([`verdict::endings`]), not a line of text anywhere in the log.
-fn expect_domain(out: &Outcome, name: &str, want: DomainEnding) -> Result<(), String> {
-    match verdict::endings(&out.log).into_iter().find(|(n, _)| n == name) {
-        Some((_, ending)) if ending == want => Ok(()),
-        Some((_, ending)) => {
-            Err(format!("the run summary says {name} ended {ending:?}, want {want:?}"))
-        }
-        None => Err(format!("the run summary has no record of {name} (want {want:?})")),
-    }
-}
-
-/// [`expect_domain`]: `name` exited with `status`.
-fn expect_exit(out: &Outcome, name: &str, status: i32) -> Result<(), String> {
-    expect_domain(out, name, DomainEnding::Exited(status))
-}
-
-/// [`expect_domain`]: `name` was terminated, for the reason `why`.
-fn expect_terminated(out: &Outcome, name: &str, why: &str) -> Result<(), String> {
-    expect_domain(out, name, DomainEnding::Terminated(why.to_string()))
 }
 
 /// The `memory: N MiB` figure of the banner.

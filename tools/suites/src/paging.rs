@@ -1,7 +1,7 @@
 //! The QEMU suite of self-paging (both architectures): stretch drivers resolving their own domain's page
 //! faults, frames contracts and revocation; manifests in `tests/manifests/paging/`.
 
-use super::{QemuTest, expect_ending, expect_exit, expect_line, expect_terminated};
+use crate::harness::{QemuTest, expect_ending, expect_exit, expect_line, expect_terminated};
 use qemu_run::expected::Expected;
 use qemu_run::log::field;
 use qemu_run::qemu::{Boot, Ending, Outcome};

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::last_lines;
+use crate::harness::last_lines;
 use crate::sched::PERIOD_TOLERANCE_NS;
 use qemu_run::cpu;
 use qemu_run::expected::Expected;

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{QemuTest, expect_ending, expect_line};
+use crate::harness::{QemuTest, expect_ending, expect_line};
 use qemu_run::qemu::{Boot, Ending};
 use qemu_run::run::verdict;
 use source_tree::new_driver::USER_MANIFESTS;
