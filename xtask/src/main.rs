@@ -5,36 +5,15 @@
 //! test (`test`: clippy, host unit tests, QEMU suites), measures (`bench`) and starts a new
 //! stretch driver from the template (`new-driver`).
 
-mod apps;
-mod arch_names;
-mod artifacts;
-mod bench;
-mod cpu;
-mod cpu_trace;
-mod disk_trace;
-mod disks;
-mod doc_includes;
-mod dtb;
-mod expected;
-mod gdb;
-mod log;
-mod many_domains;
-mod new_driver;
-mod plot;
-mod qemu;
-mod records;
-mod run;
-mod sched;
-mod setup;
-mod suite;
-mod system;
-mod util;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+use qemu_run::{cpu_trace, disk_trace, qemu, run};
+use source_tree::new_driver;
+use system_image::apps;
+use tool_base::{Arch, Bios, artifacts, setup, util};
 
 /// Tessera's build, run, test and bench tool.
 #[derive(Parser)]
@@ -42,49 +21,6 @@ use clap::{Parser, Subcommand, ValueEnum};
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-/// A guest architecture.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Arch {
-    /// RISC-V 64 on QEMU `virt`.
-    Riscv64,
-    /// x86_64 on QEMU `q35` (PVH boot).
-    #[value(name = "x86_64", alias = "x86-64")]
-    X86_64,
-}
-
-impl Arch {
-    /// The Rust target triple.
-    pub fn target(self) -> &'static str {
-        match self {
-            Arch::Riscv64 => "riscv64gc-unknown-none-elf",
-            Arch::X86_64 => "x86_64-unknown-none",
-        }
-    }
-    /// The name used in test names and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::Riscv64 => "riscv64",
-            Arch::X86_64 => "x86_64",
-        }
-    }
-    /// The machine it boots on, for placing manifests ([`manifest::Machine`]).
-    pub fn machine(self) -> manifest::Machine {
-        match self {
-            Arch::Riscv64 => manifest::Machine::RiscvVirt,
-            Arch::X86_64 => manifest::Machine::Q35,
-        }
-    }
-}
-
-/// The RISC-V M-mode firmware to boot with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Bios {
-    /// Tessera's own firmware (`firmware/`, on the rustsbi crate).
-    Rustsbi,
-    /// QEMU's bundled OpenSBI.
-    Opensbi,
 }
 
 #[derive(Subcommand)]
@@ -193,7 +129,7 @@ enum Command {
     Bench {
         /// Which benchmark (`all`: every one; `check`: the kept figures against the baseline).
         #[arg(value_enum)]
-        name: bench::Name,
+        name: benches::Name,
         /// Architectures to measure (repeatable), printed side by side. Default: both, or for
         /// `check` those in the baseline.
         #[arg(long, value_enum)]
@@ -283,13 +219,13 @@ fn main() -> ExitCode {
                 },
             )
         }
-        Command::Test { filter, list, arch } => suite::run(filter.as_deref(), list, &arch),
-        Command::Bench { name, arch, update_baseline, quick, host_only, manifest } => bench::run(
+        Command::Test { filter, list, arch } => test_suites::run(filter.as_deref(), list, &arch),
+        Command::Bench { name, arch, update_baseline, quick, host_only, manifest } => benches::run(
             name,
-            bench::Options {
+            benches::Options {
                 arches: arch,
                 update_baseline,
-                disk: bench::DiskOptions { quick, host_only },
+                disk: benches::DiskOptions { quick, host_only },
                 fault_manifest: manifest,
             },
         ),

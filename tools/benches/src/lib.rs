@@ -1,0 +1,464 @@
+//! `cargo xtask bench NAME`: measurements, written as a markdown table and JSON under
+//! `target/bench/`, each recording the commit, QEMU version, host, firmware and flags; and the
+//! kept figures, guarded by a committed baseline.
+//!
+//! `boot`: boot to shutdown, for each firmware and architecture, as wall-clock time (median of
+//! 5 runs, with min and max) and as virtual time under `-icount shift=0,sleep=off` (the kernel's
+//! own timestamp on its shutdown record; deterministic).
+//!
+//! `ipc`: system-call and communication costs in instructions under `-icount`.
+//!
+//! `sched`: CPU contracts (see [`sched`]): share error, per-period deviation, wake-up latency
+//! and domain switch cost, with an SVG of each domain's CPU per period.
+//!
+//! `canary`: a CPU-bound canary's work beside system-call fuzzers and sleepers in 64 domains,
+//! against its work alone (see [`canary`]).
+//!
+//! `fault`: the user-level page fault round trip and self-paging (see [`fault`]); with
+//! `--manifest M`, also the round trip of the app M boots (your own driver).
+//!
+//! `disk-raw`: the raw block path through a driver domain, per device and workload, in
+//! instructions per request (split into driver, kernel and client) and IOPS (see [`disk_raw`]).
+//!
+//! `disk`: the anticipatory-scheduling experiments of Iyer & Druschel on the mechanical disk
+//! model, in QEMU with and without anticipation, next to the host simulation and the paper
+//! (see [`disk`]; `--quick`, `--host-only`). Kept: two sequential readers with and without
+//! anticipation and the USD's isolated stream (MB/s), and the scheduler's instructions per
+//! request, on virtio-blk.
+//!
+//! `paging`: the Heracles thesis's programs under each local paging hierarchy, on the disk
+//! model, next to the thesis's findings (see [`paging`]).
+//!
+//! Every bench runs on both architectures unless `--arch` names some, and prints their figures
+//! side by side, one column per architecture.
+//!
+//! `all`: every bench for the architectures given, then one table of the kept figures against
+//! the baseline (`--update-baseline` rewrites `bench/baseline.toml` and
+//! `docs/performance.md` from this run). `check`: the deterministic figures only, measured
+//! once, failing when one is worse than its baseline beyond its tolerance or is missing from
+//! either side ([`baseline`], [`figures`]).
+//!
+//! Invariants: a bench measures, it never passes or fails a test; the deterministic figures are
+//! counted in instructions or virtual time under `-icount`, and wall-clock figures are reported
+//! with their spread, never held to a baseline; every report records the commit it measured,
+//! and the baseline is rewritten only from a committed tree. The CPU-contract scenarios are the
+//! suites' (`test_suites::sched`); the boots and records are `qemu_run`'s.
+
+mod baseline;
+mod boot;
+mod by_arch;
+mod canary;
+mod disk;
+mod disk_raw;
+mod fault;
+mod figures;
+mod ipc;
+mod paging;
+mod performance_doc;
+mod sched;
+mod switch_scaling;
+
+use std::process::Command;
+
+use anyhow::{Result, bail};
+use clap::ValueEnum;
+use serde::Serialize;
+
+use qemu_run::qemu;
+use tool_base::{Arch, setup, util};
+
+pub use baseline::Table;
+pub use disk::DiskOptions;
+
+/// The benchmarks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Name {
+    /// Boot to shutdown.
+    Boot,
+    /// System-call and communication costs, in instructions under -icount.
+    Ipc,
+    /// CPU contracts: shares, per-period deviation, wake-up latency, switch cost.
+    Sched,
+    /// A CPU-bound canary's work beside system-call fuzzers in 64 domains, against alone.
+    Canary,
+    /// The user-level page fault round trip, and self-paging under CPU contracts.
+    Fault,
+    /// The raw block path: virtio-blk and AHCI through a driver domain, per request.
+    DiskRaw,
+    /// Anticipatory disk scheduling: the paper's experiments on the Deskstar model.
+    Disk,
+    /// The Heracles thesis's programs under each local paging hierarchy.
+    Paging,
+    /// Every bench, then the kept figures against bench/baseline.toml.
+    All,
+    /// The kept (deterministic) figures against bench/baseline.toml; fails if one got worse.
+    Check,
+}
+
+/// How a bench runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Every figure, wall-clock ones too; reports written under `target/bench/`.
+    Full,
+    /// The kept figures only, each boot once: what `bench check` needs.
+    Check,
+}
+
+/// What `cargo xtask bench` was asked for beside the bench's name.
+pub struct Options {
+    /// The architectures (`--arch`); empty: the default of the command.
+    pub arches: Vec<Arch>,
+    /// `--update-baseline` (with `all`).
+    pub update_baseline: bool,
+    /// `--quick` and `--host-only` (`disk`).
+    pub disk: disk::DiskOptions,
+    /// `--manifest` (`fault`): a manifest whose app reports `APP: bench faults=N fault_ns=T
+    /// touch_ns=U`, measured beside the built-in round trips (your own driver).
+    pub fault_manifest: Option<String>,
+}
+
+/// The architectures every bench runs on unless `--arch` names some.
+const ARCHES: [Arch; 2] = [Arch::Riscv64, Arch::X86_64];
+
+/// Runs benchmark `name`; returns the exit status (1: `check` found a figure worse or missing).
+pub fn run(name: Name, opts: Options) -> Result<u8> {
+    setup::ensure(setup::Needs { gdb: false, qemu: !opts.disk.host_only, dtc: false })?;
+    if opts.update_baseline && name == Name::Check {
+        bail!("--update-baseline goes with `bench all` or one bench, not `check`");
+    }
+    if opts.update_baseline {
+        let status = util::output(
+            Command::new("git").current_dir(util::root()).args(["status", "--porcelain"]),
+        )?;
+        baseline::refuse_dirty(&status).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let root = util::root();
+    let text = std::fs::read_to_string(root.join(baseline::PATH)).unwrap_or_default();
+    let mut base = baseline::parse(baseline::PATH, &text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    match name {
+        Name::All | Name::Check => {
+            let arches = match (&opts.arches[..], name) {
+                ([], Name::All) => ARCHES.to_vec(),
+                // The check covers every architecture the baseline keeps.
+                ([], _) => ARCHES
+                    .into_iter()
+                    .filter(|a| base.tables.iter().any(|t| t.arch == a.name()))
+                    .collect(),
+                (given, _) => given.to_vec(),
+            };
+            let mode = if name == Name::All { Mode::Full } else { Mode::Check };
+            let mut tables = Vec::new();
+            for bench in [
+                Name::Boot,
+                Name::Ipc,
+                Name::Sched,
+                Name::Canary,
+                Name::Fault,
+                Name::DiskRaw,
+                Name::Disk,
+                Name::Paging,
+            ] {
+                eprintln!("bench {}: {}", bench_name(bench), names(&arches));
+                let measured = one(bench, mode, &arches, &opts)?;
+                if opts.update_baseline {
+                    repeated(bench, &measured, || one(bench, Mode::Check, &arches, &opts))?;
+                }
+                tables.extend(measured);
+            }
+            let arch_names: Vec<&str> = arches.iter().map(|a| a.name()).collect();
+            let failed = report(&base, &tables, &arch_names, name == Name::Check);
+            if opts.update_baseline {
+                update_baseline(&mut base, tables)?;
+                return Ok(0);
+            }
+            Ok(if failed && name == Name::Check { 1 } else { 0 })
+        }
+        bench => {
+            let arches = if opts.arches.is_empty() { ARCHES.to_vec() } else { opts.arches.clone() };
+            let tables = one(bench, Mode::Full, &arches, &opts)?;
+            report(&base, &tables, &[], false);
+            if opts.update_baseline {
+                repeated(bench, &tables, || one(bench, Mode::Check, &arches, &opts))?;
+                update_baseline(&mut base, tables)?;
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// Replaces `base`'s tables by `tables` (those measured) and writes the baseline and
+/// `docs/performance.md`.
+fn update_baseline(base: &mut baseline::Baseline, tables: Vec<Table>) -> Result<()> {
+    // The tree was clean when the bench started; a change made while it ran (the tables then
+    // say `-dirty`, or name another commit) would leave figures that no commit measured.
+    let now = commit();
+    if let Some(t) = tables.iter().find(|t| t.commit != now || t.commit.ends_with("-dirty")) {
+        bail!(
+            "the tree changed while the bench ran ({} when measured, {} now): the baseline is not written; commit or stash, and run it again",
+            t.commit,
+            now
+        );
+    }
+    for t in tables {
+        base.replace(t);
+    }
+    let root = util::root();
+    std::fs::write(root.join(baseline::PATH), base.toml())?;
+    std::fs::write(root.join(performance_doc::PATH), performance_doc::generate(base))?;
+    println!("\nwritten: {}, {}", baseline::PATH, performance_doc::PATH);
+    Ok(())
+}
+
+fn bench_name(name: Name) -> &'static str {
+    match name {
+        Name::Boot => "boot",
+        Name::Ipc => "ipc",
+        Name::Sched => "sched",
+        Name::Canary => "canary",
+        Name::Fault => "fault",
+        Name::DiskRaw => "disk-raw",
+        Name::Disk => "disk",
+        Name::Paging => "paging",
+        Name::All => "all",
+        Name::Check => "check",
+    }
+}
+
+fn names(arches: &[Arch]) -> String {
+    arches.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// Runs one bench on `arches` and returns its kept figures, a table per architecture.
+fn one(bench: Name, mode: Mode, arches: &[Arch], opts: &Options) -> Result<Vec<Table>> {
+    let tables = match bench {
+        Name::Boot => boot::run(mode, arches)?,
+        Name::Ipc => ipc::run(mode, arches)?,
+        Name::Sched => sched::run(mode, arches)?,
+        Name::Canary => canary::run(mode, arches)?,
+        Name::Fault => fault::run(mode, arches, opts.fault_manifest.as_deref())?,
+        Name::DiskRaw => disk_raw::run(mode, arches)?,
+        Name::Disk => disk::run(mode, arches, opts.disk)?,
+        Name::Paging => paging::run(mode, arches)?,
+        Name::All | Name::Check => unreachable!("not a single bench"),
+    };
+    Ok(tables)
+}
+
+/// The benches whose kept figures come from one boot each: `--update-baseline` measures them
+/// a second time and keeps them only if both agree (the others repeat their boots themselves,
+/// [`icount_runs`], or keep a median).
+const BOOTED_ONCE: [Name; 4] = [Name::Sched, Name::Canary, Name::Disk, Name::Paging];
+
+/// `tables` measured again by `again` (in [`Mode::Check`]), when `bench` is one of
+/// [`BOOTED_ONCE`] and figures are to be kept: an error if a figure differs between the two.
+fn repeated(
+    bench: Name,
+    tables: &[Table],
+    again: impl FnOnce() -> Result<Vec<Table>>,
+) -> Result<()> {
+    if !BOOTED_ONCE.contains(&bench) {
+        return Ok(());
+    }
+    let again = again()?;
+    baseline::agree(tables, &again).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// A table of kept figures measured now, on `arch`, by `bench`.
+fn table(arch: Arch, bench: &str, figures: Vec<(String, f64)>) -> Table {
+    Table { arch: arch.name().into(), bench: bench.into(), commit: commit(), figures }
+}
+
+/// Prints the kept figures of `tables` against `base`: figure, unit, baseline, now, change.
+/// With `strict`, also every table of the baseline for `arches` that was not measured. Returns
+/// whether any figure fails the check.
+fn report(base: &baseline::Baseline, tables: &[Table], arches: &[&str], strict: bool) -> bool {
+    let mut compared: Vec<(&str, &str, Vec<baseline::Comparison>)> = Vec::new();
+    for t in tables {
+        let c = baseline::compare(base.table(&t.arch, &t.bench), t, |k| {
+            figures::lookup(&t.arch, &t.bench, k)
+        });
+        compared.push((&t.arch, &t.bench, c));
+    }
+    if strict {
+        for b in &base.tables {
+            let measured = tables.iter().any(|t| t.arch == b.arch && t.bench == b.bench);
+            if arches.contains(&b.arch.as_str()) && !measured {
+                let empty = Table { figures: Vec::new(), ..b.clone() };
+                let c =
+                    baseline::compare(Some(b), &empty, |k| figures::lookup(&b.arch, &b.bench, k));
+                compared.push((&b.arch, &b.bench, c));
+            }
+        }
+    }
+    println!("\n# kept figures against {}\n", baseline::PATH);
+    println!("| figure | unit | baseline | now | change | |\n|---|---|---:|---:|---:|---|");
+    let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+    let mut failed = Vec::new();
+    let mut better = Vec::new();
+    for (arch, bench, cs) in &compared {
+        for c in cs {
+            let mark = match c.verdict {
+                baseline::Verdict::Within => "",
+                baseline::Verdict::Worse => "WORSE",
+                baseline::Verdict::Better => "better",
+                baseline::Verdict::NotInBaseline => "not in baseline",
+                baseline::Verdict::NotMeasured => "not measured",
+            };
+            let change = match (c.change(), c.baseline) {
+                (Some(d), Some(b)) if b != 0.0 => format!("{d:+.2} ({:+.2}%)", d * 100.0 / b.abs()),
+                (Some(d), _) => format!("{d:+.2}"),
+                _ => "-".into(),
+            };
+            println!(
+                "| {arch}.{bench}.{} | {} | {} | {} | {change} | {mark} |",
+                c.key,
+                c.spec.unit,
+                show(c.baseline),
+                show(c.now)
+            );
+            if c.fails() {
+                failed.push(c.describe(arch, bench));
+            } else if c.verdict == baseline::Verdict::Better {
+                better.push(c.describe(arch, bench));
+            }
+        }
+    }
+    if !better.is_empty() {
+        println!(
+            "\nBetter than the baseline beyond tolerance (update it: `cargo xtask bench all --update-baseline`):"
+        );
+        for b in &better {
+            println!("  {b}");
+        }
+    }
+    if !failed.is_empty() {
+        println!("\nWorse than the baseline beyond tolerance, or on one side only:");
+        for f in &failed {
+            println!("  {f}");
+        }
+    }
+    !failed.is_empty()
+}
+
+#[derive(Serialize)]
+struct Environment {
+    commit: String,
+    qemu: String,
+    host_cpu: String,
+    host_cores: usize,
+    date: String,
+}
+
+/// Boots of each configuration timed on the host's clock (wall time).
+const RUNS: usize = 5;
+
+/// The commit the tree is at, `-dirty` when it has changes.
+fn commit() -> String {
+    let commit = util::output(Command::new("git").current_dir(util::root()).args([
+        "rev-parse",
+        "--short",
+        "HEAD",
+    ]))
+    .map(|s| s.trim().to_string())
+    .unwrap_or_else(|_| "unknown".into());
+    let dirty =
+        util::output(Command::new("git").current_dir(util::root()).args(["status", "--porcelain"]))
+            .map(|s| !s.trim().is_empty())
+            .unwrap_or(false);
+    if dirty { format!("{commit}-dirty") } else { commit }
+}
+
+/// Where this run happens: the commit, each architecture's QEMU, the host, the date.
+fn environment(arches: &[Arch]) -> Environment {
+    let host_cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let date =
+        util::output(Command::new("date").arg("-u").arg("+%Y-%m-%dT%H:%M:%SZ")).unwrap_or_default();
+    let qemu: Vec<String> =
+        arches.iter().map(|a| format!("{}: {}", a.name(), qemu::version(*a))).collect();
+    Environment {
+        commit: commit(),
+        qemu: qemu.join("; "),
+        host_cpu,
+        host_cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        date: date.trim().to_string(),
+    }
+}
+
+impl Environment {
+    /// The heading of bench `name`'s report: its title and this environment.
+    fn heading(&self, name: &str) -> String {
+        format!(
+            "# bench {name}\n\ncommit {} · {} · host {} ({} cores) · {}\n\n",
+            self.commit, self.qemu, self.host_cpu, self.host_cores, self.date
+        )
+    }
+}
+
+/// Prints bench `name`'s report and writes it under `target/bench/` as `NAME.md` and, with
+/// `json`'s results, `NAME.json`.
+fn write_report(name: &str, md: &str, json: serde_json::Value) -> Result<()> {
+    print!("{md}");
+    let dir = util::target_dir().join("bench");
+    std::fs::create_dir_all(&dir)?;
+    let (md_path, json_path) = (dir.join(format!("{name}.md")), dir.join(format!("{name}.json")));
+    std::fs::write(&md_path, md)?;
+    std::fs::write(&json_path, serde_json::to_string_pretty(&json)?)?;
+    println!("\nwritten: {}, {}", md_path.display(), json_path.display());
+    Ok(())
+}
+
+/// How many boots under `-icount` a figure is measured in: three (which must agree), or one
+/// for the check.
+fn icount_runs(mode: Mode) -> usize {
+    match mode {
+        Mode::Full => 3,
+        Mode::Check => 1,
+    }
+}
+
+/// `(calls, calls_ns, loop_ns)` from the `nullcall: N calls in T ns, empty loop L ns` line.
+fn nullcall_figures(out: &qemu::Outcome) -> Option<(u64, u64, u64)> {
+    let msg = &out.line(" calls in ")?.message;
+    let n: Vec<u64> =
+        msg.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    match n[..] {
+        [calls, calls_ns, loop_ns] => Some((calls, calls_ns, loop_ns)),
+        _ => None,
+    }
+}
+
+/// Measures with `measure` on each of `arches`: what each measured and its kept figures, in
+/// the order of `arches`.
+fn on_each<M>(
+    arches: &[Arch],
+    mode: Mode,
+    measure: fn(Arch, Mode) -> Result<(M, Table)>,
+) -> Result<(Vec<M>, Vec<Table>)> {
+    let mut measured = Vec::new();
+    let mut kept = Vec::new();
+    for &arch in arches {
+        let (m, t) = measure(arch, mode)?;
+        measured.push(m);
+        kept.push(t);
+    }
+    Ok((measured, kept))
+}
+
+/// The numbers written in a report's markdown `md`, in order: runs of digits with the
+/// separators between them. The report tests render a report from fabricated runs and check
+/// that every number in it follows them.
+#[cfg(test)]
+pub(crate) fn report_numbers(md: &str) -> Vec<String> {
+    md.split(|c: char| !(c.is_ascii_digit() || c == ',' || c == '.'))
+        .map(|t| t.trim_matches(|c| c == ',' || c == '.'))
+        .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
+        .map(str::to_string)
+        .collect()
+}
