@@ -19,7 +19,9 @@
 //! reads the control block, the dispatch's flags (atomics) and the thread package's and heap's
 //! flags.
 //!
-//! This module and the system-call layer are where the runtime's paging uses `unsafe`.
+//! This module, the system-call layer (`syscall`, `paging::kernel`) and the thread package's
+//! cell that the paging registry is borrowed through are where the runtime's paging uses
+//! `unsafe`.
 
 use core::sync::atomic::Ordering;
 

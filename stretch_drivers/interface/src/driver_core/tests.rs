@@ -120,6 +120,7 @@ fn unmap_keeps_the_frame_and_unbind_gives_everything_back() {
         core.map_new(&mut k, i, RW).unwrap();
     }
     let mapped = core.unmap(&mut k, 1).unwrap();
+    assert_eq!((core.mapped(1), core.resident()), (None, 2), "the table forgets it");
     assert_eq!(core.unmap(&mut k, 1), Err(MemError::NotMapped));
     assert_eq!(k.mapping(s.page_addr(1)), None);
     assert_eq!(k.frames_held(), (3, 0), "an unmapped frame is still held");
