@@ -30,7 +30,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use blk::sched::heuristics::Weigh;
 
-use super::{Mode, Table, environment, write_report};
+use crate::baseline::Table;
+use crate::measure::{Mode, environment, write_report};
 use experiments::{Run, Size};
 use lines::Measured;
 use manifests::Device;

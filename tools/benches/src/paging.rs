@@ -33,7 +33,8 @@ use anyhow::{Context, Result, bail};
 use paging_programs::{Program, Scale};
 use serde::Serialize;
 
-use super::{Mode, Table, environment, write_report};
+use crate::baseline::Table;
+use crate::measure::{Mode, environment, write_report};
 use qemu_run::log::field;
 use qemu_run::qemu::Ending;
 use qemu_run::qemu::IcountBoot;
@@ -1023,9 +1024,9 @@ mod tests {
         out
     }
 
-    /// `md`'s numbers, in order ([`crate::report_numbers`]).
+    /// `md`'s numbers, in order ([`crate::measure::report_numbers`]).
     fn numbers(md: &str) -> Vec<String> {
-        crate::report_numbers(md)
+        crate::measure::report_numbers(md)
     }
 
     #[test]
