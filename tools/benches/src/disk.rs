@@ -95,7 +95,7 @@ fn kept(arch: Arch, results: &BTreeMap<String, Measured>) -> Option<Table> {
     let instr = |m: &Measured| m.sched.as_ref().map(|s| s.per_request_ns as f64);
     let exceeded: u64 =
         [with, usd].iter().filter_map(|m| m.waits.as_ref()).map(|w| w.exceeded).sum();
-    Some(super::table(
+    Some(crate::measure::table(
         arch,
         "disk",
         vec![

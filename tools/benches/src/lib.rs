@@ -69,7 +69,7 @@ use tool_base::{Arch, setup, util};
 pub use baseline::Table;
 pub use disk::DiskOptions;
 pub use measure::Mode;
-use measure::{commit, table};
+use measure::commit;
 
 /// The benchmarks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

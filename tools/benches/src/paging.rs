@@ -923,7 +923,7 @@ pub fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
         arches.iter().map(|a| measure_on(*a, &checksums, mode)).collect::<Result<Vec<_>>>()?;
     let kept = measured
         .iter()
-        .map(|m| Ok(super::table(m.arch, "paging", kept_figures(m)?)))
+        .map(|m| Ok(crate::measure::table(m.arch, "paging", kept_figures(m)?)))
         .collect::<Result<Vec<_>>>()?;
     if mode == Mode::Check {
         return Ok(kept);
