@@ -18,7 +18,7 @@
 //! allocation that finds no room and no allowance fails (so the `try_` methods of the
 //! collections report it) and the arena remembers what it needed ([`Arena::take_refused`]); the
 //! kernel then checks the contract for that many frames, grants them and tries again, or fails
-//! the system call with `NoMemory` (see `domain::kmem`).
+//! the system call with `NoMemory` (see `kernel_core`'s `kmem`).
 //!
 //! Invariants: every frame the arena holds is owned by its domain in the frame allocator (and
 //! so counted against its guarantee); the allowance is zero outside the kernel's retry loop, and

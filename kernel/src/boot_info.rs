@@ -5,21 +5,7 @@
 
 use heapless::{String, Vec};
 
-/// A half-open range of physical addresses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, defmt::Format)]
-pub struct PhysRange {
-    /// First byte.
-    pub start: u64,
-    /// One past the last byte.
-    pub end: u64,
-}
-
-impl PhysRange {
-    /// The range's length in bytes.
-    pub fn len(&self) -> u64 {
-        self.end - self.start
-    }
-}
+pub use kernel_core::PhysRange;
 
 /// A device found at boot (from the device tree on RISC-V, from fixed platform knowledge on x86).
 #[derive(Clone, Debug, defmt::Format)]

@@ -70,16 +70,6 @@ pub fn alloc_zeroed(owner: Owner) -> Result<Frame, FrameError> {
     Ok(frame)
 }
 
-/// Allocates `count` physically contiguous frames for `owner` and zeroes them; the first.
-/// The search for a run is linear in the frames of RAM.
-pub fn alloc_zeroed_run(count: u64, owner: Owner) -> Result<Frame, FrameError> {
-    let first = with_frames(|fa| fa.alloc_contiguous(count, 1, owner))?;
-    for i in 0..count {
-        phys::zero_frame(Frame::containing(first.addr() + i * FRAME_SIZE));
-    }
-    Ok(first)
-}
-
 /// Returns `frame`, held by `owner`, to the free pool as it is. A frame is zeroed once, when
 /// it is allocated ([`alloc_zeroed`], the only way frames leave the pool after boot), so its
 /// contents never reach the next owner; a free frame is mapped nowhere, so nobody reads it

@@ -32,7 +32,7 @@
 //! spins. If the port cannot be recovered every request outstanding or waiting to be retried
 //! fails, and so does every later one.
 
-use blk::device::{BlockDevice, DeviceError, DeviceOp, DeviceRequest, Tag};
+use blk_interface::device::{BlockDevice, DeviceError, DeviceOp, DeviceRequest, Tag};
 use tessera::println;
 
 use crate::hba::irq;

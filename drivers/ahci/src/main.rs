@@ -15,7 +15,7 @@
 //! device has one, else each retried alone); with `--self-test N`, N transfers of random sizes at
 //! random sectors, each written, read back and checked, one at a time, interrupt-driven; then
 //! serving the client domains the manifest connects to it over the block protocol
-//! (`drivers/blk`, `blk_domain::serve`). `--no-ncq` keeps to non-queued commands, one at a
+//! (`blk_interface`, `blk_domain::serve`). `--no-ncq` keeps to non-queued commands, one at a
 //! time; `--die-after N` makes it fault once it has answered N requests (a test of its
 //! clients). Not implemented: other ports, port multipliers, hot plug, power management, ATAPI
 //! devices.
@@ -27,9 +27,9 @@ mod disk;
 mod hba;
 mod port;
 
-use blk::device::BlockDevice;
-use blk::sched::PolicyName;
 use blk_domain::serve::{self, ServeOptions};
+use blk_interface::device::BlockDevice;
+use disk_sched::PolicyName;
 use tessera::{Env, println};
 
 use crate::disk::{AhciDisk, SECTOR_SIZE};

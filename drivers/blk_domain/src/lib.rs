@@ -1,9 +1,9 @@
 //! `blk_domain`: what every block driver domain shares, whatever its device.
 //!
 //! A block driver domain (`drivers/virtio_blk`, `drivers/ahci`) brings its device up, wraps it
-//! in the block-device trait ([`blk::device::BlockDevice`]) and hands it to [`serve::run`]:
+//! in the block-device trait ([`blk_interface::device::BlockDevice`]) and hands it to [`serve::run`]:
 //! the self-test if asked ([`self_test::check`]), then [`serve::serve`], which serves the
-//! client domains the manifest connects to it over the block protocol (`drivers/blk`): one
+//! client domains the manifest connects to it over the block protocol (`blk_interface`): one
 //! loop taking the device's completions after its interrupt and the clients' requests from
 //! their channels, blocking when nothing moves. The device's DMA memory comes from
 //! `tessera::dma`.

@@ -10,7 +10,7 @@
 //! (`BlockDevice::interrupted`, then `irq_ack`), so the line is never left claimed and the count
 //! of interrupts it returns is exact: a test holds it to two per transfer.
 
-use blk::device::{BlockDevice, Buffer, DeviceError, DeviceOp, DeviceRequest};
+use blk_interface::device::{BlockDevice, Buffer, DeviceError, DeviceOp, DeviceRequest};
 use tessera::{dma, events, println, syscall};
 
 /// Runs the whole check on `disk`, whose interrupt signals `ep`, and reports it as driver

@@ -1,9 +1,9 @@
-//! Serving client domains over the block protocol (`drivers/blk`).
+//! Serving client domains over the block protocol (`blk_interface`).
 //!
 //! A client is a pair of IO channels from the manifest: `NAME-req` from the client to the
 //! driver and `NAME-resp` back. For each, the driver makes a data area (a DMA stretch of its
 //! own) and gives the client read-write rights to it; the protocol's driver side
-//! ([`blk::server::Server`]) does the rest. One loop serves every client and the device:
+//! ([`blk_server::Server`]) does the rest. One loop serves every client and the device:
 //! take the device's completions after its interrupt (acknowledging it), answer them, take
 //! each client's requests, and when nothing moved, block until an endpoint changes (a
 //! client's channel or the interrupt). Responses are sent without waiting: a client whose
@@ -15,15 +15,15 @@
 //!
 //! **Scheduling.** With a disk model on the disk (the manifest's `model`, in the device's
 //! control-block slot) or a `--scheduler` named, Reads and Writes go through a disk scheduler
-//! (`blk::sched`: a policy wrapped in anticipation, or USD's streams, each client's stream
+//! (`disk_sched`: a policy wrapped in anticipation, or USD's streams, each client's stream
 //! under the disk-time contract its manifest gives it), one at the device, and with a model
-//! each completes at the model's time (`blk::server::stage`). The loop then also wakes when
+//! each completes at the model's time (`blk_server::stage`). The loop then also wakes when
 //! the scheduler's wait ends or the model's completion is due, and raises the control block's
 //! `device_busy` while the device has a request whose completion the model times (the kernel
 //! then idles with no timer, so under `-icount` the model alone sets the disk's time). It
 //! prints each stream's completed periods (`disk period: stream=NAME start= end= guaranteed=
 //! extra= missed=`), publishes each stream's accounts after its data area
-//! (`blk::protocol::StreamAccounts`), and at the end the scheduler's waits (`disk waits:`)
+//! (`blk_interface::protocol::StreamAccounts`), and at the end the scheduler's waits (`disk waits:`)
 //! and its own cost (`disk scheduler:`).
 
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -31,12 +31,12 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use abi::{ChannelRole, Rights};
 use alloc::vec::Vec;
 use atropos::Contract;
-use blk::device::BlockDevice;
-use blk::disk_model::{DiskModel, DiskParams};
-use blk::protocol::{ACCOUNT_WORDS, StreamAccounts};
-use blk::sched::{PolicyName, scheduler};
-use blk::server::stage::Stage;
-use blk::server::{Config, DataArea, Server};
+use blk_interface::device::BlockDevice;
+use blk_interface::protocol::{ACCOUNT_WORDS, StreamAccounts};
+use blk_server::stage::Stage;
+use blk_server::{Config, DataArea, Server};
+use disk_model::{DiskModel, DiskParams};
+use disk_sched::{PolicyName, scheduler};
 use tessera::channel::{self, ChannelError, Receiver, Sender};
 use tessera::{PAGE_SIZE, dma, events, println, syscall};
 
@@ -186,7 +186,7 @@ pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
     let mut wake_max_ns = 0u64;
     loop {
         let mut moved = false;
-        if server.stage().is_some() {
+        if server.stage().keeps_time() {
             server.set_now(tessera::clock::now_ns());
         }
         let now = events::value(irq);
@@ -304,7 +304,7 @@ fn stage<D: BlockDevice>(
     let estimate =
         model.clone().unwrap_or_else(|| DiskModel::new(sized(DiskParams::deskstar_34gxp())));
     let longest =
-        blk::usd::longest_service_ns(&estimate, options.max_transfer / disk.sector_size());
+        disk_sched::usd::longest_service_ns(&estimate, options.max_transfer / disk.sector_size());
     for (c, _) in clients.iter_mut() {
         if let Some(k) = c.contract
             && policy == PolicyName::Usd
@@ -347,7 +347,10 @@ fn stage<D: BlockDevice>(
 /// Prints the streams' completed periods and, when requests were answered or periods ended
 /// (the only times the accounts change), publishes the streams' accounts.
 fn account<D: BlockDevice>(server: &mut Server<D>, clients: &[(Client, u64)], answered: bool) {
-    let Some(stage) = server.stage_mut() else { return };
+    let stage = server.stage_mut();
+    if !stage.keeps_time() {
+        return;
+    }
     let periods = stage.take_periods();
     for p in &periods {
         let name = clients.get(p.client).map_or("?", |(c, _)| c.stream());
@@ -373,7 +376,10 @@ fn account<D: BlockDevice>(server: &mut Server<D>, clients: &[(Client, u64)], an
 
 /// Prints what the scheduler did: its waits, checked against their timeouts, and its cost.
 fn report<D: BlockDevice>(server: &Server<D>, options: &ServeOptions) {
-    let Some(stage) = server.stage() else { return };
+    let stage = server.stage();
+    if !stage.keeps_time() {
+        return;
+    }
     if let Some(trace) = stage.trace() {
         let t = trace.totals();
         println!(

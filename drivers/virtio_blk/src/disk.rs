@@ -8,7 +8,7 @@
 //! and submits it again after a completion); `virtio-drivers` offers no non-blocking flush,
 //! so it is waited for at once, and completed on the next [`BlockDevice::complete`].
 
-use blk::device::{BlockDevice, DeviceError, DeviceOp, DeviceRequest, Tag};
+use blk_interface::device::{BlockDevice, DeviceError, DeviceOp, DeviceRequest, Tag};
 use virtio_drivers::device::blk::{BlkReq, BlkResp, SECTOR_SIZE, VirtIOBlk};
 use virtio_drivers::transport::Transport;
 

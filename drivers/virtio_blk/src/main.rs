@@ -10,7 +10,7 @@
 //! What is implemented: the MMIO transport (RISC-V `virt`) and the PCI transport with MSI-X
 //! (q35); with `--self-test N`, N transfers of random sizes at random sectors, each written,
 //! read back and checked, one at a time, interrupt-driven; then serving the client domains the
-//! manifest connects to it over the block protocol (`drivers/blk`, `blk_domain::serve`), several
+//! manifest connects to it over the block protocol (`blk_interface`, `blk_domain::serve`), several
 //! requests in flight at the device ([`disk`]). `--die-after N` makes it fault once it has
 //! answered N requests (a test of its clients).
 
@@ -22,8 +22,8 @@ mod dma;
 mod mmio;
 mod pci;
 
-use blk::sched::PolicyName;
 use blk_domain::serve::{self, ServeOptions};
+use disk_sched::PolicyName;
 use tessera::{Env, println};
 use virtio_drivers::device::blk::{SECTOR_SIZE, VirtIOBlk};
 use virtio_drivers::transport::Transport;

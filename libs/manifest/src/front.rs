@@ -21,8 +21,7 @@ use crate::{
     parse_duration, parse_size, shared_address_space,
 };
 use crate::{DeviceGrant, DiskBus, DiskModelName, DiskSpec, MAX_ARG_LEN, MAX_ARGS, Machine};
-use vmm::hierarchy::Hierarchy;
-use vmm::spec::PagerSpec;
+use pager_spec::{Hierarchy, PagerSpec};
 
 /// A manifest the front end rejected: where, and why.
 ///

@@ -194,7 +194,7 @@
 //! pager = { hierarchy = "compressed", frames = 256, cache = "128K", policy = "clock", disk = "pg", swap = "32M" }
 //! ```
 //!
-//! The front end renders the table to the text `vmm::spec::PagerSpec::parse` reads and checks
+//! The front end renders the table to the text `pager_spec::PagerSpec::parse` reads and checks
 //! it with that parser, the domain's own, so its errors name the key (`domain[1].pager.frames`);
 //! it also refuses keys the hierarchy does not use (`cache` and `codec` with `local`, `evict`
 //! and `fetch` without prefetching), frames (of [`PAGE_SIZE`] bytes) beyond the domain's

@@ -14,9 +14,12 @@
 //!   in the domain.
 //! - [`StretchDriver`]: what the runtime asks of a driver: bind, fault, lock, unlock, revoke,
 //!   unbind, stats.
+//! - [`DriverCore`]: what every driver keeps and does the same way (the bound stretch, its
+//!   page table, lock marks, stats, frames taken with rollback), so that a driver holds only
+//!   its policy; every driver in `stretch_drivers/` and the template are built on it.
 //! - [`mock::MockKernel`] (feature `mock`, on by default): a host model of the kernel's memory
 //!   calls with the same checks, plus helpers that play the CPU and the fault path, so drivers
-//!   are tested with `cargo test`. It needs `alloc`; the interface itself does not.
+//!   are tested with `cargo test`.
 //!
 //! # Life cycle of a driver
 //!
@@ -86,13 +89,15 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
-#[cfg(feature = "mock")]
 extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod driver_core;
 #[cfg(feature = "mock")]
 pub mod mock;
+
+pub use driver_core::{DriverCore, Mapped};
 
 use core::fmt;
 use core::ops::Range;

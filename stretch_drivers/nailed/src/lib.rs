@@ -25,25 +25,22 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
-extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
-use alloc::vec::Vec;
 use core::ops::Range;
 
+use stretch_driver::driver_core::driver_error;
 use stretch_driver::{
-    DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, MemError, MemoryKernel,
-    StretchDriver, StretchInfo,
+    DriverCore, DriverError, DriverStats, Fault, FaultError, MemoryKernel, StretchDriver,
+    StretchInfo,
 };
 
 /// The nailed driver. See the crate documentation.
 #[derive(Debug, Default)]
 pub struct NailedDriver {
-    stretch: Option<StretchInfo>,
-    /// The frame of every page, in page order, while bound.
-    frames: Vec<Frame>,
-    stats: DriverStats,
+    /// The stretch and the frame of every page, while bound.
+    core: DriverCore,
 }
 
 impl NailedDriver {
@@ -54,20 +51,7 @@ impl NailedDriver {
 
     /// The stretch it manages, if bound.
     pub fn stretch(&self) -> Option<StretchInfo> {
-        self.stretch
-    }
-
-    /// Unmaps the first `mapped` pages of `stretch` and frees every frame in `self.frames`.
-    fn release(&mut self, k: &mut dyn MemoryKernel, stretch: StretchInfo, mapped: usize) {
-        for i in 0..mapped {
-            // Every one of these pages was mapped by this driver, so unmap cannot fail.
-            let _ = k.unmap(stretch.page_addr(i));
-        }
-        for frame in self.frames.drain(..) {
-            if k.frame_free(frame).is_ok() {
-                self.stats.frames_released += 1;
-            }
-        }
+        self.core.stretch()
     }
 }
 
@@ -76,50 +60,28 @@ impl StretchDriver for NailedDriver {
     ///
     /// Errors: [`DriverError::OutOfMemory`] when the contract has too few guaranteed frames.
     fn bind(&mut self, k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
-        if self.stretch.is_some() {
-            return Err(DriverError::AlreadyBound);
-        }
-        stretch.check()?;
-        self.frames.reserve(stretch.pages);
+        self.core.bind(stretch)?;
         for i in 0..stretch.pages {
-            let frame = match k.frame_alloc(FrameKind::Guaranteed) {
-                Ok(frame) => frame,
-                Err(e) => {
-                    self.release(k, stretch, i);
-                    return Err(match e {
-                        MemError::NoFrames => DriverError::OutOfMemory,
-                        e => DriverError::Kernel(e),
-                    });
-                }
-            };
-            self.stats.frames_allocated += 1;
-            self.frames.push(frame);
-            if let Err(e) = k.map(stretch.page_addr(i), frame, stretch.page_rights()) {
-                self.release(k, stretch, i);
-                return Err(DriverError::Kernel(e));
+            if let Err(e) = self.core.map_new(k, i, stretch.page_rights()) {
+                // Unmaps the pages mapped so far and frees their frames.
+                self.core.unbind(k);
+                return Err(driver_error(e));
             }
-            self.stats.maps += 1;
         }
-        self.stretch = Some(stretch);
         Ok(())
     }
 
     /// A nailed stretch never faults: every fault is an error.
     fn fault(&mut self, _k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
-        self.stats.faults += 1;
-        self.stats.failures += 1;
-        match self.stretch {
-            None => Err(FaultError::NotBound),
-            Some(s) if s.base != fault.stretch_base || !s.contains(fault.addr) => {
-                Err(FaultError::WrongStretch)
-            }
-            Some(_) => Err(FaultError::Unexpected),
-        }
+        self.core.stats.faults += 1;
+        self.core.stats.failures += 1;
+        self.core.page_of(&fault)?;
+        Err(FaultError::Unexpected)
     }
 
     /// Every page is resident and never revoked: only checks the range.
     fn lock(&mut self, _k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError> {
-        self.stretch.ok_or(DriverError::NotBound)?.pages_in(range).map(|_| ())
+        self.core.pages_in(range).map(|_| ())
     }
 
     /// Only checks the range.
@@ -128,7 +90,7 @@ impl StretchDriver for NailedDriver {
         _k: &mut dyn MemoryKernel,
         range: Range<usize>,
     ) -> Result<(), DriverError> {
-        self.stretch.ok_or(DriverError::NotBound)?.pages_in(range).map(|_| ())
+        self.core.pages_in(range).map(|_| ())
     }
 
     /// Nailed frames are guaranteed and not revocable: releases nothing.
@@ -137,14 +99,11 @@ impl StretchDriver for NailedDriver {
     }
 
     fn unbind(&mut self, k: &mut dyn MemoryKernel) {
-        if let Some(stretch) = self.stretch.take() {
-            let mapped = self.frames.len();
-            self.release(k, stretch, mapped);
-        }
+        self.core.unbind(k);
     }
 
     fn stats(&self) -> DriverStats {
-        self.stats
+        self.core.stats
     }
 }
 
@@ -152,7 +111,7 @@ impl StretchDriver for NailedDriver {
 mod tests {
     use super::*;
     use stretch_driver::mock::{MockKernel, Outcome};
-    use stretch_driver::{Access, PAGE_SIZE, Rights};
+    use stretch_driver::{Access, FrameKind, PAGE_SIZE, Rights};
 
     const RW: Rights = Rights(Rights::READ.0 | Rights::WRITE.0);
 

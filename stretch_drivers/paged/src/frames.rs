@@ -1,5 +1,6 @@
-//! [`KernelFrames`]: the pager's frames ([`vmm::frames::Frames`]) over the kernel's frames and
-//! page tables, built around the [`MemoryKernel`] of one driver call.
+//! [`KernelFrames`]: the pager's frames over the kernel's frames and page tables, built around
+//! the [`MemoryKernel`] of one driver call: they do the frame operations the pager asks for
+//! ([`pager::plan::FrameOp`], [`KernelFrames::run`]).
 //!
 //! A frame is filled out of view: it is mapped at one of the driver's *window pages* (a
 //! managed stretch no other code touches), written there in place, and moved into the stretch
@@ -19,12 +20,13 @@
 
 use alloc::vec::Vec;
 
+use pager::pager::Pager;
+use pager::plan::{FrameOp, Outcome, Step};
+use pager::{PAGE_SIZE, Page, PagerError};
 use stretch_driver::{
     Frame, FrameKind, MAP_BATCH_MAX, MemError, MemoryKernel, PageOp, Rights, StretchInfo,
     page_state,
 };
-use vmm::frames::Frames;
-use vmm::{PAGE_SIZE, Page, VmmError};
 
 /// Where a frame is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,7 +75,7 @@ pub struct FrameTable {
     pub window: usize,
     /// Which frame (in the pager's numbering) is mapped at each window page.
     pub at_window: Vec<Option<usize>>,
-    /// The last kernel error, behind a [`VmmError::Frames`].
+    /// The last kernel error, behind a [`PagerError::Frames`].
     pub last_error: Option<MemError>,
     /// Frames filled through the window (pages fetched, or zeroed for reuse).
     pub fills: u64,
@@ -129,7 +131,7 @@ impl KernelFrames<'_> {
     fn call<T>(
         &mut self,
         f: impl FnOnce(&mut dyn MemoryKernel) -> Result<T, MemError>,
-    ) -> Result<T, VmmError> {
+    ) -> Result<T, PagerError> {
         let now = || self.clock.map_or(0, |clock| clock());
         let start = now();
         let r = f(&mut *self.k);
@@ -140,22 +142,22 @@ impl KernelFrames<'_> {
     }
 
     /// Records a kernel error and turns it into the pager's.
-    fn fail(&mut self, e: MemError) -> VmmError {
+    fn fail(&mut self, e: MemError) -> PagerError {
         self.table.last_error = Some(e);
-        VmmError::Frames
+        PagerError::Frames
     }
 
-    fn slot(&self, frame: usize) -> Result<Slot, VmmError> {
+    fn slot(&self, frame: usize) -> Result<Slot, PagerError> {
         match self.table.slots.get(frame) {
             Some(s) if s.place != Place::Released => Ok(*s),
-            _ => Err(VmmError::Frames),
+            _ => Err(PagerError::Frames),
         }
     }
 
     /// A window page holding no frame, for a frame other than those in `keep`. If every one
     /// holds a frame, those not kept (free frames: evicted and saved, or never mapped in the
     /// stretch) are unmapped with one `map_batch`.
-    fn free_window_page(&mut self, keep: &[usize]) -> Result<usize, VmmError> {
+    fn free_window_page(&mut self, keep: &[usize]) -> Result<usize, PagerError> {
         if let Some(w) = self.table.at_window.iter().position(Option::is_none) {
             return Ok(w);
         }
@@ -174,15 +176,15 @@ impl KernelFrames<'_> {
                 self.table.at_window[w] = None;
             }
         }
-        self.table.at_window.iter().position(Option::is_none).ok_or(VmmError::Frames)
+        self.table.at_window.iter().position(Option::is_none).ok_or(PagerError::Frames)
     }
 
     /// Maps `frame` (unmapped, or at the window already) at a window page, and says which.
-    fn place_at_window(&mut self, frame: usize) -> Result<usize, VmmError> {
+    fn place_at_window(&mut self, frame: usize) -> Result<usize, PagerError> {
         match self.slot(frame)?.place {
             Place::Window(w) => return Ok(w),
             Place::Unmapped => {}
-            Place::Page(_) | Place::Released => return Err(VmmError::Frames),
+            Place::Page(_) | Place::Released => return Err(PagerError::Frames),
         }
         let w = self.free_window_page(&[frame])?;
         let (f, va) = (self.table.slots[frame].frame, self.table.window_page(w));
@@ -212,8 +214,8 @@ impl KernelFrames<'_> {
     /// is giving back), so that the optimistic frame is the one freed: the pager's numbering
     /// stays (slot `from` still holds its page), the kernel frames behind the two slots swap,
     /// and slot `to` is left holding the optimistic frame at the window.
-    fn move_onto(&mut self, from: usize, to: usize) -> Result<(), VmmError> {
-        let Place::Page(page) = self.slot(from)?.place else { return Err(VmmError::Frames) };
+    fn move_onto(&mut self, from: usize, to: usize) -> Result<(), PagerError> {
+        let Place::Page(page) = self.slot(from)?.place else { return Err(PagerError::Frames) };
         let va = self.stretch.page_addr(page);
         let rights = self.rights(self.table.slots[from].writable);
         // The guaranteed frame at one window page, the page out of view at another.
@@ -248,12 +250,39 @@ impl KernelFrames<'_> {
     }
 }
 
-impl Frames for KernelFrames<'_> {
+impl KernelFrames<'_> {
+    /// Does the pager's `step`, and those that follow it, until the call is answered: the
+    /// pager decides, these frames do what it asks and answer ([`Pager::resume`]).
+    pub fn run(&mut self, pager: &mut Pager, step: Step) -> Result<Outcome, PagerError> {
+        let mut step = step;
+        loop {
+            let answer = match step {
+                Step::Done(done) => return done,
+                Step::Do(FrameOp::Map { page, frame, writable }) => {
+                    self.map(page, frame, writable).map(|()| false)
+                }
+                Step::Do(FrameOp::Unmap { page, frame }) => self.unmap(page, frame),
+                Step::Do(FrameOp::Fill { frame }) => {
+                    self.fill(frame, &mut |page| pager.fill(page)).map(|()| false)
+                }
+                Step::Do(FrameOp::Zero { frame }) => self.zero(frame).map(|()| false),
+                Step::Do(FrameOp::Save { frame }) => {
+                    self.save(frame, &mut |page| pager.save(page)).map(|()| false)
+                }
+                Step::Do(FrameOp::Harvest) => self.harvest(pager).map(|()| false),
+                Step::Do(FrameOp::Release { frame }) => self.release(frame).map(|()| false),
+            };
+            step = pager.resume(answer);
+        }
+    }
+
+    /// Fills `frame` out of view: runs `fill` on its contents (which it must overwrite whole),
+    /// in place, so a page decompressed or read from disk is written once.
     fn fill(
         &mut self,
         frame: usize,
-        fill: &mut dyn FnMut(&mut Page) -> Result<(), VmmError>,
-    ) -> Result<(), VmmError> {
+        fill: &mut dyn FnMut(&mut Page) -> Result<(), PagerError>,
+    ) -> Result<(), PagerError> {
         let w = self.place_at_window(frame)?;
         let window = self.table.window_page(w);
         self.table.slots[frame].fresh = false;
@@ -264,7 +293,8 @@ impl Frames for KernelFrames<'_> {
         Ok(())
     }
 
-    fn zero(&mut self, frame: usize) -> Result<(), VmmError> {
+    /// Fills `frame` with zeros.
+    fn zero(&mut self, frame: usize) -> Result<(), PagerError> {
         if self.slot(frame)?.fresh {
             return Ok(()); // Zero already: `map` puts it in place directly.
         }
@@ -274,12 +304,13 @@ impl Frames for KernelFrames<'_> {
         })
     }
 
+    /// Runs `save` on the contents of `frame` (whose page is unmapped), in place.
     fn save(
         &mut self,
         frame: usize,
-        save: &mut dyn FnMut(&Page) -> Result<(), VmmError>,
-    ) -> Result<(), VmmError> {
-        let Place::Window(w) = self.slot(frame)?.place else { return Err(VmmError::Frames) };
+        save: &mut dyn FnMut(&Page) -> Result<(), PagerError>,
+    ) -> Result<(), PagerError> {
+        let Place::Window(w) = self.slot(frame)?.place else { return Err(PagerError::Frames) };
         let window = self.table.window_page(w);
         let mut saved = Ok(());
         self.k.with_page(window, &mut |page| saved = save(page)).map_err(|e| self.fail(e))?;
@@ -288,7 +319,8 @@ impl Frames for KernelFrames<'_> {
         Ok(())
     }
 
-    fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), VmmError> {
+    /// Maps `page` of the stretch onto `frame`, writable or read-only.
+    fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), PagerError> {
         let va = self.stretch.page_addr(page);
         let rights = self.rights(writable);
         let slot = self.slot(frame)?;
@@ -300,7 +332,7 @@ impl Frames for KernelFrames<'_> {
                 self.leave_window(w);
             }
             Place::Unmapped => self.call(|k| k.map(va, slot.frame, rights))?,
-            Place::Page(_) | Place::Released => return Err(VmmError::Frames),
+            Place::Page(_) | Place::Released => return Err(PagerError::Frames),
         }
         let slot = &mut self.table.slots[frame];
         slot.place = Place::Page(page);
@@ -309,9 +341,11 @@ impl Frames for KernelFrames<'_> {
         Ok(())
     }
 
-    fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, VmmError> {
+    /// Unmaps `page`, which is mapped on `frame`, to a window page, and says whether it was
+    /// written (the dirty bit the `remap` returns).
+    fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, PagerError> {
         if self.slot(frame)?.place != Place::Page(page) {
-            return Err(VmmError::Frames);
+            return Err(PagerError::Frames);
         }
         let w = self.free_window_page(&[])?;
         let va = self.stretch.page_addr(page);
@@ -323,10 +357,11 @@ impl Frames for KernelFrames<'_> {
         Ok(written || state & page_state::DIRTY != 0)
     }
 
-    fn release(&mut self, frame: usize) -> Result<(), VmmError> {
+    /// Gives `frame` (unmapped) back to the kernel, as an optimistic frame.
+    fn release(&mut self, frame: usize) -> Result<(), PagerError> {
         let slot = self.slot(frame)?;
         if let Place::Page(_) = slot.place {
-            return Err(VmmError::Frames);
+            return Err(PagerError::Frames);
         }
         if slot.kind == FrameKind::Guaranteed {
             // The kernel counts optimistic frames only: give one of those back instead. A free
@@ -366,40 +401,35 @@ impl Frames for KernelFrames<'_> {
         Ok(())
     }
 
-    /// The kernel keeps the dirty bits: `remap` returns them as a page leaves the stretch.
-    fn tracks_dirty(&self) -> bool {
-        true
-    }
-
-    /// The accessed bits of the resident pages, read and cleared with one `page_state` a run
-    /// of up to [`MAP_BATCH_MAX`] pages of the stretch that holds resident ones.
-    fn referenced(
-        &mut self,
-        resident: &mut dyn Iterator<Item = usize>,
-        found: &mut dyn FnMut(usize),
-    ) -> Result<(), VmmError> {
-        // The pages of the run being gathered (ascending, within MAP_BATCH_MAX of the first).
+    /// Tells `pager` of the resident pages the hardware marked accessed, read and cleared with
+    /// one `page_state` a run of up to [`MAP_BATCH_MAX`] pages of the stretch that holds
+    /// resident ones.
+    fn harvest(&mut self, pager: &mut Pager) -> Result<(), PagerError> {
+        // The pages of a run (ascending, within MAP_BATCH_MAX of the first).
         let mut run = [0usize; MAP_BATCH_MAX];
-        let mut len = 0;
         let mut states = [0u8; MAP_BATCH_MAX];
-        let mut next = resident.next();
-        while len > 0 || next.is_some() {
-            if let Some(page) = next.filter(|&p| len == 0 || p < run[0] + MAP_BATCH_MAX) {
+        let mut from = 0;
+        loop {
+            let mut len = 0;
+            for page in pager.resident_pages_from(from) {
+                if len > 0 && page >= run[0] + MAP_BATCH_MAX {
+                    break;
+                }
                 run[len] = page;
                 len += 1;
-                next = resident.next();
-                continue;
+            }
+            if len == 0 {
+                return Ok(());
             }
             let (first, span) = (run[0], run[len - 1] - run[0] + 1);
             let va = self.stretch.page_addr(first);
             self.call(|k| k.page_state(va, &mut states[..span], page_state::ACCESSED))?;
             for &p in &run[..len] {
                 if states[p - first] & page_state::ACCESSED != 0 {
-                    found(p);
+                    pager.accessed(p);
                 }
             }
-            len = 0;
+            from = run[len - 1] + 1;
         }
-        Ok(())
     }
 }

@@ -1,4 +1,4 @@
-//! The paged stretch driver: a stretch paged by the Heracles hierarchy ([`vmm`]) to the
+//! The paged stretch driver: a stretch paged by the Heracles hierarchy ([`pager`]) to the
 //! domain's own disk stream, in the domain that owns it.
 //!
 //! [`PagedDriver`] takes its frames from the domain's contract when it binds (guaranteed ones
@@ -15,14 +15,20 @@
 //!   back first), always optimistic kernel frames (a page on an optimistic frame moves onto a
 //!   guaranteed one the pager frees).
 //!
-//! The disk's failures are the pager's to absorb ([`vmm::pager::Pager`]): transfers are
-//! retried after a wait on the device's clock ([`BlockDevice::wait`]: in a domain the
+//! The disk's failures are the pager's to absorb ([`pager::pager::Pager`]): transfers are
+//! retried after a wait on the device's clock ([`SyncDisk::wait`]: in a domain the
 //! faulting thread sleeps); a victim whose write-back keeps failing stays resident and
 //! another is chosen, and only when none can be stored does the fault fail, with
 //! [`FaultError::WriteBack`] naming the page whose write failed; a page whose only copy cannot
 //! be read is lost alone: the application's handler hears of it
 //! ([`AppHandler::page_lost`]), [`PagedDriver::lost_pages`] names its address, and it is
 //! mapped zero-filled, so the faulting access completes.
+//!
+//! The pager decides and the driver does: each call that pages returns the frame operations
+//! the pager needs one at a time ([`pager::plan::Step`]), which [`frames::KernelFrames::run`]
+//! does over the kernel's frames and answers, and a fault ends in its outcome (where the page
+//! came from, the evictions done), from which the driver records its hit costs
+//! ([`PagedDriver::hit_costs`]). The pager never calls the driver.
 //!
 //! Frames are filled and saved out of view through a window of managed pages the domain gives
 //! the driver ([`frames`]), so no thread sees a half-filled page or changes a page being
@@ -59,16 +65,18 @@ mod tests;
 use alloc::boxed::Box;
 use core::ops::Range;
 
+use pager::PagerError;
+use pager::app::{AppHandler, NoAppHandler};
+use pager::block::SyncDisk;
+use pager::hierarchy::{BuildHierarchy, Hierarchy};
+use pager::pager::{Pager, PagerStats};
+pub use pager::plan::HitKind;
+use pager::plan::{FaultOutcome, Found, Outcome, Source};
+use pager::replace::{BuildPolicy, PolicyKind, ReplacementPolicy};
 use stretch_driver::{
-    DriverError, DriverStats, Fault, FaultError, FrameKind, MemError, MemoryKernel, Rights,
-    StretchDriver, StretchInfo,
+    DriverCore, DriverError, DriverStats, Fault, FaultError, FrameKind, MemError, MemoryKernel,
+    Rights, StretchDriver, StretchInfo,
 };
-use vmm::VmmError;
-use vmm::app::{AppHandler, NoAppHandler};
-use vmm::block::BlockDevice;
-use vmm::hierarchy::Hierarchy;
-use vmm::pager::{Pager, PagerStats};
-use vmm::replace::{PolicyKind, ReplacementPolicy};
 
 use crate::frames::{FrameTable, KernelFrames, Place, Slot};
 
@@ -99,43 +107,20 @@ impl PagedConfig {
 }
 
 /// The paged stretch driver; see the [crate](self) documentation.
-pub struct PagedDriver<D: BlockDevice + 'static> {
+pub struct PagedDriver<D: SyncDisk + 'static> {
     config: PagedConfig,
     device: Option<D>,
     policy: Option<Box<dyn ReplacementPolicy>>,
     app: Option<Box<dyn AppHandler>>,
     table: FrameTable,
-    bound: Option<Bound>,
-    stats: DriverStats,
+    /// The stretch (its pages are the pager's to track) and the stats.
+    core: DriverCore,
+    /// The pager, while bound.
+    pager: Option<Pager>,
     clock: Option<fn() -> u64>,
     fault_ns: u64,
     hit_costs: HitCosts,
     hit_costs_by_kind: [HitCosts; 3],
-}
-
-/// How the page of a compressed-cache hit was stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HitKind {
-    /// A zero mark: the frame is zeroed.
-    Zero,
-    /// Uncompressed (it did not compress well enough): the page is copied.
-    Raw,
-    /// Compressed: the page is decompressed.
-    Compressed,
-}
-
-impl HitKind {
-    /// Every kind.
-    pub const ALL: [HitKind; 3] = [HitKind::Zero, HitKind::Raw, HitKind::Compressed];
-
-    /// Its name in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            HitKind::Zero => "zero",
-            HitKind::Raw => "raw",
-            HitKind::Compressed => "compressed",
-        }
-    }
 }
 
 /// The distribution of the driver's time in faults its top cache answered without the disk,
@@ -210,13 +195,7 @@ pub struct FaultCosts {
     pub codec_ns: u64,
 }
 
-/// What a bound driver holds besides its frames.
-struct Bound {
-    stretch: StretchInfo,
-    pager: Pager,
-}
-
-impl<D: BlockDevice + 'static> PagedDriver<D> {
+impl<D: SyncDisk + 'static> PagedDriver<D> {
     /// A driver that will page with `config` to `device`, filling frames through the
     /// [`PagedConfig::window_pages`] managed pages at `window` (a managed stretch of the
     /// domain's own that nothing else touches: `paging::create_window` in libtessera makes
@@ -228,8 +207,8 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
             policy: None,
             app: None,
             table: FrameTable::new(window, config.window_pages()),
-            bound: None,
-            stats: DriverStats::default(),
+            core: DriverCore::new(),
+            pager: None,
             clock: None,
             fault_ns: 0,
             hit_costs: HitCosts::default(),
@@ -259,7 +238,7 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
     /// Where the driver's time went.
     pub fn costs(&self) -> FaultCosts {
         FaultCosts {
-            faults: self.stats.faults,
+            faults: self.core.stats.faults,
             fault_ns: self.fault_ns,
             kernel_calls: self.table.kernel_calls,
             kernel_ns: self.table.kernel_ns,
@@ -286,19 +265,21 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
 
     /// The pager's counts (faults, evictions, cache and disk), if bound.
     pub fn pager_stats(&self) -> Option<PagerStats> {
-        self.bound.as_ref().map(|b| b.pager.stats())
+        self.pager.as_ref().map(|p| p.stats())
     }
 
     /// The addresses of the pages lost (the disk kept failing the read of their only copy),
     /// in the order they were lost; each now reads as zeros until written again. The
     /// application's handler heard of each when it was lost ([`AppHandler::page_lost`]).
     pub fn lost_pages(&self) -> impl Iterator<Item = usize> + '_ {
-        self.bound.iter().flat_map(|b| b.pager.lost_pages().iter().map(|&p| b.stretch.page_addr(p)))
+        let stretch = self.core.stretch();
+        let lost = self.pager.iter().flat_map(|p| p.lost_pages().iter());
+        lost.filter_map(move |&page| stretch.map(|s| s.page_addr(page)))
     }
 
     /// Whether page `page` of the stretch is resident (mapped on a frame).
     pub fn resident(&self, page: usize) -> bool {
-        self.bound.as_ref().is_some_and(|b| b.pager.resident(page).is_some())
+        self.pager.as_ref().is_some_and(|p| p.resident(page).is_some())
     }
 
     /// Copies through the window: `(fills, saves, moves)`.
@@ -315,35 +296,41 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
     }
 
     /// Resizes the cache (the compressed pool, or the eviction area) to `bytes`.
-    pub fn resize_cache(&mut self, bytes: usize) -> Result<(), VmmError> {
-        let b = self.bound.as_mut().ok_or(VmmError::BadConfig("the driver is not bound"))?;
-        b.pager.resize_cache(bytes)
+    pub fn resize_cache(&mut self, bytes: usize) -> Result<(), PagerError> {
+        let pager = self.pager.as_mut().ok_or(PagerError::BadConfig("the driver is not bound"))?;
+        pager.resize_cache(bytes)
     }
 
     /// Writes every cached page down to the backing store (resident pages stay).
-    pub fn flush_cache(&mut self) -> Result<(), VmmError> {
-        let b = self.bound.as_mut().ok_or(VmmError::BadConfig("the driver is not bound"))?;
-        b.pager.flush_cache()
+    pub fn flush_cache(&mut self) -> Result<(), PagerError> {
+        let pager = self.pager.as_mut().ok_or(PagerError::BadConfig("the driver is not bound"))?;
+        pager.flush_cache()
     }
 
-    /// Answers one fault (see [`StretchDriver::fault`]).
-    fn resolve(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
-        let b = self.bound.as_mut().ok_or(FaultError::NotBound)?;
-        let page = b.stretch.page_index(fault.addr).ok_or(FaultError::WrongStretch)?;
+    /// Answers one fault (see [`StretchDriver::fault`]), saying what the pager did.
+    fn resolve(
+        &mut self,
+        k: &mut dyn MemoryKernel,
+        fault: Fault,
+    ) -> Result<FaultOutcome, FaultError> {
+        let (stretch, page) = self.core.page_of(&fault)?;
+        let pager = self.pager.as_mut().ok_or(FaultError::NotBound)?;
         let write = fault.access == stretch_driver::Access::Write;
-        if write && b.stretch.rights.0 & Rights::WRITE.0 == 0 {
+        if write && stretch.rights.0 & Rights::WRITE.0 == 0 {
             return Err(FaultError::Denied);
         }
         self.table.last_error = None;
-        let mut frames = Self::frames(&mut self.table, k, b.stretch, self.clock);
-        match b.pager.fault(&mut frames, page, write) {
-            Ok(_) => {
-                self.stats.maps += 1;
-                Ok(())
+        let mut frames = Self::frames(&mut self.table, k, stretch, self.clock);
+        let step = pager.fault(page, write);
+        match frames.run(pager, step) {
+            Ok(Outcome::Fault(outcome)) => {
+                self.core.stats.maps += 1;
+                Ok(outcome)
             }
+            Ok(Outcome::Revoked(_)) => Err(FaultError::Backing("the pager answered a fault amiss")),
             Err(e) => {
-                self.stats.failures += 1;
-                Err(fault_error(e, self.table.last_error, &b.stretch))
+                self.core.stats.failures += 1;
+                Err(fault_error(e, self.table.last_error, &stretch))
             }
         }
     }
@@ -362,7 +349,7 @@ impl<D: BlockDevice + 'static> PagedDriver<D> {
                 }
                 Place::Page(_) => false, // unbind unmapped the stretch's pages first
             };
-            self.stats.frames_released += u64::from(freed);
+            self.core.stats.frames_released += u64::from(freed);
         }
     }
 
@@ -386,39 +373,41 @@ pub(crate) fn heap_reserve_frames(h: &Hierarchy, frames: usize, pages: usize) ->
         Hierarchy::LocalPaging => 0,
         Hierarchy::CompressedCache { pool_bytes, .. } => pool_bytes,
         Hierarchy::PrefetchingCompressedCache { pool_bytes, evict_pages, fetch_pages, .. } => {
-            pool_bytes + (evict_pages + fetch_pages) * vmm::PAGE_SIZE
+            pool_bytes + (evict_pages + fetch_pages) * pager::PAGE_SIZE
         }
         Hierarchy::PrefetchingCache { evict_pages, fetch_pages } => {
-            (evict_pages + fetch_pages) * vmm::PAGE_SIZE
+            (evict_pages + fetch_pages) * pager::PAGE_SIZE
         }
     };
-    (bytes + (64 << 10) + 2 * (96 * frames + 64 * pages)).div_ceil(vmm::PAGE_SIZE)
+    (bytes + (64 << 10) + 2 * (96 * frames + 64 * pages)).div_ceil(pager::PAGE_SIZE)
 }
 
 /// The thread's error for a pager error; `kernel` is the kernel's refusal behind
-/// [`VmmError::Frames`]; a page a failure names is an address of `stretch`.
-fn fault_error(e: VmmError, kernel: Option<MemError>, stretch: &StretchInfo) -> FaultError {
+/// [`PagerError::Frames`]; a page a failure names is an address of `stretch`.
+fn fault_error(e: PagerError, kernel: Option<MemError>, stretch: &StretchInfo) -> FaultError {
     match e {
-        VmmError::WriteFailed { page } => FaultError::WriteBack { addr: stretch.page_addr(page) },
-        VmmError::PageLost { .. } => FaultError::Backing("the disk lost a page"),
-        VmmError::NoFrames | VmmError::AllFramesLocked => FaultError::OutOfMemory,
-        VmmError::Frames => kernel.map_or(FaultError::OutOfMemory, FaultError::Kernel),
-        VmmError::SwapFull { .. } => FaultError::Backing("the swap area is full"),
-        VmmError::Device(_) => FaultError::Backing("the disk failed a transfer"),
-        VmmError::NotStored { .. } | VmmError::Corrupt { .. } => {
+        PagerError::WriteFailed { page } => FaultError::WriteBack { addr: stretch.page_addr(page) },
+        PagerError::PageLost { .. } => FaultError::Backing("the disk lost a page"),
+        PagerError::NoFrames | PagerError::AllFramesLocked => FaultError::OutOfMemory,
+        PagerError::Frames => kernel.map_or(FaultError::OutOfMemory, FaultError::Kernel),
+        PagerError::SwapFull { .. } => FaultError::Backing("the swap area is full"),
+        PagerError::Device(_) => FaultError::Backing("the disk failed a transfer"),
+        PagerError::NotStored { .. } | PagerError::Corrupt { .. } => {
             FaultError::Backing("a stored page was lost")
         }
-        VmmError::PageOutOfRange { .. } => FaultError::WrongStretch,
-        VmmError::BadConfig(why) => FaultError::Backing(why),
+        PagerError::PageOutOfRange { .. } => FaultError::WrongStretch,
+        PagerError::BadConfig(why) => FaultError::Backing(why),
     }
 }
 
-impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
-    fn bind(&mut self, k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
-        if self.bound.is_some() {
-            return Err(DriverError::AlreadyBound);
-        }
-        stretch.check()?;
+impl<D: SyncDisk + 'static> PagedDriver<D> {
+    /// The work of `bind` once the core holds the stretch: the hierarchy, the frames, the
+    /// pager.
+    fn start(
+        &mut self,
+        k: &mut dyn MemoryKernel,
+        stretch: StretchInfo,
+    ) -> Result<Pager, DriverError> {
         if self.config.frames == 0 {
             return Err(DriverError::OutOfMemory);
         }
@@ -432,10 +421,13 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
         // optimistic ones while the kernel grants them, up to the configured number.
         let reserve =
             heap_reserve_frames(&self.config.hierarchy, self.config.frames, stretch.pages);
-        let take = |kind, until: usize, table: &mut FrameTable, k: &mut dyn MemoryKernel| {
-            let mut taken = 0;
+        let take = |kind,
+                    until: usize,
+                    table: &mut FrameTable,
+                    core: &mut DriverCore,
+                    k: &mut dyn MemoryKernel| {
             while table.slots.len() < until {
-                let Ok(frame) = k.frame_alloc(kind) else { break };
+                let Ok(frame) = core.take_frame(k, kind) else { break };
                 table.slots.push(Slot {
                     frame,
                     kind,
@@ -444,18 +436,16 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
                     writable: false,
                     written: false,
                 });
-                taken += 1;
             }
-            taken
         };
-        let mut taken =
-            take(FrameKind::Guaranteed, self.config.frames + reserve, &mut self.table, k);
+        let (table, core) = (&mut self.table, &mut self.core);
+        take(FrameKind::Guaranteed, self.config.frames + reserve, table, core, k);
         let mut given_back = 0;
         while given_back < reserve
-            && let Some(slot) = self.table.slots.pop()
+            && let Some(slot) = table.slots.pop()
         {
             // Never fails: the frame was just taken and is mapped nowhere.
-            let _ = k.frame_free(slot.frame);
+            core.free(k, slot.frame);
             given_back += 1;
         }
         // The pager (its maps sized for every frame asked for) comes from the guarantee before
@@ -466,58 +456,69 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
         let policy = self.policy.take().unwrap_or_else(|| self.config.policy.build());
         let app = self.app.take().unwrap_or_else(|| Box::new(NoAppHandler));
         let mut pager = Pager::new(self.config.frames, stretch.pages, policy, cache, app);
-        taken += take(FrameKind::Optimistic, self.config.frames, &mut self.table, k);
-        self.stats.frames_allocated += taken as u64;
-        self.stats.frames_released += given_back as u64;
+        take(FrameKind::Optimistic, self.config.frames, &mut self.table, &mut self.core, k);
         if self.table.slots.is_empty() {
             return Err(DriverError::OutOfMemory);
         }
         pager.limit_frames(self.table.slots.len());
         pager.set_evict_ahead(self.config.ahead);
         pager.set_harvest_every(self.config.harvest);
-        self.bound = Some(Bound { stretch, pager });
-        Ok(())
+        // The kernel keeps the dirty bits: `remap` returns them as a page leaves the stretch.
+        pager.set_tracks_dirty(true);
+        Ok(pager)
+    }
+}
+
+impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
+    fn bind(&mut self, k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
+        self.core.bind_untracked(stretch)?;
+        match self.start(k, stretch) {
+            Ok(pager) => {
+                self.pager = Some(pager);
+                Ok(())
+            }
+            Err(e) => {
+                self.core.unbind(k);
+                Err(e)
+            }
+        }
     }
 
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
-        self.stats.faults += 1;
-        let Some(clock) = self.clock else { return self.resolve(k, fault) };
-        let before = self.pager_stats();
+        self.core.stats.faults += 1;
+        let Some(clock) = self.clock else { return self.resolve(k, fault).map(|_| ()) };
         let start = clock();
         let result = self.resolve(k, fault);
         let spent = clock() - start;
         self.fault_ns += spent;
+        let outcome = result?;
         // A fault the top cache answered with no disk transfer: a compressed-cache hit.
-        if let (Some(b), Some(a)) = (before, self.pager_stats())
-            && a.cache.hits > b.cache.hits
-            && (a.disk.device_reads, a.disk.device_writes)
-                == (b.disk.device_reads, b.disk.device_writes)
+        if let Source::Hit { top: true, found } = outcome.source
+            && outcome.disk_writes == 0
         {
             self.hit_costs.record(spent);
-            if a.evictions > b.evictions {
-                return result;
+            if outcome.evicted == 0 {
+                // A hit in a basic cache's area counts with the compressed pages.
+                let kind = match found {
+                    Found::Pool(kind) => kind,
+                    Found::EvictionArea | Found::FetchArea | Found::Disk => HitKind::Compressed,
+                };
+                self.hit_costs_by_kind[kind as usize].record(spent);
             }
-            let kind = if a.cache.zero_hits > b.cache.zero_hits {
-                HitKind::Zero
-            } else if a.cache.raw_hits > b.cache.raw_hits {
-                HitKind::Raw
-            } else {
-                HitKind::Compressed
-            };
-            self.hit_costs_by_kind[kind as usize].record(spent);
         }
-        result
+        Ok(())
     }
 
     fn lock(&mut self, k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError> {
-        let b = self.bound.as_mut().ok_or(DriverError::NotBound)?;
-        let pages = b.stretch.pages_in(range)?;
+        let (stretch, pages) = self.core.pages_in(range)?;
+        let pager = self.pager.as_mut().ok_or(DriverError::NotBound)?;
         for page in pages.clone() {
-            let mut frames = Self::frames(&mut self.table, k, b.stretch, self.clock);
-            if b.pager.lock(&mut frames, page).is_err() {
+            let mut frames = Self::frames(&mut self.table, k, stretch, self.clock);
+            let step = pager.lock(page);
+            if frames.run(pager, step).is_err() {
                 // Locks nothing newly: those locked by this call are let go again.
                 for p in pages.start..page {
-                    b.pager.unlock(p);
+                    pager.unlock(p);
                 }
                 return Err(DriverError::OutOfMemory);
             }
@@ -530,15 +531,18 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
         _k: &mut dyn MemoryKernel,
         range: Range<usize>,
     ) -> Result<(), DriverError> {
-        let b = self.bound.as_mut().ok_or(DriverError::NotBound)?;
-        for page in b.stretch.pages_in(range)? {
-            b.pager.unlock(page);
+        let (_, pages) = self.core.pages_in(range)?;
+        let pager = self.pager.as_mut().ok_or(DriverError::NotBound)?;
+        for page in pages {
+            pager.unlock(page);
         }
         Ok(())
     }
 
     fn revoke(&mut self, k: &mut dyn MemoryKernel, frames_wanted: usize) -> usize {
-        let Some(b) = self.bound.as_mut() else { return 0 };
+        let (Some(stretch), Some(pager)) = (self.core.stretch(), self.pager.as_mut()) else {
+            return 0;
+        };
         let optimistic = self
             .table
             .slots
@@ -546,17 +550,22 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
             .filter(|s| s.kind == FrameKind::Optimistic && s.place != Place::Released);
         // Only optimistic frames count for the kernel: never give back more than are held.
         let wanted = frames_wanted.min(optimistic.count());
-        let mut frames = Self::frames(&mut self.table, k, b.stretch, self.clock);
-        let released = b.pager.revoke(&mut frames, wanted).unwrap_or(0);
-        self.stats.frames_released += released as u64;
+        let mut frames = Self::frames(&mut self.table, k, stretch, self.clock);
+        let step = pager.revoke(wanted);
+        let released = match frames.run(pager, step) {
+            Ok(Outcome::Revoked(released)) => released,
+            Ok(Outcome::Fault(_)) | Err(_) => 0,
+        };
+        self.core.stats.frames_released += released as u64;
         released
     }
 
     fn unbind(&mut self, k: &mut dyn MemoryKernel) {
-        let Some(b) = self.bound.take() else { return };
+        let Some(stretch) = self.core.unbind(k) else { return };
+        self.pager = None;
         for slot in &mut self.table.slots {
             if let Place::Page(page) = slot.place
-                && k.unmap(b.stretch.page_addr(page)).is_ok()
+                && k.unmap(stretch.page_addr(page)).is_ok()
             {
                 slot.place = Place::Unmapped;
             }
@@ -565,6 +574,6 @@ impl<D: BlockDevice + 'static> StretchDriver for PagedDriver<D> {
     }
 
     fn stats(&self) -> DriverStats {
-        self.stats
+        self.core.stats
     }
 }

@@ -9,14 +9,14 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::cell::Cell;
 
+use pager::block::MemBlockDevice;
+use pager::cache::Codec;
+use pager::hierarchy::Hierarchy;
+use pager::replace::{Clock, PolicyKind, ReplacementPolicy};
 use stretch_driver::mock::{MockKernel, Outcome};
 use stretch_driver::{
     Access, FaultError, MemoryKernel, PAGE_SIZE, Rights, StretchDriver, StretchInfo,
 };
-use vmm::block::MemBlockDevice;
-use vmm::cache::Codec;
-use vmm::hierarchy::Hierarchy;
-use vmm::replace::{Clock, PolicyKind, ReplacementPolicy};
 
 use crate::{HitKind, PagedConfig, PagedDriver};
 
@@ -523,7 +523,7 @@ fn slot_sectors(slots: core::ops::Range<u64>) -> core::ops::Range<u64> {
 /// An application handler that records the pages it is told were lost.
 struct Lost(Rc<core::cell::RefCell<Vec<usize>>>);
 
-impl vmm::app::AppHandler for Lost {
+impl pager::app::AppHandler for Lost {
     fn page_lost(&mut self, page: usize) {
         self.0.borrow_mut().push(page);
     }
@@ -531,7 +531,7 @@ impl vmm::app::AppHandler for Lost {
 
 #[test]
 fn a_disk_that_fails_reads_and_writes_costs_only_the_page_it_cannot_read() {
-    use vmm::block::{Injected, Op};
+    use pager::block::{Injected, Op};
     for h in hierarchies() {
         let mut dev = MemBlockDevice::with_pages(2 * PAGES);
         // A read that fails once, a write that fails once, a run of writes that always fail

@@ -29,8 +29,8 @@
 //!
 //! # Invariants
 //!
-//! - A page has a frame exactly when it is mapped, and the frame is guaranteed and mapped
-//!   nowhere else.
+//! - A page has a frame in the [`DriverCore`]'s page table exactly when it is mapped, and the
+//!   frame is guaranteed and mapped nowhere else.
 //! - A mapped page that is not writable is mapped with the stretch's page rights minus
 //!   [`Rights::WRITE`], which allow every access the stretch allows but writes; a writable one
 //!   with all of them. A locked page is mapped with all of them.
@@ -56,8 +56,9 @@ extern crate std;
 use alloc::vec::Vec;
 use core::ops::Range;
 
+use stretch_driver::driver_core::{driver_error, fault_error};
 use stretch_driver::{
-    Access, DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, MemError, MemoryKernel,
+    Access, DriverCore, DriverError, DriverStats, Fault, FaultError, MemError, MemoryKernel,
     Rights, StretchDriver, StretchInfo,
 };
 
@@ -142,14 +143,11 @@ pub struct Pattern {
     pub sequential: bool,
 }
 
-/// The driver's state of one page.
+/// The driver's state of one page (its frame and lock mark are the core's).
 #[derive(Clone, Copy, Debug, Default)]
 struct Page {
-    /// The frame mapped there, if the page is mapped.
-    frame: Option<Frame>,
     /// Mapped with the write right.
     writable: bool,
-    locked: bool,
     first_touch: Option<usize>,
     read_faults: u64,
     write_faults: u64,
@@ -184,19 +182,11 @@ fn first_read_rights(stretch: StretchInfo) -> Rights {
     }
 }
 
-/// The fault error for a failed kernel call.
-fn fault_error(e: MemError) -> FaultError {
-    match e {
-        MemError::NoFrames => FaultError::OutOfMemory,
-        e => FaultError::Kernel(e),
-    }
-}
-
 /// The recorder driver. See the crate documentation.
 #[derive(Debug)]
 pub struct RecorderDriver {
-    /// The stretch we manage, while bound.
-    stretch: Option<StretchInfo>,
+    /// The stretch we manage, the frame mapped at each page, the lock marks, the stats.
+    core: DriverCore,
     /// One entry per page of the current stretch, or of the last one after `unbind`.
     pages: Vec<Page>,
     /// The first `capacity` faults of the binding.
@@ -206,20 +196,18 @@ pub struct RecorderDriver {
     dropped: u64,
     /// Pages of the binding that faulted at least once.
     touched: usize,
-    stats: DriverStats,
 }
 
 impl RecorderDriver {
     /// An unbound driver whose trace holds up to `capacity` records (taken now).
     pub fn new(capacity: usize) -> Self {
         RecorderDriver {
-            stretch: None,
+            core: DriverCore::new(),
             pages: Vec::new(),
             trace: Vec::with_capacity(capacity),
             capacity,
             dropped: 0,
             touched: 0,
-            stats: DriverStats::default(),
         }
     }
 
@@ -230,7 +218,7 @@ impl RecorderDriver {
 
     /// The stretch it manages, if bound.
     pub fn stretch(&self) -> Option<StretchInfo> {
-        self.stretch
+        self.core.stretch()
     }
 
     /// The faults recorded since the last `bind`, oldest first.
@@ -247,7 +235,7 @@ impl RecorderDriver {
     /// stretch has no such page or the driver was never bound.
     pub fn page_summary(&self, index: usize) -> Option<PageSummary> {
         let page = self.pages.get(index)?;
-        let mapping = match (page.frame, page.writable) {
+        let mapping = match (self.core.mapped(index), page.writable) {
             (None, _) => Mapping::Absent,
             (Some(_), false) => Mapping::ReadOnly,
             (Some(_), true) => Mapping::Writable,
@@ -260,7 +248,7 @@ impl RecorderDriver {
             written: page.written,
             upgraded: page.upgraded,
             mapping,
-            locked: page.locked,
+            locked: self.core.locked(index),
         })
     }
 
@@ -294,27 +282,16 @@ impl RecorderDriver {
         p
     }
 
-    /// Maps a new guaranteed frame at page `index` with `rights`. If the kernel refuses the
-    /// mapping, the frame is freed before the error is returned.
+    /// Maps a new guaranteed frame at page `index` with `rights` (the core frees it if the
+    /// kernel refuses the mapping).
     fn map_new(
         &mut self,
         k: &mut dyn MemoryKernel,
-        stretch: StretchInfo,
         index: usize,
         rights: Rights,
     ) -> Result<(), MemError> {
-        let frame = k.frame_alloc(FrameKind::Guaranteed)?;
-        self.stats.frames_allocated += 1;
-        if let Err(e) = k.map(stretch.page_addr(index), frame, rights) {
-            if k.frame_free(frame).is_ok() {
-                self.stats.frames_released += 1;
-            }
-            return Err(e);
-        }
-        self.stats.maps += 1;
-        let page = &mut self.pages[index];
-        page.frame = Some(frame);
-        page.writable = rights.contains(Rights::WRITE);
+        self.core.map_new(k, index, rights)?;
+        self.pages[index].writable = rights.contains(Rights::WRITE);
         Ok(())
     }
 
@@ -331,7 +308,7 @@ impl RecorderDriver {
             return Err(FaultError::Denied);
         }
         let page = self.pages[index];
-        if page.frame.is_some() {
+        if self.core.mapped(index).is_some() {
             if access.allowed_by(page.rights(stretch)) {
                 return Ok(Event::AlreadyMapped); // Another fault got there first.
             }
@@ -347,14 +324,14 @@ impl RecorderDriver {
         // Absent: a load or fetch maps it without write (if the stretch allows that).
         if access != Access::Write {
             let rights = first_read_rights(stretch);
-            self.map_new(k, stretch, index, rights).map_err(fault_error)?;
+            self.map_new(k, index, rights).map_err(fault_error)?;
             if rights.contains(Rights::WRITE) {
                 return Ok(Event::MappedWritable);
             }
             self.pages[index].mapped_read_only = true;
             return Ok(Event::MappedReadOnly);
         }
-        self.map_new(k, stretch, index, stretch.page_rights()).map_err(fault_error)?;
+        self.map_new(k, index, stretch.page_rights()).map_err(fault_error)?;
         self.pages[index].written = true;
         Ok(Event::MappedWritable)
     }
@@ -385,16 +362,12 @@ impl RecorderDriver {
 impl StretchDriver for RecorderDriver {
     /// Checks the stretch and clears the trace and the counters; maps nothing.
     fn bind(&mut self, _k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
-        if self.stretch.is_some() {
-            return Err(DriverError::AlreadyBound);
-        }
-        stretch.check()?;
+        self.core.bind(stretch)?;
         self.pages.clear();
         self.pages.resize(stretch.pages, Page::default());
         self.trace.clear();
         self.dropped = 0;
         self.touched = 0;
-        self.stretch = Some(stretch);
         Ok(())
     }
 
@@ -402,22 +375,16 @@ impl StretchDriver for RecorderDriver {
     /// Maps the page on a new guaranteed frame (without write, for a load or fetch) or adds
     /// the write right to it, and records the fault.
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
-        let seq = self.stats.faults;
-        self.stats.faults += 1;
-        let r = match self.stretch {
-            None => Err(FaultError::NotBound),
-            Some(stretch) => match stretch.page_index(fault.addr) {
-                Some(index) if fault.stretch_base == stretch.base => {
-                    let r = self.resolve(k, stretch, index, fault.access);
-                    let event = r.unwrap_or_else(Event::Failed);
-                    self.note(seq, index, fault.access, event);
-                    r.map(|_| ())
-                }
-                _ => Err(FaultError::WrongStretch),
-            },
-        };
+        let seq = self.core.stats.faults;
+        self.core.stats.faults += 1;
+        let r = self.core.page_of(&fault).and_then(|(stretch, index)| {
+            let r = self.resolve(k, stretch, index, fault.access);
+            let event = r.unwrap_or_else(Event::Failed);
+            self.note(seq, index, fault.access, event);
+            r.map(|_| ())
+        });
         if r.is_err() {
-            self.stats.failures += 1;
+            self.core.stats.failures += 1;
         }
         r
     }
@@ -427,25 +394,19 @@ impl StretchDriver for RecorderDriver {
     /// the stretch's rights, then locks them. On failure no page is newly locked; the pages
     /// the call mapped or made writable stay so.
     fn lock(&mut self, k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError> {
-        let stretch = self.stretch.ok_or(DriverError::NotBound)?;
-        let pages = stretch.pages_in(range)?;
-        let rights = stretch.page_rights();
-        for index in pages.clone() {
-            let page = self.pages[index];
-            if page.frame.is_none() {
-                self.map_new(k, stretch, index, rights).map_err(|e| match e {
-                    MemError::NoFrames => DriverError::OutOfMemory,
-                    e => DriverError::Kernel(e),
-                })?;
+        let pages = &mut self.pages;
+        self.core.lock(range, |core, index| {
+            let stretch = core.bound()?;
+            let rights = stretch.page_rights();
+            let page = &mut pages[index];
+            if core.mapped(index).is_none() {
+                core.map_new(k, index, rights).map_err(driver_error)?;
             } else if page.rights(stretch) != rights {
                 k.protect(stretch.page_addr(index), rights).map_err(DriverError::Kernel)?;
-                self.pages[index].writable = true;
             }
-        }
-        for page in &mut self.pages[pages] {
-            page.locked = true;
-        }
-        Ok(())
+            page.writable = true;
+            Ok(())
+        })
     }
 
     fn unlock(
@@ -453,11 +414,7 @@ impl StretchDriver for RecorderDriver {
         _k: &mut dyn MemoryKernel,
         range: Range<usize>,
     ) -> Result<(), DriverError> {
-        let stretch = self.stretch.ok_or(DriverError::NotBound)?;
-        for page in &mut self.pages[stretch.pages_in(range)?] {
-            page.locked = false;
-        }
-        Ok(())
+        self.core.unlock(range, |_| ())
     }
 
     /// Releases nothing: every frame is guaranteed, and the kernel only asks for optimistic
@@ -468,21 +425,16 @@ impl StretchDriver for RecorderDriver {
 
     /// Unmaps every page and frees its frame; keeps the trace and the counters.
     fn unbind(&mut self, k: &mut dyn MemoryKernel) {
-        let Some(stretch) = self.stretch.take() else { return };
-        for (index, page) in self.pages.iter_mut().enumerate() {
-            if let Some(frame) = page.frame.take()
-                && k.unmap(stretch.page_addr(index)).is_ok()
-                && k.frame_free(frame).is_ok()
-            {
-                self.stats.frames_released += 1;
-            }
+        if self.core.unbind(k).is_none() {
+            return;
+        }
+        for page in &mut self.pages {
             page.writable = false;
-            page.locked = false;
         }
     }
 
     fn stats(&self) -> DriverStats {
-        self.stats
+        self.core.stats
     }
 }
 

@@ -10,9 +10,15 @@
 //! change `fault` (where the page comes from) and `revoke` (what you give back). The test at
 //! the bottom runs the driver against the mock kernel; add yours next to it.
 //!
+//! Its state is a [`DriverCore`], which every driver shares: the stretch, the frame mapped at
+//! each page, lock marks and stats, with the bookkeeping that goes with them (a new frame
+//! mapped without leaking it when the kernel refuses, everything freed at unbind). What is
+//! left here is the policy.
+//!
 //! # Invariants
 //!
-//! `frames[i]` is `Some` exactly when page `i` is mapped, and holds the frame mapped there.
+//! The core's page table has page `i` mapped exactly when page `i` is mapped, on a guaranteed
+//! frame the domain holds.
 //!
 //! # Not implemented
 //!
@@ -22,26 +28,20 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
-extern crate alloc;
-
-use alloc::vec;
-use alloc::vec::Vec;
 use core::ops::Range;
 
+use stretch_driver::driver_core::fault_error;
 use stretch_driver::{
-    DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, MemError, MemoryKernel,
-    StretchDriver, StretchInfo,
+    DriverCore, DriverError, DriverStats, Fault, FaultError, MemoryKernel, StretchDriver,
+    StretchInfo,
 };
 
 // ANCHOR: state
 /// The template driver. See the crate documentation.
 #[derive(Debug, Default)]
 pub struct TemplateDriver {
-    /// The stretch we manage, while bound.
-    stretch: Option<StretchInfo>,
-    /// The frame mapped at each page of the stretch, if any.
-    frames: Vec<Option<Frame>>,
-    stats: DriverStats,
+    /// The stretch we manage, the frame mapped at each of its pages, and our stats.
+    core: DriverCore,
 }
 // ANCHOR_END: state
 
@@ -58,13 +58,8 @@ impl StretchDriver for TemplateDriver {
         // Must: refuse a second stretch and a malformed one, take what the driver needs up
         // front, and on failure give it all back. The kernel guarantees that the domain owns
         // the stretch and that it is now managed by this domain (`map` works inside it).
-        if self.stretch.is_some() {
-            return Err(DriverError::AlreadyBound);
-        }
-        stretch.check()?;
-        self.frames = vec![None; stretch.pages];
-        self.stretch = Some(stretch);
-        Ok(())
+        // The core refuses, and sizes its page table; we take nothing up front.
+        self.core.bind(stretch)
     }
     // ANCHOR_END: bind
 
@@ -74,34 +69,19 @@ impl StretchDriver for TemplateDriver {
         // return an error (the thread gets it). The kernel guarantees that the fault is in a
         // stretch of this domain and that the domain's rights allow the access; it calls us
         // one fault at a time.
-        self.stats.faults += 1;
-        let stretch = self.stretch.ok_or(FaultError::NotBound)?;
-        let index = stretch.page_index(fault.addr).ok_or(FaultError::WrongStretch)?;
-        if self.frames[index].is_some() {
+        // The core counts the fault, finds its page and checks the access against the
+        // stretch's rights.
+        let Some((stretch, index)) = self.core.begin_fault(&fault)? else {
             return Ok(()); // Another thread's fault on this page was resolved first.
-        }
+        };
         // ANCHOR_END: fault_find
-        // ANCHOR: fault_frame
-        let frame = k.frame_alloc(FrameKind::Guaranteed).map_err(|e| {
-            self.stats.failures += 1;
-            match e {
-                MemError::NoFrames => FaultError::OutOfMemory,
-                e => FaultError::Kernel(e),
-            }
-        })?;
-        self.stats.frames_allocated += 1;
-        // ANCHOR_END: fault_frame
         // ANCHOR: fault_map
-        if let Err(e) = k.map(fault.page(), frame, stretch.page_rights()) {
-            // Never leak a frame: give it back before failing.
-            if k.frame_free(frame).is_ok() {
-                self.stats.frames_released += 1;
-            }
-            self.stats.failures += 1;
-            return Err(FaultError::Kernel(e));
+        // A new guaranteed frame (zero-filled), mapped with the domain's rights; if the
+        // kernel refuses the mapping, the core frees the frame before failing.
+        if let Err(e) = self.core.map_new(k, index, stretch.page_rights()) {
+            self.core.stats.failures += 1;
+            return Err(fault_error(e));
         }
-        self.stats.maps += 1;
-        self.frames[index] = Some(frame);
         Ok(())
         // ANCHOR_END: fault_map
     }
@@ -110,7 +90,7 @@ impl StretchDriver for TemplateDriver {
         // Must: make the pages resident on frames `revoke` never takes. Ours are all
         // guaranteed and `revoke` takes nothing, so a page is safe as soon as it is mapped;
         // only the range is checked.
-        self.stretch.ok_or(DriverError::NotBound)?.pages_in(range).map(|_| ())
+        self.core.pages_in(range).map(|_| ())
     }
 
     fn unlock(
@@ -119,7 +99,7 @@ impl StretchDriver for TemplateDriver {
         range: Range<usize>,
     ) -> Result<(), DriverError> {
         // Must: let `revoke` take the pages again.
-        self.stretch.ok_or(DriverError::NotBound)?.pages_in(range).map(|_| ())
+        self.core.pages_in(range).map(|_| ())
     }
 
     fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
@@ -132,21 +112,13 @@ impl StretchDriver for TemplateDriver {
     // ANCHOR: unbind
     fn unbind(&mut self, k: &mut dyn MemoryKernel) {
         // Must: unmap every page and free every frame. Afterwards `map` no longer works in
-        // the stretch.
-        let Some(stretch) = self.stretch.take() else { return };
-        for (index, frame) in self.frames.drain(..).enumerate() {
-            if let Some(frame) = frame
-                && k.unmap(stretch.page_addr(index)).is_ok()
-                && k.frame_free(frame).is_ok()
-            {
-                self.stats.frames_released += 1;
-            }
-        }
+        // the stretch. The core does both for every page of its table.
+        self.core.unbind(k);
     }
     // ANCHOR_END: unbind
 
     fn stats(&self) -> DriverStats {
-        self.stats
+        self.core.stats
     }
 }
 

@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use blk::sched::heuristics::Weigh;
+use disk_sched::heuristics::Weigh;
 
 use crate::baseline::Table;
 use crate::measure::{Mode, environment, write_report};
@@ -211,11 +211,11 @@ pub fn run(mode: Mode, arches: &[Arch], opts: DiskOptions) -> Result<Vec<Table>>
         "The paper's experiments on the Deskstar 34GXP model, {} KiB synchronous reads, \
          Aged-SPTF ({} s bound, turns of {} s) unless said. `with`/`without`: anticipation \
          on/off. QEMU runs under `-icount shift=0,sleep=off` (deterministic); `host sim`: the \
-         same configuration in `blk::sched::sim` with the driver's scheduling code, each reader \
+         same configuration in `disk_sched::sim` with the driver's scheduling code, each reader \
          thinking {} µs more (its CPU time); the notes' figures are the host simulation's.\n",
         experiments::READ_BYTES / 1024,
-        blk::sched::scheduler::AGED_BOUND_NS as f64 / 1e9,
-        blk::sched::scheduler::AGED_TURN_NS as f64 / 1e9,
+        disk_sched::scheduler::AGED_BOUND_NS as f64 / 1e9,
+        disk_sched::scheduler::AGED_TURN_NS as f64 / 1e9,
         host::CLIENT_CPU_NS / 1000,
     ));
     let mut all_pass = true;

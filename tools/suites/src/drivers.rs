@@ -17,7 +17,7 @@
 //!   to 64 KiB, up to 8 in flight) through the driver, every block read checked; one first
 //!   sends a request of each kind the driver must refuse (before its Open; out of range; past
 //!   the end; misaligned; zero length; outside its data area) and gets each documented error;
-//!   after the run the host replays both workloads (`blk::workload`) and checks every sector
+//!   after the run the host replays both workloads (`blk_workloads::workload`) and checks every sector
 //!   of both regions of the disk image, and finds the sectors the refused writes aimed at
 //!   still zero.
 //! - `*_client_killed`: one client is killed mid-stream, transfers in flight; the driver
@@ -187,7 +187,7 @@ fn client_done(arch: Arch, out: &Outcome, manifest: &str, w: Workload) -> Result
         .ok_or(format!("no report from {name} like {want:?}"))?;
     let written =
         qemu_run::log::field(&line.message, "written_sectors").ok_or("no written_sectors")?;
-    let expected = blk::workload::Expected::after(seed, first, sectors, transfers);
+    let expected = blk_workloads::workload::Expected::after(seed, first, sectors, transfers);
     if expected.written() as u64 != written {
         return Err(format!(
             "{name} reports {written} sectors written, the replay {}",
@@ -477,9 +477,10 @@ fn bad_sector(d: &Driver, arch: Arch, out: &Outcome) -> Result<(), String> {
         );
     }
     let manifest = d.manifest("bad-sector");
-    let shape = blk::workload::Shape::MIXED;
-    let expected =
-        blk::workload::Expected::after_shaped(seed, first, sectors, shape, true, transfers);
+    let shape = blk_workloads::workload::Shape::MIXED;
+    let expected = blk_workloads::workload::Expected::after_shaped(
+        seed, first, sectors, shape, true, transfers,
+    );
     let path = system_image::disks::image_path(
         &system_image::disks::dir(arch),
         std::path::Path::new(&manifest),

@@ -95,7 +95,7 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
     // Userland is checked on its own: checked together with the kernel, features would unify
     // (defmt's `alloc`) and the apps would need an allocator.
     let mut userland_clippy =
-        vec!["clippy", "--release", "-p", "libtessera", "-p", "blk_domain", "-p", "blk_session"];
+        vec!["clippy", "--release", "-p", "libtessera", "-p", "blk_domain", "-p", "blk_client"];
     let app_specs: Vec<String> = system_image::apps::app_names()
         .iter()
         .map(|n| system_image::apps::package_spec(n))
@@ -249,12 +249,13 @@ fn command_check(cmd: &mut Command) -> Result<(), String> {
     Err(why)
 }
 
-/// The packages with host unit tests: libtessera, vmm (the pager's components), every
-/// crate under `libs/`, every crate under `stretch_drivers/`, every crate under `drivers/`
-/// (the portable halves of the device drivers) and every host tool crate under `tools/`.
+/// The packages with host unit tests: libtessera, pager (the pager's components), the kernel
+/// core, every crate under `libs/`, every crate under `stretch_drivers/`, every crate under
+/// `drivers/` (the portable halves of the device drivers) and every host tool crate under
+/// `tools/`.
 fn host_packages() -> Result<Vec<String>> {
     // libtessera's portable parts (argument block, print chunking) are tested on the host too.
-    let mut packages = vec!["libtessera".to_string(), "vmm".to_string()];
+    let mut packages = ["libtessera", "pager", "kernel_core"].map(String::from).to_vec();
     let mut libs: Vec<_> = std::fs::read_dir(util::root().join("libs"))?
         .filter_map(|e| e.ok())
         .filter(|e| e.path().join("Cargo.toml").is_file())

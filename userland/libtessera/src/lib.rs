@@ -31,9 +31,12 @@
 //!   entry), `syscall` (the calls that may unmap the caller's memory), `entry` (the argument
 //!   block, the call into the app's `main`), `control_block` (the control block's address as
 //!   a reference), `shared` (the memory of IO channels), `dma` (a DMA stretch's bytes as a slice), `heap` (handing stretches to the
-//!   allocator), `paging` (the upcall record on a faulting thread's stack, the drivers handed
-//!   over at bind, and the memory copies of its `MemoryKernel`) and `thread` (switching
-//!   threads).
+//!   allocator), `activation` (the activation handler: the control block it is handed, the
+//!   upcall record on a faulting thread's stack), `paging`'s system-call layer `paging::kernel`
+//!   (the memory copies of its `MemoryKernel`) and `thread` (switching threads, and the cell
+//!   that the paging registry is borrowed through). The paging registry, its fault dispatch and
+//!   its application calls have none: a driver is lent out of its binding, not reached through
+//!   a pointer.
 //! - Only `arch` names an architecture: it has one module per architecture (riscv64, x86_64)
 //!   behind one interface, and everything else is portable.
 //! - The runtime itself never allocates (printing formats into a 256-byte stack buffer, flushed
@@ -53,7 +56,8 @@
 //! top of the kernel's activations; see that module for what is and is not implemented.
 //!
 //! Self-paging (`paging`): stretch drivers bound to managed stretches, run when the kernel
-//! delivers a page fault or a revocation notice; see `docs/memory.md`.
+//! delivers a page fault or a revocation notice (through the activation handler,
+//! `activation`); see `docs/memory.md`.
 
 #![no_std]
 
@@ -72,6 +76,8 @@ pub mod record;
 )]
 mod shared;
 
+#[cfg(target_os = "none")]
+mod activation;
 #[cfg(any(target_os = "none", test))]
 mod arch;
 #[cfg(target_os = "none")]

@@ -24,6 +24,7 @@ pub const CONSOLE_WRITE_MAX: usize = 1024;
 /// some calls change the caller's own memory: the caller must ensure the call does not unmap
 /// or remove access to memory that Rust code still references (`stretch_destroy`, or
 /// `stretch_rights` on the caller's own domain).
+#[inline]
 pub unsafe fn raw(number: usize, args: [usize; 6]) -> Result<usize, SysError> {
     // SAFETY: this function's contract is `arch::syscall`'s.
     let (status, value) = unsafe { arch::syscall(number, args) };
@@ -34,6 +35,7 @@ pub unsafe fn raw(number: usize, args: [usize; 6]) -> Result<usize, SysError> {
 }
 
 /// A call that cannot invalidate the caller's memory.
+#[inline]
 fn call(c: Call, args: [usize; 6]) -> Result<usize, SysError> {
     debug_assert!(!matches!(c, Call::StretchDestroy | Call::StretchRights));
     // SAFETY: every call but `stretch_destroy` and `stretch_rights` leaves the caller's
@@ -159,16 +161,19 @@ pub fn stretch_create_managed(bytes: usize, rights: Rights) -> Result<usize, Sys
 
 /// Takes a zero-filled frame of `kind` (`abi::frame_kind`) from the frames contract; returns
 /// its frame number.
+#[inline]
 pub fn frame_alloc(kind: usize) -> Result<usize, SysError> {
     call(Call::FrameAlloc, [kind, 0, 0, 0, 0, 0])
 }
 
 /// Gives back frame `frame`, which must not be mapped.
+#[inline]
 pub fn frame_free(frame: usize) -> Result<(), SysError> {
     call(Call::FrameFree, [frame, 0, 0, 0, 0, 0]).map(|_| ())
 }
 
 /// Maps frame `frame` at page `va` of a managed stretch with `rights`.
+#[inline]
 pub fn map(va: usize, frame: usize, rights: Rights) -> Result<(), SysError> {
     call(Call::Map, [va, frame, rights.0 as usize, 0, 0, 0]).map(|_| ())
 }
@@ -176,6 +181,7 @@ pub fn map(va: usize, frame: usize, rights: Rights) -> Result<(), SysError> {
 /// Removes the mapping of page `va` of a managed stretch; returns the frame that was mapped.
 /// Every pointer into the page becomes invalid until it is mapped again (the next access
 /// faults to the stretch's driver).
+#[inline]
 pub fn unmap(va: usize) -> Result<usize, SysError> {
     // SAFETY: as for `stretch_destroy`: a page of a managed stretch is reached only through
     // its driver's contract; an access after `unmap` faults to the driver instead of reading
@@ -187,6 +193,7 @@ pub fn unmap(va: usize) -> Result<usize, SysError> {
 /// with `rights`, in one step, and returns `from`'s `page_state` bits as it left it (the new
 /// entry's accessed and dirty bits start clear). Every pointer into `from` becomes invalid (the
 /// next access faults to its stretch's driver).
+#[inline]
 pub fn remap(from: usize, to: usize, rights: Rights) -> Result<u8, SysError> {
     // SAFETY: as for `unmap`: an access to `from` after the call faults to its driver.
     unsafe { raw(Call::Remap as usize, [from, to, rights.0 as usize, 0, 0, 0]) }
@@ -194,6 +201,7 @@ pub fn remap(from: usize, to: usize, rights: Rights) -> Result<u8, SysError> {
 }
 
 /// Changes the rights of the mapped page `va` of a managed stretch.
+#[inline]
 pub fn protect(va: usize, rights: Rights) -> Result<(), SysError> {
     // SAFETY: as for `unmap`: an access the new rights refuse faults to the stretch's driver.
     unsafe { raw(Call::Protect as usize, [va, rights.0 as usize, 0, 0, 0, 0]) }.map(|_| ())
@@ -204,6 +212,7 @@ pub fn protect(va: usize, rights: Rights) -> Result<(), SysError> {
 /// first; if it refuses one, nothing changes and the error comes with the entry's index
 /// (`ops.len()` when the batch itself is refused: empty, too long). Every pointer into an
 /// unmapped page becomes invalid (the next access faults to its stretch's driver).
+#[inline]
 pub fn map_batch(ops: &[PageOp]) -> Result<(), (usize, SysError)> {
     if ops.is_empty() || ops.len() > MAP_BATCH_MAX {
         return Err((ops.len(), SysError::InvalidArgument));
@@ -218,6 +227,7 @@ pub fn map_batch(ops: &[PageOp]) -> Result<(), (usize, SysError)> {
 /// # Safety
 /// As for [`raw`]: the entries the kernel applies must not unmap or take access away from
 /// memory Rust code still references.
+#[inline]
 pub unsafe fn map_batch_raw(ops: usize, count: usize) -> Result<(), (usize, SysError)> {
     // SAFETY: this function's contract is `arch::syscall`'s.
     let (status, index) =
@@ -233,6 +243,7 @@ pub unsafe fn map_batch_raw(ops: usize, count: usize) -> Result<(), (usize, SysE
 /// `states`, one byte a page (`abi::page_state` bits: mapped, accessed, dirty), then clears
 /// the bits `clear` (`ACCESSED | DIRTY` at most) in their entries with one TLB flush. The
 /// kernel checks every argument first; a refused call changes nothing.
+#[inline]
 pub fn page_state(va: usize, states: &mut [u8], clear: u8) -> Result<(), SysError> {
     if states.is_empty() || states.len() > MAP_BATCH_MAX {
         return Err(SysError::InvalidArgument);
@@ -248,6 +259,7 @@ pub fn page_state(va: usize, states: &mut [u8], clear: u8) -> Result<(), SysErro
 /// # Safety
 /// As for [`raw`]; the kernel writes `count` bytes at `out` if it accepts the call: no Rust
 /// reference may be live to them.
+#[inline]
 pub unsafe fn page_state_raw(
     va: usize,
     count: usize,

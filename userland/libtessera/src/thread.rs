@@ -312,6 +312,50 @@ fn schedule() {
     }
 }
 
+/// State owned by the domain's single flow of control (the paging registry), borrowed only for
+/// the length of a closure: [`FlowCell::with`]. A closure must not switch threads, run code
+/// that could borrow the same cell, or borrow it again (debug builds check the last: a second
+/// borrow while one is held panics). The activation handler never borrows one.
+pub(crate) struct FlowCell<T> {
+    value: UnsafeCell<T>,
+    #[cfg(debug_assertions)]
+    borrowed: core::cell::Cell<bool>,
+}
+
+// SAFETY: threads of one domain never run at the same time and switch only cooperatively
+// (never inside `with`, whose closures do not switch), the activation handler does not touch a
+// `FlowCell`, and no closure passed to `with` borrows the cell again (the rule above, checked
+// in debug builds): so one `&mut T` exists at a time.
+unsafe impl<T> Sync for FlowCell<T> {}
+
+impl<T> FlowCell<T> {
+    /// A cell holding `value`.
+    pub(crate) const fn new(value: T) -> Self {
+        FlowCell {
+            value: UnsafeCell::new(value),
+            #[cfg(debug_assertions)]
+            borrowed: core::cell::Cell::new(false),
+        }
+    }
+
+    /// Runs `f` on the value, borrowed for the length of the call.
+    ///
+    /// # Panics
+    ///
+    /// In debug builds, if the cell is borrowed already (a closure that borrowed it again).
+    #[inline(always)]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        #[cfg(debug_assertions)]
+        assert!(!self.borrowed.replace(true), "a FlowCell borrowed twice");
+        // SAFETY: no other reference to the value exists while `f` runs: see the `Sync` impl
+        // (a closure never borrows the cell again; debug builds check it above).
+        let r = f(unsafe { &mut *self.value.get() });
+        #[cfg(debug_assertions)]
+        self.borrowed.set(false);
+        r
+    }
+}
+
 /// A lock for data shared by the threads of a domain.
 pub struct Mutex<T> {
     locked: UnsafeCell<bool>,

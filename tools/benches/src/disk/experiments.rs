@@ -15,7 +15,7 @@ pub const READ_SECTORS: u32 = 128;
 pub const READ_BYTES: u64 = READ_SECTORS as u64 * 512;
 
 /// A scheduling policy of the driver domain (`--scheduler`): the driver's own names.
-pub use blk::sched::PolicyName as Scheduler;
+pub use disk_sched::PolicyName as Scheduler;
 
 /// Where a client's reads go (`diskread --pattern`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

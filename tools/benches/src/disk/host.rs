@@ -1,6 +1,6 @@
 //! The host's side of `bench disk`: every run simulated in-process with the driver's own
-//! scheduling code (`blk::sched`, `blk::usd`) over the same mechanical model
-//! (`blk::disk_model`), giving the figure Tessera's QEMU run should be near; and the
+//! scheduling code (`disk_sched`, `disk_sched::usd`) over the same mechanical model
+//! (`disk_model`), giving the figure Tessera's QEMU run should be near; and the
 //! scheduler's cost per request in host nanoseconds, each scheduler call timed with
 //! [`Instant`] over a simulated workload.
 //!
@@ -10,11 +10,11 @@
 
 use std::time::Instant;
 
-use blk::disk_model::{DiskModel, DiskParams};
-use blk::sched::heuristics::Weigh;
-use blk::sched::scheduler::{self, BuildOptions};
-use blk::sched::sim::{self, Reader, Scheduler as SimScheduler};
-use blk::sched::{Decision, Full, Pending};
+use disk_model::{DiskModel, DiskParams};
+use disk_sched::heuristics::Weigh;
+use disk_sched::scheduler::{self, BuildOptions};
+use disk_sched::sim::{self, Reader, Scheduler as SimScheduler};
+use disk_sched::{Decision, Full, Pending};
 
 use super::experiments::{Client, GB, Pattern, READ_SECTORS, Run, Scheduler, client_name};
 use super::lines::{ClientDone, Measured, Period};
@@ -51,7 +51,7 @@ fn reader(c: &Client) -> Reader {
 }
 
 /// The driver's scheduler for `clients` (their disk contracts as the kernel passes them), as
-/// its `--scheduler` builds it: `blk::sched::scheduler`, the seek-reducing rules weighing as
+/// its `--scheduler` builds it: `disk_sched::scheduler`, the seek-reducing rules weighing as
 /// `weigh` says.
 fn built(
     s: Scheduler,

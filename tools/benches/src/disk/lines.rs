@@ -34,7 +34,7 @@ pub use qemu_run::disk_trace::DiskPeriod as Period;
 
 /// The driver's `disk waits:` line: the totals of its anticipation waits, as the scheduler
 /// keeps them.
-pub use blk::sched::WaitTotals as Waits;
+pub use disk_sched::WaitTotals as Waits;
 
 /// The driver's `disk scheduler:` line: its own time in scheduler calls.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

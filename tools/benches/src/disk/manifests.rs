@@ -36,7 +36,7 @@ pub const MODEL: &str = "deskstar-34gxp";
 /// The disk's size in bytes: the Deskstar 34GXP's own capacity (the model's), so that
 /// distances in GB are the paper's. Images are sparse.
 pub fn disk_bytes() -> u64 {
-    blk::disk_model::DiskParams::deskstar_34gxp().capacity * 512
+    disk_model::DiskParams::deskstar_34gxp().capacity * 512
 }
 
 /// `diskread`'s arguments for client `i`, reading for `duration_ms`. The manifest takes at

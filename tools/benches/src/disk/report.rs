@@ -187,7 +187,7 @@ pub fn note(template: &str, row: &Row, metric: Metric, source: Option<&Source<'_
                 format!("{:.1}", model.seek_curve().seek_ns(u64::from(distance)) as f64 / 1e6)
             }
             "stride_window_ms" => {
-                format!("{}", blk::sched::scheduler::STRIDE_WINDOW_NS / 1_000_000)
+                format!("{}", disk_sched::scheduler::STRIDE_WINDOW_NS / 1_000_000)
             }
             _ => {
                 let key = name.strip_prefix("with_vs:")?.to_string();
@@ -649,7 +649,7 @@ mod tests {
         named.push_str(&format!(
             " {:.1} {} {} ",
             seek as f64 / 1e6,
-            blk::sched::scheduler::STRIDE_WINDOW_NS / 1_000_000,
+            disk_sched::scheduler::STRIDE_WINDOW_NS / 1_000_000,
             super::super::host::COST_NS / 1_000_000_000
         ));
         let allowed = numbers(&named);

@@ -5,7 +5,7 @@
 //! [--pattern random|sequential] [--mix rw|read|write] [--size BYTES] [--prefill] [--no-verify]
 //! [--pause EVERY:MS] [--bad-sector SECTOR]`
 //! opens a session over the channels `NAME-req` and `NAME-resp`, then runs the first `N`
-//! transfers of the workload `blk::workload::Workload` seeded `S` over its region of the disk,
+//! transfers of the workload `blk_workloads::workload::Workload` seeded `S` over its region of the disk,
 //! with up to `D` (default 8) in flight, never two that overlap. The workload's shape: random
 //! places (default) or sequential; reads and writes (default), reads only or writes only; each
 //! transfer `BYTES` long (a multiple of 512 up to 64 KiB), or by default 512 B to 64 KiB at
@@ -41,11 +41,11 @@ extern crate alloc;
 
 use alloc::vec::Vec;
 
-use blk::protocol::{BlkError, Op, Request};
-use blk::workload::{
+use blk_client::{Closed, Session, SessionError};
+use blk_interface::protocol::{BlkError, Op, Request};
+use blk_workloads::workload::{
     Expected, MAX_SECTORS, Mix, Pattern, SECTOR, Shape, Transfer, Workload, sector_bytes,
 };
-use blk_session::{Closed, Session, SessionError};
 use tessera::{Env, println};
 
 tessera::main!(main);
@@ -166,7 +166,7 @@ fn failure(e: SessionError) -> &'static str {
 }
 
 /// The data area, once the session is open.
-fn area(s: &mut Session) -> Result<&mut blk_session::DataArea, &'static str> {
+fn area(s: &mut Session) -> Result<&mut blk_client::DataArea, &'static str> {
     s.area().ok_or("no data area")
 }
 

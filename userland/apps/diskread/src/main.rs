@@ -8,7 +8,7 @@
 //! opens a session over the channels `NAME-req` and `NAME-resp`, then issues requests of
 //! `BYTES` (default 65536: a multiple of the sector size, at most the driver's largest
 //! transfer) inside `[SECTOR, SECTOR + SECTORS)` (default: from sector 0 to the disk's end),
-//! placed by `blk::reader::ReadCursor`:
+//! placed by `blk_workloads::reader::ReadCursor`:
 //! - `sequential`: one after the other, again from the start when the next would pass the end;
 //! - `alternate`: every other block (one request's length skipped after each);
 //! - `random`: at random places aligned to the request size, seeded `S` (default 1);
@@ -29,7 +29,7 @@
 //!   `burst=N pause_us=U` for bursts, `seed=S` for the random patterns, `write_every=K` if set;
 //! - `diskread NAME: disk accounts guaranteed_ns=G extra_ns=X periods=P missed=M`: its
 //!   stream's disk time as the driver accounts it (read from the words the driver publishes
-//!   after the data area, `accounts`), if the driver schedules by contracts;
+//!   after the data area, `blk_client::accounts`), if the driver schedules by contracts;
 //! - `diskread NAME: done reads=R writes=W bytes=B first_ns=F last_ns=L elapsed_ns=E
 //!   mean_latency_ns=M max_latency_ns=X`: `F` when the first request was issued, `L` when the
 //!   last completed, `E = L - F`.
@@ -45,15 +45,13 @@
 
 extern crate alloc;
 
-mod accounts;
-
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use blk::protocol::SessionInfo;
-use blk::reader::{ReadCursor, ReadPattern, ReadTally, ReaderShape};
-use blk_session::{Session, SessionError};
+use blk_client::{Session, SessionError};
+use blk_interface::protocol::SessionInfo;
+use blk_workloads::reader::{ReadCursor, ReadPattern, ReadTally, ReaderShape};
 use tessera::{Env, println};
 
 tessera::main!(main);
@@ -266,8 +264,8 @@ fn run(o: &Options) -> Result<(), Failure> {
     }
     // The stream's disk time, as the driver accounts it (zero if the driver does not schedule
     // by contracts).
-    if let Some(a) = accounts::read(&info)
-        && a != blk::protocol::StreamAccounts::default()
+    if let Some(a) = blk_client::accounts::read(&info)
+        && a != blk_interface::protocol::StreamAccounts::default()
     {
         println!(
             "diskread {}: disk accounts guaranteed_ns={} extra_ns={} periods={} missed={}",

@@ -9,31 +9,42 @@
 //! nothing.
 
 use alloc::collections::VecDeque;
-use alloc::vec;
 use alloc::vec::Vec;
 use core::ops::Range;
 
 use stretch_driver::{
-    DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, MemoryKernel, PAGE_SIZE,
-    StretchDriver, StretchInfo,
+    DriverCore, DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, Mapped,
+    MemoryKernel, PAGE_SIZE, StretchDriver, StretchInfo,
 };
 
 /// See the module documentation.
 pub struct RecyclingDriver {
     frames: usize,
     zero: bool,
-    stretch: Option<StretchInfo>,
-    /// The frame of each resident page.
-    pages: Vec<Option<Frame>>,
-    locked: Vec<bool>,
+    /// The stretch, the frame of each resident page, and the lock marks.
+    core: DriverCore,
     /// Frames not mapped.
     free: Vec<Frame>,
     /// Resident, unlocked pages, oldest first.
     fifo: VecDeque<usize>,
-    stats: DriverStats,
 }
 
 static ZEROS: [u8; PAGE_SIZE] = [0; PAGE_SIZE];
+
+/// A frame for a new page: a free one, or the oldest resident page's.
+#[inline(always)]
+fn frame(
+    core: &mut DriverCore,
+    free: &mut Vec<Frame>,
+    fifo: &mut VecDeque<usize>,
+    k: &mut dyn MemoryKernel,
+) -> Result<Frame, FaultError> {
+    if let Some(f) = free.pop() {
+        return Ok(f);
+    }
+    let victim = fifo.pop_front().ok_or(FaultError::OutOfMemory)?;
+    core.unmap(k, victim).map(|m| m.frame).map_err(FaultError::Kernel)
+}
 
 impl RecyclingDriver {
     /// A driver that will take `frames` guaranteed frames at bind.
@@ -41,100 +52,86 @@ impl RecyclingDriver {
         RecyclingDriver {
             frames,
             zero,
-            stretch: None,
-            pages: Vec::new(),
-            locked: Vec::new(),
+            core: DriverCore::new(),
             free: Vec::new(),
             fifo: VecDeque::new(),
-            stats: DriverStats::default(),
         }
     }
 
-    /// A frame for a new page: a free one, or the oldest resident page's.
-    fn frame(&mut self, k: &mut dyn MemoryKernel, s: StretchInfo) -> Result<Frame, FaultError> {
-        if let Some(f) = self.free.pop() {
-            return Ok(f);
-        }
-        let victim = self.fifo.pop_front().ok_or(FaultError::OutOfMemory)?;
-        let frame = k.unmap(s.page_addr(victim)).map_err(FaultError::Kernel)?;
-        self.pages[victim] = None;
-        Ok(frame)
-    }
-
+    /// Maps a frame at page `index` (zero-filled if asked) and queues the page for eviction.
     fn map(
         &mut self,
         k: &mut dyn MemoryKernel,
         s: StretchInfo,
         index: usize,
     ) -> Result<(), FaultError> {
-        let frame = self.frame(k, s)?;
-        if let Err(e) = k.map(s.page_addr(index), frame, s.page_rights()) {
-            self.free.push(frame);
-            return Err(FaultError::Kernel(e));
-        }
-        if self.zero {
-            k.write(s.page_addr(index), &ZEROS).map_err(FaultError::Kernel)?;
-        }
-        self.pages[index] = Some(frame);
-        self.fifo.push_back(index);
-        self.stats.maps += 1;
+        let (core, free, fifo) = (&mut self.core, &mut self.free, &mut self.fifo);
+        map(core, free, fifo, self.zero, k, s, index)?;
+        fifo.push_back(index);
         Ok(())
     }
 }
 
+/// Maps a free or recycled frame at page `index` (zero-filling it with `zero`).
+#[inline(always)]
+fn map(
+    core: &mut DriverCore,
+    free: &mut Vec<Frame>,
+    fifo: &mut VecDeque<usize>,
+    zero: bool,
+    k: &mut dyn MemoryKernel,
+    s: StretchInfo,
+    index: usize,
+) -> Result<(), FaultError> {
+    let frame = frame(core, free, fifo, k)?;
+    let mapped = Mapped { frame, kind: FrameKind::Guaranteed };
+    if let Err(e) = core.map(k, index, mapped, s.page_rights()) {
+        free.push(frame);
+        return Err(FaultError::Kernel(e));
+    }
+    if zero {
+        k.write(s.page_addr(index), &ZEROS).map_err(FaultError::Kernel)?;
+    }
+    Ok(())
+}
+
 impl StretchDriver for RecyclingDriver {
     fn bind(&mut self, k: &mut dyn MemoryKernel, s: StretchInfo) -> Result<(), DriverError> {
-        if self.stretch.is_some() {
-            return Err(DriverError::AlreadyBound);
-        }
-        s.check()?;
-        for _ in 0..self.frames {
-            match k.frame_alloc(FrameKind::Guaranteed) {
-                Ok(f) => self.free.push(f),
-                Err(_) => {
-                    for f in self.free.drain(..) {
-                        let _ = k.frame_free(f);
-                    }
-                    return Err(DriverError::OutOfMemory);
-                }
-            }
-        }
-        self.stats.frames_allocated += self.frames as u64;
-        self.pages = vec![None; s.pages];
-        self.locked = vec![false; s.pages];
-        self.stretch = Some(s);
-        Ok(())
+        self.core.bind_with_pool(k, s, self.frames, &mut self.free)
     }
 
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
-        self.stats.faults += 1;
-        let s = self.stretch.ok_or(FaultError::NotBound)?;
-        let index = s.page_index(fault.addr).ok_or(FaultError::WrongStretch)?;
-        if !fault.access.allowed_by(s.rights) {
-            self.stats.failures += 1;
-            return Err(FaultError::Denied);
-        }
-        if self.pages[index].is_some() {
-            return Ok(());
-        }
-        self.map(k, s, index).inspect_err(|_| self.stats.failures += 1)
+        let Some((s, index)) = self.core.begin_fault(&fault)? else { return Ok(()) };
+        self.map(k, s, index).inspect_err(|_| self.core.stats.failures += 1)
     }
 
     fn lock(&mut self, k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError> {
-        let s = self.stretch.ok_or(DriverError::NotBound)?;
-        let pages = s.pages_in(range)?;
-        let unlocked = self.locked[pages.clone()].iter().filter(|l| !**l).count();
-        if unlocked + self.locked.iter().filter(|l| **l).count() >= self.frames {
+        let (s, pages) = self.core.pages_in(range.clone())?;
+        let unlocked = pages.clone().filter(|&i| !self.core.locked(i)).count();
+        if unlocked + self.core.locked_count() >= self.frames {
             return Err(DriverError::OutOfMemory);
         }
-        for index in pages {
-            if self.pages[index].is_none() {
-                self.map(k, s, index).map_err(|_| DriverError::OutOfMemory)?;
+        let (free, fifo, zero) = (&mut self.free, &mut self.fifo, self.zero);
+        let r = self.core.lock(range, |core, index| {
+            if core.mapped(index).is_none() {
+                map(core, free, fifo, zero, k, s, index).map_err(|_| DriverError::OutOfMemory)?;
             }
-            self.fifo.retain(|&p| p != index);
-            self.locked[index] = true;
+            fifo.retain(|&p| p != index);
+            Ok(())
+        });
+        if r.is_err() {
+            // The pages the call made resident or took off the queue and did not lock can be
+            // evicted again.
+            for index in pages {
+                if self.core.mapped(index).is_some()
+                    && !self.core.locked(index)
+                    && !self.fifo.contains(&index)
+                {
+                    self.fifo.push_back(index);
+                }
+            }
         }
-        Ok(())
+        r
     }
 
     fn unlock(
@@ -142,13 +139,8 @@ impl StretchDriver for RecyclingDriver {
         _k: &mut dyn MemoryKernel,
         range: Range<usize>,
     ) -> Result<(), DriverError> {
-        let s = self.stretch.ok_or(DriverError::NotBound)?;
-        for index in s.pages_in(range)? {
-            if core::mem::take(&mut self.locked[index]) {
-                self.fifo.push_back(index);
-            }
-        }
-        Ok(())
+        let fifo = &mut self.fifo;
+        self.core.unlock(range, |index| fifo.push_back(index))
     }
 
     fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
@@ -156,24 +148,16 @@ impl StretchDriver for RecyclingDriver {
     }
 
     fn unbind(&mut self, k: &mut dyn MemoryKernel) {
-        let Some(s) = self.stretch.take() else { return };
-        for (index, page) in self.pages.iter_mut().enumerate() {
-            if let Some(f) = page.take()
-                && k.unmap(s.page_addr(index)).is_ok()
-            {
-                self.free.push(f);
-            }
+        if self.core.unbind(k).is_none() {
+            return;
         }
-        for f in self.free.drain(..) {
-            if k.frame_free(f).is_ok() {
-                self.stats.frames_released += 1;
-            }
+        for f in core::mem::take(&mut self.free) {
+            self.core.free(k, f);
         }
         self.fifo.clear();
-        self.locked.clear();
     }
 
     fn stats(&self) -> DriverStats {
-        self.stats
+        self.core.stats
     }
 }

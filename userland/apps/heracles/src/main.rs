@@ -4,7 +4,7 @@
 //! [--pages N] [--steps N] [--seed S] [--fill] [--lock N] [--duration MS]
 //! [--resize-at STEP:BYTES]`.
 //!
-//! `SPEC` is a [`vmm::spec::PagerSpec`] (a manifest's `pager = { ... }` arrives as
+//! `SPEC` is a [`pager::spec::PagerSpec`] (a manifest's `pager = { ... }` arrives as
 //! `--pager SPEC`): the hierarchy, the frames, the replacement policy and the block session to
 //! page to. The app opens that session, makes the driver's window, binds a paged stretch
 //! driver ([`paged_driver::PagedDriver`]) to a stretch as large as the program needs, and runs
@@ -47,7 +47,6 @@
 extern crate alloc;
 
 mod area;
-mod disk;
 
 use alloc::boxed::Box;
 use alloc::vec;
@@ -55,13 +54,13 @@ use alloc::vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use paged_driver::{HitKind, PagedConfig, PagedDriver};
+use pager::app::{AppHandler, GuaranteeChange};
+use pager::spec::PagerSpec;
 use paging_programs::{Program, Scale};
 use stretch_driver::StretchDriver;
 use tessera::{Env, PAGE_SIZE, Rights, paging, println};
-use vmm::app::{AppHandler, GuaranteeChange};
-use vmm::spec::PagerSpec;
 
-use crate::disk::{StreamCounts, StreamDisk};
+use blk_client::{StreamCounts, StreamDisk};
 
 tessera::main!(main);
 

@@ -22,13 +22,12 @@
 extern crate alloc;
 
 use alloc::boxed::Box;
-use alloc::vec;
-use alloc::vec::Vec;
 use core::ops::Range;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use stretch_driver::driver_core::fault_error;
 use stretch_driver::{
-    DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, MemoryKernel, StretchDriver,
+    DriverCore, DriverError, DriverStats, Fault, FaultError, MemoryKernel, StretchDriver,
     StretchInfo,
 };
 use tessera::{Env, PAGE_SIZE, Rights, paging, println, syscall, thread};
@@ -47,11 +46,10 @@ static PAGES: AtomicU64 = AtomicU64::new(0);
 struct WaitingDriver {
     wait_ns: u64,
     timer: usize,
-    stretch: Option<StretchInfo>,
-    pages: Vec<Option<Frame>>,
+    /// The stretch and the frame of each page mapped.
+    core: DriverCore,
     waits: u64,
     waits_with_progress: u64,
-    stats: DriverStats,
 }
 
 impl WaitingDriver {
@@ -71,29 +69,13 @@ impl WaitingDriver {
 
 impl StretchDriver for WaitingDriver {
     fn bind(&mut self, _k: &mut dyn MemoryKernel, s: StretchInfo) -> Result<(), DriverError> {
-        s.check()?;
-        self.pages = vec![None; s.pages];
-        self.stretch = Some(s);
-        Ok(())
+        self.core.bind(s)
     }
 
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
-        self.stats.faults += 1;
-        let s = self.stretch.ok_or(FaultError::NotBound)?;
-        let index = s.page_index(fault.addr).ok_or(FaultError::WrongStretch)?;
-        if self.pages[index].is_some() {
-            return Ok(());
-        }
+        let Some((s, index)) = self.core.begin_fault(&fault)? else { return Ok(()) };
         self.wait()?;
-        let frame = k.frame_alloc(FrameKind::Guaranteed).map_err(|_| FaultError::OutOfMemory)?;
-        if let Err(e) = k.map(s.page_addr(index), frame, s.page_rights()) {
-            let _ = k.frame_free(frame);
-            return Err(FaultError::Kernel(e));
-        }
-        self.pages[index] = Some(frame);
-        self.stats.maps += 1;
-        self.stats.frames_allocated += 1;
-        Ok(())
+        self.core.map_new(k, index, s.page_rights()).map(|_| ()).map_err(fault_error)
     }
 
     fn lock(&mut self, _k: &mut dyn MemoryKernel, _r: Range<usize>) -> Result<(), DriverError> {
@@ -109,19 +91,11 @@ impl StretchDriver for WaitingDriver {
     }
 
     fn unbind(&mut self, k: &mut dyn MemoryKernel) {
-        let Some(s) = self.stretch.take() else { return };
-        for (i, page) in self.pages.iter_mut().enumerate() {
-            if let Some(f) = page.take()
-                && k.unmap(s.page_addr(i)).is_ok()
-                && k.frame_free(f).is_ok()
-            {
-                self.stats.frames_released += 1;
-            }
-        }
+        self.core.unbind(k);
     }
 
     fn stats(&self) -> DriverStats {
-        self.stats
+        self.core.stats
     }
 }
 
@@ -174,11 +148,9 @@ fn main(env: Env) -> i32 {
     let driver = Box::leak(Box::new(WaitingDriver {
         wait_ns: wait_us * 1000,
         timer,
-        stretch: None,
-        pages: Vec::new(),
+        core: DriverCore::new(),
         waits: 0,
         waits_with_progress: 0,
-        stats: DriverStats::default(),
     }));
     let info = match paging::bind(driver, pages * PAGE_SIZE, Rights::READ.union(Rights::WRITE)) {
         Ok(info) => info,
@@ -215,7 +187,7 @@ fn main(env: Env) -> i32 {
     DONE.store(true, Ordering::Relaxed);
     thread::join(t2);
     let (faults, waits, progress) = paging::with_driver(info.base, |d: &mut WaitingDriver, _| {
-        (d.stats.faults, d.waits, d.waits_with_progress)
+        (d.core.stats.faults, d.waits, d.waits_with_progress)
     })
     .unwrap_or_default();
     if contend {

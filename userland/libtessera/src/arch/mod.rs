@@ -10,7 +10,7 @@
 //! | `Context`, `Context::ZERO`, `Context::new(entry, arg, stack_top)` | the callee-saved registers of a user-level thread that is not running |
 //! | `switch(save, load)` | saves the running thread's callee-saved registers, loads another's |
 //! | `continue_on(stack, f)` | abandons the current stack for `f(stack)` on `stack` |
-//! | `activation_entry()` | the activation handler's entry (assembly), which calls `paging::activated(reason, dcb)` |
+//! | `activation_entry()` | the activation handler's entry (assembly), which calls `activation::activated(reason, dcb)` |
 //! | `_start` | the program entry (assembly), which calls `entry::start(domain, args, len, dcb)` |
 //!
 //! Each module documents its registers; `abi::ENTRY_ARGUMENTS` and `abi::SavedContext` give

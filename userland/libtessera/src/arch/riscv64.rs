@@ -200,7 +200,7 @@ __tessera_activation:
     .popsection
     .option pop
     "#,
-    handler = sym crate::paging::activated,
+    handler = sym crate::activation::activated,
 );
 
 unsafe extern "C" {

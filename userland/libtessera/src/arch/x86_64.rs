@@ -191,7 +191,7 @@ __tessera_continue_on:
 
 // `__tessera_activation`: the kernel enters it with rdi = reason bits, rsi = control block, rsp
 // = the handler's stack top; like `_start` it clears `rbp`, aligns `rsp` and clears the
-// direction flag, and calls `paging::activated`, which never returns.
+// direction flag, and calls `activation::activated`, which never returns.
 //
 // Its section is 16-byte aligned, like the compiler's functions: without the `.p2align` it
 // would be byte-aligned and follow whatever code the linker put before it, so the entry could
@@ -211,7 +211,7 @@ __tessera_activation:
     ud2
     .popsection
     "#,
-    handler = sym crate::paging::activated,
+    handler = sym crate::activation::activated,
 );
 
 unsafe extern "C" {

@@ -1,0 +1,159 @@
+//! Event endpoints: counters in a domain's control block that other domains (and later the
+//! kernel: timers, interrupts, faults, revocation) signal.
+//!
+//! Each endpoint names the one domain allowed to signal it. Signalling increments the counter
+//! in the owner's control block and wakes the owner if it is blocked. When the allowed sender
+//! dies, the endpoint is *closed*: its `closed` flag is set and the owner is woken, so a domain
+//! waiting on a dead peer learns of it instead of waiting forever.
+
+use abi::{MAX_EVENTS, SysError};
+use core::sync::atomic::Ordering;
+
+use super::World;
+use crate::Platform;
+
+/// The `sender` of endpoints only the kernel signals (timers).
+pub const KERNEL: u32 = u32::MAX;
+
+/// Bytes of one endpoint's record, in its owner's arena (see `kmem`).
+pub const ENDPOINT_RECORD: usize = core::mem::size_of::<Endpoint>();
+
+// The cost `docs/memory.md` gives (its table of kernel objects).
+const _: () = assert!(ENDPOINT_RECORD == 24);
+
+/// Kernel-side state of one endpoint (its value lives in the control block).
+pub struct Endpoint {
+    /// The only domain that may signal it, or [`KERNEL`].
+    pub sender: u32,
+    /// Its sender died.
+    pub closed: bool,
+    /// For a timer endpoint: when the kernel signals it next (timer ticks).
+    pub deadline: Option<u64>,
+}
+
+impl<P: Platform> World<P> {
+    /// A new endpoint of domain `owner` that `sender` may signal; its index.
+    pub(super) fn alloc_endpoint(&mut self, owner: u32, sender: u32) -> Option<usize> {
+        if self.domains.get(owner as usize)?.endpoints.len() >= MAX_EVENTS {
+            return None;
+        }
+        let room = |w: &mut World<P>| Ok(w.domains[owner as usize].endpoints.try_reserve(1)?);
+        self.with_kmem(owner, room).ok()?;
+        let d = &mut self.domains[owner as usize];
+        d.endpoints.push(Endpoint { sender, closed: false, deadline: None });
+        Some(d.endpoints.len() - 1)
+    }
+
+    /// `event_send`: domain `from` signals endpoint `ep` of domain `to`.
+    pub(super) fn send_event(&mut self, from: u32, to: usize, ep: usize) -> Result<(), SysError> {
+        let to = u32::try_from(to).map_err(|_| SysError::NotFound)?;
+        let d = self.domain(to).ok_or(SysError::NotFound)?;
+        let endpoint = d.endpoints.get(ep).ok_or(SysError::InvalidArgument)?;
+        if endpoint.sender != from {
+            return Err(SysError::PermissionDenied);
+        }
+        self.signal(to, ep);
+        Ok(())
+    }
+
+    /// `timer_set`: arms (or with `None` cancels) timer endpoint `ep` of domain `id`.
+    pub(super) fn set_timer(
+        &mut self,
+        id: u32,
+        ep: usize,
+        deadline: Option<u64>,
+    ) -> Result<(), SysError> {
+        let d = &mut self.domains[id as usize];
+        let endpoint = d.endpoints.get_mut(ep).ok_or(SysError::NotFound)?;
+        if endpoint.sender != KERNEL {
+            return Err(SysError::PermissionDenied);
+        }
+        let was = core::mem::replace(&mut endpoint.deadline, deadline);
+        match (was, deadline) {
+            // Armed, or armed earlier: the domain's instant can only come sooner.
+            (None, Some(t)) => self.sched.note_instant(t, id),
+            (Some(old), Some(t)) if t <= old => self.sched.note_instant(t, id),
+            // Disarmed or moved later: its instant in the queue is exact again, so that no
+            // timer interrupt comes for a timer that no longer fires then.
+            (Some(_), _) => self.refresh_instant(id),
+            (None, None) => {}
+        }
+        Ok(())
+    }
+
+    /// Signals every armed timer endpoint of live domain `id` whose deadline is at or before
+    /// `now` (its own endpoints only: the scheduler's queue of instants says which domains are
+    /// due).
+    pub(super) fn fire_timers(&mut self, id: u32, now: u64) {
+        for ep in 0..self.domains[id as usize].endpoints.len() {
+            let e = &mut self.domains[id as usize].endpoints[ep];
+            if e.deadline.is_some_and(|t| t <= now) {
+                e.deadline = None;
+                self.signal(id, ep);
+            }
+        }
+    }
+
+    /// Increments endpoint `ep` of live domain `to` and wakes it.
+    pub(super) fn signal(&mut self, to: u32, ep: usize) {
+        let d = &mut self.domains[to as usize];
+        if let Some(frame) = d.dcb {
+            P::dcb(frame).events[ep].value.fetch_add(1, Ordering::Release);
+        }
+        self.wake(to);
+    }
+
+    /// Wakes domain `id` because one of its endpoints changed: a domain blocked in `block`
+    /// becomes runnable (its `block` returns); a running one, or one blocked in a memory call
+    /// waiting for frames, finds `pending` set at its next `block`.
+    /// If the scheduler says the woken domain should run before the current one, `preempt` is
+    /// set and the current call ends in a switch.
+    pub(super) fn wake(&mut self, id: u32) {
+        let d = &mut self.domains[id as usize];
+        if d.waiting_for_frames {
+            // Blocked inside a memory call, not in `block`: the call goes on waiting for
+            // frames, and the event is kept for its next `block`.
+            d.pending = true;
+            return;
+        }
+        if let Some(deadline) = d.blocked.take() {
+            d.pending = false;
+            if let Some(frame) = d.dcb {
+                P::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
+            }
+            if deadline != u64::MAX {
+                // Woken before its deadline: its instant in the queue goes, so that no timer
+                // interrupt comes for it.
+                self.refresh_instant(id);
+            }
+            if self.sched.policy.wake(id as usize, self.sched.now_ns::<P>()) {
+                self.sched.preempt = true;
+            }
+        } else {
+            d.pending = true;
+        }
+    }
+
+    /// Closes every endpoint that only `dead` could signal, waking their owners.
+    pub(super) fn close_endpoints_signalled_by(&mut self, dead: u32) {
+        for owner in 0..self.domains.len() as u32 {
+            if owner == dead || self.domain(owner).is_none() {
+                continue;
+            }
+            let mut woke = false;
+            let d = &mut self.domains[owner as usize];
+            for (i, e) in d.endpoints.iter_mut().enumerate() {
+                if e.sender == dead && !e.closed {
+                    e.closed = true;
+                    if let Some(frame) = d.dcb {
+                        P::dcb(frame).events[i].closed.store(1, Ordering::Release);
+                    }
+                    woke = true;
+                }
+            }
+            if woke {
+                self.wake(owner);
+            }
+        }
+    }
+}

@@ -1,0 +1,624 @@
+//! The kernel core: domains, the schedulable principals of Tessera, each with a protection
+//! domain, a saved context, a memory contract and the stretches it owns; the system calls
+//! that change them; and the scheduler that runs them. It is portable logic, generic over a
+//! [`Platform`] (the arch contract's [`contract::AddressSpaceOps`] and
+//! [`contract::UserContextOps`], plus the clock, the timer, device interrupts, copies from
+//! and to user memory, frames, control blocks and FP state): the kernel binary instantiates it
+//! once with the machine it runs on (static dispatch: no call goes through a table), and its
+//! host tests (`cargo test -p kernel_core`) run it against a model of a machine (`mock`).
+//!
+//! What is implemented: domains created from the boot image's manifest, nailed stretches
+//! (images, stacks, run-time stretches) with per-domain rights, protection domains as
+//! per-domain page tables over the one address space, the system calls ([`syscall`]), events
+//! and activations, CPU contracts scheduled by Atropos ([`sched`]), driver domains (DMA
+//! memory, device registers, interrupts as events), and domain death (exit or a fault) that
+//! unmaps the domain's stretches from every protection domain, then frees their frames
+//! (zeroed when they are next allocated); self-paging ([`paging`]): managed stretches, loose
+//! frames under guaranteed and optimistic contracts, page faults delivered to the domain, and
+//! revocation. Not here: the trap paths, page-table formats, the frame allocator's memory,
+//! the kernel arenas' heaps and PCI (the kernel's, behind [`Platform`]).
+//!
+//! Invariants: every frame of a stretch is charged to the stretch's owner; a domain's frames
+//! within its guarantee (nailed stretches, guaranteed loose frames, page tables, the records of
+//! its managed stretches) never exceed its guaranteed frames, nor its optimistic loose frames
+//! its optimistic allowance; a page is mapped in a protection domain exactly when that domain
+//! holds rights on the stretch containing it; bad arguments to a system call get an error
+//! code, never a panic. No `unsafe`: whatever needs it is the platform's.
+//!
+//! Everything here runs in trap handlers (interrupts off, one CPU) or at boot, under the one
+//! lock the kernel keeps its [`World`] under. Its reports are defmt records in the kernel
+//! (feature `defmt`) and are dropped on the host ([`log`]).
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+#[macro_use]
+pub mod log;
+
+mod address;
+pub mod checks;
+pub mod clock;
+pub mod contract;
+mod device;
+mod events;
+pub mod frames;
+mod jobs;
+mod kmem;
+mod loader;
+pub mod loose;
+mod paging;
+pub mod platform;
+mod sched;
+pub mod stretch;
+mod syscall;
+#[cfg(test)]
+extern crate std;
+#[cfg(test)]
+mod mock;
+#[cfg(test)]
+mod tests;
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use abi::{PAGE_SIZE, Rights, SysError};
+use frame_allocator::{FRAME_SIZE, Frame, Owner};
+
+use crate::contract::{AddressSpaceOps, UserContextOps, UserFault};
+use address::{AddressQuota, StretchRegion};
+use stretch::{ArenaVec, Kind, Refused, Stretch, Stretches};
+
+pub use device::{interrupts_raised, raise_interrupt};
+pub use loader::{BootOptions, enter_first, start_from_boot_image};
+pub use platform::{Exit, Found, KernelArena, PhysRange, Platform, Routed};
+pub use sched::on_user_trap;
+
+/// How a domain ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Ending {
+    /// It called `exit` with this code.
+    Exited(i32),
+    /// The kernel terminated it, for this reason.
+    Terminated(Termination),
+}
+
+/// Why the kernel terminated a domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Termination {
+    /// It took a fault nothing resolves (its stretch drivers included).
+    Fault(UserFault),
+    /// It kept optimistic frames past a revocation's deadline.
+    RevocationIgnored,
+    /// Its stretches, stack or control block could not be made at boot.
+    NotCreated,
+}
+
+impl Termination {
+    /// The reason in reports and in the run summary.
+    #[inline]
+    pub fn name(self) -> &'static str {
+        match self {
+            Termination::Fault(fault) => fault.name(),
+            Termination::RevocationIgnored => "did not release revoked frames by the deadline",
+            Termination::NotCreated => "could not be created",
+        }
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for Termination {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{=str}", self.name())
+    }
+}
+
+/// One domain; its identifier is its index in the manifest (and in [`World`]), which is also
+/// its frame-owner id.
+pub struct Domain<P: Platform> {
+    /// Name from the manifest.
+    pub name: String,
+    /// Its registers: saved here by the trap path when it enters the kernel, and resumed from
+    /// here (boxed, so that the address the trap path holds never moves).
+    ctx: alloc::boxed::Box<P::Context>,
+    /// Saved floating-point registers.
+    fp: P::Fp,
+    /// Its protection domain; `None` once it is dead.
+    space: Option<P::Space>,
+    /// Frames it may hold at most (stretches and page tables).
+    guaranteed_frames: u64,
+    /// `None` while alive.
+    pub ending: Option<Ending>,
+    /// While blocked: the deadline in timer ticks (`u64::MAX`: none).
+    blocked: Option<u64>,
+    /// An endpoint changed since the domain last returned from `block`.
+    pending: bool,
+    /// Its event endpoints (in its arena).
+    endpoints: ArenaVec<events::Endpoint, P::Arena>,
+    /// The frame of its control block.
+    dcb: Option<frame_allocator::Frame>,
+    /// The control block's address in the domain.
+    dcb_va: usize,
+    /// The activation handler's entry and stack top, if registered.
+    handler: Option<(usize, usize)>,
+    /// Optimistic frames it may hold on top of its guarantee.
+    optimistic_frames: u64,
+    /// How many loose frames (`frame_alloc`, recorded in [`loose`]) it holds.
+    loose_held: u64,
+    /// How many of its loose frames are optimistic.
+    optimistic_held: u64,
+    /// Its disk-time contract `(period, slice)` in ns, if the manifest gives it one: a
+    /// revocation notice then leaves it the disk time to write back what it releases.
+    disk: Option<(u64, u64)>,
+    /// The allocator of the kernel objects made for it, on its arena of frames charged to it
+    /// (see [`kmem`]).
+    arena: P::Arena,
+    /// Page faults delivered to it.
+    faults: u64,
+    /// The revocation notice it has to answer, if any.
+    revocation: Option<paging::Revocation>,
+    /// Blocked in a system call that needs memory a revocation is freeing; the call runs
+    /// again when it is woken.
+    waiting_for_frames: bool,
+    /// Its share of the stretch region.
+    address: AddressQuota,
+    /// Kernel work under way for it, run in chunks on its CPU time (see [`jobs`]).
+    job: Option<jobs::Job>,
+    /// A driver domain: the manifest grants it devices (see [`device`]).
+    driver: bool,
+}
+
+impl<P: Platform> Domain<P> {
+    /// A live domain called `name` with protection domain `space`, allowed `guaranteed_frames`
+    /// frames, its kernel objects in `arena`; its context, control block and endpoints are
+    /// filled in by the loader.
+    fn new(
+        name: &str,
+        space: P::Space,
+        guaranteed_frames: u64,
+        optimistic_frames: u64,
+        address: AddressQuota,
+        arena: P::Arena,
+    ) -> Self {
+        Domain {
+            name: name.into(),
+            ctx: alloc::boxed::Box::new(P::Context::new_user(0, 0, [0; 4])),
+            fp: P::Fp::default(),
+            space: Some(space),
+            guaranteed_frames,
+            ending: None,
+            blocked: None,
+            pending: false,
+            endpoints: ArenaVec::new_in(arena),
+            dcb: None,
+            dcb_va: 0,
+            handler: None,
+            optimistic_frames,
+            loose_held: 0,
+            optimistic_held: 0,
+            disk: None,
+            arena,
+            faults: 0,
+            revocation: None,
+            waiting_for_frames: false,
+            address,
+            job: None,
+            driver: false,
+        }
+    }
+}
+
+/// The kernel's state: the domains, and the owners of what they share (the stretches, the
+/// stretch region's address allocator, the scheduler). Its methods are the operations that
+/// need more than one of them.
+pub struct World<P: Platform> {
+    domains: Vec<Domain<P>>,
+    stretches: Stretches<P::Arena>,
+    /// The stretch region, cut into the domains' shares.
+    region: StretchRegion,
+    /// Free frames before the first domain was created.
+    free_before: u64,
+    /// Which domain runs, and when the kernel must look again (see [`sched`]).
+    sched: sched::Scheduler,
+    /// Bytes of the kernel heap in use once every domain was made (see [`kmem`]).
+    boot_heap: usize,
+    /// What driver domains were given: interrupt lines and PCI functions (see [`device`]).
+    devices: device::Devices<P::Function>,
+}
+
+impl<P: Platform> World<P> {
+    /// The world before any domain exists.
+    pub fn new() -> Self {
+        World {
+            domains: Vec::new(),
+            stretches: Stretches::default(),
+            region: StretchRegion::default(),
+            free_before: P::with_frames(|fa| fa.free_count()),
+            sched: sched::Scheduler::new(),
+            boot_heap: 0,
+            devices: device::Devices::new(),
+        }
+    }
+
+    /// Adds a domain called `name` with protection domain `space`, allowed `guaranteed` and
+    /// `optimistic` frames, with `address` as its share of the stretch region; its identifier,
+    /// or `None` if the kernel heap has no room for its records (boot-time state: its arena's
+    /// header, its context, its table of stretches).
+    fn add_domain(
+        &mut self,
+        name: &str,
+        space: P::Space,
+        guaranteed: u64,
+        optimistic: u64,
+        address: AddressQuota,
+    ) -> Option<u32> {
+        let id = u32::try_from(self.domains.len()).ok().filter(|&id| id <= loose::MAX_OWNER)?;
+        let arena = P::Arena::new_arena(id);
+        if !self.stretches.add_domain(address.range().start, arena) {
+            return None;
+        }
+        self.domains.try_reserve(1).ok()?;
+        self.sched.grow(id as usize + 1).ok()?;
+        self.domains.push(Domain::new(name, space, guaranteed, optimistic, address, arena));
+        Some(id)
+    }
+
+    fn domain(&self, id: u32) -> Option<&Domain<P>> {
+        self.domains.get(id as usize).filter(|d| d.ending.is_none())
+    }
+
+    /// The stretch containing `addr`.
+    pub fn stretch_at(&self, addr: usize) -> Option<&Stretch<P::Arena>> {
+        self.stretches.containing(addr)
+    }
+
+    /// The stretch of domain `id` containing `addr`, with its slot in the domain's table.
+    fn own_stretch_at(&self, id: u32, addr: usize) -> Option<(usize, &Stretch<P::Arena>)> {
+        self.stretches.of(id)?.containing(addr)
+    }
+
+    /// Is `addr` in a managed stretch of domain `id`?
+    fn in_managed_stretch(&self, id: u32, addr: usize) -> bool {
+        self.own_stretch_at(id, addr).is_some_and(|(_, s)| s.kind == Kind::Managed)
+    }
+
+    /// Does domain `id` hold `want` on every page of `[addr, addr + len)`?
+    pub fn may_access(&self, id: u32, addr: usize, len: usize, want: Rights) -> bool {
+        let Some(end) = addr.checked_add(len) else { return false };
+        if addr < abi::USER_BASE || end > abi::USER_END {
+            return false;
+        }
+        let mut a = addr;
+        while a < end {
+            match self.stretch_at(a) {
+                Some(s) if !s.busy && s.rights_of(id).contains(want) => a = s.end(),
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// Could domain `id` take `pages` more frames, plus the page-table frames mapping a page
+    /// may need (one per level of the tree), within its guarantee?
+    fn within_contract(&self, id: u32, pages: u64) -> bool {
+        let tables = P::Space::LEVELS;
+        self.domain(id)
+            .is_some_and(|d| self.guaranteed_used(id) + pages + tables <= d.guaranteed_frames)
+    }
+
+    /// Frames domain `id` holds within its guarantee: all it is charged for (its arena's
+    /// frames among them) but its optimistic frames.
+    fn guaranteed_used(&self, id: u32) -> u64 {
+        self.charged(id) - self.domains[id as usize].optimistic_held
+    }
+
+    /// Frames charged to domain `id` now.
+    fn charged(&self, id: u32) -> u64 {
+        P::with_frames(|fa| fa.owned_by(Owner::Domain(id)))
+    }
+
+    /// Creates a nailed stretch of `pages` pages at `base` owned by `owner`, with `rights` for the
+    /// owner's protection domain, filled from `data` (the rest zero). Checks the owner's frames
+    /// contract, counting the page tables the mapping needs.
+    fn create_stretch(
+        &mut self,
+        owner: u32,
+        base: usize,
+        pages: usize,
+        rights: Rights,
+        kind: Kind,
+        data: &[u8],
+    ) -> Result<(), SysError> {
+        let filled = Filling::Now(data);
+        self.create_stretch_or_wait(owner, base, pages, rights, kind, filled).map_err(|e| match e {
+            paging::Shortage::Fail(e) => e,
+            paging::Shortage::Wait => SysError::NoMemory,
+        })
+    }
+
+    /// [`World::create_stretch`], which may find that a revocation must free memory first
+    /// ([`paging::Shortage::Wait`]: nothing was done, try again later). With
+    /// [`Filling::Later`] the stretch is made busy and empty, its frames checked and reserved
+    /// but not taken: a [`jobs::Job::Fill`] gives them.
+    fn create_stretch_or_wait(
+        &mut self,
+        owner: u32,
+        base: usize,
+        pages: usize,
+        rights: Rights,
+        kind: Kind,
+        filling: Filling<'_>,
+    ) -> Result<(), paging::Shortage> {
+        self.domain(owner).ok_or(SysError::NotFound)?;
+        let end = base.checked_add(pages * PAGE_SIZE).ok_or(SysError::InvalidArgument)?;
+        if self.stretches.last_below(end).is_some_and(|s| s.end() > base) {
+            return Err(SysError::InvalidArgument.into());
+        }
+        let space = self.domains[owner as usize].space.as_mut().ok_or(SysError::NotFound)?;
+        let tables = space.tables_missing(base, end).map_err(|_| SysError::InvalidArgument)?;
+        let d = &self.domains[owner as usize];
+        // Device registers are the device's pages, not frames of RAM.
+        let frames = if matches!(filling, Filling::Device(_)) { 0 } else { pages as u64 };
+        let needed = frames + tables + kmem::frames_for(kmem::stretch_record(pages, kind));
+        if self.guaranteed_used(owner) + needed > d.guaranteed_frames {
+            return Err(SysError::NoMemory.into());
+        }
+        self.reserve_frames(owner, needed)?;
+        self.make_stretch(owner, base, pages, rights, kind, filling).map_err(paging::Shortage::Fail)
+    }
+
+    /// The rest of [`World::create_stretch_or_wait`], once the frames (the record's among them)
+    /// are checked and reserved.
+    fn make_stretch(
+        &mut self,
+        owner: u32,
+        base: usize,
+        pages: usize,
+        rights: Rights,
+        kind: Kind,
+        filling: Filling<'_>,
+    ) -> Result<(), SysError> {
+        let alloc = self.domains[owner as usize].arena;
+        let mut s = self.with_kmem(owner, |w| {
+            let s = Stretch::new_in(base, pages, owner, kind, alloc)?;
+            w.stretches.reserve_one(base)?;
+            Ok(s)
+        })?;
+        s.set_rights(owner, rights).map_err(|_| SysError::NoMemory)?;
+        let free_all = |s: &mut Stretch<P::Arena>| {
+            let device = s.kind == Kind::Device;
+            s.frames.iter_mut().filter_map(Option::take).filter(|_| !device).for_each(|f| {
+                let _ = frames::free::<P>(f, Owner::Domain(owner));
+            })
+        };
+        let data = match filling {
+            Filling::Now(data) => {
+                for i in 0..pages {
+                    match frames::alloc_zeroed::<P>(Owner::Domain(owner)) {
+                        Ok(f) => s.frames[i] = Some(f),
+                        Err(_) => {
+                            free_all(&mut s);
+                            return Err(SysError::NoMemory);
+                        }
+                    }
+                }
+                data
+            }
+            Filling::Contiguous => {
+                let first = frames::alloc_zeroed_run::<P>(pages as u64, Owner::Domain(owner))
+                    .map_err(|_| SysError::NoMemory)?;
+                for (i, f) in s.frames.iter_mut().enumerate() {
+                    *f = Some(Frame::containing(first.addr() + (i * PAGE_SIZE) as u64));
+                }
+                &[]
+            }
+            Filling::Device(first) => {
+                for (i, f) in s.frames.iter_mut().enumerate() {
+                    *f = Some(Frame::containing(first + (i * PAGE_SIZE) as u64));
+                }
+                &[]
+            }
+            Filling::Later => {
+                s.busy = true;
+                self.stretches.insert(s);
+                return Ok(());
+            }
+        };
+        for (chunk, frame) in data.chunks(PAGE_SIZE).zip(s.frames.iter().flatten()) {
+            P::write_frame(*frame, chunk);
+        }
+        if let Err(e) = map_for(&mut self.domains, &s, owner, rights) {
+            let _ = map_for(&mut self.domains, &s, owner, Rights::NONE);
+            free_all(&mut s);
+            return Err(e);
+        }
+        self.stretches.insert(s);
+        Ok(())
+    }
+
+    /// Gives domain `target` `rights` on the stretch at `base` (`NONE`: takes them away) and
+    /// maps it accordingly; a new rights entry is made in the owner's arena.
+    fn set_stretch_rights(
+        &mut self,
+        base: usize,
+        target: u32,
+        rights: Rights,
+    ) -> Result<(), SysError> {
+        let owner = self.stretches.get(&base).ok_or(SysError::NotFound)?.owner;
+        self.with_kmem(owner, |w| {
+            let s = w.stretches.get_mut(&base).ok_or(Refused)?;
+            Ok(s.rights.try_reserve(1)?)
+        })?;
+        let s = self.stretches.get_mut(&base).ok_or(SysError::NotFound)?;
+        s.set_rights(target, rights).map_err(|_| SysError::NoMemory)?;
+        map_for(&mut self.domains, s, target, rights)
+    }
+
+    /// Unmaps the stretch at `base` from every protection domain, then frees its frames (a
+    /// managed stretch's frames go back to its owner's loose frames instead), all at once (see
+    /// [`jobs`] for the bounded way).
+    fn destroy_stretch(&mut self, base: usize) {
+        let mut left = self.stretches.get(&base).map(|s| s.frames.len());
+        while let Some(l) = left {
+            left = self.empty_chunk(base, l);
+        }
+    }
+}
+
+/// Maps (or, with `NONE`, unmaps) stretch `s` in domain `id`'s protection domain (a function
+/// of the domains alone, so that a stretch in the table can be mapped where it lies).
+fn map_for<P: Platform>(
+    domains: &mut [Domain<P>],
+    s: &Stretch<P::Arena>,
+    id: u32,
+    rights: Rights,
+) -> Result<(), SysError> {
+    let Some(space) = domains.get_mut(id as usize).and_then(|d| d.space.as_mut()) else {
+        return Ok(());
+    };
+    for (i, f) in s.frames.iter().enumerate() {
+        let Some(f) = f else { continue };
+        let va = s.base + i * PAGE_SIZE;
+        space.unmap(va);
+        if rights == Rights::NONE {
+            continue;
+        }
+        let mapped = if s.kind == Kind::Device {
+            space.map_device(va, f.addr(), rights)
+        } else {
+            space.map(va, f.addr(), rights)
+        };
+        mapped.map_err(|_| SysError::NoMemory)?;
+    }
+    Ok(())
+}
+
+/// Where a new nailed stretch's frames come from.
+enum Filling<'a> {
+    /// Taken now, filled from these bytes (the rest zero).
+    Now(&'a [u8]),
+    /// Taken now as one physically contiguous run, zero-filled (DMA memory).
+    Contiguous,
+    /// None: the pages are a device's registers, from this physical address on.
+    Device(u64),
+    /// Taken later, page by page, by a [`jobs::Job::Fill`].
+    Later,
+}
+
+impl<P: Platform> Default for World<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn report_fault<P: Platform>(w: &World<P>, id: u32, fault: UserFault, pc: usize) {
+    let name = w.domains[id as usize].name.as_str();
+    let cause = fault.name();
+    let addr = match fault {
+        UserFault::IllegalInstruction { bits: Some(bits) } => {
+            error!(
+                "domain {=str}: {=str} (instruction bits {=u64:#x}), pc={=u64:#x}",
+                name, cause, bits, pc as u64
+            );
+            return;
+        }
+        f => match f.addr() {
+            Some(addr) => addr,
+            None => {
+                error!("domain {=str}: {=str}, pc={=u64:#x}", name, cause, pc as u64);
+                return;
+            }
+        },
+    };
+    error!(
+        "domain {=str}: {=str} at address {=u64:#x}, pc={=u64:#x}",
+        name, cause, addr as u64, pc as u64
+    );
+    let guarded = w
+        .stretch_at(addr.saturating_add(PAGE_SIZE))
+        .filter(|s| s.kind == Kind::Stack && addr < s.base && w.stretch_at(addr).is_none());
+    match (w.stretch_at(addr), guarded) {
+        (Some(s), _) => error!(
+            "domain {=str}: the address is in {=str} stretch {=u64:#x}..{=u64:#x} of domain {=str}, where it holds rights {=u8:#x}",
+            name,
+            s.kind.name(),
+            s.base as u64,
+            s.end() as u64,
+            w.domains[s.owner as usize].name.as_str(),
+            s.rights_of(id).0
+        ),
+        (None, Some(s)) => error!(
+            "domain {=str}: the address is in the guard page below the stack {=u64:#x}..{=u64:#x} of domain {=str}",
+            name,
+            s.base as u64,
+            s.end() as u64,
+            w.domains[s.owner as usize].name.as_str()
+        ),
+        (None, None) if !(abi::USER_BASE..abi::USER_END).contains(&addr) => {
+            error!("domain {=str}: the address is outside the user half", name)
+        }
+        (None, None) => error!("domain {=str}: no stretch contains the address", name),
+    }
+}
+
+fn summary<P: Platform>(w: &World<P>) {
+    info!("run summary: {=usize} domain(s)", w.domains.len());
+    info!(
+        "  kernel: idle {=u64} ns of {=u64} ns since boot",
+        clock::ns_from_ticks::<P>(w.sched.idle_ticks),
+        clock::ns_from_ticks::<P>(P::now_ticks())
+    );
+    for d in &w.domains {
+        match d.ending {
+            Some(Ending::Exited(code)) => {
+                info!("  {=str}: exited with status {=i32}", d.name.as_str(), code)
+            }
+            Some(Ending::Terminated(why)) => {
+                info!("  {=str}: terminated ({=str})", d.name.as_str(), why.name())
+            }
+            None => info!("  {=str}: still running", d.name.as_str()),
+        }
+    }
+    for (id, d) in w.domains.iter().enumerate() {
+        let (Some(a), Some(c)) = (w.sched.policy.accounts(id), w.sched.policy.contract(id)) else {
+            continue;
+        };
+        info!(
+            "  {=str}: cpu {=u64} us guaranteed + {=u64} us extra, {=u64} periods of {=u64} us, {=u64} deadlines missed, {=u64} periods ended late (contract: slice {=u64} us, extra {=bool})",
+            d.name.as_str(),
+            a.guaranteed / 1000,
+            a.extra / 1000,
+            a.periods,
+            c.period / 1000,
+            a.deadlines_missed,
+            a.late_ends,
+            c.slice / 1000,
+            c.extra
+        );
+    }
+    for d in w.domains.iter().filter(|d| d.faults > 0) {
+        info!(
+            "  {=str}: {=u64} page faults delivered to its stretch drivers",
+            d.name.as_str(),
+            d.faults
+        );
+    }
+    let free = P::with_frames(|fa| fa.free_count());
+    info!(
+        "frames: {=u64} free after all domains ended, {=u64} before they started",
+        free, w.free_before
+    );
+    info!(
+        "kernel heap: {=usize} bytes in use at the end, {=usize} once the domains were made",
+        P::heap_used(),
+        w.boot_heap
+    );
+}
+
+/// Frames needed for `bytes`, rounded up.
+#[inline]
+fn pages_for(bytes: usize) -> usize {
+    bytes.div_ceil(FRAME_SIZE as usize)
+}
