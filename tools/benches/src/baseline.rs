@@ -520,9 +520,9 @@ mod tests {
     fn figures_are_kept_only_from_a_committed_tree() {
         assert_eq!(refuse_dirty(""), Ok(()));
         assert_eq!(refuse_dirty("\n"), Ok(()));
-        let e = refuse_dirty(" M xtask/src/bench.rs\n?? notes.txt\n").unwrap_err();
+        let e = refuse_dirty(" M tools/benches/src/lib.rs\n?? notes.txt\n").unwrap_err();
         assert!(e.contains("committed tree"), "{e}");
-        assert!(e.contains("M xtask/src/bench.rs, ?? notes.txt"), "{e}");
+        assert!(e.contains("M tools/benches/src/lib.rs, ?? notes.txt"), "{e}");
     }
 
     #[test]

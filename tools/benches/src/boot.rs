@@ -11,7 +11,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::{Mode, RUNS, Table, environment, icount_runs, table, write_report};
+use crate::baseline::Table;
+use crate::measure::{Mode, RUNS, environment, icount_runs, table, write_report};
 use qemu_run::log::Kernel;
 use qemu_run::qemu::{self, Boot, Ending};
 use system_image::many_domains;

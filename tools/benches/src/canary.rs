@@ -25,7 +25,8 @@ use std::fmt::Write as _;
 use anyhow::{Context, Result, bail};
 
 use super::by_arch::ByArch;
-use super::{Mode, Table, environment, on_each, table, write_report};
+use crate::baseline::Table;
+use crate::measure::{Mode, environment, on_each, table, write_report};
 use qemu_run::cpu;
 use qemu_run::qemu::{Ending, Outcome};
 use tool_base::{Arch, artifacts};

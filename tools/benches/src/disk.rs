@@ -30,7 +30,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use disk_sched::heuristics::Weigh;
 
-use super::{Mode, Table, environment, write_report};
+use crate::baseline::Table;
+use crate::measure::{Mode, environment, write_report};
 use experiments::{Run, Size};
 use lines::Measured;
 use manifests::Device;
@@ -94,7 +95,7 @@ fn kept(arch: Arch, results: &BTreeMap<String, Measured>) -> Option<Table> {
     let instr = |m: &Measured| m.sched.as_ref().map(|s| s.per_request_ns as f64);
     let exceeded: u64 =
         [with, usd].iter().filter_map(|m| m.waits.as_ref()).map(|w| w.exceeded).sum();
-    Some(super::table(
+    Some(crate::measure::table(
         arch,
         "disk",
         vec![

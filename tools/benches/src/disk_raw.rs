@@ -31,7 +31,9 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use super::by_arch::ByArch;
-use super::{Mode, Table, environment, figures, table, write_report};
+use super::figures;
+use crate::baseline::Table;
+use crate::measure::{Mode, environment, table, write_report};
 use qemu_run::qemu::IcountBoot;
 use qemu_run::qemu::{Ending, Outcome};
 use tool_base::{Arch, artifacts, util};

@@ -18,7 +18,9 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use super::by_arch::{ByArch, Figure};
-use super::{Mode, RUNS, Table, environment, figures, icount_runs, on_each, table, write_report};
+use super::figures;
+use crate::baseline::Table;
+use crate::measure::{Mode, RUNS, environment, icount_runs, on_each, table, write_report};
 use qemu_run::qemu::IcountBoot;
 use qemu_run::qemu::{Ending, Outcome};
 use test_suites::sched::{self, Runs};

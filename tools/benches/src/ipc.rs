@@ -13,10 +13,10 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use super::by_arch::ByArch;
-use super::{
-    Mode, Table, environment, figures, icount_runs, nullcall_figures, switch_scaling, table,
-    write_report,
-};
+use super::figures;
+use super::switch_scaling;
+use crate::baseline::Table;
+use crate::measure::{Mode, environment, icount_runs, nullcall_figures, table, write_report};
 use qemu_run::qemu;
 use tool_base::{Arch, artifacts};
 

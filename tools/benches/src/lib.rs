@@ -53,6 +53,7 @@ mod disk_raw;
 mod fault;
 mod figures;
 mod ipc;
+mod measure;
 mod paging;
 mod performance_doc;
 mod sched;
@@ -62,13 +63,13 @@ use std::process::Command;
 
 use anyhow::{Result, bail};
 use clap::ValueEnum;
-use serde::Serialize;
 
-use qemu_run::qemu;
 use tool_base::{Arch, setup, util};
 
 pub use baseline::Table;
 pub use disk::DiskOptions;
+pub use measure::Mode;
+use measure::commit;
 
 /// The benchmarks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -92,15 +93,6 @@ pub enum Name {
     /// Every bench, then the kept figures against bench/baseline.toml.
     All,
     /// The kept (deterministic) figures against bench/baseline.toml; fails if one got worse.
-    Check,
-}
-
-/// How a bench runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Every figure, wall-clock ones too; reports written under `target/bench/`.
-    Full,
-    /// The kept figures only, each boot once: what `bench check` needs.
     Check,
 }
 
@@ -263,11 +255,6 @@ fn repeated(
     baseline::agree(tables, &again).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// A table of kept figures measured now, on `arch`, by `bench`.
-fn table(arch: Arch, bench: &str, figures: Vec<(String, f64)>) -> Table {
-    Table { arch: arch.name().into(), bench: bench.into(), commit: commit(), figures }
-}
-
 /// Prints the kept figures of `tables` against `base`: figure, unit, baseline, now, change.
 /// With `strict`, also every table of the baseline for `arches` that was not measured. Returns
 /// whether any figure fails the check.
@@ -338,127 +325,4 @@ fn report(base: &baseline::Baseline, tables: &[Table], arches: &[&str], strict: 
         }
     }
     !failed.is_empty()
-}
-
-#[derive(Serialize)]
-struct Environment {
-    commit: String,
-    qemu: String,
-    host_cpu: String,
-    host_cores: usize,
-    date: String,
-}
-
-/// Boots of each configuration timed on the host's clock (wall time).
-const RUNS: usize = 5;
-
-/// The commit the tree is at, `-dirty` when it has changes.
-fn commit() -> String {
-    let commit = util::output(Command::new("git").current_dir(util::root()).args([
-        "rev-parse",
-        "--short",
-        "HEAD",
-    ]))
-    .map(|s| s.trim().to_string())
-    .unwrap_or_else(|_| "unknown".into());
-    let dirty =
-        util::output(Command::new("git").current_dir(util::root()).args(["status", "--porcelain"]))
-            .map(|s| !s.trim().is_empty())
-            .unwrap_or(false);
-    if dirty { format!("{commit}-dirty") } else { commit }
-}
-
-/// Where this run happens: the commit, each architecture's QEMU, the host, the date.
-fn environment(arches: &[Arch]) -> Environment {
-    let host_cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into());
-    let date =
-        util::output(Command::new("date").arg("-u").arg("+%Y-%m-%dT%H:%M:%SZ")).unwrap_or_default();
-    let qemu: Vec<String> =
-        arches.iter().map(|a| format!("{}: {}", a.name(), qemu::version(*a))).collect();
-    Environment {
-        commit: commit(),
-        qemu: qemu.join("; "),
-        host_cpu,
-        host_cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        date: date.trim().to_string(),
-    }
-}
-
-impl Environment {
-    /// The heading of bench `name`'s report: its title and this environment.
-    fn heading(&self, name: &str) -> String {
-        format!(
-            "# bench {name}\n\ncommit {} · {} · host {} ({} cores) · {}\n\n",
-            self.commit, self.qemu, self.host_cpu, self.host_cores, self.date
-        )
-    }
-}
-
-/// Prints bench `name`'s report and writes it under `target/bench/` as `NAME.md` and, with
-/// `json`'s results, `NAME.json`.
-fn write_report(name: &str, md: &str, json: serde_json::Value) -> Result<()> {
-    print!("{md}");
-    let dir = util::target_dir().join("bench");
-    std::fs::create_dir_all(&dir)?;
-    let (md_path, json_path) = (dir.join(format!("{name}.md")), dir.join(format!("{name}.json")));
-    std::fs::write(&md_path, md)?;
-    std::fs::write(&json_path, serde_json::to_string_pretty(&json)?)?;
-    println!("\nwritten: {}, {}", md_path.display(), json_path.display());
-    Ok(())
-}
-
-/// How many boots under `-icount` a figure is measured in: three (which must agree), or one
-/// for the check.
-fn icount_runs(mode: Mode) -> usize {
-    match mode {
-        Mode::Full => 3,
-        Mode::Check => 1,
-    }
-}
-
-/// `(calls, calls_ns, loop_ns)` from the `nullcall: N calls in T ns, empty loop L ns` line.
-fn nullcall_figures(out: &qemu::Outcome) -> Option<(u64, u64, u64)> {
-    let msg = &out.line(" calls in ")?.message;
-    let n: Vec<u64> =
-        msg.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
-    match n[..] {
-        [calls, calls_ns, loop_ns] => Some((calls, calls_ns, loop_ns)),
-        _ => None,
-    }
-}
-
-/// Measures with `measure` on each of `arches`: what each measured and its kept figures, in
-/// the order of `arches`.
-fn on_each<M>(
-    arches: &[Arch],
-    mode: Mode,
-    measure: fn(Arch, Mode) -> Result<(M, Table)>,
-) -> Result<(Vec<M>, Vec<Table>)> {
-    let mut measured = Vec::new();
-    let mut kept = Vec::new();
-    for &arch in arches {
-        let (m, t) = measure(arch, mode)?;
-        measured.push(m);
-        kept.push(t);
-    }
-    Ok((measured, kept))
-}
-
-/// The numbers written in a report's markdown `md`, in order: runs of digits with the
-/// separators between them. The report tests render a report from fabricated runs and check
-/// that every number in it follows them.
-#[cfg(test)]
-pub(crate) fn report_numbers(md: &str) -> Vec<String> {
-    md.split(|c: char| !(c.is_ascii_digit() || c == ',' || c == '.'))
-        .map(|t| t.trim_matches(|c| c == ',' || c == '.'))
-        .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
-        .map(str::to_string)
-        .collect()
 }

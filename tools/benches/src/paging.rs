@@ -33,7 +33,8 @@ use anyhow::{Context, Result, bail};
 use paging_programs::{Program, Scale};
 use serde::Serialize;
 
-use super::{Mode, Table, environment, write_report};
+use crate::baseline::Table;
+use crate::measure::{Mode, environment, write_report};
 use qemu_run::log::field;
 use qemu_run::qemu::Ending;
 use qemu_run::qemu::IcountBoot;
@@ -922,7 +923,7 @@ pub fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
         arches.iter().map(|a| measure_on(*a, &checksums, mode)).collect::<Result<Vec<_>>>()?;
     let kept = measured
         .iter()
-        .map(|m| Ok(super::table(m.arch, "paging", kept_figures(m)?)))
+        .map(|m| Ok(crate::measure::table(m.arch, "paging", kept_figures(m)?)))
         .collect::<Result<Vec<_>>>()?;
     if mode == Mode::Check {
         return Ok(kept);
@@ -1023,9 +1024,9 @@ mod tests {
         out
     }
 
-    /// `md`'s numbers, in order ([`crate::report_numbers`]).
+    /// `md`'s numbers, in order ([`crate::measure::report_numbers`]).
     fn numbers(md: &str) -> Vec<String> {
-        crate::report_numbers(md)
+        crate::measure::report_numbers(md)
     }
 
     #[test]

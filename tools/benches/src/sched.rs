@@ -16,7 +16,8 @@ use serde::Serialize;
 
 use super::by_arch::{ByArch, Figure};
 use super::ipc::{IPC, measure};
-use super::{Mode, Table, environment, on_each, table, write_report};
+use crate::baseline::Table;
+use crate::measure::{Mode, environment, on_each, table, write_report};
 use qemu_run::cpu::{self, Period};
 use qemu_run::qemu::Outcome;
 use test_suites::sched::{self as scenarios, Run, Runs, Share};

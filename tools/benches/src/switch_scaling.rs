@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use anyhow::{Context, Result, bail};
 
 use super::by_arch::ByArch;
-use super::{Mode, icount_runs, nullcall_figures};
+use crate::measure::{Mode, icount_runs, nullcall_figures};
 use system_image::many_domains;
 use tool_base::{Arch, artifacts};
 

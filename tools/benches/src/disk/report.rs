@@ -572,9 +572,9 @@ mod tests {
             .collect()
     }
 
-    /// `md`'s numbers, in order ([`crate::report_numbers`]).
+    /// `md`'s numbers, in order ([`crate::measure::report_numbers`]).
     fn numbers(md: &str) -> Vec<String> {
-        crate::report_numbers(md)
+        crate::measure::report_numbers(md)
     }
 
     /// The tables, notes and bars of every experiment, the costs and the waits, from `seed`.
