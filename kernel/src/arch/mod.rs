@@ -2,7 +2,7 @@
 //!
 //! Each architecture module (`riscv64`, `x86_64`) provides the same items, re-exported here.
 //! Only `arch/` names an architecture in the kernel: the portable kernel reaches these items
-//! without `#[cfg(target_arch)]` (checked on the host by xtask's
+//! without `#[cfg(target_arch)]` (checked on the host by `source_tree`'s
 //! `arch_names::tests::no_architecture_named_outside_arch_files`).
 //!
 //!

@@ -196,7 +196,7 @@ __tessera_continue_on:
 // Its section is 16-byte aligned, like the compiler's functions: without the `.p2align` it
 // would be byte-aligned and follow whatever code the linker put before it, so the entry could
 // be odd, which `activation_set` refuses (`docs/syscalls.md`), leaving the domain without a
-// handler. `cargo xtask` checks every app's entry (`xtask/src/apps.rs`, `check_app`).
+// handler. `cargo xtask` checks every app's entry (`tools/image/src/apps.rs`, `check_app`).
 #[cfg(target_os = "none")]
 global_asm!(
     r#"
