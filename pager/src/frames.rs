@@ -16,8 +16,9 @@ use crate::{PAGE_SIZE, Page};
 /// answered. (The paged stretch driver does the same over the kernel's frames, with its own
 /// loop.)
 pub trait Frames {
-    /// Runs [`Pager::fill`] on the contents of `frame`, in place.
-    fn fill(&mut self, frame: usize, pager: &mut Pager) -> Result<(), PagerError>;
+    /// Runs [`Pager::fill`] on the contents of `frame`, in place, and says what it said:
+    /// whether to map the page writable.
+    fn fill(&mut self, frame: usize, pager: &mut Pager) -> Result<bool, PagerError>;
 
     /// Fills `frame` with zeros.
     fn zero(&mut self, frame: usize) -> Result<(), PagerError>;
@@ -60,8 +61,12 @@ pub trait Frames {
                     step = pager.resume(self.unmap(page, frame));
                     continue;
                 }
-                FrameOp::Fill { frame } => self.fill(frame, pager),
-                FrameOp::Zero { frame } => self.zero(frame),
+                FrameOp::Fill { page, frame } => {
+                    self.fill(frame, pager).and_then(|writable| self.map(page, frame, writable))
+                }
+                FrameOp::Zero { page, frame, writable } => {
+                    self.zero(frame).and_then(|()| self.map(page, frame, writable))
+                }
                 FrameOp::Save { frame } => self.save(frame, pager),
                 FrameOp::Harvest => self.harvest(pager),
                 FrameOp::Release { frame } => self.release(frame),
@@ -149,7 +154,7 @@ impl MemFrames {
 }
 
 impl Frames for MemFrames {
-    fn fill(&mut self, frame: usize, pager: &mut Pager) -> Result<(), PagerError> {
+    fn fill(&mut self, frame: usize, pager: &mut Pager) -> Result<bool, PagerError> {
         self.check(frame)?;
         pager.fill(&mut self.frames[frame])
     }

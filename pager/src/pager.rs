@@ -141,14 +141,12 @@ enum Wait {
     Unmap { victim: usize, r: Resident },
     /// A victim's frame saved, handed down as `dirty`.
     Save { victim: usize, r: Resident, dirty: bool },
-    /// A victim mapped again after its frame could not be saved (`error`).
-    Restore { victim: usize, dirty: bool, error: PagerError },
-    /// The fault's frame filled from the cache manager.
+    /// A victim mapped again after its frame could not be saved ([`Job::error`]).
+    Restore { victim: usize, dirty: bool },
+    /// The fault's frame filled from the cache manager, and mapped.
     Fill,
-    /// The fault's frame zeroed.
+    /// The fault's frame zeroed, and mapped.
     Zero,
-    /// The faulting page mapped.
-    Map { dirty: bool, writable: bool },
     /// Fetched contents handed back to the cache manager after the load failed (`error`).
     HandBack { error: PagerError },
     /// A frame released.
@@ -172,6 +170,8 @@ struct Job {
     stored_dirty: Option<bool>,
     /// The disk's device writes before the fault's evictions.
     writes_before: u64,
+    /// Why a victim's frame could not be saved, while it is mapped again.
+    error: PagerError,
 }
 
 /// A revocation's progress.
@@ -202,6 +202,7 @@ impl Job {
             },
             stored_dirty: None,
             writes_before: 0,
+            error: PagerError::Frames,
         }
     }
 }
@@ -310,7 +311,7 @@ impl Pager {
         if let Some(busy) = self.busy() {
             return busy;
         }
-        self.job = Job::new(Call::Revoke { wanted });
+        self.start(Call::Revoke { wanted });
         self.revoking = Revoking::default();
         if self.free.len() < wanted {
             return self.harvest_then_evict();
@@ -322,12 +323,13 @@ impl Pager {
     /// next.
     pub fn resume(&mut self, answer: Answer) -> Step {
         let wait = core::mem::replace(&mut self.job.wait, Wait::Nothing);
-        match (wait, answer) {
-            (Wait::Nothing, _) => {
-                Step::Done(Err(PagerError::BadConfig("no frame operation asked")))
-            }
-            (_, Err(e)) => self.failed(wait, e),
-            (Wait::Protect, Ok(_)) => {
+        let written = match answer {
+            Ok(written) => written,
+            Err(e) => return self.failed(wait, e),
+        };
+        match wait {
+            Wait::Nothing => Step::Done(Err(PagerError::BadConfig("no frame operation asked"))),
+            Wait::Protect => {
                 let Call::Fault { page, write, .. } = self.job.call else { return self.idle() };
                 if let Some(r) = self.resident.get_mut(&page) {
                     r.writable = true;
@@ -335,11 +337,11 @@ impl Pager {
                 }
                 self.fault_done()
             }
-            (Wait::Harvest, Ok(_)) => match self.job.call {
+            Wait::Harvest => match self.job.call {
                 Call::Revoke { .. } => self.revoke_next(),
                 _ => self.evict_next(),
             },
-            (Wait::Unmap { victim, r }, Ok(written)) => {
+            Wait::Unmap { victim, r } => {
                 let dirty = r.dirty || written;
                 if dirty || self.has_content[victim] {
                     let save = FrameOp::Save { frame: r.frame };
@@ -347,12 +349,13 @@ impl Pager {
                 }
                 self.victim_gone(victim, r, dirty)
             }
-            (Wait::Save { victim, r, dirty }, Ok(_)) => {
+            Wait::Save { victim, r, dirty } => {
                 self.has_content[victim] = true;
                 self.evicted_at[victim] = (self.stats.evictions + 1) as u32;
                 self.victim_gone(victim, r, dirty)
             }
-            (Wait::Restore { victim, dirty, error }, Ok(_)) => {
+            Wait::Restore { victim, dirty } => {
+                let error = self.job.error;
                 if let Some(r) = self.resident.get_mut(&victim) {
                     r.dirty = dirty;
                 }
@@ -366,28 +369,16 @@ impl Pager {
                 }
                 self.evicted(Err(error))
             }
-            (Wait::Fill, Ok(_)) => {
+            Wait::Fill => {
                 self.stats.fetches += 1;
-                if let Call::Fault { page, .. } = self.job.call {
-                    self.note_reuse(page);
-                }
-                self.map_page()
+                self.loaded()
             }
-            (Wait::Zero, Ok(_)) => {
+            Wait::Zero => {
                 self.stats.zero_fills += u64::from(self.job.outcome.source == Source::ZeroFill);
-                self.map_page()
+                self.loaded()
             }
-            (Wait::Map { dirty, writable }, Ok(_)) => {
-                let (Call::Fault { page, .. }, Some(frame)) = (self.job.call, self.job.frame)
-                else {
-                    return self.idle();
-                };
-                self.resident.insert(page, Resident { frame, dirty, locked: false, writable });
-                self.policy.mapped(page);
-                self.fault_done()
-            }
-            (Wait::HandBack { error }, Ok(_)) => self.load_failed(error),
-            (Wait::Release, Ok(_)) => {
+            Wait::HandBack { error } => self.load_failed(error),
+            Wait::Release => {
                 self.revoking.released += 1;
                 self.revoke_next()
             }
@@ -395,8 +386,8 @@ impl Pager {
     }
 
     /// Fills `buf`, the contents of the frame a [`FrameOp::Fill`] names, with the faulting
-    /// page's contents from the cache manager.
-    pub fn fill(&mut self, buf: &mut Page) -> Result<(), PagerError> {
+    /// page's contents from the cache manager, and says whether to map it writable.
+    pub fn fill(&mut self, buf: &mut Page) -> Result<bool, PagerError> {
         let (Wait::Fill, Call::Fault { page, .. }) = (self.job.wait, self.job.call) else {
             return Err(PagerError::BadConfig("no fill asked"));
         };
@@ -407,7 +398,7 @@ impl Pager {
             Found::Disk => Source::Miss,
             found => Source::Hit { top: fetched.hit, found },
         };
-        Ok(())
+        Ok(self.writable())
     }
 
     /// Hands `data`, the contents of the frame a [`FrameOp::Save`] names, down to the cache
@@ -430,8 +421,10 @@ impl Pager {
 
     /// A step that refuses a new call while another is under way.
     fn busy(&self) -> Option<Step> {
-        (!matches!(self.job.call, Call::Idle))
-            .then_some(Step::Done(Err(PagerError::BadConfig("another call is under way"))))
+        if matches!(self.job.call, Call::Idle) {
+            return None;
+        }
+        Some(Step::Done(Err(PagerError::BadConfig("another call is under way"))))
     }
 
     fn begin_fault(&mut self, page: usize, write: bool, lock: bool) -> Step {
@@ -442,7 +435,7 @@ impl Pager {
             return Step::Done(Err(PagerError::PageOutOfRange { page, pages: self.pages }));
         }
         self.stats.faults += 1;
-        self.job = Job::new(Call::Fault { page, write, lock });
+        self.start(Call::Fault { page, write, lock });
         if let Some(r) = self.resident.get_mut(&page) {
             self.policy.accessed(page);
             let frame = r.frame;
@@ -467,6 +460,19 @@ impl Pager {
         }
     }
 
+    /// Starts answering `call`: what a call keeps between its steps starts afresh.
+    fn start(&mut self, call: Call) {
+        let job = &mut self.job;
+        job.call = call;
+        job.wait = Wait::Nothing;
+        job.frame = None;
+        job.stored_dirty = None;
+        job.outcome.source = Source::Resident;
+        job.outcome.evicted = 0;
+        job.outcome.evicted_dirty = 0;
+        job.outcome.disk_writes = 0;
+    }
+
     fn ask(&mut self, wait: Wait, op: FrameOp) -> Step {
         self.job.wait = wait;
         Step::Do(op)
@@ -474,7 +480,7 @@ impl Pager {
 
     /// Ends the call, answering it with `e`.
     fn fail(&mut self, e: PagerError) -> Step {
-        self.job = Job::IDLE;
+        self.job.call = Call::Idle;
         Step::Done(Err(e))
     }
 
@@ -490,7 +496,8 @@ impl Pager {
             Wait::Unmap { .. } => self.evicted(Err(e)),
             Wait::Save { victim, r, dirty } => {
                 let map = FrameOp::Map { page: victim, frame: r.frame, writable: r.writable };
-                self.ask(Wait::Restore { victim, dirty, error: e }, map)
+                self.job.error = e;
+                self.ask(Wait::Restore { victim, dirty }, map)
             }
             Wait::Restore { .. } => self.evicted(Err(e)),
             Wait::Fill => match self.job.call {
@@ -504,9 +511,16 @@ impl Pager {
                     self.job.outcome.source = Source::Lost;
                     self.zero_frame()
                 }
+                // Fetched, then not mapped: the fetch counts, and its contents go back.
+                _ if self.job.stored_dirty.is_some() => {
+                    self.stats.fetches += 1;
+                    if let Call::Fault { page, .. } = self.job.call {
+                        self.note_reuse(page);
+                    }
+                    self.hand_back(e)
+                }
                 _ => self.hand_back(e),
             },
-            Wait::Map { .. } => self.hand_back(e),
             Wait::Zero | Wait::HandBack { .. } => self.load_failed(e),
         }
     }
@@ -605,27 +619,40 @@ impl Pager {
             return self.idle();
         };
         if self.has_content[page] {
-            return self.ask(Wait::Fill, FrameOp::Fill { frame });
+            return self.ask(Wait::Fill, FrameOp::Fill { page, frame });
         }
         self.job.outcome.source = Source::ZeroFill;
         self.zero_frame()
     }
 
     fn zero_frame(&mut self) -> Step {
-        let Some(frame) = self.job.frame else { return self.idle() };
-        self.ask(Wait::Zero, FrameOp::Zero { frame })
+        let (Call::Fault { page, .. }, Some(frame)) = (self.job.call, self.job.frame) else {
+            return self.idle();
+        };
+        let writable = self.writable();
+        self.ask(Wait::Zero, FrameOp::Zero { page, frame, writable })
     }
 
-    /// Maps the filled frame at the faulting page.
-    fn map_page(&mut self) -> Step {
+    /// Whether the faulting page is mapped writable: a dirty page at once, as there is nothing
+    /// more to learn from a write, and every page when the frames keep dirty bits.
+    fn writable(&self) -> bool {
+        let Call::Fault { write, .. } = self.job.call else { return false };
+        write || self.job.stored_dirty == Some(true) || self.tracks_dirty
+    }
+
+    /// The faulting page is filled and mapped: it is resident.
+    fn loaded(&mut self) -> Step {
         let (Call::Fault { page, write, .. }, Some(frame)) = (self.job.call, self.job.frame) else {
             return self.idle();
         };
+        if self.job.stored_dirty.is_some() {
+            self.note_reuse(page);
+        }
         let dirty = write || self.job.stored_dirty == Some(true);
-        // A dirty page is mapped writable at once: there is nothing more to learn from a
-        // write. So is every page when the frames keep dirty bits.
         let writable = dirty || self.tracks_dirty;
-        self.ask(Wait::Map { dirty, writable }, FrameOp::Map { page, frame, writable })
+        self.resident.insert(page, Resident { frame, dirty, locked: false, writable });
+        self.policy.mapped(page);
+        self.fault_done()
     }
 
     /// Gives the page's contents, fetched into the frame, back to the cache manager as they
@@ -657,7 +684,7 @@ impl Pager {
             self.policy.locked(page);
         }
         let outcome = FaultOutcome { frame, ..self.job.outcome };
-        self.job = Job::IDLE;
+        self.job.call = Call::Idle;
         Step::Done(Ok(Outcome::Fault(outcome)))
     }
 
@@ -677,7 +704,7 @@ impl Pager {
     /// The revocation is answered: the frames released are counted and the application told.
     fn revoke_done(&mut self) -> Step {
         let Revoking { released, failure } = core::mem::take(&mut self.revoking);
-        self.job = Job::IDLE;
+        self.job.call = Call::Idle;
         self.stats.frames -= released;
         self.stats.frames_revoked += released;
         let change = GuaranteeChange::FramesRevoked { released, frames_now: self.stats.frames };

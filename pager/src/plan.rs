@@ -37,16 +37,23 @@ pub enum FrameOp {
         /// Its frame.
         frame: usize,
     },
-    /// Fill `frame` out of view: run [`Pager::fill`](crate::pager::Pager::fill) on its
-    /// contents, in place, and answer with what it returned.
+    /// Fill `frame` out of view, then map `page` on it: run
+    /// [`Pager::fill`](crate::pager::Pager::fill) on the frame's contents, in place, which says
+    /// whether to map it writable; answer with the first failure.
     Fill {
-        /// The frame.
+        /// The page.
+        page: usize,
+        /// Its frame.
         frame: usize,
     },
-    /// Fill `frame` with zeros.
+    /// Fill `frame` with zeros, then map `page` on it, writable or read-only.
     Zero {
-        /// The frame.
+        /// The page.
+        page: usize,
+        /// Its frame.
         frame: usize,
+        /// Mapped writable.
+        writable: bool,
     },
     /// Run [`Pager::save`](crate::pager::Pager::save) on the contents of `frame` (whose page
     /// is unmapped), in place, and answer with what it returned.

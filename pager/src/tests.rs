@@ -955,7 +955,7 @@ impl TestFrames {
 }
 
 impl Frames for TestFrames {
-    fn fill(&mut self, frame: usize, pager: &mut Pager) -> Result<(), PagerError> {
+    fn fill(&mut self, frame: usize, pager: &mut Pager) -> Result<bool, PagerError> {
         self.inner.fill(frame, pager)
     }
     fn zero(&mut self, frame: usize) -> Result<(), PagerError> {

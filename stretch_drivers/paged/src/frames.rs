@@ -262,10 +262,19 @@ impl KernelFrames<'_> {
                     self.map(page, frame, writable).map(|()| false)
                 }
                 Step::Do(FrameOp::Unmap { page, frame }) => self.unmap(page, frame),
-                Step::Do(FrameOp::Fill { frame }) => {
-                    self.fill(frame, &mut |page| pager.fill(page)).map(|()| false)
+                Step::Do(FrameOp::Fill { page, frame }) => {
+                    let mut writable = false;
+                    let mut fill = |contents: &mut Page| {
+                        writable = pager.fill(contents)?;
+                        Ok(())
+                    };
+                    self.fill(frame, &mut fill)
+                        .and_then(|()| self.map(page, frame, writable))
+                        .map(|()| false)
                 }
-                Step::Do(FrameOp::Zero { frame }) => self.zero(frame).map(|()| false),
+                Step::Do(FrameOp::Zero { page, frame, writable }) => {
+                    self.zero(frame).and_then(|()| self.map(page, frame, writable)).map(|()| false)
+                }
                 Step::Do(FrameOp::Save { frame }) => {
                     self.save(frame, &mut |page| pager.save(page)).map(|()| false)
                 }
