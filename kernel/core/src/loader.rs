@@ -198,7 +198,7 @@ fn populate<P: Platform>(
     w.create_stretch(id, dcb_at, 1, Rights::READ.union(Rights::WRITE), Kind::ControlBlock, &[])?;
     let frame = w.stretches[&dcb_at].frames[0].ok_or(abi::SysError::NoMemory)?;
     let dcb = abi::Dcb { domain_id: id as u64, timebase_hz: P::frequency(), ..Default::default() };
-    P::write_dcb(frame, dcb);
+    P::write_dcb(frame, &dcb);
     w.domains[index].dcb = Some(frame);
     w.domains[index].dcb_va = dcb_at;
     *w.domains[index].ctx =

@@ -2,15 +2,16 @@
 //! [`Platform`] over state kept per test thread (libtest runs each test on its own thread, so
 //! tests never see each other's frames, clock or memory).
 //!
-//! What it models: a frame allocator over [`FRAMES`] frames from [`RAM_BASE`], whose frames
-//! hold bytes (a frame never written reads as zeroes); page tables ([`MockSpace`]) that charge
-//! one table frame per 2 MiB region they map into, plus a root, to the space's owner, and
-//! translate user addresses for the user copies through the space made current last
+//! What it models: a frame allocator over [`FRAMES`] frames from [`RAM_BASE`], whose frames hold
+//! bytes (a frame never written reads as zeroes); page tables ([`MockSpace`]) that charge one table
+//! frame per 2 MiB region they map into, plus a root, to the space's owner, and translate user
+//! addresses for the user copies through the space made current last
 //! ([`AddressSpaceOps::activate`]); registers ([`MockContext`]) holding a system call's number,
 //! arguments and results; a clock that the test moves ([`advance`]) and that waiting for an
-//! interrupt moves to the armed timer; control blocks as objects of their own, not bytes of
-//! their frames. What it does not: devices (none are found), FP state, or kernel arenas that
-//! run out (a domain's kernel objects come from the host heap and are charged nothing).
+//! interrupt moves to the armed timer; control blocks as objects of their own, not bytes of their
+//! frames (writing one keeps its identity fields, `domain_id` and `timebase_hz`). What it does not:
+//! devices (none are found), FP state, or kernel arenas that run out (a domain's kernel objects
+//! come from the host heap and are charged nothing).
 
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet};
@@ -514,8 +515,15 @@ impl Platform for Mock {
     fn dcb(frame: Frame) -> &'static abi::Dcb {
         with(|s| *s.dcbs.entry(frame.addr()).or_insert_with(|| Box::leak(Box::default())))
     }
-    fn write_dcb(frame: Frame, dcb: abi::Dcb) {
-        with(|s| s.dcbs.insert(frame.addr(), Box::leak(Box::new(dcb))));
+    fn write_dcb(frame: Frame, dcb: &abi::Dcb) {
+        // A new block with the fields the kernel writes before the domain runs (its atomics
+        // start at zero, as in the kernel's).
+        let fresh = abi::Dcb {
+            domain_id: dcb.domain_id,
+            timebase_hz: dcb.timebase_hz,
+            ..Default::default()
+        };
+        with(|s| s.dcbs.insert(frame.addr(), Box::leak(Box::new(fresh))));
     }
     fn write_saved_context(_frame: Frame, _ctx: &abi::SavedContext) {}
     fn write_channel_slot(_frame: Frame, _index: usize, _slot: &abi::ChannelSlot) {}

@@ -436,6 +436,7 @@ impl<P: Platform> World<P> {
 
     /// The stretch (by its slot in domain `id`'s table) and page index of `va` in a managed
     /// stretch of domain `id`.
+    #[inline(always)]
     fn managed_page(&self, id: u32, va: usize) -> Result<ManagedPage, SysError> {
         if !va.is_multiple_of(PAGE_SIZE) {
             return Err(SysError::InvalidArgument);

@@ -164,7 +164,7 @@ pub trait Platform: Sized + 'static {
     /// The domain control block in `frame`.
     fn dcb(frame: Frame) -> &'static abi::Dcb;
     /// Writes `dcb` to `frame`.
-    fn write_dcb(frame: Frame, dcb: abi::Dcb);
+    fn write_dcb(frame: Frame, dcb: &abi::Dcb);
     /// Writes the saved context of the control block in `frame`.
     fn write_saved_context(frame: Frame, ctx: &abi::SavedContext);
     /// Writes channel slot `index` of the control block in `frame`.

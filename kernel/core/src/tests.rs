@@ -34,7 +34,7 @@ fn world(domains: &[(u64, u64)]) -> W {
         let dcb_at = w.domains[i].address.take(1).unwrap();
         w.create_stretch(id, dcb_at, 1, RW, Kind::ControlBlock, &[]).unwrap();
         let frame = w.stretches[&dcb_at].frames[0].unwrap();
-        Mock::write_dcb(frame, abi::Dcb { domain_id: u64::from(id), ..Default::default() });
+        Mock::write_dcb(frame, &abi::Dcb { domain_id: u64::from(id), ..Default::default() });
         w.domains[i].dcb = Some(frame);
         w.domains[i].dcb_va = dcb_at;
     }

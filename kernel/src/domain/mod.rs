@@ -169,8 +169,8 @@ impl Platform for Machine {
         phys::dcb(frame)
     }
     #[inline(always)]
-    fn write_dcb(frame: Frame, dcb: abi::Dcb) {
-        phys::write_dcb(frame, &dcb)
+    fn write_dcb(frame: Frame, dcb: &abi::Dcb) {
+        phys::write_dcb(frame, dcb)
     }
     #[inline(always)]
     fn write_saved_context(frame: Frame, ctx: &abi::SavedContext) {
