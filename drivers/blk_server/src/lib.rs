@@ -56,6 +56,7 @@ use alloc::vec::Vec;
 use blk_interface::device::{BlockDevice, Buffer, DeviceError, DeviceOp, DeviceRequest, Tag};
 use blk_interface::protocol::{BlkError, Op, Request, Response, SessionInfo};
 
+pub mod serve;
 pub mod stage;
 
 use disk_sched as sched;
@@ -597,6 +598,8 @@ impl<D: BlockDevice> Server<D> {
     }
 }
 
+#[cfg(test)]
+mod serve_tests;
 #[cfg(test)]
 mod stage_tests;
 #[cfg(test)]
