@@ -15,8 +15,8 @@
 //! device has one, else each retried alone); with `--self-test N`, N transfers of random sizes at
 //! random sectors, each written, read back and checked, one at a time, interrupt-driven; then
 //! serving the client domains the manifest connects to it over the block protocol
-//! (`blk_interface`, `blk_domain::serve`). `--no-ncq` keeps to non-queued commands, one at a
-//! time; `--die-after N` makes it fault once it has answered N requests (a test of its
+//! (`blk_interface`; the loop of `blk_server::serve`, by way of `blk_domain::serve`).
+//! `--no-ncq` keeps to non-queued commands, one at a time; `--die-after N` makes it fault once it has answered N requests (a test of its
 //! clients). Not implemented: other ports, port multipliers, hot plug, power management, ATAPI
 //! devices.
 

@@ -1,5 +1,5 @@
-//! The block-device trait that the driver side ([`crate::server`]) drives: virtio-blk and AHCI
-//! implement it in their driver domains, [`crate::mem_disk::MemDisk`] on the host.
+//! The block-device trait that the driver side (`blk_server`) drives: virtio-blk and AHCI
+//! implement it in their driver domains, `blk_workloads::MemDisk` on the host.
 //!
 //! A device takes several requests at once ([`BlockDevice::max_in_flight`]), names each by a
 //! [`Tag`] (its slot), and completes them in any order; the driver polls

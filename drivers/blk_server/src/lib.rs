@@ -1,29 +1,49 @@
 //! Tessera's block server, the driver side of the block protocol (`blk_interface`):
-//! sessions, validation, the device's slots, a bounded queue, and completions routed back to
-//! their clients. `no_std` (with `alloc`), no `unsafe` code, no system calls: tested on the
-//! host over the in-memory disk of `blk_workloads`.
+//! sessions, validation, one dispatch route through a disk scheduler to the device's slots,
+//! completions routed back to their clients, and the serving loop of a block driver domain
+//! ([`serve`]). `no_std` (with `alloc`), no `unsafe` code, no system calls: tested on the host
+//! over the in-memory disk of `blk_workloads` and mock channels.
 //!
-//! The driver app owns the channels and the memory; this is the logic between them, with no
-//! system calls. For each client (a small integer, the index of its channel pair) the app
-//! takes a range of its own DMA memory, grants the client read-write rights to it, and hands
-//! it to [`Server::open`] as a [`DataArea`]. The client's Open message then starts the session
-//! and its response carries the area and the disk's geometry. Every later message goes through
-//! [`Server::request`], which answers at once (errors, Open, Close) or submits to the device
-//! (or queues, when the device is full); after the device's interrupt the app calls
-//! [`Server::poll`] until it returns `None`, sending each response to its client.
+//! The driver app owns the channels and the memory; this is the logic between them. For each
+//! client (a small integer, the index of its channel pair) the app takes a range of its own
+//! DMA memory, grants the client read-write rights to it, and hands it to [`Server::open`] as
+//! a [`DataArea`]. The client's Open message then starts the session and its response carries
+//! the area and the disk's geometry. Every later message goes through [`Server::request`],
+//! which answers at once (errors, Open, Close) or dispatches it; after the device's interrupt
+//! the app calls [`Server::poll`] until it returns `None`, sending each response to its client.
+//!
+//! # One dispatch route
+//! Every validated request goes to the dispatch [`stage`]'s scheduler ([`disk_sched::Scheduler`]),
+//! then through a ready queue to the device. The device *has room* while fewer requests are
+//! there (or done there and held for the model's time) than the stage lets it have at once
+//! ([`stage::Stage::at_once`]); while it has room the ready queue's head is submitted, and when
+//! the ready queue is empty the scheduler is asked for the next request. A request the device
+//! refuses as full stays at the ready queue's head until a completion.
+//! - Made [`Server::new`], the scheduler is [`disk_sched::FcfsQueue`]: first come, first
+//!   served, as many at the device as it holds, flushes in their place, no clock: a queue of
+//!   [`Config::queue_len`] in front of the device.
+//! - Made [`Server::with_scheduler`], the stage's scheduler is a base policy wrapped in
+//!   anticipation, or USD: one request at the device at a time; flushes go around it (in the
+//!   ready queue, first when the device is idle); and with a disk model ([`disk_model`]) each
+//!   request completes, for its client and the scheduler, only once the model's service time
+//!   has passed since it was dispatched, whenever the device itself finished. The app tells the
+//!   server the time ([`Server::set_now`]), blocks no later than [`Server::next_event_ns`], and
+//!   reads [`Server::device_waiting`] to tell the kernel when the device has a request whose
+//!   completion the model times.
 //!
 //! # Invariants
-//! - Bounded: the device's slots, the queue and the per-client counts are sized at
-//!   [`Server::new`] and never grow; a client has at most
-//!   [`Config::max_in_flight_per_client`] requests queued or at the device, and the queue holds
-//!   at most [`Config::queue_len`] (beyond either, [`BlkError::Busy`]).
+//! - Bounded: the device's slots, the stage's table, the ready queue and the per-client counts
+//!   are sized at creation and never grow; a client has at most
+//!   [`Config::max_in_flight_per_client`] requests waiting or at the device (beyond,
+//!   [`BlkError::Busy`], as when the scheduler is full).
 //! - A request's buffer lies inside its client's data area, its sectors inside the disk, its
 //!   length is a positive multiple of the sector size no larger than
 //!   [`Config::max_transfer`]: the device never sees anything else.
 //! - Every session has a generation, new at every [`Server::open`], [`Server::close`] and
 //!   Close message. A completion is delivered only if its session's generation is still the
-//!   current one: requests of a closed session are forgotten (dropped from the queue, their
-//!   device completions discarded), never answered to a later session of the same client.
+//!   current one: requests of a closed session are forgotten (dropped from the scheduler and
+//!   the ready queue, their device completions discarded), never answered to a later session
+//!   of the same client.
 //! - Closing one client does not disturb the others.
 //!
 //! The device may still write into a closed session's area until its requests complete
@@ -31,18 +51,8 @@
 //! that count is zero.
 //!
 //! The server does not check request ids: it echoes them. Matching them is the client's job
-//! (`blk_client::Client`).
-//!
-//! # Scheduling
-//! Made [`Server::with_scheduler`], the server puts Reads and Writes through a disk
-//! scheduler ([`disk_sched::Scheduler`]: a base policy wrapped in anticipation, or USD)
-//! instead of straight to the device: the device then has one scheduled request at a time
-//! (flushes still go straight to it), and with a disk model ([`disk_model`]) each
-//! request completes, for its client and the scheduler, only once the model's service time
-//! has passed since it was dispatched, whenever the device itself finished. The app tells the
-//! server the time ([`Server::set_now`]), blocks no later than [`Server::next_event_ns`], and
-//! reads [`Server::device_waiting`] to tell the kernel when the device has a request whose
-//! completion the model times. See [`stage`].
+//! (`blk_client::Client`). Not implemented: several requests at a modelled disk (the model
+//! serves one at a time), and a scheduler that reorders flushes.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -56,6 +66,7 @@ use alloc::vec::Vec;
 use blk_interface::device::{BlockDevice, Buffer, DeviceError, DeviceOp, DeviceRequest, Tag};
 use blk_interface::protocol::{BlkError, Op, Request, Response, SessionInfo};
 
+pub mod serve;
 pub mod stage;
 
 use disk_sched as sched;
@@ -597,6 +608,8 @@ impl<D: BlockDevice> Server<D> {
     }
 }
 
+#[cfg(test)]
+mod serve_tests;
 #[cfg(test)]
 mod stage_tests;
 #[cfg(test)]

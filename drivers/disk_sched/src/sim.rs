@@ -4,7 +4,7 @@
 //! Clients are synchronous readers: each issues its next read a think time after its last
 //! completes, in a [`Pattern`]. The disk serves one request at a time, its service time given
 //! by a [`SimDisk`]: [`CurveDisk`] (a positioning curve plus a transfer rate), or the
-//! mechanical disk model ([`DiskModel`]). The scheduler is an [`Anticipation`] core (with
+//! mechanical disk model ([`DiskModel`]). The scheduler is an [`Anticipation`](crate::Anticipation) core (with
 //! anticipation on or off), whose waits the simulation honours to the nanosecond.
 
 use alloc::vec;

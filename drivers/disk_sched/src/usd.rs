@@ -27,8 +27,8 @@
 //!   may have taken the arm and the revolution a request can lose at a zone boundary.
 //!
 //! One request is at the disk at a time (the disk time of each is then exact, and a
-//! mechanical disk serves one at a time anyway). Not yet: several requests in flight, writes
-//! behind reads, and the wiring into the block server.
+//! mechanical disk serves one at a time anyway). Not yet: several requests in flight, and writes
+//! behind reads.
 
 use alloc::vec::Vec;
 

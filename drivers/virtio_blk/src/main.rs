@@ -10,8 +10,9 @@
 //! What is implemented: the MMIO transport (RISC-V `virt`) and the PCI transport with MSI-X
 //! (q35); with `--self-test N`, N transfers of random sizes at random sectors, each written,
 //! read back and checked, one at a time, interrupt-driven; then serving the client domains the
-//! manifest connects to it over the block protocol (`blk_interface`, `blk_domain::serve`), several
-//! requests in flight at the device ([`disk`]). `--die-after N` makes it fault once it has
+//! manifest connects to it over the block protocol (`blk_interface`; the serving loop of
+//! `blk_server::serve`, by way of `blk_domain::serve`), several requests in flight at the
+//! device ([`disk`]). `--die-after N` makes it fault once it has
 //! answered N requests (a test of its clients).
 
 #![no_std]

@@ -5,7 +5,7 @@
 //!
 //! Every run is on the IBM Deskstar 34GXP model with 64 KiB reads, Aged-SPTF unless its
 //! experiment says otherwise; positions are in sectors, a "GB" is 2^30 bytes (as in the host
-//! tests of `blk`, whose numbers these experiments repeat).
+//! tests of `disk_sched`, whose numbers these experiments repeat).
 
 /// Sectors in a GB (2^30 bytes): the readers' files lie whole GBs apart.
 pub const GB: u64 = 2 * 1024 * 1024;

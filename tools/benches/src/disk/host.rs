@@ -6,7 +6,7 @@
 //!
 //! Each reader thinks 50 µs more than its `--think` in the simulation: the CPU time a
 //! `diskread` client spends between a completion and its next request (the host tests of
-//! `blk` assume the same).
+//! `disk_sched` assume the same).
 
 use std::time::Instant;
 
