@@ -13,8 +13,8 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use stretch_driver::{
-    DriverCore, DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, Mapped,
-    MemoryKernel, PAGE_SIZE, StretchDriver, StretchInfo,
+    DriverCore, DriverError, Fault, FaultError, Frame, FrameKind, Mapped, MemoryKernel, PAGE_SIZE,
+    StretchDriver, StretchInfo,
 };
 
 /// See the module documentation.
@@ -95,6 +95,7 @@ fn map(
     Ok(())
 }
 
+/// `stats` is the core's provided method.
 impl StretchDriver for RecyclingDriver {
     fn bind(&mut self, k: &mut dyn MemoryKernel, s: StretchInfo) -> Result<(), DriverError> {
         self.core.bind_with_pool(k, s, self.frames, &mut self.free)
@@ -143,10 +144,6 @@ impl StretchDriver for RecyclingDriver {
         self.core.unlock(range, |index| fifo.push_back(index))
     }
 
-    fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
-        0
-    }
-
     fn unbind(&mut self, k: &mut dyn MemoryKernel) {
         if self.core.unbind(k).is_none() {
             return;
@@ -157,7 +154,11 @@ impl StretchDriver for RecyclingDriver {
         self.fifo.clear();
     }
 
-    fn stats(&self) -> DriverStats {
-        self.core.stats
+    fn core(&self) -> &DriverCore {
+        &self.core
+    }
+
+    fn core_mut(&mut self) -> &mut DriverCore {
+        &mut self.core
     }
 }
