@@ -99,7 +99,8 @@ extern "C" fn upcall_entry(record: usize) -> ! {
         dispatch::revoke_all();
         REVOKING.store(false, Ordering::Relaxed);
     }
-    if let Some(fault) = record.fault
+    // The fault is read in place (`resolve` copies it once, for the driver).
+    if let Some(fault) = &record.fault
         && let Err(why) = dispatch::resolve(fault)
     {
         crate::println!(
