@@ -13,7 +13,8 @@
 //!   except [`MemoryKernel::read`] and [`MemoryKernel::write`], which are plain memory copies
 //!   in the domain.
 //! - [`StretchDriver`]: what the runtime asks of a driver: bind, fault, lock, unlock, revoke,
-//!   unbind, stats.
+//!   unbind, stats. A driver writes `bind` and `fault` and lends its [`DriverCore`]; the
+//!   others are provided on the core, and a driver overrides those its policy changes.
 //! - [`DriverCore`]: what every driver keeps and does the same way (the bound stretch, its
 //!   page table, lock marks, stats, frames taken with rollback), so that a driver holds only
 //!   its policy; every driver in `stretch_drivers/` and the template are built on it.
@@ -514,7 +515,20 @@ pub struct DriverStats {
 
 /// A stretch driver: manages the pages of one stretch with its domain's frames. See the crate
 /// documentation for the life cycle.
+///
+/// A driver keeps its stretch, pages and stats in a [`DriverCore`] and lends it through
+/// [`StretchDriver::core`] and [`StretchDriver::core_mut`]; it writes `bind` and `fault`, its
+/// policy, and the other methods are provided on the core: they suit a driver whose pages,
+/// once mapped, stay mapped until `unbind` (on guaranteed frames, which the kernel never asks
+/// back) and which keeps nothing besides its core. A driver that gives frames back, or keeps
+/// frames or state of its own, overrides those its policy changes.
 pub trait StretchDriver {
+    /// The driver's core, which the provided methods read.
+    fn core(&self) -> &DriverCore;
+
+    /// The driver's core, which the provided methods change.
+    fn core_mut(&mut self) -> &mut DriverCore;
+
     /// Starts managing `stretch`. On failure the driver holds nothing and is still unbound.
     ///
     /// Errors: [`DriverError::AlreadyBound`], [`DriverError::BadStretch`],
@@ -529,28 +543,56 @@ pub trait StretchDriver {
     /// Makes the pages of `range` resident on frames that `revoke` never takes, and keeps them
     /// so until `unlock`. Locks do not nest.
     ///
+    /// Provided: only checks the range, for a driver whose `revoke` takes no page (a page it
+    /// maps stays until `unbind`). A driver that gives pages back overrides it, usually with
+    /// [`DriverCore::lock`].
+    ///
     /// Errors: [`DriverError::NotBound`], [`DriverError::OutOfRange`],
     /// [`DriverError::OutOfMemory`] (no guaranteed frame for some page; the call then leaves
     /// no page of the range locked that was not locked before), [`DriverError::Kernel`].
-    fn lock(&mut self, k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError>;
+    fn lock(&mut self, _k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError> {
+        self.core().pages_in(range).map(|_| ())
+    }
 
     /// Lets `revoke` take the pages of `range` again. Pages that were not locked are left
     /// alone.
     ///
+    /// Provided: clears the core's lock marks ([`DriverCore::unlock`]).
+    ///
     /// Errors: [`DriverError::NotBound`], [`DriverError::OutOfRange`].
-    fn unlock(&mut self, k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError>;
+    fn unlock(
+        &mut self,
+        _k: &mut dyn MemoryKernel,
+        range: Range<usize>,
+    ) -> Result<(), DriverError> {
+        self.core_mut().unlock(range, |_| ())
+    }
 
     /// Releases up to `frames_wanted` frames to the kernel, optimistic ones first, never a
     /// locked page's; returns how many were released. The kernel's revocation notice calls
     /// this.
-    fn revoke(&mut self, k: &mut dyn MemoryKernel, frames_wanted: usize) -> usize;
+    ///
+    /// Provided: releases nothing, for a driver that holds guaranteed frames only (the kernel
+    /// asks for optimistic frames back).
+    fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
+        0
+    }
 
     /// Unmaps every page and frees every frame; the driver is unbound afterwards. Unbinding an
     /// unbound driver does nothing.
-    fn unbind(&mut self, k: &mut dyn MemoryKernel);
+    ///
+    /// Provided: the core's [`DriverCore::unbind`]; a driver holding frames elsewhere (a pool)
+    /// overrides it to free those too.
+    fn unbind(&mut self, k: &mut dyn MemoryKernel) {
+        self.core_mut().unbind(k);
+    }
 
     /// What the driver has done so far.
-    fn stats(&self) -> DriverStats;
+    ///
+    /// Provided: the core's stats.
+    fn stats(&self) -> DriverStats {
+        self.core().stats
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ const RW: Rights = Rights(Rights::READ.0 | Rights::WRITE.0);
 /// without mapping anything.
 #[derive(Default)]
 struct Toy {
-    stretch: Option<StretchInfo>,
+    core: DriverCore,
     behaviour: Behaviour,
 }
 
@@ -26,12 +26,11 @@ enum Behaviour {
 
 impl StretchDriver for Toy {
     fn bind(&mut self, _k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
-        stretch.check()?;
-        self.stretch = Some(stretch);
-        Ok(())
+        // Untracked: the toy maps behind the core's back, and its pages stay at unbind.
+        self.core.bind_untracked(stretch)
     }
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
-        let s = self.stretch.ok_or(FaultError::NotBound)?;
+        let s = self.core.stretch().ok_or(FaultError::NotBound)?;
         match self.behaviour {
             Behaviour::Map => {
                 let frame = k.frame_alloc(FrameKind::Guaranteed).map_err(FaultError::Kernel)?;
@@ -41,20 +40,11 @@ impl StretchDriver for Toy {
             Behaviour::Lie => Ok(()),
         }
     }
-    fn lock(&mut self, _k: &mut dyn MemoryKernel, _r: Range<usize>) -> Result<(), DriverError> {
-        Ok(())
+    fn core(&self) -> &DriverCore {
+        &self.core
     }
-    fn unlock(&mut self, _k: &mut dyn MemoryKernel, _r: Range<usize>) -> Result<(), DriverError> {
-        Ok(())
-    }
-    fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
-        0
-    }
-    fn unbind(&mut self, _k: &mut dyn MemoryKernel) {
-        self.stretch = None;
-    }
-    fn stats(&self) -> DriverStats {
-        DriverStats::default()
+    fn core_mut(&mut self) -> &mut DriverCore {
+        &mut self.core
     }
 }
 

@@ -28,12 +28,9 @@
 #[cfg(test)]
 extern crate std;
 
-use core::ops::Range;
-
 use stretch_driver::driver_core::driver_error;
 use stretch_driver::{
-    DriverCore, DriverError, DriverStats, Fault, FaultError, MemoryKernel, StretchDriver,
-    StretchInfo,
+    DriverCore, DriverError, Fault, FaultError, MemoryKernel, StretchDriver, StretchInfo,
 };
 
 /// The nailed driver. See the crate documentation.
@@ -55,6 +52,8 @@ impl NailedDriver {
     }
 }
 
+/// `lock` only checks the range (every page is resident, and nothing is revocable), `revoke`
+/// releases nothing, and `unbind` unmaps and frees every page: the core's provided methods.
 impl StretchDriver for NailedDriver {
     /// Allocates a guaranteed frame for every page and maps it with the stretch's page rights.
     ///
@@ -79,31 +78,12 @@ impl StretchDriver for NailedDriver {
         Err(FaultError::Unexpected)
     }
 
-    /// Every page is resident and never revoked: only checks the range.
-    fn lock(&mut self, _k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError> {
-        self.core.pages_in(range).map(|_| ())
+    fn core(&self) -> &DriverCore {
+        &self.core
     }
 
-    /// Only checks the range.
-    fn unlock(
-        &mut self,
-        _k: &mut dyn MemoryKernel,
-        range: Range<usize>,
-    ) -> Result<(), DriverError> {
-        self.core.pages_in(range).map(|_| ())
-    }
-
-    /// Nailed frames are guaranteed and not revocable: releases nothing.
-    fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
-        0
-    }
-
-    fn unbind(&mut self, k: &mut dyn MemoryKernel) {
-        self.core.unbind(k);
-    }
-
-    fn stats(&self) -> DriverStats {
-        self.core.stats
+    fn core_mut(&mut self) -> &mut DriverCore {
+        &mut self.core
     }
 }
 

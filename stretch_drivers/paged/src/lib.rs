@@ -74,8 +74,8 @@ pub use pager::plan::HitKind;
 use pager::plan::{FaultOutcome, Found, Outcome, Source};
 use pager::replace::{BuildPolicy, PolicyKind, ReplacementPolicy};
 use stretch_driver::{
-    DriverCore, DriverError, DriverStats, Fault, FaultError, FrameKind, MemError, MemoryKernel,
-    Rights, StretchDriver, StretchInfo,
+    DriverCore, DriverError, Fault, FaultError, FrameKind, MemError, MemoryKernel, Rights,
+    StretchDriver, StretchInfo,
 };
 
 use crate::frames::{FrameTable, KernelFrames, Place, Slot};
@@ -573,7 +573,11 @@ impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
         self.free_all(k);
     }
 
-    fn stats(&self) -> DriverStats {
-        self.core.stats
+    fn core(&self) -> &DriverCore {
+        &self.core
+    }
+
+    fn core_mut(&mut self) -> &mut DriverCore {
+        &mut self.core
     }
 }

@@ -44,8 +44,8 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use stretch_driver::{
-    DriverCore, DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, Mapped, MemError,
-    MemoryKernel, PAGE_SIZE, Rights, StretchDriver, StretchInfo,
+    DriverCore, DriverError, Fault, FaultError, Frame, FrameKind, Mapped, MemError, MemoryKernel,
+    PAGE_SIZE, Rights, StretchDriver, StretchInfo,
 };
 
 /// The physical driver. See the crate documentation.
@@ -210,14 +210,6 @@ impl StretchDriver for PhysicalDriver {
         self.core.lock(range, |core, index| make_guaranteed(core, pool, k, index))
     }
 
-    fn unlock(
-        &mut self,
-        _k: &mut dyn MemoryKernel,
-        range: Range<usize>,
-    ) -> Result<(), DriverError> {
-        self.core.unlock(range, |_| ())
-    }
-
     /// Unmaps and frees pages on optimistic frames (their contents are lost), then frees
     /// pool frames. Pages on guaranteed frames stay.
     fn revoke(&mut self, k: &mut dyn MemoryKernel, frames_wanted: usize) -> usize {
@@ -251,8 +243,12 @@ impl StretchDriver for PhysicalDriver {
         }
     }
 
-    fn stats(&self) -> DriverStats {
-        self.core.stats
+    fn core(&self) -> &DriverCore {
+        &self.core
+    }
+
+    fn core_mut(&mut self) -> &mut DriverCore {
+        &mut self.core
     }
 }
 

@@ -58,8 +58,8 @@ use core::ops::Range;
 
 use stretch_driver::driver_core::{driver_error, fault_error};
 use stretch_driver::{
-    Access, DriverCore, DriverError, DriverStats, Fault, FaultError, MemError, MemoryKernel,
-    Rights, StretchDriver, StretchInfo,
+    Access, DriverCore, DriverError, Fault, FaultError, MemError, MemoryKernel, Rights,
+    StretchDriver, StretchInfo,
 };
 
 // ANCHOR: record
@@ -359,6 +359,7 @@ impl RecorderDriver {
     // ANCHOR_END: note
 }
 
+/// `unlock` and `stats` are the core's provided methods.
 impl StretchDriver for RecorderDriver {
     /// Checks the stretch and clears the trace and the counters; maps nothing.
     fn bind(&mut self, _k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
@@ -409,20 +410,6 @@ impl StretchDriver for RecorderDriver {
         })
     }
 
-    fn unlock(
-        &mut self,
-        _k: &mut dyn MemoryKernel,
-        range: Range<usize>,
-    ) -> Result<(), DriverError> {
-        self.core.unlock(range, |_| ())
-    }
-
-    /// Releases nothing: every frame is guaranteed, and the kernel only asks for optimistic
-    /// frames back.
-    fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
-        0
-    }
-
     /// Unmaps every page and frees its frame; keeps the trace and the counters.
     fn unbind(&mut self, k: &mut dyn MemoryKernel) {
         if self.core.unbind(k).is_none() {
@@ -433,8 +420,12 @@ impl StretchDriver for RecorderDriver {
         }
     }
 
-    fn stats(&self) -> DriverStats {
-        self.core.stats
+    fn core(&self) -> &DriverCore {
+        &self.core
+    }
+
+    fn core_mut(&mut self) -> &mut DriverCore {
+        &mut self.core
     }
 }
 

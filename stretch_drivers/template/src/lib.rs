@@ -7,8 +7,10 @@
 //! nothing and `lock` has nothing to do.
 //!
 //! To start a driver of your own: copy this directory, rename the package and the type, and
-//! change `fault` (where the page comes from) and `revoke` (what you give back). The test at
-//! the bottom runs the driver against the mock kernel; add yours next to it.
+//! change `fault` (where the page comes from). A driver that holds optimistic frames also
+//! writes `revoke` (what it gives back) and `lock`; those, `unlock`, `unbind` and `stats` are
+//! provided by `StretchDriver` on the driver's core, and this one keeps them. The test at the
+//! bottom runs the driver against the mock kernel; add yours next to it.
 //!
 //! Its state is a [`DriverCore`], which every driver shares: the stretch, the frame mapped at
 //! each page, lock marks and stats, with the bookkeeping that goes with them (a new frame
@@ -28,12 +30,9 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
-use core::ops::Range;
-
 use stretch_driver::driver_core::fault_error;
 use stretch_driver::{
-    DriverCore, DriverError, DriverStats, Fault, FaultError, MemoryKernel, StretchDriver,
-    StretchInfo,
+    DriverCore, DriverError, Fault, FaultError, MemoryKernel, StretchDriver, StretchInfo,
 };
 
 // ANCHOR: state
@@ -86,40 +85,20 @@ impl StretchDriver for TemplateDriver {
         // ANCHOR_END: fault_map
     }
 
-    fn lock(&mut self, _k: &mut dyn MemoryKernel, range: Range<usize>) -> Result<(), DriverError> {
-        // Must: make the pages resident on frames `revoke` never takes. Ours are all
-        // guaranteed and `revoke` takes nothing, so a page is safe as soon as it is mapped;
-        // only the range is checked.
-        self.core.pages_in(range).map(|_| ())
+    // ANCHOR: core
+    // Must: lend the core to the calls `StretchDriver` provides on it, which the template
+    // keeps: `lock` only checks the range (our frames are guaranteed, never revoked, so a page
+    // stays once mapped), `unlock` clears the core's lock marks, `revoke` releases nothing
+    // (we hold no optimistic frame), `unbind` unmaps every page and frees every frame, and
+    // `stats` is the core's.
+    fn core(&self) -> &DriverCore {
+        &self.core
     }
 
-    fn unlock(
-        &mut self,
-        _k: &mut dyn MemoryKernel,
-        range: Range<usize>,
-    ) -> Result<(), DriverError> {
-        // Must: let `revoke` take the pages again.
-        self.core.pages_in(range).map(|_| ())
+    fn core_mut(&mut self) -> &mut DriverCore {
+        &mut self.core
     }
-
-    fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
-        // Must: release up to `frames_wanted` frames, optimistic ones first, never a locked
-        // page's, and return how many. The kernel asks when it needs optimistic frames back;
-        // we hold none, so we release nothing.
-        0
-    }
-
-    // ANCHOR: unbind
-    fn unbind(&mut self, k: &mut dyn MemoryKernel) {
-        // Must: unmap every page and free every frame. Afterwards `map` no longer works in
-        // the stretch. The core does both for every page of its table.
-        self.core.unbind(k);
-    }
-    // ANCHOR_END: unbind
-
-    fn stats(&self) -> DriverStats {
-        self.core.stats
-    }
+    // ANCHOR_END: core
 }
 
 #[cfg(test)]

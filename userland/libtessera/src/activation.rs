@@ -35,6 +35,9 @@ use crate::syscall;
 /// What the activation handler leaves on the interrupted thread's stack for [`upcall_entry`].
 #[repr(C)]
 struct Upcall {
+    /// The domain's control block, as the kernel passed it to the handler (the one
+    /// `crate::dcb` finds, here without checking the address again).
+    dcb: &'static abi::Dcb,
     saved: SavedContext,
     fault: Option<Fault>,
     revoke: bool,
@@ -44,14 +47,14 @@ struct Upcall {
 pub(crate) extern "C" fn activated(reason: u64, dcb: *const abi::Dcb) -> ! {
     // SAFETY: the kernel passes the address of this domain's control block, mapped read-write
     // for the domain's lifetime.
-    let dcb = unsafe { &*dcb };
+    let dcb: &'static abi::Dcb = unsafe { &*dcb };
     on_activation(reason, dcb)
 }
 
 /// The activation handler's work (activations off, on the activation stack): resumes the
 /// interrupted context, or, for a fault or a revocation notice, continues the interrupted
 /// thread in [`upcall_entry`] with an upcall record on its stack.
-fn on_activation(reason: u64, dcb: &abi::Dcb) -> ! {
+fn on_activation(reason: u64, dcb: &'static abi::Dcb) -> ! {
     let saved = dcb.saved;
     let fault = (reason & activation::FAULT != 0).then(|| Fault {
         stretch_base: dcb.fault.stretch.load(Ordering::Relaxed) as usize,
@@ -74,7 +77,7 @@ fn on_activation(reason: u64, dcb: &abi::Dcb) -> ! {
     }
     let sp = saved.sp() as usize;
     let at = (sp - core::mem::size_of::<Upcall>()) & !15;
-    let record = Upcall { saved, fault, revoke };
+    let record = Upcall { dcb, saved, fault, revoke };
     // SAFETY: the interrupted thread's stack is mapped read-write and everything below its
     // `sp` is free (no code of the domain keeps data below its stack pointer: there is no red
     // zone, see `arch`); the record is written there, 16-byte aligned, and the thread
@@ -91,15 +94,16 @@ fn on_activation(reason: u64, dcb: &abi::Dcb) -> ! {
 /// the thread's stack with activations still off, and turns them on: from here on an
 /// activation saves this thread's context, not the handler's.
 extern "C" fn upcall_entry(record: usize) -> ! {
-    crate::dcb().activations.store(1, Ordering::Release);
     // SAFETY: `on_activation` wrote the record at this address on this thread's stack, at
     // the stack pointer this function started with, so it stays intact while we run.
     let record = unsafe { &*(record as *const Upcall) };
+    record.dcb.activations.store(1, Ordering::Release);
     if record.revoke {
         dispatch::revoke_all();
         REVOKING.store(false, Ordering::Relaxed);
     }
-    if let Some(fault) = record.fault
+    // The fault is read in place (`resolve` copies it once, for the driver).
+    if let Some(fault) = &record.fault
         && let Err(why) = dispatch::resolve(fault)
     {
         crate::println!(

@@ -8,13 +8,13 @@
 //! Locked pages are never evicted. Guaranteed frames are never revoked, so `revoke` releases
 //! nothing.
 
-use alloc::collections::VecDeque;
+use alloc::vec;
 use alloc::vec::Vec;
 use core::ops::Range;
 
 use stretch_driver::{
-    DriverCore, DriverError, DriverStats, Fault, FaultError, Frame, FrameKind, Mapped,
-    MemoryKernel, PAGE_SIZE, StretchDriver, StretchInfo,
+    DriverCore, DriverError, Fault, FaultError, Frame, FrameKind, Mapped, MemoryKernel, PAGE_SIZE,
+    StretchDriver, StretchInfo,
 };
 
 /// See the module documentation.
@@ -26,7 +26,75 @@ pub struct RecyclingDriver {
     /// Frames not mapped.
     free: Vec<Frame>,
     /// Resident, unlocked pages, oldest first.
-    fifo: VecDeque<usize>,
+    fifo: Fifo,
+}
+
+/// Pages in the order they are queued: a ring with room for one page a frame, which is never
+/// short of room, since each queued page is resident on a frame of its own. It is filled on
+/// every fault, so its `push_back` is small enough to inline there (`VecDeque`'s is a call).
+#[derive(Default)]
+struct Fifo {
+    ring: Vec<usize>,
+    /// Where the oldest page is.
+    head: usize,
+    len: usize,
+}
+
+impl Fifo {
+    /// An empty queue with room for `room` pages.
+    fn with_room(room: usize) -> Self {
+        Fifo { ring: vec![0; room], head: 0, len: 0 }
+    }
+
+    /// Queues `page` last; a page past the room is not queued (no caller queues one).
+    #[inline(always)]
+    fn push_back(&mut self, page: usize) {
+        let room = self.ring.len();
+        if self.len == room {
+            return;
+        }
+        let at = self.head + self.len;
+        let at = if at >= room { at - room } else { at };
+        if let Some(slot) = self.ring.get_mut(at) {
+            *slot = page;
+            self.len += 1;
+        }
+    }
+
+    /// Takes the oldest page off the queue.
+    #[inline]
+    fn pop_front(&mut self) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        let page = self.ring.get(self.head).copied()?;
+        self.head = if self.head + 1 == self.ring.len() { 0 } else { self.head + 1 };
+        self.len -= 1;
+        Some(page)
+    }
+
+    /// The queued pages, oldest first.
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        let (back, front) = self.ring.split_at(self.head);
+        front.iter().chain(back).take(self.len).copied()
+    }
+
+    /// Whether `page` is queued.
+    fn contains(&self, page: usize) -> bool {
+        self.iter().any(|p| p == page)
+    }
+
+    /// Keeps only the pages `keep` says to, in their order.
+    fn retain(&mut self, keep: impl Fn(usize) -> bool) {
+        let kept: Vec<usize> = self.iter().filter(|&p| keep(p)).collect();
+        self.ring[..kept.len()].copy_from_slice(&kept);
+        (self.head, self.len) = (0, kept.len());
+    }
+
+    /// Empties the queue.
+    fn clear(&mut self) {
+        (self.head, self.len) = (0, 0);
+    }
 }
 
 static ZEROS: [u8; PAGE_SIZE] = [0; PAGE_SIZE];
@@ -36,7 +104,7 @@ static ZEROS: [u8; PAGE_SIZE] = [0; PAGE_SIZE];
 fn frame(
     core: &mut DriverCore,
     free: &mut Vec<Frame>,
-    fifo: &mut VecDeque<usize>,
+    fifo: &mut Fifo,
     k: &mut dyn MemoryKernel,
 ) -> Result<Frame, FaultError> {
     if let Some(f) = free.pop() {
@@ -54,7 +122,7 @@ impl RecyclingDriver {
             zero,
             core: DriverCore::new(),
             free: Vec::new(),
-            fifo: VecDeque::new(),
+            fifo: Fifo::default(),
         }
     }
 
@@ -77,7 +145,7 @@ impl RecyclingDriver {
 fn map(
     core: &mut DriverCore,
     free: &mut Vec<Frame>,
-    fifo: &mut VecDeque<usize>,
+    fifo: &mut Fifo,
     zero: bool,
     k: &mut dyn MemoryKernel,
     s: StretchInfo,
@@ -95,9 +163,12 @@ fn map(
     Ok(())
 }
 
+/// `stats` is the core's provided method.
 impl StretchDriver for RecyclingDriver {
     fn bind(&mut self, k: &mut dyn MemoryKernel, s: StretchInfo) -> Result<(), DriverError> {
-        self.core.bind_with_pool(k, s, self.frames, &mut self.free)
+        self.core.bind_with_pool(k, s, self.frames, &mut self.free)?;
+        self.fifo = Fifo::with_room(self.frames);
+        Ok(())
     }
 
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
@@ -116,7 +187,7 @@ impl StretchDriver for RecyclingDriver {
             if core.mapped(index).is_none() {
                 map(core, free, fifo, zero, k, s, index).map_err(|_| DriverError::OutOfMemory)?;
             }
-            fifo.retain(|&p| p != index);
+            fifo.retain(|p| p != index);
             Ok(())
         });
         if r.is_err() {
@@ -125,7 +196,7 @@ impl StretchDriver for RecyclingDriver {
             for index in pages {
                 if self.core.mapped(index).is_some()
                     && !self.core.locked(index)
-                    && !self.fifo.contains(&index)
+                    && !self.fifo.contains(index)
                 {
                     self.fifo.push_back(index);
                 }
@@ -143,10 +214,6 @@ impl StretchDriver for RecyclingDriver {
         self.core.unlock(range, |index| fifo.push_back(index))
     }
 
-    fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
-        0
-    }
-
     fn unbind(&mut self, k: &mut dyn MemoryKernel) {
         if self.core.unbind(k).is_none() {
             return;
@@ -157,7 +224,11 @@ impl StretchDriver for RecyclingDriver {
         self.fifo.clear();
     }
 
-    fn stats(&self) -> DriverStats {
-        self.core.stats
+    fn core(&self) -> &DriverCore {
+        &self.core
+    }
+
+    fn core_mut(&mut self) -> &mut DriverCore {
+        &mut self.core
     }
 }

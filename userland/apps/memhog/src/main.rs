@@ -36,8 +36,7 @@ use core::sync::atomic::Ordering;
 
 use physical_driver::PhysicalDriver;
 use stretch_driver::{
-    DriverError, DriverStats, Fault, FaultError, FrameKind, MemoryKernel, StretchDriver,
-    StretchInfo,
+    DriverCore, DriverError, Fault, FaultError, FrameKind, MemoryKernel, StretchDriver, StretchInfo,
 };
 use tessera::{Env, PAGE_SIZE, Rights, dcb, paging, println, thread};
 
@@ -59,17 +58,17 @@ impl StretchDriver for Hog {
     fn lock(&mut self, k: &mut dyn MemoryKernel, r: Range<usize>) -> Result<(), DriverError> {
         self.inner.lock(k, r)
     }
-    fn unlock(&mut self, k: &mut dyn MemoryKernel, r: Range<usize>) -> Result<(), DriverError> {
-        self.inner.unlock(k, r)
-    }
     fn revoke(&mut self, k: &mut dyn MemoryKernel, frames_wanted: usize) -> usize {
         if self.stubborn { 0 } else { self.inner.revoke(k, frames_wanted) }
     }
     fn unbind(&mut self, k: &mut dyn MemoryKernel) {
         self.inner.unbind(k)
     }
-    fn stats(&self) -> DriverStats {
-        self.inner.stats()
+    fn core(&self) -> &DriverCore {
+        self.inner.core()
+    }
+    fn core_mut(&mut self) -> &mut DriverCore {
+        self.inner.core_mut()
     }
 }
 

@@ -27,8 +27,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use stretch_driver::driver_core::fault_error;
 use stretch_driver::{
-    DriverCore, DriverError, DriverStats, Fault, FaultError, MemoryKernel, StretchDriver,
-    StretchInfo,
+    DriverCore, DriverError, Fault, FaultError, MemoryKernel, StretchDriver, StretchInfo,
 };
 use tessera::{Env, PAGE_SIZE, Rights, paging, println, syscall, thread};
 
@@ -82,20 +81,12 @@ impl StretchDriver for WaitingDriver {
         Err(DriverError::OutOfMemory)
     }
 
-    fn unlock(&mut self, _k: &mut dyn MemoryKernel, _r: Range<usize>) -> Result<(), DriverError> {
-        Ok(())
+    fn core(&self) -> &DriverCore {
+        &self.core
     }
 
-    fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
-        0
-    }
-
-    fn unbind(&mut self, k: &mut dyn MemoryKernel) {
-        self.core.unbind(k);
-    }
-
-    fn stats(&self) -> DriverStats {
-        self.core.stats
+    fn core_mut(&mut self) -> &mut DriverCore {
+        &mut self.core
     }
 }
 

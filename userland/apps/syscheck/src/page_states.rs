@@ -2,13 +2,11 @@
 //! them, on both architectures; its boundary errors, each changing nothing; and a write to a
 //! read-only page, which still faults to the stretch's driver.
 
-use core::ops::Range;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use abi::page_state::{ACCESSED, DIRTY, MAPPED};
 use stretch_driver::{
-    DriverError, DriverStats, Fault, FaultError, FrameKind, MemoryKernel, StretchDriver,
-    StretchInfo,
+    DriverCore, DriverError, Fault, FaultError, FrameKind, MemoryKernel, StretchDriver, StretchInfo,
 };
 use tessera::syscall::{
     frame_alloc, frame_free, map, page_state, protect, remap, stretch_create_managed, unmap,
@@ -190,11 +188,14 @@ static WRITE_FAULTS: AtomicU32 = AtomicU32::new(0);
 
 /// A driver for the write-fault check: maps a fresh frame read-only on a read fault, makes
 /// the page writable on a write fault at a mapped page, and counts those.
-struct Upgrader;
+struct Upgrader {
+    /// The stretch, untracked: the driver maps behind the core's back.
+    core: DriverCore,
+}
 
 impl StretchDriver for Upgrader {
     fn bind(&mut self, _k: &mut dyn MemoryKernel, s: StretchInfo) -> Result<(), DriverError> {
-        s.check()
+        self.core.bind_untracked(s)
     }
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
         let page = fault.page();
@@ -207,25 +208,19 @@ impl StretchDriver for Upgrader {
         WRITE_FAULTS.fetch_add(1, Ordering::Relaxed);
         k.protect(page, Rights::READ.union(Rights::WRITE)).map_err(FaultError::Kernel)
     }
-    fn lock(&mut self, _k: &mut dyn MemoryKernel, _r: Range<usize>) -> Result<(), DriverError> {
-        Ok(())
+    fn core(&self) -> &DriverCore {
+        &self.core
     }
-    fn unlock(&mut self, _k: &mut dyn MemoryKernel, _r: Range<usize>) -> Result<(), DriverError> {
-        Ok(())
-    }
-    fn revoke(&mut self, _k: &mut dyn MemoryKernel, _frames_wanted: usize) -> usize {
-        0
-    }
-    fn unbind(&mut self, _k: &mut dyn MemoryKernel) {}
-    fn stats(&self) -> DriverStats {
-        DriverStats::default()
+    fn core_mut(&mut self) -> &mut DriverCore {
+        &mut self.core
     }
 }
 
 /// A write to a read-only page of a bound stretch faults to its driver as before (which makes
 /// it writable), and the retried write dirties it.
 fn write_fault(t: &mut Tally) {
-    let driver: &'static mut Upgrader = alloc::boxed::Box::leak(alloc::boxed::Box::new(Upgrader));
+    let driver: &'static mut Upgrader =
+        alloc::boxed::Box::leak(alloc::boxed::Box::new(Upgrader { core: DriverCore::new() }));
     let rw = Rights::READ.union(Rights::WRITE);
     let info = match tessera::paging::bind(driver, PAGE, rw) {
         Ok(info) => info,

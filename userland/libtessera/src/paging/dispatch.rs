@@ -41,7 +41,7 @@ impl core::fmt::Display for Unresolved {
 
 /// Runs the driver of `fault`'s stretch, one thread at a time.
 #[inline]
-pub(crate) fn resolve(fault: Fault) -> Result<(), Unresolved> {
+pub(crate) fn resolve(fault: &Fault) -> Result<(), Unresolved> {
     let me = crate::thread::current();
     let lent = loop {
         match registry::take(fault.stretch_base, None, me) {
@@ -53,7 +53,7 @@ pub(crate) fn resolve(fault: Fault) -> Result<(), Unresolved> {
             Taken::Busy(index) => registry::park(index, true),
         }
     };
-    let result = lent.driver.fault(&mut SysKernel, fault);
+    let result = lent.driver.fault(&mut SysKernel, *fault);
     lent.give_back(result.is_ok());
     if REVOKE_AFTER_FAULT.load(Ordering::Relaxed) {
         REVOKE_AFTER_FAULT.store(false, Ordering::Relaxed);
