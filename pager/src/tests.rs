@@ -961,8 +961,8 @@ impl Frames for TestFrames {
     fn zero(&mut self, frame: usize) -> Result<(), PagerError> {
         self.inner.zero(frame)
     }
-    fn save(&mut self, frame: usize, pager: &mut Pager) -> Result<(), PagerError> {
-        self.inner.save(frame, pager)
+    fn save(&mut self, frame: usize, pager: &mut Pager, written: bool) -> Result<(), PagerError> {
+        self.inner.save(frame, pager, written)
     }
     fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), PagerError> {
         if self.fail_map {
