@@ -434,7 +434,7 @@ impl Pager {
             }
             None => {
                 self.job.ahead = self.evict_ahead - 1;
-                self.job.writes_before = self.cache.disk_stats().device_writes;
+                self.job.writes_before = self.cache.device_writes();
                 self.harvest_then_evict()
             }
         }
@@ -600,7 +600,7 @@ impl Pager {
             self.job.ahead -= 1;
             return self.evict_next();
         }
-        let writes = self.cache.disk_stats().device_writes;
+        let writes = self.cache.device_writes();
         self.job.outcome.disk_writes = writes - self.job.writes_before;
         self.load()
     }
