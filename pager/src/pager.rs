@@ -288,12 +288,14 @@ impl Pager {
     /// Starts making `page` resident (and dirty and writable if `write`), evicting a victim if
     /// every frame is in use; the [`Step`]s end in its [`FaultOutcome`]. On an error the page
     /// is not resident and nothing stored is lost.
+    #[inline]
     pub fn fault(&mut self, page: usize, write: bool) -> Step {
         self.begin_fault(page, write, false)
     }
 
     /// Starts making `page` resident and locked: it is never evicted or revoked until
     /// unlocked. The [`Step`]s end as a fault's.
+    #[inline]
     pub fn lock(&mut self, page: usize) -> Step {
         self.begin_fault(page, false, true)
     }
@@ -364,7 +366,7 @@ impl Pager {
     /// Fills `buf`, the contents of the frame a [`FrameOp::Fill`] names, with the faulting
     /// page's contents from the cache manager, and says whether to map it writable.
     pub fn fill(&mut self, buf: &mut Page) -> Result<bool, PagerError> {
-        let (Wait::Fill, Call::Fault { page, .. }) = (self.job.wait, self.job.call) else {
+        let (Wait::Fill, &Call::Fault { page, .. }) = (&self.job.wait, &self.job.call) else {
             return Err(PagerError::BadConfig("no fill asked"));
         };
         let resident = &self.resident;
@@ -381,12 +383,12 @@ impl Pager {
     /// names, down to the cache manager; `written`: the evicted page was written while mapped
     /// (the dirty bit its unmap read; `false` for a [`FrameOp::Save`]).
     pub fn save(&mut self, data: &Page, written: bool) -> Result<(), PagerError> {
-        match (self.job.wait, self.job.call) {
-            (Wait::Evict { victim, r }, _) => {
+        match (&self.job.wait, &self.job.call) {
+            (&Wait::Evict { victim, r }, _) => {
                 self.job.victim_written = written;
                 self.cache.put(victim, data, r.dirty || written)
             }
-            (Wait::HandBack { .. }, Call::Fault { page, .. }) => {
+            (Wait::HandBack { .. }, &Call::Fault { page, .. }) => {
                 self.cache.put(page, data, self.job.stored_dirty == Some(true))
             }
             _ => Err(PagerError::BadConfig("no save asked")),
