@@ -59,11 +59,11 @@ pub trait Frames {
         writable: bool,
     ) -> Result<bool, PagerError> {
         let written = self.unmap(page, frame)?;
-        if written || keep {
-            if let Err(e) = self.save(frame, pager, written) {
-                self.map(page, frame, writable)?;
-                return Err(e);
-            }
+        if (written || keep)
+            && let Err(e) = self.save(frame, pager, written)
+        {
+            self.map(page, frame, writable)?;
+            return Err(e);
         }
         Ok(written)
     }

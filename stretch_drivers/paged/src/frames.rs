@@ -342,12 +342,12 @@ impl KernelFrames<'_> {
         writable: bool,
     ) -> Result<bool, PagerError> {
         let written = self.unmap(page, frame)?;
-        if written || keep {
-            if let Err(e) = self.save(frame, &mut |contents| pager.save(contents, written)) {
-                self.map(page, frame, writable)?;
-                self.table.slots[frame].written |= written;
-                return Err(e);
-            }
+        if (written || keep)
+            && let Err(e) = self.save(frame, &mut |contents| pager.save(contents, written))
+        {
+            self.map(page, frame, writable)?;
+            self.table.slots[frame].written |= written;
+            return Err(e);
         }
         Ok(written)
     }
