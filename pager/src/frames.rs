@@ -23,13 +23,14 @@ pub trait Frames {
     /// Fills `frame` with zeros.
     fn zero(&mut self, frame: usize) -> Result<(), PagerError>;
 
-    /// Runs [`Pager::save`] on the contents of `frame`, in place.
-    fn save(&mut self, frame: usize, pager: &mut Pager) -> Result<(), PagerError>;
+    /// Runs [`Pager::save`] on the contents of `frame`, in place, telling it whether the page
+    /// was `written`.
+    fn save(&mut self, frame: usize, pager: &mut Pager, written: bool) -> Result<(), PagerError>;
 
     /// Maps `page` onto `frame` ([`FrameOp::Map`]).
     fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), PagerError>;
 
-    /// Unmaps `page` from `frame` and says whether it was written ([`FrameOp::Unmap`]).
+    /// Unmaps `page` from `frame` and says whether it was written.
     fn unmap(&mut self, page: usize, frame: usize) -> Result<bool, PagerError>;
 
     /// Gives `frame` back ([`FrameOp::Release`]).
@@ -47,6 +48,26 @@ pub trait Frames {
         Ok(())
     }
 
+    /// Evicts `page` from `frame` ([`FrameOp::Evict`]): unmaps it, saves the frame if it was
+    /// written or `keep`, and maps it again (`writable`) if the save fails.
+    fn evict(
+        &mut self,
+        pager: &mut Pager,
+        page: usize,
+        frame: usize,
+        keep: bool,
+        writable: bool,
+    ) -> Result<bool, PagerError> {
+        let written = self.unmap(page, frame)?;
+        if (written || keep)
+            && let Err(e) = self.save(frame, pager, written)
+        {
+            self.map(page, frame, writable)?;
+            return Err(e);
+        }
+        Ok(written)
+    }
+
     /// Does `step` and those that follow it until the call is answered.
     fn run(&mut self, pager: &mut Pager, step: Step) -> Result<Outcome, PagerError> {
         let mut step = step;
@@ -57,8 +78,9 @@ pub trait Frames {
             };
             let answer = match op {
                 FrameOp::Map { page, frame, writable } => self.map(page, frame, writable),
-                FrameOp::Unmap { page, frame } => {
-                    step = pager.resume(self.unmap(page, frame));
+                FrameOp::Evict { page, frame, keep, writable } => {
+                    let written = self.evict(pager, page, frame, keep, writable);
+                    step = pager.resume(written);
                     continue;
                 }
                 FrameOp::Fill { page, frame } => {
@@ -67,7 +89,7 @@ pub trait Frames {
                 FrameOp::Zero { page, frame, writable } => {
                     self.zero(frame).and_then(|()| self.map(page, frame, writable))
                 }
-                FrameOp::Save { frame } => self.save(frame, pager),
+                FrameOp::Save { frame } => self.save(frame, pager, false),
                 FrameOp::Harvest => self.harvest(pager),
                 FrameOp::Release { frame } => self.release(frame),
             };
@@ -165,9 +187,9 @@ impl Frames for MemFrames {
         Ok(())
     }
 
-    fn save(&mut self, frame: usize, pager: &mut Pager) -> Result<(), PagerError> {
+    fn save(&mut self, frame: usize, pager: &mut Pager, written: bool) -> Result<(), PagerError> {
         self.check(frame)?;
-        pager.save(&self.frames[frame])
+        pager.save(&self.frames[frame], written)
     }
 
     fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), PagerError> {

@@ -32,7 +32,9 @@ pub trait BuildHierarchy {
         pages: usize,
         policy: Box<dyn ReplacementPolicy>,
         app: Box<dyn AppHandler>,
-    ) -> Result<Pager, PagerError>;
+    ) -> Result<Pager, PagerError> {
+        Ok(Pager::new(frame_count, pages, policy, self.cache(device, None)?, app))
+    }
 }
 
 impl BuildHierarchy for Hierarchy {
@@ -71,16 +73,5 @@ impl BuildHierarchy for Hierarchy {
                 fetch_pages,
             )),
         })
-    }
-
-    fn build<D: SyncDisk + 'static>(
-        &self,
-        frame_count: usize,
-        device: D,
-        pages: usize,
-        policy: Box<dyn ReplacementPolicy>,
-        app: Box<dyn AppHandler>,
-    ) -> Result<Pager, PagerError> {
-        Ok(Pager::new(frame_count, pages, policy, self.cache(device, None)?, app))
     }
 }

@@ -137,12 +137,8 @@ enum Wait {
     Protect,
     /// The accessed bits read, before victims are chosen.
     Harvest,
-    /// A victim unmapped.
-    Unmap { victim: usize, r: Resident },
-    /// A victim's frame saved, handed down as `dirty`.
-    Save { victim: usize, r: Resident, dirty: bool },
-    /// A victim mapped again after its frame could not be saved ([`Job::error`]).
-    Restore { victim: usize, dirty: bool },
+    /// A victim evicted: unmapped, and its frame saved if it was written or has content.
+    Evict { victim: usize, r: Resident },
     /// The fault's frame filled from the cache manager, and mapped.
     Fill,
     /// The fault's frame zeroed, and mapped.
@@ -170,8 +166,8 @@ struct Job {
     stored_dirty: Option<bool>,
     /// The disk's device writes before the fault's evictions.
     writes_before: u64,
-    /// Why a victim's frame could not be saved, while it is mapped again.
-    error: PagerError,
+    /// Whether the victim being evicted was written (what its frame's save was told).
+    victim_written: bool,
 }
 
 /// A revocation's progress.
@@ -202,7 +198,7 @@ impl Job {
             },
             stored_dirty: None,
             writes_before: 0,
-            error: PagerError::Frames,
+            victim_written: false,
         }
     }
 }
@@ -283,7 +279,7 @@ impl Pager {
     }
 
     /// Whether the frames report the hardware's dirty bit when a page is unmapped
-    /// ([`FrameOp::Unmap`]): if so, the pager maps clean pages writable and learns at eviction
+    /// ([`FrameOp::Evict`]): if so, the pager maps clean pages writable and learns at eviction
     /// whether they were written, instead of taking a protection fault on the first write.
     pub fn set_tracks_dirty(&mut self, tracks: bool) {
         self.tracks_dirty = tracks;
@@ -292,12 +288,14 @@ impl Pager {
     /// Starts making `page` resident (and dirty and writable if `write`), evicting a victim if
     /// every frame is in use; the [`Step`]s end in its [`FaultOutcome`]. On an error the page
     /// is not resident and nothing stored is lost.
+    #[inline]
     pub fn fault(&mut self, page: usize, write: bool) -> Step {
         self.begin_fault(page, write, false)
     }
 
     /// Starts making `page` resident and locked: it is never evicted or revoked until
     /// unlocked. The [`Step`]s end as a fault's.
+    #[inline]
     pub fn lock(&mut self, page: usize) -> Step {
         self.begin_fault(page, false, true)
     }
@@ -341,33 +339,13 @@ impl Pager {
                 Call::Revoke { .. } => self.revoke_next(),
                 _ => self.evict_next(),
             },
-            Wait::Unmap { victim, r } => {
+            Wait::Evict { victim, r } => {
                 let dirty = r.dirty || written;
                 if dirty || self.has_content[victim] {
-                    let save = FrameOp::Save { frame: r.frame };
-                    return self.ask(Wait::Save { victim, r, dirty }, save);
+                    self.has_content[victim] = true;
+                    self.evicted_at[victim] = (self.stats.evictions + 1) as u32;
                 }
                 self.victim_gone(victim, r, dirty)
-            }
-            Wait::Save { victim, r, dirty } => {
-                self.has_content[victim] = true;
-                self.evicted_at[victim] = (self.stats.evictions + 1) as u32;
-                self.victim_gone(victim, r, dirty)
-            }
-            Wait::Restore { victim, dirty } => {
-                let error = self.job.error;
-                if let Some(r) = self.resident.get_mut(&victim) {
-                    r.dirty = dirty;
-                }
-                self.policy.accessed(victim);
-                if let PagerError::WriteFailed { .. } = error {
-                    self.stats.failed_evictions += 1;
-                    self.job.tried += 1;
-                    if self.job.tried < MAX_VICTIMS.min(self.resident.len()) {
-                        return self.evict_next();
-                    }
-                }
-                self.evicted(Err(error))
             }
             Wait::Fill => {
                 self.stats.fetches += 1;
@@ -388,7 +366,7 @@ impl Pager {
     /// Fills `buf`, the contents of the frame a [`FrameOp::Fill`] names, with the faulting
     /// page's contents from the cache manager, and says whether to map it writable.
     pub fn fill(&mut self, buf: &mut Page) -> Result<bool, PagerError> {
-        let (Wait::Fill, Call::Fault { page, .. }) = (self.job.wait, self.job.call) else {
+        let (Wait::Fill, &Call::Fault { page, .. }) = (&self.job.wait, &self.job.call) else {
             return Err(PagerError::BadConfig("no fill asked"));
         };
         let resident = &self.resident;
@@ -401,12 +379,16 @@ impl Pager {
         Ok(self.writable())
     }
 
-    /// Hands `data`, the contents of the frame a [`FrameOp::Save`] names, down to the cache
-    /// manager.
-    pub fn save(&mut self, data: &Page) -> Result<(), PagerError> {
-        match (self.job.wait, self.job.call) {
-            (Wait::Save { victim, dirty, .. }, _) => self.cache.put(victim, data, dirty),
-            (Wait::HandBack { .. }, Call::Fault { page, .. }) => {
+    /// Hands `data`, the contents of the frame a [`FrameOp::Evict`] or a [`FrameOp::Save`]
+    /// names, down to the cache manager; `written`: the evicted page was written while mapped
+    /// (the dirty bit its unmap read; `false` for a [`FrameOp::Save`]).
+    pub fn save(&mut self, data: &Page, written: bool) -> Result<(), PagerError> {
+        match (&self.job.wait, &self.job.call) {
+            (&Wait::Evict { victim, r }, _) => {
+                self.job.victim_written = written;
+                self.cache.put(victim, data, r.dirty || written)
+            }
+            (Wait::HandBack { .. }, &Call::Fault { page, .. }) => {
                 self.cache.put(page, data, self.job.stored_dirty == Some(true))
             }
             _ => Err(PagerError::BadConfig("no save asked")),
@@ -454,7 +436,7 @@ impl Pager {
             }
             None => {
                 self.job.ahead = self.evict_ahead - 1;
-                self.job.writes_before = self.cache.disk_stats().device_writes;
+                self.job.writes_before = self.cache.device_writes();
                 self.harvest_then_evict()
             }
         }
@@ -493,13 +475,23 @@ impl Pager {
     fn failed(&mut self, wait: Wait, e: PagerError) -> Step {
         match wait {
             Wait::Nothing | Wait::Protect | Wait::Harvest | Wait::Release => self.fail(e),
-            Wait::Unmap { .. } => self.evicted(Err(e)),
-            Wait::Save { victim, r, dirty } => {
-                let map = FrameOp::Map { page: victim, frame: r.frame, writable: r.writable };
-                self.job.error = e;
-                self.ask(Wait::Restore { victim, dirty }, map)
+            // The victim is mapped as it was: it stays resident (dirty if its save heard it
+            // was written), and the policy hears of it as accessed, so it is not chosen again
+            // at once. A victim the disk could not store gives way to another.
+            Wait::Evict { victim, .. } => {
+                if let Some(r) = self.resident.get_mut(&victim) {
+                    r.dirty |= self.job.victim_written;
+                }
+                self.policy.accessed(victim);
+                if let PagerError::WriteFailed { .. } = e {
+                    self.stats.failed_evictions += 1;
+                    self.job.tried += 1;
+                    if self.job.tried < MAX_VICTIMS.min(self.resident.len()) {
+                        return self.evict_next();
+                    }
+                }
+                self.evicted(Err(e))
             }
-            Wait::Restore { .. } => self.evicted(Err(e)),
             Wait::Fill => match self.job.call {
                 // Nothing holds the page any more: it goes on as a page never written.
                 Call::Fault { page, .. } if e == (PagerError::PageLost { page }) => {
@@ -543,7 +535,7 @@ impl Pager {
         }
     }
 
-    /// Chooses the policy's victim and asks for it to be unmapped.
+    /// Chooses the policy's victim and asks for it to be evicted.
     ///
     /// A victim that cannot be stored because the disk kept failing a write stays resident
     /// and dirty (the policy hears of it as accessed, so it is not chosen again at once) and
@@ -563,7 +555,10 @@ impl Pager {
         if r.locked {
             return self.evicted(Err(PagerError::BadConfig("the policy chose a locked page")));
         }
-        self.ask(Wait::Unmap { victim, r }, FrameOp::Unmap { page: victim, frame: r.frame })
+        self.job.victim_written = false;
+        let keep = r.dirty || self.has_content[victim];
+        let op = FrameOp::Evict { page: victim, frame: r.frame, keep, writable: r.writable };
+        self.ask(Wait::Evict { victim, r }, op)
     }
 
     /// `victim`, unmapped (and saved if it had to be), leaves.
@@ -607,7 +602,7 @@ impl Pager {
             self.job.ahead -= 1;
             return self.evict_next();
         }
-        let writes = self.cache.disk_stats().device_writes;
+        let writes = self.cache.device_writes();
         self.job.outcome.disk_writes = writes - self.job.writes_before;
         self.load()
     }

@@ -5,11 +5,11 @@
 //! a [`FrameOp`] for whoever holds the frames (the paged stretch driver over the kernel's
 //! frames; [`MemFrames`](crate::frames::MemFrames) in the host tests) to do and answer with
 //! [`Pager::resume`](crate::pager::Pager::resume), or the call's [`Outcome`]. The pager fills a
-//! frame before asking for it to be mapped, and asks for a page to be unmapped before it saves
-//! its frame, so no thread sees a half-filled page or changes one being saved. Contents cross
-//! in place: to do a [`FrameOp::Fill`] or a [`FrameOp::Save`], the holder of the frames runs
-//! [`Pager::fill`](crate::pager::Pager::fill) or [`Pager::save`](crate::pager::Pager::save) on
-//! the frame's contents, so a page decompressed or read from disk is written once.
+//! frame before it is mapped, and a page is unmapped before its frame is saved (one
+//! [`FrameOp::Evict`]), so no thread sees a half-filled page or changes one being saved.
+//! Contents cross in place: to do a [`FrameOp::Fill`], an [`FrameOp::Evict`] or a
+//! [`FrameOp::Save`], the holder of the frames runs [`Pager::fill`](crate::pager::Pager::fill)
+//! or [`Pager::save`](crate::pager::Pager::save) on the frame's contents, so a page decompressed or read from disk is written once.
 
 use crate::error::PagerError;
 
@@ -28,14 +28,23 @@ pub enum FrameOp {
         /// Mapped writable.
         writable: bool,
     },
-    /// Unmap `page`, which is mapped on `frame`, and answer whether it was written while it
-    /// was mapped writable, as the hardware's dirty bit tells (always `false` for frames that
-    /// do not track dirty bits).
-    Unmap {
+    /// Evict `page`, which is mapped on `frame`: unmap it, learning whether it was written
+    /// while it was mapped writable, as the hardware's dirty bit tells (never, for frames
+    /// that do not track dirty bits); then, if it was written or `keep` says its contents are
+    /// wanted, run [`Pager::save`](crate::pager::Pager::save) on the frame's contents, in
+    /// place, telling it whether the page was written. Answer whether it was written. If the
+    /// save (or anything after the unmap) fails, map `page` on `frame` again, writable or not
+    /// as `writable` says, keeping what the dirty bit told, and answer with the failure: a
+    /// failed eviction leaves its page mapped as it was.
+    Evict {
         /// The page.
         page: usize,
         /// Its frame.
         frame: usize,
+        /// Save its contents even if it was not written.
+        keep: bool,
+        /// It is mapped writable (to map it again after a failure).
+        writable: bool,
     },
     /// Fill `frame` out of view, then map `page` on it: run
     /// [`Pager::fill`](crate::pager::Pager::fill) on the frame's contents, in place, which says
@@ -56,7 +65,8 @@ pub enum FrameOp {
         writable: bool,
     },
     /// Run [`Pager::save`](crate::pager::Pager::save) on the contents of `frame` (whose page
-    /// is unmapped), in place, and answer with what it returned.
+    /// is unmapped: contents fetched into it that could not be mapped), in place, as not
+    /// written, and answer with what it returned.
     Save {
         /// The frame.
         frame: usize,
@@ -73,7 +83,7 @@ pub enum FrameOp {
     },
 }
 
-/// The answer to a [`FrameOp`]: whether an unmapped page was written ([`FrameOp::Unmap`];
+/// The answer to a [`FrameOp`]: whether an evicted page was written ([`FrameOp::Evict`];
 /// `false` for the others), or why the operation failed.
 pub type Answer = Result<bool, PagerError>;
 

@@ -961,8 +961,8 @@ impl Frames for TestFrames {
     fn zero(&mut self, frame: usize) -> Result<(), PagerError> {
         self.inner.zero(frame)
     }
-    fn save(&mut self, frame: usize, pager: &mut Pager) -> Result<(), PagerError> {
-        self.inner.save(frame, pager)
+    fn save(&mut self, frame: usize, pager: &mut Pager, written: bool) -> Result<(), PagerError> {
+        self.inner.save(frame, pager, written)
     }
     fn map(&mut self, page: usize, frame: usize, writable: bool) -> Result<(), PagerError> {
         if self.fail_map {
@@ -1154,6 +1154,31 @@ fn a_victim_whose_write_keeps_failing_stays_resident_and_dirty_and_another_is_ch
         assert_eq!(checksum(p.frames().frame(frame)), checksum(&want[..]), "{page}");
     }
     assert_eq!(p.swap_space().retired, 1);
+}
+
+#[test]
+fn a_victim_the_dirty_bit_says_was_written_stays_dirty_when_its_write_fails() {
+    use crate::block::{Injected, Op};
+    let mut dev = MemBlockDevice::with_pages(2 * PAGES);
+    dev.inject(Injected { op: Op::Write, sectors: slot_sectors(0..1), times: None });
+    let pager = Hierarchy::LocalPaging
+        .build(FRAMES, dev, PAGES, PolicyKind::Clock.build(), Box::new(NoAppHandler))
+        .expect("pager");
+    // Frames with dirty bits: read faults map pages writable, and only the bit tells the
+    // pager that a page was written.
+    let mut p = Paged::new(pager, MemFrames::with_bits(FRAMES));
+    for page in 0..=FRAMES {
+        let frame = p.fault(page, false).expect("fault");
+        p.frames_mut().frame_mut(frame).copy_from_slice(&pattern(page)[..]);
+    }
+    // Page 0's write failed: it was mapped again, and the pager kept what its bit said.
+    assert_eq!(p.resident(0).map(|r| r.dirty), Some(true));
+    assert_eq!(p.stats().failed_evictions, 1);
+    for page in (0..PAGES).chain(0..PAGES) {
+        let frame = p.fault(page, false).unwrap();
+        let want = if page <= FRAMES { pattern(page) } else { Box::new([0; PAGE_SIZE]) };
+        assert_eq!(checksum(p.frames().frame(frame)), checksum(&want[..]), "{page}");
+    }
 }
 
 #[test]

@@ -178,4 +178,8 @@ impl CacheManager for BasicCache {
     fn disk_stats(&self) -> DiskStats {
         self.disk.stats()
     }
+
+    fn device_writes(&self) -> u64 {
+        self.disk.device_writes()
+    }
 }

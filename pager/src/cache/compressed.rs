@@ -388,4 +388,8 @@ impl CacheManager for CompressedCache {
     fn disk_stats(&self) -> DiskStats {
         self.lower.disk_stats()
     }
+
+    fn device_writes(&self) -> u64 {
+        self.lower.device_writes()
+    }
 }

@@ -184,4 +184,8 @@ impl<D: SyncDisk> DiskManager for PrefetchDisk<D> {
     fn stats(&self) -> DiskStats {
         self.store.stats
     }
+
+    fn device_writes(&self) -> u64 {
+        self.store.stats.device_writes
+    }
 }

@@ -130,4 +130,9 @@ pub trait DiskManager {
 
     /// Counts of what the manager has done.
     fn stats(&self) -> DiskStats;
+
+    /// Its [`DiskStats::device_writes`], without copying its other counts.
+    fn device_writes(&self) -> u64 {
+        self.stats().device_writes
+    }
 }

@@ -168,4 +168,8 @@ impl<D: SyncDisk> DiskManager for WriteBehindDisk<D> {
     fn stats(&self) -> DiskStats {
         self.store.stats
     }
+
+    fn device_writes(&self) -> u64 {
+        self.store.stats.device_writes
+    }
 }

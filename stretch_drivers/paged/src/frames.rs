@@ -261,7 +261,9 @@ impl KernelFrames<'_> {
                 Step::Do(FrameOp::Map { page, frame, writable }) => {
                     self.map(page, frame, writable).map(|()| false)
                 }
-                Step::Do(FrameOp::Unmap { page, frame }) => self.unmap(page, frame),
+                Step::Do(FrameOp::Evict { page, frame, keep, writable }) => {
+                    self.evict(pager, page, frame, keep, writable)
+                }
                 Step::Do(FrameOp::Fill { page, frame }) => {
                     let mut writable = false;
                     let mut fill = |contents: &mut Page| {
@@ -276,7 +278,7 @@ impl KernelFrames<'_> {
                     self.zero(frame).and_then(|()| self.map(page, frame, writable)).map(|()| false)
                 }
                 Step::Do(FrameOp::Save { frame }) => {
-                    self.save(frame, &mut |page| pager.save(page)).map(|()| false)
+                    self.save(frame, &mut |page| pager.save(page, false)).map(|()| false)
                 }
                 Step::Do(FrameOp::Harvest) => self.harvest(pager).map(|()| false),
                 Step::Do(FrameOp::Release { frame }) => self.release(frame).map(|()| false),
@@ -326,6 +328,28 @@ impl KernelFrames<'_> {
         saved?;
         self.table.saves += 1;
         Ok(())
+    }
+
+    /// Evicts `page` from `frame`: unmaps it to a window page and, if it was written or
+    /// `keep`, has `pager` save the frame there; if the save fails, maps it back (`writable`),
+    /// its dirty bit kept with the slot. Says whether it was written.
+    fn evict(
+        &mut self,
+        pager: &mut Pager,
+        page: usize,
+        frame: usize,
+        keep: bool,
+        writable: bool,
+    ) -> Result<bool, PagerError> {
+        let written = self.unmap(page, frame)?;
+        if (written || keep)
+            && let Err(e) = self.save(frame, &mut |contents| pager.save(contents, written))
+        {
+            self.map(page, frame, writable)?;
+            self.table.slots[frame].written |= written;
+            return Err(e);
+        }
+        Ok(written)
     }
 
     /// Maps `page` of the stretch onto `frame`, writable or read-only.
