@@ -42,9 +42,10 @@
 //! Both architectures implement traps, timers, kernel page tables, `AddressSpace` and the
 //! user-mode items (`UserContext`, the FP state, `enter_user`, the copies, the trap path), and
 //! both run domains. Where the architectures differ in what the portable kernel asks of them,
-//! the difference is an arch item: `interrupts::raise_software_at` (the command line's
-//! `softint=`) raises supervisor software interrupts on RISC-V and self-IPIs on an unused
-//! vector on x86_64, each taken in user mode.
+//! the difference is an arch item: `interrupts::allow_software` and `interrupts::raise_software`
+//! (for the command line's `softint=`, whose schedule [`crate::softint`] keeps) raise
+//! supervisor software interrupts on RISC-V and self-IPIs on an unused vector on x86_64, each
+//! taken in user mode.
 
 pub mod contract;
 mod fp_holder;

@@ -121,7 +121,9 @@ pub(super) fn on_trap(ctx: *mut TrapFrame, scause: usize, stval: usize) -> *mut 
     core::hint::cold_path();
     if scause == SUPERVISOR_TIMER {
         timer::disarm();
-        interrupts::raise_due_software();
+        if crate::softint::due() {
+            interrupts::raise_software();
+        }
         return resume(ctx, crate::domain::on_user_trap(UserTrap::Timer));
     }
     on_other_trap(ctx, scause, stval)
