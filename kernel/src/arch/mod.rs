@@ -20,7 +20,7 @@
 //! | `with_kernel_table(f)` | the kernel's page tables (`map`, `unmap`, `translate`; RISC-V `sv39`, x86_64 `paging`) |
 //! | `layout::KERNEL_DYNAMIC_BASE` | where the kernel makes mappings at run time |
 //! | `boot_stack() -> (usize, usize)` | the boot stack's guard page and top |
-//! | `probe::{read_u64, read_u8, write_u64, copy_words}` | accesses that report a fault instead of taking the kernel down |
+//! | `probe::{read_u64, read_u8, write_u64, write_u8, copy_words}` | accesses that report a fault instead of taking the kernel down (the wrappers are common, `probe_access`; each architecture provides the probe routines in assembly and their fix-ups) |
 //! | `backtrace(&mut dyn FnMut(usize))` | calls back with each return address on the current stack (frame pointers) |
 //! | `wait_for_interrupt()` | idles the CPU until the next interrupt |
 //! | `tests::KERNEL_TESTS`, `tests::FAULTS` | the kernel tests and deliberate faults (`fault=KIND`) only this architecture has, which [`crate::tests`] adds to the portable ones |
@@ -49,6 +49,7 @@
 
 pub mod contract;
 mod fp_holder;
+mod probe_access;
 pub use contract::{AddressSpaceOps, UserContextOps, UserFault, UserTrap};
 
 #[cfg(target_arch = "riscv64")]
