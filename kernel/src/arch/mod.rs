@@ -48,6 +48,7 @@
 //! taken in user mode.
 
 pub mod contract;
+mod flush_batch;
 mod fp_holder;
 mod probe_access;
 pub use contract::{AddressSpaceOps, UserContextOps, UserFault, UserTrap};
