@@ -12,6 +12,7 @@
 //! | boot entry | sets up a stack and the upper-half mapping, fills a [`crate::BootInfo`] and calls [`crate::kernel_main`] |
 //! | `console::write(&[u8])` | raw bytes to the serial line (the defmt transport); usable from the first instruction of `kernel_main` |
 //! | `interrupts::disable() -> bool`, `interrupts::restore(bool)` | a critical section on this CPU |
+//! | `interrupts::allow_software()` | lets the software interrupts of [`crate::softint`]'s schedule through (RISC-V `sie.SSIE`; nothing on x86_64) |
 //! | `time::now_ticks() -> u64`, `time::now_us() -> u64`, `time::frequency() -> u64` | monotonic time since boot, in ticks of the arch's clock (RISC-V `time`, x86_64 TSC) |
 //! | `timer::set_handler(Option<Handler>)`, `timer::arm(u64)`, `timer::disarm()`, `timer::quiesce()` | one-shot timer interrupts at an absolute tick (RISC-V `stimecmp` or SBI, x86_64 local APIC) |
 //! | `exit(ExitCode) -> !` | leaves QEMU with a status `cargo xtask` maps back to the code |
@@ -46,6 +47,11 @@
 //! (for the command line's `softint=`, whose schedule [`crate::softint`] keeps) raise
 //! supervisor software interrupts on RISC-V and self-IPIs on an unused vector on x86_64, each
 //! taken in user mode.
+//!
+//! What both architectures would write alike is written once, here: the bookkeeping of lazy FP
+//! switching (`fp_holder`), the probed accesses over each architecture's probe routines
+//! (`probe_access`) and a batch's held-back TLB flushes (`flush_batch`); the `softint=`
+//! schedule is the portable kernel's ([`crate::softint`]).
 
 pub mod contract;
 mod flush_batch;
