@@ -41,6 +41,7 @@ mod memory;
 mod panic;
 mod pci;
 mod phys;
+mod softint;
 mod tests;
 
 pub use boot_info::BootInfo;
@@ -72,7 +73,7 @@ pub fn kernel_main(boot: BootInfo) -> ! {
     let args = cmdline::Args::parse(boot.cmdline.as_str());
     memory::init(&boot);
     arch::init_platform(&boot);
-    arch::interrupts::raise_software_at(&args.softint_ns);
+    softint::schedule(&args.softint_ns);
     boot.report();
     if let Some(host) = &boot.pci {
         pci::report(host);

@@ -43,6 +43,7 @@ const _: fn(u32) = super::interrupts::ack_line;
 const _: fn(u32) = super::interrupts::release_line;
 const _: fn(u32) -> Option<(u64, u32)> = super::interrupts::msi_message;
 const _: core::ops::Range<u32> = super::interrupts::DEVICE_LINES;
+const _: fn() = super::interrupts::allow_software;
 
 /// A protection domain's address space, on both architectures.
 mod address_space {

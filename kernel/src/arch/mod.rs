@@ -12,6 +12,7 @@
 //! | boot entry | sets up a stack and the upper-half mapping, fills a [`crate::BootInfo`] and calls [`crate::kernel_main`] |
 //! | `console::write(&[u8])` | raw bytes to the serial line (the defmt transport); usable from the first instruction of `kernel_main` |
 //! | `interrupts::disable() -> bool`, `interrupts::restore(bool)` | a critical section on this CPU |
+//! | `interrupts::allow_software()` | lets the software interrupts of [`crate::softint`]'s schedule through (RISC-V `sie.SSIE`; nothing on x86_64) |
 //! | `time::now_ticks() -> u64`, `time::now_us() -> u64`, `time::frequency() -> u64` | monotonic time since boot, in ticks of the arch's clock (RISC-V `time`, x86_64 TSC) |
 //! | `timer::set_handler(Option<Handler>)`, `timer::arm(u64)`, `timer::disarm()`, `timer::quiesce()` | one-shot timer interrupts at an absolute tick (RISC-V `stimecmp` or SBI, x86_64 local APIC) |
 //! | `exit(ExitCode) -> !` | leaves QEMU with a status `cargo xtask` maps back to the code |
@@ -20,7 +21,7 @@
 //! | `with_kernel_table(f)` | the kernel's page tables (`map`, `unmap`, `translate`; RISC-V `sv39`, x86_64 `paging`) |
 //! | `layout::KERNEL_DYNAMIC_BASE` | where the kernel makes mappings at run time |
 //! | `boot_stack() -> (usize, usize)` | the boot stack's guard page and top |
-//! | `probe::{read_u64, read_u8, write_u64, copy_words}` | accesses that report a fault instead of taking the kernel down |
+//! | `probe::{read_u64, read_u8, write_u64, write_u8, copy_words}` | accesses that report a fault instead of taking the kernel down (the wrappers are common, `probe_access`; each architecture provides the probe routines in assembly and their fix-ups) |
 //! | `backtrace(&mut dyn FnMut(usize))` | calls back with each return address on the current stack (frame pointers) |
 //! | `wait_for_interrupt()` | idles the CPU until the next interrupt |
 //! | `tests::KERNEL_TESTS`, `tests::FAULTS` | the kernel tests and deliberate faults (`fault=KIND`) only this architecture has, which [`crate::tests`] adds to the portable ones |
@@ -42,12 +43,20 @@
 //! Both architectures implement traps, timers, kernel page tables, `AddressSpace` and the
 //! user-mode items (`UserContext`, the FP state, `enter_user`, the copies, the trap path), and
 //! both run domains. Where the architectures differ in what the portable kernel asks of them,
-//! the difference is an arch item: `interrupts::raise_software_at` (the command line's
-//! `softint=`) raises supervisor software interrupts on RISC-V and self-IPIs on an unused
-//! vector on x86_64, each taken in user mode.
+//! the difference is an arch item: `interrupts::allow_software` and `interrupts::raise_software`
+//! (for the command line's `softint=`, whose schedule [`crate::softint`] keeps) raise
+//! supervisor software interrupts on RISC-V and self-IPIs on an unused vector on x86_64, each
+//! taken in user mode.
+//!
+//! What both architectures would write alike is written once, here: the bookkeeping of lazy FP
+//! switching (`fp_holder`), the probed accesses over each architecture's probe routines
+//! (`probe_access`) and a batch's held-back TLB flushes (`flush_batch`); the `softint=`
+//! schedule is the portable kernel's ([`crate::softint`]).
 
 pub mod contract;
+mod flush_batch;
 mod fp_holder;
+mod probe_access;
 pub use contract::{AddressSpaceOps, UserContextOps, UserFault, UserTrap};
 
 #[cfg(target_arch = "riscv64")]

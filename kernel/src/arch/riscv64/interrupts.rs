@@ -8,12 +8,12 @@
 //! `sip`; any other cause, whose pending bit S-mode cannot clear, is masked in `sie`. The counts
 //! are logged when the kernel shuts down.
 //!
-//! For tests, `softint=TIME,...` on the command line ([`raise_software_at`]) raises supervisor
-//! software interrupts: `sie.SSIE` is enabled, and the first timer interrupt taken from user
-//! mode at or after each instant sets `sip.SSIP`, so the interrupt is taken in user mode as
-//! soon as a domain resumes.
+//! For tests, `softint=TIME,...` on the command line ([`crate::softint`], which keeps the
+//! schedule) raises supervisor software interrupts: `sie.SSIE` is enabled ([`allow_software`]),
+//! and the first timer interrupt taken from user mode at or after each instant sets `sip.SSIP`
+//! ([`raise_software`]), so the interrupt is taken in user mode as soon as a domain resumes.
 
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use riscv::register::{sie, sip, sstatus};
 
@@ -143,52 +143,19 @@ pub(super) fn report_unexpected() {
     }
 }
 
-/// Instants (in timer ticks) at which to raise a software interrupt, in order; `u64::MAX` ends
-/// the list.
-static SOFT_AT: [AtomicU64; 4] = [const { AtomicU64::new(u64::MAX) }; 4];
-/// The index in [`SOFT_AT`] of the next one.
-static SOFT_NEXT: AtomicUsize = AtomicUsize::new(0);
-/// The instant of the next one (`u64::MAX`: none), so that the timer path tests one word.
-static SOFT_DUE: AtomicU64 = AtomicU64::new(u64::MAX);
-
-/// Raises a supervisor software interrupt at each of `instants_ns` (nanoseconds since boot,
-/// ascending; at most four are kept): enables `sie.SSIE` and, from then on, sets `sip.SSIP` on
-/// the first timer interrupt taken from user mode at or after each instant. For testing how
-/// the kernel handles interrupts it does not expect.
-pub fn raise_software_at(instants_ns: &[u64]) {
-    let hz = super::time::frequency() as u128;
-    for (slot, ns) in SOFT_AT.iter().zip(instants_ns) {
-        let ticks = (*ns as u128 * hz / 1_000_000_000).min(u64::MAX as u128 - 1) as u64;
-        slot.store(ticks, Ordering::Relaxed);
-    }
-    SOFT_NEXT.store(0, Ordering::Relaxed);
-    SOFT_DUE.store(SOFT_AT[0].load(Ordering::Relaxed), Ordering::Relaxed);
-    if !instants_ns.is_empty() {
-        // SAFETY: enabling SSIE lets software interrupts through; the trap handler takes them
-        // (as unexpected interrupts) in user mode, and in the kernel once SIE is on.
-        unsafe { sie::set_ssoft() };
-    }
+/// Lets supervisor software interrupts through (`sie.SSIE`), once [`crate::softint`] has a
+/// schedule: they are taken (as unexpected interrupts) in user mode, and in the kernel once
+/// SIE is on.
+pub fn allow_software() {
+    // SAFETY: enabling SSIE lets software interrupts through; the trap handler takes them as
+    // unexpected interrupts.
+    unsafe { sie::set_ssoft() };
 }
 
-/// On a timer interrupt taken from user mode: raises the software interrupt that is due, if
-/// any ([`raise_software_at`]).
-#[inline]
-pub(super) fn raise_due_software() {
-    if SOFT_DUE.load(Ordering::Relaxed) != u64::MAX {
-        raise_due_software_slow();
-    }
-}
-
+/// Makes a supervisor software interrupt pending (`sip.SSIP`), for [`crate::softint`]: it is
+/// taken once SIE allows it (in user mode, always).
 #[cold]
-fn raise_due_software_slow() {
-    if super::time::now_ticks() < SOFT_DUE.load(Ordering::Relaxed) {
-        return;
-    }
-    // SAFETY: setting `sip.SSIP` makes a software interrupt pending, which is the point; it is
-    // taken once SIE allows it (in user mode, always).
+pub(super) fn raise_software() {
+    // SAFETY: setting `sip.SSIP` makes a software interrupt pending, which is the point.
     unsafe { sip::set_ssoft() };
-    let next = SOFT_NEXT.load(Ordering::Relaxed) + 1;
-    SOFT_NEXT.store(next, Ordering::Relaxed);
-    let due = SOFT_AT.get(next).map_or(u64::MAX, |t| t.load(Ordering::Relaxed));
-    SOFT_DUE.store(due, Ordering::Relaxed);
 }

@@ -2,8 +2,9 @@
 //!
 //! Each probe is a single instruction at a known address; the trap handler sees a fault at that
 //! address and resumes at the probe's fix-up, which returns "faulted". This is the mechanism the
-//! kernel's tests use to check that an address is (un)mapped, and later the basis for copying
-//! from and to domains safely.
+//! kernel's tests use to check that an address is (un)mapped, and the basis for copying from
+//! and to domains safely. The loads, stores and copies are wrapped by the architectures' common
+//! [`super::super::probe_access`]; the `stimecmp` write is RISC-V's own.
 
 use core::arch::global_asm;
 
@@ -94,59 +95,12 @@ __probe_table:
     "#
 );
 
-#[repr(C)]
-struct ReadResult {
-    value: u64,
-    faulted: u64,
-}
-
 unsafe extern "C" {
-    fn __probe_read_u64(addr: usize) -> ReadResult;
-    fn __probe_write_u64(addr: usize, value: u64) -> u64;
-    fn __probe_read_u8(addr: usize) -> ReadResult;
-    fn __probe_write_u8(addr: usize, value: u8) -> u64;
     fn __probe_write_stimecmp(value: u64) -> u64;
-    fn __probe_copy_words(dst: *mut u64, src: usize, words: usize) -> u64;
     static __probe_table: [[usize; 2]; 6];
 }
 
-/// Reads the `u64` at `addr`, or `None` if the access faults.
-pub fn read_u64(addr: usize) -> Option<u64> {
-    // SAFETY: the probe performs one aligned load; a fault is caught by the trap handler and
-    // turned into `faulted = 1`, so no address can harm the kernel. Reading device registers is
-    // the caller's concern, hence the function is only used on memory.
-    let r = unsafe { __probe_read_u64(addr) };
-    (r.faulted == 0).then_some(r.value)
-}
-
-/// Reads the byte at `addr`, or `None` if the access faults.
-pub fn read_u8(addr: usize) -> Option<u8> {
-    // SAFETY: as for `read_u64`: one load, a fault is caught and reported.
-    let r = unsafe { __probe_read_u8(addr) };
-    (r.faulted == 0).then_some(r.value as u8)
-}
-
-/// Writes `value` to `addr`; `false` if the access faults.
-pub fn write_u64(addr: usize, value: u64) -> bool {
-    // SAFETY: as for `read_u64`; the caller chooses an address it is entitled to write (the
-    // tests only write their own mappings), and a fault is caught.
-    unsafe { __probe_write_u64(addr, value) == 0 }
-}
-
-/// Writes the byte `value` to `addr`; `false` if the access faults.
-pub fn write_u8(addr: usize, value: u8) -> bool {
-    // SAFETY: as for `write_u64`: one store, a fault is caught and reported; the caller
-    // chooses an address it is entitled to write.
-    unsafe { __probe_write_u8(addr, value) == 0 }
-}
-
-/// Copies `dst.len()` words from the aligned address `src` into `dst`, one probed load each;
-/// `false` if a load faults (`dst` is then partly written).
-pub fn copy_words(dst: &mut [u64], src: usize) -> bool {
-    // SAFETY: the loop loads from `src` only through the probe instruction (a fault is caught
-    // and reported) and stores only into `dst`, which it may write, `dst.len()` words.
-    unsafe { __probe_copy_words(dst.as_mut_ptr(), src, dst.len()) == 0 }
-}
+pub use super::super::probe_access::{copy_words, read_u8, read_u64, write_u8, write_u64};
 
 /// Writes `value` to the `stimecmp` CSR (the Sstc extension's supervisor timer compare
 /// register); `false` if the instruction traps because the CPU has no such register or the

@@ -19,9 +19,8 @@ use spin::Mutex;
 use super::frame::{INTERRUPT, SUPERVISOR_TIMER, TrapFrame, exception_name};
 use super::sv39::{self, MapError, PTE_A, PTE_D, PTE_R, PTE_U, PTE_W, PTE_X, PageTable};
 use super::{fp, interrupts, probe, timer};
-use crate::arch::contract::{
-    AddressSpaceOps, DEFERRED, DeferredFlush, UserContextOps, UserFault, UserTrap,
-};
+use crate::arch::contract::{AddressSpaceOps, UserContextOps, UserFault, UserTrap};
+use crate::arch::flush_batch::FlushBatch;
 
 /// `scause` of an illegal instruction.
 const ILLEGAL_INSTRUCTION: usize = 2;
@@ -121,7 +120,9 @@ pub(super) fn on_trap(ctx: *mut TrapFrame, scause: usize, stval: usize) -> *mut 
     core::hint::cold_path();
     if scause == SUPERVISOR_TIMER {
         timer::disarm();
-        interrupts::raise_due_software();
+        if crate::softint::due() {
+            interrupts::raise_software();
+        }
         return resume(ctx, crate::domain::on_user_trap(UserTrap::Timer));
     }
     on_other_trap(ctx, scause, stval)
@@ -268,8 +269,8 @@ pub struct AddressSpace {
     tag: Cell<Tag>,
     /// `satp` for the tree under the ASID of `tag`.
     satp: Cell<usize>,
-    /// In a batch of changes: their flushes are held back in [`DEFERRED`].
-    batch: Cell<bool>,
+    /// In a batch of changes: their flushes are held back.
+    batch: FlushBatch,
 }
 
 impl AddressSpace {
@@ -282,8 +283,7 @@ impl AddressSpace {
     /// Makes a change to the page at `va` reach the TLB: flushes the page in this space's ASID
     /// (with `tables`, the whole ASID: non-leaf entries changed), if the ASID is live.
     fn flush_change(&self, va: usize, tables: bool) {
-        if self.batch.get() {
-            DEFERRED.lock().note(va, tables);
+        if self.batch.defer(va, tables) {
             return;
         }
         match self.live_asid() {
@@ -316,7 +316,7 @@ impl AddressSpaceOps for AddressSpace {
             table,
             tag: Cell::new(Tag::NONE),
             satp: Cell::new(0),
-            batch: Cell::new(false),
+            batch: FlushBatch::new(),
         })
     }
 
@@ -414,18 +414,13 @@ impl AddressSpaceOps for AddressSpace {
     }
 
     fn begin_batch(&mut self) {
-        if !self.batch.replace(true) {
-            *DEFERRED.lock() = DeferredFlush::new();
-        }
+        self.batch.begin();
     }
 
     /// Flushes the batch's pages in this space's ASID one `sfence.vma` each, or the whole ASID
     /// with one, if the ASID is live.
     fn end_batch(&mut self) {
-        if !self.batch.replace(false) {
-            return;
-        }
-        let batch = *DEFERRED.lock();
+        let Some(batch) = self.batch.end() else { return };
         let Some(asid) = self.live_asid() else { return };
         match batch.pages() {
             Some(pages) => pages.iter().for_each(|&va| sv39::flush_page(va as u64, asid)),

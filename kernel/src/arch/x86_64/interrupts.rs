@@ -11,14 +11,14 @@
 //! resumes (a domain in ring 3 included: it is neither terminated nor charged a switch). The
 //! counts are logged when the kernel shuts down.
 //!
-//! For tests, `softint=TIME,...` on the command line ([`raise_software_at`]) raises software
-//! interrupts: on the first timer interrupt taken from user mode at or after each instant, the
+//! For tests, `softint=TIME,...` on the command line ([`crate::softint`], which keeps the
+//! schedule) raises software interrupts: on the first timer interrupt taken from user mode at or after each instant, the
 //! trap path sends this CPU a self-IPI on [`SOFTWARE_VECTOR`], once the domain's handler
 //! is done and just before it resumes ring 3 (the handler may idle with interrupts on, where
 //! the IPI would be taken in the kernel). Interrupts stay off until the resume enters ring 3,
 //! so the IPI is taken there, with the domain's registers saved like any trap's.
 
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use ::x86_64::instructions::{interrupts, port::Port};
 
@@ -98,48 +98,9 @@ pub(super) fn on_device(vector: u64) -> bool {
     true
 }
 
-/// Instants (in TSC ticks) at which to raise a software interrupt, in order; `u64::MAX` ends
-/// the list.
-static SOFT_AT: [AtomicU64; 4] = [const { AtomicU64::new(u64::MAX) }; 4];
-/// The index in [`SOFT_AT`] of the next one.
-static SOFT_NEXT: AtomicUsize = AtomicUsize::new(0);
-/// The instant of the next one (`u64::MAX`: none), so that the timer path tests one word.
-static SOFT_DUE: AtomicU64 = AtomicU64::new(u64::MAX);
-
-/// Raises a software interrupt at each of `instants_ns` (nanoseconds since boot, ascending; at
-/// most four are kept): from then on, the first timer interrupt taken from user mode at or
-/// after each instant makes the trap path send a self-IPI on [`SOFTWARE_VECTOR`] as it
-/// resumes ring 3 ([`software_due`], [`raise_software`]). For testing how the kernel handles
-/// interrupts it does not expect.
-pub fn raise_software_at(instants_ns: &[u64]) {
-    let hz = super::time::frequency() as u128;
-    for (slot, ns) in SOFT_AT.iter().zip(instants_ns) {
-        let ticks = (*ns as u128 * hz / 1_000_000_000).min(u64::MAX as u128 - 1) as u64;
-        slot.store(ticks, Ordering::Relaxed);
-    }
-    SOFT_NEXT.store(0, Ordering::Relaxed);
-    SOFT_DUE.store(SOFT_AT[0].load(Ordering::Relaxed), Ordering::Relaxed);
-}
-
-/// On a timer interrupt taken from user mode: whether a software interrupt is due
-/// ([`raise_software_at`]); if so, the next instant becomes the one awaited. The caller raises
-/// it with [`raise_software`] just before it resumes ring 3.
-#[inline]
-pub(super) fn software_due() -> bool {
-    SOFT_DUE.load(Ordering::Relaxed) != u64::MAX && software_due_slow()
-}
-
-#[cold]
-fn software_due_slow() -> bool {
-    if super::time::now_ticks() < SOFT_DUE.load(Ordering::Relaxed) {
-        return false;
-    }
-    let next = SOFT_NEXT.load(Ordering::Relaxed) + 1;
-    SOFT_NEXT.store(next, Ordering::Relaxed);
-    let due = SOFT_AT.get(next).map_or(u64::MAX, |t| t.load(Ordering::Relaxed));
-    SOFT_DUE.store(due, Ordering::Relaxed);
-    true
-}
+/// Nothing to enable for [`crate::softint`]'s schedule: the self-IPI's vector is always
+/// open.
+pub fn allow_software() {}
 
 /// Sends this CPU a software interrupt: a self-IPI on [`SOFTWARE_VECTOR`]. It waits in
 /// the local APIC while interrupts are off and is taken as soon as they are on: for the trap

@@ -6,7 +6,9 @@
 //! address: if fetching the instruction there faults, the fault's instruction pointer is the
 //! target, not the probe, so the handler also recognises the probe's return address on top of
 //! the stack. The kernel's tests use probes to check that an address is (un)mapped and what
-//! rights it has; [`last_fault`] tells them how the last caught fault was reported.
+//! rights it has; [`last_fault`] tells them how the last caught fault was reported. The plain
+//! loads, stores and copies are wrapped by the architectures' common
+//! [`super::super::probe_access`]; the SMAP-open read and the call are x86_64's own.
 
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -132,11 +134,6 @@ struct ReadResult {
 }
 
 unsafe extern "C" {
-    fn __probe_read_u64(addr: usize) -> ReadResult;
-    fn __probe_write_u64(addr: usize, value: u64) -> u64;
-    fn __probe_read_u8(addr: usize) -> ReadResult;
-    fn __probe_write_u8(addr: usize, value: u8) -> u64;
-    fn __probe_copy_words(dst: *mut u64, src: usize, words: usize) -> u64;
     fn __probe_read_u8_ac(addr: usize) -> ReadResult;
     fn __probe_exec(addr: usize) -> u64;
     static __probe_table: [[u64; 2]; 7];
@@ -144,47 +141,11 @@ unsafe extern "C" {
     static __probe_text_ret: u8;
 }
 
+pub use super::super::probe_access::{copy_words, read_u8, read_u64, write_u8, write_u64};
+
 /// The address of a `ret` in the kernel's text.
 pub fn ret_in_text() -> usize {
     &raw const __probe_text_ret as usize
-}
-
-/// Reads the `u64` at `addr`, or `None` if the access faults.
-pub fn read_u64(addr: usize) -> Option<u64> {
-    // SAFETY: the probe performs one load; a fault is caught by the trap handler and turned
-    // into `faulted = 1`, so no address can harm the kernel. Reading device registers is the
-    // caller's concern, hence the function is only used on memory.
-    let r = unsafe { __probe_read_u64(addr) };
-    (r.faulted == 0).then_some(r.value)
-}
-
-/// Reads the byte at `addr`, or `None` if the access faults.
-pub fn read_u8(addr: usize) -> Option<u8> {
-    // SAFETY: as for `read_u64`: one load, a fault is caught and reported.
-    let r = unsafe { __probe_read_u8(addr) };
-    (r.faulted == 0).then_some(r.value as u8)
-}
-
-/// Writes `value` to `addr`; `false` if the access faults.
-pub fn write_u64(addr: usize, value: u64) -> bool {
-    // SAFETY: as for `read_u64`; the caller chooses an address it is entitled to write (the
-    // tests only write their own mappings), and a fault is caught.
-    unsafe { __probe_write_u64(addr, value) == 0 }
-}
-
-/// Writes the byte `value` to `addr`; `false` if the access faults.
-pub fn write_u8(addr: usize, value: u8) -> bool {
-    // SAFETY: as for `write_u64`: one store, a fault is caught and reported; the caller
-    // chooses an address it is entitled to write.
-    unsafe { __probe_write_u8(addr, value) == 0 }
-}
-
-/// Copies `dst.len()` words from address `src` into `dst`, one probed load each; `false` if a
-/// load faults (`dst` is then partly written).
-pub fn copy_words(dst: &mut [u64], src: usize) -> bool {
-    // SAFETY: the loop loads from `src` only through the probe instruction (a fault is caught
-    // and reported) and stores only into `dst`, which it may write, `dst.len()` words.
-    unsafe { __probe_copy_words(dst.as_mut_ptr(), src, dst.len()) == 0 }
 }
 
 /// Reads the byte at `addr` as the kernel may once it has opened SMAP (RFLAGS.AC set, where
@@ -193,15 +154,14 @@ pub fn read_u8_any(addr: usize) -> Option<u8> {
     use ::x86_64::registers::control::{Cr4, Cr4Flags};
     // No interrupt handler runs with AC set.
     let _interrupts = super::super::InterruptGuard::new();
-    let r = if Cr4::read().contains(Cr4Flags::SUPERVISOR_MODE_ACCESS_PREVENTION) {
+    if Cr4::read().contains(Cr4Flags::SUPERVISOR_MODE_ACCESS_PREVENTION) {
         // SAFETY: as for `read_u64`; `stac` exists because SMAP is on, and both the probe and
         // its fix-up clear AC again before returning.
-        unsafe { __probe_read_u8_ac(addr) }
+        let r = unsafe { __probe_read_u8_ac(addr) };
+        (r.faulted == 0).then_some(r.value as u8)
     } else {
-        // SAFETY: as for `read_u64`.
-        unsafe { __probe_read_u8(addr) }
-    };
-    (r.faulted == 0).then_some(r.value as u8)
+        read_u8(addr)
+    }
 }
 
 /// The `ret` instruction's encoding.

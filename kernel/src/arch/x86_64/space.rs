@@ -33,7 +33,8 @@ use frame_allocator::Owner;
 use spin::Mutex;
 
 use super::paging::{self, MapError, PageSize, PageTable, PageTableFlags as F};
-use crate::arch::contract::{AddressSpaceOps, DEFERRED, DeferredFlush};
+use crate::arch::contract::AddressSpaceOps;
+use crate::arch::flush_batch::FlushBatch;
 
 /// CR3's no-flush bit: the TLB keeps the new PCID's entries (only with CR4.PCIDE on).
 const CR3_NOFLUSH: u64 = 1 << 63;
@@ -166,8 +167,8 @@ pub struct AddressSpace {
     tag: Cell<Tag>,
     /// CR3 for the tree under the PCID of `tag`, no-flush bit included (PCIDs on only).
     cr3: Cell<u64>,
-    /// In a batch of changes: their flushes are held back in [`DEFERRED`].
-    batch: Cell<bool>,
+    /// In a batch of changes: their flushes are held back.
+    batch: FlushBatch,
 }
 
 impl AddressSpace {
@@ -205,8 +206,7 @@ impl AddressSpace {
     /// Makes a change to the page at `va` reach the TLB (with `tables`, a change of non-leaf
     /// entries): see the module documentation.
     fn flush_change(&self, va: usize, tables: bool) {
-        if self.batch.get() {
-            DEFERRED.lock().note(va, tables);
+        if self.batch.defer(va, tables) {
             return;
         }
         if self.is_current() {
@@ -259,7 +259,7 @@ impl AddressSpaceOps for AddressSpace {
             table,
             tag: Cell::new(Tag::NONE),
             cr3: Cell::new(0),
-            batch: Cell::new(false),
+            batch: FlushBatch::new(),
         })
     }
 
@@ -368,18 +368,13 @@ impl AddressSpaceOps for AddressSpace {
     }
 
     fn begin_batch(&mut self) {
-        if !self.batch.replace(true) {
-            *DEFERRED.lock() = DeferredFlush::new();
-        }
+        self.batch.begin();
     }
 
     /// Flushes the batch's pages with one `invlpg` each, or the whole tag with one CR3 write,
     /// if this space runs; a live space that does not run gives up its PCID, as for one change.
     fn end_batch(&mut self) {
-        if !self.batch.replace(false) {
-            return;
-        }
-        let batch = *DEFERRED.lock();
+        let Some(batch) = self.batch.end() else { return };
         match batch.pages() {
             Some([]) => {}
             Some(pages) if self.is_current() => {

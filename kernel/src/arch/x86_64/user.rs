@@ -547,7 +547,7 @@ pub(super) fn on_trap(frame: &TrapFrame) -> ! {
     let vector = frame.vector;
     let next = if vector == u64::from(TIMER_VECTOR) {
         apic::end_of_interrupt();
-        let raise = interrupts::software_due();
+        let raise = crate::softint::due();
         let next = if timer::due_from_user() { dispatch(ctx, UserTrap::Timer) } else { ctx };
         if raise {
             // Only now, after the handler (which may idle with interrupts on, where the IPI

@@ -15,5 +15,5 @@ pub const SPURIOUS_VECTOR: u8 = 0xff;
 /// The first of the 16 vectors the legacy PICs are moved to (they stay masked).
 pub const PIC_VECTOR_BASE: u8 = 0x20;
 /// The vector of the software interrupts `softint=` raises (self-IPIs, which the kernel does
-/// not expect: see `interrupts::raise_software_at`).
+/// not expect: see `crate::softint`).
 pub const SOFTWARE_VECTOR: u8 = 0x51;
