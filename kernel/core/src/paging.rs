@@ -52,7 +52,7 @@ use abi::{
 };
 use frame_allocator::{Frame, Owner};
 
-use super::clock::{now_ns, ticks_from_ns};
+use super::clock::{now_ns, ticks_from_ns_up};
 use super::kmem;
 use super::loose::Loose;
 use super::stretch::{Kind, Stretch};
@@ -301,7 +301,8 @@ impl<P: Platform> World<P> {
         let d = &mut self.domains[victim as usize];
         let goal = d.optimistic_held - wanted;
         d.revocation = Some(Revocation { wanted, goal, sent_ns, deadline_ns });
-        self.sched.note_instant(ticks_from_ns::<P>(deadline_ns), victim);
+        // Rounded up: at the instant, the deadline has passed (see [`World::enforce_revocation`]).
+        self.sched.note_instant(ticks_from_ns_up::<P>(deadline_ns), victim);
         let d = &self.domains[victim as usize];
         if let Some(frame) = d.dcb {
             let slot = &P::dcb(frame).revocation;
