@@ -197,8 +197,7 @@ impl<P: Platform> World<P> {
         let d = self.domain(id)?;
         let blocked = d.blocked.filter(|&t| t != u64::MAX);
         let timer = d.endpoints.iter().filter_map(|e| e.deadline).min();
-        // Rounded up, so that at the instant the deadline has passed and the domain is served.
-        let revocation = d.revocation.as_ref().map(|r| ticks_from_ns_up::<P>(r.deadline_ns));
+        let revocation = d.revocation.as_ref().map(|r| r.deadline_ticks);
         [blocked, timer, revocation].into_iter().flatten().min()
     }
 
