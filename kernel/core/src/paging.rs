@@ -52,7 +52,7 @@ use abi::{
 };
 use frame_allocator::{Frame, Owner};
 
-use super::clock::{now_ns, ticks_from_ns};
+use super::clock::{now_ns, ticks_from_ns_up};
 use super::kmem;
 use super::loose::Loose;
 use super::stretch::{Kind, Stretch};
@@ -124,6 +124,9 @@ pub struct Revocation {
     pub sent_ns: u64,
     /// When it expires (ns since boot).
     pub deadline_ns: u64,
+    /// The first timer tick at or after the deadline: the domain's instant, at which
+    /// [`World::enforce_revocation`] finds the deadline passed on any clock.
+    pub deadline_ticks: u64,
 }
 
 /// Why a call that needs free frames cannot go on now.
@@ -300,8 +303,9 @@ impl<P: Platform> World<P> {
         let deadline_ns = sent_ns + revocation_window(contract, disk, wanted);
         let d = &mut self.domains[victim as usize];
         let goal = d.optimistic_held - wanted;
-        d.revocation = Some(Revocation { wanted, goal, sent_ns, deadline_ns });
-        self.sched.note_instant(ticks_from_ns::<P>(deadline_ns), victim);
+        let deadline_ticks = ticks_from_ns_up::<P>(deadline_ns);
+        d.revocation = Some(Revocation { wanted, goal, sent_ns, deadline_ns, deadline_ticks });
+        self.sched.note_instant(deadline_ticks, victim);
         let d = &self.domains[victim as usize];
         if let Some(frame) = d.dcb {
             let slot = &P::dcb(frame).revocation;

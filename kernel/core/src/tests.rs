@@ -57,13 +57,37 @@ fn outcome(w: &mut W, id: u32, next: Next) -> Result<usize, SysError> {
         Next::Refused(e, _) => Err(e),
         Next::Job(job) => {
             w.domains[id as usize].job = Some(job);
-            while !w.run_job(id, 0) {}
+            bounded("the job", || w.run_job(id, 0));
             let (status, value) = w.domains[id as usize].ctx.results();
             if status == 0 { Ok(value) } else { Err(SysError::from_code(status).unwrap()) }
         }
         Next::WaitForFrames => Err(SysError::NoMemory),
         Next::Yield | Next::Block(_) | Next::Resumed | Next::Exit(_) => Ok(0),
     }
+}
+
+/// Calls `step` until it returns `true`; fails the test if it has not after more steps than
+/// the machine has frames (every loop here ends within that many), rather than hang.
+fn bounded(what: &str, mut step: impl FnMut() -> bool) {
+    for _ in 0..=mock::FRAMES {
+        if step() {
+            return;
+        }
+    }
+    panic!("{what} did not end within {} steps", mock::FRAMES + 1);
+}
+
+/// Loose frames of `kind` taken by domain `id` until it is refused; their frame numbers.
+fn take_all(w: &mut W, id: u32, kind: usize) -> Vec<usize> {
+    let mut taken = Vec::new();
+    bounded("taking frames", || match call(w, id, Call::FrameAlloc, &[kind]) {
+        Ok(f) => {
+            taken.push(f);
+            false
+        }
+        Err(_) => true,
+    });
+    taken
 }
 
 /// Domain `id`'s protection domain.
@@ -300,9 +324,11 @@ fn large_stretches_are_filled_and_emptied_by_jobs() {
     assert!(w.stretches.values().any(|s| s.busy), "the stretch is not busy while it is filled");
     w.domains[0].job = Some(job);
     let mut chunks = 0;
-    while !w.run_job(0, 0) {
+    bounded("the fill", || {
         chunks += 1;
-    }
+        w.run_job(0, 0)
+    });
+    chunks -= 1;
     assert!(chunks >= 2, "a job of {pages} pages ran in {chunks} chunks");
     let (status, base) = w.domains[0].ctx.results();
     assert_eq!(status, 0);
@@ -362,10 +388,7 @@ fn revocation_kills_a_domain_that_ignores_its_deadline() {
     let free_before = mock::free_frames();
     // Domain 0 takes every optimistic frame it can; domain 1 then needs guaranteed ones.
     let mut w = world(&[(64, mock::FRAMES), (2048, 0), (64, 0)]);
-    let mut optimistic = 0;
-    while call(&mut w, 0, Call::FrameAlloc, &[frame_kind::OPTIMISTIC]).is_ok() {
-        optimistic += 1;
-    }
+    let optimistic = take_all(&mut w, 0, frame_kind::OPTIMISTIC).len();
     assert!(optimistic > 1000, "only {optimistic} optimistic frames");
     let mut next = Next::Yield;
     for _ in 0..2048 {
@@ -416,11 +439,8 @@ fn revocation_kills_a_domain_that_ignores_its_deadline() {
 #[test]
 fn a_holder_that_complies_keeps_running() {
     let mut w = world(&[(64, mock::FRAMES), (2048, 0)]);
-    let mut held = Vec::new();
-    while let Ok(f) = call(&mut w, 0, Call::FrameAlloc, &[frame_kind::OPTIMISTIC]) {
-        held.push(f);
-    }
-    while call(&mut w, 1, Call::FrameAlloc, &[frame_kind::GUARANTEED]).is_ok() {}
+    let held = take_all(&mut w, 0, frame_kind::OPTIMISTIC);
+    take_all(&mut w, 1, frame_kind::GUARANTEED);
     let wanted = w.domains[0].revocation.as_ref().expect("no revocation").wanted;
     for f in held.iter().take(wanted as usize) {
         assert_eq!(call(&mut w, 0, Call::FrameFree, &[*f]), Ok(0));
