@@ -17,16 +17,19 @@ use crate::plan::{FaultOutcome, Found, HitKind, Outcome, Source};
 use crate::replace::{BuildPolicy, Clock, PolicyKind, ReplacementPolicy};
 use crate::{PAGE_SIZE, Page};
 
-/// splitmix64: deterministic and dependency-free.
-struct Rng(u64);
+use rand_xoshiro::SplitMix64;
+use rand_xoshiro::rand_core::{Rng as _, SeedableRng};
+
+/// SplitMix64 (`rand_xoshiro`'s), seeded: the state starts at the seed.
+struct Rng(SplitMix64);
 
 impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(SplitMix64::seed_from_u64(seed))
+    }
+
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     fn below(&mut self, n: usize) -> usize {
@@ -210,7 +213,7 @@ fn random_steps(
     steps: usize,
     through_page_table: bool,
 ) -> Vec<Box<Page>> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut shadow: Vec<Box<Page>> = (0..PAGES).map(|_| Box::new([0u8; PAGE_SIZE])).collect();
     for _ in 0..steps {
         // Mostly a sliding hot region, sometimes anywhere: faults hit caches and the disk.
@@ -317,7 +320,7 @@ fn compressed_caches_hit_and_store_zero_and_raw_pages() {
 fn two_sweeps(sweep: usize, pool_pages: usize) -> crate::pager::PagerStats {
     let h = Hierarchy::CompressedCache { pool_bytes: pool_pages * PAGE_SIZE, codec: Codec::Lz4 };
     let mut p = pager(h, PolicyKind::Clock.build(), 2 * PAGES);
-    let mut rng = Rng(5);
+    let mut rng = Rng::new(5);
     for page in 0..sweep {
         let frame = p.fault(page, true).unwrap();
         p.frames_mut().frame_mut(frame).iter_mut().for_each(|b| *b = rng.next() as u8);
@@ -373,7 +376,7 @@ fn a_full_swap_area_is_an_error_and_never_corruption() {
         // Room for 8 pages on disk: writing many distinct dirty pages must run out.
         let mut p = pager(h, PolicyKind::Clock.build(), 8);
         let mut shadow: Vec<Box<Page>> = (0..PAGES).map(|_| Box::new([0u8; PAGE_SIZE])).collect();
-        let mut rng = Rng(1);
+        let mut rng = Rng::new(1);
         let mut failed = None;
         for (page, want) in shadow.iter_mut().enumerate() {
             match p.fault(page, true) {
@@ -763,7 +766,7 @@ impl AppHandler for LostPages {
 
 /// Incompressible contents for page `page`.
 fn pattern(page: usize) -> Box<Page> {
-    let mut rng = Rng(page as u64 + 1);
+    let mut rng = Rng::new(page as u64 + 1);
     let mut p = Box::new([0u8; PAGE_SIZE]);
     p.iter_mut().for_each(|b| *b = rng.next() as u8);
     p
@@ -912,7 +915,7 @@ fn compressed_cache_is_exclusive(codec: Codec, size: usize) {
     let config = CompressedConfig { codec, ..CompressedConfig::new(2 * PAGE_SIZE) };
     let mut c = CompressedCache::new(Box::new(lower), config);
     let zero = page_of(0);
-    let mut rng = Rng(2);
+    let mut rng = Rng::new(2);
     let mut random = Box::new([0u8; PAGE_SIZE]);
     random.iter_mut().for_each(|b| *b = rng.next() as u8);
     c.put(1, &zero, true).unwrap();

@@ -43,16 +43,19 @@ fn hierarchies() -> [Hierarchy; 6] {
     ]
 }
 
-/// splitmix64.
-struct Rng(u64);
+use rand_xoshiro::SplitMix64;
+use rand_xoshiro::rand_core::{Rng as _, SeedableRng};
+
+/// SplitMix64 (`rand_xoshiro`'s), seeded: the state starts at the seed.
+struct Rng(SplitMix64);
 
 impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(SplitMix64::seed_from_u64(seed))
+    }
+
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     fn below(&mut self, n: usize) -> usize {
@@ -143,7 +146,7 @@ type Shadow = Vec<Vec<u64>>;
 /// A seeded run of loads and stores: some pages filled with random words (incompressible),
 /// some with a pattern, some left zero; returns the shadow.
 fn random_run(d: &mut Domain, seed: u64, steps: usize) -> Shadow {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut shadow: Shadow = vec![vec![0; WORDS]; PAGES];
     for _ in 0..steps {
         let page = rng.below(PAGES);
@@ -545,7 +548,7 @@ fn a_disk_that_fails_reads_and_writes_costs_only_the_page_it_cannot_read() {
         let config = config(h, PolicyKind::Clock);
         let mut d = Domain::on(config, dev, FRAMES, 0, |d| d.with_app(app));
         // Every page written whole, in order, with incompressible words.
-        let mut rng = Rng(5);
+        let mut rng = Rng::new(5);
         let mut shadow: Shadow = vec![vec![0; WORDS]; PAGES];
         for (page, words) in shadow.iter_mut().enumerate() {
             for (w, word) in words.iter_mut().enumerate() {

@@ -14,16 +14,19 @@ use crate::*;
 
 const MS: Nanos = MILLISECOND;
 
-/// SplitMix64: a small, seeded generator.
-struct Rng(u64);
+use rand_xoshiro::SplitMix64;
+use rand_xoshiro::rand_core::{Rng as _, SeedableRng};
+
+/// SplitMix64 (`rand_xoshiro`'s), seeded: the state starts at the seed.
+struct Rng(SplitMix64);
 
 impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(SplitMix64::seed_from_u64(seed))
+    }
+
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (`n > 0`).
@@ -262,7 +265,7 @@ impl Pair {
 type Exercised = [u64; 9];
 
 fn run(seed: u64, steps: usize) -> Exercised {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut pair = Pair {
         new: Atropos::new(),
         old: Reference::new(),

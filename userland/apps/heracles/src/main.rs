@@ -57,6 +57,8 @@ use paged_driver::{HitKind, PagedConfig, PagedDriver};
 use pager::app::{AppHandler, GuaranteeChange};
 use pager::spec::PagerSpec;
 use paging_programs::{Program, Scale};
+use rand_xoshiro::SplitMix64;
+use rand_xoshiro::rand_core::{Rng as _, SeedableRng};
 use stretch_driver::StretchDriver;
 use tessera::{Env, PAGE_SIZE, Rights, paging, println};
 
@@ -415,14 +417,8 @@ fn report(
 
 /// The contents of `page` at `version`: zero, compressible or incompressible.
 fn contents(page: usize, version: u32, out: &mut [u8]) {
-    let mut x = (page as u64) << 32 | u64::from(version);
-    let mut next = || {
-        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = x;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mut rng = SplitMix64::seed_from_u64((page as u64) << 32 | u64::from(version));
+    let mut next = || rng.next_u64();
     match (version, next() % 3) {
         (0, _) | (_, 0) => out.fill(0),
         (_, 1) => {
