@@ -1132,14 +1132,28 @@ fn accessed_bits_are_harvested_once_every_so_many_evictions() {
     assert_eq!(p.frames().harvests, 7);
 }
 
-#[test]
-fn a_victim_whose_write_keeps_failing_stays_resident_and_dirty_and_another_is_chosen() {
+/// A local-paging pager over a device on which every write to swap slot 0 fails.
+fn pager_whose_slot_0_writes_fail() -> Pager {
     use crate::block::{Injected, Op};
     let mut dev = MemBlockDevice::with_pages(2 * PAGES);
     dev.inject(Injected { op: Op::Write, sectors: slot_sectors(0..1), times: None });
-    let pager = Hierarchy::LocalPaging
+    Hierarchy::LocalPaging
         .build(FRAMES, dev, PAGES, PolicyKind::Clock.build(), Box::new(NoAppHandler))
-        .expect("pager");
+        .expect("pager")
+}
+
+/// Touches every page twice over: pages `0..=FRAMES` hold their pattern, the rest zeroes.
+fn every_page_kept(p: &mut Paged<MemFrames>) {
+    for page in (0..PAGES).chain(0..PAGES) {
+        let frame = p.fault(page, false).unwrap();
+        let want = if page <= FRAMES { pattern(page) } else { Box::new([0; PAGE_SIZE]) };
+        assert_eq!(checksum(p.frames().frame(frame)), checksum(&want[..]), "{page}");
+    }
+}
+
+#[test]
+fn a_victim_whose_write_keeps_failing_stays_resident_and_dirty_and_another_is_chosen() {
+    let pager = pager_whose_slot_0_writes_fail();
     let mut p = Paged::new(pager, MemFrames::new(FRAMES));
     for page in 0..=FRAMES {
         let frame = p.fault(page, true).expect("fault");
@@ -1151,22 +1165,13 @@ fn a_victim_whose_write_keeps_failing_stays_resident_and_dirty_and_another_is_ch
     let s = p.stats();
     assert_eq!((s.failed_evictions, s.evictions, s.disk.retired_slots), (1, 1, 1));
     // Page 0 is written elsewhere when next evicted, and every byte is kept.
-    for page in (0..PAGES).chain(0..PAGES) {
-        let frame = p.fault(page, false).unwrap();
-        let want = if page <= FRAMES { pattern(page) } else { Box::new([0; PAGE_SIZE]) };
-        assert_eq!(checksum(p.frames().frame(frame)), checksum(&want[..]), "{page}");
-    }
+    every_page_kept(&mut p);
     assert_eq!(p.swap_space().retired, 1);
 }
 
 #[test]
 fn a_victim_the_dirty_bit_says_was_written_stays_dirty_when_its_write_fails() {
-    use crate::block::{Injected, Op};
-    let mut dev = MemBlockDevice::with_pages(2 * PAGES);
-    dev.inject(Injected { op: Op::Write, sectors: slot_sectors(0..1), times: None });
-    let pager = Hierarchy::LocalPaging
-        .build(FRAMES, dev, PAGES, PolicyKind::Clock.build(), Box::new(NoAppHandler))
-        .expect("pager");
+    let pager = pager_whose_slot_0_writes_fail();
     // Frames with dirty bits: read faults map pages writable, and only the bit tells the
     // pager that a page was written.
     let mut p = Paged::new(pager, MemFrames::with_bits(FRAMES));
@@ -1177,11 +1182,7 @@ fn a_victim_the_dirty_bit_says_was_written_stays_dirty_when_its_write_fails() {
     // Page 0's write failed: it was mapped again, and the pager kept what its bit said.
     assert_eq!(p.resident(0).map(|r| r.dirty), Some(true));
     assert_eq!(p.stats().failed_evictions, 1);
-    for page in (0..PAGES).chain(0..PAGES) {
-        let frame = p.fault(page, false).unwrap();
-        let want = if page <= FRAMES { pattern(page) } else { Box::new([0; PAGE_SIZE]) };
-        assert_eq!(checksum(p.frames().frame(frame)), checksum(&want[..]), "{page}");
-    }
+    every_page_kept(&mut p);
 }
 
 #[test]
