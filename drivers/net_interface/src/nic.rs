@@ -1,0 +1,80 @@
+//! The NIC trait that the network domain's core (`net_stack`) drives: the virtio-net driver
+//! domain implements it, [`MemNic`](crate::mem::MemNic) on the host.
+//!
+//! A NIC has a transmit ring and a receive ring, each with several frames in flight. To send,
+//! the core asks for a transmit buffer of the frame's length and writes the frame into it
+//! ([`Nic::transmit`]); the device sends it and the buffer comes back when
+//! [`Nic::poll_transmit`] reports it. Received frames are read in place ([`Nic::receive`]),
+//! after which their buffer goes back to the device. Nothing blocks: the core polls after the
+//! device's interrupt.
+
+use core::fmt;
+
+use crate::frame::MacAddr;
+
+/// Whether the link carries frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkState {
+    /// Frames go out and come in.
+    Up,
+    /// No carrier: frames given to the device are dropped by it.
+    Down,
+}
+
+/// Why a NIC did not take a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NicError {
+    /// Every transmit buffer is in flight: try again after [`Nic::poll_transmit`] returns one.
+    Full,
+    /// The frame is longer than the device's largest (or empty).
+    BadLength,
+    /// The device failed (transport error).
+    Io,
+}
+
+impl fmt::Display for NicError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NicError::Full => "transmit ring full",
+            NicError::BadLength => "frame length refused by the device",
+            NicError::Io => "device I/O error",
+        })
+    }
+}
+
+/// A NIC with transmit and receive rings.
+pub trait Nic {
+    /// The device's MAC address.
+    fn mac(&self) -> MacAddr;
+
+    /// The IP MTU: frames are at most `mtu() + ETH_HEADER` bytes.
+    fn mtu(&self) -> usize;
+
+    /// Whether the link is up.
+    fn link(&self) -> LinkState;
+
+    /// How many frames the transmit ring holds in flight at once.
+    fn tx_capacity(&self) -> usize;
+
+    /// How many transmitted frames are in flight now (taken, not yet reported by
+    /// [`Nic::poll_transmit`]).
+    fn tx_in_flight(&self) -> usize;
+
+    /// Takes a free transmit buffer of `len` bytes, lets `fill` write the frame into it and
+    /// starts its transmission; `fill`'s result. [`NicError::Full`] when every buffer is in
+    /// flight (then `fill` is not called). Never blocks.
+    fn transmit<R>(&mut self, len: usize, fill: impl FnOnce(&mut [u8]) -> R)
+    -> Result<R, NicError>;
+
+    /// Reports one transmitted frame whose buffer is free again; `false` if none has completed
+    /// since the last call.
+    fn poll_transmit(&mut self) -> bool;
+
+    /// Takes one received frame, lets `read` look at it in place, then gives its buffer back to
+    /// the device; `None` if no frame has arrived.
+    fn receive<R>(&mut self, read: impl FnOnce(&[u8]) -> R) -> Option<R>;
+
+    /// The device's interrupt arrived: a device that must acknowledge it before it may
+    /// interrupt again does so here, before its rings are polled.
+    fn interrupted(&mut self) {}
+}

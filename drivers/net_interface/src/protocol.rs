@@ -1,0 +1,531 @@
+//! The network protocol's wire format: fixed-size little-endian messages that fit one
+//! IO-channel slot's payload ([`MAX_PAYLOAD`] bytes for the default 64-byte slot), laid out as
+//! the block protocol's.
+//!
+//! A [`Request`] (client to driver) is [`REQUEST_LEN`] bytes:
+//!
+//! | bytes  | field    | meaning                                                          |
+//! |--------|----------|------------------------------------------------------------------|
+//! | 0..8   | `id`     | chosen by the client, echoed in the response                     |
+//! | 8      | `op`     | [`Op`] code                                                      |
+//! | 9..10  | reserved | zero                                                             |
+//! | 10..12 | `port`   | Open: the local port (0: any free one); Send: the remote port    |
+//! | 12..16 | `addr`   | Send: the remote IPv4 address                                    |
+//! | 16..20 | `len`    | Send: the payload's length in bytes                              |
+//! | 20..24 | reserved | zero                                                             |
+//! | 24..32 | `offset` | Send: the payload's offset in the data area; Release: the slot's |
+//!
+//! Fields an op does not use are zero. Open and Close carry only `id`, `op` (and Open `port`).
+//!
+//! A [`ServerMessage`] (driver to client) is [`RESPONSE_LEN`] bytes, a response to a request or
+//! a datagram received:
+//!
+//! | bytes  | field           | Response                         | Received                  |
+//! |--------|-----------------|----------------------------------|---------------------------|
+//! | 0..8   | `id`            | the request's id                 | zero                      |
+//! | 8      | `kind`          | 1                                | 2                         |
+//! | 9      | reserved        | zero                             | zero                      |
+//! | 10..12 | `status`        | 0, or a [`NetError`] code        | zero                      |
+//! | 12..14 | `port`          | Open: the bound local port       | the sender's port         |
+//! | 14..16 | `max_in_flight` | Open: the cap on queued sends    | zero                      |
+//! | 16..20 | `addr`          | Open: the local IPv4 address     | the sender's address      |
+//! | 20..24 | `len`           | Open: the largest payload        | the payload's length      |
+//! | 24..32 | `offset`        | Open: the data area's address    | the slot's offset         |
+//! | 32..40 | `area_len`      | Open: the data area's length     | zero                      |
+//! | 40..44 | `rx_slots`      | Open: receive slots in the area  | zero                      |
+//! | 44..48 | `rx_offset`     | Open: the first slot's offset    | zero                      |
+//!
+//! Received datagrams are in the client's data area, in receive slots of [`RX_SLOT`] bytes
+//! from `rx_offset` on; the client reads one, then gives its slot back with Release. While
+//! every slot is taken, datagrams for the client are dropped and counted. The rest of the area
+//! (before `rx_offset`) holds the payloads of the client's sends.
+//!
+//! A stream's accounts ([`StreamAccounts`]) are not a message: the driver keeps them in the
+//! page after the client's data area, as [`ACCOUNT_WORDS`] little-endian words: a sequence
+//! number (odd while the driver is writing), then the words of [`StreamAccounts::words`].
+//!
+//! Decoding never panics: a message of the wrong length, an unknown op, kind or status code,
+//! a non-zero reserved byte or a field that must be zero and is not is [`NetError::Malformed`].
+
+use core::fmt;
+
+use crate::frame::{Endpoint, Ipv4Addr, MAX_UDP_PAYLOAD};
+
+/// The largest message an IO channel slot carries with the default slot size of 64 bytes.
+pub const MAX_PAYLOAD: usize = 64 - 8;
+
+/// The length of an encoded [`Request`].
+pub const REQUEST_LEN: usize = 32;
+
+/// The length of an encoded [`ServerMessage`].
+pub const RESPONSE_LEN: usize = 48;
+
+/// The size of a receive slot in a data area: the largest payload (a multiple of 64 bytes).
+pub const RX_SLOT: usize = MAX_UDP_PAYLOAD;
+
+const _: () = assert!(RX_SLOT.is_multiple_of(64));
+
+const _: () = assert!(REQUEST_LEN <= MAX_PAYLOAD && RESPONSE_LEN <= MAX_PAYLOAD);
+
+/// What a request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Op {
+    /// Open a UDP endpoint on `port` (0: any free port); the response carries the session.
+    Open = 1,
+    /// Send the `len` bytes at `offset` in the data area as one datagram to `addr:port`.
+    Send = 2,
+    /// The client has read the datagram in the receive slot at `offset`: the slot is free.
+    Release = 3,
+    /// Close the endpoint: datagrams still queued either way are dropped (and counted).
+    Close = 4,
+}
+
+impl Op {
+    /// Every op, in code order.
+    pub const ALL: [Op; 4] = [Op::Open, Op::Send, Op::Release, Op::Close];
+
+    /// The op with wire code `code`, if any.
+    pub fn from_code(code: u8) -> Option<Op> {
+        Op::ALL.into_iter().find(|op| *op as u8 == code)
+    }
+}
+
+/// Why a network request failed. The codes ([`NetError::code`]) are on the wire and never
+/// change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u16)]
+pub enum NetError {
+    /// The message could not be decoded.
+    Malformed = 1,
+    /// The client has no open endpoint (before Open, after Close).
+    UnknownClient = 2,
+    /// Another client holds the port, or the client already has an endpoint.
+    PortInUse = 3,
+    /// No free port is left for an Open of port 0.
+    NoFreePort = 4,
+    /// The payload is longer than one frame carries ([`SessionInfo::max_payload`]).
+    TooLarge = 5,
+    /// `offset + len` goes beyond the client's data area (or overflows), or a Release names
+    /// no slot the client holds.
+    OutsideDataArea = 6,
+    /// The client's transmit queue is full ([`SessionInfo::max_in_flight`]).
+    Busy = 7,
+    /// The endpoint or the driver is gone.
+    Closed = 8,
+    /// The destination is not a host address (0.0.0.0, a broadcast) or port 0.
+    BadAddress = 9,
+    /// The client's network contract was not admitted beside the others.
+    NotAdmitted = 10,
+    /// The link is down.
+    LinkDown = 11,
+}
+
+impl NetError {
+    /// Every error, in code order.
+    pub const ALL: [NetError; 11] = [
+        NetError::Malformed,
+        NetError::UnknownClient,
+        NetError::PortInUse,
+        NetError::NoFreePort,
+        NetError::TooLarge,
+        NetError::OutsideDataArea,
+        NetError::Busy,
+        NetError::Closed,
+        NetError::BadAddress,
+        NetError::NotAdmitted,
+        NetError::LinkDown,
+    ];
+
+    /// The error's stable wire code (never 0, which means success).
+    pub fn code(self) -> u16 {
+        self as u16
+    }
+
+    /// The error with wire code `code`, if any.
+    pub fn from_code(code: u16) -> Option<NetError> {
+        NetError::ALL.into_iter().find(|e| e.code() == code)
+    }
+
+    /// The error's name, as in the source (for logs).
+    pub fn name(self) -> &'static str {
+        match self {
+            NetError::Malformed => "Malformed",
+            NetError::UnknownClient => "UnknownClient",
+            NetError::PortInUse => "PortInUse",
+            NetError::NoFreePort => "NoFreePort",
+            NetError::TooLarge => "TooLarge",
+            NetError::OutsideDataArea => "OutsideDataArea",
+            NetError::Busy => "Busy",
+            NetError::Closed => "Closed",
+            NetError::BadAddress => "BadAddress",
+            NetError::NotAdmitted => "NotAdmitted",
+            NetError::LinkDown => "LinkDown",
+        }
+    }
+}
+
+impl fmt::Display for NetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.name(), self.code())
+    }
+}
+
+/// A client's request, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// Chosen by the client, echoed in the response.
+    pub id: u64,
+    /// What is asked.
+    pub op: Op,
+    /// Open: the local port (0: any); Send: the destination (else zero).
+    pub remote: Endpoint,
+    /// Send: the payload's offset; Release: the slot's offset (else 0).
+    pub offset: u64,
+    /// Send: the payload's length (else 0).
+    pub len: u32,
+}
+
+impl Request {
+    /// An Open of `port` (0: any free port).
+    pub fn open(id: u64, port: u16) -> Request {
+        let remote = Endpoint { addr: Ipv4Addr::UNSPECIFIED, port };
+        Request { id, op: Op::Open, remote, offset: 0, len: 0 }
+    }
+
+    /// A Send of the `len` bytes at `offset` to `to`.
+    pub fn send(id: u64, to: Endpoint, offset: u64, len: u32) -> Request {
+        Request { id, op: Op::Send, remote: to, offset, len }
+    }
+
+    /// A Release of the receive slot at `offset`.
+    pub fn release(id: u64, offset: u64) -> Request {
+        Request { id, op: Op::Release, remote: Endpoint::default(), offset, len: 0 }
+    }
+
+    /// A Close.
+    pub fn close(id: u64) -> Request {
+        Request { id, op: Op::Close, remote: Endpoint::default(), offset: 0, len: 0 }
+    }
+
+    /// The request's wire form.
+    pub fn encode(&self) -> [u8; REQUEST_LEN] {
+        let mut b = [0; REQUEST_LEN];
+        b[0..8].copy_from_slice(&self.id.to_le_bytes());
+        b[8] = self.op as u8;
+        b[10..12].copy_from_slice(&self.remote.port.to_le_bytes());
+        b[12..16].copy_from_slice(&self.remote.addr.0);
+        b[16..20].copy_from_slice(&self.len.to_le_bytes());
+        b[24..32].copy_from_slice(&self.offset.to_le_bytes());
+        b
+    }
+
+    /// Decodes a request; any deviation from the format is [`NetError::Malformed`].
+    pub fn decode(msg: &[u8]) -> Result<Request, NetError> {
+        let b: &[u8; REQUEST_LEN] = msg.try_into().map_err(|_| NetError::Malformed)?;
+        let op = Op::from_code(b[8]).ok_or(NetError::Malformed)?;
+        if b[9] != 0 || b[20..24] != [0; 4] {
+            return Err(NetError::Malformed);
+        }
+        let req = Request {
+            id: u64_at(b, 0),
+            op,
+            remote: Endpoint { addr: Ipv4Addr([b[12], b[13], b[14], b[15]]), port: u16_at(b, 10) },
+            len: u32_at(b, 16),
+            offset: u64_at(b, 24),
+        };
+        let zero_addr = req.remote.addr == Ipv4Addr::UNSPECIFIED;
+        let well_formed = match op {
+            Op::Open => zero_addr && req.len == 0 && req.offset == 0,
+            Op::Send => true,
+            Op::Release => req.remote == Endpoint::default() && req.len == 0,
+            Op::Close => req.remote == Endpoint::default() && req.len == 0 && req.offset == 0,
+        };
+        if !well_formed {
+            return Err(NetError::Malformed);
+        }
+        Ok(req)
+    }
+
+    /// The id of a message that may not decode (its first 8 bytes, or 0 if it is shorter), so
+    /// that a [`NetError::Malformed`] response can still name it.
+    pub fn id_of(msg: &[u8]) -> u64 {
+        msg.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)
+    }
+}
+
+/// What a session offers, sent in the response to Open (all zero in other responses).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The endpoint opened: the node's address and the bound port.
+    pub local: Endpoint,
+    /// The data area's address (Tessera has one address space: the driver's is the client's).
+    pub area_base: u64,
+    /// The data area's length in bytes.
+    pub area_len: u64,
+    /// The offset of the first receive slot in the area.
+    pub rx_offset: u32,
+    /// How many receive slots of [`RX_SLOT`] bytes follow it.
+    pub rx_slots: u32,
+    /// The largest payload of a Send.
+    pub max_payload: u32,
+    /// How many sends the client may have queued at once.
+    pub max_in_flight: u16,
+}
+
+impl SessionInfo {
+    /// Checks a Send of `len` bytes at `offset` to `to`, in the order the errors are reported:
+    /// [`NetError::BadAddress`], [`NetError::TooLarge`], [`NetError::OutsideDataArea`] (the
+    /// payload must lie before the receive slots). Overflow-safe. An empty datagram is valid.
+    pub fn check_send(&self, to: Endpoint, offset: u64, len: u32) -> Result<(), NetError> {
+        let a = to.addr.0;
+        if to.port == 0 || to.addr == Ipv4Addr::UNSPECIFIED || a == [255; 4] || a[0] >= 224 {
+            return Err(NetError::BadAddress);
+        }
+        if len > self.max_payload {
+            return Err(NetError::TooLarge);
+        }
+        let limit = u64::from(self.rx_offset).min(self.area_len);
+        if offset.checked_add(u64::from(len)).is_none_or(|end| end > limit) {
+            return Err(NetError::OutsideDataArea);
+        }
+        Ok(())
+    }
+
+    /// The receive slot at `offset` in the area, if it names one.
+    pub fn slot_at(&self, offset: u64) -> Option<u32> {
+        let rel = offset.checked_sub(u64::from(self.rx_offset))?;
+        let slot = RX_SLOT as u64;
+        (rel.is_multiple_of(slot) && rel / slot < u64::from(self.rx_slots))
+            .then(|| (rel / slot) as u32)
+    }
+}
+
+/// The driver's answer to one request, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Response {
+    /// The request's id.
+    pub id: u64,
+    /// Success, or why the request failed.
+    pub status: Result<(), NetError>,
+    /// For a successful Open, the session; otherwise all zero.
+    pub info: SessionInfo,
+}
+
+impl Response {
+    /// A response without session information (everything but a successful Open).
+    pub fn plain(id: u64, status: Result<(), NetError>) -> Response {
+        Response { id, status, info: SessionInfo::default() }
+    }
+}
+
+/// A datagram the driver has put in one of the client's receive slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// Who sent it.
+    pub from: Endpoint,
+    /// The slot's offset in the data area.
+    pub offset: u64,
+    /// The payload's length.
+    pub len: u32,
+}
+
+/// A message from the driver to a client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerMessage {
+    /// The answer to a request.
+    Response(Response),
+    /// A datagram arrived for the client's endpoint.
+    Received(Received),
+}
+
+const KIND_RESPONSE: u8 = 1;
+const KIND_RECEIVED: u8 = 2;
+
+impl ServerMessage {
+    /// The message's wire form.
+    pub fn encode(&self) -> [u8; RESPONSE_LEN] {
+        let mut b = [0; RESPONSE_LEN];
+        match self {
+            ServerMessage::Response(r) => {
+                let status = match r.status {
+                    Ok(()) => 0,
+                    Err(e) => e.code(),
+                };
+                let i = &r.info;
+                b[0..8].copy_from_slice(&r.id.to_le_bytes());
+                b[8] = KIND_RESPONSE;
+                b[10..12].copy_from_slice(&status.to_le_bytes());
+                b[12..14].copy_from_slice(&i.local.port.to_le_bytes());
+                b[14..16].copy_from_slice(&i.max_in_flight.to_le_bytes());
+                b[16..20].copy_from_slice(&i.local.addr.0);
+                b[20..24].copy_from_slice(&i.max_payload.to_le_bytes());
+                b[24..32].copy_from_slice(&i.area_base.to_le_bytes());
+                b[32..40].copy_from_slice(&i.area_len.to_le_bytes());
+                b[40..44].copy_from_slice(&i.rx_slots.to_le_bytes());
+                b[44..48].copy_from_slice(&i.rx_offset.to_le_bytes());
+            }
+            ServerMessage::Received(r) => {
+                b[8] = KIND_RECEIVED;
+                b[12..14].copy_from_slice(&r.from.port.to_le_bytes());
+                b[16..20].copy_from_slice(&r.from.addr.0);
+                b[20..24].copy_from_slice(&r.len.to_le_bytes());
+                b[24..32].copy_from_slice(&r.offset.to_le_bytes());
+            }
+        }
+        b
+    }
+
+    /// Decodes a message; any deviation from the format is [`NetError::Malformed`].
+    pub fn decode(msg: &[u8]) -> Result<ServerMessage, NetError> {
+        let b: &[u8; RESPONSE_LEN] = msg.try_into().map_err(|_| NetError::Malformed)?;
+        if b[9] != 0 {
+            return Err(NetError::Malformed);
+        }
+        let addr = Ipv4Addr([b[16], b[17], b[18], b[19]]);
+        match b[8] {
+            KIND_RESPONSE => {
+                let status = match u16_at(b, 10) {
+                    0 => Ok(()),
+                    code => Err(NetError::from_code(code).ok_or(NetError::Malformed)?),
+                };
+                let info = SessionInfo {
+                    local: Endpoint { addr, port: u16_at(b, 12) },
+                    max_in_flight: u16_at(b, 14),
+                    max_payload: u32_at(b, 20),
+                    area_base: u64_at(b, 24),
+                    area_len: u64_at(b, 32),
+                    rx_slots: u32_at(b, 40),
+                    rx_offset: u32_at(b, 44),
+                };
+                if status.is_err() && info != SessionInfo::default() {
+                    return Err(NetError::Malformed);
+                }
+                Ok(ServerMessage::Response(Response { id: u64_at(b, 0), status, info }))
+            }
+            KIND_RECEIVED => {
+                if b[0..12] != [0, 0, 0, 0, 0, 0, 0, 0, KIND_RECEIVED, 0, 0, 0]
+                    || b[14..16] != [0; 2]
+                    || b[32..48] != [0; 16]
+                {
+                    return Err(NetError::Malformed);
+                }
+                Ok(ServerMessage::Received(Received {
+                    from: Endpoint { addr, port: u16_at(b, 12) },
+                    len: u32_at(b, 20),
+                    offset: u64_at(b, 24),
+                }))
+            }
+            _ => Err(NetError::Malformed),
+        }
+    }
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut w = [0; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(w)
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+/// A client's network contract: in every `period_ns` its transmit stream is guaranteed
+/// `slice_ns` of link time; with `extra` it may also use the link's slack; `latency_ns` is how
+/// soon it should be served once it has a datagram queued. The same shape as the disk's
+/// contract (`net = { period, slice, extra }` in a manifest).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NetContract {
+    /// The period, in nanoseconds.
+    pub period_ns: u64,
+    /// The link time guaranteed in each period, in nanoseconds.
+    pub slice_ns: u64,
+    /// Whether the stream may use slack time.
+    pub extra: bool,
+    /// The latency hint, in nanoseconds.
+    pub latency_ns: u64,
+}
+
+/// How many 64-bit words a stream's accounts take after its data area (the sequence number
+/// first).
+pub const ACCOUNT_WORDS: usize = 16;
+
+/// A stream's accounts, as its driver publishes them (see the [module](self)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamAccounts {
+    /// Datagrams handed to the NIC.
+    pub packets_sent: u64,
+    /// Their payload bytes.
+    pub bytes_sent: u64,
+    /// Datagrams put in the client's receive slots.
+    pub packets_received: u64,
+    /// Their payload bytes.
+    pub bytes_received: u64,
+    /// Sends refused because the transmit queue was full.
+    pub dropped_tx_full: u64,
+    /// Datagrams for the client dropped because every receive slot was taken.
+    pub dropped_rx_full: u64,
+    /// Datagrams queued to send when the endpoint closed.
+    pub dropped_tx_closed: u64,
+    /// Datagrams received but not released when the endpoint closed.
+    pub dropped_rx_closed: u64,
+    /// Datagrams the stack could not send (no route, NIC refused).
+    pub dropped_tx_error: u64,
+    /// Link time used on its slices, in nanoseconds.
+    pub guaranteed_ns: u64,
+    /// Link time used on slack time, in nanoseconds.
+    pub extra_ns: u64,
+    /// Periods completed.
+    pub periods: u64,
+    /// Periods that ended with slice left while it had datagrams queued.
+    pub deadlines_missed: u64,
+}
+
+impl StreamAccounts {
+    /// The accounts' words after the sequence number (the last two reserved, zero).
+    pub fn words(&self) -> [u64; ACCOUNT_WORDS - 1] {
+        [
+            self.packets_sent,
+            self.bytes_sent,
+            self.packets_received,
+            self.bytes_received,
+            self.dropped_tx_full,
+            self.dropped_rx_full,
+            self.dropped_tx_closed,
+            self.dropped_rx_closed,
+            self.dropped_tx_error,
+            self.guaranteed_ns,
+            self.extra_ns,
+            self.periods,
+            self.deadlines_missed,
+            0,
+            0,
+        ]
+    }
+
+    /// The accounts from their words after the sequence number.
+    pub fn from_words(w: [u64; ACCOUNT_WORDS - 1]) -> StreamAccounts {
+        StreamAccounts {
+            packets_sent: w[0],
+            bytes_sent: w[1],
+            packets_received: w[2],
+            bytes_received: w[3],
+            dropped_tx_full: w[4],
+            dropped_rx_full: w[5],
+            dropped_tx_closed: w[6],
+            dropped_rx_closed: w[7],
+            dropped_tx_error: w[8],
+            guaranteed_ns: w[9],
+            extra_ns: w[10],
+            periods: w[11],
+            deadlines_missed: w[12],
+        }
+    }
+}
