@@ -1,0 +1,59 @@
+//! The core of Tessera's network domain: everything between a NIC driver (the [`Nic`] trait of
+//! `net_interface`) and the client domains' UDP endpoints, host-tested. The driver domain owns
+//! the device and the channels; it calls [`NetStack::poll`] on the device's interrupt, on a
+//! client's request and at the instant `poll` returned, and turns clients' requests into
+//! [`NetStack::open`], [`NetStack::send`], [`NetStack::release`] and [`NetStack::close`].
+//!
+//! - **IP through smoltcp**: an [`Interface`](smoltcp::iface::Interface) on the NIC
+//!   ([`device::NicDevice`], smoltcp's `phy::Device` over the NIC trait) resolves addresses
+//!   with ARP and answers ICMP echo itself; [`NetStack::ping`] sends echo requests.
+//! - **Every frame classified before smoltcp** ([`classify`]): ARP and ICMP for this host go to
+//!   smoltcp; a UDP datagram for a port a client holds is copied from the NIC's receive buffer
+//!   straight into one of the client's receive slots (its data area in the driver domain): one
+//!   copy, and smoltcp's receive side never sees it; everything else is dropped and counted
+//!   under one reason ([`Drops`]: runts, oversize, other hosts, unknown ethertype, malformed IP,
+//!   bad IP, UDP or ICMP checksums, fragments, unknown protocols, no such port, receive slots
+//!   full). Nothing a frame holds can make the stack panic.
+//! - **Transmit streams under contracts**: each client has a bounded transmit queue and a
+//!   stream in disk_sched's USD, scheduled under its `(period, slice, extra)` contract by EDF
+//!   over *link time*: a datagram is charged the time its frame holds the link by the
+//!   [`link::LinkModel`] (rate, Ethernet's overhead, a per-frame cost), and is only started in
+//!   guaranteed time if it fits the stream's slice. One frame holds the modelled link at a time;
+//!   the stream's next one starts when the model says the link is free (so the contracts hold
+//!   in modelled time, whatever the NIC's ring depth). Contracts are admitted with Atropos's
+//!   admission test.
+//! - **Time is the caller's**: every call takes an [`Instant`]; nothing reads a clock.
+//!
+//! # Invariants
+//! - A client's stream has exactly one datagram in the USD while its queue is non-empty, none
+//!   otherwise; the USD's dispatch order within a stream is the queue's (first in, first out).
+//! - Every received frame is counted exactly once: delivered to a client, handed to smoltcp
+//!   ([`NetStack::frames_to_stack`]) or dropped under one reason.
+//! - A client closed with datagrams queued either way loses exactly those, counted in its
+//!   final accounts; no other client's datagrams are touched.
+//!
+//! # Not implemented yet
+//! TCP, IPv6, IP fragments (dropped and counted), receive-side contracts (a flood to one port
+//! fills that client's slots only, but classifying it costs the domain CPU time), a datagram
+//! that waits for ARP is charged link time when handed to smoltcp, not when it leaves, and the
+//! transmit path copies twice (the client's bytes into its queue, then into smoltcp's socket
+//! buffer, which smoltcp writes into the NIC's buffer). A closed client's USD stream stays
+//! (blocked, no contract): the USD has no way to remove one.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod classify;
+pub mod device;
+pub mod link;
+mod stack;
+
+#[cfg(test)]
+mod tests;
+
+pub use classify::{DropReason, Drops};
+pub use link::LinkModel;
+pub use net_interface::Nic;
+pub use stack::{ClientId, Config, EPHEMERAL_PORTS, Instant, NetStack};

@@ -1,0 +1,548 @@
+//! The network domain's core: [`NetStack`].
+
+use alloc::collections::VecDeque;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use atropos::Contract;
+use disk_sched::usd::Usd;
+use disk_sched::{Decision, Pending};
+use net_interface::frame::{ETH_HEADER, IPV4_UDP_HEADERS, MAX_UDP_PAYLOAD};
+use net_interface::protocol::{RX_SLOT, Received};
+use net_interface::{
+    Endpoint, Ipv4Addr, LinkState, MacAddr, NetContract, NetError, Nic, StreamAccounts,
+};
+use smoltcp::iface::{Config as IfaceConfig, Interface, SocketHandle, SocketSet};
+use smoltcp::socket::{icmp, udp};
+use smoltcp::wire::{
+    EthernetAddress, HardwareAddress, Icmpv4Packet, Icmpv4Repr, IpAddress, IpCidr, IpEndpoint,
+};
+
+use crate::classify::{DropReason, Drops, Verdict, classify};
+use crate::device::NicDevice;
+use crate::link::LinkModel;
+
+/// An instant of the caller's clock, in nanoseconds (the stack never reads a clock).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant(pub u64);
+
+impl Instant {
+    /// The instant `ns` nanoseconds after the clock's origin.
+    pub const fn from_nanos(ns: u64) -> Instant {
+        Instant(ns)
+    }
+
+    /// Nanoseconds since the clock's origin.
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+
+    fn smol(self) -> smoltcp::time::Instant {
+        smoltcp::time::Instant::from_micros((self.0 / 1000) as i64)
+    }
+}
+
+/// How a stack is set up.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// The host's IPv4 address.
+    pub addr: Ipv4Addr,
+    /// The length of its network's prefix (24 for a /24).
+    pub prefix_len: u8,
+    /// The link the transmit streams' contracts are in.
+    pub link: LinkModel,
+    /// How many datagrams a client may have queued to send.
+    pub tx_queue: usize,
+    /// At most how many received frames one [`NetStack::poll`] handles.
+    pub rx_budget: usize,
+}
+
+/// A client's name in the stack (never reused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClientId(pub u32);
+
+/// One client: its endpoint, its transmit queue and stream, its receive slots.
+struct Client<A> {
+    port: u16,
+    socket: SocketHandle,
+    /// Its stream in the USD.
+    stream: usize,
+    contract: Contract,
+    /// Queued sends: destination, length, slot in `tx_bytes`.
+    tx_queue: VecDeque<(Endpoint, usize, usize)>,
+    tx_free: Vec<usize>,
+    tx_bytes: Vec<u8>,
+    /// The receive slots' storage, and which slots are taken.
+    rx_area: A,
+    rx_taken: Vec<bool>,
+    /// Datagrams put in slots that the client has not been told of yet.
+    rx_ready: VecDeque<Received>,
+    accounts: StreamAccounts,
+}
+
+/// The first port an Open of port 0 may be given.
+pub const EPHEMERAL_PORTS: u16 = 49152;
+
+/// The ICMP identifier of the stack's own echo requests.
+const PING_IDENT: u16 = 0x7e55;
+
+/// The network domain's core over a NIC `N`, clients' receive slots in storage `A` (their data
+/// areas, in the driver domain).
+pub struct NetStack<N: Nic, A: AsMut<[u8]> + AsRef<[u8]> = Vec<u8>> {
+    dev: NicDevice<N>,
+    iface: Interface,
+    sockets: SocketSet<'static>,
+    ping: SocketHandle,
+    config: Config,
+    mac: MacAddr,
+    clients: Vec<Option<Client<A>>>,
+    /// Each USD stream's client, while it is open.
+    stream_owner: Vec<Option<ClientId>>,
+    usd: Usd<LinkModel>,
+    /// When the frame the USD dispatched last stops holding the link.
+    tx_end: Option<u64>,
+    /// When the USD asked to be called again.
+    wake: Option<u64>,
+    next_pending: u64,
+    drops: Drops,
+    /// Frames received and handed to smoltcp (ARP, ICMP).
+    to_stack: u64,
+}
+
+impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
+    /// A stack on `nic` at `now`.
+    pub fn new(nic: N, config: Config, now: Instant) -> Self {
+        let mac = nic.mac();
+        let mut dev = NicDevice::new(nic);
+        let mut ic = IfaceConfig::new(HardwareAddress::Ethernet(EthernetAddress(mac.0)));
+        ic.random_seed =
+            u64::from_le_bytes([mac.0[0], mac.0[1], mac.0[2], mac.0[3], mac.0[4], mac.0[5], 0, 0]);
+        let mut iface = Interface::new(ic, &mut dev, now.smol());
+        let a = config.addr.0;
+        iface.update_ip_addrs(|addrs| {
+            let cidr = IpCidr::new(IpAddress::v4(a[0], a[1], a[2], a[3]), config.prefix_len);
+            // A new interface has no address, so the first always fits.
+            let _ = addrs.push(cidr);
+        });
+        let mut sockets = SocketSet::new(Vec::new());
+        let mut ping = icmp::Socket::new(
+            icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 4 * 128]),
+            icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 4 * 128]),
+        );
+        // A fresh socket binds to any identifier.
+        let _ = ping.bind(icmp::Endpoint::Ident(PING_IDENT));
+        let ping = sockets.add(ping);
+        NetStack {
+            dev,
+            iface,
+            sockets,
+            ping,
+            config,
+            mac,
+            clients: Vec::new(),
+            stream_owner: Vec::new(),
+            usd: Usd::new(config.link, false, 1, 0),
+            tx_end: None,
+            wake: None,
+            next_pending: 0,
+            drops: Drops::default(),
+            to_stack: 0,
+        }
+    }
+
+    /// The NIC.
+    pub fn nic(&self) -> &N {
+        &self.dev.nic
+    }
+
+    /// The host's MAC address.
+    pub fn mac(&self) -> MacAddr {
+        self.mac
+    }
+
+    /// Frames dropped on receipt, by reason.
+    pub fn drops(&self) -> Drops {
+        self.drops
+    }
+
+    /// Received frames handed to smoltcp (ARP, ICMP).
+    pub fn frames_to_stack(&self) -> u64 {
+        self.to_stack
+    }
+
+    /// Frames the NIC refused after smoltcp built them.
+    pub fn tx_refused(&self) -> u64 {
+        self.dev.tx_refused
+    }
+
+    fn client(&self, c: ClientId) -> Result<&Client<A>, NetError> {
+        self.clients.get(c.0 as usize).and_then(Option::as_ref).ok_or(NetError::UnknownClient)
+    }
+
+    fn client_mut(&mut self, c: ClientId) -> Result<&mut Client<A>, NetError> {
+        self.clients.get_mut(c.0 as usize).and_then(Option::as_mut).ok_or(NetError::UnknownClient)
+    }
+
+    fn port_owner(&self, port: u16) -> Option<usize> {
+        self.clients.iter().position(|c| c.as_ref().is_some_and(|c| c.port == port))
+    }
+
+    /// Opens a UDP endpoint on `port` (0: any free port from [`EPHEMERAL_PORTS`] on) under
+    /// `contract`, admitted beside the open clients' contracts, its received datagrams put in
+    /// `rx_area`'s slots of [`RX_SLOT`] bytes; the client and its port.
+    pub fn open(
+        &mut self,
+        port: u16,
+        contract: NetContract,
+        rx_area: A,
+        now: Instant,
+    ) -> Result<(ClientId, u16), NetError> {
+        let port = match port {
+            0 => (EPHEMERAL_PORTS..=u16::MAX)
+                .find(|p| self.port_owner(*p).is_none())
+                .ok_or(NetError::NoFreePort)?,
+            p if self.port_owner(p).is_some() => return Err(NetError::PortInUse),
+            p => p,
+        };
+        let contract = Contract {
+            period: contract.period_ns,
+            slice: contract.slice_ns,
+            extra: contract.extra,
+            latency: if contract.latency_ns == 0 {
+                contract.period_ns
+            } else {
+                contract.latency_ns
+            },
+        };
+        let others = self.clients.iter().flatten().map(|c| &c.contract);
+        atropos::admit(others.chain([&contract])).map_err(|_| NetError::NotAdmitted)?;
+        let mut socket = udp::Socket::new(
+            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 1], Vec::new()),
+            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 1], vec![0; MAX_UDP_PAYLOAD]),
+        );
+        socket.bind(port).map_err(|_| NetError::PortInUse)?;
+        let socket = self.sockets.add(socket);
+        let stream = self.usd.open(contract, now.0);
+        let id = ClientId(self.clients.len() as u32);
+        let slots = rx_area.as_ref().len() / RX_SLOT;
+        let q = self.config.tx_queue;
+        self.clients.push(Some(Client {
+            port,
+            socket,
+            stream,
+            contract,
+            tx_queue: VecDeque::with_capacity(q),
+            tx_free: (0..q).rev().collect(),
+            tx_bytes: vec![0; q * MAX_UDP_PAYLOAD],
+            rx_area,
+            rx_taken: vec![false; slots],
+            rx_ready: VecDeque::with_capacity(slots),
+            accounts: StreamAccounts::default(),
+        }));
+        if self.stream_owner.len() <= stream {
+            self.stream_owner.resize(stream + 1, None);
+        }
+        self.stream_owner[stream] = Some(id);
+        Ok((id, port))
+    }
+
+    /// Closes client `c`'s endpoint at `now`: the datagrams it had queued to send and those
+    /// received and not released are dropped and counted; its final accounts.
+    pub fn close(&mut self, c: ClientId, now: Instant) -> Result<StreamAccounts, NetError> {
+        self.client(c)?;
+        let mut acc = self.accounts(c)?;
+        let client = self.clients[c.0 as usize].take().ok_or(NetError::UnknownClient)?;
+        acc.dropped_tx_closed += client.tx_queue.len() as u64;
+        acc.dropped_rx_closed += client.rx_taken.iter().filter(|t| **t).count() as u64;
+        self.sockets.remove(client.socket);
+        // Its stream stays in the USD, blocked once its last pending datagram (if any) is
+        // dispatched and skipped; it holds no contract any more.
+        self.stream_owner[client.stream] = None;
+        self.pump_tx(now);
+        Ok(acc)
+    }
+
+    /// Queues a datagram of `payload` from client `c` to `to` at `now`. Refused (and the
+    /// refusal counted) with [`NetError::Busy`] when the client's transmit queue is full.
+    pub fn send(
+        &mut self,
+        c: ClientId,
+        to: Endpoint,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), NetError> {
+        let link = self.dev.nic.link();
+        let client = self.client_mut(c)?;
+        let a = to.addr.0;
+        if to.port == 0 || to.addr == Ipv4Addr::UNSPECIFIED || a == [255; 4] || a[0] >= 224 {
+            return Err(NetError::BadAddress);
+        }
+        if payload.len() > MAX_UDP_PAYLOAD {
+            return Err(NetError::TooLarge);
+        }
+        if link == LinkState::Down {
+            return Err(NetError::LinkDown);
+        }
+        let Some(slot) = client.tx_free.pop() else {
+            client.accounts.dropped_tx_full += 1;
+            return Err(NetError::Busy);
+        };
+        let at = slot * MAX_UDP_PAYLOAD;
+        client.tx_bytes[at..at + payload.len()].copy_from_slice(payload);
+        client.tx_queue.push_back((to, payload.len(), slot));
+        if client.tx_queue.len() == 1 {
+            let stream = client.stream;
+            self.arrive(stream, payload.len(), now.0);
+        }
+        self.pump_tx(now);
+        Ok(())
+    }
+
+    /// Puts the head of a stream's queue, of `len` payload bytes, in the USD.
+    fn arrive(&mut self, stream: usize, len: usize, now_ns: u64) {
+        let frame = ETH_HEADER + IPV4_UDP_HEADERS + len;
+        let p = Pending {
+            id: self.next_pending,
+            client: stream,
+            lbn: 0,
+            sectors: frame as u32,
+            read: false,
+            arrival_ns: now_ns,
+        };
+        self.next_pending += 1;
+        // The stream holds at most its head in the USD, so it has room for it.
+        let _ = self.usd.arrive(p, now_ns);
+    }
+
+    /// The next datagram received for client `c` that it has not been told of: in the slot at
+    /// `offset` of its receive area, until it releases it.
+    pub fn next_received(&mut self, c: ClientId) -> Option<Received> {
+        self.client_mut(c).ok()?.rx_ready.pop_front()
+    }
+
+    /// Client `c`'s receive area.
+    pub fn rx_area(&self, c: ClientId) -> Option<&[u8]> {
+        self.client(c).ok().map(|c| c.rx_area.as_ref())
+    }
+
+    /// The payload of `r`, received for client `c`.
+    pub fn payload(&self, c: ClientId, r: &Received) -> Option<&[u8]> {
+        let area = self.rx_area(c)?;
+        let at = usize::try_from(r.offset).ok()?;
+        area.get(at..at.checked_add(r.len as usize)?)
+    }
+
+    /// Client `c` has read the datagram in the slot at `offset`: the slot is free again.
+    pub fn release(&mut self, c: ClientId, offset: u64) -> Result<(), NetError> {
+        let client = self.client_mut(c)?;
+        let slot = offset / RX_SLOT as u64;
+        let taken = if offset.is_multiple_of(RX_SLOT as u64) {
+            client.rx_taken.get_mut(slot as usize)
+        } else {
+            None
+        };
+        match taken {
+            Some(t) if *t => {
+                *t = false;
+                Ok(())
+            }
+            _ => Err(NetError::OutsideDataArea),
+        }
+    }
+
+    /// Client `c`'s accounts: its counters and the link time its stream used.
+    pub fn accounts(&self, c: ClientId) -> Result<StreamAccounts, NetError> {
+        let client = self.client(c)?;
+        let mut a = client.accounts;
+        if let Some(s) = self.usd.accounts(client.stream) {
+            a.guaranteed_ns = s.guaranteed;
+            a.extra_ns = s.extra;
+            a.periods = s.periods;
+            a.deadlines_missed = s.deadlines_missed;
+        }
+        Ok(a)
+    }
+
+    /// Sends an ICMP echo request with sequence number `seq` and `payload` to `to`.
+    pub fn ping(
+        &mut self,
+        to: Ipv4Addr,
+        seq: u16,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), NetError> {
+        let repr = Icmpv4Repr::EchoRequest { ident: PING_IDENT, seq_no: seq, data: payload };
+        let socket = self.sockets.get_mut::<icmp::Socket>(self.ping);
+        let a = to.0;
+        let buf = socket
+            .send(repr.buffer_len(), IpAddress::v4(a[0], a[1], a[2], a[3]))
+            .map_err(|_| NetError::Busy)?;
+        let mut packet = Icmpv4Packet::new_unchecked(buf);
+        repr.emit(&mut packet, &smoltcp::phy::ChecksumCapabilities::default());
+        self.poll(now);
+        Ok(())
+    }
+
+    /// The next echo reply received for [`NetStack::ping`]: who answered and the sequence
+    /// number.
+    pub fn pong(&mut self) -> Option<(Ipv4Addr, u16)> {
+        let socket = self.sockets.get_mut::<icmp::Socket>(self.ping);
+        while socket.can_recv() {
+            let Ok((buf, from)) = socket.recv() else { break };
+            let IpAddress::Ipv4(from) = from;
+            let Ok(packet) = Icmpv4Packet::new_checked(buf) else { continue };
+            if let Ok(Icmpv4Repr::EchoReply { ident: PING_IDENT, seq_no, .. }) =
+                Icmpv4Repr::parse(&packet, &Default::default())
+            {
+                return Some((Ipv4Addr(from.octets()), seq_no));
+            }
+        }
+        None
+    }
+
+    /// Does the stack's work at `now`: takes the NIC's completed transmissions and received
+    /// frames (at most the configured budget), delivers datagrams, lets smoltcp answer, and
+    /// sends what the transmit streams' contracts allow. Returns when it wants to be called
+    /// again at the latest (besides on the NIC's interrupt and on new requests).
+    pub fn poll(&mut self, now: Instant) -> Option<Instant> {
+        while self.dev.nic.poll_transmit() {}
+        for _ in 0..self.config.rx_budget {
+            if !self.receive_one(now) {
+                break;
+            }
+        }
+        self.iface.poll(now.smol(), &mut self.dev, &mut self.sockets);
+        self.pump_tx(now);
+        self.poll_at(now)
+    }
+
+    /// When the stack wants to be called again at the latest, as of `now`.
+    pub fn poll_at(&mut self, now: Instant) -> Option<Instant> {
+        let smol = self
+            .iface
+            .poll_at(now.smol(), &self.sockets)
+            .map(|t| (t.total_micros().max(0) as u64).saturating_mul(1000));
+        [self.tx_end, self.wake, smol].into_iter().flatten().min().map(Instant)
+    }
+
+    /// Takes one received frame from the NIC and deals with it; `false` if there was none.
+    fn receive_one(&mut self, now: Instant) -> bool {
+        let (mac, ip) = (self.mac, self.config.addr);
+        let clients = &mut self.clients;
+        let drops = &mut self.drops;
+        let dev = &mut self.dev;
+        let (staging, staged) = (&mut dev.staging, &mut dev.staged);
+        let got = dev.nic.receive(|frame| match classify(frame, mac, ip) {
+            Verdict::Stack => {
+                // The classifier let through no frame longer than the staging buffer.
+                staging[..frame.len()].copy_from_slice(frame);
+                *staged = Some(frame.len());
+                true
+            }
+            Verdict::Udp { from, port, start, len } => {
+                let owner = clients.iter_mut().flatten().find(|c| c.port == port);
+                match owner {
+                    None => drops.count(DropReason::NoSuchPort),
+                    Some(c) => {
+                        if !deliver(c, from, &frame[start..start + len]) {
+                            c.accounts.dropped_rx_full += 1;
+                            drops.count(DropReason::RxFull);
+                        }
+                    }
+                }
+                false
+            }
+            Verdict::Drop(r) => {
+                drops.count(r);
+                false
+            }
+        });
+        let Some(for_stack) = got else { return false };
+        if for_stack {
+            self.to_stack += 1;
+            self.iface.poll(now.smol(), &mut self.dev, &mut self.sockets);
+        }
+        true
+    }
+
+    /// Sends what the transmit streams' contracts allow at `now`, one frame at a time, each
+    /// holding the link for its modelled time.
+    fn pump_tx(&mut self, now: Instant) {
+        self.wake = None;
+        loop {
+            if let Some(end) = self.tx_end {
+                if now.0 < end {
+                    return;
+                }
+                self.usd.complete(end);
+                self.tx_end = None;
+            }
+            if !self.dev.can_transmit() {
+                return;
+            }
+            match self.usd.next(now.0) {
+                Decision::Dispatch(p) => self.dispatch(p, now),
+                Decision::Wait { until_ns } => {
+                    self.wake = Some(until_ns);
+                    return;
+                }
+                Decision::Hold | Decision::Idle => return,
+            }
+        }
+    }
+
+    /// Sends the head of the stream of `p`, which the USD chose at `now`.
+    fn dispatch(&mut self, p: Pending, now: Instant) {
+        let Some(Some(id)) = self.stream_owner.get(p.client).copied() else {
+            // Its client closed: nothing to send, no link time used.
+            self.usd.complete(now.0);
+            return;
+        };
+        let Some(client) = self.clients.get_mut(id.0 as usize).and_then(Option::as_mut) else {
+            self.usd.complete(now.0);
+            return;
+        };
+        let Some((to, len, slot)) = client.tx_queue.pop_front() else {
+            self.usd.complete(now.0);
+            return;
+        };
+        let at = slot * MAX_UDP_PAYLOAD;
+        let a = to.addr.0;
+        let endpoint = IpEndpoint::new(IpAddress::v4(a[0], a[1], a[2], a[3]), to.port);
+        let socket = self.sockets.get_mut::<udp::Socket>(client.socket);
+        match socket.send_slice(&client.tx_bytes[at..at + len], endpoint) {
+            Ok(()) => {
+                client.accounts.packets_sent += 1;
+                client.accounts.bytes_sent += len as u64;
+            }
+            Err(_) => client.accounts.dropped_tx_error += 1,
+        }
+        client.tx_free.push(slot);
+        let next = client.tx_queue.front().map(|(_, len, _)| *len);
+        let stream = client.stream;
+        self.tx_end = Some(now.0 + self.config.link.frame_ns(p.sectors as usize));
+        if let Some(len) = next {
+            self.arrive(stream, len, now.0);
+        }
+        self.iface.poll(now.smol(), &mut self.dev, &mut self.sockets);
+    }
+}
+
+/// Copies a datagram's payload from `from` into a free receive slot of `c`; `false` if every
+/// slot is taken.
+fn deliver<A: AsMut<[u8]> + AsRef<[u8]>>(
+    c: &mut Client<A>,
+    from: Endpoint,
+    payload: &[u8],
+) -> bool {
+    let Some(slot) = c.rx_taken.iter().position(|t| !*t) else {
+        return false;
+    };
+    let at = slot * RX_SLOT;
+    c.rx_area.as_mut()[at..at + payload.len()].copy_from_slice(payload);
+    c.rx_taken[slot] = true;
+    c.rx_ready.push_back(Received { from, offset: at as u64, len: payload.len() as u32 });
+    c.accounts.packets_received += 1;
+    c.accounts.bytes_received += payload.len() as u64;
+    true
+}

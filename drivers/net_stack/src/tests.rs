@@ -1,0 +1,492 @@
+//! Host tests: two stacks joined by an in-memory wire.
+
+extern crate std;
+
+use alloc::boxed::Box;
+use alloc::rc::Rc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::cell::Cell;
+
+use net_interface::frame::MAX_UDP_PAYLOAD;
+use net_interface::mem::{self, Direction, MemNic, Wire};
+use net_interface::protocol::RX_SLOT;
+use net_interface::{Endpoint, Ipv4Addr, MacAddr, NetContract, NetError};
+use smoltcp::wire::{EthernetFrame, Ipv4Packet};
+
+use crate::{ClientId, Config, Drops, Instant, LinkModel, NetStack};
+
+const MS: u64 = 1_000_000;
+const A: Ipv4Addr = Ipv4Addr([10, 0, 0, 1]);
+const B: Ipv4Addr = Ipv4Addr([10, 0, 0, 2]);
+const MAC_A: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
+const MAC_B: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
+
+/// A splitmix64 generator (fixed seeds: the tests are deterministic).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn config(addr: Ipv4Addr) -> Config {
+    Config { addr, prefix_len: 24, link: LinkModel::FAST_ETHERNET, tx_queue: 16, rx_budget: 64 }
+}
+
+/// A contract for `slice_ms` of every 10 ms.
+fn contract(slice_ms: u64, extra: bool) -> NetContract {
+    NetContract { period_ns: 10 * MS, slice_ns: slice_ms * MS, extra, latency_ns: 0 }
+}
+
+/// A receive area of `slots` slots.
+fn area(slots: usize) -> Vec<u8> {
+    vec![0; slots * RX_SLOT]
+}
+
+/// The payload of datagram `seq` of stream `stream`, `len` bytes (the sequence number first).
+fn payload(stream: u8, seq: u32, len: usize) -> Vec<u8> {
+    let mut p: Vec<u8> =
+        (0..len).map(|i| (seq as usize * 31 + i * 7 + usize::from(stream)) as u8).collect();
+    let n = len.min(4);
+    p[..n].copy_from_slice(&seq.to_le_bytes()[..n]);
+    p
+}
+
+/// Two stacks joined by a wire, and the modelled clock.
+struct Net {
+    a: NetStack<MemNic>,
+    b: NetStack<MemNic>,
+    wire: Wire,
+    now: u64,
+}
+
+impl Net {
+    fn new() -> Net {
+        let (na, nb, wire) = mem::pair(MAC_A, MAC_B, 8, 256);
+        let a = NetStack::new(na, config(A), Instant(0));
+        let b = NetStack::new(nb, config(B), Instant(0));
+        Net { a, b, wire, now: 0 }
+    }
+
+    /// Polls both stacks at the current instant until no frame is on the wire.
+    fn settle(&mut self) {
+        for _ in 0..1000 {
+            self.a.poll(Instant(self.now));
+            self.b.poll(Instant(self.now));
+            if self.wire.pending(Direction::AtoB) == 0 && self.wire.pending(Direction::BtoA) == 0 {
+                return;
+            }
+        }
+        panic!("the wire never went quiet");
+    }
+
+    /// Settles, then moves the clock to the earliest instant either stack asked for, `until`
+    /// at the latest.
+    fn step(&mut self, until: u64) {
+        self.settle();
+        let now = Instant(self.now);
+        let next = [self.a.poll_at(now), self.b.poll_at(now)]
+            .into_iter()
+            .flatten()
+            .map(|t| t.0.max(self.now + 1))
+            .min()
+            .unwrap_or(until);
+        self.now = next.min(until).max(self.now);
+    }
+
+    fn run_until(&mut self, until: u64) {
+        while self.now < until {
+            self.step(until);
+        }
+        self.settle();
+    }
+}
+
+/// Every datagram received by client `c` of `s`, payloads copied out, slots released.
+fn drain(s: &mut NetStack<MemNic>, c: ClientId) -> Vec<(Endpoint, Vec<u8>)> {
+    let mut out = Vec::new();
+    while let Some(r) = s.next_received(c) {
+        out.push((r.from, s.payload(c, &r).unwrap().to_vec()));
+        s.release(c, r.offset).unwrap();
+    }
+    out
+}
+
+/// Records every frame's ethertype and direction on `wire`.
+fn log_ethertypes(wire: &Wire) -> Rc<Cell<[u32; 4]>> {
+    let log = Rc::new(Cell::new([0u32; 4]));
+    let l = log.clone();
+    wire.set_filter(Some(Box::new(move |dir, f| {
+        let arp = EthernetFrame::new_checked(f).map(|e| u16::from(e.ethertype())) == Ok(0x0806);
+        let mut v = l.get();
+        v[(dir == Direction::BtoA) as usize * 2 + arp as usize] += 1;
+        l.set(v);
+        true
+    })));
+    log
+}
+
+#[test]
+fn udp_datagrams_cross_the_wire_with_every_payload_checked() {
+    for len in [64, MAX_UDP_PAYLOAD] {
+        let mut net = Net::new();
+        let (ca, pa) = net.a.open(0, contract(5, true), area(8), Instant(0)).unwrap();
+        let (cb, pb) = net.b.open(7000, contract(5, true), area(8), Instant(0)).unwrap();
+        assert!(pa >= crate::EPHEMERAL_PORTS);
+        assert_eq!(pb, 7000);
+        let (mut got_b, mut got_a) = (Vec::new(), Vec::new());
+        for seq in 0..200u32 {
+            net.a
+                .send(ca, Endpoint { addr: B, port: pb }, &payload(1, seq, len), Instant(net.now))
+                .unwrap();
+            net.b
+                .send(cb, Endpoint { addr: A, port: pa }, &payload(2, seq, len), Instant(net.now))
+                .unwrap();
+            net.run_until(net.now + MS);
+            got_b.extend(drain(&mut net.b, cb));
+            got_a.extend(drain(&mut net.a, ca));
+        }
+        assert_eq!(got_b.len(), 200, "{len} B");
+        assert_eq!(got_a.len(), 200, "{len} B");
+        for (seq, ((from_a, pb_), (from_b, pa_))) in got_b.iter().zip(&got_a).enumerate() {
+            assert_eq!(*from_a, Endpoint { addr: A, port: pa });
+            assert_eq!(*from_b, Endpoint { addr: B, port: pb });
+            assert_eq!(*pb_, payload(1, seq as u32, len), "{len} B, datagram {seq}");
+            assert_eq!(*pa_, payload(2, seq as u32, len), "{len} B, datagram {seq}");
+        }
+        for (s, c) in [(&net.a, ca), (&net.b, cb)] {
+            let acc = s.accounts(c).unwrap();
+            assert_eq!((acc.packets_sent, acc.packets_received), (200, 200));
+            assert_eq!((acc.bytes_sent, acc.bytes_received), (200 * len as u64, 200 * len as u64));
+            assert_eq!(s.drops(), Drops::default());
+        }
+    }
+}
+
+#[test]
+fn arp_resolves_and_ping_is_answered() {
+    let mut net = Net::new();
+    let log = log_ethertypes(&net.wire);
+    net.a.ping(B, 1, b"tessera", Instant(0)).unwrap();
+    net.run_until(MS);
+    assert_eq!(net.a.pong(), Some((B, 1)));
+    // One ARP request and its reply, then the echo request and its reply.
+    assert_eq!(log.get(), [1, 1, 1, 1], "[A->B IP, A->B ARP, B->A IP, B->A ARP]");
+    // Resolved: the next ping needs no ARP.
+    net.a.ping(B, 2, b"again", Instant(net.now)).unwrap();
+    net.run_until(net.now + MS);
+    assert_eq!(net.a.pong(), Some((B, 2)));
+    assert_eq!(net.a.pong(), None);
+    assert_eq!(log.get(), [2, 1, 2, 1]);
+    assert_eq!(net.b.frames_to_stack(), 3);
+}
+
+/// A valid UDP frame from A's client to B's port 7000, captured on the wire.
+fn captured_udp_frame(len: usize) -> (Net, ClientId, Vec<u8>) {
+    let mut net = Net::new();
+    let (ca, _) = net.a.open(5000, contract(5, true), area(4), Instant(0)).unwrap();
+    let (cb, _) = net.b.open(7000, contract(5, true), area(4), Instant(0)).unwrap();
+    let frames = Rc::new(core::cell::RefCell::new(Vec::new()));
+    let f = frames.clone();
+    net.wire.set_filter(Some(Box::new(move |dir, frame| {
+        if dir == Direction::AtoB {
+            f.borrow_mut().push(frame.to_vec());
+        }
+        true
+    })));
+    net.a.send(ca, Endpoint { addr: B, port: 7000 }, &payload(1, 1, len), Instant(0)).unwrap();
+    net.run_until(MS);
+    assert_eq!(drain(&mut net.b, cb).len(), 1);
+    net.wire.set_filter(None);
+    let udp = frames.borrow().iter().find(|f| f.len() == 42 + len).unwrap().clone();
+    (net, cb, udp)
+}
+
+/// Recomputes the IPv4 header checksum of an Ethernet frame.
+fn fix_ip_checksum(frame: &mut [u8]) {
+    let mut ip = Ipv4Packet::new_unchecked(&mut frame[14..]);
+    ip.fill_checksum();
+}
+
+#[test]
+fn malformed_frames_are_dropped_and_counted_one_reason_each() {
+    let (mut net, cb, udp) = captured_udp_frame(100);
+    let before = net.b.drops();
+    let inject = |net: &mut Net, f: &[u8]| {
+        assert!(net.wire.inject(Direction::AtoB, f));
+        net.settle();
+    };
+    // Runts: shorter than an Ethernet header, than an IPv4 header, than IPv4's total length.
+    inject(&mut net, &udp[..10]);
+    inject(&mut net, &udp[..30]);
+    inject(&mut net, &udp[..udp.len() - 1]);
+    // Oversize.
+    let mut big = udp.clone();
+    big.resize(1515, 0);
+    inject(&mut net, &big);
+    // Bad IP checksum; bad UDP checksum (a payload byte changed).
+    let mut bad = udp.clone();
+    bad[24] ^= 0x40;
+    inject(&mut net, &bad);
+    let mut bad = udp.clone();
+    bad[60] ^= 1;
+    inject(&mut net, &bad);
+    // Unknown ethertypes: IPv6, and something else.
+    for et in [[0x86, 0xdd], [0x12, 0x34]] {
+        let mut f = udp.clone();
+        f[12..14].copy_from_slice(&et);
+        inject(&mut net, &f);
+    }
+    // An unknown IP protocol (TCP), a fragment, another host's address, another MAC.
+    let mut f = udp.clone();
+    f[14 + 9] = 6;
+    fix_ip_checksum(&mut f);
+    inject(&mut net, &f);
+    let mut f = udp.clone();
+    f[14 + 6] |= 0x20;
+    fix_ip_checksum(&mut f);
+    inject(&mut net, &f);
+    let mut f = udp.clone();
+    f[14 + 19] = 99;
+    fix_ip_checksum(&mut f);
+    inject(&mut net, &f);
+    let mut f = udp.clone();
+    f[5] = 0x77;
+    inject(&mut net, &f);
+    // No such port (the UDP checksum zeroed: none).
+    let mut f = udp.clone();
+    f[36..38].copy_from_slice(&7001u16.to_be_bytes());
+    f[40..42].copy_from_slice(&[0, 0]);
+    inject(&mut net, &f);
+    // An IPv4 header of version 6.
+    let mut f = udp.clone();
+    f[14] = 0x65;
+    inject(&mut net, &f);
+    let d = net.b.drops();
+    assert_eq!(before, Drops::default());
+    let want = Drops {
+        runt: 3,
+        oversize: 1,
+        not_for_us: 2,
+        unknown_ethertype: 2,
+        malformed_ip: 1,
+        bad_ip_checksum: 1,
+        fragment: 1,
+        unknown_protocol: 1,
+        bad_udp_checksum: 1,
+        bad_icmp_checksum: 0,
+        no_such_port: 1,
+        rx_full: 0,
+    };
+    assert_eq!(d, want);
+    assert!(drain(&mut net.b, cb).is_empty());
+    // The original still goes through.
+    inject(&mut net, &udp);
+    assert_eq!(drain(&mut net.b, cb), [(Endpoint { addr: A, port: 5000 }, payload(1, 1, 100))]);
+}
+
+#[test]
+fn random_frames_never_panic_and_each_is_counted_once() {
+    let (mut net, cb, udp) = captured_udp_frame(200);
+    let mut rng = Rng(0x5eed);
+    let mut delivered = 0u64;
+    let (to_stack, drops) = (net.b.frames_to_stack(), net.b.drops().total());
+    let n = 20_000;
+    for _ in 0..n {
+        let f: Vec<u8> = match rng.below(3) {
+            // Random bytes of any length up to beyond the largest frame.
+            0 => (0..rng.below(1600)).map(|_| rng.next() as u8).collect(),
+            // The valid frame with a few bytes changed, maybe truncated.
+            _ => {
+                let mut f = udp.clone();
+                for _ in 0..1 + rng.below(4) {
+                    let i = rng.below(f.len() as u64) as usize;
+                    f[i] = rng.next() as u8;
+                }
+                if rng.below(4) == 0 {
+                    f.truncate(rng.below(f.len() as u64) as usize);
+                }
+                f
+            }
+        };
+        assert!(net.wire.inject(Direction::AtoB, &f));
+        net.settle();
+        delivered += drain(&mut net.b, cb).len() as u64;
+    }
+    let d = net.b.drops();
+    let handled = delivered + (net.b.frames_to_stack() - to_stack) + (d.total() - drops);
+    assert_eq!(handled, n, "{d:?}");
+    // The mutations reached every check.
+    assert!(d.runt > 0 && d.bad_ip_checksum > 0 && d.bad_udp_checksum > 0, "{d:?}");
+    assert!(d.unknown_ethertype > 0 && d.not_for_us > 0 && d.malformed_ip > 0, "{d:?}");
+}
+
+#[test]
+fn losses_on_a_lossy_wire_are_counted_exactly_by_ping_pong() {
+    let mut net = Net::new();
+    let (ca, _) = net.a.open(5000, contract(5, true), area(8), Instant(0)).unwrap();
+    let (cb, _) = net.b.open(6000, contract(5, true), area(8), Instant(0)).unwrap();
+    // Addresses resolved first, without loss.
+    net.a.ping(B, 0, b"", Instant(0)).unwrap();
+    net.run_until(MS);
+    assert_eq!(net.a.pong(), Some((B, 0)));
+    // Then every frame is lost with probability 1/10, by a fixed seed.
+    let lost_non_udp = Rc::new(Cell::new(0u32));
+    let l = lost_non_udp.clone();
+    let mut rng = Rng(10);
+    net.wire.set_filter(Some(Box::new(move |_, f| {
+        let keep = rng.below(10) != 0;
+        if !keep && f.get(23) != Some(&17) {
+            l.set(l.get() + 1);
+        }
+        keep
+    })));
+    // The ping-pong: A sends round n and waits up to 2 ms for its echo; B echoes everything.
+    let rounds = 2000u32;
+    let (mut answered, mut lost, mut duplicates, mut late) = (0u32, 0u32, 0u32, 0u32);
+    for n in 0..rounds {
+        let to = Endpoint { addr: B, port: 6000 };
+        net.a.send(ca, to, &payload(1, n, 64), Instant(net.now)).unwrap();
+        let deadline = net.now + 2 * MS;
+        let mut got = false;
+        while net.now < deadline && !got {
+            net.step(deadline);
+            for (from, p) in drain(&mut net.b, cb) {
+                net.b.send(cb, from, &p, Instant(net.now)).unwrap();
+            }
+            for (_, p) in drain(&mut net.a, ca) {
+                let seq = u32::from_le_bytes(p[..4].try_into().unwrap());
+                assert_eq!(p, payload(1, seq, 64));
+                match seq.cmp(&n) {
+                    core::cmp::Ordering::Equal if !got => got = true,
+                    core::cmp::Ordering::Equal => duplicates += 1,
+                    _ => late += 1,
+                }
+            }
+        }
+        if got { answered += 1 } else { lost += 1 }
+    }
+    let wire_lost = net.wire.counts(Direction::AtoB).lost + net.wire.counts(Direction::BtoA).lost;
+    let frames = wire_lost
+        + net.wire.counts(Direction::AtoB).delivered
+        + net.wire.counts(Direction::BtoA).delivered;
+    std::println!(
+        "{rounds} rounds: {answered} answered, {lost} lost; {wire_lost} of {frames} frames lost on the wire"
+    );
+    assert_eq!(lost_non_udp.get(), 0);
+    assert_eq!((duplicates, late), (0, 0));
+    assert_eq!(answered + lost, rounds);
+    // A round is lost exactly when its request or its echo is.
+    assert_eq!(u64::from(lost), wire_lost);
+    assert!((8..=12).contains(&(wire_lost * 100 / frames)), "{wire_lost} of {frames}");
+}
+
+#[test]
+fn a_closed_client_loses_its_queued_datagrams_and_nobody_elses() {
+    let mut net = Net::new();
+    let (c1, _) = net.a.open(5001, contract(2, true), area(4), Instant(0)).unwrap();
+    let (c2, _) = net.a.open(5002, contract(2, true), area(4), Instant(0)).unwrap();
+    let (d1, _) = net.b.open(6001, contract(2, true), area(16), Instant(0)).unwrap();
+    let (d2, _) = net.b.open(6002, contract(2, true), area(16), Instant(0)).unwrap();
+    net.a.ping(B, 0, b"", Instant(0)).unwrap();
+    net.run_until(MS);
+    // Both of A's clients queue 10 at the same instant: the link takes one frame at a time.
+    let t = Instant(net.now);
+    for seq in 0..10 {
+        net.a.send(c1, Endpoint { addr: B, port: 6001 }, &payload(1, seq, 1000), t).unwrap();
+        net.a.send(c2, Endpoint { addr: B, port: 6002 }, &payload(2, seq, 1000), t).unwrap();
+    }
+    // B's second client receives, but never releases its slots, then closes with them.
+    let sent = net.a.accounts(c1).unwrap().packets_sent;
+    let acc = net.a.close(c1, t).unwrap();
+    assert_eq!(acc.dropped_tx_closed, 10 - sent);
+    assert!(acc.dropped_tx_closed >= 9, "{acc:?}");
+    assert_eq!(
+        net.a.send(c1, Endpoint { addr: B, port: 6001 }, b"x", t),
+        Err(NetError::UnknownClient)
+    );
+    net.run_until(net.now + 10 * MS);
+    let got1 = drain(&mut net.b, d1);
+    assert_eq!(got1.len() as u64, sent);
+    let mut n2 = 0;
+    while net.b.next_received(d2).is_some() {
+        n2 += 1;
+    }
+    assert_eq!(n2, 10);
+    let acc2 = net.a.accounts(c2).unwrap();
+    assert_eq!((acc2.packets_sent, acc2.dropped_tx_closed, acc2.dropped_tx_error), (10, 0, 0));
+    let accd2 = net.b.close(d2, Instant(net.now)).unwrap();
+    assert_eq!((accd2.packets_received, accd2.dropped_rx_closed), (10, 10));
+    // The other receiver is untouched, and its port now belongs to nobody.
+    assert_eq!(net.b.accounts(d1).unwrap().dropped_rx_closed, 0);
+    net.a.send(c2, Endpoint { addr: B, port: 6002 }, b"late", Instant(net.now)).unwrap();
+    net.run_until(net.now + MS);
+    assert_eq!(net.b.drops().no_such_port, 1);
+    assert_eq!(net.b.drops().total(), 1);
+}
+
+#[test]
+fn two_saturating_streams_under_1_to_2_contracts_share_the_link_1_to_2() {
+    let mut net = Net::new();
+    // 30% and 60% of the link in every 10 ms, no slack time.
+    let (c1, _) = net.a.open(5001, contract(3, false), area(4), Instant(0)).unwrap();
+    let (c2, _) = net.a.open(5002, contract(6, false), area(4), Instant(0)).unwrap();
+    let (d, _) = net.b.open(6000, contract(1, true), area(64), Instant(0)).unwrap();
+    net.a.ping(B, 0, b"", Instant(0)).unwrap();
+    net.run_until(MS);
+    let start = net.now;
+    let run = 1000 * MS;
+    let mut bytes = [0u64; 2];
+    let mut seq = [0u32; 2];
+    while net.now < start + run {
+        // Both queues kept full.
+        for (k, c) in [c1, c2].into_iter().enumerate() {
+            while net
+                .a
+                .send(
+                    c,
+                    Endpoint { addr: B, port: 6000 },
+                    &payload(k as u8, seq[k], MAX_UDP_PAYLOAD),
+                    Instant(net.now),
+                )
+                .is_ok()
+            {
+                seq[k] += 1;
+            }
+        }
+        net.step(start + run);
+        for (from, p) in drain(&mut net.b, d) {
+            bytes[usize::from(from.port - 5001)] += p.len() as u64;
+        }
+    }
+    let link_ns: Vec<u64> =
+        [c1, c2].iter().map(|c| net.a.accounts(*c).unwrap().guaranteed_ns).collect();
+    let ratio = bytes[1] as f64 / bytes[0] as f64;
+    std::println!(
+        "1:2 contracts over {} ms: {} and {} bytes received (ratio {ratio:.4}); link time {} and {} ms",
+        run / MS,
+        bytes[0],
+        bytes[1],
+        link_ns[0] / MS,
+        link_ns[1] / MS
+    );
+    // Tolerance: 1% on the share; each stream within a frame per period of its slices.
+    assert!((ratio - 2.0).abs() < 0.02, "{ratio}");
+    let frame = LinkModel::FAST_ETHERNET.frame_ns(1514);
+    for (k, slice) in [(0, 3 * MS), (1, 6 * MS)] {
+        let want = slice * 100;
+        assert!(link_ns[k] <= want && link_ns[k] + 100 * frame >= want, "{k}: {}", link_ns[k]);
+        assert_eq!(net.a.accounts([c1, c2][k]).unwrap().extra_ns, 0);
+    }
+    assert_eq!(net.b.drops(), Drops::default());
+}
