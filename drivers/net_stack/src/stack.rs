@@ -107,6 +107,8 @@ pub struct NetStack<N: Nic, A: AsMut<[u8]> + AsRef<[u8]> = Vec<u8>> {
     drops: Drops,
     /// Frames received and handed to smoltcp (ARP, ICMP).
     to_stack: u64,
+    /// The last poll left received frames on the NIC (its budget ran out).
+    rx_more: bool,
 }
 
 impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
@@ -147,6 +149,7 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
             next_pending: 0,
             drops: Drops::default(),
             to_stack: 0,
+            rx_more: false,
         }
     }
 
@@ -406,8 +409,10 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
     /// again at the latest (besides on the NIC's interrupt and on new requests).
     pub fn poll(&mut self, now: Instant) -> Option<Instant> {
         while self.dev.nic.poll_transmit() {}
+        self.rx_more = true;
         for _ in 0..self.config.rx_budget {
             if !self.receive_one(now) {
+                self.rx_more = false;
                 break;
             }
         }
@@ -422,7 +427,9 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
             .iface
             .poll_at(now.smol(), &self.sockets)
             .map(|t| (t.total_micros().max(0) as u64).saturating_mul(1000));
-        [self.tx_end, self.wake, smol].into_iter().flatten().min().map(Instant)
+        // Frames left on the NIC by the budget: at once.
+        let more = self.rx_more.then_some(now.0);
+        [self.tx_end, self.wake, smol, more].into_iter().flatten().min().map(Instant)
     }
 
     /// Takes one received frame from the NIC and deals with it; `false` if there was none.

@@ -490,3 +490,66 @@ fn two_saturating_streams_under_1_to_2_contracts_share_the_link_1_to_2() {
     }
     assert_eq!(net.b.drops(), Drops::default());
 }
+
+#[test]
+fn full_queues_refuse_or_drop_and_count() {
+    let mut net = Net::new();
+    let (ca, _) = net.a.open(5000, contract(2, true), area(2), Instant(0)).unwrap();
+    let (cb, _) = net.b.open(6000, contract(2, true), area(2), Instant(0)).unwrap();
+    let (other, _) = net.b.open(6001, contract(2, true), area(8), Instant(0)).unwrap();
+    net.a.ping(B, 0, b"", Instant(0)).unwrap();
+    net.run_until(MS);
+    // 20 sends at one instant into a queue of 16 (the first leaves it at once for the link).
+    let t = Instant(net.now);
+    let to = Endpoint { addr: B, port: 6000 };
+    let ok = (0..20).filter(|seq| net.a.send(ca, to, &payload(1, *seq, 500), t).is_ok()).count();
+    let acc = net.a.accounts(ca).unwrap();
+    assert_eq!(ok as u64, 16 + acc.packets_sent);
+    assert_eq!(acc.dropped_tx_full, 20 - ok as u64);
+    assert_eq!(net.a.send(ca, to, b"", t), Err(NetError::Busy));
+    // B's client never releases its two slots: the rest are dropped and counted.
+    net.run_until(net.now + 10 * MS);
+    let acc = net.b.accounts(cb).unwrap();
+    assert_eq!((acc.packets_received, acc.dropped_rx_full), (2, ok as u64 - 2));
+    assert_eq!(net.b.drops().rx_full, ok as u64 - 2);
+    // Its neighbour on B is unaffected.
+    net.a.send(ca, Endpoint { addr: B, port: 6001 }, b"hello", Instant(net.now)).unwrap();
+    net.run_until(net.now + MS);
+    assert_eq!(drain(&mut net.b, other), [(Endpoint { addr: A, port: 5000 }, b"hello".to_vec())]);
+    // Releasing a slot twice, or one that is not a slot, is refused.
+    let r = net.b.next_received(cb).unwrap();
+    assert_eq!(net.b.release(cb, r.offset), Ok(()));
+    assert_eq!(net.b.release(cb, r.offset), Err(NetError::OutsideDataArea));
+    assert_eq!(net.b.release(cb, 1), Err(NetError::OutsideDataArea));
+    assert_eq!(net.b.release(cb, 99 * RX_SLOT as u64), Err(NetError::OutsideDataArea));
+    // Bad sends, and a link that is down.
+    let now = Instant(net.now);
+    let big = [0; MAX_UDP_PAYLOAD + 1];
+    assert_eq!(net.a.send(ca, to, &big, now), Err(NetError::TooLarge));
+    for bad in [Ipv4Addr([0; 4]), Ipv4Addr([255; 4]), Ipv4Addr([239, 1, 1, 1])] {
+        assert_eq!(net.a.send(ca, Endpoint { addr: bad, port: 1 }, b"", now), Err(NetError::BadAddress));
+    }
+    assert_eq!(net.a.send(ca, Endpoint { addr: B, port: 0 }, b"", now), Err(NetError::BadAddress));
+    net.wire.set_link(net_interface::LinkState::Down);
+    assert_eq!(net.a.send(ca, to, b"", now), Err(NetError::LinkDown));
+    // Ports: taken, and the contracts' admission.
+    assert_eq!(net.b.open(6000, contract(1, true), area(1), now).err(), Some(NetError::PortInUse));
+    assert_eq!(net.b.open(0, contract(9, true), area(1), now).err(), Some(NetError::NotAdmitted));
+    assert_eq!(net.b.accounts(ClientId(99)).err(), Some(NetError::UnknownClient));
+}
+
+#[test]
+fn a_poll_takes_at_most_its_budget_of_frames_and_asks_to_come_back_at_once() {
+    let (mut net, cb, udp) = captured_udp_frame(100);
+    for _ in 0..200 {
+        assert!(net.wire.inject(Direction::AtoB, &udp));
+    }
+    let now = Instant(net.now);
+    assert_eq!(net.b.poll(now), Some(now));
+    assert_eq!(net.wire.pending(Direction::AtoB), 200 - 64);
+    net.settle();
+    assert_eq!(net.wire.pending(Direction::AtoB), 0);
+    assert_ne!(net.b.poll(now), Some(now));
+    let acc = net.b.accounts(cb).unwrap();
+    assert_eq!((acc.packets_received, acc.dropped_rx_full), (1 + 4, 196));
+}
