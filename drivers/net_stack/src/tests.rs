@@ -527,7 +527,10 @@ fn full_queues_refuse_or_drop_and_count() {
     let big = [0; MAX_UDP_PAYLOAD + 1];
     assert_eq!(net.a.send(ca, to, &big, now), Err(NetError::TooLarge));
     for bad in [Ipv4Addr([0; 4]), Ipv4Addr([255; 4]), Ipv4Addr([239, 1, 1, 1])] {
-        assert_eq!(net.a.send(ca, Endpoint { addr: bad, port: 1 }, b"", now), Err(NetError::BadAddress));
+        assert_eq!(
+            net.a.send(ca, Endpoint { addr: bad, port: 1 }, b"", now),
+            Err(NetError::BadAddress)
+        );
     }
     assert_eq!(net.a.send(ca, Endpoint { addr: B, port: 0 }, b"", now), Err(NetError::BadAddress));
     net.wire.set_link(net_interface::LinkState::Down);
