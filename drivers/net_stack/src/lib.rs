@@ -2,7 +2,9 @@
 //! `net_interface`) and the client domains' UDP endpoints, host-tested. The driver domain owns
 //! the device and the channels; it calls [`NetStack::poll`] on the device's interrupt, on a
 //! client's request and at the instant `poll` returned, and turns clients' requests into
-//! [`NetStack::open`], [`NetStack::send`], [`NetStack::release`] and [`NetStack::close`].
+//! [`NetStack::open`], [`NetStack::send`], [`NetStack::release`] and [`NetStack::close`], or
+//! hands their encoded requests to [`NetStack::handle`] and sends what
+//! [`NetStack::next_message`] gives back ([`serve`]).
 //!
 //! - **IP through smoltcp**: an [`Interface`](smoltcp::iface::Interface) on the NIC
 //!   ([`device::NicDevice`], smoltcp's `phy::Device` over the NIC trait) resolves addresses
@@ -48,6 +50,7 @@ extern crate alloc;
 pub mod classify;
 pub mod device;
 pub mod link;
+pub mod serve;
 mod stack;
 
 #[cfg(test)]
@@ -56,4 +59,5 @@ mod tests;
 pub use classify::{DropReason, Drops};
 pub use link::LinkModel;
 pub use net_interface::Nic;
+pub use serve::{Area, Session};
 pub use stack::{ClientId, Config, EPHEMERAL_PORTS, Instant, NetStack};

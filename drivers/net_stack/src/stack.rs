@@ -83,6 +83,10 @@ struct Client<A> {
 /// The first port an Open of port 0 may be given.
 pub const EPHEMERAL_PORTS: u16 = 49152;
 
+/// How many datagrams a client's smoltcp socket holds once dispatched: they wait there while
+/// their destination's address is being resolved (beyond, a dispatch is counted as an error).
+const SOCKET_TX_DATAGRAMS: usize = 4;
+
 /// The ICMP identifier of the stack's own echo requests.
 const PING_IDENT: u16 = 0x7e55;
 
@@ -153,6 +157,11 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
         }
     }
 
+    /// How the stack was set up.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// The NIC.
     pub fn nic(&self) -> &N {
         &self.dev.nic
@@ -221,7 +230,10 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
         atropos::admit(others.chain([&contract])).map_err(|_| NetError::NotAdmitted)?;
         let mut socket = udp::Socket::new(
             udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 1], Vec::new()),
-            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 1], vec![0; MAX_UDP_PAYLOAD]),
+            udp::PacketBuffer::new(
+                vec![udp::PacketMetadata::EMPTY; SOCKET_TX_DATAGRAMS],
+                vec![0; SOCKET_TX_DATAGRAMS * MAX_UDP_PAYLOAD],
+            ),
         );
         socket.bind(port).map_err(|_| NetError::PortInUse)?;
         let socket = self.sockets.add(socket);

@@ -556,3 +556,92 @@ fn a_poll_takes_at_most_its_budget_of_frames_and_asks_to_come_back_at_once() {
     let acc = net.b.accounts(cb).unwrap();
     assert_eq!((acc.packets_received, acc.dropped_rx_full), (1 + 4, 196));
 }
+
+#[test]
+fn a_client_speaks_the_protocol_in_encoded_messages() {
+    use crate::{Area, Session};
+    use net_interface::{Request, Response, ServerMessage};
+    let mut net = Net::new();
+    let (cb, _) = net.b.open(7000, contract(2, true), area(4), Instant(0)).unwrap();
+    let area_ = Area { base: 0x4000_0000, len: 8 * 4096, rx_offset: 4 * 4096 };
+    let mut tx = vec![0u8; 4 * 4096];
+    let mut session = Session::default();
+    let c = contract(2, true);
+    let call = |net: &mut Net, s: &mut Session, msg: &[u8], tx: &[u8]| {
+        let now = Instant(net.now);
+        let r = net.a.handle(s, msg, c, area_, tx, || area(10), now);
+        match ServerMessage::decode(&r) {
+            Ok(ServerMessage::Response(r)) => r,
+            other => panic!("{other:?}"),
+        }
+    };
+    // Nothing before Open; garbage is answered, by its id.
+    let to = Endpoint { addr: B, port: 7000 };
+    assert_eq!(
+        call(&mut net, &mut session, &Request::send(1, to, 0, 4).encode(), &tx),
+        Response::plain(1, Err(NetError::UnknownClient))
+    );
+    let mut junk = Request::close(2).encode();
+    junk[9] = 1;
+    assert_eq!(
+        call(&mut net, &mut session, &junk, &tx),
+        Response::plain(2, Err(NetError::Malformed))
+    );
+    // Open: the session says where everything is.
+    let open = call(&mut net, &mut session, &Request::open(3, 5000).encode(), &tx);
+    assert_eq!(open.status, Ok(()));
+    let info = open.info;
+    assert_eq!(
+        (info.local, info.area_base, info.area_len),
+        (Endpoint { addr: A, port: 5000 }, 0x4000_0000, 8 * 4096)
+    );
+    assert_eq!(
+        (info.rx_offset, info.rx_slots, info.max_payload, info.max_in_flight),
+        (4 * 4096, 10, 1472, 16)
+    );
+    assert_eq!(
+        call(&mut net, &mut session, &Request::open(4, 5001).encode(), &tx).status,
+        Err(NetError::PortInUse)
+    );
+    // Send from the area; outside it, refused.
+    tx[100..1100].copy_from_slice(&payload(1, 7, 1000));
+    assert_eq!(
+        call(&mut net, &mut session, &Request::send(5, to, 100, 1000).encode(), &tx).status,
+        Ok(())
+    );
+    let outside = Request::send(6, to, 4 * 4096 - 10, 11).encode();
+    assert_eq!(call(&mut net, &mut session, &outside, &tx).status, Err(NetError::OutsideDataArea));
+    net.run_until(net.now + MS);
+    let got = drain(&mut net.b, cb);
+    assert_eq!(got, [(Endpoint { addr: A, port: 5000 }, payload(1, 7, 1000))]);
+    // A datagram back: a message naming its slot in the area, released once read.
+    net.b
+        .send(cb, Endpoint { addr: A, port: 5000 }, &payload(2, 8, 300), Instant(net.now))
+        .unwrap();
+    net.run_until(net.now + MS);
+    let m = net.a.next_message(&session).unwrap();
+    let Ok(ServerMessage::Received(r)) = ServerMessage::decode(&m) else { panic!("{m:?}") };
+    assert_eq!((r.from, r.offset, r.len), (Endpoint { addr: B, port: 7000 }, 4 * 4096, 300));
+    let rel = r.offset as usize - 4 * 4096;
+    assert_eq!(
+        net.a.rx_area(session.client.unwrap()).unwrap()[rel..rel + 300],
+        payload(2, 8, 300)[..]
+    );
+    assert_eq!(net.a.next_message(&session), None);
+    let release = |id, off| Request::release(id, off).encode();
+    assert_eq!(call(&mut net, &mut session, &release(7, r.offset), &tx).status, Ok(()));
+    assert_eq!(
+        call(&mut net, &mut session, &release(8, r.offset), &tx).status,
+        Err(NetError::OutsideDataArea)
+    );
+    assert_eq!(
+        call(&mut net, &mut session, &release(9, r.offset + 1), &tx).status,
+        Err(NetError::OutsideDataArea)
+    );
+    // Close, after which the session is gone.
+    assert_eq!(call(&mut net, &mut session, &Request::close(10).encode(), &tx).status, Ok(()));
+    assert_eq!(
+        call(&mut net, &mut session, &Request::close(11).encode(), &tx).status,
+        Err(NetError::UnknownClient)
+    );
+}

@@ -1,0 +1,124 @@
+//! The protocol's server side: a client's encoded requests turned into the stack's calls, and
+//! its datagrams received turned into messages, so that a driver domain only moves messages
+//! between the channels and [`NetStack::handle`] / [`NetStack::next_message`].
+//!
+//! A client's data area is laid out as [`Area`] says: the payloads of its sends before
+//! `rx_offset`, its receive slots from there on. The stack's offsets of received datagrams are
+//! from the first slot; on the wire they are from the area's start.
+
+use net_interface::frame::MAX_UDP_PAYLOAD;
+use net_interface::protocol::{RESPONSE_LEN, RX_SLOT, Received};
+use net_interface::{
+    Endpoint, NetContract, NetError, Nic, Op, Request, Response, ServerMessage, SessionInfo,
+};
+
+use crate::{ClientId, Instant, NetStack};
+
+/// A client's data area, as the driver domain granted it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Area {
+    /// Its address (the client's and the driver's: one address space).
+    pub base: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// Where its receive slots start.
+    pub rx_offset: u32,
+}
+
+/// One client's channel: its endpoint once opened, and its session as the Open answered it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Session {
+    /// The client in the stack, while its endpoint is open.
+    pub client: Option<ClientId>,
+    /// What the Open answered (all zero before).
+    pub info: SessionInfo,
+}
+
+impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
+    /// Handles the encoded request `msg` of the client on `session` at `now`: its contract is
+    /// `contract`, its data area `area`, whose bytes before the receive slots are `tx` and
+    /// whose receive slots `rx` gives (asked once, on a successful Open's way). The encoded
+    /// response.
+    #[allow(clippy::too_many_arguments)]
+    pub fn handle(
+        &mut self,
+        session: &mut Session,
+        msg: &[u8],
+        contract: NetContract,
+        area: Area,
+        tx: &[u8],
+        rx: impl FnOnce() -> A,
+        now: Instant,
+    ) -> [u8; RESPONSE_LEN] {
+        let id = Request::id_of(msg);
+        let response = match Request::decode(msg) {
+            Err(e) => Response::plain(id, Err(e)),
+            Ok(req) => self.request(session, req, contract, area, tx, rx, now),
+        };
+        ServerMessage::Response(response).encode()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn request(
+        &mut self,
+        session: &mut Session,
+        req: Request,
+        contract: NetContract,
+        area: Area,
+        tx: &[u8],
+        rx: impl FnOnce() -> A,
+        now: Instant,
+    ) -> Response {
+        let id = req.id;
+        if req.op == Op::Open {
+            if session.client.is_some() {
+                return Response::plain(id, Err(NetError::PortInUse));
+            }
+            if u64::from(area.rx_offset) > area.len || tx.len() < area.rx_offset as usize {
+                return Response::plain(id, Err(NetError::OutsideDataArea));
+            }
+            return match self.open(req.remote.port, contract, rx(), now) {
+                Err(e) => Response::plain(id, Err(e)),
+                Ok((c, port)) => {
+                    let slots = self.rx_area(c).map_or(0, |a| a.len() / RX_SLOT);
+                    let info = SessionInfo {
+                        local: Endpoint { addr: self.config().addr, port },
+                        area_base: area.base,
+                        area_len: area.len,
+                        rx_offset: area.rx_offset,
+                        rx_slots: slots as u32,
+                        max_payload: MAX_UDP_PAYLOAD as u32,
+                        max_in_flight: self.config().tx_queue.min(usize::from(u16::MAX)) as u16,
+                    };
+                    *session = Session { client: Some(c), info };
+                    Response { id, status: Ok(()), info }
+                }
+            };
+        }
+        let Some(c) = session.client else {
+            return Response::plain(id, Err(NetError::UnknownClient));
+        };
+        let status = match req.op {
+            Op::Open => unreachable!("handled above"),
+            Op::Send => session.info.check_send(req.remote, req.offset, req.len).and_then(|()| {
+                // Checked: the payload lies before the receive slots, within `tx`.
+                let at = req.offset as usize;
+                let payload = tx.get(at..at + req.len as usize).ok_or(NetError::OutsideDataArea)?;
+                self.send(c, req.remote, payload, now)
+            }),
+            Op::Release => match session.info.slot_at(req.offset) {
+                Some(slot) => self.release(c, u64::from(slot) * RX_SLOT as u64),
+                None => Err(NetError::OutsideDataArea),
+            },
+            Op::Close => self.close(c, now).map(|_| *session = Session::default()),
+        };
+        Response::plain(id, status)
+    }
+
+    /// The next datagram received for the client on `session`, as the message to send it.
+    pub fn next_message(&mut self, session: &Session) -> Option<[u8; RESPONSE_LEN]> {
+        let r = self.next_received(session.client?)?;
+        let offset = r.offset + u64::from(session.info.rx_offset);
+        Some(ServerMessage::Received(Received { offset, ..r }).encode())
+    }
+}
