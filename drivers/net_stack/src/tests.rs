@@ -628,7 +628,14 @@ fn a_client_speaks_the_protocol_in_encoded_messages() {
         payload(2, 8, 300)[..]
     );
     assert_eq!(net.a.next_message(&session), None);
+    // A second one, in the next slot.
+    net.b.send(cb, Endpoint { addr: A, port: 5000 }, b"two", Instant(net.now)).unwrap();
+    net.run_until(net.now + MS);
+    let m = net.a.next_message(&session).unwrap();
+    let Ok(ServerMessage::Received(r2)) = ServerMessage::decode(&m) else { panic!("{m:?}") };
+    assert_eq!((r2.offset, r2.len), (4 * 4096 + RX_SLOT as u64, 3));
     let release = |id, off| Request::release(id, off).encode();
+    assert_eq!(call(&mut net, &mut session, &release(6, r2.offset), &tx).status, Ok(()));
     assert_eq!(call(&mut net, &mut session, &release(7, r.offset), &tx).status, Ok(()));
     assert_eq!(
         call(&mut net, &mut session, &release(8, r.offset), &tx).status,
