@@ -191,8 +191,9 @@ fn arp_resolves_and_ping_is_answered() {
     assert_eq!(net.b.frames_to_stack(), 3);
 }
 
-/// A valid UDP frame from A's client to B's port 7000, captured on the wire.
-fn captured_udp_frame(len: usize) -> (Net, ClientId, Vec<u8>) {
+/// Every frame A sent to B while it pinged B, then sent a UDP datagram of `len` bytes from its
+/// client on port 5000 to B's on port 7000 (an ARP request, an echo request, the datagram).
+fn captured_frames(len: usize) -> (Net, ClientId, Vec<Vec<u8>>) {
     let mut net = Net::new();
     let (ca, _) = net.a.open(5000, contract(5, true), area(4), Instant(0)).unwrap();
     let (cb, _) = net.b.open(7000, contract(5, true), area(4), Instant(0)).unwrap();
@@ -204,11 +205,24 @@ fn captured_udp_frame(len: usize) -> (Net, ClientId, Vec<u8>) {
         }
         true
     })));
-    net.a.send(ca, Endpoint { addr: B, port: 7000 }, &payload(1, 1, len), Instant(0)).unwrap();
+    net.a.ping(B, 1, b"fuzz", Instant(0)).unwrap();
     net.run_until(MS);
+    assert_eq!(net.a.pong(), Some((B, 1)));
+    net.a
+        .send(ca, Endpoint { addr: B, port: 7000 }, &payload(1, 1, len), Instant(net.now))
+        .unwrap();
+    net.run_until(2 * MS);
     assert_eq!(drain(&mut net.b, cb).len(), 1);
     net.wire.set_filter(None);
-    let udp = frames.borrow().iter().find(|f| f.len() == 42 + len).unwrap().clone();
+    let frames = frames.borrow().clone();
+    assert_eq!(frames.len(), 3);
+    (net, cb, frames)
+}
+
+/// A valid UDP frame from A's client to B's port 7000, captured on the wire.
+fn captured_udp_frame(len: usize) -> (Net, ClientId, Vec<u8>) {
+    let (net, cb, frames) = captured_frames(len);
+    let udp = frames.iter().find(|f| f.len() == 42 + len).unwrap().clone();
     (net, cb, udp)
 }
 
@@ -297,18 +311,19 @@ fn malformed_frames_are_dropped_and_counted_one_reason_each() {
 
 #[test]
 fn random_frames_never_panic_and_each_is_counted_once() {
-    let (mut net, cb, udp) = captured_udp_frame(200);
+    let (mut net, cb, seeds) = captured_frames(200);
     let mut rng = Rng(0x5eed);
     let mut delivered = 0u64;
     let (to_stack, drops) = (net.b.frames_to_stack(), net.b.drops().total());
+    let from_a = net.wire.counts(Direction::AtoB).delivered;
     let n = 20_000;
     for _ in 0..n {
         let f: Vec<u8> = match rng.below(3) {
             // Random bytes of any length up to beyond the largest frame.
             0 => (0..rng.below(1600)).map(|_| rng.next() as u8).collect(),
-            // The valid frame with a few bytes changed, maybe truncated.
+            // A valid frame (ARP, ICMP, UDP) with a few bytes changed, maybe truncated.
             _ => {
-                let mut f = udp.clone();
+                let mut f = seeds[rng.below(3) as usize].clone();
                 for _ in 0..1 + rng.below(4) {
                     let i = rng.below(f.len() as u64) as usize;
                     f[i] = rng.next() as u8;
@@ -325,10 +340,17 @@ fn random_frames_never_panic_and_each_is_counted_once() {
     }
     let d = net.b.drops();
     let handled = delivered + (net.b.frames_to_stack() - to_stack) + (d.total() - drops);
-    assert_eq!(handled, n, "{d:?}");
+    // The frames injected, and those A sent B meanwhile (answers to B's answers).
+    let from_a = net.wire.counts(Direction::AtoB).delivered - from_a;
+    std::println!(
+        "{n} random frames into B, {from_a} more from A: {delivered} delivered, {} to smoltcp, {d:?}",
+        net.b.frames_to_stack() - to_stack
+    );
+    assert_eq!(handled, n + from_a, "{d:?}");
     // The mutations reached every check.
     assert!(d.runt > 0 && d.bad_ip_checksum > 0 && d.bad_udp_checksum > 0, "{d:?}");
     assert!(d.unknown_ethertype > 0 && d.not_for_us > 0 && d.malformed_ip > 0, "{d:?}");
+    assert!(d.bad_icmp_checksum > 0 && net.b.frames_to_stack() - to_stack > 1000, "{d:?}");
 }
 
 #[test]
