@@ -70,16 +70,15 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
         now: Instant,
     ) -> Response {
         let id = req.id;
-        if req.op == Op::Open {
-            if session.client.is_some() {
-                return Response::plain(id, Err(NetError::PortInUse));
-            }
-            if u64::from(area.rx_offset) > area.len || tx.len() < area.rx_offset as usize {
-                return Response::plain(id, Err(NetError::OutsideDataArea));
-            }
-            return match self.open(req.remote.port, contract, rx(), now) {
-                Err(e) => Response::plain(id, Err(e)),
-                Ok((c, port)) => {
+        let status = match (req.op, session.client) {
+            (Op::Open, None) => {
+                if u64::from(area.rx_offset) > area.len || tx.len() < area.rx_offset as usize {
+                    Err(NetError::OutsideDataArea)
+                } else {
+                    let (c, port) = match self.open(req.remote.port, contract, rx(), now) {
+                        Ok(opened) => opened,
+                        Err(e) => return Response::plain(id, Err(e)),
+                    };
                     let slots = self.rx_area(c).map_or(0, |a| a.len() / RX_SLOT);
                     let info = SessionInfo {
                         local: Endpoint { addr: self.config().addr, port },
@@ -91,26 +90,25 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
                         max_in_flight: self.config().tx_queue.min(usize::from(u16::MAX)) as u16,
                     };
                     *session = Session { client: Some(c), info };
-                    Response { id, status: Ok(()), info }
+                    return Response { id, status: Ok(()), info };
                 }
-            };
-        }
-        let Some(c) = session.client else {
-            return Response::plain(id, Err(NetError::UnknownClient));
-        };
-        let status = match req.op {
-            Op::Open => unreachable!("handled above"),
-            Op::Send => session.info.check_send(req.remote, req.offset, req.len).and_then(|()| {
-                // Checked: the payload lies before the receive slots, within `tx`.
-                let at = req.offset as usize;
-                let payload = tx.get(at..at + req.len as usize).ok_or(NetError::OutsideDataArea)?;
-                self.send(c, req.remote, payload, now)
-            }),
-            Op::Release => match session.info.slot_at(req.offset) {
+            }
+            (Op::Open, Some(_)) => Err(NetError::PortInUse),
+            (_, None) => Err(NetError::UnknownClient),
+            (Op::Send, Some(c)) => {
+                session.info.check_send(req.remote, req.offset, req.len).and_then(|()| {
+                    // Checked: the payload lies before the receive slots, within `tx`.
+                    let at = req.offset as usize;
+                    let payload =
+                        tx.get(at..at + req.len as usize).ok_or(NetError::OutsideDataArea)?;
+                    self.send(c, req.remote, payload, now)
+                })
+            }
+            (Op::Release, Some(c)) => match session.info.slot_at(req.offset) {
                 Some(slot) => self.release(c, u64::from(slot) * RX_SLOT as u64),
                 None => Err(NetError::OutsideDataArea),
             },
-            Op::Close => self.close(c, now).map(|_| *session = Session::default()),
+            (Op::Close, Some(c)) => self.close(c, now).map(|_| *session = Session::default()),
         };
         Response::plain(id, status)
     }
