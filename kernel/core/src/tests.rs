@@ -387,6 +387,39 @@ fn the_trap_entry_returns_results_and_errors() {
     assert!(w.stretches.get(&base).is_some_and(|s| s.owner == D1));
 }
 
+/// A domain number from user space that names no live domain (past the last domain, past
+/// `u32`, or a dead domain's) gets `NotFound` from the calls that take one (`event_send`,
+/// `stretch_rights`), through the trap entry, and changes nothing.
+#[test]
+fn forged_domain_numbers_get_not_found() {
+    let mut w = world(&[(64, 0), (64, 0), (64, 0)]);
+    let rw = RW.0 as usize;
+    let not_found = (SysError::NotFound as usize, 0);
+    // An endpoint of domain 2 that domain 0 may signal, and a stretch of domain 0's.
+    let ep = w.alloc_endpoint(D2, D0.raw()).unwrap();
+    let (status, base) =
+        trap(&mut w, D0, Call::StretchCreate as usize, [PAGE_SIZE, rw, 0, 0, 0, 0]);
+    assert_eq!(status, 0);
+    assert_eq!(trap(&mut w, D0, Call::EventSend as usize, [2, ep, 0, 0, 0, 0]), (0, 0));
+    w.kill(D2, Ending::Exited(0));
+    let past = [3, 4, u32::MAX as usize, u32::MAX as usize + 1, usize::MAX];
+    // Domain 2 is dead: its number names a record, but no live domain.
+    for forged in past.into_iter().chain([2]) {
+        let send = [forged, ep, 0, 0, 0, 0];
+        let rights = [base, forged, rw, 0, 0, 0];
+        assert_eq!(trap(&mut w, D0, Call::EventSend as usize, send), not_found, "{forged:#x}");
+        assert_eq!(
+            trap(&mut w, D0, Call::StretchRights as usize, rights),
+            not_found,
+            "{forged:#x}"
+        );
+    }
+    let holders: Vec<DomainId> = w.stretches[&base].rights.iter().map(|&(d, _)| d).collect();
+    assert_eq!(holders, [D0], "a refused call changed the stretch's rights");
+    // A live domain's number still works.
+    assert_eq!(trap(&mut w, D0, Call::StretchRights as usize, [base, 1, rw, 0, 0, 0]), (0, 0));
+}
+
 #[test]
 fn revocation_kills_a_domain_that_ignores_its_deadline() {
     let free_before = mock::free_frames();
