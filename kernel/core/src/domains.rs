@@ -22,6 +22,12 @@ use crate::contract::UserContextOps as _;
 use crate::stretch::ArenaVec;
 use crate::{Ending, Platform, events, jobs, paging};
 
+/// The largest identifier: a frame owner and a loose frame's record name it.
+const MAX_ID: u32 = crate::loose::MAX_OWNER;
+
+// `DomainId::index` widens with the sign.
+const _: () = assert!(MAX_ID < 1 << 31);
+
 /// A domain's identifier, for a domain that exists (alive or dead) in the [`Domains`] that
 /// made it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -37,9 +43,15 @@ impl DomainId {
     }
 
     /// Its index in [`Domains`], in the stretch tables and among the scheduler's clients.
+    ///
+    /// Identifiers are at most [`crate::loose::MAX_OWNER`] (below 2^31), so widening the
+    /// number with its sign gives the same index as without. It is widened so: RISC-V's calling
+    /// convention passes a `u32` sign-extended, and one register then serves both as the index
+    /// and as the argument of the calls the system-call path makes, where the two forms would
+    /// cost a register and an instruction on every system call.
     #[inline(always)]
     pub const fn index(self) -> usize {
-        self.0 as usize
+        self.0 as i32 as usize
     }
 
     /// The number on the wire: the system-call ABI, the control block, the log.
@@ -183,7 +195,7 @@ impl<P: Platform> Domains<P> {
     #[inline]
     pub(crate) fn next_id(&self) -> Option<DomainId> {
         let raw = u32::try_from(self.list.len()).ok()?;
-        (raw <= crate::loose::MAX_OWNER).then_some(DomainId(raw))
+        (raw <= MAX_ID).then_some(DomainId(raw))
     }
 
     /// Makes room for one more domain; `false` if the kernel heap has none.
