@@ -101,7 +101,7 @@ pub fn tables_follow_mappings<P: Platform>() -> Outcome {
     let first = w.domains[id].address.take(1).ok_or(Failed("setup"))?;
     let made = w.create_stretch(id, first, 1, rw, Kind::Dynamic, &[]);
     check!(made.is_ok(), "the first stretch failed: {}", made);
-    let baseline = w.charged(id);
+    let baseline = w.domains.charged(id);
     for i in 0..200usize {
         // 2 MiB apart: every stretch needs a fresh level-0 table, every 512 a level-1 one.
         let base = abi::STRETCH_BASE + (1 + i) * (2 << 20);
@@ -109,7 +109,7 @@ pub fn tables_follow_mappings<P: Platform>() -> Outcome {
         check!(made.is_ok(), "stretch {=usize} failed: {}", i, made);
         w.destroy_stretch(base);
     }
-    let after = w.charged(id);
+    let after = w.domains.charged(id);
     check!(after == baseline, "charge grew from {=u64} to {=u64} frames", baseline, after);
     w.kill(id, Ending::Exited(0));
     Ok(())
@@ -158,7 +158,7 @@ pub fn kernel_arena<P: Platform>() -> Outcome {
     );
     let arena = w.domains[id].arena.frames();
     check!(arena >= 17 * made as u64, "{=u64} arena frames for {=u32} records", arena, made);
-    let used = w.guaranteed_used(id);
+    let used = w.domains.guaranteed_used(id);
     check!(used <= 64, "{=u64} frames held on a guarantee of 64", used);
     check!(P::heap_used() == heap_before, "records went to the kernel heap");
     w.kill(id, Ending::Exited(0));

@@ -206,7 +206,7 @@ impl<P: Platform> World<P> {
     /// nobody, or to a dead domain, is released (acknowledged and masked). With `charge_from`
     /// (timer ticks: an interrupt taken while a domain ran), the kernel's time for each line,
     /// from the end of the previous one, is charged to the driver it was delivered to, not to
-    /// the interrupted domain ([`World::charge_since`]).
+    /// the interrupted domain ([`super::sched::Scheduler::charge_since`]).
     pub(super) fn deliver_interrupts(&mut self, charge_from: Option<u64>) {
         let mut at = charge_from;
         // The summary first: a line raised after this swap sets its word's bit again.
@@ -222,7 +222,7 @@ impl<P: Platform> World<P> {
                     Some(b) if self.domain(b.domain).is_some() => {
                         self.stamp_interrupt(b);
                         self.signal(b.domain, b.endpoint);
-                        at = at.map(|from| self.charge_since(b.domain, from));
+                        at = at.map(|from| self.sched.charge_since::<P>(b.domain, from));
                     }
                     _ => P::release_line(line),
                 }
@@ -276,7 +276,7 @@ impl<P: Platform> World<P> {
             return Err(SysError::InvalidArgument.into());
         }
         let pages = pages_for(bytes);
-        if !self.within_contract(id, pages as u64) {
+        if !self.domains.within_contract(id, pages as u64) {
             return Err(SysError::NoMemory.into());
         }
         let base = self.domains[id].address.take(pages).ok_or(SysError::NoAddressSpace)?;
@@ -297,7 +297,7 @@ impl<P: Platform> World<P> {
         if !d.driver {
             return Err(SysError::PermissionDenied);
         }
-        let (_, s) = self.own_stretch_at(id, va).ok_or(SysError::NotFound)?;
+        let (_, s) = self.stretches.own_containing(id, va).ok_or(SysError::NotFound)?;
         if s.kind != Kind::Dma {
             return Err(SysError::InvalidArgument);
         }

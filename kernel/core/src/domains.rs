@@ -14,11 +14,13 @@
 
 use alloc::vec::Vec;
 use core::ops::{Index, IndexMut};
+use core::sync::atomic::Ordering;
 
 use frame_allocator::Owner;
 
 use crate::address::AddressQuota;
-use crate::contract::UserContextOps as _;
+use crate::contract::{AddressSpaceOps as _, UserContextOps as _};
+use crate::jobs::Job;
 use crate::stretch::ArenaVec;
 use crate::{Ending, Platform, events, jobs, paging};
 
@@ -260,6 +262,59 @@ impl<P: Platform> Domains<P> {
     pub fn records(&self) -> impl Iterator<Item = &Domain<P>> {
         self.list.iter()
     }
+
+    /// Frames charged to domain `id` now.
+    #[inline]
+    pub(crate) fn charged(&self, id: DomainId) -> u64 {
+        charged::<P>(id)
+    }
+
+    /// Frames domain `id` holds within its guarantee: all it is charged for (its arena's
+    /// frames among them) but its optimistic frames.
+    pub(crate) fn guaranteed_used(&self, id: DomainId) -> u64 {
+        self.charged(id) - self[id].optimistic_held
+    }
+
+    /// Could domain `id` take `pages` more frames, plus the page-table frames mapping a page
+    /// may need (one per level of the tree), within its guarantee?
+    pub(crate) fn within_contract(&self, id: DomainId, pages: u64) -> bool {
+        let tables = P::Space::LEVELS;
+        self.live(id)
+            .is_some_and(|d| self.guaranteed_used(id) + pages + tables <= d.guaranteed_frames)
+    }
+
+    /// Copies domain `id`'s frames contract and holdings into its control block.
+    pub(crate) fn publish_frames(&self, id: DomainId) {
+        let d = &self[id];
+        let Some(frame) = d.dcb else { return };
+        let account = &P::dcb(frame).frames;
+        account.guaranteed.store(d.guaranteed_frames, Ordering::Relaxed);
+        account.optimistic.store(d.optimistic_frames, Ordering::Relaxed);
+        account.guaranteed_held.store(self.guaranteed_used(id), Ordering::Relaxed);
+        account.optimistic_held.store(d.optimistic_held, Ordering::Release);
+    }
+
+    /// Is a dead domain still being taken apart?
+    pub(crate) fn burying(&self) -> bool {
+        self.records().any(|d| matches!(d.job, Some(Job::Teardown { .. })))
+    }
+
+    /// The earliest instant something timed happens to live domain `id` (its deadline if it is
+    /// blocked with one, its earliest armed timer endpoint, its revocation deadline), in ticks.
+    /// Its own endpoints are looked at, no other domain's.
+    pub(crate) fn exact_instant(&self, id: DomainId) -> Option<u64> {
+        let d = self.live(id)?;
+        let blocked = d.blocked.filter(|&t| t != u64::MAX);
+        let timer = d.endpoints.iter().filter_map(|e| e.deadline).min();
+        let revocation = d.revocation.as_ref().map(|r| r.deadline_ticks);
+        [blocked, timer, revocation].into_iter().flatten().min()
+    }
+}
+
+/// Frames charged to domain `id` now.
+#[inline]
+fn charged<P: Platform>(id: DomainId) -> u64 {
+    P::with_frames(|fa| fa.owned_by(id.owner()))
 }
 
 impl<P: Platform> Default for Domains<P> {

@@ -105,7 +105,7 @@ impl<P: Platform> World<P> {
                             Ok(v) => ctx.set_result(0, v),
                             Err(e) => ctx.set_result(e as usize, 0),
                         }
-                        self.publish_frames(id);
+                        self.domains.publish_frames(id);
                     }
                 }
                 return true;
@@ -342,11 +342,6 @@ impl<P: Platform> World<P> {
     pub(super) fn kill(&mut self, id: DomainId, ending: Ending) {
         self.begin_death(id, ending);
         while !self.run_job(id, 0) {}
-    }
-
-    /// Is a dead domain still being taken apart?
-    pub(super) fn burying(&self) -> bool {
-        self.domains.records().any(|d| matches!(d.job, Some(Job::Teardown { .. })))
     }
 }
 

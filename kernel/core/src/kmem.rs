@@ -76,7 +76,7 @@ impl<P: Platform> World<P> {
             let granted = arena.allowance() + needed;
             let free = P::with_frames(|fa| fa.free_count());
             let d = &self.domains[id];
-            if self.guaranteed_used(id) + granted > d.guaranteed_frames || free < granted {
+            if self.domains.guaranteed_used(id) + granted > d.guaranteed_frames || free < granted {
                 break;
             }
             arena.allow(needed);

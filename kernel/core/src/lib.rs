@@ -25,6 +25,17 @@
 //! holds rights on the stretch containing it; bad arguments to a system call get an error
 //! code, never a panic. No `unsafe`: whatever needs it is the platform's.
 //!
+//! The state is split into owners, each in its module with methods that touch only it: the
+//! domains ([`Domains`], each named by a typed [`DomainId`]), the stretches
+//! ([`stretch::Stretches`]), the scheduler (`sched::Scheduler`), what driver domains were given
+//! (`device::Devices`) and what the run summary needs from boot on (`reports::Reports`).
+//! [`World`] holds them; its methods are the operations that need more than one (the system
+//! calls, death, revocation, the scheduler's mechanism). A raw domain number becomes a
+//! [`DomainId`] only where it enters: [`Domains::id`] (checked) for a system call's argument and
+//! a manifest's channel ends, the scheduler for the clients it picks, and the trap entry takes
+//! the scheduler's current domain; on the wire (the ABI, the control block, the log's records,
+//! frame owners) a domain stays its `u32`.
+//!
 //! Everything here runs in trap handlers (interrupts off, one CPU) or at boot, under the one
 //! lock the kernel keeps its [`World`] under. Its reports are defmt records in the kernel
 //! (feature `defmt`) and are dropped on the host ([`log`]).
@@ -115,9 +126,9 @@ impl defmt::Format for Termination {
     }
 }
 
-/// The kernel's state: the domains, and the owners of what they share (the stretches, the
-/// stretch region's address allocator, the scheduler). Its methods are the operations that
-/// need more than one of them.
+/// The kernel's state: the owners of the domains, of what they share (the stretches, the
+/// stretch region's address allocator, the scheduler, the devices) and of what is kept for
+/// reports. Its methods are the operations that need more than one of them.
 pub struct World<P: Platform> {
     domains: Domains<P>,
     stretches: Stretches<P::Arena>,
@@ -174,56 +185,6 @@ impl<P: Platform> World<P> {
         self.domains.live(id)
     }
 
-    /// The stretch containing `addr`.
-    pub fn stretch_at(&self, addr: usize) -> Option<&Stretch<P::Arena>> {
-        self.stretches.containing(addr)
-    }
-
-    /// The stretch of domain `id` containing `addr`, with its slot in the domain's table.
-    fn own_stretch_at(&self, id: DomainId, addr: usize) -> Option<(usize, &Stretch<P::Arena>)> {
-        self.stretches.of(id)?.containing(addr)
-    }
-
-    /// Is `addr` in a managed stretch of domain `id`?
-    fn in_managed_stretch(&self, id: DomainId, addr: usize) -> bool {
-        self.own_stretch_at(id, addr).is_some_and(|(_, s)| s.kind == Kind::Managed)
-    }
-
-    /// Does domain `id` hold `want` on every page of `[addr, addr + len)`?
-    pub fn may_access(&self, id: DomainId, addr: usize, len: usize, want: Rights) -> bool {
-        let Some(end) = addr.checked_add(len) else { return false };
-        if addr < abi::USER_BASE || end > abi::USER_END {
-            return false;
-        }
-        let mut a = addr;
-        while a < end {
-            match self.stretch_at(a) {
-                Some(s) if !s.busy && s.rights_of(id).contains(want) => a = s.end(),
-                _ => return false,
-            }
-        }
-        true
-    }
-
-    /// Could domain `id` take `pages` more frames, plus the page-table frames mapping a page
-    /// may need (one per level of the tree), within its guarantee?
-    fn within_contract(&self, id: DomainId, pages: u64) -> bool {
-        let tables = P::Space::LEVELS;
-        self.domain(id)
-            .is_some_and(|d| self.guaranteed_used(id) + pages + tables <= d.guaranteed_frames)
-    }
-
-    /// Frames domain `id` holds within its guarantee: all it is charged for (its arena's
-    /// frames among them) but its optimistic frames.
-    fn guaranteed_used(&self, id: DomainId) -> u64 {
-        self.charged(id) - self.domains[id].optimistic_held
-    }
-
-    /// Frames charged to domain `id` now.
-    fn charged(&self, id: DomainId) -> u64 {
-        P::with_frames(|fa| fa.owned_by(id.owner()))
-    }
-
     /// Creates a nailed stretch of `pages` pages at `base` owned by `owner`, with `rights` for the
     /// owner's protection domain, filled from `data` (the rest zero). Checks the owner's frames
     /// contract, counting the page tables the mapping needs.
@@ -267,7 +228,7 @@ impl<P: Platform> World<P> {
         // Device registers are the device's pages, not frames of RAM.
         let frames = if matches!(filling, Filling::Device(_)) { 0 } else { pages as u64 };
         let needed = frames + tables + kmem::frames_for(kmem::stretch_record(pages, kind));
-        if self.guaranteed_used(owner) + needed > d.guaranteed_frames {
+        if self.domains.guaranteed_used(owner) + needed > d.guaranteed_frames {
             return Err(SysError::NoMemory.into());
         }
         self.reserve_frames(owner, needed)?;

@@ -119,7 +119,7 @@ pub fn start_from_boot_image<P: Platform>(
             id.raw(),
             spec.app.as_str(),
             slot as u64,
-            w.charged(id),
+            w.domains.charged(id),
             w.domains[id].guaranteed_frames
         );
         info!(
@@ -139,7 +139,7 @@ pub fn start_from_boot_image<P: Platform>(
             (share.len() >> 20) as u64
         );
         publish_contract(w, id, contract);
-        w.publish_frames(id);
+        w.domains.publish_frames(id);
     }
     let mut ends = alloc::vec![0usize; w.domains.len()];
     for channel in &manifest.channels {

@@ -233,7 +233,7 @@ impl<P: Platform> World<P> {
             return Err(SysError::NoMemory.into());
         }
         self.stretches.insert(s);
-        self.publish_frames(id);
+        self.domains.publish_frames(id);
         Ok(base)
     }
 
@@ -248,7 +248,7 @@ impl<P: Platform> World<P> {
     ) -> Result<(), Shortage> {
         let space = self.domains[id].space.as_mut().ok_or(SysError::NotFound)?;
         let tables = space.tables_missing(base, end).map_err(|_| SysError::InvalidArgument)?;
-        if !self.within_contract(id, tables + record) {
+        if !self.domains.within_contract(id, tables + record) {
             return Err(SysError::NoMemory.into());
         }
         self.reserve_frames(id, tables + record)?;
@@ -386,7 +386,7 @@ impl<P: Platform> World<P> {
         let d = &self.domains[id];
         let optimistic = match kind {
             frame_kind::GUARANTEED => {
-                if self.guaranteed_used(id) + 1 > d.guaranteed_frames {
+                if self.domains.guaranteed_used(id) + 1 > d.guaranteed_frames {
                     return Err(SysError::NoMemory.into());
                 }
                 self.reserve_frames(id, 1)?;
@@ -411,7 +411,7 @@ impl<P: Platform> World<P> {
         let d = &mut self.domains[id];
         d.loose_held += 1;
         d.optimistic_held += u64::from(optimistic);
-        self.publish_frames(id);
+        self.domains.publish_frames(id);
         Ok(frame_number(frame))
     }
 
@@ -436,7 +436,7 @@ impl<P: Platform> World<P> {
             d.optimistic_held -= 1;
             self.revocation_progress(id);
         }
-        self.publish_frames(id);
+        self.domains.publish_frames(id);
         Ok(0)
     }
 
@@ -448,7 +448,8 @@ impl<P: Platform> World<P> {
             return Err(SysError::InvalidArgument);
         }
         let (slot, s) = self
-            .own_stretch_at(id, va)
+            .stretches
+            .own_containing(id, va)
             .filter(|(_, s)| s.rights_of(id) != Rights::NONE && !s.busy)
             .ok_or(SysError::BadAddress)?;
         if s.kind != Kind::Managed {
@@ -470,7 +471,7 @@ impl<P: Platform> World<P> {
         let d = &self.domains[id];
         let tables = d.space.as_ref().map_or(0, |s| s.tables_needed(va));
         if tables > 0 {
-            if self.guaranteed_used(id) + tables > d.guaranteed_frames {
+            if self.domains.guaranteed_used(id) + tables > d.guaranteed_frames {
                 return Err(SysError::NoMemory.into());
             }
             self.reserve_frames(id, tables)?;
@@ -508,7 +509,7 @@ impl<P: Platform> World<P> {
         s.page_rights[page.index] = rights;
         if tables > 0 {
             // Only new page tables change what the domain holds.
-            self.publish_frames(id);
+            self.domains.publish_frames(id);
         }
         Ok(0)
     }
@@ -569,7 +570,7 @@ impl<P: Platform> World<P> {
         self.stretches.set_page(id, source.slot, source.index, None, Rights::NONE)?;
         self.stretches.set_page(id, target.slot, target.index, Some(frame), rights)?;
         if tables > 0 {
-            self.publish_frames(id);
+            self.domains.publish_frames(id);
         }
         Ok(usize::from(state))
     }
@@ -622,7 +623,7 @@ impl<P: Platform> World<P> {
         }
         let mut words = [0u64; MAP_BATCH_MAX * PageOp::WORDS];
         let words = &mut words[..count * PageOp::WORDS];
-        if !self.may_access(id, ops, count * size_of::<PageOp>(), Rights::READ) {
+        if !self.stretches.may_access(id, ops, count * size_of::<PageOp>(), Rights::READ) {
             return Err(whole(SysError::BadAddress));
         }
         P::copy_words_from_user(words, ops).map_err(|_| whole(SysError::BadAddress))?;
@@ -666,7 +667,7 @@ impl<P: Platform> World<P> {
         }
         if tables > 0 {
             let d = &self.domains[id];
-            if self.guaranteed_used(id) + tables > d.guaranteed_frames {
+            if self.domains.guaranteed_used(id) + tables > d.guaranteed_frames {
                 return Err((SysError::NoMemory.into(), first_short));
             }
             self.reserve_frames(id, tables).map_err(|e| (e, first_short))?;
@@ -677,7 +678,7 @@ impl<P: Platform> World<P> {
             let va = entry(i).va as usize;
             if space.tables_needed(va) > 0 && space.populate(va, va + PAGE_SIZE).is_err() {
                 space.end_batch();
-                self.publish_frames(id);
+                self.domains.publish_frames(id);
                 return Err((SysError::NoMemory.into(), i));
             }
         }
@@ -722,7 +723,7 @@ impl<P: Platform> World<P> {
             space.end_batch();
         }
         if tables > 0 {
-            self.publish_frames(id);
+            self.domains.publish_frames(id);
         }
         Ok(0)
     }
@@ -731,11 +732,11 @@ impl<P: Platform> World<P> {
     /// hold write access on each page, and is each page of a managed stretch there mapped
     /// writable?
     fn may_write_now(&self, id: DomainId, addr: usize, len: usize) -> bool {
-        if !self.may_access(id, addr, len, Rights::WRITE) {
+        if !self.stretches.may_access(id, addr, len, Rights::WRITE) {
             return false;
         }
         let first = addr & !(PAGE_SIZE - 1);
-        (first..addr + len).step_by(PAGE_SIZE).all(|p| match self.own_stretch_at(id, p) {
+        (first..addr + len).step_by(PAGE_SIZE).all(|p| match self.stretches.own_containing(id, p) {
             Some((_, s)) if s.kind == Kind::Managed => {
                 let i = (p - s.base) / PAGE_SIZE;
                 s.frames[i].is_some() && s.page_rights[i].contains(Rights::WRITE)
@@ -814,7 +815,7 @@ impl<P: Platform> World<P> {
         addr: usize,
         access: Access,
     ) -> Result<(), &'static str> {
-        let s = self.own_stretch_at(id, addr).filter(|(_, s)| s.kind == Kind::Managed);
+        let s = self.stretches.own_containing(id, addr).filter(|(_, s)| s.kind == Kind::Managed);
         let Some((_, s)) = s else { return Err("not in a stretch the domain manages") };
         if !access.allowed_by(s.rights_of(id)) {
             return Err("the domain's rights on the stretch do not allow the access");
@@ -846,16 +847,5 @@ impl<P: Platform> World<P> {
         }
         d.ctx.enter_handler(entry, stack, [reason as usize, d.dcb_va]);
         Ok(())
-    }
-
-    /// Copies domain `id`'s frames contract and holdings into its control block.
-    pub(super) fn publish_frames(&self, id: DomainId) {
-        let d = &self.domains[id];
-        let Some(frame) = d.dcb else { return };
-        let account = &P::dcb(frame).frames;
-        account.guaranteed.store(d.guaranteed_frames, Ordering::Relaxed);
-        account.optimistic.store(d.optimistic_frames, Ordering::Relaxed);
-        account.guaranteed_held.store(self.guaranteed_used(id), Ordering::Relaxed);
-        account.optimistic_held.store(d.optimistic_held, Ordering::Release);
     }
 }

@@ -54,7 +54,7 @@ pub(super) struct Scheduler {
     /// While the kernel does work for other domains inside a switch or an interrupt (a pass of
     /// [`World::expire`], delivering interrupts): the instant the policy is told of the
     /// wake-ups it makes, in ns, so that it charges nobody before each piece of that work is
-    /// charged to the domain it served ([`World::charge_since`]).
+    /// charged to the domain it served ([`Scheduler::charge_since`]).
     frozen: Option<u64>,
     /// Time spent waiting for an interrupt with nothing to run, in timer ticks: the run
     /// summary reports it, and the disk benches count the busy time as the run's time less it.
@@ -93,6 +93,36 @@ impl Scheduler {
         if ticks < self.instants.get(of).unwrap_or(u64::MAX) {
             self.instants.set(of, ticks);
             self.next = self.instants.first_instant();
+        }
+    }
+
+    /// Charges the kernel's work from `from` (timer ticks) until now to domain `id`, rather
+    /// than to the domain dispatched meanwhile (see [`atropos::Atropos::charge_to`]); returns
+    /// now, in ticks.
+    pub(super) fn charge_since<P: Platform>(&mut self, id: DomainId, from: u64) -> u64 {
+        let to = P::now_ticks();
+        self.policy.charge_to(id.index(), ns_from_ticks::<P>(from), ns_from_ticks::<P>(to));
+        to
+    }
+
+    /// The earliest deadline of a blocked domain, an armed timer endpoint, a revocation or the
+    /// end of the run, in ticks (possibly earlier than needed, never later).
+    pub(super) fn earliest_deadline(&self) -> Option<u64> {
+        let next = self.next_instant();
+        let next = (next != u64::MAX).then_some(next);
+        [next, self.stop_at].into_iter().flatten().min()
+    }
+
+    /// Logs the periods the scheduler completed since the last call (with `trace=sched`).
+    pub(super) fn log_periods(&mut self) {
+        if !self.policy.tracing() {
+            return;
+        }
+        for r in self.policy.take_records() {
+            info!(
+                "sched period: domain={=usize} start={=u64} end={=u64} guaranteed={=u64} extra={=u64} missed={=bool}",
+                r.client, r.start, r.end, r.guaranteed, r.extra, r.missed
+            );
         }
     }
 
@@ -188,7 +218,7 @@ impl<P: Platform> World<P> {
                     }
                     self.sched.policy.wake(id.index(), now_ns);
                 }
-                if let Some(next) = self.exact_instant(id) {
+                if let Some(next) = self.domains.exact_instant(id) {
                     // Serving a domain ends what was due: an instant still due would be taken
                     // again, for ever, with interrupts off. Checked in the host tests, off the
                     // kernel's path.
@@ -200,21 +230,10 @@ impl<P: Platform> World<P> {
                     self.sched.set_instant(id, Some(next));
                 }
             }
-            at = self.charge_since(id, at);
+            at = self.sched.charge_since::<P>(id, at);
         }
         self.sched.frozen = None;
         at
-    }
-
-    /// The earliest instant something timed happens to live domain `id` (its deadline if it is
-    /// blocked with one, its earliest armed timer endpoint, its revocation deadline), in ticks.
-    /// Its own endpoints are looked at, no other domain's.
-    fn exact_instant(&self, id: DomainId) -> Option<u64> {
-        let d = self.domain(id)?;
-        let blocked = d.blocked.filter(|&t| t != u64::MAX);
-        let timer = d.endpoints.iter().filter_map(|e| e.deadline).min();
-        let revocation = d.revocation.as_ref().map(|r| r.deadline_ticks);
-        [blocked, timer, revocation].into_iter().flatten().min()
     }
 
     /// Puts live domain `id` in [`Scheduler::instants`] at its exact next instant, or takes it
@@ -222,7 +241,7 @@ impl<P: Platform> World<P> {
     /// by an early wake-up). Costs a look at its own endpoints and `O(log N)`.
     #[inline(never)]
     pub(super) fn refresh_instant(&mut self, id: DomainId) {
-        let exact = self.exact_instant(id);
+        let exact = self.domains.exact_instant(id);
         self.sched.set_instant(id, exact);
     }
 
@@ -236,28 +255,11 @@ impl<P: Platform> World<P> {
     #[inline(never)]
     fn settle_instants(&mut self) {
         while let Some((t, id)) = self.sched.first_instant() {
-            match self.exact_instant(id) {
+            match self.domains.exact_instant(id) {
                 Some(exact) if exact == t => return,
                 exact => self.sched.set_instant(id, exact),
             }
         }
-    }
-
-    /// Charges the kernel's work from `from` (timer ticks) until now to domain `id`, rather
-    /// than to the domain dispatched meanwhile (see [`atropos::Atropos::charge_to`]); returns
-    /// now, in ticks.
-    pub(super) fn charge_since(&mut self, id: DomainId, from: u64) -> u64 {
-        let to = P::now_ticks();
-        self.sched.policy.charge_to(id.index(), ns_from_ticks::<P>(from), ns_from_ticks::<P>(to));
-        to
-    }
-
-    /// The earliest deadline of a blocked domain, an armed timer endpoint, a revocation or the
-    /// end of the run, in ticks (possibly earlier than needed, never later).
-    fn earliest_deadline(&self) -> Option<u64> {
-        let next = self.sched.next_instant();
-        let next = (next != u64::MAX).then_some(next);
-        [next, self.sched.stop_at].into_iter().flatten().min()
     }
 
     /// Every live domain is blocked and nothing timed can wake any of them: each `block`
@@ -291,19 +293,6 @@ impl<P: Platform> World<P> {
         cpu.periods.store(a.periods, Ordering::Relaxed);
         cpu.deadlines_missed.store(a.deadlines_missed, Ordering::Release);
     }
-
-    /// Logs the periods the scheduler completed since the last call (with `trace=sched`).
-    fn log_periods(&mut self) {
-        if !self.sched.policy.tracing() {
-            return;
-        }
-        for r in self.sched.policy.take_records() {
-            info!(
-                "sched period: domain={=usize} start={=u64} end={=u64} guaranteed={=u64} extra={=u64} missed={=bool}",
-                r.client, r.start, r.end, r.guaranteed, r.extra, r.missed
-            );
-        }
-    }
 }
 
 /// Where the CPU goes after the current domain stops running: saves its floating-point state
@@ -328,14 +317,14 @@ fn switch<P: Platform>(w: &mut World<P>, save: bool) {
         let at = w.expire(now);
         let picked = w.sched.policy.dispatch(ns_from_ticks::<P>(at));
         w.publish_accounts(previous);
-        w.log_periods();
+        w.sched.log_periods();
         if let Some(pick) = picked {
             let picked = client_id(pick.client);
             if w.domains[picked].job.is_some() {
                 // Kernel work for it, in chunks, on its time: to the end of its dispatch or the
                 // next timed event, then the scheduler is asked again.
                 let until = ticks_from_ns_up::<P>(pick.until);
-                let stop = w.earliest_deadline().map_or(until, |t| t.min(until));
+                let stop = w.sched.earliest_deadline().map_or(until, |t| t.min(until));
                 w.run_job(picked, stop);
                 continue;
             }
@@ -348,10 +337,10 @@ fn switch<P: Platform>(w: &mut World<P>, save: bool) {
                 space.activate();
             }
             let until = ticks_from_ns_up::<P>(pick.until);
-            P::arm_timer(w.earliest_deadline().map_or(until, |t| t.min(until)));
+            P::arm_timer(w.sched.earliest_deadline().map_or(until, |t| t.min(until)));
             return;
         }
-        if w.domains.records().all(|d| d.ending.is_some()) && !w.burying() {
+        if w.domains.records().all(|d| d.ending.is_some()) && !w.domains.burying() {
             w.reports.summary(&w.domains, &w.sched);
             P::exit(crate::Exit::Success);
         }
@@ -364,7 +353,7 @@ fn switch<P: Platform>(w: &mut World<P>, save: bool) {
         // Everything due by `now` has been expired above, so the exact one is later still.
         w.settle_instants();
         let replenish = w.sched.policy.next_event().map(ticks_from_ns_up::<P>);
-        match [replenish, w.earliest_deadline()].into_iter().flatten().min() {
+        match [replenish, w.sched.earliest_deadline()].into_iter().flatten().min() {
             Some(deadline) => w.idle_until(deadline),
             None if w.devices.any_bound() => w.idle_until_interrupt(),
             None => {
@@ -613,7 +602,7 @@ fn on_fault<P: Platform>(
     };
     let pc = w.domains[id].ctx.pc();
     report_fault(&w.domains, &w.stretches, id, fault, pc);
-    if let Some((_, why)) = why.filter(|&(addr, _)| w.in_managed_stretch(id, addr)) {
+    if let Some((_, why)) = why.filter(|&(addr, _)| w.stretches.in_managed(id, addr)) {
         error!(
             "domain {=str}: the fault was not delivered to its stretch driver: {=str}",
             w.domains[id].name.as_str(),

@@ -355,6 +355,32 @@ impl<A: Allocator + Copy> Stretches<A> {
         self.table(addr)?.last_below(addr.checked_add(1)?).filter(|s| s.contains(addr))
     }
 
+    /// The stretch of domain `id` containing `addr`, with its slot in the domain's table.
+    pub fn own_containing(&self, id: DomainId, addr: usize) -> Option<(usize, &Stretch<A>)> {
+        self.of(id)?.containing(addr)
+    }
+
+    /// Is `addr` in a managed stretch of domain `id`?
+    pub fn in_managed(&self, id: DomainId, addr: usize) -> bool {
+        self.own_containing(id, addr).is_some_and(|(_, s)| s.kind == Kind::Managed)
+    }
+
+    /// Does domain `id` hold `want` on every page of `[addr, addr + len)`?
+    pub fn may_access(&self, id: DomainId, addr: usize, len: usize, want: Rights) -> bool {
+        let Some(end) = addr.checked_add(len) else { return false };
+        if addr < abi::USER_BASE || end > abi::USER_END {
+            return false;
+        }
+        let mut a = addr;
+        while a < end {
+            match self.containing(a) {
+                Some(s) if !s.busy && s.rights_of(id).contains(want) => a = s.end(),
+                _ => return false,
+            }
+        }
+        true
+    }
+
     /// Every stretch, by domain and then base address.
     pub fn values(&self) -> impl Iterator<Item = &Stretch<A>> {
         self.tables.iter().flat_map(|(_, t)| t.list.iter())

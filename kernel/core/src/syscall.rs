@@ -138,7 +138,7 @@ fn console_write<P: Platform>(
     if len == 0 {
         return Ok(0);
     }
-    if !w.may_access(id, ptr, len, Rights::READ) {
+    if !w.stretches.may_access(id, ptr, len, Rights::READ) {
         return Err(SysError::BadAddress);
     }
     let mut buf = [0u8; CONSOLE_MAX];
@@ -164,8 +164,8 @@ fn activation_set<P: Platform>(
     if !entry.is_multiple_of(2) || !stack.is_multiple_of(16) {
         return Err(SysError::InvalidArgument);
     }
-    let runnable = w.may_access(id, entry, 4, Rights::EXECUTE);
-    let stack_ok = stack >= 256 && w.may_access(id, stack - 256, 256, Rights::WRITE);
+    let runnable = w.stretches.may_access(id, entry, 4, Rights::EXECUTE);
+    let stack_ok = stack >= 256 && w.stretches.may_access(id, stack - 256, 256, Rights::WRITE);
     if !runnable || !stack_ok {
         return Err(SysError::BadAddress);
     }
@@ -180,7 +180,7 @@ fn resume<P: Platform>(w: &mut World<P>, id: DomainId, ptr: usize) -> Result<(),
     if !ptr.is_multiple_of(8) {
         return Err(SysError::InvalidArgument);
     }
-    if !w.may_access(id, ptr, WORDS * 8, Rights::READ) {
+    if !w.stretches.may_access(id, ptr, WORDS * 8, Rights::READ) {
         return Err(SysError::BadAddress);
     }
     let mut words = [0u64; WORDS];
@@ -210,7 +210,7 @@ fn stretch_create<P: Platform>(
         return Err(SysError::InvalidArgument.into());
     }
     let pages = pages_for(bytes);
-    if !w.within_contract(id, pages as u64) {
+    if !w.domains.within_contract(id, pages as u64) {
         return Err(SysError::NoMemory.into());
     }
     let base = w.domains[id].address.take(pages).ok_or(SysError::NoAddressSpace)?;
@@ -278,7 +278,7 @@ fn stretch_rights<P: Platform>(
         rights
     };
     // Mapping may need page tables, charged to the target.
-    if rights != Rights::NONE && !w.within_contract(target, 0) {
+    if rights != Rights::NONE && !w.domains.within_contract(target, 0) {
         return Err(SysError::NoMemory);
     }
     w.set_stretch_rights(base, target, rights).map(|()| 0)
