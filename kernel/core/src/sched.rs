@@ -99,6 +99,7 @@ impl Scheduler {
     /// Charges the kernel's work from `from` (timer ticks) until now to domain `id`, rather
     /// than to the domain dispatched meanwhile (see [`atropos::Atropos::charge_to`]); returns
     /// now, in ticks.
+    #[inline]
     pub(super) fn charge_since<P: Platform>(&mut self, id: DomainId, from: u64) -> u64 {
         let to = P::now_ticks();
         self.policy.charge_to(id.index(), ns_from_ticks::<P>(from), ns_from_ticks::<P>(to));
@@ -107,6 +108,7 @@ impl Scheduler {
 
     /// The earliest deadline of a blocked domain, an armed timer endpoint, a revocation or the
     /// end of the run, in ticks (possibly earlier than needed, never later).
+    #[inline]
     pub(super) fn earliest_deadline(&self) -> Option<u64> {
         let next = self.next_instant();
         let next = (next != u64::MAX).then_some(next);

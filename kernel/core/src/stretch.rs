@@ -366,6 +366,7 @@ impl<A: Allocator + Copy> Stretches<A> {
     }
 
     /// Does domain `id` hold `want` on every page of `[addr, addr + len)`?
+    #[inline]
     pub fn may_access(&self, id: DomainId, addr: usize, len: usize, want: Rights) -> bool {
         let Some(end) = addr.checked_add(len) else { return false };
         if addr < abi::USER_BASE || end > abi::USER_END {
