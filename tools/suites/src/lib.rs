@@ -86,7 +86,7 @@ impl Tally {
 /// Runs (or lists) every test whose name contains `filter`, of the architectures in `arches`
 /// (all when empty; tests of the host alone always run); returns the process exit code.
 pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
-    setup::ensure(setup::Needs { gdb: false, qemu: true, dtc: true })?;
+    setup::ensure(setup::Needs { gdb: false, qemu: true, dtc: true, vde: true })?;
     let wanted = |name: &str| filter.is_none_or(|f| name.contains(f));
     let arch_wanted = |arch: Arch| arches.is_empty() || arches.contains(&arch);
     let mut tally = Tally::default();
