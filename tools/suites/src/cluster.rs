@@ -15,6 +15,9 @@
 //!   each read back from the running wirefilter through its management socket.
 //! - `interrupt_stops_all`: Ctrl-C (SIGINT) while two nodes run forever stops every process of
 //!   the run and exits [`INTERRUPTED`].
+//! - `error_stops_all`: a link's wirefilter killed from outside while two nodes run forever
+//!   is an error of the run: it exits 1 saying so, and every other process of the run is
+//!   stopped.
 //! - `bad_manifest`: a malformed cluster manifest exits 1 with `FILE:LINE: KEY: REASON`.
 
 use std::io::{BufRead, BufReader, Read};
@@ -210,6 +213,7 @@ pub(super) const CLUSTER_TESTS: &[(&str, ClusterTest)] = &[
     ("kill_expected", kill_expected),
     ("link_filters", link_filters),
     ("interrupt_stops_all", interrupt_stops_all),
+    ("error_stops_all", error_stops_all),
     ("bad_manifest", bad_manifest),
 ];
 
@@ -336,14 +340,7 @@ fn link_filters() -> Result<(), String> {
 }
 
 fn interrupt_stops_all() -> Result<(), String> {
-    let mut child = Child::start("tests/clusters/forever.toml")?;
-    // Both nodes running: each has reported.
-    let reported = |out: &str| {
-        ["a", "b"].iter().all(|n| {
-            out.lines().any(|l| l.starts_with(&format!("{n} | ")) && l.contains("[hog] spin"))
-        })
-    };
-    let running = child.wait_for(reported, GUARD);
+    let (child, running) = forever_running()?;
     let pid = child.child.id().to_string();
     let sent = Command::new("kill").args(["-INT", &pid]).status();
     let run = child.finish(Duration::from_secs(30))?;
@@ -356,6 +353,42 @@ fn interrupt_stops_all() -> Result<(), String> {
     }
     if run.status != Some(INTERRUPTED.into()) || !run.stderr.contains("cluster: stopped (Ctrl-C)") {
         return fail(&format!("want exit status {INTERRUPTED} and `stopped (Ctrl-C)`"));
+    }
+    common_checks(&run, &["a", "b"])
+}
+
+/// Starts `tests/clusters/forever.toml` and waits until both its nodes have reported.
+fn forever_running() -> Result<(Child, bool), String> {
+    let mut child = Child::start("tests/clusters/forever.toml")?;
+    let reported = |out: &str| {
+        ["a", "b"].iter().all(|n| {
+            out.lines().any(|l| l.starts_with(&format!("{n} | ")) && l.contains("[hog] spin"))
+        })
+    };
+    let running = child.wait_for(reported, GUARD);
+    Ok((child, running))
+}
+
+fn error_stops_all() -> Result<(), String> {
+    let (child, running) = forever_running()?;
+    let dir = socket_dir(&child.stdout.lock().unwrap());
+    let wirefilter = dir
+        .as_deref()
+        .map(processes_naming)
+        .and_then(|ps| ps.iter().find(|p| p.split(' ').nth(1) == Some("wirefilter")).cloned());
+    let pid = wirefilter.as_deref().and_then(|p| p.split(' ').next()).unwrap_or("0").to_string();
+    let sent = Command::new("kill").args(["-KILL", &pid]).status();
+    let run = child.finish(Duration::from_secs(30))?;
+    let fail = |why: &str| Err(format!("{why}\n{}", run.describe()));
+    if !running || wirefilter.is_none() {
+        return fail("the nodes never both reported, or no wirefilter ran");
+    }
+    if !sent.is_ok_and(|s| s.success()) {
+        return fail("could not kill the wirefilter");
+    }
+    let want = "error: the wirefilter of link a-b exited";
+    if run.status != Some(1) || !run.stderr.contains(want) {
+        return fail(&format!("want exit status 1 and `{want}`"));
     }
     common_checks(&run, &["a", "b"])
 }
