@@ -102,7 +102,6 @@ pub fn run(path: &Path) -> Result<u8> {
     let file = util::resolve(path);
     let cluster = spec::parse_file(&file)?;
     let mut arches: Vec<Arch> = cluster.nodes.iter().map(|n| n.arch).collect();
-    arches.dedup();
     arches.sort_by_key(|a| a.name());
     arches.dedup();
     setup::ensure_for(&arches, setup::Needs { gdb: false, qemu: true, dtc: false, vde: true })?;
@@ -234,8 +233,7 @@ pub fn run(path: &Path) -> Result<u8> {
     drop(nodes);
     drop(links);
     drop(net);
-    for (e, event) in cluster.events.iter().enumerate().filter(|(e, _)| !fired[*e]) {
-        let _ = e;
+    for (event, _) in cluster.events.iter().zip(&fired).filter(|(_, fired)| !**fired) {
         println!("cluster: the event of line {} never happened: its time did not come", event.line);
     }
     let interrupted = stopping;

@@ -515,6 +515,26 @@ cut = "bc"
         assert_eq!(c.events[2].action, Action::Cut(1));
     }
 
+    /// Every example under `clusters/` and every test cluster is a good cluster manifest.
+    #[test]
+    fn the_examples_are_good() {
+        let root = tool_base::util::root();
+        let mut n = 0;
+        for dir in ["clusters", "tests/clusters"] {
+            for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_some_and(|e| e == "toml") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    if let Err(e) = parse(&path.display().to_string(), &text) {
+                        panic!("{e}");
+                    }
+                    n += 1;
+                }
+            }
+        }
+        assert!(n >= 7, "only {n} clusters");
+    }
+
     /// Every `tests/clusters/bad/*.toml` fails with the message of its `# expect: ` line.
     #[test]
     fn every_bad_cluster_fails_where_it_says() {

@@ -291,7 +291,7 @@ fn kill_reported() -> Result<(), String> {
             .stdout
             .lines()
             .position(|l| l.starts_with(&end) && l.ends_with("shutdown: Success"));
-        if !done.is_some_and(|d| d > kill) {
+        if done.is_none_or(|d| d <= kill) {
             return fail(&format!("node {node} did not finish after the kill"));
         }
         if !run.stderr.contains(&format!("cluster: node {node}: finished")) {
