@@ -236,12 +236,13 @@ pub fn run(path: &Path) -> Result<u8> {
     for (event, _) in cluster.events.iter().zip(&fired).filter(|(_, fired)| !**fired) {
         println!("cluster: the event of line {} never happened: its time did not come", event.line);
     }
-    let interrupted = stopping;
+    // A terminal's Ctrl-C also reaches the QEMUs, which may end before the flag is seen.
+    let interrupted = stopping || interrupted.load(Ordering::Relaxed);
     let mut failed = Vec::new();
     for (i, node) in cluster.nodes.iter().enumerate() {
         let outcome = outcomes[i].take().unwrap_or_else(|| Err(anyhow::anyhow!("no outcome")));
         let (ok, what) = judge(node, &manifests[i], &outcome, killed[i], &cluster);
-        let mark = if ok { "" } else { "FAILED: " };
+        let mark = if ok || interrupted { "" } else { "FAILED: " };
         eprintln!("cluster: node {}: {mark}{what}", node.name);
         if !ok {
             failed.push(node.name.clone());
@@ -382,7 +383,8 @@ fn judge(
             let what = format!("killed by the event of line {line} {wall}");
             return if expected { (true, format!("{what}, as expected")) } else { (false, what) };
         }
-        (Ending::Interrupted, None) => return (false, format!("stopped {wall}")),
+        // Only Ctrl-C stops a node the scenario did not kill.
+        (Ending::Interrupted, None) => return (false, format!("stopped (Ctrl-C) {wall}")),
         (Ending::Timeout, _) => {
             let what = format!(
                 "timed out: still running after {:?} (the cluster's timeout)",

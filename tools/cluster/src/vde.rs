@@ -3,13 +3,15 @@
 //! management socket, through which its loss, duplication and delay change while it runs
 //! ([`Mgmt`]).
 //!
-//! Every process is a child of this one, owned by a [`Net`] that stops them when it is dropped
-//! (at the end, on Ctrl-C, on an error); and each reads its console from a pipe this process
-//! holds, so that even if this process is killed outright they see their input close and exit
-//! (both programs end on end of input when not daemons).
+//! Every process is a child of this one, in a process group of its own (a terminal's Ctrl-C
+//! is this process's to handle), owned by a [`Net`] that stops them when it is dropped (at the
+//! end, on Ctrl-C, on an error); and each reads its console from a pipe this process holds, so
+//! that even if this process is killed outright they see their input close and exit (both
+//! programs end on end of input when not daemons).
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -93,6 +95,9 @@ impl Net {
 
     fn spawn(&mut self, name: String, mut cmd: Command, socket: &Path) -> Result<()> {
         cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped());
+        // A process group of its own: a terminal's Ctrl-C reaches this process (which stops the
+        // VDE processes after the nodes) and not the network under the nodes' feet.
+        cmd.process_group(0);
         let mut child = cmd.spawn().with_context(|| format!("starting {cmd:?} ({name})"))?;
         let stdin = child.stdin.take().expect("piped");
         let start = Instant::now();
