@@ -387,7 +387,7 @@ fn judge(
         (Ending::Interrupted, None) => return (false, format!("stopped (Ctrl-C) {wall}")),
         (Ending::Timeout, _) => {
             let what = format!(
-                "timed out: still running after {:?} (the cluster's timeout)",
+                "timed out: still running {wall} (the cluster's timeout is {:?})",
                 cluster.timeout
             );
             return (false, what);

@@ -11,8 +11,11 @@
 //! - `kill_reported`: the scenario kills node b when it first reports; the run exits
 //!   [`NODE_FAILED`] naming b alone, and a and c finish after the kill.
 //! - `kill_expected`: the same kill marked `expected = true` exits 0.
-//! - `link_filters`: a link's loss, duplication and delay, then its cut, restore and change,
-//!   each read back from the running wirefilter through its management socket.
+//! - `link_filters`: a link's loss and delay, then duplication set at the start, its cut,
+//!   restore and change, each read back from the running wirefilter through its management
+//!   socket.
+//! - `timeout_reported`: a node still running at the cluster's timeout (4 s) is stopped then,
+//!   not before, and named as failed (exit [`NODE_FAILED`]); the other finishes.
 //! - `interrupt_stops_all`: Ctrl-C (SIGINT) while two nodes run forever stops every process of
 //!   the run and exits [`INTERRUPTED`].
 //! - `error_stops_all`: a link's wirefilter killed from outside while two nodes run forever
@@ -212,6 +215,7 @@ pub(super) const CLUSTER_TESTS: &[(&str, ClusterTest)] = &[
     ("kill_reported", kill_reported),
     ("kill_expected", kill_expected),
     ("link_filters", link_filters),
+    ("timeout_reported", timeout_reported),
     ("interrupt_stops_all", interrupt_stops_all),
     ("error_stops_all", error_stops_all),
     ("bad_manifest", bad_manifest),
@@ -324,7 +328,8 @@ fn link_filters() -> Result<(), String> {
     }
     // As the wirefilter reports them (left to right / right to left).
     let steps = [
-        "cluster: link a-b: wirefilter loss 10+0U/10+0U, delay 20+0U/20+0U, dup 5+0U/5+0U",
+        "cluster: link a-b: wirefilter loss 10+0U/10+0U, delay 20+0U/20+0U, dup 0+0U/0+0U",
+        ": link a-b set: wirefilter loss 10+0U/10+0U, delay 20+0U/20+0U, dup 5+0U/5+0U",
         ": link a-b cut: wirefilter loss 100+0U/100+0U, delay 20+0U/20+0U, dup 5+0U/5+0U",
         ": link a-b restored: wirefilter loss 10+0U/10+0U, delay 20+0U/20+0U, dup 5+0U/5+0U",
         ": link a-b set: wirefilter loss 30+0U/30+0U, delay 20+0U/20+0U, dup 0+0U/0+0U",
@@ -335,6 +340,38 @@ fn link_filters() -> Result<(), String> {
             Some(i) => after += i + 1,
             None => return fail(&format!("no `{step}` after the step before")),
         }
+    }
+    Ok(())
+}
+
+fn timeout_reported() -> Result<(), String> {
+    let start = Instant::now();
+    let run = cluster("tests/clusters/timeout.toml", &["a", "b"])?;
+    let wall = start.elapsed();
+    let fail = |why: &str| Err(format!("{why}\n{}", run.describe()));
+    if run.status != Some(NODE_FAILED.into()) {
+        return fail(&format!("want exit status {NODE_FAILED}"));
+    }
+    if !run.stderr.contains("cluster: node b: FAILED: timed out: still running after ")
+        || !run.stderr.contains("cluster: 1 of 2 nodes failed: b;")
+        || !run.stderr.contains("cluster: node a: finished")
+    {
+        return fail("b is not named timed out alone, or a did not finish");
+    }
+    // b ran (it reported) and was stopped by the timeout, not before it.
+    if !run.log_of("b").iter().any(|l| l.message.contains("[hog] spin: report")) {
+        return fail("b never reported: it did not get going");
+    }
+    // Stopped at the timeout: b's QEMU lived 4 s, and not much longer (the loop that stops it
+    // looks every 20 ms).
+    let lived = run
+        .stderr
+        .split("timed out: still running after ")
+        .nth(1)
+        .and_then(|rest| rest.split("s (").next())
+        .and_then(|s| s.parse::<f64>().ok());
+    if !lived.is_some_and(|s| (4.0..6.0).contains(&s)) || wall < Duration::from_secs(4) {
+        return fail(&format!("b lived {lived:?} s, the run {wall:.1?}: want 4 s to 6 s"));
     }
     Ok(())
 }
