@@ -471,3 +471,73 @@ pub fn split_line(line: &str) -> Option<(&str, &str)> {
 pub fn socket_dir(output: &str) -> Option<PathBuf> {
     output.lines().find_map(|l| l.strip_prefix("cluster: sockets in ")).map(PathBuf::from)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(level: &str, message: &str) -> LogLine {
+        LogLine { level: level.into(), timestamp: Some("0.1".into()), message: message.into() }
+    }
+
+    fn outcome(ending: Ending, log: Vec<LogLine>) -> Result<Outcome> {
+        Ok(Outcome { ending, log, stderr: String::new(), wall: Duration::from_millis(1500) })
+    }
+
+    /// Judges `outcome` of a node with `allow` patterns, in a cluster with a 9 s timeout.
+    fn verdict(
+        outcome: Result<Outcome>,
+        killed: Option<(usize, bool)>,
+        allow: &[&str],
+    ) -> (bool, String) {
+        let text = "[[node]]\nname = \"a\"\narch = \"riscv64\"\nmanifest = \"m.toml\"\n\
+                    [cluster]\ntimeout = \"9s\"\n";
+        let mut cluster = spec::parse("c.toml", text).unwrap();
+        cluster.nodes[0].allow = allow.iter().map(|p| p.to_string()).collect();
+        let manifest = manifest::parse(
+            "m.toml",
+            "[system]\nmemory = \"16M\"\n[[domain]]\nname = \"d\"\napp = \"hello\"\n\
+             memory = { guaranteed = \"128K\" }\n",
+            &["hello"],
+        )
+        .unwrap();
+        judge(&cluster.nodes[0], &manifest, &outcome, killed, &cluster)
+    }
+
+    #[test]
+    fn a_node_fails_on_a_bad_exit_a_domain_an_error_line_the_timeout_or_a_kill() {
+        let ok = vec![
+            line("INFO", "run summary: 1 domain(s)"),
+            line("INFO", "  d: exited with status 0"),
+        ];
+        assert!(verdict(outcome(Ending::Kernel(0), ok.clone()), None, &[]).0);
+        let (passed, why) = verdict(outcome(Ending::Kernel(2), ok.clone()), None, &[]);
+        assert!(!passed && why.starts_with("the kernel panicked"), "{why}");
+        let (passed, why) = verdict(outcome(Ending::Kernel(1), ok.clone()), None, &[]);
+        assert!(!passed && why.starts_with("the kernel exited with code 1"), "{why}");
+        let bad = vec![
+            line("INFO", "run summary: 1 domain(s)"),
+            line("INFO", "  d: exited with status 3"),
+        ];
+        let (passed, why) = verdict(outcome(Ending::Kernel(0), bad), None, &[]);
+        assert!(!passed && why == "domains failed: d exited with status 3", "{why}");
+        let mut error = ok.clone();
+        error.push(line("ERROR", "leak: 3 frames"));
+        let (passed, why) = verdict(outcome(Ending::Kernel(0), error.clone()), None, &[]);
+        assert!(!passed && why == "logged ERROR: leak: 3 frames", "{why}");
+        assert!(verdict(outcome(Ending::Kernel(0), error), None, &["leak: *"]).0);
+        let (passed, why) = verdict(outcome(Ending::Timeout, ok.clone()), None, &[]);
+        assert!(!passed && why.starts_with("timed out: still running after 1.50s"), "{why}");
+        assert!(why.ends_with("(the cluster's timeout is 9s)"), "{why}");
+        let (passed, why) =
+            verdict(outcome(Ending::Interrupted, ok.clone()), Some((12, false)), &[]);
+        assert!(!passed && why.starts_with("killed by the event of line 12"), "{why}");
+        let (passed, why) =
+            verdict(outcome(Ending::Interrupted, ok.clone()), Some((12, true)), &[]);
+        assert!(passed && why.ends_with(", as expected"), "{why}");
+        let (passed, why) = verdict(outcome(Ending::Other(Some(1)), ok), None, &[]);
+        assert!(!passed && why.starts_with("QEMU exited with status Some(1)"), "{why}");
+        let (passed, why) = verdict(Err(anyhow::anyhow!("no qemu")), None, &[]);
+        assert!(!passed && why == "could not run: no qemu", "{why}");
+    }
+}
