@@ -51,7 +51,8 @@ pub struct Boot {
 }
 
 /// A virtio-net card on a VDE switch (`-netdev vde`): `virtio-net-device` on RISC-V `virt`
-/// (virtio-mmio, after the disks, so that their slots do not move), `virtio-net-pci` on x86_64.
+/// (on a free virtio-mmio transport: the disks name theirs), `virtio-net-pci` on x86_64 (a free
+/// PCI slot; the disks name theirs).
 /// Only a Unix socket: nothing on the host's interfaces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Nic {
@@ -456,7 +457,7 @@ mod tests {
     }
 
     #[test]
-    fn a_nic_plugs_into_its_vde_switch_after_the_disks() {
+    fn a_nic_plugs_into_its_vde_switch() {
         let a = Artifacts { arch: Arch::Riscv64, kernel: "k".into(), firmware: None };
         let args = |b: &Boot| {
             b.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect::<Vec<_>>()

@@ -6,8 +6,9 @@
 //! - `three_nodes`: `clusters/three.toml` (riscv64, x86_64, riscv64 in a line) exits 0, every
 //!   log line names its node, each node's lines keep their own order, and every node shuts
 //!   down.
-//! - `nic_tolerated`: the default manifest on both architectures with a virtio-net card each
-//!   boots and ends as without one (the x86_64 node's PCI scan lists the card).
+//! - `nic_tolerated`: the default manifest and the virtio-blk driver's self-test on both
+//!   architectures, each node with a virtio-net card, boot and end as without one (the x86_64
+//!   node's PCI scan lists the card; the driver finds its disk where it was).
 //! - `kill_reported`: the scenario kills node b when it first reports; the run exits
 //!   [`NODE_FAILED`] naming b alone, and a and c finish after the kill.
 //! - `kill_expected`: the same kill marked `expected = true` exits 0.
@@ -253,14 +254,22 @@ fn three_nodes() -> Result<(), String> {
 }
 
 fn nic_tolerated() -> Result<(), String> {
-    let run = cluster("tests/clusters/default-nic.toml", &["rv", "x86"])?;
+    let nodes = ["rv", "x86", "rv-blk", "x86-blk"];
+    let run = cluster("tests/clusters/default-nic.toml", &nodes)?;
     let fail = |why: &str| Err(format!("{why}\n{}", run.describe()));
     if run.status != Some(0) {
         return fail("want exit status 0");
     }
-    for node in ["rv", "x86"] {
+    for node in nodes {
         if !run.log_of(node).iter().any(|l| l.message.starts_with("run summary: ")) {
             return fail(&format!("node {node} has no run summary"));
+        }
+    }
+    // The disks where the driver looks for them, beside the card.
+    for node in ["rv-blk", "x86-blk"] {
+        let checked = "virtio-blk: self-test: 200 transfers written, read back and checked";
+        if !run.log_of(node).iter().any(|l| l.message.contains(checked)) {
+            return fail(&format!("node {node}'s driver did not pass its self-test"));
         }
     }
     // The card is there: QEMU's virtio-net PCI function (vendor 1af4, device 1000).
