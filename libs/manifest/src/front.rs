@@ -80,6 +80,27 @@ impl ManifestError {
     ) -> ManifestError {
         ManifestError { file: file.to_owned(), line: at.map(|at| line_of(text, at)), key, reason }
     }
+
+    /// An error of serde's TOML deserializer (`toml::from_str`) over `text` (read from `file`),
+    /// located as a manifest's own are: the line its span starts on and the key path written
+    /// there, with the missing key appended when a required one is missing; a TOML syntax
+    /// error says so. For the project's other TOML files read with serde (cluster manifests).
+    pub fn from_toml(file: &str, text: &str, e: &toml::de::Error) -> ManifestError {
+        let at = e.span().map(|s| s.start);
+        let Ok(doc) = DeTable::parse(text) else {
+            let reason = format!("TOML syntax error: {}", e.message());
+            return ManifestError::at_offset(file, text, at, None, reason);
+        };
+        let root = DeValue::Table(doc.get_ref().clone());
+        let mut key = at.map(|at| key_path(&root, at)).unwrap_or_default();
+        if let Some(field) =
+            e.message().strip_prefix("missing field `").and_then(|m| m.strip_suffix('`'))
+        {
+            push_key(&mut key, field);
+        }
+        let key = (!key.is_empty()).then_some(key);
+        ManifestError::at_offset(file, text, at, key, e.message().to_owned())
+    }
 }
 
 /// Where the key at `path` (as [`ManifestError::at_key`] takes it) is written in `root`.

@@ -46,6 +46,47 @@ pub struct Boot {
     /// Every drive made faulty and slow, for tests of drivers' error handling
     /// ([`DiskFaults::drive`]).
     pub disk_faults: Option<DiskFaults>,
+    /// A network card plugged into a VDE switch; `None`: no network (`-nic none`).
+    pub nic: Option<Nic>,
+}
+
+/// A virtio-net card on a VDE switch (`-netdev vde`): `virtio-net-device` on RISC-V `virt`
+/// (on a free virtio-mmio transport: the disks name theirs), `virtio-net-pci` on x86_64 (a free
+/// PCI slot; the disks name theirs).
+/// Only a Unix socket: nothing on the host's interfaces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Nic {
+    /// The switch's socket folder (`vde_switch -s DIR`).
+    pub switch: PathBuf,
+    /// The card's MAC address; every card on a switch needs its own.
+    pub mac: [u8; 6],
+}
+
+impl Nic {
+    /// The MAC of the `index`-th card of a cluster: `52:54:00:12:34:NN` with `NN` = `index`
+    /// + 1 (QEMU's own default, `...:56`, is left to lone boots).
+    pub fn mac_of(index: u8) -> [u8; 6] {
+        [0x52, 0x54, 0x00, 0x12, 0x34, index.wrapping_add(1)]
+    }
+
+    /// The MAC as QEMU writes it, `52:54:00:12:34:01`.
+    pub fn mac_text(&self) -> String {
+        self.mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    }
+
+    /// The `-netdev` and `-device` arguments for `arch`.
+    fn args(&self, arch: Arch) -> [String; 4] {
+        let device = match arch {
+            Arch::Riscv64 => "virtio-net-device",
+            Arch::X86_64 => "virtio-net-pci",
+        };
+        [
+            "-netdev".into(),
+            format!("vde,id=net0,sock={}", self.switch.display()),
+            "-device".into(),
+            format!("{device},netdev=net0,mac={}", self.mac_text()),
+        ]
+    }
 }
 
 /// How a boot's drives misbehave.
@@ -93,6 +134,7 @@ impl Boot {
             devices: Vec::new(),
             drives: Vec::new(),
             disk_faults: None,
+            nic: None,
         }
     }
 
@@ -150,7 +192,9 @@ impl Boot {
             c.arg("-dtb").arg(crate::dtb::path(changes));
         }
         c.args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"]);
-        c.args(["-nic", "none"]);
+        if self.nic.is_none() {
+            c.args(["-nic", "none"]);
+        }
         for drive in &self.drives {
             match &self.disk_faults {
                 Some(faults) => c.arg("-drive").arg(faults.drive(drive)),
@@ -159,6 +203,9 @@ impl Boot {
         }
         for device in &self.devices {
             c.arg("-device").arg(device);
+        }
+        if let Some(nic) = &self.nic {
+            c.args(nic.args(self.arch));
         }
         if self.icount {
             c.args(["-icount", "shift=0,sleep=off"]);
@@ -407,6 +454,31 @@ mod tests {
             x.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect();
         assert!(joined.join(" ").contains("isa-debug-exit,iobase=0xf4,iosize=0x04"));
         assert!(joined.join(" ").contains("-machine q35 -cpu max"));
+    }
+
+    #[test]
+    fn a_nic_plugs_into_its_vde_switch() {
+        let a = Artifacts { arch: Arch::Riscv64, kernel: "k".into(), firmware: None };
+        let args = |b: &Boot| {
+            b.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect::<Vec<_>>()
+        };
+        let mut b = Boot::new(Arch::Riscv64);
+        assert!(args(&b).join(" ").contains("-nic none"));
+        b.devices = vec!["virtio-blk-device,drive=disk0".into()];
+        b.nic = Some(Nic { switch: "/t/sw0".into(), mac: Nic::mac_of(2) });
+        let joined = args(&b).join(" ");
+        assert!(!joined.contains("-nic none"), "{joined}");
+        assert!(
+            joined.ends_with(
+                "-device virtio-blk-device,drive=disk0 -netdev vde,id=net0,sock=/t/sw0 \
+                 -device virtio-net-device,netdev=net0,mac=52:54:00:12:34:03"
+            ),
+            "{joined}"
+        );
+        let mut x = Boot::new(Arch::X86_64);
+        x.nic = Some(Nic { switch: "/t/sw1".into(), mac: Nic::mac_of(0) });
+        let joined = args(&x).join(" ");
+        assert!(joined.contains("-device virtio-net-pci,netdev=net0,mac=52:54:00:12:34:01"));
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! build instead and counts as passed or failed).
 //!
 //! The QEMU tests are grouped by what they check (address spaces, domains, drivers, paging,
-//! user manifests, runs of `cargo xtask run`) in the modules of this crate; the CPU-contract
+//! user manifests, runs of `cargo xtask run`, clusters of both architectures through `cargo
+//! xtask cluster`, named `qemu::cluster::...`) in the modules of this crate; the CPU-contract
 //! scenarios ([`sched`]) are shared with `cargo xtask bench sched`. Invariants: every test can
 //! fail and checks from outside, through the kernel's decoded log and its typed records
 //! (`qemu_run`); every boot is bounded by a timeout and by virtual time (`-icount`); a test's
@@ -30,6 +31,7 @@ use tool_base::artifacts::{self, Artifacts};
 use tool_base::{Arch, Bios, setup, util};
 
 mod address_space;
+mod cluster;
 mod domains;
 mod drivers;
 mod harness;
@@ -86,7 +88,7 @@ impl Tally {
 /// Runs (or lists) every test whose name contains `filter`, of the architectures in `arches`
 /// (all when empty; tests of the host alone always run); returns the process exit code.
 pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
-    setup::ensure(setup::Needs { gdb: false, qemu: true, dtc: true })?;
+    setup::ensure(setup::Needs { gdb: false, qemu: true, dtc: true, vde: true })?;
     let wanted = |name: &str| filter.is_none_or(|f| name.contains(f));
     let arch_wanted = |arch: Arch| arches.is_empty() || arches.contains(&arch);
     let mut tally = Tally::default();
@@ -203,6 +205,20 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
                 tally.record(&full, expected::verdict(&full, own, &boots));
             }
         }
+    }
+
+    // Clusters: several nodes of both architectures, through `cargo xtask cluster`.
+    let both = arch_wanted(Arch::Riscv64) && arch_wanted(Arch::X86_64);
+    for (name, test) in cluster::CLUSTER_TESTS.iter().filter(|_| both) {
+        let full = format!("qemu::cluster::{name}");
+        if !wanted(&full) {
+            continue;
+        }
+        if list {
+            println!("{full}");
+            continue;
+        }
+        tally.record(&full, test());
     }
 
     if list {
