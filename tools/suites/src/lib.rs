@@ -33,6 +33,7 @@ mod address_space;
 mod domains;
 mod drivers;
 mod harness;
+mod net;
 mod paging;
 mod run;
 pub mod sched;
@@ -42,6 +43,7 @@ use address_space::address_space_tests;
 use domains::domain_tests;
 use drivers::drivers_tests;
 use harness::{QemuTest, expect_ending, expect_exit, expect_line, last_lines};
+use net::net_tests;
 use paging::paging_tests;
 use user::user_tests;
 
@@ -657,6 +659,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
     tests.extend(paging_tests(&p, arch));
     tests.extend(address_space_tests(&p, arch));
     tests.extend(drivers_tests(&p, arch));
+    tests.extend(net_tests(&p, arch));
     tests.extend(user_tests(&p, arch));
     // ANCHOR_END: suites
     Ok(tests)
