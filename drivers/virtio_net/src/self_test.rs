@@ -3,8 +3,8 @@
 //!
 //! The receiver (`--receive`) broadcasts a READY frame every 10 ms until the first data frame
 //! arrives; the sender (`--send`) waits for one, takes the receiver's MAC from it, and sends N
-//! data frames to that MAC, taking each completion after the interrupt. The receiver
-//! acknowledges every [`ACK_EVERY`] frames (an ACK frame with the count it has), and the
+//! data frames to that MAC, taking each completion after the interrupt. After each batch of
+//! frames it takes, the receiver acknowledges (an ACK frame with the count it has), and the
 //! sender keeps at most [`WINDOW`] frames beyond the last acknowledgement: flow control, so
 //! that the receiver never runs out of posted buffers (a NIC without one drops the frame). The
 //! sender ends at the acknowledgement of the last frame, the receiver once that ACK is
@@ -35,8 +35,6 @@ const ACK: u8 = 3;
 /// the receiver's buffers, so that it always has one posted for the next frame (a NIC out of
 /// buffers drops frames, and QEMU's hub then holds them back instead).
 const WINDOW: u32 = crate::device::RX_BUFFERS as u32 / 2;
-/// The receiver acknowledges after every this many frames (and the last).
-const ACK_EVERY: u32 = WINDOW / 2;
 /// How often the receiver repeats its READY frame until data arrives.
 const READY_EVERY_NS: u64 = 10_000_000;
 /// A data frame's fields: kind at 14, sequence number at 16, length at 20, payload from 22,
@@ -397,9 +395,10 @@ fn receiving<N: Nic>(
                 Seen::Ready(_) | Seen::Ack(_) | Seen::Foreign => {}
             }
         }
+        // Every batch is acknowledged: the sender may be waiting for exactly these frames
+        // (before a pause, or at the end).
         if let Some(to) = sender
             && next > acked
-            && (next - acked >= ACK_EVERY || next == frames)
         {
             header(&mut buf, to, me, ACK);
             buf[SEQ..SEQ + 4].copy_from_slice(&next.to_be_bytes());
