@@ -60,15 +60,20 @@
 //! - at most [`MAX_DISKS`] disks; disk names follow the domain-name rules and are unique among
 //!   disks; a disk's size a multiple of [`SECTOR_SIZE`] in
 //!   [`MIN_DISK_SIZE`]`..=`[`MAX_DISK_SIZE`] (1 MiB to 64 GiB);
+//! - at most [`MAX_NICS`] NICs; NIC names follow the domain-name rules and are unique among
+//!   NICs; a NIC's MAC is unicast, not all zeros and unique among the NICs;
 //! - a domain with devices is marked `driver` and a domain marked `driver` has devices (at most
-//!   [`MAX_DEVICES_PER_DOMAIN`]); a `disk` grant names a disk of the manifest; a `compatible`
+//!   [`MAX_DEVICES_PER_DOMAIN`]); a `disk` grant names a disk of the manifest, a `nic` grant a
+//!   NIC ([`NicSpec`]); a `compatible`
 //!   string is 1 to [`MAX_COMPATIBLE_LEN`] bytes of printable ASCII without spaces; no device
 //!   is granted twice (to one domain or two), grants compared by what they resolve to
 //!   ([`Manifest::grant_target`]);
 //! - on a manifest placed for a machine ([`Manifest::machine`]): every disk's bus is one the
 //!   machine has (AHCI on `q35` only), every disk's address is [`Machine::disk_address`] of its
-//!   index, and `compatible` grants only on `virt` (the machine with a device tree). A manifest
-//!   not placed has no disk addresses.
+//!   index, every NIC's address [`Machine::nic_address`] of its index (on `virt` the NICs
+//!   follow the disks on the eight virtio-mmio transports, which must hold both), and
+//!   `compatible` grants only on `virt` (the machine with a device tree). A manifest not placed
+//!   has no disk or NIC addresses.
 //!
 //! # Devices, disks and where they are
 //!
@@ -77,7 +82,9 @@
 //! ([`Machine::disk_address`]): disk `i` is on `virt` the virtio-mmio transport of unit `i`
 //! (QEMU's `virtio-mmio-bus.i`, the `i`-th `virtio,mmio` node by address,
 //! `0x1000_1000 + i * 0x1000`), and on `q35` the PCI function `00:(0x10 + i).0`, a
-//! `virtio-blk-pci` or an AHCI controller of its own with the disk on port 0. The other grants
+//! `virtio-blk-pci` or an AHCI controller of its own with the disk on port 0. A `{ nic = ... }`
+//! grant is found at its NIC's address: NIC `i` of a manifest with `D` disks is the
+//! virtio-mmio transport of unit `D + i` on `virt`, PCI `00:(0x18 + i).0` on `q35`. The other grants
 //! name a PCI function by IDs or class and index, or a device-tree node by `compatible` and
 //! unit, as the boot log lists them. Without an IOMMU a driver domain can make its device
 //! write anywhere in memory, so driver domains are trusted, and a manifest marks them.
@@ -132,6 +139,10 @@
 //! size = "64M"               # a multiple of 512 bytes, 1M to 64G
 //! bus = "virtio"             # or "ahci" (x86_64 q35 only)
 //!
+//! [[system.nic]]              # 0 to 4 of them: virtio-net, all on one QEMU hub
+//! name = "net0"              # unique among NICs
+//! mac = "52:54:00:12:35:00"  # optional: unicast, unique; default 52:54:00:12:35:<index>
+//!
 //! [[domain]]
 //! name = "blk"
 //! app = "hello"
@@ -162,6 +173,8 @@
 //! | `system.disk[i].name`        | string, `[a-z0-9-]`    |       | required        |
 //! | `system.disk[i].size`        | size                   | bytes | required        |
 //! | `system.disk[i].bus`         | `"virtio"` or `"ahci"` |       | required        |
+//! | `system.nic[i].name`         | string, `[a-z0-9-]`    |       | required        |
+//! | `system.nic[i].mac`          | `"aa:bb:cc:dd:ee:ff"`  |       | [`default_mac`] |
 //! | `domain[i].driver`           | boolean                |       | `false`         |
 //! | `domain[i].devices`          | array of grants        |       | `[]`            |
 //! | `domain[i].pager`            | table                  |       | none            |
@@ -178,7 +191,7 @@
 //! | `domain[i].pager.ahead`      | integer, 1 to 1024     | pages | `1`             |
 //! | `domain[i].pager.harvest`    | integer, 0 to 1048576  | evictions | `0` (never) |
 //!
-//! A grant is one of `{ disk = "NAME" }`, `{ pci = "VVVV:DDDD", index = N }`,
+//! A grant is one of `{ disk = "NAME" }`, `{ nic = "NAME" }`, `{ pci = "VVVV:DDDD", index = N }`,
 //! `{ pci_class = "CC.SS", index = N }` (hex, as the boot log prints them) or
 //! `{ compatible = "virtio,mmio", unit = N }` (RISC-V only); `index` and `unit` count from 0.
 //!
