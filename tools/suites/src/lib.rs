@@ -98,6 +98,7 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
     // (defmt's `alloc`) and the apps would need an allocator.
     let mut userland_clippy =
         vec!["clippy", "--release", "-p", "libtessera", "-p", "blk_domain", "-p", "blk_client"];
+    userland_clippy.extend(["-p", "virtio_hal"]);
     let app_specs: Vec<String> = system_image::apps::app_names()
         .iter()
         .map(|n| system_image::apps::package_spec(n))
