@@ -239,6 +239,7 @@ fn parses_the_documented_example() {
             ],
             channels: vec![],
             disks: vec![],
+            nics: vec![],
             machine: None,
         }
     );

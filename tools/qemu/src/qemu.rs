@@ -43,6 +43,9 @@ pub struct Boot {
     /// Drives (each the argument of a `-drive`): the disk images of a manifest
     /// ([`system_image::disks`]).
     pub drives: Vec<String>,
+    /// Network backends (each the argument of a `-netdev`): those of a manifest's NICs
+    /// ([`nic_args`]), whose devices are in [`devices`](Self::devices).
+    pub netdevs: Vec<String>,
     /// Every drive made faulty and slow, for tests of drivers' error handling
     /// ([`DiskFaults::drive`]).
     pub disk_faults: Option<DiskFaults>,
@@ -133,18 +136,22 @@ impl Boot {
             dtb: None,
             devices: Vec::new(),
             drives: Vec::new(),
+            netdevs: Vec::new(),
             disk_faults: None,
             nic: None,
         }
     }
 
-    /// Sets this boot up to run `system`: its boot image, its guest memory, and its disks
-    /// attached where the manifest places them.
+    /// Sets this boot up to run `system`: its boot image, its guest memory, and its disks and
+    /// NICs attached where the manifest places them.
     pub fn attach(&mut self, system: &System) -> Result<()> {
         self.initrd = Some(system.image.clone());
         self.memory = system.memory_mib();
         let (drives, devices) = disks::qemu_args(&system.disks)?;
         self.drives.extend(drives);
+        self.devices.extend(devices);
+        let (netdevs, devices) = nic_args(&system.manifest.nics)?;
+        self.netdevs.extend(netdevs);
         self.devices.extend(devices);
         Ok(())
     }
@@ -201,6 +208,9 @@ impl Boot {
                 None => c.arg("-drive").arg(drive),
             };
         }
+        for netdev in &self.netdevs {
+            c.arg("-netdev").arg(netdev);
+        }
         for device in &self.devices {
             c.arg("-device").arg(device);
         }
@@ -224,6 +234,32 @@ impl Boot {
             (Arch::X86_64, _) => "PVH (QEMU -kernel)",
         }
     }
+}
+
+/// The `-netdev` and `-device` arguments of a placed manifest's NICs for a run of one machine:
+/// every NIC a port of QEMU's hub 0 (`hubport`), so they reach each other and nothing else
+/// (no host network, no socket), deterministically under `-icount`. NIC `i` is
+/// `virtio-net-device` on `virtio-mmio-bus.U` on `virt` or `virtio-net-pci` at `addr=` on q35
+/// (its option ROM left out: nothing boots from it), where [`manifest::Machine::nic_address`]
+/// put it, with its MAC.
+pub fn nic_args(nics: &[manifest::NicSpec]) -> Result<(Vec<String>, Vec<String>)> {
+    let mut netdevs = Vec::new();
+    let mut devices = Vec::new();
+    for (i, n) in nics.iter().enumerate() {
+        let id = format!("nic{i}");
+        let mac = manifest::Mac(n.mac);
+        netdevs.push(format!("hubport,id={id},hubid=0"));
+        devices.push(match n.at {
+            Some(manifest::DeviceAddress::Mmio { unit }) => {
+                format!("virtio-net-device,netdev={id},mac={mac},bus=virtio-mmio-bus.{unit}")
+            }
+            Some(manifest::DeviceAddress::Pci { bus: 0, slot, function: 0 }) => {
+                format!("virtio-net-pci,netdev={id},mac={mac},addr={slot:#x},romfile=")
+            }
+            at => anyhow::bail!("NIC {}: cannot attach it at {at:?}", n.name),
+        });
+    }
+    Ok((netdevs, devices))
 }
 
 /// How a boot ended.
@@ -429,6 +465,32 @@ mod tests {
         // A triple fault with -no-reboot exits 0 on x86_64: not the kernel's doing.
         assert_eq!(ending(Arch::X86_64, Some(0)), Ending::Other(Some(0)));
         assert_eq!(ending(Arch::X86_64, None), Ending::Other(None));
+    }
+
+    #[test]
+    fn nics_are_hub_ports_where_the_manifest_places_them() {
+        let text = "[system]\nmemory = \"64M\"\n[[system.disk]]\nname = \"d\"\nsize = \"1M\"\n\
+                    bus = \"virtio\"\n[[system.nic]]\nname = \"a\"\n[[system.nic]]\n\
+                    name = \"b\"\nmac = \"52:54:00:aa:bb:cc\"\n[[domain]]\nname = \"x\"\n\
+                    app = \"hello\"\nmemory = { guaranteed = \"256K\" }\n";
+        let args = |machine| {
+            let m = manifest::parse_for("t.toml", text, &["hello"], machine).unwrap();
+            nic_args(&m.nics).unwrap()
+        };
+        let (netdevs, devices) = args(manifest::Machine::RiscvVirt);
+        assert_eq!(netdevs, ["hubport,id=nic0,hubid=0", "hubport,id=nic1,hubid=0"]);
+        assert_eq!(
+            devices,
+            [
+                "virtio-net-device,netdev=nic0,mac=52:54:00:12:35:00,bus=virtio-mmio-bus.1",
+                "virtio-net-device,netdev=nic1,mac=52:54:00:aa:bb:cc,bus=virtio-mmio-bus.2",
+            ]
+        );
+        let (_, devices) = args(manifest::Machine::Q35);
+        assert_eq!(
+            devices[1],
+            "virtio-net-pci,netdev=nic1,mac=52:54:00:aa:bb:cc,addr=0x19,romfile="
+        );
     }
 
     #[test]

@@ -65,6 +65,9 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
                 d.path.display()
             );
         }
+        for n in &s.manifest.nics {
+            println!("run: NIC {} ({}): a port of QEMU's hub 0", n.name, manifest::Mac(n.mac));
+        }
     }
     b.memory = opts.memory.or(system.as_ref().map(System::memory_mib)).unwrap_or(128);
     let a = artifacts::build(b.arch)?;

@@ -35,6 +35,7 @@ mod cluster;
 mod domains;
 mod drivers;
 mod harness;
+mod net;
 mod paging;
 mod run;
 pub mod sched;
@@ -44,6 +45,7 @@ use address_space::address_space_tests;
 use domains::domain_tests;
 use drivers::drivers_tests;
 use harness::{QemuTest, expect_ending, expect_exit, expect_line, last_lines};
+use net::net_tests;
 use paging::paging_tests;
 use user::user_tests;
 
@@ -100,6 +102,7 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
         vec!["clippy", "--release", "-p", "libtessera", "-p", "blk_domain", "-p", "blk_client"];
     // The network domain's core, which its driver domain will link, built for the targets too.
     userland_clippy.extend(["-p", "net_stack"]);
+    userland_clippy.extend(["-p", "virtio_hal"]);
     let app_specs: Vec<String> = system_image::apps::app_names()
         .iter()
         .map(|n| system_image::apps::package_spec(n))
@@ -675,6 +678,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
     tests.extend(paging_tests(&p, arch));
     tests.extend(address_space_tests(&p, arch));
     tests.extend(drivers_tests(&p, arch));
+    tests.extend(net_tests(&p, arch));
     tests.extend(user_tests(&p, arch));
     // ANCHOR_END: suites
     Ok(tests)
