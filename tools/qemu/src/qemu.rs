@@ -43,19 +43,56 @@ pub struct Boot {
     /// Drives (each the argument of a `-drive`): the disk images of a manifest
     /// ([`system_image::disks`]).
     pub drives: Vec<String>,
-    /// Network backends (each the argument of a `-netdev`): those of a manifest's NICs
-    /// ([`nic_args`]), whose devices are in [`devices`](Self::devices).
-    pub netdevs: Vec<String>,
+    /// The machine's NICs, in the manifest's order ([`attach`](Self::attach)); each is a port
+    /// of QEMU's hub 0 unless it is the one plugged into [`nic`](Self::nic)'s switch.
+    pub nics: Vec<NicDevice>,
     /// Every drive made faulty and slow, for tests of drivers' error handling
     /// ([`DiskFaults::drive`]).
     pub disk_faults: Option<DiskFaults>,
-    /// A network card plugged into a VDE switch; `None`: no network (`-nic none`).
+    /// The machine's plug into a VDE switch (a cluster's node): the manifest's first NIC goes
+    /// there with the plug's MAC, or an unclaimed card if the manifest has none; `None`: the
+    /// NICs reach only each other, on QEMU's hub.
     pub nic: Option<Nic>,
 }
 
-/// A virtio-net card on a VDE switch (`-netdev vde`): `virtio-net-device` on RISC-V `virt`
-/// (on a free virtio-mmio transport: the disks name theirs), `virtio-net-pci` on x86_64 (a free
-/// PCI slot; the disks name theirs).
+/// One virtio-net card of a machine: its MAC and its slot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NicDevice {
+    /// The card's MAC address.
+    pub mac: [u8; 6],
+    /// Where the card is.
+    pub slot: NicSlot,
+}
+
+impl NicDevice {
+    /// The cards of a placed manifest's NICs, where it put them.
+    pub fn of_manifest(nics: &[manifest::NicSpec]) -> Result<Vec<NicDevice>> {
+        let card = |n: &manifest::NicSpec| {
+            let slot = match n.at {
+                Some(manifest::DeviceAddress::Mmio { unit }) => NicSlot::Mmio(unit),
+                Some(manifest::DeviceAddress::Pci { bus: 0, slot, function: 0 }) => {
+                    NicSlot::Pci(slot)
+                }
+                at => anyhow::bail!("NIC {}: cannot attach it at {at:?}", n.name),
+            };
+            Ok(NicDevice { mac: n.mac, slot })
+        };
+        nics.iter().map(card).collect()
+    }
+}
+
+/// Where a virtio-net card sits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NicSlot {
+    /// On `virt`'s virtio-mmio transport `U` (`virtio-mmio-bus.U`), where the manifest put it.
+    Mmio(u16),
+    /// At q35's PCI slot `00:S.0`, where the manifest put it.
+    Pci(u8),
+    /// On a free transport or slot: the card of a cluster's node whose manifest has no NIC.
+    Free,
+}
+
+/// A machine's plug into a VDE switch (`-netdev vde`), taken by its first NIC ([`nic_args`]).
 /// Only a Unix socket: nothing on the host's interfaces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Nic {
@@ -75,20 +112,6 @@ impl Nic {
     /// The MAC as QEMU writes it, `52:54:00:12:34:01`.
     pub fn mac_text(&self) -> String {
         self.mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
-    }
-
-    /// The `-netdev` and `-device` arguments for `arch`.
-    fn args(&self, arch: Arch) -> [String; 4] {
-        let device = match arch {
-            Arch::Riscv64 => "virtio-net-device",
-            Arch::X86_64 => "virtio-net-pci",
-        };
-        [
-            "-netdev".into(),
-            format!("vde,id=net0,sock={}", self.switch.display()),
-            "-device".into(),
-            format!("{device},netdev=net0,mac={}", self.mac_text()),
-        ]
     }
 }
 
@@ -136,7 +159,7 @@ impl Boot {
             dtb: None,
             devices: Vec::new(),
             drives: Vec::new(),
-            netdevs: Vec::new(),
+            nics: Vec::new(),
             disk_faults: None,
             nic: None,
         }
@@ -150,9 +173,7 @@ impl Boot {
         let (drives, devices) = disks::qemu_args(&system.disks)?;
         self.drives.extend(drives);
         self.devices.extend(devices);
-        let (netdevs, devices) = nic_args(&system.manifest.nics)?;
-        self.netdevs.extend(netdevs);
-        self.devices.extend(devices);
+        self.nics.extend(NicDevice::of_manifest(&system.manifest.nics)?);
         Ok(())
     }
 
@@ -199,23 +220,20 @@ impl Boot {
             c.arg("-dtb").arg(crate::dtb::path(changes));
         }
         c.args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"]);
-        if self.nic.is_none() {
-            c.args(["-nic", "none"]);
-        }
+        c.args(["-nic", "none"]);
         for drive in &self.drives {
             match &self.disk_faults {
                 Some(faults) => c.arg("-drive").arg(faults.drive(drive)),
                 None => c.arg("-drive").arg(drive),
             };
         }
-        for netdev in &self.netdevs {
-            c.arg("-netdev").arg(netdev);
-        }
         for device in &self.devices {
             c.arg("-device").arg(device);
         }
-        if let Some(nic) = &self.nic {
-            c.args(nic.args(self.arch));
+        let (netdevs, devices) = nic_args(self.arch, &self.nics, self.nic.as_ref());
+        for (netdev, device) in netdevs.iter().zip(&devices) {
+            c.arg("-netdev").arg(netdev);
+            c.arg("-device").arg(device);
         }
         if self.icount {
             c.args(["-icount", "shift=0,sleep=off"]);
@@ -236,30 +254,42 @@ impl Boot {
     }
 }
 
-/// The `-netdev` and `-device` arguments of a placed manifest's NICs for a run of one machine:
-/// every NIC a port of QEMU's hub 0 (`hubport`), so they reach each other and nothing else
-/// (no host network, no socket), deterministically under `-icount`. NIC `i` is
-/// `virtio-net-device` on `virtio-mmio-bus.U` on `virt` or `virtio-net-pci` at `addr=` on q35
-/// (its option ROM left out: nothing boots from it), where [`manifest::Machine::nic_address`]
-/// put it, with its MAC.
-pub fn nic_args(nics: &[manifest::NicSpec]) -> Result<(Vec<String>, Vec<String>)> {
+/// The `-netdev` and `-device` arguments of a machine's NICs. Every NIC is a port of QEMU's
+/// hub 0 (`hubport`), so the NICs of one machine reach each other and nothing else (no host
+/// network, no socket), deterministically under `-icount`; with a `plug`, the first NIC is
+/// plugged into the plug's VDE switch instead, with the plug's MAC (a Unix socket: nothing on
+/// the host's interfaces), an unclaimed card if the machine has none. A card is
+/// `virtio-net-device` on `virt` (on `virtio-mmio-bus.U` where the manifest put it) or
+/// `virtio-net-pci` on q35 (at `addr=` where the manifest put it, its option ROM left out:
+/// nothing boots from it).
+pub fn nic_args(arch: Arch, nics: &[NicDevice], plug: Option<&Nic>) -> (Vec<String>, Vec<String>) {
+    let unclaimed = [NicDevice { mac: [0; 6], slot: NicSlot::Free }];
+    let nics = match (nics.is_empty(), plug) {
+        (true, Some(_)) => &unclaimed[..],
+        _ => nics,
+    };
     let mut netdevs = Vec::new();
     let mut devices = Vec::new();
     for (i, n) in nics.iter().enumerate() {
         let id = format!("nic{i}");
-        let mac = manifest::Mac(n.mac);
-        netdevs.push(format!("hubport,id={id},hubid=0"));
-        devices.push(match n.at {
-            Some(manifest::DeviceAddress::Mmio { unit }) => {
+        let (netdev, mac) = match plug {
+            Some(p) if i == 0 => (format!("vde,id={id},sock={}", p.switch.display()), p.mac),
+            _ => (format!("hubport,id={id},hubid=0"), n.mac),
+        };
+        let mac = manifest::Mac(mac);
+        netdevs.push(netdev);
+        devices.push(match (arch, n.slot) {
+            (_, NicSlot::Mmio(unit)) => {
                 format!("virtio-net-device,netdev={id},mac={mac},bus=virtio-mmio-bus.{unit}")
             }
-            Some(manifest::DeviceAddress::Pci { bus: 0, slot, function: 0 }) => {
+            (_, NicSlot::Pci(slot)) => {
                 format!("virtio-net-pci,netdev={id},mac={mac},addr={slot:#x},romfile=")
             }
-            at => anyhow::bail!("NIC {}: cannot attach it at {at:?}", n.name),
+            (Arch::Riscv64, NicSlot::Free) => format!("virtio-net-device,netdev={id},mac={mac}"),
+            (Arch::X86_64, NicSlot::Free) => format!("virtio-net-pci,netdev={id},mac={mac}"),
         });
     }
-    Ok((netdevs, devices))
+    (netdevs, devices)
 }
 
 /// How a boot ended.
@@ -473,11 +503,14 @@ mod tests {
                     bus = \"virtio\"\n[[system.nic]]\nname = \"a\"\n[[system.nic]]\n\
                     name = \"b\"\nmac = \"52:54:00:aa:bb:cc\"\n[[domain]]\nname = \"x\"\n\
                     app = \"hello\"\nmemory = { guaranteed = \"256K\" }\n";
-        let args = |machine| {
+        let boot = |arch, machine| {
             let m = manifest::parse_for("t.toml", text, &["hello"], machine).unwrap();
-            nic_args(&m.nics).unwrap()
+            let mut b = Boot::new(arch);
+            b.nics = NicDevice::of_manifest(&m.nics).unwrap();
+            b
         };
-        let (netdevs, devices) = args(manifest::Machine::RiscvVirt);
+        let b = boot(Arch::Riscv64, manifest::Machine::RiscvVirt);
+        let (netdevs, devices) = nic_args(b.arch, &b.nics, None);
         assert_eq!(netdevs, ["hubport,id=nic0,hubid=0", "hubport,id=nic1,hubid=0"]);
         assert_eq!(
             devices,
@@ -486,11 +519,17 @@ mod tests {
                 "virtio-net-device,netdev=nic1,mac=52:54:00:aa:bb:cc,bus=virtio-mmio-bus.2",
             ]
         );
-        let (_, devices) = args(manifest::Machine::Q35);
+        let mut x = boot(Arch::X86_64, manifest::Machine::Q35);
+        let (_, devices) = nic_args(x.arch, &x.nics, None);
         assert_eq!(
             devices[1],
             "virtio-net-pci,netdev=nic1,mac=52:54:00:aa:bb:cc,addr=0x19,romfile="
         );
+        // A cluster's node: its first NIC goes to the switch with the node's MAC.
+        x.nic = Some(Nic { switch: "/t/sw1".into(), mac: Nic::mac_of(0) });
+        let (netdevs, devices) = nic_args(x.arch, &x.nics, x.nic.as_ref());
+        assert_eq!(netdevs, ["vde,id=nic0,sock=/t/sw1", "hubport,id=nic1,hubid=0"]);
+        assert!(devices[0].starts_with("virtio-net-pci,netdev=nic0,mac=52:54:00:12:34:01,addr="));
     }
 
     #[test]
@@ -519,28 +558,28 @@ mod tests {
     }
 
     #[test]
-    fn a_nic_plugs_into_its_vde_switch() {
+    fn a_machine_without_nics_plugs_an_unclaimed_card_into_its_vde_switch() {
         let a = Artifacts { arch: Arch::Riscv64, kernel: "k".into(), firmware: None };
         let args = |b: &Boot| {
             b.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect::<Vec<_>>()
         };
         let mut b = Boot::new(Arch::Riscv64);
-        assert!(args(&b).join(" ").contains("-nic none"));
+        let joined = args(&b).join(" ");
+        assert!(joined.contains("-nic none") && !joined.contains("-netdev"), "{joined}");
         b.devices = vec!["virtio-blk-device,drive=disk0".into()];
         b.nic = Some(Nic { switch: "/t/sw0".into(), mac: Nic::mac_of(2) });
         let joined = args(&b).join(" ");
-        assert!(!joined.contains("-nic none"), "{joined}");
         assert!(
             joined.ends_with(
-                "-device virtio-blk-device,drive=disk0 -netdev vde,id=net0,sock=/t/sw0 \
-                 -device virtio-net-device,netdev=net0,mac=52:54:00:12:34:03"
+                "-device virtio-blk-device,drive=disk0 -netdev vde,id=nic0,sock=/t/sw0 \
+                 -device virtio-net-device,netdev=nic0,mac=52:54:00:12:34:03"
             ),
             "{joined}"
         );
         let mut x = Boot::new(Arch::X86_64);
         x.nic = Some(Nic { switch: "/t/sw1".into(), mac: Nic::mac_of(0) });
         let joined = args(&x).join(" ");
-        assert!(joined.contains("-device virtio-net-pci,netdev=net0,mac=52:54:00:12:34:01"));
+        assert!(joined.contains("-device virtio-net-pci,netdev=nic0,mac=52:54:00:12:34:01"));
     }
 
     #[test]
