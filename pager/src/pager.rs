@@ -856,3 +856,44 @@ impl ResidentMap {
         rest.iter().enumerate().filter(|(_, f)| **f != 0).map(move |(i, _)| page + i)
     }
 }
+
+#[cfg(test)]
+mod resident_map_tests {
+    use super::{Resident, ResidentMap};
+    use alloc::vec::Vec;
+
+    fn on(frame: usize) -> Resident {
+        Resident { frame, dirty: false, locked: false, writable: false }
+    }
+
+    #[test]
+    fn pages_are_found_by_page_moved_removed_and_listed_in_page_order() {
+        let mut m = ResidentMap::new(100, 4);
+        assert!(m.is_empty() && m.get(0).is_none() && m.get(100).is_none());
+        m.insert(70, on(0));
+        m.insert(3, on(2));
+        m.insert(41, on(3));
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.get(3).map(|r| r.frame), Some(2));
+        assert!(m.contains(70) && !m.contains(69) && !m.contains(1000));
+        m.get_mut(41).expect("resident").dirty = true;
+        assert_eq!(
+            m.get(41),
+            Some(&Resident { frame: 3, dirty: true, locked: false, writable: false })
+        );
+        assert_eq!(m.pages_from(0).collect::<Vec<_>>(), [3, 41, 70]);
+        assert_eq!(m.pages_from(4).collect::<Vec<_>>(), [41, 70]);
+        assert_eq!(m.pages_from(71).count(), 0);
+        assert_eq!(m.pages_from(500).count(), 0);
+        // Page 3 moves to frame 1: frame 2 holds nothing any more.
+        m.insert(3, on(1));
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.get(3).map(|r| r.frame), Some(1));
+        assert!(m.by_frame[2].is_none());
+        assert_eq!(m.remove(70).map(|r| r.frame), Some(0));
+        assert_eq!(m.remove(70), None);
+        assert_eq!(m.len(), 2);
+        assert!(!m.contains(70) && m.by_frame[0].is_none());
+        assert_eq!(m.pages_from(0).collect::<Vec<_>>(), [3, 41]);
+    }
+}
