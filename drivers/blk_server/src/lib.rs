@@ -14,11 +14,15 @@
 //!
 //! # One dispatch route
 //! Every validated request goes to the dispatch [`stage`]'s scheduler ([`disk_sched::Scheduler`]),
-//! then through a ready queue to the device. The device *has room* while fewer requests are
-//! there (or done there and held for the model's time) than the stage lets it have at once
-//! ([`stage::Stage::at_once`]); while it has room the ready queue's head is submitted, and when
-//! the ready queue is empty the scheduler is asked for the next request. A request the device
-//! refuses as full stays at the ready queue's head until a completion.
+//! and what it dispatches to the device; a ready queue in front of the device holds flushes
+//! around a scheduler that reorders, and a request the device refused as full. The device *has
+//! room* while fewer requests are there (or done there and held for the model's time) than the
+//! stage lets it have at once ([`stage::Stage::at_once`]); while it has room the ready queue's
+//! head is submitted, and when the ready queue is empty the scheduler is asked for the next
+//! request, which goes straight to the device, if it may dispatch one (a scheduler that serves
+//! in arrival order while it holds a request; another when anything it decides on changed or
+//! its wait is over). A request the device refuses as full stays at the ready queue's head
+//! until a completion.
 //! - Made [`Server::new`], the scheduler is [`disk_sched::FcfsQueue`]: first come, first
 //!   served, as many at the device as it holds, flushes in their place, no clock: a queue of
 //!   [`Config::queue_len`] in front of the device.
