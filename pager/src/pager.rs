@@ -6,7 +6,6 @@
 //! the frames.
 
 use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -91,7 +90,7 @@ pub struct Pager {
     cache: Box<dyn CacheManager>,
     app: Box<dyn AppHandler>,
     pages: usize,
-    resident: BTreeMap<usize, Resident>,
+    resident: ResidentMap,
     free: Vec<usize>,
     /// Whether a page's contents are stored below (else it is zero or resident only).
     has_content: Vec<bool>,
@@ -221,7 +220,7 @@ impl Pager {
             cache,
             app,
             pages,
-            resident: BTreeMap::new(),
+            resident: ResidentMap::new(pages, count),
             free: (0..count).rev().collect(),
             has_content: vec![false; pages],
             evicted_at: vec![0; pages],
@@ -255,17 +254,17 @@ impl Pager {
 
     /// `page`'s residency, if it is resident.
     pub fn resident(&self, page: usize) -> Option<Resident> {
-        self.resident.get(&page).copied()
+        self.resident.get(page).copied()
     }
 
     /// The resident pages, in page order.
     pub fn resident_pages(&self) -> impl Iterator<Item = usize> + '_ {
-        self.resident.keys().copied()
+        self.resident.pages_from(0)
     }
 
     /// The resident pages from `page` on, in page order.
     pub fn resident_pages_from(&self, page: usize) -> impl Iterator<Item = usize> + '_ {
-        self.resident.range(page..).map(|(&p, _)| p)
+        self.resident.pages_from(page)
     }
 
     /// The pages lost (their numbers within the stretch), in the order they were lost.
@@ -329,7 +328,7 @@ impl Pager {
             Wait::Nothing => Step::Done(Err(PagerError::BadConfig("no frame operation asked"))),
             Wait::Protect => {
                 let Call::Fault { page, write, .. } = self.job.call else { return self.idle() };
-                if let Some(r) = self.resident.get_mut(&page) {
+                if let Some(r) = self.resident.get_mut(page) {
                     r.writable = true;
                     r.dirty |= write;
                 }
@@ -370,7 +369,7 @@ impl Pager {
             return Err(PagerError::BadConfig("no fill asked"));
         };
         let resident = &self.resident;
-        let fetched = self.cache.fetch(page, buf, &|p| resident.contains_key(&p))?;
+        let fetched = self.cache.fetch(page, buf, &|p| resident.contains(p))?;
         self.job.stored_dirty = Some(fetched.dirty);
         self.job.outcome.source = match fetched.found {
             Found::Disk => Source::Miss,
@@ -418,7 +417,7 @@ impl Pager {
         }
         self.stats.faults += 1;
         self.start(Call::Fault { page, write, lock });
-        if let Some(r) = self.resident.get_mut(&page) {
+        if let Some(r) = self.resident.get_mut(page) {
             self.policy.accessed(page);
             let frame = r.frame;
             self.job.frame = Some(frame);
@@ -479,7 +478,7 @@ impl Pager {
             // was written), and the policy hears of it as accessed, so it is not chosen again
             // at once. A victim the disk could not store gives way to another.
             Wait::Evict { victim, .. } => {
-                if let Some(r) = self.resident.get_mut(&victim) {
+                if let Some(r) = self.resident.get_mut(victim) {
                     r.dirty |= self.job.victim_written;
                 }
                 self.policy.accessed(victim);
@@ -548,7 +547,7 @@ impl Pager {
         let Some(victim) = self.policy.victim() else {
             return self.evicted(Err(PagerError::AllFramesLocked));
         };
-        let Some(&r) = self.resident.get(&victim) else {
+        let Some(&r) = self.resident.get(victim) else {
             let why = "the policy chose a page that is not resident";
             return self.evicted(Err(PagerError::BadConfig(why)));
         };
@@ -568,7 +567,7 @@ impl Pager {
         }
         self.stats.evictions += 1;
         self.since_harvest = self.since_harvest.saturating_add(1);
-        self.resident.remove(&victim);
+        self.resident.remove(victim);
         self.policy.unmapped(victim);
         self.job.outcome.evicted += 1;
         self.job.outcome.evicted_dirty += u32::from(dirty);
@@ -673,7 +672,7 @@ impl Pager {
             return self.idle();
         };
         if lock {
-            if let Some(r) = self.resident.get_mut(&page) {
+            if let Some(r) = self.resident.get_mut(page) {
                 r.locked = true;
             }
             self.policy.locked(page);
@@ -745,7 +744,7 @@ impl Pager {
 
     /// Lets a locked page be evicted again.
     pub fn unlock(&mut self, page: usize) {
-        if let Some(r) = self.resident.get_mut(&page) {
+        if let Some(r) = self.resident.get_mut(page) {
             r.locked = false;
             self.policy.unlocked(page);
         }
@@ -769,5 +768,132 @@ impl Pager {
     /// The pager's counts.
     pub fn stats(&self) -> PagerStats {
         PagerStats { cache: self.cache.stats(), disk: self.cache.disk_stats(), ..self.stats }
+    }
+}
+
+/// The resident pages: for each page of the stretch the frame it is on, and for each frame the
+/// page on it and its residency, so that a fault finds, adds and removes a page's residency by
+/// indexing, with no search (4 bytes a page of the stretch, as the eviction counts, and 24 a
+/// frame). The pages in order are a scan of the stretch's pages (a harvest of accessed bits).
+#[derive(Debug)]
+struct ResidentMap {
+    /// By page: its frame plus one, 0 if it is not resident.
+    frame_of: Vec<u32>,
+    /// By frame: the page on it and its residency, if a page is resident on it.
+    by_frame: Vec<Option<(usize, Resident)>>,
+    /// How many pages are resident.
+    count: usize,
+}
+
+impl ResidentMap {
+    /// For a stretch of `pages` pages over frames `0..frames`.
+    ///
+    /// # Panics
+    /// If there are `u32::MAX` frames or more.
+    fn new(pages: usize, frames: usize) -> ResidentMap {
+        assert!(frames < u32::MAX as usize, "frames are numbered in 32 bits");
+        ResidentMap { frame_of: vec![0; pages], by_frame: vec![None; frames], count: 0 }
+    }
+
+    #[inline]
+    fn frame(&self, page: usize) -> Option<usize> {
+        let f = *self.frame_of.get(page)?;
+        (f != 0).then(|| f as usize - 1)
+    }
+
+    #[inline]
+    fn get(&self, page: usize) -> Option<&Resident> {
+        let f = self.frame(page)?;
+        self.by_frame.get(f)?.as_ref().map(|(_, r)| r)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, page: usize) -> Option<&mut Resident> {
+        let f = self.frame(page)?;
+        self.by_frame.get_mut(f)?.as_mut().map(|(_, r)| r)
+    }
+
+    #[inline]
+    fn contains(&self, page: usize) -> bool {
+        self.frame(page).is_some()
+    }
+
+    /// Makes `page` resident as `r` (on `r.frame`, which no other page is on).
+    #[inline]
+    fn insert(&mut self, page: usize, r: Resident) {
+        if let Some(old) = self.frame(page) {
+            self.by_frame[old] = None;
+            self.count -= 1;
+        }
+        if self.by_frame.len() <= r.frame {
+            self.by_frame.resize(r.frame + 1, None);
+        }
+        self.frame_of[page] = r.frame as u32 + 1;
+        self.by_frame[r.frame] = Some((page, r));
+        self.count += 1;
+    }
+
+    /// `page` is no longer resident.
+    #[inline]
+    fn remove(&mut self, page: usize) -> Option<Resident> {
+        let f = self.frame(page)?;
+        self.frame_of[page] = 0;
+        self.count -= 1;
+        self.by_frame[f].take().map(|(_, r)| r)
+    }
+
+    fn len(&self) -> usize {
+        self.count
+    }
+
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The resident pages from `page` on, in page order.
+    fn pages_from(&self, page: usize) -> impl Iterator<Item = usize> + '_ {
+        let rest = self.frame_of.get(page..).unwrap_or(&[]);
+        rest.iter().enumerate().filter(|(_, f)| **f != 0).map(move |(i, _)| page + i)
+    }
+}
+
+#[cfg(test)]
+mod resident_map_tests {
+    use super::{Resident, ResidentMap};
+    use alloc::vec::Vec;
+
+    fn on(frame: usize) -> Resident {
+        Resident { frame, dirty: false, locked: false, writable: false }
+    }
+
+    #[test]
+    fn pages_are_found_by_page_moved_removed_and_listed_in_page_order() {
+        let mut m = ResidentMap::new(100, 4);
+        assert!(m.is_empty() && m.get(0).is_none() && m.get(100).is_none());
+        m.insert(70, on(0));
+        m.insert(3, on(2));
+        m.insert(41, on(3));
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.get(3).map(|r| r.frame), Some(2));
+        assert!(m.contains(70) && !m.contains(69) && !m.contains(1000));
+        m.get_mut(41).expect("resident").dirty = true;
+        assert_eq!(
+            m.get(41),
+            Some(&Resident { frame: 3, dirty: true, locked: false, writable: false })
+        );
+        assert_eq!(m.pages_from(0).collect::<Vec<_>>(), [3, 41, 70]);
+        assert_eq!(m.pages_from(4).collect::<Vec<_>>(), [41, 70]);
+        assert_eq!(m.pages_from(71).count(), 0);
+        assert_eq!(m.pages_from(500).count(), 0);
+        // Page 3 moves to frame 1: frame 2 holds nothing any more.
+        m.insert(3, on(1));
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.get(3).map(|r| r.frame), Some(1));
+        assert!(m.by_frame[2].is_none());
+        assert_eq!(m.remove(70).map(|r| r.frame), Some(0));
+        assert_eq!(m.remove(70), None);
+        assert_eq!(m.len(), 2);
+        assert!(!m.contains(70) && m.by_frame[0].is_none());
+        assert_eq!(m.pages_from(0).collect::<Vec<_>>(), [3, 41]);
     }
 }

@@ -63,14 +63,17 @@ struct Pair {
 impl Channels for Pair {
     type Error = ChannelError;
 
+    #[inline]
     fn try_recv(&mut self, buf: &mut [u8]) -> Result<Option<usize>, ChannelError> {
         self.rx.try_recv(buf)
     }
 
+    #[inline]
     fn sender_gone(&self) -> bool {
         self.rx.is_closed()
     }
 
+    #[inline]
     fn try_send(&mut self, msg: &[u8]) -> Result<bool, SendError<ChannelError>> {
         self.tx.try_send(msg).map_err(|e| match e {
             ChannelError::Closed => SendError::Closed,
@@ -86,26 +89,32 @@ struct Domain {
 }
 
 impl DriverDomain for Domain {
+    #[inline]
     fn now_ns(&self) -> u64 {
         tessera::clock::now_ns()
     }
 
+    #[inline]
     fn interrupts(&self) -> u64 {
         events::value(self.irq)
     }
 
+    #[inline]
     fn interrupt_signalled_ns(&self) -> u64 {
         tessera::dcb().interrupt_ns[self.device].load(Ordering::Acquire)
     }
 
+    #[inline]
     fn ack_interrupt(&mut self) {
         let _ = syscall::irq_ack(self.irq);
     }
 
+    #[inline]
     fn set_device_busy(&mut self, busy: bool) {
         tessera::dcb().device_busy[self.device].store(u64::from(busy), Ordering::Release);
     }
 
+    #[inline]
     fn block(&mut self, until_ns: u64) {
         let _ = syscall::block(until_ns);
     }

@@ -14,11 +14,15 @@
 //!
 //! # One dispatch route
 //! Every validated request goes to the dispatch [`stage`]'s scheduler ([`disk_sched::Scheduler`]),
-//! then through a ready queue to the device. The device *has room* while fewer requests are
-//! there (or done there and held for the model's time) than the stage lets it have at once
-//! ([`stage::Stage::at_once`]); while it has room the ready queue's head is submitted, and when
-//! the ready queue is empty the scheduler is asked for the next request. A request the device
-//! refuses as full stays at the ready queue's head until a completion.
+//! and what it dispatches to the device; a ready queue in front of the device holds flushes
+//! around a scheduler that reorders, and a request the device refused as full. The device *has
+//! room* while fewer requests are there (or done there and held for the model's time) than the
+//! stage lets it have at once ([`stage::Stage::at_once`]); while it has room the ready queue's
+//! head is submitted, and when the ready queue is empty the scheduler is asked for the next
+//! request, which goes straight to the device, if it may dispatch one (a scheduler that serves
+//! in arrival order while it holds a request; another when anything it decides on changed or
+//! its wait is over). A request the device refuses as full stays at the ready queue's head
+//! until a completion.
 //! - Made [`Server::new`], the scheduler is [`disk_sched::FcfsQueue`]: first come, first
 //!   served, as many at the device as it holds, flushes in their place, no clock: a queue of
 //!   [`Config::queue_len`] in front of the device.
@@ -466,54 +470,70 @@ impl<D: BlockDevice> Server<D> {
 
     /// Whether the device has room: fewer requests there (or held there for the model) than
     /// the stage lets it have at once.
+    #[inline]
     fn device_has_room(&self) -> bool {
         self.device_busy < self.stage.at_once().min(self.tags.len())
     }
 
     /// The one dispatch route: while the device has room, submits the ready queue's head, and
     /// when that is empty asks the scheduler for the next request.
+    #[inline]
     fn pump(&mut self) {
+        // Nothing bound for the device and nothing the scheduler would dispatch (after most
+        // completions, and on most passes of the serving loop): known without a call.
+        if self.ready.is_empty() && !self.stage.may_dispatch(self.now_ns) {
+            return;
+        }
+        self.pump_ready();
+    }
+
+    /// [`Server::pump`] when there may be something to submit: the ready queue's head, else
+    /// what the scheduler dispatches, submitted straight to the device (it joins the ready
+    /// queue only if the device refuses it as full).
+    fn pump_ready(&mut self) {
         let now = self.now_ns;
         // Each pass submits, drops or stops, so it ends.
-        loop {
-            while self.device_has_room() {
-                let Some(ready) = self.ready.pop_front() else { break };
-                let failed = match self.device.submit(ready.dreq) {
-                    Ok(tag) => {
-                        let dispatched = ready.scheduled.map(|r| self.stage.started(r, now));
-                        let recorded = self.record(tag, ready.owner, dispatched);
-                        if let (false, Some(d)) = (recorded, dispatched) {
-                            self.stage.dropped(d.r(), now);
-                        }
-                        !recorded
-                    }
-                    Err(DeviceError::Full) => {
-                        self.ready.push_front(ready);
+        while self.device_has_room() {
+            let ready = match self.ready.pop_front() {
+                Some(ready) => ready,
+                None => {
+                    if !self.stage.may_dispatch(now) {
                         return;
                     }
-                    Err(_) => {
-                        if let Some(r) = ready.scheduled {
-                            self.stage.dropped(r, now);
-                        }
-                        true
+                    let Some((r, owner, dreq)) = self.stage.next(now) else { return };
+                    if self.clients[owner.client].generation != owner.generation {
+                        self.stage.dropped(r, now);
+                        self.stats.dropped += 1;
+                        continue;
                     }
-                };
-                if failed {
-                    self.clients[ready.owner.client].in_flight -= 1;
-                    let response = Response::plain(ready.owner.id, Err(BlkError::Device));
-                    self.outbox.push_back((ready.owner.client, response));
+                    Ready { owner, dreq, scheduled: Some(r) }
                 }
+            };
+            let failed = match self.device.submit(ready.dreq) {
+                Ok(tag) => {
+                    let dispatched = ready.scheduled.map(|r| self.stage.started(r, now));
+                    let recorded = self.record(tag, ready.owner, dispatched);
+                    if let (false, Some(d)) = (recorded, dispatched) {
+                        self.stage.dropped(d.r(), now);
+                    }
+                    !recorded
+                }
+                Err(DeviceError::Full) => {
+                    self.ready.push_front(ready);
+                    return;
+                }
+                Err(_) => {
+                    if let Some(r) = ready.scheduled {
+                        self.stage.dropped(r, now);
+                    }
+                    true
+                }
+            };
+            if failed {
+                self.clients[ready.owner.client].in_flight -= 1;
+                let response = Response::plain(ready.owner.id, Err(BlkError::Device));
+                self.outbox.push_back((ready.owner.client, response));
             }
-            if !self.ready.is_empty() || !self.device_has_room() {
-                return;
-            }
-            let Some((r, owner, dreq)) = self.stage.next(now) else { return };
-            if self.clients[owner.client].generation != owner.generation {
-                self.stage.dropped(r, now);
-                self.stats.dropped += 1;
-                continue;
-            }
-            self.ready.push_back(Ready { owner, dreq, scheduled: Some(r) });
         }
     }
 

@@ -66,6 +66,11 @@ pub struct StageStats {
 pub struct Stage {
     scheduler: Box<dyn Scheduler>,
     model: Option<DiskModel>,
+    /// How many of its requests the device may hold at once: the scheduler's
+    /// ([`Scheduler::at_once`]), one with a model; asked once, as it never changes.
+    at_once: usize,
+    /// Whether the scheduler serves in arrival order ([`Scheduler::in_order`]); asked once.
+    in_order: bool,
     /// By token: the request the scheduler holds, and whom it answers.
     waiting: Vec<Option<(Pending, DeviceRequest)>>,
     /// How many tokens are taken.
@@ -99,9 +104,13 @@ impl Stage {
         capacity: usize,
         clock: Option<fn() -> u64>,
     ) -> Stage {
+        let at_once = if model.is_some() { 1 } else { scheduler.at_once() };
+        let in_order = scheduler.in_order();
         Stage {
             scheduler,
             model,
+            at_once,
+            in_order,
             waiting: vec![None; capacity.max(1)],
             held: 0,
             wake_ns: None,
@@ -130,19 +139,22 @@ impl Stage {
     /// Whether the stage decides by the clock (a scheduler that reorders or waits, or a disk
     /// model): then the app tells the server the time (`Server::set_now`), and the stage has
     /// waits, periods and a cost to report.
+    #[inline]
     pub fn keeps_time(&self) -> bool {
-        self.model.is_some() || !self.scheduler.in_order()
+        self.model.is_some() || !self.in_order
     }
 
     /// How many of its requests the device may hold at once: the scheduler's, and one with a
     /// model.
+    #[inline]
     pub fn at_once(&self) -> usize {
-        if self.model.is_some() { 1 } else { self.scheduler.at_once() }
+        self.at_once
     }
 
     /// Whether flushes go through the scheduler (in their place among the other requests).
+    #[inline]
     pub(crate) fn takes_flushes(&self) -> bool {
-        self.scheduler.in_order()
+        self.in_order
     }
 
     /// How many requests the scheduler holds.
@@ -182,6 +194,7 @@ impl Stage {
 
     /// Takes `dreq` for `owner` at `now_ns`, its sectors `sector_size` bytes each; false if
     /// the stage or the client's share of the scheduler is full.
+    #[inline]
     pub(crate) fn arrive(
         &mut self,
         owner: Pending,
@@ -218,11 +231,23 @@ impl Stage {
         });
     }
 
+    /// Whether the scheduler may dispatch at `now_ns`: one that serves in arrival order when
+    /// it holds a request; another when anything it decides on changed since it was last
+    /// asked, or its wait is over (else it would give the same answer).
+    #[inline]
+    pub(crate) fn may_dispatch(&self, now_ns: u64) -> bool {
+        if self.in_order {
+            self.held > 0
+        } else {
+            self.changed || self.wake_ns.is_some_and(|w| now_ns >= w)
+        }
+    }
+
     /// The request the scheduler dispatches at `now_ns`, if it does; notes its wait
     /// otherwise. Asked only while the device has room.
+    #[inline]
     pub(crate) fn next(&mut self, now_ns: u64) -> Option<(sched::Pending, Pending, DeviceRequest)> {
-        // Nothing changed and the wait (or idleness) is not over: the same answer.
-        if !self.changed && self.wake_ns.is_none_or(|w| now_ns < w) {
+        if !self.may_dispatch(now_ns) {
             return None;
         }
         self.changed = false;
@@ -244,6 +269,7 @@ impl Stage {
     }
 
     /// `r` went to the device at `now_ns`.
+    #[inline]
     pub(crate) fn started(&mut self, r: sched::Pending, now_ns: u64) -> Dispatched {
         let end_ns = self.model.as_mut().map(|m| {
             let op = if r.read { ModelOp::Read } else { ModelOp::Write };
@@ -262,6 +288,7 @@ impl Stage {
 
     /// `d` is complete for its client at `now_ns` (the device has finished it, and the
     /// model's time, if any, has come): the scheduler is told.
+    #[inline]
     pub(crate) fn completed(&mut self, d: Dispatched, now_ns: u64) {
         let service = d.end_ns.map_or(now_ns, |end| end).saturating_sub(d.start_ns);
         let done_at = d.end_ns.unwrap_or(now_ns);

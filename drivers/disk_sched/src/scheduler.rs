@@ -42,13 +42,16 @@ use disk_model::DiskModel;
 /// are at the disk at a time (one, but for [`FcfsQueue`]).
 pub trait Scheduler {
     /// How many of its requests the disk may hold at once: the server dispatches only while
-    /// fewer are at the device. One for every scheduler that reorders or times the disk.
+    /// fewer are at the device. One for every scheduler that reorders or times the disk. A
+    /// property of the scheduler, never changing: the block server asks once.
     fn at_once(&self) -> usize {
         1
     }
     /// Whether it serves in arrival order with no regard to time or place: then it needs no
-    /// clock, and a flush takes its place among the other requests (a scheduler that reorders
-    /// has flushes go first, around it).
+    /// clock, it dispatches whenever it holds a request (so the block server asks it for the
+    /// next only then), and a flush takes its place among the other requests (a scheduler
+    /// that reorders has flushes go first, around it). A property of the scheduler, never
+    /// changing: the block server asks once.
     fn in_order(&self) -> bool {
         false
     }
