@@ -37,6 +37,9 @@ pub mod accounts;
 pub mod channel;
 pub mod session;
 
+#[cfg(test)]
+mod tests;
+
 #[cfg(target_os = "none")]
 pub use channel::ChannelTransport;
 pub use net_interface::{Endpoint, NetError, SessionInfo, StreamAccounts};
