@@ -41,7 +41,7 @@ pub struct Datagram<'a> {
     pub payload: &'a [u8],
 }
 
-/// One UDP endpoint of a client domain; see the [crate](crate) documentation.
+/// One UDP endpoint of a client domain; see the [crate] documentation.
 pub struct Session<T> {
     transport: T,
     info: Option<SessionInfo>,

@@ -242,7 +242,7 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
         self.clients.iter().all(|c| !c.open)
     }
 
-    /// One pass of the loop (see the [crate](crate) documentation); never blocks.
+    /// One pass of the loop (see the [crate] documentation); never blocks.
     pub fn pass<P: NetDomain>(&mut self, domain: &mut P) -> Pass {
         let now = Instant(domain.now_ns());
         let mut moved = false;
@@ -399,7 +399,7 @@ pub struct ServeOptions {
     pub end_when_clients_gone: bool,
 }
 
-/// Serves `server`'s clients and the network in `domain` (see the [crate](crate)
+/// Serves `server`'s clients and the network in `domain` (see the [crate]
 /// documentation); with [`ServeOptions::end_when_clients_gone`], returns the exit status once
 /// every client is gone.
 pub fn serve<N: Nic, C: Channels, D: DataArea, P: NetDomain>(
