@@ -1,8 +1,9 @@
 //! The serving loop of Tessera's network driver domain: the NIC's interrupts, the clients'
 //! requests and the stack's timers (`net_stack`) in one loop, over the channels and the
 //! kernel a [`NetDomain`] stands for, so that it runs (and is tested) on the host as it runs in
-//! a domain. A driver domain builds its NIC and its stack, gives each client's channels and
-//! data area, and calls [`serve`].
+//! a domain. A NIC driver domain builds its NIC and calls `domain::serve` (built for the
+//! targets only), which finds the clients the manifest connects to it, gives each a data area
+//! of DMA memory, builds the stack and runs [`serve`] over the runtime's channels and kernel.
 //!
 //! A client is a pair of IO channels from the manifest (`NAME-req` to the driver, `NAME-resp`
 //! back), seen through block_server's [`Channels`] trait, which is not block-specific and is
@@ -37,7 +38,8 @@
 //!   datagrams, slots or accounts are touched.
 //! - A request with bad arguments gets its error code in its response and changes nothing.
 //!
-//! `no_std` with `alloc`, no `unsafe` code, no system calls. Not implemented: a client that
+//! `no_std` with `alloc`, no `unsafe` code; system calls only in `domain`, through the runtime.
+//! Not implemented: a client that
 //! reconnects after its domain died (its channel index stays closed), TCP (the stack has none),
 //! and a driver that dies on purpose for tests (blk_server's `die_after`).
 
@@ -55,6 +57,8 @@ use net_interface::protocol::{ACCOUNT_WORDS, RESPONSE_LEN};
 use net_interface::{NetContract, Nic, StreamAccounts};
 use net_stack::{Area, Instant, NetStack, Session};
 
+#[cfg(target_os = "none")]
+pub mod domain;
 #[cfg(test)]
 mod tests;
 
