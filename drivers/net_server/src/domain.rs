@@ -7,11 +7,13 @@
 //! `block`, the console. Built for the targets only; no `unsafe` (the runtime's `dma` hands
 //! out the area's bytes and words).
 //!
+//! A client's receive slots are lent to the stack at each Open and come back when the stack
+//! drops them at the Close ([`Lent`]), so a client may close and open again.
+//!
 //! Not implemented: network contracts from the manifest (the control block carries none yet:
-//! every client gets [`DEFAULT_CONTRACT`]), and receive slots for a client's second Open (the
-//! stack drops a client's slots at its Close, and the area's bytes are lent once: a client
-//! that closes and opens again can send but receives nothing).
+//! every client gets [`DEFAULT_CONTRACT`]).
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::cell::Cell;
 use core::sync::atomic::AtomicU64;
@@ -23,7 +25,7 @@ use net_stack::{Area, Config, Instant, NetStack};
 use tessera::channel::{self, ChannelError, Receiver, Sender};
 use tessera::{PAGE_SIZE, dma, events, println, syscall};
 
-use crate::{Channels, Client, DataArea, NetDomain, NetServer, SendError, ServeOptions};
+use crate::{Channels, Client, DataArea, Lent, NetDomain, NetServer, SendError, ServeOptions};
 
 /// Each client's data area: its send bytes, then its receive slots.
 pub const AREA_BYTES: usize = 16 << 10;
@@ -68,12 +70,12 @@ impl Channels for Pair {
 pub struct DomainArea {
     base: u64,
     tx: &'static [u8],
-    rx: Cell<Option<&'static mut [u8]>>,
+    rx: &'static Cell<Option<&'static mut [u8]>>,
     words: Option<&'static [AtomicU64]>,
 }
 
 impl DataArea for DomainArea {
-    type Rx = &'static mut [u8];
+    type Rx = Lent;
 
     fn area(&self) -> Area {
         Area { base: self.base, len: AREA_BYTES as u64, rx_offset: TX_BYTES as u32 }
@@ -83,8 +85,8 @@ impl DataArea for DomainArea {
         self.tx
     }
 
-    fn rx(&self) -> &'static mut [u8] {
-        self.rx.take().unwrap_or_default()
+    fn rx(&self) -> Lent {
+        Lent::take(self.rx)
     }
 
     fn accounts(&self) -> Option<&[AtomicU64]> {
@@ -130,7 +132,7 @@ fn area(peer: usize) -> Option<DomainArea> {
     Some(DomainArea {
         base: region.virt as u64,
         tx,
-        rx: Cell::new(Some(&mut rx[..slots])),
+        rx: Box::leak(Box::new(Cell::new(Some(&mut rx[..slots])))),
         words: dma::words(&region, AREA_BYTES, ACCOUNT_WORDS),
     })
 }

@@ -49,6 +49,7 @@
 extern crate alloc;
 
 use alloc::vec::Vec;
+use core::cell::Cell;
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -104,6 +105,40 @@ pub fn publish(words: &[AtomicU64], a: &StreamAccounts) {
         w.store(v, Ordering::Relaxed);
     }
     words[0].store(seq.wrapping_add(2), Ordering::Release);
+}
+
+/// Receive slots lent to the stack for one session: memory that goes back to its `home` when
+/// the stack drops it (at the Close), so that the next Open gets it again.
+pub struct Lent {
+    mem: Option<&'static mut [u8]>,
+    home: &'static Cell<Option<&'static mut [u8]>>,
+}
+
+impl Lent {
+    /// The memory in `home`, lent (none, if it is lent already).
+    pub fn take(home: &'static Cell<Option<&'static mut [u8]>>) -> Lent {
+        Lent { mem: home.take(), home }
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(mem) = self.mem.take() {
+            self.home.set(Some(mem));
+        }
+    }
+}
+
+impl AsRef<[u8]> for Lent {
+    fn as_ref(&self) -> &[u8] {
+        self.mem.as_deref().unwrap_or_default()
+    }
+}
+
+impl AsMut<[u8]> for Lent {
+    fn as_mut(&mut self) -> &mut [u8] {
+        self.mem.as_deref_mut().unwrap_or_default()
+    }
 }
 
 /// A client the loop serves.

@@ -24,7 +24,7 @@ use net_interface::{
 use net_stack::{Area, Config, Instant, LinkModel, NetStack};
 
 use crate::{
-    Channels, Client, DataArea, NetDomain, NetServer, SendError, ServeOptions, publish, serve,
+    Channels, Client, DataArea, Lent, NetDomain, NetServer, SendError, ServeOptions, publish, serve,
 };
 
 const MS: u64 = 1_000_000;
@@ -549,4 +549,16 @@ fn published_accounts_carry_an_even_sequence_number() {
     assert_eq!(net_client::accounts::read(words), Some(a));
     words[0].store(5, core::sync::atomic::Ordering::Relaxed);
     assert_eq!(net_client::accounts::read(words), None, "read while being written");
+}
+
+#[test]
+fn lent_slots_come_back_when_the_stack_drops_them() {
+    let mem: &'static mut [u8] = Box::leak(vec![0u8; 2 * RX_SLOT].into_boxed_slice());
+    let home: &'static Cell<Option<&'static mut [u8]>> = Box::leak(Box::new(Cell::new(Some(mem))));
+    let mut first = Lent::take(home);
+    first.as_mut()[0] = 7;
+    assert_eq!(Lent::take(home).as_ref().len(), 0, "lent twice at once");
+    drop(first);
+    let again = Lent::take(home);
+    assert_eq!((again.as_ref().len(), again.as_ref()[0]), (2 * RX_SLOT, 7));
 }
