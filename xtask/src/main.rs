@@ -1,9 +1,10 @@
 //! `cargo xtask`: Tessera's host tool.
 //!
 //! It installs what a fresh machine lacks (`setup`), builds the kernel and firmware for the
-//! bare-metal targets, boots them in QEMU and decodes the kernel's defmt log (`run`), runs every
-//! test (`test`: clippy, host unit tests, QEMU suites), measures (`bench`) and starts a new
-//! stretch driver from the template (`new-driver`).
+//! bare-metal targets, boots them in QEMU and decodes the kernel's defmt log (`run`), runs
+//! several nodes joined by a virtual network (`cluster`), runs every test (`test`: clippy, host
+//! unit tests, QEMU suites), measures (`bench`) and starts a new stretch driver from the
+//! template (`new-driver`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -111,6 +112,14 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         disk_svg: Option<PathBuf>,
     },
+    /// Run several nodes, each a QEMU booting a manifest, joined by VDE switches and links,
+    /// with the scenario of the cluster manifest FILE (clusters/README.md); their logs are
+    /// shown interleaved, each line prefixed with its node. Exits 0 when every node finished,
+    /// 4 naming the nodes that failed, 130 after Ctrl-C.
+    Cluster {
+        /// The cluster manifest, e.g. clusters/three.toml.
+        file: PathBuf,
+    },
     /// Clippy, host unit tests and the QEMU suites; ends with `N passed, N failed, N skipped`
     /// (skipped: host tests marked `#[ignore]`).
     Test {
@@ -162,10 +171,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Setup { gdb, arch } => {
             let arches = if arch.is_empty() { vec![Arch::Riscv64, Arch::X86_64] } else { arch };
-            setup::ensure_for(&arches, setup::Needs { gdb, qemu: true, dtc: true }).map(|_| 0)
+            setup::ensure_for(&arches, setup::Needs { gdb, qemu: true, dtc: true, vde: true })
+                .map(|_| 0)
         }
         Command::Build { arch } => {
-            setup::ensure(setup::Needs { gdb: false, qemu: false, dtc: false })
+            setup::ensure(setup::Needs { gdb: false, qemu: false, dtc: false, vde: false })
                 .and_then(|_| {
                     Ok((artifacts::build(arch)?, apps::build_apps(arch, apps::Build::Release)?))
                 })
@@ -219,6 +229,7 @@ fn main() -> ExitCode {
                 },
             )
         }
+        Command::Cluster { file } => qemu_cluster::run(&file),
         Command::Test { filter, list, arch } => test_suites::run(filter.as_deref(), list, &arch),
         Command::Bench { name, arch, update_baseline, quick, host_only, manifest } => benches::run(
             name,

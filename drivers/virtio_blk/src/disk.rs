@@ -14,7 +14,7 @@ use virtio_drivers::transport::Transport;
 
 use tessera::dma;
 
-use crate::dma::TesseraHal;
+use virtio_hal::dma::TesseraHal;
 
 /// A request at the device.
 #[derive(Clone, Copy)]

@@ -19,15 +19,13 @@
 #![no_main]
 
 mod disk;
-mod dma;
-mod mmio;
-mod pci;
 
 use blk_domain::serve::{self, ServeOptions};
 use disk_sched::PolicyName;
 use tessera::{Env, println};
 use virtio_drivers::device::blk::{SECTOR_SIZE, VirtIOBlk};
 use virtio_drivers::transport::Transport;
+use virtio_hal::{dma, mmio, pci};
 
 tessera::main!(main);
 

@@ -12,7 +12,7 @@ use crate::address::AddressQuota;
 use crate::contract::{AddressSpaceOps, UserContextOps};
 use crate::platform::KernelArena as _;
 use crate::stretch::Kind;
-use crate::{Ending, Platform, World, frames, paging};
+use crate::{DomainId, Ending, Platform, World, frames, paging};
 
 /// A check failed: the condition that did not hold (its message went to the log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,12 +33,21 @@ macro_rules! check {
 }
 
 /// A private world (not the kernel's) with domain 0 called `name`, allowed `frames` frames.
-fn world_with_one_domain<P: Platform>(name: &str, guaranteed: u64) -> Result<World<P>, Failed> {
+fn world_with_one_domain<P: Platform>(
+    name: &str,
+    guaranteed: u64,
+) -> Result<(World<P>, DomainId), Failed> {
     let mut w = World::<P>::new();
-    let space = P::Space::new(Owner::Domain(0)).map_err(|_| Failed("setup"))?;
+    let id = add::<P>(&mut w, name, guaranteed)?;
+    Ok((w, id))
+}
+
+/// Adds a domain called `name`, allowed `guaranteed` frames, to `w`; its identifier.
+fn add<P: Platform>(w: &mut World<P>, name: &str, guaranteed: u64) -> Result<DomainId, Failed> {
+    let id = w.domains.next_id().ok_or(Failed("setup"))?;
+    let space = P::Space::new(id.owner()).map_err(|_| Failed("setup"))?;
     let quota = w.region.share(1 << 30).ok_or(Failed("setup"))?;
-    w.add_domain(name, space, guaranteed, 0, quota).ok_or(Failed("setup"))?;
-    Ok(w)
+    w.add_domain(name, space, guaranteed, 0, quota).ok_or(Failed("setup"))
 }
 
 /// A dead domain's frames are back in the free pool (freeing does not write them), its page
@@ -46,8 +55,7 @@ fn world_with_one_domain<P: Platform>(name: &str, guaranteed: u64) -> Result<Wor
 /// once, when it is allocated.
 pub fn scrub_on_death<P: Platform>() -> Outcome {
     let free_before = P::with_frames(|fa| fa.free_count());
-    let id = 0u32;
-    let mut w = world_with_one_domain::<P>("scrub-test", 64)?;
+    let (mut w, id) = world_with_one_domain::<P>("scrub-test", 64)?;
     let pattern = vec![0xa5u8; 8 * PAGE_SIZE];
     let base = abi::STRETCH_BASE;
     let made =
@@ -55,12 +63,12 @@ pub fn scrub_on_death<P: Platform>() -> Outcome {
     check!(made.is_ok(), "create_stretch failed: {}", made);
     let frames: Vec<frame_allocator::Frame> =
         w.stretches[&base].frames.iter().flatten().copied().collect();
-    let charged = P::with_frames(|fa| fa.owned_by(Owner::Domain(id)));
+    let charged = P::with_frames(|fa| fa.owned_by(id.owner()));
     check!(charged > 8, "only {=u64} frames charged for 8 pages and tables", charged);
     let first = P::bytes(frames[0].addr(), PAGE_SIZE);
     check!(first.iter().all(|&b| b == 0xa5), "the stretch did not receive its contents");
     w.kill(id, Ending::Exited(0));
-    check!(P::with_frames(|fa| fa.owned_by(Owner::Domain(id))) == 0, "frames still charged");
+    check!(P::with_frames(|fa| fa.owned_by(id.owner())) == 0, "frames still charged");
     check!(P::with_frames(|fa| fa.free_count()) == free_before, "frames not all returned");
     for f in &frames {
         check!(P::with_frames(|fa| fa.owner(*f)) == Ok(Owner::Free), "a frame is not free");
@@ -88,22 +96,22 @@ pub fn scrub_on_death<P: Platform>() -> Outcome {
 /// Page tables follow what they map: creating and destroying stretches in ever new regions
 /// of the address space (ranges are never reused) leaves the domain's charge where it was.
 pub fn tables_follow_mappings<P: Platform>() -> Outcome {
-    let mut w = world_with_one_domain::<P>("tables-test", 64)?;
+    let (mut w, id) = world_with_one_domain::<P>("tables-test", 64)?;
     let rw = Rights::READ.union(Rights::WRITE);
-    let first = w.domains[0].address.take(1).ok_or(Failed("setup"))?;
-    let made = w.create_stretch(0, first, 1, rw, Kind::Dynamic, &[]);
+    let first = w.domains[id].address.take(1).ok_or(Failed("setup"))?;
+    let made = w.create_stretch(id, first, 1, rw, Kind::Dynamic, &[]);
     check!(made.is_ok(), "the first stretch failed: {}", made);
-    let baseline = w.charged(0);
+    let baseline = w.domains.charged(id);
     for i in 0..200usize {
         // 2 MiB apart: every stretch needs a fresh level-0 table, every 512 a level-1 one.
         let base = abi::STRETCH_BASE + (1 + i) * (2 << 20);
-        let made = w.create_stretch(0, base, 1, rw, Kind::Dynamic, &[]);
+        let made = w.create_stretch(id, base, 1, rw, Kind::Dynamic, &[]);
         check!(made.is_ok(), "stretch {=usize} failed: {}", i, made);
         w.destroy_stretch(base);
     }
-    let after = w.charged(0);
+    let after = w.domains.charged(id);
     check!(after == baseline, "charge grew from {=u64} to {=u64} frames", baseline, after);
-    w.kill(0, Ending::Exited(0));
+    w.kill(id, Ending::Exited(0));
     Ok(())
 }
 
@@ -111,16 +119,16 @@ pub fn tables_follow_mappings<P: Platform>() -> Outcome {
 /// and leaves nothing behind; overlapping stretches are refused.
 pub fn contract_and_overlap<P: Platform>() -> Outcome {
     let free_before = P::with_frames(|fa| fa.free_count());
-    let mut w = world_with_one_domain::<P>("contract-test", 16)?;
+    let (mut w, id) = world_with_one_domain::<P>("contract-test", 16)?;
     let rw = Rights::READ.union(Rights::WRITE);
     let base = abi::STRETCH_BASE;
-    let big = w.create_stretch(0, base, 32, rw, Kind::Dynamic, &[]);
+    let big = w.create_stretch(id, base, 32, rw, Kind::Dynamic, &[]);
     check!(big == Err(SysError::NoMemory), "over-contract stretch gave {}", big);
-    let ok = w.create_stretch(0, base, 4, rw, Kind::Dynamic, &[]);
+    let ok = w.create_stretch(id, base, 4, rw, Kind::Dynamic, &[]);
     check!(ok.is_ok(), "a stretch within the contract failed: {}", ok);
-    let overlap = w.create_stretch(0, base + PAGE_SIZE, 2, rw, Kind::Dynamic, &[]);
+    let overlap = w.create_stretch(id, base + PAGE_SIZE, 2, rw, Kind::Dynamic, &[]);
     check!(overlap == Err(SysError::InvalidArgument), "overlap gave {}", overlap);
-    w.kill(0, Ending::Exited(0));
+    w.kill(id, Ending::Exited(0));
     check!(P::with_frames(|fa| fa.free_count()) == free_before, "frames not all returned");
     Ok(())
 }
@@ -131,13 +139,13 @@ pub fn contract_and_overlap<P: Platform>() -> Outcome {
 /// leaves nothing behind; at death the arena's frames come back.
 pub fn kernel_arena<P: Platform>() -> Outcome {
     let free_before = P::with_frames(|fa| fa.free_count());
-    let mut w = world_with_one_domain::<P>("arena-test", 64)?;
+    let (mut w, id) = world_with_one_domain::<P>("arena-test", 64)?;
     let heap_before = P::heap_used();
     let rw = Rights::READ.union(Rights::WRITE).0 as usize;
     // 4,096 pages: a record of about 68 KiB, 17 frames.
     let mut made = 0;
     let refused = loop {
-        match w.create_managed_stretch(0, 4096 * PAGE_SIZE, rw) {
+        match w.create_managed_stretch(id, 4096 * PAGE_SIZE, rw) {
             Ok(_) => made += 1,
             Err(e) => break e,
         }
@@ -148,13 +156,13 @@ pub fn kernel_arena<P: Platform>() -> Outcome {
         matches!(refused, paging::Shortage::Fail(SysError::NoMemory)),
         "the stretch beyond the guarantee was not refused with NoMemory"
     );
-    let arena = w.domains[0].arena.frames();
+    let arena = w.domains[id].arena.frames();
     check!(arena >= 17 * made as u64, "{=u64} arena frames for {=u32} records", arena, made);
-    let used = w.guaranteed_used(0);
+    let used = w.domains.guaranteed_used(id);
     check!(used <= 64, "{=u64} frames held on a guarantee of 64", used);
     check!(P::heap_used() == heap_before, "records went to the kernel heap");
-    w.kill(0, Ending::Exited(0));
-    check!(w.domains[0].arena.frames() == 0, "the arena kept frames after death");
+    w.kill(id, Ending::Exited(0));
+    check!(w.domains[id].arena.frames() == 0, "the arena kept frames after death");
     check!(P::with_frames(|fa| fa.free_count()) == free_before, "frames not all returned");
     check!(P::heap_used() == heap_before, "the kernel heap changed");
     Ok(())
@@ -188,49 +196,47 @@ pub fn revocation_window() -> Outcome {
 /// waiting for frames, and the event stays pending for its next `block` (which must not
 /// sleep through it).
 pub fn event_while_waiting_for_frames<P: Platform>() -> Outcome {
-    let mut w = world_with_one_domain::<P>("pending-test", 16)?;
-    let d = &mut w.domains[0];
+    let (mut w, id) = world_with_one_domain::<P>("pending-test", 16)?;
+    let d = &mut w.domains[id];
     d.blocked = Some(u64::MAX);
     d.waiting_for_frames = true;
-    w.wake(0);
-    let d = &w.domains[0];
+    w.wake(id);
+    let d = &w.domains[id];
     check!(d.pending, "the event was lost: pending is not set");
     check!(d.waiting_for_frames, "the memory call no longer waits for frames");
     check!(d.blocked == Some(u64::MAX), "the domain was unblocked by the event");
-    w.kill(0, Ending::Exited(0));
+    w.kill(id, Ending::Exited(0));
     Ok(())
 }
 
 /// When every domain is blocked for good, a memory call waiting for frames runs again
 /// with its arguments untouched, while a `block` returns `WouldDeadlock`.
 pub fn deadlock_leaves_restarted_calls_alone<P: Platform>() -> Outcome {
-    let mut w = world_with_one_domain::<P>("deadlock-test", 16)?;
-    let space = P::Space::new(Owner::Domain(1)).map_err(|_| Failed("setup"))?;
-    let quota = w.region.share(1 << 30).ok_or(Failed("setup"))?;
-    w.add_domain("blocker", space, 16, 0, quota).ok_or(Failed("setup"))?;
+    let (mut w, id) = world_with_one_domain::<P>("deadlock-test", 16)?;
+    let blocker_id = add::<P>(&mut w, "blocker", 16)?;
     let args = [0x1234, 0x5678, 3, 4];
-    for d in &mut w.domains {
+    for (_, d) in w.domains.iter_mut() {
         *d.ctx = P::Context::new_user(0x1000, 0x2000, args);
         d.blocked = Some(u64::MAX);
     }
-    w.domains[0].waiting_for_frames = true;
+    w.domains[id].waiting_for_frames = true;
     w.break_deadlock();
-    let (waiter, blocker) = (w.domains[0].ctx.call().1, w.domains[1].ctx.results());
+    let (waiter, blocker) = (w.domains[id].ctx.call().1, w.domains[blocker_id].ctx.results());
     check!(
         waiter[..2] == [0x1234, 0x5678],
         "the restarted call's arguments were overwritten: {=usize:#x}, {=usize:#x}",
         waiter[0],
         waiter[1]
     );
-    check!(!w.domains[0].waiting_for_frames, "the memory call still waits for frames");
+    check!(!w.domains[id].waiting_for_frames, "the memory call still waits for frames");
     check!(
         blocker.0 == SysError::WouldDeadlock as usize,
         "block did not return WouldDeadlock: status {=usize:#x}",
         blocker.0
     );
-    check!(w.domains.iter().all(|d| d.blocked.is_none()), "a domain is still blocked");
-    w.kill(1, Ending::Exited(0));
-    w.kill(0, Ending::Exited(0));
+    check!(w.domains.records().all(|d| d.blocked.is_none()), "a domain is still blocked");
+    w.kill(blocker_id, Ending::Exited(0));
+    w.kill(id, Ending::Exited(0));
     Ok(())
 }
 

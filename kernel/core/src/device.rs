@@ -17,6 +17,7 @@
 //! until the driver, having served its device, acknowledges it with `irq_ack` on that endpoint.
 //! A line bound to nobody (or to a dead domain) is acknowledged and masked at once.
 
+use crate::domains::DomainId;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use abi::{PAGE_SIZE, Rights, SysError};
@@ -72,7 +73,7 @@ pub(super) struct Binding {
     /// The arch's line number.
     pub line: u32,
     /// The driver domain.
-    pub domain: u32,
+    pub domain: DomainId,
     /// Its endpoint the line signals.
     pub endpoint: usize,
 }
@@ -87,12 +88,12 @@ pub const MAX_FUNCTIONS: usize = 16;
 /// endpoints, and the PCI functions to stop when they die.
 pub(super) struct Devices<F> {
     /// Lines bound to endpoints.
-    pub bindings: heapless::Vec<Binding, MAX_BINDINGS>,
+    bindings: heapless::Vec<Binding, MAX_BINDINGS>,
     /// `(driver domain, host bridge, function)`.
-    pub functions: heapless::Vec<(u32, F), MAX_FUNCTIONS>,
+    functions: heapless::Vec<(DomainId, F), MAX_FUNCTIONS>,
     /// `(driver domain, device index)` of each disk with a model, whose driver raises
     /// [`abi::Dcb::device_busy`] while the device has its requests.
-    pub modelled: heapless::Vec<(u32, usize), MAX_FUNCTIONS>,
+    modelled: heapless::Vec<(DomainId, usize), MAX_FUNCTIONS>,
 }
 
 impl<F> Devices<F> {
@@ -104,24 +105,100 @@ impl<F> Devices<F> {
             modelled: heapless::Vec::new(),
         }
     }
+
+    /// Whether line `line` can be bound: a device line, not bound yet, with room for one
+    /// more binding.
+    #[inline]
+    pub fn can_bind(&self, line: u32) -> bool {
+        (line as usize) < LINES
+            && self.bindings.len() < MAX_BINDINGS
+            && self.bindings.iter().all(|b| b.line != line)
+    }
+
+    /// Binds `line` to endpoint `endpoint` of `domain` (checked by [`Devices::can_bind`]).
+    #[inline]
+    pub fn bind(&mut self, line: u32, domain: DomainId, endpoint: usize) -> Option<()> {
+        self.bindings.push(Binding { line, domain, endpoint }).ok()
+    }
+
+    /// The binding of line `line`, if it is bound.
+    #[inline]
+    pub fn bound(&self, line: u32) -> Option<Binding> {
+        self.bindings.iter().find(|b| b.line == line).copied()
+    }
+
+    /// The line bound to endpoint `endpoint` of `domain`, if any.
+    #[inline]
+    pub fn line_of(&self, domain: DomainId, endpoint: usize) -> Option<u32> {
+        self.bindings.iter().find(|b| b.domain == domain && b.endpoint == endpoint).map(|b| b.line)
+    }
+
+    /// Whether any line is bound (a device interrupt may still wake a domain).
+    #[inline]
+    pub fn any_bound(&self) -> bool {
+        !self.bindings.is_empty()
+    }
+
+    /// The first line of `lines` bound to nobody.
+    pub fn free_line(&self, mut lines: core::ops::Range<u32>) -> Option<u32> {
+        lines.find(|l| self.bindings.iter().all(|b| b.line != *l))
+    }
+
+    /// Records PCI function `function` as driver domain `domain`'s, to stop when it dies.
+    pub fn add_function(&mut self, domain: DomainId, function: F) -> Result<(), &'static str> {
+        (self.functions.push((domain, function)).is_ok())
+            .then_some(())
+            .ok_or("more PCI functions granted than the kernel tracks")
+    }
+
+    /// Records device `index` of driver domain `domain` as a disk with a model.
+    pub fn add_modelled(&mut self, domain: DomainId, index: usize) -> Result<(), &'static str> {
+        (self.modelled.push((domain, index)).is_ok())
+            .then_some(())
+            .ok_or("more disks with a model than the kernel tracks")
+    }
+
+    /// The disks with a model: `(driver domain, device index)`.
+    #[inline]
+    pub fn modelled(&self) -> impl Iterator<Item = (DomainId, usize)> {
+        self.modelled.iter().copied()
+    }
+
+    /// Unbinds line `line` and releases it at its controller (its device turned out not to
+    /// interrupt).
+    pub fn release_line<P: Platform<Function = F>>(&mut self, line: u32) {
+        P::release_line(line);
+        self.bindings.retain(|b| b.line != line);
+    }
+
+    /// Stops the devices of dead domain `id`: its PCI functions neither interrupt nor reach
+    /// memory any more, and its lines are masked at their controller.
+    pub fn release_of<P: Platform<Function = F>>(&mut self, id: DomainId) {
+        for (_, f) in self.functions.iter().filter(|(d, _)| *d == id) {
+            P::quiesce_function(f);
+        }
+        self.functions.retain(|(d, _)| *d != id);
+        for b in self.bindings.iter().filter(|b| b.domain == id) {
+            P::release_line(b.line);
+        }
+        self.bindings.retain(|b| b.domain != id);
+        self.modelled.retain(|(d, _)| *d != id);
+    }
 }
 
 impl<P: Platform> World<P> {
     /// Binds device interrupt line `line` to a new endpoint of domain `id` and lets the line
     /// through at its controller; the endpoint's index (`None`: no endpoint or binding left,
     /// or the line cannot be enabled).
-    pub(super) fn bind_interrupt(&mut self, id: u32, line: u32) -> Option<usize> {
-        if line as usize >= LINES || self.devices.bindings.iter().any(|b| b.line == line) {
-            return None;
-        }
-        if self.devices.bindings.len() == MAX_BINDINGS {
+    pub(super) fn bind_interrupt(&mut self, id: DomainId, line: u32) -> Option<usize> {
+        if !self.devices.can_bind(line) {
             return None;
         }
         let endpoint = self.alloc_endpoint(id, DEVICE)?;
         if !P::enable_line(line) {
             return None;
         }
-        self.devices.bindings.push(Binding { line, domain: id, endpoint }).ok()?;
+        self.devices.bind(line, id, endpoint)?;
         Some(endpoint)
     }
 
@@ -129,7 +206,7 @@ impl<P: Platform> World<P> {
     /// nobody, or to a dead domain, is released (acknowledged and masked). With `charge_from`
     /// (timer ticks: an interrupt taken while a domain ran), the kernel's time for each line,
     /// from the end of the previous one, is charged to the driver it was delivered to, not to
-    /// the interrupted domain ([`World::charge_since`]).
+    /// the interrupted domain ([`super::sched::Scheduler::charge_since`]).
     pub(super) fn deliver_interrupts(&mut self, charge_from: Option<u64>) {
         let mut at = charge_from;
         // The summary first: a line raised after this swap sets its word's bit again.
@@ -141,11 +218,11 @@ impl<P: Platform> World<P> {
             while bits != 0 {
                 let line = (i * 64) as u32 + bits.trailing_zeros();
                 bits &= bits - 1;
-                match self.devices.bindings.iter().find(|b| b.line == line).copied() {
+                match self.devices.bound(line) {
                     Some(b) if self.domain(b.domain).is_some() => {
                         self.stamp_interrupt(b);
                         self.signal(b.domain, b.endpoint);
-                        at = at.map(|from| self.charge_since(b.domain, from));
+                        at = at.map(|from| self.sched.charge_since::<P>(b.domain, from));
                     }
                     _ => P::release_line(line),
                 }
@@ -156,7 +233,7 @@ impl<P: Platform> World<P> {
     /// Records in the driver's control block when `b`'s endpoint was signalled
     /// (`Dcb::interrupt_ns` of the device it belongs to).
     fn stamp_interrupt(&self, b: Binding) {
-        let Some(frame) = self.domains[b.domain as usize].dcb else { return };
+        let Some(frame) = self.domains[b.domain].dcb else { return };
         let dcb = P::dcb(frame);
         if let Some(i) = dcb.devices.iter().position(|s| s.event == b.endpoint as u64) {
             let now = super::clock::ns_from_ticks::<P>(P::now_ticks());
@@ -167,37 +244,22 @@ impl<P: Platform> World<P> {
     /// `irq_ack(endpoint)`: domain `id` has served the device whose interrupt signals its
     /// endpoint `ep`; the line may interrupt again.
     #[inline(never)]
-    pub(super) fn irq_ack(&mut self, id: u32, ep: usize) -> Result<usize, SysError> {
+    pub(super) fn irq_ack(&mut self, id: DomainId, ep: usize) -> Result<usize, SysError> {
         let d = self.domain(id).ok_or(SysError::NotFound)?;
         let endpoint = d.endpoints.get(ep).ok_or(SysError::NotFound)?;
         if endpoint.sender != DEVICE {
             return Err(SysError::PermissionDenied);
         }
-        let b = self.devices.bindings.iter().find(|b| b.domain == id && b.endpoint == ep);
-        let b = b.ok_or(SysError::PermissionDenied)?;
-        P::ack_line(b.line);
+        let line = self.devices.line_of(id, ep).ok_or(SysError::PermissionDenied)?;
+        P::ack_line(line);
         Ok(0)
-    }
-
-    /// Stops the devices of dead domain `id`: its PCI functions neither interrupt nor reach
-    /// memory any more, and its lines are masked at their controller.
-    pub(super) fn release_interrupts_of(&mut self, id: u32) {
-        for (_, f) in self.devices.functions.iter().filter(|(d, _)| *d == id) {
-            P::quiesce_function(f);
-        }
-        self.devices.functions.retain(|(d, _)| *d != id);
-        for b in self.devices.bindings.iter().filter(|b| b.domain == id) {
-            P::release_line(b.line);
-        }
-        self.devices.bindings.retain(|b| b.domain != id);
-        self.devices.modelled.retain(|(d, _)| *d != id);
     }
 
     /// Whether a disk with a model has requests at its device: its driver says so in its
     /// control block ([`abi::Dcb::device_busy`]).
     pub(super) fn modelled_device_busy(&self) -> bool {
-        self.devices.modelled.iter().any(|&(id, index)| {
-            self.domains[id as usize]
+        self.devices.modelled().any(|(id, index)| {
+            self.domains[id]
                 .dcb
                 .is_some_and(|frame| P::dcb(frame).device_busy[index].load(Ordering::Acquire) != 0)
         })
@@ -205,7 +267,7 @@ impl<P: Platform> World<P> {
 
     /// `dma_alloc(bytes) -> base` for domain `id`.
     #[inline(never)]
-    pub(super) fn dma_alloc(&mut self, id: u32, bytes: usize) -> Result<usize, Shortage> {
+    pub(super) fn dma_alloc(&mut self, id: DomainId, bytes: usize) -> Result<usize, Shortage> {
         let d = self.domain(id).ok_or(SysError::NotFound)?;
         if !d.driver {
             return Err(SysError::PermissionDenied.into());
@@ -214,15 +276,15 @@ impl<P: Platform> World<P> {
             return Err(SysError::InvalidArgument.into());
         }
         let pages = pages_for(bytes);
-        if !self.within_contract(id, pages as u64) {
+        if !self.domains.within_contract(id, pages as u64) {
             return Err(SysError::NoMemory.into());
         }
-        let base = self.domains[id as usize].address.take(pages).ok_or(SysError::NoAddressSpace)?;
+        let base = self.domains[id].address.take(pages).ok_or(SysError::NoAddressSpace)?;
         let rights = Rights::READ.union(Rights::WRITE).union(Rights::META);
         let made =
             self.create_stretch_or_wait(id, base, pages, rights, Kind::Dma, Filling::Contiguous);
         if let Err(e) = made {
-            self.domains[id as usize].address.give_back(base, pages);
+            self.domains[id].address.give_back(base, pages);
             return Err(e);
         }
         Ok(base)
@@ -230,12 +292,12 @@ impl<P: Platform> World<P> {
 
     /// `dma_address(va) -> pa` for domain `id`.
     #[inline(never)]
-    pub(super) fn dma_address(&self, id: u32, va: usize) -> Result<usize, SysError> {
+    pub(super) fn dma_address(&self, id: DomainId, va: usize) -> Result<usize, SysError> {
         let d = self.domain(id).ok_or(SysError::NotFound)?;
         if !d.driver {
             return Err(SysError::PermissionDenied);
         }
-        let (_, s) = self.own_stretch_at(id, va).ok_or(SysError::NotFound)?;
+        let (_, s) = self.stretches.own_containing(id, va).ok_or(SysError::NotFound)?;
         if s.kind != Kind::Dma {
             return Err(SysError::InvalidArgument);
         }
@@ -251,7 +313,7 @@ impl<P: Platform> World<P> {
     /// is then not created) if a device is not there or its resources cannot be given.
     pub(super) fn grant_devices(
         &mut self,
-        id: u32,
+        id: DomainId,
         manifest: &manifest::Manifest,
         spec: &manifest::DomainSpec,
         machine: &P::Machine,
@@ -259,7 +321,7 @@ impl<P: Platform> World<P> {
         if spec.devices.is_empty() {
             return Ok(());
         }
-        self.domains[id as usize].driver = true;
+        self.domains[id].driver = true;
         for (index, grant) in spec.devices.iter().enumerate() {
             let target = manifest.grant_target(grant).ok_or("a grant names no device")?;
             let mut found =
@@ -277,24 +339,20 @@ impl<P: Platform> World<P> {
                 found.slot.config = self.map_registers(id, config, Rights::READ)? as u64;
             }
             self.route_interrupt(id, &mut found)?;
-            if let Some(function) = found.function
-                && self.devices.functions.push((id, function)).is_err()
-            {
-                return Err("more PCI functions granted than the kernel tracks");
+            if let Some(function) = found.function {
+                self.devices.add_function(id, function)?;
             }
             if let manifest::DeviceGrant::Disk { disk } = grant
                 && let Some(model) = manifest.disks.get(*disk).and_then(|d| d.model)
             {
                 found.slot.model = model.code();
-                if self.devices.modelled.push((id, index)).is_err() {
-                    return Err("more disks with a model than the kernel tracks");
-                }
+                self.devices.add_modelled(id, index)?;
             }
-            let frame = self.domains[id as usize].dcb.ok_or("no control block")?;
+            let frame = self.domains[id].dcb.ok_or("no control block")?;
             P::write_device_slot(frame, index, &found.slot);
             info!(
                 "domain {=str}: device {=usize} granted: {=usize} register window(s), interrupt {=str}",
-                self.domains[id as usize].name.as_str(),
+                self.domains[id].name.as_str(),
                 index,
                 found.windows.len(),
                 match found.slot.interrupt {
@@ -312,16 +370,16 @@ impl<P: Platform> World<P> {
     /// stretch of device registers with `rights`; its base.
     fn map_registers(
         &mut self,
-        id: u32,
+        id: DomainId,
         regs: PhysRange,
         rights: Rights,
     ) -> Result<usize, &'static str> {
         let first = regs.start & !(PAGE_SIZE as u64 - 1);
         let pages = (regs.end - first).div_ceil(PAGE_SIZE as u64) as usize;
-        let base = self.domains[id as usize].address.take(pages).ok_or("no address space")?;
+        let base = self.domains[id].address.take(pages).ok_or("no address space")?;
         let filling = Filling::Device(first);
         if self.create_stretch_or_wait(id, base, pages, rights, Kind::Device, filling).is_err() {
-            self.domains[id as usize].address.give_back(base, pages);
+            self.domains[id].address.give_back(base, pages);
             return Err("its guarantee cannot hold the registers' page tables");
         }
         Ok(base + (regs.start - first) as usize)
@@ -331,7 +389,7 @@ impl<P: Platform> World<P> {
     /// for a PCI function a free device line its MSI-X or MSI messages are routed to.
     fn route_interrupt(
         &mut self,
-        id: u32,
+        id: DomainId,
         found: &mut Found<P::Function>,
     ) -> Result<(), &'static str> {
         if let Some(line) = found.line {
@@ -341,9 +399,7 @@ impl<P: Platform> World<P> {
             return Ok(());
         }
         let Some(function) = found.function else { return Ok(()) };
-        let free =
-            P::DEVICE_LINES.clone().find(|l| self.devices.bindings.iter().all(|b| b.line != *l));
-        let Some(line) = free else {
+        let Some(line) = self.devices.free_line(P::DEVICE_LINES) else {
             found.slot.event = u64::MAX;
             return Ok(());
         };
@@ -360,18 +416,12 @@ impl<P: Platform> World<P> {
             }
             Some(Routed::Msi) => found.slot.interrupt = abi::interrupt_kind::MSI,
             None => {
-                self.release_interrupts_on(line);
+                self.devices.release_line::<P>(line);
                 found.slot.event = u64::MAX;
                 return Ok(());
             }
         }
         found.slot.event = ep as u64;
         Ok(())
-    }
-
-    /// Unbinds line `line` (its device turned out not to interrupt).
-    fn release_interrupts_on(&mut self, line: u32) {
-        P::release_line(line);
-        self.devices.bindings.retain(|b| b.line != line);
     }
 }

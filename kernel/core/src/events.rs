@@ -6,6 +6,7 @@
 //! dies, the endpoint is *closed*: its `closed` flag is set and the owner is woken, so a domain
 //! waiting on a dead peer learns of it instead of waiting forever.
 
+use crate::domains::DomainId;
 use abi::{MAX_EVENTS, SysError};
 use core::sync::atomic::Ordering;
 
@@ -33,23 +34,27 @@ pub struct Endpoint {
 
 impl<P: Platform> World<P> {
     /// A new endpoint of domain `owner` that `sender` may signal; its index.
-    pub(super) fn alloc_endpoint(&mut self, owner: u32, sender: u32) -> Option<usize> {
-        if self.domains.get(owner as usize)?.endpoints.len() >= MAX_EVENTS {
+    pub(super) fn alloc_endpoint(&mut self, owner: DomainId, sender: u32) -> Option<usize> {
+        if self.domains.get(owner)?.endpoints.len() >= MAX_EVENTS {
             return None;
         }
-        let room = |w: &mut World<P>| Ok(w.domains[owner as usize].endpoints.try_reserve(1)?);
+        let room = |w: &mut World<P>| Ok(w.domains[owner].endpoints.try_reserve(1)?);
         self.with_kmem(owner, room).ok()?;
-        let d = &mut self.domains[owner as usize];
+        let d = &mut self.domains[owner];
         d.endpoints.push(Endpoint { sender, closed: false, deadline: None });
         Some(d.endpoints.len() - 1)
     }
 
     /// `event_send`: domain `from` signals endpoint `ep` of domain `to`.
-    pub(super) fn send_event(&mut self, from: u32, to: usize, ep: usize) -> Result<(), SysError> {
-        let to = u32::try_from(to).map_err(|_| SysError::NotFound)?;
+    pub(super) fn send_event(
+        &mut self,
+        from: DomainId,
+        to: DomainId,
+        ep: usize,
+    ) -> Result<(), SysError> {
         let d = self.domain(to).ok_or(SysError::NotFound)?;
         let endpoint = d.endpoints.get(ep).ok_or(SysError::InvalidArgument)?;
-        if endpoint.sender != from {
+        if endpoint.sender != from.raw() {
             return Err(SysError::PermissionDenied);
         }
         self.signal(to, ep);
@@ -59,11 +64,11 @@ impl<P: Platform> World<P> {
     /// `timer_set`: arms (or with `None` cancels) timer endpoint `ep` of domain `id`.
     pub(super) fn set_timer(
         &mut self,
-        id: u32,
+        id: DomainId,
         ep: usize,
         deadline: Option<u64>,
     ) -> Result<(), SysError> {
-        let d = &mut self.domains[id as usize];
+        let d = &mut self.domains[id];
         let endpoint = d.endpoints.get_mut(ep).ok_or(SysError::NotFound)?;
         if endpoint.sender != KERNEL {
             return Err(SysError::PermissionDenied);
@@ -84,9 +89,9 @@ impl<P: Platform> World<P> {
     /// Signals every armed timer endpoint of live domain `id` whose deadline is at or before
     /// `now` (its own endpoints only: the scheduler's queue of instants says which domains are
     /// due).
-    pub(super) fn fire_timers(&mut self, id: u32, now: u64) {
-        for ep in 0..self.domains[id as usize].endpoints.len() {
-            let e = &mut self.domains[id as usize].endpoints[ep];
+    pub(super) fn fire_timers(&mut self, id: DomainId, now: u64) {
+        for ep in 0..self.domains[id].endpoints.len() {
+            let e = &mut self.domains[id].endpoints[ep];
             if e.deadline.is_some_and(|t| t <= now) {
                 e.deadline = None;
                 self.signal(id, ep);
@@ -95,8 +100,8 @@ impl<P: Platform> World<P> {
     }
 
     /// Increments endpoint `ep` of live domain `to` and wakes it.
-    pub(super) fn signal(&mut self, to: u32, ep: usize) {
-        let d = &mut self.domains[to as usize];
+    pub(super) fn signal(&mut self, to: DomainId, ep: usize) {
+        let d = &mut self.domains[to];
         if let Some(frame) = d.dcb {
             P::dcb(frame).events[ep].value.fetch_add(1, Ordering::Release);
         }
@@ -108,8 +113,8 @@ impl<P: Platform> World<P> {
     /// waiting for frames, finds `pending` set at its next `block`.
     /// If the scheduler says the woken domain should run before the current one, `preempt` is
     /// set and the current call ends in a switch.
-    pub(super) fn wake(&mut self, id: u32) {
-        let d = &mut self.domains[id as usize];
+    pub(super) fn wake(&mut self, id: DomainId) {
+        let d = &mut self.domains[id];
         if d.waiting_for_frames {
             // Blocked inside a memory call, not in `block`: the call goes on waiting for
             // frames, and the event is kept for its next `block`.
@@ -126,7 +131,7 @@ impl<P: Platform> World<P> {
                 // interrupt comes for it.
                 self.refresh_instant(id);
             }
-            if self.sched.policy.wake(id as usize, self.sched.now_ns::<P>()) {
+            if self.sched.policy.wake(id.index(), self.sched.now_ns::<P>()) {
                 self.sched.preempt = true;
             }
         } else {
@@ -135,15 +140,15 @@ impl<P: Platform> World<P> {
     }
 
     /// Closes every endpoint that only `dead` could signal, waking their owners.
-    pub(super) fn close_endpoints_signalled_by(&mut self, dead: u32) {
-        for owner in 0..self.domains.len() as u32 {
+    pub(super) fn close_endpoints_signalled_by(&mut self, dead: DomainId) {
+        for owner in self.domains.ids() {
             if owner == dead || self.domain(owner).is_none() {
                 continue;
             }
             let mut woke = false;
-            let d = &mut self.domains[owner as usize];
+            let d = &mut self.domains[owner];
             for (i, e) in d.endpoints.iter_mut().enumerate() {
-                if e.sender == dead && !e.closed {
+                if e.sender == dead.raw() && !e.closed {
                     e.closed = true;
                     if let Some(frame) = d.dcb {
                         P::dcb(frame).events[i].closed.store(1, Ordering::Release);

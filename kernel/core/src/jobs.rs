@@ -20,8 +20,8 @@
 //! done, and its revocation notice, if any, stays outstanding until then, so that no second
 //! notice goes out while its frames are on their way back.
 
+use crate::domains::DomainId;
 use abi::{PAGE_SIZE, Rights, SysError};
-use frame_allocator::Owner;
 
 use super::stretch::Kind;
 use super::{Ending, World};
@@ -79,15 +79,15 @@ enum Step {
 impl<P: Platform> World<P> {
     /// Runs domain `id`'s job in chunks until it is done or the timer reaches `stop` (ticks).
     /// Returns whether it is done.
-    pub(super) fn run_job(&mut self, id: u32, stop: u64) -> bool {
+    pub(super) fn run_job(&mut self, id: DomainId, stop: u64) -> bool {
         loop {
-            let Some(job) = self.domains[id as usize].job else { return true };
+            let Some(job) = self.domains[id].job else { return true };
             let step = match job {
                 Job::Fill { base, done } => self.fill_chunk(id, base, done),
                 Job::Empty { base, left, result } => match self.empty_chunk(base, left) {
                     None => Step::Done(result),
                     Some(left) => {
-                        self.domains[id as usize].job = Some(Job::Empty { base, left, result });
+                        self.domains[id].job = Some(Job::Empty { base, left, result });
                         Step::More
                     }
                 },
@@ -96,16 +96,16 @@ impl<P: Platform> World<P> {
                 }
             };
             if let Step::Done(result) = step {
-                self.domains[id as usize].job = None;
+                self.domains[id].job = None;
                 match job {
                     Job::Teardown { .. } => self.buried(id),
                     _ => {
-                        let ctx = &mut self.domains[id as usize].ctx;
+                        let ctx = &mut self.domains[id].ctx;
                         match result {
                             Ok(v) => ctx.set_result(0, v),
                             Err(e) => ctx.set_result(e as usize, 0),
                         }
-                        self.publish_frames(id);
+                        self.domains.publish_frames(id);
                     }
                 }
                 return true;
@@ -118,7 +118,7 @@ impl<P: Platform> World<P> {
 
     /// Gives the next [`CHUNK_PAGES`] pages of the stretch at `base` (owned by `id`) their zeroed
     /// frames and maps them for the owner.
-    fn fill_chunk(&mut self, id: u32, base: usize, done: usize) -> Step {
+    fn fill_chunk(&mut self, id: DomainId, base: usize, done: usize) -> Step {
         let Some(pages) = self.stretches.get(&base).map(|s| s.frames.len()) else {
             return Step::Done(Err(SysError::NotFound));
         };
@@ -126,12 +126,12 @@ impl<P: Platform> World<P> {
         let end = (done + CHUNK_PAGES).min(pages);
         for i in done..end {
             let va = base + i * PAGE_SIZE;
-            let mapped = frames::alloc_zeroed::<P>(Owner::Domain(id)).ok().and_then(|f| {
-                let space = self.domains[id as usize].space.as_mut()?;
+            let mapped = frames::alloc_zeroed::<P>(id.owner()).ok().and_then(|f| {
+                let space = self.domains[id].space.as_mut()?;
                 match space.map(va, f.addr(), rights) {
                     Ok(()) => Some(f),
                     Err(_) => {
-                        let _ = frames::free::<P>(f, Owner::Domain(id));
+                        let _ = frames::free::<P>(f, id.owner());
                         None
                     }
                 }
@@ -139,7 +139,7 @@ impl<P: Platform> World<P> {
             let Some(frame) = mapped else {
                 // Memory ran out under the call (the check at its start counted what was free
                 // then): undo what was done, in chunks too.
-                self.domains[id as usize].job =
+                self.domains[id].job =
                     Some(Job::Empty { base, left: i, result: Err(SysError::NoMemory) });
                 return Step::More;
             };
@@ -153,7 +153,7 @@ impl<P: Platform> World<P> {
             }
             return Step::Done(Ok(base));
         }
-        self.domains[id as usize].job = Some(Job::Fill { base, done: end });
+        self.domains[id].job = Some(Job::Fill { base, done: end });
         Step::More
     }
 
@@ -169,7 +169,7 @@ impl<P: Platform> World<P> {
             let Some(frame) = s.frames[i].take() else { continue };
             let va = s.base + i * PAGE_SIZE;
             for &(holder, _) in &s.rights {
-                if let Some(space) = self.domains[holder as usize].space.as_mut() {
+                if let Some(space) = self.domains[holder].space.as_mut() {
                     space.unmap(va);
                 }
             }
@@ -178,7 +178,7 @@ impl<P: Platform> World<P> {
                 P::with_loose(|t| t.set_mapped(frame, false));
             } else if s.kind == Kind::Device {
                 // The device's registers, not RAM.
-            } else if let Err(e) = frames::free::<P>(frame, Owner::Domain(s.owner)) {
+            } else if let Err(e) = frames::free::<P>(frame, s.owner.owner()) {
                 error!("stretch {=u64:#x}: freeing a frame failed: {}", base as u64, e);
             }
         }
@@ -189,7 +189,7 @@ impl<P: Platform> World<P> {
         if s.kind == Kind::Managed {
             self.release_managed_pages(&s);
         }
-        self.domains[s.owner as usize].address.give_back(s.base, s.frames.len());
+        self.domains[s.owner].address.give_back(s.base, s.frames.len());
         let owner = s.owner;
         drop(s);
         // The last channel stretch of an owner that died before its peer held its arena.
@@ -202,13 +202,13 @@ impl<P: Platform> World<P> {
     /// loose frames.
     fn teardown_chunk(
         &mut self,
-        id: u32,
+        id: DomainId,
         emptying: Option<(usize, usize)>,
         loose_from: usize,
     ) -> Step {
         if let Some((base, left)) = emptying {
             let left = self.empty_chunk(base, left);
-            self.domains[id as usize].job =
+            self.domains[id].job =
                 Some(Job::Teardown { emptying: left.map(|left| (base, left)), loose_from });
             return Step::More;
         }
@@ -229,7 +229,7 @@ impl<P: Platform> World<P> {
                 let (unused, owner) = (s.rights.is_empty(), s.owner);
                 if unused && self.domain(owner).is_none() {
                     let pages = self.stretches[&base].frames.len();
-                    self.domains[id as usize].job =
+                    self.domains[id].job =
                         Some(Job::Teardown { emptying: Some((base, pages)), loose_from });
                     return Step::More;
                 }
@@ -243,22 +243,21 @@ impl<P: Platform> World<P> {
             .and_then(|t| t.iter().find(|s| doomed(s, id)))
             .map(|s| (s.base, s.frames.len()));
         if let Some(emptying) = doomed {
-            self.domains[id as usize].job =
-                Some(Job::Teardown { emptying: Some(emptying), loose_from });
+            self.domains[id].job = Some(Job::Teardown { emptying: Some(emptying), loose_from });
             return Step::More;
         }
         // Then its loose frames, found by a scan of the table in steps (none if it holds none).
-        if self.domains[id as usize].loose_held > 0 {
+        if self.domains[id].loose_held > 0 {
             let (batch, next) =
-                P::with_loose(|t| t.owned_by::<CHUNK_PAGES>(id, loose_from, LOOSE_SCAN));
+                P::with_loose(|t| t.owned_by::<CHUNK_PAGES>(id.raw(), loose_from, LOOSE_SCAN));
             for frame in batch {
                 P::with_loose(|t| t.remove(frame));
-                self.domains[id as usize].loose_held -= 1;
-                if let Err(e) = frames::free::<P>(frame, Owner::Domain(id)) {
+                self.domains[id].loose_held -= 1;
+                if let Err(e) = frames::free::<P>(frame, id.owner()) {
                     error!("freeing loose frame {=u64:#x} failed: {}", frame.addr(), e);
                 }
             }
-            let d = &mut self.domains[id as usize];
+            let d = &mut self.domains[id];
             match next {
                 Some(loose_from) if d.loose_held > 0 => {
                     d.job = Some(Job::Teardown { emptying: None, loose_from });
@@ -280,11 +279,11 @@ impl<P: Platform> World<P> {
     /// Ends domain `id`: from now on it never runs in user mode again; its endpoints' peers
     /// learn of it, and its teardown is its job, run in chunks on what is left of its contract
     /// (see the module documentation).
-    pub(super) fn begin_death(&mut self, id: u32, ending: Ending) {
+    pub(super) fn begin_death(&mut self, id: DomainId, ending: Ending) {
         self.close_endpoints_signalled_by(id);
-        self.release_interrupts_of(id);
+        self.devices.release_of::<P>(id);
         let now = self.sched.now_ns::<P>();
-        let d = &mut self.domains[id as usize];
+        let d = &mut self.domains[id];
         d.ending = Some(ending);
         d.dcb = None;
         d.waiting_for_frames = false;
@@ -295,14 +294,14 @@ impl<P: Platform> World<P> {
         {
             s.busy = false;
         }
-        let d = &mut self.domains[id as usize];
+        let d = &mut self.domains[id];
         d.job = Some(Job::Teardown { emptying: None, loose_from: 0 });
         // Its optimistic frames are all on their way back: no notice can ask for them.
         d.optimistic_held = 0;
         if d.blocked.take().is_some() {
-            self.sched.policy.wake(id as usize, now);
+            self.sched.policy.wake(id.index(), now);
         }
-        let d = &self.domains[id as usize];
+        let d = &self.domains[id];
         match ending {
             Ending::Exited(code) => {
                 info!("domain {=str} exited with status {=i32}", d.name.as_str(), code)
@@ -315,10 +314,10 @@ impl<P: Platform> World<P> {
 
     /// Dead domain `id` is taken apart: its page tables go, it leaves the scheduler, and
     /// domains waiting for memory try again.
-    fn buried(&mut self, id: u32) {
-        self.sched.policy.remove(id as usize, super::clock::now_ns::<P>());
+    fn buried(&mut self, id: DomainId) {
+        self.sched.policy.remove(id.index(), super::clock::now_ns::<P>());
         self.sched.set_instant(id, None);
-        let d = &mut self.domains[id as usize];
+        let d = &mut self.domains[id];
         if let Some(space) = d.space.take() {
             space.destroy();
         }
@@ -329,8 +328,8 @@ impl<P: Platform> World<P> {
             .stretches
             .of(id)
             .map_or(0, |t| t.iter().map(|s| s.frames.iter().flatten().count() as u64).sum());
-        let d = &mut self.domains[id as usize];
-        let held = P::with_frames(|fa| fa.owned_by(Owner::Domain(id)));
+        let d = &mut self.domains[id];
+        let held = P::with_frames(|fa| fa.owned_by(id.owner()));
         let left = held.saturating_sub(lingering + d.arena.frames());
         if left != 0 {
             error!("domain {=str}: {=u64} frames still charged after death", d.name.as_str(), left);
@@ -340,20 +339,15 @@ impl<P: Platform> World<P> {
     }
 
     /// Ends domain `id` and takes it apart at once (at boot, and in kernel tests).
-    pub(super) fn kill(&mut self, id: u32, ending: Ending) {
+    pub(super) fn kill(&mut self, id: DomainId, ending: Ending) {
         self.begin_death(id, ending);
         while !self.run_job(id, 0) {}
-    }
-
-    /// Is a dead domain still being taken apart?
-    pub(super) fn burying(&self) -> bool {
-        self.domains.iter().any(|d| matches!(d.job, Some(Job::Teardown { .. })))
     }
 }
 
 /// Does stretch `s`, owned by dead domain `id`, go with it? All but a channel or a shared DMA
 /// stretch that a peer still uses (that one goes when the last holder dies).
-fn doomed<A: allocator_api2::alloc::Allocator>(s: &super::Stretch<A>, id: u32) -> bool {
+fn doomed<A: allocator_api2::alloc::Allocator>(s: &super::Stretch<A>, id: DomainId) -> bool {
     // A channel, or DMA memory a driver shared (a client's data area), stays while a live peer
     // holds rights on it: the peer learns of the death from its endpoints, not by a fault.
     !matches!(s.kind, Kind::Channel | Kind::Dma) || s.rights.iter().all(|(d, _)| *d == id)

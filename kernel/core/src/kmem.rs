@@ -18,6 +18,7 @@
 //! arena's frames; the record of a channel stretch that a live peer still uses stays in the
 //! dead owner's arena until the peer lets go.
 
+use crate::domains::DomainId;
 use core::mem::size_of;
 
 use abi::{PAGE_SIZE, Rights, SysError};
@@ -59,10 +60,10 @@ impl<P: Platform> World<P> {
     /// cannot cover them.
     pub(super) fn with_kmem<R>(
         &mut self,
-        id: u32,
+        id: DomainId,
         mut make: impl FnMut(&mut World<P>) -> Result<R, Refused>,
     ) -> Result<R, SysError> {
-        let arena = self.domains[id as usize].arena;
+        let arena = self.domains[id].arena;
         let mut result = Err(SysError::NoMemory);
         for _ in 0..MAX_TRIES {
             if let Ok(r) = make(self) {
@@ -74,8 +75,8 @@ impl<P: Platform> World<P> {
             let Some(needed) = arena.take_refused().map(P::Arena::frames_needed) else { break };
             let granted = arena.allowance() + needed;
             let free = P::with_frames(|fa| fa.free_count());
-            let d = &self.domains[id as usize];
-            if self.guaranteed_used(id) + granted > d.guaranteed_frames || free < granted {
+            let d = &self.domains[id];
+            if self.domains.guaranteed_used(id) + granted > d.guaranteed_frames || free < granted {
                 break;
             }
             arena.allow(needed);
@@ -87,9 +88,9 @@ impl<P: Platform> World<P> {
     /// Gives dead domain `id`'s arena back once nothing of it is left (its endpoints have
     /// gone; a channel stretch a live peer uses keeps its record, and so the arena, until the
     /// peer lets go): its frames return to the free pool.
-    pub(super) fn release_arena(&mut self, id: u32) {
+    pub(super) fn release_arena(&mut self, id: DomainId) {
         let lingering = self.stretches.of(id).map_or(0, |t| t.len());
-        let d = &mut self.domains[id as usize];
+        let d = &mut self.domains[id];
         if d.ending.is_none() || d.job.is_some() || lingering > 0 {
             return;
         }

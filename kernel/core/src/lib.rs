@@ -25,6 +25,17 @@
 //! holds rights on the stretch containing it; bad arguments to a system call get an error
 //! code, never a panic. No `unsafe`: whatever needs it is the platform's.
 //!
+//! The state is split into owners, each in its module with methods that touch only it: the
+//! domains ([`Domains`], each named by a typed [`DomainId`]), the stretches
+//! ([`stretch::Stretches`]), the scheduler (`sched::Scheduler`), what driver domains were given
+//! (`device::Devices`) and what the run summary needs from boot on (`reports::Reports`).
+//! [`World`] holds them; its methods are the operations that need more than one (the system
+//! calls, death, revocation, the scheduler's mechanism). A raw domain number becomes a
+//! [`DomainId`] only where it enters: [`Domains::id`] (checked) for a system call's argument and
+//! a manifest's channel ends, the scheduler for the clients it picks, and the trap entry takes
+//! the scheduler's current domain; on the wire (the ABI, the control block, the log's records,
+//! frame owners) a domain stays its `u32`.
+//!
 //! Everything here runs in trap handlers (interrupts off, one CPU) or at boot, under the one
 //! lock the kernel keeps its [`World`] under. Its reports are defmt records in the kernel
 //! (feature `defmt`) and are dropped on the host ([`log`]).
@@ -42,6 +53,7 @@ pub mod checks;
 pub mod clock;
 pub mod contract;
 mod device;
+mod domains;
 mod events;
 pub mod frames;
 mod jobs;
@@ -50,6 +62,7 @@ mod loader;
 pub mod loose;
 mod paging;
 pub mod platform;
+mod reports;
 mod sched;
 pub mod stretch;
 mod syscall;
@@ -60,17 +73,15 @@ mod mock;
 #[cfg(test)]
 mod tests;
 
-use alloc::string::String;
-use alloc::vec::Vec;
-
 use abi::{PAGE_SIZE, Rights, SysError};
-use frame_allocator::{FRAME_SIZE, Frame, Owner};
+use frame_allocator::{FRAME_SIZE, Frame};
 
-use crate::contract::{AddressSpaceOps, UserContextOps, UserFault};
+use crate::contract::{AddressSpaceOps, UserFault};
 use address::{AddressQuota, StretchRegion};
 use stretch::{ArenaVec, Kind, Refused, Stretch, Stretches};
 
 pub use device::{interrupts_raised, raise_interrupt};
+pub use domains::{Domain, DomainId, Domains};
 pub use loader::{BootOptions, enter_first, start_from_boot_image};
 pub use platform::{Exit, Found, KernelArena, PhysRange, Platform, Routed};
 pub use sched::on_user_trap;
@@ -115,115 +126,18 @@ impl defmt::Format for Termination {
     }
 }
 
-/// One domain; its identifier is its index in the manifest (and in [`World`]), which is also
-/// its frame-owner id.
-pub struct Domain<P: Platform> {
-    /// Name from the manifest.
-    pub name: String,
-    /// Its registers: saved here by the trap path when it enters the kernel, and resumed from
-    /// here (boxed, so that the address the trap path holds never moves).
-    ctx: alloc::boxed::Box<P::Context>,
-    /// Saved floating-point registers.
-    fp: P::Fp,
-    /// Its protection domain; `None` once it is dead.
-    space: Option<P::Space>,
-    /// Frames it may hold at most (stretches and page tables).
-    guaranteed_frames: u64,
-    /// `None` while alive.
-    pub ending: Option<Ending>,
-    /// While blocked: the deadline in timer ticks (`u64::MAX`: none).
-    blocked: Option<u64>,
-    /// An endpoint changed since the domain last returned from `block`.
-    pending: bool,
-    /// Its event endpoints (in its arena).
-    endpoints: ArenaVec<events::Endpoint, P::Arena>,
-    /// The frame of its control block.
-    dcb: Option<frame_allocator::Frame>,
-    /// The control block's address in the domain.
-    dcb_va: usize,
-    /// The activation handler's entry and stack top, if registered.
-    handler: Option<(usize, usize)>,
-    /// Optimistic frames it may hold on top of its guarantee.
-    optimistic_frames: u64,
-    /// How many loose frames (`frame_alloc`, recorded in [`loose`]) it holds.
-    loose_held: u64,
-    /// How many of its loose frames are optimistic.
-    optimistic_held: u64,
-    /// Its disk-time contract `(period, slice)` in ns, if the manifest gives it one: a
-    /// revocation notice then leaves it the disk time to write back what it releases.
-    disk: Option<(u64, u64)>,
-    /// The allocator of the kernel objects made for it, on its arena of frames charged to it
-    /// (see [`kmem`]).
-    arena: P::Arena,
-    /// Page faults delivered to it.
-    faults: u64,
-    /// The revocation notice it has to answer, if any.
-    revocation: Option<paging::Revocation>,
-    /// Blocked in a system call that needs memory a revocation is freeing; the call runs
-    /// again when it is woken.
-    waiting_for_frames: bool,
-    /// Its share of the stretch region.
-    address: AddressQuota,
-    /// Kernel work under way for it, run in chunks on its CPU time (see [`jobs`]).
-    job: Option<jobs::Job>,
-    /// A driver domain: the manifest grants it devices (see [`device`]).
-    driver: bool,
-}
-
-impl<P: Platform> Domain<P> {
-    /// A live domain called `name` with protection domain `space`, allowed `guaranteed_frames`
-    /// frames, its kernel objects in `arena`; its context, control block and endpoints are
-    /// filled in by the loader.
-    fn new(
-        name: &str,
-        space: P::Space,
-        guaranteed_frames: u64,
-        optimistic_frames: u64,
-        address: AddressQuota,
-        arena: P::Arena,
-    ) -> Self {
-        Domain {
-            name: name.into(),
-            ctx: alloc::boxed::Box::new(P::Context::new_user(0, 0, [0; 4])),
-            fp: P::Fp::default(),
-            space: Some(space),
-            guaranteed_frames,
-            ending: None,
-            blocked: None,
-            pending: false,
-            endpoints: ArenaVec::new_in(arena),
-            dcb: None,
-            dcb_va: 0,
-            handler: None,
-            optimistic_frames,
-            loose_held: 0,
-            optimistic_held: 0,
-            disk: None,
-            arena,
-            faults: 0,
-            revocation: None,
-            waiting_for_frames: false,
-            address,
-            job: None,
-            driver: false,
-        }
-    }
-}
-
-/// The kernel's state: the domains, and the owners of what they share (the stretches, the
-/// stretch region's address allocator, the scheduler). Its methods are the operations that
-/// need more than one of them.
+/// The kernel's state: the owners of the domains, of what they share (the stretches, the
+/// stretch region's address allocator, the scheduler, the devices) and of what is kept for
+/// reports. Its methods are the operations that need more than one of them.
 pub struct World<P: Platform> {
-    domains: Vec<Domain<P>>,
+    domains: Domains<P>,
     stretches: Stretches<P::Arena>,
     /// The stretch region, cut into the domains' shares.
     region: StretchRegion,
-    /// Free frames before the first domain was created.
-    free_before: u64,
     /// Which domain runs, and when the kernel must look again (see [`sched`]).
     sched: sched::Scheduler,
-    /// Bytes of the kernel heap in use once every domain was made (see [`kmem`]).
-    boot_heap: usize,
+    /// What the run summary needs from boot on (see [`reports`]).
+    reports: reports::Reports,
     /// What driver domains were given: interrupt lines and PCI functions (see [`device`]).
     devices: device::Devices<P::Function>,
 }
@@ -232,12 +146,11 @@ impl<P: Platform> World<P> {
     /// The world before any domain exists.
     pub fn new() -> Self {
         World {
-            domains: Vec::new(),
+            domains: Domains::new(),
             stretches: Stretches::default(),
             region: StretchRegion::default(),
-            free_before: P::with_frames(|fa| fa.free_count()),
             sched: sched::Scheduler::new(),
-            boot_heap: 0,
+            reports: reports::Reports::new(P::with_frames(|fa| fa.free_count())),
             devices: device::Devices::new(),
         }
     }
@@ -253,70 +166,23 @@ impl<P: Platform> World<P> {
         guaranteed: u64,
         optimistic: u64,
         address: AddressQuota,
-    ) -> Option<u32> {
-        let id = u32::try_from(self.domains.len()).ok().filter(|&id| id <= loose::MAX_OWNER)?;
-        let arena = P::Arena::new_arena(id);
+    ) -> Option<DomainId> {
+        let id = self.domains.next_id()?;
+        let arena = P::Arena::new_arena(id.raw());
         if !self.stretches.add_domain(address.range().start, arena) {
             return None;
         }
-        self.domains.try_reserve(1).ok()?;
-        self.sched.grow(id as usize + 1).ok()?;
-        self.domains.push(Domain::new(name, space, guaranteed, optimistic, address, arena));
-        Some(id)
-    }
-
-    fn domain(&self, id: u32) -> Option<&Domain<P>> {
-        self.domains.get(id as usize).filter(|d| d.ending.is_none())
-    }
-
-    /// The stretch containing `addr`.
-    pub fn stretch_at(&self, addr: usize) -> Option<&Stretch<P::Arena>> {
-        self.stretches.containing(addr)
-    }
-
-    /// The stretch of domain `id` containing `addr`, with its slot in the domain's table.
-    fn own_stretch_at(&self, id: u32, addr: usize) -> Option<(usize, &Stretch<P::Arena>)> {
-        self.stretches.of(id)?.containing(addr)
-    }
-
-    /// Is `addr` in a managed stretch of domain `id`?
-    fn in_managed_stretch(&self, id: u32, addr: usize) -> bool {
-        self.own_stretch_at(id, addr).is_some_and(|(_, s)| s.kind == Kind::Managed)
-    }
-
-    /// Does domain `id` hold `want` on every page of `[addr, addr + len)`?
-    pub fn may_access(&self, id: u32, addr: usize, len: usize, want: Rights) -> bool {
-        let Some(end) = addr.checked_add(len) else { return false };
-        if addr < abi::USER_BASE || end > abi::USER_END {
-            return false;
+        if !self.domains.reserve_one() {
+            return None;
         }
-        let mut a = addr;
-        while a < end {
-            match self.stretch_at(a) {
-                Some(s) if !s.busy && s.rights_of(id).contains(want) => a = s.end(),
-                _ => return false,
-            }
-        }
-        true
+        self.sched.grow(id.index() + 1).ok()?;
+        self.domains.push(Domain::new(name, space, guaranteed, optimistic, address, arena))
     }
 
-    /// Could domain `id` take `pages` more frames, plus the page-table frames mapping a page
-    /// may need (one per level of the tree), within its guarantee?
-    fn within_contract(&self, id: u32, pages: u64) -> bool {
-        let tables = P::Space::LEVELS;
-        self.domain(id)
-            .is_some_and(|d| self.guaranteed_used(id) + pages + tables <= d.guaranteed_frames)
-    }
-
-    /// Frames domain `id` holds within its guarantee: all it is charged for (its arena's
-    /// frames among them) but its optimistic frames.
-    fn guaranteed_used(&self, id: u32) -> u64 {
-        self.charged(id) - self.domains[id as usize].optimistic_held
-    }
-
-    /// Frames charged to domain `id` now.
-    fn charged(&self, id: u32) -> u64 {
-        P::with_frames(|fa| fa.owned_by(Owner::Domain(id)))
+    /// Domain `id` if it is alive.
+    #[inline(always)]
+    fn domain(&self, id: DomainId) -> Option<&Domain<P>> {
+        self.domains.live(id)
     }
 
     /// Creates a nailed stretch of `pages` pages at `base` owned by `owner`, with `rights` for the
@@ -324,7 +190,7 @@ impl<P: Platform> World<P> {
     /// contract, counting the page tables the mapping needs.
     fn create_stretch(
         &mut self,
-        owner: u32,
+        owner: DomainId,
         base: usize,
         pages: usize,
         rights: Rights,
@@ -344,7 +210,7 @@ impl<P: Platform> World<P> {
     /// but not taken: a [`jobs::Job::Fill`] gives them.
     fn create_stretch_or_wait(
         &mut self,
-        owner: u32,
+        owner: DomainId,
         base: usize,
         pages: usize,
         rights: Rights,
@@ -356,13 +222,13 @@ impl<P: Platform> World<P> {
         if self.stretches.last_below(end).is_some_and(|s| s.end() > base) {
             return Err(SysError::InvalidArgument.into());
         }
-        let space = self.domains[owner as usize].space.as_mut().ok_or(SysError::NotFound)?;
+        let space = self.domains[owner].space.as_mut().ok_or(SysError::NotFound)?;
         let tables = space.tables_missing(base, end).map_err(|_| SysError::InvalidArgument)?;
-        let d = &self.domains[owner as usize];
+        let d = &self.domains[owner];
         // Device registers are the device's pages, not frames of RAM.
         let frames = if matches!(filling, Filling::Device(_)) { 0 } else { pages as u64 };
         let needed = frames + tables + kmem::frames_for(kmem::stretch_record(pages, kind));
-        if self.guaranteed_used(owner) + needed > d.guaranteed_frames {
+        if self.domains.guaranteed_used(owner) + needed > d.guaranteed_frames {
             return Err(SysError::NoMemory.into());
         }
         self.reserve_frames(owner, needed)?;
@@ -373,14 +239,14 @@ impl<P: Platform> World<P> {
     /// are checked and reserved.
     fn make_stretch(
         &mut self,
-        owner: u32,
+        owner: DomainId,
         base: usize,
         pages: usize,
         rights: Rights,
         kind: Kind,
         filling: Filling<'_>,
     ) -> Result<(), SysError> {
-        let alloc = self.domains[owner as usize].arena;
+        let alloc = self.domains[owner].arena;
         let mut s = self.with_kmem(owner, |w| {
             let s = Stretch::new_in(base, pages, owner, kind, alloc)?;
             w.stretches.reserve_one(base)?;
@@ -390,13 +256,13 @@ impl<P: Platform> World<P> {
         let free_all = |s: &mut Stretch<P::Arena>| {
             let device = s.kind == Kind::Device;
             s.frames.iter_mut().filter_map(Option::take).filter(|_| !device).for_each(|f| {
-                let _ = frames::free::<P>(f, Owner::Domain(owner));
+                let _ = frames::free::<P>(f, owner.owner());
             })
         };
         let data = match filling {
             Filling::Now(data) => {
                 for i in 0..pages {
-                    match frames::alloc_zeroed::<P>(Owner::Domain(owner)) {
+                    match frames::alloc_zeroed::<P>(owner.owner()) {
                         Ok(f) => s.frames[i] = Some(f),
                         Err(_) => {
                             free_all(&mut s);
@@ -407,7 +273,7 @@ impl<P: Platform> World<P> {
                 data
             }
             Filling::Contiguous => {
-                let first = frames::alloc_zeroed_run::<P>(pages as u64, Owner::Domain(owner))
+                let first = frames::alloc_zeroed_run::<P>(pages as u64, owner.owner())
                     .map_err(|_| SysError::NoMemory)?;
                 for (i, f) in s.frames.iter_mut().enumerate() {
                     *f = Some(Frame::containing(first.addr() + (i * PAGE_SIZE) as u64));
@@ -443,7 +309,7 @@ impl<P: Platform> World<P> {
     fn set_stretch_rights(
         &mut self,
         base: usize,
-        target: u32,
+        target: DomainId,
         rights: Rights,
     ) -> Result<(), SysError> {
         let owner = self.stretches.get(&base).ok_or(SysError::NotFound)?.owner;
@@ -470,12 +336,12 @@ impl<P: Platform> World<P> {
 /// Maps (or, with `NONE`, unmaps) stretch `s` in domain `id`'s protection domain (a function
 /// of the domains alone, so that a stretch in the table can be mapped where it lies).
 fn map_for<P: Platform>(
-    domains: &mut [Domain<P>],
+    domains: &mut Domains<P>,
     s: &Stretch<P::Arena>,
-    id: u32,
+    id: DomainId,
     rights: Rights,
 ) -> Result<(), SysError> {
-    let Some(space) = domains.get_mut(id as usize).and_then(|d| d.space.as_mut()) else {
+    let Some(space) = domains.get_mut(id).and_then(|d| d.space.as_mut()) else {
         return Ok(());
     };
     for (i, f) in s.frames.iter().enumerate() {
@@ -511,110 +377,6 @@ impl<P: Platform> Default for World<P> {
     fn default() -> Self {
         Self::new()
     }
-}
-
-fn report_fault<P: Platform>(w: &World<P>, id: u32, fault: UserFault, pc: usize) {
-    let name = w.domains[id as usize].name.as_str();
-    let cause = fault.name();
-    let addr = match fault {
-        UserFault::IllegalInstruction { bits: Some(bits) } => {
-            error!(
-                "domain {=str}: {=str} (instruction bits {=u64:#x}), pc={=u64:#x}",
-                name, cause, bits, pc as u64
-            );
-            return;
-        }
-        f => match f.addr() {
-            Some(addr) => addr,
-            None => {
-                error!("domain {=str}: {=str}, pc={=u64:#x}", name, cause, pc as u64);
-                return;
-            }
-        },
-    };
-    error!(
-        "domain {=str}: {=str} at address {=u64:#x}, pc={=u64:#x}",
-        name, cause, addr as u64, pc as u64
-    );
-    let guarded = w
-        .stretch_at(addr.saturating_add(PAGE_SIZE))
-        .filter(|s| s.kind == Kind::Stack && addr < s.base && w.stretch_at(addr).is_none());
-    match (w.stretch_at(addr), guarded) {
-        (Some(s), _) => error!(
-            "domain {=str}: the address is in {=str} stretch {=u64:#x}..{=u64:#x} of domain {=str}, where it holds rights {=u8:#x}",
-            name,
-            s.kind.name(),
-            s.base as u64,
-            s.end() as u64,
-            w.domains[s.owner as usize].name.as_str(),
-            s.rights_of(id).0
-        ),
-        (None, Some(s)) => error!(
-            "domain {=str}: the address is in the guard page below the stack {=u64:#x}..{=u64:#x} of domain {=str}",
-            name,
-            s.base as u64,
-            s.end() as u64,
-            w.domains[s.owner as usize].name.as_str()
-        ),
-        (None, None) if !(abi::USER_BASE..abi::USER_END).contains(&addr) => {
-            error!("domain {=str}: the address is outside the user half", name)
-        }
-        (None, None) => error!("domain {=str}: no stretch contains the address", name),
-    }
-}
-
-fn summary<P: Platform>(w: &World<P>) {
-    info!("run summary: {=usize} domain(s)", w.domains.len());
-    info!(
-        "  kernel: idle {=u64} ns of {=u64} ns since boot",
-        clock::ns_from_ticks::<P>(w.sched.idle_ticks),
-        clock::ns_from_ticks::<P>(P::now_ticks())
-    );
-    for d in &w.domains {
-        match d.ending {
-            Some(Ending::Exited(code)) => {
-                info!("  {=str}: exited with status {=i32}", d.name.as_str(), code)
-            }
-            Some(Ending::Terminated(why)) => {
-                info!("  {=str}: terminated ({=str})", d.name.as_str(), why.name())
-            }
-            None => info!("  {=str}: still running", d.name.as_str()),
-        }
-    }
-    for (id, d) in w.domains.iter().enumerate() {
-        let (Some(a), Some(c)) = (w.sched.policy.accounts(id), w.sched.policy.contract(id)) else {
-            continue;
-        };
-        info!(
-            "  {=str}: cpu {=u64} us guaranteed + {=u64} us extra, {=u64} periods of {=u64} us, {=u64} deadlines missed, {=u64} periods ended late (contract: slice {=u64} us, extra {=bool})",
-            d.name.as_str(),
-            a.guaranteed / 1000,
-            a.extra / 1000,
-            a.periods,
-            c.period / 1000,
-            a.deadlines_missed,
-            a.late_ends,
-            c.slice / 1000,
-            c.extra
-        );
-    }
-    for d in w.domains.iter().filter(|d| d.faults > 0) {
-        info!(
-            "  {=str}: {=u64} page faults delivered to its stretch drivers",
-            d.name.as_str(),
-            d.faults
-        );
-    }
-    let free = P::with_frames(|fa| fa.free_count());
-    info!(
-        "frames: {=u64} free after all domains ended, {=u64} before they started",
-        free, w.free_before
-    );
-    info!(
-        "kernel heap: {=usize} bytes in use at the end, {=usize} once the domains were made",
-        P::heap_used(),
-        w.boot_heap
-    );
 }
 
 /// Frames needed for `bytes`, rounded up.

@@ -4,6 +4,7 @@
 //! per domain instance. Both are validated again here, whatever the host checked: a corrupt
 //! image or manifest is refused with a report and a failure status, before any domain exists.
 
+use crate::domains::DomainId;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
@@ -11,7 +12,6 @@ use core::sync::atomic::Ordering;
 
 use abi::{IMAGE_BASE, IMAGE_SLOT, PAGE_SIZE, Rights};
 use boot_image::BootImage;
-use frame_allocator::Owner;
 
 use super::World;
 use super::stretch::Kind;
@@ -74,7 +74,9 @@ pub fn start_from_boot_image<P: Platform>(
         if spec.name != img.domain || spec.app != img.app {
             reject::<P>("image", "image entries do not follow the manifest's domains");
         }
-        let id = i as u32;
+        let Some(id) = w.domains.next_id() else {
+            reject::<P>("manifest", "more domains than frame owners can name")
+        };
         let slot = IMAGE_BASE + i * IMAGE_SLOT;
         for seg in &img.segments {
             let inside = (seg.vaddr as usize) >= slot
@@ -86,7 +88,7 @@ pub fn start_from_boot_image<P: Platform>(
         if !((slot as u64)..(slot + IMAGE_SLOT) as u64).contains(&img.entry) {
             reject::<P>("image", "an entry point lies outside its domain's image slot");
         }
-        let space = P::Space::new(Owner::Domain(id)).unwrap_or_else(|e| reject::<P>("domain", e));
+        let space = P::Space::new(id.owner()).unwrap_or_else(|e| reject::<P>("domain", e));
         let page = PAGE_SIZE as u64;
         let quota = w.region.share(spec.address_space as usize).unwrap_or_else(|| {
             reject::<P>("domain", "the stretch region cannot hold its address space")
@@ -100,7 +102,7 @@ pub fn start_from_boot_image<P: Platform>(
         if w.sched.policy.try_add(contract, 0).is_err() {
             reject::<P>("domain", "the kernel heap cannot hold its scheduler records");
         }
-        w.domains[i].disk = spec.disk.map(|d| (d.period_ns, d.slice_ns));
+        w.domains[id].disk = spec.disk.map(|d| (d.period_ns, d.slice_ns));
         if let Err(e) = populate(w, id, &image, i, &spec.args) {
             error!("domain {=str} could not be created: {}", spec.name.as_str(), e);
             w.kill(id, super::Ending::Terminated(super::Termination::NotCreated));
@@ -114,11 +116,11 @@ pub fn start_from_boot_image<P: Platform>(
         info!(
             "domain {=str} (id {=u32}): app {=str} at {=u64:#x}, {=u64} of {=u64} frames used",
             spec.name.as_str(),
-            id,
+            id.raw(),
             spec.app.as_str(),
             slot as u64,
-            w.charged(id),
-            w.domains[i].guaranteed_frames
+            w.domains.charged(id),
+            w.domains[id].guaranteed_frames
         );
         info!(
             "domain {=str}: cpu contract: slice {=u64} us every {=u64} us, extra {=bool}, latency {=u64} us",
@@ -128,7 +130,7 @@ pub fn start_from_boot_image<P: Platform>(
             contract.extra,
             contract.latency / 1000
         );
-        let share = w.domains[i].address.range();
+        let share = w.domains[id].address.range();
         info!(
             "domain {=str}: address space {=u64:#x}..{=u64:#x} ({=u64} MiB)",
             spec.name.as_str(),
@@ -136,8 +138,8 @@ pub fn start_from_boot_image<P: Platform>(
             share.end as u64,
             (share.len() >> 20) as u64
         );
-        publish_contract(w, i, contract);
-        w.publish_frames(id);
+        publish_contract(w, id, contract);
+        w.domains.publish_frames(id);
     }
     let mut ends = alloc::vec![0usize; w.domains.len()];
     for channel in &manifest.channels {
@@ -155,14 +157,15 @@ pub fn start_from_boot_image<P: Platform>(
     drop(ends);
     drop(manifest);
     drop(image);
-    w.boot_heap = P::heap_used();
-    info!("kernel heap: {=usize} KiB used at boot", w.boot_heap >> 10);
+    let heap = P::heap_used();
+    w.reports.domains_made(heap);
+    info!("kernel heap: {=usize} KiB used at boot", heap >> 10);
 }
 
 /// Builds domain `id`'s image stretches, its stack and its starting context.
 fn populate<P: Platform>(
     w: &mut World<P>,
-    id: u32,
+    id: DomainId,
     image: &BootImage<'_>,
     index: usize,
     args: &[alloc::string::String],
@@ -175,7 +178,7 @@ fn populate<P: Platform>(
         let data = image.segment_data(seg);
         w.create_stretch(id, seg.vaddr as usize, pages, rights, Kind::Image, data)?;
     }
-    let base = w.domains[index].address.take(STACK_PAGES).ok_or(abi::SysError::NoAddressSpace)?;
+    let base = w.domains[id].address.take(STACK_PAGES).ok_or(abi::SysError::NoAddressSpace)?;
     let block = argument_block(args);
     let bytes = STACK_PAGES * PAGE_SIZE;
     if block.len() + 64 > bytes {
@@ -194,15 +197,19 @@ fn populate<P: Platform>(
     )?;
     let args_addr = base + args_at;
     let sp = args_addr & !15;
-    let dcb_at = w.domains[index].address.take(1).ok_or(abi::SysError::NoAddressSpace)?;
+    let dcb_at = w.domains[id].address.take(1).ok_or(abi::SysError::NoAddressSpace)?;
     w.create_stretch(id, dcb_at, 1, Rights::READ.union(Rights::WRITE), Kind::ControlBlock, &[])?;
     let frame = w.stretches[&dcb_at].frames[0].ok_or(abi::SysError::NoMemory)?;
-    let dcb = abi::Dcb { domain_id: id as u64, timebase_hz: P::frequency(), ..Default::default() };
+    let dcb = abi::Dcb {
+        domain_id: u64::from(id.raw()),
+        timebase_hz: P::frequency(),
+        ..Default::default()
+    };
     P::write_dcb(frame, &dcb);
-    w.domains[index].dcb = Some(frame);
-    w.domains[index].dcb_va = dcb_at;
-    *w.domains[index].ctx =
-        P::Context::new_user(img.entry as usize, sp, [id as usize, args_addr, block.len(), dcb_at]);
+    w.domains[id].dcb = Some(frame);
+    w.domains[id].dcb_va = dcb_at;
+    *w.domains[id].ctx =
+        P::Context::new_user(img.entry as usize, sp, [id.index(), args_addr, block.len(), dcb_at]);
     Ok(())
 }
 
@@ -215,17 +222,20 @@ fn connect<P: Platform>(
     slot: [usize; 2],
     peer_disk: [abi::StreamContract; 2],
 ) -> Result<(), abi::SysError> {
-    let (from, to) = (channel.from as u32, channel.to as u32);
+    let named = |index: usize| u32::try_from(index).ok().and_then(|raw| w.domains.id(raw));
+    let (Some(from), Some(to)) = (named(channel.from), named(channel.to)) else {
+        return Err(abi::SysError::NotFound);
+    };
     if w.domain(from).is_none() || w.domain(to).is_none() {
         return Err(abi::SysError::NotFound);
     }
     let pages = (channel.bytes() as usize).div_ceil(PAGE_SIZE);
-    let base = w.domains[from as usize].address.take(pages).ok_or(abi::SysError::NoAddressSpace)?;
+    let base = w.domains[from].address.take(pages).ok_or(abi::SysError::NoAddressSpace)?;
     let rw = Rights::READ.union(Rights::WRITE);
     w.create_stretch(from, base, pages, rw, Kind::Channel, &[])?;
     w.set_stretch_rights(base, to, rw)?;
-    let space_event = w.alloc_endpoint(from, to).ok_or(abi::SysError::NoMemory)?;
-    let data_event = w.alloc_endpoint(to, from).ok_or(abi::SysError::NoMemory)?;
+    let space_event = w.alloc_endpoint(from, to.raw()).ok_or(abi::SysError::NoMemory)?;
+    let data_event = w.alloc_endpoint(to, from.raw()).ok_or(abi::SysError::NoMemory)?;
     let mut name = [0u8; 32];
     let n = channel.name.len().min(32);
     name[..n].copy_from_slice(&channel.name.as_bytes()[..n]);
@@ -234,7 +244,7 @@ fn connect<P: Platform>(
         (to, abi::ChannelRole::Receiver, data_event, from, space_event, slot[1], peer_disk[1]),
     ];
     for (me, role, local, peer, peer_event, index, peer_disk) in ends {
-        let frame = w.domains[me as usize].dcb.ok_or(abi::SysError::NotFound)?;
+        let frame = w.domains[me].dcb.ok_or(abi::SysError::NotFound)?;
         let slot = abi::ChannelSlot {
             role: role as u64,
             name,
@@ -242,7 +252,7 @@ fn connect<P: Platform>(
             slots: channel.slots as u64,
             slot_size: channel.slot_size as u64,
             local_event: local as u64,
-            peer_domain: peer as u64,
+            peer_domain: u64::from(peer.raw()),
             peer_event: peer_event as u64,
             peer_disk,
         };
@@ -270,8 +280,8 @@ fn stream_contract(spec: Option<manifest::CpuSpec>) -> abi::StreamContract {
 }
 
 /// Writes domain `index`'s CPU contract into its control block.
-fn publish_contract<P: Platform>(w: &World<P>, index: usize, c: atropos::Contract) {
-    let Some(frame) = w.domains[index].dcb else { return };
+fn publish_contract<P: Platform>(w: &World<P>, id: DomainId, c: atropos::Contract) {
+    let Some(frame) = w.domains[id].dcb else { return };
     let cpu = &P::dcb(frame).cpu;
     cpu.period_ns.store(c.period, Ordering::Relaxed);
     cpu.slice_ns.store(c.slice, Ordering::Relaxed);

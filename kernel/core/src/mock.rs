@@ -111,8 +111,8 @@ pub fn free_frames() -> u64 {
 }
 
 /// Frames charged to domain `id` now.
-pub fn charged(id: u32) -> u64 {
-    with(|s| s.frames.owned_by(Owner::Domain(id)))
+pub fn charged(id: crate::DomainId) -> u64 {
+    with(|s| s.frames.owned_by(id.owner()))
 }
 
 /// Writes `data` at user address `va` of space `space` (through its mappings).

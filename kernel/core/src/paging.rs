@@ -45,12 +45,13 @@
 //! revocation of guaranteed frames (never needed: admission keeps the guarantees within
 //! memory).
 
+use crate::domains::DomainId;
 use core::sync::atomic::Ordering;
 
 use abi::{
     Access, MAP_BATCH_MAX, PAGE_SIZE, PageOp, Rights, SysError, frame_kind, page_op, page_state,
 };
-use frame_allocator::{Frame, Owner};
+use frame_allocator::Frame;
 
 use super::clock::{now_ns, ticks_from_ns_up};
 use super::kmem;
@@ -192,7 +193,7 @@ impl<P: Platform> World<P> {
     /// pages), so that mapping its pages never needs memory.
     pub(super) fn create_managed_stretch(
         &mut self,
-        id: u32,
+        id: DomainId,
         bytes: usize,
         rights: usize,
     ) -> Result<usize, Shortage> {
@@ -202,19 +203,19 @@ impl<P: Platform> World<P> {
         }
         let pages = super::pages_for(bytes);
         let record = kmem::frames_for(kmem::stretch_record(pages, Kind::Managed));
-        let base = self.domains[id as usize].address.take(pages).ok_or(SysError::NoAddressSpace)?;
+        let base = self.domains[id].address.take(pages).ok_or(SysError::NoAddressSpace)?;
         let end = base + pages * PAGE_SIZE;
         let undo = |w: &mut World<P>| {
-            if let Some(space) = w.domains[id as usize].space.as_mut() {
+            if let Some(space) = w.domains[id].space.as_mut() {
                 space.prune_range(base, end);
             }
-            w.domains[id as usize].address.give_back(base, pages);
+            w.domains[id].address.give_back(base, pages);
         };
         if let Err(e) = self.populate_tables(id, base, end, record) {
-            self.domains[id as usize].address.give_back(base, pages);
+            self.domains[id].address.give_back(base, pages);
             return Err(e);
         }
-        let alloc = self.domains[id as usize].arena;
+        let alloc = self.domains[id].arena;
         let made = self.with_kmem(id, |w| {
             let s = Stretch::new_in(base, pages, id, Kind::Managed, alloc)?;
             w.stretches.reserve_one(base)?;
@@ -232,7 +233,7 @@ impl<P: Platform> World<P> {
             return Err(SysError::NoMemory.into());
         }
         self.stretches.insert(s);
-        self.publish_frames(id);
+        self.domains.publish_frames(id);
         Ok(base)
     }
 
@@ -240,18 +241,18 @@ impl<P: Platform> World<P> {
     /// and the `record` frames its kernel record will take against its guarantee.
     fn populate_tables(
         &mut self,
-        id: u32,
+        id: DomainId,
         base: usize,
         end: usize,
         record: u64,
     ) -> Result<(), Shortage> {
-        let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
+        let space = self.domains[id].space.as_mut().ok_or(SysError::NotFound)?;
         let tables = space.tables_missing(base, end).map_err(|_| SysError::InvalidArgument)?;
-        if !self.within_contract(id, tables + record) {
+        if !self.domains.within_contract(id, tables + record) {
             return Err(SysError::NoMemory.into());
         }
         self.reserve_frames(id, tables + record)?;
-        let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
+        let space = self.domains[id].space.as_mut().ok_or(SysError::NotFound)?;
         if space.populate(base, end).is_err() {
             space.prune_range(base, end);
             return Err(SysError::NoMemory.into());
@@ -262,7 +263,7 @@ impl<P: Platform> World<P> {
     /// The page tables of managed stretch `s` are freed (its pages are unmapped already, their
     /// frames back among its owner's loose frames).
     pub(super) fn release_managed_pages(&mut self, s: &Stretch<P::Arena>) {
-        let d = &mut self.domains[s.owner as usize];
+        let d = &mut self.domains[s.owner];
         if let Some(space) = d.space.as_mut() {
             space.prune_range(s.base, s.end());
         }
@@ -271,7 +272,7 @@ impl<P: Platform> World<P> {
     /// Makes sure `needed` frames are free for a guaranteed allocation of domain `id`; if they
     /// are not, sends a revocation notice (unless one is outstanding) and answers
     /// [`Shortage::Wait`].
-    pub(super) fn reserve_frames(&mut self, id: u32, needed: u64) -> Result<(), Shortage> {
+    pub(super) fn reserve_frames(&mut self, id: DomainId, needed: u64) -> Result<(), Shortage> {
         let free = P::with_frames(|fa| fa.free_count());
         if free >= needed {
             return Ok(());
@@ -279,34 +280,36 @@ impl<P: Platform> World<P> {
         // A notice is outstanding until its victim complied or, forced, is taken apart.
         if self
             .domains
-            .iter()
+            .records()
             .any(|d| d.revocation.is_some() && (d.ending.is_none() || d.job.is_some()))
         {
             return Err(Shortage::Wait);
         }
-        let victim = (0..self.domains.len() as u32)
-            .filter(|&v| v != id && self.domain(v).is_some())
-            .filter(|&v| self.domains[v as usize].optimistic_held > 0)
-            .max_by_key(|&v| (self.domains[v as usize].optimistic_held, u32::MAX - v));
+        let victim = self
+            .domains
+            .iter()
+            .filter(|&(v, d)| v != id && d.is_alive() && d.optimistic_held > 0)
+            .max_by_key(|&(v, d)| (d.optimistic_held, core::cmp::Reverse(v)))
+            .map(|(v, _)| v);
         let Some(victim) = victim else { return Err(Shortage::Fail(SysError::NoMemory)) };
-        let held = self.domains[victim as usize].optimistic_held;
+        let held = self.domains[victim].optimistic_held;
         self.send_revocation(victim, (needed - free).min(held), id);
         Err(Shortage::Wait)
     }
 
     /// Asks domain `victim` to release `wanted` optimistic frames (for domain `for_whom`).
-    fn send_revocation(&mut self, victim: u32, wanted: u64, for_whom: u32) {
-        let contract = self.sched.policy.contract(victim as usize);
+    fn send_revocation(&mut self, victim: DomainId, wanted: u64, for_whom: DomainId) {
+        let contract = self.sched.policy.contract(victim.index());
         let (period, slice) = contract.map_or((0, 0), |c| (c.period, c.slice));
         let sent_ns = now_ns::<P>();
-        let disk = self.domains[victim as usize].disk;
+        let disk = self.domains[victim].disk;
         let deadline_ns = sent_ns + revocation_window(contract, disk, wanted);
-        let d = &mut self.domains[victim as usize];
+        let d = &mut self.domains[victim];
         let goal = d.optimistic_held - wanted;
         let deadline_ticks = ticks_from_ns_up::<P>(deadline_ns);
         d.revocation = Some(Revocation { wanted, goal, sent_ns, deadline_ns, deadline_ticks });
         self.sched.note_instant(deadline_ticks, victim);
-        let d = &self.domains[victim as usize];
+        let d = &self.domains[victim];
         if let Some(frame) = d.dcb {
             let slot = &P::dcb(frame).revocation;
             slot.deadline_ns.store(deadline_ns, Ordering::Relaxed);
@@ -318,7 +321,7 @@ impl<P: Platform> World<P> {
             d.name.as_str(),
             d.optimistic_held,
             wanted,
-            self.domains[for_whom as usize].name.as_str(),
+            self.domains[for_whom].name.as_str(),
             sent_ns / 1000,
             deadline_ns / 1000,
             period / 1000,
@@ -328,8 +331,8 @@ impl<P: Platform> World<P> {
     }
 
     /// Domain `id` gave back an optimistic frame: clears its notice once it is satisfied.
-    fn revocation_progress(&mut self, id: u32) {
-        let d = &mut self.domains[id as usize];
+    fn revocation_progress(&mut self, id: DomainId) {
+        let d = &mut self.domains[id];
         let Some(r) = &d.revocation else { return };
         let left = d.optimistic_held.saturating_sub(r.goal);
         if let Some(frame) = d.dcb {
@@ -349,9 +352,9 @@ impl<P: Platform> World<P> {
     }
 
     /// Terminates domain `id` if its revocation deadline has passed, which frees its frames.
-    pub(super) fn enforce_revocation(&mut self, id: u32, now_ns: u64) {
+    pub(super) fn enforce_revocation(&mut self, id: DomainId, now_ns: u64) {
         {
-            let d = &self.domains[id as usize];
+            let d = &self.domains[id];
             let Some(r) = d.revocation.as_ref().filter(|_| d.ending.is_none()) else { return };
             if r.deadline_ns > now_ns {
                 return;
@@ -370,21 +373,20 @@ impl<P: Platform> World<P> {
     /// Wakes the domains blocked in a call that waits for frames; their calls run again.
     pub(super) fn wake_frame_waiters(&mut self) {
         let now = self.sched.now_ns::<P>();
-        for id in 0..self.domains.len() {
-            let d = &mut self.domains[id];
+        for (id, d) in self.domains.iter_mut() {
             if d.ending.is_none() && core::mem::take(&mut d.waiting_for_frames) {
                 d.blocked = None;
-                self.sched.policy.wake(id, now);
+                self.sched.policy.wake(id.index(), now);
             }
         }
     }
 
     /// `frame_alloc`: a zero-filled loose frame of `kind` for domain `id`; its frame number.
-    pub(super) fn frame_alloc(&mut self, id: u32, kind: usize) -> Result<usize, Shortage> {
-        let d = &self.domains[id as usize];
+    pub(super) fn frame_alloc(&mut self, id: DomainId, kind: usize) -> Result<usize, Shortage> {
+        let d = &self.domains[id];
         let optimistic = match kind {
             frame_kind::GUARANTEED => {
-                if self.guaranteed_used(id) + 1 > d.guaranteed_frames {
+                if self.domains.guaranteed_used(id) + 1 > d.guaranteed_frames {
                     return Err(SysError::NoMemory.into());
                 }
                 self.reserve_frames(id, 1)?;
@@ -402,51 +404,52 @@ impl<P: Platform> World<P> {
             }
             _ => return Err(SysError::InvalidArgument.into()),
         };
-        let Ok(frame) = frames::alloc_zeroed::<P>(Owner::Domain(id)) else {
+        let Ok(frame) = frames::alloc_zeroed::<P>(id.owner()) else {
             return Err(SysError::NoMemory.into());
         };
-        P::with_loose(|t| t.insert(frame, Loose { owner: id, optimistic, mapped: false }));
-        let d = &mut self.domains[id as usize];
+        P::with_loose(|t| t.insert(frame, Loose { owner: id.raw(), optimistic, mapped: false }));
+        let d = &mut self.domains[id];
         d.loose_held += 1;
         d.optimistic_held += u64::from(optimistic);
-        self.publish_frames(id);
+        self.domains.publish_frames(id);
         Ok(frame_number(frame))
     }
 
     /// `frame_free`: domain `id` gives back loose frame `number`, which must not be mapped.
-    pub(super) fn frame_free(&mut self, id: u32, number: usize) -> Result<usize, SysError> {
+    pub(super) fn frame_free(&mut self, id: DomainId, number: usize) -> Result<usize, SysError> {
         let pa = (number as u64).checked_mul(PAGE_SIZE as u64).ok_or(SysError::NotFound)?;
         let frame = Frame::containing(pa);
         let optimistic = P::with_loose(|t| {
-            let l = t.get_of(id, frame).ok_or(SysError::NotFound)?;
+            let l = t.get_of(id.raw(), frame).ok_or(SysError::NotFound)?;
             if l.mapped {
                 return Err(SysError::InUse);
             }
             t.remove(frame);
             Ok(l.optimistic)
         })?;
-        let d = &mut self.domains[id as usize];
+        let d = &mut self.domains[id];
         d.loose_held -= 1;
-        if let Err(e) = frames::free::<P>(frame, Owner::Domain(id)) {
+        if let Err(e) = frames::free::<P>(frame, id.owner()) {
             error!("frame_free: freeing frame {=u64:#x} failed: {}", pa, e);
         }
         if optimistic {
             d.optimistic_held -= 1;
             self.revocation_progress(id);
         }
-        self.publish_frames(id);
+        self.domains.publish_frames(id);
         Ok(0)
     }
 
     /// The stretch (by its slot in domain `id`'s table) and page index of `va` in a managed
     /// stretch of domain `id`.
     #[inline(always)]
-    fn managed_page(&self, id: u32, va: usize) -> Result<ManagedPage, SysError> {
+    fn managed_page(&self, id: DomainId, va: usize) -> Result<ManagedPage, SysError> {
         if !va.is_multiple_of(PAGE_SIZE) {
             return Err(SysError::InvalidArgument);
         }
         let (slot, s) = self
-            .own_stretch_at(id, va)
+            .stretches
+            .own_containing(id, va)
             .filter(|(_, s)| s.rights_of(id) != Rights::NONE && !s.busy)
             .ok_or(SysError::BadAddress)?;
         if s.kind != Kind::Managed {
@@ -464,11 +467,11 @@ impl<P: Platform> World<P> {
     /// Reserves, from domain `id`'s guarantee, the page tables a mapping at `va` needs: the
     /// tables were made with the stretch, but they may have gone with a neighbouring stretch
     /// that shared them. How many.
-    fn reserve_tables(&mut self, id: u32, va: usize) -> Result<u64, Shortage> {
-        let d = &self.domains[id as usize];
+    fn reserve_tables(&mut self, id: DomainId, va: usize) -> Result<u64, Shortage> {
+        let d = &self.domains[id];
         let tables = d.space.as_ref().map_or(0, |s| s.tables_needed(va));
         if tables > 0 {
-            if self.guaranteed_used(id) + tables > d.guaranteed_frames {
+            if self.domains.guaranteed_used(id) + tables > d.guaranteed_frames {
                 return Err(SysError::NoMemory.into());
             }
             self.reserve_frames(id, tables)?;
@@ -479,7 +482,7 @@ impl<P: Platform> World<P> {
     /// `map`: maps domain `id`'s loose frame `number` at page `va` of a stretch it manages.
     pub(super) fn map_page(
         &mut self,
-        id: u32,
+        id: DomainId,
         va: usize,
         number: usize,
         rights: usize,
@@ -488,7 +491,7 @@ impl<P: Platform> World<P> {
         let rights = page.rights_within(rights)?;
         let pa = (number as u64).checked_mul(PAGE_SIZE as u64).ok_or(SysError::NotFound)?;
         let frame = Frame::containing(pa);
-        let loose = P::with_loose(|t| t.get_of(id, frame)).ok_or(SysError::NotFound)?;
+        let loose = P::with_loose(|t| t.get_of(id.raw(), frame)).ok_or(SysError::NotFound)?;
         if loose.mapped {
             return Err(SysError::InUse.into());
         }
@@ -497,7 +500,7 @@ impl<P: Platform> World<P> {
         }
         let tables = self.reserve_tables(id, va)?;
         let s = self.stretches.slot_mut(id, page.slot)?;
-        let d = &mut self.domains[id as usize];
+        let d = &mut self.domains[id];
         let space = d.space.as_mut().ok_or(SysError::NotFound)?;
         // Accessed and dirty clear: the hardware sets them as the page is used.
         space.map_tracked(va, pa, rights).map_err(|_| SysError::NoMemory)?;
@@ -506,18 +509,18 @@ impl<P: Platform> World<P> {
         s.page_rights[page.index] = rights;
         if tables > 0 {
             // Only new page tables change what the domain holds.
-            self.publish_frames(id);
+            self.domains.publish_frames(id);
         }
         Ok(0)
     }
 
     /// `unmap`: removes page `va` of a stretch domain `id` manages; the frame's number.
-    pub(super) fn unmap_page(&mut self, id: u32, va: usize) -> Result<usize, SysError> {
+    pub(super) fn unmap_page(&mut self, id: DomainId, va: usize) -> Result<usize, SysError> {
         let page = self.managed_page(id, va)?;
         let s = self.stretches.slot_mut(id, page.slot)?;
         let frame = s.frames[page.index].take().ok_or(SysError::NotMapped)?;
         s.page_rights[page.index] = Rights::NONE;
-        let d = &mut self.domains[id as usize];
+        let d = &mut self.domains[id];
         if let Some(space) = d.space.as_mut() {
             space.unmap_keeping_tables(va);
         }
@@ -533,7 +536,7 @@ impl<P: Platform> World<P> {
     /// refused call leaves both pages as they were.
     pub(super) fn remap_page(
         &mut self,
-        id: u32,
+        id: DomainId,
         from: usize,
         to: usize,
         rights: usize,
@@ -555,7 +558,7 @@ impl<P: Platform> World<P> {
             .ok_or(SysError::NotMapped)?;
         self.stretches.slot_mut(id, target.slot)?;
         let pa = frame.addr();
-        let d = &mut self.domains[id as usize];
+        let d = &mut self.domains[id];
         let space = d.space.as_mut().ok_or(SysError::NotFound)?;
         // The new mapping first, with both bits clear: if its table cannot be made, nothing
         // has moved. The old entry's bits are read as it goes: nothing runs in the domain
@@ -567,20 +570,20 @@ impl<P: Platform> World<P> {
         self.stretches.set_page(id, source.slot, source.index, None, Rights::NONE)?;
         self.stretches.set_page(id, target.slot, target.index, Some(frame), rights)?;
         if tables > 0 {
-            self.publish_frames(id);
+            self.domains.publish_frames(id);
         }
         Ok(usize::from(state))
     }
 
     /// Checks one entry of a `map_batch` as its single call would check it, against the pages
     /// and frames as they are; for a map, the frame's physical address.
-    fn check_page_op(&self, id: u32, op: &PageOp) -> Result<u64, SysError> {
+    fn check_page_op(&self, id: DomainId, op: &PageOp) -> Result<u64, SysError> {
         let page = self.managed_page(id, op.va as usize)?;
         match op.op {
             page_op::MAP => {
                 page.rights_within(op.rights as usize)?;
                 let pa = op.frame.checked_mul(PAGE_SIZE as u64).ok_or(SysError::NotFound)?;
-                let loose = P::with_loose(|t| t.get_of(id, Frame::containing(pa)))
+                let loose = P::with_loose(|t| t.get_of(id.raw(), Frame::containing(pa)))
                     .ok_or(SysError::NotFound)?;
                 if loose.mapped {
                     return Err(SysError::InUse);
@@ -610,7 +613,7 @@ impl<P: Platform> World<P> {
     /// (`count` when `ops` or `count` is refused).
     pub(super) fn map_batch(
         &mut self,
-        id: u32,
+        id: DomainId,
         ops: usize,
         count: usize,
     ) -> Result<usize, (Shortage, usize)> {
@@ -620,7 +623,7 @@ impl<P: Platform> World<P> {
         }
         let mut words = [0u64; MAP_BATCH_MAX * PageOp::WORDS];
         let words = &mut words[..count * PageOp::WORDS];
-        if !self.may_access(id, ops, count * size_of::<PageOp>(), Rights::READ) {
+        if !self.stretches.may_access(id, ops, count * size_of::<PageOp>(), Rights::READ) {
             return Err(whole(SysError::BadAddress));
         }
         P::copy_words_from_user(words, ops).map_err(|_| whole(SysError::BadAddress))?;
@@ -647,7 +650,7 @@ impl<P: Platform> World<P> {
         // Page tables gone with a neighbouring stretch, as for `map`: counted once for the maps
         // under one 2 MiB table (an upper table shared by two such regions counts twice, so
         // the count is a bound), reserved and made before any page changes.
-        let space = self.domains[id as usize].space.as_ref().ok_or(whole(SysError::NotFound))?;
+        let space = self.domains[id].space.as_ref().ok_or(whole(SysError::NotFound))?;
         let mut tables = 0;
         let mut first_short = count;
         for i in (0..count).filter(|&i| entry(i).op == page_op::MAP) {
@@ -663,19 +666,19 @@ impl<P: Platform> World<P> {
             }
         }
         if tables > 0 {
-            let d = &self.domains[id as usize];
-            if self.guaranteed_used(id) + tables > d.guaranteed_frames {
+            let d = &self.domains[id];
+            if self.domains.guaranteed_used(id) + tables > d.guaranteed_frames {
                 return Err((SysError::NoMemory.into(), first_short));
             }
             self.reserve_frames(id, tables).map_err(|e| (e, first_short))?;
         }
-        let space = self.domains[id as usize].space.as_mut().ok_or(whole(SysError::NotFound))?;
+        let space = self.domains[id].space.as_mut().ok_or(whole(SysError::NotFound))?;
         space.begin_batch();
         for i in (0..count).filter(|&i| entry(i).op == page_op::MAP) {
             let va = entry(i).va as usize;
             if space.tables_needed(va) > 0 && space.populate(va, va + PAGE_SIZE).is_err() {
                 space.end_batch();
-                self.publish_frames(id);
+                self.domains.publish_frames(id);
                 return Err((SysError::NoMemory.into(), i));
             }
         }
@@ -685,7 +688,7 @@ impl<P: Platform> World<P> {
             let op = entry(i);
             let va = op.va as usize;
             let Ok(page) = self.managed_page(id, va) else { continue };
-            let space = self.domains[id as usize].space.as_mut();
+            let space = self.domains[id].space.as_mut();
             let (Some(space), Ok(s)) = (space, self.stretches.slot_mut(id, page.slot)) else {
                 continue;
             };
@@ -716,11 +719,11 @@ impl<P: Platform> World<P> {
                 }
             }
         }
-        if let Some(space) = self.domains[id as usize].space.as_mut() {
+        if let Some(space) = self.domains[id].space.as_mut() {
             space.end_batch();
         }
         if tables > 0 {
-            self.publish_frames(id);
+            self.domains.publish_frames(id);
         }
         Ok(0)
     }
@@ -728,12 +731,12 @@ impl<P: Platform> World<P> {
     /// Can domain `id` write every byte of `[addr, addr + len)` now, without a fault: does it
     /// hold write access on each page, and is each page of a managed stretch there mapped
     /// writable?
-    fn may_write_now(&self, id: u32, addr: usize, len: usize) -> bool {
-        if !self.may_access(id, addr, len, Rights::WRITE) {
+    fn may_write_now(&self, id: DomainId, addr: usize, len: usize) -> bool {
+        if !self.stretches.may_access(id, addr, len, Rights::WRITE) {
             return false;
         }
         let first = addr & !(PAGE_SIZE - 1);
-        (first..addr + len).step_by(PAGE_SIZE).all(|p| match self.own_stretch_at(id, p) {
+        (first..addr + len).step_by(PAGE_SIZE).all(|p| match self.stretches.own_containing(id, p) {
             Some((_, s)) if s.kind == Kind::Managed => {
                 let i = (p - s.base) / PAGE_SIZE;
                 s.frames[i].is_some() && s.page_rights[i].contains(Rights::WRITE)
@@ -749,7 +752,7 @@ impl<P: Platform> World<P> {
     /// each page as `protect` checks its address, then `out`.
     pub(super) fn page_state(
         &mut self,
-        id: u32,
+        id: DomainId,
         va: usize,
         count: usize,
         out: usize,
@@ -767,7 +770,7 @@ impl<P: Platform> World<P> {
         if !self.may_write_now(id, out, count) {
             return Err(SysError::BadAddress);
         }
-        let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
+        let space = self.domains[id].space.as_mut().ok_or(SysError::NotFound)?;
         let mut states = [0u8; MAP_BATCH_MAX];
         for i in (0..count).filter(|&i| mapped[i]) {
             states[i] = space.page_state(va + i * PAGE_SIZE);
@@ -788,7 +791,7 @@ impl<P: Platform> World<P> {
     /// `protect`: changes the rights of the mapped page `va` of a stretch domain `id` manages.
     pub(super) fn protect_page(
         &mut self,
-        id: u32,
+        id: DomainId,
         va: usize,
         rights: usize,
     ) -> Result<usize, SysError> {
@@ -798,7 +801,7 @@ impl<P: Platform> World<P> {
             return Err(SysError::NotMapped);
         }
         let s = self.stretches.slot_mut(id, page.slot)?;
-        let space = self.domains[id as usize].space.as_mut().ok_or(SysError::NotFound)?;
+        let space = self.domains[id].space.as_mut().ok_or(SysError::NotFound)?;
         space.protect(va, rights).map_err(|_| SysError::NotMapped)?;
         s.page_rights[page.index] = rights;
         Ok(0)
@@ -808,17 +811,17 @@ impl<P: Platform> World<P> {
     /// the handler), or says why it cannot be delivered (the domain is then terminated).
     pub(super) fn deliver_fault(
         &mut self,
-        id: u32,
+        id: DomainId,
         addr: usize,
         access: Access,
     ) -> Result<(), &'static str> {
-        let s = self.own_stretch_at(id, addr).filter(|(_, s)| s.kind == Kind::Managed);
+        let s = self.stretches.own_containing(id, addr).filter(|(_, s)| s.kind == Kind::Managed);
         let Some((_, s)) = s else { return Err("not in a stretch the domain manages") };
         if !access.allowed_by(s.rights_of(id)) {
             return Err("the domain's rights on the stretch do not allow the access");
         }
         let stretch = s.base;
-        let d = &mut self.domains[id as usize];
+        let d = &mut self.domains[id];
         let (Some((entry, stack)), Some(dcb_frame)) = (d.handler, d.dcb) else {
             return Err("the domain has no activation handler to take the fault");
         };
@@ -844,16 +847,5 @@ impl<P: Platform> World<P> {
         }
         d.ctx.enter_handler(entry, stack, [reason as usize, d.dcb_va]);
         Ok(())
-    }
-
-    /// Copies domain `id`'s frames contract and holdings into its control block.
-    pub(super) fn publish_frames(&self, id: u32) {
-        let d = &self.domains[id as usize];
-        let Some(frame) = d.dcb else { return };
-        let account = &P::dcb(frame).frames;
-        account.guaranteed.store(d.guaranteed_frames, Ordering::Relaxed);
-        account.optimistic.store(d.optimistic_frames, Ordering::Relaxed);
-        account.guaranteed_held.store(self.guaranteed_used(id), Ordering::Relaxed);
-        account.optimistic_held.store(d.optimistic_held, Ordering::Release);
     }
 }

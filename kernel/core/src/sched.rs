@@ -15,13 +15,15 @@
 //! wake them, so each `block` returns `WouldDeadlock`. With no live domain
 //! left the run summary ends the run.
 
+use crate::domains::DomainId;
 use abi::SysError;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
 
 use super::clock::{now_ns, ns_from_ticks, ticks_from_ns_up};
+use super::reports::report_fault;
 use super::syscall::{self, Next};
-use super::{Ending, World, report_fault, summary};
+use super::{Ending, World};
 use crate::Platform;
 use crate::contract::AddressSpaceOps as _;
 use crate::contract::{Resume, UserContextOps, UserFault, UserTrap};
@@ -33,7 +35,7 @@ pub(super) struct Scheduler {
     /// The policy; its clients are the domains, by index.
     pub(super) policy: atropos::Atropos,
     /// The domain on the CPU, or the last one that was.
-    pub(super) current: usize,
+    pub(super) current: DomainId,
     /// A wake-up during the current system call should preempt the caller.
     pub(super) preempt: bool,
     /// When to end the run (`stop=`), in timer ticks.
@@ -52,7 +54,7 @@ pub(super) struct Scheduler {
     /// While the kernel does work for other domains inside a switch or an interrupt (a pass of
     /// [`World::expire`], delivering interrupts): the instant the policy is told of the
     /// wake-ups it makes, in ns, so that it charges nobody before each piece of that work is
-    /// charged to the domain it served ([`World::charge_since`]).
+    /// charged to the domain it served ([`Scheduler::charge_since`]).
     frozen: Option<u64>,
     /// Time spent waiting for an interrupt with nothing to run, in timer ticks: the run
     /// summary reports it, and the disk benches count the busy time as the run's time less it.
@@ -64,7 +66,7 @@ impl Scheduler {
     pub(super) fn new() -> Self {
         Scheduler {
             policy: atropos::Atropos::new(),
-            current: 0,
+            current: DomainId::from_index(0),
             preempt: false,
             stop_at: None,
             instants: indexed_heap::Heap::new(),
@@ -78,10 +80,10 @@ impl Scheduler {
     /// endpoint, its revocation deadline): [`World::expire`] must look at it by then. Costs
     /// `O(log N)` when it moves the domain's instant earlier, nothing otherwise.
     #[inline(always)]
-    pub(super) fn note_instant(&mut self, ticks: u64, of: u32) {
+    pub(super) fn note_instant(&mut self, ticks: u64, of: DomainId) {
         // A block without a deadline (`u64::MAX`), the common case, moves nothing.
         if ticks != u64::MAX {
-            self.note_timed_instant(ticks, of as usize);
+            self.note_timed_instant(ticks, of.index());
         }
     }
 
@@ -91,6 +93,38 @@ impl Scheduler {
         if ticks < self.instants.get(of).unwrap_or(u64::MAX) {
             self.instants.set(of, ticks);
             self.next = self.instants.first_instant();
+        }
+    }
+
+    /// Charges the kernel's work from `from` (timer ticks) until now to domain `id`, rather
+    /// than to the domain dispatched meanwhile (see [`atropos::Atropos::charge_to`]); returns
+    /// now, in ticks.
+    #[inline]
+    pub(super) fn charge_since<P: Platform>(&mut self, id: DomainId, from: u64) -> u64 {
+        let to = P::now_ticks();
+        self.policy.charge_to(id.index(), ns_from_ticks::<P>(from), ns_from_ticks::<P>(to));
+        to
+    }
+
+    /// The earliest deadline of a blocked domain, an armed timer endpoint, a revocation or the
+    /// end of the run, in ticks (possibly earlier than needed, never later).
+    #[inline]
+    pub(super) fn earliest_deadline(&self) -> Option<u64> {
+        let next = self.next_instant();
+        let next = (next != u64::MAX).then_some(next);
+        [next, self.stop_at].into_iter().flatten().min()
+    }
+
+    /// Logs the periods the scheduler completed since the last call (with `trace=sched`).
+    pub(super) fn log_periods(&mut self) {
+        if !self.policy.tracing() {
+            return;
+        }
+        for r in self.policy.take_records() {
+            info!(
+                "sched period: domain={=usize} start={=u64} end={=u64} guaranteed={=u64} extra={=u64} missed={=bool}",
+                r.client, r.start, r.end, r.guaranteed, r.extra, r.missed
+            );
         }
     }
 
@@ -108,18 +142,24 @@ impl Scheduler {
 
     /// Takes out the domain with the earliest instant if it is at or before `now`.
     #[inline]
-    fn take_due(&mut self, now: u64) -> Option<u32> {
+    fn take_due(&mut self, now: u64) -> Option<DomainId> {
         let id = self.instants.pop_due(now)?;
         self.next = self.instants.first_instant();
-        Some(id as u32)
+        Some(client_id(id))
+    }
+
+    /// The earliest entry of the queue of instants: the instant and its domain.
+    #[inline]
+    fn first_instant(&self) -> Option<(u64, DomainId)> {
+        self.instants.first().map(|(t, id)| (t, client_id(id)))
     }
 
     /// Puts domain `id` in the queue at `ticks` (or moves it there); `None` takes it out.
     #[inline]
-    pub(super) fn set_instant(&mut self, id: u32, ticks: Option<u64>) {
+    pub(super) fn set_instant(&mut self, id: DomainId, ticks: Option<u64>) {
         match ticks {
-            Some(t) => self.instants.set(id as usize, t),
-            None => self.instants.remove(id as usize),
+            Some(t) => self.instants.set(id.index(), t),
+            None => self.instants.remove(id.index()),
         }
         self.next = self.instants.first_instant();
     }
@@ -130,6 +170,14 @@ impl Scheduler {
     pub(super) fn now_ns<P: Platform>(&self) -> u64 {
         self.frozen.unwrap_or_else(now_ns::<P>)
     }
+}
+
+/// The domain that is scheduler client `client`: the scheduler's clients and its queue of
+/// instants are the domains, by index (each added with its domain), so every client it picks
+/// or finds due is a domain. The one place the scheduler's numbers become identifiers.
+#[inline(always)]
+fn client_id(client: usize) -> DomainId {
+    DomainId::from_index(client)
 }
 
 impl<P: Platform> World<P> {
@@ -164,49 +212,38 @@ impl<P: Platform> World<P> {
             if self.domain(id).is_some() {
                 self.fire_timers(id, now);
                 self.enforce_revocation(id, now_ns);
-                let d = &mut self.domains[id as usize];
+                let d = &mut self.domains[id];
                 if d.ending.is_none() && d.blocked.is_some_and(|deadline| deadline <= now) {
                     d.blocked = None;
                     if let Some(frame) = d.dcb {
                         P::dcb(frame).wakeups.fetch_add(1, Ordering::Relaxed);
                     }
-                    self.sched.policy.wake(id as usize, now_ns);
+                    self.sched.policy.wake(id.index(), now_ns);
                 }
-                if let Some(next) = self.exact_instant(id) {
+                if let Some(next) = self.domains.exact_instant(id) {
                     // Serving a domain ends what was due: an instant still due would be taken
                     // again, for ever, with interrupts off. Checked in the host tests, off the
                     // kernel's path.
                     #[cfg(test)]
                     assert!(
                         next > now,
-                        "domain {id}: its next instant {next} is not after the pass's {now}: what was due was not served"
+                        "domain {id:?}: its next instant {next} is not after the pass's {now}: what was due was not served"
                     );
                     self.sched.set_instant(id, Some(next));
                 }
             }
-            at = self.charge_since(id, at);
+            at = self.sched.charge_since::<P>(id, at);
         }
         self.sched.frozen = None;
         at
-    }
-
-    /// The earliest instant something timed happens to live domain `id` (its deadline if it is
-    /// blocked with one, its earliest armed timer endpoint, its revocation deadline), in ticks.
-    /// Its own endpoints are looked at, no other domain's.
-    fn exact_instant(&self, id: u32) -> Option<u64> {
-        let d = self.domain(id)?;
-        let blocked = d.blocked.filter(|&t| t != u64::MAX);
-        let timer = d.endpoints.iter().filter_map(|e| e.deadline).min();
-        let revocation = d.revocation.as_ref().map(|r| r.deadline_ticks);
-        [blocked, timer, revocation].into_iter().flatten().min()
     }
 
     /// Puts live domain `id` in [`Scheduler::instants`] at its exact next instant, or takes it
     /// out: after an instant of its went away (a timer disarmed or moved later, a deadline left
     /// by an early wake-up). Costs a look at its own endpoints and `O(log N)`.
     #[inline(never)]
-    pub(super) fn refresh_instant(&mut self, id: u32) {
-        let exact = self.exact_instant(id);
+    pub(super) fn refresh_instant(&mut self, id: DomainId) {
+        let exact = self.domains.exact_instant(id);
         self.sched.set_instant(id, exact);
     }
 
@@ -219,29 +256,12 @@ impl<P: Platform> World<P> {
     #[cold]
     #[inline(never)]
     fn settle_instants(&mut self) {
-        while let Some((t, id)) = self.sched.instants.first() {
-            match self.exact_instant(id as u32) {
+        while let Some((t, id)) = self.sched.first_instant() {
+            match self.domains.exact_instant(id) {
                 Some(exact) if exact == t => return,
-                exact => self.sched.set_instant(id as u32, exact),
+                exact => self.sched.set_instant(id, exact),
             }
         }
-    }
-
-    /// Charges the kernel's work from `from` (timer ticks) until now to domain `id`, rather
-    /// than to the domain dispatched meanwhile (see [`atropos::Atropos::charge_to`]); returns
-    /// now, in ticks.
-    pub(super) fn charge_since(&mut self, id: u32, from: u64) -> u64 {
-        let to = P::now_ticks();
-        self.sched.policy.charge_to(id as usize, ns_from_ticks::<P>(from), ns_from_ticks::<P>(to));
-        to
-    }
-
-    /// The earliest deadline of a blocked domain, an armed timer endpoint, a revocation or the
-    /// end of the run, in ticks (possibly earlier than needed, never later).
-    fn earliest_deadline(&self) -> Option<u64> {
-        let next = self.sched.next_instant();
-        let next = (next != u64::MAX).then_some(next);
-        [next, self.sched.stop_at].into_iter().flatten().min()
     }
 
     /// Every live domain is blocked and nothing timed can wake any of them: each `block`
@@ -250,21 +270,21 @@ impl<P: Platform> World<P> {
     /// notice or fails with `NoMemory`).
     pub(super) fn break_deadlock(&mut self) {
         let now = now_ns::<P>();
-        for id in 0..self.domains.len() {
-            let d = &mut self.domains[id];
+        for (id, d) in self.domains.iter_mut() {
             if d.ending.is_some() || d.blocked.take().is_none() {
                 continue;
             }
             if !core::mem::take(&mut d.waiting_for_frames) {
                 d.ctx.set_result(SysError::WouldDeadlock as usize, 0);
             }
-            self.sched.policy.wake(id, now);
+            self.sched.policy.wake(id.index(), now);
         }
     }
 
     /// Copies domain `id`'s accounts from the scheduler into its control block.
-    fn publish_accounts(&self, id: usize) {
-        let (Some(frame), Some((a, start))) = (self.domains[id].dcb, self.sched.policy.view(id))
+    fn publish_accounts(&self, id: DomainId) {
+        let (Some(frame), Some((a, start))) =
+            (self.domains[id].dcb, self.sched.policy.view(id.index()))
         else {
             return;
         };
@@ -274,19 +294,6 @@ impl<P: Platform> World<P> {
         cpu.extra_ns.store(a.extra, Ordering::Relaxed);
         cpu.periods.store(a.periods, Ordering::Relaxed);
         cpu.deadlines_missed.store(a.deadlines_missed, Ordering::Release);
-    }
-
-    /// Logs the periods the scheduler completed since the last call (with `trace=sched`).
-    fn log_periods(&mut self) {
-        if !self.sched.policy.tracing() {
-            return;
-        }
-        for r in self.sched.policy.take_records() {
-            info!(
-                "sched period: domain={=usize} start={=u64} end={=u64} guaranteed={=u64} extra={=u64} missed={=bool}",
-                r.client, r.start, r.end, r.guaranteed, r.extra, r.missed
-            );
-        }
     }
 }
 
@@ -305,37 +312,38 @@ fn switch<P: Platform>(w: &mut World<P>, save: bool) {
         let now = P::now_ticks();
         if w.sched.stop_at.is_some_and(|t| t <= now) {
             info!("stop: the time given by stop= has come");
-            summary(w);
+            w.reports.summary(&w.domains, &w.sched);
             P::exit(crate::Exit::Success);
         }
         // After kernel work for other domains, charged to them, the dispatch is at its end.
         let at = w.expire(now);
         let picked = w.sched.policy.dispatch(ns_from_ticks::<P>(at));
         w.publish_accounts(previous);
-        w.log_periods();
+        w.sched.log_periods();
         if let Some(pick) = picked {
-            if w.domains[pick.client].job.is_some() {
+            let picked = client_id(pick.client);
+            if w.domains[picked].job.is_some() {
                 // Kernel work for it, in chunks, on its time: to the end of its dispatch or the
                 // next timed event, then the scheduler is asked again.
                 let until = ticks_from_ns_up::<P>(pick.until);
-                let stop = w.earliest_deadline().map_or(until, |t| t.min(until));
-                w.run_job(pick.client as u32, stop);
+                let stop = w.sched.earliest_deadline().map_or(until, |t| t.min(until));
+                w.run_job(picked, stop);
                 continue;
             }
-            w.sched.current = pick.client;
-            w.publish_accounts(pick.client);
-            let d = &mut w.domains[pick.client];
+            w.sched.current = picked;
+            w.publish_accounts(picked);
+            let d = &mut w.domains[picked];
             P::restore_fp(&mut d.ctx, &d.fp);
             upcall(d);
             if let Some(space) = &d.space {
                 space.activate();
             }
             let until = ticks_from_ns_up::<P>(pick.until);
-            P::arm_timer(w.earliest_deadline().map_or(until, |t| t.min(until)));
+            P::arm_timer(w.sched.earliest_deadline().map_or(until, |t| t.min(until)));
             return;
         }
-        if w.domains.iter().all(|d| d.ending.is_some()) && !w.burying() {
-            summary(w);
+        if w.domains.records().all(|d| d.ending.is_some()) && !w.domains.burying() {
+            w.reports.summary(&w.domains, &w.sched);
             P::exit(crate::Exit::Success);
         }
         if w.modelled_device_busy() {
@@ -347,9 +355,9 @@ fn switch<P: Platform>(w: &mut World<P>, save: bool) {
         // Everything due by `now` has been expired above, so the exact one is later still.
         w.settle_instants();
         let replenish = w.sched.policy.next_event().map(ticks_from_ns_up::<P>);
-        match [replenish, w.earliest_deadline()].into_iter().flatten().min() {
+        match [replenish, w.sched.earliest_deadline()].into_iter().flatten().min() {
             Some(deadline) => w.idle_until(deadline),
-            None if !w.devices.bindings.is_empty() => w.idle_until_interrupt(),
+            None if w.devices.any_bound() => w.idle_until_interrupt(),
             None => {
                 warn!("every domain is blocked without a deadline: waking them all");
                 w.break_deadlock();
@@ -423,8 +431,8 @@ impl<P: Platform> World<P> {
 
 /// The system call domain `id` made, done.
 #[inline(always)]
-fn call<P: Platform>(w: &mut World<P>, id: u32) -> Next {
-    let (number, args) = w.domains[id as usize].ctx.call();
+fn call<P: Platform>(w: &mut World<P>, id: DomainId) -> Next {
+    let (number, args) = w.domains[id].ctx.call();
     syscall::dispatch(w, id, number, args)
 }
 
@@ -473,7 +481,7 @@ fn upcall<P: Platform>(d: &mut super::Domain<P>) {
 /// and a frame on every system call (LLVM stopped inlining it unasked once the calls grew).
 #[inline]
 pub fn on_user_trap<P: Platform>(w: &mut World<P>, trap: UserTrap) -> Resume<P::Context> {
-    let id = w.sched.current as u32;
+    let id = w.sched.current;
     match trap {
         UserTrap::SystemCall => match call(w, id) {
             Next::Return(result) => {
@@ -485,21 +493,21 @@ pub fn on_user_trap<P: Platform>(w: &mut World<P>, trap: UserTrap) -> Resume<P::
                 if !core::mem::take(&mut w.sched.preempt) {
                     return Resume::Results(status, value);
                 }
-                w.domains[id as usize].ctx.set_result(status, value);
+                w.domains[id].ctx.set_result(status, value);
                 switch(w, true);
             }
             Next::Yield => {
-                w.domains[id as usize].ctx.set_result(0, 0);
-                w.sched.policy.yield_now(id as usize, now_ns::<P>());
+                w.domains[id].ctx.set_result(0, 0);
+                w.sched.policy.yield_now(id.index(), now_ns::<P>());
                 switch(w, true);
             }
             Next::Resumed => {}
             Next::Block(deadline) => {
-                let d = &mut w.domains[id as usize];
+                let d = &mut w.domains[id];
                 d.ctx.set_result(0, 0);
                 d.blocked = Some(deadline);
                 w.sched.note_instant(deadline, id);
-                w.sched.policy.block(id as usize, now_ns::<P>());
+                w.sched.policy.block(id.index(), now_ns::<P>());
                 switch(w, true);
             }
             rare => after_rare_call(w, id, rare),
@@ -548,26 +556,26 @@ fn on_device_interrupt<P: Platform>(w: &mut World<P>) {
 /// out of line, so that the common calls' path stays short.
 #[cold]
 #[inline(never)]
-fn after_rare_call<P: Platform>(w: &mut World<P>, id: u32, next: Next) {
+fn after_rare_call<P: Platform>(w: &mut World<P>, id: DomainId, next: Next) {
     match next {
         Next::WaitForFrames => {
             // The call runs again once a revocation has freed frames.
-            let d = &mut w.domains[id as usize];
+            let d = &mut w.domains[id];
             d.ctx.restart_call();
             d.blocked = Some(u64::MAX);
             d.waiting_for_frames = true;
-            w.sched.policy.block(id as usize, now_ns::<P>());
+            w.sched.policy.block(id.index(), now_ns::<P>());
             switch(w, true);
         }
         Next::Refused(e, value) => {
-            w.domains[id as usize].ctx.set_result(e as usize, value);
+            w.domains[id].ctx.set_result(e as usize, value);
             // Unless the call woke a domain that should run before the caller.
             if core::mem::take(&mut w.sched.preempt) {
                 switch(w, true);
             }
         }
         Next::Job(job) => {
-            w.domains[id as usize].job = Some(job);
+            w.domains[id].job = Some(job);
             switch(w, true);
         }
         Next::Exit(code) => {
@@ -584,7 +592,7 @@ fn after_rare_call<P: Platform>(w: &mut World<P>, id: u32, next: Next) {
 #[inline(never)]
 fn on_fault<P: Platform>(
     w: &mut World<P>,
-    id: u32,
+    id: DomainId,
     fault: UserFault,
 ) -> Option<Resume<P::Context>> {
     let why = match fault {
@@ -594,12 +602,12 @@ fn on_fault<P: Platform>(
         },
         _ => None,
     };
-    let pc = w.domains[id as usize].ctx.pc();
-    report_fault(w, id, fault, pc);
-    if let Some((_, why)) = why.filter(|&(addr, _)| w.in_managed_stretch(id, addr)) {
+    let pc = w.domains[id].ctx.pc();
+    report_fault(&w.domains, &w.stretches, id, fault, pc);
+    if let Some((_, why)) = why.filter(|&(addr, _)| w.stretches.in_managed(id, addr)) {
         error!(
             "domain {=str}: the fault was not delivered to its stretch driver: {=str}",
-            w.domains[id as usize].name.as_str(),
+            w.domains[id].name.as_str(),
             why
         );
     }

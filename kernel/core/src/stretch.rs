@@ -9,6 +9,7 @@
 //! `protect`), and its page faults are delivered to the owner (see `paging`). Managed
 //! stretches are private to their owner: they cannot be shared.
 
+use crate::domains::DomainId;
 use alloc::vec::Vec;
 
 use abi::{IMAGE_BASE, IMAGE_SLOT, PAGE_SIZE, Rights, SysError};
@@ -82,9 +83,9 @@ pub struct Stretch<A: Allocator> {
     /// The rights each page of a managed stretch is mapped with (empty for nailed stretches).
     pub page_rights: ArenaVec<Rights, A>,
     /// The owning domain (charged for the frames and the record).
-    pub owner: u32,
+    pub owner: DomainId,
     /// Rights per domain (protection domain), at most one entry per domain.
-    pub rights: ArenaVec<(u32, Rights), A>,
+    pub rights: ArenaVec<(DomainId, Rights), A>,
     /// What it is for.
     pub kind: Kind,
     /// Being filled or emptied by a kernel job (`jobs`): nobody may use it or change it.
@@ -98,7 +99,7 @@ impl<A: Allocator + Copy> Stretch<A> {
     pub fn new_in(
         base: usize,
         pages: usize,
-        owner: u32,
+        owner: DomainId,
         kind: Kind,
         alloc: A,
     ) -> Result<Self, Refused> {
@@ -139,13 +140,13 @@ impl<A: Allocator + Copy> Stretch<A> {
 
     /// The rights `domain` holds.
     #[inline]
-    pub fn rights_of(&self, domain: u32) -> Rights {
+    pub fn rights_of(&self, domain: DomainId) -> Rights {
         self.rights.iter().find(|(d, _)| *d == domain).map_or(Rights::NONE, |(_, r)| *r)
     }
 
     /// Sets `domain`'s rights (`NONE` removes the entry); `Err` if the owner's arena has no
     /// room for a new entry (nothing changed then).
-    pub fn set_rights(&mut self, domain: u32, rights: Rights) -> Result<(), Refused> {
+    pub fn set_rights(&mut self, domain: DomainId, rights: Rights) -> Result<(), Refused> {
         if rights != Rights::NONE && self.rights.iter().all(|(d, _)| *d != domain) {
             self.rights.try_reserve(1)?;
         }
@@ -278,20 +279,20 @@ impl<A: Allocator + Copy> Stretches<A> {
 
     /// Domain `id`'s table: the stretches it owns.
     #[inline]
-    pub fn of(&self, id: u32) -> Option<&StretchTable<A>> {
-        self.tables.get(id as usize).map(|(_, t)| t)
+    pub fn of(&self, id: DomainId) -> Option<&StretchTable<A>> {
+        self.tables.get(id.index()).map(|(_, t)| t)
     }
 
     /// Domain `id`'s table, to change.
     #[inline]
-    pub fn of_mut(&mut self, id: u32) -> Option<&mut StretchTable<A>> {
-        self.tables.get_mut(id as usize).map(|(_, t)| t)
+    pub fn of_mut(&mut self, id: DomainId) -> Option<&mut StretchTable<A>> {
+        self.tables.get_mut(id.index()).map(|(_, t)| t)
     }
 
     /// The stretch in `slot` of domain `id`'s table (from [`StretchTable::containing`]), to
     /// change; `NotFound` if there is none.
     #[inline]
-    pub fn slot_mut(&mut self, id: u32, slot: usize) -> Result<&mut Stretch<A>, SysError> {
+    pub fn slot_mut(&mut self, id: DomainId, slot: usize) -> Result<&mut Stretch<A>, SysError> {
         self.of_mut(id).and_then(|t| t.at_mut(slot)).ok_or(SysError::NotFound)
     }
 
@@ -299,7 +300,7 @@ impl<A: Allocator + Copy> Stretches<A> {
     #[inline]
     pub fn set_page(
         &mut self,
-        id: u32,
+        id: DomainId,
         slot: usize,
         index: usize,
         frame: Option<Frame>,
@@ -352,6 +353,33 @@ impl<A: Allocator + Copy> Stretches<A> {
     /// The stretch containing `addr`.
     pub fn containing(&self, addr: usize) -> Option<&Stretch<A>> {
         self.table(addr)?.last_below(addr.checked_add(1)?).filter(|s| s.contains(addr))
+    }
+
+    /// The stretch of domain `id` containing `addr`, with its slot in the domain's table.
+    pub fn own_containing(&self, id: DomainId, addr: usize) -> Option<(usize, &Stretch<A>)> {
+        self.of(id)?.containing(addr)
+    }
+
+    /// Is `addr` in a managed stretch of domain `id`?
+    pub fn in_managed(&self, id: DomainId, addr: usize) -> bool {
+        self.own_containing(id, addr).is_some_and(|(_, s)| s.kind == Kind::Managed)
+    }
+
+    /// Does domain `id` hold `want` on every page of `[addr, addr + len)`?
+    #[inline]
+    pub fn may_access(&self, id: DomainId, addr: usize, len: usize, want: Rights) -> bool {
+        let Some(end) = addr.checked_add(len) else { return false };
+        if addr < abi::USER_BASE || end > abi::USER_END {
+            return false;
+        }
+        let mut a = addr;
+        while a < end {
+            match self.containing(a) {
+                Some(s) if !s.busy && s.rights_of(id).contains(want) => a = s.end(),
+                _ => return false,
+            }
+        }
+        true
     }
 
     /// Every stretch, by domain and then base address.

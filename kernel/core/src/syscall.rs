@@ -2,6 +2,7 @@
 //! The table of calls and their errors is in `docs/syscalls.md`; numbers and error codes are
 //! in the `abi` crate.
 
+use crate::domains::DomainId;
 use abi::{Call, Rights, SysError};
 
 use super::jobs::{CHUNK_PAGES, Job};
@@ -41,7 +42,7 @@ pub enum Next {
 
 /// Runs call `number` for domain `id`.
 #[inline(always)]
-pub fn dispatch<P: Platform>(w: &mut World<P>, id: u32, number: usize, a: [usize; 6]) -> Next {
+pub fn dispatch<P: Platform>(w: &mut World<P>, id: DomainId, number: usize, a: [usize; 6]) -> Next {
     let Some(call) = Call::from_number(number) else {
         return Next::Return(Err(SysError::NoSuchCall));
     };
@@ -62,7 +63,9 @@ pub fn dispatch<P: Platform>(w: &mut World<P>, id: u32, number: usize, a: [usize
             Err(e) => Next::Return(Err(e)),
         },
         Call::StretchRights => Next::Return(stretch_rights(w, id, a[0], a[1], a[2])),
-        Call::EventSend => Next::Return(w.send_event(id, a[0], a[1]).map(|()| 0)),
+        Call::EventSend => {
+            Next::Return(peer(w, a[0]).and_then(|to| w.send_event(id, to, a[1])).map(|()| 0))
+        }
         Call::ActivationSet => Next::Return(activation_set(w, id, a[0], a[1])),
         Call::TimerAlloc => {
             Next::Return(w.alloc_endpoint(id, super::events::KERNEL).ok_or(SysError::NoMemory))
@@ -93,7 +96,7 @@ pub fn dispatch<P: Platform>(w: &mut World<P>, id: u32, number: usize, a: [usize
         },
         Call::PageState => Next::Return(w.page_state(id, a[0], a[1], a[2], a[3])),
         Call::Block => {
-            let d = &mut w.domains[id as usize];
+            let d = &mut w.domains[id];
             if d.pending {
                 d.pending = false;
                 Next::Return(Ok(0))
@@ -102,6 +105,15 @@ pub fn dispatch<P: Platform>(w: &mut World<P>, id: u32, number: usize, a: [usize
             }
         }
     }
+}
+
+/// The domain a call's argument `raw` names (`event_send`'s receiver, `stretch_rights`'
+/// target): the one place a number from user space becomes a [`DomainId`]; `NotFound` if no
+/// domain has it. Whether it is alive is the call's to check.
+#[inline]
+fn peer<P: Platform>(w: &World<P>, raw: usize) -> Result<DomainId, SysError> {
+    let raw = u32::try_from(raw).map_err(|_| SysError::NotFound)?;
+    w.domains.id(raw).ok_or(SysError::NotFound)
 }
 
 /// The outcome of a call that may have to wait for a revocation.
@@ -116,7 +128,7 @@ fn memory_call(result: Result<usize, Shortage>) -> Next {
 
 fn console_write<P: Platform>(
     w: &World<P>,
-    id: u32,
+    id: DomainId,
     ptr: usize,
     len: usize,
 ) -> Result<usize, SysError> {
@@ -126,13 +138,13 @@ fn console_write<P: Platform>(
     if len == 0 {
         return Ok(0);
     }
-    if !w.may_access(id, ptr, len, Rights::READ) {
+    if !w.stretches.may_access(id, ptr, len, Rights::READ) {
         return Err(SysError::BadAddress);
     }
     let mut buf = [0u8; CONSOLE_MAX];
     P::copy_from_user(&mut buf[..len], ptr).map_err(|_| SysError::BadAddress)?;
     let text = core::str::from_utf8(&buf[..len]).map_err(|_| SysError::InvalidArgument)?;
-    let name = w.domains[id as usize].name.as_str();
+    let name = w.domains[id].name.as_str();
     for line in text.split_terminator('\n') {
         info!("[{=str}] {=str}", name, line);
     }
@@ -141,39 +153,39 @@ fn console_write<P: Platform>(
 
 fn activation_set<P: Platform>(
     w: &mut World<P>,
-    id: u32,
+    id: DomainId,
     entry: usize,
     stack: usize,
 ) -> Result<usize, SysError> {
     if entry == 0 {
-        w.domains[id as usize].handler = None;
+        w.domains[id].handler = None;
         return Ok(0);
     }
     if !entry.is_multiple_of(2) || !stack.is_multiple_of(16) {
         return Err(SysError::InvalidArgument);
     }
-    let runnable = w.may_access(id, entry, 4, Rights::EXECUTE);
-    let stack_ok = stack >= 256 && w.may_access(id, stack - 256, 256, Rights::WRITE);
+    let runnable = w.stretches.may_access(id, entry, 4, Rights::EXECUTE);
+    let stack_ok = stack >= 256 && w.stretches.may_access(id, stack - 256, 256, Rights::WRITE);
     if !runnable || !stack_ok {
         return Err(SysError::BadAddress);
     }
-    w.domains[id as usize].handler = Some((entry, stack));
+    w.domains[id].handler = Some((entry, stack));
     Ok(0)
 }
 
 /// Loads the context at `ptr` (an `abi::SavedContext`) into domain `id`'s own and turns
 /// activations on.
-fn resume<P: Platform>(w: &mut World<P>, id: u32, ptr: usize) -> Result<(), SysError> {
+fn resume<P: Platform>(w: &mut World<P>, id: DomainId, ptr: usize) -> Result<(), SysError> {
     const WORDS: usize = abi::SavedContext::WORDS;
     if !ptr.is_multiple_of(8) {
         return Err(SysError::InvalidArgument);
     }
-    if !w.may_access(id, ptr, WORDS * 8, Rights::READ) {
+    if !w.stretches.may_access(id, ptr, WORDS * 8, Rights::READ) {
         return Err(SysError::BadAddress);
     }
     let mut words = [0u64; WORDS];
     P::copy_words_from_user(&mut words, ptr).map_err(|_| SysError::BadAddress)?;
-    let d = &mut w.domains[id as usize];
+    let d = &mut w.domains[id];
     d.ctx.load_words(&words);
     if let Some(frame) = d.dcb {
         P::dcb(frame).activations.store(1, core::sync::atomic::Ordering::Release);
@@ -189,7 +201,7 @@ enum Made {
 
 fn stretch_create<P: Platform>(
     w: &mut World<P>,
-    id: u32,
+    id: DomainId,
     bytes: usize,
     rights: usize,
 ) -> Result<Made, Shortage> {
@@ -198,17 +210,17 @@ fn stretch_create<P: Platform>(
         return Err(SysError::InvalidArgument.into());
     }
     let pages = pages_for(bytes);
-    if !w.within_contract(id, pages as u64) {
+    if !w.domains.within_contract(id, pages as u64) {
         return Err(SysError::NoMemory.into());
     }
-    let base = w.domains[id as usize].address.take(pages).ok_or(SysError::NoAddressSpace)?;
+    let base = w.domains[id].address.take(pages).ok_or(SysError::NoAddressSpace)?;
     // The owner always holds meta on what it creates.
     let rights = rights.union(Rights::META);
     let later = pages > CHUNK_PAGES;
     let filling = if later { Filling::Later } else { Filling::Now(&[]) };
     let made = w.create_stretch_or_wait(id, base, pages, rights, Kind::Dynamic, filling);
     if let Err(e) = made {
-        w.domains[id as usize].address.give_back(base, pages);
+        w.domains[id].address.give_back(base, pages);
         return Err(e);
     }
     Ok(if later { Made::Later(Job::Fill { base, done: 0 }) } else { Made::Now(base) })
@@ -217,7 +229,7 @@ fn stretch_create<P: Platform>(
 /// Destroys the stretch at `base` at once if it is small, or returns the job that will.
 fn stretch_destroy<P: Platform>(
     w: &mut World<P>,
-    id: u32,
+    id: DomainId,
     base: usize,
 ) -> Result<Option<Job>, SysError> {
     let s = w.stretches.get(&base).ok_or(SysError::NotFound)?;
@@ -239,13 +251,13 @@ fn stretch_destroy<P: Platform>(
 
 fn stretch_rights<P: Platform>(
     w: &mut World<P>,
-    id: u32,
+    id: DomainId,
     base: usize,
     target: usize,
     rights: usize,
 ) -> Result<usize, SysError> {
     let rights = Rights::from_bits(rights).ok_or(SysError::InvalidArgument)?;
-    let target = u32::try_from(target).map_err(|_| SysError::NotFound)?;
+    let target = peer(w, target)?;
     w.domain(target).ok_or(SysError::NotFound)?;
     let s = w.stretches.get(&base).ok_or(SysError::NotFound)?;
     if !s.rights_of(id).contains(Rights::META) || s.busy {
@@ -266,7 +278,7 @@ fn stretch_rights<P: Platform>(
         rights
     };
     // Mapping may need page tables, charged to the target.
-    if rights != Rights::NONE && !w.within_contract(target, 0) {
+    if rights != Rights::NONE && !w.domains.within_contract(target, 0) {
         return Err(SysError::NoMemory);
     }
     w.set_stretch_rights(base, target, rights).map(|()| 0)

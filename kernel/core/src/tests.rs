@@ -4,16 +4,20 @@
 
 use abi::{Call, PAGE_SIZE, PageOp, Rights, SysError, frame_kind, page_op};
 use alloc::vec::Vec;
-use frame_allocator::Owner;
 
 use crate::contract::{AddressSpaceOps, Resume, UserContextOps, UserTrap};
 use crate::jobs::CHUNK_PAGES;
 use crate::mock::{self, HZ, Mock, MockSpace};
 use crate::stretch::Kind;
 use crate::syscall::{self, CONSOLE_MAX, Next, STRETCH_MAX};
-use crate::{Ending, Platform, Termination, World, checks};
+use crate::{DomainId, Ending, Platform, Termination, World, checks};
 
 type W = World<Mock>;
+
+/// The first three domains of a test's world.
+const D0: DomainId = DomainId::from_index(0);
+const D1: DomainId = DomainId::from_index(1);
+const D2: DomainId = DomainId::from_index(2);
 
 const RW: Rights = Rights::READ.union(Rights::WRITE);
 
@@ -26,24 +30,24 @@ const CPU: atropos::Contract =
 fn world(domains: &[(u64, u64)]) -> W {
     let mut w = W::new();
     for (i, &(guaranteed, optimistic)) in domains.iter().enumerate() {
-        let id = i as u32;
-        let space = MockSpace::new(Owner::Domain(id)).unwrap();
+        let id = DomainId::from_index(i);
+        let space = MockSpace::new(id.owner()).unwrap();
         let quota = w.region.share(1 << 30).unwrap();
         assert_eq!(w.add_domain("test", space, guaranteed, optimistic, quota), Some(id));
         w.sched.policy.try_add(CPU, 0).unwrap();
-        let dcb_at = w.domains[i].address.take(1).unwrap();
+        let dcb_at = w.domains[id].address.take(1).unwrap();
         w.create_stretch(id, dcb_at, 1, RW, Kind::ControlBlock, &[]).unwrap();
         let frame = w.stretches[&dcb_at].frames[0].unwrap();
-        Mock::write_dcb(frame, &abi::Dcb { domain_id: u64::from(id), ..Default::default() });
-        w.domains[i].dcb = Some(frame);
-        w.domains[i].dcb_va = dcb_at;
+        Mock::write_dcb(frame, &abi::Dcb { domain_id: u64::from(id.raw()), ..Default::default() });
+        w.domains[id].dcb = Some(frame);
+        w.domains[id].dcb_va = dcb_at;
     }
     w.sched.policy.restart(0);
     w
 }
 
 /// Runs call `call` of domain `id` as the dispatcher does (a job it starts runs to the end).
-fn call(w: &mut W, id: u32, call: Call, args: &[usize]) -> Result<usize, SysError> {
+fn call(w: &mut W, id: DomainId, call: Call, args: &[usize]) -> Result<usize, SysError> {
     let mut a = [0; 6];
     a[..args.len()].copy_from_slice(args);
     let next = syscall::dispatch(w, id, call as usize, a);
@@ -51,14 +55,14 @@ fn call(w: &mut W, id: u32, call: Call, args: &[usize]) -> Result<usize, SysErro
 }
 
 /// The result a caller would see of `next` (a job runs to its end; waiting is `NoMemory`).
-fn outcome(w: &mut W, id: u32, next: Next) -> Result<usize, SysError> {
+fn outcome(w: &mut W, id: DomainId, next: Next) -> Result<usize, SysError> {
     match next {
         Next::Return(r) => r,
         Next::Refused(e, _) => Err(e),
         Next::Job(job) => {
-            w.domains[id as usize].job = Some(job);
+            w.domains[id].job = Some(job);
             bounded("the job", || w.run_job(id, 0));
-            let (status, value) = w.domains[id as usize].ctx.results();
+            let (status, value) = w.domains[id].ctx.results();
             if status == 0 { Ok(value) } else { Err(SysError::from_code(status).unwrap()) }
         }
         Next::WaitForFrames => Err(SysError::NoMemory),
@@ -78,7 +82,7 @@ fn bounded(what: &str, mut step: impl FnMut() -> bool) {
 }
 
 /// Loose frames of `kind` taken by domain `id` until it is refused; their frame numbers.
-fn take_all(w: &mut W, id: u32, kind: usize) -> Vec<usize> {
+fn take_all(w: &mut W, id: DomainId, kind: usize) -> Vec<usize> {
     let mut taken = Vec::new();
     bounded("taking frames", || match call(w, id, Call::FrameAlloc, &[kind]) {
         Ok(f) => {
@@ -91,72 +95,72 @@ fn take_all(w: &mut W, id: u32, kind: usize) -> Vec<usize> {
 }
 
 /// Domain `id`'s protection domain.
-fn space(w: &W, id: u32) -> &MockSpace {
-    w.domains[id as usize].space.as_ref().unwrap()
+fn space(w: &W, id: DomainId) -> &MockSpace {
+    w.domains[id].space.as_ref().unwrap()
 }
 
 /// Makes domain `id` the one on the CPU (its space current) and runs its system call through
 /// the trap entry, as the trap path does; the results it resumes with.
-fn trap(w: &mut W, id: u32, number: usize, args: [usize; 6]) -> (usize, usize) {
-    w.sched.current = id as usize;
+fn trap(w: &mut W, id: DomainId, number: usize, args: [usize; 6]) -> (usize, usize) {
+    w.sched.current = id;
     space(w, id).activate();
-    let ctx = &mut w.domains[id as usize].ctx;
+    let ctx = &mut w.domains[id].ctx;
     ctx.number = number;
     ctx.args = args;
     match crate::on_user_trap(w, UserTrap::SystemCall) {
         Resume::Results(status, value) => (status, value),
-        Resume::Context(_) => w.domains[id as usize].ctx.results(),
+        Resume::Context(_) => w.domains[id].ctx.results(),
     }
 }
 
 #[test]
 fn unknown_calls_and_bad_arguments_get_error_codes() {
     let mut w = world(&[(64, 0), (64, 0)]);
-    space(&w, 0).activate();
+    space(&w, D0).activate();
     for number in [0, 99, usize::MAX] {
-        let next = syscall::dispatch(&mut w, 0, number, [0; 6]);
+        let next = syscall::dispatch(&mut w, D0, number, [0; 6]);
         assert!(matches!(next, Next::Return(Err(SysError::NoSuchCall))), "call {number}");
     }
     let wrong = |r: Result<usize, SysError>, e: SysError| assert_eq!(r, Err(e));
     wrong(
-        call(&mut w, 0, Call::ConsoleWrite, &[0x1000, CONSOLE_MAX + 1]),
+        call(&mut w, D0, Call::ConsoleWrite, &[0x1000, CONSOLE_MAX + 1]),
         SysError::InvalidArgument,
     );
-    wrong(call(&mut w, 0, Call::ConsoleWrite, &[0x10, 8]), SysError::BadAddress);
-    wrong(call(&mut w, 0, Call::ConsoleWrite, &[usize::MAX - 2, 8]), SysError::BadAddress);
-    wrong(call(&mut w, 0, Call::StretchCreate, &[0, RW.0 as usize]), SysError::InvalidArgument);
+    wrong(call(&mut w, D0, Call::ConsoleWrite, &[0x10, 8]), SysError::BadAddress);
+    wrong(call(&mut w, D0, Call::ConsoleWrite, &[usize::MAX - 2, 8]), SysError::BadAddress);
+    wrong(call(&mut w, D0, Call::StretchCreate, &[0, RW.0 as usize]), SysError::InvalidArgument);
     wrong(
-        call(&mut w, 0, Call::StretchCreate, &[STRETCH_MAX + 1, RW.0 as usize]),
+        call(&mut w, D0, Call::StretchCreate, &[STRETCH_MAX + 1, RW.0 as usize]),
         SysError::InvalidArgument,
     );
-    wrong(call(&mut w, 0, Call::StretchCreate, &[PAGE_SIZE, 0xff00]), SysError::InvalidArgument);
-    wrong(call(&mut w, 0, Call::StretchCreate, &[1 << 20, RW.0 as usize]), SysError::NoMemory);
-    wrong(call(&mut w, 0, Call::StretchDestroy, &[0x1234]), SysError::NotFound);
-    let base = call(&mut w, 0, Call::StretchCreate, &[PAGE_SIZE, RW.0 as usize]).unwrap();
-    wrong(call(&mut w, 0, Call::StretchRights, &[base, 7, RW.0 as usize]), SysError::NotFound);
-    wrong(call(&mut w, 0, Call::StretchRights, &[base, usize::MAX, 1]), SysError::NotFound);
+    wrong(call(&mut w, D0, Call::StretchCreate, &[PAGE_SIZE, 0xff00]), SysError::InvalidArgument);
+    wrong(call(&mut w, D0, Call::StretchCreate, &[1 << 20, RW.0 as usize]), SysError::NoMemory);
+    wrong(call(&mut w, D0, Call::StretchDestroy, &[0x1234]), SysError::NotFound);
+    let base = call(&mut w, D0, Call::StretchCreate, &[PAGE_SIZE, RW.0 as usize]).unwrap();
+    wrong(call(&mut w, D0, Call::StretchRights, &[base, 7, RW.0 as usize]), SysError::NotFound);
+    wrong(call(&mut w, D0, Call::StretchRights, &[base, usize::MAX, 1]), SysError::NotFound);
     wrong(
-        call(&mut w, 1, Call::StretchRights, &[base, 1, RW.0 as usize]),
+        call(&mut w, D1, Call::StretchRights, &[base, 1, RW.0 as usize]),
         SysError::PermissionDenied,
     );
-    wrong(call(&mut w, 1, Call::StretchDestroy, &[base]), SysError::PermissionDenied);
-    wrong(call(&mut w, 0, Call::FrameAlloc, &[7]), SysError::InvalidArgument);
-    wrong(call(&mut w, 0, Call::FrameFree, &[usize::MAX]), SysError::NotFound);
-    wrong(call(&mut w, 0, Call::FrameFree, &[12]), SysError::NotFound);
-    assert!(call(&mut w, 0, Call::Map, &[base, 12, RW.0 as usize]).is_err());
-    assert!(call(&mut w, 0, Call::Unmap, &[usize::MAX]).is_err());
-    assert!(call(&mut w, 0, Call::Protect, &[base, 0xffff]).is_err());
-    wrong(call(&mut w, 0, Call::Resume, &[base + 1]), SysError::InvalidArgument);
-    wrong(call(&mut w, 0, Call::Resume, &[0x8]), SysError::BadAddress);
-    wrong(call(&mut w, 0, Call::EventSend, &[9, 0]), SysError::NotFound);
-    wrong(call(&mut w, 0, Call::TimerSet, &[40, 0]), SysError::NotFound);
-    wrong(call(&mut w, 0, Call::DmaAlloc, &[PAGE_SIZE]), SysError::PermissionDenied);
-    wrong(call(&mut w, 0, Call::DmaAddress, &[base]), SysError::PermissionDenied);
-    wrong(call(&mut w, 0, Call::IrqAck, &[5]), SysError::NotFound);
-    wrong(call(&mut w, 0, Call::ActivationSet, &[base + 1, 0]), SysError::InvalidArgument);
-    wrong(call(&mut w, 0, Call::ActivationSet, &[0x1000, 0x2000]), SysError::BadAddress);
-    assert!(call(&mut w, 0, Call::MapBatch, &[base, abi::MAP_BATCH_MAX + 1]).is_err());
-    assert!(call(&mut w, 0, Call::PageState, &[base, usize::MAX, 0, 0]).is_err());
+    wrong(call(&mut w, D1, Call::StretchDestroy, &[base]), SysError::PermissionDenied);
+    wrong(call(&mut w, D0, Call::FrameAlloc, &[7]), SysError::InvalidArgument);
+    wrong(call(&mut w, D0, Call::FrameFree, &[usize::MAX]), SysError::NotFound);
+    wrong(call(&mut w, D0, Call::FrameFree, &[12]), SysError::NotFound);
+    assert!(call(&mut w, D0, Call::Map, &[base, 12, RW.0 as usize]).is_err());
+    assert!(call(&mut w, D0, Call::Unmap, &[usize::MAX]).is_err());
+    assert!(call(&mut w, D0, Call::Protect, &[base, 0xffff]).is_err());
+    wrong(call(&mut w, D0, Call::Resume, &[base + 1]), SysError::InvalidArgument);
+    wrong(call(&mut w, D0, Call::Resume, &[0x8]), SysError::BadAddress);
+    wrong(call(&mut w, D0, Call::EventSend, &[9, 0]), SysError::NotFound);
+    wrong(call(&mut w, D0, Call::TimerSet, &[40, 0]), SysError::NotFound);
+    wrong(call(&mut w, D0, Call::DmaAlloc, &[PAGE_SIZE]), SysError::PermissionDenied);
+    wrong(call(&mut w, D0, Call::DmaAddress, &[base]), SysError::PermissionDenied);
+    wrong(call(&mut w, D0, Call::IrqAck, &[5]), SysError::NotFound);
+    wrong(call(&mut w, D0, Call::ActivationSet, &[base + 1, 0]), SysError::InvalidArgument);
+    wrong(call(&mut w, D0, Call::ActivationSet, &[0x1000, 0x2000]), SysError::BadAddress);
+    assert!(call(&mut w, D0, Call::MapBatch, &[base, abi::MAP_BATCH_MAX + 1]).is_err());
+    assert!(call(&mut w, D0, Call::PageState, &[base, usize::MAX, 0, 0]).is_err());
 }
 
 /// A small deterministic generator (xorshift64*).
@@ -175,7 +179,7 @@ impl Rng {
 fn fuzzed_calls_never_panic_and_death_returns_every_frame() {
     let free_before = mock::free_frames();
     let mut w = world(&[(256, 64), (64, 0)]);
-    space(&w, 0).activate();
+    space(&w, D0).activate();
     let mut rng = Rng(0x5eed);
     let mut seen: Vec<usize> = Vec::new();
     for _ in 0..20_000 {
@@ -200,8 +204,8 @@ fn fuzzed_calls_never_panic_and_death_returns_every_frame() {
                 _ => rng.next() as usize,
             };
         }
-        let next = syscall::dispatch(&mut w, 0, number, a);
-        if let Ok(v) = outcome(&mut w, 0, next)
+        let next = syscall::dispatch(&mut w, D0, number, a);
+        if let Ok(v) = outcome(&mut w, D0, next)
             && v != 0
             && seen.len() < 64
         {
@@ -209,15 +213,15 @@ fn fuzzed_calls_never_panic_and_death_returns_every_frame() {
         }
     }
     assert!(seen.len() > 4, "the fuzzer made too few calls succeed: {seen:?}");
-    let held = mock::charged(0);
-    w.kill(0, Ending::Exited(0));
-    assert_eq!(mock::charged(0), 0, "frames still charged after death (of {held})");
-    w.kill(1, Ending::Exited(0));
+    let held = mock::charged(D0);
+    w.kill(D0, Ending::Exited(0));
+    assert_eq!(mock::charged(D0), 0, "frames still charged after death (of {held})");
+    w.kill(D1, Ending::Exited(0));
     assert_eq!(mock::free_frames(), free_before, "frames not all returned");
 }
 
 /// A managed stretch of `pages` pages of domain `id` and a guaranteed loose frame per page.
-fn managed(w: &mut W, id: u32, pages: usize) -> (usize, Vec<usize>) {
+fn managed(w: &mut W, id: DomainId, pages: usize) -> (usize, Vec<usize>) {
     let base =
         call(w, id, Call::StretchCreateManaged, &[pages * PAGE_SIZE, RW.0 as usize]).unwrap();
     let frames = (0..pages)
@@ -229,36 +233,36 @@ fn managed(w: &mut W, id: u32, pages: usize) -> (usize, Vec<usize>) {
 #[test]
 fn map_unmap_protect_and_remap() {
     let mut w = world(&[(64, 0)]);
-    let (base, f) = managed(&mut w, 0, 4);
+    let (base, f) = managed(&mut w, D0, 4);
     let rw = RW.0 as usize;
-    assert_eq!(call(&mut w, 0, Call::Map, &[base, f[0], rw]), Ok(0));
-    assert_eq!(space(&w, 0).mapping(base), Some(((f[0] * PAGE_SIZE) as u64, RW)));
-    assert_eq!(call(&mut w, 0, Call::Map, &[base, f[1], rw]), Err(SysError::AlreadyMapped));
-    assert_eq!(call(&mut w, 0, Call::Map, &[base + PAGE_SIZE, f[0], rw]), Err(SysError::InUse));
-    assert_eq!(call(&mut w, 0, Call::FrameFree, &[f[0]]), Err(SysError::InUse));
-    assert_eq!(call(&mut w, 0, Call::Map, &[base + 1, f[1], rw]), Err(SysError::InvalidArgument));
-    assert_eq!(call(&mut w, 0, Call::Protect, &[base, Rights::READ.0 as usize]), Ok(0));
-    assert_eq!(space(&w, 0).mapping(base), Some(((f[0] * PAGE_SIZE) as u64, Rights::READ)));
+    assert_eq!(call(&mut w, D0, Call::Map, &[base, f[0], rw]), Ok(0));
+    assert_eq!(space(&w, D0).mapping(base), Some(((f[0] * PAGE_SIZE) as u64, RW)));
+    assert_eq!(call(&mut w, D0, Call::Map, &[base, f[1], rw]), Err(SysError::AlreadyMapped));
+    assert_eq!(call(&mut w, D0, Call::Map, &[base + PAGE_SIZE, f[0], rw]), Err(SysError::InUse));
+    assert_eq!(call(&mut w, D0, Call::FrameFree, &[f[0]]), Err(SysError::InUse));
+    assert_eq!(call(&mut w, D0, Call::Map, &[base + 1, f[1], rw]), Err(SysError::InvalidArgument));
+    assert_eq!(call(&mut w, D0, Call::Protect, &[base, Rights::READ.0 as usize]), Ok(0));
+    assert_eq!(space(&w, D0).mapping(base), Some(((f[0] * PAGE_SIZE) as u64, Rights::READ)));
     // Remap: the frame moves from one page to another in one step, with the old page's state.
     let to = base + 2 * PAGE_SIZE;
-    assert_eq!(call(&mut w, 0, Call::Remap, &[base, base, rw]), Err(SysError::InvalidArgument));
-    let state = call(&mut w, 0, Call::Remap, &[base, to, rw]);
+    assert_eq!(call(&mut w, D0, Call::Remap, &[base, base, rw]), Err(SysError::InvalidArgument));
+    let state = call(&mut w, D0, Call::Remap, &[base, to, rw]);
     assert_eq!(state.map(|s| s as u8 & abi::page_state::MAPPED), Ok(abi::page_state::MAPPED));
-    assert_eq!(space(&w, 0).mapping(base), None);
-    assert_eq!(space(&w, 0).mapping(to), Some(((f[0] * PAGE_SIZE) as u64, RW)));
-    assert_eq!(call(&mut w, 0, Call::Remap, &[base, to, rw]), Err(SysError::NotMapped));
-    assert_eq!(call(&mut w, 0, Call::FrameFree, &[f[0]]), Err(SysError::InUse));
-    assert_eq!(call(&mut w, 0, Call::Unmap, &[to]), Ok(f[0]));
-    assert_eq!(space(&w, 0).mapping(to), None);
-    assert_eq!(call(&mut w, 0, Call::FrameFree, &[f[0]]), Ok(0));
-    assert_eq!(call(&mut w, 0, Call::Unmap, &[to]), Err(SysError::NotMapped));
+    assert_eq!(space(&w, D0).mapping(base), None);
+    assert_eq!(space(&w, D0).mapping(to), Some(((f[0] * PAGE_SIZE) as u64, RW)));
+    assert_eq!(call(&mut w, D0, Call::Remap, &[base, to, rw]), Err(SysError::NotMapped));
+    assert_eq!(call(&mut w, D0, Call::FrameFree, &[f[0]]), Err(SysError::InUse));
+    assert_eq!(call(&mut w, D0, Call::Unmap, &[to]), Ok(f[0]));
+    assert_eq!(space(&w, D0).mapping(to), None);
+    assert_eq!(call(&mut w, D0, Call::FrameFree, &[f[0]]), Ok(0));
+    assert_eq!(call(&mut w, D0, Call::Unmap, &[to]), Err(SysError::NotMapped));
     // A page outside every managed stretch of the caller's.
-    let nailed = call(&mut w, 0, Call::StretchCreate, &[PAGE_SIZE, rw]).unwrap();
-    assert!(call(&mut w, 0, Call::Map, &[nailed, f[2], rw]).is_err());
+    let nailed = call(&mut w, D0, Call::StretchCreate, &[PAGE_SIZE, rw]).unwrap();
+    assert!(call(&mut w, D0, Call::Map, &[nailed, f[2], rw]).is_err());
 }
 
 /// Writes `ops` at `at` in domain `id`'s memory.
-fn write_ops(w: &W, id: u32, at: usize, ops: &[PageOp]) {
+fn write_ops(w: &W, id: DomainId, at: usize, ops: &[PageOp]) {
     let bytes: Vec<u8> = ops
         .iter()
         .flat_map(|o| [o.op, o.va, o.frame, o.rights])
@@ -270,9 +274,9 @@ fn write_ops(w: &W, id: u32, at: usize, ops: &[PageOp]) {
 #[test]
 fn map_batch_is_all_or_nothing_and_flushes_once() {
     let mut w = world(&[(64, 0)]);
-    let (base, f) = managed(&mut w, 0, 4);
-    let buf = call(&mut w, 0, Call::StretchCreate, &[PAGE_SIZE, RW.0 as usize]).unwrap();
-    space(&w, 0).activate();
+    let (base, f) = managed(&mut w, D0, 4);
+    let buf = call(&mut w, D0, Call::StretchCreate, &[PAGE_SIZE, RW.0 as usize]).unwrap();
+    space(&w, D0).activate();
     let op = |op, i: usize, frame: usize| PageOp {
         op,
         va: (base + i * PAGE_SIZE) as u64,
@@ -282,63 +286,63 @@ fn map_batch_is_all_or_nothing_and_flushes_once() {
     // The third entry maps a frame the first already maps: refused at index 2, nothing done.
     write_ops(
         &w,
-        0,
+        D0,
         buf,
         &[op(page_op::MAP, 0, f[0]), op(page_op::MAP, 1, f[1]), op(page_op::MAP, 2, f[0])],
     );
-    let next = syscall::dispatch(&mut w, 0, Call::MapBatch as usize, [buf, 3, 0, 0, 0, 0]);
+    let next = syscall::dispatch(&mut w, D0, Call::MapBatch as usize, [buf, 3, 0, 0, 0, 0]);
     assert!(matches!(next, Next::Refused(_, 2)), "a bad third entry was not refused at 2");
     for i in 0..3 {
-        assert_eq!(space(&w, 0).mapping(base + i * PAGE_SIZE), None, "a refused batch mapped {i}");
+        assert_eq!(space(&w, D0).mapping(base + i * PAGE_SIZE), None, "a refused batch mapped {i}");
     }
     let ops: Vec<PageOp> = (0..4).map(|i| op(page_op::MAP, i, f[i])).collect();
-    write_ops(&w, 0, buf, &ops);
-    let flushes = space(&w, 0).flushes();
-    let mapped = space(&w, 0).mapped();
-    assert_eq!(call(&mut w, 0, Call::MapBatch, &[buf, 4]), Ok(0));
-    assert_eq!(space(&w, 0).mapped(), mapped + 4);
-    assert_eq!(space(&w, 0).flushes(), flushes + 1, "a batch flushes once");
+    write_ops(&w, D0, buf, &ops);
+    let flushes = space(&w, D0).flushes();
+    let mapped = space(&w, D0).mapped();
+    assert_eq!(call(&mut w, D0, Call::MapBatch, &[buf, 4]), Ok(0));
+    assert_eq!(space(&w, D0).mapped(), mapped + 4);
+    assert_eq!(space(&w, D0).flushes(), flushes + 1, "a batch flushes once");
     for (i, frame) in f.iter().enumerate() {
         assert_eq!(
-            space(&w, 0).mapping(base + i * PAGE_SIZE),
+            space(&w, D0).mapping(base + i * PAGE_SIZE),
             Some(((frame * PAGE_SIZE) as u64, RW))
         );
     }
-    write_ops(&w, 0, buf, &[op(page_op::UNMAP, 0, 0), op(page_op::PROTECT, 1, 0)]);
-    assert_eq!(call(&mut w, 0, Call::MapBatch, &[buf, 2]), Ok(0));
-    assert_eq!(space(&w, 0).mapping(base), None);
+    write_ops(&w, D0, buf, &[op(page_op::UNMAP, 0, 0), op(page_op::PROTECT, 1, 0)]);
+    assert_eq!(call(&mut w, D0, Call::MapBatch, &[buf, 2]), Ok(0));
+    assert_eq!(space(&w, D0).mapping(base), None);
     // The batch itself must be readable where it is said to be.
-    assert_eq!(call(&mut w, 0, Call::MapBatch, &[0x1000, 2]), Err(SysError::BadAddress));
+    assert_eq!(call(&mut w, D0, Call::MapBatch, &[0x1000, 2]), Err(SysError::BadAddress));
 }
 
 #[test]
 fn large_stretches_are_filled_and_emptied_by_jobs() {
     let free_before = mock::free_frames();
     let mut w = world(&[(4 * CHUNK_PAGES as u64, 0)]);
-    let charged = mock::charged(0);
+    let charged = mock::charged(D0);
     let pages = 2 * CHUNK_PAGES + 3;
     let a = [pages * PAGE_SIZE, RW.0 as usize, 0, 0, 0, 0];
-    let Next::Job(job) = syscall::dispatch(&mut w, 0, Call::StretchCreate as usize, a) else {
+    let Next::Job(job) = syscall::dispatch(&mut w, D0, Call::StretchCreate as usize, a) else {
         panic!("a large stretch was not made by a job")
     };
     assert!(w.stretches.values().any(|s| s.busy), "the stretch is not busy while it is filled");
-    w.domains[0].job = Some(job);
+    w.domains[D0].job = Some(job);
     let mut chunks = 0;
     bounded("the fill", || {
         chunks += 1;
-        w.run_job(0, 0)
+        w.run_job(D0, 0)
     });
     chunks -= 1;
     assert!(chunks >= 2, "a job of {pages} pages ran in {chunks} chunks");
-    let (status, base) = w.domains[0].ctx.results();
+    let (status, base) = w.domains[D0].ctx.results();
     assert_eq!(status, 0);
     let s = w.stretches.get(&base).unwrap();
     assert!(!s.busy && s.frames.iter().all(Option::is_some));
-    assert!(mock::charged(0) >= charged + pages as u64);
-    assert_eq!(call(&mut w, 0, Call::StretchDestroy, &[base]), Ok(0));
+    assert!(mock::charged(D0) >= charged + pages as u64);
+    assert_eq!(call(&mut w, D0, Call::StretchDestroy, &[base]), Ok(0));
     assert!(w.stretches.get(&base).is_none());
-    assert_eq!(mock::charged(0), charged, "destroying the stretch left frames charged");
-    w.kill(0, Ending::Exited(0));
+    assert_eq!(mock::charged(D0), charged, "destroying the stretch left frames charged");
+    w.kill(D0, Ending::Exited(0));
     assert_eq!(mock::free_frames(), free_before);
 }
 
@@ -346,29 +350,29 @@ fn large_stretches_are_filled_and_emptied_by_jobs() {
 fn events_reach_only_allowed_endpoints_and_wake_the_receiver() {
     let mut w = world(&[(64, 0), (64, 0)]);
     // An endpoint of domain 1 that domain 0 may signal, as a channel makes it.
-    let ep = w.alloc_endpoint(1, 0).unwrap();
-    let own = call(&mut w, 1, Call::TimerAlloc, &[]).unwrap();
-    assert_eq!(call(&mut w, 0, Call::EventSend, &[1, own]), Err(SysError::PermissionDenied));
-    assert_eq!(call(&mut w, 0, Call::EventSend, &[1, ep + 100]), Err(SysError::InvalidArgument));
-    assert_eq!(call(&mut w, 0, Call::EventSend, &[5, ep]), Err(SysError::NotFound));
-    w.domains[1].blocked = Some(u64::MAX);
-    assert_eq!(call(&mut w, 0, Call::EventSend, &[1, ep]), Ok(0));
-    let dcb = Mock::dcb(w.domains[1].dcb.unwrap());
+    let ep = w.alloc_endpoint(D1, D0.raw()).unwrap();
+    let own = call(&mut w, D1, Call::TimerAlloc, &[]).unwrap();
+    assert_eq!(call(&mut w, D0, Call::EventSend, &[1, own]), Err(SysError::PermissionDenied));
+    assert_eq!(call(&mut w, D0, Call::EventSend, &[1, ep + 100]), Err(SysError::InvalidArgument));
+    assert_eq!(call(&mut w, D0, Call::EventSend, &[5, ep]), Err(SysError::NotFound));
+    w.domains[D1].blocked = Some(u64::MAX);
+    assert_eq!(call(&mut w, D0, Call::EventSend, &[1, ep]), Ok(0));
+    let dcb = Mock::dcb(w.domains[D1].dcb.unwrap());
     assert_eq!(dcb.events[ep].value.load(core::sync::atomic::Ordering::Acquire), 1);
-    assert!(w.domains[1].blocked.is_none(), "the receiver was not woken");
+    assert!(w.domains[D1].blocked.is_none(), "the receiver was not woken");
     // Sent to while it runs: its next block returns at once.
-    assert_eq!(call(&mut w, 0, Call::EventSend, &[1, ep]), Ok(0));
-    assert!(w.domains[1].pending);
+    assert_eq!(call(&mut w, D0, Call::EventSend, &[1, ep]), Ok(0));
+    assert!(w.domains[D1].pending);
     assert_eq!(dcb.events[ep].value.load(core::sync::atomic::Ordering::Acquire), 2);
     assert!(matches!(
-        syscall::dispatch(&mut w, 1, Call::Block as usize, [usize::MAX, 0, 0, 0, 0, 0]),
+        syscall::dispatch(&mut w, D1, Call::Block as usize, [usize::MAX, 0, 0, 0, 0, 0]),
         Next::Return(Ok(0))
     ));
     // A timer endpoint fires once its deadline passes.
     let now_ns = crate::clock::now_ns::<Mock>();
-    assert_eq!(call(&mut w, 1, Call::TimerSet, &[own, (now_ns + 1_000_000) as usize]), Ok(0));
+    assert_eq!(call(&mut w, D1, Call::TimerSet, &[own, (now_ns + 1_000_000) as usize]), Ok(0));
     mock::advance(HZ / 100);
-    let _ = trap(&mut w, 0, Call::Null as usize, [0; 6]);
+    let _ = trap(&mut w, D0, Call::Null as usize, [0; 6]);
     let _ = crate::on_user_trap(&mut w, UserTrap::Timer);
     assert_eq!(dcb.events[own].value.load(core::sync::atomic::Ordering::Acquire), 1);
 }
@@ -376,11 +380,44 @@ fn events_reach_only_allowed_endpoints_and_wake_the_receiver() {
 #[test]
 fn the_trap_entry_returns_results_and_errors() {
     let mut w = world(&[(64, 0), (64, 0)]);
-    assert_eq!(trap(&mut w, 0, Call::Null as usize, [0; 6]), (0, 0));
-    assert_eq!(trap(&mut w, 0, 12345, [0; 6]), (SysError::NoSuchCall as usize, 0));
-    let (status, base) = trap(&mut w, 1, Call::StretchCreate as usize, [PAGE_SIZE, 3, 0, 0, 0, 0]);
+    assert_eq!(trap(&mut w, D0, Call::Null as usize, [0; 6]), (0, 0));
+    assert_eq!(trap(&mut w, D0, 12345, [0; 6]), (SysError::NoSuchCall as usize, 0));
+    let (status, base) = trap(&mut w, D1, Call::StretchCreate as usize, [PAGE_SIZE, 3, 0, 0, 0, 0]);
     assert_eq!(status, 0);
-    assert!(w.stretches.get(&base).is_some_and(|s| s.owner == 1));
+    assert!(w.stretches.get(&base).is_some_and(|s| s.owner == D1));
+}
+
+/// A domain number from user space that names no live domain (past the last domain, past
+/// `u32`, or a dead domain's) gets `NotFound` from the calls that take one (`event_send`,
+/// `stretch_rights`), through the trap entry, and changes nothing.
+#[test]
+fn forged_domain_numbers_get_not_found() {
+    let mut w = world(&[(64, 0), (64, 0), (64, 0)]);
+    let rw = RW.0 as usize;
+    let not_found = (SysError::NotFound as usize, 0);
+    // An endpoint of domain 2 that domain 0 may signal, and a stretch of domain 0's.
+    let ep = w.alloc_endpoint(D2, D0.raw()).unwrap();
+    let (status, base) =
+        trap(&mut w, D0, Call::StretchCreate as usize, [PAGE_SIZE, rw, 0, 0, 0, 0]);
+    assert_eq!(status, 0);
+    assert_eq!(trap(&mut w, D0, Call::EventSend as usize, [2, ep, 0, 0, 0, 0]), (0, 0));
+    w.kill(D2, Ending::Exited(0));
+    let past = [3, 4, u32::MAX as usize, u32::MAX as usize + 1, usize::MAX];
+    // Domain 2 is dead: its number names a record, but no live domain.
+    for forged in past.into_iter().chain([2]) {
+        let send = [forged, ep, 0, 0, 0, 0];
+        let rights = [base, forged, rw, 0, 0, 0];
+        assert_eq!(trap(&mut w, D0, Call::EventSend as usize, send), not_found, "{forged:#x}");
+        assert_eq!(
+            trap(&mut w, D0, Call::StretchRights as usize, rights),
+            not_found,
+            "{forged:#x}"
+        );
+    }
+    let holders: Vec<DomainId> = w.stretches[&base].rights.iter().map(|&(d, _)| d).collect();
+    assert_eq!(holders, [D0], "a refused call changed the stretch's rights");
+    // A live domain's number still works.
+    assert_eq!(trap(&mut w, D0, Call::StretchRights as usize, [base, 1, rw, 0, 0, 0]), (0, 0));
 }
 
 #[test]
@@ -388,13 +425,13 @@ fn revocation_kills_a_domain_that_ignores_its_deadline() {
     let free_before = mock::free_frames();
     // Domain 0 takes every optimistic frame it can; domain 1 then needs guaranteed ones.
     let mut w = world(&[(64, mock::FRAMES), (2048, 0), (64, 0)]);
-    let optimistic = take_all(&mut w, 0, frame_kind::OPTIMISTIC).len();
+    let optimistic = take_all(&mut w, D0, frame_kind::OPTIMISTIC).len();
     assert!(optimistic > 1000, "only {optimistic} optimistic frames");
     let mut next = Next::Yield;
     for _ in 0..2048 {
         next = syscall::dispatch(
             &mut w,
-            1,
+            D1,
             Call::FrameAlloc as usize,
             [frame_kind::GUARANTEED, 0, 0, 0, 0, 0],
         );
@@ -403,54 +440,54 @@ fn revocation_kills_a_domain_that_ignores_its_deadline() {
         }
     }
     assert!(matches!(next, Next::WaitForFrames), "the guaranteed allocation did not wait");
-    let r = w.domains[0].revocation.as_ref().expect("no revocation sent to the optimistic holder");
+    let r = w.domains[D0].revocation.as_ref().expect("no revocation sent to the optimistic holder");
     let (wanted, deadline_ns) = (r.wanted, r.deadline_ns);
     assert!(wanted > 0);
-    let dcb = Mock::dcb(w.domains[0].dcb.unwrap());
+    let dcb = Mock::dcb(w.domains[D0].dcb.unwrap());
     assert_eq!(dcb.revocation.frames_wanted.load(core::sync::atomic::Ordering::Acquire), wanted);
     // Domain 1's call waits, through the trap entry (which makes it run again once woken);
     // domain 2 runs meanwhile.
-    w.domains[1].ctx.pc = 0x1004;
-    let _ = trap(&mut w, 1, Call::FrameAlloc as usize, [frame_kind::GUARANTEED, 0, 0, 0, 0, 0]);
-    assert!(w.domains[1].waiting_for_frames);
+    w.domains[D1].ctx.pc = 0x1004;
+    let _ = trap(&mut w, D1, Call::FrameAlloc as usize, [frame_kind::GUARANTEED, 0, 0, 0, 0, 0]);
+    assert!(w.domains[D1].waiting_for_frames);
     // Before the deadline: nothing happens to the holder.
     mock::advance(crate::clock::ticks_from_ns::<Mock>(deadline_ns / 2));
-    let _ = trap(&mut w, 2, Call::Null as usize, [0; 6]);
+    let _ = trap(&mut w, D2, Call::Null as usize, [0; 6]);
     let _ = crate::on_user_trap(&mut w, UserTrap::Timer);
-    assert!(w.domains[0].ending.is_none(), "the holder was killed before its deadline");
+    assert!(w.domains[D0].ending.is_none(), "the holder was killed before its deadline");
     // Past it: killed, its frames taken back, the waiter woken to run its call again.
     mock::advance(crate::clock::ticks_from_ns::<Mock>(deadline_ns));
     for _ in 0..1000 {
         let _ = crate::on_user_trap(&mut w, UserTrap::Timer);
         mock::advance(HZ / 1000);
-        if w.domains[0].job.is_none() && w.domains[0].ending.is_some() {
+        if w.domains[D0].job.is_none() && w.domains[D0].ending.is_some() {
             break;
         }
     }
-    assert_eq!(w.domains[0].ending, Some(Ending::Terminated(Termination::RevocationIgnored)));
-    assert_eq!(mock::charged(0), 0, "the killed holder's frames are still charged");
-    assert!(!w.domains[1].waiting_for_frames && w.domains[1].blocked.is_none());
-    assert_eq!(w.domains[1].ctx.pc, 0x1000, "the waiting call was not made to run again");
-    w.kill(1, Ending::Exited(0));
-    w.kill(2, Ending::Exited(0));
+    assert_eq!(w.domains[D0].ending, Some(Ending::Terminated(Termination::RevocationIgnored)));
+    assert_eq!(mock::charged(D0), 0, "the killed holder's frames are still charged");
+    assert!(!w.domains[D1].waiting_for_frames && w.domains[D1].blocked.is_none());
+    assert_eq!(w.domains[D1].ctx.pc, 0x1000, "the waiting call was not made to run again");
+    w.kill(D1, Ending::Exited(0));
+    w.kill(D2, Ending::Exited(0));
     assert_eq!(mock::free_frames(), free_before);
 }
 
 #[test]
 fn a_holder_that_complies_keeps_running() {
     let mut w = world(&[(64, mock::FRAMES), (2048, 0)]);
-    let held = take_all(&mut w, 0, frame_kind::OPTIMISTIC);
-    take_all(&mut w, 1, frame_kind::GUARANTEED);
-    let wanted = w.domains[0].revocation.as_ref().expect("no revocation").wanted;
+    let held = take_all(&mut w, D0, frame_kind::OPTIMISTIC);
+    take_all(&mut w, D1, frame_kind::GUARANTEED);
+    let wanted = w.domains[D0].revocation.as_ref().expect("no revocation").wanted;
     for f in held.iter().take(wanted as usize) {
-        assert_eq!(call(&mut w, 0, Call::FrameFree, &[*f]), Ok(0));
+        assert_eq!(call(&mut w, D0, Call::FrameFree, &[*f]), Ok(0));
     }
-    assert!(w.domains[0].revocation.is_none(), "the notice outlived its answer");
+    assert!(w.domains[D0].revocation.is_none(), "the notice outlived its answer");
     mock::advance(10 * HZ);
-    let _ = trap(&mut w, 1, Call::Null as usize, [0; 6]);
+    let _ = trap(&mut w, D1, Call::Null as usize, [0; 6]);
     let _ = crate::on_user_trap(&mut w, UserTrap::Timer);
-    assert!(w.domains[0].ending.is_none(), "a holder that complied was killed");
-    assert!(call(&mut w, 1, Call::FrameAlloc, &[frame_kind::GUARANTEED]).is_ok());
+    assert!(w.domains[D0].ending.is_none(), "a holder that complied was killed");
+    assert!(call(&mut w, D1, Call::FrameAlloc, &[frame_kind::GUARANTEED]).is_ok());
 }
 
 #[test]
@@ -459,33 +496,33 @@ fn exit_takes_a_domain_apart_and_returns_every_frame() {
     let mut w = world(&[(256, 16), (64, 0)]);
     // Stretches, a shared one, a managed one with mapped loose frames, optimistic frames.
     let rw = RW.0 as usize;
-    let charged_1 = mock::charged(1);
-    let shared = call(&mut w, 0, Call::StretchCreate, &[3 * PAGE_SIZE, rw]).unwrap();
-    assert_eq!(call(&mut w, 0, Call::StretchRights, &[shared, 1, rw]), Ok(0));
-    assert!(space(&w, 1).mapping(shared).is_some());
-    let (base, f) = managed(&mut w, 0, 3);
+    let charged_1 = mock::charged(D1);
+    let shared = call(&mut w, D0, Call::StretchCreate, &[3 * PAGE_SIZE, rw]).unwrap();
+    assert_eq!(call(&mut w, D0, Call::StretchRights, &[shared, 1, rw]), Ok(0));
+    assert!(space(&w, D1).mapping(shared).is_some());
+    let (base, f) = managed(&mut w, D0, 3);
     for (i, frame) in f.iter().enumerate() {
-        assert_eq!(call(&mut w, 0, Call::Map, &[base + i * PAGE_SIZE, *frame, rw]), Ok(0));
+        assert_eq!(call(&mut w, D0, Call::Map, &[base + i * PAGE_SIZE, *frame, rw]), Ok(0));
     }
     for _ in 0..5 {
-        call(&mut w, 0, Call::FrameAlloc, &[frame_kind::OPTIMISTIC]).unwrap();
+        call(&mut w, D0, Call::FrameAlloc, &[frame_kind::OPTIMISTIC]).unwrap();
     }
-    let _ = call(&mut w, 0, Call::StretchCreate, &[(CHUNK_PAGES + 5) * PAGE_SIZE, rw]).unwrap();
+    let _ = call(&mut w, D0, Call::StretchCreate, &[(CHUNK_PAGES + 5) * PAGE_SIZE, rw]).unwrap();
     // The exit, through the trap entry; the teardown runs on the switches that follow.
-    let _ = trap(&mut w, 0, Call::Exit as usize, [7, 0, 0, 0, 0, 0]);
+    let _ = trap(&mut w, D0, Call::Exit as usize, [7, 0, 0, 0, 0, 0]);
     for _ in 0..1000 {
-        if w.domains[0].job.is_none() {
+        if w.domains[D0].job.is_none() {
             break;
         }
         mock::advance(HZ / 1000);
         let _ = crate::on_user_trap(&mut w, UserTrap::Timer);
     }
-    assert_eq!(w.domains[0].ending, Some(Ending::Exited(7)));
-    assert_eq!(mock::charged(0), 0, "frames still charged after the teardown");
-    assert!(space(&w, 1).mapping(shared).is_none(), "the dead domain's stretch is still mapped");
-    assert_eq!(mock::charged(1), charged_1, "the tables mapping the shared stretch stayed");
-    assert_eq!(call(&mut w, 1, Call::StretchDestroy, &[shared]), Err(SysError::NotFound));
-    w.kill(1, Ending::Exited(0));
+    assert_eq!(w.domains[D0].ending, Some(Ending::Exited(7)));
+    assert_eq!(mock::charged(D0), 0, "frames still charged after the teardown");
+    assert!(space(&w, D1).mapping(shared).is_none(), "the dead domain's stretch is still mapped");
+    assert_eq!(mock::charged(D1), charged_1, "the tables mapping the shared stretch stayed");
+    assert_eq!(call(&mut w, D1, Call::StretchDestroy, &[shared]), Err(SysError::NotFound));
+    w.kill(D1, Ending::Exited(0));
     assert_eq!(mock::free_frames(), free_before, "frames not all returned");
 }
 

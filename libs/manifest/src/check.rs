@@ -15,7 +15,7 @@ use crate::{
 };
 use crate::{
     DeviceAddress, DeviceGrant, DiskBus, MAX_COMPATIBLE_LEN, MAX_DEVICES_PER_DOMAIN, MAX_DISK_SIZE,
-    MAX_DISKS, MIN_DISK_SIZE, SECTOR_SIZE,
+    MAX_DISKS, MAX_NICS, MIN_DISK_SIZE, SECTOR_SIZE, VIRTIO_MMIO_UNITS,
 };
 
 /// A rule of [`Manifest::check`] that a manifest breaks.
@@ -29,7 +29,10 @@ pub struct Problem {
     /// The disk at fault (its position in [`Manifest::disks`], 0-based), or `None` if the
     /// problem is not about a disk. An index only, to keep the problem small: the front end
     /// names the disk by its key, `system.disk[i]`.
-    pub disk: Option<usize>,
+    pub disk: Option<u16>,
+    /// The NIC at fault (its position in [`Manifest::nics`], 0-based), or `None` if the
+    /// problem is not about a NIC; the front end names it `system.nic[i]`.
+    pub nic: Option<u16>,
     /// What is wrong.
     pub kind: ProblemKind,
 }
@@ -311,6 +314,42 @@ pub enum ProblemKind {
         /// Where it should be.
         expected: Option<DeviceAddress>,
     },
+    /// More than [`MAX_NICS`] NICs (the problem's NIC is the first extra one).
+    TooManyNics {
+        /// How many the manifest declares.
+        count: usize,
+    },
+    /// The NIC's name is empty, too long or has a character outside `[a-z0-9-]`.
+    NicNameInvalid,
+    /// Another NIC before this one has the same name.
+    DuplicateNicName {
+        /// The index of the first NIC with this name.
+        first: usize,
+    },
+    /// The NIC's MAC address is a multicast address (the low bit of its first byte set) or
+    /// all zeros.
+    NicMacInvalid,
+    /// Another NIC before this one has the same MAC address.
+    DuplicateNicMac {
+        /// The index of the first NIC with this address.
+        first: usize,
+    },
+    /// The manifest is placed for a machine with no room for the NIC: on `virt` the disks
+    /// and NICs together take more than its [`VIRTIO_MMIO_UNITS`] virtio-mmio transports.
+    NicNoRoom {
+        /// How many disks the manifest declares.
+        disks: usize,
+        /// The machine.
+        machine: Machine,
+    },
+    /// The NIC's device address is not where the host tool attaches it on the manifest's
+    /// machine ([`Machine::nic_address`]), or is set in a manifest not placed.
+    NicMisplaced {
+        /// Its address.
+        at: Option<DeviceAddress>,
+        /// Where it should be.
+        expected: Option<DeviceAddress>,
+    },
     /// `driver = true` on a domain granted no device.
     DriverWithoutDevices,
     /// A domain granted devices without `driver = true`.
@@ -328,6 +367,15 @@ pub enum ProblemKind {
         disk: usize,
         /// How many disks there are.
         disks: usize,
+    },
+    /// A `{ nic = ... }` grant names no NIC of the manifest.
+    UnknownNic {
+        /// Which grant of the domain (0-based).
+        grant: usize,
+        /// The NIC index.
+        nic: usize,
+        /// How many NICs there are.
+        nics: usize,
     },
     /// A `{ compatible = ... }` grant's string is empty, longer than [`MAX_COMPATIBLE_LEN`]
     /// bytes, or not printable ASCII without spaces.
@@ -416,6 +464,14 @@ pub(crate) enum Field {
     DiskSize,
     /// `system.disk[i].bus`.
     DiskBus,
+    /// `system.nic` as a whole.
+    Nics,
+    /// `system.nic[i]` (its table).
+    Nic,
+    /// `system.nic[i].name`.
+    NicName,
+    /// `system.nic[i].mac` (or its table if it has none).
+    NicMac,
     /// `domain[i].driver` (or the domain's table if it has none).
     Driver,
     /// `domain[i].devices` as a whole.
@@ -493,7 +549,12 @@ impl ProblemKind {
             Self::BusNotOnMachine { .. } => Field::DiskBus,
             Self::DriverWithoutDevices => Field::Driver,
             Self::DevicesWithoutDriver | Self::TooManyDevices { .. } => Field::Devices,
+            Self::TooManyNics { .. } => Field::Nics,
+            Self::NicNameInvalid | Self::DuplicateNicName { .. } => Field::NicName,
+            Self::NicMacInvalid | Self::DuplicateNicMac { .. } => Field::NicMac,
+            Self::NicNoRoom { .. } | Self::NicMisplaced { .. } => Field::Nic,
             Self::UnknownDisk { grant, .. }
+            | Self::UnknownNic { grant, .. }
             | Self::CompatibleInvalid { grant }
             | Self::GrantNotOnMachine { grant, .. }
             | Self::DeviceGrantedTwice { grant, .. } => Field::Device(*grant),
@@ -783,6 +844,37 @@ impl fmt::Display for ProblemKind {
             Self::UnknownDisk { disk, disks, .. } => {
                 write!(f, "disk {disk} does not exist (there are {disks} disks)")
             }
+            Self::UnknownNic { nic, nics, .. } => {
+                write!(f, "NIC {nic} does not exist (there are {nics} NICs)")
+            }
+            Self::TooManyNics { count } => {
+                write!(f, "too many NICs: {count} (at most {MAX_NICS})")
+            }
+            Self::NicNameInvalid => {
+                write!(f, "invalid NIC name (1 to {MAX_NAME_LEN} bytes of a-z, 0-9 and '-')")
+            }
+            Self::DuplicateNicName { first } => {
+                write!(f, "duplicate NIC name (first used by NIC {first})")
+            }
+            Self::NicMacInvalid => write!(
+                f,
+                "the MAC address is not a unicast address (the low bit of its first byte must \
+                 be 0, and it must not be all zeros)"
+            ),
+            Self::DuplicateNicMac { first } => {
+                write!(f, "duplicate MAC address (first used by NIC {first})")
+            }
+            Self::NicNoRoom { disks, machine } => write!(
+                f,
+                "{} has {VIRTIO_MMIO_UNITS} virtio-mmio transports for disks and NICs \
+                 together, and its {disks} disks and the NICs up to this one need more",
+                machine.name()
+            ),
+            Self::NicMisplaced { at, expected } => write!(
+                f,
+                "the NIC's device address is {at:?}, but it is attached at {expected:?} on \
+                 this machine"
+            ),
             Self::CompatibleInvalid { .. } => write!(
                 f,
                 "invalid compatible string (1 to {MAX_COMPATIBLE_LEN} bytes of printable \
@@ -813,6 +905,9 @@ impl fmt::Display for Problem {
         if let Some(d) = self.disk {
             write!(f, "disk {d}: ")?;
         }
+        if let Some(n) = self.nic {
+            write!(f, "NIC {n}: ")?;
+        }
         write!(f, "{}", self.kind)
     }
 }
@@ -841,7 +936,7 @@ impl Manifest {
     /// ends per domain, senders' guarantees, senders' address spaces, memory capacity,
     /// address-space capacity, then CPU admission.
     pub fn check(&self) -> Result<(), Problem> {
-        let system = |kind| Problem { domain: None, channel: None, disk: None, kind };
+        let system = |kind| Problem { domain: None, channel: None, disk: None, nic: None, kind };
         let domain_ref = |index: usize| {
             self.domains.get(index).map(|d| DomainRef { index, name: d.name.clone() })
         };
@@ -857,6 +952,7 @@ impl Manifest {
                 domain: domain_ref(MAX_DOMAINS),
                 channel: None,
                 disk: None,
+                nic: None,
                 kind,
             });
         }
@@ -870,9 +966,15 @@ impl Manifest {
             return Err(system(ProblemKind::MemoryTooLarge { memory: self.memory }));
         }
         self.check_disks()?;
+        self.check_nics()?;
         for (index, d) in self.domains.iter().enumerate() {
-            let problem =
-                |kind| Problem { domain: domain_ref(index), channel: None, disk: None, kind };
+            let problem = |kind| Problem {
+                domain: domain_ref(index),
+                channel: None,
+                disk: None,
+                nic: None,
+                kind,
+            };
             if d.name.is_empty() {
                 return Err(problem(ProblemKind::NameEmpty));
             }
@@ -932,13 +1034,19 @@ impl Manifest {
                 domain: None,
                 channel: channel_ref(MAX_CHANNELS),
                 disk: None,
+                nic: None,
                 kind,
             });
         }
         let domains = self.domains.len();
         for (index, c) in self.channels.iter().enumerate() {
-            let problem =
-                |kind| Problem { domain: None, channel: channel_ref(index), disk: None, kind };
+            let problem = |kind| Problem {
+                domain: None,
+                channel: channel_ref(index),
+                disk: None,
+                nic: None,
+                kind,
+            };
             if c.name.is_empty() {
                 return Err(problem(ProblemKind::ChannelNameEmpty));
             }
@@ -963,6 +1071,7 @@ impl Manifest {
                     domain,
                     channel: channel_ref(index),
                     disk: None,
+                    nic: None,
                     kind: ProblemKind::SameEnds,
                 });
             }
@@ -994,6 +1103,7 @@ impl Manifest {
                         domain: domain_ref(end),
                         channel: channel_ref(index),
                         disk: None,
+                        nic: None,
                         kind: ProblemKind::TooManyChannelEnds { count: ends[end] },
                     });
                 }
@@ -1008,6 +1118,7 @@ impl Manifest {
                     domain: domain_ref(c.from),
                     channel: channel_ref(index),
                     disk: None,
+                    nic: None,
                     kind: ProblemKind::SenderGuaranteeTooSmall {
                         guaranteed,
                         needed: self.charged_to(c.from),
@@ -1028,6 +1139,7 @@ impl Manifest {
                     domain: domain_ref(c.from),
                     channel: channel_ref(index),
                     disk: None,
+                    nic: None,
                     kind: ProblemKind::SenderAddressSpaceTooSmall {
                         address_space,
                         needed: self.address_space_charged_to(c.from),
@@ -1043,6 +1155,7 @@ impl Manifest {
                     domain: domain_ref(index),
                     channel: None,
                     disk: None,
+                    nic: None,
                     kind: ProblemKind::OverCapacity { guaranteed, memory: self.memory },
                 });
             }
@@ -1055,6 +1168,7 @@ impl Manifest {
                     domain: domain_ref(index),
                     channel: None,
                     disk: None,
+                    nic: None,
                     kind: ProblemKind::AddressSpaceOverCapacity { total },
                 });
             }
@@ -1063,6 +1177,7 @@ impl Manifest {
             domain: domain_ref(index),
             channel: None,
             disk: None,
+            nic: None,
             kind,
         })?;
         let contracts: Vec<_> = self.domains.iter().map(|d| d.cpu.contract()).collect();
@@ -1072,12 +1187,14 @@ impl Manifest {
                 domain: domain_ref(index),
                 channel: None,
                 disk: None,
+                nic: None,
                 kind: ProblemKind::CpuContractInvalid { cpu: self.domains[index].cpu, error },
             }),
             Err(AdmissionError::OverCapacity { index, total_ppb }) => Err(Problem {
                 domain: domain_ref(index),
                 channel: None,
                 disk: None,
+                nic: None,
                 kind: ProblemKind::CpuOverCapacity { total_ppb },
             }),
         }
@@ -1087,9 +1204,14 @@ impl Manifest {
 impl Manifest {
     /// The disks' rules: count, names, sizes, and on a placed manifest buses and addresses.
     fn check_disks(&self) -> Result<(), Problem> {
-        let disk_ref = |index: usize| (index < self.disks.len()).then_some(index);
-        let problem =
-            |index, kind| Problem { domain: None, channel: None, disk: disk_ref(index), kind };
+        let disk_ref = |index: usize| (index < self.disks.len()).then_some(index as u16);
+        let problem = |index, kind| Problem {
+            domain: None,
+            channel: None,
+            disk: disk_ref(index),
+            nic: None,
+            kind,
+        };
         if self.disks.len() > MAX_DISKS {
             return Err(problem(MAX_DISKS, ProblemKind::TooManyDisks { count: self.disks.len() }));
         }
@@ -1119,6 +1241,46 @@ impl Manifest {
             let expected = self.machine.and_then(|m| m.disk_address(index, d.bus));
             if d.at != expected {
                 return Err(problem(index, ProblemKind::DiskMisplaced { at: d.at, expected }));
+            }
+        }
+        Ok(())
+    }
+
+    /// The NICs' rules: count, names, MAC addresses, and on a placed manifest their addresses.
+    fn check_nics(&self) -> Result<(), Problem> {
+        let nic_ref = |index: usize| (index < self.nics.len()).then_some(index as u16);
+        let problem = |index, kind| Problem {
+            domain: None,
+            channel: None,
+            disk: None,
+            nic: nic_ref(index),
+            kind,
+        };
+        if self.nics.len() > MAX_NICS {
+            return Err(problem(MAX_NICS, ProblemKind::TooManyNics { count: self.nics.len() }));
+        }
+        for (index, n) in self.nics.iter().enumerate() {
+            if n.name.is_empty() || n.name.len() > MAX_NAME_LEN || bad_char(&n.name).is_some() {
+                return Err(problem(index, ProblemKind::NicNameInvalid));
+            }
+            if let Some(first) = self.nics[..index].iter().position(|e| e.name == n.name) {
+                return Err(problem(index, ProblemKind::DuplicateNicName { first }));
+            }
+            if n.mac[0] & 1 != 0 || n.mac == [0; 6] {
+                return Err(problem(index, ProblemKind::NicMacInvalid));
+            }
+            if let Some(first) = self.nics[..index].iter().position(|e| e.mac == n.mac) {
+                return Err(problem(index, ProblemKind::DuplicateNicMac { first }));
+            }
+            let expected = self.machine.and_then(|m| m.nic_address(index, self.disks.len()));
+            if let Some(machine) = self.machine
+                && expected.is_none()
+            {
+                let disks = self.disks.len();
+                return Err(problem(index, ProblemKind::NicNoRoom { disks, machine }));
+            }
+            if n.at != expected {
+                return Err(problem(index, ProblemKind::NicMisplaced { at: n.at, expected }));
             }
         }
         Ok(())
@@ -1175,6 +1337,10 @@ impl Manifest {
                 DeviceGrant::Disk { disk } if *disk >= self.disks.len() => {
                     let disks = self.disks.len();
                     return Err(ProblemKind::UnknownDisk { grant, disk: *disk, disks });
+                }
+                DeviceGrant::Nic { nic } if *nic >= self.nics.len() => {
+                    let nics = self.nics.len();
+                    return Err(ProblemKind::UnknownNic { grant, nic: *nic, nics });
                 }
                 DeviceGrant::Compatible { compatible, .. } => {
                     let printable = compatible.bytes().all(|b| b.is_ascii_graphic());
@@ -1247,6 +1413,7 @@ mod tests {
             domains: vec![domain("a"), domain("b")],
             channels: vec![],
             disks: vec![],
+            nics: vec![],
             machine: None,
         }
     }
@@ -1938,7 +2105,79 @@ mod tests {
         m.disks =
             (0..=MAX_DISKS).map(|i| disk(&alloc::format!("d{i}"), MIB, DiskBus::Virtio)).collect();
         let p = m.check().unwrap_err();
-        assert_eq!((p.disk, p.kind), (Some(MAX_DISKS), ProblemKind::TooManyDisks { count: 9 }));
+        assert_eq!(
+            (p.disk, p.kind),
+            (Some(MAX_DISKS as u16), ProblemKind::TooManyDisks { count: 9 })
+        );
+    }
+
+    fn nic(name: &str, index: usize) -> crate::NicSpec {
+        crate::NicSpec { name: name.into(), mac: crate::default_mac(index), at: None }
+    }
+
+    #[test]
+    fn nic_rules() {
+        let mut m = manifest();
+        m.nics = vec![nic("a", 0), nic("b", 1)];
+        assert_eq!(m.check(), Ok(()));
+        for bad in ["", "A", "a b", &"n".repeat(MAX_NAME_LEN + 1)] {
+            m.nics[1].name = bad.into();
+            let p = m.check().unwrap_err();
+            assert_eq!((p.nic, p.kind), (Some(1), ProblemKind::NicNameInvalid));
+        }
+        m.nics[1].name = "a".into();
+        let p = m.check().unwrap_err();
+        assert_eq!((p.nic, p.kind), (Some(1), ProblemKind::DuplicateNicName { first: 0 }));
+        m.nics[1].name = "b".into();
+        m.nics[1].mac = m.nics[0].mac;
+        let p = m.check().unwrap_err();
+        assert_eq!((p.nic, p.kind), (Some(1), ProblemKind::DuplicateNicMac { first: 0 }));
+        for bad in [[0u8; 6], [1, 0, 0, 0, 0, 1], [0xff; 6]] {
+            m.nics[1].mac = bad;
+            assert_eq!(m.check().unwrap_err().kind, ProblemKind::NicMacInvalid);
+        }
+        m.nics[1].mac = crate::default_mac(1);
+        m.nics[0].at = Some(DeviceAddress::Mmio { unit: 0 });
+        let kind = ProblemKind::NicMisplaced { at: m.nics[0].at, expected: None };
+        assert_eq!(m.check().unwrap_err().kind, kind);
+        m.nics = (0..=MAX_NICS).map(|i| nic(&alloc::format!("n{i}"), i)).collect();
+        let p = m.check().unwrap_err();
+        assert_eq!(
+            (p.nic, p.kind),
+            (Some(MAX_NICS as u16), ProblemKind::TooManyNics { count: MAX_NICS + 1 })
+        );
+        // Granted: by name resolved to an index, which must exist.
+        m.nics.truncate(2);
+        m.domains[1].driver = true;
+        m.domains[1].devices = vec![DeviceGrant::Nic { nic: 2 }];
+        assert_eq!(kind_of(&m), ProblemKind::UnknownNic { grant: 0, nic: 2, nics: 2 });
+        m.domains[1].devices = vec![DeviceGrant::Nic { nic: 1 }];
+        assert_eq!(m.check(), Ok(()));
+        m.domains[0].driver = true;
+        m.domains[0].devices = vec![DeviceGrant::Nic { nic: 1 }];
+        let twice = ProblemKind::DeviceGrantedTwice { grant: 0, first_domain: 0, first_grant: 0 };
+        assert_eq!(kind_of(&m), twice);
+    }
+
+    fn kind_of(m: &Manifest) -> ProblemKind {
+        m.check().unwrap_err().kind
+    }
+
+    #[test]
+    fn nics_follow_the_disks() {
+        let mut m = manifest();
+        m.disks = (0..6).map(|i| disk(&alloc::format!("d{i}"), MIB, DiskBus::Virtio)).collect();
+        m.nics = vec![nic("a", 0), nic("b", 1)];
+        m.place(Machine::RiscvVirt).unwrap();
+        assert_eq!(m.nics[1].at, Some(DeviceAddress::Mmio { unit: 7 }));
+        m.place(Machine::Q35).unwrap();
+        assert_eq!(m.nics[1].at, Some(DeviceAddress::Pci { bus: 0, slot: 0x19, function: 0 }));
+        // On virt, disks and NICs share its eight transports.
+        m.nics.push(nic("c", 2));
+        let p = m.place(Machine::RiscvVirt).unwrap_err();
+        let kind = ProblemKind::NicNoRoom { disks: 6, machine: Machine::RiscvVirt };
+        assert_eq!((p.nic, p.kind), (Some(2), kind));
+        assert_eq!(Machine::Q35.nic_address(MAX_NICS, 0), None);
     }
 
     #[test]

@@ -18,8 +18,9 @@ pub const MAGIC: [u8; 4] = *b"TSMF";
 /// [`DomainSpec::devices`](crate::DomainSpec::devices)). The kernel and the host tool are
 /// built together, so there is no compatibility with older versions. Version 6 added each
 /// disk's model ([`DiskSpec::model`](crate::DiskSpec::model)) and each domain's disk-time
-/// contract ([`DomainSpec::disk`](crate::DomainSpec::disk)).
-pub const FORMAT_VERSION: u16 = 6;
+/// contract ([`DomainSpec::disk`](crate::DomainSpec::disk)). Version 7 added the NICs
+/// ([`Manifest::nics`]) and `{ nic = ... }` grants.
+pub const FORMAT_VERSION: u16 = 7;
 /// The length of the header before the payload: magic, version, length and CRC.
 pub const HEADER_LEN: usize = 4 + 2 + 4 + 4;
 
@@ -211,6 +212,7 @@ mod tests {
                 },
             ],
             disks: vec![],
+            nics: vec![],
             machine: None,
         }
     }
@@ -254,7 +256,7 @@ mod tests {
         let m = manifest();
         let bytes = m.compile();
         assert_eq!(&bytes[..4], b"TSMF");
-        assert_eq!(&bytes[4..6], &[6, 0]);
+        assert_eq!(&bytes[4..6], &[7, 0]);
         assert_eq!(decode(&bytes), Ok(m));
     }
 
@@ -509,6 +511,42 @@ mod tests {
     }
 
     #[test]
+    fn nics_and_their_grants_round_trip_on_both_machines() {
+        for machine in Machine::ALL {
+            let mut m = with_disks(machine);
+            m.nics = (0..2)
+                .map(|i| crate::NicSpec {
+                    name: alloc::format!("net{i}"),
+                    mac: crate::default_mac(i),
+                    at: None,
+                })
+                .collect();
+            m.domains[1].devices.push(DeviceGrant::Nic { nic: 1 });
+            m.place(machine).unwrap();
+            let decoded = decode(&m.compile()).unwrap();
+            assert_eq!(decoded, m);
+            assert_eq!(decoded.nic_owner(1), Some(1));
+            assert_eq!(decoded.nic_owner(0), None);
+            assert_eq!(decoded.nics[1].mac, [0x52, 0x54, 0, 0x12, 0x35, 1]);
+            let target = decoded.grant_target(&decoded.domains[1].devices[2]).unwrap();
+            // The NICs follow the two disks: virtio-mmio unit 3, or PCI slot 0x19.
+            let want = match machine {
+                Machine::RiscvVirt => DeviceTarget::Node { compatible: "virtio,mmio", unit: 3 },
+                Machine::Q35 => DeviceTarget::PciAddress { bus: 0, slot: 0x19, function: 0 },
+            };
+            assert_eq!(target, want);
+            // A NIC moved away from where the host tool attaches it is refused.
+            let mut moved = decoded.clone();
+            moved.nics[0].at = moved.nics[1].at;
+            let CompiledError::Invalid(p) = decode(&moved.compile()).unwrap_err() else { panic!() };
+            assert_eq!(
+                (p.nic, matches!(p.kind, ProblemKind::NicMisplaced { .. })),
+                (Some(0), true)
+            );
+        }
+    }
+
+    #[test]
     fn disks_and_grants_are_validated_again() {
         // A disk moved away from where the host tool attaches it.
         let mut m = with_disks(Machine::Q35);
@@ -607,7 +645,7 @@ mod tests {
         bytes[4] = 1;
         assert_eq!(
             decode(&bytes).unwrap_err().to_string(),
-            "compiled manifest format version 1 is not supported (expected 6)"
+            "compiled manifest format version 1 is not supported (expected 7)"
         );
     }
 }

@@ -21,6 +21,7 @@ use crate::{
     parse_duration, parse_size, shared_address_space,
 };
 use crate::{DeviceGrant, DiskBus, DiskModelName, DiskSpec, MAX_ARG_LEN, MAX_ARGS, Machine};
+use crate::{NicSpec, default_mac};
 use pager_spec::{Hierarchy, PagerSpec};
 
 /// A manifest the front end rejected: where, and why.
@@ -79,6 +80,27 @@ impl ManifestError {
         reason: String,
     ) -> ManifestError {
         ManifestError { file: file.to_owned(), line: at.map(|at| line_of(text, at)), key, reason }
+    }
+
+    /// An error of serde's TOML deserializer (`toml::from_str`) over `text` (read from `file`),
+    /// located as a manifest's own are: the line its span starts on and the key path written
+    /// there, with the missing key appended when a required one is missing; a TOML syntax
+    /// error says so. For the project's other TOML files read with serde (cluster manifests).
+    pub fn from_toml(file: &str, text: &str, e: &toml::de::Error) -> ManifestError {
+        let at = e.span().map(|s| s.start);
+        let Ok(doc) = DeTable::parse(text) else {
+            let reason = format!("TOML syntax error: {}", e.message());
+            return ManifestError::at_offset(file, text, at, None, reason);
+        };
+        let root = DeValue::Table(doc.get_ref().clone());
+        let mut key = at.map(|at| key_path(&root, at)).unwrap_or_default();
+        if let Some(field) =
+            e.message().strip_prefix("missing field `").and_then(|m| m.strip_suffix('`'))
+        {
+            push_key(&mut key, field);
+        }
+        let key = (!key.is_empty()).then_some(key);
+        ManifestError::at_offset(file, text, at, key, e.message().to_owned())
     }
 }
 
@@ -401,6 +423,40 @@ struct RawSystem {
     memory: Spanned<Size>,
     #[serde(default)]
     disk: Vec<Spanned<RawDisk>>,
+    #[serde(default)]
+    nic: Vec<Spanned<RawNic>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table [[system.nic]]")]
+struct RawNic {
+    name: Spanned<String>,
+    mac: Option<Spanned<MacAddress>>,
+}
+
+/// A MAC address as written in a NIC: `"52:54:00:12:35:01"` (six pairs of hex digits).
+struct MacAddress([u8; 6]);
+
+impl<'de> Deserialize<'de> for MacAddress {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        let mut mac = [0u8; 6];
+        let mut parts = s.split(':');
+        let all = mac.iter_mut().all(|b| match parts.next().and_then(|p| hex(p, 2)) {
+            Some(v) => {
+                *b = v as u8;
+                true
+            }
+            None => false,
+        });
+        if all && parts.next().is_none() {
+            return Ok(MacAddress(mac));
+        }
+        Err(de::Error::custom(format!(
+            "invalid MAC address {s:?}: write six pairs of hex digits separated by ':', e.g. \
+             \"52:54:00:12:35:01\""
+        )))
+    }
 }
 
 #[derive(Deserialize)]
@@ -428,17 +484,19 @@ enum RawBus {
     Ahci,
 }
 
-/// One entry of `devices`: exactly one of `disk`, `pci` (with `index`), `pci_class` (with
-/// `index`) or `compatible` (with `unit`).
+/// One entry of `devices`: exactly one of `disk`, `nic`, `pci` (with `index`), `pci_class`
+/// (with `index`) or `compatible` (with `unit`).
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table such as { disk = \"data\" }, { pci = \"1af4:1001\", index = 0 }, \
+    expecting = "a table such as { disk = \"data\" }, { nic = \"net0\" }, \
+                 { pci = \"1af4:1001\", index = 0 }, \
                  { pci_class = \"01.06\", index = 0 } or { compatible = \"virtio,mmio\", \
                  unit = 0 }"
 )]
 struct RawGrant {
     disk: Option<Spanned<String>>,
+    nic: Option<Spanned<String>>,
     pci: Option<Spanned<PciIds>>,
     pci_class: Option<Spanned<PciClass>>,
     compatible: Option<Spanned<String>>,
@@ -647,6 +705,16 @@ struct Spans {
     /// The `disk` key of `[system]`, or the `system` key if there is none.
     disk_key: Range<usize>,
     disks: Vec<DiskSpans>,
+    /// The `nic` key of `[system]`, or the `system` key if there is none.
+    nic_key: Range<usize>,
+    nics: Vec<NicSpans>,
+}
+
+struct NicSpans {
+    table: Range<usize>,
+    name: Range<usize>,
+    /// The `mac` value, or the table if there is none.
+    mac: Range<usize>,
 }
 
 struct DiskSpans {
@@ -701,22 +769,31 @@ struct DomainSpans {
     device: Vec<Range<usize>>,
     /// The disk name each `{ disk = ... }` grant was written with (it may name no disk).
     device_disk: Vec<Option<String>>,
+    /// The NIC name each `{ nic = ... }` grant was written with (it may name no NIC).
+    device_nic: Vec<Option<String>>,
 }
 
-/// A grant as the model has it, and the disk name it was written with if it is a disk grant;
-/// or the span and reason of why it is malformed.
+/// A grant as the model has it, and the disk or NIC name it was written with if it is a disk
+/// or NIC grant; or the span and reason of why it is malformed.
 fn lower_grant(
     g: Spanned<RawGrant>,
     disk_index: &dyn Fn(&str) -> usize,
+    nic_index: &dyn Fn(&str) -> usize,
 ) -> Result<(DeviceGrant, Option<String>), (Range<usize>, String)> {
     let table = g.span();
     let g = g.into_inner();
-    let forms = [g.disk.is_some(), g.pci.is_some(), g.pci_class.is_some(), g.compatible.is_some()];
+    let forms = [
+        g.disk.is_some(),
+        g.nic.is_some(),
+        g.pci.is_some(),
+        g.pci_class.is_some(),
+        g.compatible.is_some(),
+    ];
     if forms.iter().filter(|&&f| f).count() != 1 {
         return Err((
             table,
-            "a device grant names exactly one of `disk`, `pci` (with `index`), `pci_class` \
-             (with `index`) or `compatible` (with `unit`)"
+            "a device grant names exactly one of `disk`, `nic`, `pci` (with `index`), \
+             `pci_class` (with `index`) or `compatible` (with `unit`)"
                 .to_owned(),
         ));
     }
@@ -733,6 +810,12 @@ fn lower_grant(
         no("unit", &g.unit, "disk")?;
         let name = disk.into_inner();
         return Ok((DeviceGrant::Disk { disk: disk_index(&name) }, Some(name)));
+    }
+    if let Some(nic) = g.nic {
+        no("index", &g.index, "nic")?;
+        no("unit", &g.unit, "nic")?;
+        let name = nic.into_inner();
+        return Ok((DeviceGrant::Nic { nic: nic_index(&name) }, Some(name)));
     }
     if let Some(ids) = g.pci {
         no("unit", &g.unit, "pci")?;
@@ -884,6 +967,14 @@ impl RawManifest {
             _ => None,
         };
         let disk_key = disk_key.or_else(|| key_span("system")).unwrap_or(0..0);
+        let nic_key = match root {
+            DeValue::Table(t) => t.get("system").and_then(|s| match s.get_ref() {
+                DeValue::Table(s) => s.get_key_value("nic").map(|(k, _)| k.span()),
+                _ => None,
+            }),
+            _ => None,
+        };
+        let nic_key = nic_key.or_else(|| key_span("system")).unwrap_or(0..0);
         let mut spans = Spans {
             domain_key: key_span("domain").unwrap_or(0..0),
             system_memory: self.system.get_ref().memory.span(),
@@ -892,6 +983,8 @@ impl RawManifest {
             channels: Vec::with_capacity(self.channel.len()),
             disk_key,
             disks: Vec::new(),
+            nic_key,
+            nics: Vec::new(),
         };
         let system = self.system.into_inner();
         let memory = system.memory.into_inner().0;
@@ -920,10 +1013,23 @@ impl RawManifest {
                 at: None,
             });
         }
-        // A name that is no disk's becomes an index out of range, which `check` reports;
-        // `Spans::reason` words it as an unknown name.
+        let mut nics = Vec::with_capacity(system.nic.len());
+        for (i, n) in system.nic.into_iter().enumerate() {
+            let table = n.span();
+            let n = n.into_inner();
+            let mac_span = n.mac.as_ref().map_or(table.clone(), Spanned::span);
+            spans.nics.push(NicSpans { table, name: n.name.span(), mac: mac_span });
+            nics.push(NicSpec {
+                name: n.name.into_inner(),
+                mac: n.mac.map_or(default_mac(i), |m| m.into_inner().0),
+                at: None,
+            });
+        }
+        // A name that is no disk's (or NIC's) becomes an index out of range, which `check`
+        // reports; `Spans::reason` words it as an unknown name.
         let disk_index =
             |name: &str| disks.iter().position(|d| d.name == name).unwrap_or(usize::MAX);
+        let nic_index = |name: &str| nics.iter().position(|n| n.name == name).unwrap_or(usize::MAX);
         let domain_count = self.domain.len();
         let address_space_default =
             shared_address_space(self.domain.iter().map(|d| {
@@ -977,20 +1083,25 @@ impl RawManifest {
             };
             let mut device = Vec::with_capacity(raw_devices.len());
             let mut device_disk = Vec::with_capacity(raw_devices.len());
+            let mut device_nic = Vec::with_capacity(raw_devices.len());
             let mut devices = Vec::with_capacity(raw_devices.len());
             for (j, g) in raw_devices.into_iter().enumerate() {
                 device.push(g.span());
-                let (grant, disk) = lower_grant(g, &disk_index).map_err(|(span, reason)| {
-                    (span, format!("domain[{i}].devices[{j}]"), reason)
-                })?;
+                let (grant, name) =
+                    lower_grant(g, &disk_index, &nic_index).map_err(|(span, reason)| {
+                        (span, format!("domain[{i}].devices[{j}]"), reason)
+                    })?;
+                let nic = matches!(grant, DeviceGrant::Nic { .. });
                 devices.push(grant);
-                device_disk.push(disk);
+                device_disk.push(if nic { None } else { name.clone() });
+                device_nic.push(if nic { name } else { None });
             }
             spans.domains.push(DomainSpans {
                 driver: driver_span,
                 devices: devices_span,
                 device,
                 device_disk,
+                device_nic,
                 table,
                 name: d.name.span(),
                 app: d.app.span(),
@@ -1081,7 +1192,7 @@ impl RawManifest {
             d.args.push(spec);
             spans.domains[i].arg.extend([span.clone(), span]);
         }
-        Ok((Manifest { memory, domains, channels, disks, machine: None }, spans))
+        Ok((Manifest { memory, domains, channels, disks, nics, machine: None }, spans))
     }
 }
 
@@ -1114,7 +1225,7 @@ impl Spans {
             return (span, format!("channel[{}]{suffix}", c.index));
         }
         if let Some(k) = problem.disk {
-            let Some(s) = self.disks.get(k) else {
+            let Some(s) = self.disks.get(usize::from(k)) else {
                 return (self.disk_key.clone(), "system.disk".into());
             };
             let (span, suffix) = match field {
@@ -1124,6 +1235,17 @@ impl Spans {
                 _ => (s.table.clone(), ""),
             };
             return (span, format!("system.disk[{k}]{suffix}"));
+        }
+        if let Some(k) = problem.nic {
+            let Some(s) = self.nics.get(usize::from(k)) else {
+                return (self.nic_key.clone(), "system.nic".into());
+            };
+            let (span, suffix) = match field {
+                Field::NicName => (s.name.clone(), ".name"),
+                Field::NicMac => (s.mac.clone(), ".mac"),
+                _ => (s.table.clone(), ""),
+            };
+            return (span, format!("system.nic[{k}]{suffix}"));
         }
         let Some(d) =
             problem.domain.as_ref().and_then(|d| Some((d.index, self.domains.get(d.index)?)))
@@ -1192,6 +1314,30 @@ impl Spans {
                     format!("unknown disk {written:?} (disks: {})", names.join(", "))
                 }
             }
+            (ProblemKind::UnknownNic { grant, .. }, _) => {
+                let written = problem
+                    .domain
+                    .as_ref()
+                    .and_then(|d| self.domains.get(d.index)?.device_nic.get(*grant)?.clone())
+                    .unwrap_or_default();
+                let names = manifest.nics.iter().map(|n| n.name.as_str()).collect::<Vec<_>>();
+                if names.is_empty() {
+                    format!("unknown NIC {written:?} (the manifest declares no [[system.nic]])")
+                } else {
+                    format!("unknown NIC {written:?} (NICs: {})", names.join(", "))
+                }
+            }
+            (ProblemKind::DuplicateNicName { first }, _) => format!(
+                "duplicate NIC name {:?} (first at line {})",
+                manifest.nics[*first].name,
+                line_of(text, self.nics[*first].name.start)
+            ),
+            (ProblemKind::DuplicateNicMac { first }, _) => format!(
+                "duplicate MAC address {} (first at line {}, NIC {:?})",
+                crate::Mac(manifest.nics[*first].mac),
+                line_of(text, self.nics[*first].mac.start),
+                manifest.nics[*first].name
+            ),
             (ProblemKind::DeviceGrantedTwice { first_domain, first_grant, .. }, _) => format!(
                 "the device is granted already, to domain {:?} (line {}): a device is granted \
                  to at most one domain",

@@ -60,15 +60,20 @@
 //! - at most [`MAX_DISKS`] disks; disk names follow the domain-name rules and are unique among
 //!   disks; a disk's size a multiple of [`SECTOR_SIZE`] in
 //!   [`MIN_DISK_SIZE`]`..=`[`MAX_DISK_SIZE`] (1 MiB to 64 GiB);
+//! - at most [`MAX_NICS`] NICs; NIC names follow the domain-name rules and are unique among
+//!   NICs; a NIC's MAC is unicast, not all zeros and unique among the NICs;
 //! - a domain with devices is marked `driver` and a domain marked `driver` has devices (at most
-//!   [`MAX_DEVICES_PER_DOMAIN`]); a `disk` grant names a disk of the manifest; a `compatible`
+//!   [`MAX_DEVICES_PER_DOMAIN`]); a `disk` grant names a disk of the manifest, a `nic` grant a
+//!   NIC ([`NicSpec`]); a `compatible`
 //!   string is 1 to [`MAX_COMPATIBLE_LEN`] bytes of printable ASCII without spaces; no device
 //!   is granted twice (to one domain or two), grants compared by what they resolve to
 //!   ([`Manifest::grant_target`]);
 //! - on a manifest placed for a machine ([`Manifest::machine`]): every disk's bus is one the
 //!   machine has (AHCI on `q35` only), every disk's address is [`Machine::disk_address`] of its
-//!   index, and `compatible` grants only on `virt` (the machine with a device tree). A manifest
-//!   not placed has no disk addresses.
+//!   index, every NIC's address [`Machine::nic_address`] of its index (on `virt` the NICs
+//!   follow the disks on the eight virtio-mmio transports, which must hold both), and
+//!   `compatible` grants only on `virt` (the machine with a device tree). A manifest not placed
+//!   has no disk or NIC addresses.
 //!
 //! # Devices, disks and where they are
 //!
@@ -77,7 +82,9 @@
 //! ([`Machine::disk_address`]): disk `i` is on `virt` the virtio-mmio transport of unit `i`
 //! (QEMU's `virtio-mmio-bus.i`, the `i`-th `virtio,mmio` node by address,
 //! `0x1000_1000 + i * 0x1000`), and on `q35` the PCI function `00:(0x10 + i).0`, a
-//! `virtio-blk-pci` or an AHCI controller of its own with the disk on port 0. The other grants
+//! `virtio-blk-pci` or an AHCI controller of its own with the disk on port 0. A `{ nic = ... }`
+//! grant is found at its NIC's address: NIC `i` of a manifest with `D` disks is the
+//! virtio-mmio transport of unit `D + i` on `virt`, PCI `00:(0x18 + i).0` on `q35`. The other grants
 //! name a PCI function by IDs or class and index, or a device-tree node by `compatible` and
 //! unit, as the boot log lists them. Without an IOMMU a driver domain can make its device
 //! write anywhere in memory, so driver domains are trusted, and a manifest marks them.
@@ -132,6 +139,10 @@
 //! size = "64M"               # a multiple of 512 bytes, 1M to 64G
 //! bus = "virtio"             # or "ahci" (x86_64 q35 only)
 //!
+//! [[system.nic]]              # 0 to 4 of them: virtio-net, all on one QEMU hub
+//! name = "net0"              # unique among NICs
+//! mac = "52:54:00:12:35:00"  # optional: unicast, unique; default 52:54:00:12:35:<index>
+//!
 //! [[domain]]
 //! name = "blk"
 //! app = "hello"
@@ -162,6 +173,8 @@
 //! | `system.disk[i].name`        | string, `[a-z0-9-]`    |       | required        |
 //! | `system.disk[i].size`        | size                   | bytes | required        |
 //! | `system.disk[i].bus`         | `"virtio"` or `"ahci"` |       | required        |
+//! | `system.nic[i].name`         | string, `[a-z0-9-]`    |       | required        |
+//! | `system.nic[i].mac`          | `"aa:bb:cc:dd:ee:ff"`  |       | [`default_mac`] |
 //! | `domain[i].driver`           | boolean                |       | `false`         |
 //! | `domain[i].devices`          | array of grants        |       | `[]`            |
 //! | `domain[i].pager`            | table                  |       | none            |
@@ -178,7 +191,7 @@
 //! | `domain[i].pager.ahead`      | integer, 1 to 1024     | pages | `1`             |
 //! | `domain[i].pager.harvest`    | integer, 0 to 1048576  | evictions | `0` (never) |
 //!
-//! A grant is one of `{ disk = "NAME" }`, `{ pci = "VVVV:DDDD", index = N }`,
+//! A grant is one of `{ disk = "NAME" }`, `{ nic = "NAME" }`, `{ pci = "VVVV:DDDD", index = N }`,
 //! `{ pci_class = "CC.SS", index = N }` (hex, as the boot log prints them) or
 //! `{ compatible = "virtio,mmio", unit = N }` (RISC-V only); `index` and `unit` count from 0.
 //!
@@ -364,6 +377,28 @@ impl Machine {
             }
         })
     }
+
+    /// Where the host tool attaches the `index`-th NIC of a manifest with `disks` disks
+    /// (0-based, in manifest order), or `None` if the machine has no room for it:
+    ///
+    /// - `virt`: the virtio-mmio transport of unit `disks + index` (the NICs follow the
+    ///   disks; `virt` has [`VIRTIO_MMIO_UNITS`] transports for both), a `virtio-net-device`.
+    /// - `q35`: the PCI function `00:(0x18 + index).0` ([`FIRST_NIC_SLOT`]), a
+    ///   `virtio-net-pci` (transitional, `1af4:1000`, MSI-X).
+    pub const fn nic_address(self, index: usize, disks: usize) -> Option<DeviceAddress> {
+        if index >= MAX_NICS {
+            return None;
+        }
+        match self {
+            Machine::RiscvVirt if disks + index < VIRTIO_MMIO_UNITS => {
+                Some(DeviceAddress::Mmio { unit: (disks + index) as u16 })
+            }
+            Machine::RiscvVirt => None,
+            Machine::Q35 => {
+                Some(DeviceAddress::Pci { bus: 0, slot: FIRST_NIC_SLOT + index as u8, function: 0 })
+            }
+        }
+    }
 }
 
 /// The PCI slot (device number) on bus 0 of a `q35` machine where the host tool attaches the
@@ -371,6 +406,11 @@ impl Machine {
 /// Slots `0x10..0x18` are free on q35 (it has its host bridge at 0, VGA at 1 and its ICH9
 /// functions at `0x1f`).
 pub const FIRST_DISK_SLOT: u8 = 0x10;
+/// The PCI slot on bus 0 of a `q35` machine where the host tool attaches the first NIC; NIC
+/// `i` is at slot `FIRST_NIC_SLOT + i` ([`Machine::nic_address`]), after the disks' slots.
+pub const FIRST_NIC_SLOT: u8 = 0x18;
+/// The most NICs a manifest may declare.
+pub const MAX_NICS: usize = 4;
 /// The number of virtio-mmio transports of QEMU's `virt` (units 0 to 7).
 pub const VIRTIO_MMIO_UNITS: usize = 8;
 /// The most disks a manifest may declare.
@@ -387,7 +427,8 @@ pub const MAX_DEVICES_PER_DOMAIN: usize = 4;
 pub const MAX_COMPATIBLE_LEN: usize = 63;
 
 const _: () = assert!(MAX_DISKS <= VIRTIO_MMIO_UNITS);
-const _: () = assert!(FIRST_DISK_SLOT as usize + MAX_DISKS <= 0x1f);
+const _: () = assert!(FIRST_DISK_SLOT as usize + MAX_DISKS <= FIRST_NIC_SLOT as usize);
+const _: () = assert!(FIRST_NIC_SLOT as usize + MAX_NICS <= 0x1f);
 /// The stretch region, `[abi::STRETCH_BASE, abi::USER_END)`, in bytes (128 GiB): where the
 /// kernel places stacks, control blocks, channels and the stretches domains create at run time.
 /// Each domain has its own partition of it, of the size of its quota
@@ -505,10 +546,12 @@ pub struct Manifest {
     pub channels: Vec<ChannelSpec>,
     /// The disks the machine has (`[[system.disk]]`), in manifest order.
     pub disks: Vec<DiskSpec>,
+    /// The network interfaces the machine has (`[[system.nic]]`), in manifest order.
+    pub nics: Vec<NicSpec>,
     /// The machine the manifest is placed for ([`Manifest::place`]): `None` as parsed (valid
     /// on some machine), `Some` once every disk has its device address
-    /// ([`DiskSpec::at`]). The host tool places a manifest before it compiles it, so the
-    /// kernel always reads a placed one.
+    /// ([`DiskSpec::at`]) and every NIC its own ([`NicSpec::at`]). The host tool places a
+    /// manifest before it compiles it, so the kernel always reads a placed one.
     pub machine: Option<Machine>,
 }
 
@@ -529,6 +572,40 @@ pub struct DiskSpec {
     /// Where its device is: [`Machine::disk_address`] of the disk's index, set by
     /// [`Manifest::place`]; `None` while the manifest is not placed.
     pub at: Option<DeviceAddress>,
+}
+
+/// One network interface of a [`Manifest`] (`[[system.nic]]`): a virtio-net device the host
+/// tool attaches for the run. In a run of one machine every NIC is a port of one QEMU hub, so
+/// the NICs of a manifest reach each other and nothing else.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct NicSpec {
+    /// The NIC's unique name (`[a-z0-9-]`, at most [`MAX_NAME_LEN`] bytes).
+    pub name: String,
+    /// Its MAC address: a unicast address, unique among the manifest's NICs; when the
+    /// manifest gives none, [`default_mac`] of its index.
+    pub mac: [u8; 6],
+    /// Where its device is: [`Machine::nic_address`] of the NIC's index, set by
+    /// [`Manifest::place`]; `None` while the manifest is not placed.
+    pub at: Option<DeviceAddress>,
+}
+
+/// The MAC address of NIC `index` of a manifest that gives it none: `52:54:00:12:35:II`,
+/// QEMU's prefix with the index in the last byte (QEMU's own default, `52:54:00:12:34:56`,
+/// is the same for every NIC, so a hub would not tell them apart).
+pub const fn default_mac(index: usize) -> [u8; 6] {
+    [0x52, 0x54, 0x00, 0x12, 0x35, index as u8]
+}
+
+/// A MAC address as `aa:bb:cc:dd:ee:ff`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mac(pub [u8; 6]);
+
+impl core::fmt::Display for Mac {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let m = self.0;
+        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
+    }
 }
 
 /// A mechanical disk model a disk may be given ([`DiskSpec::model`]).
@@ -602,6 +679,20 @@ pub enum DeviceAddress {
     },
 }
 
+impl DeviceAddress {
+    /// What the kernel looks for to find the device at this address.
+    pub const fn target(self) -> DeviceTarget<'static> {
+        match self {
+            DeviceAddress::Pci { bus, slot, function } => {
+                DeviceTarget::PciAddress { bus, slot, function }
+            }
+            DeviceAddress::Mmio { unit } => {
+                DeviceTarget::Node { compatible: VIRTIO_MMIO_COMPATIBLE, unit }
+            }
+        }
+    }
+}
+
 /// A device granted to a driver domain (`domain.devices`): the domain may map its registers
 /// and take its interrupts. Without an IOMMU such a domain can make its device write anywhere
 /// in memory, so it must be marked trusted ([`DomainSpec::driver`]).
@@ -613,6 +704,12 @@ pub enum DeviceGrant {
     Disk {
         /// The disk's index.
         disk: usize,
+    },
+    /// The device of a declared NIC (an index into [`Manifest::nics`]); find it at that
+    /// NIC's [`NicSpec::at`] ([`Manifest::grant_target`]).
+    Nic {
+        /// The NIC's index.
+        nic: usize,
     },
     /// The `index`-th PCI function (0-based, in bus:device.function order) with these IDs.
     PciId {
@@ -815,8 +912,8 @@ impl ChannelSpec {
 }
 
 impl Manifest {
-    /// Places the manifest for `machine`: gives every disk its device address
-    /// ([`Machine::disk_address`]) and records the machine, then checks it
+    /// Places the manifest for `machine`: gives every disk and NIC its device address
+    /// ([`Machine::disk_address`], [`Machine::nic_address`]) and records the machine, then checks it
     /// ([`Manifest::check`], which then also holds it to the machine's rules: AHCI disks on
     /// `q35` only, `compatible` grants on `virt` only).
     pub fn place(&mut self, machine: Machine) -> Result<(), Problem> {
@@ -824,13 +921,18 @@ impl Manifest {
         for (i, d) in self.disks.iter_mut().enumerate() {
             d.at = machine.disk_address(i, d.bus);
         }
+        let disks = self.disks.len();
+        for (i, n) in self.nics.iter_mut().enumerate() {
+            n.at = machine.nic_address(i, disks);
+        }
         self.check()
     }
 
     /// What the kernel looks for to find the device of `grant`: a `{ disk = ... }` grant
     /// becomes its disk's [`DiskSpec::at`] (a PCI address, or the `virtio,mmio` node of its
-    /// unit); `None` for a disk grant of a manifest not placed (or a disk that does not
-    /// exist). The other grants are as written.
+    /// unit), a `{ nic = ... }` grant its NIC's [`NicSpec::at`]; `None` for such a grant of a
+    /// manifest not placed (or a disk or NIC that does not exist). The other grants are as
+    /// written.
     ///
     /// ```
     /// # use manifest::{DeviceGrant, DeviceTarget};
@@ -847,14 +949,8 @@ impl Manifest {
     /// ```
     pub fn grant_target<'a>(&'a self, grant: &'a DeviceGrant) -> Option<DeviceTarget<'a>> {
         Some(match grant {
-            DeviceGrant::Disk { disk } => match self.disks.get(*disk)?.at? {
-                DeviceAddress::Pci { bus, slot, function } => {
-                    DeviceTarget::PciAddress { bus, slot, function }
-                }
-                DeviceAddress::Mmio { unit } => {
-                    DeviceTarget::Node { compatible: VIRTIO_MMIO_COMPATIBLE, unit }
-                }
-            },
+            DeviceGrant::Disk { disk } => self.disks.get(*disk)?.at?.target(),
+            DeviceGrant::Nic { nic } => self.nics.get(*nic)?.at?.target(),
             DeviceGrant::PciId { vendor, device, index } => {
                 DeviceTarget::PciId { vendor: *vendor, device: *device, index: *index }
             }
@@ -871,6 +967,11 @@ impl Manifest {
     /// is granted stays masked).
     pub fn disk_owner(&self, disk: usize) -> Option<usize> {
         self.domains.iter().position(|d| d.devices.contains(&DeviceGrant::Disk { disk }))
+    }
+
+    /// The index of the domain the device of NIC `nic` is granted to, if any.
+    pub fn nic_owner(&self, nic: usize) -> Option<usize> {
+        self.domains.iter().position(|d| d.devices.contains(&DeviceGrant::Nic { nic }))
     }
 
     /// The sum of all domains' guaranteed memory in bytes (saturating).

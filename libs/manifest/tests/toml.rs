@@ -239,6 +239,7 @@ fn parses_the_documented_example() {
             ],
             channels: vec![],
             disks: vec![],
+            nics: vec![],
             machine: None,
         }
     );
@@ -1355,4 +1356,38 @@ fn documented_pager_examples_parse() {
         assert!(readme_paging.contains(&format!("\n{args}\n")), "{name}: {args}");
         assert!(crate_doc.contains(m.domains[1].args[3].as_str()), "{name}: {args}");
     }
+}
+
+/// `ManifestError::from_toml` places serde's errors over other TOML files as the manifests'
+/// own: the line, the key path (a missing key appended), or a syntax error without a key.
+#[test]
+fn serde_errors_of_other_toml_files_name_line_and_key() {
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Item {
+        name: String,
+        size: u32,
+    }
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Doc {
+        item: Vec<Item>,
+    }
+    let error = |text: &str| {
+        let e = toml::from_str::<Doc>(text).unwrap_err();
+        ManifestError::from_toml("f.toml", text, &e).to_string()
+    };
+    let two = "[[item]]\nname = \"a\"\nsize = 1\n\n[[item]]\nname = \"b\"\nsize = -4\n";
+    let got = error(two);
+    assert!(got.starts_with("f.toml:7: item[1].size: "), "{got}");
+    let missing = "[[item]]\nname = \"a\"\nsize = 1\n\n[[item]]\nname = \"b\"\n";
+    let got = error(missing);
+    assert!(got.starts_with("f.toml:5: item[1].size: missing field `size`"), "{got}");
+    let unknown = "[[item]]\nname = \"a\"\nsize = 1\ncolour = 2\n";
+    let got = error(unknown);
+    assert!(got.starts_with("f.toml:4: item[0].colour: unknown field `colour`"), "{got}");
+    let syntax = "[[item]\nname = 1\n";
+    let got = error(syntax);
+    assert!(got.starts_with("f.toml:1: TOML syntax error: "), "{got}");
 }

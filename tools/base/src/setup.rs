@@ -4,8 +4,9 @@
 //! Targets: `rustup target add`; when that cannot download, the offline archives installer
 //! at `../shared/toolchain/install-targets` (if present). QEMU, `dtc` (package
 //! `device-tree-compiler`, which the tests use to change QEMU's device tree, see
-//! `qemu_run::dtb`) and gdb-multiarch: Debian's packages via apt-get when running as root;
-//! otherwise the exact command is printed.
+//! `qemu_run::dtb`), `vde_switch` and `wirefilter` (packages `vde-switch` and
+//! `vde-wirefilter`, the network of `cargo xtask cluster`) and gdb-multiarch: Debian's packages
+//! via apt-get when running as root; otherwise the exact command is printed.
 
 use std::path::Path;
 use std::process::Command;
@@ -24,6 +25,8 @@ pub struct Needs {
     pub qemu: bool,
     /// `dtc`, the device-tree compiler (the QEMU tests).
     pub dtc: bool,
+    /// `vde_switch` and `wirefilter`, the network of a cluster (`cargo xtask cluster`).
+    pub vde: bool,
 }
 
 /// The bare-metal Rust target of `arch`.
@@ -41,6 +44,10 @@ fn qemu_of(arch: Arch) -> (&'static str, &'static str) {
         Arch::X86_64 => ("qemu-system-x86_64", "qemu-system-x86"),
     }
 }
+
+/// The programs of a cluster's network and the Debian packages that have them (`vde2` alone
+/// has neither).
+const VDE: [(&str, &str); 2] = [("vde_switch", "vde-switch"), ("wirefilter", "vde-wirefilter")];
 
 /// Both architectures: what every command but `setup --arch` makes sure of.
 const ARCHES: [Arch; 2] = [Arch::Riscv64, Arch::X86_64];
@@ -89,6 +96,13 @@ pub fn ensure_for(arches: &[Arch], needs: Needs) -> Result<()> {
     }
     if needs.dtc && !util::have("dtc") {
         packages.push("device-tree-compiler");
+    }
+    if needs.vde {
+        for (program, package) in VDE {
+            if !util::have(program) {
+                packages.push(package);
+            }
+        }
     }
     if !packages.is_empty() {
         install_packages(&packages)?;

@@ -114,7 +114,7 @@ const ARCHES: [Arch; 2] = [Arch::Riscv64, Arch::X86_64];
 
 /// Runs benchmark `name`; returns the exit status (1: `check` found a figure worse or missing).
 pub fn run(name: Name, opts: Options) -> Result<u8> {
-    setup::ensure(setup::Needs { gdb: false, qemu: !opts.disk.host_only, dtc: false })?;
+    setup::ensure(setup::Needs { gdb: false, qemu: !opts.disk.host_only, dtc: false, vde: false })?;
     if opts.update_baseline && name == Name::Check {
         bail!("--update-baseline goes with `bench all` or one bench, not `check`");
     }

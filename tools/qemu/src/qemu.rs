@@ -43,9 +43,53 @@ pub struct Boot {
     /// Drives (each the argument of a `-drive`): the disk images of a manifest
     /// ([`system_image::disks`]).
     pub drives: Vec<String>,
+    /// Network backends (each the argument of a `-netdev`): those of a manifest's NICs
+    /// ([`nic_args`]), whose devices are in [`devices`](Self::devices).
+    pub netdevs: Vec<String>,
     /// Every drive made faulty and slow, for tests of drivers' error handling
     /// ([`DiskFaults::drive`]).
     pub disk_faults: Option<DiskFaults>,
+    /// A network card plugged into a VDE switch; `None`: no network (`-nic none`).
+    pub nic: Option<Nic>,
+}
+
+/// A virtio-net card on a VDE switch (`-netdev vde`): `virtio-net-device` on RISC-V `virt`
+/// (on a free virtio-mmio transport: the disks name theirs), `virtio-net-pci` on x86_64 (a free
+/// PCI slot; the disks name theirs).
+/// Only a Unix socket: nothing on the host's interfaces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Nic {
+    /// The switch's socket folder (`vde_switch -s DIR`).
+    pub switch: PathBuf,
+    /// The card's MAC address; every card on a switch needs its own.
+    pub mac: [u8; 6],
+}
+
+impl Nic {
+    /// The MAC of the `index`-th card of a cluster: `52:54:00:12:34:NN` with `NN` = `index`
+    /// + 1 (QEMU's own default, `...:56`, is left to lone boots).
+    pub fn mac_of(index: u8) -> [u8; 6] {
+        [0x52, 0x54, 0x00, 0x12, 0x34, index.wrapping_add(1)]
+    }
+
+    /// The MAC as QEMU writes it, `52:54:00:12:34:01`.
+    pub fn mac_text(&self) -> String {
+        self.mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    }
+
+    /// The `-netdev` and `-device` arguments for `arch`.
+    fn args(&self, arch: Arch) -> [String; 4] {
+        let device = match arch {
+            Arch::Riscv64 => "virtio-net-device",
+            Arch::X86_64 => "virtio-net-pci",
+        };
+        [
+            "-netdev".into(),
+            format!("vde,id=net0,sock={}", self.switch.display()),
+            "-device".into(),
+            format!("{device},netdev=net0,mac={}", self.mac_text()),
+        ]
+    }
 }
 
 /// How a boot's drives misbehave.
@@ -92,17 +136,22 @@ impl Boot {
             dtb: None,
             devices: Vec::new(),
             drives: Vec::new(),
+            netdevs: Vec::new(),
             disk_faults: None,
+            nic: None,
         }
     }
 
-    /// Sets this boot up to run `system`: its boot image, its guest memory, and its disks
-    /// attached where the manifest places them.
+    /// Sets this boot up to run `system`: its boot image, its guest memory, and its disks and
+    /// NICs attached where the manifest places them.
     pub fn attach(&mut self, system: &System) -> Result<()> {
         self.initrd = Some(system.image.clone());
         self.memory = system.memory_mib();
         let (drives, devices) = disks::qemu_args(&system.disks)?;
         self.drives.extend(drives);
+        self.devices.extend(devices);
+        let (netdevs, devices) = nic_args(&system.manifest.nics)?;
+        self.netdevs.extend(netdevs);
         self.devices.extend(devices);
         Ok(())
     }
@@ -150,15 +199,23 @@ impl Boot {
             c.arg("-dtb").arg(crate::dtb::path(changes));
         }
         c.args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"]);
-        c.args(["-nic", "none"]);
+        if self.nic.is_none() {
+            c.args(["-nic", "none"]);
+        }
         for drive in &self.drives {
             match &self.disk_faults {
                 Some(faults) => c.arg("-drive").arg(faults.drive(drive)),
                 None => c.arg("-drive").arg(drive),
             };
         }
+        for netdev in &self.netdevs {
+            c.arg("-netdev").arg(netdev);
+        }
         for device in &self.devices {
             c.arg("-device").arg(device);
+        }
+        if let Some(nic) = &self.nic {
+            c.args(nic.args(self.arch));
         }
         if self.icount {
             c.args(["-icount", "shift=0,sleep=off"]);
@@ -177,6 +234,32 @@ impl Boot {
             (Arch::X86_64, _) => "PVH (QEMU -kernel)",
         }
     }
+}
+
+/// The `-netdev` and `-device` arguments of a placed manifest's NICs for a run of one machine:
+/// every NIC a port of QEMU's hub 0 (`hubport`), so they reach each other and nothing else
+/// (no host network, no socket), deterministically under `-icount`. NIC `i` is
+/// `virtio-net-device` on `virtio-mmio-bus.U` on `virt` or `virtio-net-pci` at `addr=` on q35
+/// (its option ROM left out: nothing boots from it), where [`manifest::Machine::nic_address`]
+/// put it, with its MAC.
+pub fn nic_args(nics: &[manifest::NicSpec]) -> Result<(Vec<String>, Vec<String>)> {
+    let mut netdevs = Vec::new();
+    let mut devices = Vec::new();
+    for (i, n) in nics.iter().enumerate() {
+        let id = format!("nic{i}");
+        let mac = manifest::Mac(n.mac);
+        netdevs.push(format!("hubport,id={id},hubid=0"));
+        devices.push(match n.at {
+            Some(manifest::DeviceAddress::Mmio { unit }) => {
+                format!("virtio-net-device,netdev={id},mac={mac},bus=virtio-mmio-bus.{unit}")
+            }
+            Some(manifest::DeviceAddress::Pci { bus: 0, slot, function: 0 }) => {
+                format!("virtio-net-pci,netdev={id},mac={mac},addr={slot:#x},romfile=")
+            }
+            at => anyhow::bail!("NIC {}: cannot attach it at {at:?}", n.name),
+        });
+    }
+    Ok((netdevs, devices))
 }
 
 /// How a boot ended.
@@ -385,6 +468,32 @@ mod tests {
     }
 
     #[test]
+    fn nics_are_hub_ports_where_the_manifest_places_them() {
+        let text = "[system]\nmemory = \"64M\"\n[[system.disk]]\nname = \"d\"\nsize = \"1M\"\n\
+                    bus = \"virtio\"\n[[system.nic]]\nname = \"a\"\n[[system.nic]]\n\
+                    name = \"b\"\nmac = \"52:54:00:aa:bb:cc\"\n[[domain]]\nname = \"x\"\n\
+                    app = \"hello\"\nmemory = { guaranteed = \"256K\" }\n";
+        let args = |machine| {
+            let m = manifest::parse_for("t.toml", text, &["hello"], machine).unwrap();
+            nic_args(&m.nics).unwrap()
+        };
+        let (netdevs, devices) = args(manifest::Machine::RiscvVirt);
+        assert_eq!(netdevs, ["hubport,id=nic0,hubid=0", "hubport,id=nic1,hubid=0"]);
+        assert_eq!(
+            devices,
+            [
+                "virtio-net-device,netdev=nic0,mac=52:54:00:12:35:00,bus=virtio-mmio-bus.1",
+                "virtio-net-device,netdev=nic1,mac=52:54:00:aa:bb:cc,bus=virtio-mmio-bus.2",
+            ]
+        );
+        let (_, devices) = args(manifest::Machine::Q35);
+        assert_eq!(
+            devices[1],
+            "virtio-net-pci,netdev=nic1,mac=52:54:00:aa:bb:cc,addr=0x19,romfile="
+        );
+    }
+
+    #[test]
     fn command_lines_carry_the_boot_settings() {
         let a = Artifacts { arch: Arch::Riscv64, kernel: "k".into(), firmware: Some("fw".into()) };
         let mut b = Boot::new(Arch::Riscv64);
@@ -407,6 +516,31 @@ mod tests {
             x.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect();
         assert!(joined.join(" ").contains("isa-debug-exit,iobase=0xf4,iosize=0x04"));
         assert!(joined.join(" ").contains("-machine q35 -cpu max"));
+    }
+
+    #[test]
+    fn a_nic_plugs_into_its_vde_switch() {
+        let a = Artifacts { arch: Arch::Riscv64, kernel: "k".into(), firmware: None };
+        let args = |b: &Boot| {
+            b.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect::<Vec<_>>()
+        };
+        let mut b = Boot::new(Arch::Riscv64);
+        assert!(args(&b).join(" ").contains("-nic none"));
+        b.devices = vec!["virtio-blk-device,drive=disk0".into()];
+        b.nic = Some(Nic { switch: "/t/sw0".into(), mac: Nic::mac_of(2) });
+        let joined = args(&b).join(" ");
+        assert!(!joined.contains("-nic none"), "{joined}");
+        assert!(
+            joined.ends_with(
+                "-device virtio-blk-device,drive=disk0 -netdev vde,id=net0,sock=/t/sw0 \
+                 -device virtio-net-device,netdev=net0,mac=52:54:00:12:34:03"
+            ),
+            "{joined}"
+        );
+        let mut x = Boot::new(Arch::X86_64);
+        x.nic = Some(Nic { switch: "/t/sw1".into(), mac: Nic::mac_of(0) });
+        let joined = args(&x).join(" ");
+        assert!(joined.contains("-device virtio-net-pci,netdev=net0,mac=52:54:00:12:34:01"));
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub struct RunOptions {
 pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     opts.cpu.check()?;
     opts.disk.check()?;
-    setup::ensure(setup::Needs { gdb: b.gdb, qemu: true, dtc: false })?;
+    setup::ensure(setup::Needs { gdb: b.gdb, qemu: true, dtc: false, vde: false })?;
     let system = match &opts.manifest {
         Some(path) => {
             Some(system::prepare_with(path, Spoil::Nothing, opts.apps, b.arch, opts.keep_disk)?)
@@ -64,6 +64,9 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
                 d.bus.name(),
                 d.path.display()
             );
+        }
+        for n in &s.manifest.nics {
+            println!("run: NIC {} ({}): a port of QEMU's hub 0", n.name, manifest::Mac(n.mac));
         }
     }
     b.memory = opts.memory.or(system.as_ref().map(System::memory_mib)).unwrap_or(128);

@@ -10,7 +10,8 @@
 //! build instead and counts as passed or failed).
 //!
 //! The QEMU tests are grouped by what they check (address spaces, domains, drivers, paging,
-//! user manifests, runs of `cargo xtask run`) in the modules of this crate; the CPU-contract
+//! user manifests, runs of `cargo xtask run`, clusters of both architectures through `cargo
+//! xtask cluster`, named `qemu::cluster::...`) in the modules of this crate; the CPU-contract
 //! scenarios ([`sched`]) are shared with `cargo xtask bench sched`. Invariants: every test can
 //! fail and checks from outside, through the kernel's decoded log and its typed records
 //! (`qemu_run`); every boot is bounded by a timeout and by virtual time (`-icount`); a test's
@@ -30,9 +31,11 @@ use tool_base::artifacts::{self, Artifacts};
 use tool_base::{Arch, Bios, setup, util};
 
 mod address_space;
+mod cluster;
 mod domains;
 mod drivers;
 mod harness;
+mod net;
 mod paging;
 mod run;
 pub mod sched;
@@ -42,6 +45,7 @@ use address_space::address_space_tests;
 use domains::domain_tests;
 use drivers::drivers_tests;
 use harness::{QemuTest, expect_ending, expect_exit, expect_line, last_lines};
+use net::net_tests;
 use paging::paging_tests;
 use user::user_tests;
 
@@ -86,7 +90,7 @@ impl Tally {
 /// Runs (or lists) every test whose name contains `filter`, of the architectures in `arches`
 /// (all when empty; tests of the host alone always run); returns the process exit code.
 pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
-    setup::ensure(setup::Needs { gdb: false, qemu: true, dtc: true })?;
+    setup::ensure(setup::Needs { gdb: false, qemu: true, dtc: true, vde: true })?;
     let wanted = |name: &str| filter.is_none_or(|f| name.contains(f));
     let arch_wanted = |arch: Arch| arches.is_empty() || arches.contains(&arch);
     let mut tally = Tally::default();
@@ -99,6 +103,7 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
     // The network domain's core and serving loop, which its driver domain links, and the
     // network client, built for the targets too.
     userland_clippy.extend(["-p", "net_stack", "-p", "net_server", "-p", "net_client"]);
+    userland_clippy.extend(["-p", "virtio_hal"]);
     let app_specs: Vec<String> = system_image::apps::app_names()
         .iter()
         .map(|n| system_image::apps::package_spec(n))
@@ -204,6 +209,20 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
                 tally.record(&full, expected::verdict(&full, own, &boots));
             }
         }
+    }
+
+    // Clusters: several nodes of both architectures, through `cargo xtask cluster`.
+    let both = arch_wanted(Arch::Riscv64) && arch_wanted(Arch::X86_64);
+    for (name, test) in cluster::CLUSTER_TESTS.iter().filter(|_| both) {
+        let full = format!("qemu::cluster::{name}");
+        if !wanted(&full) {
+            continue;
+        }
+        if list {
+            println!("{full}");
+            continue;
+        }
+        tally.record(&full, test());
     }
 
     if list {
@@ -660,6 +679,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
     tests.extend(paging_tests(&p, arch));
     tests.extend(address_space_tests(&p, arch));
     tests.extend(drivers_tests(&p, arch));
+    tests.extend(net_tests(&p, arch));
     tests.extend(user_tests(&p, arch));
     // ANCHOR_END: suites
     Ok(tests)

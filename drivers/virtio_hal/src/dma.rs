@@ -6,8 +6,6 @@
 //! reads or writes lie in a DMA stretch and [`Hal::share`] translates them.
 //! The few the crate keeps on the stack (the header and status of a blocking flush) are
 //! copied through a small bounce area of DMA memory, in and back out.
-//!
-//! The only `unsafe` of the driver besides the device registers: implementing the `Hal` trait.
 
 use core::ptr::NonNull;
 

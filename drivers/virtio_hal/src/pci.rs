@@ -1,4 +1,4 @@
-//! The PCI transport (q35's virtio-blk-pci) over what the kernel gave the driver domain: the
+//! The PCI transport (q35's virtio-blk-pci and virtio-net-pci) over what the kernel gave the driver domain: the
 //! function's configuration space mapped read-only, its register BARs mapped uncached, and
 //! its MSI-X table kept by the kernel, which routed every entry to the interrupt's endpoint.
 //!

@@ -1,0 +1,148 @@
+//! `virtio-net`: the driver domain of a virtio-net NIC, on the `virtio-drivers` crate. It
+//! moves raw Ethernet frames; the network stack (smoltcp) will sit on its [`nic::Nic`] trait.
+//!
+//! The manifest grants it the NIC (`devices = [{ nic = "NAME" }]`, `driver = true`); the
+//! kernel maps the device's registers into it, binds the device's interrupt to one of its
+//! endpoints and describes both in its control block (`abi::DeviceSlot`). The driver makes its
+//! DMA memory with `dma_alloc` (the virtqueues from a page pool, its frame buffers in one
+//! stretch), brings the device up with `VirtIONetRaw` (MMIO on RISC-V `virt`, PCI with MSI-X
+//! on q35; the transports and the HAL are `virtio_hal`'s, shared with `virtio-blk`), posts
+//! all its receive buffers, and takes transmit and receive completions only after the
+//! interrupt, acknowledging each with `irq_ack`: it never polls ([`device`]).
+//!
+//! What is implemented: with `--self-test N --send` or `--self-test N --receive` (two driver
+//! domains on two NICs of one hub), N frames of 60 to 1,514 bytes sent by one and checked by
+//! the other, in order and byte for byte ([`self_test`]); `--pause K:MS` makes the sender
+//! sleep MS ms after every K frames. Without `--self-test` the driver brings its device up,
+//! reports it and exits: it has no clients yet (the network domain comes with the stack).
+
+#![no_std]
+#![no_main]
+
+mod device;
+mod nic;
+mod self_test;
+
+use nic::Nic;
+use tessera::{Env, println};
+use virtio_drivers::transport::Transport;
+use virtio_hal::{dma, mmio, pci};
+
+tessera::main!(main);
+
+/// What the domain is asked to do.
+#[derive(Clone, Copy)]
+enum Role {
+    /// Bring the device up and report it.
+    Report,
+    /// Send the self-test's frames.
+    Send,
+    /// Receive and check them.
+    Receive,
+}
+
+/// The self-test's request.
+#[derive(Clone, Copy)]
+struct Options {
+    role: Role,
+    frames: u32,
+    pause: Option<(u32, u64)>,
+}
+
+/// A MAC address as `aa:bb:cc:dd:ee:ff`.
+pub struct MacText(pub nic::Mac);
+
+impl core::fmt::Display for MacText {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let m = self.0;
+        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
+    }
+}
+
+const USAGE: &str = "usage: virtio-net [--self-test N (--send [--pause K:MS] | --receive)]";
+
+fn main(env: Env) -> i32 {
+    let mut o = Options { role: Role::Report, frames: 0, pause: None };
+    let mut self_test = false;
+    let mut args = env.args;
+    while let Some(a) = args.next() {
+        match a {
+            "--self-test" => match args.next().and_then(|n| n.parse().ok()) {
+                Some(n) => (self_test, o.frames) = (true, n),
+                None => return usage("--self-test needs a number of frames"),
+            },
+            "--send" => o.role = Role::Send,
+            "--receive" => o.role = Role::Receive,
+            "--pause" => {
+                let pause = args.next().and_then(|p| p.split_once(':')).and_then(|(k, ms)| {
+                    Some((k.parse::<u32>().ok()?, ms.parse::<u64>().ok()?.checked_mul(1_000_000)?))
+                });
+                match pause {
+                    Some(p) => o.pause = Some(p),
+                    None => return usage("--pause takes K:MS"),
+                }
+            }
+            _ => return usage("unknown option"),
+        }
+    }
+    if self_test == matches!(o.role, Role::Report) {
+        return usage("--self-test goes with exactly one of --send and --receive");
+    }
+    let slot = tessera::dcb().devices[0];
+    dma::set_device(slot);
+    if let Err(e) = dma::init_pool(64 << 10) {
+        println!("virtio-net: no DMA memory: {e:?}");
+        return 1;
+    }
+    match slot.kind {
+        abi::device_kind::NODE => match mmio::transport(&slot) {
+            Some(t) => run(t, &slot, o),
+            None => {
+                println!("virtio-net: the granted window holds no virtio device");
+                1
+            }
+        },
+        abi::device_kind::PCI => match pci::transport(&slot) {
+            Some(t) => run(t, &slot, o),
+            None => {
+                println!("virtio-net: the granted PCI function is no usable virtio device");
+                1
+            }
+        },
+        _ => {
+            println!("virtio-net: no device granted");
+            1
+        }
+    }
+}
+
+fn usage(why: &str) -> i32 {
+    println!("virtio-net: {why}; {USAGE}");
+    2
+}
+
+/// Brings the device up over transport `t` and does what `o` asks.
+fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, o: Options) -> i32 {
+    let mut irq = self_test::Interrupts::new(slot.event as usize);
+    let mut nic = match device::VirtioNic::new(t) {
+        Ok(nic) => nic,
+        Err(e) => {
+            println!("virtio-net: {e}");
+            return 1;
+        }
+    };
+    let (tx, rx) = nic.depth();
+    println!(
+        "virtio-net: MAC {}, MTU {}, link {}, {tx} transmit and {rx} receive buffers, interrupt on endpoint {}",
+        MacText(nic.mac()),
+        nic.mtu(),
+        if nic.link_up() { "up" } else { "down" },
+        slot.event
+    );
+    let passed = match o.role {
+        Role::Report => true,
+        Role::Send => self_test::send(&mut nic, &mut irq, o.frames, o.pause),
+        Role::Receive => self_test::receive(&mut nic, &mut irq, o.frames),
+    };
+    if passed { 0 } else { 1 }
+}

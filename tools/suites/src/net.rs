@@ -1,0 +1,171 @@
+//! The QEMU suite of the network driver domain (`drivers/virtio_net`), on both architectures
+//! (virtio-net on virtio-mmio on RISC-V `virt`, virtio-net-pci with MSI-X on q35); manifests
+//! in `tests/manifests/drivers/virtio-net-CHECK.toml`. Two driver domains of one machine, each
+//! granted its own NIC; the NICs are ports of one QEMU hub, so nothing leaves QEMU.
+//!
+//! - `drivers::virtio_net_self_test`: the receiver announces itself, the sender sends it 200
+//!   frames of 60 to 1,514 bytes under flow control, and the receiver checks every one (order,
+//!   length, checksum, every byte). From outside: each driver's start-up line names the MAC
+//!   the manifest gave its NIC; both summaries count 200 frames, the smallest 60 and the
+//!   largest 1,514 bytes, and as many bytes as the frames' sizes add up to (computed here from
+//!   the sizes' rule); none lost, none bad; the sender sent to the receiver's MAC; each took at
+//!   least one interrupt and at most two per frame; a third NIC granted to nobody says nothing
+//!   (no unexpected WARN or ERROR); and the run's virtual time is bounded on both sides.
+//! - `drivers::virtio_net_idle`: interrupt-driven, not polling: the sender pauses 20 ms after
+//!   every 8 frames (7 pauses) beside a CPU-bound neighbour; the receiver, which may run in
+//!   slack time, uses at most 2 ms of CPU in the whole run (the kernel's accounts).
+
+use std::time::Duration;
+
+use crate::harness::{QemuTest, expect_ending, expect_exit, expect_line};
+use qemu_run::qemu::{Boot, Ending, Outcome};
+use system_image::system::Spoil;
+use tool_base::Arch;
+
+/// The self-test's frames, as its manifest gives them.
+const FRAMES: u64 = 200;
+/// The MACs the manifest gives the NICs (none written: the default of NICs 0 and 1).
+const SENDER_MAC: &str = "52:54:00:12:35:00";
+const RECEIVER_MAC: &str = "52:54:00:12:35:01";
+
+/// The length of data frame `seq`, by the rule of the driver's self-test
+/// (`drivers/virtio_net/src/self_test.rs`): 60 and 1,514 bytes first, then sizes spread over
+/// 60..=1,514 by a MurmurHash3 finaliser of the sequence number.
+fn frame_len(seq: u32) -> u64 {
+    let mix = |mut x: u32| {
+        x ^= x >> 16;
+        x = x.wrapping_mul(0x85eb_ca6b);
+        x ^= x >> 13;
+        x = x.wrapping_mul(0xc2b2_ae35);
+        x ^ (x >> 16)
+    };
+    match seq {
+        0 => 60,
+        1 => 1514,
+        _ => 60 + u64::from(mix(seq)) % (1514 - 60 + 1),
+    }
+}
+
+/// The numbers of the summary line containing `text`.
+fn numbers(out: &Outcome, text: &str) -> Result<Vec<u64>, String> {
+    let line = out.line(text).ok_or(format!("no line like `{text}`"))?;
+    Ok(line
+        .message
+        .split_whitespace()
+        .filter_map(|w| w.trim_matches(|c| matches!(c, '(' | ')' | ',')).parse().ok())
+        .collect())
+}
+
+/// The run's length in ns, from the kernel's idle line of the run summary.
+fn run_ns(out: &Outcome) -> Result<u64, String> {
+    let idle = out.line("kernel: idle ").ok_or("no idle line in the run summary")?;
+    idle.message
+        .split_whitespace()
+        .filter_map(|w| w.parse::<u64>().ok())
+        .nth(1)
+        .ok_or("an unreadable idle line".into())
+}
+
+fn self_test(arch: Arch, out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    let interrupt = if arch == Arch::Riscv64 { "line" } else { "MSI-X" };
+    for d in ["receiver", "sender"] {
+        expect_line(
+            out,
+            &format!("domain {d}: device 0 granted: 1 register window(s), interrupt {interrupt}"),
+        )?;
+    }
+    expect_line(out, &format!("[receiver] virtio-net: MAC {RECEIVER_MAC}, MTU 1500, link up"))?;
+    expect_line(out, &format!("[sender] virtio-net: MAC {SENDER_MAC}, MTU 1500, link up"))?;
+    let bytes: u64 = (0..FRAMES as u32).map(frame_len).sum();
+    let sent_text = "virtio-net: self-test: sent ";
+    let sent = numbers(out, sent_text)?;
+    let [frames, smallest, largest, total, interrupts] = sent[..] else {
+        return Err(format!("unreadable sender summary: {sent:?}"));
+    };
+    if (frames, smallest, largest, total) != (FRAMES, 60, 1514, bytes) {
+        return Err(format!(
+            "the sender sent {frames} frames of {smallest} to {largest} bytes ({total} bytes), want {FRAMES} of 60 to 1514 ({bytes} bytes)"
+        ));
+    }
+    if interrupts == 0 || interrupts > 2 * FRAMES {
+        return Err(format!("the sender took {interrupts} interrupts for {FRAMES} frames"));
+    }
+    expect_line(out, &format!("bytes) to {RECEIVER_MAC}, "))?;
+    let received = numbers(out, "virtio-net: self-test: received ")?;
+    let [frames, smallest, largest, total, lost, bad, interrupts] = received[..] else {
+        return Err(format!("unreadable receiver summary: {received:?}"));
+    };
+    if (frames, smallest, largest, total, lost, bad) != (FRAMES, 60, 1514, bytes, 0, 0) {
+        return Err(format!(
+            "the receiver got {frames} frames of {smallest} to {largest} bytes ({total} bytes), {lost} lost, {bad} bad; want {FRAMES} of 60 to 1514 ({bytes} bytes), none lost or bad"
+        ));
+    }
+    if interrupts == 0 || interrupts > 2 * FRAMES {
+        return Err(format!("the receiver took {interrupts} interrupts for {FRAMES} frames"));
+    }
+    expect_exit(out, "receiver", 0)?;
+    expect_exit(out, "sender", 0)?;
+    // Under -icount shift=0 an instruction is a nanosecond: the receiver reads every byte
+    // of the frames at least once, and the whole exchange (start-up, the receiver's 10 ms
+    // READY timer, 200 frames) takes about 18 ms.
+    let ns = run_ns(out)?;
+    if ns < bytes || ns > 200_000_000 {
+        return Err(format!("the run lasted {ns} ns (want {bytes} ns to 200 ms)"));
+    }
+    Ok(())
+}
+
+/// The idle check: the sender's pauses (as its manifest gives them) and the most CPU the
+/// receiver may use. A receiver that polled would have its 2 ms slice in each of the 14
+/// periods of the pauses, and slack beside.
+const IDLE_FRAMES: u64 = 64;
+const IDLE_PAUSED_NS: u64 = 7 * 20_000_000;
+const IDLE_RECEIVER_CPU_US: u64 = 2_000;
+
+fn idle(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    for d in ["receiver", "sender", "busy"] {
+        expect_exit(out, d, 0)?;
+    }
+    let received = numbers(out, "virtio-net: self-test: received ")?;
+    if received.first() != Some(&IDLE_FRAMES) || received.get(4..6) != Some(&[0, 0]) {
+        return Err(format!("the receiver's summary: {received:?}"));
+    }
+    let ns = run_ns(out)?;
+    if ns < IDLE_PAUSED_NS {
+        return Err(format!("the run lasted {ns} ns, less than the sender's pauses"));
+    }
+    let accounts = qemu_run::cpu::summary_accounts(out);
+    let receiver =
+        accounts.iter().find(|a| a.domain == "receiver").ok_or("no account of the receiver")?;
+    let cpu_us = receiver.guaranteed_us + receiver.extra_us;
+    if cpu_us == 0 || cpu_us > IDLE_RECEIVER_CPU_US {
+        return Err(format!(
+            "the receiver used {cpu_us} us of CPU in a run of {} ms, {} of them idle for it (at most {IDLE_RECEIVER_CPU_US} us)",
+            ns / 1_000_000,
+            IDLE_PAUSED_NS / 1_000_000
+        ));
+    }
+    Ok(())
+}
+
+/// The suite's tests on `arch`.
+pub(super) fn net_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
+    let test = |check: &str, f: crate::harness::Check| {
+        let mut boot = Boot::new(arch);
+        boot.icount = true;
+        boot.timeout = Duration::from_secs(120);
+        QemuTest {
+            name: format!("{p}drivers::virtio_net_{}", check.replace('-', "_")),
+            boot,
+            system: Some((
+                format!("tests/manifests/drivers/virtio-net-{check}.toml"),
+                Spoil::Nothing,
+            )),
+            expected: &[],
+            check: f,
+        }
+    };
+    vec![test("self-test", Box::new(move |out| self_test(arch, out))), test("idle", Box::new(idle))]
+}
