@@ -4,7 +4,7 @@
 //! client's request and at the instant `poll` returned, and turns clients' requests into
 //! [`NetStack::open`], [`NetStack::send`], [`NetStack::release`] and [`NetStack::close`], or
 //! hands their encoded requests to [`NetStack::handle`] and sends what
-//! [`NetStack::next_message`] gives back ([`serve`]).
+//! [`NetStack::next_message`] gives back ([`serve`]); `net_server`'s loop does exactly that.
 //!
 //! - **IP through smoltcp**: an [`Interface`](smoltcp::iface::Interface) on the NIC
 //!   ([`device::NicDevice`], smoltcp's `phy::Device` over the NIC trait) resolves addresses

@@ -167,6 +167,11 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
         &self.dev.nic
     }
 
+    /// The NIC, to tell it of its interrupt ([`Nic::interrupted`]) before the next poll.
+    pub fn nic_mut(&mut self) -> &mut N {
+        &mut self.dev.nic
+    }
+
     /// The host's MAC address.
     pub fn mac(&self) -> MacAddr {
         self.mac

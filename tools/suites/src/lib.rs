@@ -100,8 +100,9 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
     // (defmt's `alloc`) and the apps would need an allocator.
     let mut userland_clippy =
         vec!["clippy", "--release", "-p", "libtessera", "-p", "blk_domain", "-p", "blk_client"];
-    // The network domain's core, which its driver domain will link, built for the targets too.
-    userland_clippy.extend(["-p", "net_stack"]);
+    // The network domain's core and serving loop, which its driver domain links, and the
+    // network client, built for the targets too.
+    userland_clippy.extend(["-p", "net_stack", "-p", "net_server", "-p", "net_client"]);
     userland_clippy.extend(["-p", "virtio_hal"]);
     let app_specs: Vec<String> = system_image::apps::app_names()
         .iter()

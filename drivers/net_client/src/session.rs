@@ -1,0 +1,153 @@
+//! A client domain's UDP endpoint over a [`Transport`].
+
+use alloc::collections::VecDeque;
+
+use net_interface::protocol::{RX_SLOT, Received};
+use net_interface::{
+    Endpoint, NetError, Request, Response, ServerMessage, SessionInfo, StreamAccounts,
+};
+
+/// What a session needs of its channels and its data area.
+pub trait Transport {
+    /// Sends the encoded request `msg`, waiting while the request ring is full;
+    /// [`NetError::Closed`] if the driver is gone.
+    fn send(&mut self, msg: &[u8]) -> Result<(), NetError>;
+    /// Waits for the next message into `buf`: its length; [`NetError::Closed`] if the driver
+    /// is gone.
+    fn recv(&mut self, buf: &mut [u8]) -> Result<usize, NetError>;
+    /// Writes `bytes` at `offset` of the data area `info` describes (the session checked that
+    /// they lie inside it).
+    fn write(&mut self, info: &SessionInfo, offset: u64, bytes: &[u8]);
+    /// Lets `read` look at the `len` bytes at `offset` of the data area `info` describes (the
+    /// session checked that they lie inside it).
+    fn read<R>(
+        &mut self,
+        info: &SessionInfo,
+        offset: u64,
+        len: u32,
+        read: impl FnOnce(&[u8]) -> R,
+    ) -> R;
+    /// The stream's accounts as the driver last published them for the session `info`
+    /// describes, if a consistent copy could be read.
+    fn accounts(&mut self, info: &SessionInfo) -> Option<StreamAccounts>;
+}
+
+/// A datagram received, read in place in its receive slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Datagram<'a> {
+    /// Who sent it.
+    pub from: Endpoint,
+    /// Its payload, in the slot.
+    pub payload: &'a [u8],
+}
+
+/// One UDP endpoint of a client domain; see the [crate] documentation.
+pub struct Session<T> {
+    transport: T,
+    info: Option<SessionInfo>,
+    next_id: u64,
+    /// Datagrams received while a response was awaited, in order.
+    inbox: VecDeque<Received>,
+}
+
+impl<T: Transport> Session<T> {
+    /// A session over `transport`, not open yet.
+    pub fn new(transport: T) -> Session<T> {
+        Session { transport, info: None, next_id: 1, inbox: VecDeque::new() }
+    }
+
+    /// Its transport.
+    pub fn transport(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// What the Open granted, while the endpoint is open.
+    pub fn info(&self) -> Option<SessionInfo> {
+        self.info
+    }
+
+    /// Datagrams received and not yet taken by [`Session::receive`].
+    pub fn waiting(&self) -> usize {
+        self.inbox.len()
+    }
+
+    /// Sends `req` as it is (its id replaced by the session's next one) and waits for its
+    /// response, keeping datagrams that arrive meanwhile. For requests the session does not
+    /// make itself, such as ones with bad arguments.
+    pub fn call(&mut self, mut req: Request) -> Result<Response, NetError> {
+        req.id = self.next_id;
+        self.next_id += 1;
+        self.transport.send(&req.encode())?;
+        let mut buf = [0u8; 64];
+        loop {
+            let n = self.transport.recv(&mut buf)?;
+            match ServerMessage::decode(&buf[..n.min(buf.len())])? {
+                ServerMessage::Received(r) => self.inbox.push_back(r),
+                ServerMessage::Response(r) if r.id == req.id => return Ok(r),
+                ServerMessage::Response(_) => return Err(NetError::Malformed),
+            }
+        }
+    }
+
+    /// Opens a UDP endpoint on `port` (0: any free port): what the driver granted.
+    pub fn open(&mut self, port: u16) -> Result<SessionInfo, NetError> {
+        if self.info.is_some() {
+            return Err(NetError::PortInUse);
+        }
+        let r = self.call(Request::open(0, port))?;
+        r.status?;
+        self.info = Some(r.info);
+        Ok(r.info)
+    }
+
+    /// Sends `payload` to `to` as one datagram (written at the start of the data area, then
+    /// the Send; the driver has copied it once the response came).
+    pub fn send(&mut self, to: Endpoint, payload: &[u8]) -> Result<(), NetError> {
+        let info = self.info.ok_or(NetError::UnknownClient)?;
+        let len = u32::try_from(payload.len()).map_err(|_| NetError::TooLarge)?;
+        info.check_send(to, 0, len)?;
+        self.transport.write(&info, 0, payload);
+        self.call(Request::send(0, to, 0, len))?.status
+    }
+
+    /// Waits for the next datagram, lets `read` look at it in its receive slot, then gives
+    /// the slot back: `read`'s result.
+    pub fn receive<R>(&mut self, read: impl FnOnce(Datagram<'_>) -> R) -> Result<R, NetError> {
+        let info = self.info.ok_or(NetError::UnknownClient)?;
+        let r = match self.inbox.pop_front() {
+            Some(r) => r,
+            None => {
+                let mut buf = [0u8; 64];
+                let n = self.transport.recv(&mut buf)?;
+                match ServerMessage::decode(&buf[..n.min(buf.len())])? {
+                    ServerMessage::Received(r) => r,
+                    // Nothing is in flight: no response is due.
+                    ServerMessage::Response(_) => return Err(NetError::Malformed),
+                }
+            }
+        };
+        if info.slot_at(r.offset).is_none() || r.len as usize > RX_SLOT {
+            return Err(NetError::Malformed);
+        }
+        let value = self
+            .transport
+            .read(&info, r.offset, r.len, |payload| read(Datagram { from: r.from, payload }));
+        self.call(Request::release(0, r.offset))?.status?;
+        Ok(value)
+    }
+
+    /// Closes the endpoint: datagrams not taken yet are dropped (the driver counts them).
+    pub fn close(&mut self) -> Result<(), NetError> {
+        self.info.ok_or(NetError::UnknownClient)?;
+        let r = self.call(Request::close(0));
+        self.info = None;
+        self.inbox.clear();
+        r?.status
+    }
+
+    /// The stream's accounts as the driver last published them.
+    pub fn accounts(&mut self) -> Option<StreamAccounts> {
+        let info = self.info?;
+        self.transport.accounts(&info)
+    }
+}

@@ -1,0 +1,187 @@
+//! The half of the network driver domain that only a domain has, so that a NIC driver domain
+//! (virtio-net) only builds its NIC and calls [`serve`]: the clients found in the control
+//! block's channels (each receiving end `NAME-req` with its sending end `NAME-resp`, and the
+//! client's domain), a data area for each (a DMA stretch of the driver's own, of which the
+//! client is given read-write rights, its stream's accounts in the page after it), and the
+//! kernel under [`NetDomain`]: the clock, the interrupt's endpoint and its acknowledgement,
+//! `block`, the console. Built for the targets only; no `unsafe` (the runtime's `dma` hands
+//! out the area's bytes and words).
+//!
+//! A client's receive slots are lent to the stack at each Open and come back when the stack
+//! drops them at the Close ([`Lent`]), so a client may close and open again.
+//!
+//! Not implemented: network contracts from the manifest (the control block carries none yet:
+//! every client gets [`DEFAULT_CONTRACT`]).
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::cell::Cell;
+use core::sync::atomic::AtomicU64;
+
+use abi::{ChannelRole, Rights};
+use net_interface::protocol::{ACCOUNT_WORDS, RX_SLOT};
+use net_interface::{NetContract, Nic};
+use net_stack::{Area, Config, Instant, NetStack};
+use tessera::channel::{self, ChannelError, Receiver, Sender};
+use tessera::{PAGE_SIZE, dma, events, println, syscall};
+
+use crate::{Channels, Client, DataArea, Lent, NetDomain, NetServer, SendError, ServeOptions};
+
+/// Each client's data area: its send bytes, then its receive slots.
+pub const AREA_BYTES: usize = 16 << 10;
+
+/// The send bytes before the receive slots (the largest payload, rounded up).
+pub const TX_BYTES: usize = 2048;
+
+/// The most clients served.
+const MAX_CLIENTS: usize = 8;
+
+/// Every client's contract until manifests carry network contracts: 1 ms of link time in every
+/// 10 ms, and slack time beyond.
+pub const DEFAULT_CONTRACT: NetContract =
+    NetContract { period_ns: 10_000_000, slice_ns: 1_000_000, extra: true, latency_ns: 0 };
+
+/// A client's channels.
+pub struct Pair {
+    rx: Receiver,
+    tx: Sender,
+}
+
+impl Channels for Pair {
+    type Error = ChannelError;
+
+    fn try_recv(&mut self, buf: &mut [u8]) -> Result<Option<usize>, ChannelError> {
+        self.rx.try_recv(buf)
+    }
+
+    fn sender_gone(&self) -> bool {
+        self.rx.is_closed()
+    }
+
+    fn try_send(&mut self, msg: &[u8]) -> Result<bool, SendError<ChannelError>> {
+        self.tx.try_send(msg).map_err(|e| match e {
+            ChannelError::Closed => SendError::Closed,
+            e => SendError::Other(e),
+        })
+    }
+}
+
+/// A client's data area in the driver's DMA memory.
+pub struct DomainArea {
+    base: u64,
+    tx: &'static [u8],
+    rx: &'static Cell<Option<&'static mut [u8]>>,
+    words: Option<&'static [AtomicU64]>,
+}
+
+impl DataArea for DomainArea {
+    type Rx = Lent;
+
+    fn area(&self) -> Area {
+        Area { base: self.base, len: AREA_BYTES as u64, rx_offset: TX_BYTES as u32 }
+    }
+
+    fn tx(&self) -> &[u8] {
+        self.tx
+    }
+
+    fn rx(&self) -> Lent {
+        Lent::take(self.rx)
+    }
+
+    fn accounts(&self) -> Option<&[AtomicU64]> {
+        self.words
+    }
+}
+
+/// The kernel, as the loop sees it.
+struct Domain {
+    irq: usize,
+}
+
+impl NetDomain for Domain {
+    fn now_ns(&self) -> u64 {
+        tessera::clock::now_ns()
+    }
+
+    fn interrupts(&self) -> u64 {
+        events::value(self.irq)
+    }
+
+    fn ack_interrupt(&mut self) {
+        let _ = syscall::irq_ack(self.irq);
+    }
+
+    fn block(&mut self, until_ns: u64) {
+        let _ = syscall::block(until_ns);
+    }
+
+    fn print(&mut self, line: core::fmt::Arguments<'_>) {
+        println!("{line}");
+    }
+}
+
+/// A data area for the client in domain `peer`, of which it is given read-write rights.
+fn area(peer: usize) -> Option<DomainArea> {
+    let (mem, region) = dma::alloc_buffer(AREA_BYTES + PAGE_SIZE).ok()?;
+    syscall::stretch_rights(region.virt, peer, Rights::READ.union(Rights::WRITE)).ok()?;
+    // The accounts' page is reached as atomics only: its bytes are not lent.
+    let (area, _) = mem.split_at_mut(AREA_BYTES);
+    let (tx, rx) = area.split_at_mut(TX_BYTES);
+    let slots = rx.len() / RX_SLOT * RX_SLOT;
+    Some(DomainArea {
+        base: region.virt as u64,
+        tx,
+        rx: Box::leak(Box::new(Cell::new(Some(&mut rx[..slots])))),
+        words: dma::words(&region, AREA_BYTES, ACCOUNT_WORDS),
+    })
+}
+
+/// The clients named by the control block's channels, each with its data area.
+fn clients(driver: &str) -> Vec<Client<Pair, DomainArea>> {
+    let mut out = Vec::new();
+    for slot in tessera::dcb().channels.iter() {
+        if slot.role != ChannelRole::Receiver as u64 {
+            continue;
+        }
+        let len = slot.name.iter().position(|&b| b == 0).unwrap_or(32);
+        let Ok(name) = core::str::from_utf8(&slot.name[..len]) else { continue };
+        let Some(base) = name.strip_suffix("-req") else { continue };
+        let mut resp = heapless::String::<32>::new();
+        if resp.push_str(base).is_err() || resp.push_str("-resp").is_err() {
+            continue;
+        }
+        let (Some(rx), Some(tx)) = (channel::open_receiver(name), channel::open_sender(&resp))
+        else {
+            continue;
+        };
+        if out.len() == MAX_CLIENTS {
+            println!("{driver}: more than {MAX_CLIENTS} clients; the rest are not served");
+            break;
+        }
+        let peer = slot.peer_domain as usize;
+        let Some(area) = area(peer) else {
+            println!("{driver}: no data area for client {name}");
+            continue;
+        };
+        println!("{driver}: client {name} (domain {peer}) served");
+        out.push(Client::new(name, Pair { rx, tx }, area, DEFAULT_CONTRACT));
+    }
+    out
+}
+
+/// Serves the network on `nic` (its interrupt signalling endpoint `irq`) with the stack set
+/// up as `config`, for the clients the manifest connects to this domain, as `driver`; the
+/// exit status (see [`crate::serve`]).
+pub fn serve<N: Nic>(
+    driver: &'static str,
+    nic: N,
+    irq: usize,
+    config: Config,
+    options: ServeOptions,
+) -> i32 {
+    let clients = clients(driver);
+    let stack = NetStack::new(nic, config, Instant(tessera::clock::now_ns()));
+    let server = NetServer::new(driver, stack, clients);
+    crate::serve(server, &mut Domain { irq }, options)
+}
