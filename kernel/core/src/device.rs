@@ -17,7 +17,7 @@
 //! until the driver, having served its device, acknowledges it with `irq_ack` on that endpoint.
 //! A line bound to nobody (or to a dead domain) is acknowledged and masked at once.
 
-use crate::domains::DomainId;
+use crate::domain::DomainId;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use abi::{PAGE_SIZE, Rights, SysError};

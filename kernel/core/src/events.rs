@@ -6,31 +6,12 @@
 //! dies, the endpoint is *closed*: its `closed` flag is set and the owner is woken, so a domain
 //! waiting on a dead peer learns of it instead of waiting forever.
 
-use crate::domains::DomainId;
+use crate::domain::{DomainId, Endpoint, KERNEL};
 use abi::{MAX_EVENTS, SysError};
 use core::sync::atomic::Ordering;
 
 use super::World;
 use crate::Platform;
-
-/// The `sender` of endpoints only the kernel signals (timers).
-pub const KERNEL: u32 = u32::MAX;
-
-/// Bytes of one endpoint's record, in its owner's arena (see `kmem`).
-pub const ENDPOINT_RECORD: usize = core::mem::size_of::<Endpoint>();
-
-// The cost `docs/memory.md` gives (its table of kernel objects).
-const _: () = assert!(ENDPOINT_RECORD == 24);
-
-/// Kernel-side state of one endpoint (its value lives in the control block).
-pub struct Endpoint {
-    /// The only domain that may signal it, or [`KERNEL`].
-    pub sender: u32,
-    /// Its sender died.
-    pub closed: bool,
-    /// For a timer endpoint: when the kernel signals it next (timer ticks).
-    pub deadline: Option<u64>,
-}
 
 impl<P: Platform> World<P> {
     /// A new endpoint of domain `owner` that `sender` may signal; its index.

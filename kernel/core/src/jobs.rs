@@ -20,7 +20,7 @@
 //! done, and its revocation notice, if any, stays outstanding until then, so that no second
 //! notice goes out while its frames are on their way back.
 
-use crate::domains::DomainId;
+use crate::domain::{DomainId, Job};
 use abi::{PAGE_SIZE, Rights, SysError};
 
 use super::stretch::Kind;
@@ -35,38 +35,6 @@ pub const CHUNK_PAGES: usize = 32;
 /// Words of the table of loose frames one chunk of a teardown looks at (a few instructions a
 /// word: well within the time of freeing [`CHUNK_PAGES`] frames).
 const LOOSE_SCAN: usize = 2048;
-
-/// Kernel work under way for a domain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Job {
-    /// `stretch_create`: frames for the pages of the stretch at `base` from page `done` on; the
-    /// call returns `base`.
-    Fill {
-        /// The stretch.
-        base: usize,
-        /// Pages filled so far.
-        done: usize,
-    },
-    /// `stretch_destroy` (or a fill that failed): the pages of the stretch at `base` go, from
-    /// page `left` down; the call returns `result`.
-    Empty {
-        /// The stretch.
-        base: usize,
-        /// Pages not yet looked at (those from `left` on are gone).
-        left: usize,
-        /// What the call returns when the stretch is gone.
-        result: Result<usize, SysError>,
-    },
-    /// The domain is dead: its rights, stretches and loose frames go back; `emptying` is the
-    /// stretch (base, pages left) being emptied.
-    Teardown {
-        /// The stretch being emptied, if any.
-        emptying: Option<(usize, usize)>,
-        /// The word of the table of loose frames where the search for its loose frames goes
-        /// on (they go last).
-        loose_from: usize,
-    },
-}
 
 /// What a chunk of work found.
 enum Step {

@@ -18,7 +18,7 @@
 //! arena's frames; the record of a channel stretch that a live peer still uses stays in the
 //! dead owner's arena until the peer lets go.
 
-use crate::domains::DomainId;
+use crate::domain::DomainId;
 use core::mem::size_of;
 
 use abi::{PAGE_SIZE, Rights, SysError};

@@ -53,6 +53,7 @@ pub mod checks;
 pub mod clock;
 pub mod contract;
 mod device;
+mod domain;
 mod domains;
 mod events;
 pub mod frames;
@@ -78,10 +79,12 @@ use frame_allocator::{FRAME_SIZE, Frame};
 
 use crate::contract::{AddressSpaceOps, UserFault};
 use address::{AddressQuota, StretchRegion};
-use stretch::{ArenaVec, Kind, Refused, Stretch, Stretches};
+use platform::ArenaVec;
+use stretch::{Kind, Refused, Stretch, Stretches};
 
 pub use device::{interrupts_raised, raise_interrupt};
-pub use domains::{Domain, DomainId, Domains};
+pub use domain::{Domain, DomainId};
+pub use domains::Domains;
 pub use loader::{BootOptions, enter_first, start_from_boot_image};
 pub use platform::{Exit, Found, KernelArena, PhysRange, Platform, Routed};
 pub use sched::on_user_trap;

@@ -4,7 +4,7 @@
 //! per domain instance. Both are validated again here, whatever the host checked: a corrupt
 //! image or manifest is refused with a report and a failure status, before any domain exists.
 
-use crate::domains::DomainId;
+use crate::domain::DomainId;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::ptr::NonNull;

@@ -45,7 +45,7 @@
 //! revocation of guaranteed frames (never needed: admission keeps the guarantees within
 //! memory).
 
-use crate::domains::DomainId;
+use crate::domain::{DomainId, Revocation};
 use core::sync::atomic::Ordering;
 
 use abi::{
@@ -114,21 +114,6 @@ pub fn revocation_window(
 }
 /// Largest managed stretch (its pages cost nothing until they are mapped).
 pub const MANAGED_MAX: usize = 256 << 20;
-
-/// An outstanding revocation notice.
-pub struct Revocation {
-    /// Optimistic frames asked for.
-    pub wanted: u64,
-    /// The notice is satisfied once the domain holds at most this many optimistic frames.
-    pub goal: u64,
-    /// When it was sent (ns since boot).
-    pub sent_ns: u64,
-    /// When it expires (ns since boot).
-    pub deadline_ns: u64,
-    /// The first timer tick at or after the deadline: the domain's instant, at which
-    /// [`World::enforce_revocation`] finds the deadline passed on any clock.
-    pub deadline_ticks: u64,
-}
 
 /// Why a call that needs free frames cannot go on now.
 pub enum Shortage {

@@ -74,6 +74,9 @@ pub struct Found<F> {
     pub function: Option<F>,
 }
 
+/// A vector in a domain's arena ([`KernelArena`]): the kernel objects it holds.
+pub type ArenaVec<T, A> = allocator_api2::vec::Vec<T, A>;
+
 /// The allocator of one domain's kernel objects: an arena of frames charged to the domain (see
 /// [`crate::kmem`]), of which the core asks how many frames it holds and wants.
 pub trait KernelArena: Allocator + Copy {

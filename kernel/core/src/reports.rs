@@ -5,8 +5,8 @@
 use abi::PAGE_SIZE;
 
 use crate::contract::UserFault;
-use crate::domains::{DomainId, Domains};
-use crate::sched::Scheduler;
+use crate::domain::DomainId;
+use crate::domains::Domains;
 use crate::stretch::{Kind, Stretches};
 use crate::{Ending, Platform, clock};
 
@@ -30,12 +30,18 @@ impl Reports {
     }
 
     /// The run summary, at the end of the run: how each domain ended, its CPU accounts, its
-    /// page faults, and the frames and kernel heap against what they were at boot.
-    pub(crate) fn summary<P: Platform>(&self, domains: &Domains<P>, sched: &Scheduler) {
+    /// page faults, and the frames and kernel heap against what they were at boot; `idle_ticks`
+    /// is the time the CPU idled, `cpu` the scheduler's contracts and accounts.
+    pub(crate) fn summary<P: Platform>(
+        &self,
+        domains: &Domains<P>,
+        idle_ticks: u64,
+        cpu: &atropos::Atropos,
+    ) {
         info!("run summary: {=usize} domain(s)", domains.len());
         info!(
             "  kernel: idle {=u64} ns of {=u64} ns since boot",
-            clock::ns_from_ticks::<P>(sched.idle_ticks),
+            clock::ns_from_ticks::<P>(idle_ticks),
             clock::ns_from_ticks::<P>(P::now_ticks())
         );
         for d in domains.records() {
@@ -50,9 +56,7 @@ impl Reports {
             }
         }
         for (id, d) in domains.iter() {
-            let (Some(a), Some(c)) =
-                (sched.policy.accounts(id.index()), sched.policy.contract(id.index()))
-            else {
+            let (Some(a), Some(c)) = (cpu.accounts(id.index()), cpu.contract(id.index())) else {
                 continue;
             };
             info!(

@@ -15,7 +15,7 @@
 //! wake them, so each `block` returns `WouldDeadlock`. With no live domain
 //! left the run summary ends the run.
 
-use crate::domains::DomainId;
+use crate::domain::DomainId;
 use abi::SysError;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
@@ -312,7 +312,7 @@ fn switch<P: Platform>(w: &mut World<P>, save: bool) {
         let now = P::now_ticks();
         if w.sched.stop_at.is_some_and(|t| t <= now) {
             info!("stop: the time given by stop= has come");
-            w.reports.summary(&w.domains, &w.sched);
+            w.reports.summary(&w.domains, w.sched.idle_ticks, &w.sched.policy);
             P::exit(crate::Exit::Success);
         }
         // After kernel work for other domains, charged to them, the dispatch is at its end.
@@ -343,7 +343,7 @@ fn switch<P: Platform>(w: &mut World<P>, save: bool) {
             return;
         }
         if w.domains.records().all(|d| d.ending.is_some()) && !w.domains.burying() {
-            w.reports.summary(&w.domains, &w.sched);
+            w.reports.summary(&w.domains, w.sched.idle_ticks, &w.sched.policy);
             P::exit(crate::Exit::Success);
         }
         if w.modelled_device_busy() {

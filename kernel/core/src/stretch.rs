@@ -9,7 +9,8 @@
 //! `protect`), and its page faults are delivered to the owner (see `paging`). Managed
 //! stretches are private to their owner: they cannot be shared.
 
-use crate::domains::DomainId;
+use crate::domain::DomainId;
+use crate::platform::ArenaVec;
 use alloc::vec::Vec;
 
 use abi::{IMAGE_BASE, IMAGE_SLOT, PAGE_SIZE, Rights, SysError};
@@ -17,9 +18,6 @@ use allocator_api2::collections::TryReserveError;
 use frame_allocator::Frame;
 
 use allocator_api2::alloc::Allocator;
-
-/// A vector in a domain's kernel arena (see [`crate::kmem`]).
-pub type ArenaVec<T, A> = allocator_api2::vec::Vec<T, A>;
 
 /// An allocation from a domain's arena found no room; the arena knows what it needed (see
 /// `kmem::World::with_kmem`).

@@ -2,15 +2,16 @@
 //! The table of calls and their errors is in `docs/syscalls.md`; numbers and error codes are
 //! in the `abi` crate.
 
-use crate::domains::DomainId;
+use crate::domain::DomainId;
 use abi::{Call, Rights, SysError};
 
-use super::jobs::{CHUNK_PAGES, Job};
+use super::jobs::CHUNK_PAGES;
 use super::paging::Shortage;
 use super::stretch::Kind;
 use super::{Filling, World, pages_for};
 use crate::Platform;
 use crate::contract::UserContextOps as _;
+use crate::domain::Job;
 
 /// Longest text one `console_write` takes.
 pub const CONSOLE_MAX: usize = 1024;
@@ -35,7 +36,7 @@ pub enum Next {
     Resumed,
     /// The call goes on as a kernel job, in chunks on the caller's CPU time; the caller resumes
     /// with the job's result.
-    Job(super::jobs::Job),
+    Job(crate::domain::Job),
     /// The caller is gone.
     Exit(i32),
 }
@@ -68,7 +69,7 @@ pub fn dispatch<P: Platform>(w: &mut World<P>, id: DomainId, number: usize, a: [
         }
         Call::ActivationSet => Next::Return(activation_set(w, id, a[0], a[1])),
         Call::TimerAlloc => {
-            Next::Return(w.alloc_endpoint(id, super::events::KERNEL).ok_or(SysError::NoMemory))
+            Next::Return(w.alloc_endpoint(id, crate::domain::KERNEL).ok_or(SysError::NoMemory))
         }
         Call::TimerSet => {
             let deadline =
