@@ -87,6 +87,8 @@ mod control_block;
 #[cfg(target_os = "none")]
 pub mod dma;
 #[cfg(target_os = "none")]
+pub mod driver;
+#[cfg(target_os = "none")]
 mod entry;
 #[cfg(target_os = "none")]
 pub mod fault;
