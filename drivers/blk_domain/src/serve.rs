@@ -3,11 +3,12 @@
 //!
 //! What stays here is what only a domain has: the clients found in the control block's
 //! channels (each receiving end `NAME-req` with its sending end `NAME-resp`, and the client's
-//! domain and disk-time contract), a data area for each (a DMA stretch of the driver's own,
+//! domain and disk-time contract) and a data area for each (a DMA stretch of the driver's own,
 //! which the client is given read-write rights to, with its stream's accounts in the page
-//! after it), the disk model the manifest gives the device (in its control-block slot), and
-//! the kernel under [`blk_server::serve::DriverDomain`]: the clock, the interrupt's endpoint
-//! and its acknowledgement, `block`, the control block's `device_busy`, the console.
+//! after it), both by `tessera::driver` as for the network driver domain; the disk model the
+//! manifest gives the device (in its control-block slot); and the kernel under
+//! [`blk_server::serve::DriverDomain`]: the clock, the interrupt's endpoint and its
+//! acknowledgement, `block`, the control block's `device_busy`, the console.
 
 use core::sync::atomic::Ordering;
 

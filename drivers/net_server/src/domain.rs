@@ -2,10 +2,11 @@
 //! (virtio-net) only builds its NIC and calls [`serve`]: the clients found in the control
 //! block's channels (each receiving end `NAME-req` with its sending end `NAME-resp`, and the
 //! client's domain), a data area for each (a DMA stretch of the driver's own, of which the
-//! client is given read-write rights, its stream's accounts in the page after it), and the
-//! kernel under [`NetDomain`]: the clock, the interrupt's endpoint and its acknowledgement,
-//! `block`, the console. Built for the targets only; no `unsafe` (the runtime's `dma` hands
-//! out the area's bytes and words).
+//! client is given read-write rights, its stream's accounts in the page after it; both by
+//! `tessera::driver`, as for the block driver domains), and the kernel under [`NetDomain`]:
+//! the clock, the interrupt's endpoint and its acknowledgement, `block`, the console. Built
+//! for the targets only; no `unsafe` (the runtime's `dma` hands out the area's bytes and
+//! words).
 //!
 //! A client's receive slots are lent to the stack at each Open and come back when the stack
 //! drops them at the Close ([`Lent`]), so a client may close and open again.
