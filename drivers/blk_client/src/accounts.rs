@@ -3,13 +3,13 @@
 //! the control block.
 #![allow(unsafe_code)]
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::AtomicU64;
 
 use blk_interface::protocol::{ACCOUNT_WORDS, SessionInfo, StreamAccounts};
 
 /// The accounts of the session `info` describes, if a consistent copy could be read (the
-/// driver bumps a sequence number, odd while it writes); `None` if the session names no
-/// aligned place for them.
+/// driver bumps a sequence number, odd while it writes: `io_protocol::published`); `None` if
+/// the session names no aligned place for them.
 pub fn read(info: &SessionInfo) -> Option<StreamAccounts> {
     let base = info.area_base.checked_add(info.area_len)?;
     if !base.is_multiple_of(8) || info.area_len == 0 {
@@ -21,19 +21,5 @@ pub fn read(info: &SessionInfo) -> Option<StreamAccounts> {
     // which may alias the driver's writes, and no other reference to them is made.
     let words =
         unsafe { core::slice::from_raw_parts(base as usize as *const AtomicU64, ACCOUNT_WORDS) };
-    for _ in 0..64 {
-        let seq = words[0].load(Ordering::Acquire);
-        if seq % 2 == 1 {
-            core::hint::spin_loop();
-            continue;
-        }
-        let mut w = [0u64; ACCOUNT_WORDS - 1];
-        for (v, word) in w.iter_mut().zip(&words[1..]) {
-            *v = word.load(Ordering::Relaxed);
-        }
-        if words[0].load(Ordering::Acquire) == seq {
-            return Some(StreamAccounts::from_words(w));
-        }
-    }
-    None
+    io_protocol::published::read(words).map(StreamAccounts::from_words)
 }

@@ -3,15 +3,15 @@
 //!
 //! What stays here is what only a domain has: the clients found in the control block's
 //! channels (each receiving end `NAME-req` with its sending end `NAME-resp`, and the client's
-//! domain and disk-time contract), a data area for each (a DMA stretch of the driver's own,
+//! domain and disk-time contract) and a data area for each (a DMA stretch of the driver's own,
 //! which the client is given read-write rights to, with its stream's accounts in the page
-//! after it), the disk model the manifest gives the device (in its control-block slot), and
-//! the kernel under [`blk_server::serve::DriverDomain`]: the clock, the interrupt's endpoint
-//! and its acknowledgement, `block`, the control block's `device_busy`, the console.
+//! after it), both by `tessera::driver` as for the network driver domain; the disk model the
+//! manifest gives the device (in its control-block slot); and the kernel under
+//! [`blk_server::serve::DriverDomain`]: the clock, the interrupt's endpoint and its
+//! acknowledgement, `block`, the control block's `device_busy`, the console.
 
 use core::sync::atomic::Ordering;
 
-use abi::{ChannelRole, Rights};
 use alloc::vec::Vec;
 use atropos::Contract;
 use blk_interface::device::BlockDevice;
@@ -20,8 +20,8 @@ use blk_server::serve::{self as loop_, Channels, Client, DriverDomain, ModelChoi
 use blk_server::{Config, DataArea, Server};
 use disk_model::DiskParams;
 use disk_sched::PolicyName;
-use tessera::channel::{self, ChannelError, Receiver, Sender};
-use tessera::{PAGE_SIZE, dma, events, println, syscall};
+use tessera::channel::{ChannelError, Receiver, Sender};
+use tessera::{driver, events, println, syscall};
 
 pub use blk_server::serve::SCHEDULER_USAGE;
 
@@ -132,26 +132,12 @@ impl DriverDomain for Domain {
     }
 }
 
-/// The clients named by the control block's channels: each receiving end `NAME-req` with its
-/// sending end `NAME-resp`, and the client's domain.
+/// The clients named by the control block's channels ([`driver::clients`]), with each
+/// client's domain.
 fn clients(driver: &str) -> (Vec<Client<Pair>>, Vec<u64>) {
     let (mut out, mut peers) = (Vec::new(), Vec::new());
-    for slot in tessera::dcb().channels.iter() {
-        if slot.role != ChannelRole::Receiver as u64 {
-            continue;
-        }
-        let len = slot.name.iter().position(|&b| b == 0).unwrap_or(32);
-        let Ok(name) = core::str::from_utf8(&slot.name[..len]) else { continue };
-        let Some(base) = name.strip_suffix("-req") else { continue };
-        let mut resp = heapless::String::<32>::new();
-        if resp.push_str(base).is_err() || resp.push_str("-resp").is_err() {
-            continue;
-        }
-        let (Some(rx), Some(tx)) = (channel::open_receiver(name), channel::open_sender(&resp))
-        else {
-            continue;
-        };
-        let d = slot.peer_disk;
+    for c in driver::clients() {
+        let d = c.slot.peer_disk;
         let contract = (d.period_ns != 0).then_some(Contract {
             period: d.period_ns,
             slice: d.slice_ns,
@@ -162,8 +148,8 @@ fn clients(driver: &str) -> (Vec<Client<Pair>>, Vec<u64>) {
             println!("{driver}: more than {MAX_CLIENTS} clients; the rest are not served");
             break;
         }
-        out.push(Client::new(slot.name, Pair { rx, tx }, contract));
-        peers.push(slot.peer_domain);
+        out.push(Client::new(c.slot.name, Pair { rx: c.rx, tx: c.tx }, contract));
+        peers.push(c.slot.peer_domain);
     }
     (out, peers)
 }
@@ -220,11 +206,10 @@ pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
         None => Server::new(disk, config),
     };
     for (i, (c, peer)) in clients.iter_mut().zip(&peers).enumerate() {
-        let area = dma::alloc(AREA_BYTES + PAGE_SIZE).and_then(|r| {
-            syscall::stretch_rights(r.virt, *peer as usize, Rights::READ.union(Rights::WRITE))?;
-            c.accounts = dma::words(&r, AREA_BYTES, ACCOUNT_WORDS);
-            let len = AREA_BYTES as u64;
-            Ok(DataArea { virt: r.virt as u64, phys: r.phys as u64, len })
+        let area = driver::client_area(*peer as usize, AREA_BYTES, ACCOUNT_WORDS).map(|a| {
+            c.accounts = a.accounts;
+            let r = a.region;
+            DataArea { virt: r.virt as u64, phys: r.phys as u64, len: AREA_BYTES as u64 }
         });
         match area.map(|a| server.open(i, a)) {
             Ok(Ok(())) => println!("{driver}: client {} (domain {peer}) served", c.name()),

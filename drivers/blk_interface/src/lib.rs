@@ -14,6 +14,8 @@
 //! little-endian messages that fit one 64-byte slot, is in [`protocol`]; the errors, with
 //! stable codes, are [`protocol::BlkError`]; a stream's disk-time accounts, which the driver
 //! publishes after the data area, are [`protocol::StreamAccounts`].
+//! The mechanics the network protocol shares (codes generated from one list, little-endian
+//! fields, words published under a sequence number) are the `io_protocol` crate's.
 //!
 //! # The device
 //! [`device::BlockDevice`] is the one block-device trait of the tree: a device with several

@@ -39,7 +39,7 @@
 //! Decoding never panics: a message of the wrong length, an unknown op or status code, a
 //! non-zero reserved byte or a field that must be zero and is not is [`BlkError::Malformed`].
 
-use core::fmt;
+use io_protocol::le::{is_zero, put_u16, put_u32, put_u64, u16_at, u32_at, u64_at};
 
 /// The largest message an IO channel slot carries with the default slot size of 64 bytes (a
 /// slot's first 8 bytes hold the message's length).
@@ -53,111 +53,56 @@ pub const RESPONSE_LEN: usize = 48;
 
 const _: () = assert!(REQUEST_LEN <= MAX_PAYLOAD && RESPONSE_LEN <= MAX_PAYLOAD);
 
-/// What a request asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Op {
-    /// Start the session: the response carries the data area and the disk's geometry.
-    Open = 1,
-    /// Read `len` bytes from `sector` on into the data area at `offset`.
-    Read = 2,
-    /// Write `len` bytes from the data area at `offset` to `sector` on.
-    Write = 3,
-    /// Make every write completed before the flush was submitted durable.
-    Flush = 4,
-    /// End the session: requests still in flight are forgotten (their responses never come).
-    Close = 5,
+io_protocol::wire_codes! {
+    /// What a request asks for.
+    pub enum Op: u8 {
+        /// Start the session: the response carries the data area and the disk's geometry.
+        Open = 1,
+        /// Read `len` bytes from `sector` on into the data area at `offset`.
+        Read = 2,
+        /// Write `len` bytes from the data area at `offset` to `sector` on.
+        Write = 3,
+        /// Make every write completed before the flush was submitted durable.
+        Flush = 4,
+        /// End the session: requests still in flight are forgotten (their responses never
+        /// come).
+        Close = 5,
+    }
 }
 
 impl Op {
-    /// Every op, in code order.
-    pub const ALL: [Op; 5] = [Op::Open, Op::Read, Op::Write, Op::Flush, Op::Close];
-
-    /// The op with wire code `code`, if any.
-    pub fn from_code(code: u8) -> Option<Op> {
-        Op::ALL.into_iter().find(|op| *op as u8 == code)
-    }
-
     /// Does the op move data (and so name a sector range and a buffer)?
     pub fn transfers(self) -> bool {
         matches!(self, Op::Read | Op::Write)
     }
 }
 
-/// Why a block request failed. The numeric codes ([`BlkError::code`]) are part of the wire
-/// format and never change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u16)]
-pub enum BlkError {
-    /// The sector range goes beyond the disk's capacity (or overflows).
-    OutOfRange = 1,
-    /// The length or the data-area offset is not a multiple of the sector size.
-    Misaligned = 2,
-    /// A Read or Write of zero bytes.
-    ZeroLength = 3,
-    /// `offset + len` goes beyond the client's data area (or overflows).
-    OutsideDataArea = 4,
-    /// The client has no open session: the driver never opened one for it, or the client sent
-    /// a request before Open or after Close.
-    UnknownClient = 5,
-    /// The transfer is longer than the driver's largest ([`SessionInfo::max_transfer`]).
-    TooLarge = 6,
-    /// The client already has its cap of requests in flight ([`SessionInfo::max_in_flight`]),
-    /// or the driver's queue is full.
-    Busy = 7,
-    /// The device reported an error.
-    Device = 8,
-    /// The session or the driver is gone.
-    Closed = 9,
-    /// The message could not be decoded.
-    Malformed = 10,
-}
-
-impl BlkError {
-    /// Every error, in code order.
-    pub const ALL: [BlkError; 10] = [
-        BlkError::OutOfRange,
-        BlkError::Misaligned,
-        BlkError::ZeroLength,
-        BlkError::OutsideDataArea,
-        BlkError::UnknownClient,
-        BlkError::TooLarge,
-        BlkError::Busy,
-        BlkError::Device,
-        BlkError::Closed,
-        BlkError::Malformed,
-    ];
-
-    /// The error's stable wire code (never 0, which means success).
-    pub fn code(self) -> u16 {
-        self as u16
-    }
-
-    /// The error with wire code `code`, if any.
-    pub fn from_code(code: u16) -> Option<BlkError> {
-        BlkError::ALL.into_iter().find(|e| e.code() == code)
-    }
-
-    /// The error's name, as in the source (for logs).
-    pub fn name(self) -> &'static str {
-        match self {
-            BlkError::OutOfRange => "OutOfRange",
-            BlkError::Misaligned => "Misaligned",
-            BlkError::ZeroLength => "ZeroLength",
-            BlkError::OutsideDataArea => "OutsideDataArea",
-            BlkError::UnknownClient => "UnknownClient",
-            BlkError::TooLarge => "TooLarge",
-            BlkError::Busy => "Busy",
-            BlkError::Device => "Device",
-            BlkError::Closed => "Closed",
-            BlkError::Malformed => "Malformed",
-        }
-    }
-}
-
-impl fmt::Display for BlkError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.name(), self.code())
+io_protocol::wire_codes! {
+    /// Why a block request failed. The numeric codes ([`BlkError::code`]) are part of the wire
+    /// format and never change (0 means success).
+    pub enum BlkError: u16 {
+        /// The sector range goes beyond the disk's capacity (or overflows).
+        OutOfRange = 1,
+        /// The length or the data-area offset is not a multiple of the sector size.
+        Misaligned = 2,
+        /// A Read or Write of zero bytes.
+        ZeroLength = 3,
+        /// `offset + len` goes beyond the client's data area (or overflows).
+        OutsideDataArea = 4,
+        /// The client has no open session: the driver never opened one for it, or the client
+        /// sent a request before Open or after Close.
+        UnknownClient = 5,
+        /// The transfer is longer than the driver's largest ([`SessionInfo::max_transfer`]).
+        TooLarge = 6,
+        /// The client already has its cap of requests in flight
+        /// ([`SessionInfo::max_in_flight`]), or the driver's queue is full.
+        Busy = 7,
+        /// The device reported an error.
+        Device = 8,
+        /// The session or the driver is gone.
+        Closed = 9,
+        /// The message could not be decoded.
+        Malformed = 10,
     }
 }
 
@@ -185,11 +130,11 @@ impl Request {
     /// The request's wire form.
     pub fn encode(&self) -> [u8; REQUEST_LEN] {
         let mut b = [0; REQUEST_LEN];
-        b[0..8].copy_from_slice(&self.id.to_le_bytes());
-        b[8] = self.op as u8;
-        b[12..16].copy_from_slice(&self.len.to_le_bytes());
-        b[16..24].copy_from_slice(&self.sector.to_le_bytes());
-        b[24..32].copy_from_slice(&self.offset.to_le_bytes());
+        put_u64(&mut b, 0, self.id);
+        b[8] = self.op.code();
+        put_u32(&mut b, 12, self.len);
+        put_u64(&mut b, 16, self.sector);
+        put_u64(&mut b, 24, self.offset);
         b
     }
 
@@ -197,7 +142,7 @@ impl Request {
     pub fn decode(msg: &[u8]) -> Result<Request, BlkError> {
         let b: &[u8; REQUEST_LEN] = msg.try_into().map_err(|_| BlkError::Malformed)?;
         let op = Op::from_code(b[8]).ok_or(BlkError::Malformed)?;
-        if b[9..12] != [0; 3] {
+        if !is_zero(&b[9..12]) {
             return Err(BlkError::Malformed);
         }
         let req = Request {
@@ -216,7 +161,7 @@ impl Request {
     /// The id of a message that may not decode (its first 8 bytes, or 0 if it is shorter), so
     /// that a [`BlkError::Malformed`] response can still name it.
     pub fn id_of(msg: &[u8]) -> u64 {
-        msg.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)
+        io_protocol::le::leading_id(msg)
     }
 }
 
@@ -289,29 +234,29 @@ impl Response {
             Ok(()) => 0,
             Err(e) => e.code(),
         };
-        b[0..8].copy_from_slice(&self.id.to_le_bytes());
-        b[8..10].copy_from_slice(&status.to_le_bytes());
-        b[12..14].copy_from_slice(&self.info.max_in_flight.to_le_bytes());
-        b[16..24].copy_from_slice(&self.info.area_base.to_le_bytes());
-        b[24..32].copy_from_slice(&self.info.area_len.to_le_bytes());
-        b[32..40].copy_from_slice(&self.info.capacity.to_le_bytes());
-        b[40..44].copy_from_slice(&self.info.sector_size.to_le_bytes());
-        b[44..48].copy_from_slice(&self.info.max_transfer.to_le_bytes());
+        put_u64(&mut b, 0, self.id);
+        put_u16(&mut b, 8, status);
+        put_u16(&mut b, 12, self.info.max_in_flight);
+        put_u64(&mut b, 16, self.info.area_base);
+        put_u64(&mut b, 24, self.info.area_len);
+        put_u64(&mut b, 32, self.info.capacity);
+        put_u32(&mut b, 40, self.info.sector_size);
+        put_u32(&mut b, 44, self.info.max_transfer);
         b
     }
 
     /// Decodes a response; any deviation from the format is [`BlkError::Malformed`].
     pub fn decode(msg: &[u8]) -> Result<Response, BlkError> {
         let b: &[u8; RESPONSE_LEN] = msg.try_into().map_err(|_| BlkError::Malformed)?;
-        if b[10..12] != [0; 2] || b[14..16] != [0; 2] {
+        if !is_zero(&b[10..12]) || !is_zero(&b[14..16]) {
             return Err(BlkError::Malformed);
         }
-        let status = match u16::from_le_bytes([b[8], b[9]]) {
+        let status = match u16_at(b, 8) {
             0 => Ok(()),
             code => Err(BlkError::from_code(code).ok_or(BlkError::Malformed)?),
         };
         let info = SessionInfo {
-            max_in_flight: u16::from_le_bytes([b[12], b[13]]),
+            max_in_flight: u16_at(b, 12),
             area_base: u64_at(b, 16),
             area_len: u64_at(b, 24),
             capacity: u64_at(b, 32),
@@ -323,20 +268,6 @@ impl Response {
         }
         Ok(Response { id: u64_at(b, 0), status, info })
     }
-}
-
-/// The little-endian `u64` at `at` in `b` (`at + 8 <= b.len()` by construction).
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut w = [0; 8];
-    w.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(w)
-}
-
-/// The little-endian `u32` at `at` in `b` (`at + 4 <= b.len()` by construction).
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    let mut w = [0; 4];
-    w.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(w)
 }
 
 /// How many 64-bit words a stream's accounts take after its data area.

@@ -26,7 +26,7 @@
 
 use alloc::vec::Vec;
 use core::fmt;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::AtomicU64;
 
 use atropos::Contract;
 use blk_interface::device::BlockDevice;
@@ -125,13 +125,9 @@ impl<C: Channels> Client<C> {
 
     /// Publishes `a` where the client reads its accounts.
     fn publish(&self, a: StreamAccounts) {
-        let Some(words) = self.accounts else { return };
-        let seq = words[0].load(Ordering::Relaxed);
-        words[0].store(seq + 1, Ordering::Release);
-        for (w, v) in words[1..].iter().zip(a.words()) {
-            w.store(v, Ordering::Relaxed);
+        if let Some(words) = self.accounts {
+            io_protocol::published::publish(words, &a.words());
         }
-        words[0].store(seq + 2, Ordering::Release);
     }
 }
 

@@ -22,6 +22,8 @@
 //! link time used under its contract), which the driver publishes after the data area, are
 //! [`protocol::StreamAccounts`]; a client's network contract is [`protocol::NetContract`],
 //! the same `(period, slice, extra)` as the disk's, over link time.
+//! The mechanics the block protocol shares (codes generated from one list, little-endian
+//! fields, words published under a sequence number) are the `io_protocol` crate's.
 //!
 //! # Invariants
 //! - Decoding never panics on any bytes; whatever decodes re-encodes to the same bytes.

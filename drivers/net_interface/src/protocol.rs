@@ -47,7 +47,7 @@
 //! Decoding never panics: a message of the wrong length, an unknown op, kind or status code,
 //! a non-zero reserved byte or a field that must be zero and is not is [`NetError::Malformed`].
 
-use core::fmt;
+use io_protocol::le::{is_zero, put_u16, put_u32, put_u64, u16_at, u32_at, u64_at};
 
 use crate::frame::{Endpoint, Ipv4Addr, MAX_UDP_PAYLOAD};
 
@@ -67,107 +67,47 @@ const _: () = assert!(RX_SLOT.is_multiple_of(64));
 
 const _: () = assert!(REQUEST_LEN <= MAX_PAYLOAD && RESPONSE_LEN <= MAX_PAYLOAD);
 
-/// What a request asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Op {
-    /// Open a UDP endpoint on `port` (0: any free port); the response carries the session.
-    Open = 1,
-    /// Send the `len` bytes at `offset` in the data area as one datagram to `addr:port`.
-    Send = 2,
-    /// The client has read the datagram in the receive slot at `offset`: the slot is free.
-    Release = 3,
-    /// Close the endpoint: datagrams still queued either way are dropped (and counted).
-    Close = 4,
-}
-
-impl Op {
-    /// Every op, in code order.
-    pub const ALL: [Op; 4] = [Op::Open, Op::Send, Op::Release, Op::Close];
-
-    /// The op with wire code `code`, if any.
-    pub fn from_code(code: u8) -> Option<Op> {
-        Op::ALL.into_iter().find(|op| *op as u8 == code)
+io_protocol::wire_codes! {
+    /// What a request asks for.
+    pub enum Op: u8 {
+        /// Open a UDP endpoint on `port` (0: any free port); the response carries the session.
+        Open = 1,
+        /// Send the `len` bytes at `offset` in the data area as one datagram to `addr:port`.
+        Send = 2,
+        /// The client has read the datagram in the receive slot at `offset`: the slot is free.
+        Release = 3,
+        /// Close the endpoint: datagrams still queued either way are dropped (and counted).
+        Close = 4,
     }
 }
 
-/// Why a network request failed. The codes ([`NetError::code`]) are on the wire and never
-/// change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u16)]
-pub enum NetError {
-    /// The message could not be decoded.
-    Malformed = 1,
-    /// The client has no open endpoint (before Open, after Close).
-    UnknownClient = 2,
-    /// Another client holds the port, or the client already has an endpoint.
-    PortInUse = 3,
-    /// No free port is left for an Open of port 0.
-    NoFreePort = 4,
-    /// The payload is longer than one frame carries ([`SessionInfo::max_payload`]).
-    TooLarge = 5,
-    /// `offset + len` goes beyond the client's data area (or overflows), or a Release names
-    /// no slot the client holds.
-    OutsideDataArea = 6,
-    /// The client's transmit queue is full ([`SessionInfo::max_in_flight`]).
-    Busy = 7,
-    /// The endpoint or the driver is gone.
-    Closed = 8,
-    /// The destination is not a host address (0.0.0.0, a broadcast) or port 0.
-    BadAddress = 9,
-    /// The client's network contract was not admitted beside the others.
-    NotAdmitted = 10,
-    /// The link is down.
-    LinkDown = 11,
-}
-
-impl NetError {
-    /// Every error, in code order.
-    pub const ALL: [NetError; 11] = [
-        NetError::Malformed,
-        NetError::UnknownClient,
-        NetError::PortInUse,
-        NetError::NoFreePort,
-        NetError::TooLarge,
-        NetError::OutsideDataArea,
-        NetError::Busy,
-        NetError::Closed,
-        NetError::BadAddress,
-        NetError::NotAdmitted,
-        NetError::LinkDown,
-    ];
-
-    /// The error's stable wire code (never 0, which means success).
-    pub fn code(self) -> u16 {
-        self as u16
-    }
-
-    /// The error with wire code `code`, if any.
-    pub fn from_code(code: u16) -> Option<NetError> {
-        NetError::ALL.into_iter().find(|e| e.code() == code)
-    }
-
-    /// The error's name, as in the source (for logs).
-    pub fn name(self) -> &'static str {
-        match self {
-            NetError::Malformed => "Malformed",
-            NetError::UnknownClient => "UnknownClient",
-            NetError::PortInUse => "PortInUse",
-            NetError::NoFreePort => "NoFreePort",
-            NetError::TooLarge => "TooLarge",
-            NetError::OutsideDataArea => "OutsideDataArea",
-            NetError::Busy => "Busy",
-            NetError::Closed => "Closed",
-            NetError::BadAddress => "BadAddress",
-            NetError::NotAdmitted => "NotAdmitted",
-            NetError::LinkDown => "LinkDown",
-        }
-    }
-}
-
-impl fmt::Display for NetError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.name(), self.code())
+io_protocol::wire_codes! {
+    /// Why a network request failed. The codes ([`NetError::code`]) are on the wire and never
+    /// change (0 means success).
+    pub enum NetError: u16 {
+        /// The message could not be decoded.
+        Malformed = 1,
+        /// The client has no open endpoint (before Open, after Close).
+        UnknownClient = 2,
+        /// Another client holds the port, or the client already has an endpoint.
+        PortInUse = 3,
+        /// No free port is left for an Open of port 0.
+        NoFreePort = 4,
+        /// The payload is longer than one frame carries ([`SessionInfo::max_payload`]).
+        TooLarge = 5,
+        /// `offset + len` goes beyond the client's data area (or overflows), or a Release
+        /// names no slot the client holds.
+        OutsideDataArea = 6,
+        /// The client's transmit queue is full ([`SessionInfo::max_in_flight`]).
+        Busy = 7,
+        /// The endpoint or the driver is gone.
+        Closed = 8,
+        /// The destination is not a host address (0.0.0.0, a broadcast) or port 0.
+        BadAddress = 9,
+        /// The client's network contract was not admitted beside the others.
+        NotAdmitted = 10,
+        /// The link is down.
+        LinkDown = 11,
     }
 }
 
@@ -211,12 +151,12 @@ impl Request {
     /// The request's wire form.
     pub fn encode(&self) -> [u8; REQUEST_LEN] {
         let mut b = [0; REQUEST_LEN];
-        b[0..8].copy_from_slice(&self.id.to_le_bytes());
-        b[8] = self.op as u8;
-        b[10..12].copy_from_slice(&self.remote.port.to_le_bytes());
+        put_u64(&mut b, 0, self.id);
+        b[8] = self.op.code();
+        put_u16(&mut b, 10, self.remote.port);
         b[12..16].copy_from_slice(&self.remote.addr.0);
-        b[16..20].copy_from_slice(&self.len.to_le_bytes());
-        b[24..32].copy_from_slice(&self.offset.to_le_bytes());
+        put_u32(&mut b, 16, self.len);
+        put_u64(&mut b, 24, self.offset);
         b
     }
 
@@ -224,7 +164,7 @@ impl Request {
     pub fn decode(msg: &[u8]) -> Result<Request, NetError> {
         let b: &[u8; REQUEST_LEN] = msg.try_into().map_err(|_| NetError::Malformed)?;
         let op = Op::from_code(b[8]).ok_or(NetError::Malformed)?;
-        if b[9] != 0 || b[20..24] != [0; 4] {
+        if b[9] != 0 || !is_zero(&b[20..24]) {
             return Err(NetError::Malformed);
         }
         let req = Request {
@@ -250,7 +190,7 @@ impl Request {
     /// The id of a message that may not decode (its first 8 bytes, or 0 if it is shorter), so
     /// that a [`NetError::Malformed`] response can still name it.
     pub fn id_of(msg: &[u8]) -> u64 {
-        msg.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)
+        io_protocol::le::leading_id(msg)
     }
 }
 
@@ -353,24 +293,24 @@ impl ServerMessage {
                     Err(e) => e.code(),
                 };
                 let i = &r.info;
-                b[0..8].copy_from_slice(&r.id.to_le_bytes());
+                put_u64(&mut b, 0, r.id);
                 b[8] = KIND_RESPONSE;
-                b[10..12].copy_from_slice(&status.to_le_bytes());
-                b[12..14].copy_from_slice(&i.local.port.to_le_bytes());
-                b[14..16].copy_from_slice(&i.max_in_flight.to_le_bytes());
+                put_u16(&mut b, 10, status);
+                put_u16(&mut b, 12, i.local.port);
+                put_u16(&mut b, 14, i.max_in_flight);
                 b[16..20].copy_from_slice(&i.local.addr.0);
-                b[20..24].copy_from_slice(&i.max_payload.to_le_bytes());
-                b[24..32].copy_from_slice(&i.area_base.to_le_bytes());
-                b[32..40].copy_from_slice(&i.area_len.to_le_bytes());
-                b[40..44].copy_from_slice(&i.rx_slots.to_le_bytes());
-                b[44..48].copy_from_slice(&i.rx_offset.to_le_bytes());
+                put_u32(&mut b, 20, i.max_payload);
+                put_u64(&mut b, 24, i.area_base);
+                put_u64(&mut b, 32, i.area_len);
+                put_u32(&mut b, 40, i.rx_slots);
+                put_u32(&mut b, 44, i.rx_offset);
             }
             ServerMessage::Received(r) => {
                 b[8] = KIND_RECEIVED;
-                b[12..14].copy_from_slice(&r.from.port.to_le_bytes());
+                put_u16(&mut b, 12, r.from.port);
                 b[16..20].copy_from_slice(&r.from.addr.0);
-                b[20..24].copy_from_slice(&r.len.to_le_bytes());
-                b[24..32].copy_from_slice(&r.offset.to_le_bytes());
+                put_u32(&mut b, 20, r.len);
+                put_u64(&mut b, 24, r.offset);
             }
         }
         b
@@ -405,8 +345,8 @@ impl ServerMessage {
             }
             KIND_RECEIVED => {
                 if b[0..12] != [0, 0, 0, 0, 0, 0, 0, 0, KIND_RECEIVED, 0, 0, 0]
-                    || b[14..16] != [0; 2]
-                    || b[32..48] != [0; 16]
+                    || !is_zero(&b[14..16])
+                    || !is_zero(&b[32..48])
                 {
                     return Err(NetError::Malformed);
                 }
@@ -419,22 +359,6 @@ impl ServerMessage {
             _ => Err(NetError::Malformed),
         }
     }
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut w = [0; 8];
-    w.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(w)
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    let mut w = [0; 4];
-    w.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(w)
-}
-
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
 }
 
 /// A client's network contract: in every `period_ns` its transmit stream is guaranteed

@@ -2,10 +2,11 @@
 //! (virtio-net) only builds its NIC and calls [`serve`]: the clients found in the control
 //! block's channels (each receiving end `NAME-req` with its sending end `NAME-resp`, and the
 //! client's domain), a data area for each (a DMA stretch of the driver's own, of which the
-//! client is given read-write rights, its stream's accounts in the page after it), and the
-//! kernel under [`NetDomain`]: the clock, the interrupt's endpoint and its acknowledgement,
-//! `block`, the console. Built for the targets only; no `unsafe` (the runtime's `dma` hands
-//! out the area's bytes and words).
+//! client is given read-write rights, its stream's accounts in the page after it; both by
+//! `tessera::driver`, as for the block driver domains), and the kernel under [`NetDomain`]:
+//! the clock, the interrupt's endpoint and its acknowledgement, `block`, the console. Built
+//! for the targets only; no `unsafe` (the runtime's `dma` hands out the area's bytes and
+//! words).
 //!
 //! A client's receive slots are lent to the stack at each Open and come back when the stack
 //! drops them at the Close ([`Lent`]), so a client may close and open again.
@@ -18,12 +19,11 @@ use alloc::vec::Vec;
 use core::cell::Cell;
 use core::sync::atomic::AtomicU64;
 
-use abi::{ChannelRole, Rights};
 use net_interface::protocol::{ACCOUNT_WORDS, RX_SLOT};
 use net_interface::{NetContract, Nic};
 use net_stack::{Area, Config, Instant, NetStack};
-use tessera::channel::{self, ChannelError, Receiver, Sender};
-use tessera::{PAGE_SIZE, dma, events, println, syscall};
+use tessera::channel::{ChannelError, Receiver, Sender};
+use tessera::{driver, events, println, syscall};
 
 use crate::{Channels, Client, DataArea, Lent, NetDomain, NetServer, SendError, ServeOptions};
 
@@ -121,51 +121,36 @@ impl NetDomain for Domain {
     }
 }
 
-/// A data area for the client in domain `peer`, of which it is given read-write rights.
+/// A data area for the client in domain `peer` ([`driver::client_area`]): its send bytes,
+/// then its receive slots.
 fn area(peer: usize) -> Option<DomainArea> {
-    let (mem, region) = dma::alloc_buffer(AREA_BYTES + PAGE_SIZE).ok()?;
-    syscall::stretch_rights(region.virt, peer, Rights::READ.union(Rights::WRITE)).ok()?;
-    // The accounts' page is reached as atomics only: its bytes are not lent.
-    let (area, _) = mem.split_at_mut(AREA_BYTES);
-    let (tx, rx) = area.split_at_mut(TX_BYTES);
+    let a = driver::client_area(peer, AREA_BYTES, ACCOUNT_WORDS).ok()?;
+    let (tx, rx) = a.bytes.split_at_mut(TX_BYTES);
     let slots = rx.len() / RX_SLOT * RX_SLOT;
     Some(DomainArea {
-        base: region.virt as u64,
+        base: a.region.virt as u64,
         tx,
         rx: Box::leak(Box::new(Cell::new(Some(&mut rx[..slots])))),
-        words: dma::words(&region, AREA_BYTES, ACCOUNT_WORDS),
+        words: a.accounts,
     })
 }
 
-/// The clients named by the control block's channels, each with its data area.
+/// The clients named by the control block's channels ([`driver::clients`]), each with its
+/// data area.
 fn clients(driver: &str) -> Vec<Client<Pair, DomainArea>> {
     let mut out = Vec::new();
-    for slot in tessera::dcb().channels.iter() {
-        if slot.role != ChannelRole::Receiver as u64 {
-            continue;
-        }
-        let len = slot.name.iter().position(|&b| b == 0).unwrap_or(32);
-        let Ok(name) = core::str::from_utf8(&slot.name[..len]) else { continue };
-        let Some(base) = name.strip_suffix("-req") else { continue };
-        let mut resp = heapless::String::<32>::new();
-        if resp.push_str(base).is_err() || resp.push_str("-resp").is_err() {
-            continue;
-        }
-        let (Some(rx), Some(tx)) = (channel::open_receiver(name), channel::open_sender(&resp))
-        else {
-            continue;
-        };
+    for c in driver::clients() {
         if out.len() == MAX_CLIENTS {
             println!("{driver}: more than {MAX_CLIENTS} clients; the rest are not served");
             break;
         }
-        let peer = slot.peer_domain as usize;
+        let (name, peer) = (c.name, c.slot.peer_domain as usize);
         let Some(area) = area(peer) else {
             println!("{driver}: no data area for client {name}");
             continue;
         };
         println!("{driver}: client {name} (domain {peer}) served");
-        out.push(Client::new(name, Pair { rx, tx }, area, DEFAULT_CONTRACT));
+        out.push(Client::new(name, Pair { rx: c.rx, tx: c.tx }, area, DEFAULT_CONTRACT));
     }
     out
 }

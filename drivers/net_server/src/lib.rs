@@ -51,7 +51,7 @@ extern crate alloc;
 use alloc::vec::Vec;
 use core::cell::Cell;
 use core::fmt;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::AtomicU64;
 
 pub use blk_server::serve::{Channels, SendError};
 use net_interface::protocol::{ACCOUNT_WORDS, RESPONSE_LEN};
@@ -96,15 +96,9 @@ pub trait DataArea {
 
 /// Publishes `a` in `words` with a sequence number, odd while the words are written.
 pub fn publish(words: &[AtomicU64], a: &StreamAccounts) {
-    if words.len() < ACCOUNT_WORDS {
-        return;
+    if words.len() >= ACCOUNT_WORDS {
+        io_protocol::published::publish(&words[..ACCOUNT_WORDS], &a.words());
     }
-    let seq = words[0].load(Ordering::Relaxed);
-    words[0].store(seq.wrapping_add(1), Ordering::Release);
-    for (w, v) in words[1..ACCOUNT_WORDS].iter().zip(a.words()) {
-        w.store(v, Ordering::Relaxed);
-    }
-    words[0].store(seq.wrapping_add(2), Ordering::Release);
 }
 
 /// Receive slots lent to the stack for one session: memory that goes back to its `home` when

@@ -5,7 +5,8 @@
 //! stretch calls, `event_send`, `block`, in module `syscall`), console printing ([`print!`],
 //! [`println!`]), the panic handler (prints the message, exits with [`EXIT_PANIC`]), the
 //! domain's arguments ([`Args`]), its control block (`dcb()`), event endpoints ([`events`]),
-//! IO channels ([`channel`]) and checksummed records ([`record`]). An app is a
+//! IO channels ([`channel`]) and checksummed records ([`record`]); on the targets, a driver
+//! domain's clients and their data areas (`driver`). An app is a
 //! `#![no_std] #![no_main]` binary that registers `fn main(env: Env) -> i32` with [`main!`];
 //! its return value becomes the domain's exit code.
 //!
@@ -86,6 +87,8 @@ pub mod clock;
 mod control_block;
 #[cfg(target_os = "none")]
 pub mod dma;
+#[cfg(target_os = "none")]
+pub mod driver;
 #[cfg(target_os = "none")]
 mod entry;
 #[cfg(target_os = "none")]
