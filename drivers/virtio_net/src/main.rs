@@ -16,8 +16,10 @@
 //! What is implemented: with `--self-test N --send` or `--self-test N --receive` (two driver
 //! domains on two NICs of one hub), N frames of 60 to 1,514 bytes sent by one and checked by
 //! the other, in order and byte for byte ([`self_test`]); `--pause K:MS` makes the sender
-//! sleep MS ms after every K frames. Without `--self-test` the driver brings its device up,
-//! reports it and exits: it has no clients yet (the network domain comes with the stack).
+//! sleep MS ms after every K frames. With `--ip A.B.C.D/N` the driver serves the network on
+//! that address and prefix to the clients the manifest connects to it (`NAME-req`/`NAME-resp`
+//! channels), through `net_server::domain::serve` (smoltcp, UDP endpoints, ARP and ICMP echo),
+//! until every client is gone. With neither, it brings its device up, reports it and exits.
 
 #![no_std]
 #![no_main]
@@ -25,7 +27,9 @@
 mod device;
 mod self_test;
 
-use net_interface::{LinkState, Nic};
+use net_interface::{Ipv4Addr, LinkState, Nic};
+use net_server::ServeOptions;
+use net_stack::{Config, LinkModel};
 use tessera::{Env, println};
 use virtio_drivers::transport::Transport;
 use virtio_hal::{dma, mmio, pci};
@@ -37,6 +41,8 @@ tessera::main!(main);
 enum Role {
     /// Bring the device up and report it.
     Report,
+    /// Serve the clients on this address and prefix length.
+    Serve(Ipv4Addr, u8),
     /// Send the self-test's frames.
     Send,
     /// Receive and check them.
@@ -51,7 +57,20 @@ struct Options {
     pause: Option<(u32, u64)>,
 }
 
-const USAGE: &str = "usage: virtio-net [--self-test N (--send [--pause K:MS] | --receive)]";
+const USAGE: &str =
+    "usage: virtio-net [--self-test N (--send [--pause K:MS] | --receive) | --ip A.B.C.D/N]";
+
+/// `A.B.C.D/N`, with N at most 32.
+fn parse_cidr(s: &str) -> Option<(Ipv4Addr, u8)> {
+    let (addr, len) = s.split_once('/')?;
+    let mut octets = [0u8; 4];
+    let mut parts = addr.split('.');
+    for o in &mut octets {
+        *o = parts.next()?.parse().ok()?;
+    }
+    let len: u8 = len.parse().ok()?;
+    (parts.next().is_none() && len <= 32).then_some((Ipv4Addr(octets), len))
+}
 
 fn main(env: Env) -> i32 {
     let mut o = Options { role: Role::Report, frames: 0, pause: None };
@@ -62,6 +81,10 @@ fn main(env: Env) -> i32 {
             "--self-test" => match args.next().and_then(|n| n.parse().ok()) {
                 Some(n) => (self_test, o.frames) = (true, n),
                 None => return usage("--self-test needs a number of frames"),
+            },
+            "--ip" => match args.next().and_then(parse_cidr) {
+                Some((addr, len)) => o.role = Role::Serve(addr, len),
+                None => return usage("--ip takes an address and prefix length, A.B.C.D/N"),
             },
             "--send" => o.role = Role::Send,
             "--receive" => o.role = Role::Receive,
@@ -77,8 +100,8 @@ fn main(env: Env) -> i32 {
             _ => return usage("unknown option"),
         }
     }
-    if self_test == matches!(o.role, Role::Report) {
-        return usage("--self-test goes with exactly one of --send and --receive");
+    if self_test != matches!(o.role, Role::Send | Role::Receive) {
+        return usage("--self-test goes with exactly one of --send and --receive, not --ip");
     }
     let slot = tessera::dcb().devices[0];
     dma::set_device(slot);
@@ -133,6 +156,17 @@ fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, o: Options) -> i32 {
     );
     let passed = match o.role {
         Role::Report => true,
+        Role::Serve(addr, prefix_len) => {
+            let config = Config {
+                addr,
+                prefix_len,
+                link: LinkModel::FAST_ETHERNET,
+                tx_queue: 16,
+                rx_budget: 64,
+            };
+            let options = ServeOptions { end_when_clients_gone: true };
+            return net_server::domain::serve("virtio-net", nic, irq.endpoint(), config, options);
+        }
         Role::Send => self_test::send(&mut nic, &mut irq, o.frames, o.pause),
         Role::Receive => self_test::receive(&mut nic, &mut irq, o.frames),
     };

@@ -168,6 +168,11 @@ impl Interrupts {
         Interrupts { ep, seen: events::value(ep), taken: 0 }
     }
 
+    /// The interrupt's endpoint.
+    pub fn endpoint(&self) -> usize {
+        self.ep
+    }
+
     /// Waits until the device interrupts (and acknowledges it: the device's status, then the
     /// kernel's line) or the clock reaches `deadline_ns`; whether it interrupted.
     fn wait<N: Nic>(&mut self, nic: &mut N, deadline_ns: u64) -> Result<bool, &'static str> {
