@@ -1,19 +1,25 @@
-//! The virtio-net device behind the [`Nic`] trait, on `virtio-drivers`' raw device
-//! (`VirtIONetRaw`: no buffer management of its own, no allocation).
+//! The virtio-net device behind `net_interface`'s [`Nic`] trait, on `virtio-drivers`' raw
+//! device (`VirtIONetRaw`: no buffer management of its own, no allocation).
 //!
 //! The driver owns [`TX_BUFFERS`] transmit and [`RX_BUFFERS`] receive buffers of [`BUFFER`]
 //! bytes in one DMA stretch; each holds the device's header (`virtio_net_hdr`, 12 bytes
-//! with `VERSION_1`) and then the frame. A transmission copies the frame behind a header into a
-//! free buffer and hands it to the transmit queue; every receive buffer is posted to the
-//! receive queue at start, and again when the caller gives it back. Each queue has
-//! [`QUEUE`] descriptors, one per buffer (a buffer is one descriptor), so neither ever
-//! refuses a buffer the driver has free.
+//! with `VERSION_1`) and then the frame. A transmission writes the device's header into a free
+//! buffer and lets the caller write the frame straight behind it, then hands the buffer to the
+//! transmit queue; [`Nic::poll_transmit`] takes it back once the device has sent it. Every
+//! receive buffer is posted to the receive queue at start; [`Nic::receive`] lets the caller
+//! read a received frame in place and then posts its buffer again. Each queue has [`QUEUE`]
+//! descriptors, one per buffer (a buffer is one descriptor), so neither ever refuses a buffer
+//! the driver has free.
+//!
+//! The trait has no way to report a transmission or receive that the device failed (the
+//! queue's own error, which a working device never gives): such a buffer is freed or posted
+//! again, the frame is lost, and [`VirtioNic::faults`] counts it for the domain to report.
 
+use net_interface::frame::{ETH_HEADER, MAX_FRAME, MTU};
+use net_interface::{LinkState, MacAddr, Nic, NicError};
 use virtio_drivers::device::net::VirtIONetRaw;
 use virtio_drivers::transport::Transport;
 use virtio_hal::dma::TesseraHal;
-
-use crate::nic::{MAX_FRAME, Mac, Nic, NicError, RxFrame};
 
 /// Descriptors per queue.
 pub const QUEUE: usize = 16;
@@ -33,6 +39,8 @@ pub struct VirtioNic<T: Transport> {
     tx: [Option<u16>; TX_BUFFERS],
     /// The device's token of each receive buffer posted to it.
     rx: [Option<u16>; RX_BUFFERS],
+    /// Transmissions and receives the device failed, and buffers it would not take back.
+    faults: u64,
 }
 
 impl<T: Transport> VirtioNic<T> {
@@ -44,11 +52,23 @@ impl<T: Transport> VirtioNic<T> {
         net.enable_interrupts();
         let (buffers, _) = tessera::dma::alloc_buffer((TX_BUFFERS + RX_BUFFERS) * BUFFER)
             .map_err(|_| "no DMA memory for buffers")?;
-        let mut nic = VirtioNic { net, buffers, tx: [None; TX_BUFFERS], rx: [None; RX_BUFFERS] };
+        let mut nic =
+            VirtioNic { net, buffers, tx: [None; TX_BUFFERS], rx: [None; RX_BUFFERS], faults: 0 };
         for i in 0..RX_BUFFERS {
-            nic.post(i)?;
+            nic.post(i).map_err(|_| "the receive queue refused a buffer")?;
         }
         Ok(nic)
+    }
+
+    /// How many receive buffers the device has.
+    pub fn rx_capacity(&self) -> usize {
+        RX_BUFFERS
+    }
+
+    /// Transmissions and receives the device failed since it started (each a lost frame), and
+    /// receive buffers it would not take back.
+    pub fn faults(&self) -> u64 {
+        self.faults
     }
 
     /// The bytes of buffer `i` (transmit buffers from 0, then receive buffers).
@@ -57,101 +77,112 @@ impl<T: Transport> VirtioNic<T> {
     }
 
     /// Posts receive buffer `i` to the device.
-    fn post(&mut self, i: usize) -> Result<(), &'static str> {
+    fn post(&mut self, i: usize) -> Result<(), NicError> {
         let buf: *mut [u8] = self.buffer(TX_BUFFERS + i);
         // SAFETY: the buffer is DMA memory of this driver, and nothing reads or writes it
-        // until the device has returned it (`received` takes it back by this token).
-        let token = unsafe { self.net.receive_begin(&mut *buf) }
-            .map_err(|_| "the receive queue refused a buffer")?;
+        // until the device has returned it (`receive` takes it back by this token).
+        let token = unsafe { self.net.receive_begin(&mut *buf) }.map_err(|_| NicError::Io)?;
         self.rx[i] = Some(token);
         Ok(())
     }
 }
 
 impl<T: Transport> Nic for VirtioNic<T> {
-    fn mac(&self) -> Mac {
-        self.net.mac_address()
+    fn mac(&self) -> MacAddr {
+        MacAddr(self.net.mac_address())
     }
 
     fn mtu(&self) -> usize {
-        MAX_FRAME - 14
+        MTU
     }
 
-    fn link_up(&self) -> bool {
+    fn link(&self) -> LinkState {
         // `virtio-drivers` does not read the status field; QEMU's NICs, a hub's included,
         // start with their link up, and nothing here takes it down.
-        true
+        LinkState::Up
     }
 
-    fn depth(&self) -> (usize, usize) {
-        (TX_BUFFERS, RX_BUFFERS)
+    fn tx_capacity(&self) -> usize {
+        TX_BUFFERS
     }
 
-    fn transmit(&mut self, frame: &[u8]) -> Result<(), NicError> {
-        if frame.len() < 14 || frame.len() > MAX_FRAME {
+    fn tx_in_flight(&self) -> usize {
+        self.tx.iter().filter(|t| t.is_some()).count()
+    }
+
+    fn transmit<R>(
+        &mut self,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<R, NicError> {
+        if !(ETH_HEADER..=MAX_FRAME).contains(&len) {
             return Err(NicError::BadLength);
         }
         let i = self.tx.iter().position(Option::is_none).ok_or(NicError::Full)?;
         let header = {
             let net = &self.net;
             let buf = &mut self.buffers[i * BUFFER..(i + 1) * BUFFER];
-            net.fill_buffer_header(buf).map_err(|_| NicError::Device)?
+            net.fill_buffer_header(buf).map_err(|_| NicError::Io)?
         };
         let buf = self.buffer(i);
-        buf[header..header + frame.len()].copy_from_slice(frame);
-        let buf: *const [u8] = &buf[..header + frame.len()];
+        let r = fill(&mut buf[header..header + len]);
+        let buf: *const [u8] = &buf[..header + len];
         // SAFETY: the buffer is DMA memory of this driver, untouched until the device returns
-        // it (`transmitted` takes it back by this token).
-        let token = unsafe { self.net.transmit_begin(&*buf) }.map_err(|_| NicError::Device)?;
+        // it (`poll_transmit` takes it back by this token).
+        let token = unsafe { self.net.transmit_begin(&*buf) }.map_err(|_| NicError::Io)?;
         self.tx[i] = Some(token);
-        Ok(())
+        Ok(r)
     }
 
-    fn transmitted(&mut self) -> Option<Result<usize, NicError>> {
-        let token = self.net.poll_transmit()?;
+    fn poll_transmit(&mut self) -> bool {
+        let Some(token) = self.net.poll_transmit() else {
+            return false;
+        };
         let Some(i) = self.tx.iter().position(|t| *t == Some(token)) else {
-            return Some(Err(NicError::Device));
+            // A token the driver never had: nothing to free.
+            self.faults += 1;
+            return false;
         };
         self.tx[i] = None;
         let buf: *const [u8] = self.buffer(i);
         // SAFETY: the same buffer as `transmit_begin` was given with this token (its length
         // does not matter to the queue, which returns the descriptor it made).
-        let done = unsafe { self.net.transmit_complete(token, &*buf) };
-        Some(done.map_err(|_| NicError::Device))
-    }
-
-    fn received(&mut self) -> Option<Result<RxFrame, NicError>> {
-        let token = self.net.poll_receive()?;
-        let Some(i) = self.rx.iter().position(|t| *t == Some(token)) else {
-            return Some(Err(NicError::Device));
-        };
-        self.rx[i] = None;
-        let buf: *mut [u8] = self.buffer(TX_BUFFERS + i);
-        // SAFETY: the same buffer as `receive_begin` was given with this token.
-        let done = unsafe { self.net.receive_complete(token, &mut *buf) };
-        Some(match done {
-            Ok((offset, len)) if offset + len <= BUFFER => {
-                Ok(RxFrame { buffer: i as u16, offset: offset as u16, len: len as u16 })
-            }
-            _ => {
-                // The buffer goes back to the device; the frame is lost.
-                let _ = self.post(i);
-                Err(NicError::Device)
-            }
-        })
-    }
-
-    fn frame(&self, rx: &RxFrame) -> &[u8] {
-        let start = (TX_BUFFERS + usize::from(rx.buffer)) * BUFFER + usize::from(rx.offset);
-        &self.buffers[start..start + usize::from(rx.len)]
-    }
-
-    fn post_receive(&mut self, rx: RxFrame) -> Result<(), NicError> {
-        let i = usize::from(rx.buffer);
-        if i >= RX_BUFFERS || self.rx[i].is_some() {
-            return Err(NicError::Device);
+        if unsafe { self.net.transmit_complete(token, &*buf) }.is_err() {
+            self.faults += 1;
         }
-        self.post(i).map_err(|_| NicError::Device)
+        true
+    }
+
+    fn receive<R>(&mut self, read: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let mut read = Some(read);
+        loop {
+            let token = self.net.poll_receive()?;
+            let Some(i) = self.rx.iter().position(|t| *t == Some(token)) else {
+                self.faults += 1;
+                return None;
+            };
+            self.rx[i] = None;
+            let buf: *mut [u8] = self.buffer(TX_BUFFERS + i);
+            // SAFETY: the same buffer as `receive_begin` was given with this token.
+            let done = unsafe { self.net.receive_complete(token, &mut *buf) };
+            let r = match done {
+                Ok((offset, len)) if offset + len <= BUFFER => {
+                    let start = (TX_BUFFERS + i) * BUFFER + offset;
+                    read.take().map(|read| read(&self.buffers[start..start + len]))
+                }
+                _ => {
+                    // The frame is lost; its buffer goes back to the device all the same.
+                    self.faults += 1;
+                    None
+                }
+            };
+            if self.post(i).is_err() {
+                self.faults += 1;
+            }
+            if let Some(r) = r {
+                return Some(r);
+            }
+        }
     }
 
     fn interrupted(&mut self) {

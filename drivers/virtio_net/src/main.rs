@@ -1,5 +1,6 @@
 //! `virtio-net`: the driver domain of a virtio-net NIC, on the `virtio-drivers` crate. It
-//! moves raw Ethernet frames; the network stack (smoltcp) will sit on its [`nic::Nic`] trait.
+//! implements the network path's one NIC trait, `net_interface::Nic` ([`device`]), on which
+//! the network stack (`net_stack`, smoltcp) sits, and its self-test runs over that trait.
 //!
 //! The manifest grants it the NIC (`devices = [{ nic = "NAME" }]`, `driver = true`); the
 //! kernel maps the device's registers into it, binds the device's interrupt to one of its
@@ -8,22 +9,27 @@
 //! stretch), brings the device up with `VirtIONetRaw` (MMIO on RISC-V `virt`, PCI with MSI-X
 //! on q35; the transports and the HAL are `virtio_hal`'s, shared with `virtio-blk`), posts
 //! all its receive buffers, and takes transmit and receive completions only after the
-//! interrupt, acknowledging each with `irq_ack`: it never polls ([`device`]).
+//! interrupt, acknowledging each with `irq_ack`: it never polls ([`device`]). A frame to send
+//! is written straight into a free DMA transmit buffer; a received one is read in place and
+//! its buffer posted again.
 //!
 //! What is implemented: with `--self-test N --send` or `--self-test N --receive` (two driver
 //! domains on two NICs of one hub), N frames of 60 to 1,514 bytes sent by one and checked by
 //! the other, in order and byte for byte ([`self_test`]); `--pause K:MS` makes the sender
-//! sleep MS ms after every K frames. Without `--self-test` the driver brings its device up,
-//! reports it and exits: it has no clients yet (the network domain comes with the stack).
+//! sleep MS ms after every K frames. With `--ip A.B.C.D/N` the driver serves the network on
+//! that address and prefix to the clients the manifest connects to it (`NAME-req`/`NAME-resp`
+//! channels), through `net_server::domain::serve` (smoltcp, UDP endpoints, ARP and ICMP echo),
+//! until every client is gone. With neither, it brings its device up, reports it and exits.
 
 #![no_std]
 #![no_main]
 
 mod device;
-mod nic;
 mod self_test;
 
-use nic::Nic;
+use net_interface::{Ipv4Addr, LinkState, Nic};
+use net_server::ServeOptions;
+use net_stack::{Config, LinkModel};
 use tessera::{Env, println};
 use virtio_drivers::transport::Transport;
 use virtio_hal::{dma, mmio, pci};
@@ -35,6 +41,8 @@ tessera::main!(main);
 enum Role {
     /// Bring the device up and report it.
     Report,
+    /// Serve the clients on this address and prefix length.
+    Serve(Ipv4Addr, u8),
     /// Send the self-test's frames.
     Send,
     /// Receive and check them.
@@ -49,17 +57,20 @@ struct Options {
     pause: Option<(u32, u64)>,
 }
 
-/// A MAC address as `aa:bb:cc:dd:ee:ff`.
-pub struct MacText(pub nic::Mac);
+const USAGE: &str =
+    "usage: virtio-net [--self-test N (--send [--pause K:MS] | --receive) | --ip A.B.C.D/N]";
 
-impl core::fmt::Display for MacText {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let m = self.0;
-        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
+/// `A.B.C.D/N`, with N at most 32.
+fn parse_cidr(s: &str) -> Option<(Ipv4Addr, u8)> {
+    let (addr, len) = s.split_once('/')?;
+    let mut octets = [0u8; 4];
+    let mut parts = addr.split('.');
+    for o in &mut octets {
+        *o = parts.next()?.parse().ok()?;
     }
+    let len: u8 = len.parse().ok()?;
+    (parts.next().is_none() && len <= 32).then_some((Ipv4Addr(octets), len))
 }
-
-const USAGE: &str = "usage: virtio-net [--self-test N (--send [--pause K:MS] | --receive)]";
 
 fn main(env: Env) -> i32 {
     let mut o = Options { role: Role::Report, frames: 0, pause: None };
@@ -70,6 +81,10 @@ fn main(env: Env) -> i32 {
             "--self-test" => match args.next().and_then(|n| n.parse().ok()) {
                 Some(n) => (self_test, o.frames) = (true, n),
                 None => return usage("--self-test needs a number of frames"),
+            },
+            "--ip" => match args.next().and_then(parse_cidr) {
+                Some((addr, len)) => o.role = Role::Serve(addr, len),
+                None => return usage("--ip takes an address and prefix length, A.B.C.D/N"),
             },
             "--send" => o.role = Role::Send,
             "--receive" => o.role = Role::Receive,
@@ -85,8 +100,8 @@ fn main(env: Env) -> i32 {
             _ => return usage("unknown option"),
         }
     }
-    if self_test == matches!(o.role, Role::Report) {
-        return usage("--self-test goes with exactly one of --send and --receive");
+    if self_test != matches!(o.role, Role::Send | Role::Receive) {
+        return usage("--self-test goes with exactly one of --send and --receive, not --ip");
     }
     let slot = tessera::dcb().devices[0];
     dma::set_device(slot);
@@ -131,18 +146,37 @@ fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, o: Options) -> i32 {
             return 1;
         }
     };
-    let (tx, rx) = nic.depth();
+    let (tx, rx) = (nic.tx_capacity(), nic.rx_capacity());
     println!(
         "virtio-net: MAC {}, MTU {}, link {}, {tx} transmit and {rx} receive buffers, interrupt on endpoint {}",
-        MacText(nic.mac()),
+        nic.mac(),
         nic.mtu(),
-        if nic.link_up() { "up" } else { "down" },
+        if nic.link() == LinkState::Up { "up" } else { "down" },
         slot.event
     );
     let passed = match o.role {
         Role::Report => true,
+        Role::Serve(addr, prefix_len) => {
+            let config = Config {
+                addr,
+                prefix_len,
+                link: LinkModel::FAST_ETHERNET,
+                tx_queue: 16,
+                rx_budget: 64,
+            };
+            let options = ServeOptions { end_when_clients_gone: true };
+            return net_server::domain::serve("virtio-net", nic, irq.endpoint(), config, options);
+        }
         Role::Send => self_test::send(&mut nic, &mut irq, o.frames, o.pause),
         Role::Receive => self_test::receive(&mut nic, &mut irq, o.frames),
     };
+    // A frame the device failed is lost without the trait's knowing: it fails the run.
+    if nic.faults() > 0 {
+        println!(
+            "virtio-net: FAILED: {} transmissions or receives failed by the device",
+            nic.faults()
+        );
+        return 1;
+    }
     if passed { 0 } else { 1 }
 }

@@ -23,8 +23,15 @@
 use tessera::events::{self, WaitError};
 use tessera::{println, syscall};
 
-use crate::nic::{MAX_FRAME, MIN_FRAME, Mac, Nic, NicError};
+use net_interface::frame::MAX_FRAME;
+use net_interface::{MacAddr, Nic, NicError};
 
+/// A MAC address's bytes.
+type Mac = [u8; 6];
+
+/// The shortest frame on the wire without its frame check sequence (shorter ones are padded
+/// to it by real hardware; a virtio-net device leaves them as they are).
+pub const MIN_FRAME: usize = 60;
 /// The frames' EtherType: IEEE 802's "local experimental EtherType 1".
 pub const ETHERTYPE: u16 = 0x88b5;
 /// The kinds of frame.
@@ -76,9 +83,10 @@ fn payload(seq: u32) -> impl Iterator<Item = u8> {
     })
 }
 
-/// Writes data frame `seq` from `src` to `dst` into `buf`; its length.
-fn data_frame(buf: &mut [u8; MAX_FRAME], dst: Mac, src: Mac, seq: u32) -> usize {
-    let len = frame_len(seq);
+/// Writes data frame `seq` from `src` to `dst` into `buf`, which is [`frame_len`]`(seq)`
+/// bytes long.
+fn data_frame(buf: &mut [u8], dst: Mac, src: Mac, seq: u32) {
+    let len = buf.len();
     header(buf, dst, src, DATA);
     buf[SEQ..SEQ + 4].copy_from_slice(&seq.to_be_bytes());
     buf[LEN..LEN + 2].copy_from_slice(&(len as u16).to_be_bytes());
@@ -87,11 +95,11 @@ fn data_frame(buf: &mut [u8; MAX_FRAME], dst: Mac, src: Mac, seq: u32) -> usize 
     }
     let sum = fnv1a(&buf[14..len - 4]);
     buf[len - 4..len].copy_from_slice(&sum.to_be_bytes());
-    len
 }
 
-/// Writes the Ethernet header and kind of a frame (the rest zeroed up to [`MIN_FRAME`]).
-fn header(buf: &mut [u8; MAX_FRAME], dst: Mac, src: Mac, kind: u8) {
+/// Writes the Ethernet header and kind of a frame of at least [`MIN_FRAME`] bytes (the rest
+/// zeroed up to [`MIN_FRAME`]).
+fn header(buf: &mut [u8], dst: Mac, src: Mac, kind: u8) {
     buf[..MIN_FRAME].fill(0);
     buf[..6].copy_from_slice(&dst);
     buf[6..12].copy_from_slice(&src);
@@ -160,6 +168,11 @@ impl Interrupts {
         Interrupts { ep, seen: events::value(ep), taken: 0 }
     }
 
+    /// The interrupt's endpoint.
+    pub fn endpoint(&self) -> usize {
+        self.ep
+    }
+
     /// Waits until the device interrupts (and acknowledges it: the device's status, then the
     /// kernel's line) or the clock reaches `deadline_ns`; whether it interrupted.
     fn wait<N: Nic>(&mut self, nic: &mut N, deadline_ns: u64) -> Result<bool, &'static str> {
@@ -178,13 +191,12 @@ impl Interrupts {
 }
 
 /// Takes every finished transmission; how many.
-fn take_transmitted<N: Nic>(nic: &mut N) -> Result<u32, &'static str> {
+fn take_transmitted<N: Nic>(nic: &mut N) -> u32 {
     let mut n = 0;
-    while let Some(done) = nic.transmitted() {
-        done.map_err(|_| "the device failed a transmission")?;
+    while nic.poll_transmit() {
         n += 1;
     }
-    Ok(n)
+    n
 }
 
 /// The frames' sizes and bytes, for a summary.
@@ -218,7 +230,7 @@ pub fn send<N: Nic>(
                 sizes.smallest,
                 sizes.largest,
                 sizes.bytes,
-                crate::MacText(peer),
+                MacAddr(peer),
                 irq.taken
             );
             true
@@ -236,27 +248,22 @@ fn sending<N: Nic>(
     frames: u32,
     pause: Option<(u32, u64)>,
 ) -> Result<(Mac, Sizes), &'static str> {
-    let me = nic.mac();
+    let me = nic.mac().0;
     let peer = 'ready: loop {
-        while let Some(rx) = nic.received() {
-            let rx = rx.map_err(|_| "the device failed a receive")?;
-            let seen = inspect(nic.frame(&rx), me);
-            nic.post_receive(rx).map_err(|_| "a receive buffer was refused")?;
+        while let Some(seen) = nic.receive(|f| inspect(f, me)) {
             if let Seen::Ready(peer) = seen {
                 break 'ready peer;
             }
         }
         irq.wait(nic, u64::MAX)?;
     };
-    let mut buf = [0u8; MAX_FRAME];
     let mut sizes = Sizes::default();
     let (mut sent, mut done, mut acked) = (0u32, 0u32, 0u32);
-    let depth = nic.depth().0 as u32;
     let mut next_pause = pause.map_or(u32::MAX, |(every, _)| every.max(1));
     loop {
         while sent < frames.min(next_pause).min(acked + WINDOW) {
-            let len = data_frame(&mut buf, peer, me, sent);
-            match nic.transmit(&buf[..len]) {
+            let len = frame_len(sent);
+            match nic.transmit(len, |buf| data_frame(buf, peer, me, sent)) {
                 Ok(()) => {
                     sizes.add(len);
                     sent += 1;
@@ -265,12 +272,9 @@ fn sending<N: Nic>(
                 Err(_) => return Err("the device refused a frame"),
             }
         }
-        done += take_transmitted(nic)?;
+        done += take_transmitted(nic);
         // Acknowledgements; anything else (the receiver's READY again) is dropped.
-        while let Some(rx) = nic.received() {
-            let rx = rx.map_err(|_| "the device failed a receive")?;
-            let seen = inspect(nic.frame(&rx), me);
-            nic.post_receive(rx).map_err(|_| "a receive buffer was refused")?;
+        while let Some(seen) = nic.receive(|f| inspect(f, me)) {
             if let Seen::Ack(n) = seen {
                 if n > sent {
                     return Err("an acknowledgement of frames not sent");
@@ -282,7 +286,9 @@ fn sending<N: Nic>(
             return Ok((peer, sizes));
         }
         // An acknowledgement opened the window, or a completion freed a buffer: send on.
-        if sent < frames.min(next_pause).min(acked + WINDOW) && sent - done < depth {
+        if sent < frames.min(next_pause).min(acked + WINDOW)
+            && nic.tx_in_flight() < nic.tx_capacity()
+        {
             continue;
         }
         if let Some((every, ns)) = pause
@@ -342,8 +348,7 @@ fn receiving<N: Nic>(
     frames: u32,
     r: &mut Received,
 ) -> Result<(), &'static str> {
-    let me = nic.mac();
-    let mut buf = [0u8; MAX_FRAME];
+    let me = nic.mac().0;
     let mut next = 0u32;
     let mut ready_at = 0;
     // The sender's MAC (from its first data frame), what it was last told, and the
@@ -351,20 +356,15 @@ fn receiving<N: Nic>(
     let (mut sender, mut acked, mut in_flight) = (None, 0u32, 0u32);
     loop {
         if next == 0 && tessera::time_ns() >= ready_at {
-            header(&mut buf, [0xff; 6], me, READY);
-            match nic.transmit(&buf[..MIN_FRAME]) {
+            match nic.transmit(MIN_FRAME, |buf| header(buf, [0xff; 6], me, READY)) {
                 Ok(()) => in_flight += 1,
                 Err(NicError::Full) => {}
                 Err(_) => return Err("the device refused a READY frame"),
             }
             ready_at = tessera::time_ns() + READY_EVERY_NS;
         }
-        in_flight -= take_transmitted(nic)?.min(in_flight);
-        while let Some(rx) = nic.received() {
-            let rx = rx.map_err(|_| "the device failed a receive")?;
-            let seen = inspect(nic.frame(&rx), me);
-            let len = usize::from(rx.len);
-            nic.post_receive(rx).map_err(|_| "a receive buffer was refused")?;
+        in_flight -= take_transmitted(nic).min(in_flight);
+        while let Some((seen, len)) = nic.receive(|f| (inspect(f, me), f.len())) {
             match seen {
                 Seen::Data { seq, src } if seq == next => {
                     sender = Some(src);
@@ -400,9 +400,11 @@ fn receiving<N: Nic>(
         if let Some(to) = sender
             && next > acked
         {
-            header(&mut buf, to, me, ACK);
-            buf[SEQ..SEQ + 4].copy_from_slice(&next.to_be_bytes());
-            match nic.transmit(&buf[..MIN_FRAME]) {
+            let ack = |buf: &mut [u8]| {
+                header(buf, to, me, ACK);
+                buf[SEQ..SEQ + 4].copy_from_slice(&next.to_be_bytes());
+            };
+            match nic.transmit(MIN_FRAME, ack) {
                 Ok(()) => (acked, in_flight) = (next, in_flight + 1),
                 // Again after a transmission completes.
                 Err(NicError::Full) => {}
