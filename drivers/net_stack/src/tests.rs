@@ -7,6 +7,8 @@ use alloc::rc::Rc;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::cell::Cell;
+use rand_xoshiro::SplitMix64;
+use rand_xoshiro::rand_core::{Rng as _, SeedableRng};
 
 use net_interface::frame::MAX_UDP_PAYLOAD;
 use net_interface::mem::{self, Direction, MemNic, Wire};
@@ -22,16 +24,17 @@ const B: Ipv4Addr = Ipv4Addr([10, 0, 0, 2]);
 const MAC_A: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
 const MAC_B: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
 
-/// A splitmix64 generator (fixed seeds: the tests are deterministic).
-struct Rng(u64);
+/// SplitMix64 (`rand_xoshiro`'s), seeded: the state starts at the seed (fixed seeds: the tests
+/// are deterministic).
+struct Rng(SplitMix64);
 
 impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(SplitMix64::seed_from_u64(seed))
+    }
+
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     fn below(&mut self, n: u64) -> u64 {
@@ -312,7 +315,7 @@ fn malformed_frames_are_dropped_and_counted_one_reason_each() {
 #[test]
 fn random_frames_never_panic_and_each_is_counted_once() {
     let (mut net, cb, seeds) = captured_frames(200);
-    let mut rng = Rng(0x5eed);
+    let mut rng = Rng::new(0x5eed);
     let mut delivered = 0u64;
     let (to_stack, drops) = (net.b.frames_to_stack(), net.b.drops().total());
     let from_a = net.wire.counts(Direction::AtoB).delivered;
@@ -365,7 +368,7 @@ fn losses_on_a_lossy_wire_are_counted_exactly_by_ping_pong() {
     // Then every frame is lost with probability 1/10, by a fixed seed.
     let lost_non_udp = Rc::new(Cell::new(0u32));
     let l = lost_non_udp.clone();
-    let mut rng = Rng(10);
+    let mut rng = Rng::new(10);
     net.wire.set_filter(Some(Box::new(move |_, f| {
         let keep = rng.below(10) != 0;
         if !keep && f.get(23) != Some(&17) {
