@@ -21,6 +21,22 @@
 //!   bytes, none lost, duplicated or damaged; the echo answered 100 datagrams of as many bytes;
 //!   each driver served its client (100 datagrams delivered, no frame dropped) and every domain
 //!   exited 0; the run's virtual time is bounded on both sides.
+//! - `drivers::virtio_net_hostile`: a hostile node (`virtio-net --hostile 2000`, no stack)
+//!   sends drv-b crafted frames of 11 kinds and floods the port of drv-b's `netfault --sink`
+//!   client with 2,000 datagrams, while a netping pair plays across drv-a and drv-b. From
+//!   outside: drv-b's drops, reason by reason, are exactly what the hostile says it sent; its
+//!   slots-full drops are the sink's, and with the datagrams the sink took intact (every payload
+//!   checked) they make the flood; it delivered the echo's 100 and the sink's; drv-a drops
+//!   nothing for its own ports; the pings, under way during the flood, all come back intact.
+//! - `drivers::virtio_net_client_dies`: a `netfault --die` client of drv-a faults with 4
+//!   answers unread and sends queued; drv-a's line of its closing counts the 4 unread and
+//!   sends dropped plus sends that left equal to those it made; drv-b's closed port got exactly
+//!   the sends that left; the pinger on drv-a, under way at the death, loses nothing.
+//! - `drivers::virtio_net_driver_dies`: drv-a (`--die-after 30`) faults with two clients'
+//!   sessions open; the kernel reports it; the talker reports `Closed` after its 28 answered
+//!   sends, the listener while waiting, both exit 0; a netping pair on drv-b and drv-c, under
+//!   way at the death, loses nothing; a CPU-bound neighbour runs its 300 ms; every frame comes
+//!   back.
 
 use std::time::Duration;
 
