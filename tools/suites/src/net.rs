@@ -36,7 +36,8 @@
 //!   sessions open; the kernel reports it; the talker reports `Closed` after its 28 answered
 //!   sends, the listener while waiting, both exit 0; a netping pair on drv-b and drv-c, under
 //!   way at the death, loses nothing; a CPU-bound neighbour runs its 300 ms; every frame comes
-//!   back.
+//!   back; the kernel stopped its NIC (the PCI function at the bus, the virtio-mmio transport
+//!   by a reset).
 
 use std::time::Duration;
 
@@ -410,6 +411,9 @@ fn driver_dies(out: &Outcome) -> Result<(), String> {
         out,
         &format!("[drv-a] virtio-net: dying on purpose after {DRIVER_REQUESTS} requests"),
     )?;
+    // Its NIC was stopped: a virtio-net-pci function at the bus, a virtio-mmio transport by
+    // a reset, so that it writes no more frames into the memory the kernel took back.
+    expect_line(out, "domain drv-a: 1 device(s) stopped")?;
     for d in ["talker", "listener", "drv-b", "drv-c", "echo", "pinger", "busy"] {
         expect_exit(out, d, 0)?;
     }
