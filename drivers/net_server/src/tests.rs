@@ -213,6 +213,23 @@ impl Transport for HostTransport {
         }
     }
 
+    fn recv_until(&mut self, buf: &mut [u8], deadline_ns: u64) -> Result<Option<usize>, NetError> {
+        loop {
+            if let Some(m) = self.chan.borrow_mut().resp.pop_front() {
+                buf[..m.len()].copy_from_slice(&m);
+                return Ok(Some(m.len()));
+            }
+            let mut w = self.world.borrow_mut();
+            if !w.servers[self.server].clients()[self.client].is_open() {
+                return Err(NetError::Closed);
+            }
+            if w.now.get() >= deadline_ns {
+                return Ok(None);
+            }
+            w.step();
+        }
+    }
+
     fn write(&mut self, _info: &SessionInfo, offset: u64, bytes: &[u8]) {
         let mut w = self.world.borrow_mut();
         let area = &mut w.servers[self.server].clients_mut()[self.client].area;
