@@ -53,10 +53,12 @@ impl Clock {
     pub fn describe(self) -> &'static str {
         match self {
             Clock::Paced => {
-                "paced (-icount shift=0,sleep=on): each node's clock counts its instructions                  while it runs and follows the host's while it is idle"
+                "paced (-icount shift=0,sleep=on): each node's clock counts its instructions \
+                 while it runs and follows the host's while it is idle"
             }
             Clock::Virtual => {
-                "virtual (-icount shift=0,sleep=off): each node's own deterministic clock,                  unrelated to the others'; an idle node jumps to its next timer"
+                "virtual (-icount shift=0,sleep=off): each node's own deterministic clock, \
+                 unrelated to the others'; an idle node jumps to its next timer"
             }
             Clock::Host => "host (no -icount): every node on the host's clock",
         }

@@ -29,8 +29,9 @@
 //! (default [`GIVE_UP`]; 0: never) the peer is **unreachable**: the pinger stops and counts the
 //! pings it did not send as lost, and says so on a line of its own
 //! (`netping: peer A:Q unreachable after ping S (the last K unanswered): L lost, U of them not
-//! sent`), as it does when no probe was answered. `--mark S` prints `netping: ping S of N to
-//! A:Q` as ping S goes out, a line a cluster scenario can act on.
+//! sent`), as it does when no probe was answered. `--interval MS` sends a ping at most every
+//! MS ms (by default each as soon as the one before is answered or lost). `--mark S` prints
+//! `netping: ping S of N to A:Q` as ping S goes out, a line a cluster scenario can act on.
 //!
 //! The pinger exits 0 when no answer was bad and at most `--max-loss PERCENT` of the pings were
 //! lost and `--max-dup PERCENT` answered twice (both 0 by default), 1 otherwise; the echo
@@ -72,7 +73,7 @@ const MAX_PEERS: usize = 8;
 
 const USAGE: &str = "usage: netping --net NAME --port P (--echo N [--idle MS] | --idle MS | \
      --to A.B.C.D:Q --rounds N [--size BYTES] [--timeout MS] [--wait MS] [--give-up K] \
-     [--max-loss PERCENT] [--max-dup PERCENT] [--mark SEQ])";
+     [--max-loss PERCENT] [--max-dup PERCENT] [--interval MS] [--mark SEQ])";
 
 /// What the pinger is asked to do.
 struct PingArgs {
@@ -85,6 +86,7 @@ struct PingArgs {
     max_loss: u64,
     max_dup: u64,
     mark: Option<u32>,
+    interval_ns: u64,
 }
 
 /// What the domain is asked to do.
@@ -110,7 +112,7 @@ fn parse(env: Env) -> Result<(&'static str, u16, Role), &'static str> {
     let (mut net, mut port, mut echo, mut idle, mut to, mut rounds) =
         (None, None, None, None, None, None);
     let (mut size, mut timeout, mut wait, mut give_up) = (None, None, None, None);
-    let (mut max_loss, mut max_dup, mut mark) = (None, None, None);
+    let (mut max_loss, mut max_dup, mut mark, mut interval) = (None, None, None, None);
     let mut args = env.args;
     while let Some(a) = args.next() {
         let v = args.next().ok_or("an option without its value")?;
@@ -144,6 +146,7 @@ fn parse(env: Env) -> Result<(&'static str, u16, Role), &'static str> {
                 _ => return Err("--max-dup takes 0 to 100"),
             },
             "--mark" => mark = Some(v.parse::<u32>().map_err(|_| "--mark takes a ping's number")?),
+            "--interval" => interval = Some(num("--interval takes milliseconds")?),
             _ => return Err("unknown option"),
         }
     }
@@ -156,7 +159,8 @@ fn parse(env: Env) -> Result<(&'static str, u16, Role), &'static str> {
         || give_up.is_some()
         || max_loss.is_some()
         || max_dup.is_some()
-        || mark.is_some();
+        || mark.is_some()
+        || interval.is_some();
     let role = match (echo, idle, to, rounds) {
         (Some(_), _, None, None) | (None, Some(_), None, None) if !ping_only => {
             Role::Echo(echo, idle.map(|ms| ms.saturating_mul(1_000_000)))
@@ -171,6 +175,7 @@ fn parse(env: Env) -> Result<(&'static str, u16, Role), &'static str> {
             max_loss: max_loss.unwrap_or(0),
             max_dup: max_dup.unwrap_or(0),
             mark,
+            interval_ns: interval.unwrap_or(0).saturating_mul(1_000_000),
         }),
         _ => return Err("either --echo N and/or --idle MS, or both --to and --rounds"),
     };
@@ -468,6 +473,7 @@ fn ping(session: &mut Session<ChannelTransport>, a: &PingArgs) -> i32 {
         }
         let len = a.sizes[seq as usize % 2];
         fill(&mut buf[..len], seq);
+        let sent_at = tessera::time_ns();
         match session.send(a.to, &buf[..len]) {
             Ok(()) => {
                 let deadline = tessera::time_ns().saturating_add(a.timeout_ns);
@@ -501,6 +507,11 @@ fn ping(session: &mut Session<ChannelTransport>, a: &PingArgs) -> i32 {
         if a.give_up > 0 && in_a_row >= a.give_up && seq < pings {
             gave_up = true;
             break;
+        }
+        let next = sent_at.saturating_add(a.interval_ns);
+        let now = tessera::time_ns();
+        if seq < pings && next > now {
+            tessera::thread::sleep(next - now);
         }
     }
     if gave_up {
