@@ -410,10 +410,10 @@ fn next_answer(
     to: Endpoint,
     sizes: [usize; 2],
     deadline_ns: u64,
-) -> Result<Option<(Answer, usize)>, NetError> {
+) -> Result<Option<Answer>, NetError> {
     session.receive_until(deadline_ns, |d| match d.from == to {
-        true => (check(d.payload, sizes), d.payload.len()),
-        false => (Answer::Bad, d.payload.len()),
+        true => check(d.payload, sizes),
+        false => Answer::Bad,
     })
 }
 
@@ -440,7 +440,7 @@ fn probe(
             Err(_) => {}
         }
         let deadline = now.saturating_add(a.timeout_ns).min(end);
-        while let Some((answer, _)) = next_answer(session, a.to, a.sizes, deadline)? {
+        while let Some(answer) = next_answer(session, a.to, a.sizes, deadline)? {
             match answer {
                 Answer::Probe => return Ok((probes, true)),
                 _ => tally.bad += 1,
@@ -479,8 +479,8 @@ fn ping(session: &mut Session<ChannelTransport>, a: &PingArgs) -> i32 {
                 let deadline = tessera::time_ns().saturating_add(a.timeout_ns);
                 let got = loop {
                     match next_answer(session, a.to, a.sizes, deadline) {
-                        Ok(Some((Answer::Ping(s), _))) if s == seq => break true,
-                        Ok(Some((answer, _))) => t.earlier(answer, seq),
+                        Ok(Some(Answer::Ping(s))) if s == seq => break true,
+                        Ok(Some(answer)) => t.earlier(answer, seq),
                         Ok(None) => break false,
                         Err(e) => return fail(e),
                     }
@@ -523,7 +523,7 @@ fn ping(session: &mut Session<ChannelTransport>, a: &PingArgs) -> i32 {
         let deadline = tessera::time_ns().saturating_add(a.timeout_ns);
         loop {
             match next_answer(session, a.to, a.sizes, deadline) {
-                Ok(Some((answer, _))) => t.earlier(answer, pings),
+                Ok(Some(answer)) => t.earlier(answer, pings),
                 Ok(None) => break,
                 Err(e) => return fail(e),
             }
