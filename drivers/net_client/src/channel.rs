@@ -52,6 +52,10 @@ impl Transport for ChannelTransport {
         self.rx.recv(buf).map_err(|_| NetError::Closed)
     }
 
+    fn recv_until(&mut self, buf: &mut [u8], deadline_ns: u64) -> Result<Option<usize>, NetError> {
+        self.rx.recv_until(buf, deadline_ns).map_err(|_| NetError::Closed)
+    }
+
     fn write(&mut self, info: &SessionInfo, offset: u64, bytes: &[u8]) {
         assert!(inside(info, offset, bytes.len()), "outside the data area");
         let at = (info.area_base + offset) as usize as *mut u8;

@@ -4,7 +4,10 @@
 //! - [`session`]: [`Session`], one UDP endpoint: [`Session::open`] on a port,
 //!   [`Session::send`] a datagram (its payload written into the data area's send bytes, then
 //!   the Send request), [`Session::receive`] the next datagram, read in place in its receive
-//!   slot and then given back (Release), [`Session::close`], and [`Session::accounts`], the
+//!   slot and then given back (Release), or [`Session::receive_until`] the same with a
+//!   deadline on the domain's clock (`Ok(None)` when it passes first, for a client that
+//!   must not wait forever for a datagram that may be lost), [`Session::close`], and
+//!   [`Session::accounts`], the
 //!   stream's accounts. Errors are [`NetError`]s: the driver's answer, or
 //!   [`NetError::Closed`] when the driver is gone, [`NetError::Malformed`] for a message that
 //!   does not decode. Portable: it reaches the channels and the area through the
@@ -24,7 +27,8 @@
 //!   round trip; the data area is only reached inside its bounds.
 //! - A receive slot is read only between its Received message and its Release.
 //!
-//! Not implemented: several requests in flight, a receive that does not wait, and a send
+//! Not implemented: several requests in flight, a deadline on a call's response (the
+//! driver domain is local and trusted), and a send
 //! that names a payload already in the area (every send copies its payload there first).
 
 #![no_std]

@@ -15,6 +15,9 @@ pub trait Transport {
     /// Waits for the next message into `buf`: its length; [`NetError::Closed`] if the driver
     /// is gone.
     fn recv(&mut self, buf: &mut [u8]) -> Result<usize, NetError>;
+    /// [`recv`](Transport::recv) with a deadline: waits until the transport's clock reaches
+    /// `deadline_ns` (`u64::MAX`: never), then returns `Ok(None)` if no message came.
+    fn recv_until(&mut self, buf: &mut [u8], deadline_ns: u64) -> Result<Option<usize>, NetError>;
     /// Writes `bytes` at `offset` of the data area `info` describes (the session checked that
     /// they lie inside it).
     fn write(&mut self, info: &SessionInfo, offset: u64, bytes: &[u8]);
@@ -113,12 +116,30 @@ impl<T: Transport> Session<T> {
     /// Waits for the next datagram, lets `read` look at it in its receive slot, then gives
     /// the slot back: `read`'s result.
     pub fn receive<R>(&mut self, read: impl FnOnce(Datagram<'_>) -> R) -> Result<R, NetError> {
+        match self.receive_until(u64::MAX, read)? {
+            Some(value) => Ok(value),
+            // Without a deadline the transport returns only with a message or an error.
+            None => Err(NetError::Malformed),
+        }
+    }
+
+    /// [`receive`](Session::receive) with a deadline: waits for the next datagram until the
+    /// transport's clock (the domain's, on the target) reaches `deadline_ns` (`u64::MAX`:
+    /// never); `Ok(None)` if none came by then. A datagram already received (during a call)
+    /// is taken at once, whatever the deadline.
+    pub fn receive_until<R>(
+        &mut self,
+        deadline_ns: u64,
+        read: impl FnOnce(Datagram<'_>) -> R,
+    ) -> Result<Option<R>, NetError> {
         let info = self.info.ok_or(NetError::UnknownClient)?;
         let r = match self.inbox.pop_front() {
             Some(r) => r,
             None => {
                 let mut buf = [0u8; 64];
-                let n = self.transport.recv(&mut buf)?;
+                let Some(n) = self.transport.recv_until(&mut buf, deadline_ns)? else {
+                    return Ok(None);
+                };
                 match ServerMessage::decode(&buf[..n.min(buf.len())])? {
                     ServerMessage::Received(r) => r,
                     // Nothing is in flight: no response is due.
@@ -133,7 +154,7 @@ impl<T: Transport> Session<T> {
             .transport
             .read(&info, r.offset, r.len, |payload| read(Datagram { from: r.from, payload }));
         self.call(Request::release(0, r.offset))?.status?;
-        Ok(value)
+        Ok(Some(value))
     }
 
     /// Closes the endpoint: datagrams not taken yet are dropped (the driver counts them).

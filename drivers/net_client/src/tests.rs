@@ -26,6 +26,10 @@ struct Script {
     wrong_id: Option<u64>,
     area: Vec<u8>,
     reads: usize,
+    /// The transport's clock, in ns: it moves only when a receive waits.
+    now: u64,
+    /// Messages that arrive at a given instant of the clock, in order.
+    later: VecDeque<(u64, Vec<u8>)>,
 }
 
 const INFO: SessionInfo = SessionInfo {
@@ -55,9 +59,27 @@ impl Transport for Script {
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> Result<usize, NetError> {
-        let m = self.inbox.pop_front().ok_or(NetError::Closed)?;
+        self.recv_until(buf, u64::MAX)?.ok_or(NetError::Closed)
+    }
+
+    fn recv_until(&mut self, buf: &mut [u8], deadline_ns: u64) -> Result<Option<usize>, NetError> {
+        let m = match self.inbox.pop_front() {
+            Some(m) => m,
+            None => match self.later.front() {
+                Some(&(at, _)) if at <= deadline_ns => {
+                    self.now = self.now.max(at);
+                    self.later.pop_front().expect("looked at").1
+                }
+                // Nothing more will come: the driver is gone.
+                None if deadline_ns == u64::MAX => return Err(NetError::Closed),
+                _ => {
+                    self.now = self.now.max(deadline_ns);
+                    return Ok(None);
+                }
+            },
+        };
         buf[..m.len()].copy_from_slice(&m);
-        Ok(m.len())
+        Ok(Some(m.len()))
     }
 
     fn write(&mut self, _: &SessionInfo, offset: u64, bytes: &[u8]) {
@@ -126,4 +148,30 @@ fn bad_messages_and_bad_sends_are_errors_that_cost_no_request() {
     assert_eq!(s.send(PEER, b"x"), Err(NetError::UnknownClient));
     assert_eq!(s.receive(|_| ()), Err(NetError::UnknownClient));
     assert_eq!(s.transport().sent.len(), sent);
+}
+
+#[test]
+fn a_receive_with_a_deadline_returns_none_at_the_deadline_and_the_datagram_after_it() {
+    let mut s = opened();
+    s.transport().area[2048..][..4].copy_from_slice(b"late");
+    s.transport().later.push_back((5_000, received(0, 4).encode().to_vec()));
+    let sent = s.transport().sent.len();
+    // Nothing by 3,000 ns: no datagram, no request, and the wait lasted to the deadline.
+    assert_eq!(s.receive_until(3_000, |d| d.payload.to_vec()), Ok(None));
+    assert_eq!(
+        (s.transport().now, s.transport().sent.len(), s.transport().reads),
+        (3_000, sent, 0)
+    );
+    // The datagram comes at 5,000 ns, before the next deadline.
+    let got = s.receive_until(10_000, |d| (d.from, d.payload.to_vec())).unwrap();
+    assert_eq!(got, Some((PEER, b"late".to_vec())));
+    assert_eq!(s.transport().now, 5_000);
+    let release = *s.transport().sent.last().unwrap();
+    assert_eq!(release, Request::release(release.id, 2048));
+    // One that came during a call is taken at once, even with a deadline already past.
+    s.transport().before.push_back(received(1, 0));
+    s.send(PEER, b"x").unwrap();
+    assert_eq!(s.receive_until(0, |d| d.payload.len()), Ok(Some(0)));
+    assert_eq!(s.receive_until(7_000, |_| ()), Ok(None));
+    assert_eq!(s.transport().now, 7_000);
 }

@@ -163,6 +163,12 @@ impl World {
     /// One pass of each server; if none moved, the clock jumps to the earliest instant asked
     /// for (a server that asks for none and has a client waiting is a hang: the test fails).
     fn step(&mut self) {
+        self.step_before(u64::MAX);
+    }
+
+    /// [`step`](Self::step) for a client that waits until `deadline`: if no server moved, the
+    /// clock jumps to the earliest instant one asked for or to `deadline`, whichever is first.
+    fn step_before(&mut self, deadline: u64) {
         let mut moved = false;
         let mut next: Option<u64> = None;
         for (s, d) in self.servers.iter_mut().zip(&mut self.doms) {
@@ -176,7 +182,11 @@ impl World {
         self.steps += 1;
         assert!(self.steps < 200_000, "the servers never settle");
         if !moved {
-            let t = next.expect("a client waits and no server has anything to wait for");
+            let t = match next {
+                Some(t) => t.min(deadline),
+                None if deadline != u64::MAX => deadline,
+                None => panic!("a client waits and no server has anything to wait for"),
+            };
             assert!(t > self.now.get(), "idle servers asked to be called in the past");
             self.now.set(t);
             self.idle_jumps += 1;
@@ -210,6 +220,23 @@ impl Transport for HostTransport {
                 return Err(NetError::Closed);
             }
             w.step();
+        }
+    }
+
+    fn recv_until(&mut self, buf: &mut [u8], deadline_ns: u64) -> Result<Option<usize>, NetError> {
+        loop {
+            if let Some(m) = self.chan.borrow_mut().resp.pop_front() {
+                buf[..m.len()].copy_from_slice(&m);
+                return Ok(Some(m.len()));
+            }
+            let mut w = self.world.borrow_mut();
+            if !w.servers[self.server].clients()[self.client].is_open() {
+                return Err(NetError::Closed);
+            }
+            if w.now.get() >= deadline_ns {
+                return Ok(None);
+            }
+            w.step_before(deadline_ns);
         }
     }
 
@@ -381,6 +408,29 @@ fn two_clients_ping_pong_across_two_stacks_with_every_payload_checked() {
         s.close().unwrap();
     }
     assert_eq!(a0.send(at(B, 7000), &[1]), Err(NetError::UnknownClient));
+}
+
+#[test]
+fn a_receive_with_a_deadline_waits_until_it_and_takes_a_datagram_that_comes_before() {
+    let (w, ch) = world(1, 1, 4);
+    let mut a = session(&w, &ch[0], 0, 0);
+    let mut b = session(&w, &ch[1], 1, 0);
+    a.open(5000).unwrap();
+    b.open(7000).unwrap();
+    let now = || w.borrow().now.get();
+    // Nothing comes: the wait lasts until the deadline, not beyond.
+    let deadline = now() + 5 * MS;
+    assert_eq!(b.receive_until(deadline, |d| d.payload.to_vec()), Ok(None));
+    assert_eq!(now(), deadline);
+    // A datagram sent meanwhile comes before the next deadline, and the wait ends with it.
+    let p = payload(0, 1, 64);
+    a.send(at(B, 7000), &p).unwrap();
+    let deadline = now() + 50 * MS;
+    let got = b.receive_until(deadline, |d| (d.from, d.payload.to_vec())).unwrap();
+    assert_eq!(got, Some((at(A, 5000), p)));
+    assert!(now() < deadline, "the wait outlasted the datagram: {} of {deadline}", now());
+    // A deadline already past returns at once.
+    assert_eq!(a.receive_until(0, |_| ()), Ok(None));
 }
 
 #[test]

@@ -114,6 +114,7 @@ pub fn run(path: &Path) -> Result<u8> {
 
     let mut net = vde::Net::new()?;
     println!("cluster: sockets in {}", net.dir.display());
+    println!("cluster: clock {}", cluster.clock.describe());
     let mut switches = Vec::new();
     for (i, node) in cluster.nodes.iter().enumerate() {
         switches.push(net.start_switch(i, &node.name)?);
@@ -353,7 +354,8 @@ fn prepare(cluster: &Cluster) -> Result<Vec<Prepared>> {
         if let Some(mib) = node.memory_mib {
             boot.memory = mib;
         }
-        boot.icount = cluster.clock == Clock::Virtual;
+        boot.icount = cluster.clock != Clock::Host;
+        boot.icount_sleep = cluster.clock == Clock::Paced;
         boot.timeout = cluster.timeout;
         out.push(Prepared {
             boot,

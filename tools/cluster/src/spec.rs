@@ -35,11 +35,34 @@ pub struct Cluster {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Clock {
-    /// `-icount shift=0,sleep=off`: each node's own deterministic virtual time (the default).
-    /// The nodes' clocks are not related to one another or to the host's.
+    /// `-icount shift=0,sleep=on` (the default): while a node runs, its clock counts its
+    /// instructions, one a nanosecond, as under `Virtual` (CPU accounts stay instruction
+    /// counts); while it is idle, its clock follows the host's, so a timeout waiting for
+    /// another node's reply lasts as long as it says.
+    Paced,
+    /// `-icount shift=0,sleep=off`: each node's own deterministic virtual time. The nodes'
+    /// clocks are not related to one another or to the host's, and an idle node jumps to its
+    /// next timer: a node waiting for another's reply times out at once.
     Virtual,
     /// The host's clock: time passes for every node alike, not deterministically.
     Host,
+}
+
+impl Clock {
+    /// How the tool describes it on its first lines.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Clock::Paced => {
+                "paced (-icount shift=0,sleep=on): each node's clock counts its instructions \
+                 while it runs and follows the host's while it is idle"
+            }
+            Clock::Virtual => {
+                "virtual (-icount shift=0,sleep=off): each node's own deterministic clock, \
+                 unrelated to the others'; an idle node jumps to its next timer"
+            }
+            Clock::Host => "host (no -icount): every node on the host's clock",
+        }
+    }
 }
 
 /// One node: a QEMU booting a system manifest.
@@ -218,7 +241,7 @@ pub fn parse(file: &str, text: &str) -> Result<Cluster, ClusterError> {
         toml::from_str(text).map_err(|e| ClusterError::from_toml(file, text, &e))?;
     let err = |key: String, reason: String| ClusterError::at_key(file, text, &key, reason);
 
-    let clock = raw.cluster.clock.unwrap_or(Clock::Virtual);
+    let clock = raw.cluster.clock.unwrap_or(Clock::Paced);
     let timeout = match &raw.cluster.timeout {
         Some(t) => duration(t).map_err(|r| err("cluster.timeout".into(), r))?,
         None => Duration::from_secs(DEFAULT_TIMEOUT_S),
@@ -513,6 +536,18 @@ cut = "bc"
             Action::Set { link: 0, loss: Some(50.0), dup: None, delay_ms: None }
         );
         assert_eq!(c.events[2].action, Action::Cut(1));
+    }
+
+    #[test]
+    fn the_clock_is_paced_unless_the_manifest_says_otherwise() {
+        let node = "[[node]]\nname = \"a\"\narch = \"riscv64\"\nmanifest = \"m.toml\"\n";
+        assert_eq!(parse("c.toml", node).unwrap().clock, Clock::Paced);
+        for (word, clock) in [("paced", Clock::Paced), ("virtual", Clock::Virtual)] {
+            let text = format!("[cluster]\nclock = \"{word}\"\n{node}");
+            assert_eq!(parse("c.toml", &text).unwrap().clock, clock);
+        }
+        let e = parse("c.toml", &format!("[cluster]\nclock = \"wall\"\n{node}")).unwrap_err();
+        assert!(e.to_string().starts_with("c.toml:2:"), "{e}");
     }
 
     /// Every example under `clusters/` and every test cluster is a good cluster manifest.

@@ -28,8 +28,14 @@ pub struct Boot {
     pub memory: u32,
     /// Kernel command line.
     pub append: String,
-    /// `-icount shift=0,sleep=off`.
+    /// `-icount shift=0,sleep=off`: the guest's clock counts its instructions, one a
+    /// nanosecond, and jumps over idle time.
     pub icount: bool,
+    /// With [`icount`](Self::icount): `sleep=on` instead, the *paced* clock. While the guest
+    /// runs its clock still counts its instructions; while it is idle the clock follows the
+    /// host's, so a guest waiting for another machine's reply sees the time that really passed
+    /// (a cluster's nodes, whose timeouts must be honest).
+    pub icount_sleep: bool,
     /// Wait for gdb on :1234.
     pub gdb: bool,
     /// Kill QEMU after this long.
@@ -171,6 +177,7 @@ impl Boot {
             memory: 128,
             append: String::new(),
             icount: false,
+            icount_sleep: false,
             gdb: false,
             timeout: Duration::from_secs(60),
             initrd: None,
@@ -254,9 +261,11 @@ impl Boot {
             c.arg("-netdev").arg(netdev);
             c.arg("-device").arg(device);
         }
-        if self.icount {
-            c.args(["-icount", "shift=0,sleep=off"]);
-        }
+        match (self.icount, self.icount_sleep) {
+            (true, false) => c.args(["-icount", "shift=0,sleep=off"]),
+            (true, true) => c.args(["-icount", "shift=0,sleep=on"]),
+            (false, _) => &mut c,
+        };
         if self.nics_on_virtual_time {
             for global in NIC_VIRTUAL_TIME {
                 c.args(["-global", global]);
@@ -572,6 +581,11 @@ mod tests {
         assert!(joined.contains("-m 256M"), "{joined}");
         assert!(joined.contains("-icount shift=0,sleep=off"), "{joined}");
         assert!(joined.contains("-append test=all"), "{joined}");
+        // The paced clock.
+        b.icount_sleep = true;
+        let joined: Vec<String> =
+            b.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect();
+        assert!(joined.join(" ").contains("-icount shift=0,sleep=on"), "{joined:?}");
         b.bios = Bios::Opensbi;
         let joined: Vec<String> =
             b.command(&a).get_args().map(|s| s.to_string_lossy().into_owned()).collect();

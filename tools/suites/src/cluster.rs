@@ -26,6 +26,23 @@
 //!   1,514 bytes to an x86_64 node's, through both nodes' VDE switches and the link between
 //!   them (`tests/clusters/frames.toml`): the sender addressed the receiver's cluster MAC, and
 //!   the receiver got all 200 in order, every byte checked, none lost or bad.
+//! - `mesh_without_loss`: `clusters/mesh.toml`, three nodes (riscv64, x86_64, riscv64) each
+//!   with its own address, a virtio-net driver serving UDP, an echo and a `netping` pinger to
+//!   each other node: every one of the six pairs' 200 pings is answered and checked, none lost
+//!   on the wire, none damaged or answered twice, and each echo's count of what it received
+//!   from a pinger lies between that pinger's answers and its sends. On the paced clock (the
+//!   cluster's default) a ping's timeout is host time while its node waits, so a host that
+//!   stalls a QEMU past it makes the answer late: allowed, as long as it comes (at most 5% of
+//!   a pair's pings), since lost on the wire means never answered.
+//! - `mesh_counts_losses`: the same with 10% loss each way on the link b-c
+//!   (`tests/clusters/mesh-loss.toml`): the four pairs across it count their losses, which
+//!   must lie within the binomial distribution's bounds for 200 pings each answered with
+//!   probability 0.9 * 0.9 (outside them with a probability below 10^-6 either way), with
+//!   `answered + lost == pings` and the echoes' counts consistent; a and b lose nothing.
+//! - `mesh_survives_a_kill`: node c is killed, expectedly, when b sends its ping 20 to c
+//!   (`tests/clusters/mesh-kill.toml`): a and b report c unreachable after ten pings in a row
+//!   unanswered, counting every ping to c after that lost, finish their own exchange without
+//!   loss, and the run exits 0 with c reported killed as expected.
 //! - `bad_manifest`: a malformed cluster manifest exits 1 with `FILE:LINE: KEY: REASON`.
 
 use std::io::{BufRead, BufReader, Read};
@@ -224,6 +241,9 @@ pub(super) const CLUSTER_TESTS: &[(&str, ClusterTest)] = &[
     ("interrupt_stops_all", interrupt_stops_all),
     ("error_stops_all", error_stops_all),
     ("frames_cross_the_link", frames_cross_the_link),
+    ("mesh_without_loss", mesh_without_loss),
+    ("mesh_counts_losses", mesh_counts_losses),
+    ("mesh_survives_a_kill", mesh_survives_a_kill),
     ("bad_manifest", bad_manifest),
 ];
 
@@ -336,6 +356,226 @@ fn frames_cross_the_link() -> Result<(), String> {
         || !said("rx", "in order, 0 lost, 0 bad")
     {
         return fail("rx did not receive all 200 frames in order, intact");
+    }
+    Ok(())
+}
+
+/// The mesh's nodes, their addresses' last byte, and the pings of each pair.
+const MESH: [(&str, u16); 3] = [("a", 1), ("b", 2), ("c", 3)];
+const MESH_PINGS: u64 = 200;
+/// The mesh pinger's timeout, in ms, as its manifests give it.
+const MESH_TIMEOUT_MS: u64 = 300;
+
+/// A pinger's summary line: `netping: R rounds to A:P: N pings of S and S bytes, N answered
+/// (B bytes), N lost, N duplicates, N bad, T us, N late, N not sent, timeout MS ms`.
+#[derive(Debug)]
+struct Pinged {
+    pings: u64,
+    answered: u64,
+    lost: u64,
+    duplicates: u64,
+    bad: u64,
+    late: u64,
+    unsent: u64,
+}
+
+/// The numbers of a log line's words, in order (`(`, `)` and `,` around them ignored).
+fn numbers_of(message: &str) -> Vec<u64> {
+    message
+        .split_whitespace()
+        .filter_map(|w| w.trim_matches(|c| matches!(c, '(' | ')' | ',')).parse().ok())
+        .collect()
+}
+
+/// The summary of node `from`'s pinger to node `to` of the mesh.
+fn pinged(run: &ClusterRun, from: &str, to: (&str, u16)) -> Result<Pinged, String> {
+    let head = format!("[to-{}] netping: ", to.0);
+    let peer = format!(" rounds to 10.0.0.{}:7000: ", to.1);
+    let log = run.log_of(from);
+    let Some(line) = log.iter().find(|l| l.message.starts_with(&head) && l.message.contains(&peer))
+    else {
+        return Err(format!("node {from} has no summary of its pings to {}", to.0));
+    };
+    match numbers_of(&line.message)[..] {
+        [_, pings, _, _, answered, _, lost, duplicates, bad, _, late, unsent, timeout]
+            if timeout == MESH_TIMEOUT_MS =>
+        {
+            Ok(Pinged { pings, answered, lost, duplicates, bad, late, unsent })
+        }
+        _ => Err(format!("node {from}: unreadable summary `{}`", line.message)),
+    }
+}
+
+/// What node `at`'s echo counted of the datagrams from `from`'s pinger to it: `(received,
+/// answered)` pings.
+fn echoed(run: &ClusterRun, at: (&str, u16), from: u16) -> Result<(u64, u64), String> {
+    let head = format!("[echo] netping: echo: from 10.0.0.{from}:{}: ", 7000 + at.1);
+    let log = run.log_of(at.0);
+    let Some(line) = log.iter().find(|l| l.message.starts_with(&head)) else {
+        return Err(format!("node {}'s echo has no line `{head}`", at.0));
+    };
+    match numbers_of(&line.message)[..] {
+        [received, _, answered, _, 0] => Ok((received, answered)),
+        _ => Err(format!("node {}: unreadable or unanswered: `{}`", at.0, line.message)),
+    }
+}
+
+/// Checks what holds of every pair that ran to its end: every ping answered or lost, none
+/// damaged or answered twice, and the echo received at least every ping answered (in time or
+/// late) and at most every ping sent. Returns the pinger's summary.
+fn pair(run: &ClusterRun, from: (&str, u16), to: (&str, u16)) -> Result<Pinged, String> {
+    let p = pinged(run, from.0, to)?;
+    let name = format!("{} to {}", from.0, to.0);
+    if p.pings != MESH_PINGS || p.answered + p.lost != p.pings {
+        return Err(format!("{name}: answered + lost is not {MESH_PINGS} pings: {p:?}"));
+    }
+    if p.bad != 0 || p.duplicates != 0 || p.late > p.lost {
+        return Err(format!("{name}: damaged, duplicated or more late than lost: {p:?}"));
+    }
+    let (received, answered) = echoed(run, to, from.1)?;
+    let sent = p.pings - p.unsent;
+    if received < p.answered + p.late || received > sent || answered != received {
+        return Err(format!(
+            "{name}: the echo received {received} and answered {answered} pings: want between \
+             the {} answered in time or late and the {sent} sent ({p:?})",
+            p.answered + p.late
+        ));
+    }
+    Ok(p)
+}
+
+/// A pair that lost nothing on the wire: every ping answered, in time or (a host stall) late.
+fn lossless(run: &ClusterRun, from: (&str, u16), to: (&str, u16)) -> Result<(), String> {
+    let p = pair(run, from, to)?;
+    if p.lost != p.late || p.late > MESH_PINGS / 20 || p.unsent != 0 {
+        return Err(format!(
+            "{} to {}: pings lost on the wire, or over 5% late: {p:?}",
+            from.0, to.0
+        ));
+    }
+    Ok(())
+}
+
+/// The bounds `(lo, hi)` such that a binomial count of `n` trials of probability `p` lies
+/// below `lo` with a probability of at most `tail`, and above `hi` likewise.
+fn binomial_bounds(n: u64, p: f64, tail: f64) -> (u64, u64) {
+    // ln of each probability, from ln P(0) = n ln(1 - p) by the ratio of neighbours.
+    let mut ln = vec![n as f64 * (1.0 - p).ln()];
+    for k in 0..n {
+        let ratio = ((n - k) as f64 / (k + 1) as f64) * (p / (1.0 - p));
+        ln.push(ln[k as usize] + ratio.ln());
+    }
+    let pmf: Vec<f64> = ln.iter().map(|l| l.exp()).collect();
+    let (mut lo, mut below) = (0, 0.0);
+    while below + pmf[lo as usize] <= tail {
+        below += pmf[lo as usize];
+        lo += 1;
+    }
+    let (mut hi, mut above) = (n, 0.0);
+    while above + pmf[hi as usize] <= tail {
+        above += pmf[hi as usize];
+        hi -= 1;
+    }
+    (lo, hi)
+}
+
+fn mesh_without_loss() -> Result<(), String> {
+    let run = cluster("clusters/mesh.toml", &["a", "b", "c"])?;
+    let fail = |why: String| Err(format!("{why}\n{}", run.describe()));
+    if run.status != Some(0) || !run.stderr.contains("cluster: all 3 nodes finished") {
+        return fail("want exit status 0 and `all 3 nodes finished`".into());
+    }
+    if !run.stdout.contains("cluster: clock paced (-icount shift=0,sleep=on)") {
+        return fail("the run does not say it ran on the paced clock".into());
+    }
+    for from in MESH {
+        for to in MESH.iter().filter(|t| t.0 != from.0) {
+            if let Err(why) = lossless(&run, from, *to) {
+                return fail(why);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn mesh_counts_losses() -> Result<(), String> {
+    let run = cluster("tests/clusters/mesh-loss.toml", &["a", "b", "c"])?;
+    let fail = |why: String| Err(format!("{why}\n{}", run.describe()));
+    if run.status != Some(0) {
+        return fail("want exit status 0: every pinger accepts up to 50% loss".into());
+    }
+    // A ping is answered when neither it nor its answer is lost on b-c.
+    let lost = 1.0 - 0.9 * 0.9;
+    let (lo, hi) = binomial_bounds(MESH_PINGS, lost, 1e-6);
+    let [a, b, c] = MESH;
+    for (from, to) in [(a, c), (c, a), (b, c), (c, b)] {
+        let p = match pair(&run, from, to) {
+            Ok(p) => p,
+            Err(why) => return fail(why),
+        };
+        // Lost on the wire: not answered in time, and not late either.
+        let wire = p.lost - p.late;
+        if !(lo..=hi).contains(&wire) || p.unsent != 0 {
+            return fail(format!(
+                "{} to {}: {wire} pings lost on the wire, want {lo} to {hi} ({p:?})",
+                from.0, to.0
+            ));
+        }
+    }
+    for (from, to) in [(a, b), (b, a)] {
+        if let Err(why) = lossless(&run, from, to) {
+            return fail(why);
+        }
+    }
+    Ok(())
+}
+
+fn mesh_survives_a_kill() -> Result<(), String> {
+    let run = cluster("tests/clusters/mesh-kill.toml", &["a", "b", "c"])?;
+    let fail = |why: String| Err(format!("{why}\n{}", run.describe()));
+    if run.status != Some(0) {
+        return fail("want exit status 0: the kill is expected".into());
+    }
+    if !run.stderr.contains("cluster: node c: killed by the event of line ")
+        || !run.stderr.contains(", as expected")
+        || !run.stderr.contains("cluster: node a: finished")
+        || !run.stderr.contains("cluster: node b: finished")
+    {
+        return fail("c is not reported killed as expected, or a or b did not finish".into());
+    }
+    let [a, b, c] = MESH;
+    for from in [a, b] {
+        let p = match pinged(&run, from.0, c) {
+            Ok(p) => p,
+            Err(why) => return fail(why),
+        };
+        let head = "[to-c] netping: peer 10.0.0.3:7000 unreachable after ping ";
+        let log = run.log_of(from.0);
+        let Some(line) = log.iter().find(|l| l.message.starts_with(head)) else {
+            return fail(format!("{} does not report c unreachable", from.0));
+        };
+        // unreachable after ping S (the last 10 unanswered): L lost, U of them not sent.
+        let [after, 10, lost, unsent] = numbers_of(&line.message)[..] else {
+            return fail(format!("{}: unreadable `{}`", from.0, line.message));
+        };
+        // b's ping 20 went out before the kill, and c answered every ping until it.
+        let answered = p.answered + p.late;
+        if p.answered + p.lost != MESH_PINGS
+            || lost != p.lost
+            || unsent != p.unsent
+            || unsent != MESH_PINGS - 1 - after
+            || (from.0 == "b" && (after < 20 || answered < 20))
+            || answered + 10 < after + 1
+            || p.bad != 0
+            || p.duplicates != 0
+        {
+            return fail(format!("{} to c: {p:?} and `{}`", from.0, line.message));
+        }
+    }
+    for (from, to) in [(a, b), (b, a)] {
+        if let Err(why) = lossless(&run, from, to) {
+            return fail(why);
+        }
     }
     Ok(())
 }
@@ -473,4 +713,15 @@ fn bad_manifest() -> Result<(), String> {
         return Err(format!("want exit status 1 and `{want}`\n{}", run.describe()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn binomial_bounds_leave_at_most_the_tail_out_either_side() {
+        // P(X = 0) = 1/1024 of 10 fair coins is within a tail of 1/1000, P(X <= 1) is not.
+        assert_eq!(super::binomial_bounds(10, 0.5, 1e-3), (1, 9));
+        // The lossy mesh's pairs: 200 pings answered with probability 0.81.
+        assert_eq!(super::binomial_bounds(200, 0.19, 1e-6), (14, 66));
+    }
 }

@@ -280,11 +280,19 @@ mod runtime {
 
         /// Waits for the local endpoint to move past `seen`, counting the `block` calls.
         fn wait(&mut self, seen: u64) -> Result<(), ChannelError> {
+            self.wait_until(seen, u64::MAX).map(|_| ())
+        }
+
+        /// Waits for the local endpoint to move past `seen` or the clock to reach
+        /// `deadline_ns` (`u64::MAX`: never), counting the `block` calls: `false` if the
+        /// deadline passed first.
+        fn wait_until(&mut self, seen: u64, deadline_ns: u64) -> Result<bool, ChannelError> {
             let before = events::blocks();
-            let r = events::wait_slot(self.event, seen, u64::MAX);
+            let r = events::wait_slot(self.event, seen, deadline_ns);
             self.blocks += events::blocks() - before;
             match r {
-                Ok(_) | Err(WaitError::Closed) | Err(WaitError::Timeout) => Ok(()),
+                Ok(_) | Err(WaitError::Closed) => Ok(true),
+                Err(WaitError::Timeout) => Ok(false),
                 Err(WaitError::Deadlock) => Err(ChannelError::Deadlock),
                 Err(WaitError::Sys(e)) => Err(ChannelError::Sys(e)),
             }
@@ -411,6 +419,35 @@ mod runtime {
                     };
                 }
                 self.end.wait(seen)?;
+            }
+        }
+
+        /// [`recv`](Receiver::recv) with a deadline: waits while the ring is empty until the
+        /// clock ([`time_ns`](crate::time_ns)) reaches `deadline_ns`, then returns `Ok(None)`
+        /// if no message came (`u64::MAX`: no deadline). Errors as for
+        /// [`recv`](Receiver::recv).
+        pub fn recv_until(
+            &mut self,
+            buf: &mut [u8],
+            deadline_ns: u64,
+        ) -> Result<Option<usize>, ChannelError> {
+            loop {
+                let seen = self.end.value();
+                if let Some(len) = self.reader.try_read(buf)? {
+                    self.given_back()?;
+                    return Ok(Some(len));
+                }
+                if self.end.closed() {
+                    return match self.reader.try_read(buf)? {
+                        Some(len) => self.given_back().map(|()| Some(len)),
+                        None => Err(ChannelError::Closed),
+                    };
+                }
+                if !self.end.wait_until(seen, deadline_ns)? {
+                    // A message may have come with the deadline: take it rather than drop
+                    // the chance.
+                    return self.try_recv(buf);
+                }
             }
         }
 
