@@ -530,11 +530,14 @@ pub struct ChannelSlot {
     /// The peer domain's disk-time contract from its manifest (`disk = { ... }`), for a block
     /// driver serving it a stream; `period_ns` 0 when it has none.
     pub peer_disk: StreamContract,
+    /// The peer domain's link-time contract from its manifest (`net = { ... }`), for a
+    /// network driver serving it a transmit stream; `period_ns` 0 when it has none.
+    pub peer_net: StreamContract,
 }
 
-/// A disk-time contract as the kernel passes it in a [`ChannelSlot`]: in every `period_ns`
-/// the stream is guaranteed `slice_ns` of disk time; with `extra` non-zero it may also use
-/// the disk's slack; `latency_ns` is how soon it should be served once it has a request. All
+/// A disk-time or link-time contract as the kernel passes it in a [`ChannelSlot`]: in every
+/// `period_ns` the stream is guaranteed `slice_ns` of disk (or link) time; with `extra`
+/// non-zero it may also use the slack; `latency_ns` is how soon it should be served once it has a request. All
 /// zero: no contract.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
