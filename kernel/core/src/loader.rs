@@ -148,10 +148,7 @@ pub fn start_from_boot_image<P: Platform>(
         ends[channel.to] += 1;
         let disk = |i: usize| stream_contract(manifest.domains.get(i).and_then(|d| d.disk));
         let net = |i: usize| stream_contract(manifest.domains.get(i).and_then(|d| d.net));
-        let peers = [
-            (disk(channel.to), net(channel.to)),
-            (disk(channel.from), net(channel.from)),
-        ];
+        let peers = [(disk(channel.to), net(channel.to)), (disk(channel.from), net(channel.from))];
         if let Err(e) = connect(w, channel, slot, peers) {
             error!("channel {=str} could not be created: {}", channel.name.as_str(), e);
         }
@@ -250,14 +247,15 @@ fn connect<P: Platform>(
     for (me, role, local, peer, peer_event, index, (peer_disk, peer_net)) in ends {
         let frame = w.domains[me].dcb.ok_or(abi::SysError::NotFound)?;
         let slot = abi::ChannelSlot {
-            role: role as u64,
+            role: role as u16,
             name,
             base: base as u64,
-            slots: channel.slots as u64,
-            slot_size: channel.slot_size as u64,
-            local_event: local as u64,
-            peer_domain: u64::from(peer.raw()),
-            peer_event: peer_event as u64,
+            slots: channel.slots,
+            // At most MAX_SLOT_SIZE (4096) and MAX_EVENTS, by the manifest's check.
+            slot_size: channel.slot_size as u16,
+            local_event: local as u16,
+            peer_domain: peer.raw(),
+            peer_event: peer_event as u16,
             peer_disk,
             peer_net,
         };

@@ -100,7 +100,7 @@ pub fn find(dcb: &Dcb, name: &str, role: ChannelRole) -> Option<usize> {
     if name.is_empty() || role == ChannelRole::None {
         return None;
     }
-    dcb.channels.iter().position(|c| c.role == role as u64 && name_matches(&c.name, name))
+    dcb.channels.iter().position(|c| c.role == role as u16 && name_matches(&c.name, name))
 }
 
 /// The non-blocking half of a sending end: the private `head` and the ring.
@@ -375,7 +375,7 @@ mod runtime {
 
         /// Number of slots in the ring: how many messages may wait unread.
         pub fn slots(&self) -> u64 {
-            self.end.desc.slots
+            u64::from(self.end.desc.slots)
         }
 
         /// The longest message: the slot size less the 8-byte length prefix.
@@ -449,7 +449,7 @@ mod runtime {
 
         /// Number of slots in the ring: how many messages may wait unread.
         pub fn slots(&self) -> u64 {
-            self.end.desc.slots
+            u64::from(self.end.desc.slots)
         }
 
         /// The longest message: the slot size less the 8-byte length prefix.
@@ -472,7 +472,7 @@ mod tests {
     use crate::shared::leaked_ring;
 
     fn named(name: &str, role: ChannelRole) -> ChannelSlot {
-        let mut slot = ChannelSlot { role: role as u64, ..Default::default() };
+        let mut slot = ChannelSlot { role: role as u16, ..Default::default() };
         slot.name[..name.len()].copy_from_slice(name.as_bytes());
         slot
     }
