@@ -8,8 +8,8 @@
 //! seconds after the first, or with `max` as fast as the driver takes them (a send the driver
 //! refuses because the stream's queue is full is retried after [`BUSY_WAIT_NS`]). A datagram's
 //! payload is its sequence number and its length (big-endian `u32`s) and bytes drawn from the
-//! sequence number. Then it sends the end marker, [`MARKERS`] datagrams of sequence number
-//! `u32::MAX` carrying the count sent, waits until the driver has sent everything (its
+//! sequence number. Then it sends the end marker ([`MARKERS`] datagram of sequence number
+//! `u32::MAX` carrying the count sent; a sink that has all N stops before it), waits until the driver has sent everything (its
 //! stream's accounts), prints a summary line (datagrams, bytes, the virtual time from the
 //! first send to the last one leaving, the refused sends, and the accounts: link time
 //! guaranteed and extra, periods, missed deadlines) and closes.
