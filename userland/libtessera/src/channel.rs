@@ -251,8 +251,7 @@ mod runtime {
         fn open(name: &str, role: ChannelRole) -> Option<(End, Ring)> {
             let index = find(dcb(), name, role)?;
             let desc = dcb().channels[index];
-            let local =
-                usize::try_from(desc.local_event).ok().filter(|&ep| ep < abi::MAX_EVENTS)?;
+            let local = Some(usize::from(desc.local_event)).filter(|&ep| ep < abi::MAX_EVENTS)?;
             let ring = Ring::of_channel(index)?;
             let bit = 1u32 << index;
             if CLAIMED.fetch_or(bit, Ordering::Relaxed) & bit != 0 {
