@@ -29,6 +29,9 @@ const APPS: &[&str] = &[
     "diskread",
     "blkbench",
     "heracles",
+    "virtio-net",
+    "netping",
+    "netbench",
 ];
 
 fn manifests_dir() -> PathBuf {
