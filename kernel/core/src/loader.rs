@@ -216,7 +216,8 @@ fn populate<P: Platform>(
 
 /// Creates the manifest's IO channels: a shared stretch owned by the sender, read-write for
 /// both ends, an endpoint at each end that only the other end may signal, and the description
-/// of the channel in both control blocks.
+/// of the channel in both control blocks, each end's with its peer's disk-time and link-time
+/// contracts (`peers`: the sending end's, which are the receiver's, first).
 fn connect<P: Platform>(
     w: &mut World<P>,
     channel: &manifest::ChannelSpec,
