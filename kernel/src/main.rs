@@ -43,6 +43,7 @@ mod pci;
 mod phys;
 mod softint;
 mod tests;
+mod virtio_mmio;
 
 pub use boot_info::BootInfo;
 

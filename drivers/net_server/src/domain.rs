@@ -121,6 +121,10 @@ impl NetDomain for Domain {
     fn print(&mut self, line: core::fmt::Arguments<'_>) {
         println!("{line}");
     }
+
+    fn die(&mut self) -> ! {
+        tessera::fault::now()
+    }
 }
 
 /// A data area for the client in domain `peer` ([`driver::client_area`]): its send bytes,

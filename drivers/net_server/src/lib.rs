@@ -46,9 +46,14 @@
 //!   printed, with the contract.
 //!
 //! `no_std` with `alloc`, no `unsafe` code; system calls only in `domain`, through the runtime.
-//! Not implemented: a client that
-//! reconnects after its domain died (its channel index stays closed), TCP (the stack has none),
-//! and a driver that dies on purpose for tests (blk_server's `die_after`).
+//! [`ServeOptions::die_after`] makes the driver die on purpose once it has answered so many
+//! requests (as blk_server's `die_after`): a test of what its clients see (`NetError::Closed`).
+//!
+//! At its end the loop prints its [`ServeStats`] and the frames the stack dropped, by reason
+//! (`net_stack::Drops`), on two lines that tests read.
+//!
+//! Not implemented: a client that reconnects after its domain died (its channel index stays
+//! closed), and TCP (the stack has none).
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -86,6 +91,11 @@ pub trait NetDomain {
     fn block(&mut self, until_ns: u64);
     /// Prints a line.
     fn print(&mut self, line: fmt::Arguments<'_>);
+    /// Ends the domain at once, as a fault would ([`ServeOptions::die_after`]: a test of what
+    /// the clients and the other domains see). A domain faults; the default panics (the host).
+    fn die(&mut self) -> ! {
+        panic!("the driver dies on purpose")
+    }
 }
 
 /// A client's data area, as the driver domain granted it.
@@ -429,10 +439,12 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
             }
             c.published = Some(a);
             domain.print(format_args!(
-                "{driver}: client {} {why}: dropped {} queued to send, {} received unread",
+                "{driver}: client {} {why}: dropped {} queued to send, {} received unread ({} sent, {} received before)",
                 c.name(),
                 a.dropped_tx_closed,
-                a.dropped_rx_closed
+                a.dropped_rx_closed,
+                a.packets_sent,
+                a.packets_received
             ));
         }
     }
@@ -504,6 +516,9 @@ pub struct ServeOptions {
     /// Whether the loop ends once every client is gone (else it goes on answering ARP and
     /// ICMP echo for other nodes).
     pub end_when_clients_gone: bool,
+    /// With `Some(n)`, the driver dies ([`NetDomain::die`]) once it has answered `n` requests,
+    /// with its clients' sessions open: a test of what they and the other domains see.
+    pub die_after: Option<u64>,
 }
 
 /// Serves `server`'s clients and the network in `domain` (see the [crate]
@@ -516,6 +531,14 @@ pub fn serve<N: Nic, C: Channels, D: DataArea, P: NetDomain>(
 ) -> i32 {
     loop {
         let pass = server.pass(domain);
+        if options.die_after.is_some_and(|n| server.stats().requests >= n) {
+            domain.print(format_args!(
+                "{}: dying on purpose after {} requests, its clients' sessions open",
+                server.driver,
+                server.stats().requests
+            ));
+            domain.die();
+        }
         if options.end_when_clients_gone && server.all_gone() {
             let s = server.stats();
             let d = server.stack().drops();
@@ -529,6 +552,23 @@ pub fn serve<N: Nic, C: Channels, D: DataArea, P: NetDomain>(
                 d.total(),
                 s.dropped_tx_closed,
                 s.dropped_rx_closed
+            ));
+            let d = server.stack().drops();
+            domain.print(format_args!(
+                "{}: frames dropped: runt {}, oversize {}, other host {}, ethertype {}, malformed IP {}, IP checksum {}, fragment {}, protocol {}, UDP checksum {}, ICMP checksum {}, no port {}, slots full {}",
+                server.driver,
+                d.runt,
+                d.oversize,
+                d.not_for_us,
+                d.unknown_ethertype,
+                d.malformed_ip,
+                d.bad_ip_checksum,
+                d.fragment,
+                d.unknown_protocol,
+                d.bad_udp_checksum,
+                d.bad_icmp_checksum,
+                d.no_such_port,
+                d.rx_full
             ));
             return 0;
         }

@@ -529,7 +529,10 @@ fn an_idle_server_blocks_with_no_deadline_and_ends_when_its_clients_are_gone() {
     let dom = &mut doms[0];
     dom.dies_in_wait = Some(ch[0].clone());
     let (blocks, now) = (dom.blocks, dom.now.get());
-    assert_eq!(serve(server, dom, ServeOptions { end_when_clients_gone: true }), 0);
+    assert_eq!(
+        serve(server, dom, ServeOptions { end_when_clients_gone: true, die_after: None }),
+        0
+    );
     // Idle, with the client open and nothing due, the loop blocked with no deadline (`block`
     // asserts it is never asked to wait for the past), once; the client died meanwhile.
     assert!(ch[0].borrow().dead, "the loop never blocked without a deadline");
@@ -537,6 +540,36 @@ fn an_idle_server_blocks_with_no_deadline_and_ends_when_its_clients_are_gone() {
     assert_eq!(dom.now.get(), now, "the loop woke on a timer while idle");
     assert!(dom.lines.iter().any(|l| l.contains("client a0-req gone")), "{:?}", dom.lines);
     assert!(dom.lines.iter().any(|l| l.contains("every client gone")), "{:?}", dom.lines);
+}
+
+/// Serves one client that opened its endpoint (one request answered) with `die_after`, until
+/// it dies in the loop's first wait.
+fn serve_one_open_client(die_after: Option<u64>) -> Vec<String> {
+    let (w, ch) = world(1, 0, 8);
+    let mut a = session(&w, &ch[0], 0, 0);
+    a.open(5000).unwrap();
+    let mut wb = w.borrow_mut();
+    let World { servers, doms, .. } = &mut *wb;
+    let server = servers.remove(0);
+    assert_eq!(server.stats().requests, 1);
+    let dom = &mut doms[0];
+    dom.dies_in_wait = Some(ch[0].clone());
+    let options = ServeOptions { end_when_clients_gone: true, die_after };
+    assert_eq!(serve(server, dom, options), 0);
+    dom.lines.clone()
+}
+
+#[test]
+#[should_panic(expected = "the driver dies on purpose")]
+fn a_driver_told_to_die_after_n_requests_dies_once_it_has_answered_them() {
+    serve_one_open_client(Some(1));
+}
+
+#[test]
+fn a_driver_told_to_die_after_more_requests_serves_to_the_end() {
+    let lines = serve_one_open_client(Some(2));
+    assert!(!lines.iter().any(|l| l.contains("dying")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.contains("no port 0, slots full 0")), "{lines:?}");
 }
 
 #[test]

@@ -76,6 +76,40 @@ impl<T: Transport> VirtioNic<T> {
         &mut self.buffers[i * BUFFER..(i + 1) * BUFFER]
     }
 
+    /// Sends a frame of `len` bytes, which `fill` writes, of any length from 1 byte to what a
+    /// buffer holds behind the device's header (2,036 bytes): [`Nic::transmit`] without its
+    /// check of Ethernet's lengths, for the hostile sender's runts and oversize frames.
+    pub fn transmit_any<R>(
+        &mut self,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<R, NicError> {
+        let i = self.tx.iter().position(Option::is_none).ok_or(NicError::Full)?;
+        let header = {
+            let net = &self.net;
+            let buf = &mut self.buffers[i * BUFFER..(i + 1) * BUFFER];
+            net.fill_buffer_header(buf).map_err(|_| NicError::Io)?
+        };
+        if len == 0 || header + len > BUFFER {
+            return Err(NicError::BadLength);
+        }
+        let buf = self.buffer(i);
+        let r = fill(&mut buf[header..header + len]);
+        let buf: *const [u8] = &buf[..header + len];
+        // SAFETY: the buffer is DMA memory of this driver, untouched until the device returns
+        // it (`poll_transmit` takes it back by this token).
+        let token = unsafe { self.net.transmit_begin(&*buf) }.map_err(|_| NicError::Io)?;
+        self.tx[i] = Some(token);
+        Ok(r)
+    }
+
+    /// The longest frame [`VirtioNic::transmit_any`] sends: a buffer behind the device's
+    /// header.
+    pub fn max_frame_any(&self) -> usize {
+        let mut header = [0u8; 16];
+        BUFFER - self.net.fill_buffer_header(&mut header).unwrap_or(0)
+    }
+
     /// Posts receive buffer `i` to the device.
     fn post(&mut self, i: usize) -> Result<(), NicError> {
         let buf: *mut [u8] = self.buffer(TX_BUFFERS + i);
@@ -118,20 +152,7 @@ impl<T: Transport> Nic for VirtioNic<T> {
         if !(ETH_HEADER..=MAX_FRAME).contains(&len) {
             return Err(NicError::BadLength);
         }
-        let i = self.tx.iter().position(Option::is_none).ok_or(NicError::Full)?;
-        let header = {
-            let net = &self.net;
-            let buf = &mut self.buffers[i * BUFFER..(i + 1) * BUFFER];
-            net.fill_buffer_header(buf).map_err(|_| NicError::Io)?
-        };
-        let buf = self.buffer(i);
-        let r = fill(&mut buf[header..header + len]);
-        let buf: *const [u8] = &buf[..header + len];
-        // SAFETY: the buffer is DMA memory of this driver, untouched until the device returns
-        // it (`poll_transmit` takes it back by this token).
-        let token = unsafe { self.net.transmit_begin(&*buf) }.map_err(|_| NicError::Io)?;
-        self.tx[i] = Some(token);
-        Ok(r)
+        self.transmit_any(len, fill)
     }
 
     fn poll_transmit(&mut self) -> bool {

@@ -19,12 +19,18 @@
 //! sleep MS ms after every K frames. With `--ip A.B.C.D/N` the driver serves the network on
 //! that address and prefix to the clients the manifest connects to it (`NAME-req`/`NAME-resp`
 //! channels), through `net_server::domain::serve` (smoltcp, UDP endpoints, ARP and ICMP echo),
-//! until every client is gone. With neither, it brings its device up, reports it and exits.
+//! until every client is gone; `--die-after N` makes it fault once it has answered N requests,
+//! its clients' sessions open (a test of what they and the other domains see). With
+//! `--hostile N` beside `--ip` it serves nobody but plays a hostile node on the hub at that
+//! address: crafted malformed frames of every kind and a flood of N datagrams at the first
+//! client that says HELLO to it ([`hostile`]). With none of these, it brings its device up,
+//! reports it and exits.
 
 #![no_std]
 #![no_main]
 
 mod device;
+mod hostile;
 mod self_test;
 
 use net_interface::{Ipv4Addr, LinkState, Nic};
@@ -47,6 +53,8 @@ enum Role {
     Send,
     /// Receive and check them.
     Receive,
+    /// Play the hostile sender at this address, with a flood of this many datagrams.
+    Hostile(Ipv4Addr, u32),
 }
 
 /// The self-test's request.
@@ -55,10 +63,11 @@ struct Options {
     role: Role,
     frames: u32,
     pause: Option<(u32, u64)>,
+    /// Serving, die once this many requests are answered.
+    die_after: Option<u64>,
 }
 
-const USAGE: &str =
-    "usage: virtio-net [--self-test N (--send [--pause K:MS] | --receive) | --ip A.B.C.D/N]";
+const USAGE: &str = "usage: virtio-net [--self-test N (--send [--pause K:MS] | --receive) | --ip A.B.C.D/N [--die-after N | --hostile N]]";
 
 /// `A.B.C.D/N`, with N at most 32.
 fn parse_cidr(s: &str) -> Option<(Ipv4Addr, u8)> {
@@ -73,8 +82,9 @@ fn parse_cidr(s: &str) -> Option<(Ipv4Addr, u8)> {
 }
 
 fn main(env: Env) -> i32 {
-    let mut o = Options { role: Role::Report, frames: 0, pause: None };
+    let mut o = Options { role: Role::Report, frames: 0, pause: None, die_after: None };
     let mut self_test = false;
+    let mut hostile = None;
     let mut args = env.args;
     while let Some(a) = args.next() {
         match a {
@@ -85,6 +95,14 @@ fn main(env: Env) -> i32 {
             "--ip" => match args.next().and_then(parse_cidr) {
                 Some((addr, len)) => o.role = Role::Serve(addr, len),
                 None => return usage("--ip takes an address and prefix length, A.B.C.D/N"),
+            },
+            "--die-after" => match args.next().and_then(|n| n.parse().ok()) {
+                Some(n) => o.die_after = Some(n),
+                None => return usage("--die-after needs a number of requests"),
+            },
+            "--hostile" => match args.next().and_then(|n| n.parse().ok()) {
+                Some(n) => hostile = Some(n),
+                None => return usage("--hostile needs a number of datagrams to flood with"),
             },
             "--send" => o.role = Role::Send,
             "--receive" => o.role = Role::Receive,
@@ -102,6 +120,12 @@ fn main(env: Env) -> i32 {
     }
     if self_test != matches!(o.role, Role::Send | Role::Receive) {
         return usage("--self-test goes with exactly one of --send and --receive, not --ip");
+    }
+    match (hostile, o.role, o.die_after) {
+        (Some(n), Role::Serve(addr, _), None) => o.role = Role::Hostile(addr, n),
+        (Some(_), ..) => return usage("--hostile goes with --ip (its address), not --die-after"),
+        (None, Role::Serve(..), _) | (None, _, None) => {}
+        (None, ..) => return usage("--die-after goes with --ip"),
     }
     let slot = tessera::dcb().devices[0];
     dma::set_device(slot);
@@ -164,9 +188,10 @@ fn run<T: Transport>(t: T, slot: &abi::DeviceSlot, o: Options) -> i32 {
                 tx_queue: 16,
                 rx_budget: 64,
             };
-            let options = ServeOptions { end_when_clients_gone: true };
+            let options = ServeOptions { end_when_clients_gone: true, die_after: o.die_after };
             return net_server::domain::serve("virtio-net", nic, irq.endpoint(), config, options);
         }
+        Role::Hostile(addr, flood) => hostile::run(&mut nic, &mut irq, addr, flood),
         Role::Send => self_test::send(&mut nic, &mut irq, o.frames, o.pause),
         Role::Receive => self_test::receive(&mut nic, &mut irq, o.frames),
     };

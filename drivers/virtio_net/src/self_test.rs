@@ -175,7 +175,11 @@ impl Interrupts {
 
     /// Waits until the device interrupts (and acknowledges it: the device's status, then the
     /// kernel's line) or the clock reaches `deadline_ns`; whether it interrupted.
-    fn wait<N: Nic>(&mut self, nic: &mut N, deadline_ns: u64) -> Result<bool, &'static str> {
+    pub(crate) fn wait<N: Nic>(
+        &mut self,
+        nic: &mut N,
+        deadline_ns: u64,
+    ) -> Result<bool, &'static str> {
         match events::wait(self.ep, self.seen, deadline_ns) {
             Ok(value) => {
                 self.taken += value - self.seen;
@@ -191,7 +195,7 @@ impl Interrupts {
 }
 
 /// Takes every finished transmission; how many.
-fn take_transmitted<N: Nic>(nic: &mut N) -> u32 {
+pub(crate) fn take_transmitted<N: Nic>(nic: &mut N) -> u32 {
     let mut n = 0;
     while nic.poll_transmit() {
         n += 1;

@@ -81,11 +81,11 @@ pub(super) struct Binding {
 /// The most lines bound at once.
 pub const MAX_BINDINGS: usize = 64;
 
-/// The most PCI functions granted at once.
+/// The most devices to stop (PCI functions, virtio-mmio transports) granted at once.
 pub const MAX_FUNCTIONS: usize = 16;
 
 /// What driver domains were given, owned by [`World`]: the interrupt lines bound to their
-/// endpoints, and the PCI functions to stop when they die.
+/// endpoints, and the devices to stop when they die (PCI functions, virtio-mmio transports).
 pub(super) struct Devices<F> {
     /// Lines bound to endpoints.
     bindings: heapless::Vec<Binding, MAX_BINDINGS>,
@@ -144,11 +144,11 @@ impl<F> Devices<F> {
         lines.find(|l| self.bindings.iter().all(|b| b.line != *l))
     }
 
-    /// Records PCI function `function` as driver domain `domain`'s, to stop when it dies.
+    /// Records device `function` as driver domain `domain`'s, to stop when it dies.
     pub fn add_function(&mut self, domain: DomainId, function: F) -> Result<(), &'static str> {
         (self.functions.push((domain, function)).is_ok())
             .then_some(())
-            .ok_or("more PCI functions granted than the kernel tracks")
+            .ok_or("more devices granted than the kernel tracks")
     }
 
     /// Records device `index` of driver domain `domain` as a disk with a model.
@@ -172,10 +172,13 @@ impl<F> Devices<F> {
     }
 
     /// Stops the devices of dead domain `id`: its PCI functions neither interrupt nor reach
-    /// memory any more, and its lines are masked at their controller.
-    pub fn release_of<P: Platform<Function = F>>(&mut self, id: DomainId) {
+    /// memory any more, its virtio-mmio transports are reset, and its lines are masked at their
+    /// controller. How many devices were stopped (lines not counted).
+    pub fn release_of<P: Platform<Function = F>>(&mut self, id: DomainId) -> usize {
+        let mut stopped = 0;
         for (_, f) in self.functions.iter().filter(|(d, _)| *d == id) {
             P::quiesce_function(f);
+            stopped += 1;
         }
         self.functions.retain(|(d, _)| *d != id);
         for b in self.bindings.iter().filter(|b| b.domain == id) {
@@ -183,6 +186,7 @@ impl<F> Devices<F> {
         }
         self.bindings.retain(|b| b.domain != id);
         self.modelled.retain(|(d, _)| *d != id);
+        stopped
     }
 }
 

@@ -249,7 +249,14 @@ impl<P: Platform> World<P> {
     /// (see the module documentation).
     pub(super) fn begin_death(&mut self, id: DomainId, ending: Ending) {
         self.close_endpoints_signalled_by(id);
-        self.devices.release_of::<P>(id);
+        let stopped = self.devices.release_of::<P>(id);
+        if stopped > 0 {
+            info!(
+                "domain {=str}: {=usize} device(s) stopped",
+                self.domains[id].name.as_str(),
+                stopped
+            );
+        }
         let now = self.sched.now_ns::<P>();
         let d = &mut self.domains[id];
         d.ending = Some(ending);

@@ -110,7 +110,8 @@ pub trait Platform: Sized + 'static {
     type Arena: KernelArena;
     /// What the boot code found on the machine (its devices).
     type Machine;
-    /// A PCI function found on the machine.
+    /// A device found on the machine that the kernel stops when its driver domain dies (a PCI
+    /// function, a virtio-mmio transport).
     type Function: Copy;
 
     /// Device interrupt lines free for message-signalled interrupts.
@@ -184,6 +185,7 @@ pub trait Platform: Sized + 'static {
     ) -> Option<Found<Self::Function>>;
     /// Routes `function`'s message-signalled interrupt to `message`.
     fn route_msi(function: &Self::Function, message: (u64, u32)) -> Option<Routed>;
-    /// Stops `function`: it neither interrupts nor reaches memory any more.
+    /// Stops `function`: it neither interrupts nor reaches memory any more (a PCI function at
+    /// the bus; a virtio-mmio transport by a reset).
     fn quiesce_function(function: &Self::Function);
 }

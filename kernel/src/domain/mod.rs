@@ -16,15 +16,21 @@ use spin::Mutex;
 use crate::arch::{self, UserTrap};
 use crate::arena::{Arena, ArenaAlloc};
 use crate::boot_info::{BootInfo, PciHost};
-use crate::{ExitCode, memory, pci, phys};
+use crate::{ExitCode, memory, pci, phys, virtio_mmio};
 
 pub use kernel_core::raise_interrupt;
 
 /// The machine under the kernel core: this architecture and this kernel's memory.
 pub struct Machine;
 
-/// A PCI function granted to a driver domain, with the host bridge it is behind.
-pub type Function = (PciHost, pci::Function);
+/// A device granted to a driver domain that the kernel stops when the domain dies.
+#[derive(Clone, Copy)]
+pub enum Function {
+    /// A PCI function, with the host bridge it is behind: stopped at the bus.
+    Pci(PciHost, pci::Function),
+    /// A virtio-mmio transport, by the physical base of its registers: reset.
+    VirtioMmio(u64),
+}
 
 /// The kernel's domains and stretches.
 pub static WORLD: Mutex<Option<World<Machine>>> = Mutex::new(None);
@@ -190,14 +196,18 @@ impl Platform for Machine {
     fn find_device(target: manifest::DeviceTarget<'_>, boot: &BootInfo) -> Option<Found<Function>> {
         find(target, boot)
     }
-    fn route_msi((host, function): &Function, message: (u64, u32)) -> Option<Routed> {
+    fn route_msi(function: &Function, message: (u64, u32)) -> Option<Routed> {
+        let Function::Pci(host, function) = function else { return None };
         match pci::route_msi(host, function, message)? {
             pci::Routed::MsiX { bar, .. } => Some(Routed::MsiX { bar }),
             pci::Routed::Msi => Some(Routed::Msi),
         }
     }
-    fn quiesce_function((host, function): &Function) {
-        pci::quiesce(host, function)
+    fn quiesce_function(function: &Function) {
+        match function {
+            Function::Pci(host, function) => pci::quiesce(host, function),
+            Function::VirtioMmio(base) => virtio_mmio::reset(*base),
+        }
     }
 }
 
@@ -286,7 +296,9 @@ fn find(target: manifest::DeviceTarget<'_>, boot: &BootInfo) -> Option<Found<Fun
         slot.kind = abi::device_kind::NODE;
         let mut windows = heapless::Vec::new();
         windows.push((0, node.regs)).ok()?;
-        return Some(Found { slot, windows, config: None, line: node.irq, function: None });
+        let function = (compatible == manifest::VIRTIO_MMIO_COMPATIBLE)
+            .then_some(Function::VirtioMmio(node.regs.start));
+        return Some(Found { slot, windows, config: None, line: node.irq, function });
     }
     let host = boot.pci?;
     let mut seen = 0u16;
@@ -325,5 +337,11 @@ fn find(target: manifest::DeviceTarget<'_>, boot: &BootInfo) -> Option<Found<Fun
         .map(|w| (u64::from(w.bar), w.regs))
         .collect();
     let config = pci::config_space(&host, &f);
-    Some(Found { slot, windows, config: Some(config), line: None, function: Some((host, f)) })
+    Some(Found {
+        slot,
+        windows,
+        config: Some(config),
+        line: None,
+        function: Some(Function::Pci(host, f)),
+    })
 }

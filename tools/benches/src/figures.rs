@@ -69,6 +69,13 @@ pub struct Spec {
     pub goal: &'static str,
 }
 
+/// The Linux 6.1 anchor of the 64-byte UDP round trip (`net`, `round_trip_64`).
+const LINUX_NET_ROUND_TRIP_64: &str = "Linux 6.1: see anchors (pending)";
+/// The Linux 6.1 anchor of the 1,472-byte UDP round trip (`net`, `round_trip_1472`).
+const LINUX_NET_ROUND_TRIP_1472: &str = "Linux 6.1: see anchors (pending)";
+/// The Linux 6.1 anchor of the network driver's idle CPU (`net`, `driver_idle_us_per_s`).
+const LINUX_NET_DRIVER_IDLE: &str = "Linux 6.1: see anchors (pending)";
+
 /// Instruction counts may drift by 1%.
 const INSTRUCTIONS: Tolerance = Tolerance::Relative(0.01);
 
@@ -239,6 +246,32 @@ pub fn lookup(arch: &str, bench: &str, key: &str) -> Option<Spec> {
             if arch == "x86_64" { "" } else { "at most 4,000 (hardening issue)" },
         ),
         (_, "disk_raw", k) => return disk_raw(k),
+        (_, "net", "round_trip_64") => spec(
+            "UDP round trip of 64 bytes between two driver domains of one machine: both \
+             drivers' and both clients' CPU (instructions per round trip)",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            LINUX_NET_ROUND_TRIP_64,
+            "",
+        ),
+        (_, "net", "round_trip_1472") => spec(
+            "UDP round trip of 1,472 bytes (one full frame each way), as the 64-byte one",
+            "instructions",
+            Lower,
+            INSTRUCTIONS,
+            LINUX_NET_ROUND_TRIP_1472,
+            "",
+        ),
+        (_, "net", "driver_idle_us_per_s") => spec(
+            "a virtio-net driver domain's CPU serving a client with an open port and no traffic",
+            "µs/s",
+            Lower,
+            // Near zero: a driver that polled every millisecond would spend thousands.
+            Tolerance::Absolute(10.0),
+            LINUX_NET_DRIVER_IDLE,
+            "near 0: interrupt-driven, no polling (network issue)",
+        ),
         (_, "disk", "two_readers_with_mbps") => spec(
             "two synchronous sequential readers 1 GB apart on the Deskstar model, anticipation on (Aged-SPTF)",
             "MB/s",

@@ -26,6 +26,10 @@
 //! anticipation and the USD's isolated stream (MB/s), and the scheduler's instructions per
 //! request, on virtio-blk.
 //!
+//! `net`: the network path between two virtio-net driver domains of one machine: instructions
+//! per UDP round trip (split into the drivers, the clients and the kernel) and the driver's
+//! idle CPU (see [`net`]).
+//!
 //! `paging`: the Heracles thesis's programs under each local paging hierarchy, on the disk
 //! model, next to the thesis's findings (see [`paging`]).
 //!
@@ -54,6 +58,7 @@ mod fault;
 mod figures;
 mod ipc;
 mod measure;
+mod net;
 mod paging;
 mod performance_doc;
 mod sched;
@@ -86,6 +91,8 @@ pub enum Name {
     Fault,
     /// The raw block path: virtio-blk and AHCI through a driver domain, per request.
     DiskRaw,
+    /// The network path: instructions per UDP round trip, the driver's idle CPU.
+    Net,
     /// Anticipatory disk scheduling: the paper's experiments on the Deskstar model.
     Disk,
     /// The Heracles thesis's programs under each local paging hierarchy.
@@ -147,6 +154,7 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
                 Name::Canary,
                 Name::Fault,
                 Name::DiskRaw,
+                Name::Net,
                 Name::Disk,
                 Name::Paging,
             ] {
@@ -209,6 +217,7 @@ fn bench_name(name: Name) -> &'static str {
         Name::Canary => "canary",
         Name::Fault => "fault",
         Name::DiskRaw => "disk-raw",
+        Name::Net => "net",
         Name::Disk => "disk",
         Name::Paging => "paging",
         Name::All => "all",
@@ -229,6 +238,7 @@ fn one(bench: Name, mode: Mode, arches: &[Arch], opts: &Options) -> Result<Vec<T
         Name::Canary => canary::run(mode, arches)?,
         Name::Fault => fault::run(mode, arches, opts.fault_manifest.as_deref())?,
         Name::DiskRaw => disk_raw::run(mode, arches)?,
+        Name::Net => net::run(mode, arches)?,
         Name::Disk => disk::run(mode, arches, opts.disk)?,
         Name::Paging => paging::run(mode, arches)?,
         Name::All | Name::Check => unreachable!("not a single bench"),

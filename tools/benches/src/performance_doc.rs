@@ -8,6 +8,7 @@
 
 use super::baseline::Baseline;
 use super::figures::{self, Better};
+use super::net;
 
 /// Where the doc lives, relative to the repository's root.
 pub const PATH: &str = "docs/performance.md";
@@ -21,9 +22,35 @@ fn bench_title(bench: &str) -> &'static str {
         "canary" => "A canary under hostile load (`cargo xtask bench canary`)",
         "fault" => "Self-paging (`cargo xtask bench fault`)",
         "disk_raw" => "The raw block path (`cargo xtask bench disk-raw`)",
+        "net" => "The network path (`cargo xtask bench net`)",
         "disk" => "Disk scheduling on the Deskstar model (`cargo xtask bench disk`)",
         "paging" => "The Heracles hierarchy (`cargo xtask bench paging`)",
         _ => "Other",
+    }
+}
+
+/// What a bench's section says before its table, beyond when it was measured: what is
+/// measured, on which clock, and how to read it ("" for most).
+fn bench_intro(bench: &str) -> String {
+    match bench {
+        "net" => format!(
+            "One machine, two virtio-net driver domains (10.0.0.1 and 10.0.0.2) on two NICs of \
+             one QEMU hub, each serving one `netping` client through smoltcp: a UDP round trip \
+             between two nodes whose every part (both drivers with their stacks, both clients, \
+             the kernel) runs on the one clock of `-icount shift=0,sleep=off`, the cards moving \
+             frames at points of that virtual time (`qemu_run::qemu::NIC_VIRTUAL_TIME`). A round \
+             trip's instructions are both drivers' and both clients' CPU accounts (their code and \
+             their system calls; the clients make and check every payload byte), the difference \
+             of two boots that differ only in their rounds over the difference of their pings; \
+             `cargo xtask bench net` shows the drivers' and the clients' parts and the kernel's \
+             rest beside it. The idle figure is a driver's CPU per second of virtual time while \
+             its one client waits on an open port with nothing on the wire, by difference of a \
+             {} ms and a {} ms run: an interrupt-driven driver uses none. Runs of several \
+             machines (`cargo xtask cluster`) have a clock each and are not measured here.",
+            show(net::IDLE_SHORT as f64),
+            show(net::IDLE_LONG as f64)
+        ),
+        _ => String::new(),
     }
 }
 
@@ -81,6 +108,10 @@ pub fn generate(baseline: &Baseline) -> String {
         } else {
             "are not deterministic (the median of several boots; they move from run to run)"
         };
+        let intro = bench_intro(bench);
+        if !intro.is_empty() {
+            md.push_str(&format!("\n{intro}\n"));
+        }
         md.push_str(&format!(
             "\nMeasured: {}. Its figures {repeat}.\n\n| figure |",
             measured.join(", ")

@@ -53,7 +53,25 @@ pub struct Boot {
     /// there with the plug's MAC, or an unclaimed card if the manifest has none; `None`: the
     /// NICs reach only each other, on QEMU's hub.
     pub nic: Option<Nic>,
+    /// Every virtio-net card moves frames at points of virtual time ([`NIC_VIRTUAL_TIME`]):
+    /// with `-icount`, a run that sends frames repeats exactly from boot to boot.
+    pub nics_on_virtual_time: bool,
 }
+
+/// QEMU's properties that make a virtio-net card move its frames at points of virtual time,
+/// as `-global` arguments. By default QEMU sends a card's frames from its main loop (a bottom
+/// half scheduled by the guest's notification; on PCI the notification itself goes through an
+/// event notifier to the main loop), whenever the host's thread gets to it: under `-icount`
+/// the frames, and the interrupts they raise in the receiving card, then land a few
+/// instructions earlier or later from boot to boot, and the drivers take different paths (a
+/// UDP round trip between two driver domains moved by about 1%). Here the notification is
+/// handled in the vCPU's thread (`ioeventfd=off`) and the frames are sent by a timer on QEMU's
+/// virtual clock 1 µs later (`tx=timer`), which `-icount` runs at an exact instruction.
+pub const NIC_VIRTUAL_TIME: [&str; 3] = [
+    "virtio-net-device.tx=timer",
+    "virtio-net-device.x-txtimer=1000",
+    "virtio-net-pci.ioeventfd=off",
+];
 
 /// One virtio-net card of a machine: its MAC and its slot.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,6 +180,7 @@ impl Boot {
             nics: Vec::new(),
             disk_faults: None,
             nic: None,
+            nics_on_virtual_time: false,
         }
     }
 
@@ -238,6 +257,11 @@ impl Boot {
         if self.icount {
             c.args(["-icount", "shift=0,sleep=off"]);
         }
+        if self.nics_on_virtual_time {
+            for global in NIC_VIRTUAL_TIME {
+                c.args(["-global", global]);
+            }
+        }
         if self.gdb {
             c.args(["-s", "-S"]);
         }
@@ -256,7 +280,9 @@ impl Boot {
 
 /// The `-netdev` and `-device` arguments of a machine's NICs. Every NIC is a port of QEMU's
 /// hub 0 (`hubport`), so the NICs of one machine reach each other and nothing else (no host
-/// network, no socket), deterministically under `-icount`; with a `plug`, the first NIC is
+/// network, no socket), to the instruction under `-icount` only with
+/// [`Boot::nics_on_virtual_time`] (QEMU's defaults move frames from its main loop, when the
+/// host gets to it); with a `plug`, the first NIC is
 /// plugged into the plug's VDE switch instead, with the plug's MAC (a Unix socket: nothing on
 /// the host's interfaces), an unclaimed card if the machine has none. A card is
 /// `virtio-net-device` on `virt` (on `virtio-mmio-bus.U` where the manifest put it) or
@@ -580,6 +606,25 @@ mod tests {
         x.nic = Some(Nic { switch: "/t/sw1".into(), mac: Nic::mac_of(0) });
         let joined = args(&x).join(" ");
         assert!(joined.contains("-device virtio-net-pci,netdev=nic0,mac=52:54:00:12:34:01"));
+    }
+
+    #[test]
+    fn nics_on_virtual_time_are_asked_for_by_the_boot() {
+        let a = Artifacts { arch: Arch::X86_64, kernel: "k".into(), firmware: None };
+        let mut b = Boot::new(Arch::X86_64);
+        let joined = |b: &Boot| {
+            b.command(&a).get_args().map(|s| s.to_string_lossy()).collect::<Vec<_>>().join(" ")
+        };
+        assert!(!joined(&b).contains("-global"), "{}", joined(&b));
+        b.nics_on_virtual_time = true;
+        assert!(
+            joined(&b).contains(
+                "-global virtio-net-device.tx=timer -global virtio-net-device.x-txtimer=1000 \
+                 -global virtio-net-pci.ioeventfd=off"
+            ),
+            "{}",
+            joined(&b)
+        );
     }
 
     #[test]

@@ -21,6 +21,23 @@
 //!   bytes, none lost, duplicated or damaged; the echo answered 100 datagrams of as many bytes;
 //!   each driver served its client (100 datagrams delivered, no frame dropped) and every domain
 //!   exited 0; the run's virtual time is bounded on both sides.
+//! - `drivers::virtio_net_hostile`: a hostile node (`virtio-net --hostile 2000`, no stack)
+//!   sends drv-b crafted frames of 11 kinds and floods the port of drv-b's `netfault --sink`
+//!   client with 2,000 datagrams, while a netping pair plays across drv-a and drv-b. From
+//!   outside: drv-b's drops, reason by reason, are exactly what the hostile says it sent; its
+//!   slots-full drops are the sink's, and with the datagrams the sink took intact (every payload
+//!   checked) they make the flood; it delivered the echo's 100 and the sink's; drv-a drops
+//!   nothing for its own ports; the pings, under way during the flood, all come back intact.
+//! - `drivers::virtio_net_client_dies`: a `netfault --die` client of drv-a faults with 4
+//!   answers unread and sends queued; drv-a's line of its closing counts the 4 unread and
+//!   sends dropped plus sends that left equal to those it made; drv-b's closed port got exactly
+//!   the sends that left; the pinger on drv-a, under way at the death, loses nothing.
+//! - `drivers::virtio_net_driver_dies`: drv-a (`--die-after 30`) faults with two clients'
+//!   sessions open; the kernel reports it; the talker reports `Closed` after its 28 answered
+//!   sends, the listener while waiting, both exit 0; a netping pair on drv-b and drv-c, under
+//!   way at the death, loses nothing; a CPU-bound neighbour runs its 300 ms; every frame comes
+//!   back; the kernel stopped its NIC (the PCI function at the bus, the virtio-mmio transport
+//!   by a reset).
 //! - `drivers::virtio_net_contracts`: two streams keep their 1:2 link-time contracts. Driver
 //!   A serves two `netbench` senders of 1,472-byte datagrams as fast as it takes them, "slow"
 //!   under `net = 1 ms of 10 ms` and "fast" under 2 ms of 10 ms, neither with slack time;
@@ -36,7 +53,8 @@
 
 use std::time::Duration;
 
-use crate::harness::{QemuTest, expect_ending, expect_exit, expect_line};
+use crate::harness::{QemuTest, expect_ending, expect_exit, expect_line, expect_terminated};
+use qemu_run::expected::Expected;
 use qemu_run::qemu::{Boot, Ending, Outcome};
 use system_image::system::Spoil;
 use tool_base::Arch;
@@ -212,6 +230,255 @@ fn netping(out: &Outcome) -> Result<(), String> {
     Ok(())
 }
 
+/// The counts of a line of drops by reason (`net_server`'s `frames dropped: runt N, ...`, or
+/// the hostile sender's `crafted frames: ...` in the same words and order): each reason and
+/// its count, in order.
+fn by_reason(out: &Outcome, text: &str) -> Result<Vec<(String, u64)>, String> {
+    let line = out.line(text).ok_or(format!("no line like `{text}`"))?;
+    let (_, list) = line.message.split_once(text).ok_or("unreadable line")?;
+    list.split(", ")
+        .map(|item| {
+            let (reason, n) = item.rsplit_once(' ').ok_or(format!("unreadable `{item}`"))?;
+            let n = n.parse().map_err(|_| format!("unreadable count in `{item}`"))?;
+            Ok((reason.to_string(), n))
+        })
+        .collect()
+}
+
+/// The instant of the first line containing `text`, in µs of the kernel's clock.
+fn at_us(out: &Outcome, text: &str) -> Result<u64, String> {
+    let line = out.line(text).ok_or(format!("no line like `{text}`"))?;
+    let t = line.timestamp.as_deref().ok_or(format!("no timestamp on `{text}`"))?;
+    let s: f64 = t.trim().parse().map_err(|_| format!("unreadable timestamp `{t}`"))?;
+    Ok((s * 1e6).round() as u64)
+}
+
+/// The pinger `name`'s netping summary: every one of its 100 pings answered intact, none lost
+/// or duplicated; the interval its pings took, in µs of the kernel's clock.
+fn pings_intact(out: &Outcome, name: &str) -> Result<(u64, u64), String> {
+    let pings = 2 * PING_ROUNDS;
+    let text = format!("[{name}] netping: ");
+    let summary = numbers(out, &text)?;
+    let [_, sent, _, _, answered, total, lost, dups, bad, us] = summary[..] else {
+        return Err(format!("unreadable pinger summary: {summary:?}"));
+    };
+    if (sent, answered, total, lost, dups, bad)
+        != (pings, pings, PING_ROUNDS * PING_ROUND_BYTES, 0, 0, 0)
+    {
+        return Err(format!("the pinger's summary: {summary:?}"));
+    }
+    let end = at_us(out, &text)?;
+    if us == 0 || us > end {
+        return Err(format!("the pings took {us} us, ending at {end} us"));
+    }
+    Ok((end - us, end))
+}
+
+/// The hostile run, as its manifest gives it: the flood's datagrams, the victim's MAC,
+/// address and port.
+const FLOOD: u64 = 2000;
+const VICTIM: &str = "52:54:00:12:35:01 10.0.0.2 port 7100";
+
+fn hostile(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    for d in ["drv-a", "drv-b", "hostile", "pinger", "echo", "sink"] {
+        expect_exit(out, d, 0)?;
+    }
+    // What the hostile says it sent, kind by kind, and what the victim's driver counted.
+    let crafted = by_reason(out, "[hostile] virtio-net: hostile: crafted frames: ")?;
+    let victim = by_reason(out, "[drv-b] virtio-net: frames dropped: ")?;
+    if crafted.len() != 11 || crafted.iter().any(|(_, n)| *n == 0) {
+        return Err(format!("the hostile's frames: {crafted:?}"));
+    }
+    if victim.len() != crafted.len() + 1 || victim[..crafted.len()] != crafted[..] {
+        return Err(format!("the victim counted {victim:?}, the hostile sent {crafted:?}"));
+    }
+    expect_line(out, &format!("hostile: flooded {VICTIM} with {FLOOD} datagrams of 200 bytes"))?;
+    // The sink: every datagram it took intact, the rest dropped with its slots full, as its
+    // driver counted them.
+    let sink = numbers(out, "[sink] netfault: sink: a flood of ")?;
+    let [flood, intact, dropped, dups, bad] = sink[..] else {
+        return Err(format!("unreadable sink summary: {sink:?}"));
+    };
+    if flood != FLOOD || intact + dropped != FLOOD || intact == 0 || dropped == 0 || dups + bad > 0
+    {
+        return Err(format!("the sink's summary: {sink:?}"));
+    }
+    if victim[11] != ("slots full".to_string(), dropped) {
+        return Err(format!(
+            "the victim's slots-full drops {:?}, the sink's {dropped}",
+            victim[11]
+        ));
+    }
+    // The victim's driver delivered the echo's 100 pings and the sink's datagrams, dropped
+    // exactly the crafted frames and the flood's excess, and closed nobody.
+    let crafted_total: u64 = crafted.iter().map(|(_, n)| n).sum();
+    let served = numbers(out, "[drv-b] virtio-net: every client gone: ")?;
+    let want = [2 * PING_ROUNDS + intact, crafted_total + dropped, 0, 0];
+    if served.len() != 7 || [served[2], served[4], served[5], served[6]] != want {
+        return Err(format!("drv-b's summary: {served:?} (want delivered, dropped: {want:?})"));
+    }
+    // The other driver saw every frame on the hub, the flood included, and dropped it: none
+    // for its own ports, none with its client's slots full.
+    let other = by_reason(out, "[drv-a] virtio-net: frames dropped: ")?;
+    let other_total: u64 = other.iter().map(|(_, n)| n).sum();
+    if other.len() != 12 || other[10].1 + other[11].1 > 0 || other_total < FLOOD + crafted_total {
+        return Err(format!("drv-a's drops: {other:?}"));
+    }
+    expect_line(out, &format!("[echo] netping: echo: answered {} datagrams", 2 * PING_ROUNDS))?;
+    let (ping_start, ping_end) = pings_intact(out, "pinger")?;
+    // The flood came while the pings were under way.
+    let (flood_start, flood_end) =
+        (at_us(out, "hostile: crafted frames: ")?, at_us(out, "hostile: flooded ")?);
+    if flood_start >= ping_end || flood_end <= ping_start {
+        return Err(format!(
+            "the flood ({flood_start} to {flood_end} us) missed the pings ({ping_start} to {ping_end} us)"
+        ));
+    }
+    let ns = run_ns(out)?;
+    if !(50_000_000..=2_000_000_000).contains(&ns) {
+        return Err(format!("the run lasted {ns} ns (want 50 ms to 2 s)"));
+    }
+    Ok(())
+}
+
+/// The dying client's fault, which the kernel reports.
+const DIER_FAULT: Expected = &[
+    "domain dier: store page fault at address 0x10, *",
+    "domain dier: the address is outside the user half",
+    "domain dier terminated: store page fault",
+];
+/// The dying client's answers unread and sends made, as its manifest gives them.
+const DIER_ANSWERS: u64 = 4;
+const DIER_SENDS: u64 = DIER_ANSWERS + 12;
+
+fn client_dies(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    expect_terminated(out, "dier", "store page fault")?;
+    for d in ["drv-a", "drv-b", "pinger", "echo", "echo2"] {
+        expect_exit(out, d, 0)?;
+    }
+    let dier = numbers(out, "[dier] netfault: die: dying with ")?;
+    let [unread, made, seen_sent] = dier[..] else {
+        return Err(format!("unreadable dier line: {dier:?}"));
+    };
+    if (unread, made) != (DIER_ANSWERS, DIER_SENDS) {
+        return Err(format!("the dier's line: {dier:?}"));
+    }
+    // Its driver closed it: every send it made either left or was dropped from its queue, and
+    // the answers waiting in its slots were dropped.
+    let gone = numbers(out, "[drv-a] virtio-net: client nd-req gone: dropped ")?;
+    let [dropped_tx, dropped_rx, sent, received] = gone[..] else {
+        return Err(format!("unreadable line of the dier's closing: {gone:?}"));
+    };
+    if dropped_tx == 0
+        || dropped_tx + sent != DIER_SENDS
+        || sent < seen_sent.max(DIER_ANSWERS)
+        || (dropped_rx, received) != (DIER_ANSWERS, DIER_ANSWERS)
+    {
+        return Err(format!("the dier's closing: {gone:?} (it had made {DIER_SENDS} sends)"));
+    }
+    // The queued sends that left before it died reached drv-b's closed port, no more.
+    let b = by_reason(out, "[drv-b] virtio-net: frames dropped: ")?;
+    let b_total: u64 = b.iter().map(|(_, n)| n).sum();
+    if b.get(10) != Some(&("no port".to_string(), sent - DIER_ANSWERS)) || b_total != b[10].1 {
+        return Err(format!("drv-b's drops: {b:?} (want no port {})", sent - DIER_ANSWERS));
+    }
+    let served = numbers(out, "[drv-a] virtio-net: every client gone: ")?;
+    if served.get(2) != Some(&(2 * PING_ROUNDS + DIER_ANSWERS))
+        || served.get(4..7) != Some(&[0, dropped_tx, DIER_ANSWERS])
+    {
+        return Err(format!("drv-a's summary: {served:?}"));
+    }
+    // The pinger, the other client of the same driver, was under way when the dier died and
+    // lost nothing.
+    let (ping_start, ping_end) = pings_intact(out, "pinger")?;
+    let died = at_us(out, "domain dier terminated")?;
+    if !(ping_start..ping_end).contains(&died) {
+        return Err(format!(
+            "the dier died at {died} us, not during the pings ({ping_start} to {ping_end} us)"
+        ));
+    }
+    let ns = run_ns(out)?;
+    if !(50_000_000..=2_000_000_000).contains(&ns) {
+        return Err(format!("the run lasted {ns} ns (want 50 ms to 2 s)"));
+    }
+    Ok(())
+}
+
+/// The dying driver's fault, which the kernel reports.
+const DRIVER_FAULT: Expected = &[
+    "domain drv-a: store page fault at address 0x10, *",
+    "domain drv-a: the address is outside the user half",
+    "domain drv-a terminated: store page fault",
+];
+/// The requests the dying driver answers (its manifest's `--die-after`): the talker's and the
+/// listener's Opens, and the talker's sends.
+const DRIVER_REQUESTS: u64 = 30;
+
+fn driver_dies(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    expect_terminated(out, "drv-a", "store page fault")?;
+    expect_line(
+        out,
+        &format!("[drv-a] virtio-net: dying on purpose after {DRIVER_REQUESTS} requests"),
+    )?;
+    // Its NIC was stopped: a virtio-net-pci function at the bus, a virtio-mmio transport by
+    // a reset, so that it writes no more frames into the memory the kernel took back.
+    expect_line(out, "domain drv-a: 1 device(s) stopped")?;
+    for d in ["talker", "listener", "drv-b", "drv-c", "echo", "pinger", "busy"] {
+        expect_exit(out, d, 0)?;
+    }
+    // Both clients learnt it from their sessions: the talker after every send it was
+    // answered, the listener while it waited.
+    let sends = DRIVER_REQUESTS - 2;
+    expect_line(
+        out,
+        &format!("[talker] netfault: the driver is gone (Closed) after {sends} datagrams sent"),
+    )?;
+    expect_line(
+        out,
+        "[listener] netfault: the driver is gone (Closed) after 0 datagrams received",
+    )?;
+    // The talker's datagrams that left reached drv-b's closed port: no more than it sent.
+    let b = by_reason(out, "[drv-b] virtio-net: frames dropped: ")?;
+    let no_port = b.get(10).filter(|(r, _)| r == "no port").map_or(0, |(_, n)| *n);
+    if no_port == 0 || no_port > sends {
+        return Err(format!("drv-b's drops: {b:?} (want no port 1 to {sends})"));
+    }
+    // The other drivers and their clients went on: the pings, under way at the death, all
+    // answered; and the CPU-bound neighbour ran its 300 ms to the end.
+    let (ping_start, ping_end) = pings_intact(out, "pinger")?;
+    let died = at_us(out, "domain drv-a terminated")?;
+    if !(ping_start..ping_end).contains(&died) {
+        return Err(format!(
+            "drv-a died at {died} us, not during the pings ({ping_start} to {ping_end} us)"
+        ));
+    }
+    for d in ["drv-b", "drv-c"] {
+        let served = numbers(out, &format!("[{d}] virtio-net: every client gone: "))?;
+        if served.get(1..3) != Some(&[0, 2 * PING_ROUNDS]) {
+            return Err(format!("{d}'s summary: {served:?}"));
+        }
+    }
+    let spin = out.line("[busy] spin: iterations=").ok_or("no summary of the busy neighbour")?;
+    let elapsed = spin
+        .message
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("elapsed_ns=")?.parse::<u64>().ok())
+        .ok_or("no elapsed_ns in the busy neighbour's summary")?;
+    // 300 ms by its clock (x86_64's, from the TSC, may fall a few ns short).
+    if !(299_000_000..=301_000_000).contains(&elapsed) {
+        return Err(format!("the busy neighbour ran {elapsed} ns, not its 300 ms"));
+    }
+    crate::domains::frames_returned(out)?;
+    let ns = run_ns(out)?;
+    if !(300_000_000..=2_000_000_000).contains(&ns) {
+        return Err(format!("the run lasted {ns} ns (want 300 ms to 2 s)"));
+    }
+    Ok(())
+}
+
 /// The contracts run, as its manifest gives it: each stream's datagrams and slice of link
 /// time in every 10 ms; the datagrams' payload.
 const STREAMS: [(&str, u64, u64); 2] = [("slow", 200, 1_000_000), ("fast", 400, 2_000_000)];
@@ -309,7 +576,7 @@ fn contracts(out: &Outcome) -> Result<(), String> {
 
 /// The suite's tests on `arch`.
 pub(super) fn net_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
-    let test = |check: &str, f: crate::harness::Check| {
+    let test_expecting = |check: &str, expected: Expected, f: crate::harness::Check| {
         let mut boot = Boot::new(arch);
         boot.icount = true;
         boot.timeout = Duration::from_secs(120);
@@ -320,14 +587,18 @@ pub(super) fn net_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
                 format!("tests/manifests/drivers/virtio-net-{check}.toml"),
                 Spoil::Nothing,
             )),
-            expected: &[],
+            expected,
             check: f,
         }
     };
+    let test = |check: &str, f: crate::harness::Check| test_expecting(check, &[], f);
     vec![
         test("self-test", Box::new(move |out| self_test(arch, out))),
         test("idle", Box::new(idle)),
         test("netping", Box::new(netping)),
+        test("hostile", Box::new(hostile)),
+        test_expecting("client-dies", DIER_FAULT, Box::new(client_dies)),
+        test_expecting("driver-dies", DRIVER_FAULT, Box::new(driver_dies)),
         test("contracts", Box::new(contracts)),
     ]
 }

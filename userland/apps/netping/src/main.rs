@@ -5,7 +5,8 @@
 //! N datagrams in all, then closes. `netping --net NAME --port P --to A.B.C.D:Q --rounds N`
 //! waits [`START_NS`] (for the echoing peer to open its port), then plays N rounds, each a ping
 //! of 64 bytes and one of 1,472 (the largest UDP payload of one frame), waiting for each
-//! answer before the next ping. A ping's payload is its sequence number, its length and bytes
+//! answer before the next ping; with `--size BYTES` (8 to 1,472) every ping has that size
+//! instead, two per round. A ping's payload is its sequence number, its length and bytes
 //! drawn from the sequence number; every answer is checked byte for byte. An answer to an
 //! earlier ping than the one awaited is a duplicate; one to a later ping counts the pings in
 //! between as lost. Both print a summary line, which a test reads; the pinger fails unless
@@ -26,18 +27,20 @@ const START_NS: u64 = 50_000_000;
 /// The two sizes of ping, in bytes of UDP payload.
 const SIZES: [usize; 2] = [64, MAX_UDP_PAYLOAD];
 
-const USAGE: &str = "usage: netping --net NAME --port P (--echo N | --to A.B.C.D:Q --rounds N)";
+const USAGE: &str =
+    "usage: netping --net NAME --port P (--echo N | --to A.B.C.D:Q --rounds N [--size BYTES])";
 
 /// What the domain is asked to do.
 enum Role {
     /// Answer this many datagrams.
     Echo(u32),
-    /// Ping this peer for this many rounds.
-    Ping(Endpoint, u32),
+    /// Ping this peer for this many rounds, with pings of these two sizes.
+    Ping(Endpoint, u32, [usize; 2]),
 }
 
 fn main(env: Env) -> i32 {
     let (mut net, mut port, mut echo, mut to, mut rounds) = (None, None, None, None, None);
+    let mut size = None;
     let mut args = env.args;
     while let Some(a) = args.next() {
         let v = args.next();
@@ -47,6 +50,10 @@ fn main(env: Env) -> i32 {
             "--echo" => echo = v.and_then(|n| n.parse::<u32>().ok()),
             "--to" => to = v.and_then(parse_endpoint),
             "--rounds" => rounds = v.and_then(|n| n.parse::<u32>().ok()),
+            "--size" => match v.and_then(|n| n.parse::<usize>().ok()) {
+                Some(s) if (8..=MAX_UDP_PAYLOAD).contains(&s) => size = Some(s),
+                _ => return usage("--size takes 8 to 1472 bytes"),
+            },
             _ => return usage("unknown option"),
         }
     }
@@ -54,8 +61,8 @@ fn main(env: Env) -> i32 {
         return usage("--net and --port are needed");
     };
     let role = match (echo, to, rounds) {
-        (Some(n), None, None) => Role::Echo(n),
-        (None, Some(to), Some(n)) => Role::Ping(to, n),
+        (Some(n), None, None) if size.is_none() => Role::Echo(n),
+        (None, Some(to), Some(n)) => Role::Ping(to, n, size.map_or(SIZES, |s| [s, s])),
         _ => return usage("either --echo N or both --to and --rounds"),
     };
     let Some(transport) = ChannelTransport::connect(net) else {
@@ -69,7 +76,7 @@ fn main(env: Env) -> i32 {
     }
     let status = match role {
         Role::Echo(n) => echo_loop(&mut session, n),
-        Role::Ping(to, n) => ping(&mut session, to, n),
+        Role::Ping(to, n, sizes) => ping(&mut session, to, n, sizes),
     };
     if let Err(e) = session.close() {
         println!("netping: close failed: {e:?}");
@@ -139,21 +146,27 @@ fn fill(buf: &mut [u8], seq: u32) {
     }
 }
 
-/// The sequence number of an answer, if it is an intact ping.
-fn check(payload: &[u8]) -> Option<u32> {
+/// The sequence number of an answer, if it is an intact ping of one of `sizes` (even
+/// sequence numbers the first, odd ones the second).
+fn check(payload: &[u8], sizes: [usize; 2]) -> Option<u32> {
     if payload.len() < 8 {
         return None;
     }
     let seq = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]);
     let len = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
     let intact = len as usize == payload.len()
-        && payload.len() == SIZES[seq as usize % 2]
+        && payload.len() == sizes[seq as usize % 2]
         && payload[8..].iter().enumerate().all(|(i, &b)| b == pattern(seq, i));
     intact.then_some(seq)
 }
 
-/// Plays `rounds` rounds against the echoing peer `to`.
-fn ping(session: &mut Session<ChannelTransport>, to: Endpoint, rounds: u32) -> i32 {
+/// Plays `rounds` rounds of pings of `sizes` against the echoing peer `to`.
+fn ping(
+    session: &mut Session<ChannelTransport>,
+    to: Endpoint,
+    rounds: u32,
+    sizes: [usize; 2],
+) -> i32 {
     tessera::thread::sleep(START_NS);
     let mut buf = [0u8; MAX_UDP_PAYLOAD];
     let pings = rounds * 2;
@@ -162,14 +175,14 @@ fn ping(session: &mut Session<ChannelTransport>, to: Endpoint, rounds: u32) -> i
     let start = tessera::time_ns();
     let mut seq = 0;
     while seq < pings {
-        let len = SIZES[seq as usize % 2];
+        let len = sizes[seq as usize % 2];
         fill(&mut buf[..len], seq);
         if let Err(e) = session.send(to, &buf[..len]) {
             println!("netping: send of ping {seq} failed: {e:?}");
             return 1;
         }
         loop {
-            let got = match session.receive(|d| (d.from == to).then(|| check(d.payload))) {
+            let got = match session.receive(|d| (d.from == to).then(|| check(d.payload, sizes))) {
                 Ok(g) => g,
                 Err(e) => {
                     println!("netping: receive failed: {e:?}");
@@ -198,7 +211,7 @@ fn ping(session: &mut Session<ChannelTransport>, to: Endpoint, rounds: u32) -> i
     let us = (tessera::time_ns() - start) / 1_000;
     println!(
         "netping: {rounds} rounds to {}.{}.{}.{}:{}: {pings} pings of {} and {} bytes, {answered} answered ({bytes} bytes), {lost} lost, {duplicates} duplicates, {bad} bad, {us} us",
-        to.addr.0[0], to.addr.0[1], to.addr.0[2], to.addr.0[3], to.port, SIZES[0], SIZES[1]
+        to.addr.0[0], to.addr.0[1], to.addr.0[2], to.addr.0[3], to.port, sizes[0], sizes[1]
     );
     if answered == pings && lost == 0 && duplicates == 0 && bad == 0 { 0 } else { 1 }
 }
