@@ -163,13 +163,15 @@ fn clients(driver: &str) -> Vec<Client<Pair, DomainArea>> {
             latency_ns: n.latency_ns,
         });
         let contract = own.unwrap_or(DEFAULT_CONTRACT);
-        println!(
-            "{driver}: client {name} (domain {peer}) served, link time {} us every {} us{}{}",
-            contract.slice_ns / 1000,
-            contract.period_ns / 1000,
-            if contract.extra { " and slack" } else { "" },
-            if own.is_some() { "" } else { " (best effort)" }
-        );
+        match own {
+            Some(k) => println!(
+                "{driver}: client {name} (domain {peer}) served, link time {} us every {} us{}",
+                k.slice_ns / 1000,
+                k.period_ns / 1000,
+                if k.extra { " and slack" } else { "" }
+            ),
+            None => println!("{driver}: client {name} (domain {peer}) served"),
+        }
         let pair = Pair { rx: c.rx, tx: c.tx };
         out.push(Client::new(name, pair, area, contract).with_records(own.is_some()));
     }
