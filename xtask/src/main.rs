@@ -111,6 +111,14 @@ enum Command {
         /// Plot each disk stream's disk time per period to FILE (SVG) when the run ends.
         #[arg(long, value_name = "FILE")]
         disk_svg: Option<PathBuf>,
+        /// Write every link-time period record the network drivers printed (`net period:
+        /// stream=...`, one per period of each transmit stream with a `net` contract) to FILE
+        /// when the run ends: `.csv` or `.json`.
+        #[arg(long, value_name = "FILE")]
+        net_out: Option<PathBuf>,
+        /// Plot each network stream's link time per period to FILE (SVG) when the run ends.
+        #[arg(long, value_name = "FILE")]
+        net_svg: Option<PathBuf>,
     },
     /// Run several nodes, each a QEMU booting a manifest, joined by VDE switches and links,
     /// with the scenario of the cluster manifest FILE (clusters/README.md); their logs are
@@ -210,6 +218,8 @@ fn main() -> ExitCode {
             cpu_svg,
             disk_out,
             disk_svg,
+            net_out,
+            net_svg,
         } => {
             let boot = qemu::Boot { bios, append, icount: !realtime, gdb, ..qemu::Boot::new(arch) };
             let live = (cpu || cpu_every.is_some())
@@ -223,7 +233,12 @@ fn main() -> ExitCode {
                     allow_failures,
                     apps: if debug_apps { apps::Build::Debug } else { apps::Build::Release },
                     cpu: cpu_trace::Options { every_ns: live, out: cpu_out, svg: cpu_svg },
-                    disk: disk_trace::Options { out: disk_out, svg: disk_svg },
+                    disk: disk_trace::Options {
+                        trace: disk_trace::DISK,
+                        out: disk_out,
+                        svg: disk_svg,
+                    },
+                    net: disk_trace::Options { trace: disk_trace::NET, out: net_out, svg: net_svg },
                     keep_disk,
                     timeout: timeout.map(Duration::from_secs),
                 },

@@ -149,7 +149,7 @@ fn clients(driver: &str) -> (Vec<Client<Pair>>, Vec<u64>) {
             break;
         }
         out.push(Client::new(c.slot.name, Pair { rx: c.rx, tx: c.tx }, contract));
-        peers.push(c.slot.peer_domain);
+        peers.push(u64::from(c.slot.peer_domain));
     }
     (out, peers)
 }

@@ -11,8 +11,9 @@
 //! A client's receive slots are lent to the stack at each Open and come back when the stack
 //! drops them at the Close ([`Lent`]), so a client may close and open again.
 //!
-//! Not implemented: network contracts from the manifest (the control block carries none yet:
-//! every client gets [`DEFAULT_CONTRACT`]).
+//! Each client's stream gets the link-time contract the manifest gives its domain (`net = {
+//! ... }`, in the channel slot's `peer_net`), and its completed periods are printed; a client
+//! whose domain has none gets [`DEFAULT_CONTRACT`], best effort, without period lines.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -36,8 +37,9 @@ pub const TX_BYTES: usize = 2048;
 /// The most clients served.
 const MAX_CLIENTS: usize = 8;
 
-/// Every client's contract until manifests carry network contracts: 1 ms of link time in every
-/// 10 ms, and slack time beyond.
+/// The contract of a client whose domain's manifest names no `net`: 1 ms of link time in every
+/// 10 ms, and slack time beyond (`manifest::NET_BEST_EFFORT`, at which the manifest's
+/// admission counts such a client).
 pub const DEFAULT_CONTRACT: NetContract =
     NetContract { period_ns: 10_000_000, slice_ns: 1_000_000, extra: true, latency_ns: 0 };
 
@@ -153,8 +155,25 @@ fn clients(driver: &str) -> Vec<Client<Pair, DomainArea>> {
             println!("{driver}: no data area for client {name}");
             continue;
         };
-        println!("{driver}: client {name} (domain {peer}) served");
-        out.push(Client::new(name, Pair { rx: c.rx, tx: c.tx }, area, DEFAULT_CONTRACT));
+        let n = c.slot.peer_net;
+        let own = (n.period_ns != 0).then_some(NetContract {
+            period_ns: n.period_ns,
+            slice_ns: n.slice_ns,
+            extra: n.extra != 0,
+            latency_ns: n.latency_ns,
+        });
+        let contract = own.unwrap_or(DEFAULT_CONTRACT);
+        match own {
+            Some(k) => println!(
+                "{driver}: client {name} (domain {peer}) served, link time {} us every {} us{}",
+                k.slice_ns / 1000,
+                k.period_ns / 1000,
+                if k.extra { " and slack" } else { "" }
+            ),
+            None => println!("{driver}: client {name} (domain {peer}) served"),
+        }
+        let pair = Pair { rx: c.rx, tx: c.tx };
+        out.push(Client::new(name, pair, area, contract).with_records(own.is_some()));
     }
     out
 }

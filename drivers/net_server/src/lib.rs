@@ -20,7 +20,12 @@
 //! 3. The stack is polled ([`NetStack::poll`]): transmissions completed, frames received and
 //!    demultiplexed, smoltcp's ARP and ICMP, the transmit streams' dispatches.
 //! 4. Each client's received datagrams ([`NetStack::next_message`]) are sent to it.
-//! 5. Each stream's accounts are published where its client reads them, with a sequence number
+//! 5. The completed periods of the streams of clients with a contract of their own
+//!    ([`Client::with_records`]) are printed, one line each:
+//!    `net period: stream=NAME start=NS end=NS guaranteed=NS extra=NS missed=BOOL` (NAME the
+//!    client's channel prefix; times in link time, by the domain's clock), which
+//!    `cargo xtask run --net-out` and `--net-svg` collect.
+//! 6. Each stream's accounts are published where its client reads them, with a sequence number
 //!    (odd while written), whenever they changed.
 //!
 //! [`serve`] repeats passes and, when a pass moved nothing, blocks until an endpoint changes
@@ -36,7 +41,9 @@
 //!   fails) is closed in the stack: the datagrams it had queued either way are dropped and
 //!   counted in its final published accounts and in [`ServeStats`]; no other client's
 //!   datagrams, slots or accounts are touched.
-//! - A request with bad arguments gets its error code in its response and changes nothing.
+//! - A request with bad arguments gets its error code in its response and changes nothing;
+//!   an Open whose contract the stack does not admit ([`NetError::NotAdmitted`]) is also
+//!   printed, with the contract.
 //!
 //! `no_std` with `alloc`, no `unsafe` code; system calls only in `domain`, through the runtime.
 //! [`ServeOptions::die_after`] makes the driver die on purpose once it has answered so many
@@ -60,7 +67,9 @@ use core::sync::atomic::AtomicU64;
 
 pub use blk_server::serve::{Channels, SendError};
 use net_interface::protocol::{ACCOUNT_WORDS, RESPONSE_LEN};
-use net_interface::{NetContract, Nic, StreamAccounts};
+use net_interface::{
+    NetContract, NetError, Nic, Op, Request, Response, ServerMessage, StreamAccounts,
+};
 use net_stack::{Area, Instant, NetStack, Session};
 
 #[cfg(target_os = "none")]
@@ -153,6 +162,8 @@ pub struct Client<C, D> {
     pub area: D,
     /// Its network contract, from its manifest.
     pub contract: NetContract,
+    /// Whether its stream's completed periods are printed (a contract of its own).
+    records: bool,
     session: Session,
     open: bool,
     /// A message its ring did not take, sent first.
@@ -172,11 +183,24 @@ impl<C: Channels, D: DataArea> Client<C, D> {
             channels,
             area,
             contract,
+            records: false,
             session: Session::default(),
             open: true,
             held: None,
             published: None,
         }
+    }
+
+    /// The client, its stream's completed periods printed (`net period: ...`, see the
+    /// [crate] documentation) if `on`: for a client with a contract of its own.
+    pub fn with_records(mut self, on: bool) -> Client<C, D> {
+        self.records = on;
+        self
+    }
+
+    /// Its stream's name: its request channel's without `-req`.
+    pub fn stream(&self) -> &str {
+        self.name().strip_suffix("-req").unwrap_or(self.name())
     }
 
     /// Its request channel's name.
@@ -252,6 +276,8 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
         stack: NetStack<N, D::Rx>,
         clients: Vec<Client<C, D>>,
     ) -> Self {
+        let mut stack = stack;
+        stack.record_periods(clients.iter().any(|c| c.records));
         NetServer { stack, clients, irq_seen: None, stats: ServeStats::default(), driver }
     }
 
@@ -306,6 +332,7 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
         for i in 0..self.clients.len() {
             moved |= self.messages(i, domain);
         }
+        self.print_periods(domain);
         self.publish_all();
         let next_ns = next.map(Instant::as_nanos);
         moved |= next_ns.is_some_and(|t| t <= now.as_nanos());
@@ -335,6 +362,7 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
                     self.stats.requests += 1;
                     if response[10..12] != [0, 0] {
                         self.stats.rejected += 1;
+                        refused_open(self.driver, c, msg, &response, domain);
                     }
                     self.send(i, response, domain);
                 }
@@ -421,6 +449,26 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
         }
     }
 
+    /// Prints the completed periods of the streams whose clients have records on.
+    fn print_periods<P: NetDomain>(&mut self, domain: &mut P) {
+        for (id, r) in self.stack.take_periods() {
+            let Some(c) = self.clients.iter().find(|c| c.session.client == Some(id)) else {
+                continue;
+            };
+            if c.records {
+                domain.print(format_args!(
+                    "net period: stream={} start={} end={} guaranteed={} extra={} missed={}",
+                    c.stream(),
+                    r.start,
+                    r.end,
+                    r.guaranteed,
+                    r.extra,
+                    r.missed
+                ));
+            }
+        }
+    }
+
     /// Publishes the accounts of every open stream that changed.
     fn publish_all(&mut self) {
         for c in &mut self.clients {
@@ -433,6 +481,32 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
                 c.published = Some(a);
             }
         }
+    }
+}
+
+/// Prints why client `c`'s Open `msg` was refused, if it was an Open refused for its
+/// contract (`response` is its encoded answer).
+fn refused_open<C: Channels, D: DataArea, P: NetDomain>(
+    driver: &str,
+    c: &Client<C, D>,
+    msg: &[u8],
+    response: &[u8],
+    domain: &mut P,
+) {
+    let open = Request::decode(msg).is_ok_and(|r| r.op == Op::Open);
+    let refused = matches!(
+        ServerMessage::decode(response),
+        Ok(ServerMessage::Response(Response { status: Err(NetError::NotAdmitted), .. }))
+    );
+    if open && refused {
+        let k = c.contract;
+        domain.print(format_args!(
+            "{driver}: client {}: its link-time contract ({} us every {} us, extra {}) does not fit beside the open streams' (or is invalid): Open refused",
+            c.name(),
+            k.slice_ns / 1000,
+            k.period_ns / 1000,
+            k.extra
+        ));
     }
 }
 

@@ -645,3 +645,80 @@ fn lent_slots_come_back_when_the_stack_drops_them() {
     let again = Lent::take(home);
     assert_eq!((again.as_ref().len(), again.as_ref()[0]), (2 * RX_SLOT, 7));
 }
+
+#[test]
+fn a_contracted_stream_prints_its_periods_and_an_open_beyond_the_link_is_refused() {
+    let (w, ch) = world(2, 1, 4);
+    {
+        let mut wb = w.borrow_mut();
+        let s = &mut wb.servers[0];
+        let own = |slice_ms| NetContract {
+            period_ns: 10 * MS,
+            slice_ns: slice_ms * MS,
+            extra: false,
+            latency_ns: 0,
+        };
+        s.clients_mut()[0].contract = own(2);
+        s.clients_mut()[0].records = true;
+        s.clients_mut()[1].contract = own(8);
+        s.stack_mut().record_periods(true);
+    }
+    let mut a0 = session(&w, &ch[0], 0, 0);
+    let mut a1 = session(&w, &ch[1], 0, 1);
+    let mut b = session(&w, &ch[2], 1, 0);
+    b.open(7000).unwrap();
+    a0.open(5000).unwrap();
+    // 2 ms and 8 ms of every 10: more than the 90% of the link.
+    assert_eq!(a1.open(5001).err(), Some(NetError::NotAdmitted));
+    let refused = "net-a: client a1-req: its link-time contract (8000 us every 10000 us, extra \
+                   false) does not fit beside the open streams' (or is invalid): Open refused";
+    assert!(
+        w.borrow().doms[0].lines.iter().any(|l| l == refused),
+        "{:?}",
+        w.borrow().doms[0].lines
+    );
+    // 60 frames of 1,514 bytes at 2 ms of every 10 ms: 16 a period, four periods.
+    let mut seq = 0;
+    while seq < 60 {
+        match a0.send(at(B, 7000), &payload(0, seq, 1472)) {
+            Ok(()) => seq += 1,
+            Err(NetError::Busy) => w.borrow_mut().step(),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    // Until the last is sent and the servers have nothing left to do (B's four slots
+    // overflow: it does not read).
+    loop {
+        let mut guard = w.borrow_mut();
+        let wb = &mut *guard;
+        let (mut moved, mut next) = (false, u64::MAX);
+        for (s, d) in wb.servers.iter_mut().zip(&mut wb.doms) {
+            let p = s.pass(d);
+            moved |= p.moved;
+            next = next.min(p.next_ns.unwrap_or(u64::MAX));
+        }
+        if !moved {
+            if next == u64::MAX {
+                break;
+            }
+            wb.now.set(next);
+        }
+    }
+    let lines = w.borrow().doms[0].lines.clone();
+    let periods: Vec<_> = lines.iter().filter(|l| l.starts_with("net period: ")).collect();
+    assert!(periods.len() >= 3, "{lines:?}");
+    let frame = LinkModel::FAST_ETHERNET.frame_ns(1514);
+    for l in &periods {
+        assert!(l.starts_with("net period: stream=a0 start="), "{l}");
+        let field = |k: &str| -> u64 {
+            let v = l.split(' ').find_map(|f| f.strip_prefix(k)).unwrap();
+            v.parse().unwrap()
+        };
+        let (start, end, g) = (field("start="), field("end="), field("guaranteed="));
+        assert_eq!((end - start, field("extra=")), (10 * MS, 0), "{l}");
+        assert!(g <= 2 * MS, "{l}");
+    }
+    // Two full periods of 16 frames each.
+    let full = periods.iter().filter(|l| l.contains(&format!("guaranteed={} ", 16 * frame)));
+    assert!(full.count() >= 2, "{periods:?}");
+}

@@ -23,7 +23,9 @@
 //!   guaranteed time if it fits the stream's slice. One frame holds the modelled link at a time;
 //!   the stream's next one starts when the model says the link is free (so the contracts hold
 //!   in modelled time, whatever the NIC's ring depth). Contracts are admitted with Atropos's
-//!   admission test.
+//!   admission test. Each stream's completed periods (link time guaranteed and extra, a
+//!   missed deadline) are recorded on request ([`NetStack::record_periods`],
+//!   [`NetStack::take_periods`]).
 //! - **Time is the caller's**: every call takes an [`Instant`]; nothing reads a clock.
 //!
 //! # Invariants

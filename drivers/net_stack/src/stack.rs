@@ -4,7 +4,7 @@ use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use atropos::Contract;
+use atropos::{Contract, PeriodRecord};
 use disk_sched::usd::Usd;
 use disk_sched::{Decision, Pending};
 use net_interface::frame::{ETH_HEADER, IPV4_UDP_HEADERS, MAX_UDP_PAYLOAD};
@@ -155,6 +155,31 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
             to_stack: 0,
             rx_more: false,
         }
+    }
+
+    /// Turns the record of the transmit streams' periods on or off (off in a new stack): while
+    /// it is on, every completed period is kept until [`NetStack::take_periods`] takes it, so
+    /// a caller that turns it on takes them regularly (the driver's loop does, every pass).
+    pub fn record_periods(&mut self, on: bool) {
+        self.usd.atropos_mut().set_trace(on);
+    }
+
+    /// The transmit streams' periods completed since the last call while they were recorded
+    /// ([`NetStack::record_periods`]), oldest first, each with its client: the link time
+    /// each used in the period, guaranteed and extra, and whether it ended with slice left
+    /// while the stream had datagrams waiting. The streams of closed clients are left out.
+    pub fn take_periods(&mut self) -> Vec<(ClientId, PeriodRecord)> {
+        let atropos = self.usd.atropos_mut();
+        if !atropos.tracing() {
+            // Nothing is recorded: the driver's every pass asks, at no cost.
+            return Vec::new();
+        }
+        let records = atropos.take_records();
+        let owners = &self.stream_owner;
+        records
+            .into_iter()
+            .filter_map(|r| Some((owners.get(r.client).copied().flatten()?, r)))
+            .collect()
     }
 
     /// How the stack was set up.

@@ -517,6 +517,46 @@ fn two_saturating_streams_under_1_to_2_contracts_share_the_link_1_to_2() {
 }
 
 #[test]
+fn period_records_give_each_saturating_stream_its_slice() {
+    let mut net = Net::new();
+    let (c1, _) = net.a.open(5001, contract(1, false), area(4), Instant(0)).unwrap();
+    let (c2, _) = net.a.open(5002, contract(2, false), area(4), Instant(0)).unwrap();
+    let (d, _) = net.b.open(6000, contract(1, true), area(64), Instant(0)).unwrap();
+    net.a.ping(B, 0, b"", Instant(0)).unwrap();
+    net.run_until(MS);
+    assert!(net.a.take_periods().is_empty(), "not recorded until asked");
+    net.a.record_periods(true);
+    let start = net.now;
+    let mut seq = 0u32;
+    let mut records = Vec::new();
+    while net.now < start + 200 * MS {
+        for c in [c1, c2] {
+            let to = Endpoint { addr: B, port: 6000 };
+            while net.a.send(c, to, &payload(0, seq, MAX_UDP_PAYLOAD), Instant(net.now)).is_ok() {
+                seq += 1;
+            }
+        }
+        net.step(start + 200 * MS);
+        drain(&mut net.b, d);
+        records.extend(net.a.take_periods());
+    }
+    let frame = LinkModel::FAST_ETHERNET.frame_ns(1514);
+    for (c, slice) in [(c1, MS), (c2, 2 * MS)] {
+        let mine: Vec<_> = records.iter().filter(|(id, _)| *id == c).map(|(_, r)| r).collect();
+        // The first period may have started before the streams were saturated.
+        assert!(mine.len() >= 18, "{c:?}: {} periods", mine.len());
+        for r in &mine[1..] {
+            assert_eq!((r.end - r.start, r.extra), (10 * MS, 0), "{c:?}: {r:?}");
+            assert!(r.guaranteed <= slice && r.guaranteed + frame > slice, "{c:?}: {r:?}");
+        }
+    }
+    // A closed client's periods are no one's.
+    net.a.close(c1, Instant(net.now)).unwrap();
+    net.run_until(net.now + 50 * MS);
+    assert!(net.a.take_periods().iter().all(|(id, _)| *id == c2));
+}
+
+#[test]
 fn full_queues_refuse_or_drop_and_count() {
     let mut net = Net::new();
     let (ca, _) = net.a.open(5000, contract(2, true), area(2), Instant(0)).unwrap();

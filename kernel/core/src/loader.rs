@@ -146,8 +146,9 @@ pub fn start_from_boot_image<P: Platform>(
         let slot = [ends[channel.from], ends[channel.to]];
         ends[channel.from] += 1;
         ends[channel.to] += 1;
-        let stream = |i: usize| stream_contract(manifest.domains.get(i).and_then(|d| d.disk));
-        let peers = [stream(channel.to), stream(channel.from)];
+        let disk = |i: usize| stream_contract(manifest.domains.get(i).and_then(|d| d.disk));
+        let net = |i: usize| stream_contract(manifest.domains.get(i).and_then(|d| d.net));
+        let peers = [(disk(channel.to), net(channel.to)), (disk(channel.from), net(channel.from))];
         if let Err(e) = connect(w, channel, slot, peers) {
             error!("channel {=str} could not be created: {}", channel.name.as_str(), e);
         }
@@ -215,12 +216,13 @@ fn populate<P: Platform>(
 
 /// Creates the manifest's IO channels: a shared stretch owned by the sender, read-write for
 /// both ends, an endpoint at each end that only the other end may signal, and the description
-/// of the channel in both control blocks.
+/// of the channel in both control blocks, each end's with its peer's disk-time and link-time
+/// contracts (`peers`: the sending end's, which are the receiver's, first).
 fn connect<P: Platform>(
     w: &mut World<P>,
     channel: &manifest::ChannelSpec,
     slot: [usize; 2],
-    peer_disk: [abi::StreamContract; 2],
+    peers: [(abi::StreamContract, abi::StreamContract); 2],
 ) -> Result<(), abi::SysError> {
     let named = |index: usize| u32::try_from(index).ok().and_then(|raw| w.domains.id(raw));
     let (Some(from), Some(to)) = (named(channel.from), named(channel.to)) else {
@@ -240,21 +242,23 @@ fn connect<P: Platform>(
     let n = channel.name.len().min(32);
     name[..n].copy_from_slice(&channel.name.as_bytes()[..n]);
     let ends = [
-        (from, abi::ChannelRole::Sender, space_event, to, data_event, slot[0], peer_disk[0]),
-        (to, abi::ChannelRole::Receiver, data_event, from, space_event, slot[1], peer_disk[1]),
+        (from, abi::ChannelRole::Sender, space_event, to, data_event, slot[0], peers[0]),
+        (to, abi::ChannelRole::Receiver, data_event, from, space_event, slot[1], peers[1]),
     ];
-    for (me, role, local, peer, peer_event, index, peer_disk) in ends {
+    for (me, role, local, peer, peer_event, index, (peer_disk, peer_net)) in ends {
         let frame = w.domains[me].dcb.ok_or(abi::SysError::NotFound)?;
         let slot = abi::ChannelSlot {
-            role: role as u64,
+            role: role as u16,
             name,
             base: base as u64,
-            slots: channel.slots as u64,
-            slot_size: channel.slot_size as u64,
-            local_event: local as u64,
-            peer_domain: u64::from(peer.raw()),
-            peer_event: peer_event as u64,
+            slots: channel.slots,
+            // At most MAX_SLOT_SIZE (4096) and MAX_EVENTS, by the manifest's check.
+            slot_size: channel.slot_size as u16,
+            local_event: local as u16,
+            peer_domain: peer.raw(),
+            peer_event: peer_event as u16,
             peer_disk,
+            peer_net,
         };
         P::write_channel_slot(frame, index, &slot);
     }

@@ -489,7 +489,7 @@ pub struct EventSlot {
 }
 
 /// Which end of an IO channel a domain holds.
-#[repr(u64)]
+#[repr(u16)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChannelRole {
     /// The slot is unused.
@@ -512,30 +512,33 @@ pub enum ChannelRole {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ChannelSlot {
     /// `ChannelRole` as a number.
-    pub role: u64,
+    pub role: u16,
+    /// This end's event endpoint (index into `Dcb::events`), signalled by the peer.
+    pub local_event: u16,
+    /// The peer's endpoint this end signals.
+    pub peer_event: u16,
+    /// Bytes per slot (a multiple of 8, at most 4096).
+    pub slot_size: u16,
+    /// Number of slots (a power of two).
+    pub slots: u32,
+    /// The peer domain.
+    pub peer_domain: u32,
     /// The channel's name from the manifest, NUL-padded.
     pub name: [u8; 32],
     /// The shared stretch's base address.
     pub base: u64,
-    /// Number of slots (a power of two).
-    pub slots: u64,
-    /// Bytes per slot (a multiple of 8).
-    pub slot_size: u64,
-    /// This end's event endpoint (index into `Dcb::events`), signalled by the peer.
-    pub local_event: u64,
-    /// The peer domain.
-    pub peer_domain: u64,
-    /// The peer's endpoint this end signals.
-    pub peer_event: u64,
     /// The peer domain's disk-time contract from its manifest (`disk = { ... }`), for a block
     /// driver serving it a stream; `period_ns` 0 when it has none.
     pub peer_disk: StreamContract,
+    /// The peer domain's link-time contract from its manifest (`net = { ... }`), for a
+    /// network driver serving it a transmit stream; `period_ns` 0 when it has none.
+    pub peer_net: StreamContract,
 }
 
-/// A disk-time contract as the kernel passes it in a [`ChannelSlot`]: in every `period_ns`
-/// the stream is guaranteed `slice_ns` of disk time; with `extra` non-zero it may also use
-/// the disk's slack; `latency_ns` is how soon it should be served once it has a request. All
-/// zero: no contract.
+/// A disk-time or link-time contract as the kernel passes it in a [`ChannelSlot`]: in every
+/// `period_ns` the stream is guaranteed `slice_ns` of disk (or link) time; with `extra`
+/// non-zero it may also use the slack; `latency_ns` is how soon it should be served once it
+/// has a request. All zero: no contract.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StreamContract {

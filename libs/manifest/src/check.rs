@@ -271,6 +271,23 @@ pub enum ProblemKind {
         /// The sum of `slice / period`, in parts per billion.
         total_ppb: u64,
     },
+    /// The domain's link-time contract is invalid by itself ([`atropos::Contract::validate`]).
+    NetContractInvalid {
+        /// The contract.
+        net: CpuSpec,
+        /// What is wrong with it.
+        error: ContractError,
+    },
+    /// The link-time contracts of a network driver's clients (the domains with a channel to a
+    /// domain granted a NIC; one without `net` counted at [`crate::NET_BEST_EFFORT`]), up to
+    /// and including this one, sum to more than the link time the driver can guarantee
+    /// ([`atropos::admit`]).
+    NetOverCapacity {
+        /// The driver domain's index.
+        driver: usize,
+        /// The sum of `slice / period`, in parts per billion.
+        total_ppb: u64,
+    },
     /// More than [`MAX_DISKS`] disks (the problem's disk is the first extra one).
     TooManyDisks {
         /// How many the manifest declares.
@@ -454,6 +471,14 @@ pub(crate) enum Field {
     DiskSlice,
     /// `domain[i].disk.latency`.
     DiskLatency,
+    /// `domain[i].net` as a whole.
+    NetContract,
+    /// `domain[i].net.period`.
+    NetPeriod,
+    /// `domain[i].net.slice`.
+    NetSlice,
+    /// `domain[i].net.latency`.
+    NetLatency,
     /// `system.disk` as a whole.
     Disks,
     /// `system.disk[i]` (its table).
@@ -539,6 +564,18 @@ impl ProblemKind {
                 | ContractError::LatencyTooLong => Field::DiskLatency,
             },
             Self::DiskOverCapacity { .. } => Field::DiskContract,
+            Self::NetContractInvalid { error, .. } => match error {
+                ContractError::ZeroPeriod
+                | ContractError::PeriodTooShort
+                | ContractError::PeriodTooLong => Field::NetPeriod,
+                ContractError::ZeroSlice
+                | ContractError::SliceTooShort
+                | ContractError::SliceExceedsPeriod => Field::NetSlice,
+                ContractError::ZeroLatency
+                | ContractError::LatencyTooShort
+                | ContractError::LatencyTooLong => Field::NetLatency,
+            },
+            Self::NetOverCapacity { .. } => Field::NetContract,
             Self::TooManyDisks { .. } => Field::Disks,
             Self::DiskMisplaced { .. } => Field::Disk,
             Self::DiskNameEmpty
@@ -769,6 +806,22 @@ impl fmt::Display for ProblemKind {
                     "disk-time contracts over capacity: with this domain the slices of the \
                      driver's clients sum to {}.{}% of the disk, more than the {}% it \
                      guarantees (the rest is kept for best-effort streams)",
+                    tenths / 10,
+                    tenths % 10,
+                    CAPACITY_PPB / (PPB / 100),
+                )
+            }
+            Self::NetContractInvalid { net, error } => {
+                write!(f, "invalid link-time contract: {}", error.describe())?;
+                describe_contract(f, net, error)
+            }
+            Self::NetOverCapacity { total_ppb, .. } => {
+                let tenths = total_ppb.div_ceil(PPB / 1000);
+                write!(
+                    f,
+                    "link-time contracts over capacity: with this domain the slices of the \
+                     network driver's clients (best-effort ones at 1 ms every 10 ms) sum to \
+                     {}.{}% of the link, more than the {}% it guarantees",
                     tenths / 10,
                     tenths % 10,
                     CAPACITY_PPB / (PPB / 100),
@@ -1026,6 +1079,11 @@ impl Manifest {
             {
                 return Err(problem(ProblemKind::DiskContractInvalid { disk, error }));
             }
+            if let Some(net) = d.net
+                && let Err(error) = net.contract().validate()
+            {
+                return Err(problem(ProblemKind::NetContractInvalid { net, error }));
+            }
             self.check_devices(index).map_err(problem)?;
         }
         if self.channels.len() > MAX_CHANNELS {
@@ -1180,6 +1238,13 @@ impl Manifest {
             nic: None,
             kind,
         })?;
+        self.admit_net_streams().map_err(|(index, kind)| Problem {
+            domain: domain_ref(index),
+            channel: None,
+            disk: None,
+            nic: None,
+            kind,
+        })?;
         let contracts: Vec<_> = self.domains.iter().map(|d| d.cpu.contract()).collect();
         match atropos::admit(&contracts) {
             Ok(_) => Ok(()),
@@ -1319,6 +1384,33 @@ impl Manifest {
         Ok(())
     }
 
+    /// Admission of the link-time contracts: for each network driver (a domain granted a
+    /// NIC), all its clients' contracts together ([`atropos::admit`]), a client without `net`
+    /// at [`crate::NET_BEST_EFFORT`]; the client at fault and why.
+    fn admit_net_streams(&self) -> Result<(), (usize, ProblemKind)> {
+        let nic_driver =
+            |d: &crate::DomainSpec| d.devices.iter().any(|g| matches!(g, DeviceGrant::Nic { .. }));
+        for driver in (0..self.domains.len()).filter(|&i| nic_driver(&self.domains[i])) {
+            let clients: Vec<usize> = self.clients_of(driver).collect();
+            let contracts: Vec<_> = clients
+                .iter()
+                .map(|&i| self.domains[i].net.unwrap_or(crate::NET_BEST_EFFORT).contract())
+                .collect();
+            match atropos::admit(&contracts) {
+                Ok(_) => {}
+                Err(AdmissionError::Invalid { index, error }) => {
+                    let net = contracts[index].into();
+                    return Err((clients[index], ProblemKind::NetContractInvalid { net, error }));
+                }
+                Err(AdmissionError::OverCapacity { index, total_ppb }) => {
+                    let kind = ProblemKind::NetOverCapacity { driver, total_ppb };
+                    return Err((clients[index], kind));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The device rules of the domain at `index` (whose earlier domains passed): the driver
     /// mark, the grants' count and targets, and that no device is granted twice.
     fn check_devices(&self, index: usize) -> Result<(), ProblemKind> {
@@ -1401,6 +1493,7 @@ mod tests {
             address_space: DEFAULT_ADDRESS_SPACE,
             cpu: CpuSpec::BEST_EFFORT,
             disk: None,
+            net: None,
             expect_failure: false,
             driver: false,
             devices: vec![],
@@ -2157,6 +2250,47 @@ mod tests {
         m.domains[0].devices = vec![DeviceGrant::Nic { nic: 1 }];
         let twice = ProblemKind::DeviceGrantedTwice { grant: 0, first_domain: 0, first_grant: 0 };
         assert_eq!(kind_of(&m), twice);
+    }
+
+    /// A network driver's clients' link-time contracts: each valid, and admitted together,
+    /// a client without one at the best-effort contract; a block driver's clients are not
+    /// counted.
+    #[test]
+    fn net_contracts() {
+        let mut m = manifest();
+        m.nics = vec![nic("a", 0)];
+        m.domains.push(domain("c"));
+        m.domains[0].driver = true;
+        m.domains[0].devices = vec![DeviceGrant::Nic { nic: 0 }];
+        m.channels = vec![channel("b-req", 1, 0), channel("c-req", 2, 0)];
+        let net = |slice_100us: u64| CpuSpec {
+            period_ns: 10_000_000,
+            slice_ns: slice_100us * 100_000,
+            extra: false,
+            latency_ns: 10_000_000,
+        };
+        m.domains[1].net = Some(net(80));
+        assert_eq!(m.check(), Ok(()));
+        // With c at the best-effort 10%: 90%, the whole capacity.
+        m.domains[1].net = Some(net(81));
+        let p = m.check().unwrap_err();
+        assert_eq!(p.domain.as_ref().map(|d| d.index), Some(2));
+        assert!(matches!(p.kind, ProblemKind::NetOverCapacity { driver: 0, .. }), "{p:?}");
+        assert_eq!(p.kind.field(), Field::NetContract);
+        // Without the NIC the driver is no network driver: nothing to admit.
+        m.domains[0].devices = vec![DeviceGrant::PciId { vendor: 1, device: 2, index: 0 }];
+        assert_eq!(m.check(), Ok(()));
+        m.domains[1].net = Some(net(11_000));
+        let p = m.check().unwrap_err();
+        let kind = ProblemKind::NetContractInvalid {
+            net: net(11_000),
+            error: ContractError::SliceExceedsPeriod,
+        };
+        assert_eq!(
+            (p.domain.as_ref().map(|d| d.index), p.kind.field()),
+            (Some(1), Field::NetSlice)
+        );
+        assert_eq!(p.kind, kind);
     }
 
     fn kind_of(m: &Manifest) -> ProblemKind {

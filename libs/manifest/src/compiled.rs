@@ -19,8 +19,9 @@ pub const MAGIC: [u8; 4] = *b"TSMF";
 /// built together, so there is no compatibility with older versions. Version 6 added each
 /// disk's model ([`DiskSpec::model`](crate::DiskSpec::model)) and each domain's disk-time
 /// contract ([`DomainSpec::disk`](crate::DomainSpec::disk)). Version 7 added the NICs
-/// ([`Manifest::nics`]) and `{ nic = ... }` grants.
-pub const FORMAT_VERSION: u16 = 7;
+/// ([`Manifest::nics`]) and `{ nic = ... }` grants. Version 8 added each domain's link-time
+/// contract ([`DomainSpec::net`](crate::DomainSpec::net)).
+pub const FORMAT_VERSION: u16 = 8;
 /// The length of the header before the payload: magic, version, length and CRC.
 pub const HEADER_LEN: usize = 4 + 2 + 4 + 4;
 
@@ -167,6 +168,7 @@ mod tests {
                     address_space: DEFAULT_ADDRESS_SPACE,
                     cpu: CpuSpec::BEST_EFFORT,
                     disk: None,
+                    net: None,
                     expect_failure: false,
                     driver: false,
                     devices: vec![],
@@ -189,6 +191,12 @@ mod tests {
                         slice_ns: 200_000_000,
                         extra: false,
                         latency_ns: 1_000_000_000,
+                    }),
+                    net: Some(CpuSpec {
+                        period_ns: 10_000_000,
+                        slice_ns: 1_000_000,
+                        extra: true,
+                        latency_ns: 10_000_000,
                     }),
                     expect_failure: false,
                     driver: false,
@@ -256,7 +264,7 @@ mod tests {
         let m = manifest();
         let bytes = m.compile();
         assert_eq!(&bytes[..4], b"TSMF");
-        assert_eq!(&bytes[4..6], &[7, 0]);
+        assert_eq!(&bytes[4..6], &[8, 0]);
         assert_eq!(decode(&bytes), Ok(m));
     }
 
@@ -645,7 +653,7 @@ mod tests {
         bytes[4] = 1;
         assert_eq!(
             decode(&bytes).unwrap_err().to_string(),
-            "compiled manifest format version 1 is not supported (expected 7)"
+            "compiled manifest format version 1 is not supported (expected 8)"
         );
     }
 }

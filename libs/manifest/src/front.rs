@@ -554,6 +554,7 @@ struct RawDomain {
     args: Option<Spanned<Vec<Spanned<String>>>>,
     cpu: Option<Spanned<RawCpu>>,
     disk: Option<Spanned<RawCpu>>,
+    net: Option<Spanned<RawCpu>>,
     memory: Spanned<RawMemory>,
     expect_failure: Option<bool>,
     driver: Option<Spanned<bool>>,
@@ -762,6 +763,8 @@ struct DomainSpans {
     /// The `disk` contract's table and its `period`, `slice` and `latency` values (each the
     /// table if it is not written), or the domain's table if there is no `disk`.
     disk: [Range<usize>; 4],
+    /// The `net` contract's, likewise.
+    net: [Range<usize>; 4],
     /// The `driver` value, or the table if there is none.
     driver: Range<usize>,
     /// The `devices` value, or the table if there is none.
@@ -1075,6 +1078,16 @@ impl RawManifest {
                 None => [disk_span.clone(), disk_span.clone(), disk_span.clone(), disk_span],
             };
             let disk_contract = d.disk.map(|c| c.into_inner().spec());
+            let net_span = d.net.as_ref().map_or(table.clone(), Spanned::span);
+            let net_spans = match &d.net {
+                Some(c) => {
+                    let c = c.get_ref();
+                    let latency = c.latency.as_ref().map_or(net_span.clone(), Spanned::span);
+                    [net_span.clone(), c.period.span(), c.slice.span(), latency]
+                }
+                None => [net_span.clone(), net_span.clone(), net_span.clone(), net_span],
+            };
+            let net_contract = d.net.map(|c| c.into_inner().spec());
             let driver_span = d.driver.as_ref().map_or(table.clone(), Spanned::span);
             pagers.push(d.pager);
             let (devices_span, raw_devices) = match d.devices {
@@ -1115,6 +1128,7 @@ impl RawManifest {
                 cpu_slice,
                 cpu_latency,
                 disk: disk_spans,
+                net: net_spans,
             });
             domains.push(DomainSpec {
                 name: d.name.into_inner(),
@@ -1125,6 +1139,7 @@ impl RawManifest {
                 address_space,
                 cpu,
                 disk: disk_contract,
+                net: net_contract,
                 expect_failure: d.expect_failure.unwrap_or(false),
                 driver: d.driver.is_some_and(|v| *v.get_ref()),
                 devices,
@@ -1274,6 +1289,10 @@ impl Spans {
             Field::DiskPeriod => (s.disk[1].clone(), ".disk.period".into()),
             Field::DiskSlice => (s.disk[2].clone(), ".disk.slice".into()),
             Field::DiskLatency => (s.disk[3].clone(), ".disk.latency".into()),
+            Field::NetContract => (s.net[0].clone(), ".net".into()),
+            Field::NetPeriod => (s.net[1].clone(), ".net.period".into()),
+            Field::NetSlice => (s.net[2].clone(), ".net.slice".into()),
+            Field::NetLatency => (s.net[3].clone(), ".net.latency".into()),
             Field::Driver => (s.driver.clone(), ".driver".into()),
             Field::Devices => (s.devices.clone(), ".devices".into()),
             Field::Device(j) => {

@@ -57,6 +57,12 @@
 //!   `slice / period` (each rounded up to a part per billion) sum to at most
 //!   [`atropos::CAPACITY_PPB`], the 90% of the CPU left after the kernel's
 //!   [`atropos::KERNEL_RESERVE_PERCENT`] (10%); the first domain that does not fit is named;
+//! - each disk-time contract (`disk`) and link-time contract (`net`) valid by itself, as the
+//!   CPU's; the disk-time contracts of each driver domain's clients (the domains with a
+//!   channel to it) admitted together ([`atropos::admit`]), and the link-time contracts of
+//!   each network driver's clients (the domains with a channel to a domain granted a NIC)
+//!   likewise, a client without `net` counted at [`NET_BEST_EFFORT`] (10%); the first client
+//!   that does not fit is named;
 //! - at most [`MAX_DISKS`] disks; disk names follow the domain-name rules and are unique among
 //!   disks; a disk's size a multiple of [`SECTOR_SIZE`] in
 //!   [`MIN_DISK_SIZE`]`..=`[`MAX_DISK_SIZE`] (1 MiB to 64 GiB);
@@ -106,8 +112,9 @@
 //! built together, so only the current version is accepted: version 2 added
 //! [`Manifest::channels`], version 3 added each domain's CPU contract ([`DomainSpec::cpu`]),
 //! version 4 its address-space quota ([`DomainSpec::address_space`]), version 5 the disks, the
-//! machine, and each domain's driver mark and device grants; images of versions 1 to 4 are
-//! rejected.
+//! machine, and each domain's driver mark and device grants, version 6 disk models and
+//! disk-time contracts, version 7 the NICs, version 8 each domain's link-time contract
+//! ([`DomainSpec::net`]); images of earlier versions are rejected.
 //!
 //! # The TOML schema (feature `toml`)
 //!
@@ -120,6 +127,7 @@
 //! app = "hello"              # a program in userland/apps/
 //! args = ["--count", "3"]    # optional, default []
 //! cpu = { period = "10ms", slice = "2ms", extra = true, latency = "1ms" }   # optional
+//! net = { period = "10ms", slice = "1ms" }   # optional: link time, on each network driver
 //! memory = { guaranteed = "256K", optimistic = "0" }   # optimistic optional, default 0
 //!
 //! [[domain]]
@@ -162,6 +170,8 @@
 //! | `domain[i].cpu.slice`        | duration               | time  | required        |
 //! | `domain[i].cpu.extra`        | boolean                |       | `false`         |
 //! | `domain[i].cpu.latency`      | duration               | time  | the period      |
+//! | `domain[i].disk`             | table, as `cpu`        | disk time | best effort |
+//! | `domain[i].net`              | table, as `cpu`        | link time | [`NET_BEST_EFFORT`] |
 //! | `domain[i].memory.guaranteed`| size                   | bytes | required        |
 //! | `domain[i].memory.optimistic`| size                   | bytes | `0`             |
 //! | `domain[i].memory.address_space` | size               | bytes | `1G` ([`DEFAULT_ADDRESS_SPACE`]) |
@@ -251,8 +261,8 @@
 //!
 //! # Not implemented yet
 //!
-//! - Disk contracts, a disk's `model`, and stretches per domain (`[[domain.stretch]]`) come
-//!   with later issues; today they are unknown keys and rejected.
+//! - Stretches per domain (`[[domain.stretch]]`) come with a later issue; today they are an
+//!   unknown key and rejected.
 //!
 //! # Features
 //!
@@ -811,6 +821,13 @@ pub struct DomainSpec {
     /// [`atropos::Contract::validate`] and those of each driver's clients together to
     /// [`atropos::admit`], as the CPU's.
     pub disk: Option<CpuSpec>,
+    /// The link-time contract of the transmit stream the domain opens on each network driver
+    /// it has a channel to (`net = { period, slice, extra, latency }`, the same shape as
+    /// `cpu`); `None` for a best-effort stream, which the driver gives [`NET_BEST_EFFORT`].
+    /// [`Manifest::check`] holds each to [`atropos::Contract::validate`] and those of each
+    /// network driver's clients together (the best-effort ones at [`NET_BEST_EFFORT`]) to
+    /// [`atropos::admit`].
+    pub net: Option<CpuSpec>,
     /// Whether the domain is meant to fail (exit with a non-zero status or be terminated), as
     /// the fault demos do. Read by the host tool only: `cargo xtask run` does not count such a
     /// domain's failure against the run.
@@ -863,6 +880,14 @@ impl CpuSpec {
         }
     }
 }
+
+/// The link-time contract a network driver gives the stream of a client whose manifest names
+/// no `net` contract: 1 ms of link time in every 10 ms, and slack time beyond (the latency
+/// hint the period). The manifest's admission of a network driver's clients counts each such
+/// client at this contract, so that the driver's own admission takes every client the
+/// manifest admitted.
+pub const NET_BEST_EFFORT: CpuSpec =
+    CpuSpec { period_ns: 10_000_000, slice_ns: 1_000_000, extra: true, latency_ns: 10_000_000 };
 
 impl From<atropos::Contract> for CpuSpec {
     fn from(c: atropos::Contract) -> Self {

@@ -29,6 +29,9 @@ const APPS: &[&str] = &[
     "diskread",
     "blkbench",
     "heracles",
+    "virtio-net",
+    "netping",
+    "netbench",
 ];
 
 fn manifests_dir() -> PathBuf {
@@ -219,6 +222,7 @@ fn parses_the_documented_example() {
                         latency_ns: 1_000_000,
                     },
                     disk: None,
+                    net: None,
                     expect_failure: false,
                     driver: false,
                     devices: vec![],
@@ -232,6 +236,7 @@ fn parses_the_documented_example() {
                     address_space: DEFAULT_ADDRESS_SPACE,
                     cpu: CpuSpec::BEST_EFFORT,
                     disk: None,
+                    net: None,
                     expect_failure: false,
                     driver: false,
                     devices: vec![],

@@ -4,6 +4,11 @@
 //! the driver domain prints after its own prefix (`[blk] virtio-blk: disk period: ...`). At
 //! the end of the run every record is written as CSV, JSON or an SVG plot, with the code that
 //! writes the CPU's ([`crate::records`], [`crate::plot`]); the lines stay in the log as they are.
+//!
+//! The network driver's transmit streams (contracts of link time) have the same records, in
+//! lines `net period: stream=NAME ...` (`--net-out`, `--net-svg`): a [`Trace`] says which
+//! driver's records a function reads ([`DISK`], [`NET`]); the functions without one read the
+//! disk's.
 
 use std::path::PathBuf;
 
@@ -13,10 +18,37 @@ use serde::Serialize;
 use crate::log::LogLine;
 use crate::records::{self, Format, csv_field, write};
 
-/// The words that start a record, wherever the domain's prefix puts them in the line.
+/// The words that start a disk record, wherever the domain's prefix puts them in the line.
 pub const MARK: &str = "disk period: ";
 
 pub use crate::records::DiskPeriod;
+
+/// Whose per-period stream records: the block driver's or the network driver's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trace {
+    /// The words that start a record.
+    pub mark: &'static str,
+    /// The resource, as the options and messages name it (`disk`: `--disk-out`).
+    pub name: &'static str,
+    /// The driver that prints the records.
+    pub driver: &'static str,
+    /// How the plot labels its axis and series.
+    pub plot: &'static crate::plot::Kind,
+}
+
+/// The block driver's disk streams (USD over disk time).
+pub const DISK: Trace =
+    Trace { mark: MARK, name: "disk", driver: "block driver", plot: &crate::plot::DISK };
+
+/// The network driver's transmit streams (USD over link time).
+pub const NET: Trace =
+    Trace { mark: "net period: ", name: "net", driver: "network driver", plot: &crate::plot::NET };
+
+impl Default for Trace {
+    fn default() -> Self {
+        DISK
+    }
+}
 
 /// The disk period record in `line`, if it is one.
 pub fn period(line: &LogLine) -> Option<DiskPeriod> {
@@ -25,8 +57,13 @@ pub fn period(line: &LogLine) -> Option<DiskPeriod> {
 
 /// The disk period record in the text `message`, if it is one.
 pub fn period_in(message: &str) -> Option<DiskPeriod> {
-    let at = message.find(MARK)?;
-    let text = &message[at + MARK.len()..];
+    record_in(&DISK, message)
+}
+
+/// The `trace`'s period record in the text `message`, if it is one.
+pub fn record_in(trace: &Trace, message: &str) -> Option<DiskPeriod> {
+    let at = message.find(trace.mark)?;
+    let text = &message[at + trace.mark.len()..];
     let stream = text.split_whitespace().find_map(|w| w.strip_prefix("stream="))?;
     let n = crate::cpu::numbers(text);
     Some(DiskPeriod {
@@ -45,7 +82,12 @@ pub fn period_in(message: &str) -> Option<DiskPeriod> {
 
 /// Every disk period record of a log, in order.
 pub fn periods(log: &[LogLine]) -> Vec<DiskPeriod> {
-    log.iter().filter_map(period).collect()
+    records(&DISK, log)
+}
+
+/// Every period record of `trace` in a log, in order.
+pub fn records(trace: &Trace, log: &[LogLine]) -> Vec<DiskPeriod> {
+    log.iter().filter_map(|l| record_in(trace, &l.message)).collect()
 }
 
 /// A stream as the written records describe it.
@@ -73,12 +115,15 @@ pub fn json(periods: &[DiskPeriod]) -> String {
     records::json("streams", &streams(periods), periods)
 }
 
-/// What `cargo xtask run` does with the records.
+/// What `cargo xtask run` does with one driver's records.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
-    /// Write every record here when the run ends, CSV or JSON by extension (`--disk-out`).
+    /// Whose records ([`DISK`] by default).
+    pub trace: Trace,
+    /// Write every record here when the run ends, CSV or JSON by extension (`--disk-out`,
+    /// `--net-out`).
     pub out: Option<PathBuf>,
-    /// Plot every record here when the run ends (`--disk-svg`).
+    /// Plot every record here when the run ends (`--disk-svg`, `--net-svg`).
     pub svg: Option<PathBuf>,
 }
 
@@ -91,16 +136,17 @@ impl Options {
     /// Checks the output file names, before anything is built or booted.
     pub fn check(&self) -> Result<()> {
         if let Some(out) = &self.out {
-            Format::of(out).context("--disk-out")?;
+            Format::of(out).with_context(|| format!("--{}-out", self.trace.name))?;
         }
         Ok(())
     }
 
     /// Writes the files asked for from the records in `log`; `title` heads the plot.
     pub fn save(&self, log: &[LogLine], title: &str) -> Result<()> {
-        let periods = periods(log);
+        let t = self.trace;
+        let periods = records(&t, log);
         if periods.is_empty() {
-            eprintln!("disk: the block driver printed no `{}` records", MARK.trim_end());
+            eprintln!("{}: the {} printed no `{}` records", t.name, t.driver, t.mark.trim_end());
         }
         if let Some(path) = &self.out {
             let text = match Format::of(path)? {
@@ -108,11 +154,12 @@ impl Options {
                 Format::Json => json(&periods),
             };
             write(path, &text)?;
-            eprintln!("disk: {} period records written to {}", periods.len(), path.display());
+            let n = periods.len();
+            eprintln!("{}: {n} period records written to {}", t.name, path.display());
         }
         if let Some(path) = &self.svg {
-            write(path, &crate::plot::disk_svg(title, &periods))?;
-            eprintln!("disk: plot written to {}", path.display());
+            write(path, &crate::plot::streams_svg(t.plot, title, &periods))?;
+            eprintln!("{}: plot written to {}", t.name, path.display());
         }
         Ok(())
     }
@@ -210,14 +257,22 @@ mod tests {
         let bad = Options { out: Some("disk.xml".into()), ..Options::default() };
         let e = format!("{:#}", bad.check().unwrap_err());
         assert!(bad.wanted() && e.contains("--disk-out") && e.contains("*.json"), "{e}");
-        let good = Options { out: Some("d/disk.JSON".into()), svg: Some("d.svg".into()) };
+        let good = Options {
+            out: Some("d/disk.JSON".into()),
+            svg: Some("d.svg".into()),
+            ..Options::default()
+        };
         assert!(good.check().is_ok());
     }
 
     #[test]
     fn save_writes_the_files_asked_for() {
         let dir = std::env::temp_dir().join(format!("xtask-disk-trace-{}", std::process::id()));
-        let options = Options { out: Some(dir.join("disk.csv")), svg: Some(dir.join("disk.svg")) };
+        let options = Options {
+            out: Some(dir.join("disk.csv")),
+            svg: Some(dir.join("disk.svg")),
+            ..Options::default()
+        };
         let log = [line(
             "[blk] disk period: stream=alpha start=0 end=100 guaranteed=10 extra=5 missed=false",
         )];
@@ -226,6 +281,34 @@ mod tests {
         assert!(text.ends_with("\nalpha,0,100,10,5,false\n"), "{text}");
         let svg = std::fs::read_to_string(dir.join("disk.svg")).unwrap();
         assert!(svg.contains(r#"<g id="stream-0">"#) && svg.contains(">alpha</text>"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn network_records_are_read_as_the_disks() {
+        let log = [
+            line(
+                "[drv-a] net period: stream=slow start=0 end=100000000 guaranteed=10000000 extra=2500000 missed=false",
+            ),
+            line(
+                "[blk] disk period: stream=beta start=0 end=100000000 guaranteed=30000000 extra=0 missed=true",
+            ),
+        ];
+        let net = records(&NET, &log);
+        assert_eq!(
+            net,
+            [DiskPeriod { stream: "slow".into(), ..period("alpha", 0, 10_000, 2_500) }]
+        );
+        assert_eq!(periods(&log).len(), 1);
+        let bad = Options { trace: NET, out: Some("net.xml".into()), svg: None };
+        let e = format!("{:#}", bad.check().unwrap_err());
+        assert!(e.contains("--net-out"), "{e}");
+        let dir = std::env::temp_dir().join(format!("xtask-net-trace-{}", std::process::id()));
+        let options = Options { trace: NET, out: None, svg: Some(dir.join("net.svg")) };
+        options.save(&log, "link time per period").unwrap();
+        let svg = std::fs::read_to_string(dir.join("net.svg")).unwrap();
+        assert!(svg.contains("link time per period (%)") && svg.contains(">slow</text>"));
+        assert!(!svg.contains(">beta</text>"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

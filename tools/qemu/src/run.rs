@@ -35,6 +35,9 @@ pub struct RunOptions {
     pub cpu: cpu_trace::Options,
     /// What to do with the block driver's per-period disk records.
     pub disk: disk_trace::Options,
+    /// What to do with the network driver's per-period link-time records
+    /// ([`disk_trace::NET`]).
+    pub net: disk_trace::Options,
     /// Keep the manifest's disk images from an earlier run rather than making them fresh.
     pub keep_disk: bool,
     /// Stop QEMU when the run has not ended after this long (of the host's clock); `None`:
@@ -47,6 +50,7 @@ pub struct RunOptions {
 pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     opts.cpu.check()?;
     opts.disk.check()?;
+    opts.net.check()?;
     setup::ensure(setup::Needs { gdb: b.gdb, qemu: true, dtc: false, vde: false })?;
     let system = match &opts.manifest {
         Some(path) => {
@@ -166,6 +170,9 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     }
     if opts.disk.wanted() {
         opts.disk.save(&out.log, &title("disk time"))?;
+    }
+    if opts.net.wanted() {
+        opts.net.save(&out.log, &title("link time"))?;
     }
     Ok(code)
 }

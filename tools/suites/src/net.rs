@@ -38,6 +38,18 @@
 //!   way at the death, loses nothing; a CPU-bound neighbour runs its 300 ms; every frame comes
 //!   back; the kernel stopped its NIC (the PCI function at the bus, the virtio-mmio transport
 //!   by a reset).
+//! - `drivers::virtio_net_contracts`: two streams keep their 1:2 link-time contracts. Driver
+//!   A serves two `netbench` senders of 1,472-byte datagrams as fast as it takes them, "slow"
+//!   under `net = 1 ms of 10 ms` and "fast" under 2 ms of 10 ms, neither with slack time;
+//!   driver B serves two sinks that check every payload. From outside: each sink received all
+//!   its sender's datagrams (200 and 400, their bytes), none lost, duplicated, reordered or
+//!   damaged; each sender sent them all with no extra link time; in the driver's
+//!   `net period:` records, every period of the window where both streams are saturated gave
+//!   each stream its slice and no more (to within one 1,514-byte frame below, none above) and
+//!   no extra time, and over that window the fast stream had 2 times the slow one's link time
+//!   (within 2%); both senders took the same virtual time (within 10%: with equal contracts
+//!   the fast one would take twice as long); every domain exited 0; the run's virtual time is
+//!   bounded on both sides.
 
 use std::time::Duration;
 
@@ -473,6 +485,101 @@ fn driver_dies(out: &Outcome) -> Result<(), String> {
     Ok(())
 }
 
+/// The contracts run, as its manifest gives it: each stream's datagrams and slice of link
+/// time in every 10 ms; the datagrams' payload.
+const STREAMS: [(&str, u64, u64); 2] = [("slow", 200, 1_000_000), ("fast", 400, 2_000_000)];
+const STREAM_PAYLOAD: u64 = 1472;
+const STREAM_PERIOD_NS: u64 = 10_000_000;
+/// A 1,514-byte frame's time on the modelled 100 Mbit/s link, with Ethernet's 24 bytes of
+/// preamble, check sequence and gap: the most a period's guaranteed time may fall short.
+const FRAME_NS: u64 = (1514 + 24) * 8 * 10;
+
+fn contracts(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    for d in ["drv-a", "drv-b", "slow", "fast", "sink-slow", "sink-fast"] {
+        expect_exit(out, d, 0)?;
+    }
+    let mut sent_us = Vec::new();
+    for (name, count, _) in STREAMS {
+        let bytes = count * STREAM_PAYLOAD;
+        let sink = numbers(out, &format!("[sink-{name}] netbench: sink: received "))?;
+        // received, bytes, time, lost, duplicates, reordered, damaged (the sender's address
+        // is no number).
+        let [received, total, _, lost, dups, reordered, damaged] = sink[..] else {
+            return Err(format!("unreadable summary of sink-{name}: {sink:?}"));
+        };
+        if (received, total, lost, dups, reordered, damaged) != (count, bytes, 0, 0, 0, 0) {
+            return Err(format!("sink-{name}'s summary: {sink:?}"));
+        }
+        expect_line(
+            out,
+            &format!(
+                "[sink-{name}] netbench: sink: received {count} datagrams ({bytes} bytes) from 10.0.0.1:"
+            ),
+        )?;
+        let sent = numbers(out, &format!("[{name}] netbench: sent "))?;
+        // count, size, bytes, time, busy, guaranteed, extra, periods, missed, errors.
+        let [n, size, total, us, _, _, extra, _, _, errors] = sent[..] else {
+            return Err(format!("unreadable summary of {name}: {sent:?}"));
+        };
+        if (n, size, total, extra, errors) != (count, STREAM_PAYLOAD, bytes, 0, 0) {
+            return Err(format!("{name}'s summary: {sent:?}"));
+        }
+        sent_us.push(us);
+    }
+    let periods = qemu_run::disk_trace::records(&qemu_run::disk_trace::NET, &out.log);
+    let busy = |name: &str| {
+        let mine = periods.iter().filter(|p| p.stream == name && p.guaranteed > 0);
+        let first = mine.clone().map(|p| p.start).min().unwrap_or(0);
+        (first, mine.map(|p| p.end).max().unwrap_or(0))
+    };
+    let (s0, e0) = busy("slow");
+    let (s1, e1) = busy("fast");
+    // Periods wholly inside the window both streams were sending in, but for its first and
+    // last period (the streams start and finish in them).
+    let (from, to) = (s0.max(s1) + STREAM_PERIOD_NS, e0.min(e1) - STREAM_PERIOD_NS);
+    let mut link = [0u64; 2];
+    for (k, (name, _, slice)) in STREAMS.into_iter().enumerate() {
+        let window: Vec<_> =
+            periods.iter().filter(|p| p.stream == name && p.start >= from && p.end <= to).collect();
+        if window.len() < 15 {
+            return Err(format!(
+                "{name}: {} periods in the window {from}..{to} ns where both streams were saturated (want at least 15)",
+                window.len()
+            ));
+        }
+        for p in &window {
+            let fits = p.guaranteed <= slice && p.guaranteed + FRAME_NS >= slice;
+            if !fits || p.extra != 0 || p.end - p.start != STREAM_PERIOD_NS {
+                return Err(format!(
+                    "{name}: a period of {} ns with {} ns guaranteed and {} ns extra, want {slice} ns minus at most one frame ({FRAME_NS} ns) and no extra: {p:?}",
+                    p.end - p.start,
+                    p.guaranteed,
+                    p.extra
+                ));
+            }
+            link[k] += p.guaranteed;
+        }
+    }
+    let ratio = link[1] as f64 / link[0] as f64;
+    if !(1.96..=2.04).contains(&ratio) {
+        return Err(format!("link time fast : slow = {ratio:.3} over the window (want 2)"));
+    }
+    let time_ratio = sent_us[1] as f64 / sent_us[0] as f64;
+    if !(0.9..=1.1).contains(&time_ratio) {
+        return Err(format!(
+            "the senders took {} and {} us (want the same within 10%)",
+            sent_us[0], sent_us[1]
+        ));
+    }
+    // 200 datagrams at 8 frames of every 10 ms: 250 ms after the senders' 50 ms start.
+    let ns = run_ns(out)?;
+    if !(300_000_000..=2_000_000_000).contains(&ns) {
+        return Err(format!("the run lasted {ns} ns (want 300 ms to 2 s)"));
+    }
+    Ok(())
+}
+
 /// The suite's tests on `arch`.
 pub(super) fn net_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
     let test_expecting = |check: &str, expected: Expected, f: crate::harness::Check| {
@@ -498,5 +605,6 @@ pub(super) fn net_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
         test("hostile", Box::new(hostile)),
         test_expecting("client-dies", DIER_FAULT, Box::new(client_dies)),
         test_expecting("driver-dies", DRIVER_FAULT, Box::new(driver_dies)),
+        test("contracts", Box::new(contracts)),
     ]
 }

@@ -100,7 +100,7 @@ pub fn find(dcb: &Dcb, name: &str, role: ChannelRole) -> Option<usize> {
     if name.is_empty() || role == ChannelRole::None {
         return None;
     }
-    dcb.channels.iter().position(|c| c.role == role as u64 && name_matches(&c.name, name))
+    dcb.channels.iter().position(|c| c.role == role as u16 && name_matches(&c.name, name))
 }
 
 /// The non-blocking half of a sending end: the private `head` and the ring.
@@ -251,8 +251,7 @@ mod runtime {
         fn open(name: &str, role: ChannelRole) -> Option<(End, Ring)> {
             let index = find(dcb(), name, role)?;
             let desc = dcb().channels[index];
-            let local =
-                usize::try_from(desc.local_event).ok().filter(|&ep| ep < abi::MAX_EVENTS)?;
+            let local = Some(usize::from(desc.local_event)).filter(|&ep| ep < abi::MAX_EVENTS)?;
             let ring = Ring::of_channel(index)?;
             let bit = 1u32 << index;
             if CLAIMED.fetch_or(bit, Ordering::Relaxed) & bit != 0 {
@@ -383,7 +382,7 @@ mod runtime {
 
         /// Number of slots in the ring: how many messages may wait unread.
         pub fn slots(&self) -> u64 {
-            self.end.desc.slots
+            u64::from(self.end.desc.slots)
         }
 
         /// The longest message: the slot size less the 8-byte length prefix.
@@ -486,7 +485,7 @@ mod runtime {
 
         /// Number of slots in the ring: how many messages may wait unread.
         pub fn slots(&self) -> u64 {
-            self.end.desc.slots
+            u64::from(self.end.desc.slots)
         }
 
         /// The longest message: the slot size less the 8-byte length prefix.
@@ -509,7 +508,7 @@ mod tests {
     use crate::shared::leaked_ring;
 
     fn named(name: &str, role: ChannelRole) -> ChannelSlot {
-        let mut slot = ChannelSlot { role: role as u64, ..Default::default() };
+        let mut slot = ChannelSlot { role: role as u16, ..Default::default() };
         slot.name[..name.len()].copy_from_slice(name.as_bytes());
         slot
     }

@@ -37,7 +37,7 @@ pub struct DriverClient {
 /// pair are passed over.
 pub fn clients() -> impl Iterator<Item = DriverClient> {
     crate::dcb().channels.iter().filter_map(|slot| {
-        if slot.role != ChannelRole::Receiver as u64 {
+        if slot.role != ChannelRole::Receiver as u16 {
             return None;
         }
         let len = slot.name.iter().position(|&b| b == 0).unwrap_or(slot.name.len());

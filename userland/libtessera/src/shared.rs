@@ -64,7 +64,7 @@ impl Ring {
         // stretch of at least `CHANNEL_HEADER + slots * slot_size` bytes mapped read-write into
         // this domain until it dies (channel stretches cannot be destroyed, and a domain has no
         // meta right on them to change its own rights). The crate touches it only here.
-        unsafe { Ring::new(base, c.slots, c.slot_size) }
+        unsafe { Ring::new(base, u64::from(c.slots), u64::from(c.slot_size)) }
     }
 
     /// Number of slots.

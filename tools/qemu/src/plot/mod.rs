@@ -29,6 +29,7 @@ const COLORS: [&str; 9] = [
 const MISSED: &str = "#d62728";
 
 /// What a plot of per-period accounts is of: the words that differ between kinds of records.
+#[derive(Debug, PartialEq, Eq)]
 pub struct Kind {
     /// The y axis's label.
     pub y_label: &'static str,
@@ -44,6 +45,10 @@ pub const CPU: Kind = Kind { y_label: "CPU per period (%)", total: "all CPU", id
 /// Disk streams' disk time ([`disk_svg`]).
 pub const DISK: Kind =
     Kind { y_label: "disk time per period (%)", total: "all disk time", id: "stream" };
+
+/// Network transmit streams' link time ([`streams_svg`]).
+pub const NET: Kind =
+    Kind { y_label: "link time per period (%)", total: "all link time", id: "stream" };
 
 /// One owner's line in a plot: its name and its periods, sorted by start.
 pub struct Series<'a, A> {
@@ -77,6 +82,12 @@ pub fn cpu_svg(title: &str, names: &[String], periods: &[Period]) -> String {
 /// Each disk stream's disk time per period over time, drawn as [`cpu_svg`] draws domains' CPU:
 /// one series per stream, in order of name.
 pub fn disk_svg(title: &str, periods: &[DiskPeriod]) -> String {
+    streams_svg(&DISK, title, periods)
+}
+
+/// Each stream's time per period (disk time, [`DISK`], or link time, [`NET`]) over time, as
+/// [`disk_svg`] draws the disk's.
+pub fn streams_svg(kind: &Kind, title: &str, periods: &[DiskPeriod]) -> String {
     let mut by_stream: BTreeMap<&str, Vec<&DiskPeriod>> = BTreeMap::new();
     for p in periods {
         by_stream.entry(&p.stream).or_default().push(p);
@@ -85,7 +96,7 @@ pub fn disk_svg(title: &str, periods: &[DiskPeriod]) -> String {
         .into_iter()
         .map(|(name, periods)| Series { name: name.to_string(), periods })
         .collect();
-    periods_svg(&DISK, title, series)
+    periods_svg(kind, title, series)
 }
 
 /// The plot of `series` (each owner's periods): series `i` is group `<kind.id>-i` and takes the

@@ -186,7 +186,7 @@ fn main(env: Env) -> i32 {
 
     let stack_pattern = [seed ^ 0xa5a5_5a5a_0f0f_f0f0; 16];
     let dcb = tessera::dcb();
-    let channel = dcb.channels.iter().find(|c| c.role != ChannelRole::None as u64);
+    let channel = dcb.channels.iter().find(|c| c.role != ChannelRole::None as u16);
     let mut own = Own::new(
         env.domain_id,
         [
