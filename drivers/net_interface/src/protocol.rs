@@ -187,6 +187,12 @@ impl Request {
         Ok(req)
     }
 
+    /// The operation a message names (its ninth byte), without decoding the rest: a cheap look
+    /// for a loop that treats one operation apart; `None` if it names none.
+    pub fn op_of(msg: &[u8]) -> Option<Op> {
+        msg.get(8).copied().and_then(Op::from_code)
+    }
+
     /// The id of a message that may not decode (its first 8 bytes, or 0 if it is shorter), so
     /// that a [`NetError::Malformed`] response can still name it.
     pub fn id_of(msg: &[u8]) -> u64 {

@@ -16,7 +16,10 @@
 //! # One pass ([`NetServer::pass`])
 //! 1. If the interrupt's event count moved: the NIC is told ([`net_interface::Nic::interrupted`])
 //!    and the interrupt acknowledged.
-//! 2. Each open client's requests go through [`NetStack::handle`] and its responses back.
+//! 2. Each open client's requests go through [`NetStack::handle`] and its responses back. A
+//!    Close that comes while the client still has datagrams to send ([`NetStack::unsent`]) is
+//!    kept and answered at the first pass after they have left (each in its turn under the
+//!    client's contract), as a socket that lingers; the client's later requests wait behind it.
 //! 3. The stack is polled ([`NetStack::poll`]): transmissions completed, frames received and
 //!    demultiplexed, smoltcp's ARP and ICMP, the transmit streams' dispatches.
 //! 4. Each client's received datagrams ([`NetStack::next_message`]) are sent to it.
@@ -30,13 +33,18 @@
 //!
 //! [`serve`] repeats passes and, when a pass moved nothing, blocks until an endpoint changes
 //! (the interrupt, a client's channel) or the stack's next instant ([`NetStack::poll`]'s
-//! answer): idle is waiting, never polling.
+//! answer): idle is waiting, never polling. With [`ServeOptions::end_when_clients_gone`] it
+//! ends once every client is gone and the NIC has sent every frame it was given (at most
+//! [`LAST_FRAMES_NS`] later), so that a client's last datagrams leave before the kernel stops
+//! the device.
 //!
 //! # Invariants
 //! - Nothing is lost on a full message ring: a message a client's ring did not take is held
 //!   (one per client) and sent first at the next pass; meanwhile the loop takes neither that
 //!   client's requests nor its datagrams (they wait in the stack's receive slots, bounded).
 //!   A client that does not read stalls only itself.
+//! - A datagram a client was told was sent (its Send answered) leaves unless the client dies:
+//!   its Close waits for it, and so does the end of the loop.
 //! - A client that dies (its request channel's sender gone, its ring drained, or a ring that
 //!   fails) is closed in the stack: the datagrams it had queued either way are dropped and
 //!   counted in its final published accounts and in [`ServeStats`]; no other client's
@@ -168,6 +176,8 @@ pub struct Client<C, D> {
     open: bool,
     /// A message its ring did not take, sent first.
     held: Option<[u8; RESPONSE_LEN]>,
+    /// Its Close, taken while it still had datagrams to send: answered once they have left.
+    closing: Option<([u8; 64], usize)>,
     published: Option<StreamAccounts>,
 }
 
@@ -187,6 +197,7 @@ impl<C: Channels, D: DataArea> Client<C, D> {
             session: Session::default(),
             open: true,
             held: None,
+            closing: None,
             published: None,
         }
     }
@@ -339,17 +350,38 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
         Pass { moved, next_ns }
     }
 
-    /// Takes and answers client `i`'s requests; whether any moved.
+    /// Takes and answers client `i`'s requests; whether any moved. A Close that comes while
+    /// the client still has datagrams to send is answered once they have left (each in its
+    /// turn under the client's contract); meanwhile the client's next requests wait.
     fn requests<P: NetDomain>(&mut self, i: usize, now: Instant, domain: &mut P) -> bool {
         let mut moved = false;
         let mut buf = [0u8; 64];
         while self.clients[i].open && self.flush_held(i, domain) {
+            let unsent = |stack: &NetStack<N, D::Rx>, c: &Client<C, D>| {
+                c.session.client.is_some_and(|id| stack.unsent(id).unwrap_or(false))
+            };
             let c = &mut self.clients[i];
-            match c.channels.try_recv(&mut buf) {
+            let got = match c.closing {
+                Some(_) if unsent(&self.stack, c) => break,
+                Some((close, n)) => {
+                    buf = close;
+                    c.closing = None;
+                    Ok(Some(n))
+                }
+                None => c.channels.try_recv(&mut buf),
+            };
+            match got {
                 Ok(Some(n)) => {
                     moved = true;
-                    let (area, data) = (c.area.area(), &c.area);
                     let msg = &buf[..n.min(buf.len())];
+                    if c.closing.is_none()
+                        && Request::op_of(msg) == Some(Op::Close)
+                        && unsent(&self.stack, c)
+                    {
+                        c.closing = Some((buf, n));
+                        continue;
+                    }
+                    let (area, data) = (c.area.area(), &c.area);
                     let response = self.stack.handle(
                         &mut c.session,
                         msg,
@@ -425,6 +457,7 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
         let c = &mut self.clients[i];
         c.open = false;
         c.held = None;
+        c.closing = None;
         self.stats.clients_gone += 1;
         let Some(id) = c.session.client.take() else {
             domain.print(format_args!("{driver}: client {} {why}", c.name()));
@@ -510,6 +543,10 @@ fn refused_open<C: Channels, D: DataArea, P: NetDomain>(
     }
 }
 
+/// How long [`serve`] waits, once every client is gone, for the NIC to send the frames it was
+/// given before the loop ends.
+pub const LAST_FRAMES_NS: u64 = 100_000_000;
+
 /// How [`serve`] serves.
 #[derive(Clone, Copy, Debug)]
 pub struct ServeOptions {
@@ -529,6 +566,7 @@ pub fn serve<N: Nic, C: Channels, D: DataArea, P: NetDomain>(
     domain: &mut P,
     options: ServeOptions,
 ) -> i32 {
+    let mut last_frames = None;
     loop {
         let pass = server.pass(domain);
         if options.die_after.is_some_and(|n| server.stats().requests >= n) {
@@ -538,6 +576,16 @@ pub fn serve<N: Nic, C: Channels, D: DataArea, P: NetDomain>(
                 server.stats().requests
             ));
             domain.die();
+        }
+        if options.end_when_clients_gone && server.all_gone() && !server.stack().nic_idle() {
+            // The frames given to the NIC are sent before the domain ends (its device is
+            // stopped then): checked every millisecond, for at most LAST_FRAMES_NS.
+            let now = domain.now_ns();
+            let until = *last_frames.get_or_insert(now + LAST_FRAMES_NS);
+            if now < until {
+                domain.block((now + 1_000_000).min(until));
+                continue;
+            }
         }
         if options.end_when_clients_gone && server.all_gone() {
             let s = server.stats();

@@ -492,6 +492,36 @@ fn a_client_that_dies_mid_stream_loses_only_its_own_datagrams() {
 }
 
 #[test]
+fn a_close_is_answered_once_the_clients_queued_datagrams_have_left() {
+    let (w, ch) = world(1, 1, 8);
+    let mut a0 = session(&w, &ch[0], 0, 0);
+    let mut b0 = session(&w, &ch[1], 1, 0);
+    b0.open(7000).unwrap();
+    a0.open(5000).unwrap();
+    // As many full frames as b0's receive slots hold queue behind the link model (each holds
+    // it about 120 us); the Close comes at once, with most of them still queued.
+    let sent: Vec<Vec<u8>> = (0..SLOTS as u32).map(|seq| payload(3, seq, 1472)).collect();
+    for p in &sent {
+        a0.send(at(B, 7000), p).unwrap();
+    }
+    let queued = {
+        let wb = w.borrow();
+        let id = wb.servers[0].clients()[0].session().client.unwrap();
+        wb.servers[0].stack().unsent(id).unwrap()
+    };
+    assert!(queued, "nothing was queued when the Close came: the test shows nothing");
+    a0.close().unwrap();
+    // Every datagram left before the Close was answered: all arrive, in order, intact.
+    for p in &sent {
+        assert_eq!(&recv(&mut b0).1, p);
+    }
+    let wb = w.borrow();
+    let last = net_client::accounts::read(wb.servers[0].clients()[0].area.words).unwrap();
+    assert_eq!((last.packets_sent, last.dropped_tx_closed), (SLOTS as u64, 0));
+    assert_eq!(wb.servers[0].stats().dropped_tx_closed, 0);
+}
+
+#[test]
 fn a_request_with_bad_arguments_gets_its_error_and_changes_nothing() {
     let (w, ch) = world(2, 1, 8);
     let mut a0 = session(&w, &ch[0], 0, 0);

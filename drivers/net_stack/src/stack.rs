@@ -291,6 +291,20 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
         Ok((id, port))
     }
 
+    /// Whether client `c` still has datagrams to send: queued for the link, or handed to
+    /// smoltcp and not yet written to the NIC (their destination's address being resolved).
+    /// A driver domain answers a client's Close once it has none (`net_server`).
+    pub fn unsent(&self, c: ClientId) -> Result<bool, NetError> {
+        let client = self.client(c)?;
+        let socket = self.sockets.get::<udp::Socket>(client.socket);
+        Ok(!client.tx_queue.is_empty() || socket.send_queue() > 0)
+    }
+
+    /// Whether every frame given to the NIC has been reported transmitted.
+    pub fn nic_idle(&self) -> bool {
+        self.dev.nic.tx_in_flight() == 0
+    }
+
     /// Closes client `c`'s endpoint at `now`: the datagrams it had queued to send and those
     /// received and not released are dropped and counted; its final accounts.
     pub fn close(&mut self, c: ClientId, now: Instant) -> Result<StreamAccounts, NetError> {

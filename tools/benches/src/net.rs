@@ -66,10 +66,9 @@ pub const IDLE_LONG: u64 = 1200;
 
 /// When the kernel ends a round-trip boot, in milliseconds of virtual time: well after the
 /// pinger's last answer (its 50 ms start delay and [`MANY`] rounds of 1,472 bytes take about
-/// 200 ms). The echoing client waits for one datagram more than it is sent, so neither it nor
-/// its driver ends before: a driver domain ends once its last client is gone without waiting
-/// for its NIC to send what it queued, and the echo's last answer would be lost when the card
-/// sends it later, as it does on virtual time.
+/// 200 ms). The echoing client waits for one datagram more than it is sent (the pinger's
+/// first probe and its pings), so the boot ends at the same instant whatever the clients'
+/// order of ending.
 const PING_STOP: u64 = 1000;
 
 /// The key of the kept figure of instructions per round trip of `size`-byte payloads.
@@ -125,7 +124,8 @@ fn manifest(name: &str, what: &str, nodes: &[Node]) -> Result<String> {
 /// `drv-a`) to `echo` (behind `drv-b`).
 fn ping_manifest(size: u64, rounds: u64) -> Result<String> {
     let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let pings = (2 * rounds + 1).to_string();
+    // The probe netping sends until the echo answers, its pings, and one more.
+    let pings = (2 * rounds + 2).to_string();
     manifest(
         &format!("ping-{size}-{rounds}"),
         &format!("{rounds} rounds of two {size}-byte UDP pings between two driver domains"),
@@ -543,7 +543,8 @@ mod tests {
         let text =
             std::fs::read_to_string(util::root().join(ping_manifest(1472, 7).unwrap())).unwrap();
         assert!(text.contains(r#""--rounds", "7", "--size", "1472""#), "{text}");
-        // The echo waits for one datagram more than the 14 pings: it never ends first.
-        assert!(text.contains(r#""--echo", "15""#), "{text}");
+        // The echo waits for one datagram more than the probe and the 14 pings: it never ends
+        // first.
+        assert!(text.contains(r#""--echo", "16""#), "{text}");
     }
 }
