@@ -13,6 +13,7 @@
  *   udp_rounds   measured round trips (or datagrams for sender/receiver)
  *   udp_warmup   round trips (datagrams) before the measured ones
  *   udp_seconds  idle: seconds of virtual time to sit idle
+ *   udp_spin     client: 2 x udp_spin more instructions per round trip (a check of the counts)
  *
  * Busy time is the guest's own clock (CLOCK_MONOTONIC: under `-icount shift=0` one
  * nanosecond of it is one instruction while the CPU runs) minus the kernel's idle time
@@ -313,17 +314,30 @@ static void null_calls(void)
 		syscall(SYS_getppid);
 	uint64_t t1 = now_ns();
 	printf("RESULT getppid ns_per_call=%.1f\n", (double)(t1 - t0) / n);
+	/* What one reading adds to a window (each window holds one). */
+	struct snap a = snapshot(), b = snapshot();
+	printf("RESULT reading busy_ns=%llu\n",
+	       (unsigned long long)((b.clock_ns - a.clock_ns) - (b.idle_ns - a.idle_ns)));
 }
 
-static void client(int s, long size, long warmup, long rounds)
+/* Exactly 2n + 1 instructions: a known amount of work. */
+static void spin(long n)
+{
+	if (n)
+		__asm__ volatile("1: dec %0\n\tjnz 1b" : "+r"(n) :: "cc");
+}
+
+static void client(int s, long size, long warmup, long rounds, long extra)
 {
 	long resent = 0;
 	/* The server may still be booting: resend every 100 ms until it answers. */
 	for (long i = 0; i < warmup; i++)
 		round_trip(s, (uint32_t)i, size, 100);
 	struct snap a = snapshot();
-	for (long i = 0; i < rounds; i++)
+	for (long i = 0; i < rounds; i++) {
 		resent += round_trip(s, (uint32_t)(warmup + i), size, 1000);
+		spin(extra);
+	}
 	struct snap b = snapshot();
 	report("client", &a, &b, rounds, "round_trip");
 	printf("RESULT client_resent count=%ld\n", resent);
@@ -365,19 +379,47 @@ static void server(int s, long size, long warmup, long rounds)
 	report("server", &a, &b, rounds, "round_trip");
 }
 
+/*
+ * The stream: the receiver acknowledges every STREAM_WINDOW-th datagram (and the last) with
+ * its 8-byte header, and the sender sends the next window only then, so no more than a
+ * window is ever in flight and nothing is lost for want of buffers.
+ */
+#define STREAM_WINDOW 64
+
+static int window_end(uint32_t seq, long warmup, long rounds)
+{
+	long i = (long)seq - warmup;
+	return (i + 1) % STREAM_WINDOW == 0 || i == rounds - 1;
+}
+
 static void sender(int s, long size, long warmup, long rounds)
 {
+	long timeouts = 0;
 	/* Warm-up as round trips, so the receiver is up; then a one-way stream. */
 	for (long i = 0; i < warmup; i++)
 		round_trip(s, (uint32_t)i, 8, 100);
 	struct snap a = snapshot();
 	for (long i = 0; i < rounds; i++) {
-		fill((uint32_t)(warmup + i), size);
+		uint32_t seq = (uint32_t)(warmup + i);
+		fill(seq, size);
 		if (send(s, out, (size_t)size, 0) != size)
 			die("send");
+		if (!window_end(seq, warmup, rounds))
+			continue;
+		for (;;) {
+			struct pollfd p = {.fd = s, .events = POLLIN};
+			if (poll(&p, 1, 1000) == 0) {
+				timeouts++; /* the window's last datagram or its ack was lost */
+				break;
+			}
+			uint32_t acked;
+			if (recv(s, in, sizeof in, 0) == 8 && (memcpy(&acked, in, 4), acked == seq))
+				break;
+		}
 	}
 	struct snap b = snapshot();
 	report("sender", &a, &b, rounds, "datagram");
+	printf("RESULT sender_timeouts count=%ld\n", timeouts);
 	fill(SEQ_DONE, 8);
 	for (int i = 0; i < 3; i++)
 		send(s, out, 8, 0);
@@ -388,8 +430,6 @@ static void receiver(int s, long size, long warmup, long rounds)
 	struct snap a = {0}, b = {0};
 	long received = 0, bad = 0;
 	int ended = 0;
-	int rcvbuf = 4 << 20;
-	setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
 	for (;;) {
 		ssize_t got = recv(s, in, sizeof in, 0);
 		if (got < 0)
@@ -411,6 +451,8 @@ static void receiver(int s, long size, long warmup, long rounds)
 		if (!check(seq, size, got))
 			bad++;
 		received++;
+		if (window_end(seq, warmup, rounds) && send(s, in, 8, 0) != 8)
+			die("send");
 		if (seq == (uint32_t)(warmup + rounds - 1)) {
 			b = snapshot();
 			ended = 1;
@@ -459,7 +501,7 @@ int main(void)
 			die("connect");
 		if (!strcmp(role, "client")) {
 			null_calls();
-			client(s, size, warmup, rounds);
+			client(s, size, warmup, rounds, num_param("udp_spin", "0"));
 		} else if (!strcmp(role, "server")) {
 			server(s, size, warmup, rounds);
 		} else if (!strcmp(role, "sender")) {
