@@ -306,6 +306,41 @@ static long round_trip(int s, uint32_t seq, long size, int timeout_ms)
 	}
 }
 
+/*
+ * Ends a run: sends the end marker until the peer echoes it (at most 20 times, 100 ms apart),
+ * so it is not left waiting when this machine powers off with the marker still queued.
+ */
+static void finish(int s)
+{
+	fill(SEQ_DONE, 8);
+	for (int i = 0; i < 20; i++) {
+		send(s, out, 8, 0);
+		struct pollfd p = {.fd = s, .events = POLLIN};
+		while (poll(&p, 1, 100) > 0) {
+			uint32_t seq;
+			if (recv(s, in, sizeof in, 0) >= 4 && (memcpy(&seq, in, 4), seq == SEQ_DONE))
+				return;
+		}
+	}
+}
+
+/*
+ * Receives one datagram; once the measured part is over (`over`), gives up after 5 s of
+ * silence (the end marker was lost) and returns 0.
+ */
+static ssize_t receive(int s, int over)
+{
+	if (over) {
+		struct pollfd p = {.fd = s, .events = POLLIN};
+		if (poll(&p, 1, 5000) == 0)
+			return 0;
+	}
+	ssize_t got = recv(s, in, sizeof in, 0);
+	if (got < 0)
+		die("recv");
+	return got;
+}
+
 static void null_calls(void)
 {
 	const long n = 100000;
@@ -341,9 +376,7 @@ static void client(int s, long size, long warmup, long rounds, long extra)
 	struct snap b = snapshot();
 	report("client", &a, &b, rounds, "round_trip");
 	printf("RESULT client_resent count=%ld\n", resent);
-	fill(SEQ_DONE, 8);
-	for (int i = 0; i < 3; i++)
-		send(s, out, 8, 0);
+	finish(s);
 }
 
 static void server(int s, long size, long warmup, long rounds)
@@ -352,13 +385,15 @@ static void server(int s, long size, long warmup, long rounds)
 	long echoed = 0;
 	uint32_t last = SEQ_DONE;
 	for (;;) {
-		ssize_t got = recv(s, in, sizeof in, 0);
-		if (got < 0)
-			die("recv");
+		ssize_t got = receive(s, echoed >= warmup + rounds);
+		if (got == 0)
+			break;
 		uint32_t seq;
 		memcpy(&seq, in, 4);
-		if (got >= 4 && seq == SEQ_DONE)
+		if (got >= 4 && seq == SEQ_DONE) {
+			send(s, in, 8, 0);
 			break;
+		}
 		if (got != size)
 			continue;
 		if (send(s, in, (size_t)got, 0) != got)
@@ -420,9 +455,7 @@ static void sender(int s, long size, long warmup, long rounds)
 	struct snap b = snapshot();
 	report("sender", &a, &b, rounds, "datagram");
 	printf("RESULT sender_timeouts count=%ld\n", timeouts);
-	fill(SEQ_DONE, 8);
-	for (int i = 0; i < 3; i++)
-		send(s, out, 8, 0);
+	finish(s);
 }
 
 static void receiver(int s, long size, long warmup, long rounds)
@@ -431,14 +464,15 @@ static void receiver(int s, long size, long warmup, long rounds)
 	long received = 0, bad = 0;
 	int ended = 0;
 	for (;;) {
-		ssize_t got = recv(s, in, sizeof in, 0);
-		if (got < 0)
-			die("recv");
+		ssize_t got = receive(s, ended);
+		if (got == 0)
+			break;
 		uint32_t seq;
 		memcpy(&seq, in, 4);
 		if (got >= 4 && seq == SEQ_DONE) {
 			if (!ended)
 				b = snapshot(); /* the last one was lost */
+			send(s, in, 8, 0);
 			break;
 		}
 		if (got == 8 && seq < (uint32_t)warmup) {
