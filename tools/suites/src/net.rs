@@ -265,11 +265,11 @@ fn pings_intact(out: &Outcome, name: &str) -> Result<(u64, u64), String> {
     let pings = 2 * PING_ROUNDS;
     let text = format!("[{name}] netping: ");
     let summary = numbers(out, &text)?;
-    let [_, sent, _, _, answered, total, lost, dups, bad, us] = summary[..] else {
+    let [_, sent, _, _, answered, total, lost, dups, bad, us, late, unsent, _] = summary[..] else {
         return Err(format!("unreadable pinger summary: {summary:?}"));
     };
-    if (sent, answered, total, lost, dups, bad)
-        != (pings, pings, PING_ROUNDS * PING_ROUND_BYTES, 0, 0, 0)
+    if (sent, answered, total, lost, dups, bad, late, unsent)
+        != (pings, pings, PING_ROUNDS * PING_ROUND_BYTES, 0, 0, 0, 0, 0)
     {
         return Err(format!("the pinger's summary: {summary:?}"));
     }
@@ -316,11 +316,12 @@ fn hostile(out: &Outcome) -> Result<(), String> {
             victim[11]
         ));
     }
-    // The victim's driver delivered the echo's 100 pings and the sink's datagrams, dropped
-    // exactly the crafted frames and the flood's excess, and closed nobody.
+    // The victim's driver delivered the echo's 100 pings (and the pinger's probe) and the
+    // sink's datagrams, dropped exactly the crafted frames and the flood's excess, and closed
+    // nobody.
     let crafted_total: u64 = crafted.iter().map(|(_, n)| n).sum();
     let served = numbers(out, "[drv-b] virtio-net: every client gone: ")?;
-    let want = [2 * PING_ROUNDS + intact, crafted_total + dropped, 0, 0];
+    let want = [2 * PING_ROUNDS + 1 + intact, crafted_total + dropped, 0, 0];
     if served.len() != 7 || [served[2], served[4], served[5], served[6]] != want {
         return Err(format!("drv-b's summary: {served:?} (want delivered, dropped: {want:?})"));
     }
@@ -391,7 +392,8 @@ fn client_dies(out: &Outcome) -> Result<(), String> {
         return Err(format!("drv-b's drops: {b:?} (want no port {})", sent - DIER_ANSWERS));
     }
     let served = numbers(out, "[drv-a] virtio-net: every client gone: ")?;
-    if served.get(2) != Some(&(2 * PING_ROUNDS + DIER_ANSWERS))
+    // Delivered: the pinger's answers (and its probe's) and the dier's answers.
+    if served.get(2) != Some(&(2 * PING_ROUNDS + 1 + DIER_ANSWERS))
         || served.get(4..7) != Some(&[0, dropped_tx, DIER_ANSWERS])
     {
         return Err(format!("drv-a's summary: {served:?}"));
@@ -463,7 +465,8 @@ fn driver_dies(out: &Outcome) -> Result<(), String> {
     }
     for d in ["drv-b", "drv-c"] {
         let served = numbers(out, &format!("[{d}] virtio-net: every client gone: "))?;
-        if served.get(1..3) != Some(&[0, 2 * PING_ROUNDS]) {
+        // The pings and the pinger's probe.
+        if served.get(1..3) != Some(&[0, 2 * PING_ROUNDS + 1]) {
             return Err(format!("{d}'s summary: {served:?}"));
         }
     }
