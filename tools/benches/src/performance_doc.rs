@@ -89,7 +89,8 @@ pub fn generate(baseline: &Baseline) -> String {
          them again and fails when one is worse than here by more than its tolerance; `cargo xtask\n\
          bench all` prints them beside the wall-clock figures, which are never kept.\n\n\
          Anchors are Linux 6.1 in the same QEMU settings (x86_64 `q35`, one vCPU; see the project's\n\
-         research notes) unless they say otherwise; Tessera's figures are in the column of their\n\
+         research notes, and [anchors.md](anchors.md) for those measured by a command in this\n\
+         repository) unless they say otherwise; Tessera's figures are in the column of their\n\
          architecture. Goals are those the issues set.\n",
     );
     let mut benches: Vec<&str> = Vec::new();
