@@ -76,8 +76,7 @@ const LINUX_NET_ROUND_TRIP_64: &str =
 const LINUX_NET_ROUND_TRIP_1472: &str =
     "Linux 6.1, two VMs on a VDE switch, both sides' guest instructions: 70,793 (docs/anchors.md)";
 /// The Linux 6.1 anchor of the network driver's idle CPU (`net`, `driver_idle_us_per_s`).
-const LINUX_NET_DRIVER_IDLE: &str =
-    "Linux 6.1, a whole idle VM with its interface up: 65 (65,280 instructions per s; docs/anchors.md)";
+const LINUX_NET_DRIVER_IDLE: &str = "Linux 6.1, a whole idle VM with its interface up: 65 (65,280 instructions per s; docs/anchors.md)";
 
 /// Instruction counts may drift by 1%.
 const INSTRUCTIONS: Tolerance = Tolerance::Relative(0.01);
@@ -274,6 +273,24 @@ pub fn lookup(arch: &str, bench: &str, key: &str) -> Option<Spec> {
             Tolerance::Absolute(10.0),
             LINUX_NET_DRIVER_IDLE,
             "near 0: interrupt-driven, no polling (network issue)",
+        ),
+        (_, "net", "stream_mbps") => spec(
+            "one stream of 1,472-byte UDP datagrams as fast as the driver takes them: payload \
+             throughput by the sender's clock, under the stack's 100 Mbit/s link model",
+            "Mbit/s",
+            Higher,
+            Tolerance::Relative(0.01),
+            "the link model's bound: 95.7 Mbit/s of 1,472-byte payloads",
+            "",
+        ),
+        (_, "net", "share_error_points") => spec(
+            "two saturated streams under 1 ms and 2 ms of link time in 10 ms: the first's share \
+             of their link time minus a third",
+            "points",
+            Toward(0.0),
+            Tolerance::Absolute(0.5),
+            "-",
+            "within ±1 point (network issue: two streams keep their contracts)",
         ),
         (_, "disk", "two_readers_with_mbps") => spec(
             "two synchronous sequential readers 1 GB apart on the Deskstar model, anticipation on (Aged-SPTF)",

@@ -26,6 +26,13 @@
 //!   over the difference of the durations, in µs of CPU per second. An interrupt-driven driver
 //!   that blocks with no deadline when nothing moves uses none; one that polls uses its
 //!   polling's cost every time it wakes.
+//! - **One stream's throughput**: a `netbench` sender sends [`STREAM_DATAGRAMS`] datagrams of
+//!   1,472 bytes as fast as its driver takes them, under the best-effort contract (slack
+//!   allowed), to a sink behind the other driver that checks every payload: payload Mbit/s by
+//!   the sender's clock, bounded by the stack's link model.
+//! - **Two streams under 1:2 contracts** ([`CONTRACTS_MANIFEST`], also a QEMU test's): 1 ms and
+//!   2 ms of link time in every 10 ms, no slack, both saturated: the first's share of their
+//!   link time (their stream accounts) minus a third, in percentage points.
 //!
 //! Every figure repeats exactly from boot to boot: in [`Mode::Full`] each pair of boots is
 //! measured [`icount_runs`] times and the bench fails if they differ. For that the cards move
@@ -33,10 +40,6 @@
 //! transmit timer, 1 µs after the driver's notification); with QEMU's defaults, which move
 //! them from its main loop when the host gets to it, the round trips moved by about 1% from
 //! boot to boot.
-//!
-//! Not yet: one stream's throughput and two streams under 1:2 network contracts (their share
-//! error) need a sender of chosen size and rate; [`summary_numbers`] reads any such app's
-//! summary line, and a scenario is a manifest from [`Node`]s plus a reader of its boot.
 
 use std::fmt::Write as _;
 
@@ -84,6 +87,8 @@ pub const IDLE_KEY: &str = "driver_idle_us_per_s";
 struct Node {
     driver: &'static str,
     client: &'static str,
+    /// The client's program: `netping` or `netbench`.
+    app: &'static str,
     client_args: Vec<String>,
 }
 
@@ -102,13 +107,14 @@ fn manifest(name: &str, what: &str, nodes: &[Node]) -> Result<String> {
              memory = {{ guaranteed = \"2M\" }}\n\
              cpu = {{ period = \"10ms\", slice = \"2ms\", extra = true, latency = \"1ms\" }}\n\
              driver = true\ndevices = [{{ nic = \"net-{n}\" }}]\n\n\
-             [[domain]]\nname = \"{client}\"\napp = \"netping\"\nargs = [\"--net\", \"n{n}\", {args}]\n\
+             [[domain]]\nname = \"{client}\"\napp = \"{app}\"\nargs = [\"--net\", \"n{n}\", {args}]\n\
              memory = {{ guaranteed = \"1M\" }}\n\
              cpu = {{ period = \"10ms\", slice = \"1ms\", extra = true, latency = \"1ms\" }}\n\n\
              [[channel]]\nname = \"n{n}-req\"\nfrom = \"{client}\"\nto = \"{driver}\"\n\n\
              [[channel]]\nname = \"n{n}-resp\"\nfrom = \"{driver}\"\nto = \"{client}\"\n",
             driver = node.driver,
             client = node.client,
+            app = node.app,
             ip = n + 1,
             args = args.join(", "),
         )?;
@@ -133,6 +139,7 @@ fn ping_manifest(size: u64, rounds: u64) -> Result<String> {
             Node {
                 driver: "drv-a",
                 client: "pinger",
+                app: "netping",
                 client_args: args(&[
                     "--port",
                     "7000",
@@ -147,6 +154,7 @@ fn ping_manifest(size: u64, rounds: u64) -> Result<String> {
             Node {
                 driver: "drv-b",
                 client: "echo",
+                app: "netping",
                 client_args: args(&["--port", "7001", "--echo", &pings]),
             },
         ],
@@ -160,7 +168,7 @@ fn idle_manifest() -> Result<String> {
     manifest(
         "idle",
         "one driver domain serving one client with an open port and no traffic",
-        &[Node { driver: "driver", client: "client", client_args: args }],
+        &[Node { driver: "driver", client: "client", app: "netping", client_args: args }],
     )
 }
 
@@ -219,12 +227,14 @@ fn read_ping_boot(out: &Outcome, manifest: &str, size: u64, rounds: u64) -> Resu
     }
     let summary =
         summary_numbers(out, "[pinger] netping: ").with_context(|| failed("no pinger summary"))?;
-    // rounds, pings, the two sizes, answered, bytes, lost, duplicates, bad, time.
-    let [r, pings, s1, s2, answered, bytes, lost, dups, bad, us] = summary[..] else {
+    // rounds, pings, the two sizes, answered, bytes, lost, duplicates, bad, time, late, not
+    // sent, the timeout.
+    let [r, pings, s1, s2, answered, bytes, lost, dups, bad, us, late, unsent, _] = summary[..]
+    else {
         bail!(failed("an unreadable pinger summary"));
     };
-    if (r, pings, s1, s2, answered, bytes, lost, dups, bad)
-        != (rounds, 2 * rounds, size, size, 2 * rounds, 2 * rounds * size, 0, 0, 0)
+    if (r, pings, s1, s2, answered, bytes, lost, dups, bad, late, unsent)
+        != (rounds, 2 * rounds, size, size, 2 * rounds, 2 * rounds * size, 0, 0, 0, 0, 0)
     {
         bail!(failed("not every ping was answered intact"));
     }
@@ -335,12 +345,142 @@ fn idle(a: &artifacts::Artifacts, mode: Mode) -> Result<Idle> {
     Ok(Idle { runs: measured.len(), ..measured[0] })
 }
 
+/// The datagrams of the one-stream boot, 1,472 bytes each.
+pub const STREAM_DATAGRAMS: u64 = 400;
+/// The manifest of two streams under 1:2 link-time contracts (also a QEMU test's).
+pub const CONTRACTS_MANIFEST: &str = "tests/manifests/drivers/virtio-net-contracts.toml";
+
+/// The key of the kept figure of one stream's payload throughput.
+pub const STREAM_KEY: &str = "stream_mbps";
+/// The key of the kept figure of the 1:2 streams' share error.
+pub const SHARE_KEY: &str = "share_error_points";
+
+/// The one-stream manifest: `sender` (behind `drv-a`) sends [`STREAM_DATAGRAMS`] datagrams of
+/// 1,472 bytes as fast as its driver takes them, under the best-effort contract (1 ms of link
+/// time in 10 ms, with slack), to `sink` (behind `drv-b`), which checks every payload.
+fn stream_manifest() -> Result<String> {
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let n = STREAM_DATAGRAMS.to_string();
+    manifest(
+        "stream",
+        "one stream of 1,472-byte datagrams as fast as the driver takes them",
+        &[
+            Node {
+                driver: "drv-a",
+                client: "sender",
+                app: "netbench",
+                client_args: args(&[
+                    "--port",
+                    "7000",
+                    "--to",
+                    "10.0.0.2:7100",
+                    "--size",
+                    "1472",
+                    "--rate",
+                    "max",
+                    "--count",
+                    &n,
+                ]),
+            },
+            Node {
+                driver: "drv-b",
+                client: "sink",
+                app: "netbench",
+                client_args: args(&["--port", "7100", "--sink", &n]),
+            },
+        ],
+    )
+}
+
+/// A netbench sender's summary: `(datagrams, payload bytes, µs from its first send to its
+/// last datagram leaving, link time in µs (guaranteed + extra))`.
+fn sender_summary(out: &Outcome, name: &str) -> Option<(u64, u64, u64, u64)> {
+    // count, size, bytes, time, busy, guaranteed, extra, periods, missed, errors.
+    match summary_numbers(out, &format!("[{name}] netbench: sent "))?[..] {
+        [count, _, bytes, us, _, guaranteed, extra, _, _, 0] => {
+            Some((count, bytes, us, guaranteed + extra))
+        }
+        _ => None,
+    }
+}
+
+/// Fails unless every one of `domains` exited 0 (a netbench sink exits 0 only if every
+/// payload arrived intact, none lost, duplicated or reordered).
+fn all_exited(out: &Outcome, manifest: &str, domains: &[&str]) -> Result<()> {
+    for d in domains {
+        if !out.has(&format!("domain {d} exited with status 0")) {
+            bail!("{manifest}: {d} did not exit 0:\n{}", out.log_text());
+        }
+    }
+    Ok(())
+}
+
+/// One stream's figures and the 1:2 streams' share.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+struct Streams {
+    /// Payload Mbit/s of the one stream, by the sender's clock.
+    stream_mbps: f64,
+    /// The sender's and its driver's CPU per datagram, in instructions.
+    stream_cpu_per_datagram: f64,
+    /// The 1:2 streams' link time, µs.
+    slow_link_us: u64,
+    fast_link_us: u64,
+    /// `slow`'s share of the two streams' link time minus a third, in points.
+    share_error_points: f64,
+    runs: usize,
+}
+
+fn streams(a: &artifacts::Artifacts, mode: Mode) -> Result<Streams> {
+    let one = stream_manifest()?;
+    let one_boot = boot(a, &one, "")?;
+    let two_boot = boot(a, CONTRACTS_MANIFEST, "")?;
+    let mut measured = Vec::new();
+    for _ in 0..icount_runs(mode) {
+        let out = one_boot.run(a)?;
+        all_exited(&out, &one, &["sender", "sink"])?;
+        let (count, bytes, us, _) = sender_summary(&out, "sender")
+            .with_context(|| format!("{one}: no sender summary:\n{}", out.log_text()))?;
+        if count != STREAM_DATAGRAMS || us == 0 {
+            bail!("{one}: the sender sent {count} datagrams in {us} us");
+        }
+        let cpu = |name: &str| {
+            cpu_ns(&out, name).with_context(|| format!("{one}: no CPU account of {name}"))
+        };
+        let per_datagram = (cpu("sender")? + cpu("drv-a")?) / count as f64;
+        let out = two_boot.run(a)?;
+        let m = CONTRACTS_MANIFEST;
+        all_exited(&out, m, &["slow", "fast", "sink-slow", "sink-fast"])?;
+        let link = |name: &str| {
+            sender_summary(&out, name)
+                .map(|s| s.3)
+                .with_context(|| format!("{m}: no summary of {name}:\n{}", out.log_text()))
+        };
+        let (slow, fast) = (link("slow")?, link("fast")?);
+        if slow + fast == 0 {
+            bail!("{m}: no link time used");
+        }
+        measured.push(Streams {
+            stream_mbps: bytes as f64 * 8.0 / us as f64,
+            stream_cpu_per_datagram: per_datagram,
+            slow_link_us: slow,
+            fast_link_us: fast,
+            share_error_points: (slow as f64 / (slow + fast) as f64 - 1.0 / 3.0) * 100.0,
+            runs: 1,
+        });
+    }
+    if measured.iter().any(|m| *m != measured[0]) {
+        bail!("the streams: the figures differ between boots under -icount: {measured:?}");
+    }
+    Ok(Streams { runs: measured.len(), ..measured[0] })
+}
+
 /// What one architecture measured.
 #[derive(Serialize)]
 struct Measured {
     arch: &'static str,
     round_trips: Vec<RoundTrip>,
     idle: Idle,
+    streams: Streams,
 }
 
 fn measure_on(arch: Arch, mode: Mode) -> Result<(Measured, Table)> {
@@ -352,10 +492,14 @@ fn measure_on(arch: Arch, mode: Mode) -> Result<(Measured, Table)> {
     }
     eprintln!("bench net: {} idle driver", arch.name());
     let idle = idle(&a, mode)?;
+    eprintln!("bench net: {} one stream, and two under 1:2 contracts", arch.name());
+    let streams = streams(&a, mode)?;
     let mut kept: Vec<(String, f64)> =
         round_trips.iter().map(|r| (round_trip_key(r.size), r.domains)).collect();
     kept.push((IDLE_KEY.to_string(), idle.us_per_s));
-    Ok((Measured { arch: arch.name(), round_trips, idle }, table(arch, "net", kept)))
+    kept.push((STREAM_KEY.to_string(), streams.stream_mbps));
+    kept.push((SHARE_KEY.to_string(), streams.share_error_points));
+    Ok((Measured { arch: arch.name(), round_trips, idle, streams }, table(arch, "net", kept)))
 }
 
 /// The report's markdown for what each of `arches` measured.
@@ -433,6 +577,34 @@ fn report(heading: String, arches: &[Arch], measured: &[Measured]) -> Result<Str
          polling's cost at every wake-up.",
         IDLE_LONG - IDLE_SHORT
     )?;
+    md.push_str("\n## Streams\n\n");
+    let mut t = ByArch::new(&["figure"], arches, &["value"], &[]);
+    let rows: [(&str, fn(&Streams) -> String); 5] = [
+        ("one stream, payload Mbit/s", |s| format!("{:.2}", s.stream_mbps)),
+        ("one stream, sender + driver instructions per datagram", |s| {
+            format!("{:.0}", s.stream_cpu_per_datagram)
+        }),
+        ("1:2 streams, slow's link time (µs)", |s| s.slow_link_us.to_string()),
+        ("1:2 streams, fast's link time (µs)", |s| s.fast_link_us.to_string()),
+        ("1:2 streams, slow's share error (points)", |s| format!("{:.3}", s.share_error_points)),
+    ];
+    for (label, f) in rows {
+        let groups: Vec<Vec<String>> = measured.iter().map(|m| vec![f(&m.streams)]).collect();
+        t.row(&[label.to_string()], &groups, &[]);
+    }
+    md.push_str(&t.finish());
+    writeln!(
+        md,
+        "\nOne stream: a `netbench` sender behind one driver sends {STREAM_DATAGRAMS} datagrams of \
+         1,472 bytes as fast as its driver takes them, under the best-effort link-time contract \
+         (1 ms in 10 ms, with slack), to a sink behind the other driver that checks every \
+         payload; Mbit/s (kept) is the payload over the sender's clock from its first send to \
+         its last datagram leaving, bounded by the stack's link model (100 Mbit/s with \
+         Ethernet's framing: at most 95.7 Mbit/s of 1,472-byte payloads). Two streams: \
+         `{CONTRACTS_MANIFEST}`, 1 ms and 2 ms of link time in every 10 ms, no slack, each \
+         saturated; the share error (kept) is `slow`'s part of their link time (the stream \
+         accounts) minus a third, in percentage points."
+    )?;
     Ok(md)
 }
 
@@ -489,7 +661,7 @@ mod tests {
 
     #[test]
     fn a_ping_boot_is_read_only_if_every_ping_came_back_intact() {
-        let good = "[pinger] netping: 3 rounds to 10.0.0.2:7001: 6 pings of 64 and 64 bytes, 6 answered (384 bytes), 0 lost, 0 duplicates, 0 bad, 420 us";
+        let good = "[pinger] netping: 3 rounds to 10.0.0.2:7001: 6 pings of 64 and 64 bytes, 6 answered (384 bytes), 0 lost, 0 duplicates, 0 bad, 420 us, 0 late, 0 not sent, timeout 200 ms";
         let b = read_ping_boot(&ping_log(good), "m", 64, 3).unwrap();
         assert_eq!(
             b,
@@ -506,6 +678,8 @@ mod tests {
         assert!(read_ping_boot(&ping_log(&lost), "m", 64, 3).is_err());
         let bad = good.replace("0 bad", "1 bad");
         assert!(read_ping_boot(&ping_log(&bad), "m", 64, 3).is_err());
+        let late = good.replace("0 late", "1 late");
+        assert!(read_ping_boot(&ping_log(&late), "m", 64, 3).is_err());
         // Another size or another number of rounds than the manifest asked for.
         assert!(read_ping_boot(&ping_log(good), "m", 1472, 3).is_err());
         assert!(read_ping_boot(&ping_log(good), "m", 64, 4).is_err());
@@ -534,9 +708,11 @@ mod tests {
 
     #[test]
     fn the_manifests_are_valid() {
-        for m in [ping_manifest(64, FEW).unwrap(), idle_manifest().unwrap()] {
+        for m in
+            [ping_manifest(64, FEW).unwrap(), idle_manifest().unwrap(), stream_manifest().unwrap()]
+        {
             let text = std::fs::read_to_string(util::root().join(&m)).unwrap();
-            let parsed = manifest::parse(&m, &text, &["virtio-net", "netping"])
+            let parsed = manifest::parse(&m, &text, &["virtio-net", "netping", "netbench"])
                 .unwrap_or_else(|e| panic!("{m}: {e}"));
             assert!(parsed.domains.len() >= 2, "{m}");
         }
