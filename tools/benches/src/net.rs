@@ -415,6 +415,9 @@ fn all_exited(out: &Outcome, manifest: &str, domains: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// A row of the report's streams table: its label and how to show it from [`Streams`].
+type StreamRow = (&'static str, fn(&Streams) -> String);
+
 /// One stream's figures and the 1:2 streams' share.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 struct Streams {
@@ -579,7 +582,7 @@ fn report(heading: String, arches: &[Arch], measured: &[Measured]) -> Result<Str
     )?;
     md.push_str("\n## Streams\n\n");
     let mut t = ByArch::new(&["figure"], arches, &["value"], &[]);
-    let rows: [(&str, fn(&Streams) -> String); 5] = [
+    let rows: [StreamRow; 5] = [
         ("one stream, payload Mbit/s", |s| format!("{:.2}", s.stream_mbps)),
         ("one stream, sender + driver instructions per datagram", |s| {
             format!("{:.0}", s.stream_cpu_per_datagram)
