@@ -53,8 +53,19 @@ pub const DEVICE_LINES: core::ops::Range<u32> = 0x60..0xe0;
 /// Which device vectors are bound to a driver domain: bit `v % 64` of word `v / 64`.
 static BOUND: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
 
+/// Which device vectors were released (their driver domain died) and not bound again: a
+/// message its device had sent before it was stopped may still arrive, and is no surprise.
+static RELEASED: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+
+/// Messages that arrived on released vectors ([`RELEASED`]).
+static LATE: AtomicU64 = AtomicU64::new(0);
+
 fn bound(vector: u32) -> bool {
     BOUND[vector as usize / 64].load(Ordering::Relaxed) & (1 << (vector % 64)) != 0
+}
+
+fn released(vector: u32) -> bool {
+    RELEASED[vector as usize / 64].load(Ordering::Relaxed) & (1 << (vector % 64)) != 0
 }
 
 /// Lets device vector `line` through to the driver domain it is bound to; false outside
@@ -64,6 +75,7 @@ pub fn enable_line(line: u32) -> bool {
         return false;
     }
     BOUND[line as usize / 64].fetch_or(1 << (line % 64), Ordering::Relaxed);
+    RELEASED[line as usize / 64].fetch_and(!(1 << (line % 64)), Ordering::Relaxed);
     true
 }
 
@@ -71,11 +83,13 @@ pub fn enable_line(line: u32) -> bool {
 /// acknowledged at the local APIC when it arrives: nothing is left to release.
 pub fn ack_line(_line: u32) {}
 
-/// Line `line` is bound to nobody (any more): its vector counts as unexpected again (the
-/// device's messages are turned off in its configuration space by the caller).
+/// Line `line` is bound to nobody (any more); the device's messages are turned off in its
+/// configuration space by the caller. A message the device sent before that may still
+/// arrive: it is acknowledged and counted as late ([`on_released`]), not taken as unexpected.
 pub fn release_line(line: u32) {
     if DEVICE_LINES.contains(&line) {
         BOUND[line as usize / 64].fetch_and(!(1 << (line % 64)), Ordering::Relaxed);
+        RELEASED[line as usize / 64].fetch_or(1 << (line % 64), Ordering::Relaxed);
     }
 }
 
@@ -84,6 +98,19 @@ pub fn release_line(line: u32) {
 /// is not a device line.
 pub fn msi_message(line: u32) -> Option<(u64, u32)> {
     DEVICE_LINES.contains(&line).then(|| (0xfee0_0000 | u64::from(apic::id()) << 12, line))
+}
+
+/// An interrupt on `vector`: if its line was released and not bound again, acknowledges it
+/// at the local APIC and counts it (a message its device sent before it was stopped);
+/// whether it was one. Checked after [`on_device`].
+pub(super) fn on_released(vector: u64) -> bool {
+    let Ok(v) = u32::try_from(vector) else { return false };
+    if !DEVICE_LINES.contains(&v) || bound(v) || !released(v) {
+        return false;
+    }
+    apic::end_of_interrupt();
+    LATE.fetch_add(1, Ordering::Relaxed);
+    true
 }
 
 /// An interrupt on `vector`: if a driver domain's device is bound to it, acknowledges it at
@@ -186,8 +213,16 @@ pub fn unexpected_count(vector: u8) -> u64 {
     UNEXPECTED[vector as usize].load(Ordering::Relaxed)
 }
 
-/// Logs how many unexpected interrupts of each vector were taken, if any.
+/// Logs how many unexpected interrupts of each vector were taken, and how many late messages
+/// of released device lines, if any.
 pub(super) fn report_unexpected() {
+    let late = LATE.load(Ordering::Relaxed);
+    if late > 0 {
+        defmt::info!(
+            "interrupts: {=u64} late message(s) of devices stopped when their driver died",
+            late
+        );
+    }
     for (vector, count) in UNEXPECTED.iter().enumerate() {
         let n = count.load(Ordering::Relaxed);
         if n > 0 {

@@ -179,7 +179,7 @@ extern "C" fn trap(frame: &mut TrapFrame) {
         return;
     }
     let from_user = frame.cs & 3 == 3;
-    if interrupts::on_device(vector) {
+    if interrupts::on_device(vector) || interrupts::on_released(vector) {
         return;
     }
     if vector >= 32 {

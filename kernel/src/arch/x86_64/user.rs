@@ -559,6 +559,9 @@ pub(super) fn on_trap(frame: &TrapFrame) -> ! {
     } else if vector >= 32 {
         if interrupts::on_device(vector) {
             dispatch(ctx, UserTrap::Device)
+        } else if interrupts::on_released(vector) {
+            // A message of a device stopped when its driver died: acknowledged, counted.
+            ctx
         } else {
             // The kernel's business, not the domain's: counted and silenced, and the domain
             // resumes where it was interrupted.
