@@ -42,6 +42,18 @@ impl Ipv4Addr {
     pub const UNSPECIFIED: Ipv4Addr = Ipv4Addr([0; 4]);
 }
 
+impl Ipv4Addr {
+    /// Parses the dotted quad `A.B.C.D` (each part 0 to 255); `None` for anything else.
+    pub fn parse(s: &str) -> Option<Ipv4Addr> {
+        let mut octets = [0u8; 4];
+        let mut parts = s.split('.');
+        for o in &mut octets {
+            *o = parts.next()?.parse().ok()?;
+        }
+        parts.next().is_none().then_some(Ipv4Addr(octets))
+    }
+}
+
 impl fmt::Display for Ipv4Addr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let a = self.0;
@@ -56,6 +68,14 @@ pub struct Endpoint {
     pub addr: Ipv4Addr,
     /// The port.
     pub port: u16,
+}
+
+impl Endpoint {
+    /// Parses `A.B.C.D:Q` (a dotted quad and a port); `None` for anything else.
+    pub fn parse(s: &str) -> Option<Endpoint> {
+        let (addr, port) = s.split_once(':')?;
+        Some(Endpoint { addr: Ipv4Addr::parse(addr)?, port: port.parse().ok()? })
+    }
 }
 
 impl fmt::Display for Endpoint {

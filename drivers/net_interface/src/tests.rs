@@ -235,3 +235,20 @@ fn a_mem_pair_carries_loses_and_overruns() {
     assert!(wire.inject(Direction::BtoA, &[9; 20]));
     assert_eq!(a.receive(|f| f.len()), Some(20));
 }
+
+#[test]
+fn addresses_and_endpoints_parse_from_their_written_forms_and_nothing_else() {
+    assert_eq!(Ipv4Addr::parse("10.0.0.2"), Some(Ipv4Addr([10, 0, 0, 2])));
+    assert_eq!(
+        Endpoint::parse("10.0.0.2:7001"),
+        Some(Endpoint { addr: Ipv4Addr([10, 0, 0, 2]), port: 7001 })
+    );
+    let e = Endpoint { addr: Ipv4Addr([192, 168, 1, 254]), port: 65535 };
+    assert_eq!(Endpoint::parse(&alloc::format!("{e}")), Some(e));
+    for bad in ["10.0.0", "10.0.0.2.1", "10.0.0.256", "10.0.0.x", "", "10..0.2"] {
+        assert_eq!(Ipv4Addr::parse(bad), None, "{bad}");
+    }
+    for bad in ["10.0.0.2", "10.0.0.2:", "10.0.0.2:65536", ":7001", "10.0.0:7001", "10.0.0.2:7:1"] {
+        assert_eq!(Endpoint::parse(bad), None, "{bad}");
+    }
+}

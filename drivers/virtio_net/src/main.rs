@@ -72,13 +72,8 @@ const USAGE: &str = "usage: virtio-net [--self-test N (--send [--pause K:MS] | -
 /// `A.B.C.D/N`, with N at most 32.
 fn parse_cidr(s: &str) -> Option<(Ipv4Addr, u8)> {
     let (addr, len) = s.split_once('/')?;
-    let mut octets = [0u8; 4];
-    let mut parts = addr.split('.');
-    for o in &mut octets {
-        *o = parts.next()?.parse().ok()?;
-    }
     let len: u8 = len.parse().ok()?;
-    (parts.next().is_none() && len <= 32).then_some((Ipv4Addr(octets), len))
+    (len <= 32).then_some((Ipv4Addr::parse(addr)?, len))
 }
 
 fn main(env: Env) -> i32 {

@@ -68,7 +68,7 @@ fn main(env: Env) -> i32 {
         match a {
             "--net" => net = v,
             "--port" => port = v.and_then(|p| p.parse::<u16>().ok()),
-            "--to" => to = v.and_then(parse_endpoint),
+            "--to" => to = v.and_then(Endpoint::parse),
             "--size" => size = v.and_then(|n| n.parse::<usize>().ok()),
             "--rate" => {
                 rate = v.and_then(|r| match r {
@@ -121,20 +121,6 @@ fn main(env: Env) -> i32 {
 fn usage(why: &str) -> i32 {
     println!("netbench: {why}; {USAGE}");
     2
-}
-
-/// `A.B.C.D:Q`.
-fn parse_endpoint(s: &str) -> Option<Endpoint> {
-    let (addr, port) = s.split_once(':')?;
-    let mut octets = [0u8; 4];
-    let mut parts = addr.split('.');
-    for o in &mut octets {
-        *o = parts.next()?.parse().ok()?;
-    }
-    if parts.next().is_some() {
-        return None;
-    }
-    Some(Endpoint { addr: Ipv4Addr(octets), port: port.parse().ok()? })
 }
 
 /// Byte `i` of datagram `seq`'s payload after its header.

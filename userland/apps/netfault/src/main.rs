@@ -25,8 +25,8 @@
 #![no_main]
 
 use net_client::{ChannelTransport, NetError, Session};
+use net_interface::Endpoint;
 use net_interface::frame::MAX_UDP_PAYLOAD;
-use net_interface::{Endpoint, Ipv4Addr};
 use tessera::{Env, println};
 
 tessera::main!(main);
@@ -80,7 +80,7 @@ fn parse(mut args: tessera::Args) -> Result<(Options<'static>, Mode), &'static s
             _ => {
                 let v = args.next().ok_or("an option without its value")?;
                 let n = || v.parse::<u64>().map_err(|_| "a number that does not parse");
-                let ep = || parse_endpoint(v).ok_or("an endpoint that is not A.B.C.D:Q");
+                let ep = || Endpoint::parse(v).ok_or("an endpoint that is not A.B.C.D:Q");
                 match a {
                     "--net" => o.net = Some(v),
                     "--port" => o.port = Some(v.parse().map_err(|_| "a bad port")?),
@@ -150,20 +150,6 @@ fn main(env: Env) -> i32 {
         }
         Mode::UntilClosed { to, every_ns } => until_closed(&mut session, to, every_ns),
     }
-}
-
-/// `A.B.C.D:Q`.
-fn parse_endpoint(s: &str) -> Option<Endpoint> {
-    let (addr, port) = s.split_once(':')?;
-    let mut octets = [0u8; 4];
-    let mut parts = addr.split('.');
-    for o in &mut octets {
-        *o = parts.next()?.parse().ok()?;
-    }
-    if parts.next().is_some() {
-        return None;
-    }
-    Some(Endpoint { addr: Ipv4Addr(octets), port: port.parse().ok()? })
 }
 
 /// The sequence number of a flood datagram, if it is intact.

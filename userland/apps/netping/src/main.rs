@@ -46,8 +46,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use net_client::{ChannelTransport, NetError, Session};
+use net_interface::Endpoint;
 use net_interface::frame::MAX_UDP_PAYLOAD;
-use net_interface::{Endpoint, Ipv4Addr};
 use tessera::{Env, println};
 
 tessera::main!(main);
@@ -122,7 +122,7 @@ fn parse(env: Env) -> Result<(&'static str, u16, Role), &'static str> {
             "--port" => port = Some(v.parse::<u16>().map_err(|_| "--port takes 0 to 65535")?),
             "--echo" => echo = Some(v.parse::<u32>().map_err(|_| "--echo takes a count")?),
             "--idle" => idle = Some(num("--idle takes milliseconds")?),
-            "--to" => to = Some(parse_endpoint(v).ok_or("--to takes A.B.C.D:PORT")?),
+            "--to" => to = Some(Endpoint::parse(v).ok_or("--to takes A.B.C.D:PORT")?),
             "--rounds" => match v.parse::<u32>() {
                 Ok(n) if (1..=MAX_PINGS / 2).contains(&n) => rounds = Some(n),
                 _ => return Err("--rounds takes 1 to 100000"),
@@ -201,20 +201,6 @@ fn run(net: &str, port: u16, role: Role) -> i32 {
         return 1;
     }
     status
-}
-
-/// `A.B.C.D:Q`.
-fn parse_endpoint(s: &str) -> Option<Endpoint> {
-    let (addr, port) = s.split_once(':')?;
-    let mut octets = [0u8; 4];
-    let mut parts = addr.split('.');
-    for o in &mut octets {
-        *o = parts.next()?.parse().ok()?;
-    }
-    if parts.next().is_some() {
-        return None;
-    }
-    Some(Endpoint { addr: Ipv4Addr(octets), port: port.parse().ok()? })
 }
 
 /// What the echo counts, in all or of one sender.
