@@ -37,7 +37,44 @@ pub enum DropReason {
     RxFull,
 }
 
-/// Frames dropped on receipt, by reason.
+impl DropReason {
+    /// Every reason, in the order drops are listed ([`Drops`]' `Display`).
+    pub const ALL: [DropReason; 12] = [
+        DropReason::Runt,
+        DropReason::Oversize,
+        DropReason::NotForUs,
+        DropReason::UnknownEthertype,
+        DropReason::MalformedIp,
+        DropReason::BadIpChecksum,
+        DropReason::Fragment,
+        DropReason::UnknownProtocol,
+        DropReason::BadUdpChecksum,
+        DropReason::BadIcmpChecksum,
+        DropReason::NoSuchPort,
+        DropReason::RxFull,
+    ];
+
+    /// The reason's words in a list of drops (`runt`, `other host`, `slots full`, ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            DropReason::Runt => "runt",
+            DropReason::Oversize => "oversize",
+            DropReason::NotForUs => "other host",
+            DropReason::UnknownEthertype => "ethertype",
+            DropReason::MalformedIp => "malformed IP",
+            DropReason::BadIpChecksum => "IP checksum",
+            DropReason::Fragment => "fragment",
+            DropReason::UnknownProtocol => "protocol",
+            DropReason::BadUdpChecksum => "UDP checksum",
+            DropReason::BadIcmpChecksum => "ICMP checksum",
+            DropReason::NoSuchPort => "no port",
+            DropReason::RxFull => "slots full",
+        }
+    }
+}
+
+/// Frames dropped on receipt, by reason. Shown as `runt N, oversize N, ...`, every reason of
+/// [`DropReason::ALL`] in order with its [`label`](DropReason::label).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Drops {
     /// [`DropReason::Runt`].
@@ -67,9 +104,19 @@ pub struct Drops {
 }
 
 impl Drops {
+    /// The frames dropped for `r`.
+    pub fn of(&self, r: DropReason) -> u64 {
+        let mut d = *self;
+        *d.counter(r)
+    }
+
     /// Counts one frame dropped for `r`.
     pub fn count(&mut self, r: DropReason) {
-        let c = match r {
+        *self.counter(r) += 1;
+    }
+
+    fn counter(&mut self, r: DropReason) -> &mut u64 {
+        match r {
             DropReason::Runt => &mut self.runt,
             DropReason::Oversize => &mut self.oversize,
             DropReason::NotForUs => &mut self.not_for_us,
@@ -82,24 +129,22 @@ impl Drops {
             DropReason::BadIcmpChecksum => &mut self.bad_icmp_checksum,
             DropReason::NoSuchPort => &mut self.no_such_port,
             DropReason::RxFull => &mut self.rx_full,
-        };
-        *c += 1;
+        }
     }
 
     /// Every frame dropped.
     pub fn total(&self) -> u64 {
-        self.runt
-            + self.oversize
-            + self.not_for_us
-            + self.unknown_ethertype
-            + self.malformed_ip
-            + self.bad_ip_checksum
-            + self.fragment
-            + self.unknown_protocol
-            + self.bad_udp_checksum
-            + self.bad_icmp_checksum
-            + self.no_such_port
-            + self.rx_full
+        DropReason::ALL.iter().map(|&r| self.of(r)).sum()
+    }
+}
+
+impl core::fmt::Display for Drops {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for (i, r) in DropReason::ALL.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            write!(f, "{sep}{} {}", r.label(), self.of(*r))?;
+        }
+        Ok(())
     }
 }
 

@@ -717,3 +717,20 @@ fn a_client_speaks_the_protocol_in_encoded_messages() {
         Err(NetError::UnknownClient)
     );
 }
+
+#[test]
+fn drops_are_listed_by_reason_in_order_and_total_every_reason() {
+    let mut d = crate::Drops::default();
+    for (i, r) in crate::DropReason::ALL.iter().enumerate() {
+        for _ in 0..i {
+            d.count(*r);
+        }
+    }
+    assert_eq!(
+        alloc::format!("{d}"),
+        "runt 0, oversize 1, other host 2, ethertype 3, malformed IP 4, IP checksum 5, \
+         fragment 6, protocol 7, UDP checksum 8, ICMP checksum 9, no port 10, slots full 11"
+    );
+    assert_eq!(d.total(), 66);
+    assert_eq!(d.of(crate::DropReason::RxFull), 11);
+}

@@ -18,6 +18,7 @@
 
 use net_interface::frame::{ETH_HEADER, MAX_FRAME};
 use net_interface::{Ipv4Addr, MacAddr, Nic, NicError};
+use net_stack::DropReason as Kind;
 use smoltcp::wire::{
     ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
     Icmpv4Message, Icmpv4Packet, IpAddress, IpProtocol, Ipv4Packet, UdpPacket,
@@ -39,24 +40,8 @@ const SOURCE_PORT: u16 = 6666;
 /// A MAC on the hub that nobody has.
 const OTHER_MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x35, 0x77];
 
-/// A kind of crafted frame (the victim's drop reason for it).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Runt,
-    Oversize,
-    NotForUs,
-    UnknownEthertype,
-    MalformedIp,
-    BadIpChecksum,
-    Fragment,
-    UnknownProtocol,
-    BadUdpChecksum,
-    BadIcmpChecksum,
-    NoSuchPort,
-}
-
-/// Each kind and how many of it are sent (each a different variant), in the order of the
-/// driver's drop line.
+/// Each kind of crafted frame, named by the victim's reason to drop it, and how many of it are
+/// sent (each a different variant), in the order of the driver's drop line.
 const KINDS: [(Kind, u8); 11] = [
     (Kind::Runt, 4),
     (Kind::Oversize, 2),
@@ -248,6 +233,9 @@ fn craft(f: &mut [u8], kind: Kind, v: u8, h: &Hosts, max: usize) -> usize {
             len
         }
         Kind::NoSuchPort => udp(f, h, victim, CLOSED_PORT, 20 + usize::from(v)),
+        // Full receive slots are the victim client's state, not a frame's: never crafted
+        // (not in KINDS); the flood makes them.
+        Kind::RxFull => 0,
     }
 }
 
