@@ -90,6 +90,7 @@ pub mod frames;
 pub mod hierarchy;
 pub mod pager;
 pub mod plan;
+pub mod remote;
 pub mod replace;
 
 #[cfg(test)]
