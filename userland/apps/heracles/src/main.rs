@@ -2,7 +2,7 @@
 //!
 //! Usage: `heracles --pager SPEC --program random|compress|matmul|filter [--scale test|default]
 //! [--pages N] [--steps N] [--seed S] [--fill] [--lock N] [--duration MS]
-//! [--resize-at STEP:BYTES]`.
+//! [--resize-at STEP:BYTES] [--mark STEP]`.
 //!
 //! `SPEC` is a [`pager::spec::PagerSpec`] (a manifest's `pager = { ... }` arrives as
 //! `--pager SPEC`): the hierarchy, the frames, the replacement policy and the block session to
@@ -17,7 +17,9 @@
 //!   `--lock N` locks the stretch's first `N` pages before the steps (and reports how many are
 //!   still resident after them: `heracles: locked pages=N resident=R`). `--duration MS` stops the steps after `MS` milliseconds of its clock (before the final
 //!   check). `--resize-at STEP:BYTES` resizes the cache (the compressed pool or the eviction area) to
-//!   `BYTES` before step `STEP`, through the driver, and prints the result.
+//!   `BYTES` before step `STEP`, through the driver, and prints the result. `--mark STEP`
+//!   prints `heracles: step STEP` as the workload reaches that step, a line a cluster scenario
+//!   can act on (kill a server mid-run).
 //! - `compress`, `matmul`, `filter`: the thesis's programs (`paging_programs`), at the
 //!   default (1/16 of the thesis) or the test scale. They print their checksum.
 //!
@@ -68,7 +70,7 @@ tessera::main!(main);
 
 const USAGE: &str = "usage: heracles --pager SPEC --program random|compress|matmul|filter \
                      [--scale test|default] [--pages N] [--steps N] [--seed S] [--fill] \
-                     [--lock N] [--duration MS] [--resize-at STEP:BYTES]";
+                     [--lock N] [--duration MS] [--resize-at STEP:BYTES] [--mark STEP]";
 
 /// What to run.
 enum Work {
@@ -104,6 +106,8 @@ struct Options {
     duration_ms: Option<u64>,
     /// `--lock N`: lock the stretch's first `N` pages before the run.
     lock: usize,
+    /// `--mark STEP`: print `heracles: step STEP` as the random workload reaches it.
+    mark: Option<usize>,
     seed: u64,
 }
 
@@ -116,6 +120,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
     let mut fill = false;
     let mut duration_ms = None;
     let mut lock = 0;
+    let mut mark = None;
     let mut args = env.args;
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or("an option lacks its value");
@@ -136,6 +141,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             "--seed" => seed = value()?.parse().map_err(|_| "bad --seed")?,
             "--fill" => fill = true,
             "--lock" => lock = value()?.parse().map_err(|_| "bad --lock")?,
+            "--mark" => mark = Some(value()?.parse().map_err(|_| "bad --mark")?),
             "--duration" => duration_ms = Some(value()?.parse().map_err(|_| "bad --duration")?),
             "--resize-at" => {
                 let bad = "--resize-at STEP:BYTES";
@@ -154,7 +160,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             scale,
         },
     };
-    Ok(Options { spec, work, seed, resize_at, fill, duration_ms, lock })
+    Ok(Options { spec, work, seed, resize_at, fill, duration_ms, lock, mark })
 }
 
 fn main(env: Env) -> i32 {
@@ -263,6 +269,9 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
             let mut at_step = |step: usize| {
                 if until.is_some_and(|until| tessera::time_ns() >= until) {
                     return false;
+                }
+                if o.mark == Some(step) {
+                    println!("heracles: step {step}");
                 }
                 if let Some((at, bytes)) = o.resize_at
                     && at == step
