@@ -7,3 +7,5 @@ extern crate alloc;
 
 #[cfg(test)]
 mod sim;
+#[cfg(test)]
+mod tests;
