@@ -315,8 +315,13 @@ impl<T: Transport> RemoteClient<T> {
                     continue;
                 }
                 let s = self.servers[*i as usize];
-                let header = Header { stream: s.key.stream, token: s.key.token, request: requests[k] };
-                let to = if matches!(message, Message::CreateStream { .. }) { s.control } else { s.data };
+                let header =
+                    Header { stream: s.key.stream, token: s.key.token, request: requests[k] };
+                let to = if matches!(message, Message::CreateStream { .. }) {
+                    s.control
+                } else {
+                    s.data
+                };
                 self.send_packet(to, &Packet { header, message: *message })?;
             }
             let deadline = now.saturating_add(rtt.rto_backoff(attempt));
@@ -341,7 +346,11 @@ impl<T: Transport> RemoteClient<T> {
                         Some(Answer::Created { stream, token, data_port })
                     }
                     Message::Refused { reason } => Some(Answer::Refused(reason)),
-                    Message::Ack { .. } | Message::Alive => Some(Answer::Ack),
+                    // Any other answer says the server heard (a BadToken NACK to a repeated
+                    // Release: the first one closed the stream).
+                    Message::Ack { .. } | Message::Nack { .. } | Message::Alive => {
+                        Some(Answer::Ack)
+                    }
                     _ => None,
                 };
             }
@@ -394,7 +403,8 @@ impl<T: Transport> RemoteClient<T> {
         self.flush(&servers, &mut sends)?;
         loop {
             while let Some(f) = self.transfers.take_finished() {
-                let k = requests.iter().position(|&(i, r)| i == f.peer && r == f.transfer.request());
+                let k =
+                    requests.iter().position(|&(i, r)| i == f.peer && r == f.transfer.request());
                 match k {
                     Some(k) => done[k] = Some(f.transfer),
                     None => {}
@@ -430,7 +440,11 @@ impl<T: Transport> RemoteClient<T> {
     }
 
     /// Sends the packets the transfers gave.
-    fn flush(&mut self, servers: &[Server], sends: &mut Vec<(u8, Vec<u8>)>) -> Result<(), NetError> {
+    fn flush(
+        &mut self,
+        servers: &[Server],
+        sends: &mut Vec<(u8, Vec<u8>)>,
+    ) -> Result<(), NetError> {
         for (i, bytes) in sends.drain(..) {
             send(&mut self.session, servers[i as usize].data, &bytes)?;
         }
@@ -483,7 +497,9 @@ impl<T: Transport> RemoteClient<T> {
     fn place(&self, page: u64) -> Option<Placement> {
         let pick = |role: Role| -> Option<u8> {
             let live: Vec<u8> = (0..self.servers.len() as u8)
-                .filter(|&i| !self.servers[i as usize].lost && self.servers[i as usize].role == role)
+                .filter(|&i| {
+                    !self.servers[i as usize].lost && self.servers[i as usize].role == role
+                })
                 .collect();
             match (live.len(), self.config.spread) {
                 (0, _) => None,
@@ -519,7 +535,11 @@ impl<T: Transport> RemoteClient<T> {
 }
 
 /// Sends one datagram, waiting while the driver's queue is full.
-fn send<T: Transport>(session: &mut Session<T>, to: Endpoint, bytes: &[u8]) -> Result<(), NetError> {
+fn send<T: Transport>(
+    session: &mut Session<T>,
+    to: Endpoint,
+    bytes: &[u8],
+) -> Result<(), NetError> {
     loop {
         match session.send(to, bytes) {
             Ok(()) => return Ok(()),
@@ -541,7 +561,8 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
                 Some(p) => *p,
                 None => self.place(vpn).ok_or(RemoteError::NoServer)?,
             };
-            let mut ops = vec![(placement.primary, self.transfer_write(placement.primary, vpn, data))];
+            let mut ops =
+                vec![(placement.primary, self.transfer_write(placement.primary, vpn, data))];
             if let Some(m) = placement.mirror {
                 ops.push((m, self.transfer_write(m, vpn, data)));
             }
@@ -562,7 +583,9 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
             // Where the latest copy now is: the servers that stored it, the primary first.
             let primary = stored.iter().copied().find(|&i| Some(i) == Some(placement.primary));
             let placed = match (primary, stored.as_slice()) {
-                (Some(p), _) => Some(Placement { primary: p, mirror: stored.iter().copied().find(|&i| i != p) }),
+                (Some(p), _) => {
+                    Some(Placement { primary: p, mirror: stored.iter().copied().find(|&i| i != p) })
+                }
                 (None, [m, ..]) => Some(Placement { primary: *m, mirror: None }),
                 (None, []) => None,
             };

@@ -47,6 +47,8 @@ pub trait Peer {
     fn poll(&mut self, now: u64, out: &mut Vec<(Endpoint, Vec<u8>)>);
     /// When the peer next wants [`Peer::poll`], if ever.
     fn next_poll(&self) -> Option<u64>;
+    /// The peer itself, to look at in a test.
+    fn as_any(&mut self) -> &mut dyn core::any::Any;
 }
 
 /// The wire's faults, per thousand datagrams, and its timing.
@@ -167,11 +169,6 @@ impl Net {
         self.remotes.iter_mut().find(|r| r.addr == addr).map(|r| &mut r.peer)
     }
 
-    /// The clock.
-    pub fn now(&self) -> u64 {
-        self.now
-    }
-
     fn random(&mut self) -> u64 {
         // xorshift64*
         let mut x = self.rng;
@@ -283,32 +280,12 @@ impl Net {
         self.now = self.now.max(t);
         NOW.with(|n| n.set(self.now));
     }
-
-    /// Runs the net until `t` (nobody waiting on it).
-    pub fn run_until(&mut self, t: u64) {
-        loop {
-            self.deliver();
-            match self.next_event() {
-                Some(e) if e <= t => self.set_now(e.max(self.now)),
-                _ => break,
-            }
-        }
-        self.set_now(t);
-        self.deliver();
-    }
 }
 
 /// A client's [`Transport`] on the simulated net.
 pub struct SimTransport {
     net: SharedNet,
     me: usize,
-}
-
-impl SimTransport {
-    /// The net.
-    pub fn net(&self) -> SharedNet {
-        self.net.clone()
-    }
 }
 
 fn info(addr: Endpoint) -> SessionInfo {
