@@ -405,9 +405,8 @@ impl<T: Transport> RemoteClient<T> {
             while let Some(f) = self.transfers.take_finished() {
                 let k =
                     requests.iter().position(|&(i, r)| i == f.peer && r == f.transfer.request());
-                match k {
-                    Some(k) => done[k] = Some(f.transfer),
-                    None => {}
+                if let Some(k) = k {
+                    done[k] = Some(f.transfer);
                 }
             }
             if done.iter().all(Option::is_some) {
