@@ -143,6 +143,8 @@ pub struct BackingStore {
     /// The last error population met (the disk full, or failing), for flush to report.
     populate_error: Option<PagerError>,
     buf: Option<Box<Page>>,
+    /// The disk's device writes that brought pages back (not writes of evicted pages).
+    populate_writes: u64,
     stats: StoreStats,
 }
 
@@ -171,14 +173,18 @@ impl BackingStore {
             to_populate: Vec::new(),
             populate_error: None,
             buf: None,
+            populate_writes: 0,
             stats: StoreStats { backing, ..StoreStats::default() },
         })
     }
 
     /// Pages written locally after a fallback before the remote store is tried again (0:
-    /// never).
+    /// never); a fallback under way waits no longer than that.
     pub fn set_retry_every(&mut self, pages: u32) {
         self.retry_every = pages;
+        if let Route::Fallback { writes_left } = &mut self.route {
+            *writes_left = if pages == 0 { u32::MAX } else { pages.min(*writes_left) };
+        }
     }
 
     /// Pages each call moves back from the remote store after a revocation (at least 1).
@@ -295,7 +301,10 @@ impl BackingStore {
                     continue;
                 }
             }
-            match local.write_group(&[(page, &**buf)]) {
+            let writes = local.device_writes();
+            let result = local.write_group(&[(page, &**buf)]);
+            self.populate_writes += local.device_writes() - writes;
+            match result {
                 Ok(()) => {
                     self.to_populate.pop();
                     self.copies.insert(page, Copies::Local);
@@ -550,9 +559,11 @@ impl DiskManager for BackingStore {
         self.local.as_ref().map(|l| l.stats()).unwrap_or_default()
     }
 
-    /// The disk's device writes and the pages written to the remote store.
+    /// The disk's device writes and the pages written to the remote store, but not the writes
+    /// that brought pages back from it (not an eviction's).
     fn device_writes(&self) -> u64 {
-        self.local.as_ref().map_or(0, |l| l.device_writes()) + self.stats.remote_writes
+        let local = self.local.as_ref().map_or(0, |l| l.device_writes());
+        local - self.populate_writes + self.stats.remote_writes
     }
 
     fn store_stats(&self) -> StoreStats {

@@ -11,8 +11,8 @@ use crate::Page;
 /// An in-memory remote store; see the [module](self).
 ///
 /// "Operations" are the calls that reach a server: [`RemoteStore::write`] and
-/// [`RemoteStore::read`]. A fault set to happen after `n` of them happens as the `n+1`-th
-/// begins, so that call already meets it.
+/// [`RemoteStore::read`]. A fault set to happen after `n` of them happens at the first call
+/// after the `n`-th (a [`RemoteStore::notice`] included, which then reports it).
 #[derive(Debug, Default)]
 pub struct MemRemoteStore {
     pages: BTreeMap<usize, Box<Page>>,
@@ -112,8 +112,14 @@ impl MemRemoteStore {
         self.notice = Some(RemoteNotice::ServersLost);
     }
 
-    /// Counts an operation and lets the faults due happen.
+    /// Counts an operation, after letting the faults due happen.
     fn operation(&mut self) {
+        self.due();
+        self.ops += 1;
+    }
+
+    /// Lets the faults due happen.
+    fn due(&mut self) {
         let due = |at: &mut Option<u64>, ops| {
             let hit = at.is_some_and(|at| ops >= at);
             if hit {
@@ -137,7 +143,6 @@ impl MemRemoteStore {
             self.notice = Some(RemoteNotice::RevokedWithoutReplacement);
             self.stats.revocations += 1;
         }
-        self.ops += 1;
     }
 
     fn servers(&self) -> u32 {
@@ -196,6 +201,7 @@ impl RemoteStore for MemRemoteStore {
     }
 
     fn notice(&mut self) -> Option<RemoteNotice> {
+        self.due();
         self.notice.take()
     }
 
