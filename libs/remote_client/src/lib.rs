@@ -700,3 +700,45 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
         self.stats
     }
 }
+
+/// A [`RemoteStore`] shared between its owner (a paged driver, which takes a
+/// `Box<dyn RemoteStore>`) and the application that made it, which keeps a clone to report
+/// on the client and release its streams at the end. Single-threaded: each call borrows the
+/// client for its length.
+pub struct Shared<S>(pub alloc::rc::Rc<core::cell::RefCell<S>>);
+
+impl<S> Clone for Shared<S> {
+    fn clone(&self) -> Self {
+        Shared(self.0.clone())
+    }
+}
+
+impl<S: RemoteStore> RemoteStore for Shared<S> {
+    fn write(&mut self, page: usize, data: &Page) -> Result<(), RemoteError> {
+        self.0.borrow_mut().write(page, data)
+    }
+
+    fn read(&mut self, page: usize, buf: &mut Page) -> Result<(), RemoteError> {
+        self.0.borrow_mut().read(page, buf)
+    }
+
+    fn holds(&self, page: usize) -> bool {
+        self.0.borrow().holds(page)
+    }
+
+    fn free(&mut self, page: usize) {
+        self.0.borrow_mut().free(page)
+    }
+
+    fn notice(&mut self) -> Option<RemoteNotice> {
+        self.0.borrow_mut().notice()
+    }
+
+    fn release(&mut self) {
+        self.0.borrow_mut().release()
+    }
+
+    fn stats(&self) -> RemoteStats {
+        self.0.borrow().stats()
+    }
+}
