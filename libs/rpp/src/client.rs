@@ -111,6 +111,10 @@ pub struct Transfer {
     read_bytes: usize,
     /// The fewest chunks a write's NACK has named (progress when it shrinks).
     fewest_missing: usize,
+    /// When each chunk of the written page was last sent.
+    sent_at: Vec<u64>,
+    /// When the read's last NACK went out.
+    nacked_at: Option<u64>,
     outcome: Option<Outcome>,
     started_at: u64,
     retransmitted: bool,
@@ -151,6 +155,8 @@ impl Transfer {
             read_tot: None,
             read_bytes: 0,
             fewest_missing: usize::MAX,
+            sent_at: Vec::new(),
+            nacked_at: None,
             outcome: None,
             started_at: 0,
             retransmitted: false,
@@ -252,14 +258,14 @@ impl Transfer {
     }
 
     /// Sends chunk `num` of the page written.
-    fn send_chunk(&mut self, num: usize, out: &mut dyn FnMut(&[u8])) {
-        let Kind::Write(flags) = self.kind else {
-            return self.send_chunk_flagged(num, DataFlags::NONE, out);
+    fn send_chunk(&mut self, now: u64, num: usize, out: &mut dyn FnMut(&[u8])) {
+        let flags = match self.kind {
+            Kind::Write(flags) => flags,
+            _ => DataFlags::NONE,
         };
-        self.send_chunk_flagged(num, flags, out)
-    }
-
-    fn send_chunk_flagged(&mut self, num: usize, flags: DataFlags, out: &mut dyn FnMut(&[u8])) {
+        if let Some(t) = self.sent_at.get_mut(num) {
+            *t = now;
+        }
         let off = num * self.params.chunk;
         let end = (off + self.params.chunk).min(self.page.len());
         let header =
@@ -302,8 +308,9 @@ impl Transfer {
                     let tot = self.tot;
                     self.send(Message::Exchange { vpn, page_size, tot, read_vpn }, out);
                 }
+                self.sent_at = vec![now; self.tot as usize];
                 for num in 0..self.tot as usize {
-                    self.send_chunk(num, out);
+                    self.send_chunk(now, num, out);
                 }
             }
         }
@@ -362,10 +369,15 @@ impl Transfer {
                     self.progress();
                 }
                 self.retransmitted = true;
-                let tot = self.tot as usize;
-                for num in missing.iter().filter(|&i| i < tot) {
-                    self.stats.retransmits += 1;
-                    self.send_chunk(num, out);
+                // A chunk sent again less than half a round trip ago is on its way: the NACK
+                // is a duplicate, or crossed it.
+                let fresh = rtt.srtt().unwrap_or(0) / 2;
+                for num in 0..self.tot as usize {
+                    let recent = self.sent_at.get(num).is_some_and(|&t| now - t.min(now) < fresh);
+                    if missing.contains(num) && !recent {
+                        self.stats.retransmits += 1;
+                        self.send_chunk(now, num, out);
+                    }
                 }
                 let backoff = now.saturating_add(rtt.rto_backoff(self.attempts));
                 self.deadline = self.deadline.map(|d| d.max(backoff));
@@ -425,9 +437,13 @@ impl Transfer {
                 Outcome::Failed(Code::BadRequest)
             };
             self.finish(outcome, now, rtt);
-        } else if num + 1 == d.tot as usize {
-            // The last chunk came with gaps before it: name them all at once.
+        } else if num + 1 == d.tot as usize
+            && self.nacked_at.is_none_or(|t| now - t.min(now) >= rtt.srtt().unwrap_or(0) / 2)
+        {
+            // The last chunk came with gaps before it: name them all at once (not again
+            // within half a round trip, for a duplicate of the last chunk).
             self.retransmitted = true;
+            self.nacked_at = Some(now);
             let vpn = d.vpn;
             self.send(Message::Nack { vpn, code: Code::Missing, missing }, out);
         }
@@ -466,6 +482,7 @@ impl Transfer {
                     }
                 } else {
                     let missing = self.read_missing();
+                    self.nacked_at = Some(now);
                     self.send(Message::Nack { vpn: read_vpn, code: Code::Missing, missing }, out);
                 }
             }
