@@ -507,11 +507,6 @@ impl Ctx<'_> {
                 reply.ack(f.vpn, f.code);
                 return;
             }
-            if !offload && self.stale(d.vpn) {
-                self.stats.duplicates += 1;
-                reply.ack(d.vpn, Code::None);
-                return;
-            }
         }
         let p = self.begin_flagged(d.vpn, d.tot, offload);
         if p.vpn != d.vpn || p.tot != d.tot {

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use common::{MemStore, Rng};
 use rpp::client::{Finished, Params, StreamKey, Transfer, Transfers};
-use rpp::wire::{Code, MAX_CHUNK};
+use rpp::wire::{ChunkSet, Code, Header, MAX_CHUNK, Message, Op, Packet, decode, encode};
 use rpp::{Outcome, PageServer, RttConfig};
 
 const PAGE: usize = 4096;
@@ -380,5 +380,139 @@ fn pages_intact_under_each_fault_alone() {
         println!("{name}: {run:?}, ideal {ideal} packets");
         assert!(run.packets <= ideal * 3 / 2, "{name}: {run:?}, ideal {ideal}");
         assert!(run.time_ns <= 1_000_000_000, "{name}: {run:?}");
+    }
+}
+
+/// Mirroring: every page written to two servers at once (two operations in flight per page),
+/// under the faults together; then every page read back from each server and compared.
+#[test]
+fn mirrored_writes_reach_both_servers() {
+    let faults = Faults { loss: 0.1, dup: 0.1, corrupt: 0.1, delay_ns: 50_000, jitter_ns: 200_000 };
+    let mut w = World::new(31, faults, 2, MAX_CHUNK);
+    let mut r = Rng::new(32);
+    let limit = 1_000_000_000;
+    let pages: Vec<Vec<u8>> = (0..48).map(|_| r.bytes(PAGE)).collect();
+    let mut writes = Vec::new();
+    for (vpn, page) in pages.iter().enumerate() {
+        for server in 0..2 {
+            let req = w.client.next_request();
+            let t = Transfer::write(key(), req, vpn as u64, page.clone(), params(MAX_CHUNK));
+            writes.push((server, t.unwrap()));
+        }
+    }
+    for f in w.run_ops(writes, 16, limit) {
+        assert_eq!(f.transfer.outcome(), Some(Outcome::Done));
+    }
+    for server in 0..2 {
+        let mut reads = Vec::new();
+        for vpn in 0..pages.len() as u64 {
+            let req = w.client.next_request();
+            reads.push((
+                server,
+                Transfer::read(key(), req, vpn, PAGE as u32, params(MAX_CHUNK)).unwrap(),
+            ));
+        }
+        for f in w.run_ops(reads, 16, limit) {
+            assert_eq!(f.transfer.outcome(), Some(Outcome::Done));
+            assert!(f.transfer.page() == pages[f.transfer.vpn() as usize], "server {server}");
+        }
+        assert_eq!(w.servers[server as usize].store.pages.len(), pages.len());
+    }
+}
+
+/// 100% loss: every kind of operation ends unreachable, after exactly `retries` repeats,
+/// at the instant the backed-off timeouts add up to (no sooner, no later).
+#[test]
+fn total_loss_is_unreachable_in_bounded_time() {
+    let mut w = World::new(41, Faults { loss: 1.0, ..CLEAN }, 1, MAX_CHUNK);
+    let p = params(MAX_CHUNK);
+    let page = vec![5u8; PAGE];
+    let ops = vec![
+        (0, Transfer::write(key(), 1, 1, page.clone(), p).unwrap()),
+        (0, Transfer::read(key(), 2, 2, PAGE as u32, p).unwrap()),
+        (0, Transfer::exchange(key(), 3, 3, page, 4, p).unwrap()),
+        (0, Transfer::free(key(), 4, 5, p).unwrap()),
+    ];
+    let rtt = rpp::RttEstimator::new(RttConfig::LAN);
+    let give_up: u64 = (0..=p.retries).map(|k| rtt.rto_backoff(k)).sum();
+    let done = w.run_ops(ops, 4, give_up);
+    for f in &done {
+        assert_eq!(f.transfer.outcome(), Some(Outcome::Unreachable), "{:?}", f.transfer);
+        assert_eq!(f.transfer.stats().timeouts, p.retries + 1);
+    }
+    assert_eq!(w.now, give_up);
+    // First packets (3 chunks; a request; a request and 3 chunks; a request), then one repeat
+    // per timeout but the last.
+    let first = 3 + 1 + 4 + 1;
+    assert_eq!(w.net.sent, first + 4 * p.retries as u64);
+    assert!(w.servers[0].store.pages.is_empty());
+}
+
+/// A hostile client that knows another client's stream id but not its token reads nothing of
+/// its pages and overwrites or frees none of them; with its own stream it sees only its own
+/// pages.
+#[test]
+fn a_wrong_token_never_reads_or_overwrites_another_streams_page() {
+    let mut w = World::new(51, CLEAN, 1, MAX_CHUNK);
+    w.servers[0].data.open_stream(2, 0x0bad, PAGE as u32);
+    let mut r = Rng::new(52);
+    let p = params(MAX_CHUNK);
+    let pages: Vec<Vec<u8>> = (0..4).map(|_| r.bytes(PAGE)).collect();
+    let writes = (0..4)
+        .map(|v| {
+            (0, Transfer::write(key(), 100 + v as u32, v, pages[v as usize].clone(), p).unwrap())
+        })
+        .collect();
+    for f in w.run_ops(writes, 4, 1_000_000_000) {
+        assert_eq!(f.transfer.outcome(), Some(Outcome::Done));
+    }
+    let puts = w.servers[0].store.puts;
+
+    let forged = StreamKey { stream: 1, token: TOKEN ^ 1 };
+    let own = StreamKey { stream: 2, token: 0x0bad };
+    let junk = vec![0xee; PAGE];
+    let hostile = vec![
+        (0, Transfer::read(forged, 200, 0, PAGE as u32, p).unwrap()),
+        (0, Transfer::write(forged, 201, 1, junk.clone(), p).unwrap()),
+        (0, Transfer::exchange(forged, 202, 2, junk.clone(), 3, p).unwrap()),
+        (0, Transfer::free(forged, 203, 3, p).unwrap()),
+        (0, Transfer::offload(forged, 204, 0, junk.clone(), p).unwrap()),
+        (0, Transfer::read(own, 205, 0, PAGE as u32, p).unwrap()),
+        (0, Transfer::write(own, 206, 1, junk.clone(), p).unwrap()),
+    ];
+    let done = w.run_ops(hostile, 8, 1_000_000_000);
+    for f in &done[..5] {
+        assert_eq!(f.transfer.outcome(), Some(Outcome::Failed(Code::BadToken)), "{:?}", f.transfer);
+    }
+    assert_eq!(done[5].transfer.outcome(), Some(Outcome::Failed(Code::NotHeld)));
+    assert_eq!(done[6].transfer.outcome(), Some(Outcome::Done));
+    assert_eq!(w.servers[0].store.puts, puts + 1, "only the hostile's own page stored");
+    // A forged NACK asking for every chunk of a page and a forged write probe get no data.
+    let mut stolen = Vec::new();
+    for message in [
+        Message::Nack { vpn: 0, code: Code::Missing, missing: ChunkSet::first(3) },
+        Message::Write { vpn: 0, page_size: PAGE as u32, tot: 3 },
+        Message::Exchange { vpn: 9, page_size: PAGE as u32, tot: 3, read_vpn: 0 },
+        Message::Read { vpn: 0, page_size: PAGE as u32 },
+    ] {
+        let header = Header { stream: 1, token: 0, request: 300 };
+        let mut buf = [0u8; 1472];
+        let n = encode(&Packet { header, message }, &mut buf).unwrap();
+        let s = &mut w.servers[0];
+        s.data.on_packet(&mut s.store, &buf[..n], &mut |b| {
+            stolen.push(decode(b).unwrap().message.op())
+        });
+    }
+    assert_eq!(stolen, [Op::Nack; 4], "refusals only");
+    let s = w.servers[0].data.stats();
+    // Every forged packet: read 1, write 3 chunks, exchange 1 + 3, free 1, offload 3, and the 4.
+    assert_eq!(s.bad_token, 1 + 3 + 4 + 1 + 3 + 4, "{s:?}");
+    // The victim's pages are intact.
+    let reads = (0..4)
+        .map(|v| (0, Transfer::read(key(), 400 + v as u32, v, PAGE as u32, p).unwrap()))
+        .collect();
+    for f in w.run_ops(reads, 4, 2_000_000_000) {
+        assert_eq!(f.transfer.outcome(), Some(Outcome::Done));
+        assert!(f.transfer.page() == pages[f.transfer.vpn() as usize]);
     }
 }
