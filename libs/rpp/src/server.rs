@@ -501,12 +501,12 @@ impl Ctx<'_> {
     fn data<S: PageStore + ?Sized>(&mut self, store: &mut S, d: &Data<'_>, reply: &mut Reply<'_>) {
         let offload = d.flags.contains(DataFlags::OFFLOAD);
         let key = (self.request, offload);
-        if !self.st.partial.contains_key(&key) {
-            if let Some(f) = self.finished(offload).copied() {
-                self.stats.duplicates += 1;
-                reply.ack(f.vpn, f.code);
-                return;
-            }
+        if !self.st.partial.contains_key(&key)
+            && let Some(f) = self.finished(offload).copied()
+        {
+            self.stats.duplicates += 1;
+            reply.ack(f.vpn, f.code);
+            return;
         }
         let p = self.begin_flagged(d.vpn, d.tot, offload);
         if p.vpn != d.vpn || p.tot != d.tot {
