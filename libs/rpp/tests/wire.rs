@@ -4,11 +4,13 @@
 mod common;
 
 use common::{KINDS, MemStore, Rng, header, message};
-use rpp::PageServer;
+use rpp::client::{Params, StreamKey, Transfer, Transfers};
+use rpp::wire::Header;
 use rpp::wire::{
     DATA_FIXED, DecodeError, EncodeError, HEADER, MAX_CHUNK, MAX_PACKET, Message, Op, Packet,
     decode, encode, seal,
 };
+use rpp::{PageServer, RttConfig};
 
 /// Every kind of message, many random ones each: encode, decode, compare; encode again,
 /// compare the bytes.
@@ -133,16 +135,21 @@ fn corruption_and_truncation_are_detected() {
     }
 }
 
+/// The stream of the client's operations in the fuzz target.
+const FUZZ_KEY: StreamKey = StreamKey { stream: 3, token: 77 };
+
 /// The fuzz target: a structure-aware mutator over valid encodings. Each input is a valid
 /// packet of a random kind, changed by one to four mutations (a bit flipped, a byte set, bytes
 /// inserted, removed, truncated, appended, spliced from another packet, a header field
 /// rewritten), then (one time in two) given the right body length and (three times in four)
 /// sealed with a fresh checksum so that the changes
-/// reach the body's parser. Checks: decode never panics; whatever decodes re-encodes to the
-/// same bytes (the encoding is canonical); a page server given the input (with the input's
-/// stream open under its token, so that it gets past the token check) never panics.
-/// Returns the number of inputs tried, of those that decoded, and of the server's answers.
-fn fuzz(seed: u64, mut more: impl FnMut(u64) -> bool) -> (u64, u64, u64) {
+/// reach the body's parser. Half the packets carry the stream, token and request ids of the
+/// client's operations in flight. Checks: decode never panics; whatever decodes re-encodes to
+/// the same bytes (the encoding is canonical); a page server given the input (with the input's
+/// stream open under its token, so that it gets past the token check) and a client with up to
+/// four operations in flight (reads, writes, exchanges, frees, chunk sizes 64 to the largest)
+/// never panic and send only valid packets.
+fn fuzz(seed: u64, mut more: impl FnMut(u64) -> bool) -> Fuzzed {
     let mut r = Rng::new(seed);
     let payload = r.bytes(MAX_CHUNK);
     let mut store = MemStore::new(64);
@@ -150,8 +157,25 @@ fn fuzz(seed: u64, mut more: impl FnMut(u64) -> bool) -> (u64, u64, u64) {
     let mut sent = 0u64;
     let mut count = 0;
     let mut decoded = 0;
+    let mut client = Transfers::<u8>::new(RttConfig::LAN);
+    let mut now = 0u64;
     while more(count) {
         count += 1;
+        now += r.below(2_000_000);
+        if client.in_flight() < 4 {
+            let (request, vpn) = (1 + r.below(4) as u32, r.below(4));
+            let p = Params { chunk: [64, 1000, MAX_CHUNK][r.below(3) as usize], retries: 3 };
+            let page = vec![0u8; 4096];
+            let t = match r.below(4) {
+                0 => Transfer::read(FUZZ_KEY, request, vpn, 4096, p),
+                1 => Transfer::write(FUZZ_KEY, request, vpn, page, p),
+                2 => Transfer::exchange(FUZZ_KEY, request, vpn, page, r.below(4), p),
+                _ => Transfer::free(FUZZ_KEY, request, vpn, p),
+            };
+            client.start(now, 0, t.unwrap(), &mut |_, b| {
+                decode(b).expect("the client sends only valid packets");
+            });
+        }
         let mut bytes = valid(&mut r, &payload);
         let other = valid(&mut r, &payload);
         for _ in 0..1 + r.below(4) {
@@ -173,17 +197,38 @@ fn fuzz(seed: u64, mut more: impl FnMut(u64) -> bool) -> (u64, u64, u64) {
             if r.below(2) == 0 {
                 let page_size = [1, 64, 4096, 65536][r.below(4) as usize];
                 server.open_stream(p.header.stream, p.header.token, page_size);
+                // A new stream starts empty (a server domain frees a closed stream's pages).
+                store.pages.retain(|&(stream, _), _| stream != p.header.stream);
             }
         }
         server.on_packet(&mut store, &bytes, &mut |b| {
             sent += 1;
             decode(b).expect("the server sends only valid packets");
         });
+        let mut out = |_: u8, b: &[u8]| {
+            decode(b).expect("the client sends only valid packets");
+        };
+        client.on_packet(now, 0, &bytes, &mut out);
+        client.poll_timeout(now, &mut out);
+        while client.take_finished().is_some() {}
         if store.pages.len() > 48 {
             store.pages.clear();
         }
     }
-    (count, decoded, sent)
+    let c = client.stats();
+    Fuzzed { inputs: count, decoded, answers: sent, taken: c.packets_received - c.unmatched }
+}
+
+/// What a fuzz run did.
+#[derive(Debug)]
+struct Fuzzed {
+    inputs: u64,
+    /// Inputs that decoded.
+    decoded: u64,
+    /// Packets the server sent in answer.
+    answers: u64,
+    /// Packets the client's operations took.
+    taken: u64,
 }
 
 /// A valid encoding of a random message.
@@ -201,7 +246,16 @@ fn valid(r: &mut Rng, payload: &[u8]) -> Vec<u8> {
         let size = (page_size - off).min(64);
         *d = rpp::Data { page_size, off, tot, num, payload: &payload[..size as usize], ..*d };
     }
-    let packet = Packet { header: header(r), message };
+    // Half the packets are for the client's stream and its operations in flight.
+    let header = match r.below(2) {
+        0 => Header {
+            stream: FUZZ_KEY.stream,
+            token: FUZZ_KEY.token,
+            request: 1 + r.below(4) as u32,
+        },
+        _ => header(r),
+    };
+    let packet = Packet { header, message };
     let mut buf = vec![0u8; MAX_PACKET];
     let n = encode(&packet, &mut buf).unwrap();
     buf.truncate(n);
@@ -262,16 +316,17 @@ fn mutate(r: &mut Rng, bytes: &mut Vec<u8>, other: &[u8]) {
 /// The fuzz target in the suite: a bounded number of inputs (a few seconds in a debug build).
 #[test]
 fn fuzz_decoder_bounded() {
-    let (n, decoded, answers) = fuzz(0x5250_0001, |i| i < 300_000);
-    assert_eq!(n, 300_000);
-    // The mutations reach past the checksum and the parser often enough to matter.
-    assert!(decoded > n / 10 && answers > n / 20, "{decoded} decoded, {answers} answers");
+    let f = fuzz(0x5250_0001, |i| i < 300_000);
+    assert_eq!(f.inputs, 300_000);
+    // The mutations reach past the checksum and the parser, and into both state machines,
+    // often enough to matter.
+    let n = f.inputs;
+    assert!(f.decoded > n / 10 && f.answers > n / 20 && f.taken > n / 1000, "{f:?}");
 }
 
 /// The fuzz target for longer: `RPP_FUZZ_SECONDS` (default 60) of inputs from seed
 /// `RPP_FUZZ_SEED` (default 1):
-/// `RPP_FUZZ_SECONDS=600 cargo test -p rpp --release --test wire fuzz_decoder_long -- --ignored`
-/// (also `cargo xtask fuzz rpp --seconds N`).
+/// `RPP_FUZZ_SECONDS=600 cargo test -p rpp --release --test wire fuzz_decoder_long -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn fuzz_decoder_long() {
@@ -281,9 +336,6 @@ fn fuzz_decoder_long() {
     let seconds = var("RPP_FUZZ_SECONDS", 60);
     let seed = var("RPP_FUZZ_SEED", 1);
     let start = std::time::Instant::now();
-    let (n, decoded, answers) = fuzz(seed, |_| start.elapsed().as_secs() < seconds);
-    println!(
-        "rpp fuzz: {n} inputs ({decoded} decoded, {answers} server answers) in {seconds} s \
-         from seed {seed}, no failure"
-    );
+    let f = fuzz(seed, |_| start.elapsed().as_secs() < seconds);
+    println!("rpp fuzz: {f:?} in {seconds} s from seed {seed}, no failure");
 }
