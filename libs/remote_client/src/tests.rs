@@ -200,7 +200,10 @@ fn pages_are_spread_and_come_back_whole_under_loss_duplication_and_reordering() 
     for n in [1, 2] {
         let r = reports(&net, server(n));
         assert_eq!(r.len(), 1);
-        assert_eq!((r[0].pages, r[0].reads), (32, 32), "server {n}: {:?}", r[0]);
+        // Each page written whole once, a third again; read at least once (a read asked
+        // again after a loss is served again).
+        assert_eq!((r[0].pages, r[0].writes), (32, 32 + 11), "server {n}: {:?}", r[0]);
+        assert!(r[0].reads >= 32, "server {n}: {:?}", r[0]);
     }
     // Freed pages are gone from the servers and the client.
     c.free(0);

@@ -77,7 +77,7 @@ pub struct ClientReport {
     pub peak: u64,
     /// Pages stored (whole writes).
     pub writes: u64,
-    /// Pages read out.
+    /// Pages read out (a read asked again, its answer lost, counts again).
     pub reads: u64,
     /// Pages freed.
     pub frees: u64,
