@@ -58,7 +58,7 @@ fn client(run: &ClusterRun, mirror: &str) -> Result<(String, String), String> {
 
 /// Server `node`'s line of its client a (10.0.0.1).
 fn served(run: &ClusterRun, node: &str) -> Result<String, String> {
-    line_of(run, node, "[server] paging_server: client 10.0.0.1:")
+    line_of(run, node, "[server] paging-server: client 10.0.0.1:")
 }
 
 /// A run where every node finished and none failed.
@@ -186,7 +186,7 @@ fn hostile(run: &ClusterRun) -> Result<(), String> {
     if get(&remote, "servers")? != 1 {
         return Err(format!("a should page to b alone: {remote}"));
     }
-    let h = line_of(run, "c", "[hostile] paging_server: hostile: sent=")?;
+    let h = line_of(run, "c", "[hostile] paging-server: hostile: sent=")?;
     let sent = get(&h, "sent")?;
     let refused = get(&h, "refused")?;
     if get(&h, "breaches")? != 0 || sent < 1000 || refused == 0 {
@@ -196,7 +196,7 @@ fn hostile(run: &ClusterRun) -> Result<(), String> {
     if get(&victim, "refused")? == 0 || !victim.ends_with("released=true") {
         return Err(format!("the server counted no refusal against the victim's stream: {victim}"));
     }
-    let total = line_of(run, "b", "[server] paging_server: served streams=2 ")?;
+    let total = line_of(run, "b", "[server] paging-server: served streams=2 ")?;
     // Every packet the hostile sent but those on its own stream with its own token (its
     // creation and release) was refused.
     if get(&total, "bad_token")? < sent {
