@@ -16,8 +16,8 @@
 //!   paged to the disk; c's stream became primary, served the reads after the kill, and was
 //!   released at the end.
 //! - `remote_paging_servers_vanish`: every page mirrored to the local disk; both servers killed
-//!   at step 1,500: every byte right, every server lost (told once), no page lost, the pages
-//!   written after the loss went to the disk.
+//!   at step 1,500: every byte right, every server lost (told once), no page lost, every page
+//!   written remotely mirrored to the disk and the pages written after the loss only there.
 //! - `remote_paging_hostile_client`: a hostile client on c attacks the victim's stream on b
 //!   with its own token, guessed tokens and wrong stream numbers: the victim's every byte is
 //!   right, the hostile got no page and had no write acknowledged, and the server refused and
