@@ -49,7 +49,7 @@ fn client(run: &ClusterRun, mirror: &str) -> Result<(String, String), String> {
     if !remote.contains(&format!(" mirror={mirror} ")) {
         return Err(format!("not mirror={mirror}: {remote}"));
     }
-    let store = line_of(run, "a", "[pager] heracles: store remote_now=")?;
+    let store = line_of(run, "a", "[pager] heracles: store combination=")?;
     if get(&store, "lost_remote")? != 0 {
         return Err(format!("pages lost: {store}"));
     }

@@ -68,7 +68,7 @@ fn one_node(out: &Outcome) -> Result<(), String> {
     {
         return Err(format!("the client did not page to both servers, mirrored: {remote}"));
     }
-    let store = line_with(out, "heracles: store remote_now=")?;
+    let store = line_with(out, "heracles: store combination=")?;
     for k in ["local_writes", "fallbacks", "lost_remote", "servers_lost"] {
         if get(store, k)? != 0 {
             return Err(format!("{k} should be 0 with two servers answering: {store}"));
