@@ -33,6 +33,11 @@
 //! `paging`: the Heracles thesis's programs under each local paging hierarchy, on the disk
 //! model, next to the thesis's findings (see [`paging`]).
 //!
+//! `remote`: the same programs paging to another node's memory (paging servers behind a
+//! second network driver domain of one hub), against the local disk and the compressed
+//! cache, with mirroring's cost and the client's and the server's CPU per remote fault (see
+//! [`remote`]).
+//!
 //! Every bench runs on both architectures unless `--arch` names some, and prints their figures
 //! side by side, one column per architecture.
 //!
@@ -61,6 +66,7 @@ mod measure;
 mod net;
 mod paging;
 mod performance_doc;
+mod remote;
 mod sched;
 mod switch_scaling;
 
@@ -97,6 +103,8 @@ pub enum Name {
     Disk,
     /// The Heracles thesis's programs under each local paging hierarchy.
     Paging,
+    /// The same programs paging to another node's memory, against the disk and the cache.
+    Remote,
     /// Every bench, then the kept figures against bench/baseline.toml.
     All,
     /// The kept (deterministic) figures against bench/baseline.toml; fails if one got worse.
@@ -157,6 +165,7 @@ pub fn run(name: Name, opts: Options) -> Result<u8> {
                 Name::Net,
                 Name::Disk,
                 Name::Paging,
+                Name::Remote,
             ] {
                 eprintln!("bench {}: {}", bench_name(bench), names(&arches));
                 let measured = one(bench, mode, &arches, &opts)?;
@@ -220,6 +229,7 @@ fn bench_name(name: Name) -> &'static str {
         Name::Net => "net",
         Name::Disk => "disk",
         Name::Paging => "paging",
+        Name::Remote => "remote",
         Name::All => "all",
         Name::Check => "check",
     }
@@ -241,6 +251,7 @@ fn one(bench: Name, mode: Mode, arches: &[Arch], opts: &Options) -> Result<Vec<T
         Name::Net => net::run(mode, arches)?,
         Name::Disk => disk::run(mode, arches, opts.disk)?,
         Name::Paging => paging::run(mode, arches)?,
+        Name::Remote => remote::run(mode, arches)?,
         Name::All | Name::Check => unreachable!("not a single bench"),
     };
     Ok(tables)
@@ -249,7 +260,7 @@ fn one(bench: Name, mode: Mode, arches: &[Arch], opts: &Options) -> Result<Vec<T
 /// The benches whose kept figures come from one boot each: `--update-baseline` measures them
 /// a second time and keeps them only if both agree (the others repeat their boots themselves,
 /// [`icount_runs`], or keep a median).
-const BOOTED_ONCE: [Name; 4] = [Name::Sched, Name::Canary, Name::Disk, Name::Paging];
+const BOOTED_ONCE: [Name; 5] = [Name::Sched, Name::Canary, Name::Disk, Name::Paging, Name::Remote];
 
 /// `tables` measured again by `again` (in [`Mode::Check`]), when `bench` is one of
 /// [`BOOTED_ONCE`] and figures are to be kept: an error if a figure differs between the two.

@@ -25,6 +25,7 @@ fn bench_title(bench: &str) -> &'static str {
         "net" => "The network path (`cargo xtask bench net`)",
         "disk" => "Disk scheduling on the Deskstar model (`cargo xtask bench disk`)",
         "paging" => "The Heracles hierarchy (`cargo xtask bench paging`)",
+        "remote" => "Remote paging (`cargo xtask bench remote`)",
         _ => "Other",
     }
 }
