@@ -450,11 +450,11 @@ fn read(c: &Config, out: &Outcome, want: u64) -> Result<Row> {
     (row.local_writes, row.local_reads) = (store("local_writes")?, store("local_reads")?);
     row.mirror_writes = store("mirror_writes")?;
     let (fallbacks, lost) = (store("fallbacks")?, store("lost_remote")?);
-    if fallbacks != 0 || lost != 0 || row.local_reads != 0 || row.remote_reads == 0 {
+    if fallbacks != 0 || lost != 0 || row.local_reads != 0 || row.remote_writes == 0 {
         return Err(failed(format!(
             "not a remote run: {fallbacks} fallbacks to the disk, {lost} remote pages lost, {} \
-             pages read from the disk, {} from the servers",
-            row.local_reads, row.remote_reads
+             pages read from the disk, {} written to the servers",
+            row.local_reads, row.remote_writes
         )));
     }
     let served: Vec<&String> = lines.iter().filter(|l| l.contains("server: client ")).collect();
@@ -953,7 +953,7 @@ mod tests {
             ("fallbacks=0", "fallbacks=1"),
             ("lost_remote=0", "lost_remote=2"),
             ("local_reads=0", "local_reads=5"),
-            ("remote_reads=192", "remote_reads=0"),
+            ("remote_writes=256", "remote_writes=0"),
             ("released=true", "released=false"),
             ("paging-server: client", "paging-server: klient"),
         ] {
