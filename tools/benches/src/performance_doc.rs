@@ -59,6 +59,18 @@ fn bench_intro(bench: &str) -> String {
             show(net::STREAM_DATAGRAMS as f64),
             net::CONTRACTS_MANIFEST
         ),
+        "remote" => "One machine per architecture under `-icount shift=0,sleep=off`: `heracles` \
+             runs filter (three 256 KiB channels in 512 KiB of memory, 1/16 of the thesis's) in \
+             a stretch that pages to one `paging-server` (or two, each page mirrored on both) \
+             behind a second virtio-net driver domain on the same QEMU hub, under the stack's \
+             100 Mbit/s link model, with the Deskstar 34GXP model below its local disk. The run \
+             times are the program's own clock; the client's instructions per remote fault are \
+             the `heracles` domain's CPU account less that of the same program all in memory, \
+             over the faults that read their page from the server (each with its share of the \
+             evictions' writes); the server's are what the paging server charged that client. \
+             `cargo xtask bench remote` runs compress, matmul and filter against the local disk, \
+             a small compressed cache and both mirrors, beside the thesis's findings."
+            .to_string(),
         _ => String::new(),
     }
 }

@@ -792,6 +792,32 @@ fn divergences(m: &Measured) -> String {
             c.hit_percent().map_or("-".into(), |h| format!("{h:.0}%")),
         ));
     }
+    // What the small caches and matmul's scale leave to measure.
+    let mut small = Vec::new();
+    for p in ["matmul", "filter"] {
+        let (Some(d), Some(c)) = (
+            row(m, p, local),
+            m.rows.iter().find(|r| r.program == p && r.cache_eighths > 0 && r.below == local),
+        ) else {
+            continue;
+        };
+        small.push(format!(
+            "{p}: {} pages fetched back without a cache, {} with it ({} hits)",
+            d.fetches,
+            c.fetches,
+            c.hit_percent().map_or("-".into(), |h| format!("{h:.0}%")),
+        ));
+    }
+    md.push_str(&format!(
+        "- **What the programs fetch back at this scale** ({}). matmul's B fits in its memory \
+         under plain paging, so it only writes its evicted pages and fetches none back: its \
+         remote gain is the writes alone, and its cache, which takes frames from B, makes it \
+         fault on B and loses. filter sweeps each channel once, so the pages it fetches back \
+         left memory longer ago than an eighth's pool holds them (`bench paging` shows the \
+         reuse distances): its small cache hits nothing and costs its compression, locally \
+         as remotely.\n",
+        small.join("; ")
+    ));
     // Mirroring.
     let mut mirror = Vec::new();
     for p in ["compress", "matmul", "filter"] {
@@ -815,7 +841,10 @@ fn divergences(m: &Measured) -> String {
     md.push_str(&format!(
         "- **The cost of mirroring** (against plain remote paging's run time): {}. A server \
          mirror sends each evicted page to both servers together, so the fault waits for the \
-         slower of two transfers on one link; a disk mirror waits for the disk's write too.\n",
+         slower of two transfers on one link; a disk mirror waits for the disk's write too, \
+         so it costs about what the local disk costs for writes (every page evicted goes to \
+         the disk) and saves only the disk's reads. The thesis mirrored to another host \
+         (Fig. 12.3), like mirror=server here.\n",
         mirror.join("; ")
     ));
     md
