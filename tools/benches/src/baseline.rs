@@ -104,8 +104,8 @@ pub type BaselineError = manifest::ManifestError;
 /// The architectures a baseline may have tables for.
 const ARCHES: [&str; 2] = ["riscv64", "x86_64"];
 /// The benches a baseline may have tables for.
-const BENCHES: [&str; 9] =
-    ["boot", "ipc", "sched", "canary", "fault", "disk_raw", "net", "disk", "paging"];
+const BENCHES: [&str; 10] =
+    ["boot", "ipc", "sched", "canary", "fault", "disk_raw", "net", "disk", "paging", "remote"];
 
 /// Whether figures may be kept from a tree whose `git status --porcelain` says `status`: only
 /// from a committed tree (a kept table names the commit its figures were measured at, which a
@@ -503,7 +503,7 @@ mod tests {
         );
         assert_eq!(
             error("[riscv64.ipcs]\ncommit = \"a\"\n"),
-            "bench/baseline.toml:1: riscv64.ipcs: not a bench (one of boot, ipc, sched, canary, fault, disk_raw, net, disk, paging)"
+            "bench/baseline.toml:1: riscv64.ipcs: not a bench (one of boot, ipc, sched, canary, fault, disk_raw, net, disk, paging, remote)"
         );
         assert_eq!(
             error("[arm.ipc]\ncommit = \"a\"\n"),
