@@ -652,14 +652,14 @@ fn ratio(m: &Measured, program: &str, a: &str, b: &str) -> f64 {
     }
 }
 
-/// A ratio of run times as "N% faster" or "N% slower".
+/// A ratio of run times as the time taken and how much less or more it is.
 fn faster(r: f64) -> String {
     if r.is_nan() {
         "-".into()
     } else if r <= 1.0 {
-        format!("{:.0}% faster ({r:.2}×)", (1.0 / r - 1.0) * 100.0)
+        format!("{r:.2}× the time ({:.0}% less)", (1.0 - r) * 100.0)
     } else {
-        format!("{:.0}% slower ({r:.2}×)", (r - 1.0) * 100.0)
+        format!("{r:.2}× the time ({:.0}% more)", (r - 1.0) * 100.0)
     }
 }
 
@@ -680,10 +680,10 @@ fn claims(m: &Measured) -> String {
     let lines = [
         (
             "filter pages about 70% faster remote than to the local disk (Fig. 12.2)".to_string(),
-            format!("remote {}", faster(ratio(m, "filter", remote, local))),
+            format!("remote: {} of the local disk's", faster(ratio(m, "filter", remote, local))),
         ),
         (
-            "remote paging improves all three programs (Fig. 12.2)".into(),
+            "remote paging improves all three programs (Fig. 12.2); against the local disk:".into(),
             ["compress", "matmul", "filter"]
                 .iter()
                 .map(|p| format!("{p} {}", faster(ratio(m, p, remote, local))))
@@ -691,7 +691,9 @@ fn claims(m: &Measured) -> String {
                 .join("; "),
         ),
         (
-            "remote paging mirrored to another host still beats the local disk (Fig. 12.3)".into(),
+            "remote paging mirrored to another host still beats the local disk (Fig. 12.3); \
+             against the local disk:"
+                .into(),
             ["compress", "matmul", "filter"]
                 .iter()
                 .map(|p| {
@@ -722,7 +724,7 @@ fn claims(m: &Measured) -> String {
              Table 12.1: 14.6% and 1.8% slower)"
                 .into(),
             format!(
-                "locally {}, remotely {}",
+                "locally {}, remotely {} (each against no cache)",
                 faster(ratio(m, "compress", &cached("compress", local), local)),
                 faster(ratio(m, "compress", &cached("compress", remote), remote)),
             ),
@@ -732,7 +734,7 @@ fn claims(m: &Measured) -> String {
              (Fig. 12.6)"
                 .into(),
             format!(
-                "locally {}, remotely {}; {} hits",
+                "locally {}, remotely {} (each against no cache); {} hits",
                 faster(ratio(m, "matmul", &cached("matmul", local), local)),
                 faster(ratio(m, "matmul", &cached("matmul", remote), remote)),
                 row(m, "matmul", &cached("matmul", remote))
