@@ -1,10 +1,14 @@
 //! The paged stretch driver: a stretch paged by the Heracles hierarchy ([`pager`]) to the
-//! domain's own disk stream, in the domain that owns it.
+//! domain's own disk stream, or to other nodes' memory, in the domain that owns it.
 //!
 //! [`PagedDriver`] takes its frames from the domain's contract when it binds (guaranteed ones
 //! first, then optimistic ones, up to [`PagedConfig::frames`]), builds the chosen
 //! [`Hierarchy`] over the block device it was given (in a domain, the domain's own session of
-//! the block protocol, so paging is charged to the domain's own disk contract), and answers:
+//! the block protocol, so paging is charged to the domain's own disk contract), or, given a
+//! remote store ([`PagedDriver::with_store`]: the remote paging client, and the mode: remote,
+//! mirrored to another server or to the disk), over a backing store manager
+//! ([`pager::backing::BackingStore`]) routing pages between the remote store and the device
+//! (the fallback, and the mirror), and answers:
 //! - `fault`: the pager makes the page resident, evicting a victim of the replacement policy
 //!   if every frame is in use (several, with `ahead`); pages are mapped writable, and the
 //!   `remap` that takes a victim out of view returns its dirty bit, so a clean page is dropped,
@@ -23,6 +27,11 @@
 //! be read is lost alone: the application's handler hears of it
 //! ([`AppHandler::page_lost`]), [`PagedDriver::lost_pages`] names its address, and it is
 //! mapped zero-filled, so the faulting access completes.
+//! The remote store's failures are the backing store manager's: pages go to the device when
+//! no server takes them, a page lost with its servers is lost like one the disk cannot read
+//! (the handler hears of it, and it reads as zeros), and after a revocation with no other
+//! server the pages come back to the device a few per fault
+//! ([`pager::backing`]; [`PagedDriver::flush_cache`] finishes the move).
 //!
 //! The pager decides and the driver does: each call that pages returns the frame operations
 //! the pager needs one at a time ([`pager::plan::Step`]), which [`frames::KernelFrames::run`]
@@ -50,7 +59,10 @@
 //! # Not implemented
 //! Handing pages to the disk driver without a copy (a page is read or decompressed straight
 //! into its frame, but crosses the block session's data area by one copy); unbind writing the
-//! stretch back (unbind drops everything, as the stretch is destroyed with it).
+//! stretch back (unbind drops everything, as the stretch is destroyed with it, and does not
+//! release the remote store's pages: the store does when it is dropped, if it does); filling
+//! a new server from the disk after every server was lost (pages stay on the disk, new
+//! evictions go to the remote store again once it takes them).
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -67,11 +79,13 @@ use core::ops::Range;
 
 use pager::PagerError;
 use pager::app::{AppHandler, NoAppHandler};
+pub use pager::backing::Backing;
 use pager::block::SyncDisk;
-use pager::hierarchy::{BuildHierarchy, Hierarchy};
+use pager::hierarchy::{Below, BuildHierarchy, Hierarchy};
 use pager::pager::{Pager, PagerStats};
 pub use pager::plan::HitKind;
 use pager::plan::{FaultOutcome, Found, Outcome, Source};
+pub use pager::remote::RemoteStore;
 use pager::replace::{BuildPolicy, PolicyKind, ReplacementPolicy};
 use stretch_driver::{
     DriverCore, DriverError, Fault, FaultError, FrameKind, MemError, MemoryKernel, Rights,
@@ -112,6 +126,9 @@ pub struct PagedDriver<D: SyncDisk + 'static> {
     device: Option<D>,
     policy: Option<Box<dyn ReplacementPolicy>>,
     app: Option<Box<dyn AppHandler>>,
+    /// The backing store's mode, and its remote store until bind.
+    backing: Backing,
+    remote: Option<Box<dyn RemoteStore>>,
     table: FrameTable,
     /// The stretch (its pages are the pager's to track) and the stats.
     core: DriverCore,
@@ -206,6 +223,8 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
             device: Some(device),
             policy: None,
             app: None,
+            backing: Backing::Local,
+            remote: None,
             table: FrameTable::new(window, config.window_pages()),
             core: DriverCore::new(),
             pager: None,
@@ -244,6 +263,23 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
             kernel_ns: self.table.kernel_ns,
             codec_ns: self.pager_stats().map_or(0, |s| s.cache.codec_ns),
         }
+    }
+
+    /// Pages to remote memory in `backing`'s mode through `remote` (the remote paging
+    /// client), with the device as fallback, and as mirror with
+    /// [`Mirror::Disk`](pager::backing::Mirror::Disk): the hierarchy's caches sit on a
+    /// [`pager::backing::BackingStore`]. With [`Backing::Local`], or no remote store (no
+    /// server could be had), pages go to the device. A prefetching hierarchy over remote
+    /// memory fails to bind. Takes effect at bind.
+    pub fn with_store(mut self, backing: Backing, remote: Option<Box<dyn RemoteStore>>) -> Self {
+        self.backing = backing;
+        self.remote = remote;
+        self
+    }
+
+    /// The backing store's mode ([`PagedDriver::with_store`]).
+    pub fn backing(&self) -> Backing {
+        self.backing
     }
 
     /// Uses the application's own replacement policy instead of [`PagedConfig::policy`].
@@ -367,8 +403,14 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
 /// Guaranteed frames bind leaves for the heap to grow into while paging: the cache's pool and
 /// areas, the pager's maps (resident pages, the policy's entries, where each page is stored:
 /// about 96 bytes a frame and 64 a page of the stretch, doubled for vectors that grow by
-/// doubling and for the heap's power-of-two blocks) and 64 KiB more.
-pub(crate) fn heap_reserve_frames(h: &Hierarchy, frames: usize, pages: usize) -> usize {
+/// doubling and for the heap's power-of-two blocks; over remote memory, the backing store
+/// manager's map of where each page is, 64 bytes a page more) and 64 KiB more.
+pub(crate) fn heap_reserve_frames(
+    h: &Hierarchy,
+    backing: Backing,
+    frames: usize,
+    pages: usize,
+) -> usize {
     let bytes = match *h {
         Hierarchy::LocalPaging => 0,
         Hierarchy::CompressedCache { pool_bytes, .. } => pool_bytes,
@@ -379,7 +421,8 @@ pub(crate) fn heap_reserve_frames(h: &Hierarchy, frames: usize, pages: usize) ->
             (evict_pages + fetch_pages) * pager::PAGE_SIZE
         }
     };
-    (bytes + (64 << 10) + 2 * (96 * frames + 64 * pages)).div_ceil(pager::PAGE_SIZE)
+    let per_page = if backing.is_remote() { 128 } else { 64 };
+    (bytes + (64 << 10) + 2 * (96 * frames + per_page * pages)).div_ceil(pager::PAGE_SIZE)
 }
 
 /// The thread's error for a pager error; `kernel` is the kernel's refusal behind
@@ -387,7 +430,10 @@ pub(crate) fn heap_reserve_frames(h: &Hierarchy, frames: usize, pages: usize) ->
 fn fault_error(e: PagerError, kernel: Option<MemError>, stretch: &StretchInfo) -> FaultError {
     match e {
         PagerError::WriteFailed { page } => FaultError::WriteBack { addr: stretch.page_addr(page) },
-        PagerError::PageLost { .. } => FaultError::Backing("the disk lost a page"),
+        PagerError::PageLost { .. } => FaultError::Backing("the backing store lost a page"),
+        PagerError::Remote { .. } => {
+            FaultError::Backing("no remote server took a page and there is no disk")
+        }
         PagerError::NoFrames | PagerError::AllFramesLocked => FaultError::OutOfMemory,
         PagerError::Frames => kernel.map_or(FaultError::OutOfMemory, FaultError::Kernel),
         PagerError::SwapFull { .. } => FaultError::Backing("the swap area is full"),
@@ -414,13 +460,21 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
         // The hierarchy first: what it allocates up front comes from the heap, before the
         // frames take the guarantee. A device too small or sizes that do not fit fail here.
         let device = self.device.take().ok_or(DriverError::AlreadyBound)?;
-        let cache =
-            self.config.hierarchy.cache(device, self.clock).map_err(|_| DriverError::BadStretch)?;
+        let below = Below::remote(self.backing, self.remote.take());
+        let cache = self
+            .config
+            .hierarchy
+            .cache_over(device, self.clock, below)
+            .map_err(|_| DriverError::BadStretch)?;
         // Guaranteed frames while the guarantee lasts, less what the heap grows into while
         // paging (the cache's pool and areas, the pager's maps: taken, then given back), then
         // optimistic ones while the kernel grants them, up to the configured number.
-        let reserve =
-            heap_reserve_frames(&self.config.hierarchy, self.config.frames, stretch.pages);
+        let reserve = heap_reserve_frames(
+            &self.config.hierarchy,
+            self.backing,
+            self.config.frames,
+            stretch.pages,
+        );
         let take = |kind,
                     until: usize,
                     table: &mut FrameTable,
