@@ -60,6 +60,7 @@ pub mod frames;
 mod jobs;
 mod kmem;
 mod loader;
+mod loans;
 pub mod loose;
 mod paging;
 pub mod platform;
