@@ -120,6 +120,9 @@ pub struct ServerStats {
     pub rejected: u64,
     /// The most requests in the queue at once.
     pub max_queued: usize,
+    /// ReadLoan and WriteLoan requests whose loan was accepted (the device reached the lent
+    /// frame, or the loan was returned unused).
+    pub lent: u64,
 }
 
 /// Where a client is in its life.
@@ -457,6 +460,7 @@ impl<D: BlockDevice> Server<D> {
                 let Some(phys) = lend(req.offset, req.len) else {
                     return Some(Response::plain(id, Err(BlkError::BadLoan)));
                 };
+                self.stats.lent += 1;
                 // The driver has no mapping of the frame: the device reaches it at `phys`.
                 let buffer = Buffer { phys, virt: 0, len: req.len };
                 let op = if req.op == Op::ReadLoan { DeviceOp::Read } else { DeviceOp::Write };

@@ -176,6 +176,8 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
     let mut interrupts = 0u64;
     // The longest time from the kernel's signal of the interrupt to this loop seeing it.
     let mut wake_max_ns = 0u64;
+    // Loans returned to the kernel.
+    let mut returned = 0u64;
     loop {
         let mut moved = false;
         if server.stage().keeps_time() {
@@ -194,10 +196,10 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
         let mut answered = false;
         while let Some((i, response)) = server.poll() {
             answered = true;
-            return_loans(&mut server, domain);
+            return_loans(&mut server, domain, &mut returned);
             send(driver, domain, &mut server, &mut clients[i], i, &response.encode());
         }
-        return_loans(&mut server, domain);
+        return_loans(&mut server, domain, &mut returned);
         moved |= answered;
         account(domain, &mut server, clients, answered);
         if die_after.is_some_and(|n| server.stats().completed >= n) {
@@ -214,7 +216,7 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
                             lender.and_then(|from| domain.loan_address(loan, from, len))
                         };
                         let answer = server.request_lending(i, &buf[..n], &mut lend);
-                        return_loans(&mut server, domain);
+                        return_loans(&mut server, domain, &mut returned);
                         if let Some(response) = answer {
                             send(driver, domain, &mut server, c, i, &response.encode());
                         }
@@ -225,13 +227,15 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
                     Ok(None) | Err(_) => {
                         domain.print(format_args!("{driver}: client {} gone", c.name()));
                         server.close(i);
-                        return_loans(&mut server, domain);
+                        return_loans(&mut server, domain, &mut returned);
                         c.open = false;
                         moved = true;
                     }
                 }
             }
         }
+        // Those of clients closed while their responses were sent.
+        return_loans(&mut server, domain, &mut returned);
         let outstanding: usize = (0..clients.len()).map(|i| server.outstanding(i)).sum();
         if clients.iter().all(|c| !c.open) && outstanding == 0 {
             let s = server.stats();
@@ -239,6 +243,12 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
                 "{driver}: every client gone: {} requests served, {} rejected, {interrupts} interrupts, wake-up latency at most {wake_max_ns} ns",
                 s.completed, s.rejected
             ));
+            if s.lent > 0 {
+                domain.print(format_args!(
+                    "{driver}: lent frames: requests={} returned={returned}",
+                    s.lent
+                ));
+            }
             report(domain, &server, options);
             domain.set_device_busy(false);
             return 0;
@@ -255,9 +265,15 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
 
 /// Returns the loans of the requests the server is done with, before anything is sent: a
 /// client that hears of its request finds its page mapped again.
-fn return_loans<D: BlockDevice, P: DriverDomain>(server: &mut Server<D>, domain: &mut P) {
+/// Counts them in `returned`.
+fn return_loans<D: BlockDevice, P: DriverDomain>(
+    server: &mut Server<D>,
+    domain: &mut P,
+    returned: &mut u64,
+) {
     while let Some(loan) = server.take_returned_loan() {
         domain.loan_return(loan);
+        *returned += 1;
     }
 }
 

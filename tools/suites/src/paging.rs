@@ -409,6 +409,24 @@ fn heracles_random(out: &Outcome, hierarchy: &str) -> Result<(), String> {
             return Err(format!("the pager does not harvest the accessed bits: {spec}"));
         }
     }
+    if hierarchy == "local" || hierarchy == "compressed" {
+        // Pages fetched into the window go to the driver in their frames, lent for the request,
+        // and so do those written back from it (the local hierarchy's; the compressed pool
+        // writes from its own buffers, by copy): every loan came back, and every such page
+        // (one a request here) went that way.
+        let lent = line_with(out, "virtio-blk: lent frames: requests=")?;
+        let requests = get(lent, "requests")?;
+        if requests != get(lent, "returned")? {
+            return Err(format!("a loan did not come back: {lent}"));
+        }
+        let mut pages = get(disk, "pages_read")?;
+        if hierarchy == "local" {
+            pages += get(disk, "pages_written")?;
+        }
+        if requests != pages {
+            return Err(format!("{pages} pages moved, {requests} through lent frames: {lent}"));
+        }
+    }
     if hierarchy.starts_with("prefetching") && get(disk, "prefetched")? == 0 {
         return Err(format!("the friends disk manager prefetched nothing: {disk}"));
     }
