@@ -148,6 +148,43 @@ pub const NOT_EXPECTED: &[(Pair, &str)] = &[
         (Some(Call::DmaAlloc), SysError::NoAddressSpace),
         "needs the 128 GiB stretch range exhausted for every domain, as for stretch_create",
     ),
+    (
+        (Some(Call::FrameLend), SysError::BadAddress),
+        "needs a driver domain the fuzzer has a channel to, as the borrower is checked before \
+         the page (the kernel's host tests and paging::lending show it)",
+    ),
+    (
+        (Some(Call::FrameLend), SysError::NotManaged),
+        "needs a driver domain the fuzzer has a channel to, as the borrower is checked before \
+         the page (the kernel's host tests and paging::lending show it)",
+    ),
+    (
+        (Some(Call::FrameLend), SysError::NotMapped),
+        "needs a driver domain the fuzzer has a channel to, as the borrower is checked before \
+         the page (the kernel's host tests and paging::lending show it)",
+    ),
+    (
+        (Some(Call::FrameLend), SysError::InUse),
+        "needs a driver domain the fuzzer has a channel to, as the borrower is checked before \
+         the page (the kernel's host tests and paging::lending show it)",
+    ),
+    (
+        (Some(Call::FrameLend), SysError::NoMemory),
+        "needs a driver domain the fuzzer has a channel to, as the borrower is checked before \
+         the page (the kernel's host tests and paging::lending show it)",
+    ),
+    (
+        (Some(Call::LoanAddress), SysError::PermissionDenied),
+        "needs a frame lent to the fuzzer, and no domain lends to it (paging::lending shows it)",
+    ),
+    (
+        (Some(Call::LoanAddress), SysError::InvalidArgument),
+        "needs a frame lent to the fuzzer, and no domain lends to it (paging::lending shows it)",
+    ),
+    (
+        (Some(Call::FrameReturn), SysError::InUse),
+        "needs a loan of the fuzzer's that its borrower used, and it lends nothing",
+    ),
 ];
 
 /// Documented pairs only a driver domain observes (its calls get past the driver check).
