@@ -35,6 +35,7 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(StretchCreate), NoAddressSpace),
         (Some(StretchDestroy), NotFound),
         (Some(StretchDestroy), PermissionDenied),
+        (Some(StretchDestroy), InUse),
         (Some(StretchRights), InvalidArgument),
         (Some(StretchRights), NotFound),
         (Some(StretchRights), PermissionDenied),
@@ -69,11 +70,13 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(Unmap), BadAddress),
         (Some(Unmap), NotManaged),
         (Some(Unmap), NotMapped),
+        (Some(Unmap), InUse),
         (Some(Protect), InvalidArgument),
         (Some(Protect), BadAddress),
         (Some(Protect), NotManaged),
         (Some(Protect), PermissionDenied),
         (Some(Protect), NotMapped),
+        (Some(Protect), InUse),
         (Some(Remap), InvalidArgument),
         (Some(Remap), BadAddress),
         (Some(Remap), NotManaged),
@@ -81,6 +84,7 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(Remap), NotMapped),
         (Some(Remap), AlreadyMapped),
         (Some(Remap), NoMemory),
+        (Some(Remap), InUse),
         (Some(MapBatch), InvalidArgument),
         (Some(MapBatch), BadAddress),
         (Some(MapBatch), NotManaged),
@@ -180,6 +184,22 @@ pub const NOT_EXPECTED: &[(Pair, &str)] = &[
     (
         (Some(Call::LoanAddress), SysError::InvalidArgument),
         "needs a frame lent to the fuzzer, and no domain lends to it (paging::lending shows it)",
+    ),
+    (
+        (Some(Call::StretchDestroy), SysError::InUse),
+        "needs a page of the fuzzer's lent, and it lends nothing (the kernel's host tests show it)",
+    ),
+    (
+        (Some(Call::Unmap), SysError::InUse),
+        "needs a page of the fuzzer's lent, and it lends nothing (the kernel's host tests show it)",
+    ),
+    (
+        (Some(Call::Protect), SysError::InUse),
+        "needs a page of the fuzzer's lent, and it lends nothing (the kernel's host tests show it)",
+    ),
+    (
+        (Some(Call::Remap), SysError::InUse),
+        "needs a page of the fuzzer's lent, and it lends nothing (the kernel's host tests show it)",
     ),
     (
         (Some(Call::FrameReturn), SysError::InUse),
