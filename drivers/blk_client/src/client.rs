@@ -105,6 +105,18 @@ impl Client {
         self.start(Request { id: 0, op: Op::Write, sector, offset, len })
     }
 
+    /// A request to read `len` bytes (at most a page) from `sector` on into the frame lent to
+    /// the driver as `loan` (lent for the device to write it).
+    pub fn read_loan(&mut self, sector: u64, loan: u64, len: u32) -> Result<Request, BlkError> {
+        self.start(Request { id: 0, op: Op::ReadLoan, sector, offset: loan, len })
+    }
+
+    /// A request to write `len` bytes (at most a page) from the frame lent to the driver as
+    /// `loan` (lent for the device to read it) to `sector` on.
+    pub fn write_loan(&mut self, sector: u64, loan: u64, len: u32) -> Result<Request, BlkError> {
+        self.start(Request { id: 0, op: Op::WriteLoan, sector, offset: loan, len })
+    }
+
     /// A Flush request.
     pub fn flush(&mut self) -> Result<Request, BlkError> {
         self.start(Request::control(0, Op::Flush))
@@ -123,7 +135,9 @@ impl Client {
     fn start(&mut self, mut req: Request) -> Result<Request, BlkError> {
         if req.op != Op::Open {
             let info = self.info.ok_or(BlkError::UnknownClient)?;
-            if req.op.transfers() {
+            if req.op.lends() {
+                info.check_loan_transfer(req.sector, req.len)?;
+            } else if req.op.transfers() {
                 info.check_transfer(req.sector, req.offset, req.len)?;
             }
         }

@@ -27,9 +27,9 @@
 //!
 //! Invariants: a response is accepted only for a request in flight, once; a session never has
 //! more requests in flight than the driver's limit; the data area is only reached inside its
-//! bounds. Not implemented: sessions with no wait (polling the response channel), and
-//! transfers that bypass the data area (a client's own frames lent to the driver for one
-//! request).
+//! bounds. Whole pages of the pager's window go to the driver without the data area: `stream_disk`
+//! lends their frames (the kernel's `frame_lend`) for ReadLoan and WriteLoan requests. Not
+//! implemented: sessions with no wait (polling the response channel).
 
 #![no_std]
 #![deny(unsafe_code)]

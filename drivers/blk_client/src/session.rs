@@ -91,6 +91,12 @@ impl Session {
         Ok(Session { tx, rx, client: Client::new(depth.max(1)), area: None })
     }
 
+    /// The driver domain and its endpoint this session's requests signal: what names the
+    /// driver to the kernel when a frame is lent to it (`frame_lend`).
+    pub fn driver(&self) -> (usize, usize) {
+        self.tx.peer()
+    }
+
     /// The protocol state, which makes the requests.
     pub fn client(&mut self) -> &mut Client {
         &mut self.client

@@ -3,12 +3,23 @@
 //! scheduled (and charged) as this domain's disk stream. Synchronous: one request at a time,
 //! each waited for (the faulting thread waits; the domain's other threads run meanwhile). A
 //! request the driver fails is a [`DeviceError::Io`], which the pager retries after a sleep.
+//!
+//! **Pages without a copy.** A transfer of one whole page from or into a page of a managed
+//! stretch of the domain's (the paged stretch driver's window page, where a page is filled
+//! before it is mapped and read before it is written back) does not cross the data area: the
+//! page's frame is lent to the driver for the request (`frame_lend`: for a read the page
+//! leaves the domain's view until the driver returns the loan, for a write it stays
+//! read-only), and a ReadLoan or WriteLoan names the loan, so the device reads or writes the
+//! frame itself. Any other buffer, or a page the kernel will not lend, goes through the data
+//! area by one copy, as does everything once the driver refuses a loan
+//! ([`BlkError::BadLoan`]: it takes none).
 
 use alloc::rc::Rc;
 use core::cell::Cell;
 
 use crate::session::{Session, SessionError};
-use blk_interface::protocol::{Request, SessionInfo};
+use abi::{PAGE_SIZE, loan_access};
+use blk_interface::protocol::{BlkError, Request, SessionInfo};
 use pager::block::{DeviceError, SyncDisk};
 
 /// What went through the session.
@@ -24,6 +35,8 @@ pub struct StreamCounts {
     pub wait_ns: u64,
     /// Nanoseconds slept before retries of failed requests, by this domain's clock.
     pub retry_wait_ns: u64,
+    /// Requests that moved a lent frame (no copy through the data area).
+    pub lent: u64,
 }
 
 /// A window of the disk over a block session; see the [module](self).
@@ -34,6 +47,8 @@ pub struct StreamDisk {
     first: u64,
     sectors: u64,
     counts: Rc<Cell<StreamCounts>>,
+    /// Whether pages are lent to the driver (until it refuses a loan).
+    lending: bool,
 }
 
 impl StreamDisk {
@@ -55,7 +70,14 @@ impl StreamDisk {
         if info.area_len < u64::from(info.sector_size) {
             return Err("the data area is smaller than a sector");
         }
-        Ok(StreamDisk { session, info, first: at / ss, sectors: len / ss, counts: Rc::default() })
+        Ok(StreamDisk {
+            session,
+            info,
+            first: at / ss,
+            sectors: len / ss,
+            counts: Rc::default(),
+            lending: true,
+        })
     }
 
     /// What went through the session, kept up to date (the pager owns the disk once bound,
@@ -77,6 +99,47 @@ impl StreamDisk {
         let waited = tessera::time_ns().saturating_sub(start);
         self.count(|c| c.wait_ns += waited);
         done.status.map_err(|_| DeviceError::Io)
+    }
+
+    /// Moves the page at `va` (a whole page, page-aligned) to or from disk sector `at` through
+    /// a loan of its frame: `None` if it could not be lent (the caller copies it through the
+    /// data area instead).
+    fn lent(&mut self, at: u64, va: usize, write: bool) -> Option<Result<(), DeviceError>> {
+        if !self.lending || !va.is_multiple_of(PAGE_SIZE) {
+            return None;
+        }
+        let (driver, endpoint) = self.session.driver();
+        let access = if write { loan_access::DEVICE_READS } else { loan_access::DEVICE_WRITES };
+        let loan = tessera::syscall::frame_lend(va, driver, endpoint, access).ok()?;
+        let len = PAGE_SIZE as u32;
+        let client = self.session.client();
+        let req =
+            if write { client.write_loan(at, loan, len) } else { client.read_loan(at, loan, len) };
+        let start = tessera::time_ns();
+        let done = match req {
+            Ok(req) => self.session.call(req),
+            Err(e) => Err(SessionError::Refused(e)),
+        };
+        let waited = tessera::time_ns().saturating_sub(start);
+        self.count(|c| c.wait_ns += waited);
+        match done.map(|d| d.status) {
+            Ok(Ok(())) => {
+                self.count(|c| c.lent += 1);
+                Some(Ok(()))
+            }
+            Ok(Err(BlkError::BadLoan)) => {
+                // The driver takes no loans: this one comes back, and the rest go by copy.
+                let _ = tessera::syscall::frame_return(loan);
+                self.lending = false;
+                None
+            }
+            _ => {
+                // The driver returned the loan with its answer if it took it; if it never did
+                // (the request was refused first, or it is gone), it comes back here.
+                let _ = tessera::syscall::frame_return(loan);
+                Some(Err(DeviceError::Io))
+            }
+        }
     }
 
     /// Bytes `[0, len)` of the session's data area, where transfers go through.
@@ -113,6 +176,17 @@ impl SyncDisk for StreamDisk {
 
     fn read(&mut self, sector: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
         let mut at = self.place(sector, buf.len())?;
+        if buf.len() == PAGE_SIZE
+            && let Some(done) = self.lent(at, buf.as_mut_ptr() as usize, false)
+        {
+            if done.is_ok() {
+                self.count(|c| {
+                    c.reads += 1;
+                    c.bytes += PAGE_SIZE as u64;
+                });
+            }
+            return done;
+        }
         let (chunk, ss) = (self.chunk(), self.info.sector_size as u64);
         for part in buf.chunks_mut(chunk) {
             let req = self.session.client().read(at, 0, part.len() as u32);
@@ -129,6 +203,17 @@ impl SyncDisk for StreamDisk {
 
     fn write(&mut self, sector: u64, data: &[u8]) -> Result<(), DeviceError> {
         let mut at = self.place(sector, data.len())?;
+        if data.len() == PAGE_SIZE
+            && let Some(done) = self.lent(at, data.as_ptr() as usize, true)
+        {
+            if done.is_ok() {
+                self.count(|c| {
+                    c.writes += 1;
+                    c.bytes += PAGE_SIZE as u64;
+                });
+            }
+            return done;
+        }
         let (chunk, ss) = (self.chunk(), self.info.sector_size as u64);
         for part in data.chunks(chunk) {
             self.area(part.len())?.copy_from_slice(part);

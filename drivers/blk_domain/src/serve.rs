@@ -8,7 +8,8 @@
 //! after it), both by `tessera::driver` as for the network driver domain; the disk model the
 //! manifest gives the device (in its control-block slot); and the kernel under
 //! [`blk_server::serve::DriverDomain`]: the clock, the interrupt's endpoint and its
-//! acknowledgement, `block`, the control block's `device_busy`, the console.
+//! acknowledgement, `block`, the control block's `device_busy`, the console, and the frames
+//! clients lend for ReadLoan and WriteLoan (`loan_address`, `frame_return`).
 
 use core::sync::atomic::Ordering;
 
@@ -80,6 +81,11 @@ impl Channels for Pair {
             e => SendError::Other(e),
         })
     }
+
+    #[inline]
+    fn lender(&self) -> Option<u32> {
+        Some(self.rx.peer_domain())
+    }
 }
 
 /// The kernel, as the loop sees it.
@@ -129,6 +135,18 @@ impl DriverDomain for Domain {
 
     fn print(&mut self, line: core::fmt::Arguments<'_>) {
         println!("{line}");
+    }
+
+    #[inline]
+    fn loan_address(&mut self, loan: u64, lender: u32, len: u32) -> Option<u64> {
+        syscall::loan_address(loan, lender, len as usize).ok()
+    }
+
+    #[inline]
+    fn loan_return(&mut self, loan: u64) {
+        if let Err(e) = syscall::frame_return(loan) {
+            println!("a loan could not be returned: {}", e.name());
+        }
     }
 }
 

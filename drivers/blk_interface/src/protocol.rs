@@ -10,9 +10,20 @@
 //! | 9..12  | reserved | zero                                                       |
 //! | 12..16 | `len`    | bytes to transfer (Read, Write)                            |
 //! | 16..24 | `sector` | first sector (Read, Write)                                 |
-//! | 24..32 | `offset` | byte offset of the buffer in the client's data area        |
+//! | 24..32 | `offset` | byte offset of the buffer in the client's data area, or for  |
+//! |        |          | ReadLoan and WriteLoan the loan's handle                   |
 //!
 //! Open, Close and Flush carry zero `len`, `sector` and `offset`.
+//!
+//! **Loans.** ReadLoan and WriteLoan move data straight between the disk and a frame the client
+//! lent the driver for the request (the kernel's `frame_lend`, for the device to write it for
+//! a ReadLoan, to read it for a WriteLoan), not through the data area: `offset` names the loan,
+//! and the transfer starts at the frame's first byte, at most [`LOAN_MAX`] bytes. The driver
+//! checks the loan is the client's (the kernel's `loan_address`, which also gives the frame's
+//! device address) and returns it once the device is done with the frame, before it answers,
+//! whatever the answer: a request whose loan it accepted never leaves the loan out. A loan it
+//! cannot use ([`BlkError::BadLoan`]) it leaves alone (the client takes it back). Clients that
+//! lend nothing use Read and Write as before.
 //!
 //! A [`Response`] is [`RESPONSE_LEN`] bytes:
 //!
@@ -67,15 +78,27 @@ io_protocol::wire_codes! {
         /// End the session: requests still in flight are forgotten (their responses never
         /// come).
         Close = 5,
+        /// Read `len` bytes from `sector` on into the frame lent as loan `offset`.
+        ReadLoan = 6,
+        /// Write `len` bytes from the frame lent as loan `offset` to `sector` on.
+        WriteLoan = 7,
     }
 }
 
 impl Op {
     /// Does the op move data (and so name a sector range and a buffer)?
     pub fn transfers(self) -> bool {
-        matches!(self, Op::Read | Op::Write)
+        matches!(self, Op::Read | Op::Write | Op::ReadLoan | Op::WriteLoan)
+    }
+
+    /// Does the op move data to or from a lent frame (its `offset` naming the loan)?
+    pub fn lends(self) -> bool {
+        matches!(self, Op::ReadLoan | Op::WriteLoan)
     }
 }
+
+/// The longest transfer to or from a lent frame: one page.
+pub const LOAN_MAX: u32 = 4096;
 
 io_protocol::wire_codes! {
     /// Why a block request failed. The numeric codes ([`BlkError::code`]) are part of the wire
@@ -103,6 +126,9 @@ io_protocol::wire_codes! {
         Closed = 9,
         /// The message could not be decoded.
         Malformed = 10,
+        /// The loan a ReadLoan or WriteLoan names is not one this client lent the driver, or
+        /// the driver takes no loans: the client takes it back.
+        BadLoan = 11,
     }
 }
 
@@ -200,7 +226,35 @@ impl SessionInfo {
         if len > u64::from(self.max_transfer) {
             return Err(BlkError::TooLarge);
         }
-        if offset.checked_add(len).is_none_or(|end| end > self.area_len) {
+        self.check_transfer_to(sector, offset, len, self.area_len)
+    }
+
+    /// Checks a transfer of `len` bytes at `sector` to or from a lent frame, as
+    /// [`SessionInfo::check_transfer`] does with the frame for the data area:
+    /// [`BlkError::OutsideDataArea`] if it is longer than [`LOAN_MAX`].
+    pub fn check_loan_transfer(&self, sector: u64, len: u32) -> Result<(), BlkError> {
+        if len == 0 {
+            return Err(BlkError::ZeroLength);
+        }
+        let ss = u64::from(self.sector_size.max(1));
+        if u64::from(len) % ss != 0 {
+            return Err(BlkError::Misaligned);
+        }
+        if len > self.max_transfer {
+            return Err(BlkError::TooLarge);
+        }
+        self.check_transfer_to(sector, 0, u64::from(len), u64::from(LOAN_MAX))
+    }
+
+    fn check_transfer_to(
+        &self,
+        sector: u64,
+        offset: u64,
+        len: u64,
+        room: u64,
+    ) -> Result<(), BlkError> {
+        let ss = u64::from(self.sector_size.max(1));
+        if offset.checked_add(len).is_none_or(|end| end > room) {
             return Err(BlkError::OutsideDataArea);
         }
         if sector.checked_add(len / ss).is_none_or(|end| end > self.capacity) {

@@ -12,7 +12,7 @@ fn rw(id: u64, op: Op, sector: u64, offset: u64, len: u32) -> Request {
 }
 
 fn random_request(rng: &mut Rng) -> Request {
-    let op = Op::ALL[rng.below(5) as usize];
+    let op = Op::ALL[rng.below(Op::ALL.len() as u64) as usize];
     let id = rng.next_u64();
     if op.transfers() {
         Request {
@@ -132,7 +132,7 @@ fn garbage_never_panics_and_what_decodes_is_canonical() {
 #[test]
 fn unknown_ops_codes_and_stray_bytes_are_malformed() {
     let good = rw(1, Op::Read, 2, 512, 512).encode();
-    for op in [0u8, 6, 7, 0x80, 0xff] {
+    for op in [0u8, 8, 9, 0x80, 0xff] {
         let mut b = good;
         b[8] = op;
         assert_eq!(Request::decode(&b), Err(BlkError::Malformed), "op {op}");
@@ -156,7 +156,7 @@ fn unknown_ops_codes_and_stray_bytes_are_malformed() {
         }
     }
     let good = Response::plain(1, Ok(())).encode();
-    for code in [11u16, 12, 0x100, 0xffff] {
+    for code in [12u16, 13, 0x100, 0xffff] {
         let mut b = good;
         b[8..10].copy_from_slice(&code.to_le_bytes());
         assert_eq!(Response::decode(&b), Err(BlkError::Malformed), "status {code}");
@@ -185,6 +185,7 @@ fn error_codes_and_names_are_stable() {
         (BlkError::Device, 8, "Device"),
         (BlkError::Closed, 9, "Closed"),
         (BlkError::Malformed, 10, "Malformed"),
+        (BlkError::BadLoan, 11, "BadLoan"),
     ];
     assert_eq!(expected.len(), BlkError::ALL.len());
     for (e, code, name) in expected {
@@ -193,8 +194,36 @@ fn error_codes_and_names_are_stable() {
         assert_eq!(std::format!("{e}"), std::format!("{name} ({code})"));
     }
     assert_eq!(BlkError::from_code(0), None);
-    let ops = [(Op::Open, 1), (Op::Read, 2), (Op::Write, 3), (Op::Flush, 4), (Op::Close, 5)];
+    let ops = [
+        (Op::Open, 1),
+        (Op::Read, 2),
+        (Op::Write, 3),
+        (Op::Flush, 4),
+        (Op::Close, 5),
+        (Op::ReadLoan, 6),
+        (Op::WriteLoan, 7),
+    ];
     for (op, code) in ops {
         assert_eq!((op as u8, Op::from_code(code)), (code, Some(op)));
     }
+}
+
+#[test]
+fn a_loan_transfer_is_at_most_a_page_whatever_the_data_area() {
+    let info = SessionInfo {
+        area_base: 0x1000,
+        area_len: 512,
+        sector_size: 512,
+        capacity: 100,
+        max_transfer: 64 * 1024,
+        max_in_flight: 4,
+    };
+    assert_eq!(info.check_loan_transfer(0, 4096), Ok(()));
+    assert_eq!(info.check_transfer(0, 0, 4096), Err(BlkError::OutsideDataArea));
+    assert_eq!(info.check_loan_transfer(0, 8192), Err(BlkError::OutsideDataArea));
+    assert_eq!(info.check_loan_transfer(0, 0), Err(BlkError::ZeroLength));
+    assert_eq!(info.check_loan_transfer(0, 100), Err(BlkError::Misaligned));
+    assert_eq!(info.check_loan_transfer(96, 4096), Err(BlkError::OutOfRange));
+    assert_eq!(info.check_loan_transfer(u64::MAX, 512), Err(BlkError::OutOfRange));
+    assert!(Op::ReadLoan.transfers() && Op::WriteLoan.lends() && !Op::Read.lends());
 }

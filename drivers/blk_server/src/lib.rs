@@ -120,6 +120,9 @@ pub struct ServerStats {
     pub rejected: u64,
     /// The most requests in the queue at once.
     pub max_queued: usize,
+    /// ReadLoan and WriteLoan requests whose loan was accepted (the device reached the lent
+    /// frame, or the loan was returned unused).
+    pub lent: u64,
 }
 
 /// Where a client is in its life.
@@ -148,6 +151,8 @@ struct Pending {
     client: ClientId,
     generation: u64,
     id: u64,
+    /// The loan whose frame the request reads or writes, returned once it is done.
+    loan: Option<u64>,
 }
 
 /// A request at the device (or done there and held for the model's time).
@@ -193,6 +198,9 @@ pub struct Server<D: BlockDevice> {
     timed: Option<Tag>,
     /// The time, as the app last said.
     now_ns: u64,
+    /// Loans of requests done with (answered, refused or forgotten), for the app to return
+    /// before it sends anything ([`Server::take_returned_loan`]).
+    loans_done: VecDeque<u64>,
 }
 
 impl<D: BlockDevice> Server<D> {
@@ -223,6 +231,7 @@ impl<D: BlockDevice> Server<D> {
             stage: Stage::fcfs(config.queue_len),
             timed: None,
             now_ns: 0,
+            loans_done: VecDeque::with_capacity(config.queue_len + slots),
         }
     }
 
@@ -319,14 +328,18 @@ impl<D: BlockDevice> Server<D> {
         self.next_generation += 1;
         let now = self.now_ns;
         let stage = &mut self.stage;
+        let loans = &mut self.loans_done;
         self.ready.retain(|r| {
             let keep = r.owner.client != client;
+            if !keep {
+                loans.extend(r.owner.loan);
+            }
             if let (false, Some(s)) = (keep, r.scheduled) {
                 stage.dropped(s, now);
             }
             keep
         });
-        self.stage.cancel(client);
+        self.stage.cancel(client, &mut |p| loans.extend(p.loan));
         self.outbox.retain(|(c, _)| *c != client);
         forgotten
     }
@@ -364,14 +377,39 @@ impl<D: BlockDevice> Server<D> {
     /// if the request went to the device (or its queue) and its response will come from
     /// [`Server::poll`].
     pub fn request(&mut self, client: ClientId, msg: &[u8]) -> Option<Response> {
-        let answer = self.handle(client, msg);
+        self.request_lending(client, msg, &mut |_, _| None)
+    }
+
+    /// [`Server::request`] for a driver that takes loans: `lend(loan, len)` is the device
+    /// address of the frame `client` lent as `loan` for `len` bytes, or `None` if that is not
+    /// a loan of its to this driver (the kernel's `loan_address`). A loan accepted is in
+    /// [`Server::take_returned_loan`] once its request is done with, however it ends.
+    pub fn request_lending(
+        &mut self,
+        client: ClientId,
+        msg: &[u8],
+        lend: &mut dyn FnMut(u64, u32) -> Option<u64>,
+    ) -> Option<Response> {
+        let answer = self.handle(client, msg, lend);
         if matches!(answer, Some(Response { status: Err(_), .. })) {
             self.stats.rejected += 1;
         }
         answer
     }
 
-    fn handle(&mut self, client: ClientId, msg: &[u8]) -> Option<Response> {
+    /// The next loan to return to the kernel (its request is done with: its device transfer
+    /// completed, or it never reached the device); the app returns each before it sends the
+    /// responses that follow.
+    pub fn take_returned_loan(&mut self) -> Option<u64> {
+        self.loans_done.pop_front()
+    }
+
+    fn handle(
+        &mut self,
+        client: ClientId,
+        msg: &[u8],
+        lend: &mut dyn FnMut(u64, u32) -> Option<u64>,
+    ) -> Option<Response> {
         let id = Request::id_of(msg);
         let Some(slot) = self.clients.get(client).copied() else {
             return Some(Response::plain(id, Err(BlkError::UnknownClient)));
@@ -396,7 +434,7 @@ impl<D: BlockDevice> Server<D> {
             (State::Open, Op::Flush) => {
                 let dreq =
                     DeviceRequest { op: DeviceOp::Flush, sector: 0, buffer: Buffer::default() };
-                self.dispatch(client, slot, id, dreq)
+                self.dispatch(client, slot, id, None, dreq)
             }
             (State::Open, Op::Read | Op::Write) => {
                 let info = self.info(client).unwrap_or_default();
@@ -410,7 +448,24 @@ impl<D: BlockDevice> Server<D> {
                     len: req.len,
                 };
                 let op = if req.op == Op::Read { DeviceOp::Read } else { DeviceOp::Write };
-                self.dispatch(client, slot, id, DeviceRequest { op, sector: req.sector, buffer })
+                let dreq = DeviceRequest { op, sector: req.sector, buffer };
+                self.dispatch(client, slot, id, None, dreq)
+            }
+            (State::Open, Op::ReadLoan | Op::WriteLoan) => {
+                let info = self.info(client).unwrap_or_default();
+                if let Err(e) = info.check_loan_transfer(req.sector, req.len) {
+                    return Some(Response::plain(id, Err(e)));
+                }
+                // Not a loan of this client's: left alone, for the client to take back.
+                let Some(phys) = lend(req.offset, req.len) else {
+                    return Some(Response::plain(id, Err(BlkError::BadLoan)));
+                };
+                self.stats.lent += 1;
+                // The driver has no mapping of the frame: the device reaches it at `phys`.
+                let buffer = Buffer { phys, virt: 0, len: req.len };
+                let op = if req.op == Op::ReadLoan { DeviceOp::Read } else { DeviceOp::Write };
+                let dreq = DeviceRequest { op, sector: req.sector, buffer };
+                self.dispatch(client, slot, id, Some(req.offset), dreq)
             }
         }
     }
@@ -423,20 +478,25 @@ impl<D: BlockDevice> Server<D> {
         client: ClientId,
         slot: Slot,
         id: u64,
+        loan: Option<u64>,
         dreq: DeviceRequest,
     ) -> Option<Response> {
+        let owner = Pending { client, generation: slot.generation, id, loan };
+        let busy = |server: &mut Server<D>| {
+            server.loans_done.extend(loan);
+            Some(Response::plain(id, Err(BlkError::Busy)))
+        };
         if slot.in_flight >= usize::from(self.config.max_in_flight_per_client) {
-            return Some(Response::plain(id, Err(BlkError::Busy)));
+            return busy(self);
         }
-        let owner = Pending { client, generation: slot.generation, id };
         let before = self.queued();
         if dreq.op == DeviceOp::Flush && !self.stage.takes_flushes() {
             if self.ready.len() + self.outbox.len() >= self.config.queue_len {
-                return Some(Response::plain(id, Err(BlkError::Busy)));
+                return busy(self);
             }
             self.ready.push_back(Ready { owner, dreq, scheduled: None });
         } else if !self.stage.arrive(owner, dreq, self.device.sector_size(), self.now_ns) {
-            return Some(Response::plain(id, Err(BlkError::Busy)));
+            return busy(self);
         }
         self.clients[client].in_flight += 1;
         self.pump();
@@ -504,6 +564,7 @@ impl<D: BlockDevice> Server<D> {
                     if self.clients[owner.client].generation != owner.generation {
                         self.stage.dropped(r, now);
                         self.stats.dropped += 1;
+                        self.loans_done.extend(owner.loan);
                         continue;
                     }
                     Ready { owner, dreq, scheduled: Some(r) }
@@ -530,6 +591,7 @@ impl<D: BlockDevice> Server<D> {
                 }
             };
             if failed {
+                self.loans_done.extend(ready.owner.loan);
                 self.clients[ready.owner.client].in_flight -= 1;
                 let response = Response::plain(ready.owner.id, Err(BlkError::Device));
                 self.outbox.push_back((ready.owner.client, response));
@@ -617,6 +679,8 @@ impl<D: BlockDevice> Server<D> {
     /// The response to a completed device request `p` with `result`, if its session is still
     /// the one that sent it (else it is dropped).
     fn answer(&mut self, p: Pending, result: Result<(), DeviceError>) -> Option<Response> {
+        // The device is done with the frame, whoever hears of it.
+        self.loans_done.extend(p.loan);
         let slot = &mut self.clients[p.client];
         if slot.generation != p.generation {
             self.stats.dropped += 1;

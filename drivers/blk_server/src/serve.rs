@@ -59,6 +59,12 @@ pub trait Channels {
 
     /// Sends `msg` as a response: false if the ring is full.
     fn try_send(&mut self, msg: &[u8]) -> Result<bool, SendError<Self::Error>>;
+
+    /// The client's domain, which lends the frames its ReadLoan and WriteLoan requests name
+    /// (`None`: its loans are refused).
+    fn lender(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// What the loop asks of the driver's domain: its clock, the device's interrupt, blocking, and
@@ -82,6 +88,14 @@ pub trait DriverDomain {
     fn ns_from_ticks(&self, ticks: u64) -> u64;
     /// Prints a line.
     fn print(&mut self, line: fmt::Arguments<'_>);
+    /// The device address of the first `len` bytes of the frame domain `lender` lent this
+    /// driver as `loan` (the kernel's `loan_address`), or `None` if it did not (a driver that
+    /// takes no loans refuses them all).
+    fn loan_address(&mut self, _loan: u64, _lender: u32, _len: u32) -> Option<u64> {
+        None
+    }
+    /// Returns `loan` (the kernel's `frame_return`): the device is done with its frame.
+    fn loan_return(&mut self, _loan: u64) {}
 }
 
 /// A client the loop serves.
@@ -162,6 +176,8 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
     let mut interrupts = 0u64;
     // The longest time from the kernel's signal of the interrupt to this loop seeing it.
     let mut wake_max_ns = 0u64;
+    // Loans returned to the kernel.
+    let mut returned = 0u64;
     loop {
         let mut moved = false;
         if server.stage().keeps_time() {
@@ -180,8 +196,10 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
         let mut answered = false;
         while let Some((i, response)) = server.poll() {
             answered = true;
+            return_loans(&mut server, domain, &mut returned);
             send(driver, domain, &mut server, &mut clients[i], i, &response.encode());
         }
+        return_loans(&mut server, domain, &mut returned);
         moved |= answered;
         account(domain, &mut server, clients, answered);
         if die_after.is_some_and(|n| server.stats().completed >= n) {
@@ -193,7 +211,13 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
                 match c.channels.try_recv(&mut buf) {
                     Ok(Some(n)) => {
                         moved = true;
-                        if let Some(response) = server.request(i, &buf[..n]) {
+                        let lender = c.channels.lender();
+                        let mut lend = |loan: u64, len: u32| {
+                            lender.and_then(|from| domain.loan_address(loan, from, len))
+                        };
+                        let answer = server.request_lending(i, &buf[..n], &mut lend);
+                        return_loans(&mut server, domain, &mut returned);
+                        if let Some(response) = answer {
                             send(driver, domain, &mut server, c, i, &response.encode());
                         }
                     }
@@ -203,12 +227,15 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
                     Ok(None) | Err(_) => {
                         domain.print(format_args!("{driver}: client {} gone", c.name()));
                         server.close(i);
+                        return_loans(&mut server, domain, &mut returned);
                         c.open = false;
                         moved = true;
                     }
                 }
             }
         }
+        // Those of clients closed while their responses were sent.
+        return_loans(&mut server, domain, &mut returned);
         let outstanding: usize = (0..clients.len()).map(|i| server.outstanding(i)).sum();
         if clients.iter().all(|c| !c.open) && outstanding == 0 {
             let s = server.stats();
@@ -216,6 +243,12 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
                 "{driver}: every client gone: {} requests served, {} rejected, {interrupts} interrupts, wake-up latency at most {wake_max_ns} ns",
                 s.completed, s.rejected
             ));
+            if s.lent > 0 {
+                domain.print(format_args!(
+                    "{driver}: lent frames: requests={} returned={returned}",
+                    s.lent
+                ));
+            }
             report(domain, &server, options);
             domain.set_device_busy(false);
             return 0;
@@ -227,6 +260,20 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
             // once: nothing signalled while the loop looked is missed.
             domain.block(server.next_event_ns().unwrap_or(u64::MAX));
         }
+    }
+}
+
+/// Returns the loans of the requests the server is done with, before anything is sent: a
+/// client that hears of its request finds its page mapped again.
+/// Counts them in `returned`.
+fn return_loans<D: BlockDevice, P: DriverDomain>(
+    server: &mut Server<D>,
+    domain: &mut P,
+    returned: &mut u64,
+) {
+    while let Some(loan) = server.take_returned_loan() {
+        domain.loan_return(loan);
+        *returned += 1;
     }
 }
 

@@ -222,11 +222,13 @@ impl Stage {
     }
 
     /// Forgets what the scheduler holds of `client`'s, if it can (see [`Scheduler::cancel`]).
-    pub(crate) fn cancel(&mut self, client: ClientId) {
+    /// Each request forgotten goes to `forgotten`.
+    pub(crate) fn cancel(&mut self, client: ClientId, forgotten: &mut dyn FnMut(Pending)) {
         let (waiting, held) = (&mut self.waiting, &mut self.held);
         self.scheduler.cancel(client, &mut |id| {
-            if waiting.get_mut(id as usize).and_then(Option::take).is_some() {
+            if let Some((p, _)) = waiting.get_mut(id as usize).and_then(Option::take) {
                 *held -= 1;
+                forgotten(p);
             }
         });
     }

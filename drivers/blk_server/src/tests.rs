@@ -651,3 +651,74 @@ fn a_client_killed_mid_stream_leaves_the_other_served() {
     h.run(&[0, 1], 2_000);
     h.verify(0..SECTORS);
 }
+
+/// Sends `req` from `client` to a driver that takes the loans in `loans` (handle, device
+/// address), noting the loans it asked about.
+fn send_lending(
+    server: &mut Server<MemDisk>,
+    client: ClientId,
+    req: Request,
+    loans: &[(u64, u64)],
+    asked: &mut Vec<u64>,
+) -> Option<Response> {
+    let mut lend = |loan: u64, len: u32| {
+        asked.push(loan);
+        assert!(len <= 4096);
+        loans.iter().find(|(l, _)| *l == loan).map(|(_, pa)| *pa)
+    };
+    server.request_lending(client, &req.encode(), &mut lend)
+}
+
+#[test]
+fn loans_move_data_straight_to_and_from_the_frame_and_every_accepted_loan_comes_back() {
+    // Two clients' areas of 4 KiB, and two "lent frames" beyond them in the same memory.
+    let mut server = setup(1, 4096, 64, 4, config());
+    let mut client = open(&mut server, 0);
+    let memory = DmaMemory::new(VIRT, PHYS, 3 * 4096);
+    *server.device_mut().memory_mut() = memory;
+    let (frame_a, frame_b) = (PHYS + 4096, PHYS + 2 * 4096);
+    let loans = [(0x1_0000_0101, frame_a), (0x1_0000_0202, frame_b)];
+    server.device_mut().memory_mut().get_mut(VIRT + 4096, 4096).unwrap().fill(0xa5);
+    let mut asked = Vec::new();
+    // A page written from frame A, read back into frame B.
+    let w = client.write_loan(8, loans[0].0, 4096).unwrap();
+    assert!(send_lending(&mut server, 0, w, &loans, &mut asked).is_none());
+    let done = drain(&mut server);
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].1.status, Ok(()));
+    assert_eq!(server.take_returned_loan(), Some(loans[0].0));
+    let r = client.read_loan(8, loans[1].0, 4096).unwrap();
+    assert!(send_lending(&mut server, 0, r, &loans, &mut asked).is_none());
+    assert_eq!(server.take_returned_loan(), None, "returned before the device is done");
+    assert_eq!(drain(&mut server)[0].1.status, Ok(()));
+    assert_eq!(server.take_returned_loan(), Some(loans[1].0));
+    let b = server.device_mut().memory_mut().get(VIRT + 2 * 4096, 4096).unwrap();
+    assert!(b.iter().all(|&x| x == 0xa5), "the page did not land in the lent frame");
+    // A loan that is not the client's: refused, left alone (not returned).
+    let bad = Request { id: 9, op: Op::ReadLoan, sector: 0, offset: 0x2_0000_0101, len: 4096 };
+    let answer = send_lending(&mut server, 0, bad, &loans, &mut asked).unwrap();
+    assert_eq!(answer.status, Err(BlkError::BadLoan));
+    assert_eq!(server.take_returned_loan(), None);
+    // Longer than a page: refused before the loan is looked at.
+    let long = Request { id: 10, op: Op::ReadLoan, sector: 0, offset: loans[0].0, len: 8192 };
+    let asked_before = asked.len();
+    assert_eq!(
+        send_lending(&mut server, 0, long, &loans, &mut asked).unwrap().status,
+        Err(BlkError::OutsideDataArea)
+    );
+    assert_eq!(asked.len(), asked_before);
+    // A driver that takes no loans refuses them all.
+    let plain = Request { id: 11, op: Op::WriteLoan, sector: 0, offset: loans[0].0, len: 512 };
+    assert_eq!(status_of(&mut server, 0, plain), Err(BlkError::BadLoan));
+    // Accepted, then forgotten by a close before the device saw it: returned all the same.
+    for (i, &(loan, _)) in loans.iter().enumerate() {
+        let req =
+            Request { id: 20 + i as u64, op: Op::ReadLoan, sector: 0, offset: loan, len: 512 };
+        let _ = send_lending(&mut server, 0, req, &loans, &mut asked);
+    }
+    server.close(0);
+    let _ = drain(&mut server);
+    let mut back: Vec<u64> = core::iter::from_fn(|| server.take_returned_loan()).collect();
+    back.sort_unstable();
+    assert_eq!(back, [loans[0].0, loans[1].0], "an accepted loan was not returned");
+}

@@ -82,6 +82,11 @@ impl DmaMemory {
 
     /// The offset of a device buffer, if both its addresses name the same bytes inside.
     fn resolve(&self, buf: &Buffer) -> Option<usize> {
+        if buf.virt == 0 {
+            // A frame lent to the driver, which has no mapping of it: by its device address.
+            let off = buf.phys.checked_sub(self.phys_base)?;
+            return self.offset_of(self.virt_base.checked_add(off)?, u64::from(buf.len));
+        }
         let off = self.offset_of(buf.virt, u64::from(buf.len))?;
         (buf.phys.checked_sub(self.phys_base) == Some(off as u64)).then_some(off)
     }

@@ -23,6 +23,8 @@ struct InFlight {
     op: DeviceOp,
     virt: u64,
     len: u32,
+    /// The buffer is the tag's stand-in for a lent frame (see `virtio_hal::dma`).
+    lent: bool,
 }
 
 /// One tag's request header and status, in DMA memory.
@@ -50,6 +52,7 @@ impl<T: Transport> VirtioDisk<T> {
     pub fn new(mut blk: VirtIOBlk<TesseraHal, T>) -> Result<Self, abi::SysError> {
         blk.enable_interrupts();
         let slots = (usize::from(blk.virt_queue_size()) / 3).clamp(1, MAX_TAGS);
+        virtio_hal::dma::init_stand_ins(slots)?;
         let headers = dma::alloc(slots * size_of::<Headers>())?.virt as *mut Headers;
         for i in 0..slots {
             // SAFETY: the DMA stretch just made holds `slots` zeroed, aligned `Headers`; nothing
@@ -70,12 +73,13 @@ impl<T: Transport> VirtioDisk<T> {
     }
 }
 
-/// The data buffer of a request: the client's data area, in the driver's DMA memory.
+/// The data buffer of a request: the client's data area, in the driver's DMA memory, or the
+/// tag's stand-in page for a lent frame.
 ///
 /// # Safety
-/// `virt` and `len` name DMA memory of the driver that stays mapped and is not otherwise
+/// `virt` and `len` name memory of the driver that stays mapped and is not otherwise
 /// borrowed while the request is at the device (the server checked the range lies in a data
-/// area).
+/// area; a stand-in is its tag's alone).
 unsafe fn buffer<'a>(virt: u64, len: u32) -> &'a mut [u8] {
     // SAFETY: as the function's contract says.
     unsafe { core::slice::from_raw_parts_mut(virt as *mut u8, len as usize) }
@@ -109,12 +113,20 @@ impl<T: Transport> BlockDevice for VirtioDisk<T> {
             self.flushed = Some((Tag(tag as u16), result));
             return Ok(Tag(tag as u16));
         }
-        let (virt, len) = (req.buffer.virt, req.buffer.len);
+        let (mut virt, len) = (req.buffer.virt, req.buffer.len);
+        // A lent frame (the driver has no mapping of it, `virt` 0): through the tag's stand-in,
+        // which the DMA layer translates to the frame's address for this request.
+        let lent = virt == 0;
+        if lent {
+            let standin = virtio_hal::dma::lend_through(tag, req.buffer.phys, len as usize);
+            virt = standin.ok_or(DeviceError::Invalid)?.as_ptr() as *mut u8 as u64;
+        }
         let sector = req.sector as usize;
         let (r, s) = self.headers(tag);
         let (r, s): (*mut BlkReq, *mut BlkResp) = (r, s);
-        // SAFETY: the headers of a free tag and a buffer in a client's data area, all in DMA
-        // memory that stays untouched until the request completes in `complete`.
+        // SAFETY: the headers of a free tag and a buffer in a client's data area (DMA memory)
+        // or the tag's stand-in for a lent frame, all untouched until the request completes in
+        // `complete`.
         let token = unsafe {
             let buf = buffer(virt, len);
             match req.op {
@@ -122,8 +134,13 @@ impl<T: Transport> BlockDevice for VirtioDisk<T> {
                 _ => self.blk.write_blocks_nb(sector, &mut *r, buf, &mut *s),
             }
         }
-        .map_err(|_| DeviceError::Invalid)?;
-        self.tags[tag] = Some(InFlight { token, op: req.op, virt, len });
+        .map_err(|_| {
+            if lent {
+                virtio_hal::dma::end_lent(tag);
+            }
+            DeviceError::Invalid
+        })?;
+        self.tags[tag] = Some(InFlight { token, op: req.op, virt, len, lent });
         Ok(Tag(tag as u16))
     }
 
@@ -144,6 +161,9 @@ impl<T: Transport> BlockDevice for VirtioDisk<T> {
                 _ => self.blk.complete_write_blocks(token, &*r, buf, &mut *s),
             }
         };
+        if f.lent {
+            virtio_hal::dma::end_lent(tag);
+        }
         Some((Tag(tag as u16), result.map_err(|_| DeviceError::Io)))
     }
 

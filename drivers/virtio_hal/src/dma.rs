@@ -6,6 +6,15 @@
 //! reads or writes lie in a DMA stretch and [`Hal::share`] translates them.
 //! The few the crate keeps on the stack (the header and status of a blocking flush) are
 //! copied through a small bounce area of DMA memory, in and back out.
+//!
+//! **Per-request translation.** A request may carry a frame a client lent the driver (the
+//! kernel's `frame_lend`) instead of a buffer of the driver's: the driver has no mapping of
+//! it, only its device address for that request (`loan_address`). The crate wants a buffer
+//! it can name, so the request is given a *stand-in*: a page of the driver's own memory
+//! ([`init_stand_ins`], one per request the device holds at once) that [`lend_through`] binds
+//! to the lent frame's address for that request alone, and [`Hal::share`] translates to it
+//! instead of its own; [`end_lent`] unbinds it at completion. The device reads or writes the
+//! lent frame, never the stand-in, and nothing is copied.
 
 use core::ptr::NonNull;
 
@@ -29,6 +38,64 @@ const BOUNCE_SLOT: usize = 512;
 
 static STATE: Mutex<State> =
     Mutex::new(State { next: 0, end: 0, bounce: 0, bounce_taken: [false; BOUNCE_SLOTS] });
+
+/// The most requests with a lent frame at the device at once.
+pub const STAND_INS: usize = 16;
+
+/// The stand-in pages: where they start, how many, and the lent frame each stands for now
+/// (its device address and length).
+struct StandIns {
+    base: usize,
+    count: usize,
+    bound: [Option<(u64, usize)>; STAND_INS],
+}
+
+static STAND: Mutex<StandIns> =
+    Mutex::new(StandIns { base: 0, count: 0, bound: [None; STAND_INS] });
+
+/// Makes `count` (at most [`STAND_INS`]) stand-in pages for requests that carry lent frames.
+pub fn init_stand_ins(count: usize) -> Result<(), abi::SysError> {
+    let count = count.min(STAND_INS);
+    let pages = dma::alloc(count * abi::PAGE_SIZE)?;
+    let mut s = STAND.lock();
+    s.base = pages.virt;
+    s.count = count;
+    Ok(())
+}
+
+/// Binds stand-in `slot` to the lent frame at device address `phys` for a request of `len`
+/// bytes (at most a page); the buffer to give the crate, whose `share` is `phys`. `None` if
+/// there is no such stand-in or it is bound already.
+pub fn lend_through(slot: usize, phys: u64, len: usize) -> Option<NonNull<[u8]>> {
+    let mut s = STAND.lock();
+    if slot >= s.count || len > abi::PAGE_SIZE || s.bound[slot].is_some() {
+        return None;
+    }
+    s.bound[slot] = Some((phys, len));
+    let at = NonNull::new((s.base + slot * abi::PAGE_SIZE) as *mut u8)?;
+    Some(NonNull::slice_from_raw_parts(at, len))
+}
+
+/// Unbinds stand-in `slot`: its request is complete.
+pub fn end_lent(slot: usize) {
+    if let Some(b) = STAND.lock().bound.get_mut(slot) {
+        *b = None;
+    }
+}
+
+/// The lent frame's device address a stand-in buffer of `len` bytes at `virt` stands for,
+/// if it is one.
+fn lent_address(virt: usize, len: usize) -> Option<u64> {
+    let s = STAND.lock();
+    let offset = virt.checked_sub(s.base)?;
+    let slot = offset / abi::PAGE_SIZE;
+    if s.base == 0 || slot >= s.count {
+        return None;
+    }
+    let (phys, bound) = s.bound[slot]?;
+    let within = offset % abi::PAGE_SIZE;
+    (within + len <= bound).then_some(phys + within as u64)
+}
 
 /// The granted device, whose register windows `mmio_phys_to_virt` translates into.
 static DEVICE: Mutex<Option<abi::DeviceSlot>> = Mutex::new(None);
@@ -79,7 +146,9 @@ pub struct TesseraHal;
 // SAFETY: `dma_alloc` returns zeroed, physically contiguous pages of a DMA stretch the domain
 // owns for its whole life (the pool is never given back), at the physical address the device
 // needs; `share` returns a buffer's physical address if it lies in one such stretch, or else
-// that of a bounce slot of DMA memory holding a copy, copied back by `unshare`; and
+// that of a bounce slot of DMA memory holding a copy, copied back by `unshare`, or for a
+// stand-in bound to a lent frame that frame's address, which the kernel keeps the borrower's
+// until the loan is returned at the request's completion; and
 // `mmio_phys_to_virt` returns the address at which the kernel mapped those registers, uncached,
 // for this domain's life.
 unsafe impl Hal for TesseraHal {
@@ -109,6 +178,11 @@ unsafe impl Hal for TesseraHal {
 
     unsafe fn share(buffer: NonNull<[u8]>, direction: BufferDirection) -> PhysAddr {
         let (virt, len) = (buffer.as_ptr() as *mut u8 as usize, buffer.len());
+        // A stand-in first (its page is DMA memory too): the device goes to the lent frame,
+        // for this request only.
+        if let Some(phys) = lent_address(virt, len) {
+            return phys as PhysAddr;
+        }
         if let Some(phys) = dma::phys(virt, len) {
             return phys as PhysAddr;
         }
@@ -124,7 +198,7 @@ unsafe impl Hal for TesseraHal {
 
     unsafe fn unshare(paddr: PhysAddr, buffer: NonNull<[u8]>, direction: BufferDirection) {
         let (virt, len) = (buffer.as_ptr() as *mut u8 as usize, buffer.len());
-        if dma::phys(virt, len).is_some() {
+        if lent_address(virt, len).is_some() || dma::phys(virt, len).is_some() {
             return;
         }
         let Some(slot) = dma::virt(paddr as usize, len) else {

@@ -1,6 +1,7 @@
 //! What a virtio driver domain (`virtio-blk`, `virtio-net`) gives the `virtio-drivers` crate
 //! to drive the device the kernel granted it: the crate's [`Hal`](virtio_drivers::Hal) over
-//! DMA stretches from `dma_alloc` ([`dma`]), and the transport over the device's mapped
+//! DMA stretches from `dma_alloc`, with per-request translation of frames clients lend
+//! ([`dma`]), and the transport over the device's mapped
 //! registers: MMIO on RISC-V `virt` ([`mmio`]), PCI with its MSI-X table kept by the kernel on
 //! q35 ([`pci`]).
 //!

@@ -120,6 +120,14 @@ pub struct Domain<P: Platform> {
     pub(crate) job: Option<Job>,
     /// A driver domain: the manifest grants it devices (see [`crate::device`]).
     pub(crate) driver: bool,
+    /// The frames it lent, by slot (in its arena; see [`crate::loans`]).
+    pub(crate) loans: ArenaVec<Option<crate::loans::Loan>, P::Arena>,
+    /// How many of `loans` are out.
+    pub(crate) loans_out: u64,
+    /// The serial number of its last loan.
+    pub(crate) loan_serial: u32,
+    /// How many loans it holds as a borrower.
+    pub(crate) borrowed: u64,
 }
 
 impl<P: Platform> Domain<P> {
@@ -158,6 +166,10 @@ impl<P: Platform> Domain<P> {
             address,
             job: None,
             driver: false,
+            loans: ArenaVec::new_in(arena),
+            loans_out: 0,
+            loan_serial: 0,
+            borrowed: 0,
         }
     }
 

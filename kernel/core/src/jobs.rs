@@ -257,6 +257,10 @@ impl<P: Platform> World<P> {
                 stopped
             );
         }
+        // Its devices are stopped: what was lent to it goes back; what it lent stays lent,
+        // out of its teardown's reach.
+        self.revoke_borrowed(id);
+        self.orphan_loans(id);
         let now = self.sched.now_ns::<P>();
         let d = &mut self.domains[id];
         d.ending = Some(ending);
@@ -302,7 +306,8 @@ impl<P: Platform> World<P> {
         let lingering: u64 = self
             .stretches
             .of(id)
-            .map_or(0, |t| t.iter().map(|s| s.frames.iter().flatten().count() as u64).sum());
+            .map_or(0, |t| t.iter().map(|s| s.frames.iter().flatten().count() as u64).sum())
+            + self.frames_on_loan(id);
         let d = &mut self.domains[id];
         let held = P::with_frames(|fa| fa.owned_by(id.owner()));
         let left = held.saturating_sub(lingering + d.arena.frames());

@@ -91,10 +91,11 @@ impl<P: Platform> World<P> {
     pub(super) fn release_arena(&mut self, id: DomainId) {
         let lingering = self.stretches.of(id).map_or(0, |t| t.len());
         let d = &mut self.domains[id];
-        if d.ending.is_none() || d.job.is_some() || lingering > 0 {
+        if d.ending.is_none() || d.job.is_some() || lingering > 0 || d.loans_out > 0 {
             return;
         }
         d.endpoints = super::ArenaVec::new_in(d.arena);
+        d.loans = super::ArenaVec::new_in(d.arena);
         if let Err(bytes) = d.arena.release() {
             error!(
                 "domain {=str}: {=usize} bytes of kernel objects left after death",

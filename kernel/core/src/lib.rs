@@ -15,7 +15,8 @@
 //! unmaps the domain's stretches from every protection domain, then frees their frames
 //! (zeroed when they are next allocated); self-paging ([`paging`]): managed stretches, loose
 //! frames under guaranteed and optimistic contracts, page faults delivered to the domain, and
-//! revocation. Not here: the trap paths, page-table formats, the frame allocator's memory,
+//! revocation; frame loans ([`loans`]): a managed page's frame lent to a driver domain for one
+//! request. Not here: the trap paths, page-table formats, the frame allocator's memory,
 //! the kernel arenas' heaps and PCI (the kernel's, behind [`Platform`]).
 //!
 //! Invariants: every frame of a stretch is charged to the stretch's owner; a domain's frames
@@ -60,6 +61,7 @@ pub mod frames;
 mod jobs;
 mod kmem;
 mod loader;
+mod loans;
 pub mod loose;
 mod paging;
 pub mod platform;

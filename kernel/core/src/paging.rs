@@ -131,15 +131,15 @@ impl From<SysError> for Shortage {
 }
 
 /// A page of a managed stretch, as a memory call found it.
-struct ManagedPage {
+pub(super) struct ManagedPage {
     /// The stretch's slot in its owner's table (valid until the table changes).
-    slot: usize,
+    pub(super) slot: usize,
     /// The page's index in it.
-    index: usize,
+    pub(super) index: usize,
     /// The caller's rights on the stretch.
     stretch_rights: Rights,
     /// A frame is mapped at the page.
-    mapped: bool,
+    pub(super) mapped: bool,
 }
 
 impl ManagedPage {
@@ -428,7 +428,7 @@ impl<P: Platform> World<P> {
     /// The stretch (by its slot in domain `id`'s table) and page index of `va` in a managed
     /// stretch of domain `id`.
     #[inline(always)]
-    fn managed_page(&self, id: DomainId, va: usize) -> Result<ManagedPage, SysError> {
+    pub(super) fn managed_page(&self, id: DomainId, va: usize) -> Result<ManagedPage, SysError> {
         if !va.is_multiple_of(PAGE_SIZE) {
             return Err(SysError::InvalidArgument);
         }
@@ -502,6 +502,9 @@ impl<P: Platform> World<P> {
     /// `unmap`: removes page `va` of a stretch domain `id` manages; the frame's number.
     pub(super) fn unmap_page(&mut self, id: DomainId, va: usize) -> Result<usize, SysError> {
         let page = self.managed_page(id, va)?;
+        if self.is_lent(id, va) {
+            return Err(SysError::InUse);
+        }
         let s = self.stretches.slot_mut(id, page.slot)?;
         let frame = s.frames[page.index].take().ok_or(SysError::NotMapped)?;
         s.page_rights[page.index] = Rights::NONE;
@@ -537,6 +540,9 @@ impl<P: Platform> World<P> {
         }
         if target.mapped {
             return Err(SysError::AlreadyMapped.into());
+        }
+        if self.is_lent(id, from) {
+            return Err(SysError::InUse.into());
         }
         let tables = self.reserve_tables(id, to)?;
         let frame = self.stretches.slot_mut(id, source.slot)?.frames[source.index]
@@ -584,6 +590,9 @@ impl<P: Platform> World<P> {
                 }
                 if !page.mapped {
                     return Err(SysError::NotMapped);
+                }
+                if self.is_lent(id, op.va as usize) {
+                    return Err(SysError::InUse);
                 }
                 Ok(0)
             }
@@ -784,6 +793,9 @@ impl<P: Platform> World<P> {
         let rights = page.rights_within(rights)?;
         if !page.mapped {
             return Err(SysError::NotMapped);
+        }
+        if self.is_lent(id, va) {
+            return Err(SysError::InUse);
         }
         let s = self.stretches.slot_mut(id, page.slot)?;
         let space = self.domains[id].space.as_mut().ok_or(SysError::NotFound)?;

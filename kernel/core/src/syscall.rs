@@ -96,6 +96,9 @@ pub fn dispatch<P: Platform>(w: &mut World<P>, id: DomainId, number: usize, a: [
             Err((Shortage::Fail(e), index)) => Next::Refused(e, index),
         },
         Call::PageState => Next::Return(w.page_state(id, a[0], a[1], a[2], a[3])),
+        Call::FrameLend => Next::Return(w.frame_lend(id, a[0], a[1], a[2], a[3])),
+        Call::LoanAddress => Next::Return(w.loan_address(id, a[0], a[1], a[2])),
+        Call::FrameReturn => Next::Return(w.frame_return(id, a[0])),
         Call::Block => {
             let d = &mut w.domains[id];
             if d.pending {
@@ -236,6 +239,10 @@ fn stretch_destroy<P: Platform>(
     let s = w.stretches.get(&base).ok_or(SysError::NotFound)?;
     if !s.rights_of(id).contains(Rights::META) || s.owner != id || s.busy {
         return Err(SysError::PermissionDenied);
+    }
+    if s.kind == Kind::Managed && w.lent_within(id, s.base, s.end()) {
+        // A frame of it is lent: it stays until the loan ends.
+        return Err(SysError::InUse);
     }
     if !matches!(s.kind, Kind::Dynamic | Kind::Managed | Kind::Dma) {
         // Images and stacks live as long as their domain.

@@ -537,3 +537,181 @@ fn the_machine_checks_pass_on_the_mock() {
     assert_eq!(checks::deadlock_leaves_restarted_calls_alone::<Mock>(), Ok(()));
     assert_eq!(checks::address_quota_reuse(), Ok(()));
 }
+
+/// A world of a client (domain 0) with a managed page mapped, a driver domain (1) the client
+/// has a channel to (an endpoint of the driver's it may signal), and a third domain (2): the
+/// page, its frame number and the driver's endpoint.
+fn lending_world() -> (W, usize, usize, usize) {
+    let mut w = world(&[(64, 0), (64, 0), (64, 0)]);
+    w.domains[D1].driver = true;
+    let ep = w.alloc_endpoint(D1, D0.raw()).unwrap();
+    let (base, f) = managed(&mut w, D0, 2);
+    assert_eq!(call(&mut w, D0, Call::Map, &[base, f[0], RW.0 as usize]), Ok(0));
+    (w, base, f[0], ep)
+}
+
+const READS: usize = abi::loan_access::DEVICE_READS;
+const WRITES: usize = abi::loan_access::DEVICE_WRITES;
+
+#[test]
+fn a_lent_frame_is_never_writable_by_both_and_comes_back_at_return() {
+    let (mut w, page, frame, ep) = lending_world();
+    let pa = (frame * PAGE_SIZE) as u64;
+    // Lent for the device to write: the client's entry goes, the driver learns the address.
+    let loan = call(&mut w, D0, Call::FrameLend, &[page, 1, ep, WRITES]).unwrap();
+    assert_eq!(abi::loan_lender(loan as u64), D0.raw());
+    assert_eq!(
+        space(&w, D0).mapping(page),
+        None,
+        "the lender still sees a frame lent to be written"
+    );
+    assert_eq!(call(&mut w, D1, Call::LoanAddress, &[loan, 0, PAGE_SIZE]), Ok(pa as usize));
+    // While lent the page cannot change, nor be lent again, nor its stretch go.
+    let rw = RW.0 as usize;
+    assert_eq!(call(&mut w, D0, Call::Unmap, &[page]), Err(SysError::InUse));
+    assert_eq!(call(&mut w, D0, Call::Protect, &[page, rw]), Err(SysError::InUse));
+    assert_eq!(call(&mut w, D0, Call::Remap, &[page, page + PAGE_SIZE, rw]), Err(SysError::InUse));
+    assert_eq!(call(&mut w, D0, Call::FrameFree, &[frame]), Err(SysError::InUse));
+    assert_eq!(call(&mut w, D0, Call::FrameLend, &[page, 1, ep, READS]), Err(SysError::InUse));
+    assert_eq!(call(&mut w, D0, Call::StretchDestroy, &[page]), Err(SysError::InUse));
+    // The lender may not take back a loan the driver has used.
+    assert_eq!(call(&mut w, D0, Call::FrameReturn, &[loan]), Err(SysError::InUse));
+    // Returned: the mapping and its rights are back; the handle names nothing any more.
+    assert_eq!(call(&mut w, D1, Call::FrameReturn, &[loan]), Ok(0));
+    assert_eq!(space(&w, D0).mapping(page), Some((pa, RW)));
+    assert_eq!(call(&mut w, D1, Call::LoanAddress, &[loan, 0, PAGE_SIZE]), Err(SysError::NotFound));
+    assert_eq!(call(&mut w, D1, Call::FrameReturn, &[loan]), Err(SysError::NotFound));
+    // Lent for the device to read: read-only for the lender meanwhile.
+    let loan = call(&mut w, D0, Call::FrameLend, &[page, 1, ep, READS]).unwrap();
+    assert_eq!(space(&w, D0).mapping(page), Some((pa, Rights::READ)));
+    // Unused, the lender may take it back (the driver refused the request).
+    assert_eq!(call(&mut w, D0, Call::FrameReturn, &[loan]), Ok(0));
+    assert_eq!(space(&w, D0).mapping(page), Some((pa, RW)));
+    assert_eq!(call(&mut w, D0, Call::Unmap, &[page]), Ok(frame));
+}
+
+#[test]
+fn lending_refuses_what_is_not_the_lenders_and_whom_it_has_no_channel_to() {
+    let (mut w, page, _, ep) = lending_world();
+    // A domain with no channel to the driver (no endpoint of its that it may signal).
+    let (other, of) = managed(&mut w, D2, 1);
+    assert_eq!(call(&mut w, D2, Call::Map, &[other, of[0], RW.0 as usize]), Ok(0));
+    assert_eq!(
+        call(&mut w, D2, Call::FrameLend, &[other, 1, ep, READS]),
+        Err(SysError::PermissionDenied)
+    );
+    // Another's page, an unmapped page, a nailed page, a bad address.
+    let ep_of_2 = w.alloc_endpoint(D1, D2.raw()).unwrap();
+    assert_eq!(
+        call(&mut w, D2, Call::FrameLend, &[page, 1, ep_of_2, READS]),
+        Err(SysError::BadAddress)
+    );
+    assert_eq!(
+        call(&mut w, D0, Call::FrameLend, &[page + PAGE_SIZE, 1, ep, READS]),
+        Err(SysError::NotMapped)
+    );
+    let nailed = call(&mut w, D0, Call::StretchCreate, &[PAGE_SIZE, RW.0 as usize]).unwrap();
+    assert_eq!(
+        call(&mut w, D0, Call::FrameLend, &[nailed, 1, ep, READS]),
+        Err(SysError::NotManaged)
+    );
+    assert_eq!(
+        call(&mut w, D0, Call::FrameLend, &[page + 8, 1, ep, READS]),
+        Err(SysError::InvalidArgument)
+    );
+    // A bad access, endpoint or domain.
+    assert_eq!(
+        call(&mut w, D0, Call::FrameLend, &[page, 1, ep, 7]),
+        Err(SysError::InvalidArgument)
+    );
+    assert_eq!(
+        call(&mut w, D0, Call::FrameLend, &[page, 1, ep + 9, READS]),
+        Err(SysError::InvalidArgument)
+    );
+    assert_eq!(call(&mut w, D0, Call::FrameLend, &[page, 99, ep, READS]), Err(SysError::NotFound));
+    // A domain it has a channel to that is not a driver.
+    let ep2 = w.alloc_endpoint(D2, D0.raw()).unwrap();
+    assert_eq!(
+        call(&mut w, D0, Call::FrameLend, &[page, 2, ep2, READS]),
+        Err(SysError::PermissionDenied)
+    );
+    // A read-only page is not lent to be written.
+    assert_eq!(call(&mut w, D0, Call::Protect, &[page, Rights::READ.0 as usize]), Ok(0));
+    assert_eq!(
+        call(&mut w, D0, Call::FrameLend, &[page, 1, ep, WRITES]),
+        Err(SysError::PermissionDenied)
+    );
+    let loan = call(&mut w, D0, Call::FrameLend, &[page, 1, ep, READS]).unwrap();
+    // Only the borrower learns the address, for this lender, within the page.
+    assert_eq!(call(&mut w, D2, Call::LoanAddress, &[loan, 0, PAGE_SIZE]), Err(SysError::NotFound));
+    assert_eq!(
+        call(&mut w, D1, Call::LoanAddress, &[loan, 2, PAGE_SIZE]),
+        Err(SysError::PermissionDenied)
+    );
+    assert_eq!(
+        call(&mut w, D1, Call::LoanAddress, &[loan, 0, PAGE_SIZE + 1]),
+        Err(SysError::InvalidArgument)
+    );
+    assert_eq!(call(&mut w, D1, Call::LoanAddress, &[loan, 0, 0]), Err(SysError::InvalidArgument));
+    assert_eq!(call(&mut w, D2, Call::FrameReturn, &[loan]), Err(SysError::NotFound));
+    assert_eq!(
+        call(&mut w, D1, Call::LoanAddress, &[loan ^ 0x100, 0, 512]),
+        Err(SysError::NotFound)
+    );
+    assert_eq!(call(&mut w, D1, Call::FrameReturn, &[loan]), Ok(0));
+}
+
+#[test]
+fn loans_are_bounded_and_charged_to_the_lender() {
+    let mut w = world(&[(256, 0), (64, 0)]);
+    w.domains[D1].driver = true;
+    let ep = w.alloc_endpoint(D1, D0.raw()).unwrap();
+    let (base, f) = managed(&mut w, D0, abi::MAX_LOANS + 1);
+    for (i, frame) in f.iter().enumerate() {
+        assert_eq!(
+            call(&mut w, D0, Call::Map, &[base + i * PAGE_SIZE, *frame, RW.0 as usize]),
+            Ok(0)
+        );
+    }
+    let loans: Vec<usize> = (0..abi::MAX_LOANS)
+        .map(|i| call(&mut w, D0, Call::FrameLend, &[base + i * PAGE_SIZE, 1, ep, READS]).unwrap())
+        .collect();
+    let last = base + abi::MAX_LOANS * PAGE_SIZE;
+    assert_eq!(call(&mut w, D0, Call::FrameLend, &[last, 1, ep, READS]), Err(SysError::NoMemory));
+    // The records live in the lender's arena (on the machine, frames charged to it; see the
+    // kernel test `domains::loans`).
+    assert_eq!(w.domains[D0].loans.len(), abi::MAX_LOANS);
+    for loan in loans {
+        assert_eq!(call(&mut w, D1, Call::FrameReturn, &[loan]), Ok(0));
+    }
+    assert!(call(&mut w, D0, Call::FrameLend, &[last, 1, ep, READS]).is_ok());
+}
+
+#[test]
+fn a_dying_driver_gives_back_what_it_borrowed() {
+    let (mut w, page, frame, ep) = lending_world();
+    let pa = (frame * PAGE_SIZE) as u64;
+    let loan = call(&mut w, D0, Call::FrameLend, &[page, 1, ep, WRITES]).unwrap();
+    assert_eq!(call(&mut w, D1, Call::LoanAddress, &[loan, 0, PAGE_SIZE]), Ok(pa as usize));
+    w.kill(D1, Ending::Exited(0));
+    assert_eq!(space(&w, D0).mapping(page), Some((pa, RW)), "the frame did not come back");
+    assert_eq!(call(&mut w, D0, Call::FrameReturn, &[loan]), Err(SysError::NotFound));
+    assert_eq!(call(&mut w, D0, Call::Unmap, &[page]), Ok(frame));
+    assert_eq!(call(&mut w, D0, Call::FrameFree, &[frame]), Ok(0));
+}
+
+#[test]
+fn a_frame_lent_by_a_dead_domain_is_freed_only_when_the_loan_ends() {
+    let free_before = mock::free_frames();
+    let (mut w, page, frame, ep) = lending_world();
+    let loan = call(&mut w, D0, Call::FrameLend, &[page, 1, ep, WRITES]).unwrap();
+    assert_eq!(call(&mut w, D1, Call::LoanAddress, &[loan, 0, PAGE_SIZE]), Ok(frame * PAGE_SIZE));
+    w.kill(D0, Ending::Exited(0));
+    // The device may still write it: the frame is still the dead lender's.
+    assert_eq!(mock::charged(D0), 1, "the lent frame was freed under the device");
+    assert_eq!(call(&mut w, D1, Call::FrameReturn, &[loan]), Ok(0));
+    assert_eq!(mock::charged(D0), 0, "the lent frame was not freed when the loan ended");
+    w.kill(D1, Ending::Exited(0));
+    w.kill(D2, Ending::Exited(0));
+    assert_eq!(mock::free_frames(), free_before, "frames not all returned");
+}

@@ -122,11 +122,37 @@ pub enum Call {
     /// `clear` ([`page_state::ACCESSED`], [`page_state::DIRTY`]) in the pages' entries, with
     /// one TLB flush. Every argument is checked first: a refused call changes nothing.
     PageState = 26,
+    /// `frame_lend(va, domain, endpoint, access) -> loan`: lends the frame mapped at page `va`
+    /// of a stretch the caller manages to driver domain `domain` for one request, naming it
+    /// by an endpoint of `domain`'s the caller may signal (a channel's `peer_event`: only a
+    /// driver the caller has a channel to can be lent to). `access` ([`loan_access`]) says
+    /// what the driver's device does with the frame: with [`loan_access::DEVICE_READS`] the
+    /// caller's page stays mapped read-only while the frame is lent; with
+    /// [`loan_access::DEVICE_WRITES`] it is taken out of the caller's view (a touch faults to
+    /// its handler as any unmapped page does). So the frame is never writable by both. While
+    /// lent the page cannot be unmapped, remapped, protected or its stretch destroyed
+    /// (`InUse`), nor lent again. Returns the loan's handle (never 0; its upper 32 bits are
+    /// the caller's domain identifier). A domain has at most [`MAX_LOANS`] loans out, their
+    /// records kernel objects charged to it.
+    FrameLend = 27,
+    /// `loan_address(loan, lender, len) -> pa`: for the driver domain a frame is lent to, the
+    /// device address of the lent frame's first `len` bytes (1 to [`PAGE_SIZE`]), checked
+    /// against the loan: the caller must be its borrower and `lender` (the domain the request
+    /// came from) its lender. From this call on only the borrower may end the loan.
+    LoanAddress = 28,
+    /// `frame_return(loan) -> 0`: ends a loan. The borrower returns it once its device is done
+    /// with the frame (at the request's completion, before it answers); the lender may take
+    /// it back only while the borrower has not asked its address (`InUse` after). The
+    /// lender's page gets its mapping and rights back. A loan ended (or never made) is
+    /// `NotFound`. If the borrower dies, each loan it holds ends as if returned (its devices
+    /// are stopped first); if the lender dies first, the frame is freed only when the loan
+    /// ends.
+    FrameReturn = 29,
 }
 
 impl Call {
     /// Every call, in number order.
-    pub const ALL: [Call; 26] = [
+    pub const ALL: [Call; 29] = [
         Call::ConsoleWrite,
         Call::Exit,
         Call::Yield,
@@ -153,6 +179,9 @@ impl Call {
         Call::Remap,
         Call::MapBatch,
         Call::PageState,
+        Call::FrameLend,
+        Call::LoanAddress,
+        Call::FrameReturn,
     ];
 
     /// The call with number `n`.
@@ -391,6 +420,25 @@ pub mod page_state {
     pub const DIRTY: u8 = 4;
     /// The bits `page_state` may clear.
     pub const CLEARABLE: u8 = ACCESSED | DIRTY;
+}
+
+/// What a lent frame's borrower does with it ([`Call::FrameLend`]'s `access`).
+pub mod loan_access {
+    /// The borrower's device reads the frame (a disk write, a network send): the lender's
+    /// page is read-only while it is lent.
+    pub const DEVICE_READS: usize = 0;
+    /// The borrower's device writes the frame (a disk read): the lender's page is out of its
+    /// view while it is lent.
+    pub const DEVICE_WRITES: usize = 1;
+}
+
+/// Most loans one domain has out at once ([`Call::FrameLend`]).
+pub const MAX_LOANS: usize = 16;
+
+/// The identifier of the domain that made `loan` (its upper 32 bits): a driver checks a
+/// request's loan came from the client that sent it before it asks the kernel its address.
+pub const fn loan_lender(loan: u64) -> u32 {
+    (loan >> 32) as u32
 }
 
 /// Event endpoints per domain.

@@ -12,6 +12,12 @@
 //! of its page is acknowledged but not stored, so a late duplicate never overwrites newer data.
 //! A forwarded page ([`crate::wire::DataFlags::OFFLOAD`]) is stored only if the client has
 //! not written or freed that page on this server itself (the client's copy is the newer).
+//!
+//! What a server keeps per stream besides the pages is bounded: up to
+//! [`MAX_PARTIAL_WRITES`] writes in reassembly (a page buffer each), the last
+//! [`RECENT_WRITES`] finished writes, the last request id of each page held, and the last
+//! [`FREES_REMEMBERED`] frees. A write older than a free forgotten since could bring its page
+//! back: only a duplicate delayed past that many frees.
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec;
@@ -103,6 +109,10 @@ pub const MAX_PARTIAL_WRITES: usize = 64;
 /// Finished writes remembered per stream (to answer their duplicates and retries).
 pub const RECENT_WRITES: usize = 256;
 
+/// Frees of pages remembered per stream (a late write older than a remembered free does not
+/// bring its page back). With the pages held, this bounds what a server keeps per stream.
+pub const FREES_REMEMBERED: usize = 1024;
+
 /// A write being reassembled.
 #[derive(Debug)]
 struct Partial {
@@ -138,6 +148,8 @@ struct Stream {
     /// Per page, the request id of its last write or free, and whether the client sent it
     /// (or the page was forwarded by another server).
     last: BTreeMap<u64, (u32, bool)>,
+    /// The last frees remembered in `last`, oldest first: (page, request id).
+    freed: VecDeque<(u64, u32)>,
     packets: u64,
 }
 
@@ -204,6 +216,7 @@ impl PageServer {
                 partial: BTreeMap::new(),
                 recent: VecDeque::new(),
                 last: BTreeMap::new(),
+                freed: VecDeque::new(),
                 packets: 0,
             },
         );
@@ -323,13 +336,7 @@ impl PageServer {
                 }
             }
             Message::Free { vpn } => {
-                match ctx.st.last.get(&vpn) {
-                    Some(&(r, true)) if before(h.request, r) => ctx.stats.stale_writes += 1,
-                    _ => {
-                        store.free(h.stream, vpn);
-                        ctx.st.last.insert(vpn, (h.request, true));
-                    }
-                }
+                ctx.free(store, vpn);
                 reply.ack(vpn, Code::None);
             }
             // A client's ACK of a whole read, or a NACK that only reports: nothing to do.
@@ -400,6 +407,32 @@ impl Ctx<'_> {
     fn finished(&mut self, offload: bool) -> Option<&mut Finished> {
         let request = self.request;
         self.st.recent.iter_mut().rev().find(|f| f.request == request && f.offload == offload)
+    }
+
+    /// Frees page `vpn`, unless a newer write of the client's replaced it; the free is
+    /// remembered (for late writes older than it) if the page was known, among the last
+    /// [`FREES_REMEMBERED`] frees.
+    fn free<S: PageStore + ?Sized>(&mut self, store: &mut S, vpn: u64) {
+        let known = match self.st.last.get(&vpn) {
+            Some(&(r, true)) if before(self.request, r) => {
+                self.stats.stale_writes += 1;
+                return;
+            }
+            Some(_) => true,
+            None => store.holds(self.stream, vpn),
+        };
+        store.free(self.stream, vpn);
+        if !known {
+            return;
+        }
+        self.st.last.insert(vpn, (self.request, true));
+        self.st.freed.push_back((vpn, self.request));
+        if self.st.freed.len() > FREES_REMEMBERED
+            && let Some((v, r)) = self.st.freed.pop_front()
+            && self.st.last.get(&v) == Some(&(r, true))
+        {
+            self.st.last.remove(&v);
+        }
     }
 
     /// Whether a client write of `vpn` with this request id is older than the page's last

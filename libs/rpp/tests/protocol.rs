@@ -6,6 +6,7 @@ mod common;
 
 use common::{MemStore, Rng};
 use rpp::client::{Params, StreamKey, Transfer};
+use rpp::server::{FREES_REMEMBERED, RECENT_WRITES};
 use rpp::wire::{Code, DataFlags, Message, decode};
 use rpp::{Outcome, PageServer, RttConfig, RttEstimator};
 
@@ -316,4 +317,41 @@ fn karn_no_sample_from_a_retransmitted_operation() {
     let ack = to_server(&mut s, &out);
     to_client(&mut t, 3_010, &mut rtt, &ack);
     assert_eq!(rtt.srtt(), Some(3_000));
+}
+
+/// What a server remembers of freed pages is bounded: freeing pages never written leaves
+/// nothing; of 2,000 pages written and freed, the last 1,024 frees are remembered (a late write
+/// older than one does not bring its page back) and the older ones forgotten.
+#[test]
+fn remembered_frees_are_bounded() {
+    let mut s = server(1421, 10);
+    let rtt = RttEstimator::new(RttConfig::LAN);
+    let mut req = 0;
+    let op = |s: &mut (PageServer, MemStore), t: &mut Transfer| {
+        to_server(s, &sent(|out| t.start(0, &rtt, out)))
+    };
+    let mut writes = Vec::new();
+    for vpn in 0..2_000u64 {
+        req += 1;
+        let mut w = Transfer::write(KEY, req, vpn, vec![vpn as u8; PAGE], params(1421)).unwrap();
+        let packets = sent(|out| w.start(0, &rtt, out));
+        to_server(&mut s, &packets);
+        writes.push(packets);
+        req += 1;
+        op(&mut s, &mut Transfer::free(KEY, req, vpn, params(1421)).unwrap());
+    }
+    // Frees of pages never written are not remembered (they would push the others out).
+    for vpn in 0..2_000 {
+        req += 1;
+        op(&mut s, &mut Transfer::free(KEY, req, 1_000_000 + vpn, params(1421)).unwrap());
+    }
+    assert!(s.1.pages.is_empty());
+    // The oldest free remembered keeps its page freed when the page's write comes again (long
+    // after the server forgot the write itself); the one before it is forgotten.
+    let oldest = 2_000 - FREES_REMEMBERED;
+    assert!(oldest + RECENT_WRITES < 2_000);
+    to_server(&mut s, &writes[oldest]);
+    assert!(s.1.pages.is_empty());
+    to_server(&mut s, &writes[oldest - 1]);
+    assert_eq!(s.1.pages.keys().copied().collect::<Vec<_>>(), [(3, oldest as u64 - 1)]);
 }

@@ -433,8 +433,12 @@ fn total_loss_is_unreachable_in_bounded_time() {
         (0, Transfer::exchange(key(), 3, 3, page, 4, p).unwrap()),
         (0, Transfer::free(key(), 4, 5, p).unwrap()),
     ];
-    let rtt = rpp::RttEstimator::new(RttConfig::LAN);
-    let give_up: u64 = (0..=p.retries).map(|k| rtt.rto_backoff(k)).sum();
+    // RttConfig::LAN: 100 ms before any sample, doubled per timeout up to 2 s; 11 timeouts.
+    assert_eq!(p.retries, 10);
+    let give_up: u64 = [100, 200, 400, 800, 1600, 2000, 2000, 2000, 2000, 2000, 2000]
+        .iter()
+        .map(|ms| ms * 1_000_000)
+        .sum();
     let done = w.run_ops(ops, 4, give_up);
     for f in &done {
         assert_eq!(f.transfer.outcome(), Some(Outcome::Unreachable), "{:?}", f.transfer);

@@ -56,13 +56,19 @@
 //! - A page's contents are where the pager says (resident, cached, stored, or zero): the
 //!   driver never maps a frame the pager has not filled.
 //!
+//! Pages go to and from the disk without a copy: a page read from disk is read straight into
+//! its frame at the window page, and one written back leaves from its frame there, the frame
+//! lent to the disk driver for the request (`blk_client::StreamDisk` lends every whole window
+//! page it is given; the kernel's `frame_lend`). A page decompressed from the compressed cache
+//! is written once, into its frame; pages the compressed pool or the prefetching disk manager
+//! keep in buffers of their own still cross the block session's data area by one copy.
+//!
 //! # Not implemented
-//! Handing pages to the disk driver without a copy (a page is read or decompressed straight
-//! into its frame, but crosses the block session's data area by one copy); unbind writing the
-//! stretch back (unbind drops everything, as the stretch is destroyed with it, and does not
-//! release the remote store's pages: the store does when it is dropped, if it does); filling
-//! a new server from the disk after every server was lost (pages stay on the disk, new
-//! evictions go to the remote store again once it takes them).
+//! Unbind writing the stretch back (unbind drops everything, as the stretch is destroyed with
+//! it, and does not release the remote store's pages: the store does when it is dropped, if it
+//! does); filling a new server from the disk after every server was lost (pages stay on the
+//! disk, new evictions go to the remote store again once it takes them); pages to the network
+//! without a copy (the remote paging client copies a page into its UDP session's slots).
 
 #![no_std]
 #![forbid(unsafe_code)]

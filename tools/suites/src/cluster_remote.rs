@@ -35,8 +35,8 @@ fn line_of(run: &ClusterRun, node: &str, text: &str) -> Result<String, String> {
         .ok_or(format!("node {node} logged no line containing `{text}`"))
 }
 
-/// Node a's client: every byte right. Its remote line and store line.
-fn client(run: &ClusterRun, mirror: &str) -> Result<(String, String), String> {
+/// Node a's client: every byte right, no page lost. Its remote line and its two store lines.
+fn client(run: &ClusterRun, mirror: &str) -> Result<(String, String, String), String> {
     let random = line_of(run, "a", "[pager] heracles: random pages=")?;
     if get(&random, "pages")? != 128
         || get(&random, "steps")? != 3000
@@ -50,10 +50,11 @@ fn client(run: &ClusterRun, mirror: &str) -> Result<(String, String), String> {
         return Err(format!("not mirror={mirror}: {remote}"));
     }
     let store = line_of(run, "a", "[pager] heracles: store combination=")?;
-    if get(&store, "lost_remote")? != 0 {
-        return Err(format!("pages lost: {store}"));
+    let events = line_of(run, "a", "[pager] heracles: store events ")?;
+    if get(&events, "lost_remote")? != 0 {
+        return Err(format!("pages lost: {events}"));
     }
-    Ok((remote, store))
+    Ok((remote, store, events))
 }
 
 /// Server `node`'s line of its client a (10.0.0.1).
@@ -72,7 +73,7 @@ fn finished(run: &ClusterRun) -> Result<(), String> {
 /// The plain and lossy runs: both servers used, nothing local, every write stored once.
 fn spread(run: &ClusterRun, lossy: bool) -> Result<(), String> {
     finished(run)?;
-    let (remote, store) = client(run, "none")?;
+    let (remote, store, events) = client(run, "none")?;
     let written = get(&remote, "pages_written")?;
     if get(&remote, "servers")? != 2 || get(&remote, "failovers")? != 0 || written < 96 {
         return Err(format!("a did not page to both servers: {remote}"));
@@ -81,9 +82,9 @@ fn spread(run: &ClusterRun, lossy: bool) -> Result<(), String> {
     if lossy && retransmits == 0 {
         return Err(format!("10% loss and no retransmission: {remote}"));
     }
-    for k in ["local_writes", "fallbacks", "servers_lost"] {
-        if get(&store, k)? != 0 {
-            return Err(format!("{k} should be 0: {store}"));
+    for (line, k) in [(&store, "local_writes"), (&store, "fallbacks"), (&events, "servers_lost")] {
+        if get(line, k)? != 0 {
+            return Err(format!("{k} should be 0: {line}"));
         }
     }
     let mut stored = 0;
@@ -100,7 +101,7 @@ fn spread(run: &ClusterRun, lossy: bool) -> Result<(), String> {
             return Err(format!("{node} did not serve a: {s}"));
         }
         stored += get(&s, "writes")?;
-        line_of(run, node, "ended: every client released its stream")?;
+        line_of(run, node, "[server] paging-server: ended: every client released its stream")?;
     }
     if stored != written {
         return Err(format!("the servers stored {stored} pages, a wrote {written}: {remote}"));
@@ -134,13 +135,13 @@ fn killed(run: &ClusterRun, nodes: &[&str]) -> Result<(), String> {
 fn failover(run: &ClusterRun) -> Result<(), String> {
     killed(run, &["b"])?;
     line_of(run, "a", "[pager] heracles: step 1500")?;
-    let (remote, store) = client(run, "server")?;
+    let (remote, store, events) = client(run, "server")?;
     if get(&remote, "failovers")? != 1 || get(&remote, "servers")? != 1 {
         return Err(format!("want one failover and one server left: {remote}"));
     }
-    for k in ["local_writes", "fallbacks", "servers_lost"] {
-        if get(&store, k)? != 0 {
-            return Err(format!("{k} should be 0 with the mirror alive: {store}"));
+    for (line, k) in [(&store, "local_writes"), (&store, "fallbacks"), (&events, "servers_lost")] {
+        if get(line, k)? != 0 {
+            return Err(format!("{k} should be 0 with the mirror alive: {line}"));
         }
     }
     let c = served(run, "c")?;
@@ -158,11 +159,11 @@ pub(crate) fn remote_paging_failover() -> Result<(), String> {
 
 fn vanish(run: &ClusterRun) -> Result<(), String> {
     killed(run, &["b", "c"])?;
-    let (remote, store) = client(run, "disk")?;
+    let (remote, store, events) = client(run, "disk")?;
     if get(&remote, "servers")? != 0 {
         return Err(format!("servers left after both were killed: {remote}"));
     }
-    if get(&store, "servers_lost")? != 1
+    if get(&events, "servers_lost")? != 1
         || get(&store, "fallbacks")? == 0
         || !store.contains(" remote_now=false ")
         || get(&store, "local_writes")? <= get(&store, "mirror_writes")?
@@ -183,7 +184,7 @@ pub(crate) fn remote_paging_servers_vanish() -> Result<(), String> {
 
 fn hostile(run: &ClusterRun) -> Result<(), String> {
     finished(run)?;
-    let (remote, _) = client(run, "none")?;
+    let (remote, _, _) = client(run, "none")?;
     if get(&remote, "servers")? != 1 {
         return Err(format!("a should page to b alone: {remote}"));
     }

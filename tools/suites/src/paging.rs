@@ -409,6 +409,24 @@ fn heracles_random(out: &Outcome, hierarchy: &str) -> Result<(), String> {
             return Err(format!("the pager does not harvest the accessed bits: {spec}"));
         }
     }
+    if hierarchy == "local" || hierarchy == "compressed" {
+        // Pages fetched into the window go to the driver in their frames, lent for the request,
+        // and so do those written back from it (the local hierarchy's; the compressed pool
+        // writes from its own buffers, by copy): every loan came back, and every such page
+        // (one a request here) went that way.
+        let lent = line_with(out, "virtio-blk: lent frames: requests=")?;
+        let requests = get(lent, "requests")?;
+        if requests != get(lent, "returned")? {
+            return Err(format!("a loan did not come back: {lent}"));
+        }
+        let mut pages = get(disk, "pages_read")?;
+        if hierarchy == "local" {
+            pages += get(disk, "pages_written")?;
+        }
+        if requests != pages {
+            return Err(format!("{pages} pages moved, {requests} through lent frames: {lent}"));
+        }
+    }
     if hierarchy.starts_with("prefetching") && get(disk, "prefetched")? == 0 {
         return Err(format!("the friends disk manager prefetched nothing: {disk}"));
     }
@@ -508,6 +526,63 @@ fn heracles_disk_errors(out: &Outcome) -> Result<(), String> {
     expect_exit(out, "pager", 0)
 }
 
+/// Frame loans from both ends (`lendcheck`, `tests/manifests/paging/lending.toml`): the client
+/// may not lend an unmapped page, a nailed one, another's, nor to a driver it has no channel
+/// to; a page lent for the device to write is out of its view (a write faults and waits, by the
+/// client's clock, for the driver's 50 ms hold, but not a second) and lent once; the driver
+/// learns the address only within the loan and is refused a loan it returned; the driver dies
+/// holding a loan of a page lent for the device to read (which the client still read), and
+/// the page comes back mapped and writable, its data intact, the client going on.
+fn lending(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    expect_line(out, "lendcheck: stranger id=1")?;
+    for (what, want) in [
+        ("lend an unmapped page", "NotMapped"),
+        ("lend a nailed page", "NotManaged"),
+        ("lend another's page", "BadAddress"),
+        ("lend to a driver with no channel", "PermissionDenied"),
+        ("lend with a bad access", "InvalidArgument"),
+        ("lend it again", "InUse"),
+        ("unmap it", "InUse"),
+        ("return a loan the driver ended", "NotFound"),
+    ] {
+        expect_line(out, &format!("[client] lendcheck: {what}: {want}"))?;
+    }
+    expect_line(out, "lendcheck: lent page 0 for the device to write: mapped=0")?;
+    let driver = "[drv] lendcheck: driver: loan from domain 2: another lender PermissionDenied, \
+                  longer than a page InvalidArgument, address page-aligned";
+    let seen = out.log.iter().filter(|l| l.message.contains(driver)).count();
+    if seen != 2 {
+        return Err(format!("the driver checked {seen} loans, not 2: `{driver}`"));
+    }
+    expect_line(
+        out,
+        "lendcheck: driver: returned Ok; the returned loan: loan_address NotFound, frame_return NotFound",
+    )?;
+    let write = out
+        .line("lendcheck: write to the lent page waited ")
+        .map(|l| l.message.as_str())
+        .ok_or("no report of the write to the lent page")?;
+    let waited = number_after(write, "waited ")?;
+    if !(50_000_000..1_000_000_000).contains(&waited) || !write.ends_with("page intact=true") {
+        return Err(format!(
+            "the write did not wait for the 50 ms loan, or broke the page: {write}"
+        ));
+    }
+    if !write.contains("driver says Some(0)") || write.contains("faults on it=0") {
+        return Err(format!("the write took no fault or the driver's checks failed: {write}"));
+    }
+    expect_terminated(out, "drv", "store page fault")?;
+    expect_line(out, "domain drv: 1 lent frame(s) back to their lenders")?;
+    expect_line(
+        out,
+        "lendcheck: lent page 1 for the device to read: readable=true; the driver died holding it: gone=true mapped=1 written_without_fault=true",
+    )?;
+    expect_line(out, "lendcheck: client done ok=true")?;
+    expect_exit(out, "client", 0)?;
+    frames_returned(out)
+}
+
 pub(super) fn paging_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
     // ANCHOR: test_closure
     let boot = || Boot::new(arch);
@@ -544,7 +619,13 @@ pub(super) fn paging_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
         "domain big: revocation: asked for * optimistic frames, still * to release at the deadline (* us): taking all its frames by force",
         "domain big terminated: did not release revoked frames by the deadline",
     ];
+    let lending_death: Expected = &[
+        "domain drv: store page fault at address 0x10, *",
+        "domain drv: the address is outside the user half",
+        "domain drv terminated: store page fault",
+    ];
     let mut tests = vec![
+        virtual_time(test("lending", "lending.toml", lending_death, lending)),
         test("demand_zero", "demand-zero.toml", &[], demand_zero),
         test("unbound", "unbound.toml", &[], unbound),
         test("out_of_frames", "out-of-frames.toml", &[], out_of_frames),

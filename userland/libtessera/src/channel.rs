@@ -344,6 +344,12 @@ mod runtime {
     }
 
     impl Sender {
+        /// The receiving domain and its endpoint this end signals: what names it to the kernel
+        /// (`event_send`, `frame_lend`).
+        pub fn peer(&self) -> (usize, usize) {
+            (self.end.desc.peer_domain as usize, self.end.desc.peer_event as usize)
+        }
+
         /// Sends `msg` (at most [`max_message`](Sender::max_message) bytes), waiting while the
         /// ring is full. Errors: [`ChannelError::TooLarge`], [`ChannelError::Closed`] (the
         /// receiver died; nothing is sent), [`ChannelError::Corrupt`],
@@ -461,6 +467,11 @@ mod runtime {
                 self.given_back()?;
             }
             Ok(got)
+        }
+
+        /// The sending domain's identifier.
+        pub fn peer_domain(&self) -> u32 {
+            self.end.desc.peer_domain
         }
 
         /// Whether the sender is gone (its endpoint closed): once [`try_recv`](Self::try_recv)

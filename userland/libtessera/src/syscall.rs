@@ -283,6 +283,40 @@ pub fn dma_address(va: usize) -> Result<usize, SysError> {
     call(Call::DmaAddress, [va, 0, 0, 0, 0, 0])
 }
 
+/// Lends the frame mapped at page `va` of a managed stretch to the driver domain `domain`,
+/// named by its endpoint `endpoint` that this domain may signal (a channel's peer end), for one
+/// request whose device reads the frame (`abi::loan_access::DEVICE_READS`: the page stays
+/// mapped read-only meanwhile) or writes it (`DEVICE_WRITES`: the page leaves this domain's
+/// view meanwhile; an access faults to its stretch's driver); returns the loan's handle. The
+/// driver returns the loan when its device is done, which maps the page back as it was.
+#[inline]
+pub fn frame_lend(
+    va: usize,
+    domain: usize,
+    endpoint: usize,
+    access: usize,
+) -> Result<u64, SysError> {
+    // SAFETY: as for `unmap`: while lent, a write to `va` (any access, lent for the device to
+    // write) faults to its stretch's driver.
+    unsafe { raw(Call::FrameLend as usize, [va, domain, endpoint, access, 0, 0]) }
+        .map(|loan| loan as u64)
+}
+
+/// The device address of the first `len` bytes of the frame `lender` lent this driver domain
+/// as `loan`, for one request; from now on only this domain may end the loan.
+#[inline]
+pub fn loan_address(loan: u64, lender: u32, len: usize) -> Result<u64, SysError> {
+    call(Call::LoanAddress, [loan as usize, lender as usize, len, 0, 0, 0]).map(|pa| pa as u64)
+}
+
+/// Ends loan `loan`: as its borrower once the device is done with the frame, or as its lender
+/// while the borrower has not used it. The lender's page is mapped back as it was.
+#[inline]
+pub fn frame_return(loan: u64) -> Result<(), SysError> {
+    // SAFETY: the call changes only the lender's page back to what the lender had mapped there.
+    unsafe { raw(Call::FrameReturn as usize, [loan as usize, 0, 0, 0, 0, 0]) }.map(|_| ())
+}
+
 /// Acknowledges the device interrupt that signals endpoint `endpoint` (driver domains): the
 /// device was served and may interrupt again.
 pub fn irq_ack(endpoint: usize) -> Result<(), SysError> {

@@ -390,6 +390,17 @@ impl Fuzzer {
                 a[0] = pools::domain(rng, own);
                 a[1] = pools::endpoint(rng);
             }
+            Call::FrameLend => {
+                a[0] = pools::addr(rng, own);
+                a[1] = pools::domain(rng, own);
+                a[2] = pools::endpoint(rng);
+                a[3] = rng.below(3);
+            }
+            Call::LoanAddress => {
+                a[1] = pools::domain(rng, own);
+                a[2] = pools::size(rng);
+            }
+            Call::FrameReturn => {}
             Call::ActivationSet => {
                 a[0] = if rng.one_in(4) { 0 } else { pools::addr(rng, own) };
                 a[1] = pools::addr(rng, own);

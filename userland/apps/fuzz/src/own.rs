@@ -129,6 +129,9 @@ impl Own {
     /// - the self-paging calls always pass: `map`, `unmap` and `protect` act only on managed
     ///   stretches (the fuzzer's own memory is nailed), and `frame_free` only on loose frames,
     ///   which hold none of the memory its code uses (see `paging`).
+    /// - the loan calls always pass: the fuzzer has no channel to a driver domain, so
+    ///   `frame_lend` lends nothing, `loan_address` answers only a driver, and `frame_return`
+    ///   ends only loans that were made.
     /// - `page_state` writes its states only to the buffer `held::STATES` (the count within
     ///   it), an unmapped page of a managed stretch it holds, or memory outside its own.
     /// - unknown numbers: no argument points into its own memory, in case the kernel decoded
@@ -157,7 +160,10 @@ impl Own {
             | Call::MapBatch
             | Call::DmaAlloc
             | Call::DmaAddress
-            | Call::IrqAck => true,
+            | Call::IrqAck
+            | Call::LoanAddress
+            | Call::FrameReturn
+            | Call::FrameLend => true,
             Call::StretchDestroy => {
                 self.find(a[0]).is_some()
                     || self.mem.is_managed(a[0])

@@ -35,6 +35,7 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(StretchCreate), NoAddressSpace),
         (Some(StretchDestroy), NotFound),
         (Some(StretchDestroy), PermissionDenied),
+        (Some(StretchDestroy), InUse),
         (Some(StretchRights), InvalidArgument),
         (Some(StretchRights), NotFound),
         (Some(StretchRights), PermissionDenied),
@@ -69,11 +70,13 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(Unmap), BadAddress),
         (Some(Unmap), NotManaged),
         (Some(Unmap), NotMapped),
+        (Some(Unmap), InUse),
         (Some(Protect), InvalidArgument),
         (Some(Protect), BadAddress),
         (Some(Protect), NotManaged),
         (Some(Protect), PermissionDenied),
         (Some(Protect), NotMapped),
+        (Some(Protect), InUse),
         (Some(Remap), InvalidArgument),
         (Some(Remap), BadAddress),
         (Some(Remap), NotManaged),
@@ -81,6 +84,7 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(Remap), NotMapped),
         (Some(Remap), AlreadyMapped),
         (Some(Remap), NoMemory),
+        (Some(Remap), InUse),
         (Some(MapBatch), InvalidArgument),
         (Some(MapBatch), BadAddress),
         (Some(MapBatch), NotManaged),
@@ -93,6 +97,19 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(PageState), InvalidArgument),
         (Some(PageState), BadAddress),
         (Some(PageState), NotManaged),
+        (Some(FrameLend), InvalidArgument),
+        (Some(FrameLend), NotFound),
+        (Some(FrameLend), PermissionDenied),
+        (Some(FrameLend), BadAddress),
+        (Some(FrameLend), NotManaged),
+        (Some(FrameLend), NotMapped),
+        (Some(FrameLend), InUse),
+        (Some(FrameLend), NoMemory),
+        (Some(LoanAddress), NotFound),
+        (Some(LoanAddress), PermissionDenied),
+        (Some(LoanAddress), InvalidArgument),
+        (Some(FrameReturn), NotFound),
+        (Some(FrameReturn), InUse),
         (Some(DmaAlloc), PermissionDenied),
         (Some(DmaAlloc), InvalidArgument),
         (Some(DmaAlloc), NoMemory),
@@ -134,6 +151,59 @@ pub const NOT_EXPECTED: &[(Pair, &str)] = &[
     (
         (Some(Call::DmaAlloc), SysError::NoAddressSpace),
         "needs the 128 GiB stretch range exhausted for every domain, as for stretch_create",
+    ),
+    (
+        (Some(Call::FrameLend), SysError::BadAddress),
+        "needs a driver domain the fuzzer has a channel to, as the borrower is checked before \
+         the page (the kernel's host tests and paging::lending show it)",
+    ),
+    (
+        (Some(Call::FrameLend), SysError::NotManaged),
+        "needs a driver domain the fuzzer has a channel to, as the borrower is checked before \
+         the page (the kernel's host tests and paging::lending show it)",
+    ),
+    (
+        (Some(Call::FrameLend), SysError::NotMapped),
+        "needs a driver domain the fuzzer has a channel to, as the borrower is checked before \
+         the page (the kernel's host tests and paging::lending show it)",
+    ),
+    (
+        (Some(Call::FrameLend), SysError::InUse),
+        "needs a driver domain the fuzzer has a channel to, as the borrower is checked before \
+         the page (the kernel's host tests and paging::lending show it)",
+    ),
+    (
+        (Some(Call::FrameLend), SysError::NoMemory),
+        "needs a driver domain the fuzzer has a channel to, as the borrower is checked before \
+         the page (the kernel's host tests and paging::lending show it)",
+    ),
+    (
+        (Some(Call::LoanAddress), SysError::PermissionDenied),
+        "needs a frame lent to the fuzzer, and no domain lends to it (paging::lending shows it)",
+    ),
+    (
+        (Some(Call::LoanAddress), SysError::InvalidArgument),
+        "needs a frame lent to the fuzzer, and no domain lends to it (paging::lending shows it)",
+    ),
+    (
+        (Some(Call::StretchDestroy), SysError::InUse),
+        "needs a page of the fuzzer's lent, and it lends nothing (the kernel's host tests show it)",
+    ),
+    (
+        (Some(Call::Unmap), SysError::InUse),
+        "needs a page of the fuzzer's lent, and it lends nothing (the kernel's host tests show it)",
+    ),
+    (
+        (Some(Call::Protect), SysError::InUse),
+        "needs a page of the fuzzer's lent, and it lends nothing (the kernel's host tests show it)",
+    ),
+    (
+        (Some(Call::Remap), SysError::InUse),
+        "needs a page of the fuzzer's lent, and it lends nothing (the kernel's host tests show it)",
+    ),
+    (
+        (Some(Call::FrameReturn), SysError::InUse),
+        "needs a loan of the fuzzer's that its borrower used, and it lends nothing",
     ),
 ];
 
@@ -212,6 +282,9 @@ pub fn kind_name(k: usize) -> &'static str {
         Some(Call::Remap) => "remap",
         Some(Call::MapBatch) => "map_batch",
         Some(Call::PageState) => "page_state",
+        Some(Call::FrameLend) => "frame_lend",
+        Some(Call::LoanAddress) => "loan_address",
+        Some(Call::FrameReturn) => "frame_return",
     }
 }
 

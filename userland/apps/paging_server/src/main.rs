@@ -15,7 +15,7 @@
 //! queue_drops=D released=true|false`, then its totals,
 //! `paging-server: served streams=N refused_memory=.. refused_cpu=.. refused_bad=..
 //! bad_token=.. malformed=.. corrupted=.. unexpected=.. duplicates=.. chunks_resent=..
-//! stale_writes=.. unattributed_ns=..; ended: WHY`.
+//! stale_writes=.. unattributed_ns=..` and `paging-server: ended: WHY`.
 //!
 //! **Hostile client** (`--net NAME --port P --hostile A.B.C.D:Q [--rounds N]`): creates a
 //! stream of its own on the server at A.B.C.D:Q (for its token), then plays N rounds (default
@@ -230,7 +230,7 @@ fn serve(
     let c = server.counts();
     let d = server.data_stats();
     println!(
-        "paging-server: served streams={} refused_memory={} refused_cpu={} refused_bad={} bad_token={} malformed={} corrupted={} unexpected={} duplicates={} chunks_resent={} stale_writes={} unattributed_ns={}; ended: {why}",
+        "paging-server: served streams={} refused_memory={} refused_cpu={} refused_bad={} bad_token={} malformed={} corrupted={} unexpected={} duplicates={} chunks_resent={} stale_writes={} unattributed_ns={}",
         c.created,
         c.refused_memory,
         c.refused_cpu,
@@ -244,6 +244,7 @@ fn serve(
         d.stale_writes,
         c.unattributed_ns
     );
+    println!("paging-server: ended: {why}");
     0
 }
 
