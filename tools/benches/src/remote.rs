@@ -442,6 +442,7 @@ fn read(c: &Config, out: &Outcome, want: u64) -> Result<Row> {
     }
     let remote = numbers(&lines, "heracles: remote program=")?;
     let store = numbers(&lines, "heracles: store combination=")?;
+    let events = numbers(&lines, "heracles: store events ")?;
     (row.pages_written, row.pages_read) = (remote("pages_written")?, remote("pages_read")?);
     (row.packets_sent, row.packets_received) =
         (remote("packets_sent")?, remote("packets_received")?);
@@ -449,7 +450,7 @@ fn read(c: &Config, out: &Outcome, want: u64) -> Result<Row> {
     (row.remote_writes, row.remote_reads) = (store("remote_writes")?, store("remote_reads")?);
     (row.local_writes, row.local_reads) = (store("local_writes")?, store("local_reads")?);
     row.mirror_writes = store("mirror_writes")?;
-    let (fallbacks, lost) = (store("fallbacks")?, store("lost_remote")?);
+    let (fallbacks, lost) = (store("fallbacks")?, events("lost_remote")?);
     if fallbacks != 0 || lost != 0 || row.local_reads != 0 || row.remote_writes == 0 {
         return Err(failed(format!(
             "not a remote run: {fallbacks} fallbacks to the disk, {lost} remote pages lost, {} \
@@ -945,7 +946,8 @@ mod tests {
             "[pager] heracles: disk device_reads=0 device_writes=0 pages_read=0 pages_written=0 prefetched=0 requests=0 wait_ns=0",
             "[pager] heracles: cost faults=384 fault_ns=191881700 kernel_calls=640 kernel_ns=755800 codec_ns=0 disk_ns=0",
             "[pager] heracles: remote program=filter mirror=none servers=1 pages_written=256 pages_read=192 packets_sent=1153 packets_received=833 retransmits=0 failovers=0 revocations=0 strays=0 control_ignored=0",
-            "[pager] heracles: store combination=5 store=remote mirror=none remote_now=true remote_writes=256 remote_reads=192 local_writes=0 local_reads=0 mirror_writes=0 fallbacks=0 lost_remote=0 servers_lost=0 remote_pages=192",
+            "[pager] heracles: store combination=5 store=remote mirror=none remote_now=true remote_writes=256 remote_reads=192 local_writes=0 local_reads=0 mirror_writes=0 fallbacks=0",
+            "[pager] heracles: store events populated=0 lost_remote=0 stale_freed=0 revocations=0 servers_lost=0 remote_pages=192 servers=1 failovers=0 retransmits=0",
             "[srv-1] paging-server: client 10.0.0.1:49152 stream=1 role=primary disk=yes reserved=192 pages=0 peak=192 reads=192 writes=256 frees=0 cpu_ns=22127600 extra_ns=0 throttled=0 refused=0 queue_drops=0 released=true",
             "  drv-a: cpu 24237 us guaranteed + 11033 us extra, 24 periods of 10000 us, 0 deadlines missed, 0 periods ended late (contract: slice 1000 us, extra true)",
             "  drv-b: cpu 24237 us guaranteed + 9863 us extra, 24 periods of 10000 us, 0 deadlines missed, 0 periods ended late (contract: slice 1000 us, extra true)",
