@@ -36,12 +36,14 @@ extern crate alloc;
 
 pub mod admission;
 pub mod advertiser;
+pub mod revoke;
 pub mod select;
 pub mod trader;
 pub mod victim;
 
 pub use admission::{Admission, ClientRecord, Refusal, Request, Role};
 pub use advertiser::{Advertiser, AdvertiserConfig, Poll, Sample};
+pub use revoke::{ClientRevocation, ForwardFilter, ServerRevocation};
 pub use select::{Selection, Step};
 pub use trader::TraderTable;
 pub use victim::{Candidate, choose_victims};
