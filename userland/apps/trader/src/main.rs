@@ -1,0 +1,225 @@
+//! `trader`: the remote paging trader (Heracles §10.2), a domain serving UDP through
+//! `net_client`.
+//!
+//! `trader --net NAME --port P [--idle MS] [--lifetime MS] [--capacity N]` opens UDP port P on
+//! the driver reached by the channels `NAME-req`/`NAME-resp` and serves the remote paging
+//! protocol's trader messages (`rpp::wire`):
+//!
+//! - **Advert** (a server offering `bytes`): kept in a [`TraderTable`], replacing the server's
+//!   previous advert; an advert of zero bytes, or one saying the server cannot commit CPU or
+//!   network time to a new client, withdraws it. Each advert is acknowledged (an `Ack` of page
+//!   0, code `None`, under the advert's request id), so the server knows the trader heard it
+//!   and re-sends to a trader that did not answer.
+//! - **TraderQuery** (a client wanting `bytes`): answered with a `TraderAnswer` naming up to
+//!   five servers advertising at least that much, the most first, under the query's request id.
+//!
+//! Adverts expire `--lifetime MS` after they came (default 30 s, three of a server's polls);
+//! the table holds `--capacity N` servers (default 64). Anything else that arrives is counted
+//! as bad and not answered. The trader ends when nothing came for `--idle MS` (counted from
+//! the open, then from each datagram; without it, it never ends) and then prints what it holds
+//! and what it did, lines that tests read:
+//!
+//! ```text
+//! trader: ended (idle): 6 adverts (2 servers), 3 queries (3 answered with servers), 0 bad
+//! trader: holds 10.0.0.2:7100 offering 33554432 bytes, advertised at 5123 ms
+//! ```
+//!
+//! Each advert that changes the table and each query is also printed as it comes
+//! (`trader: advert from A:P: B bytes (added|replaced|withdrawn|not kept)`, `trader: query
+//! from A:P for B bytes: N servers`). Exits 0 unless its session failed; bad arguments exit 2.
+
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+use net_client::{ChannelTransport, NetError, Session};
+use net_interface::Endpoint;
+use net_interface::frame::MAX_UDP_PAYLOAD;
+use remote_control::trader::{DEFAULT_LIFETIME, Stored, TraderTable};
+use rpp::wire::{self, Candidate, Candidates, Code, Message, Packet};
+use tessera::{Env, println};
+
+tessera::main!(main);
+
+/// Servers the table holds by default.
+const CAPACITY: usize = 64;
+
+const USAGE: &str = "usage: trader --net NAME --port P [--idle MS] [--lifetime MS] [--capacity N]";
+
+/// What the trader counts.
+#[derive(Default)]
+struct Counts {
+    adverts: u64,
+    queries: u64,
+    answered_with_servers: u64,
+    bad: u64,
+}
+
+fn main(env: Env) -> i32 {
+    let (mut net, mut port, mut idle, mut lifetime, mut capacity) = (None, None, None, None, None);
+    let mut args = env.args;
+    while let Some(a) = args.next() {
+        let Some(v) = args.next() else {
+            println!("trader: an option without its value; {USAGE}");
+            return 2;
+        };
+        let ms = v.parse::<u64>().ok().map(|ms| ms.saturating_mul(1_000_000));
+        let ok = match a {
+            "--net" => {
+                net = Some(v);
+                true
+            }
+            "--port" => {
+                port = v.parse::<u16>().ok();
+                port.is_some()
+            }
+            "--idle" => {
+                idle = ms;
+                ms.is_some()
+            }
+            "--lifetime" => {
+                lifetime = ms.filter(|&ns| ns > 0);
+                lifetime.is_some()
+            }
+            "--capacity" => {
+                capacity = v.parse::<usize>().ok().filter(|n| (1..=1024).contains(n));
+                capacity.is_some()
+            }
+            _ => false,
+        };
+        if !ok {
+            println!("trader: bad option {a} {v}; {USAGE}");
+            return 2;
+        }
+    }
+    let (Some(net), Some(port)) = (net, port) else {
+        println!("trader: --net and --port are needed; {USAGE}");
+        return 2;
+    };
+    let Some(transport) = ChannelTransport::connect(net) else {
+        println!("trader: no channels {net}-req and {net}-resp");
+        return 1;
+    };
+    let mut session = Session::new(transport);
+    if let Err(e) = session.open(port) {
+        println!("trader: open of port {port} failed: {e:?}");
+        return 1;
+    }
+    let table =
+        TraderTable::new(capacity.unwrap_or(CAPACITY), lifetime.unwrap_or(DEFAULT_LIFETIME));
+    let status = serve(&mut session, table, idle);
+    if let Err(e) = session.close() {
+        println!("trader: close failed: {e:?}");
+        return 1;
+    }
+    status
+}
+
+/// Serves until nothing came for `idle` ns.
+fn serve(
+    session: &mut Session<ChannelTransport>,
+    mut table: TraderTable<Endpoint>,
+    idle: Option<u64>,
+) -> i32 {
+    let mut counts = Counts::default();
+    let mut buf = [0u8; MAX_UDP_PAYLOAD];
+    let mut out = [0u8; MAX_UDP_PAYLOAD];
+    let mut last = tessera::time_ns();
+    loop {
+        let deadline = idle.map_or(u64::MAX, |ns| last.saturating_add(ns));
+        let got = session.receive_until(deadline, |d| {
+            let len = d.payload.len().min(buf.len());
+            buf[..len].copy_from_slice(&d.payload[..len]);
+            (d.from, len)
+        });
+        let (from, len) = match got {
+            Ok(Some(g)) => g,
+            Ok(None) => break,
+            Err(e) => {
+                println!("trader: receive failed: {e:?}");
+                return 1;
+            }
+        };
+        let now = tessera::time_ns();
+        last = now;
+        let Some(reply) = handle(&mut table, &mut counts, now, from, &buf[..len]) else {
+            continue;
+        };
+        let Ok(n) = wire::encode(&reply, &mut out) else {
+            continue;
+        };
+        match session.send(from, &out[..n]) {
+            Ok(()) => {}
+            Err(NetError::Closed) => {
+                println!("trader: send failed: the driver is gone");
+                return 1;
+            }
+            // A refused send is a lost answer: the asker retries.
+            Err(_) => {}
+        }
+    }
+    let now = tessera::time_ns();
+    table.expire(now);
+    let servers = table.len();
+    println!(
+        "trader: ended (idle): {} adverts ({servers} servers), {} queries ({} answered with servers), {} bad",
+        counts.adverts, counts.queries, counts.answered_with_servers, counts.bad
+    );
+    for a in table.adverts() {
+        println!(
+            "trader: holds {} offering {} bytes, advertised at {} ms",
+            a.server,
+            a.bytes,
+            a.at / 1_000_000
+        );
+    }
+    0
+}
+
+/// What the trader answers to the datagram `bytes` from `from`, if anything.
+fn handle(
+    table: &mut TraderTable<Endpoint>,
+    counts: &mut Counts,
+    now: u64,
+    from: Endpoint,
+    bytes: &[u8],
+) -> Option<Packet<'static>> {
+    let Ok(packet) = wire::decode(bytes) else {
+        counts.bad += 1;
+        return None;
+    };
+    let header = packet.header;
+    match packet.message {
+        Message::Advert { server, bytes, cpu_committable, net_committable } => {
+            counts.adverts += 1;
+            let offered = if cpu_committable && net_committable { bytes } else { 0 };
+            let stored = table.advert(now, server, offered);
+            println!(
+                "trader: advert from {server}: {offered} bytes ({})",
+                match stored {
+                    Stored::Added => "added",
+                    Stored::Replaced => "replaced",
+                    Stored::Withdrawn => "withdrawn",
+                    Stored::Full => "not kept",
+                }
+            );
+            Some(Packet { header, message: Message::Ack { vpn: 0, code: Code::None } })
+        }
+        Message::TraderQuery { bytes } => {
+            counts.queries += 1;
+            let mut servers = Candidates::new();
+            for a in table.query(now, bytes) {
+                servers.push(Candidate { server: a.server, bytes: a.bytes });
+            }
+            let n = servers.as_slice().len();
+            counts.answered_with_servers += u64::from(n > 0);
+            println!("trader: query from {from} for {bytes} bytes: {n} servers");
+            Some(Packet { header, message: Message::TraderAnswer { servers } })
+        }
+        _ => {
+            counts.bad += 1;
+            None
+        }
+    }
+}
