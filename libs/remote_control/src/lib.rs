@@ -25,6 +25,13 @@
 //!   the new server's rule that pages the client sent beat pages forwarded by the old server
 //!   ([`ForwardFilter`]).
 //!
+//!
+//! The messages of the control plane (the remote paging protocol's `Advert`, `TraderQuery` and
+//! `TraderAnswer`, `rpp::wire`) are spoken by two sans-IO layers over these policies:
+//! [`service`] ([`TraderService`], the trader's answers, bytes in and bytes out) and [`link`]
+//! ([`AdvertLink`], a server's adverts to its traders with their acknowledgements;
+//! [`TraderAsk`], a client's query to one trader with its retries).
+//!
 //! Where the thesis leaves a quantity open, the choice made here is written in the module that
 //! makes it (the percentages of Fig 10.4 are fractions of `THRESHOLD`; `THRESHOLD` is 89% of
 //! `MAX_THRESHOLD`; a revocation's notice is re-sent and then given up on).
@@ -36,15 +43,19 @@ extern crate alloc;
 
 pub mod admission;
 pub mod advertiser;
+pub mod link;
 pub mod revoke;
 pub mod select;
+pub mod service;
 pub mod trader;
 pub mod victim;
 
 pub use admission::{Admission, ClientRecord, Refusal, Request, Role};
 pub use advertiser::{Advertiser, AdvertiserConfig, Poll, Sample};
+pub use link::{AdvertLink, TraderAsk};
 pub use revoke::{ClientRevocation, ForwardFilter, ServerRevocation};
 pub use select::{Selection, Step};
+pub use service::TraderService;
 pub use trader::TraderTable;
 pub use victim::{Candidate, choose_victims};
 

@@ -13,6 +13,8 @@
 //! - **TraderQuery** (a client wanting `bytes`): answered with a `TraderAnswer` naming up to
 //!   five servers advertising at least that much, the most first, under the query's request id.
 //!
+//! The answers are `remote_control`'s [`TraderService`], tested on the host.
+//!
 //! Adverts expire `--lifetime MS` after they came (default 30 s, three of a server's polls);
 //! the table holds `--capacity N` servers (default 64). Anything else that arrives is counted
 //! as bad and not answered. The trader ends when nothing came for `--idle MS` (counted from
@@ -34,10 +36,9 @@
 extern crate alloc;
 
 use net_client::{ChannelTransport, NetError, Session};
-use net_interface::Endpoint;
 use net_interface::frame::MAX_UDP_PAYLOAD;
+use remote_control::service::{Event, TraderService};
 use remote_control::trader::{DEFAULT_LIFETIME, Stored, TraderTable};
-use rpp::wire::{self, Candidate, Candidates, Code, Message, Packet};
 use tessera::{Env, println};
 
 tessera::main!(main);
@@ -46,15 +47,6 @@ tessera::main!(main);
 const CAPACITY: usize = 64;
 
 const USAGE: &str = "usage: trader --net NAME --port P [--idle MS] [--lifetime MS] [--capacity N]";
-
-/// What the trader counts.
-#[derive(Default)]
-struct Counts {
-    adverts: u64,
-    queries: u64,
-    answered_with_servers: u64,
-    bad: u64,
-}
 
 fn main(env: Env) -> i32 {
     let (mut net, mut port, mut idle, mut lifetime, mut capacity) = (None, None, None, None, None);
@@ -108,7 +100,7 @@ fn main(env: Env) -> i32 {
     }
     let table =
         TraderTable::new(capacity.unwrap_or(CAPACITY), lifetime.unwrap_or(DEFAULT_LIFETIME));
-    let status = serve(&mut session, table, idle);
+    let status = serve(&mut session, TraderService::new(table), idle);
     if let Err(e) = session.close() {
         println!("trader: close failed: {e:?}");
         return 1;
@@ -119,10 +111,9 @@ fn main(env: Env) -> i32 {
 /// Serves until nothing came for `idle` ns.
 fn serve(
     session: &mut Session<ChannelTransport>,
-    mut table: TraderTable<Endpoint>,
+    mut trader: TraderService,
     idle: Option<u64>,
 ) -> i32 {
-    let mut counts = Counts::default();
     let mut buf = [0u8; MAX_UDP_PAYLOAD];
     let mut out = [0u8; MAX_UDP_PAYLOAD];
     let mut last = tessera::time_ns();
@@ -143,12 +134,23 @@ fn serve(
         };
         let now = tessera::time_ns();
         last = now;
-        let Some(reply) = handle(&mut table, &mut counts, now, from, &buf[..len]) else {
-            continue;
-        };
-        let Ok(n) = wire::encode(&reply, &mut out) else {
-            continue;
-        };
+        let (event, reply) = trader.handle(now, &buf[..len], &mut out);
+        match event {
+            Event::Advert { server, bytes, stored } => println!(
+                "trader: advert from {server}: {bytes} bytes ({})",
+                match stored {
+                    Stored::Added => "added",
+                    Stored::Replaced => "replaced",
+                    Stored::Withdrawn => "withdrawn",
+                    Stored::Full => "not kept",
+                }
+            ),
+            Event::Query { bytes, servers } => {
+                println!("trader: query from {from} for {bytes} bytes: {servers} servers")
+            }
+            Event::Bad => {}
+        }
+        let Some(n) = reply else { continue };
         match session.send(from, &out[..n]) {
             Ok(()) => {}
             Err(NetError::Closed) => {
@@ -160,13 +162,15 @@ fn serve(
         }
     }
     let now = tessera::time_ns();
+    let table = trader.table();
     table.expire(now);
     let servers = table.len();
+    let c = trader.counts();
     println!(
         "trader: ended (idle): {} adverts ({servers} servers), {} queries ({} answered with servers), {} bad",
-        counts.adverts, counts.queries, counts.answered_with_servers, counts.bad
+        c.adverts, c.queries, c.answered_with_servers, c.bad
     );
-    for a in table.adverts() {
+    for a in trader.table().adverts() {
         println!(
             "trader: holds {} offering {} bytes, advertised at {} ms",
             a.server,
@@ -175,51 +179,4 @@ fn serve(
         );
     }
     0
-}
-
-/// What the trader answers to the datagram `bytes` from `from`, if anything.
-fn handle(
-    table: &mut TraderTable<Endpoint>,
-    counts: &mut Counts,
-    now: u64,
-    from: Endpoint,
-    bytes: &[u8],
-) -> Option<Packet<'static>> {
-    let Ok(packet) = wire::decode(bytes) else {
-        counts.bad += 1;
-        return None;
-    };
-    let header = packet.header;
-    match packet.message {
-        Message::Advert { server, bytes, cpu_committable, net_committable } => {
-            counts.adverts += 1;
-            let offered = if cpu_committable && net_committable { bytes } else { 0 };
-            let stored = table.advert(now, server, offered);
-            println!(
-                "trader: advert from {server}: {offered} bytes ({})",
-                match stored {
-                    Stored::Added => "added",
-                    Stored::Replaced => "replaced",
-                    Stored::Withdrawn => "withdrawn",
-                    Stored::Full => "not kept",
-                }
-            );
-            Some(Packet { header, message: Message::Ack { vpn: 0, code: Code::None } })
-        }
-        Message::TraderQuery { bytes } => {
-            counts.queries += 1;
-            let mut servers = Candidates::new();
-            for a in table.query(now, bytes) {
-                servers.push(Candidate { server: a.server, bytes: a.bytes });
-            }
-            let n = servers.as_slice().len();
-            counts.answered_with_servers += u64::from(n > 0);
-            println!("trader: query from {from} for {bytes} bytes: {n} servers");
-            Some(Packet { header, message: Message::TraderAnswer { servers } })
-        }
-        _ => {
-            counts.bad += 1;
-            None
-        }
-    }
 }
