@@ -80,10 +80,14 @@ impl RttEstimator {
     /// at most the configured maximum.
     pub fn rto_backoff(&self, attempts: u32) -> u64 {
         let max = self.config.max_rto_ns.max(self.config.min_rto_ns);
-        self.rto()
-            .checked_shl(attempts.min(63))
-            .filter(|&t| t >> attempts.min(63) == self.rto())
-            .map_or(max, |t| t.min(max))
+        let mut t = self.rto();
+        for _ in 0..attempts {
+            if t >= max {
+                break;
+            }
+            t = t.saturating_mul(2);
+        }
+        t.min(max)
     }
 
     /// The configuration.

@@ -3,7 +3,7 @@
 //!
 //! The server only reacts (no clock): each packet it is given produces zero or more packets
 //! back to its sender. It checks the stream's token on every packet (a wrong one is counted
-//! and refused with [`crate::wire::Code::BadToken`]; nothing is read or touched); reassembles a write's
+//! and refused with [`Code::BadToken`]; nothing is read or touched); reassembles a write's
 //! chunks in a buffer and stores the page only once it is whole, then ACKs it; NACKs the
 //! missing chunks of a write when its last chunk arrives with gaps or when the client asks
 //! ([`crate::wire::Message::Write`]); sends a read's chunks, and again the chunks a client's
@@ -12,10 +12,21 @@
 //! of its page is acknowledged but not stored, so a late duplicate never overwrites newer data.
 //! A forwarded page ([`crate::wire::DataFlags::OFFLOAD`]) is stored only if the client has
 //! not written or freed that page on this server itself (the client's copy is the newer).
+//!
+//! What a server keeps per stream besides the pages is bounded: up to
+//! [`MAX_PARTIAL_WRITES`] writes in reassembly (a page buffer each), the last
+//! [`RECENT_WRITES`] finished writes, the last request id of each page held, and the last
+//! [`FREES_REMEMBERED`] frees. A write older than a free forgotten since could bring its page
+//! back: only a duplicate delayed past that many frees.
 
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::wire::{DecodeError, Packet};
+use crate::wire::{
+    ChunkSet, Code, Data, DataFlags, DecodeError, Header, MAX_CHUNK, MAX_CHUNKS, MAX_PACKET,
+    Message, Packet, decode, encode,
+};
 
 /// Why a store refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -60,7 +71,7 @@ pub enum Verdict<'a> {
 pub enum DropReason {
     /// It did not decode (a bad checksum is a corrupted packet).
     Malformed(DecodeError),
-    /// Unknown stream or wrong token (refused with [`crate::wire::Code::BadToken`]).
+    /// Unknown stream or wrong token (refused with [`Code::BadToken`]).
     BadToken,
     /// A message a server does not take (a TraderAnswer, an Alive on the data path).
     Unexpected,
@@ -92,38 +103,134 @@ pub struct ServerStats {
     pub stale_writes: u64,
 }
 
+/// Writes in progress kept per stream; a new one beyond this drops the oldest.
+pub const MAX_PARTIAL_WRITES: usize = 64;
+
+/// Finished writes remembered per stream (to answer their duplicates and retries).
+pub const RECENT_WRITES: usize = 256;
+
+/// Frees of pages remembered per stream (a late write older than a remembered free does not
+/// bring its page back). With the pages held, this bounds what a server keeps per stream.
+pub const FREES_REMEMBERED: usize = 1024;
+
+/// A write being reassembled.
+#[derive(Debug)]
+struct Partial {
+    vpn: u64,
+    tot: u16,
+    have: ChunkSet,
+    bytes: usize,
+    buf: Vec<u8>,
+    /// The exchange's page to send once the write is stored.
+    dest: Option<u64>,
+    /// When it began (the stream's packet count), to drop the oldest.
+    born: u64,
+}
+
+/// A finished write.
+#[derive(Clone, Copy, Debug)]
+struct Finished {
+    request: u32,
+    offload: bool,
+    vpn: u64,
+    code: Code,
+    dest: Option<u64>,
+}
+
+/// An open stream.
+#[derive(Debug)]
+struct Stream {
+    token: u64,
+    page_size: u32,
+    /// Writes in progress by (request id, forwarded).
+    partial: BTreeMap<(u32, bool), Partial>,
+    recent: VecDeque<Finished>,
+    /// Per page, the request id of its last write or free, and whether the client sent it
+    /// (or the page was forwarded by another server).
+    last: BTreeMap<u64, (u32, bool)>,
+    /// The last frees remembered in `last`, oldest first: (page, request id).
+    freed: VecDeque<(u64, u32)>,
+    packets: u64,
+}
+
+/// `a` is before `b` in request-id order (serial number arithmetic: ids wrap).
+fn before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// Encodes and sends answers under one packet's header.
+struct Reply<'o> {
+    header: Header,
+    out: &'o mut dyn FnMut(&[u8]),
+    sent: u64,
+}
+
+impl Reply<'_> {
+    fn send(&mut self, message: Message<'_>) {
+        let mut buf = [0u8; MAX_PACKET];
+        if let Ok(n) = encode(&Packet { header: self.header, message }, &mut buf) {
+            self.sent += 1;
+            (self.out)(&buf[..n]);
+        }
+    }
+    fn ack(&mut self, vpn: u64, code: Code) {
+        self.send(Message::Ack { vpn, code });
+    }
+    fn nack(&mut self, vpn: u64, code: Code) {
+        self.send(Message::Nack { vpn, code, missing: ChunkSet::EMPTY });
+    }
+}
+
 /// The data path of one server: see the module documentation.
 #[derive(Debug)]
 pub struct PageServer {
-    _todo: Vec<u8>,
+    chunk: usize,
+    streams: BTreeMap<u32, Stream>,
+    /// A page read from the store, to send.
+    page: Vec<u8>,
+    stats: ServerStats,
 }
 
 impl PageServer {
-    /// A server sending chunks of `chunk` bytes (1 to [`crate::wire::MAX_CHUNK`]), with no
-    /// stream open.
+    /// A server sending chunks of `chunk` bytes (clamped to 1 to [`crate::wire::MAX_CHUNK`]),
+    /// with no stream open.
     pub fn new(chunk: usize) -> PageServer {
-        let _ = chunk;
-        todo!()
+        PageServer {
+            chunk: chunk.clamp(1, MAX_CHUNK),
+            streams: BTreeMap::new(),
+            page: Vec::new(),
+            stats: ServerStats::default(),
+        }
     }
 
     /// Opens `stream` with its `token` and page size (after the control path admitted it).
-    /// Replaces any stream of that id.
+    /// Replaces any stream of that id. A page size of 0, or one that needs more than
+    /// [`crate::wire::MAX_CHUNKS`] chunks, makes every data request of the stream refused
+    /// ([`Code::BadRequest`]).
     pub fn open_stream(&mut self, stream: u32, token: u64, page_size: u32) {
-        let _ = (stream, token, page_size);
-        todo!()
+        self.streams.insert(
+            stream,
+            Stream {
+                token,
+                page_size,
+                partial: BTreeMap::new(),
+                recent: VecDeque::new(),
+                last: BTreeMap::new(),
+                freed: VecDeque::new(),
+                packets: 0,
+            },
+        );
     }
 
     /// Closes `stream`: its writes in progress are dropped. The pages in the store are the
     /// caller's to free.
     pub fn close_stream(&mut self, stream: u32) {
-        let _ = stream;
-        todo!()
+        self.streams.remove(&stream);
     }
 
     /// Whether `stream` is open with `token`.
     pub fn authenticates(&self, stream: u32, token: u64) -> bool {
-        let _ = (stream, token);
-        todo!()
+        self.streams.get(&stream).is_some_and(|s| s.token == token)
     }
 
     /// Takes one received UDP payload; answers go to `out` (to the packet's sender).
@@ -133,12 +240,372 @@ impl PageServer {
         bytes: &'a [u8],
         out: &mut dyn FnMut(&[u8]),
     ) -> Verdict<'a> {
-        let _ = (store, bytes, out);
-        todo!()
+        self.stats.packets_received += 1;
+        let packet = match decode(bytes) {
+            Ok(p) => p,
+            Err(e) => {
+                match e {
+                    DecodeError::BadChecksum => self.stats.corrupted += 1,
+                    _ => self.stats.malformed += 1,
+                }
+                return Verdict::Dropped(DropReason::Malformed(e));
+            }
+        };
+        let h = packet.header;
+        let mut reply = Reply { header: h, out, sent: 0 };
+        let verdict = self.dispatch(store, packet, &mut reply);
+        self.stats.packets_sent += reply.sent;
+        verdict
+    }
+
+    fn dispatch<'a, S: PageStore + ?Sized>(
+        &mut self,
+        store: &mut S,
+        packet: Packet<'a>,
+        reply: &mut Reply<'_>,
+    ) -> Verdict<'a> {
+        let h = packet.header;
+        let authentic = self.authenticates(h.stream, h.token);
+        let m = packet.message;
+        if !m.is_data_path() {
+            if h.stream == 0 || authentic {
+                return Verdict::Control { packet, authenticated: authentic };
+            }
+            self.stats.bad_token += 1;
+            reply.nack(0, Code::BadToken);
+            return Verdict::Dropped(DropReason::BadToken);
+        }
+        let vpn = match m {
+            Message::Read { vpn, .. }
+            | Message::Write { vpn, .. }
+            | Message::Exchange { vpn, .. }
+            | Message::Ack { vpn, .. }
+            | Message::Nack { vpn, .. }
+            | Message::Free { vpn } => vpn,
+            Message::Data(d) => d.vpn,
+            _ => 0,
+        };
+        if !authentic {
+            self.stats.bad_token += 1;
+            reply.nack(vpn, Code::BadToken);
+            return Verdict::Dropped(DropReason::BadToken);
+        }
+        let PageServer { chunk, streams, page, stats } = self;
+        let Some(st) = streams.get_mut(&h.stream) else { return Verdict::Handled };
+        st.packets += 1;
+        let mut ctx = Ctx { chunk: *chunk, stream: h.stream, request: h.request, st, page, stats };
+        let page_ok = |ps: u32| {
+            ps == ctx.st.page_size
+                && ctx.st.page_size > 0
+                && (ps as usize).div_ceil(ctx.chunk) <= MAX_CHUNKS
+        };
+        match m {
+            Message::Read { vpn, page_size } => {
+                if !page_ok(page_size) {
+                    reply.nack(vpn, Code::BadRequest);
+                } else {
+                    ctx.stats.pages_read += 1;
+                    ctx.send_page(store, vpn, DataFlags::NONE, None, reply);
+                }
+            }
+            Message::Write { vpn, page_size, tot } => {
+                if !page_ok(page_size) {
+                    reply.nack(vpn, Code::BadRequest);
+                } else {
+                    ctx.write_probe(store, vpn, tot, reply);
+                }
+            }
+            Message::Exchange { vpn, page_size, tot, read_vpn } => {
+                if !page_ok(page_size) {
+                    reply.nack(vpn, Code::BadRequest);
+                } else {
+                    ctx.exchange(store, vpn, tot, read_vpn, reply);
+                }
+            }
+            Message::Data(d) => {
+                if !page_ok(d.page_size) {
+                    reply.nack(vpn, Code::BadRequest);
+                } else {
+                    ctx.data(store, &d, reply);
+                }
+            }
+            Message::Nack { vpn, code: Code::Missing, missing } => {
+                if page_ok(ctx.st.page_size) {
+                    ctx.stats.chunks_resent += missing.len() as u64;
+                    ctx.send_page(store, vpn, DataFlags::NONE, Some(&missing), reply);
+                }
+            }
+            Message::Free { vpn } => {
+                ctx.free(store, vpn);
+                reply.ack(vpn, Code::None);
+            }
+            // A client's ACK of a whole read, or a NACK that only reports: nothing to do.
+            Message::Ack { .. } | Message::Nack { .. } => {}
+            _ => return Verdict::Dropped(DropReason::Unexpected),
+        }
+        Verdict::Handled
     }
 
     /// The counts.
     pub fn stats(&self) -> ServerStats {
-        todo!()
+        self.stats
+    }
+}
+
+/// One data-path packet's view of its server and stream.
+struct Ctx<'s> {
+    chunk: usize,
+    stream: u32,
+    request: u32,
+    st: &'s mut Stream,
+    page: &'s mut Vec<u8>,
+    stats: &'s mut ServerStats,
+}
+
+impl Ctx<'_> {
+    /// Sends page `vpn`'s chunks (those in `only`, if given), or a NACK if it is not held.
+    fn send_page<S: PageStore + ?Sized>(
+        &mut self,
+        store: &mut S,
+        vpn: u64,
+        flags: DataFlags,
+        only: Option<&ChunkSet>,
+        reply: &mut Reply<'_>,
+    ) {
+        let size = self.st.page_size as usize;
+        self.page.resize(size, 0);
+        if let Err(e) = store.get(self.stream, vpn, self.page) {
+            reply.nack(
+                vpn,
+                match e {
+                    StoreError::NotHeld => Code::NotHeld,
+                    StoreError::Full => Code::BadRequest,
+                },
+            );
+            return;
+        }
+        let tot = size.div_ceil(self.chunk);
+        for num in 0..tot {
+            if only.is_some_and(|o| !o.contains(num)) {
+                continue;
+            }
+            let off = num * self.chunk;
+            let end = (off + self.chunk).min(size);
+            reply.send(Message::Data(Data {
+                vpn,
+                page_size: self.st.page_size,
+                off: off as u32,
+                tot: tot as u16,
+                num: num as u16,
+                flags,
+                payload: &self.page[off..end],
+            }));
+        }
+    }
+
+    /// The finished write of this request, if remembered.
+    fn finished(&mut self, offload: bool) -> Option<&mut Finished> {
+        let request = self.request;
+        self.st.recent.iter_mut().rev().find(|f| f.request == request && f.offload == offload)
+    }
+
+    /// Frees page `vpn`, unless a newer write of the client's replaced it; the free is
+    /// remembered (for late writes older than it) if the page was known, among the last
+    /// [`FREES_REMEMBERED`] frees.
+    fn free<S: PageStore + ?Sized>(&mut self, store: &mut S, vpn: u64) {
+        let known = match self.st.last.get(&vpn) {
+            Some(&(r, true)) if before(self.request, r) => {
+                self.stats.stale_writes += 1;
+                return;
+            }
+            Some(_) => true,
+            None => store.holds(self.stream, vpn),
+        };
+        store.free(self.stream, vpn);
+        if !known {
+            return;
+        }
+        self.st.last.insert(vpn, (self.request, true));
+        self.st.freed.push_back((vpn, self.request));
+        if self.st.freed.len() > FREES_REMEMBERED
+            && let Some((v, r)) = self.st.freed.pop_front()
+            && self.st.last.get(&v) == Some(&(r, true))
+        {
+            self.st.last.remove(&v);
+        }
+    }
+
+    /// Whether a client write of `vpn` with this request id is older than the page's last
+    /// write or free by the client.
+    fn stale(&self, vpn: u64) -> bool {
+        matches!(self.st.last.get(&vpn), Some(&(r, true)) if before(self.request, r))
+    }
+
+    /// Answers a finished write: the exchange's page, or the ACK.
+    fn answer<S: PageStore + ?Sized>(
+        &mut self,
+        store: &mut S,
+        vpn: u64,
+        code: Code,
+        dest: Option<u64>,
+        reply: &mut Reply<'_>,
+    ) {
+        match dest {
+            Some(read_vpn) if code == Code::None => {
+                self.stats.pages_read += 1;
+                self.send_page(store, read_vpn, DataFlags::WRITE_ACK, None, reply);
+            }
+            _ => reply.ack(vpn, code),
+        }
+    }
+
+    /// A client asks how its write is going.
+    fn write_probe<S: PageStore + ?Sized>(
+        &mut self,
+        store: &mut S,
+        vpn: u64,
+        tot: u16,
+        reply: &mut Reply<'_>,
+    ) {
+        if let Some(p) = self.st.partial.get(&(self.request, false)) {
+            let mut missing = ChunkSet::first(p.tot as usize);
+            for i in p.have.iter() {
+                missing.remove(i);
+            }
+            reply.send(Message::Nack { vpn: p.vpn, code: Code::Missing, missing });
+        } else if let Some(f) = self.finished(false).copied() {
+            self.answer(store, f.vpn, f.code, f.dest, reply);
+        } else if self.stale(vpn) {
+            reply.ack(vpn, Code::None);
+        } else {
+            let missing = ChunkSet::first(tot as usize);
+            reply.send(Message::Nack { vpn, code: Code::Missing, missing });
+        }
+    }
+
+    /// A client's exchange: remember the page to send back, or send it if the write is done.
+    fn exchange<S: PageStore + ?Sized>(
+        &mut self,
+        store: &mut S,
+        vpn: u64,
+        tot: u16,
+        read_vpn: u64,
+        reply: &mut Reply<'_>,
+    ) {
+        if let Some(p) = self.st.partial.get_mut(&(self.request, false)) {
+            p.dest = Some(read_vpn);
+        } else if let Some(f) = self.finished(false) {
+            f.dest = Some(read_vpn);
+            let f = *f;
+            self.answer(store, f.vpn, f.code, f.dest, reply);
+        } else if self.stale(vpn) {
+            self.answer(store, vpn, Code::None, Some(read_vpn), reply);
+        } else {
+            self.begin(vpn, tot).dest = Some(read_vpn);
+        }
+    }
+
+    /// Starts reassembling a write, dropping the oldest one in progress if there are too many.
+    fn begin(&mut self, vpn: u64, tot: u16) -> &mut Partial {
+        self.begin_flagged(vpn, tot, false)
+    }
+
+    fn begin_flagged(&mut self, vpn: u64, tot: u16, offload: bool) -> &mut Partial {
+        if self.st.partial.len() >= MAX_PARTIAL_WRITES
+            && let Some(oldest) =
+                self.st.partial.iter().min_by_key(|(_, p)| p.born).map(|(&k, _)| k)
+        {
+            self.st.partial.remove(&oldest);
+        }
+        let born = self.st.packets;
+        let size = self.st.page_size as usize;
+        self.st.partial.entry((self.request, offload)).or_insert_with(|| Partial {
+            vpn,
+            tot,
+            have: ChunkSet::EMPTY,
+            bytes: 0,
+            buf: vec![0; size],
+            dest: None,
+            born,
+        })
+    }
+
+    /// One chunk of a write.
+    fn data<S: PageStore + ?Sized>(&mut self, store: &mut S, d: &Data<'_>, reply: &mut Reply<'_>) {
+        let offload = d.flags.contains(DataFlags::OFFLOAD);
+        let key = (self.request, offload);
+        if !self.st.partial.contains_key(&key)
+            && let Some(f) = self.finished(offload).copied()
+        {
+            self.stats.duplicates += 1;
+            reply.ack(f.vpn, f.code);
+            return;
+        }
+        let p = self.begin_flagged(d.vpn, d.tot, offload);
+        if p.vpn != d.vpn || p.tot != d.tot {
+            // Contradicts the write's earlier packets: ignored.
+            return;
+        }
+        let num = d.num as usize;
+        let duplicate = p.have.contains(num);
+        if !duplicate {
+            p.have.insert(num);
+            p.bytes += d.payload.len();
+            let off = d.off as usize;
+            p.buf[off..off + d.payload.len()].copy_from_slice(d.payload);
+        }
+        if p.have.len() < p.tot as usize {
+            self.stats.duplicates += duplicate as u64;
+            let Some(p) = self.st.partial.get(&key) else { return };
+            if num + 1 == p.tot as usize {
+                // The last chunk came with gaps before it: name them all at once.
+                let mut missing = ChunkSet::first(p.tot as usize);
+                for i in p.have.iter() {
+                    missing.remove(i);
+                }
+                reply.send(Message::Nack { vpn: d.vpn, code: Code::Missing, missing });
+            }
+            return;
+        }
+        let Some(p) = self.st.partial.remove(&key) else { return };
+        let code = self.store(store, &p, offload);
+        self.st.recent.push_back(Finished {
+            request: self.request,
+            offload,
+            vpn: p.vpn,
+            code,
+            dest: p.dest,
+        });
+        if self.st.recent.len() > RECENT_WRITES {
+            self.st.recent.pop_front();
+        }
+        self.answer(store, p.vpn, code, p.dest, reply);
+    }
+
+    /// Stores a whole write, unless it is stale; its code.
+    fn store<S: PageStore + ?Sized>(&mut self, store: &mut S, p: &Partial, offload: bool) -> Code {
+        if p.bytes != p.buf.len() {
+            return Code::BadRequest;
+        }
+        let last = self.st.last.get(&p.vpn).copied();
+        let stale = match last {
+            // The client's own copy (or free) is newer than anything forwarded.
+            Some((_, true)) if offload => true,
+            Some((r, true)) => before(self.request, r),
+            _ => false,
+        };
+        if stale {
+            self.stats.stale_writes += 1;
+            return Code::None;
+        }
+        match store.put(self.stream, p.vpn, &p.buf) {
+            Ok(()) => {
+                self.stats.pages_written += 1;
+                self.st.last.insert(p.vpn, (self.request, !offload));
+                Code::None
+            }
+            Err(StoreError::Full) => Code::Full,
+            Err(StoreError::NotHeld) => Code::BadRequest,
+        }
     }
 }
