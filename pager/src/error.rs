@@ -3,6 +3,7 @@
 use core::fmt;
 
 use crate::block::DeviceError;
+use crate::remote::RemoteError;
 
 /// Why a pager component could not do what it was asked. Every component leaves its state
 /// consistent when it returns an error: nothing stored before is lost or overwritten.
@@ -30,6 +31,14 @@ pub enum PagerError {
     PageLost {
         /// The page lost.
         page: usize,
+    },
+    /// The remote store could not store `page` and there is no local disk to fall back to:
+    /// the page's contents stay where they were (resident, or in a cache).
+    Remote {
+        /// The page being written.
+        page: usize,
+        /// Why the remote store refused it.
+        error: RemoteError,
     },
     /// A page was asked for that no component holds.
     NotStored {
@@ -77,6 +86,9 @@ impl fmt::Display for PagerError {
             }
             PagerError::PageLost { page } => {
                 write!(f, "the disk kept failing the read of page {page}, its only copy: lost")
+            }
+            PagerError::Remote { page, error } => {
+                write!(f, "page {page} could not be stored remotely ({error}) and there is no disk")
             }
             PagerError::NotStored { page } => write!(f, "page {page} is not stored anywhere"),
             PagerError::PageOutOfRange { page, pages } => {

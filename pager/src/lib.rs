@@ -82,6 +82,7 @@
 extern crate alloc;
 
 pub mod app;
+pub mod backing;
 pub mod block;
 pub mod cache;
 pub mod disk;

@@ -11,6 +11,7 @@ use alloc::vec::Vec;
 
 use crate::Page;
 use crate::app::{AppHandler, GuaranteeChange};
+use crate::backing::StoreStats;
 use crate::cache::{CacheManager, CacheStats};
 use crate::disk::{DiskStats, SwapSpace};
 use crate::error::PagerError;
@@ -67,6 +68,9 @@ pub struct PagerStats {
     pub cache: CacheStats,
     /// The disk manager's counts.
     pub disk: DiskStats,
+    /// The backing store manager's counts (remote and local pages, fallbacks, population,
+    /// pages lost with their servers), if the hierarchy has one.
+    pub store: StoreStats,
 }
 
 /// A pager for one stretch of `pages` pages.
@@ -767,7 +771,12 @@ impl Pager {
 
     /// The pager's counts.
     pub fn stats(&self) -> PagerStats {
-        PagerStats { cache: self.cache.stats(), disk: self.cache.disk_stats(), ..self.stats }
+        PagerStats {
+            cache: self.cache.stats(),
+            disk: self.cache.disk_stats(),
+            store: self.cache.store_stats(),
+            ..self.stats
+        }
     }
 }
 

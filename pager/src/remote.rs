@@ -19,6 +19,9 @@ use core::fmt;
 
 use crate::Page;
 
+mod mem;
+pub use mem::MemRemoteStore;
+
 /// Why a remote store could not do what it was asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RemoteError {

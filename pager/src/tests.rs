@@ -17,6 +17,8 @@ use crate::plan::{FaultOutcome, Found, HitKind, Outcome, Source};
 use crate::replace::{BuildPolicy, Clock, PolicyKind, ReplacementPolicy};
 use crate::{PAGE_SIZE, Page};
 
+mod remote;
+
 use rand_xoshiro::SplitMix64;
 use rand_xoshiro::rand_core::{Rng as _, SeedableRng};
 
@@ -92,8 +94,14 @@ fn check_outcome(o: &FaultOutcome, before: &PagerStats, after: &PagerStats) {
     let d = |f: fn(&PagerStats) -> u64| f(after) - f(before);
     assert_eq!(u64::from(o.evicted), d(|s| s.evictions), "{o:?}");
     assert_eq!(u64::from(o.evicted_dirty), d(|s| s.dirty_evictions), "{o:?}");
-    assert_eq!(o.disk_writes, d(|s| s.disk.device_writes), "{o:?}");
-    let (top_hits, reads) = (d(|s| s.cache.hits), d(|s| s.disk.device_reads));
+    // Transfers to the backing store: the disk's, and pages to and from a remote store (not
+    // counting the pages a revocation brings back from it, which any call may move: one
+    // device write each here, with no write failing).
+    let populated = d(|s| s.store.populated);
+    let writes = d(|s| s.disk.device_writes) + d(|s| s.store.remote_writes) - populated;
+    assert_eq!(o.disk_writes, writes, "{o:?}");
+    let remote_reads = d(|s| s.store.remote_reads) - populated;
+    let (top_hits, reads) = (d(|s| s.cache.hits), d(|s| s.disk.device_reads) + remote_reads);
     let fetched = d(|s| s.fetches);
     match o.source {
         Source::Resident => assert_eq!((fetched, d(|s| s.zero_fills)), (0, 0), "{o:?}"),

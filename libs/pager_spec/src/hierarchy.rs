@@ -1,6 +1,8 @@
-//! [`Hierarchy`]: the thesis's local paging hierarchies (Heracles Fig 8.2, 1-4) as plain data,
-//! with the compressed pool's [`Codec`] and the replacement [`PolicyKind`], so a manifest key or
-//! a few lines of code choose one; the pager builds them.
+//! [`Hierarchy`]: the cache part of the thesis's paging hierarchies (Heracles Fig 8.2: the
+//! four local ones, and of those `local` and `compressed` over remote memory too, with the
+//! [`crate::Store`] beside it) as plain data, with the compressed pool's [`Codec`] and the
+//! replacement [`PolicyKind`], so a manifest key or a few lines of code choose one; the pager
+//! builds them.
 
 /// The compressor of a compressed cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -35,7 +37,8 @@ pub enum PolicyKind {
     Lru,
 }
 
-/// A local paging hierarchy.
+/// A paging hierarchy's caches and disk manager, over whichever backing store
+/// ([`crate::Backing`]) the spec chooses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hierarchy {
     /// Local paging: no cache, a basic disk manager.

@@ -20,14 +20,34 @@
 //!   nearly in FIFO order, as the thesis's did, and pages evicted together are the program's
 //!   neighbours, which friends need);
 //! - `swap`: the swap area's bytes (default 32 MiB), `swap_at`: its byte offset on the disk
-//!   (default 0), both whole pages.
+//!   (default 0), both whole pages;
+//! - `store`: `local` (default) or `remote`: pages go below the caches to the local disk, or
+//!   to other nodes' memory through the remote paging client, with the disk as fallback;
+//!   `prefetching` and `prefetching-compressed` only with `local` (the thesis prefetches
+//!   only from the local disk). With `store=remote` only:
+//!   - `mirror`: `none` (default), `server` (the client mirrors each page to a second server)
+//!     or `disk` (each page is written to the local disk too);
+//!   - `net`: the network session's channel prefix (`NAME-req`, `NAME-resp`), required, not
+//!     the same as `disk`;
+//!   - `traders`: 1 to 3 traders, `A.B.C.D:PORT` each, `+` between;
+//!   - `servers`: 1 to 4 servers tried before asking a trader, the same form (for tests);
+//!     `traders` or `servers` or both must be given;
+//!   - `spread`: `yes` (default) or `no`: spread pages over several servers, or grow one
+//!     server's reservation.
+//!
+//! `disk` stays required with `store=remote`: it is the fallback and the local mirror. The
+//! ten hierarchies of the thesis (Heracles Fig 8.2) are the four `hierarchy` values with
+//! `store=local`, and `local` and `compressed` with `store=remote` and each `mirror`
+//! ([`crate::Combination`]).
 
 use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 use core::fmt;
 
 use abi::PAGE_SIZE;
 
-use crate::{Codec, Hierarchy, PolicyKind};
+use crate::store::{Endpoint, MAX_SERVERS, MAX_TRADERS, Mirror, RemoteSpec, Store};
+use crate::{Codec, Combination, Hierarchy, PolicyKind};
 
 /// A paged stretch's configuration; see the [module](self).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,6 +69,8 @@ pub struct PagerSpec {
     pub ahead: usize,
     /// Evictions between two harvests of the accessed bits (0: never).
     pub harvest: usize,
+    /// The backing store below the caches.
+    pub store: Store,
 }
 
 /// What is wrong with a spec: the key (or the pair, if it has no `=`) and why.
@@ -86,6 +108,52 @@ fn err(key: &str, reason: &'static str) -> SpecError {
     SpecError { key: key.to_string(), reason }
 }
 
+/// Whether `value` is a channel prefix: 1 to 27 bytes of `[a-z0-9-]` (so `NAME-resp` fits a
+/// channel name).
+fn channel_prefix(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= 27
+        && value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// `A.B.C.D:PORT` endpoints with `+` between, 1 to `most` of them, none twice, no port 0 and
+/// no address 0.0.0.0.
+fn endpoints(key: &str, value: &str, most: usize) -> Result<Vec<Endpoint>, SpecError> {
+    let mut list: Vec<Endpoint> = Vec::new();
+    for part in value.split('+') {
+        let e = Endpoint::parse(part)
+            .filter(|e| e.port != 0 && e.addr != net_interface::frame::Ipv4Addr::UNSPECIFIED)
+            .ok_or_else(|| {
+                err(key, "not A.B.C.D:PORT endpoints with '+' between (no port 0, no 0.0.0.0)")
+            })?;
+        if list.contains(&e) {
+            return Err(err(key, "names an endpoint twice"));
+        }
+        list.push(e);
+    }
+    if list.len() > most {
+        return Err(err(
+            key,
+            if most == MAX_TRADERS { "more than 3 traders" } else { "more than 4 servers" },
+        ));
+    }
+    Ok(list)
+}
+
+fn write_endpoints(f: &mut fmt::Formatter<'_>, key: &str, list: &[Endpoint]) -> fmt::Result {
+    if list.is_empty() {
+        return Ok(());
+    }
+    write!(f, ",{key}=")?;
+    for (i, e) in list.iter().enumerate() {
+        if i > 0 {
+            f.write_str("+")?;
+        }
+        write!(f, "{e}")?;
+    }
+    Ok(())
+}
+
 impl PagerSpec {
     /// Parses `key=value` pairs separated by commas, checking every value.
     pub fn parse(text: &str) -> Result<PagerSpec, SpecError> {
@@ -99,7 +167,12 @@ impl PagerSpec {
         let (mut swap_at, mut swap) = (0u64, DEFAULT_SWAP);
         let mut ahead = 1;
         let mut harvest = 0;
-        let mut seen: alloc::vec::Vec<&str> = alloc::vec::Vec::new();
+        let mut remote = false;
+        let mut mirror = None;
+        let mut net = None;
+        let (mut traders, mut servers) = (Vec::new(), Vec::new());
+        let mut spread = None;
+        let mut seen: Vec<&str> = Vec::new();
         for pair in text.split(',').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').ok_or_else(|| err(pair, "not key=value"))?;
             if seen.contains(&key) {
@@ -137,15 +210,40 @@ impl PagerSpec {
                 "evict" => evict = number(key, value)? as usize,
                 "fetch" => fetch = number(key, value)? as usize,
                 "disk" => {
-                    let ok = !value.is_empty()
-                        && value.len() <= 27
-                        && value
-                            .bytes()
-                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-                    if !ok {
+                    if !channel_prefix(value) {
                         return Err(err(key, "not a channel prefix of 1 to 27 bytes of [a-z0-9-]"));
                     }
                     disk = Some(value.to_string());
+                }
+                "store" => {
+                    remote = match value {
+                        "local" => false,
+                        "remote" => true,
+                        _ => return Err(err(key, "not local or remote")),
+                    }
+                }
+                "mirror" => {
+                    mirror = Some(match value {
+                        "none" => Mirror::None,
+                        "server" => Mirror::Server,
+                        "disk" => Mirror::Disk,
+                        _ => return Err(err(key, "not none, server or disk")),
+                    })
+                }
+                "net" => {
+                    if !channel_prefix(value) {
+                        return Err(err(key, "not a channel prefix of 1 to 27 bytes of [a-z0-9-]"));
+                    }
+                    net = Some(value.to_string());
+                }
+                "traders" => traders = endpoints(key, value, MAX_TRADERS)?,
+                "servers" => servers = endpoints(key, value, MAX_SERVERS)?,
+                "spread" => {
+                    spread = Some(match value {
+                        "yes" => true,
+                        "no" => false,
+                        _ => return Err(err(key, "not yes or no")),
+                    })
                 }
                 "swap" => swap = number(key, value)?,
                 "swap_at" => swap_at = number(key, value)?,
@@ -194,13 +292,42 @@ impl PagerSpec {
             _ => Hierarchy::PrefetchingCache { evict_pages: evict, fetch_pages: fetch },
         };
         let disk = disk.ok_or_else(|| err("disk", "missing"))?;
-        Ok(PagerSpec { hierarchy, policy, frames, disk, swap_at, swap, ahead, harvest })
+        let store = if remote {
+            if hierarchy.name().starts_with("prefetching") {
+                return Err(err(
+                    "store",
+                    "a prefetching hierarchy pages only to the local disk (store=local)",
+                ));
+            }
+            let net = net.ok_or_else(|| err("net", "missing: store=remote needs it"))?;
+            if net == disk {
+                return Err(err("net", "the same channel prefix as disk"));
+            }
+            if traders.is_empty() && servers.is_empty() {
+                return Err(err("traders", "missing: store=remote needs traders or servers"));
+            }
+            let (mirror, spread) = (mirror.unwrap_or_default(), spread.unwrap_or(true));
+            Store::Remote(RemoteSpec { mirror, net, traders, servers, spread })
+        } else {
+            let only_remote = ["mirror", "net", "traders", "servers", "spread"];
+            if let Some(key) = only_remote.into_iter().find(|k| seen.contains(k)) {
+                return Err(err(key, "only with store=remote"));
+            }
+            Store::Local
+        };
+        Ok(PagerSpec { hierarchy, policy, frames, disk, swap_at, swap, ahead, harvest, store })
+    }
+
+    /// Which of the thesis's ten hierarchies this is (every spec that parses is one).
+    pub fn combination(&self) -> Combination {
+        Combination::of(&self.hierarchy, self.store.backing()).unwrap_or(Combination::LocalPaging)
     }
 }
 
 impl fmt::Display for PagerSpec {
-    /// The spec in the form [`PagerSpec::parse`] reads, every key given but `codec`, `ahead`
-    /// and `harvest` when they are the default.
+    /// The spec in the form [`PagerSpec::parse`] reads, every key given but `codec`, `ahead`,
+    /// `harvest`, `store`, `mirror` and `spread` when they are the default (and the remote
+    /// keys with `store=local`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "hierarchy={},frames={}", self.hierarchy.name(), self.frames)?;
         match self.hierarchy {
@@ -230,6 +357,18 @@ impl fmt::Display for PagerSpec {
         }
         if self.harvest != 0 {
             write!(f, ",harvest={}", self.harvest)?;
+        }
+        if let Store::Remote(r) = &self.store {
+            f.write_str(",store=remote")?;
+            if r.mirror != Mirror::None {
+                write!(f, ",mirror={}", r.mirror.name())?;
+            }
+            write!(f, ",net={}", r.net)?;
+            write_endpoints(f, "traders", &r.traders)?;
+            write_endpoints(f, "servers", &r.servers)?;
+            if !r.spread {
+                f.write_str(",spread=no")?;
+            }
         }
         Ok(())
     }
@@ -314,5 +453,140 @@ mod tests {
             let e = PagerSpec::parse(text).unwrap_err();
             assert_eq!(e.key, key, "{text}: {e}");
         }
+    }
+
+    const REMOTE: &str = "disk=d,store=remote,net=n,traders=10.0.0.1:7000";
+
+    #[test]
+    fn each_of_the_ten_hierarchies_is_spelled_one_way_and_reads_back() {
+        let mut seen = alloc::vec::Vec::new();
+        for c in Combination::ALL {
+            let remote = ",net=n,traders=10.0.0.1:7000+10.0.0.2:7001";
+            let extra = if c.parts().1.is_remote() { remote } else { "" };
+            let text = alloc::format!("{},frames=8,disk=d{extra}", c.keys());
+            let s = PagerSpec::parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(s.combination(), c, "{text}");
+            assert_eq!(s.hierarchy.name(), c.parts().0);
+            assert_eq!(s.store.backing(), c.parts().1);
+            assert_eq!(PagerSpec::parse(&s.to_string()), Ok(s.clone()), "{s}");
+            assert!(!seen.contains(&s.to_string()), "{s}");
+            seen.push(s.to_string());
+            assert_eq!(c.number(), seen.len());
+        }
+        assert_eq!(Combination::RemoteMirrorDiskCompressed.number(), 10);
+        assert_eq!(
+            Combination::LocalPrefetching.title(),
+            "Local Paging with a Prefetching Non-Compressed Cache"
+        );
+    }
+
+    #[test]
+    fn a_remote_spec_keeps_its_endpoints_and_defaults() {
+        let s = PagerSpec::parse(
+            "hierarchy=compressed,frames=8,disk=d,store=remote,mirror=server,net=net0,\
+             traders=10.0.2.1:7000+10.0.2.2:7000+10.0.2.3:7000,servers=10.0.2.9:7100,spread=no",
+        )
+        .unwrap();
+        let r = s.store.remote().expect("remote");
+        assert_eq!(r.mirror, Mirror::Server);
+        assert_eq!(r.net, "net0");
+        assert_eq!(r.traders.len(), 3);
+        assert_eq!(r.traders[2], Endpoint::parse("10.0.2.3:7000").unwrap());
+        assert_eq!(r.servers, [Endpoint::parse("10.0.2.9:7100").unwrap()]);
+        assert!(!r.spread);
+        assert_eq!(PagerSpec::parse(&s.to_string()), Ok(s.clone()));
+        let d = PagerSpec::parse(&alloc::format!("hierarchy=local,frames=8,{REMOTE}")).unwrap();
+        let r = d.store.remote().unwrap();
+        assert_eq!((r.mirror, r.spread, r.servers.len()), (Mirror::None, true, 0));
+        assert!(!d.to_string().contains("mirror") && !d.to_string().contains("spread"));
+        let servers_only = PagerSpec::parse(
+            "hierarchy=local,frames=8,disk=d,store=remote,net=n,servers=1.2.3.4:5",
+        )
+        .unwrap();
+        assert_eq!(servers_only.store.remote().unwrap().traders.len(), 0);
+        let local = PagerSpec::parse("hierarchy=local,frames=8,disk=d,store=local").unwrap();
+        assert_eq!(local.store, Store::Local);
+        assert!(!local.to_string().contains("store"));
+    }
+
+    #[test]
+    fn a_bad_remote_spec_names_its_key() {
+        let bad = [
+            // Prefetching only to the local disk.
+            (alloc::format!("hierarchy=prefetching,frames=4,{REMOTE}"), "store"),
+            (alloc::format!("hierarchy=prefetching-compressed,frames=4,{REMOTE}"), "store"),
+            // Remote keys without a remote store.
+            ("hierarchy=local,frames=4,disk=d,mirror=disk".into(), "mirror"),
+            ("hierarchy=local,frames=4,disk=d,store=local,mirror=none".into(), "mirror"),
+            ("hierarchy=local,frames=4,disk=d,net=n".into(), "net"),
+            ("hierarchy=local,frames=4,disk=d,traders=1.2.3.4:5".into(), "traders"),
+            ("hierarchy=local,frames=4,disk=d,servers=1.2.3.4:5".into(), "servers"),
+            ("hierarchy=local,frames=4,disk=d,spread=no".into(), "spread"),
+            // A remote store without its network or its traders and servers.
+            ("hierarchy=local,frames=4,disk=d,store=remote,traders=1.2.3.4:5".into(), "net"),
+            ("hierarchy=local,frames=4,disk=d,store=remote,net=n".into(), "traders"),
+            ("hierarchy=local,frames=4,disk=d,store=remote,net=d,servers=1.2.3.4:5".into(), "net"),
+            ("hierarchy=local,frames=4,store=remote,net=n,servers=1.2.3.4:5".into(), "disk"),
+            // Bad values.
+            (alloc::format!("hierarchy=local,frames=4,{REMOTE},store=far"), "store"),
+            ("hierarchy=local,frames=4,disk=d,store=far".into(), "store"),
+            (alloc::format!("hierarchy=local,frames=4,{REMOTE},mirror=tape"), "mirror"),
+            (alloc::format!("hierarchy=local,frames=4,{REMOTE},spread=maybe"), "spread"),
+            ("hierarchy=local,frames=4,disk=d,store=remote,net=N,servers=1.2.3.4:5".into(), "net"),
+            // Bad endpoints, and too many.
+            (
+                "hierarchy=local,frames=4,disk=d,store=remote,net=n,traders=1.2.3:5".into(),
+                "traders",
+            ),
+            (
+                "hierarchy=local,frames=4,disk=d,store=remote,net=n,traders=1.2.3.4".into(),
+                "traders",
+            ),
+            (
+                "hierarchy=local,frames=4,disk=d,store=remote,net=n,traders=1.2.3.4:0".into(),
+                "traders",
+            ),
+            (
+                "hierarchy=local,frames=4,disk=d,store=remote,net=n,traders=0.0.0.0:7".into(),
+                "traders",
+            ),
+            (
+                "hierarchy=local,frames=4,disk=d,store=remote,net=n,traders=1.2.3.256:7".into(),
+                "traders",
+            ),
+            (
+                "hierarchy=local,frames=4,disk=d,store=remote,net=n,traders=1.2.3.4:7+".into(),
+                "traders",
+            ),
+            ("hierarchy=local,frames=4,disk=d,store=remote,net=n,traders=".into(), "traders"),
+            (
+                "hierarchy=local,frames=4,disk=d,store=remote,net=n,servers=1.1.1.1:1+1.1.1.1:1"
+                    .into(),
+                "servers",
+            ),
+            (
+                "hierarchy=local,frames=4,disk=d,store=remote,net=n,\
+                 traders=1.1.1.1:1+1.1.1.2:1+1.1.1.3:1+1.1.1.4:1"
+                    .into(),
+                "traders",
+            ),
+            (
+                "hierarchy=local,frames=4,disk=d,store=remote,net=n,\
+                 servers=1.1.1.1:1+1.1.1.2:1+1.1.1.3:1+1.1.1.4:1+1.1.1.5:1"
+                    .into(),
+                "servers",
+            ),
+        ];
+        for (text, key) in bad {
+            let e = PagerSpec::parse(&text).unwrap_err();
+            assert_eq!(e.key, key, "{text}: {e}");
+        }
+        let e = PagerSpec::parse(&alloc::format!("hierarchy=prefetching,frames=4,{REMOTE}"));
+        assert!(e.unwrap_err().reason.contains("local disk"));
+        let e = PagerSpec::parse(
+            "hierarchy=local,frames=4,disk=d,store=remote,net=n,\
+             traders=1.1.1.1:1+1.1.1.2:1+1.1.1.3:1+1.1.1.4:1",
+        );
+        assert_eq!(e.unwrap_err().reason, "more than 3 traders");
     }
 }

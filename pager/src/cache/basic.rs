@@ -182,4 +182,8 @@ impl CacheManager for BasicCache {
     fn device_writes(&self) -> u64 {
         self.disk.device_writes()
     }
+
+    fn store_stats(&self) -> crate::backing::StoreStats {
+        self.disk.store_stats()
+    }
 }

@@ -392,4 +392,8 @@ impl CacheManager for CompressedCache {
     fn device_writes(&self) -> u64 {
         self.lower.device_writes()
     }
+
+    fn store_stats(&self) -> crate::backing::StoreStats {
+        self.lower.store_stats()
+    }
 }

@@ -22,6 +22,7 @@ mod compressed;
 pub mod wkdm;
 
 use crate::Page;
+use crate::backing::StoreStats;
 use crate::disk::{DiskStats, SwapSpace};
 use crate::error::PagerError;
 use crate::plan::Found;
@@ -135,8 +136,14 @@ pub trait CacheManager {
     fn disk_stats(&self) -> DiskStats;
 
     /// The disk manager's device writes so far (its [`DiskStats::device_writes`]), without
-    /// copying its other counts: a fault that evicts reads it twice.
+    /// copying its other counts: a fault that evicts reads it twice. Pages written to a
+    /// remote store count too ([`crate::disk::DiskManager::device_writes`]).
     fn device_writes(&self) -> u64 {
         self.disk_stats().device_writes
+    }
+
+    /// The backing store manager's counts, if the disk manager below is one.
+    fn store_stats(&self) -> StoreStats {
+        StoreStats::default()
     }
 }

@@ -37,6 +37,7 @@ pub use slots::{ATTEMPTS, RETRY_WAIT_NS, SlotStore};
 pub use write_behind::WriteBehindDisk;
 
 use crate::Page;
+use crate::backing::StoreStats;
 #[cfg(doc)]
 use crate::block::SyncDisk;
 use crate::error::PagerError;
@@ -48,6 +49,8 @@ pub enum Location {
     Slot(usize),
     /// In the write-behind queue, with this slot reserved for it.
     Queued(usize),
+    /// In a remote store only ([`crate::backing::BackingStore`]).
+    Remote,
 }
 
 /// The size and use of a swap area, in page slots.
@@ -131,8 +134,15 @@ pub trait DiskManager {
     /// Counts of what the manager has done.
     fn stats(&self) -> DiskStats;
 
-    /// Its [`DiskStats::device_writes`], without copying its other counts.
+    /// Its [`DiskStats::device_writes`], without copying its other counts; a backing store
+    /// manager adds the pages it wrote to its remote store (every transfer to the backing
+    /// store counts).
     fn device_writes(&self) -> u64 {
         self.stats().device_writes
+    }
+
+    /// A backing store manager's counts (all zero for a disk manager).
+    fn store_stats(&self) -> StoreStats {
+        StoreStats::default()
     }
 }

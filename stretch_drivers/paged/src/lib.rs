@@ -67,11 +67,13 @@ use core::ops::Range;
 
 use pager::PagerError;
 use pager::app::{AppHandler, NoAppHandler};
+pub use pager::backing::Backing;
 use pager::block::SyncDisk;
-use pager::hierarchy::{BuildHierarchy, Hierarchy};
+use pager::hierarchy::{Below, BuildHierarchy, Hierarchy};
 use pager::pager::{Pager, PagerStats};
 pub use pager::plan::HitKind;
 use pager::plan::{FaultOutcome, Found, Outcome, Source};
+pub use pager::remote::RemoteStore;
 use pager::replace::{BuildPolicy, PolicyKind, ReplacementPolicy};
 use stretch_driver::{
     DriverCore, DriverError, Fault, FaultError, FrameKind, MemError, MemoryKernel, Rights,
@@ -112,6 +114,9 @@ pub struct PagedDriver<D: SyncDisk + 'static> {
     device: Option<D>,
     policy: Option<Box<dyn ReplacementPolicy>>,
     app: Option<Box<dyn AppHandler>>,
+    /// The backing store's mode, and its remote store until bind.
+    backing: Backing,
+    remote: Option<Box<dyn RemoteStore>>,
     table: FrameTable,
     /// The stretch (its pages are the pager's to track) and the stats.
     core: DriverCore,
@@ -206,6 +211,8 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
             device: Some(device),
             policy: None,
             app: None,
+            backing: Backing::Local,
+            remote: None,
             table: FrameTable::new(window, config.window_pages()),
             core: DriverCore::new(),
             pager: None,
@@ -244,6 +251,23 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
             kernel_ns: self.table.kernel_ns,
             codec_ns: self.pager_stats().map_or(0, |s| s.cache.codec_ns),
         }
+    }
+
+    /// Pages to remote memory in `backing`'s mode through `remote` (the remote paging
+    /// client), with the device as fallback, and as mirror with
+    /// [`Mirror::Disk`](pager::backing::Mirror::Disk): the hierarchy's caches sit on a
+    /// [`pager::backing::BackingStore`]. With [`Backing::Local`], or no remote store (no
+    /// server could be had), pages go to the device. A prefetching hierarchy over remote
+    /// memory fails to bind. Takes effect at bind.
+    pub fn with_store(mut self, backing: Backing, remote: Option<Box<dyn RemoteStore>>) -> Self {
+        self.backing = backing;
+        self.remote = remote;
+        self
+    }
+
+    /// The backing store's mode ([`PagedDriver::with_store`]).
+    pub fn backing(&self) -> Backing {
+        self.backing
     }
 
     /// Uses the application's own replacement policy instead of [`PagedConfig::policy`].
@@ -367,8 +391,14 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
 /// Guaranteed frames bind leaves for the heap to grow into while paging: the cache's pool and
 /// areas, the pager's maps (resident pages, the policy's entries, where each page is stored:
 /// about 96 bytes a frame and 64 a page of the stretch, doubled for vectors that grow by
-/// doubling and for the heap's power-of-two blocks) and 64 KiB more.
-pub(crate) fn heap_reserve_frames(h: &Hierarchy, frames: usize, pages: usize) -> usize {
+/// doubling and for the heap's power-of-two blocks; over remote memory, the backing store
+/// manager's map of where each page is, 64 bytes a page more) and 64 KiB more.
+pub(crate) fn heap_reserve_frames(
+    h: &Hierarchy,
+    backing: Backing,
+    frames: usize,
+    pages: usize,
+) -> usize {
     let bytes = match *h {
         Hierarchy::LocalPaging => 0,
         Hierarchy::CompressedCache { pool_bytes, .. } => pool_bytes,
@@ -379,7 +409,8 @@ pub(crate) fn heap_reserve_frames(h: &Hierarchy, frames: usize, pages: usize) ->
             (evict_pages + fetch_pages) * pager::PAGE_SIZE
         }
     };
-    (bytes + (64 << 10) + 2 * (96 * frames + 64 * pages)).div_ceil(pager::PAGE_SIZE)
+    let per_page = if backing.is_remote() { 128 } else { 64 };
+    (bytes + (64 << 10) + 2 * (96 * frames + per_page * pages)).div_ceil(pager::PAGE_SIZE)
 }
 
 /// The thread's error for a pager error; `kernel` is the kernel's refusal behind
@@ -387,7 +418,10 @@ pub(crate) fn heap_reserve_frames(h: &Hierarchy, frames: usize, pages: usize) ->
 fn fault_error(e: PagerError, kernel: Option<MemError>, stretch: &StretchInfo) -> FaultError {
     match e {
         PagerError::WriteFailed { page } => FaultError::WriteBack { addr: stretch.page_addr(page) },
-        PagerError::PageLost { .. } => FaultError::Backing("the disk lost a page"),
+        PagerError::PageLost { .. } => FaultError::Backing("the backing store lost a page"),
+        PagerError::Remote { .. } => {
+            FaultError::Backing("no remote server took a page and there is no disk")
+        }
         PagerError::NoFrames | PagerError::AllFramesLocked => FaultError::OutOfMemory,
         PagerError::Frames => kernel.map_or(FaultError::OutOfMemory, FaultError::Kernel),
         PagerError::SwapFull { .. } => FaultError::Backing("the swap area is full"),
@@ -414,13 +448,21 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
         // The hierarchy first: what it allocates up front comes from the heap, before the
         // frames take the guarantee. A device too small or sizes that do not fit fail here.
         let device = self.device.take().ok_or(DriverError::AlreadyBound)?;
-        let cache =
-            self.config.hierarchy.cache(device, self.clock).map_err(|_| DriverError::BadStretch)?;
+        let below = Below::remote(self.backing, self.remote.take());
+        let cache = self
+            .config
+            .hierarchy
+            .cache_over(device, self.clock, below)
+            .map_err(|_| DriverError::BadStretch)?;
         // Guaranteed frames while the guarantee lasts, less what the heap grows into while
         // paging (the cache's pool and areas, the pager's maps: taken, then given back), then
         // optimistic ones while the kernel grants them, up to the configured number.
-        let reserve =
-            heap_reserve_frames(&self.config.hierarchy, self.config.frames, stretch.pages);
+        let reserve = heap_reserve_frames(
+            &self.config.hierarchy,
+            self.backing,
+            self.config.frames,
+            stretch.pages,
+        );
         let take = |kind,
                     until: usize,
                     table: &mut FrameTable,

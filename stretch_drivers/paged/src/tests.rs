@@ -94,7 +94,12 @@ impl Domain {
         f: impl FnOnce(PagedDriver<MemBlockDevice>) -> PagedDriver<MemBlockDevice>,
     ) -> Self {
         // The guarantee holds the driver's frames and the heap's reserve, which bind leaves.
-        let reserve = crate::heap_reserve_frames(&config.hierarchy, config.frames, PAGES);
+        let reserve = crate::heap_reserve_frames(
+            &config.hierarchy,
+            crate::Backing::Local,
+            config.frames,
+            PAGES,
+        );
         let mut k = MockKernel::new(guaranteed + reserve, optimistic);
         let window = k.create_managed_stretch(config.window_pages(), RW);
         let driver = f(PagedDriver::new(config, device, window.base));
@@ -199,7 +204,7 @@ fn every_hierarchy_and_policy_keeps_every_byte_of_a_stretch_four_times_its_frame
             let (fills, saves, _) = d.driver.window_copies();
             assert!(fills > 0 && saves > 0);
             // The driver holds its frames; the heap's reserve was taken at bind and given back.
-            let reserve = crate::heap_reserve_frames(&h, FRAMES, PAGES);
+            let reserve = crate::heap_reserve_frames(&h, crate::Backing::Local, FRAMES, PAGES);
             assert_eq!(d.k.peak_held(), (FRAMES + reserve, 0), "{}", h.name());
             assert_eq!(d.k.frames_held(), (FRAMES, 0), "{}", h.name());
         }
@@ -417,7 +422,12 @@ fn bind_takes_what_the_contract_grants_up_to_the_frames_asked() {
     assert_eq!(d.k.frames_held(), (6, 4));
     assert_eq!(
         d.k.peak_held().0,
-        6 + crate::heap_reserve_frames(&Hierarchy::LocalPaging, FRAMES, PAGES)
+        6 + crate::heap_reserve_frames(
+            &Hierarchy::LocalPaging,
+            crate::Backing::Local,
+            FRAMES,
+            PAGES
+        )
     );
     let shadow = random_run(&mut d, 4, 300);
     verify(&mut d, &shadow);

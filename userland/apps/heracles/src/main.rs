@@ -2,7 +2,7 @@
 //!
 //! Usage: `heracles --pager SPEC --program random|compress|matmul|filter [--scale test|default]
 //! [--pages N] [--steps N] [--seed S] [--fill] [--lock N] [--duration MS]
-//! [--resize-at STEP:BYTES]`.
+//! [--resize-at STEP:BYTES] [--mark STEP]`.
 //!
 //! `SPEC` is a [`pager::spec::PagerSpec`] (a manifest's `pager = { ... }` arrives as
 //! `--pager SPEC`): the hierarchy, the frames, the replacement policy and the block session to
@@ -17,7 +17,9 @@
 //!   `--lock N` locks the stretch's first `N` pages before the steps (and reports how many are
 //!   still resident after them: `heracles: locked pages=N resident=R`). `--duration MS` stops the steps after `MS` milliseconds of its clock (before the final
 //!   check). `--resize-at STEP:BYTES` resizes the cache (the compressed pool or the eviction area) to
-//!   `BYTES` before step `STEP`, through the driver, and prints the result.
+//!   `BYTES` before step `STEP`, through the driver, and prints the result. `--mark STEP`
+//!   prints `heracles: step STEP` as the workload reaches that step, a line a cluster scenario
+//!   can act on (kill a server mid-run).
 //! - `compress`, `matmul`, `filter`: the thesis's programs (`paging_programs`), at the
 //!   default (1/16 of the thesis) or the test scale. They print their checksum.
 //!
@@ -62,13 +64,20 @@ use rand_xoshiro::rand_core::{Rng as _, SeedableRng};
 use stretch_driver::StretchDriver;
 use tessera::{Env, PAGE_SIZE, Rights, paging, println};
 
+use alloc::rc::Rc;
 use blk_client::{StreamCounts, StreamDisk};
+use core::cell::RefCell;
+use net_client::{ChannelTransport, Session};
+use pager::backing::Mirror;
+use pager::remote::RemoteStore;
+use pager_spec::RemoteSpec;
+use remote_client::{Config, RemoteClient, Shared};
 
 tessera::main!(main);
 
 const USAGE: &str = "usage: heracles --pager SPEC --program random|compress|matmul|filter \
                      [--scale test|default] [--pages N] [--steps N] [--seed S] [--fill] \
-                     [--lock N] [--duration MS] [--resize-at STEP:BYTES]";
+                     [--lock N] [--duration MS] [--resize-at STEP:BYTES] [--mark STEP]";
 
 /// What to run.
 enum Work {
@@ -104,6 +113,8 @@ struct Options {
     duration_ms: Option<u64>,
     /// `--lock N`: lock the stretch's first `N` pages before the run.
     lock: usize,
+    /// `--mark STEP`: print `heracles: step STEP` as the random workload reaches it.
+    mark: Option<usize>,
     seed: u64,
 }
 
@@ -116,6 +127,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
     let mut fill = false;
     let mut duration_ms = None;
     let mut lock = 0;
+    let mut mark = None;
     let mut args = env.args;
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or("an option lacks its value");
@@ -136,6 +148,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             "--seed" => seed = value()?.parse().map_err(|_| "bad --seed")?,
             "--fill" => fill = true,
             "--lock" => lock = value()?.parse().map_err(|_| "bad --lock")?,
+            "--mark" => mark = Some(value()?.parse().map_err(|_| "bad --mark")?),
             "--duration" => duration_ms = Some(value()?.parse().map_err(|_| "bad --duration")?),
             "--resize-at" => {
                 let bad = "--resize-at STEP:BYTES";
@@ -154,7 +167,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             scale,
         },
     };
-    Ok(Options { spec, work, seed, resize_at, fill, duration_ms, lock })
+    Ok(Options { spec, work, seed, resize_at, fill, duration_ms, lock, mark })
 }
 
 fn main(env: Env) -> i32 {
@@ -229,11 +242,18 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
     };
     let window = paging::create_window(config.window_pages())
         .map_err(|e| alloc::format!("window: {e:?}"))?;
+    let bytes = o.work.bytes();
+    let remote = match spec.store.remote() {
+        Some(r) => connect_remote(r, bytes.div_ceil(PAGE_SIZE) as u64),
+        None => None,
+    };
+    let store: Option<Box<dyn RemoteStore>> =
+        remote.clone().map(|r| Box::new(r) as Box<dyn RemoteStore>);
     let driver = PagedDriver::new(config, disk, window)
         .with_clock(tessera::time_ns)
-        .with_app(Box::new(Handler));
+        .with_app(Box::new(Handler))
+        .with_store(spec.store.backing(), store);
     let driver: &'static mut Driver = Box::leak(Box::new(driver));
-    let bytes = o.work.bytes();
     let rights = Rights(Rights::READ.0 | Rights::WRITE.0);
     let info = paging::bind(driver, bytes, rights).map_err(|e| alloc::format!("bind: {e}"))?;
     let held =
@@ -263,6 +283,9 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
             let mut at_step = |step: usize| {
                 if until.is_some_and(|until| tessera::time_ns() >= until) {
                     return false;
+                }
+                if o.mark == Some(step) {
+                    println!("heracles: step {step}");
                 }
                 if let Some((at, bytes)) = o.resize_at
                     && at == step
@@ -295,7 +318,101 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
         println!("heracles: locked pages={pages} resident={}", resident.unwrap_or(0));
     }
     report(o, info.base, elapsed, counts.get())?;
+    if let Some(remote) = remote {
+        report_remote(o, info.base, &remote)?;
+    }
     Ok(ok)
+}
+
+/// The remote paging client this app made and shares with its driver.
+type Remote = Shared<RemoteClient<ChannelTransport>>;
+
+/// The remote paging client of `r` (the spec's `net=`, `servers=`, `mirror=`, `spread=`)
+/// for a stretch of `pages` pages: `None` (and a line saying why) if it has no static
+/// servers or none of them made a stream, so that the driver pages to the local disk.
+fn connect_remote(r: &RemoteSpec, pages: u64) -> Option<Remote> {
+    if r.servers.is_empty() {
+        println!("heracles: remote: no static servers (servers=); paging to the local disk");
+        return None;
+    }
+    let Some(transport) = ChannelTransport::connect(&r.net) else {
+        println!(
+            "heracles: remote: no channels {0}-req and {0}-resp; paging to the local disk",
+            r.net
+        );
+        return None;
+    };
+    let mut session = Session::new(transport);
+    if let Err(e) = session.open(0) {
+        println!(
+            "heracles: remote: the open of a UDP port failed: {e:?}; paging to the local disk"
+        );
+        return None;
+    }
+    let mut config = Config::new(r.servers.clone(), pages);
+    config.mirror = r.mirror == Mirror::Server;
+    config.spread = r.spread;
+    config.local_disk = true;
+    match RemoteClient::connect(session, tessera::time_ns, config) {
+        Ok(client) => {
+            for (addr, stream, role, _, _) in client.servers() {
+                println!("heracles: remote: server {addr} stream {stream} role {role:?}");
+            }
+            Some(Shared(Rc::new(RefCell::new(client))))
+        }
+        Err(e) => {
+            println!("heracles: remote: no server made a stream ({e:?}); paging to the local disk");
+            None
+        }
+    }
+}
+
+/// Prints what the remote paging client and the backing store did, then releases the
+/// client's streams on its servers (so that they can end) and closes its session.
+fn report_remote(o: &Options, base: usize, remote: &Remote) -> Result<(), &'static str> {
+    let s = paging::with_driver::<Driver, _>(base, |d, _| d.pager_stats())
+        .ok_or("the driver is busy")?
+        .ok_or("the driver is not bound")?
+        .store;
+    let mut client = remote.0.borrow_mut();
+    let r = client.stats();
+    let (strays, ignored) = client.strays();
+    println!(
+        "heracles: remote program={} mirror={} servers={} pages_written={} pages_read={} \
+         packets_sent={} packets_received={} retransmits={} failovers={} revocations={} \
+         strays={} control_ignored={}",
+        o.work.name(),
+        o.spec.store.backing().mirror().name(),
+        r.servers,
+        r.pages_written,
+        r.pages_read,
+        r.packets_sent,
+        r.packets_received,
+        r.retransmits,
+        r.failovers,
+        r.revocations,
+        strays,
+        ignored,
+    );
+    println!(
+        "heracles: store remote_now={} remote_writes={} remote_reads={} local_writes={} \
+         local_reads={} mirror_writes={} fallbacks={} lost_remote={} servers_lost={} \
+         remote_pages={}",
+        s.remote_now,
+        s.remote_writes,
+        s.remote_reads,
+        s.local_writes,
+        s.local_reads,
+        s.mirror_writes,
+        s.fallbacks,
+        s.lost_remote,
+        s.servers_lost,
+        s.remote_pages,
+    );
+    client.release();
+    let closed = client.session().close();
+    println!("heracles: remote: released, session closed: {closed:?}");
+    Ok(())
 }
 
 /// Prints the run's counts.

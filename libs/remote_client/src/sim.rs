@@ -1,0 +1,385 @@
+//! A simulated network for host tests: a [`Transport`] per endpoint that plays the network
+//! driver's part of the protocol (Open, Send, Release, Close, datagrams Received into slots of
+//! a data area), a wire that loses, duplicates and reorders datagrams by a seeded generator,
+//! and peers served in-process (a paging server as a [`Peer`]) that answer when the clock
+//! reaches their datagrams. Time is the net's: it moves only when a client waits.
+
+extern crate std;
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+use alloc::rc::Rc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::cell::{Cell, RefCell};
+
+use net_client::Transport;
+use net_interface::protocol::{RX_SLOT, Received};
+use net_interface::{
+    Endpoint, Ipv4Addr, NetError, Op, Request, Response, ServerMessage, SessionInfo, StreamAccounts,
+};
+
+std::thread_local! {
+    static NOW: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The simulated clock of this thread's net, for a client's `fn() -> u64`.
+pub fn now() -> u64 {
+    NOW.with(Cell::get)
+}
+
+/// The send bytes before the receive slots.
+const SEND_BYTES: usize = 2048;
+/// Receive slots per endpoint.
+const SLOTS: usize = 8;
+
+/// Something served in-process on the net: it answers datagrams and has timers.
+pub trait Peer {
+    /// A datagram from `from` arrived at `now`; replies go to `out`.
+    fn datagram(
+        &mut self,
+        now: u64,
+        from: Endpoint,
+        payload: &[u8],
+        out: &mut Vec<(Endpoint, Vec<u8>)>,
+    );
+    /// The clock reached `now`: timers due fire, their datagrams to `out`.
+    fn poll(&mut self, now: u64, out: &mut Vec<(Endpoint, Vec<u8>)>);
+    /// When the peer next wants [`Peer::poll`], if ever.
+    fn next_poll(&self) -> Option<u64>;
+    /// The peer itself, to look at in a test.
+    fn as_any(&mut self) -> &mut dyn core::any::Any;
+}
+
+/// The wire's faults, per thousand datagrams, and its timing.
+#[derive(Clone, Copy, Debug)]
+pub struct Faults {
+    /// Datagrams lost.
+    pub loss: u32,
+    /// Datagrams delivered twice.
+    pub dup: u32,
+    /// Datagrams held back by up to `jitter_ns` more (reordered).
+    pub reorder: u32,
+    /// One-way latency.
+    pub latency_ns: u64,
+    /// The most a reordered datagram is held back.
+    pub jitter_ns: u64,
+}
+
+impl Faults {
+    /// A perfect wire with 50 µs of latency.
+    pub const NONE: Faults =
+        Faults { loss: 0, dup: 0, reorder: 0, latency_ns: 50_000, jitter_ns: 0 };
+}
+
+struct InFlight {
+    at: u64,
+    seq: u64,
+    from: Endpoint,
+    to: Endpoint,
+    bytes: Vec<u8>,
+}
+
+struct Local {
+    addr: Endpoint,
+    area: Vec<u8>,
+    free: Vec<bool>,
+    /// Messages for the client: responses and Received.
+    inbox: VecDeque<Vec<u8>>,
+    /// Datagrams waiting for a free slot.
+    backlog: VecDeque<(Endpoint, Vec<u8>)>,
+}
+
+struct Remote {
+    addr: Endpoint,
+    peer: Box<dyn Peer>,
+    /// Killed: it neither answers nor hears.
+    dead: bool,
+}
+
+/// The net: endpoints of clients, peers, and the wire between them.
+pub struct Net {
+    now: u64,
+    seq: u64,
+    rng: u64,
+    /// Faults applied to every datagram.
+    pub faults: Faults,
+    wire: Vec<InFlight>,
+    locals: Vec<Local>,
+    remotes: Vec<Remote>,
+    /// Datagrams sent onto the wire, lost, duplicated.
+    pub sent: u64,
+    /// Datagrams the wire lost.
+    pub lost: u64,
+    /// Datagrams the wire duplicated.
+    pub duplicated: u64,
+    /// Datagrams that reached a peer.
+    pub to_peers: u64,
+}
+
+/// A shared net.
+pub type SharedNet = Rc<RefCell<Net>>;
+
+impl Net {
+    /// An empty net whose wire draws from `seed`.
+    pub fn new(seed: u64, faults: Faults) -> SharedNet {
+        NOW.with(|n| n.set(0));
+        Rc::new(RefCell::new(Net {
+            now: 0,
+            seq: 0,
+            rng: seed | 1,
+            faults,
+            wire: Vec::new(),
+            locals: Vec::new(),
+            remotes: Vec::new(),
+            sent: 0,
+            lost: 0,
+            duplicated: 0,
+            to_peers: 0,
+        }))
+    }
+
+    /// Adds a peer at `addr`.
+    pub fn add_peer(net: &SharedNet, addr: Endpoint, peer: Box<dyn Peer>) {
+        net.borrow_mut().remotes.push(Remote { addr, peer, dead: false });
+    }
+
+    /// A transport for a client endpoint at address `addr` (its port comes with the Open).
+    pub fn transport(net: &SharedNet, addr: Ipv4Addr) -> SimTransport {
+        let mut n = net.borrow_mut();
+        n.locals.push(Local {
+            addr: Endpoint { addr, port: 0 },
+            area: vec![0; SEND_BYTES + SLOTS * RX_SLOT],
+            free: vec![true; SLOTS],
+            inbox: VecDeque::new(),
+            backlog: VecDeque::new(),
+        });
+        SimTransport { net: net.clone(), me: n.locals.len() - 1 }
+    }
+
+    /// Kills the peer at `addr`: from now on it neither hears nor answers.
+    pub fn kill(&mut self, addr: Endpoint) {
+        for r in self.remotes.iter_mut().filter(|r| r.addr == addr) {
+            r.dead = true;
+        }
+    }
+
+    /// The peer at `addr`, to look at.
+    pub fn peer(&mut self, addr: Endpoint) -> Option<&mut Box<dyn Peer>> {
+        self.remotes.iter_mut().find(|r| r.addr == addr).map(|r| &mut r.peer)
+    }
+
+    fn random(&mut self) -> u64 {
+        // xorshift64*
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn chance(&mut self, permille: u32) -> bool {
+        permille > 0 && (self.random() % 1000) < u64::from(permille)
+    }
+
+    /// Puts a datagram on the wire, with the wire's faults.
+    pub fn put(&mut self, from: Endpoint, to: Endpoint, bytes: Vec<u8>) {
+        self.sent += 1;
+        if self.chance(self.faults.loss) {
+            self.lost += 1;
+            return;
+        }
+        let copies = if self.chance(self.faults.dup) {
+            self.duplicated += 1;
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let mut at = self.now + self.faults.latency_ns;
+            if self.faults.jitter_ns > 0 && self.chance(self.faults.reorder) {
+                at += self.random() % self.faults.jitter_ns;
+            }
+            self.seq += 1;
+            let seq = self.seq;
+            self.wire.push(InFlight { at, seq, from, to, bytes: bytes.clone() });
+        }
+    }
+
+    /// Delivers everything due by the clock, and polls the peers.
+    fn deliver(&mut self) {
+        loop {
+            let now = self.now;
+            let mut out = Vec::new();
+            for r in self.remotes.iter_mut().filter(|r| !r.dead) {
+                if r.peer.next_poll().is_some_and(|t| t <= now) {
+                    let mut o = Vec::new();
+                    r.peer.poll(now, &mut o);
+                    out.extend(o.into_iter().map(|(to, b)| (r.addr, to, b)));
+                }
+            }
+            let due = self
+                .wire
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.at <= now)
+                .min_by_key(|(_, f)| (f.at, f.seq))
+                .map(|(i, _)| i);
+            let any = !out.is_empty();
+            for (from, to, b) in out {
+                self.put(from, to, b);
+            }
+            let Some(i) = due else {
+                if any {
+                    continue;
+                }
+                break;
+            };
+            let f = self.wire.swap_remove(i);
+            if let Some(r) = self.remotes.iter_mut().find(|r| r.addr == f.to) {
+                if r.dead {
+                    continue;
+                }
+                self.to_peers += 1;
+                let mut o = Vec::new();
+                r.peer.datagram(now, f.from, &f.bytes, &mut o);
+                let from = r.addr;
+                for (to, b) in o {
+                    self.put(from, to, b);
+                }
+            } else if let Some(l) = self.locals.iter_mut().find(|l| l.addr == f.to) {
+                l.backlog.push_back((f.from, f.bytes));
+            }
+            // Anything else: no such port, dropped.
+        }
+        for l in &mut self.locals {
+            while let Some(slot) = l.free.iter().position(|f| *f) {
+                let Some((from, bytes)) = l.backlog.pop_front() else { break };
+                l.free[slot] = false;
+                let offset = SEND_BYTES + slot * RX_SLOT;
+                l.area[offset..offset + bytes.len()].copy_from_slice(&bytes);
+                let r = Received { from, offset: offset as u64, len: bytes.len() as u32 };
+                l.inbox.push_back(ServerMessage::Received(r).encode().to_vec());
+            }
+        }
+    }
+
+    /// The next instant something happens on its own.
+    fn next_event(&self) -> Option<u64> {
+        let wire = self.wire.iter().map(|f| f.at).min();
+        let polls =
+            self.remotes.iter().filter(|r| !r.dead).filter_map(|r| r.peer.next_poll()).min();
+        match (wire, polls) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn set_now(&mut self, t: u64) {
+        self.now = self.now.max(t);
+        NOW.with(|n| n.set(self.now));
+    }
+}
+
+/// A client's [`Transport`] on the simulated net.
+pub struct SimTransport {
+    net: SharedNet,
+    me: usize,
+}
+
+fn info(addr: Endpoint) -> SessionInfo {
+    SessionInfo {
+        local: addr,
+        area_base: 0,
+        area_len: (SEND_BYTES + SLOTS * RX_SLOT) as u64,
+        rx_offset: SEND_BYTES as u32,
+        rx_slots: SLOTS as u32,
+        max_payload: net_interface::frame::MAX_UDP_PAYLOAD as u32,
+        max_in_flight: 8,
+    }
+}
+
+impl Transport for SimTransport {
+    fn send(&mut self, msg: &[u8]) -> Result<(), NetError> {
+        let req = Request::decode(msg)?;
+        let mut n = self.net.borrow_mut();
+        let me = self.me;
+        let mut reply = Response::plain(req.id, Ok(()));
+        match req.op {
+            Op::Open => {
+                let l = &mut n.locals[me];
+                l.addr.port =
+                    if req.remote.port == 0 { 40_000 + me as u16 } else { req.remote.port };
+                reply.info = info(l.addr);
+            }
+            Op::Send => {
+                let (from, bytes) = {
+                    let l = &n.locals[me];
+                    (l.addr, l.area[req.offset as usize..][..req.len as usize].to_vec())
+                };
+                n.put(from, req.remote, bytes);
+            }
+            Op::Release => {
+                let slot = (req.offset as usize - SEND_BYTES) / RX_SLOT;
+                n.locals[me].free[slot] = true;
+                n.deliver();
+            }
+            Op::Close => {}
+        }
+        n.locals[me].inbox.push_front(ServerMessage::Response(reply).encode().to_vec());
+        Ok(())
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> Result<usize, NetError> {
+        self.recv_until(buf, u64::MAX)?.ok_or(NetError::Closed)
+    }
+
+    fn recv_until(&mut self, buf: &mut [u8], deadline_ns: u64) -> Result<Option<usize>, NetError> {
+        let mut n = self.net.borrow_mut();
+        loop {
+            n.deliver();
+            if let Some(m) = n.locals[self.me].inbox.pop_front() {
+                buf[..m.len()].copy_from_slice(&m);
+                return Ok(Some(m.len()));
+            }
+            match n.next_event() {
+                Some(t) if t <= deadline_ns => {
+                    let t = t.max(n.now);
+                    n.set_now(t);
+                }
+                None if deadline_ns == u64::MAX => return Err(NetError::Closed),
+                _ => {
+                    n.set_now(deadline_ns);
+                    n.deliver();
+                    if let Some(m) = n.locals[self.me].inbox.pop_front() {
+                        buf[..m.len()].copy_from_slice(&m);
+                        return Ok(Some(m.len()));
+                    }
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    fn write(&mut self, _: &SessionInfo, offset: u64, bytes: &[u8]) {
+        let mut n = self.net.borrow_mut();
+        n.locals[self.me].area[offset as usize..][..bytes.len()].copy_from_slice(bytes);
+    }
+
+    fn read<R>(
+        &mut self,
+        _: &SessionInfo,
+        offset: u64,
+        len: u32,
+        read: impl FnOnce(&[u8]) -> R,
+    ) -> R {
+        let bytes =
+            self.net.borrow().locals[self.me].area[offset as usize..][..len as usize].to_vec();
+        read(&bytes)
+    }
+
+    fn accounts(&mut self, _: &SessionInfo) -> Option<StreamAccounts> {
+        None
+    }
+}

@@ -1,0 +1,294 @@
+//! Host tests of the client against in-process servers on a simulated net ([`crate::sim`]).
+
+extern crate std;
+
+use alloc::boxed::Box;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use net_client::Session;
+use net_interface::{Endpoint, Ipv4Addr};
+use pager::remote::{RemoteError, RemoteNotice, RemoteStore};
+use pager::{PAGE_SIZE, Page};
+use remote_server::{ClientReport, Server};
+use rpp::wire::RefuseReason;
+
+use crate::sim::{self, Faults, Net, Peer, SharedNet, SimTransport};
+use crate::{Config, ConnectError, RemoteClient};
+
+const CLIENT: Ipv4Addr = Ipv4Addr([10, 0, 0, 1]);
+
+fn server(n: u8) -> Endpoint {
+    Endpoint { addr: Ipv4Addr([10, 0, 0, 1 + n]), port: 7100 }
+}
+
+/// A peer that answers every datagram with itself.
+struct Echo;
+
+impl Peer for Echo {
+    fn datagram(
+        &mut self,
+        _: u64,
+        from: Endpoint,
+        payload: &[u8],
+        out: &mut Vec<(Endpoint, Vec<u8>)>,
+    ) {
+        out.push((from, payload.to_vec()));
+    }
+    fn poll(&mut self, _: u64, _: &mut Vec<(Endpoint, Vec<u8>)>) {}
+    fn next_poll(&self) -> Option<u64> {
+        None
+    }
+    fn as_any(&mut self) -> &mut dyn core::any::Any {
+        self
+    }
+}
+
+#[test]
+fn the_simulated_net_delivers_loses_and_duplicates_by_its_seed() {
+    let faults =
+        Faults { loss: 100, dup: 50, reorder: 200, latency_ns: 50_000, jitter_ns: 200_000 };
+    let net = Net::new(7, faults);
+    Net::add_peer(&net, server(1), Box::new(Echo));
+    let mut s = Session::new(Net::transport(&net, CLIENT));
+    s.open(5000).unwrap();
+    let (mut answered, mut extra) = (0, 0);
+    for i in 0..400u32 {
+        s.send(server(1), &i.to_le_bytes()).unwrap();
+        let deadline = sim::now() + 1_000_000;
+        while let Some(got) = s.receive_until(deadline, |d| d.payload.to_vec()).unwrap() {
+            if got == i.to_le_bytes() {
+                answered += 1;
+                break;
+            }
+            extra += 1;
+        }
+    }
+    let n = net.borrow();
+    // Each ping crosses the wire twice: about 81% come back.
+    assert!((280..=360).contains(&answered), "{answered} answered");
+    assert!(n.lost > 40 && n.duplicated > 10, "lost {} duplicated {}", n.lost, n.duplicated);
+    assert!(extra > 0, "no late or duplicate answers");
+    assert!(sim::now() > 400 * 100_000);
+}
+
+/// A paging server on the net: each datagram is taken and the queued work served at once,
+/// each packet costing the server 2 µs by its clock.
+struct ServerPeer {
+    server: Server,
+    cpu: u64,
+}
+
+impl ServerPeer {
+    fn run(&mut self, now: u64, out: &mut Vec<(Endpoint, Vec<u8>)>) {
+        let cpu = &mut self.cpu;
+        let mut clock = || {
+            *cpu += 1_000;
+            *cpu
+        };
+        while self.server.serve(now, &mut clock, &mut |to, b| out.push((to, b.to_vec()))) {}
+    }
+}
+
+impl Peer for ServerPeer {
+    fn datagram(
+        &mut self,
+        now: u64,
+        from: Endpoint,
+        payload: &[u8],
+        out: &mut Vec<(Endpoint, Vec<u8>)>,
+    ) {
+        let cpu = &mut self.cpu;
+        let mut clock = || {
+            *cpu += 1_000;
+            *cpu
+        };
+        self.server
+            .receive(now, &mut clock, from, payload, &mut |to, b| out.push((to, b.to_vec())));
+        self.run(now, out);
+    }
+    fn poll(&mut self, now: u64, out: &mut Vec<(Endpoint, Vec<u8>)>) {
+        self.run(now, out);
+    }
+    fn next_poll(&self) -> Option<u64> {
+        self.server.next_wakeup()
+    }
+    fn as_any(&mut self) -> &mut dyn core::any::Any {
+        self
+    }
+}
+
+/// A net with `servers` paging servers of `memory` bytes each.
+fn net_with(seed: u64, faults: Faults, servers: u8, memory: u64) -> SharedNet {
+    let net = Net::new(seed, faults);
+    for n in 1..=servers {
+        let peer = ServerPeer { server: Server::new(memory, u64::from(n)), cpu: 0 };
+        Net::add_peer(&net, server(n), Box::new(peer));
+    }
+    net
+}
+
+fn client(net: &SharedNet, config: Config) -> Result<RemoteClient<SimTransport>, ConnectError> {
+    let mut s = Session::new(Net::transport(net, CLIENT));
+    s.open(5000).unwrap();
+    RemoteClient::connect(s, sim::now, config)
+}
+
+/// Page `page`'s contents at `version`.
+fn contents(page: usize, version: u32) -> Box<Page> {
+    let mut p = Box::new([0u8; PAGE_SIZE]);
+    let mut x = (page as u64) << 32 | u64::from(version) | 1;
+    for chunk in p.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        chunk.copy_from_slice(&x.to_le_bytes());
+    }
+    p
+}
+
+/// The reports of the server at `addr`.
+fn reports(net: &SharedNet, addr: Endpoint) -> Vec<ClientReport> {
+    let mut n = net.borrow_mut();
+    let peer = n.peer(addr).expect("a server");
+    // The peers are ServerPeers.
+    let any: &mut dyn core::any::Any = peer.as_any();
+    any.downcast_mut::<ServerPeer>().expect("a server peer").server.reports()
+}
+
+/// Writes `pages` pages (version 1), then rewrites every third (version 2), then reads every
+/// page back and checks every byte: the versions written.
+fn write_all_and_check<T: net_client::Transport>(
+    c: &mut RemoteClient<T>,
+    pages: usize,
+) -> Vec<u32> {
+    let mut versions = vec![0u32; pages];
+    for (page, v) in versions.iter_mut().enumerate() {
+        c.write(page, &contents(page, 1)).unwrap();
+        *v = 1;
+    }
+    for page in (0..pages).step_by(3) {
+        c.write(page, &contents(page, 2)).unwrap();
+        versions[page] = 2;
+    }
+    check_all(c, &versions);
+    versions
+}
+
+fn check_all<T: net_client::Transport>(c: &mut RemoteClient<T>, versions: &[u32]) {
+    let mut buf = Box::new([0u8; PAGE_SIZE]);
+    for (page, &v) in versions.iter().enumerate() {
+        assert!(c.holds(page), "page {page} not held");
+        c.read(page, &mut buf).unwrap_or_else(|e| panic!("page {page}: {e}"));
+        assert!(buf[..] == contents(page, v)[..], "page {page} differs from version {v}");
+    }
+}
+
+#[test]
+fn pages_are_spread_and_come_back_whole_under_loss_duplication_and_reordering() {
+    let faults =
+        Faults { loss: 100, dup: 50, reorder: 200, latency_ns: 50_000, jitter_ns: 300_000 };
+    let net = net_with(11, faults, 2, 1 << 20);
+    let mut c = client(&net, Config::new(vec![server(1), server(2)], 128)).unwrap();
+    write_all_and_check(&mut c, 64);
+    let st = c.stats();
+    assert_eq!((st.servers, st.failovers), (2, 0));
+    assert_eq!(st.pages_written, 64 + 22);
+    assert_eq!(st.pages_read, 64);
+    assert!(st.retransmits > 0, "10% loss and no retransmission: {st:?}");
+    // Spread: each server holds half the pages.
+    for n in [1, 2] {
+        let r = reports(&net, server(n));
+        assert_eq!(r.len(), 1);
+        // Each page written whole once, a third again; read at least once (a read asked
+        // again after a loss is served again).
+        assert_eq!((r[0].pages, r[0].writes), (32, 32 + 11), "server {n}: {:?}", r[0]);
+        assert!(r[0].reads >= 32, "server {n}: {:?}", r[0]);
+    }
+    // Freed pages are gone from the servers and the client.
+    c.free(0);
+    c.free(1);
+    assert!(!c.holds(0) && !c.holds(1));
+    let mut buf = Box::new([0u8; PAGE_SIZE]);
+    assert_eq!(c.read(0, &mut buf), Err(RemoteError::NotHeld));
+    let held: u64 = [1, 2].iter().map(|&n| reports(&net, server(n))[0].pages).sum();
+    assert_eq!(held, 62);
+    // Release closes both streams.
+    c.release();
+    for n in [1, 2] {
+        let r = reports(&net, server(n));
+        assert!(r[0].released && r[0].pages == 0, "{:?}", r[0]);
+        assert!(r[0].cpu_ns > 0);
+    }
+    assert!(net.borrow().lost > 0);
+}
+
+#[test]
+fn a_mirrored_client_loses_nothing_when_its_primary_dies() {
+    let faults = Faults { loss: 50, dup: 20, reorder: 100, latency_ns: 50_000, jitter_ns: 200_000 };
+    let net = net_with(5, faults, 2, 1 << 20);
+    let mut config = Config::new(vec![server(1), server(2)], 128);
+    config.mirror = true;
+    let mut c = client(&net, config).unwrap();
+    let versions = write_all_and_check(&mut c, 48);
+    // Every page on both servers.
+    for n in [1, 2] {
+        assert_eq!(reports(&net, server(n))[0].pages, 48);
+    }
+    assert_eq!(c.stats().pages_written, 2 * (48 + 16));
+    net.borrow_mut().kill(server(1));
+    // Every page reads back from the mirror, promoted.
+    check_all(&mut c, &versions);
+    let st = c.stats();
+    assert_eq!((st.servers, st.failovers), (1, 1));
+    let r = reports(&net, server(2));
+    assert_eq!(r[0].role, rpp::wire::Role::Primary);
+    // Writes go on to the survivor alone.
+    c.write(3, &contents(3, 7)).unwrap();
+    let mut buf = Box::new([0u8; PAGE_SIZE]);
+    c.read(3, &mut buf).unwrap();
+    assert!(buf[..] == contents(3, 7)[..]);
+    assert_eq!(c.notice(), None);
+}
+
+#[test]
+fn a_client_whose_servers_all_vanish_says_so_and_refuses_writes() {
+    let net = net_with(3, Faults::NONE, 2, 1 << 20);
+    let mut c = client(&net, Config::new(vec![server(1), server(2)], 16)).unwrap();
+    for page in 0..8 {
+        c.write(page, &contents(page, 1)).unwrap();
+    }
+    net.borrow_mut().kill(server(1));
+    net.borrow_mut().kill(server(2));
+    // Page 0 was on server 1, page 1 on server 2: both reads find their servers gone.
+    let mut buf = Box::new([0u8; PAGE_SIZE]);
+    assert_eq!(c.read(0, &mut buf), Err(RemoteError::NotHeld));
+    assert_eq!(c.write(1, &contents(1, 2)), Err(RemoteError::Unreachable));
+    assert_eq!(c.notice(), Some(RemoteNotice::ServersLost));
+    assert_eq!(c.notice(), None);
+    assert_eq!(c.write(2, &contents(2, 2)), Err(RemoteError::NoServer));
+    assert!((0..8).all(|p| !c.holds(p)));
+    assert_eq!(c.stats().servers, 0);
+    // Giving up on unreachable servers took the retries' time, and no longer.
+    assert!(sim::now() > 1_000_000_000 && sim::now() < 120_000_000_000, "{}", sim::now());
+}
+
+#[test]
+fn servers_that_refuse_or_do_not_answer_are_not_used() {
+    // Server 1 offers 16 pages' memory: a client of 128 pages is refused.
+    let net = net_with(9, Faults::NONE, 1, 16 * PAGE_SIZE as u64);
+    let r = client(&net, Config::new(vec![server(1)], 128)).err();
+    assert_eq!(r, Some(ConnectError::NoServer(Some(RefuseReason::Memory))));
+    // Server 3 does not exist: the client uses server 1 alone.
+    let net = net_with(9, Faults::NONE, 1, 1 << 20);
+    let mut c = client(&net, Config::new(vec![server(1), server(3)], 16)).unwrap();
+    assert_eq!(c.stats().servers, 1);
+    for page in 0..4 {
+        c.write(page, &contents(page, 1)).unwrap();
+    }
+    check_all(&mut c, &[1; 4]);
+    // Mirroring with one server is a bad configuration.
+    let mut config = Config::new(vec![server(1)], 16);
+    config.mirror = true;
+    assert_eq!(client(&net, config).err(), Some(ConnectError::BadConfig));
+}
