@@ -338,3 +338,18 @@ impl Server {
         self.revocations.pending()
     }
 }
+
+impl Server {
+    /// When the revocations next want [`Server::poll_revocations`] (a notice or a page to send
+    /// again), if ever.
+    pub fn revocation_deadline(&self) -> Option<u64> {
+        let machines = self
+            .revocations
+            .list
+            .iter()
+            .filter(|r| !r.machine.is_freed())
+            .map(|r| r.machine.deadline());
+        let transfers = self.revocations.transfers.next_deadline();
+        machines.chain(transfers).min()
+    }
+}
