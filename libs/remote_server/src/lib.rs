@@ -539,6 +539,11 @@ impl Server {
         self.memory_bytes
     }
 
+    /// The server's CPU committed to its clients' contracts, ppm.
+    pub fn cpu_committed_ppm(&self) -> u64 {
+        self.sched.committed_ppm()
+    }
+
     /// Closes `stream`: its pages freed, its reservation returned, its report kept.
     fn close(&mut self, stream: u32) {
         let Some(mut s) = self.mem.streams.remove(&stream) else { return };
