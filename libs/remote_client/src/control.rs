@@ -7,7 +7,9 @@
 //!   `CreateStream` until one admits it; if all refuse the trader is asked once more, then the
 //!   client gives up (no server: the backing store manager pages locally). An unreachable
 //!   trader (no answer within its retries, [`TraderAsk`]) is passed over for the next. A
-//!   mirroring client then finds its mirror the same way, its primary excluded.
+//!   mirroring client then finds its mirror the same way, its primary excluded. The second
+//!   question waits [`crate::Config::requery_ns`] (2 s by default) after the first answer,
+//!   so that servers still starting have advertised.
 //! - **Revocation.** A server's `RevokeNotice` is taken between requests (never inside a
 //!   transfer): the client looks for a new server (the revoking one excluded; spreading, the
 //!   ones it has too), and replies `RevokeReply` naming the new server and its stream there.
@@ -226,10 +228,16 @@ impl<T: Transport> RemoteClient<T> {
         // stretch, so a new server is always what is wanted.
         let mut sel = Selection::new(true, traders.len(), &[], &connected, exclude);
         let bytes = self.config.pages.saturating_mul(PAGE_SIZE as u64);
+        let mut answered = false;
         for _ in 0..64 {
             match sel.step() {
                 Step::AskTrader(t) => {
+                    if answered {
+                        // Asked once more: after a while, for servers to advertise.
+                        self.pause(self.config.requery_ns)?;
+                    }
                     let answer = self.query(traders[t], bytes)?;
+                    answered |= answer.is_some();
                     sel.trader_answered(answer.as_deref());
                 }
                 Step::Create(a) => {
@@ -248,6 +256,22 @@ impl<T: Transport> RemoteClient<T> {
             }
         }
         Ok(None)
+    }
+
+    /// Waits `ns`, taking what comes meanwhile.
+    fn pause(&mut self, ns: u64) -> Result<(), NetError> {
+        let until = (self.clock)().saturating_add(ns);
+        while let Some((from, len)) = self.receive(until)? {
+            let bytes = self.buf[..len].to_vec();
+            match (self.server_of(from), wire::decode(&bytes)) {
+                (Some(_), Ok(p)) => self.control(from, &p),
+                (None, Ok(p)) if matches!(p.message, Message::TraderAnswer { .. }) => {
+                    self.control.late_answers += 1
+                }
+                _ => self.strays += 1,
+            }
+        }
+        Ok(())
     }
 
     /// Asks `trader` for servers with `bytes`: their endpoints, or `None` if it did not answer.

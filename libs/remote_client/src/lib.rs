@@ -79,6 +79,9 @@ pub struct Config {
     /// The traders to ask for servers when the static ones are not enough, and when a server
     /// revokes the client (the spec's `traders=`; see [`control`]).
     pub traders: Vec<Endpoint>,
+    /// How long the client waits before asking a trader once more when every candidate of its
+    /// first answer refused or it named none (servers may not have advertised yet).
+    pub requery_ns: u64,
     /// Mirror every page to a second server (the spec's `mirror=server`).
     pub mirror: bool,
     /// Spread new pages over the servers (the spec's `spread=yes`).
@@ -105,6 +108,7 @@ impl Config {
         Config {
             servers,
             traders: Vec::new(),
+            requery_ns: 2_000_000_000,
             mirror: false,
             spread: true,
             local_disk: true,
