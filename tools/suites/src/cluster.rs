@@ -43,6 +43,9 @@
 //!   (`tests/clusters/mesh-kill.toml`): a and b report c unreachable after ten pings in a row
 //!   unanswered, counting every ping to c after that lost, finish their own exchange without
 //!   loss, and the run exits 0 with c reported killed as expected.
+//! - `remote_paging`, `remote_paging_under_loss`, `remote_paging_failover`,
+//!   `remote_paging_servers_vanish`, `remote_paging_hostile_client`: remote paging across the
+//!   nodes ([`crate::cluster_remote`]).
 //! - `bad_manifest`: a malformed cluster manifest exits 1 with `FILE:LINE: KEY: REASON`.
 
 use std::io::{BufRead, BufReader, Read};
@@ -62,14 +65,14 @@ use tool_base::util;
 const GUARD: Duration = Duration::from_secs(900);
 
 /// What a `cargo xtask cluster` child did.
-struct ClusterRun {
-    status: Option<i32>,
-    stdout: String,
-    stderr: String,
+pub(crate) struct ClusterRun {
+    pub(crate) status: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl ClusterRun {
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "exit status {:?}\n--- stdout (last lines)\n{}\n--- stderr\n{}",
             self.status,
@@ -79,7 +82,7 @@ impl ClusterRun {
     }
 
     /// Node `name`'s decoded log lines, in the order shown.
-    fn log_of(&self, name: &str) -> Vec<LogLine> {
+    pub(crate) fn log_of(&self, name: &str) -> Vec<LogLine> {
         self.stdout
             .lines()
             .filter_map(split_line)
@@ -185,7 +188,7 @@ impl Child {
 
 /// Runs `cargo xtask cluster FILE` to its end and checks what every cluster test checks: no
 /// process of the run left, no kernel ERROR or WARN line from any node.
-fn cluster(file: &str, nodes: &[&str]) -> Result<ClusterRun, String> {
+pub(crate) fn cluster(file: &str, nodes: &[&str]) -> Result<ClusterRun, String> {
     let run = Child::start(file)?.finish(GUARD)?;
     common_checks(&run, nodes)?;
     Ok(run)
@@ -244,6 +247,11 @@ pub(super) const CLUSTER_TESTS: &[(&str, ClusterTest)] = &[
     ("mesh_without_loss", mesh_without_loss),
     ("mesh_counts_losses", mesh_counts_losses),
     ("mesh_survives_a_kill", mesh_survives_a_kill),
+    ("remote_paging", crate::cluster_remote::remote_paging),
+    ("remote_paging_under_loss", crate::cluster_remote::remote_paging_under_loss),
+    ("remote_paging_failover", crate::cluster_remote::remote_paging_failover),
+    ("remote_paging_servers_vanish", crate::cluster_remote::remote_paging_servers_vanish),
+    ("remote_paging_hostile_client", crate::cluster_remote::remote_paging_hostile_client),
     ("bad_manifest", bad_manifest),
 ];
 

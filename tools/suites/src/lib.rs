@@ -32,11 +32,13 @@ use tool_base::{Arch, Bios, setup, util};
 
 mod address_space;
 mod cluster;
+mod cluster_remote;
 mod domains;
 mod drivers;
 mod harness;
 mod net;
 mod paging;
+mod remote;
 mod run;
 pub mod sched;
 mod user;
@@ -47,6 +49,7 @@ use drivers::drivers_tests;
 use harness::{QemuTest, expect_ending, expect_exit, expect_line, last_lines};
 use net::net_tests;
 use paging::paging_tests;
+use remote::remote_tests;
 use user::user_tests;
 
 /// Results so far.
@@ -680,6 +683,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
     tests.extend(address_space_tests(&p, arch));
     tests.extend(drivers_tests(&p, arch));
     tests.extend(net_tests(&p, arch));
+    tests.extend(remote_tests(&p, arch));
     tests.extend(user_tests(&p, arch));
     // ANCHOR_END: suites
     Ok(tests)

@@ -28,7 +28,7 @@
 //!
 //! **Hostile client** (`--net NAME --port P --hostile A.B.C.D:Q [--rounds N]`): creates a
 //! stream of its own on the server at A.B.C.D:Q (for its token), then plays N rounds (default
-//! 200), 20 ms apart: for every other stream number from 1 to 8 it asks for a page, writes a
+//! 200), 50 ms apart: for every other stream number from 1 to 4 it asks for a page, writes a
 //! page over one (every chunk), asks to switch its mirror and to release it, once with its
 //! own token and once with a guessed one; and it uses its own stream's number with a wrong
 //! token. It counts every answer: a page's chunk or a write acknowledged on a stream not its
@@ -405,7 +405,7 @@ fn hostile(session: &mut Session<ChannelTransport>, server: Endpoint, rounds: u3
         println!("paging_server: hostile: the server at {server} created no stream");
         return 1;
     };
-    println!("paging_server: hostile: own stream {stream} on {server}; attacking streams 1 to 8");
+    println!("paging_server: hostile: own stream {stream} on {server}; attacking streams 1 to 4");
     let mut h = Hostile::default();
     let page = [0xa5u8; wire::MAX_CHUNK];
     let mut guess = token ^ 0x5555_5555_5555_5555;
@@ -419,7 +419,7 @@ fn hostile(session: &mut Session<ChannelTransport>, server: Endpoint, rounds: u3
             }
         };
         let vpn = u64::from(round % 128);
-        for victim in (1..=8u32).filter(|&s| s != stream) {
+        for victim in (1..=4u32).filter(|&s| s != stream) {
             guess = guess.rotate_left(7).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
             for t in [token, guess] {
                 let header = Header { stream: victim, token: t, request: 1000 + round };
@@ -451,7 +451,7 @@ fn hostile(session: &mut Session<ChannelTransport>, server: Endpoint, rounds: u3
             }
             h.sent += 1;
         }
-        let deadline = tessera::time_ns().saturating_add(20_000_000);
+        let deadline = tessera::time_ns().saturating_add(50_000_000);
         if h.listen(session, stream, deadline).is_err() {
             return 1;
         }

@@ -1,0 +1,213 @@
+//! `qemu::cluster::remote_paging*`: remote paging across three nodes of both architectures
+//! (`tests/clusters/remote*.toml`): heracles on node a (riscv64) pages a stretch of 128 pages
+//! on 32 frames, 3,000 seeded steps of whole-page writes and reads, every byte checked, to
+//! the paging servers of b (x86_64) and c (riscv64), on the paced clock. Every test reads the
+//! client's and the servers' own counts from outside.
+//!
+//! - `remote_paging`: pages spread over both servers, no loss: every byte right; both servers
+//!   stored and served pages (each server's whole pages stored add up to the client's pages
+//!   written), nothing went to the local disk, no server was lost; each server charged the
+//!   client CPU time, refused nothing, and ended when the client released its stream.
+//! - `remote_paging_under_loss`: the same with 10% of frames lost each way on a-b: every byte
+//!   right, the client retransmitted, and the servers still stored each page written once
+//!   (a repeated chunk or write is not stored twice).
+//! - `remote_paging_failover`: every page mirrored to the other server; b, the primary, killed
+//!   at step 1,500: every byte right, one failover, one server left, no page lost and none
+//!   paged to the disk; c's stream became primary, served the reads after the kill, and was
+//!   released at the end.
+//! - `remote_paging_servers_vanish`: every page mirrored to the local disk; both servers killed
+//!   at step 1,500: every byte right, every server lost (told once), no page lost, the pages
+//!   written after the loss went to the disk.
+//! - `remote_paging_hostile_client`: a hostile client on c attacks the victim's stream on b
+//!   with its own token, guessed tokens and wrong stream numbers: the victim's every byte is
+//!   right, the hostile got no page and had no write acknowledged, and the server refused and
+//!   counted every attack, the victim's report naming those against its stream.
+
+use crate::cluster::{ClusterRun, cluster};
+use crate::remote::get;
+
+/// The message of node `node`'s first line containing `text`.
+fn line_of(run: &ClusterRun, node: &str, text: &str) -> Result<String, String> {
+    run.log_of(node)
+        .into_iter()
+        .find(|l| l.message.contains(text))
+        .map(|l| l.message)
+        .ok_or(format!("node {node} logged no line containing `{text}`"))
+}
+
+/// Node a's client: every byte right. Its remote line and store line.
+fn client(run: &ClusterRun, mirror: &str) -> Result<(String, String), String> {
+    let random = line_of(run, "a", "[pager] heracles: random pages=")?;
+    if get(&random, "pages")? != 128
+        || get(&random, "steps")? != 3000
+        || get(&random, "mismatches")? != 0
+        || get(&random, "checked")? < 128
+    {
+        return Err(format!("a's contents wrong or unchecked: {random}"));
+    }
+    let remote = line_of(run, "a", "[pager] heracles: remote program=random")?;
+    if !remote.contains(&format!(" mirror={mirror} ")) {
+        return Err(format!("not mirror={mirror}: {remote}"));
+    }
+    let store = line_of(run, "a", "[pager] heracles: store remote_now=")?;
+    if get(&store, "lost_remote")? != 0 {
+        return Err(format!("pages lost: {store}"));
+    }
+    Ok((remote, store))
+}
+
+/// Server `node`'s line of its client a (10.0.0.1).
+fn served(run: &ClusterRun, node: &str) -> Result<String, String> {
+    line_of(run, node, "[server] paging_server: client 10.0.0.1:")
+}
+
+/// A run where every node finished and none failed.
+fn finished(run: &ClusterRun) -> Result<(), String> {
+    if run.status != Some(0) || !run.stderr.contains("cluster: all 3 nodes finished") {
+        return Err("want exit status 0 and `all 3 nodes finished`".into());
+    }
+    Ok(())
+}
+
+/// The plain and lossy runs: both servers used, nothing local, every write stored once.
+fn spread(run: &ClusterRun, lossy: bool) -> Result<(), String> {
+    finished(run)?;
+    let (remote, store) = client(run, "none")?;
+    let written = get(&remote, "pages_written")?;
+    if get(&remote, "servers")? != 2 || get(&remote, "failovers")? != 0 || written < 96 {
+        return Err(format!("a did not page to both servers: {remote}"));
+    }
+    let retransmits = get(&remote, "retransmits")?;
+    if lossy && retransmits == 0 {
+        return Err(format!("10% loss and no retransmission: {remote}"));
+    }
+    for k in ["local_writes", "fallbacks", "servers_lost"] {
+        if get(&store, k)? != 0 {
+            return Err(format!("{k} should be 0: {store}"));
+        }
+    }
+    let mut stored = 0;
+    for node in ["b", "c"] {
+        let s = served(run, node)?;
+        if !s.contains(" role=primary ") || !s.ends_with("released=true") {
+            return Err(format!("{node}: {s}"));
+        }
+        if get(&s, "writes")? == 0
+            || get(&s, "reads")? == 0
+            || get(&s, "cpu_ns")? == 0
+            || get(&s, "refused")? != 0
+        {
+            return Err(format!("{node} did not serve a: {s}"));
+        }
+        stored += get(&s, "writes")?;
+        line_of(run, node, "ended: every client released its stream")?;
+    }
+    if stored != written {
+        return Err(format!("the servers stored {stored} pages, a wrote {written}: {remote}"));
+    }
+    Ok(())
+}
+
+pub(crate) fn remote_paging() -> Result<(), String> {
+    let run = cluster("tests/clusters/remote.toml", &["a", "b", "c"])?;
+    spread(&run, false).map_err(|why| format!("{why}\n{}", run.describe()))
+}
+
+pub(crate) fn remote_paging_under_loss() -> Result<(), String> {
+    let run = cluster("tests/clusters/remote-loss.toml", &["a", "b", "c"])?;
+    spread(&run, true).map_err(|why| format!("{why}\n{}", run.describe()))
+}
+
+/// The kill of `nodes`, expected, and node a finished.
+fn killed(run: &ClusterRun, nodes: &[&str]) -> Result<(), String> {
+    if run.status != Some(0) || !run.stderr.contains("cluster: node a: finished") {
+        return Err("want exit status 0 and a finished".into());
+    }
+    for n in nodes {
+        if !run.stderr.contains(&format!("cluster: node {n}: killed by the event of line")) {
+            return Err(format!("node {n} is not reported killed"));
+        }
+    }
+    Ok(())
+}
+
+fn failover(run: &ClusterRun) -> Result<(), String> {
+    killed(run, &["b"])?;
+    line_of(run, "a", "[pager] heracles: step 1500")?;
+    let (remote, store) = client(run, "server")?;
+    if get(&remote, "failovers")? != 1 || get(&remote, "servers")? != 1 {
+        return Err(format!("want one failover and one server left: {remote}"));
+    }
+    for k in ["local_writes", "fallbacks", "servers_lost"] {
+        if get(&store, k)? != 0 {
+            return Err(format!("{k} should be 0 with the mirror alive: {store}"));
+        }
+    }
+    let c = served(run, "c")?;
+    // c's stream was the mirror: promoted, it served the reads after the kill.
+    if !c.contains(" role=primary ") || !c.ends_with("released=true") || get(&c, "reads")? == 0 {
+        return Err(format!("c was not promoted or served no read: {c}"));
+    }
+    Ok(())
+}
+
+pub(crate) fn remote_paging_failover() -> Result<(), String> {
+    let run = cluster("tests/clusters/remote-failover.toml", &["a", "b", "c"])?;
+    failover(&run).map_err(|why| format!("{why}\n{}", run.describe()))
+}
+
+fn vanish(run: &ClusterRun) -> Result<(), String> {
+    killed(run, &["b", "c"])?;
+    let (remote, store) = client(run, "disk")?;
+    if get(&remote, "servers")? != 0 {
+        return Err(format!("servers left after both were killed: {remote}"));
+    }
+    if get(&store, "servers_lost")? != 1
+        || get(&store, "fallbacks")? == 0
+        || get(&store, "remote_now")? != 0
+    {
+        return Err(format!("the store did not fall back to the disk once: {store}"));
+    }
+    // Every remote write was mirrored to the disk.
+    if get(&store, "mirror_writes")? < get(&store, "remote_writes")? {
+        return Err(format!("remote writes not mirrored to the disk: {store}"));
+    }
+    Ok(())
+}
+
+pub(crate) fn remote_paging_servers_vanish() -> Result<(), String> {
+    let run = cluster("tests/clusters/remote-vanish.toml", &["a", "b", "c"])?;
+    vanish(&run).map_err(|why| format!("{why}\n{}", run.describe()))
+}
+
+fn hostile(run: &ClusterRun) -> Result<(), String> {
+    finished(run)?;
+    let (remote, _) = client(run, "none")?;
+    if get(&remote, "servers")? != 1 {
+        return Err(format!("a should page to b alone: {remote}"));
+    }
+    let h = line_of(run, "c", "[hostile] paging_server: hostile: sent=")?;
+    let sent = get(&h, "sent")?;
+    let refused = get(&h, "refused")?;
+    if get(&h, "breaches")? != 0 || sent < 1000 || refused == 0 {
+        return Err(format!("the hostile client got through or was not refused: {h}"));
+    }
+    let victim = served(run, "b")?;
+    if get(&victim, "refused")? == 0 || !victim.ends_with("released=true") {
+        return Err(format!("the server counted no refusal against the victim's stream: {victim}"));
+    }
+    let total = line_of(run, "b", "[server] paging_server: served streams=2 ")?;
+    // Every packet the hostile sent but those on its own stream with its own token (its
+    // creation and release) was refused.
+    if get(&total, "bad_token")? < sent {
+        return Err(format!(
+            "the server refused fewer packets than the hostile sent ({sent}): {total}"
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn remote_paging_hostile_client() -> Result<(), String> {
+    let run = cluster("tests/clusters/remote-hostile.toml", &["a", "b", "c"])?;
+    hostile(&run).map_err(|why| format!("{why}\n{}", run.describe()))
+}

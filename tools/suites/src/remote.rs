@@ -1,0 +1,125 @@
+//! Remote paging on one machine (`qemu::<arch>::remote::...`): the client and its servers on
+//! two network driver domains of one QEMU hub, under `-icount shift=0,sleep=off`, so that the
+//! whole exchange runs in the guest's virtual time. The three-node scenarios are in
+//! [`crate::cluster`].
+//!
+//! - `remote::one_node`: heracles pages 128 pages on 32 frames to two paging servers behind
+//!   the other driver, every page mirrored to the other server
+//!   (`tests/manifests/remote/one-node.toml`). From outside: every byte checked (no mismatch,
+//!   every page checked at the end); the client created a primary stream on one server and a
+//!   mirror stream on the other and lost neither; every page it wrote went to both (its count
+//!   even, each server's count of whole pages stored half of it); reads came from the primary
+//!   alone; the backing store wrote nothing to the local disk and fell back for no page; each
+//!   server served one client, charged it CPU time, refused nothing, and ended when the client
+//!   released its stream; every domain exited 0; the run's virtual time is bounded on both
+//!   sides.
+
+use std::time::Duration;
+
+use crate::harness::{QemuTest, expect_ending, expect_exit, expect_line};
+use qemu_run::log::field;
+use qemu_run::qemu::{Boot, Ending, Outcome};
+use system_image::system::Spoil;
+use tool_base::Arch;
+
+/// The message of the first line containing `text`.
+pub(crate) fn line_with<'a>(out: &'a Outcome, text: &str) -> Result<&'a str, String> {
+    out.line(text).map(|l| l.message.as_str()).ok_or(format!("no log line contains `{text}`"))
+}
+
+/// The value of `key=` in `line`.
+pub(crate) fn get(line: &str, key: &str) -> Result<u64, String> {
+    field(line, key).ok_or(format!("no `{key}=` in `{line}`"))
+}
+
+/// The run's length in ns, from the kernel's idle line of the run summary.
+fn run_ns(out: &Outcome) -> Result<u64, String> {
+    let idle = out.line("kernel: idle ").ok_or("no idle line in the run summary")?;
+    idle.message
+        .split_whitespace()
+        .filter_map(|w| w.parse::<u64>().ok())
+        .nth(1)
+        .ok_or("an unreadable idle line".into())
+}
+
+fn one_node(out: &Outcome) -> Result<(), String> {
+    expect_ending(out, Ending::Kernel(0))?;
+    for d in ["pager", "srv-1", "srv-2", "drv-a", "drv-b", "blk"] {
+        expect_exit(out, d, 0)?;
+    }
+    let random = line_with(out, "heracles: random pages=")?;
+    if get(random, "pages")? != 128
+        || get(random, "mismatches")? != 0
+        || get(random, "checked")? < 128
+    {
+        return Err(format!("contents wrong or pages unchecked: {random}"));
+    }
+    expect_line(out, "heracles: remote: server 10.0.0.2:7100 stream 1 role Primary")?;
+    expect_line(out, "heracles: remote: server 10.0.0.2:7101 stream 1 role Mirror")?;
+    let remote = line_with(out, "heracles: remote program=random")?;
+    let written = get(remote, "pages_written")?;
+    let read = get(remote, "pages_read")?;
+    if !remote.contains("mirror=server")
+        || get(remote, "servers")? != 2
+        || get(remote, "failovers")? != 0
+        || written < 2 * 96
+        || written % 2 != 0
+        || read < 96
+    {
+        return Err(format!("the client did not page to both servers, mirrored: {remote}"));
+    }
+    let store = line_with(out, "heracles: store remote_now=")?;
+    for k in ["local_writes", "fallbacks", "lost_remote", "servers_lost"] {
+        if get(store, k)? != 0 {
+            return Err(format!("{k} should be 0 with two servers answering: {store}"));
+        }
+    }
+    if get(store, "remote_writes")? * 2 != written {
+        return Err(format!("each remote write should be two pages written: {store} / {remote}"));
+    }
+    for (srv, role, reads_from) in [("srv-1", "primary", true), ("srv-2", "mirror", false)] {
+        let client = line_with(out, &format!("[{srv}] paging_server: client 10.0.0.1:"))?;
+        if !client.contains(&format!(" role={role} disk=yes reserved=128 "))
+            || !client.ends_with("released=true")
+        {
+            return Err(format!("{srv}: {client}"));
+        }
+        if get(client, "writes")? * 2 != written
+            || get(client, "refused")? != 0
+            || get(client, "cpu_ns")? == 0
+        {
+            return Err(format!("{srv} should have stored half the pages written: {client}"));
+        }
+        let reads = get(client, "reads")?;
+        if reads_from != (reads >= read) || (!reads_from && reads != 0) {
+            return Err(format!("reads should come from the primary alone: {client}"));
+        }
+        let served = line_with(out, &format!("[{srv}] paging_server: served streams=1 "))?;
+        if get(served, "bad_token")? != 0
+            || !served.ends_with("ended: every client released its stream")
+        {
+            return Err(format!("{srv}: {served}"));
+        }
+    }
+    // Under -icount an instruction is a nanosecond: the 2,000 steps' faults each cost a
+    // round trip through four domains.
+    let ns = run_ns(out)?;
+    if !(100_000_000..=60_000_000_000).contains(&ns) {
+        return Err(format!("the run lasted {ns} ns (want 100 ms to 60 s)"));
+    }
+    Ok(())
+}
+
+/// The suite's tests on `arch`.
+pub(super) fn remote_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
+    let mut boot = Boot::new(arch);
+    boot.icount = true;
+    boot.timeout = Duration::from_secs(300);
+    vec![QemuTest {
+        name: format!("{p}remote::one_node"),
+        boot,
+        system: Some(("tests/manifests/remote/one-node.toml".into(), Spoil::Nothing)),
+        expected: &[],
+        check: Box::new(one_node),
+    }]
+}
