@@ -1,5 +1,6 @@
 //! The Heracles pager hierarchy for Tessera's paged stretch drivers: the components a domain
-//! composes to page one stretch to its own disk stream and its own compressed cache, as
+//! composes to page one stretch to its own disk stream (or to other nodes' memory, through a
+//! remote store) and its own compressed cache, as
 //! traits with implementations. The crate is `no_std` (with `alloc`), has no `unsafe` code,
 //! no threads, no floating point and no clock, so it is deterministic and tested whole on the
 //! host against an in-memory block device; the paged stretch driver (`stretch_drivers/paged`)
@@ -11,12 +12,17 @@
 //!   and answers ([`pager::Pager::resume`]), and end in a typed [`plan::Outcome`] (a fault's
 //!   [`plan::FaultOutcome`]: where the page came from, the evictions done). It owns a
 //!   replacement policy, a cache manager and the application's [`app::AppHandler`]; answers
-//!   `unlock`, `resize_cache` and `stats` directly. [`hierarchy::BuildHierarchy`] builds the thesis's four
-//!   local hierarchies in one call.
+//!   `unlock`, `resize_cache` and `stats` directly. [`hierarchy::BuildHierarchy`] builds the
+//!   thesis's ten hierarchies (Fig 8.2) in one call.
 //! - [`replace`]: [`replace::ReplacementPolicy`]; second-chance FIFO clock (default), LRU, or
 //!   the application's own.
 //! - [`cache`]: [`cache::CacheManager`]; basic (eviction and fetch areas), compressed (lz4 or
 //!   WKdm), extended (compressed pool over eviction and fetch areas). Caching is exclusive.
+//! - [`backing`]: [`backing::BackingStore`], the backing store manager: a disk manager to the
+//!   caches that routes pages between a local disk manager and a [`remote::RemoteStore`] (the
+//!   remote paging client) by mode (local, remote, remote mirrored to another server or to the
+//!   disk), knows where each page's latest copy is, falls back to the disk, and brings pages
+//!   back to it after a revocation; [`remote::MemRemoteStore`] for tests.
 //! - [`disk`]: [`disk::DiskManager`]; basic, write-behind, prefetching (friends).
 //! - [`spec`]: [`spec::PagerSpec`], a paged stretch's configuration as one line of text, with
 //!   [`hierarchy::Hierarchy`], [`replace::PolicyKind`] and [`cache::Codec`]: plain data from the
@@ -65,9 +71,9 @@
 //!   Its working memory is allocated once per cache, like lz4's.
 //!
 //! # Not yet
-//! - Remote paging and mirroring: the lowest cache manager talks to its disk manager directly;
-//!   a backing store routing pages between a disk manager and a remote paging client comes
-//!   with the second place to store pages.
+//! - Filling a new server from the disk after every server was lost, and switching back to
+//!   it: the pages stay on the disk, and new evictions go to the remote store again once it
+//!   takes them ([`backing`]).
 //! - Compressed pages on disk: the disk managers store whole pages, so the extended cache's
 //!   fetch and eviction areas hold pages uncompressed.
 //! - The compressed pool as one contiguous stretch with an address-ordered free list; its

@@ -584,6 +584,12 @@ struct RawPager {
     swap_at: Option<Spanned<Size>>,
     ahead: Option<Spanned<u64>>,
     harvest: Option<Spanned<u64>>,
+    store: Option<Spanned<String>>,
+    mirror: Option<Spanned<String>>,
+    net: Option<Spanned<String>>,
+    traders: Option<Spanned<Vec<String>>>,
+    servers: Option<Spanned<Vec<String>>>,
+    spread: Option<Spanned<bool>>,
 }
 
 /// One key of a `pager` table as written: its name, its value in the spec's form, the value
@@ -613,6 +619,18 @@ impl RawPager {
             let n = v?.into_inner().0;
             Some(PagerKey { key, value: n.to_string(), shown: Bytes(n).to_string(), span })
         }
+        // Endpoints, `+` between them in the spec.
+        fn list(key: &'static str, v: Option<Spanned<Vec<String>>>) -> Option<PagerKey> {
+            let span = v.as_ref()?.span();
+            let items = v?.into_inner();
+            Some(PagerKey { key, value: items.join("+"), shown: format!("{items:?}"), span })
+        }
+        fn yes_no(key: &'static str, v: Option<Spanned<bool>>) -> Option<PagerKey> {
+            let span = v.as_ref()?.span();
+            let b = v?.into_inner();
+            let value = if b { "yes" } else { "no" }.to_owned();
+            Some(PagerKey { key, value, shown: b.to_string(), span })
+        }
         [
             text("hierarchy", self.hierarchy),
             number("frames", self.frames),
@@ -626,6 +644,12 @@ impl RawPager {
             size("swap_at", self.swap_at),
             number("ahead", self.ahead),
             number("harvest", self.harvest),
+            text("store", self.store),
+            text("mirror", self.mirror),
+            text("net", self.net),
+            list("traders", self.traders),
+            list("servers", self.servers),
+            yes_no("spread", self.spread),
         ]
         .into_iter()
         .flatten()
@@ -841,6 +865,68 @@ fn lower_grant(
 /// Where a manifest that does not lower is wrong: the span, the key path and the reason.
 type LowerError = (Range<usize>, String, String);
 
+/// A paging domain's view of the manifest's channels, to check a session of it.
+struct Session<'a> {
+    domain: usize,
+    name: &'a str,
+    channels: &'a [ChannelSpec],
+    channel_spans: &'a [ChannelSpans],
+}
+
+impl Session<'_> {
+    /// Checks that the session named `prefix` (the pager's `key`, a `what` session) has its
+    /// request channel `PREFIX-req` from this domain and its reply channel `PREFIX-resp` to
+    /// it, both joining it to the same domain; errors are at `span` and `path`.
+    fn check(
+        &self,
+        prefix: &str,
+        key: &str,
+        what: &str,
+        span: Range<usize>,
+        path: String,
+    ) -> Result<(), LowerError> {
+        let named = |name: &str| self.channels.iter().position(|c| c.name == name);
+        let (req, resp) = (format!("{prefix}-req"), format!("{prefix}-resp"));
+        let need = |name: &str| {
+            let reason = format!(
+                "the pager's {key} {prefix:?} needs channels {req:?} (from this domain) and \
+                 {resp:?} (to this domain), and there is no channel {name:?}"
+            );
+            (span.clone(), path.clone(), reason)
+        };
+        let req_at = named(&req).ok_or_else(|| need(&req))?;
+        let resp_at = named(&resp).ok_or_else(|| need(&resp))?;
+        let (req_c, resp_c) = (&self.channels[req_at], &self.channels[resp_at]);
+        let name = self.name;
+        if req_c.from != self.domain {
+            let from = &self.channel_spans[req_at].from_name;
+            let reason = format!(
+                "channel[{req_at}] {req:?} is from {from:?}, not from this domain {name:?}: the \
+                 pager sends its {what} requests on it"
+            );
+            return Err((span, path, reason));
+        }
+        if resp_c.to != self.domain {
+            let to = &self.channel_spans[resp_at].to_name;
+            let reason = format!(
+                "channel[{resp_at}] {resp:?} is to {to:?}, not to this domain {name:?}: the pager \
+                 receives the replies to its {what} requests on it"
+            );
+            return Err((span, path, reason));
+        }
+        if req_c.to != resp_c.from {
+            let (to, from) =
+                (&self.channel_spans[req_at].to_name, &self.channel_spans[resp_at].from_name);
+            let reason = format!(
+                "channel {req:?} goes to {to:?} but channel {resp:?} comes from {from:?}: a \
+                 {what} session's two channels join the same two domains"
+            );
+            return Err((span, path, reason));
+        }
+        Ok(())
+    }
+}
+
 /// The `pager` table of domain `i` checked: by [`PagerSpec::parse`], the parser the domain
 /// uses; for keys that the hierarchy would ignore; against the domain's memory contract; and
 /// for the block session's channels. Returns the spec as the domain is to get it.
@@ -856,9 +942,15 @@ fn lower_pager(
     let at = |key: &str| keys.iter().find(|k| k.key == key);
     let path = |key: &str| format!("domain[{i}].pager.{key}");
     let text = keys.iter().map(|k| format!("{}={}", k.key, k.value)).collect::<Vec<_>>().join(",");
-    // A `,` or `=` in a string would read as more pairs of the spec.
+    // A `,` or `=` in a string would read as more pairs of the spec, a `+` in an endpoint as
+    // more endpoints.
     if let Some(k) = keys.iter().find(|k| k.value.contains([',', '='])) {
         let reason = format!("invalid pager {} {}: contains ',' or '='", k.key, k.shown);
+        return Err((k.span.clone(), path(k.key), reason));
+    }
+    let lists = ["traders", "servers"];
+    if let Some(k) = keys.iter().find(|k| lists.contains(&k.key) && k.shown.contains('+')) {
+        let reason = format!("invalid pager {} {}: an endpoint contains '+'", k.key, k.shown);
         return Err((k.span.clone(), path(k.key), reason));
     }
     let spec = PagerSpec::parse(&text).map_err(|e| match at(&e.key) {
@@ -867,8 +959,9 @@ fn lower_pager(
             path(k.key),
             format!("invalid pager {} {}: {}", k.key, k.shown, e.reason),
         ),
-        None if e.reason == "missing" => {
-            (table.clone(), path(&e.key), format!("missing field `{}`", e.key))
+        None if e.reason.starts_with("missing") => {
+            let why = e.reason.trim_start_matches("missing");
+            (table.clone(), path(&e.key), format!("missing field `{}`{why}", e.key))
         }
         None => (table.clone(), format!("domain[{i}].pager"), e.to_string()),
     })?;
@@ -912,45 +1005,14 @@ fn lower_pager(
         return Err((span, path("frames"), reason));
     }
 
-    // The block session: requests on `DISK-req` from this domain, replies on `DISK-resp` to it.
-    let disk = at("disk").map_or(table, |k| k.span.clone());
-    let named = |name: &str| channels.iter().position(|c| c.name == name);
-    let (req, resp) = (format!("{}-req", spec.disk), format!("{}-resp", spec.disk));
-    let need = |name: &str| {
-        let reason = format!(
-            "the pager's disk {:?} needs channels {req:?} (from this domain) and {resp:?} (to \
-             this domain), and there is no channel {name:?}",
-            spec.disk
-        );
-        (disk.clone(), path("disk"), reason)
-    };
-    let req_at = named(&req).ok_or_else(|| need(&req))?;
-    let resp_at = named(&resp).ok_or_else(|| need(&resp))?;
-    let (req_c, resp_c) = (&channels[req_at], &channels[resp_at]);
-    let name = &d.name;
-    if req_c.from != i {
-        let from = &channel_spans[req_at].from_name;
-        let reason = format!(
-            "channel[{req_at}] {req:?} is from {from:?}, not from this domain {name:?}: the pager \
-             sends its block requests on it"
-        );
-        return Err((disk.clone(), path("disk"), reason));
-    }
-    if resp_c.to != i {
-        let to = &channel_spans[resp_at].to_name;
-        let reason = format!(
-            "channel[{resp_at}] {resp:?} is to {to:?}, not to this domain {name:?}: the pager \
-             receives the replies to its block requests on it"
-        );
-        return Err((disk.clone(), path("disk"), reason));
-    }
-    if req_c.to != resp_c.from {
-        let (to, from) = (&channel_spans[req_at].to_name, &channel_spans[resp_at].from_name);
-        let reason = format!(
-            "channel {req:?} goes to {to:?} but channel {resp:?} comes from {from:?}: a block \
-             session's two channels join the same two domains"
-        );
-        return Err((disk.clone(), path("disk"), reason));
+    // The block session: requests on `DISK-req` from this domain, replies on `DISK-resp` to it;
+    // the network session of a remote store likewise on `NET-req` and `NET-resp`.
+    let disk = at("disk").map_or(table.clone(), |k| k.span.clone());
+    let session = Session { domain: i, name: &d.name, channels, channel_spans };
+    session.check(&spec.disk, "disk", "block", disk, path("disk"))?;
+    if let Some(remote) = spec.store.remote() {
+        let net = at("net").map_or(table, |k| k.span.clone());
+        session.check(&remote.net, "net", "network", net, path("net"))?;
     }
     Ok(spec.to_string())
 }

@@ -222,7 +222,10 @@
 //! it also refuses keys the hierarchy does not use (`cache` and `codec` with `local`, `evict`
 //! and `fetch` without prefetching), frames (of [`PAGE_SIZE`] bytes) beyond the domain's
 //! `guaranteed + optimistic`, and a `disk` without the block session's channels `DISK-req`
-//! from the domain and `DISK-resp` to it (joining it to one domain). It then appends
+//! from the domain and `DISK-resp` to it (joining it to one domain), and, with
+//! `store = "remote"`, a `net` without the network session's channels likewise. `traders` and
+//! `servers` are arrays of `"A.B.C.D:PORT"` strings, joined by `+` in the spec; `spread` is a
+//! boolean (`yes` or `no` in the spec). It then appends
 //! `--pager` and the spec, every key written out, to the domain's `args`
 //! (`hierarchy=compressed,frames=256,cache=131072,policy=clock,disk=pg,swap_at=0,swap=33554432`
 //! here), within the limits of `args`: so the [`DomainSpec`] has no field of its own for it and
@@ -495,8 +498,9 @@ pub const MAX_DOMAINS: usize = 1024;
 pub const MAX_NAME_LEN: usize = 31;
 /// The most arguments a domain may be given.
 pub const MAX_ARGS: usize = 16;
-/// The longest argument, in bytes.
-pub const MAX_ARG_LEN: usize = 128;
+/// The longest argument, in bytes (a pager's spec with a remote store's traders and servers
+/// fits).
+pub const MAX_ARG_LEN: usize = 256;
 
 /// The most IO channels a manifest may declare.
 pub const MAX_CHANNELS: usize = 64;

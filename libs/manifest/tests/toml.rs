@@ -1323,19 +1323,223 @@ fn a_pagers_block_session_joins_it_to_one_driver() {
 
 #[test]
 fn a_pager_spec_longer_than_an_argument_is_refused_at_the_pager() {
-    let long = "x".repeat(27);
-    let text = PAGER
+    let (long, net) = ("x".repeat(27), "y".repeat(27));
+    let endpoints = |n: usize| {
+        let e: Vec<String> = (0..n).map(|i| format!("\"10.100.100.10{i}:6500{i}\"")).collect();
+        e.join(", ")
+    };
+    let text = REMOTE_PAGER
         .replace("pg-", &format!("{long}-"))
+        .replace("nc-", &format!("{net}-"))
         .replace("disk = \"pg\"", &format!("disk = \"{long}\", swap_at = \"1G\""))
-        .replace("hierarchy = \"compressed\"", "hierarchy = \"prefetching-compressed\"");
+        .replace("net = \"nc\"", &format!("net = \"{net}\", mirror = \"server\""))
+        .replace(
+            "traders = [\"10.0.2.1:7000\"]",
+            &format!("traders = [{}], servers = [{}]", endpoints(3), endpoints(4)),
+        );
     let e = err(&text).to_string();
     assert!(
+        e.starts_with("t.toml:15: domain[1].pager: the pager's spec \"hierarchy=compressed,"),
+        "{e}"
+    );
+    assert!(e.contains("bytes long, more than an argument may be (256 bytes)"), "{e}");
+}
+
+/// A paging domain with its block session and a network session, paging to remote memory.
+const REMOTE_PAGER: &str = r#"
+[system]
+memory = "128M"
+
+[[domain]]
+name = "blk"
+app = "virtio-blk"
+memory = { guaranteed = "1M" }
+
+[[domain]]
+name = "pager"
+app = "heracles"
+args = ["--program", "random"]
+memory = { guaranteed = "4M" }
+pager = { hierarchy = "compressed", frames = 256, cache = "128K", disk = "pg", store = "remote", net = "nc", traders = ["10.0.2.1:7000"] }
+
+[[domain]]
+name = "net"
+app = "virtio-net"
+memory = { guaranteed = "1M" }
+
+[[channel]]
+name = "pg-req"
+from = "pager"
+to = "blk"
+slot_size = 64
+
+[[channel]]
+name = "pg-resp"
+from = "blk"
+to = "pager"
+
+[[channel]]
+name = "nc-req"
+from = "pager"
+to = "net"
+
+[[channel]]
+name = "nc-resp"
+from = "net"
+to = "pager"
+"#;
+
+#[test]
+fn each_of_the_ten_hierarchies_is_accepted_and_reaches_the_domain_as_itself() {
+    let table = "pager = { hierarchy = \"compressed\", frames = 256, cache = \"128K\", disk = \
+                 \"pg\", store = \"remote\", net = \"nc\", traders = [\"10.0.2.1:7000\"] }";
+    assert!(REMOTE_PAGER.contains(table));
+    let mut specs = Vec::new();
+    for c in pager_spec::Combination::ALL {
+        let (hierarchy, backing) = c.parts();
+        let mut keys = format!("hierarchy = \"{hierarchy}\", frames = 256, disk = \"pg\"");
+        if let pager_spec::Backing::Remote { mirror } = backing {
+            keys += &format!(
+                ", store = \"remote\", mirror = \"{}\", net = \"nc\", \
+                 traders = [\"10.0.2.1:7000\", \"10.0.2.2:7000\"], spread = false",
+                mirror.name()
+            );
+        }
+        let text = REMOTE_PAGER.replace(table, &format!("pager = {{ {keys} }}"));
+        let m = parse("t.toml", &text, APPS).unwrap_or_else(|e| panic!("{}: {e}", c.title()));
+        let args = &m.domains[1].args;
+        assert_eq!(args[2], "--pager");
+        let spec = pager_spec::PagerSpec::parse(&args[3]).unwrap();
+        assert_eq!(spec.combination(), c, "{}", args[3]);
+        if backing.is_remote() {
+            let r = spec.store.remote().unwrap();
+            assert_eq!((r.net.as_str(), r.traders.len(), r.spread), ("nc", 2, false));
+            assert!(args[3].contains("traders=10.0.2.1:7000+10.0.2.2:7000"), "{}", args[3]);
+        }
+        assert!(!specs.contains(&args[3]), "{}", args[3]);
+        specs.push(args[3].clone());
+    }
+    // Defaults left out: no mirror, spread, servers only.
+    let m = parse("t.toml", REMOTE_PAGER, APPS).unwrap();
+    assert_eq!(
+        m.domains[1].args[3],
+        "hierarchy=compressed,frames=256,cache=131072,policy=clock,disk=pg,swap_at=0,\
+         swap=33554432,store=remote,net=nc,traders=10.0.2.1:7000"
+    );
+}
+
+#[test]
+fn remote_pager_errors_name_their_key_and_line() {
+    let table = "pager = { hierarchy = \"compressed\", frames = 256, cache = \"128K\", disk = \
+                 \"pg\", store = \"remote\", net = \"nc\", traders = [\"10.0.2.1:7000\"] }";
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "hierarchy = \"compressed\", frames = 256, cache = \"128K\"",
+            "hierarchy = \"prefetching\", frames = 256",
+            "t.toml:15: domain[1].pager.store: invalid pager store \"remote\": a prefetching \
+             hierarchy pages only to the local disk (store=local)",
+        ),
+        (
+            "store = \"remote\", net = \"nc\", traders = [\"10.0.2.1:7000\"]",
+            "mirror = \"disk\"",
+            "t.toml:15: domain[1].pager.mirror: invalid pager mirror \"disk\": only with \
+             store=remote",
+        ),
+        (
+            "store = \"remote\"",
+            "store = \"local\"",
+            "t.toml:15: domain[1].pager.net: invalid pager net \"nc\": only with store=remote",
+        ),
+        (
+            "store = \"remote\"",
+            "store = \"far\"",
+            "t.toml:15: domain[1].pager.store: invalid pager store \"far\": not local or remote",
+        ),
+        (
+            "net = \"nc\", ",
+            "",
+            "t.toml:15: domain[1].pager.net: missing field `net`: store=remote needs it",
+        ),
+        (
+            ", traders = [\"10.0.2.1:7000\"]",
+            "",
+            "t.toml:15: domain[1].pager.traders: missing field `traders`: store=remote needs \
+             traders or servers",
+        ),
+        (
+            "net = \"nc\"",
+            "net = \"pg\"",
+            "t.toml:15: domain[1].pager.net: invalid pager net \"pg\": the same channel prefix \
+             as disk",
+        ),
+        (
+            "\"10.0.2.1:7000\"",
+            "\"10.0.2.1\"",
+            "t.toml:15: domain[1].pager.traders: invalid pager traders [\"10.0.2.1\"]: not \
+             A.B.C.D:PORT endpoints",
+        ),
+        (
+            "\"10.0.2.1:7000\"",
+            "\"10.0.2.1:7000+10.0.2.2:7000\"",
+            "t.toml:15: domain[1].pager.traders: invalid pager traders \
+             [\"10.0.2.1:7000+10.0.2.2:7000\"]: an endpoint contains '+'",
+        ),
+        (
+            "\"10.0.2.1:7000\"",
+            "\"1.1.1.1:1\", \"1.1.1.2:1\", \"1.1.1.3:1\", \"1.1.1.4:1\"",
+            "t.toml:15: domain[1].pager.traders: invalid pager traders [\"1.1.1.1:1\", \
+             \"1.1.1.2:1\", \"1.1.1.3:1\", \"1.1.1.4:1\"]: more than 3 traders",
+        ),
+        (
+            "traders = [\"10.0.2.1:7000\"]",
+            "servers = [\"10.0.2.1:0\"]",
+            "t.toml:15: domain[1].pager.servers: invalid pager servers [\"10.0.2.1:0\"]: not \
+             A.B.C.D:PORT endpoints",
+        ),
+        (
+            "traders = [\"10.0.2.1:7000\"]",
+            "traders = \"10.0.2.1:7000\"",
+            "t.toml:15: domain[1].pager.traders: invalid type: string \"10.0.2.1:7000\", \
+             expected a sequence",
+        ),
+        (
+            "traders = [\"10.0.2.1:7000\"]",
+            "traders = [\"10.0.2.1:7000\"], spread = \"no\"",
+            "t.toml:15: domain[1].pager.spread: invalid type: string \"no\", expected a boolean",
+        ),
+        (
+            "net = \"nc\"",
+            "net = \"netc\"",
+            "t.toml:15: domain[1].pager.net: the pager's net \"netc\" needs channels \
+             \"netc-req\" (from this domain) and \"netc-resp\" (to this domain), and there is \
+             no channel \"netc-req\"",
+        ),
+    ];
+    for (from, to, expect) in cases {
+        assert!(REMOTE_PAGER.contains(table));
+        let text = REMOTE_PAGER.replace(table, &table.replace(from, to));
+        assert_ne!(text, REMOTE_PAGER, "{from}");
+        let e = err(&text).to_string();
+        assert!(e.starts_with(expect), "{to}:\n{e}\nexpected\n{expect}");
+    }
+    // The network session's channels join this domain to one other, the right way round.
+    let swapped = REMOTE_PAGER.replace(
+        "name = \"nc-resp\"\nfrom = \"net\"\nto = \"pager\"",
+        "name = \"nc-resp\"\nfrom = \"pager\"\nto = \"net\"",
+    );
+    assert_ne!(swapped, REMOTE_PAGER);
+    let e = err(&swapped).to_string();
+    assert!(
         e.starts_with(
-            "t.toml:15: domain[1].pager: the pager's spec \"hierarchy=prefetching-compressed,"
+            "t.toml:15: domain[1].pager.net: channel[3] \"nc-resp\" is to \"net\", not to this \
+             domain \"pager\": the pager receives the replies to its network requests on it"
         ),
         "{e}"
     );
-    assert!(e.contains("bytes long, more than an argument may be (128 bytes)"), "{e}");
+    let other = REMOTE_PAGER
+        .replace("name = \"nc-resp\"\nfrom = \"net\"", "name = \"nc-resp\"\nfrom = \"blk\"");
+    let e = err(&other).to_string();
+    assert!(e.contains("a network session's two channels join the same two domains"), "{e}");
 }
 
 /// The pager examples of the manifests' README and of the crate documentation parse, next to a
@@ -1360,7 +1564,18 @@ fn documented_pager_examples_parse() {
         let args = format!("{:?}", m.domains[1].args);
         assert!(readme_paging.contains(&format!("\n{args}\n")), "{name}: {args}");
         assert!(crate_doc.contains(m.domains[1].args[3].as_str()), "{name}: {args}");
-    }
+    } // The remote example, with its network session.
+    let remote = &readme_paging[readme_paging.find("### Remote memory").expect("remote")..];
+    let text = format!(
+        "[system]\nmemory = \"128M\"\n[[domain]]\nname = \"blk\"\napp = \"virtio-blk\"\n\
+         memory = {{ guaranteed = \"1M\" }}\n{}\n",
+        first_toml_block(remote)
+    );
+    let m = parse("README.md", &text, APPS).unwrap_or_else(|e| panic!("{e}"));
+    let args = format!("{:?}", m.domains[1].args);
+    assert!(remote.contains(&format!("\n{args}\n")), "README.md: {args}");
+    let spec = pager_spec::PagerSpec::parse(&m.domains[1].args[3]).unwrap();
+    assert_eq!(spec.combination(), pager_spec::Combination::RemoteMirrorDiskCompressed);
 }
 
 /// `ManifestError::from_toml` places serde's errors over other TOML files as the manifests'

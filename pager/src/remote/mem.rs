@@ -8,7 +8,9 @@ use alloc::collections::BTreeMap;
 use super::{RemoteError, RemoteNotice, RemoteStats, RemoteStore};
 use crate::Page;
 
-/// An in-memory remote store; see the [module](self).
+/// An in-memory remote store for tests, with faults injected: no server at all, every
+/// server lost (now or after so many operations), a primary lost with its mirror promoted, a
+/// revocation with no replacement, failed writes; and counts.
 ///
 /// "Operations" are the calls that reach a server: [`RemoteStore::write`] and
 /// [`RemoteStore::read`]. A fault set to happen after `n` of them happens at the first call

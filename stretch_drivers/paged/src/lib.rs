@@ -1,10 +1,14 @@
 //! The paged stretch driver: a stretch paged by the Heracles hierarchy ([`pager`]) to the
-//! domain's own disk stream, in the domain that owns it.
+//! domain's own disk stream, or to other nodes' memory, in the domain that owns it.
 //!
 //! [`PagedDriver`] takes its frames from the domain's contract when it binds (guaranteed ones
 //! first, then optimistic ones, up to [`PagedConfig::frames`]), builds the chosen
 //! [`Hierarchy`] over the block device it was given (in a domain, the domain's own session of
-//! the block protocol, so paging is charged to the domain's own disk contract), and answers:
+//! the block protocol, so paging is charged to the domain's own disk contract), or, given a
+//! remote store ([`PagedDriver::with_store`]: the remote paging client, and the mode: remote,
+//! mirrored to another server or to the disk), over a backing store manager
+//! ([`pager::backing::BackingStore`]) routing pages between the remote store and the device
+//! (the fallback, and the mirror), and answers:
 //! - `fault`: the pager makes the page resident, evicting a victim of the replacement policy
 //!   if every frame is in use (several, with `ahead`); pages are mapped writable, and the
 //!   `remap` that takes a victim out of view returns its dirty bit, so a clean page is dropped,
@@ -23,6 +27,11 @@
 //! be read is lost alone: the application's handler hears of it
 //! ([`AppHandler::page_lost`]), [`PagedDriver::lost_pages`] names its address, and it is
 //! mapped zero-filled, so the faulting access completes.
+//! The remote store's failures are the backing store manager's: pages go to the device when
+//! no server takes them, a page lost with its servers is lost like one the disk cannot read
+//! (the handler hears of it, and it reads as zeros), and after a revocation with no other
+//! server the pages come back to the device a few per fault
+//! ([`pager::backing`]; [`PagedDriver::flush_cache`] finishes the move).
 //!
 //! The pager decides and the driver does: each call that pages returns the frame operations
 //! the pager needs one at a time ([`pager::plan::Step`]), which [`frames::KernelFrames::run`]
@@ -50,7 +59,10 @@
 //! # Not implemented
 //! Handing pages to the disk driver without a copy (a page is read or decompressed straight
 //! into its frame, but crosses the block session's data area by one copy); unbind writing the
-//! stretch back (unbind drops everything, as the stretch is destroyed with it).
+//! stretch back (unbind drops everything, as the stretch is destroyed with it, and does not
+//! release the remote store's pages: the store does when it is dropped, if it does); filling
+//! a new server from the disk after every server was lost (pages stay on the disk, new
+//! evictions go to the remote store again once it takes them).
 
 #![no_std]
 #![forbid(unsafe_code)]

@@ -599,3 +599,71 @@ fn a_fault_no_victim_can_be_written_for_names_the_page_written() {
         assert_eq!(d.load(page, 0), page as u64 + 1);
     }
 }
+
+/// A domain whose driver pages to remote memory through `remote` in `backing`'s mode, with a
+/// swap area of twice the stretch.
+fn remote_domain(
+    config: PagedConfig,
+    backing: crate::Backing,
+    remote: Option<Box<dyn crate::RemoteStore>>,
+) -> Result<Domain, stretch_driver::DriverError> {
+    let reserve = crate::heap_reserve_frames(&config.hierarchy, backing, config.frames, PAGES);
+    let mut k = MockKernel::new(config.frames + reserve, 0);
+    let window = k.create_managed_stretch(config.window_pages(), RW);
+    let device = MemBlockDevice::with_pages(2 * PAGES);
+    let driver = PagedDriver::new(config, device, window.base).with_store(backing, remote);
+    let stretch = k.create_stretch(PAGES, RW);
+    let mut d = Domain { k, driver, stretch };
+    d.k.bind_driver(&mut d.driver, stretch)?;
+    Ok(d)
+}
+
+#[test]
+fn every_remote_hierarchy_keeps_every_byte_through_the_remote_store() {
+    use pager::backing::{Backing, Mirror};
+    use pager::hierarchy::Combination;
+    use pager::remote::MemRemoteStore;
+    for c in Combination::ALL.into_iter().filter(|c| c.parts().1.is_remote()) {
+        let (name, backing) = c.parts();
+        let h = match name {
+            "local" => Hierarchy::LocalPaging,
+            _ => Hierarchy::CompressedCache { pool_bytes: 6 * PAGE_SIZE, codec: Codec::Lz4 },
+        };
+        let store = match backing.mirror() {
+            Mirror::Server => MemRemoteStore::mirrored(),
+            _ => MemRemoteStore::new(),
+        };
+        let config = config(h, PolicyKind::Clock);
+        let mut d = remote_domain(config, backing, Some(Box::new(store))).expect("bind");
+        assert_eq!(d.driver.backing(), backing);
+        let shadow = random_run(&mut d, 9, 1500);
+        verify(&mut d, &shadow);
+        d.driver.flush_cache().unwrap();
+        verify(&mut d, &shadow);
+        let s = d.driver.pager_stats().unwrap();
+        let st = s.store;
+        assert!(st.remote_writes > 0 && st.remote_reads > 0, "{}: {st:?}", c.title());
+        assert_eq!((st.fallbacks, s.lost_pages, s.disk.device_reads), (0, 0, 0), "{}", c.title());
+        let mirrored_to_disk = backing == Backing::Remote { mirror: Mirror::Disk };
+        assert_eq!(s.disk.device_writes > 0, mirrored_to_disk, "{}: {s:?}", c.title());
+        let reserve = crate::heap_reserve_frames(&h, backing, FRAMES, PAGES);
+        assert_eq!(d.k.peak_held(), (FRAMES + reserve, 0), "{}", c.title());
+    }
+}
+
+#[test]
+fn a_remote_mode_with_no_remote_store_pages_to_the_disk_and_prefetching_is_refused() {
+    use pager::backing::{Backing, Mirror};
+    let backing = Backing::Remote { mirror: Mirror::None };
+    let mut d = remote_domain(config(Hierarchy::LocalPaging, PolicyKind::Clock), backing, None)
+        .expect("bind");
+    let shadow = random_run(&mut d, 4, 1000);
+    verify(&mut d, &shadow);
+    let s = d.driver.pager_stats().unwrap();
+    assert!(s.disk.device_writes > 0 && s.disk.device_reads > 0, "{s:?}");
+    assert_eq!(s.store.remote_writes, 0);
+    let prefetching = Hierarchy::PrefetchingCache { evict_pages: 4, fetch_pages: 4 };
+    let store = Box::new(pager::remote::MemRemoteStore::new());
+    let r = remote_domain(config(prefetching, PolicyKind::Clock), backing, Some(store));
+    assert_eq!(r.err(), Some(stretch_driver::DriverError::BadStretch));
+}

@@ -35,7 +35,12 @@
 //! ...`: the distribution of the driver's time in faults its cache answered without the disk,
 //! all of them and then by how the page was stored (`kind=zero|raw|compressed`), and
 //! `heracles: disk errors ...` (transfers retried, swap slots retired, writes and evictions
-//! failed, pages lost, and the time slept before retries by its clock), `heracles: lost pages=N handler_told=M` and a line
+//! failed, pages lost, and the time slept before retries by its clock), `heracles: store
+//! combination=K store=local|remote mirror=none|server|disk ...` (which of the thesis's ten
+//! hierarchies, 1 to 10, and the backing store manager's counts: pages written and read
+//! remotely and locally, mirror copies, fallbacks to the disk, pages brought back after a
+//! revocation, pages lost with their servers, and the remote store's servers, failovers and
+//! retransmissions), `heracles: lost pages=N handler_told=M` and a line
 //! `heracles: lost page=P va=0x... handler_told=true|false` for each page the pager lost (the
 //! disk kept failing the read of its only copy), by the driver's report, and whether this
 //! app's handler heard of it. The random workload expects zeros in a page lost by the access
@@ -477,6 +482,32 @@ fn report(
         s.failed_evictions,
         s.lost_pages,
         stream.retry_wait_ns,
+    );
+    let st = s.store;
+    println!(
+        "heracles: store combination={} store={} mirror={} remote_now={} remote_writes={} \
+         remote_reads={} local_writes={} local_reads={} mirror_writes={} fallbacks={} \
+         populated={} lost_remote={} stale_freed={} revocations={} servers_lost={} \
+         remote_pages={} servers={} failovers={} retransmits={}",
+        o.spec.combination().number(),
+        if st.backing.is_remote() { "remote" } else { "local" },
+        st.backing.mirror().name(),
+        st.remote_now,
+        st.remote_writes,
+        st.remote_reads,
+        st.local_writes,
+        st.local_reads,
+        st.mirror_writes,
+        st.fallbacks,
+        st.populated,
+        st.lost_remote,
+        st.stale_freed,
+        st.revocations,
+        st.servers_lost,
+        st.remote_pages,
+        st.remote.servers,
+        st.remote.failovers,
+        st.remote.retransmits,
     );
     println!(
         "heracles: reuse refetches={} min={} max={} sum={} pool_peak_pages={}",
