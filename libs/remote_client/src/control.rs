@@ -39,8 +39,9 @@ use crate::{Placement, RemoteClient, Server};
 
 /// How long a trader's first answer is awaited (doubling after each timeout).
 const TRADER_RTO_NS: u64 = 100_000_000;
-/// Queries sent again before a trader is unreachable.
-const TRADER_RETRIES: u32 = 3;
+/// Queries sent again before a trader is unreachable (100 ms doubling: 12.7 s in all, for a
+/// trader still starting, whose first answer also waits for addresses to resolve).
+const TRADER_RETRIES: u32 = 6;
 
 /// One revocation in progress: the old server's index and the machine.
 struct Move {

@@ -250,10 +250,11 @@ fn serve(
         });
         match got {
             Ok(Some((from, len))) => {
-                last = tessera::time_ns();
+                // A trader's answer is not a client's: it does not keep the server from idling.
                 if control.as_mut().is_some_and(|c| c.on_datagram(from, &buf[..len])) {
                     continue;
                 }
+                last = tessera::time_ns();
                 server.receive(last, &mut cpu, from, &buf[..len], &mut |to, b| {
                     outbox.push((to, b.to_vec()))
                 });
