@@ -18,11 +18,12 @@
 //! Adverts expire `--lifetime MS` after they came (default 30 s, three of a server's polls);
 //! the table holds `--capacity N` servers (default 64). Anything else that arrives is counted
 //! as bad and not answered. The trader ends when nothing came for `--idle MS` (counted from
-//! the open, then from each datagram; without it, it never ends) and then prints what it holds
-//! and what it did, lines that tests read:
+//! the open, then from each datagram; without it, it never ends) and then prints what it did
+//! (adverts received, servers held, queries, those answered with at least one server, bad
+//! datagrams) and a line per advert it holds, lines that tests read:
 //!
 //! ```text
-//! trader: ended (idle): 6 adverts (2 servers), 3 queries (3 answered with servers), 0 bad
+//! trader: ended (idle): adverts=6 servers=2 queries=3 answered=3 bad=0
 //! trader: holds 10.0.0.2:7100 offering 33554432 bytes, advertised at 5123 ms
 //! ```
 //!
@@ -167,7 +168,7 @@ fn serve(
     let servers = table.len();
     let c = trader.counts();
     println!(
-        "trader: ended (idle): {} adverts ({servers} servers), {} queries ({} answered with servers), {} bad",
+        "trader: ended (idle): adverts={} servers={servers} queries={} answered={} bad={}",
         c.adverts, c.queries, c.answered_with_servers, c.bad
     );
     for a in trader.table().adverts() {
