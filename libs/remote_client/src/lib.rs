@@ -9,8 +9,9 @@
 //! server CPU and network time it asks for ([`Config::cpu`], [`Config::net`]). A server that
 //! refuses or does not answer within the retries is not used; with no server at all the
 //! client is not made ([`pager::remote::RemoteError::NoServer`]) and the caller pages locally.
-//! Where the servers come from is one function, [`RemoteClient::connect`]'s list: the trader
-//! path (ask a trader for candidates, then create streams on them) plugs in there.
+//! When the static servers made no stream (or there are none) and the client has traders
+//! ([`Config::traders`], the spec's `traders=`), it finds a server through them (module
+//! `control`: a trader's candidates tried in turn, the trader asked once more, then none).
 //!
 //! # Placement
 //! - Without mirroring, every server is a primary. With [`Config::spread`] a new page goes to
@@ -37,8 +38,11 @@
 //!
 //! # Control messages
 //! Packets from a server that are not part of a transfer (a revocation notice, an offload's
-//! end) are handed to [`RemoteClient::control`], which the revocation protocol extends; today
-//! it counts and drops them.
+//! end) are handed to [`RemoteClient::control`] and acted on between requests (module
+//! `control`): a revoked client finds a new server, names it to the revoking one, writes its
+//! pages there while the old server forwards the rest, and switches over at the offload's end;
+//! with no new server it raises [`RemoteNotice::RevokedWithoutReplacement`]. Anything else is
+//! counted and dropped.
 //!
 //! Time is the caller's clock (`fn() -> u64`, ns), the session's deadlines on the same clock.
 //! The crate is `no_std` (with `alloc`), has no `unsafe`, and is tested on the host against
@@ -169,7 +173,7 @@ pub struct RemoteClient<T: Transport> {
     /// Packets of control messages sent and received outside transfers.
     control_sent: u64,
     control_received: u64,
-    /// Control messages dropped (not handled yet).
+    /// Control messages dropped (not the control plane's).
     control_ignored: u64,
     /// Datagrams from unknown senders or that did not decode.
     strays: u64,

@@ -29,6 +29,12 @@
 //!   time to clients that may use it) and charges that client the CPU the server's clock
 //!   measured handling it. A client over its slice waits for its next period
 //!   ([`Server::next_wakeup`]).
+//! - **Control plane.** A new client is checked against the network beside memory and CPU (the
+//!   link time of its `CreateStream` beside the others'); `AddResources` against memory only;
+//!   the memory offered follows the advertising algorithm ([`Server::set_offer`], the domain's
+//!   `control` module). [`Server::revoke`] takes memory back from clients with their active
+//!   participation ([`revoke`]: victims by `remote_control`'s five rounds, their pages forwarded
+//!   to the new servers they name).
 //! - **Reports.** [`Server::reports`] gives, per client (open or released), its pages, reads,
 //!   writes, frees, CPU charged (and the part in slack time), periods throttled, refused
 //!   packets and queue drops.
