@@ -81,7 +81,7 @@ pub struct Config {
     /// The servers to create streams on, in order (the spec's `servers=`).
     pub servers: Vec<Endpoint>,
     /// The traders to ask for servers when the static ones are not enough, and when a server
-    /// revokes the client (the spec's `traders=`; see [`control`]).
+    /// revokes the client (the spec's `traders=`; module `control`).
     pub traders: Vec<Endpoint>,
     /// How long the client waits before asking a trader once more when every candidate of its
     /// first answer refused or it named none (servers may not have advertised yet).
