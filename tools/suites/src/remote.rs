@@ -68,7 +68,7 @@ fn one_node(out: &Outcome) -> Result<(), String> {
     {
         return Err(format!("the client did not page to both servers, mirrored: {remote}"));
     }
-    let store = line_with(out, "heracles: store remote_now=")?;
+    let store = line_with(out, "heracles: store combination=")?;
     for k in ["local_writes", "fallbacks", "lost_remote", "servers_lost"] {
         if get(store, k)? != 0 {
             return Err(format!("{k} should be 0 with two servers answering: {store}"));
@@ -78,7 +78,7 @@ fn one_node(out: &Outcome) -> Result<(), String> {
         return Err(format!("each remote write should be two pages written: {store} / {remote}"));
     }
     for (srv, role, reads_from) in [("srv-1", "primary", true), ("srv-2", "mirror", false)] {
-        let client = line_with(out, &format!("[{srv}] paging_server: client 10.0.0.1:"))?;
+        let client = line_with(out, &format!("[{srv}] paging-server: client 10.0.0.1:"))?;
         if !client.contains(&format!(" role={role} disk=yes reserved=128 "))
             || !client.ends_with("released=true")
         {
@@ -94,7 +94,7 @@ fn one_node(out: &Outcome) -> Result<(), String> {
         if reads_from != (reads >= read) || (!reads_from && reads != 0) {
             return Err(format!("reads should come from the primary alone: {client}"));
         }
-        let served = line_with(out, &format!("[{srv}] paging_server: served streams=1 "))?;
+        let served = line_with(out, &format!("[{srv}] paging-server: served streams=1 "))?;
         if get(served, "bad_token")? != 0
             || !served.ends_with("ended: every client released its stream")
         {

@@ -6,7 +6,16 @@
 //!
 //! `SPEC` is a [`pager::spec::PagerSpec`] (a manifest's `pager = { ... }` arrives as
 //! `--pager SPEC`): the hierarchy, the frames, the replacement policy and the block session to
-//! page to. The app opens that session, makes the driver's window, binds a paged stretch
+//! page to. With `store=remote` the app also opens a UDP session on the network
+//! driver of the spec's `net=` channels and makes a remote paging client
+//! ([`remote_client::RemoteClient`]) on the spec's `servers=` (`mirror=server` mirrors every
+//! page to a second server), printing `heracles: remote: server A.B.C.D:P stream S role
+//! Primary|Mirror` for each server that made a stream, and hands it to the driver beside the
+//! disk; with no static server, or none that made a stream, it says so and pages to the
+//! disk. At the end it prints `heracles: remote program=... mirror=... servers=N
+//! pages_written=.. pages_read=.. packets_sent=.. packets_received=.. retransmits=..
+//! failovers=.. revocations=.. strays=.. control_ignored=..` (the client's counts), then
+//! releases its streams (`heracles: remote: released, ...`). The app opens that session, makes the driver's window, binds a paged stretch
 //! driver ([`paged_driver::PagedDriver`]) to a stretch as large as the program needs, and runs
 //! the program in it:
 //! - `random`: `N` pages (default 64), `STEPS` seeded steps (default 2,000), after writing
@@ -324,7 +333,7 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
     }
     report(o, info.base, elapsed, counts.get())?;
     if let Some(remote) = remote {
-        report_remote(o, info.base, &remote)?;
+        report_remote(o, &remote)?;
     }
     Ok(ok)
 }
@@ -374,13 +383,10 @@ fn connect_remote(r: &RemoteSpec, pages: u64) -> Option<Remote> {
     }
 }
 
-/// Prints what the remote paging client and the backing store did, then releases the
-/// client's streams on its servers (so that they can end) and closes its session.
-fn report_remote(o: &Options, base: usize, remote: &Remote) -> Result<(), &'static str> {
-    let s = paging::with_driver::<Driver, _>(base, |d, _| d.pager_stats())
-        .ok_or("the driver is busy")?
-        .ok_or("the driver is not bound")?
-        .store;
+/// Prints what the remote paging client did (the backing store's counts are on the
+/// `heracles: store` line), then releases the client's streams on its servers (so that they
+/// can end) and closes its session.
+fn report_remote(o: &Options, remote: &Remote) -> Result<(), &'static str> {
     let mut client = remote.0.borrow_mut();
     let r = client.stats();
     let (strays, ignored) = client.strays();
@@ -400,21 +406,6 @@ fn report_remote(o: &Options, base: usize, remote: &Remote) -> Result<(), &'stat
         r.revocations,
         strays,
         ignored,
-    );
-    println!(
-        "heracles: store remote_now={} remote_writes={} remote_reads={} local_writes={} \
-         local_reads={} mirror_writes={} fallbacks={} lost_remote={} servers_lost={} \
-         remote_pages={}",
-        s.remote_now,
-        s.remote_writes,
-        s.remote_reads,
-        s.local_writes,
-        s.local_reads,
-        s.mirror_writes,
-        s.fallbacks,
-        s.lost_remote,
-        s.servers_lost,
-        s.remote_pages,
     );
     client.release();
     let closed = client.session().close();

@@ -1,4 +1,4 @@
-//! `paging_server`: a remote paging server (Heracles §10.3) on a UDP port of the network
+//! `paging-server`: a remote paging server (Heracles §10.3) on a UDP port of the network
 //! driver domain, or a hostile client of one.
 //!
 //! **Server** (`--net NAME --port P --memory BYTES [--clients N] [--idle MS]`): opens UDP port
@@ -10,10 +10,10 @@
 //! N clients have created streams and released them all (`--clients`), or after MS ms of its
 //! clock without a datagram (`--idle`, counted from the open and then from each datagram), and
 //! prints a line per client,
-//! `paging_server: client A.B.C.D:Q stream=S role=primary|mirror disk=yes|no reserved=R
+//! `paging-server: client A.B.C.D:Q stream=S role=primary|mirror disk=yes|no reserved=R
 //! pages=N peak=K reads=R writes=W frees=F cpu_ns=C extra_ns=E throttled=T refused=X
 //! queue_drops=D released=true|false`, then its totals,
-//! `paging_server: served streams=N refused_memory=.. refused_cpu=.. refused_bad=..
+//! `paging-server: served streams=N refused_memory=.. refused_cpu=.. refused_bad=..
 //! bad_token=.. malformed=.. corrupted=.. unexpected=.. duplicates=.. chunks_resent=..
 //! stale_writes=.. unattributed_ns=..; ended: WHY`.
 //!
@@ -33,7 +33,7 @@
 //! own token and once with a guessed one; and it uses its own stream's number with a wrong
 //! token. It counts every answer: a page's chunk or a write acknowledged on a stream not its
 //! own is a **breach**; a `BadToken` refusal is **refused**. It releases its own stream and
-//! prints `paging_server: hostile: sent=N breaches=B refused=R other=O`, exiting 0 (its
+//! prints `paging-server: hostile: sent=N breaches=B refused=R other=O`, exiting 0 (its
 //! attacks are the test; the verdict is read from outside), 1 if it could not create its
 //! stream.
 //!
@@ -57,7 +57,7 @@ use tessera::{Env, println};
 
 tessera::main!(main);
 
-const USAGE: &str = "usage: paging_server --net NAME --port P (--memory BYTES [--clients N] \
+const USAGE: &str = "usage: paging-server --net NAME --port P (--memory BYTES [--clients N] \
                      [--idle MS] [--traders A.B.C.D:Q+...] [--poll MS] [--reclaim-at MS:BYTES] \
                      | --hostile A.B.C.D:Q [--rounds N])";
 
@@ -71,7 +71,7 @@ fn main(env: Env) -> i32 {
     match parse(env) {
         Ok((net, port, role)) => run(net, port, role),
         Err(why) => {
-            println!("paging_server: {why}; {USAGE}");
+            println!("paging-server: {why}; {USAGE}");
             2
         }
     }
@@ -159,12 +159,12 @@ fn parse(env: Env) -> Result<(&'static str, u16, Role_), &'static str> {
 
 fn run(net: &str, port: u16, role: Role_) -> i32 {
     let Some(transport) = ChannelTransport::connect(net) else {
-        println!("paging_server: no channels {net}-req and {net}-resp");
+        println!("paging-server: no channels {net}-req and {net}-resp");
         return 1;
     };
     let mut session = Session::new(transport);
     if let Err(e) = session.open(port) {
-        println!("paging_server: open of port {port} failed: {e:?}");
+        println!("paging-server: open of port {port} failed: {e:?}");
         return 1;
     }
     let status = match role {
@@ -174,7 +174,7 @@ fn run(net: &str, port: u16, role: Role_) -> i32 {
         Role_::Hostile { server, rounds } => hostile(&mut session, server, rounds),
     };
     if let Err(e) = session.close() {
-        println!("paging_server: close failed: {e:?}");
+        println!("paging-server: close failed: {e:?}");
         return 1;
     }
     status
@@ -205,7 +205,7 @@ fn serve(
     settings: control::Settings,
 ) -> i32 {
     let local = session.info().map(|i| i.local).unwrap_or_default();
-    println!("paging_server: serving on {local} with {memory} bytes for clients' pages");
+    println!("paging-server: serving on {local} with {memory} bytes for clients' pages");
     let mut server = Server::new(memory, tessera::time_ns() ^ u64::from(local.port) << 48);
     let mut control = control::Control::new(settings, local, memory, tessera::time_ns());
     let mut cpu = tessera::time_ns;
@@ -227,7 +227,7 @@ fn serve(
         let served = server.serve(now, &mut cpu, &mut |to, b| outbox.push((to, b.to_vec())));
         for (to, b) in outbox.drain(..) {
             if send(session, to, &b).is_err() {
-                println!("paging_server: the driver is gone");
+                println!("paging-server: the driver is gone");
                 return 1;
             }
         }
@@ -262,7 +262,7 @@ fn serve(
             Ok(None) if !served && tessera::time_ns() >= idle_at => break "idle",
             Ok(None) => {}
             Err(e) => {
-                println!("paging_server: receive failed: {e:?}");
+                println!("paging-server: receive failed: {e:?}");
                 return 1;
             }
         }
@@ -270,7 +270,7 @@ fn serve(
     for r in server.reports() {
         let role = if r.role == Role::Primary { "primary" } else { "mirror" };
         println!(
-            "paging_server: client {} stream={} role={role} disk={} reserved={} pages={} peak={} reads={} writes={} frees={} cpu_ns={} extra_ns={} throttled={} refused={} queue_drops={} released={}",
+            "paging-server: client {} stream={} role={role} disk={} reserved={} pages={} peak={} reads={} writes={} frees={} cpu_ns={} extra_ns={} throttled={} refused={} queue_drops={} released={}",
             r.client,
             r.stream,
             if r.local_disk { "yes" } else { "no" },
@@ -294,7 +294,7 @@ fn serve(
     let c = server.counts();
     let d = server.data_stats();
     println!(
-        "paging_server: served streams={} refused_memory={} refused_cpu={} refused_bad={} bad_token={} malformed={} corrupted={} unexpected={} duplicates={} chunks_resent={} stale_writes={} unattributed_ns={}; ended: {why}",
+        "paging-server: served streams={} refused_memory={} refused_cpu={} refused_bad={} bad_token={} malformed={} corrupted={} unexpected={} duplicates={} chunks_resent={} stale_writes={} unattributed_ns={}; ended: {why}",
         c.created,
         c.refused_memory,
         c.refused_cpu,
@@ -403,10 +403,10 @@ fn hostile(session: &mut Session<ChannelTransport>, server: Endpoint, rounds: u3
         }
     }
     let Some((stream, token)) = own else {
-        println!("paging_server: hostile: the server at {server} created no stream");
+        println!("paging-server: hostile: the server at {server} created no stream");
         return 1;
     };
-    println!("paging_server: hostile: own stream {stream} on {server}; attacking streams 1 to 4");
+    println!("paging-server: hostile: own stream {stream} on {server}; attacking streams 1 to 4");
     let mut h = Hostile::default();
     let page = [0xa5u8; wire::MAX_CHUNK];
     let mut guess = token ^ 0x5555_5555_5555_5555;
@@ -469,7 +469,7 @@ fn hostile(session: &mut Session<ChannelTransport>, server: Endpoint, rounds: u3
         }
     }
     println!(
-        "paging_server: hostile: sent={} breaches={} refused={} other={}",
+        "paging-server: hostile: sent={} breaches={} refused={} other={}",
         h.sent, h.breaches, h.refused, h.other
     );
     0
