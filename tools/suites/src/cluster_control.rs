@@ -52,7 +52,11 @@ fn client(run: &ClusterRun) -> Result<(String, String), String> {
     }
     line_of(run, "a", "[pager] heracles: remote: server 10.0.0.")?;
     let remote = line_of(run, "a", "[pager] heracles: remote program=random")?;
-    let store = line_of(run, "a", "[pager] heracles: store combination=")?;
+    // The backing store's counts: one line, or two (`store ...` and `store events ...`).
+    let mut store = line_of(run, "a", "[pager] heracles: store combination=")?;
+    if let Ok(events) = line_of(run, "a", "[pager] heracles: store events ") {
+        store = format!("{store} {events}");
+    }
     if get(&store, "lost_remote")? != 0 || get(&store, "servers_lost")? != 0 {
         return Err(format!("pages or servers lost: {store}"));
     }
