@@ -3,8 +3,9 @@
 //! when a local domain takes memory back.
 //!
 //! The node's memory for the server is `--memory BYTES`: it is `MAX_THRESHOLD`, and committed
-//! memory is the local domains' (0, until `--reclaim-at MS:BYTES` says that a local domain
-//! starting up takes BYTES at MS ms of the server's clock) plus the clients' reservations. At
+//! memory is the local domains' (0, until `--reclaim-at MS:BYTES` says that from MS ms of the
+//! server's clock they hold BYTES: a local domain starting up, or with a smaller BYTES one
+//! ending; the option may be given several times) plus the clients' reservations. At
 //! every poll (`--poll MS`, 10 s by default) `remote_control`'s [`AdvertLink`] runs Fig 10.4 on
 //! that and sends the advert to the traders (`--traders A.B.C.D:P+...`, acknowledged, re-sent
 //! to a trader that missed one); the memory offered to new clients is what keeps committed
@@ -28,8 +29,8 @@ pub struct Settings {
     pub traders: Vec<Endpoint>,
     /// Nanoseconds between polls.
     pub poll_ns: u64,
-    /// When (ns after the start) a local domain takes how many bytes.
-    pub reclaim: Option<(u64, u64)>,
+    /// From when (ns after the start) the local domains hold how many bytes, in any order.
+    pub reclaim: Vec<(u64, u64)>,
 }
 
 /// The control plane of a server; see the [module](self) documentation.
@@ -37,7 +38,8 @@ pub struct Control {
     link: AdvertLink,
     memory: u64,
     local: u64,
-    reclaim: Option<(u64, u64)>,
+    /// The local domains' changes still to come, the next last.
+    reclaim: Vec<(u64, u64)>,
     created: u64,
     reserved: u64,
     revokes: u64,
@@ -47,19 +49,21 @@ impl Control {
     /// The control plane of a server at `me` offering `memory`, started at `now`; `None` when
     /// the settings ask for none.
     pub fn new(settings: Settings, me: Endpoint, memory: u64, now: u64) -> Option<Control> {
-        if settings.traders.is_empty() && settings.reclaim.is_none() {
+        if settings.traders.is_empty() && settings.reclaim.is_empty() {
             return None;
         }
         let config =
             AdvertiserConfig { poll_ns: settings.poll_ns, ..AdvertiserConfig::new(memory, 1) };
         let link = AdvertLink::new(config, &settings.traders, me, now);
-        let reclaim = settings.reclaim.map(|(at, bytes)| (now.saturating_add(at), bytes));
+        let mut reclaim: Vec<(u64, u64)> =
+            settings.reclaim.iter().map(|&(at, bytes)| (now.saturating_add(at), bytes)).collect();
+        reclaim.sort_by(|a, b| b.0.cmp(&a.0));
         Some(Control { link, memory, local: 0, reclaim, created: 0, reserved: 0, revokes: 0 })
     }
 
     /// When it next has something to do.
     pub fn deadline(&self) -> u64 {
-        let reclaim = self.reclaim.map_or(u64::MAX, |(at, _)| at);
+        let reclaim = self.reclaim.last().map_or(u64::MAX, |&(at, _)| at);
         self.link.advertiser().next_poll().min(reclaim)
     }
 
@@ -77,12 +81,20 @@ impl Control {
     /// Moves on at `now`: the local domain's start, the poll when due (adverts, revocation),
     /// the offer to new clients, and a new client's admission.
     pub fn tick(&mut self, now: u64, server: &mut Server, out: &mut dyn FnMut(Endpoint, &[u8])) {
-        if let Some((at, bytes)) = self.reclaim
+        while let Some(&(at, bytes)) = self.reclaim.last()
             && now >= at
         {
-            self.reclaim = None;
-            self.local = self.local.saturating_add(bytes);
-            println!("paging_server: a local domain takes {bytes} bytes");
+            self.reclaim.pop();
+            match bytes > self.local {
+                true => {
+                    println!("paging_server: a local domain takes {} bytes", bytes - self.local)
+                }
+                false => println!(
+                    "paging_server: a local domain gives back {} bytes",
+                    self.local - bytes
+                ),
+            }
+            self.local = bytes;
             // It is seen at once, not at the next poll.
             self.poll(now, server, out, true);
         }

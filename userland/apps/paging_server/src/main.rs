@@ -21,8 +21,9 @@
 //! `control`): the server advertises its spare memory to the traders by the advertising
 //! threshold algorithm every poll (10 s by default), offers new clients only what keeps
 //! committed memory under `THRESHOLD + 10%` of `--memory`, and revokes clients (moving their
-//! pages to servers they choose) when a local domain starting up (`--reclaim-at`: BYTES taken
-//! at MS ms) pushes committed memory past `--memory`; it then prints
+//! pages to servers they choose) when a local domain starting up (`--reclaim-at MS:BYTES`: the
+//! local domains hold BYTES from MS ms on; several may be given, a smaller BYTES a domain
+//! ending) pushes committed memory past `--memory`; it then prints
 //! `paging_server: adverts sent=.. acked=.. missed=.. advert=.. local=..; revocations
 //! revoked=.. moved=.. returned=.. abandoned=.. pages_forwarded=..` before its totals.
 //!
@@ -92,7 +93,7 @@ fn parse(env: Env) -> Result<(&'static str, u16, Role_), &'static str> {
     let (mut net, mut port, mut memory, mut clients, mut idle) = (None, None, None, None, None);
     let (mut hostile, mut rounds) = (None, None);
     let mut settings =
-        control::Settings { traders: Vec::new(), poll_ns: 10_000_000_000, reclaim: None };
+        control::Settings { traders: Vec::new(), poll_ns: 10_000_000_000, reclaim: Vec::new() };
     let mut control_given = false;
     let mut args = env.args;
     while let Some(a) = args.next() {
@@ -130,7 +131,7 @@ fn parse(env: Env) -> Result<(&'static str, u16, Role_), &'static str> {
                 let (ms, bytes) = v.split_once(':').ok_or("--reclaim-at takes MS:BYTES")?;
                 let ms = ms.parse::<u64>().map_err(|_| "--reclaim-at takes MS:BYTES")?;
                 let bytes = size(bytes).ok_or("--reclaim-at takes MS:BYTES")?;
-                settings.reclaim = Some((ms.saturating_mul(1_000_000), bytes));
+                settings.reclaim.push((ms.saturating_mul(1_000_000), bytes));
                 control_given = true;
             }
             _ => return Err("unknown option"),
