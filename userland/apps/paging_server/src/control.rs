@@ -57,7 +57,7 @@ impl Control {
         let link = AdvertLink::new(config, &settings.traders, me, now);
         let mut reclaim: Vec<(u64, u64)> =
             settings.reclaim.iter().map(|&(at, bytes)| (now.saturating_add(at), bytes)).collect();
-        reclaim.sort_by(|a, b| b.0.cmp(&a.0));
+        reclaim.sort_by_key(|&(at, _)| core::cmp::Reverse(at));
         Some(Control { link, memory, local: 0, reclaim, created: 0, reserved: 0, revokes: 0 })
     }
 
