@@ -66,12 +66,12 @@ fn client(run: &ClusterRun) -> Result<(String, String), String> {
 
 /// Server `node`'s line of its client a.
 fn served(run: &ClusterRun, node: &str) -> Result<String, String> {
-    line_of(run, node, "[server] paging_server: client 10.0.0.1:")
+    line_of(run, node, "[server] paging-server: client 10.0.0.1:")
 }
 
 /// Server `node`'s line of its adverts and revocations.
 fn control(run: &ClusterRun, node: &str) -> Result<String, String> {
-    line_of(run, node, "[server] paging_server: adverts sent=")
+    line_of(run, node, "[server] paging-server: adverts sent=")
 }
 
 /// Every page stayed remote.
@@ -129,7 +129,7 @@ fn revoke(run: &ClusterRun) -> Result<(), String> {
         return Err(format!("want one revocation and one server at the end: {remote}"));
     }
     line_of(run, "a", "[pager] heracles: remote: server 10.0.0.2:7100")?;
-    line_of(run, "b", "[server] paging_server: revoking 1 clients for ")?;
+    line_of(run, "b", "[server] paging-server: revoking 1 clients for ")?;
     let b = control(run, "b")?;
     let forwarded = get(&b, "pages_forwarded")?;
     if get(&b, "revoked")? != 1
@@ -150,7 +150,7 @@ fn revoke(run: &ClusterRun) -> Result<(), String> {
         return Err(format!("c did not take a's 128 pages and serve it: {new}"));
     }
     // c stored every page forwarded but those a had written there itself meanwhile.
-    let total = line_of(run, "c", "[server] paging_server: served streams=1 ")?;
+    let total = line_of(run, "c", "[server] paging-server: served streams=1 ")?;
     if get(&total, "stale_writes")? > forwarded {
         return Err(format!("c discarded more forwarded pages than came: {total}"));
     }
@@ -182,7 +182,7 @@ fn revoke_alone(run: &ClusterRun) -> Result<(), String> {
     if !served(run, "b")?.ends_with("released=true") {
         return Err("b's stream of a not released".into());
     }
-    line_of(run, "c", "[server] paging_server: served streams=0 ")?;
+    line_of(run, "c", "[server] paging-server: served streams=0 ")?;
     Ok(())
 }
 

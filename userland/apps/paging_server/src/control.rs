@@ -87,10 +87,10 @@ impl Control {
             self.reclaim.pop();
             match bytes > self.local {
                 true => {
-                    println!("paging_server: a local domain takes {} bytes", bytes - self.local)
+                    println!("paging-server: a local domain takes {} bytes", bytes - self.local)
                 }
                 false => println!(
-                    "paging_server: a local domain gives back {} bytes",
+                    "paging-server: a local domain gives back {} bytes",
                     self.local - bytes
                 ),
             }
@@ -144,7 +144,7 @@ impl Control {
             let n = server.revoke(now, bytes, out);
             if n > 0 {
                 self.revokes += n as u64;
-                println!("paging_server: revoking {n} clients for {bytes} bytes");
+                println!("paging-server: revoking {n} clients for {bytes} bytes");
             }
         }
     }
@@ -154,7 +154,7 @@ impl Control {
         let c = self.link.counts();
         let r = server.revoke_counts();
         println!(
-            "paging_server: adverts sent={} acked={} missed={} advert={} local={}; revocations revoked={} moved={} returned={} abandoned={} pages_forwarded={}",
+            "paging-server: adverts sent={} acked={} missed={} advert={} local={}; revocations revoked={} moved={} returned={} abandoned={} pages_forwarded={}",
             c.sent,
             c.acked,
             c.missed,

@@ -22,9 +22,10 @@
 //! threshold algorithm every poll (10 s by default), offers new clients only what keeps
 //! committed memory under `THRESHOLD + 10%` of `--memory`, and revokes clients (moving their
 //! pages to servers they choose) when a local domain starting up (`--reclaim-at MS:BYTES`: the
-//! local domains hold BYTES from MS ms on; several may be given, a smaller BYTES a domain
-//! ending) pushes committed memory past `--memory`; it then prints
-//! `paging_server: adverts sent=.. acked=.. missed=.. advert=.. local=..; revocations
+//! local domains hold BYTES from MS ms on; several changes may be given, joined by `+` or in
+//! several options, a smaller BYTES a domain ending) pushes committed memory past `--memory`;
+//! it then prints
+//! `paging-server: adverts sent=.. acked=.. missed=.. advert=.. local=..; revocations
 //! revoked=.. moved=.. returned=.. abandoned=.. pages_forwarded=..` before its totals.
 //!
 //! **Hostile client** (`--net NAME --port P --hostile A.B.C.D:Q [--rounds N]`): creates a
@@ -59,8 +60,11 @@ use tessera::{Env, println};
 tessera::main!(main);
 
 const USAGE: &str = "usage: paging-server --net NAME --port P (--memory BYTES [--clients N] \
-                     [--idle MS] [--traders A.B.C.D:Q+...] [--poll MS] [--reclaim-at MS:BYTES] \
+                     [--idle MS] [--traders A.B.C.D:Q+...] [--poll MS] [--reclaim-at MS:BYTES[+...]] \
                      | --hostile A.B.C.D:Q [--rounds N])";
+
+/// The error of a bad `--reclaim-at`.
+const RECLAIM: &str = "--reclaim-at takes MS:BYTES[+MS:BYTES...]";
 
 /// What the domain is asked to do.
 enum Role_ {
@@ -128,10 +132,12 @@ fn parse(env: Env) -> Result<(&'static str, u16, Role_), &'static str> {
                 control_given = true;
             }
             "--reclaim-at" => {
-                let (ms, bytes) = v.split_once(':').ok_or("--reclaim-at takes MS:BYTES")?;
-                let ms = ms.parse::<u64>().map_err(|_| "--reclaim-at takes MS:BYTES")?;
-                let bytes = size(bytes).ok_or("--reclaim-at takes MS:BYTES")?;
-                settings.reclaim.push((ms.saturating_mul(1_000_000), bytes));
+                for change in v.split('+') {
+                    let (ms, bytes) = change.split_once(':').ok_or(RECLAIM)?;
+                    let ms = ms.parse::<u64>().map_err(|_| RECLAIM)?;
+                    let bytes = size(bytes).ok_or(RECLAIM)?;
+                    settings.reclaim.push((ms.saturating_mul(1_000_000), bytes));
+                }
                 control_given = true;
             }
             _ => return Err("unknown option"),
