@@ -571,6 +571,32 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
         };
         let at = slot * MAX_UDP_PAYLOAD;
         let a = to.addr.0;
+        if to.addr == self.config.addr {
+            // Addressed to this node (another domain on it): smoltcp has no loopback on
+            // Ethernet, so the datagram is given to the client on that port here, after the
+            // same link time as a frame on the wire.
+            let from = Endpoint { addr: self.config.addr, port: client.port };
+            client.accounts.packets_sent += 1;
+            client.accounts.bytes_sent += len as u64;
+            client.tx_free.push(slot);
+            let (next, stream) = (client.tx_queue.front().map(|(_, len, _)| *len), client.stream);
+            let mut datagram = [0u8; MAX_UDP_PAYLOAD];
+            datagram[..len].copy_from_slice(&client.tx_bytes[at..at + len]);
+            match self.clients.iter_mut().flatten().find(|c| c.port == to.port) {
+                None => self.drops.count(DropReason::NoSuchPort),
+                Some(c) => {
+                    if !deliver(c, from, &datagram[..len]) {
+                        c.accounts.dropped_rx_full += 1;
+                        self.drops.count(DropReason::RxFull);
+                    }
+                }
+            }
+            self.tx_end = Some(now.0 + self.config.link.frame_ns(p.sectors as usize));
+            if let Some(len) = next {
+                self.arrive(stream, len, now.0);
+            }
+            return;
+        }
         let endpoint = IpEndpoint::new(IpAddress::v4(a[0], a[1], a[2], a[3]), to.port);
         let socket = self.sockets.get_mut::<udp::Socket>(client.socket);
         match socket.send_slice(&client.tx_bytes[at..at + len], endpoint) {

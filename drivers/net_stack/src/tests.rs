@@ -177,6 +177,29 @@ fn udp_datagrams_cross_the_wire_with_every_payload_checked() {
 }
 
 #[test]
+fn a_datagram_to_the_nodes_own_address_reaches_its_client_there() {
+    let mut net = Net::new();
+    let (ca, pa) = net.a.open(0, contract(2, true), area(8), Instant(0)).unwrap();
+    let (cb, pb) = net.a.open(7000, contract(2, true), area(8), Instant(0)).unwrap();
+    for seq in 0..20u32 {
+        let len = [64, MAX_UDP_PAYLOAD][seq as usize % 2];
+        net.a
+            .send(ca, Endpoint { addr: A, port: pb }, &payload(1, seq, len), Instant(net.now))
+            .unwrap();
+        net.run_until(net.now + MS);
+        let got = drain(&mut net.a, cb);
+        assert_eq!(got, [(Endpoint { addr: A, port: pa }, payload(1, seq, len))], "datagram {seq}");
+    }
+    // Nothing went on the wire; a port nobody has is a drop.
+    assert_eq!(net.wire.pending(Direction::AtoB), 0);
+    net.a.send(ca, Endpoint { addr: A, port: 9 }, &payload(1, 0, 64), Instant(net.now)).unwrap();
+    net.run_until(net.now + MS);
+    assert_eq!(net.a.drops().total(), 1);
+    assert_eq!(net.a.accounts(ca).unwrap().packets_sent, 21);
+    assert_eq!(net.a.accounts(cb).unwrap().packets_received, 20);
+}
+
+#[test]
 fn arp_resolves_and_ping_is_answered() {
     let mut net = Net::new();
     let log = log_ethertypes(&net.wire);

@@ -9,8 +9,9 @@
 //! server CPU and network time it asks for ([`Config::cpu`], [`Config::net`]). A server that
 //! refuses or does not answer within the retries is not used; with no server at all the
 //! client is not made ([`pager::remote::RemoteError::NoServer`]) and the caller pages locally.
-//! Where the servers come from is one function, [`RemoteClient::connect`]'s list: the trader
-//! path (ask a trader for candidates, then create streams on them) plugs in there.
+//! When the static servers made no stream (or there are none) and the client has traders
+//! ([`Config::traders`], the spec's `traders=`), it finds a server through them (module
+//! `control`: a trader's candidates tried in turn, the trader asked once more, then none).
 //!
 //! # Placement
 //! - Without mirroring, every server is a primary. With [`Config::spread`] a new page goes to
@@ -37,8 +38,11 @@
 //!
 //! # Control messages
 //! Packets from a server that are not part of a transfer (a revocation notice, an offload's
-//! end) are handed to [`RemoteClient::control`], which the revocation protocol extends; today
-//! it counts and drops them.
+//! end) are handed to [`RemoteClient::control`] and acted on between requests (module
+//! `control`): a revoked client finds a new server, names it to the revoking one, writes its
+//! pages there while the old server forwards the rest, and switches over at the offload's end;
+//! with no new server it raises [`RemoteNotice::RevokedWithoutReplacement`]. Anything else is
+//! counted and dropped.
 //!
 //! Time is the caller's clock (`fn() -> u64`, ns), the session's deadlines on the same clock.
 //! The crate is `no_std` (with `alloc`), has no `unsafe`, and is tested on the host against
@@ -62,6 +66,7 @@ use rpp::client::{Outcome, Params, StreamKey, Transfer, Transfers};
 use rpp::rtt::{RttConfig, RttEstimator};
 use rpp::wire::{self, Header, Message, Packet, Qos, RefuseReason, Role};
 
+mod control;
 #[cfg(test)]
 mod sim;
 #[cfg(test)]
@@ -75,6 +80,12 @@ pub const MAX_SERVERS: usize = 8;
 pub struct Config {
     /// The servers to create streams on, in order (the spec's `servers=`).
     pub servers: Vec<Endpoint>,
+    /// The traders to ask for servers when the static ones are not enough, and when a server
+    /// revokes the client (the spec's `traders=`; module `control`).
+    pub traders: Vec<Endpoint>,
+    /// How long the client waits before asking a trader once more when every candidate of its
+    /// first answer refused or it named none (servers may not have advertised yet).
+    pub requery_ns: u64,
     /// Mirror every page to a second server (the spec's `mirror=server`).
     pub mirror: bool,
     /// Spread new pages over the servers (the spec's `spread=yes`).
@@ -100,6 +111,8 @@ impl Config {
         let qos = Qos { period_ns: 10_000_000, slice_ns: 1_000_000 };
         Config {
             servers,
+            traders: Vec::new(),
+            requery_ns: 2_000_000_000,
             mirror: false,
             spread: true,
             local_disk: true,
@@ -124,6 +137,9 @@ struct Server {
     lost: bool,
     /// Pages it holds a copy of (primary or mirror).
     pages: u64,
+    /// It revoked the client, which moves its pages to this server ([`control`]): no new page
+    /// goes to it, and a page written again goes to the new server.
+    moving_to: Option<u8>,
 }
 
 /// Where a page's copies are: indices into the servers.
@@ -157,13 +173,15 @@ pub struct RemoteClient<T: Transport> {
     /// Packets of control messages sent and received outside transfers.
     control_sent: u64,
     control_received: u64,
-    /// Control messages dropped (not handled yet).
+    /// Control messages dropped (not the control plane's).
     control_ignored: u64,
     /// Datagrams from unknown senders or that did not decode.
     strays: u64,
     notice: Option<RemoteNotice>,
     told_lost: bool,
     buf: Vec<u8>,
+    /// Revocations and servers found through traders ([`control`]).
+    control: control::Control,
 }
 
 /// One server's answer to a control message, in [`RemoteClient::ask`].
@@ -182,7 +200,8 @@ impl<T: Transport> RemoteClient<T> {
         config: Config,
     ) -> Result<RemoteClient<T>, ConnectError> {
         let n = config.servers.len();
-        if n == 0 || n > MAX_SERVERS || (config.mirror && n < 2) {
+        let traders = !config.traders.is_empty();
+        if (n == 0 && !traders) || n > MAX_SERVERS || (config.mirror && n < 2 && !traders) {
             return Err(ConnectError::BadConfig);
         }
         let primaries = if config.mirror { n.div_ceil(2) } else { n };
@@ -197,6 +216,7 @@ impl<T: Transport> RemoteClient<T> {
                 role: if i < primaries { Role::Primary } else { Role::Mirror },
                 lost: true,
                 pages: 0,
+                moving_to: None,
             })
             .collect();
         let mut client = RemoteClient {
@@ -215,6 +235,7 @@ impl<T: Transport> RemoteClient<T> {
             notice: None,
             told_lost: false,
             buf: vec![0; wire::MAX_PACKET],
+            control: control::Control::default(),
         };
         let mut refused = None;
         // Every server at once: the creations' answers are awaited together.
@@ -232,7 +253,10 @@ impl<T: Transport> RemoteClient<T> {
                 (i, create)
             })
             .collect();
-        let answers = client.ask(&asks).map_err(ConnectError::Net)?;
+        let answers = match asks.is_empty() {
+            true => Vec::new(),
+            false => client.ask(&asks).map_err(ConnectError::Net)?,
+        };
         for (i, answer) in answers.into_iter().enumerate() {
             let s = &mut client.servers[i];
             match answer {
@@ -246,6 +270,10 @@ impl<T: Transport> RemoteClient<T> {
                 Some(Answer::Refused(why)) => refused = Some(why),
                 _ => {}
             }
+        }
+        // Not enough static servers: the traders' (§10.4).
+        if traders {
+            client.acquire_initial().map_err(ConnectError::Net)?;
         }
         if client.live() == 0 {
             return Err(ConnectError::NoServer(refused));
@@ -378,8 +406,9 @@ impl<T: Transport> RemoteClient<T> {
     /// offload's end, a late answer. The revocation protocol handles them here; today they
     /// are counted and dropped.
     pub fn control(&mut self, from: Endpoint, packet: &Packet<'_>) {
-        let _ = (from, packet);
-        self.control_ignored += 1;
+        if !self.take_control(from, packet) {
+            self.control_ignored += 1;
+        }
     }
 
     /// The server index of endpoint `from`.
@@ -497,7 +526,8 @@ impl<T: Transport> RemoteClient<T> {
         let pick = |role: Role| -> Option<u8> {
             let live: Vec<u8> = (0..self.servers.len() as u8)
                 .filter(|&i| {
-                    !self.servers[i as usize].lost && self.servers[i as usize].role == role
+                    let s = &self.servers[i as usize];
+                    !s.lost && s.moving_to.is_none() && s.role == role
                 })
                 .collect();
             match (live.len(), self.config.spread) {
@@ -553,11 +583,12 @@ fn send<T: Transport>(
 
 impl<T: Transport> RemoteStore for RemoteClient<T> {
     fn write(&mut self, page: usize, data: &Page) -> Result<(), RemoteError> {
+        self.handle_control();
         let vpn = page as u64;
         // Twice at most: where the page is, then (its servers lost meanwhile) a new place.
         for _ in 0..2 {
             let placement = match self.pages.get(&vpn) {
-                Some(p) => *p,
+                Some(p) => self.redirect(*p),
                 None => self.place(vpn).ok_or(RemoteError::NoServer)?,
             };
             let mut ops =
@@ -615,6 +646,7 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
     }
 
     fn read(&mut self, page: usize, buf: &mut Page) -> Result<(), RemoteError> {
+        self.handle_control();
         let vpn = page as u64;
         loop {
             let p = *self.pages.get(&vpn).ok_or(RemoteError::NotHeld)?;
@@ -646,6 +678,7 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
     }
 
     fn free(&mut self, page: usize) {
+        self.handle_control();
         let vpn = page as u64;
         let Some(p) = self.pages.remove(&vpn) else { return };
         let mut ops = Vec::new();
@@ -678,6 +711,7 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
                 _ => self.strays += 1,
             }
         }
+        self.handle_control();
         self.notice.take()
     }
 

@@ -13,6 +13,9 @@ use pager::{PAGE_SIZE, Page};
 use remote_server::{ClientReport, Server};
 use rpp::wire::RefuseReason;
 
+use remote_control::service::TraderService;
+use remote_control::trader::TraderTable;
+
 use crate::sim::{self, Faults, Net, Peer, SharedNet, SimTransport};
 use crate::{Config, ConnectError, RemoteClient};
 
@@ -77,6 +80,8 @@ fn the_simulated_net_delivers_loses_and_duplicates_by_its_seed() {
 struct ServerPeer {
     server: Server,
     cpu: u64,
+    /// When to revoke clients for this many bytes (a local domain starting up).
+    revoke_at: Option<(u64, u64)>,
 }
 
 impl ServerPeer {
@@ -108,10 +113,21 @@ impl Peer for ServerPeer {
         self.run(now, out);
     }
     fn poll(&mut self, now: u64, out: &mut Vec<(Endpoint, Vec<u8>)>) {
+        if let Some((at, bytes)) = self.revoke_at
+            && now >= at
+        {
+            self.revoke_at = None;
+            self.server.revoke(now, bytes, &mut |to, b| out.push((to, b.to_vec())));
+        }
+        self.server.poll_revocations(now, &mut |to, b| out.push((to, b.to_vec())));
         self.run(now, out);
     }
     fn next_poll(&self) -> Option<u64> {
-        self.server.next_wakeup()
+        let revoke = self.revoke_at.map(|(at, _)| at);
+        [self.server.next_wakeup(), self.server.revocation_deadline(), revoke]
+            .into_iter()
+            .flatten()
+            .min()
     }
     fn as_any(&mut self) -> &mut dyn core::any::Any {
         self
@@ -122,7 +138,8 @@ impl Peer for ServerPeer {
 fn net_with(seed: u64, faults: Faults, servers: u8, memory: u64) -> SharedNet {
     let net = Net::new(seed, faults);
     for n in 1..=servers {
-        let peer = ServerPeer { server: Server::new(memory, u64::from(n)), cpu: 0 };
+        let peer =
+            ServerPeer { server: Server::new(memory, u64::from(n)), cpu: 0, revoke_at: None };
         Net::add_peer(&net, server(n), Box::new(peer));
     }
     net
@@ -291,4 +308,138 @@ fn servers_that_refuse_or_do_not_answer_are_not_used() {
     let mut config = Config::new(vec![server(1)], 16);
     config.mirror = true;
     assert_eq!(client(&net, config).err(), Some(ConnectError::BadConfig));
+}
+
+/// A trader served in-process (`remote_control`'s [`TraderService`]).
+struct TraderPeer(TraderService);
+
+impl Peer for TraderPeer {
+    fn datagram(
+        &mut self,
+        now: u64,
+        from: Endpoint,
+        payload: &[u8],
+        out: &mut Vec<(Endpoint, Vec<u8>)>,
+    ) {
+        let mut buf = [0u8; rpp::wire::MAX_PACKET];
+        if let (_, Some(n)) = self.0.handle(now, payload, &mut buf) {
+            out.push((from, buf[..n].to_vec()));
+        }
+    }
+    fn poll(&mut self, _: u64, _: &mut Vec<(Endpoint, Vec<u8>)>) {}
+    fn next_poll(&self) -> Option<u64> {
+        None
+    }
+    fn as_any(&mut self) -> &mut dyn core::any::Any {
+        self
+    }
+}
+
+fn trader(n: u8) -> Endpoint {
+    Endpoint { addr: Ipv4Addr([10, 0, 0, 100 + n]), port: 7000 }
+}
+
+/// Adds trader `n` to `net`, holding adverts of `servers` (1 MiB each).
+fn add_trader(net: &SharedNet, n: u8, servers: &[Endpoint]) {
+    let mut t = TraderService::new(TraderTable::new(8, 1_000 * 1_000_000_000));
+    for &s in servers {
+        t.table().advert(0, s, 1 << 20);
+    }
+    Net::add_peer(net, trader(n), Box::new(TraderPeer(t)));
+}
+
+/// The server peer at `addr`.
+fn with_server<R>(net: &SharedNet, addr: Endpoint, f: impl FnOnce(&mut ServerPeer) -> R) -> R {
+    let mut n = net.borrow_mut();
+    let peer = n.peer(addr).expect("a server");
+    let any: &mut dyn core::any::Any = peer.as_any();
+    f(any.downcast_mut::<ServerPeer>().expect("a server peer"))
+}
+
+#[test]
+fn a_client_finds_its_server_through_a_trader() {
+    let net = net_with(21, Faults::NONE, 2, 1 << 20);
+    // Trader 1 does not exist (unreachable); trader 2 knows server 2 only.
+    add_trader(&net, 2, &[server(2)]);
+    let mut config = Config::new(vec![], 64);
+    config.traders = vec![trader(1), trader(2)];
+    let mut c = client(&net, config).unwrap();
+    let servers: Vec<Endpoint> = c.servers().map(|s| s.0).collect();
+    assert_eq!(servers, [server(2)]);
+    write_all_and_check(&mut c, 16);
+    assert_eq!(reports(&net, server(2))[0].pages, 16);
+    assert!(reports(&net, server(1)).is_empty());
+    // No trader knows a server: no client (the caller pages locally).
+    let net = net_with(22, Faults::NONE, 1, 1 << 20);
+    add_trader(&net, 1, &[]);
+    let mut config = Config::new(vec![], 64);
+    config.traders = vec![trader(1)];
+    assert_eq!(client(&net, config).err(), Some(ConnectError::NoServer(None)));
+}
+
+#[test]
+fn a_revoked_client_moves_its_pages_to_another_server_without_losing_any() {
+    let faults = Faults { loss: 50, dup: 20, reorder: 100, latency_ns: 50_000, jitter_ns: 200_000 };
+    let net = net_with(23, faults, 2, 1 << 20);
+    add_trader(&net, 1, &[server(1), server(2)]);
+    let mut config = Config::new(vec![server(1)], 64);
+    config.traders = vec![trader(1)];
+    let mut c = client(&net, config).unwrap();
+    let mut versions = write_all_and_check(&mut c, 48);
+    assert_eq!(reports(&net, server(1))[0].pages, 48);
+    // Server 1 needs its memory back.
+    with_server(&net, server(1), |p| p.revoke_at = Some((sim::now(), 1)));
+    // The client goes on writing and reading while its pages move.
+    let mut buf = Box::new([0u8; PAGE_SIZE]);
+    for round in 0..200u32 {
+        let page = (round as usize * 7) % 48;
+        if round % 3 == 0 {
+            c.write(page, &contents(page, 10 + round)).unwrap();
+            versions[page] = 10 + round;
+        } else {
+            c.read(page, &mut buf).unwrap();
+            assert!(buf[..] == contents(page, versions[page])[..], "page {page}, round {round}");
+        }
+        if c.stats().revocations == 1 && round > 50 {
+            break;
+        }
+    }
+    assert_eq!(c.notice(), None);
+    assert_eq!(c.stats().revocations, 1, "{:?}", c.stats());
+    check_all(&mut c, &versions);
+    // Every page is on server 2; server 1 freed the stream.
+    let old = reports(&net, server(1));
+    assert!(old[0].released && old[0].pages == 0, "{:?}", old[0]);
+    assert_eq!(reports(&net, server(2))[0].pages, 48);
+    let counts = with_server(&net, server(1), |p| p.server.revoke_counts());
+    assert_eq!((counts.revoked, counts.moved), (1, 1), "{counts:?}");
+    assert!(counts.pages_forwarded > 0 && counts.pages_forwarded <= 48, "{counts:?}");
+    let servers: Vec<(Endpoint, bool)> = c.servers().map(|s| (s.0, s.3)).collect();
+    assert_eq!(servers, [(server(1), true), (server(2), false)]);
+}
+
+#[test]
+fn a_revoked_client_without_another_server_is_told_and_reads_its_pages_back() {
+    let net = net_with(24, Faults::NONE, 1, 1 << 20);
+    add_trader(&net, 1, &[server(1)]);
+    let mut config = Config::new(vec![server(1)], 64);
+    config.traders = vec![trader(1)];
+    let mut c = client(&net, config).unwrap();
+    let versions = write_all_and_check(&mut c, 24);
+    with_server(&net, server(1), |p| p.revoke_at = Some((sim::now(), 1)));
+    // The notice comes while the client waits for its next answer.
+    let mut notice = None;
+    let mut buf = Box::new([0u8; PAGE_SIZE]);
+    for page in 0..24 {
+        c.read(page, &mut buf).unwrap();
+        notice = notice.or(c.notice());
+    }
+    assert_eq!(notice, Some(RemoteNotice::RevokedWithoutReplacement));
+    // Its pages are all still there to bring back, then it releases.
+    check_all(&mut c, &versions);
+    c.release();
+    let r = reports(&net, server(1));
+    assert!(r[0].released, "{:?}", r[0]);
+    let counts = with_server(&net, server(1), |p| p.server.revoke_counts());
+    assert_eq!((counts.revoked, counts.returned, counts.moved), (1, 1, 0), "{counts:?}");
 }

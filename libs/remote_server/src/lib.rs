@@ -29,6 +29,12 @@
 //!   time to clients that may use it) and charges that client the CPU the server's clock
 //!   measured handling it. A client over its slice waits for its next period
 //!   ([`Server::next_wakeup`]).
+//! - **Control plane.** A new client is checked against the network beside memory and CPU (the
+//!   link time of its `CreateStream` beside the others'); `AddResources` against memory only;
+//!   the memory offered follows the advertising algorithm ([`Server::set_offer`], the domain's
+//!   `control` module). [`Server::revoke`] takes memory back from clients with their active
+//!   participation ([`revoke`]: victims by `remote_control`'s five rounds, their pages forwarded
+//!   to the new servers they name).
 //! - **Reports.** [`Server::reports`] gives, per client (open or released), its pages, reads,
 //!   writes, frees, CPU charged (and the part in slack time), periods throttled, refused
 //!   packets and queue drops.
@@ -38,6 +44,7 @@
 
 extern crate alloc;
 
+pub mod revoke;
 pub mod sched;
 
 #[cfg(test)]
@@ -121,6 +128,12 @@ pub struct Counts {
 /// One stream's pages and counts.
 struct Stream {
     report: ClientReport,
+    /// Its token (for the server's own messages to the client: revocation).
+    token: u64,
+    /// When its client last sent an authenticated packet.
+    last_contact: u64,
+    /// Its share of the server's network time, ppm.
+    net_ppm: u64,
     pages: BTreeMap<u64, Vec<u8>>,
     page_size: u32,
     queue: VecDeque<(Endpoint, Vec<u8>)>,
@@ -198,6 +211,8 @@ pub struct Server {
     rng: u64,
     counts: Counts,
     buf: Vec<u8>,
+    /// Clients being revoked ([`revoke`]).
+    revocations: revoke::Revocations,
 }
 
 impl Server {
@@ -216,6 +231,7 @@ impl Server {
             rng: seed ^ 0x9e37_79b9_7f4a_7c15,
             counts: Counts::default(),
             buf: alloc::vec![0; wire::MAX_PACKET],
+            revocations: revoke::Revocations::default(),
         }
     }
 
@@ -251,16 +267,23 @@ impl Server {
                 return;
             }
         };
+        // A new server's answer to a page this server forwards for a revoked client.
+        if self.offload_answer(now, from, bytes, out) {
+            self.counts.unattributed_ns += cpu().saturating_sub(start);
+            return;
+        }
         if header.stream == 0 {
             self.control_unauthenticated(now, from, bytes, out);
         } else if self.data.authenticates(header.stream, header.token) {
             let s = self.mem.streams.get_mut(&header.stream).expect("open streams are in memory");
+            s.last_contact = s.last_contact.max(now);
             if s.queue.len() >= QUEUE {
                 s.report.queue_drops += 1;
             } else {
                 s.queue.push_back((from, bytes.to_vec()));
                 self.sched.set_ready(header.stream as usize, true);
             }
+            self.revoked_contact(now, header.stream);
         } else {
             // Refused by the data path itself (BadToken), touching nothing.
             let verdict = self.data.on_packet(&mut self.mem, bytes, &mut |b| out(from, b));
@@ -283,12 +306,21 @@ impl Server {
     ) {
         let Ok(p) = wire::decode(bytes) else { return };
         match p.message {
-            Message::CreateStream { pages, page_size, role, has_local_disk, cpu, .. } => {
+            Message::CreateStream { pages, page_size, role, has_local_disk, cpu, net } => {
                 if let Some(answer) = self.created.get(&(from, p.header.request)) {
                     out(from, answer);
                     return;
                 }
-                let message = match self.admit(pages, page_size, cpu) {
+                let net_ppm = net.slice_ns.saturating_mul(1_000_000) / net.period_ns.max(1);
+                let admitted = self.admit(pages, page_size, cpu).and_then(|c| {
+                    // The network beside the CPU (§10.3: a new client is checked against
+                    // memory, CPU and network).
+                    match self.net_committed().saturating_add(net_ppm) > 1_000_000 {
+                        true => Err(RefuseReason::Net),
+                        false => Ok(c),
+                    }
+                });
+                let message = match admitted {
                     Ok(contract) => {
                         let stream = self.next_stream;
                         self.next_stream += 1;
@@ -305,6 +337,9 @@ impl Server {
                             cpu,
                             contract,
                         );
+                        if let Some(s) = self.mem.streams.get_mut(&stream) {
+                            s.net_ppm = net_ppm;
+                        }
                         Message::StreamCreated { stream, token, pages, data_port: 0 }
                     }
                     Err(reason) => {
@@ -382,7 +417,15 @@ impl Server {
         };
         self.mem.streams.insert(
             stream,
-            Stream { report, pages: BTreeMap::new(), page_size, queue: VecDeque::new() },
+            Stream {
+                report,
+                token,
+                last_contact: now,
+                net_ppm: 0,
+                pages: BTreeMap::new(),
+                page_size,
+                queue: VecDeque::new(),
+            },
         );
     }
 
@@ -418,7 +461,7 @@ impl Server {
         };
         let verdict = self.data.on_packet(&mut self.mem, &bytes, &mut |b| out(from, b));
         if let Verdict::Control { packet, authenticated: true } = verdict {
-            self.control(from, packet, out);
+            self.control(now, from, packet, out);
         } else if let Verdict::Control { .. } | Verdict::Dropped(DropReason::Unexpected) = verdict {
             self.counts.unexpected += 1;
         }
@@ -432,10 +475,17 @@ impl Server {
     }
 
     /// A control message on an open stream, its token checked.
-    fn control(&mut self, from: Endpoint, p: Packet<'_>, out: &mut dyn FnMut(Endpoint, &[u8])) {
+    fn control(
+        &mut self,
+        now: u64,
+        from: Endpoint,
+        p: Packet<'_>,
+        out: &mut dyn FnMut(Endpoint, &[u8]),
+    ) {
         let stream = p.header.stream;
         match p.message {
             Message::Release => {
+                self.revoked_released(stream);
                 self.close(stream);
                 self.answer(from, p.header, Message::Ack { vpn: 0, code: Code::None }, out);
             }
@@ -446,8 +496,58 @@ impl Server {
                 self.answer(from, p.header, Message::Ack { vpn: 0, code: Code::None }, out);
             }
             Message::Heartbeat => self.answer(from, p.header, Message::Alive, out),
+            Message::RevokeReply { answer } => {
+                self.revoke_reply(now, stream, answer);
+                self.answer(from, p.header, Message::Ack { vpn: 0, code: Code::None }, out);
+            }
+            // The client's word that its old server forwarded every page here: nothing to
+            // change (forwarded pages never replaced its own), acknowledged.
+            Message::OffloadDone { .. } => {
+                self.answer(from, p.header, Message::Ack { vpn: 0, code: Code::None }, out)
+            }
+            Message::AddResources { pages } => {
+                let message = self.add_resources(stream, pages);
+                self.answer(from, p.header, message, out);
+            }
             _ => self.counts.unexpected += 1,
         }
+    }
+
+    /// More memory for an open stream, checked against memory only (§10.3).
+    fn add_resources(&mut self, stream: u32, pages: u64) -> Message<'static> {
+        let Some(s) = self.mem.streams.get_mut(&stream) else {
+            return Message::Refused { reason: RefuseReason::BadRequest };
+        };
+        let bytes = pages.saturating_mul(u64::from(s.page_size));
+        if pages == 0 || self.reserved_bytes.saturating_add(bytes) > self.memory_bytes {
+            self.counts.refused_memory += 1;
+            return Message::Refused { reason: RefuseReason::Memory };
+        }
+        s.report.reserved += pages;
+        self.reserved_bytes += bytes;
+        Message::StreamCreated { stream, token: s.token, pages: s.report.reserved, data_port: 0 }
+    }
+
+    /// Network time committed to the open streams, ppm.
+    fn net_committed(&self) -> u64 {
+        self.mem.streams.values().map(|s| s.net_ppm).sum()
+    }
+
+    /// Sets the memory offered to clients' reservations (the advertising algorithm's room
+    /// beside what is reserved): later admissions are judged against it; reservations already
+    /// made stand.
+    pub fn set_offer(&mut self, memory_bytes: u64) {
+        self.memory_bytes = memory_bytes;
+    }
+
+    /// The memory offered to clients' reservations.
+    pub fn offer(&self) -> u64 {
+        self.memory_bytes
+    }
+
+    /// The server's CPU committed to its clients' contracts, ppm.
+    pub fn cpu_committed_ppm(&self) -> u64 {
+        self.sched.committed_ppm()
     }
 
     /// Closes `stream`: its pages freed, its reservation returned, its report kept.

@@ -46,6 +46,9 @@
 //! - `remote_paging`, `remote_paging_under_loss`, `remote_paging_failover`,
 //!   `remote_paging_servers_vanish`, `remote_paging_hostile_client`: remote paging across the
 //!   nodes ([`crate::cluster_remote`]).
+//! - `remote_trader`, `remote_revoke`, `remote_revoke_alone`: remote paging's control plane
+//!   (servers found through a trader, revocation with and without another server)
+//!   ([`crate::cluster_control`]).
 //! - `bad_manifest`: a malformed cluster manifest exits 1 with `FILE:LINE: KEY: REASON`.
 
 use std::io::{BufRead, BufReader, Read};
@@ -252,6 +255,9 @@ pub(super) const CLUSTER_TESTS: &[(&str, ClusterTest)] = &[
     ("remote_paging_failover", crate::cluster_remote::remote_paging_failover),
     ("remote_paging_servers_vanish", crate::cluster_remote::remote_paging_servers_vanish),
     ("remote_paging_hostile_client", crate::cluster_remote::remote_paging_hostile_client),
+    ("remote_trader", crate::cluster_control::remote_trader),
+    ("remote_revoke", crate::cluster_control::remote_revoke),
+    ("remote_revoke_alone", crate::cluster_control::remote_revoke_alone),
     ("bad_manifest", bad_manifest),
 ];
 

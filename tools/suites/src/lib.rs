@@ -32,6 +32,7 @@ use tool_base::{Arch, Bios, setup, util};
 
 mod address_space;
 mod cluster;
+mod cluster_control;
 mod cluster_remote;
 mod domains;
 mod drivers;

@@ -343,12 +343,13 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
 /// The remote paging client this app made and shares with its driver.
 type Remote = Shared<RemoteClient<ChannelTransport>>;
 
-/// The remote paging client of `r` (the spec's `net=`, `servers=`, `mirror=`, `spread=`)
-/// for a stretch of `pages` pages: `None` (and a line saying why) if it has no static
-/// servers or none of them made a stream, so that the driver pages to the local disk.
+/// The remote paging client of `r` (the spec's `net=`, `servers=`, `traders=`, `mirror=`,
+/// `spread=`) for a stretch of `pages` pages: `None` (and a line saying why) if it has neither
+/// static servers nor traders, or no server made a stream, so that the driver pages to the
+/// local disk.
 fn connect_remote(r: &RemoteSpec, pages: u64) -> Option<Remote> {
-    if r.servers.is_empty() {
-        println!("heracles: remote: no static servers (servers=); paging to the local disk");
+    if r.servers.is_empty() && r.traders.is_empty() {
+        println!("heracles: remote: no servers or traders; paging to the local disk");
         return None;
     }
     let Some(transport) = ChannelTransport::connect(&r.net) else {
@@ -368,6 +369,7 @@ fn connect_remote(r: &RemoteSpec, pages: u64) -> Option<Remote> {
     let mut config = Config::new(r.servers.clone(), pages);
     config.mirror = r.mirror == Mirror::Server;
     config.spread = r.spread;
+    config.traders = r.traders.clone();
     config.local_disk = true;
     match RemoteClient::connect(session, tessera::time_ns, config) {
         Ok(client) => {

@@ -17,6 +17,17 @@
 //! bad_token=.. malformed=.. corrupted=.. unexpected=.. duplicates=.. chunks_resent=..
 //! stale_writes=.. unattributed_ns=..` and `paging-server: ended: WHY`.
 //!
+//! **Control plane** (`--traders A.B.C.D:Q+...`, `--poll MS`, `--reclaim-at MS:BYTES`, module
+//! `control`): the server advertises its spare memory to the traders by the advertising
+//! threshold algorithm every poll (10 s by default), offers new clients only what keeps
+//! committed memory under `THRESHOLD + 10%` of `--memory`, and revokes clients (moving their
+//! pages to servers they choose) when a local domain starting up (`--reclaim-at MS:BYTES`: the
+//! local domains hold BYTES from MS ms on; several changes may be given, joined by `+` or in
+//! several options, a smaller BYTES a domain ending) pushes committed memory past `--memory`;
+//! it then prints
+//! `paging-server: adverts sent=.. acked=.. missed=.. advert=.. local=..; revocations
+//! revoked=.. moved=.. returned=.. abandoned=.. pages_forwarded=..` before its totals.
+//!
 //! **Hostile client** (`--net NAME --port P --hostile A.B.C.D:Q [--rounds N]`): creates a
 //! stream of its own on the server at A.B.C.D:Q (for its token), then plays N rounds (default
 //! 200), 50 ms apart: for every other stream number from 1 to 4 it asks for a page, writes a
@@ -38,6 +49,8 @@ extern crate alloc;
 use alloc::vec;
 use alloc::vec::Vec;
 
+mod control;
+
 use net_client::{ChannelTransport, NetError, Session};
 use net_interface::Endpoint;
 use remote_server::Server;
@@ -47,11 +60,15 @@ use tessera::{Env, println};
 tessera::main!(main);
 
 const USAGE: &str = "usage: paging-server --net NAME --port P (--memory BYTES [--clients N] \
-                     [--idle MS] | --hostile A.B.C.D:Q [--rounds N])";
+                     [--idle MS] [--traders A.B.C.D:Q+...] [--poll MS] [--reclaim-at MS:BYTES[+...]] \
+                     | --hostile A.B.C.D:Q [--rounds N])";
+
+/// The error of a bad `--reclaim-at`.
+const RECLAIM: &str = "--reclaim-at takes MS:BYTES[+MS:BYTES...]";
 
 /// What the domain is asked to do.
 enum Role_ {
-    Serve { memory: u64, clients: Option<u32>, idle_ns: Option<u64> },
+    Serve { memory: u64, clients: Option<u32>, idle_ns: Option<u64>, control: control::Settings },
     Hostile { server: Endpoint, rounds: u32 },
 }
 
@@ -79,6 +96,9 @@ fn size(s: &str) -> Option<u64> {
 fn parse(env: Env) -> Result<(&'static str, u16, Role_), &'static str> {
     let (mut net, mut port, mut memory, mut clients, mut idle) = (None, None, None, None, None);
     let (mut hostile, mut rounds) = (None, None);
+    let mut settings =
+        control::Settings { traders: Vec::new(), poll_ns: 10_000_000_000, reclaim: Vec::new() };
+    let mut control_given = false;
     let mut args = env.args;
     while let Some(a) = args.next() {
         let v = args.next().ok_or("an option without its value")?;
@@ -92,6 +112,34 @@ fn parse(env: Env) -> Result<(&'static str, u16, Role_), &'static str> {
                 hostile = Some(Endpoint::parse(v).ok_or("--hostile takes A.B.C.D:PORT")?)
             }
             "--rounds" => rounds = Some(v.parse::<u32>().map_err(|_| "--rounds takes a count")?),
+            "--traders" => {
+                for t in v.split('+') {
+                    let t = Endpoint::parse(t).ok_or("--traders takes A.B.C.D:PORT+...")?;
+                    settings.traders.push(t);
+                }
+                if settings.traders.len() > 3 {
+                    return Err("--traders takes 1 to 3 traders");
+                }
+                control_given = true;
+            }
+            "--poll" => {
+                let ms = v
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&ms| ms > 0)
+                    .ok_or("--poll takes milliseconds")?;
+                settings.poll_ns = ms.saturating_mul(1_000_000);
+                control_given = true;
+            }
+            "--reclaim-at" => {
+                for change in v.split('+') {
+                    let (ms, bytes) = change.split_once(':').ok_or(RECLAIM)?;
+                    let ms = ms.parse::<u64>().map_err(|_| RECLAIM)?;
+                    let bytes = size(bytes).ok_or(RECLAIM)?;
+                    settings.reclaim.push((ms.saturating_mul(1_000_000), bytes));
+                }
+                control_given = true;
+            }
             _ => return Err("unknown option"),
         }
     }
@@ -102,10 +150,13 @@ fn parse(env: Env) -> Result<(&'static str, u16, Role_), &'static str> {
         return Err("--port takes 1 to 65535");
     }
     let role = match (memory, hostile) {
-        (Some(memory), None) if rounds.is_none() => {
-            Role_::Serve { memory, clients, idle_ns: idle.map(|ms| ms.saturating_mul(1_000_000)) }
-        }
-        (None, Some(server)) if clients.is_none() && idle.is_none() => {
+        (Some(memory), None) if rounds.is_none() => Role_::Serve {
+            memory,
+            clients,
+            idle_ns: idle.map(|ms| ms.saturating_mul(1_000_000)),
+            control: settings,
+        },
+        (None, Some(server)) if clients.is_none() && idle.is_none() && !control_given => {
             Role_::Hostile { server, rounds: rounds.unwrap_or(200) }
         }
         _ => return Err("either --memory (a server) or --hostile (a hostile client)"),
@@ -124,7 +175,9 @@ fn run(net: &str, port: u16, role: Role_) -> i32 {
         return 1;
     }
     let status = match role {
-        Role_::Serve { memory, clients, idle_ns } => serve(&mut session, memory, clients, idle_ns),
+        Role_::Serve { memory, clients, idle_ns, control } => {
+            serve(&mut session, memory, clients, idle_ns, control)
+        }
         Role_::Hostile { server, rounds } => hostile(&mut session, server, rounds),
     };
     if let Err(e) = session.close() {
@@ -156,10 +209,12 @@ fn serve(
     memory: u64,
     clients: Option<u32>,
     idle_ns: Option<u64>,
+    settings: control::Settings,
 ) -> i32 {
     let local = session.info().map(|i| i.local).unwrap_or_default();
     println!("paging-server: serving on {local} with {memory} bytes for clients' pages");
     let mut server = Server::new(memory, tessera::time_ns() ^ u64::from(local.port) << 48);
+    let mut control = control::Control::new(settings, local, memory, tessera::time_ns());
     let mut cpu = tessera::time_ns;
     let mut buf = vec![0u8; wire::MAX_PACKET];
     let mut outbox: Vec<(Endpoint, Vec<u8>)> = Vec::new();
@@ -172,6 +227,10 @@ fn serve(
             break "every client released its stream";
         }
         let now = tessera::time_ns();
+        if let Some(c) = control.as_mut() {
+            c.tick(now, &mut server, &mut |to, b| outbox.push((to, b.to_vec())));
+        }
+        server.poll_revocations(now, &mut |to, b| outbox.push((to, b.to_vec())));
         let served = server.serve(now, &mut cpu, &mut |to, b| outbox.push((to, b.to_vec())));
         for (to, b) in outbox.drain(..) {
             if send(session, to, &b).is_err() {
@@ -184,7 +243,12 @@ fn serve(
         let idle_at = idle_ns.map_or(u64::MAX, |idle| last.saturating_add(idle));
         let deadline = match served {
             true => 0,
-            false => server.next_wakeup().unwrap_or(u64::MAX).min(idle_at),
+            false => server
+                .next_wakeup()
+                .unwrap_or(u64::MAX)
+                .min(idle_at)
+                .min(server.revocation_deadline().unwrap_or(u64::MAX))
+                .min(control.as_ref().map_or(u64::MAX, |c| c.deadline())),
         };
         let got = session.receive_until(deadline, |d| {
             let len = d.payload.len().min(buf.len());
@@ -193,6 +257,10 @@ fn serve(
         });
         match got {
             Ok(Some((from, len))) => {
+                // A trader's answer is not a client's: it does not keep the server from idling.
+                if control.as_mut().is_some_and(|c| c.on_datagram(from, &buf[..len])) {
+                    continue;
+                }
                 last = tessera::time_ns();
                 server.receive(last, &mut cpu, from, &buf[..len], &mut |to, b| {
                     outbox.push((to, b.to_vec()))
@@ -226,6 +294,9 @@ fn serve(
             r.queue_drops,
             r.released
         );
+    }
+    if let Some(c) = control.as_ref() {
+        c.report(&server);
     }
     let c = server.counts();
     let d = server.data_stats();
