@@ -42,7 +42,7 @@ use tool_base::artifacts::{self, Artifacts};
 use tool_base::{Arch, util};
 
 /// The seed of every run (the host's checksum uses it too).
-const SEED: u64 = 1;
+pub(crate) const SEED: u64 = 1;
 
 /// One run: a program under a hierarchy, with the share of its memory given to the cache.
 #[derive(Clone, Copy, Debug)]
@@ -153,8 +153,30 @@ impl Config {
     }
 
     fn manifest(&self) -> String {
-        format!(
-            r#"# `cargo xtask bench paging`: {program} under {label}, {memory} KiB of memory.
+        pager_manifest(
+            "paging",
+            self.program.name(),
+            &self.label(),
+            self.memory(),
+            &self.spec(),
+            "5ms",
+        )
+    }
+}
+
+/// The manifest of one paging run of `bench NAME`: `program` in the `heracles` domain under
+/// `spec` (`label` says which), paging to its own session of the virtio-blk driver domain on
+/// the Deskstar disk model, the pager domain's CPU slice `slice` of every 10 ms.
+pub(crate) fn pager_manifest(
+    bench: &str,
+    program: &str,
+    label: &str,
+    memory: usize,
+    spec: &str,
+    slice: &str,
+) -> String {
+    format!(
+        r#"# `cargo xtask bench {bench}`: {program} under {label}, {memory} KiB of memory.
 [system]
 memory = "64M"
 
@@ -177,7 +199,7 @@ name = "pager"
 app = "heracles"
 args = ["--pager", "{spec}", "--program", "{program}", "--seed", "{SEED}"]
 memory = {{ guaranteed = "8M" }}
-cpu = {{ period = "10ms", slice = "5ms", extra = true }}
+cpu = {{ period = "10ms", slice = "{slice}", extra = true }}
 
 [[channel]]
 name = "pg-req"
@@ -189,12 +211,8 @@ name = "pg-resp"
 from = "blk"
 to = "pager"
 "#,
-            program = self.program.name(),
-            label = self.label(),
-            memory = self.memory() / 1024,
-            spec = self.spec(),
-        )
-    }
+        memory = memory / 1024,
+    )
 }
 
 /// The runs: each program under the four hierarchies, with the thesis's cache sizes (compress

@@ -45,8 +45,8 @@ use qemu_run::qemu::{Ending, IcountBoot, Outcome};
 use tool_base::artifacts::{self, Artifacts};
 use tool_base::{Arch, util};
 
-/// The seed of every run (the host's checksum uses it too).
-const SEED: u64 = 1;
+/// The seed of every run: `bench paging`'s, since its manifests are the same.
+use crate::paging::SEED;
 
 /// The memory each server offers its client's pages (the largest program, compress, needs
 /// 2.6 MiB).
@@ -170,46 +170,13 @@ impl Config {
     }
 
     fn manifest(&self) -> String {
-        let mut m = format!(
-            r#"# `cargo xtask bench remote`: {program} under {label}, {memory} KiB of memory.
-[system]
-memory = "64M"
-
-[[system.disk]]
-name = "swap"
-size = "34243143680"
-bus = "virtio"
-model = "deskstar-34gxp"
-
-[[domain]]
-name = "blk"
-app = "virtio-blk"
-memory = {{ guaranteed = "4M" }}
-cpu = {{ period = "10ms", slice = "3ms", extra = true, latency = "500us" }}
-driver = true
-devices = [{{ disk = "swap" }}]
-
-[[domain]]
-name = "pager"
-app = "heracles"
-args = ["--pager", "{spec}", "--program", "{program}", "--seed", "{SEED}"]
-memory = {{ guaranteed = "8M" }}
-cpu = {{ period = "10ms", slice = "2ms", extra = true }}
-
-[[channel]]
-name = "pg-req"
-from = "pager"
-to = "blk"
-
-[[channel]]
-name = "pg-resp"
-from = "blk"
-to = "pager"
-"#,
-            program = self.program.name(),
-            label = self.label(),
-            memory = self.memory() / 1024,
-            spec = self.spec(),
+        let mut m = crate::paging::pager_manifest(
+            "remote",
+            self.program.name(),
+            &self.label(),
+            self.memory(),
+            &self.spec(),
+            "2ms",
         );
         if !self.below.remote() {
             return m;
