@@ -52,9 +52,10 @@ pub use pager_spec::{Backing, Mirror};
 
 use crate::PAGE_SIZE;
 use crate::Page;
+pub use crate::disk::StoreStats;
 use crate::disk::{DiskManager, DiskStats, Location, Prefetched, SwapSpace};
 use crate::error::PagerError;
-use crate::remote::{RemoteError, RemoteNotice, RemoteStats, RemoteStore};
+use crate::remote::{RemoteError, RemoteNotice, RemoteStore};
 
 /// Pages written locally after a fallback before the remote store is tried again.
 pub const DEFAULT_RETRY_EVERY: u32 = 256;
@@ -89,43 +90,6 @@ pub enum Route {
     Populating,
     /// To the local disk only: no remote store, or released.
     Local,
-}
-
-/// What a backing store manager has done ([`crate::pager::PagerStats::store`]); all zero for
-/// a hierarchy that pages to the local disk with no manager.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StoreStats {
-    /// The mode.
-    pub backing: Backing,
-    /// Whether new pages go to the remote store now.
-    pub remote_now: bool,
-    /// Pages written to the remote store.
-    pub remote_writes: u64,
-    /// Pages read from the remote store (population included).
-    pub remote_reads: u64,
-    /// Pages the local disk stored (mirror copies, fallbacks and population included).
-    pub local_writes: u64,
-    /// Reads asked of the local disk.
-    pub local_reads: u64,
-    /// Of the local writes, copies mirroring a remote one.
-    pub mirror_writes: u64,
-    /// Pages meant for the remote store that the local disk took because the remote store
-    /// failed (no server, or unreachable).
-    pub fallbacks: u64,
-    /// Pages brought back from the remote store to the disk after a revocation.
-    pub populated: u64,
-    /// Pages whose only copy was remote, lost with their servers (each reported lost).
-    pub lost_remote: u64,
-    /// Older copies freed because a newer one was written elsewhere.
-    pub stale_freed: u64,
-    /// Revocations without a replacement server heard of.
-    pub revocations: u64,
-    /// Losses of every server heard of.
-    pub servers_lost: u64,
-    /// Pages whose current copy the remote store holds now.
-    pub remote_pages: usize,
-    /// The remote store's own counts.
-    pub remote: RemoteStats,
 }
 
 /// The backing store manager; see the [module](self).

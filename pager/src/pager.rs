@@ -11,8 +11,8 @@ use alloc::vec::Vec;
 
 use crate::Page;
 use crate::app::{AppHandler, GuaranteeChange};
-use crate::backing::StoreStats;
 use crate::cache::{CacheManager, CacheStats};
+use crate::disk::StoreStats;
 use crate::disk::{DiskStats, SwapSpace};
 use crate::error::PagerError;
 use crate::plan::{Answer, FaultOutcome, Found, FrameOp, Outcome, Source, Step};

@@ -15,8 +15,8 @@
 //! system-call ABI, the control block, the log's records, the frame allocator's owners) a domain
 //! is still its `u32`.
 
-use abi::SysError;
-use frame_allocator::Owner;
+use abi::{Rights, SysError};
+use frame_allocator::{Frame, Owner};
 
 use crate::Ending;
 use crate::address::AddressQuota;
@@ -121,7 +121,7 @@ pub struct Domain<P: Platform> {
     /// A driver domain: the manifest grants it devices (see [`crate::device`]).
     pub(crate) driver: bool,
     /// The frames it lent, by slot (in its arena; see [`crate::loans`]).
-    pub(crate) loans: ArenaVec<Option<crate::loans::Loan>, P::Arena>,
+    pub(crate) loans: ArenaVec<Option<Loan>, P::Arena>,
     /// How many of `loans` are out.
     pub(crate) loans_out: u64,
     /// The serial number of its last loan.
@@ -244,4 +244,25 @@ pub enum Job {
         /// on (they go last).
         loose_from: usize,
     },
+}
+
+/// One frame lent, in its lender's table of loans (the loans themselves: [`crate::loans`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loan {
+    /// Its serial number among the lender's loans (part of the handle).
+    pub serial: u32,
+    /// The driver domain it is lent to.
+    pub borrower: DomainId,
+    /// The frame.
+    pub frame: Frame,
+    /// The lender's page it was mapped at.
+    pub va: usize,
+    /// The page's rights before the loan, restored when it ends.
+    pub rights: Rights,
+    /// The borrower's device writes it (the page left the lender's view).
+    pub device_writes: bool,
+    /// The borrower asked its address: only the borrower may end it now.
+    pub taken: bool,
+    /// The lender died: the frame is no longer at its page, and is freed when the loan ends.
+    pub orphaned: bool,
 }

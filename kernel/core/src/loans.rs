@@ -34,33 +34,13 @@
 use crate::domain::DomainId;
 
 use abi::{MAX_LOANS, PAGE_SIZE, Rights, SysError, loan_access};
-use frame_allocator::Frame;
 
 use super::World;
 use super::stretch::Kind;
 use crate::contract::AddressSpaceOps as _;
 use crate::{Platform, frames};
 
-/// One frame lent, in its lender's table of loans.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Loan {
-    /// Its serial number among the lender's loans (part of the handle).
-    pub serial: u32,
-    /// The driver domain it is lent to.
-    pub borrower: DomainId,
-    /// The frame.
-    pub frame: Frame,
-    /// The lender's page it was mapped at.
-    pub va: usize,
-    /// The page's rights before the loan, restored when it ends.
-    pub rights: Rights,
-    /// The borrower's device writes it (the page left the lender's view).
-    pub device_writes: bool,
-    /// The borrower asked its address: only the borrower may end it now.
-    pub taken: bool,
-    /// The lender died: the frame is no longer at its page, and is freed when the loan ends.
-    pub orphaned: bool,
-}
+pub use crate::domain::Loan;
 
 /// Bytes of one loan's record, in its lender's arena (see `docs/memory.md`).
 pub const LOAN_RECORD: usize = core::mem::size_of::<Option<Loan>>();

@@ -213,6 +213,19 @@ impl Admission {
     }
 }
 
+impl From<&ClientRecord> for Candidate {
+    fn from(c: &ClientRecord) -> Candidate {
+        Candidate {
+            id: c.id,
+            memory: c.memory,
+            has_disk: c.has_disk,
+            mirror: c.role == Role::Mirror,
+            extra_only: !c.guaranteed,
+            last_contact: c.last_contact,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

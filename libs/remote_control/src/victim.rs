@@ -21,7 +21,6 @@
 use alloc::vec::Vec;
 
 use crate::ClientId;
-use crate::admission::{ClientRecord, Role};
 
 /// How long a client may be silent before round 1 takes it (diskless clients: twice this).
 pub const SILENT: u64 = 60 * crate::SECOND;
@@ -41,19 +40,6 @@ pub struct Candidate {
     pub extra_only: bool,
     /// When it last made contact.
     pub last_contact: u64,
-}
-
-impl From<&ClientRecord> for Candidate {
-    fn from(c: &ClientRecord) -> Candidate {
-        Candidate {
-            id: c.id,
-            memory: c.memory,
-            has_disk: c.has_disk,
-            mirror: c.role == Role::Mirror,
-            extra_only: !c.guaranteed,
-            last_contact: c.last_contact,
-        }
-    }
 }
 
 /// A client chosen, and the round that chose it (1 to 5).

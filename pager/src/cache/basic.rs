@@ -183,7 +183,7 @@ impl CacheManager for BasicCache {
         self.disk.device_writes()
     }
 
-    fn store_stats(&self) -> crate::backing::StoreStats {
+    fn store_stats(&self) -> crate::disk::StoreStats {
         self.disk.store_stats()
     }
 }

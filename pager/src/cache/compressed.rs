@@ -393,7 +393,7 @@ impl CacheManager for CompressedCache {
         self.lower.device_writes()
     }
 
-    fn store_stats(&self) -> crate::backing::StoreStats {
+    fn store_stats(&self) -> crate::disk::StoreStats {
         self.lower.store_stats()
     }
 }

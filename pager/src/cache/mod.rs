@@ -22,7 +22,7 @@ mod compressed;
 pub mod wkdm;
 
 use crate::Page;
-use crate::backing::StoreStats;
+use crate::disk::StoreStats;
 use crate::disk::{DiskStats, SwapSpace};
 use crate::error::PagerError;
 use crate::plan::Found;

@@ -37,10 +37,11 @@ pub use slots::{ATTEMPTS, RETRY_WAIT_NS, SlotStore};
 pub use write_behind::WriteBehindDisk;
 
 use crate::Page;
-use crate::backing::StoreStats;
 #[cfg(doc)]
 use crate::block::SyncDisk;
 use crate::error::PagerError;
+use crate::remote::RemoteStats;
+use pager_spec::Backing;
 
 /// Where a disk manager keeps a page's current copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +96,44 @@ pub struct DiskStats {
     /// Pages lost because the device kept failing the read of their only copy
     /// ([`PagerError::PageLost`]).
     pub lost_pages: u64,
+}
+
+/// What a backing store manager ([`crate::backing::BackingStore`]) has done
+/// ([`crate::pager::PagerStats::store`]); all zero for
+/// a hierarchy that pages to the local disk with no manager.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// The mode.
+    pub backing: Backing,
+    /// Whether new pages go to the remote store now.
+    pub remote_now: bool,
+    /// Pages written to the remote store.
+    pub remote_writes: u64,
+    /// Pages read from the remote store (population included).
+    pub remote_reads: u64,
+    /// Pages the local disk stored (mirror copies, fallbacks and population included).
+    pub local_writes: u64,
+    /// Reads asked of the local disk.
+    pub local_reads: u64,
+    /// Of the local writes, copies mirroring a remote one.
+    pub mirror_writes: u64,
+    /// Pages meant for the remote store that the local disk took because the remote store
+    /// failed (no server, or unreachable).
+    pub fallbacks: u64,
+    /// Pages brought back from the remote store to the disk after a revocation.
+    pub populated: u64,
+    /// Pages whose only copy was remote, lost with their servers (each reported lost).
+    pub lost_remote: u64,
+    /// Older copies freed because a newer one was written elsewhere.
+    pub stale_freed: u64,
+    /// Revocations without a replacement server heard of.
+    pub revocations: u64,
+    /// Losses of every server heard of.
+    pub servers_lost: u64,
+    /// Pages whose current copy the remote store holds now.
+    pub remote_pages: usize,
+    /// The remote store's own counts.
+    pub remote: RemoteStats,
 }
 
 /// Pages read beside a requested one: `(page, contents)`.

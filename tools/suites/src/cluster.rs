@@ -234,9 +234,10 @@ fn processes_naming(dir: &Path) -> Vec<String> {
 }
 
 /// One test: a check that runs `cargo xtask cluster` itself.
-type ClusterTest = fn() -> Result<(), String>;
+pub(crate) type ClusterTest = fn() -> Result<(), String>;
 
-/// The tests, by name.
+/// The tests, by name (with those of [`crate::cluster_remote`] and [`crate::cluster_control`],
+/// which list their own).
 pub(super) const CLUSTER_TESTS: &[(&str, ClusterTest)] = &[
     ("three_nodes", three_nodes),
     ("nic_tolerated", nic_tolerated),
@@ -250,14 +251,6 @@ pub(super) const CLUSTER_TESTS: &[(&str, ClusterTest)] = &[
     ("mesh_without_loss", mesh_without_loss),
     ("mesh_counts_losses", mesh_counts_losses),
     ("mesh_survives_a_kill", mesh_survives_a_kill),
-    ("remote_paging", crate::cluster_remote::remote_paging),
-    ("remote_paging_under_loss", crate::cluster_remote::remote_paging_under_loss),
-    ("remote_paging_failover", crate::cluster_remote::remote_paging_failover),
-    ("remote_paging_servers_vanish", crate::cluster_remote::remote_paging_servers_vanish),
-    ("remote_paging_hostile_client", crate::cluster_remote::remote_paging_hostile_client),
-    ("remote_trader", crate::cluster_control::remote_trader),
-    ("remote_revoke", crate::cluster_control::remote_revoke),
-    ("remote_revoke_alone", crate::cluster_control::remote_revoke_alone),
     ("bad_manifest", bad_manifest),
 ];
 

@@ -20,8 +20,15 @@
 //!   locally afterwards), nothing lost, every byte right; b counts the client returned, not
 //!   moved; c served no one.
 
-use crate::cluster::{ClusterRun, cluster};
+use crate::cluster::{ClusterRun, ClusterTest, cluster};
 use crate::remote::get;
+
+/// The tests, by name.
+pub(super) const TESTS: &[(&str, ClusterTest)] = &[
+    ("remote_trader", remote_trader),
+    ("remote_revoke", remote_revoke),
+    ("remote_revoke_alone", remote_revoke_alone),
+];
 
 /// The message of node `node`'s first line containing `text`.
 fn line_of(run: &ClusterRun, node: &str, text: &str) -> Result<String, String> {

@@ -23,8 +23,17 @@
 //!   right, the hostile got no page and had no write acknowledged, and the server refused and
 //!   counted every attack, the victim's report naming those against its stream.
 
-use crate::cluster::{ClusterRun, cluster};
+use crate::cluster::{ClusterRun, ClusterTest, cluster};
 use crate::remote::get;
+
+/// The tests, by name.
+pub(super) const TESTS: &[(&str, ClusterTest)] = &[
+    ("remote_paging", remote_paging),
+    ("remote_paging_under_loss", remote_paging_under_loss),
+    ("remote_paging_failover", remote_paging_failover),
+    ("remote_paging_servers_vanish", remote_paging_servers_vanish),
+    ("remote_paging_hostile_client", remote_paging_hostile_client),
+];
 
 /// The message of node `node`'s first line containing `text`.
 fn line_of(run: &ClusterRun, node: &str, text: &str) -> Result<String, String> {

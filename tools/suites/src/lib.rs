@@ -217,7 +217,12 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
 
     // Clusters: several nodes of both architectures, through `cargo xtask cluster`.
     let both = arch_wanted(Arch::Riscv64) && arch_wanted(Arch::X86_64);
-    for (name, test) in cluster::CLUSTER_TESTS.iter().filter(|_| both) {
+    for (name, test) in cluster::CLUSTER_TESTS
+        .iter()
+        .chain(cluster_remote::TESTS)
+        .chain(cluster_control::TESTS)
+        .filter(|_| both)
+    {
         let full = format!("qemu::cluster::{name}");
         if !wanted(&full) {
             continue;
