@@ -2,7 +2,9 @@
 //! stretch driver ([`new_driver`], `cargo xtask new-driver`) and the tree's lints, which run as
 //! this crate's unit tests: every code block a doc includes matches its source
 //! (`doc_includes`, `UPDATE_DOCS=1 cargo test -p source_tree doc_includes` rewrites the
-//! blocks), and only architecture files name an architecture (`arch_names`).
+//! blocks), the manifest reference is current with the manifest parser's definitions
+//! (`manifest_reference`, rewritten likewise), and only architecture files name an
+//! architecture (`arch_names`).
 //!
 //! Invariants: the lints read the tree and change nothing unless asked (`UPDATE_DOCS`); a lint
 //! fails listing every offending `file:line`, not only the first; paths are relative to the
@@ -10,4 +12,5 @@
 
 mod arch_names;
 mod doc_includes;
+mod manifest_reference;
 pub mod new_driver;
