@@ -2,7 +2,8 @@
 //!
 //! Order: formatting and clippy (warnings are errors) for the host and both bare-metal targets
 //! (the kernel, and libtessera with the apps), the userland of each architecture built and
-//! packed without booting it, host unit tests (`cargo test`), then the QEMU suites. Names are
+//! packed without booting it, the book built and its links checked, host unit tests (`cargo
+//! test`), then the QEMU suites. Names are
 //! namespaced (`host::...`, `qemu::<arch>::...`); each QEMU boot has a timeout and its log is
 //! kept under `target/qemu-logs/` when it fails. The last line is
 //! `N passed, N failed, N skipped`, where the skipped are the host tests marked `#[ignore]`
@@ -52,6 +53,9 @@ use net::net_tests;
 use paging::paging_tests;
 use remote::remote_tests;
 use user::user_tests;
+
+/// The test that builds and checks the book (`source_tree::book`).
+const BOOK_TEST: &str = "host::book";
 
 /// Results so far.
 #[derive(Default)]
@@ -163,6 +167,17 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
             continue;
         }
         tally.record(&name, system::check_userland(arch).map_err(|e| format!("{e:#}")));
+    }
+
+    // The book: docs/ built by mdBook (installed under target/tools when missing), every link
+    // between its chapters and every include checked.
+    if wanted(BOOK_TEST) {
+        if list {
+            println!("{BOOK_TEST}");
+        } else {
+            let built = source_tree::book::build_and_check();
+            tally.record(BOOK_TEST, built.map(|_| ()).map_err(|e| format!("{e:#}")));
+        }
     }
 
     // Host unit tests, package by package.
