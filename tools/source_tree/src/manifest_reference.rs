@@ -217,7 +217,8 @@ fn shown_type(
     let name = type_name(ty);
     if defs.tables.contains_key(&name) {
         nested.push((path.to_owned(), name, false));
-        return format!("table, [`{path}`](#{})", anchor(path));
+        let shown = if path.contains('.') { path.to_owned() } else { format!("[{path}]") };
+        return format!("table, [`{shown}`](#{})", anchor(path));
     }
     if let Some(variants) = defs.enums.get(&name) {
         let list: Vec<String> = variants.iter().map(|v| format!("`\"{v}\"`")).collect();
@@ -300,7 +301,7 @@ fn generate(defs: &Definitions) -> Result<String> {
         let (meaning, default) = meaning_and_default(key);
         root_rows.push(format!("| `{}` | {shown} | {default} | {meaning} |", key.name));
     }
-    sections.push(("the top level".to_owned(), root_rows));
+    sections.push(("The top level".to_owned(), root_rows));
     let mut done = BTreeSet::new();
     while !queue.is_empty() {
         let (path, table, array) = queue.remove(0);
@@ -467,7 +468,7 @@ mod tests {
         let documented = sample.replace("count:", "/// How many.\n count:");
         let text = generate(&definitions(&documented).unwrap()).unwrap();
         for row in [
-            "| `system` | table, [`system`](#system) | required | The machine. |",
+            "| `system` | table, [`[system]`](#system) | required | The machine. |",
             "| `part` | array of tables, [`[[part]]`](#part) | none | Some tables. |",
             "| `memory` | [size](#size) | required | Its memory. |",
             "| `bus` | string: `\"virtio\"` or `\"fast-ahci\"` or `\"x-1\"` | `\"virtio\"` | The bus. |",
