@@ -167,7 +167,7 @@ enum Command {
         manifest: Option<String>,
     },
     /// Build the book (docs/, in the order of docs/SUMMARY.md) into target/book with mdBook,
-    /// installing the pinned mdbook under target/tools when it is missing, and check it: no
+    /// installing the pinned mdbook under $CARGO_HOME/tessera-tools when it is missing, and check it: no
     /// broken link or anchor between chapters, no missing include, no doc left out of
     /// docs/SUMMARY.md.
     Book,

@@ -1,7 +1,7 @@
 //! The book: `docs/` built by mdBook (`book.toml` at the root, the chapters' order in
 //! `docs/SUMMARY.md`) into `target/book`, and checked.
 //!
-//! [`build`] installs the pinned mdBook ([`MDBOOK_VERSION`]) under `target/tools` when it is
+//! [`build`] installs the pinned mdBook ([`MDBOOK_VERSION`]) under `$CARGO_HOME/tessera-tools` when it is
 //! missing (`cargo install --locked` from crates.io, without its web server), builds the book,
 //! and points the links that leave `docs/` where a reader of the built book can follow them: a
 //! doc (`../docs/X.md`, from a file the book includes) to its chapter, a file a chapter
@@ -30,9 +30,15 @@ pub const MDBOOK_VERSION: &str = "0.5.4";
 /// Where the book's chapters are, relative to the repository's root.
 const SRC: &str = "docs";
 
-/// The mdBook binary, installed under `target/tools` if it is missing or another version.
+/// The mdBook binary, installed if it is missing under Cargo's home
+/// (`$CARGO_HOME/tessera-tools/mdbook-VERSION`, `~/.cargo` by default), outside the build
+/// tree so that a clean checkout of the repository finds it again.
 pub fn mdbook() -> Result<PathBuf> {
-    let root = util::target_dir().join("tools");
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .unwrap_or_else(|| util::target_dir().join("tools"));
+    let root = cargo_home.join("tessera-tools").join(format!("mdbook-{MDBOOK_VERSION}"));
     let bin = root.join("bin/mdbook");
     let version = |bin: &Path| {
         Command::new(bin)

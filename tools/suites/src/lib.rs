@@ -169,7 +169,7 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
         tally.record(&name, system::check_userland(arch).map_err(|e| format!("{e:#}")));
     }
 
-    // The book: docs/ built by mdBook (installed under target/tools when missing), every link
+    // The book: docs/ built by mdBook (installed under $CARGO_HOME/tessera-tools when missing), every link
     // between its chapters and every include checked.
     if wanted(BOOK_TEST) {
         if list {
