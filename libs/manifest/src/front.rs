@@ -590,6 +590,7 @@ struct RawPager {
     traders: Option<Spanned<Vec<String>>>,
     servers: Option<Spanned<Vec<String>>>,
     spread: Option<Spanned<bool>>,
+    netc: Option<Spanned<bool>>,
 }
 
 /// One key of a `pager` table as written: its name, its value in the spec's form, the value
@@ -650,6 +651,7 @@ impl RawPager {
             list("traders", self.traders),
             list("servers", self.servers),
             yes_no("spread", self.spread),
+            yes_no("netc", self.netc),
         ]
         .into_iter()
         .flatten()

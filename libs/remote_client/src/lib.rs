@@ -316,6 +316,11 @@ impl<T: Transport> RemoteClient<T> {
         self.servers.iter().map(|s| (s.control, s.key.stream, s.role, s.lost, s.pages))
     }
 
+    /// Whether the client compresses the pages it writes ([`Config::netc`]).
+    pub fn netc(&self) -> bool {
+        self.config.netc
+    }
+
     /// Whether every write goes to a mirror too.
     pub fn mirrors(&self) -> bool {
         self.config.mirror
