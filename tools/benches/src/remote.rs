@@ -451,10 +451,10 @@ fn read(c: &Config, out: &Outcome, want: u64) -> Result<Row> {
     (row.packets_sent, row.packets_received) =
         (remote("packets_sent")?, remote("packets_received")?);
     row.retransmits = remote("retransmits")?;
+    let wire = numbers(&lines, "heracles: remote wire ")?;
     (row.compressed_writes, row.page_bytes_written) =
-        (remote("compressed_writes")?, remote("page_bytes_written")?);
-    let netc_said =
-        lines.iter().any(|l| l.contains("heracles: remote program=") && l.contains(" netc=yes "));
+        (wire("compressed_writes")?, wire("page_bytes_written")?);
+    let netc_said = lines.iter().any(|l| l.contains("heracles: remote wire netc=yes "));
     if netc_said != c.netc {
         return Err(failed(format!("the client's netc is not the run's ({})", c.netc)));
     }
@@ -1062,7 +1062,8 @@ mod tests {
             "[pager] heracles: cache hits=0 misses=192 hit_permille=0 prefetch_hits=0 compressed_pages=0 compressed_bytes=0 raw_pages=0 zero_pages=0",
             "[pager] heracles: disk device_reads=0 device_writes=0 pages_read=0 pages_written=0 prefetched=0 requests=0 wait_ns=0",
             "[pager] heracles: cost faults=384 fault_ns=191881700 kernel_calls=640 kernel_ns=755800 codec_ns=0 disk_ns=0",
-            "[pager] heracles: remote program=filter mirror=none servers=1 pages_written=256 pages_read=192 packets_sent=1153 packets_received=833 retransmits=0 failovers=0 revocations=0 strays=0 control_ignored=0 netc=no compressed_writes=0 page_bytes_written=1048576",
+            "[pager] heracles: remote program=filter mirror=none servers=1 pages_written=256 pages_read=192 packets_sent=1153 packets_received=833 retransmits=0 failovers=0 revocations=0 strays=0 control_ignored=0",
+            "[pager] heracles: remote wire netc=no compressed_writes=0 page_bytes_written=1048576",
             "[pager] heracles: store combination=5 store=remote mirror=none remote_now=true remote_writes=256 remote_reads=192 local_writes=0 local_reads=0 mirror_writes=0 fallbacks=0",
             "[pager] heracles: store events populated=0 lost_remote=0 stale_freed=0 revocations=0 servers_lost=0 remote_pages=192 servers=1 failovers=0 retransmits=0",
             "[srv-1] paging-server: client 10.0.0.1:49152 stream=1 role=primary disk=yes reserved=192 pages=0 peak=192 reads=192 writes=256 frees=0 cpu_ns=22127600 extra_ns=0 throttled=0 refused=0 queue_drops=0 bytes_written=1048576 released=true",

@@ -60,8 +60,8 @@ fn one_node_netc(out: &Outcome) -> Result<(), String> {
 /// The smallest WKdm page (its header and tags).
 const WKDM_MIN: u64 = 264;
 
-/// What the client's page bytes must be with `netc` (or without): the count of pages sent
-/// compressed, checked against the pages written.
+/// The client's page bytes from its `remote wire` line, checked against `netc` and the pages
+/// written.
 fn check_netc(remote: &str, netc: bool, written: u64) -> Result<u64, String> {
     let compressed = get(remote, "compressed_writes")?;
     let bytes = get(remote, "page_bytes_written")?;
@@ -107,7 +107,8 @@ fn one_node_with(out: &Outcome, netc: bool) -> Result<(), String> {
     {
         return Err(format!("the client did not page to both servers, mirrored: {remote}"));
     }
-    let page_bytes = check_netc(remote, netc, written)?;
+    let wire = line_with(out, "heracles: remote wire ")?;
+    let page_bytes = check_netc(wire, netc, written)?;
     let store = line_with(out, "heracles: store combination=")?;
     let events = line_with(out, "heracles: store events ")?;
     for (line, k) in [

@@ -15,8 +15,8 @@
 //! disk; with no static server, or none that made a stream, it says so and pages to the
 //! disk. At the end it prints `heracles: remote program=... mirror=... servers=N
 //! pages_written=.. pages_read=.. packets_sent=.. packets_received=.. retransmits=..
-//! failovers=.. revocations=.. strays=.. control_ignored=.. netc=yes|no compressed_writes=..
-//! page_bytes_written=..` (the client's counts), then
+//! failovers=.. revocations=.. strays=.. control_ignored=..` and `heracles: remote wire
+//! netc=yes|no compressed_writes=.. page_bytes_written=..` (the client's counts), then
 //! releases its streams (`heracles: remote: released, ...`). The app opens that session, makes the driver's window, binds a paged stretch
 //! driver ([`paged_driver::PagedDriver`]) to a stretch as large as the program needs, and runs
 //! the program in it:
@@ -399,7 +399,7 @@ fn report_remote(o: &Options, remote: &Remote) -> Result<(), &'static str> {
     println!(
         "heracles: remote program={} mirror={} servers={} pages_written={} pages_read={} \
          packets_sent={} packets_received={} retransmits={} failovers={} revocations={} \
-         strays={} control_ignored={} netc={} compressed_writes={} page_bytes_written={}",
+         strays={} control_ignored={}",
         o.work.name(),
         o.spec.store.backing().mirror().name(),
         r.servers,
@@ -412,6 +412,10 @@ fn report_remote(o: &Options, remote: &Remote) -> Result<(), &'static str> {
         r.revocations,
         strays,
         ignored,
+    );
+    // A line of its own: the one above is near the log's line length.
+    println!(
+        "heracles: remote wire netc={} compressed_writes={} page_bytes_written={}",
         if client.netc() { "yes" } else { "no" },
         r.compressed_writes,
         r.page_bytes_written,
