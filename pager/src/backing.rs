@@ -422,6 +422,48 @@ impl DiskManager for BackingStore {
         failed.map_or(Ok(()), Err)
     }
 
+    /// A compressed page goes to the remote store as it is when the route is remote and the
+    /// disk takes no copy (`mirror=none` or `server`); else, or if the remote store does not
+    /// take compressed pages, `Ok(false)` and the caller writes it whole, as before. A remote
+    /// failure starts a fallback (with a disk) and returns `Ok(false)`: the caller's whole
+    /// page then goes to the disk.
+    fn write_compressed(&mut self, page: usize, wkdm: &[u8]) -> Result<bool, PagerError> {
+        if self.remote.is_none() {
+            return Ok(false);
+        }
+        self.poll();
+        if self.route != Route::Remote || self.backing.mirror() == Mirror::Disk {
+            return Ok(false);
+        }
+        let store = self.remote.as_mut().expect("a remote route has a remote store");
+        match store.write_compressed(page, wkdm) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(_) => {
+                // The client has dropped its copy, if any; the disk takes the page.
+                if self.local.is_some() {
+                    self.route = self.fallback_route();
+                    self.stats.fallbacks += 1;
+                }
+                if self.copies.get(&page) == Some(&Copies::Remote) {
+                    self.copies.remove(&page);
+                }
+                return Ok(false);
+            }
+        }
+        self.copies.insert(page, Copies::Remote);
+        self.stats.remote_writes += 1;
+        self.stats.compressed_writes += 1;
+        if let Some(l) = self.local.as_mut()
+            && l.location(page).is_some()
+        {
+            // An older local copy: never read again.
+            l.free(page);
+            self.stats.stale_freed += 1;
+        }
+        Ok(true)
+    }
+
     fn read(
         &mut self,
         page: usize,

@@ -681,6 +681,11 @@ struct RawPager {
     servers: Option<Spanned<Vec<String>>>,
     /// Spread pages over several servers, or grow one server's reservation. Default: `true`.
     spread: Option<Spanned<bool>>,
+    /// The remote client compresses every page it sends with WKdm (the thesis's `netc`): fewer
+    /// bytes and packets on the wire for the client's CPU; a page that does not shrink goes
+    /// whole. Ignored under a compressed cache (as in the thesis): a WKdm cache's pages go to
+    /// the server compressed anyway. Only with `store = "remote"`. Default: `false`.
+    netc: Option<Spanned<bool>>,
 }
 
 /// One key of a `pager` table as written: its name, its value in the spec's form, the value
@@ -741,6 +746,7 @@ impl RawPager {
             list("traders", self.traders),
             list("servers", self.servers),
             yes_no("spread", self.spread),
+            yes_no("netc", self.netc),
         ]
         .into_iter()
         .flatten()

@@ -36,6 +36,17 @@
 //! with [`RemoteError::NoServer`]: the backing store manager pages to its local disk, which
 //! holds every page if it mirrored to it (`mirror=disk`).
 //!
+//! # Compressed pages on the wire
+//! With [`Config::netc`] (the spec's `netc=yes`, the thesis's `netc`, §3.6) the client
+//! compresses every page it writes with WKdm (`pager::cache::wkdm`, the compressed cache's
+//! codec) and sends the compressed bytes, in fewer packets (a page compressed 2:1 is 2 data
+//! packets instead of 3); a page that does not shrink goes whole. A compressed cache above
+//! the client gives it its pages already compressed ([`RemoteStore::write_compressed`]); the
+//! client sends them as they are, whatever `netc` says (the spec turns `netc` off under a
+//! compressed cache, as the thesis ignores it there). The servers store the bytes they were
+//! sent; a page read back shorter than a page is decompressed by the client. A page's bytes
+//! are compressed exactly when they are shorter than a page, so nothing else marks them.
+//!
 //! # Control messages
 //! Packets from a server that are not part of a transfer (a revocation notice, an offload's
 //! end) are handed to [`RemoteClient::control`] and acted on between requests (module
@@ -60,6 +71,7 @@ use alloc::vec::Vec;
 
 use net_client::{Session, Transport};
 use net_interface::{Endpoint, NetError};
+use pager::cache::wkdm::Scratch;
 use pager::remote::{RemoteError, RemoteNotice, RemoteStats, RemoteStore};
 use pager::{PAGE_SIZE, Page};
 use rpp::client::{Outcome, Params, StreamKey, Transfer, Transfers};
@@ -90,6 +102,8 @@ pub struct Config {
     pub mirror: bool,
     /// Spread new pages over the servers (the spec's `spread=yes`).
     pub spread: bool,
+    /// Compress pages with WKdm before sending them (the spec's `netc=yes`).
+    pub netc: bool,
     /// Whether the client has a local disk to fall back to (told to the servers).
     pub local_disk: bool,
     /// Pages to reserve on each server.
@@ -115,6 +129,7 @@ impl Config {
             requery_ns: 2_000_000_000,
             mirror: false,
             spread: true,
+            netc: false,
             local_disk: true,
             pages,
             cpu: qos,
@@ -180,6 +195,8 @@ pub struct RemoteClient<T: Transport> {
     notice: Option<RemoteNotice>,
     told_lost: bool,
     buf: Vec<u8>,
+    /// WKdm's working memory, once a page was compressed or decompressed.
+    wkdm: Option<alloc::boxed::Box<Scratch>>,
     /// Revocations and servers found through traders ([`control`]).
     control: control::Control,
 }
@@ -235,6 +252,7 @@ impl<T: Transport> RemoteClient<T> {
             notice: None,
             told_lost: false,
             buf: vec![0; wire::MAX_PACKET],
+            wkdm: None,
             control: control::Control::default(),
         };
         let mut refused = None;
@@ -296,6 +314,11 @@ impl<T: Transport> RemoteClient<T> {
     /// The servers, as `(address, stream, role, lost, pages held)`, for reports.
     pub fn servers(&self) -> impl Iterator<Item = (Endpoint, u32, Role, bool, u64)> + '_ {
         self.servers.iter().map(|s| (s.control, s.key.stream, s.role, s.lost, s.pages))
+    }
+
+    /// Whether the client compresses the pages it writes ([`Config::netc`]).
+    pub fn netc(&self) -> bool {
+        self.config.netc
     }
 
     /// Whether every write goes to a mirror too.
@@ -549,42 +572,22 @@ impl<T: Transport> RemoteClient<T> {
         Some(Placement { primary, mirror })
     }
 
-    fn transfer_write(&mut self, i: u8, page: u64, data: &Page) -> Transfer {
+    fn transfer_write(&mut self, i: u8, page: u64, data: &[u8]) -> Transfer {
         let key = self.servers[i as usize].key;
         let r = self.request();
         Transfer::write(key, r, page, data.to_vec(), self.config.params).expect("a page fits")
     }
 
-    fn count(&mut self) {
-        let c = self.transfers.stats();
-        self.stats.packets_sent = c.packets_sent + self.control_sent;
-        self.stats.packets_received = c.packets_received + self.control_received;
-        self.stats.retransmits = c.retransmits;
+    fn scratch(&mut self) -> &mut Scratch {
+        self.wkdm.get_or_insert_with(|| alloc::boxed::Box::new(Scratch::new()))
     }
-}
 
-/// Sends one datagram, waiting while the driver's queue is full.
-fn send<T: Transport>(
-    session: &mut Session<T>,
-    to: Endpoint,
-    bytes: &[u8],
-) -> Result<(), NetError> {
-    loop {
-        match session.send(to, bytes) {
-            Ok(()) => return Ok(()),
-            // The client's transmit queue is full: the driver empties it under its contract.
-            Err(NetError::Busy) => continue,
-            // Lost like a datagram on the wire: the protocol sends it again.
-            Err(NetError::LinkDown) => return Ok(()),
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-impl<T: Transport> RemoteStore for RemoteClient<T> {
-    fn write(&mut self, page: usize, data: &Page) -> Result<(), RemoteError> {
+    /// Stores `page` as `bytes`: the whole page, or its WKdm compression (shorter), on the
+    /// page's servers; see [`RemoteStore::write`].
+    fn write_bytes(&mut self, page: usize, bytes: &[u8]) -> Result<(), RemoteError> {
         self.handle_control();
         let vpn = page as u64;
+        let data = bytes;
         // Twice at most: where the page is, then (its servers lost meanwhile) a new place.
         for _ in 0..2 {
             let placement = match self.pages.get(&vpn) {
@@ -626,7 +629,12 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
                             self.servers[*i as usize].pages += 1;
                         }
                     }
-                    self.stats.pages_written += stored.len() as u64;
+                    let copies = stored.len() as u64;
+                    self.stats.pages_written += copies;
+                    self.stats.page_bytes_written += copies * data.len() as u64;
+                    if data.len() < PAGE_SIZE {
+                        self.stats.compressed_writes += copies;
+                    }
                     self.pages.insert(vpn, p);
                     return Ok(());
                 }
@@ -645,6 +653,52 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
         Err(RemoteError::Unreachable)
     }
 
+    fn count(&mut self) {
+        let c = self.transfers.stats();
+        self.stats.packets_sent = c.packets_sent + self.control_sent;
+        self.stats.packets_received = c.packets_received + self.control_received;
+        self.stats.retransmits = c.retransmits;
+    }
+}
+
+/// Sends one datagram, waiting while the driver's queue is full.
+fn send<T: Transport>(
+    session: &mut Session<T>,
+    to: Endpoint,
+    bytes: &[u8],
+) -> Result<(), NetError> {
+    loop {
+        match session.send(to, bytes) {
+            Ok(()) => return Ok(()),
+            // The client's transmit queue is full: the driver empties it under its contract.
+            Err(NetError::Busy) => continue,
+            // Lost like a datagram on the wire: the protocol sends it again.
+            Err(NetError::LinkDown) => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+impl<T: Transport> RemoteStore for RemoteClient<T> {
+    /// With `netc`, the page goes WKdm-compressed if that makes it shorter.
+    fn write(&mut self, page: usize, data: &Page) -> Result<(), RemoteError> {
+        if self.config.netc
+            && let Some(bytes) = self.scratch().compress(data, PAGE_SIZE - 1)
+        {
+            let bytes = bytes.to_vec();
+            return self.write_bytes(page, &bytes);
+        }
+        self.write_bytes(page, data)
+    }
+
+    /// Sent as they are, if shorter than a page (else the caller writes the page whole).
+    fn write_compressed(&mut self, page: usize, wkdm: &[u8]) -> Result<bool, RemoteError> {
+        if wkdm.is_empty() || wkdm.len() >= PAGE_SIZE {
+            return Ok(false);
+        }
+        self.write_bytes(page, wkdm).map(|()| true)
+    }
+
     fn read(&mut self, page: usize, buf: &mut Page) -> Result<(), RemoteError> {
         self.handle_control();
         let vpn = page as u64;
@@ -660,6 +714,11 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
             match t.outcome() {
                 Some(Outcome::Done) if t.page().len() == PAGE_SIZE => {
                     buf.copy_from_slice(t.page());
+                    self.stats.pages_read += 1;
+                    return Ok(());
+                }
+                // Shorter: the page compressed (by `netc` or a compressed cache).
+                Some(Outcome::Done) if self.scratch().decompress(t.page(), buf).is_ok() => {
                     self.stats.pages_read += 1;
                     return Ok(());
                 }
@@ -750,6 +809,10 @@ impl<S> Clone for Shared<S> {
 impl<S: RemoteStore> RemoteStore for Shared<S> {
     fn write(&mut self, page: usize, data: &Page) -> Result<(), RemoteError> {
         self.0.borrow_mut().write(page, data)
+    }
+
+    fn write_compressed(&mut self, page: usize, wkdm: &[u8]) -> Result<bool, RemoteError> {
+        self.0.borrow_mut().write_compressed(page, wkdm)
     }
 
     fn read(&mut self, page: usize, buf: &mut Page) -> Result<(), RemoteError> {

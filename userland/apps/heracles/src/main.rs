@@ -9,12 +9,14 @@
 //! page to. With `store=remote` the app also opens a UDP session on the network
 //! driver of the spec's `net=` channels and makes a remote paging client
 //! ([`remote_client::RemoteClient`]) on the spec's `servers=` (`mirror=server` mirrors every
-//! page to a second server), printing `heracles: remote: server A.B.C.D:P stream S role
+//! page to a second server; `netc=yes` compresses every page it sends, but under a compressed
+//! cache, whose WKdm pages go compressed anyway), printing `heracles: remote: server A.B.C.D:P stream S role
 //! Primary|Mirror` for each server that made a stream, and hands it to the driver beside the
 //! disk; with no static server, or none that made a stream, it says so and pages to the
 //! disk. At the end it prints `heracles: remote program=... mirror=... servers=N
 //! pages_written=.. pages_read=.. packets_sent=.. packets_received=.. retransmits=..
-//! failovers=.. revocations=.. strays=.. control_ignored=..` (the client's counts), then
+//! failovers=.. revocations=.. strays=.. control_ignored=..` and `heracles: remote wire
+//! netc=yes|no compressed_writes=.. page_bytes_written=..` (the client's counts), then
 //! releases its streams (`heracles: remote: released, ...`). The app opens that session, makes the driver's window, binds a paged stretch
 //! driver ([`paged_driver::PagedDriver`]) to a stretch as large as the program needs, and runs
 //! the program in it:
@@ -260,7 +262,7 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
         .map_err(|e| alloc::format!("window: {e:?}"))?;
     let bytes = o.work.bytes();
     let remote = match spec.store.remote() {
-        Some(r) => connect_remote(r, bytes.div_ceil(PAGE_SIZE) as u64),
+        Some(r) => connect_remote(r, spec.netc(), bytes.div_ceil(PAGE_SIZE) as u64),
         None => None,
     };
     let store: Option<Box<dyn RemoteStore>> =
@@ -344,10 +346,11 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
 type Remote = Shared<RemoteClient<ChannelTransport>>;
 
 /// The remote paging client of `r` (the spec's `net=`, `servers=`, `traders=`, `mirror=`,
-/// `spread=`) for a stretch of `pages` pages: `None` (and a line saying why) if it has neither
+/// `spread=`), compressing the pages it sends if `netc` ([`pager_spec::PagerSpec::netc`]), for
+/// a stretch of `pages` pages: `None` (and a line saying why) if it has neither
 /// static servers nor traders, or no server made a stream, so that the driver pages to the
 /// local disk.
-fn connect_remote(r: &RemoteSpec, pages: u64) -> Option<Remote> {
+fn connect_remote(r: &RemoteSpec, netc: bool, pages: u64) -> Option<Remote> {
     if r.servers.is_empty() && r.traders.is_empty() {
         println!("heracles: remote: no servers or traders; paging to the local disk");
         return None;
@@ -369,6 +372,7 @@ fn connect_remote(r: &RemoteSpec, pages: u64) -> Option<Remote> {
     let mut config = Config::new(r.servers.clone(), pages);
     config.mirror = r.mirror == Mirror::Server;
     config.spread = r.spread;
+    config.netc = netc;
     config.traders = r.traders.clone();
     config.local_disk = true;
     match RemoteClient::connect(session, tessera::time_ns, config) {
@@ -408,6 +412,13 @@ fn report_remote(o: &Options, remote: &Remote) -> Result<(), &'static str> {
         r.revocations,
         strays,
         ignored,
+    );
+    // A line of its own: the one above is near the log's line length.
+    println!(
+        "heracles: remote wire netc={} compressed_writes={} page_bytes_written={}",
+        if client.netc() { "yes" } else { "no" },
+        r.compressed_writes,
+        r.page_bytes_written,
     );
     client.release();
     let closed = client.session().close();

@@ -12,7 +12,9 @@
 //! prints a line per client,
 //! `paging-server: client A.B.C.D:Q stream=S role=primary|mirror disk=yes|no reserved=R
 //! pages=N peak=K reads=R writes=W frees=F cpu_ns=C extra_ns=E throttled=T refused=X
-//! queue_drops=D released=true|false`, then its totals,
+//! queue_drops=D bytes_written=B released=true|false` (`bytes_written`: the bytes of the pages
+//! stored as they were sent, shorter than whole pages for a client that compresses), then its
+//! totals,
 //! `paging-server: served streams=N refused_memory=.. refused_cpu=.. refused_bad=..
 //! bad_token=.. malformed=.. corrupted=.. unexpected=.. duplicates=.. chunks_resent=..
 //! stale_writes=.. unattributed_ns=..` and `paging-server: ended: WHY`.
@@ -277,7 +279,7 @@ fn serve(
     for r in server.reports() {
         let role = if r.role == Role::Primary { "primary" } else { "mirror" };
         println!(
-            "paging-server: client {} stream={} role={role} disk={} reserved={} pages={} peak={} reads={} writes={} frees={} cpu_ns={} extra_ns={} throttled={} refused={} queue_drops={} released={}",
+            "paging-server: client {} stream={} role={role} disk={} reserved={} pages={} peak={} reads={} writes={} frees={} cpu_ns={} extra_ns={} throttled={} refused={} queue_drops={} bytes_written={} released={}",
             r.client,
             r.stream,
             if r.local_disk { "yes" } else { "no" },
@@ -292,6 +294,7 @@ fn serve(
             r.throttled,
             r.refused,
             r.queue_drops,
+            r.bytes_written,
             r.released
         );
     }
