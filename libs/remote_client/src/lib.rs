@@ -67,6 +67,8 @@ use rpp::rtt::{RttConfig, RttEstimator};
 use rpp::wire::{self, Header, Message, Packet, Qos, RefuseReason, Role};
 
 mod control;
+
+pub use control::ControlCounts;
 #[cfg(test)]
 mod sim;
 #[cfg(test)]
@@ -298,6 +300,11 @@ impl<T: Transport> RemoteClient<T> {
         self.servers.iter().map(|s| (s.control, s.key.stream, s.role, s.lost, s.pages))
     }
 
+    /// What the control plane did (module `control`).
+    pub fn control_counts(&self) -> ControlCounts {
+        self.control.counts()
+    }
+
     /// Whether every write goes to a mirror too.
     pub fn mirrors(&self) -> bool {
         self.config.mirror
@@ -507,6 +514,13 @@ impl<T: Transport> RemoteClient<T> {
         for page in gone {
             self.pages.remove(&page);
         }
+        if self.control.mirror_to == Some(i) {
+            self.control.mirror_to = None;
+        }
+        // Pages left with one copy get a new mirror (module `control`).
+        if self.config.mirror && self.pages.values().any(|p| p.mirror.is_none()) {
+            self.control.refill = true;
+        }
         for m in promoted {
             self.stats.failovers += 1;
             self.servers[m as usize].role = Role::Primary;
@@ -585,12 +599,27 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
     fn write(&mut self, page: usize, data: &Page) -> Result<(), RemoteError> {
         self.handle_control();
         let vpn = page as u64;
+        // Every server lost: look for new ones now and then (module `control`).
+        if self.live() == 0 && !self.find_again() {
+            return Err(RemoteError::NoServer);
+        }
         // Twice at most: where the page is, then (its servers lost meanwhile) a new place.
         for _ in 0..2 {
             let placement = match self.pages.get(&vpn) {
-                Some(p) => self.redirect(*p),
+                Some(p) => {
+                    let mut p = self.redirect(*p);
+                    // Its mirror was lost: the new mirror takes this copy at once.
+                    if p.mirror.is_none() && self.config.mirror {
+                        p.mirror = self.place(vpn).and_then(|n| n.mirror).filter(|&m| {
+                            m != p.primary && self.control.mirror_to.is_none_or(|t| t == m)
+                        });
+                    }
+                    p
+                }
                 None => self.place(vpn).ok_or(RemoteError::NoServer)?,
             };
+            let new_mirror = self.pages.get(&vpn).is_some_and(|p| p.mirror.is_none())
+                && placement.mirror.is_some();
             let mut ops =
                 vec![(placement.primary, self.transfer_write(placement.primary, vpn, data))];
             if let Some(m) = placement.mirror {
@@ -625,6 +654,8 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
                         for i in stored.iter() {
                             self.servers[*i as usize].pages += 1;
                         }
+                    } else if new_mirror && let Some(m) = p.mirror {
+                        self.servers[m as usize].pages += 1;
                     }
                     self.stats.pages_written += stored.len() as u64;
                     self.pages.insert(vpn, p);
@@ -649,7 +680,12 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
         self.handle_control();
         let vpn = page as u64;
         loop {
-            let p = *self.pages.get(&vpn).ok_or(RemoteError::NotHeld)?;
+            let mut p = *self.pages.get(&vpn).ok_or(RemoteError::NotHeld)?;
+            // Doubly revoked: not from the first server; after its offload, from the second.
+            if self.must_wait(p.primary) {
+                self.await_offload(p.primary).map_err(|_| RemoteError::Unreachable)?;
+                p = *self.pages.get(&vpn).ok_or(RemoteError::NotHeld)?;
+            }
             let key = self.servers[p.primary as usize].key;
             let r = self.request();
             let t = Transfer::read(key, r, vpn, PAGE_SIZE as u32, self.config.params)

@@ -443,3 +443,5 @@ fn a_revoked_client_without_another_server_is_told_and_reads_its_pages_back() {
     let counts = with_server(&net, server(1), |p| p.server.revoke_counts());
     assert_eq!((counts.revoked, counts.returned, counts.moved), (1, 1, 0), "{counts:?}");
 }
+
+mod control;

@@ -11,7 +11,9 @@
 //!   (`RevokeAnswer::Hold(Some(target))`): the server forwards every page of the stream to it,
 //!   one at a time, each a write flagged `OFFLOAD` (the new server keeps the client's own copy
 //!   if it has one), and when all are acknowledged tells the client `OffloadDone`; the client
-//!   releases the stream and its memory is free. `RevokeAnswer::NoServer`: the client reads its
+//!   releases the stream and its memory is free. `RevokeAnswer::Hold(None)`: the client holds
+//!   the pages and is still looking for a new server; the server asks back (the notice again,
+//!   every retry) until it names one, for at most the revocation's idle time. `RevokeAnswer::NoServer`: the client reads its
 //!   pages back and releases the stream; the server keeps it while the client makes contact.
 //! - A client that never answers the notice is dropped after its retries (its memory freed:
 //!   a silent client is a dead one).
@@ -56,6 +58,8 @@ pub struct RevokeCounts {
     pub abandoned: u64,
     /// Pages forwarded and acknowledged.
     pub pages_forwarded: u64,
+    /// "Hold the pages" answers without a new server yet (each one asked back later).
+    pub held: u64,
 }
 
 /// The server's revocations in progress.
@@ -300,9 +304,13 @@ impl Server {
         r.answered = true;
         match answer {
             RevokeAnswer::Hold(Some(target)) => r.machine.replied(now, Some(target)),
-            // Without the new server's address the notice is sent again; the client answers
-            // with it.
-            RevokeAnswer::Hold(None) => {}
+            // Held, without the new server's address yet: the notice is sent again to ask
+            // for it (the client still searching answers "hold" again), for at most the
+            // machine's idle time.
+            RevokeAnswer::Hold(None) => {
+                r.machine.held(now);
+                self.revocations.counts.held += 1;
+            }
             RevokeAnswer::NoServer => {
                 let first = r.machine.phase() == ServerPhase::Notified;
                 r.machine.replied(now, None);
