@@ -75,13 +75,21 @@ pub struct ControlCounts {
     pub found_again: u32,
     /// Trader answers that came late (outside a query), dropped.
     pub late_answers: u64,
+    /// Partial revocations answered by moving the pages wanted.
+    pub partial: u32,
+    /// Pages the client moved itself for partial revocations.
+    pub pages_moved: u64,
 }
 
 /// The client's control state.
 #[derive(Default)]
 pub(crate) struct Control {
-    /// Servers whose revocation notices came and are not taken yet.
-    notices: Vec<u8>,
+    /// Revocation notices that came and are not taken yet: the server, the pages it wants
+    /// back, the notice's request id.
+    notices: Vec<(u8, u64, u32)>,
+    /// Partial revocations answered (server, the notice's request id): a late copy of their
+    /// notice is not a new revocation.
+    partials_done: Vec<(u8, u32)>,
     /// Servers that said their offload is done.
     done: Vec<u8>,
     moves: Vec<Move>,
@@ -104,6 +112,10 @@ pub(crate) struct Control {
     pub(crate) refilled: u64,
     /// Times the client found a server again after every server was lost.
     pub(crate) found_again: u32,
+    /// Partial revocations answered by moving the pages wanted.
+    pub(crate) partial: u32,
+    /// Pages the client moved itself for partial revocations.
+    pub(crate) pages_moved: u64,
 }
 
 impl Control {
@@ -115,6 +127,8 @@ impl Control {
             refilled: self.refilled,
             found_again: self.found_again,
             late_answers: self.late_answers,
+            partial: self.partial,
+            pages_moved: self.pages_moved,
         }
     }
 }
@@ -131,9 +145,13 @@ impl<T: Transport> RemoteClient<T> {
             return false;
         };
         match packet.message {
-            Message::RevokeNotice { .. } => {
-                if !self.hold_still(i) && !self.control.notices.contains(&i) {
-                    self.control.notices.push(i);
+            Message::RevokeNotice { pages } => {
+                let request = packet.header.request;
+                if self.control.partials_done.contains(&(i, request)) || self.hold_still(i) {
+                    return true;
+                }
+                if !self.control.notices.iter().any(|n| n.0 == i) {
+                    self.control.notices.push((i, pages, request));
                 }
                 true
             }
@@ -157,11 +175,16 @@ impl<T: Transport> RemoteClient<T> {
     /// Takes the notices and offload ends that came: see the [module](self) documentation.
     pub(crate) fn handle_control(&mut self) {
         while !self.control.notices.is_empty() {
-            let i = self.control.notices.remove(0);
-            if self.servers[i as usize].lost {
+            let (i, pages, request) = self.control.notices.remove(0);
+            if self.servers[i as usize].lost || self.control.partials_done.contains(&(i, request)) {
                 continue;
             }
-            self.revoked_by(i);
+            let part = pages > 0 && pages < self.servers[i as usize].reserved;
+            if part && !self.control.moves.iter().any(|m| m.old == i) {
+                self.revoked_in_part(i, pages, request);
+            } else {
+                self.revoked_by(i);
+            }
         }
         while !self.control.done.is_empty() {
             let i = self.control.done.remove(0);
@@ -317,6 +340,120 @@ impl<T: Transport> RemoteClient<T> {
         };
         self.control.moves[k].answer = answer;
         let _ = self.ask(&[(i, Message::RevokeReply { answer })]);
+    }
+
+    /// Server `i` wants `want` pages of its reservation back, less than all (a partial
+    /// revocation): the client holds (answers `Hold(None)`), finds another server (growing a
+    /// connected one, or a new one through the traders; never one holding another copy of
+    /// the pages moved), moves that many of its pages there itself, the highest-numbered
+    /// first (read from `i`, written to the new server, freed on `i`), and tells `i` it is
+    /// done (`OffloadDone`): `i`'s reservation shrinks and the client places no more pages
+    /// there than are left of it. With no other server it answers `NoServer` and backs off
+    /// remote paging, as for a whole revocation.
+    fn revoked_in_part(&mut self, i: u8, want: u64, request: u32) {
+        let hold = RevokeAnswer::Hold(None);
+        self.control.moves.push(Move { old: i, machine: ClientRevocation::new(i), answer: hold });
+        let _ = self.ask(&[(i, Message::RevokeReply { answer: hold })]);
+        let chosen: Vec<u64> = self
+            .pages
+            .iter()
+            .rev()
+            .filter(|(_, p)| p.primary == i || p.mirror == Some(i))
+            .take(want as usize)
+            .map(|(&vpn, _)| vpn)
+            .collect();
+        let mut exclude = alloc::vec![self.servers[i as usize].control];
+        for vpn in &chosen {
+            let p = self.pages[vpn];
+            for k in [Some(p.primary), p.mirror].into_iter().flatten().filter(|&k| k != i) {
+                let a = self.servers[k as usize].control;
+                if !exclude.contains(&a) {
+                    exclude.push(a);
+                }
+            }
+        }
+        let role = self.servers[i as usize].role;
+        let found = self.acquire(role, &exclude).ok().flatten();
+        let moved = match found {
+            Some(j) => self.move_pages(i, j, &chosen).ok(),
+            None => None,
+        };
+        let Some(k) = self.control.moves.iter().position(|m| m.old == i) else { return };
+        if moved.is_none() {
+            // Nowhere to move them: back off remote paging, as for a whole revocation.
+            self.control.moves[k].machine.not_found();
+            self.control.moves[k].answer = RevokeAnswer::NoServer;
+            self.notice = Some(RemoteNotice::RevokedWithoutReplacement);
+            self.stats.revocations += 1;
+            let _ = self.ask(&[(i, Message::RevokeReply { answer: RevokeAnswer::NoServer })]);
+            return;
+        }
+        self.control.moves.remove(k);
+        self.control.partials_done.push((i, request));
+        if self.control.partials_done.len() > 16 {
+            self.control.partials_done.remove(0);
+        }
+        let _ = self.ask(&[(i, Message::OffloadDone { pages: want })]);
+        let s = &mut self.servers[i as usize];
+        s.reserved = s.reserved.saturating_sub(want);
+        self.control.partial += 1;
+        self.stats.revocations += 1;
+    }
+
+    /// Moves `pages` from server `i` to server `j`: each read from `i`, written to `j` and
+    /// freed on `i`. An error (`Err(())`) if `i` or `j` failed one; the pages moved before
+    /// stay moved.
+    fn move_pages(&mut self, i: u8, j: u8, pages: &[u64]) -> Result<(), ()> {
+        for &vpn in pages {
+            let Some(&p) = self.pages.get(&vpn) else { continue };
+            let key = self.servers[i as usize].key;
+            let r = self.request();
+            let read = Transfer::read(key, r, vpn, PAGE_SIZE as u32, self.config.params)
+                .expect("a page fits");
+            let t = self.run(alloc::vec![(i, read)]).map_err(|_| ())?.pop().expect("one");
+            let data = match t.outcome() {
+                Some(Outcome::Done) if t.page().len() == PAGE_SIZE => t.page().to_vec(),
+                Some(Outcome::Unreachable) => {
+                    self.lose(i);
+                    return Err(());
+                }
+                _ => return Err(()),
+            };
+            let key = self.servers[j as usize].key;
+            let r = self.request();
+            let write =
+                Transfer::write(key, r, vpn, data, self.config.params).expect("a page fits");
+            let t = self.run(alloc::vec![(j, write)]).map_err(|_| ())?.pop().expect("one");
+            match t.outcome() {
+                Some(Outcome::Done) => {}
+                Some(Outcome::Unreachable) => {
+                    self.lose(j);
+                    return Err(());
+                }
+                _ => return Err(()),
+            }
+            // The copy on `j` is the page's now; the one on `i` goes.
+            let moved = Placement {
+                primary: if p.primary == i { j } else { p.primary },
+                mirror: p.mirror.map(|m| if m == i { j } else { m }),
+            };
+            self.pages.insert(vpn, moved);
+            self.servers[j as usize].pages += 1;
+            let s = &mut self.servers[i as usize];
+            s.pages = s.pages.saturating_sub(1);
+            self.stats.pages_written += 1;
+            let key = self.servers[i as usize].key;
+            let r = self.request();
+            if let Ok(free) = Transfer::free(key, r, vpn, self.config.params) {
+                let t = self.run(alloc::vec![(i, free)]).map_err(|_| ())?;
+                if t[0].outcome() == Some(Outcome::Unreachable) {
+                    self.lose(i);
+                }
+            }
+            self.control.pages_moved += 1;
+        }
+        self.count();
+        Ok(())
     }
 
     /// A revoking server asked back while the client still looks for a new server: it is
@@ -552,6 +689,7 @@ impl<T: Transport> RemoteClient<T> {
             role,
             lost: true,
             pages: 0,
+            reserved: self.config.pages,
             moving_to: None,
         };
         // A lost server's slot that nothing names any more is taken again.
@@ -614,6 +752,7 @@ impl<T: Transport> RemoteClient<T> {
         let grown = matches!(answers.first(), Some(Some(crate::Answer::Created { .. })));
         if grown {
             self.control.grown += 1;
+            self.servers[i].reserved += self.config.pages;
         }
         Ok(grown)
     }

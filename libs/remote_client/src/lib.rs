@@ -139,6 +139,8 @@ struct Server {
     lost: bool,
     /// Pages it holds a copy of (primary or mirror).
     pages: u64,
+    /// Pages reserved there (grown, or shrunk by a partial revocation).
+    reserved: u64,
     /// It revoked the client, which moves its pages to this server ([`control`]): no new page
     /// goes to it, and a page written again goes to the new server.
     moving_to: Option<u8>,
@@ -218,6 +220,7 @@ impl<T: Transport> RemoteClient<T> {
                 role: if i < primaries { Role::Primary } else { Role::Mirror },
                 lost: true,
                 pages: 0,
+                reserved: config.pages,
                 moving_to: None,
             })
             .collect();
@@ -541,7 +544,10 @@ impl<T: Transport> RemoteClient<T> {
             let live: Vec<u8> = (0..self.servers.len() as u8)
                 .filter(|&i| {
                     let s = &self.servers[i as usize];
-                    !s.lost && s.moving_to.is_none() && s.role == role
+                    // A server that took part of its reservation back takes no more pages
+                    // than are left of it.
+                    let room = s.reserved >= self.config.pages || s.pages < s.reserved;
+                    !s.lost && s.moving_to.is_none() && s.role == role && room
                 })
                 .collect();
             match (live.len(), self.config.spread) {

@@ -212,3 +212,57 @@ fn a_client_whose_servers_were_all_lost_finds_a_new_one_through_its_trader() {
     assert_eq!(sim::now(), t, "searched again at once");
     assert_eq!(c.control_counts().found_again, 1);
 }
+
+/// Server `n` revokes `pages` pages of the reservation of its first client, now.
+fn revoke_part(net: &SharedNet, n: u8, pages: u64) {
+    let stream = reports(net, server(n))[0].stream;
+    let mut out = Vec::new();
+    let started = with_server(net, server(n), |p| {
+        p.server.revoke_part(sim::now(), stream, pages, &mut |to, b| out.push((to, b.to_vec())))
+    });
+    assert!(started);
+    for (to, b) in out {
+        net.borrow_mut().put(server(n), to, b);
+    }
+}
+
+#[test]
+fn a_client_revoked_in_part_moves_only_the_pages_wanted() {
+    let faults = Faults { loss: 20, dup: 10, reorder: 50, latency_ns: 50_000, jitter_ns: 100_000 };
+    let net = net_with(37, faults, 2, 1 << 20);
+    add_trader(&net, 1, &[server(2)]);
+    let mut config = Config::new(vec![server(1)], 64);
+    config.traders = vec![trader(1)];
+    let mut c = client(&net, config).unwrap();
+    let mut versions = write_all_and_check(&mut c, 32);
+    // A whole reservation is no part of it.
+    let stream = reports(&net, server(1))[0].stream;
+    let whole =
+        with_server(&net, server(1), |p| p.server.revoke_part(0, stream, 64, &mut |_, _| {}));
+    assert!(!whole);
+    revoke_part(&net, 1, 12);
+    drive(&mut c, &mut versions, 400, |c| c.control_counts().partial == 1);
+    // Twelve pages, the highest, moved to server 2; the rest stay on server 1, whose
+    // reservation shrank by twelve.
+    let (r1, r2) = (reports(&net, server(1)), reports(&net, server(2)));
+    assert_eq!((r1[0].reserved, r1[0].pages, r1[0].released), (52, 20, false), "{r1:?}");
+    assert_eq!(r2[0].pages, 12, "{r2:?}");
+    let counts = with_server(&net, server(1), |p| p.server.revoke_counts());
+    assert_eq!((counts.partial, counts.partial_done, counts.pages_given_back), (1, 1, 12));
+    assert_eq!((counts.revoked, counts.pages_forwarded, counts.abandoned), (0, 0, 0));
+    let cc = c.control_counts();
+    assert_eq!(cc.pages_moved, 12, "{cc:?}");
+    let held: Vec<(Endpoint, u64)> = c.servers().map(|s| (s.0, s.4)).collect();
+    assert_eq!(held, [(server(1), 20), (server(2), 12)]);
+    check_all(&mut c, &versions);
+    // New pages fill the rest of the stretch, none past server 1's smaller reservation.
+    for page in 32..64 {
+        c.write(page, &contents(page, 1)).unwrap();
+    }
+    versions.resize(64, 1);
+    check_all(&mut c, &versions);
+    let r1 = reports(&net, server(1));
+    assert!(r1[0].pages <= 52 && r1[0].refused == 0, "{r1:?}");
+    assert_eq!(c.notice(), None);
+    assert_eq!(with_server(&net, server(1), |p| p.server.revoking()), 0);
+}
