@@ -10,9 +10,14 @@
 //!   mirroring client then finds its mirror the same way, its primary excluded. The second
 //!   question waits [`crate::Config::requery_ns`] (2 s by default) after the first answer,
 //!   so that servers still starting have advertised.
+//! - **Growing.** Not spreading (`spread=no`), the servers the client is connected to are
+//!   asked first to grow its reservation (`AddResources`, judged by the server against memory
+//!   only); spreading, only when no trader answers ([`Selection`], §10.4 steps 1 and 4).
 //! - **Revocation.** A server's `RevokeNotice` is taken between requests (never inside a
-//!   transfer): the client looks for a new server (the revoking one excluded; spreading, the
-//!   ones it has too), and replies `RevokeReply` naming the new server and its stream there.
+//!   transfer): the client answers `Hold(None)` (hold the pages), looks for a new server (the
+//!   revoking one excluded), and replies `RevokeReply` naming the new server and its stream
+//!   there. The server asks back meanwhile (its notice again): while the search goes on each
+//!   question is answered `Hold(None)` at once, from inside the search's waits.
 //!   The revoking server stops taking new pages; a page written again goes to the new server
 //!   and is recorded there (the page map is the tracking of §10.5: a fault on it goes to the
 //!   new server, a fault on any other to the old). When the old server says `OffloadDone`,
@@ -22,7 +27,15 @@
 //!   [`RemoteNotice::RevokedWithoutReplacement`]: its owner brings the pages back (reading
 //!   them from the servers that hold them) and releases. A revocation by the server that is
 //!   taking a move's pages (a double revocation) is answered so too: the client backs off
-//!   remote paging.
+//!   remote paging, taking its pages back from the second server only; a read of a page the
+//!   first has not forwarded yet waits for its offload to end.
+//! - **Partial revocation.** A notice that wants fewer pages than the server's reservation:
+//!   the client moves that many pages itself to another server (found as above, never one
+//!   holding another copy of them) and says `OffloadDone` on the old stream, whose reservation
+//!   shrinks; it places no more pages there than are left of it.
+//! - **Refilling.** A loss that leaves pages with one copy: the client finds a new mirror (a
+//!   server it neither uses nor lost) and copies them to it, a few between requests; with every
+//!   server lost, a write looks for new ones now and then (`find_again`).
 
 use alloc::vec::Vec;
 
@@ -214,8 +227,9 @@ impl<T: Transport> RemoteClient<T> {
                 if now < self.control.search_at || self.config.traders.is_empty() {
                     return Ok(());
                 }
-                let exclude: Vec<Endpoint> =
-                    self.servers.iter().filter(|s| !s.lost).map(|s| s.control).collect();
+                // Not a server it uses (it holds the only copies), nor one it lost (the
+                // trader may still name it).
+                let exclude: Vec<Endpoint> = self.servers.iter().map(|s| s.control).collect();
                 match self.acquire(Role::Mirror, &exclude)? {
                     Some(m) => {
                         self.control.mirror_to = Some(m);

@@ -34,15 +34,20 @@
 //! servers are all lost tries the living servers once more as a new page. When every server
 //! is lost the client says so once ([`RemoteNotice::ServersLost`]) and answers every write
 //! with [`RemoteError::NoServer`]: the backing store manager pages to its local disk, which
-//! holds every page if it mirrored to it (`mirror=disk`).
+//! holds every page if it mirrored to it (`mirror=disk`). With traders, a write after that
+//! looks for new servers (at most once per [`Config::requery_ns`]); the backing store manager
+//! refills them from the disk. A loss that leaves pages with one copy makes the client find a
+//! new mirror and refill it (module `control`), so that a second loss loses nothing.
 //!
 //! # Control messages
 //! Packets from a server that are not part of a transfer (a revocation notice, an offload's
 //! end) are handed to [`RemoteClient::control`] and acted on between requests (module
-//! `control`): a revoked client finds a new server, names it to the revoking one, writes its
-//! pages there while the old server forwards the rest, and switches over at the offload's end;
-//! with no new server it raises [`RemoteNotice::RevokedWithoutReplacement`]. Anything else is
-//! counted and dropped.
+//! `control`): a revoked client holds the pages while it finds a new server (or grows a
+//! connected one), names it to the revoking one, writes its pages there while the old server
+//! forwards the rest, and switches over at the offload's end; revoked in part, it moves the
+//! pages wanted itself; with no new server, or revoked again by the new one, it raises
+//! [`RemoteNotice::RevokedWithoutReplacement`]. Anything else is counted and dropped. What the
+//! control plane did is [`RemoteClient::control_counts`].
 //!
 //! Time is the caller's clock (`fn() -> u64`, ns), the session's deadlines on the same clock.
 //! The crate is `no_std` (with `alloc`), has no `unsafe`, and is tested on the host against

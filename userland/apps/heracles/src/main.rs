@@ -14,7 +14,9 @@
 //! disk; with no static server, or none that made a stream, it says so and pages to the
 //! disk. At the end it prints `heracles: remote program=... mirror=... servers=N
 //! pages_written=.. pages_read=.. packets_sent=.. packets_received=.. retransmits=..
-//! failovers=.. revocations=.. strays=.. control_ignored=..` (the client's counts), then
+//! failovers=.. revocations=.. strays=.. control_ignored=..` (the client's counts) and
+//! `heracles: remote control grown=.. holds=.. waits=.. refilled=.. found_again=.. partial=..
+//! pages_moved=..` (its control plane's, `remote_client::ControlCounts`), then
 //! releases its streams (`heracles: remote: released, ...`). The app opens that session, makes the driver's window, binds a paged stretch
 //! driver ([`paged_driver::PagedDriver`]) to a stretch as large as the program needs, and runs
 //! the program in it:
@@ -28,7 +30,7 @@
 //!   check). `--resize-at STEP:BYTES` resizes the cache (the compressed pool or the eviction area) to
 //!   `BYTES` before step `STEP`, through the driver, and prints the result. `--mark STEP`
 //!   prints `heracles: step STEP` as the workload reaches that step, a line a cluster scenario
-//!   can act on (kill a server mid-run).
+//!   can act on (kill a server mid-run); it may be given more than once.
 //! - `compress`, `matmul`, `filter`: the thesis's programs (`paging_programs`), at the
 //!   default (1/16 of the thesis) or the test scale. They print their checksum.
 //!
@@ -129,8 +131,9 @@ struct Options {
     duration_ms: Option<u64>,
     /// `--lock N`: lock the stretch's first `N` pages before the run.
     lock: usize,
-    /// `--mark STEP`: print `heracles: step STEP` as the random workload reaches it.
-    mark: Option<usize>,
+    /// `--mark STEP` (repeatable): print `heracles: step STEP` as the random workload
+    /// reaches each.
+    mark: Vec<usize>,
     seed: u64,
 }
 
@@ -143,7 +146,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
     let mut fill = false;
     let mut duration_ms = None;
     let mut lock = 0;
-    let mut mark = None;
+    let mut mark = Vec::new();
     let mut args = env.args;
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or("an option lacks its value");
@@ -164,7 +167,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             "--seed" => seed = value()?.parse().map_err(|_| "bad --seed")?,
             "--fill" => fill = true,
             "--lock" => lock = value()?.parse().map_err(|_| "bad --lock")?,
-            "--mark" => mark = Some(value()?.parse().map_err(|_| "bad --mark")?),
+            "--mark" => mark.push(value()?.parse().map_err(|_| "bad --mark")?),
             "--duration" => duration_ms = Some(value()?.parse().map_err(|_| "bad --duration")?),
             "--resize-at" => {
                 let bad = "--resize-at STEP:BYTES";
@@ -300,7 +303,7 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
                 if until.is_some_and(|until| tessera::time_ns() >= until) {
                     return false;
                 }
-                if o.mark == Some(step) {
+                if o.mark.contains(&step) {
                     println!("heracles: step {step}");
                 }
                 if let Some((at, bytes)) = o.resize_at
@@ -408,6 +411,12 @@ fn report_remote(o: &Options, remote: &Remote) -> Result<(), &'static str> {
         r.revocations,
         strays,
         ignored,
+    );
+    let c = client.control_counts();
+    println!(
+        "heracles: remote control grown={} holds={} waits={} refilled={} found_again={} \
+         partial={} pages_moved={}",
+        c.grown, c.holds, c.waits, c.refilled, c.found_again, c.partial, c.pages_moved,
     );
     client.release();
     let closed = client.session().close();
