@@ -133,7 +133,7 @@ struct Options {
     lock: usize,
     /// `--mark STEP` (repeatable): print `heracles: step STEP` as the random workload
     /// reaches each.
-    mark: Vec<usize>,
+    mark: alloc::vec::Vec<usize>,
     seed: u64,
 }
 
@@ -146,7 +146,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
     let mut fill = false;
     let mut duration_ms = None;
     let mut lock = 0;
-    let mut mark = Vec::new();
+    let mut mark = alloc::vec::Vec::new();
     let mut args = env.args;
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or("an option lacks its value");
