@@ -1,4 +1,4 @@
-//! Remote paging's pages moving between servers after a loss or a partial revocation.
+//! Remote paging's pages moving between servers after a loss.
 //!
 //! - `remote_paging_refill`: the remote client's control plane across four nodes
 //!   of both architectures (`tests/clusters/remote-refill.toml`): heracles on node a (riscv64)
@@ -9,19 +9,12 @@
 //!   left; the client refilled a new mirror (d's server, found through the trader) with the pages
 //!   the first loss left with one copy, so the second loss lost nothing; d's stream was made a
 //!   mirror, became primary, served reads and was released at the end.
-//! - `remote_revoke_part` (`tests/clusters/remote-revoke-part.toml`): heracles on a (riscv64)
-//!   finds b's server (x86_64) through the trader on b and pages 6,000 steps to it, every byte
-//!   checked; at 8 s of b's clock b takes back 48 pages of the client's 128-page reservation
-//!   (`paging-server --revoke-part`): the client finds c's server (riscv64) through the trader,
-//!   moves 48 pages there itself and keeps the rest on b; b's reservation shrank to 80 pages,
-//!   it forwarded nothing and dropped no one; both servers served the client to the end.
 
 use crate::cluster::{ClusterRun, ClusterTest, cluster};
 use crate::remote::get;
 
 /// The tests, by name.
-pub(super) const TESTS: &[(&str, ClusterTest)] =
-    &[("remote_paging_refill", remote_paging_refill), ("remote_revoke_part", remote_revoke_part)];
+pub(super) const TESTS: &[(&str, ClusterTest)] = &[("remote_paging_refill", remote_paging_refill)];
 
 /// The message of node `node`'s first line containing `text`.
 fn line_of(run: &ClusterRun, node: &str, text: &str) -> Result<String, String> {
@@ -87,56 +80,4 @@ fn refill(run: &ClusterRun) -> Result<(), String> {
 pub(crate) fn remote_paging_refill() -> Result<(), String> {
     let run = cluster("tests/clusters/remote-refill.toml", &["a", "b", "c", "d"])?;
     refill(&run).map_err(|why| format!("{why}\n{}", run.describe()))
-}
-
-fn partial(run: &ClusterRun) -> Result<(), String> {
-    if run.status != Some(0) || !run.stderr.contains("cluster: all 3 nodes finished") {
-        return Err("want exit status 0 and `all 3 nodes finished`".into());
-    }
-    let random = line_of(run, "a", "[pager] heracles: random pages=")?;
-    if get(&random, "mismatches")? != 0 || get(&random, "checked")? < 128 {
-        return Err(format!("a's contents wrong or unchecked: {random}"));
-    }
-    line_of(run, "a", "[pager] heracles: remote: server 10.0.0.2:7100")?;
-    let remote = line_of(run, "a", "[pager] heracles: remote program=random")?;
-    if get(&remote, "revocations")? != 1 || get(&remote, "servers")? != 2 {
-        return Err(format!("want one revocation and both servers at the end: {remote}"));
-    }
-    let control = line_of(run, "a", "[pager] heracles: remote control ")?;
-    if get(&control, "partial")? != 1 || get(&control, "pages_moved")? != 48 {
-        return Err(format!("want one partial revocation, 48 pages moved: {control}"));
-    }
-    let events = line_of(run, "a", "[pager] heracles: store events ")?;
-    if get(&events, "lost_remote")? != 0 || get(&events, "populated")? != 0 {
-        return Err(format!("pages lost or brought back: {events}"));
-    }
-    line_of(run, "b", "[server] paging-server: revoking 48 pages of stream ")?;
-    let b = line_of(run, "b", "[server] paging-server: adverts sent=")?;
-    let want = [
-        ("revoked", 0),
-        ("abandoned", 0),
-        ("pages_forwarded", 0),
-        ("partial", 1),
-        ("partial_done", 1),
-        ("pages_given_back", 48),
-    ];
-    for (k, v) in want {
-        if get(&b, k)? != v {
-            return Err(format!("b: want {k}={v}: {b}"));
-        }
-    }
-    let old = line_of(run, "b", "[server] paging-server: client 10.0.0.1:")?;
-    if get(&old, "reserved")? != 80 || get(&old, "pages")? > 80 || get(&old, "reads")? == 0 {
-        return Err(format!("b's reservation did not shrink to 80 pages: {old}"));
-    }
-    let new = line_of(run, "c", "[server] paging-server: client 10.0.0.1:")?;
-    if get(&new, "peak")? < 48 || !new.ends_with("released=true") {
-        return Err(format!("c did not take the 48 pages moved: {new}"));
-    }
-    Ok(())
-}
-
-pub(crate) fn remote_revoke_part() -> Result<(), String> {
-    let run = cluster("tests/clusters/remote-revoke-part.toml", &["a", "b", "c"])?;
-    partial(&run).map_err(|why| format!("{why}\n{}", run.describe()))
 }
