@@ -34,7 +34,10 @@
 //! servers are all lost tries the living servers once more as a new page. When every server
 //! is lost the client says so once ([`RemoteNotice::ServersLost`]) and answers every write
 //! with [`RemoteError::NoServer`]: the backing store manager pages to its local disk, which
-//! holds every page if it mirrored to it (`mirror=disk`).
+//! holds every page if it mirrored to it (`mirror=disk`). With traders, a write after that
+//! looks for new servers (at most once per [`Config::requery_ns`]); the backing store manager
+//! refills them from the disk. A loss that leaves pages with one copy makes the client find a
+//! new mirror and refill it (module `control`), so that a second loss loses nothing.
 //!
 //! # Compressed pages on the wire
 //! With [`Config::netc`] (the spec's `netc=yes`, the thesis's `netc`, §3.6) the client
@@ -50,10 +53,12 @@
 //! # Control messages
 //! Packets from a server that are not part of a transfer (a revocation notice, an offload's
 //! end) are handed to [`RemoteClient::control`] and acted on between requests (module
-//! `control`): a revoked client finds a new server, names it to the revoking one, writes its
-//! pages there while the old server forwards the rest, and switches over at the offload's end;
-//! with no new server it raises [`RemoteNotice::RevokedWithoutReplacement`]. Anything else is
-//! counted and dropped.
+//! `control`): a revoked client holds the pages while it finds a new server (or grows a
+//! connected one), names it to the revoking one, writes its pages there while the old server
+//! forwards the rest, and switches over at the offload's end; revoked in part, it moves the
+//! pages wanted itself; with no new server, or revoked again by the new one, it raises
+//! [`RemoteNotice::RevokedWithoutReplacement`]. Anything else is counted and dropped. What the
+//! control plane did is [`RemoteClient::control_counts`].
 //!
 //! Time is the caller's clock (`fn() -> u64`, ns), the session's deadlines on the same clock.
 //! The crate is `no_std` (with `alloc`), has no `unsafe`, and is tested on the host against
@@ -79,6 +84,8 @@ use rpp::rtt::{RttConfig, RttEstimator};
 use rpp::wire::{self, Header, Message, Packet, Qos, RefuseReason, Role};
 
 mod control;
+
+pub use control::ControlCounts;
 #[cfg(test)]
 mod sim;
 #[cfg(test)]
@@ -152,6 +159,8 @@ struct Server {
     lost: bool,
     /// Pages it holds a copy of (primary or mirror).
     pages: u64,
+    /// Pages reserved there (grown, or shrunk by a partial revocation).
+    reserved: u64,
     /// It revoked the client, which moves its pages to this server ([`control`]): no new page
     /// goes to it, and a page written again goes to the new server.
     moving_to: Option<u8>,
@@ -233,6 +242,7 @@ impl<T: Transport> RemoteClient<T> {
                 role: if i < primaries { Role::Primary } else { Role::Mirror },
                 lost: true,
                 pages: 0,
+                reserved: config.pages,
                 moving_to: None,
             })
             .collect();
@@ -319,6 +329,11 @@ impl<T: Transport> RemoteClient<T> {
     /// Whether the client compresses the pages it writes ([`Config::netc`]).
     pub fn netc(&self) -> bool {
         self.config.netc
+    }
+
+    /// What the control plane did (module `control`).
+    pub fn control_counts(&self) -> ControlCounts {
+        self.control.counts()
     }
 
     /// Whether every write goes to a mirror too.
@@ -530,6 +545,13 @@ impl<T: Transport> RemoteClient<T> {
         for page in gone {
             self.pages.remove(&page);
         }
+        if self.control.mirror_to == Some(i) {
+            self.control.mirror_to = None;
+        }
+        // Pages left with one copy get a new mirror (module `control`).
+        if self.config.mirror && self.pages.values().any(|p| p.mirror.is_none()) {
+            self.control.refill = true;
+        }
         for m in promoted {
             self.stats.failovers += 1;
             self.servers[m as usize].role = Role::Primary;
@@ -550,7 +572,10 @@ impl<T: Transport> RemoteClient<T> {
             let live: Vec<u8> = (0..self.servers.len() as u8)
                 .filter(|&i| {
                     let s = &self.servers[i as usize];
-                    !s.lost && s.moving_to.is_none() && s.role == role
+                    // A server that took part of its reservation back takes no more pages
+                    // than are left of it.
+                    let room = s.reserved >= self.config.pages || s.pages < s.reserved;
+                    !s.lost && s.moving_to.is_none() && s.role == role && room
                 })
                 .collect();
             match (live.len(), self.config.spread) {
@@ -587,13 +612,28 @@ impl<T: Transport> RemoteClient<T> {
     fn write_bytes(&mut self, page: usize, bytes: &[u8]) -> Result<(), RemoteError> {
         self.handle_control();
         let vpn = page as u64;
+        // Every server lost: look for new ones now and then (module `control`).
+        if self.live() == 0 && !self.find_again() {
+            return Err(RemoteError::NoServer);
+        }
         let data = bytes;
         // Twice at most: where the page is, then (its servers lost meanwhile) a new place.
         for _ in 0..2 {
             let placement = match self.pages.get(&vpn) {
-                Some(p) => self.redirect(*p),
+                Some(p) => {
+                    let mut p = self.redirect(*p);
+                    // Its mirror was lost: the new mirror takes this copy at once.
+                    if p.mirror.is_none() && self.config.mirror {
+                        p.mirror = self.place(vpn).and_then(|n| n.mirror).filter(|&m| {
+                            m != p.primary && self.control.mirror_to.is_none_or(|t| t == m)
+                        });
+                    }
+                    p
+                }
                 None => self.place(vpn).ok_or(RemoteError::NoServer)?,
             };
+            let new_mirror = self.pages.get(&vpn).is_some_and(|p| p.mirror.is_none())
+                && placement.mirror.is_some();
             let mut ops =
                 vec![(placement.primary, self.transfer_write(placement.primary, vpn, data))];
             if let Some(m) = placement.mirror {
@@ -628,6 +668,8 @@ impl<T: Transport> RemoteClient<T> {
                         for i in stored.iter() {
                             self.servers[*i as usize].pages += 1;
                         }
+                    } else if new_mirror && let Some(m) = p.mirror {
+                        self.servers[m as usize].pages += 1;
                     }
                     let copies = stored.len() as u64;
                     self.stats.pages_written += copies;
@@ -703,7 +745,12 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
         self.handle_control();
         let vpn = page as u64;
         loop {
-            let p = *self.pages.get(&vpn).ok_or(RemoteError::NotHeld)?;
+            let mut p = *self.pages.get(&vpn).ok_or(RemoteError::NotHeld)?;
+            // Doubly revoked: not from the first server; after its offload, from the second.
+            if self.must_wait(p.primary) {
+                self.await_offload(p.primary).map_err(|_| RemoteError::Unreachable)?;
+                p = *self.pages.get(&vpn).ok_or(RemoteError::NotHeld)?;
+            }
             let key = self.servers[p.primary as usize].key;
             let r = self.request();
             let t = Transfer::read(key, r, vpn, PAGE_SIZE as u32, self.config.params)

@@ -444,6 +444,8 @@ fn a_revoked_client_without_another_server_is_told_and_reads_its_pages_back() {
     assert_eq!((counts.revoked, counts.returned, counts.moved), (1, 1, 0), "{counts:?}");
 }
 
+mod control;
+
 /// Page `page`'s contents at `version`, which WKdm compresses (small integers, a few runs of
 /// zeros, some random words): about 2:1.
 fn word_contents(page: usize, version: u32) -> Box<Page> {

@@ -517,8 +517,10 @@ impl Server {
                 self.answer(from, p.header, Message::Ack { vpn: 0, code: Code::None }, out);
             }
             // The client's word that its old server forwarded every page here: nothing to
-            // change (forwarded pages never replaced its own), acknowledged.
+            // change (forwarded pages never replaced its own), acknowledged. On a stream being
+            // revoked in part: the client moved the pages wanted, the reservation shrinks.
             Message::OffloadDone { .. } => {
+                self.partial_moved(stream);
                 self.answer(from, p.header, Message::Ack { vpn: 0, code: Code::None }, out)
             }
             Message::AddResources { pages } => {

@@ -125,6 +125,9 @@ pub struct StoreStats {
     pub fallbacks: u64,
     /// Pages brought back from the remote store to the disk after a revocation.
     pub populated: u64,
+    /// Pages copied from the disk to the remote store once it took pages again after a
+    /// fallback or the loss of every server (each one disk read, no eviction's).
+    pub refilled: u64,
     /// Pages whose only copy was remote, lost with their servers (each reported lost).
     pub lost_remote: u64,
     /// Older copies freed because a newer one was written elsewhere.

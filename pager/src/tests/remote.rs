@@ -517,3 +517,55 @@ fn a_remote_mode_over_the_prefetching_hierarchies_is_refused() {
     let r = h.cache_over(MemBlockDevice::with_pages(8), None, below);
     assert!(matches!(r, Err(PagerError::BadConfig(_))));
 }
+
+#[test]
+fn pages_kept_on_the_disk_alone_are_refilled_to_the_remote_store_once_it_takes_pages() {
+    for mirror in [Mirror::Disk, Mirror::None] {
+        let remote = Shared::new(MemRemoteStore::new());
+        let mut s = store(mirror, &remote);
+        s.set_populate_per_call(2);
+        let v = |page: usize, version: usize| pattern(page * 16 + version);
+        for page in 0..8 {
+            s.write_group(&[(page, &v(page, 1))]).unwrap();
+        }
+        // Every server lost: the pages are the disk's alone (a disk mirror holds them; without
+        // one, the pages written from now on go to the disk).
+        remote.0.borrow_mut().lose_servers_after(0);
+        for page in 8..14 {
+            s.write_group(&[(page, &v(page, 1))]).unwrap();
+        }
+        assert!(matches!(s.route(), Route::Fallback { .. }));
+        // A server is found: after the next local write the store tries the remote store
+        // again; once it took a page the disk's pages follow, two a call, but the one written
+        // again meanwhile (its newer copy went remote).
+        remote.0.borrow_mut().heal();
+        s.set_retry_every(1);
+        s.write_group(&[(20, &v(20, 1))]).unwrap();
+        assert_eq!(s.route(), Route::Remote);
+        assert_eq!(s.copies(20), Some(Copies::Local));
+        s.write_group(&[(9, &v(9, 2))]).unwrap();
+        for _ in 0..20 {
+            read(&mut s, 20).unwrap();
+        }
+        let mut held: Vec<usize> = match mirror {
+            Mirror::Disk => (0..14).collect(),
+            _ => (8..14).collect(),
+        };
+        held.push(20);
+        let st = s.store_stats();
+        assert_eq!(st.refilled, held.len() as u64 - 1, "{mirror:?}: {st:?}");
+        for &page in &held {
+            let want = v(page, if page == 9 { 2 } else { 1 });
+            let copies = if mirror == Mirror::Disk { Copies::Both } else { Copies::Remote };
+            assert_eq!(s.copies(page), Some(copies), "{mirror:?}: page {page}");
+            // The remote copy is the page's own.
+            let mut buf = Box::new([0u8; PAGE_SIZE]);
+            remote.0.borrow_mut().read(page, &mut buf).unwrap();
+            assert_eq!(*buf, *want, "{mirror:?}: page {page}");
+            assert_eq!(*read(&mut s, page).unwrap(), *want, "{mirror:?}: page {page}");
+            // Without a mirror the disk's copy is freed.
+            let local = s.local().unwrap().location(page).is_some();
+            assert_eq!(local, mirror == Mirror::Disk, "{mirror:?}: page {page}");
+        }
+    }
+}

@@ -34,6 +34,7 @@ use tool_base::{Arch, Bios, setup, util};
 mod address_space;
 mod cluster;
 mod cluster_control;
+mod cluster_moves;
 mod cluster_remote;
 mod domains;
 mod drivers;
@@ -236,6 +237,7 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
         .iter()
         .chain(cluster_remote::TESTS)
         .chain(cluster_control::TESTS)
+        .chain(cluster_moves::TESTS)
         .filter(|_| both)
     {
         let full = format!("qemu::cluster::{name}");

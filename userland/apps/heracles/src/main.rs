@@ -16,8 +16,11 @@
 //! disk. At the end it prints `heracles: remote program=... mirror=... servers=N
 //! pages_written=.. pages_read=.. packets_sent=.. packets_received=.. retransmits=..
 //! failovers=.. revocations=.. strays=.. control_ignored=..` and `heracles: remote wire
-//! netc=yes|no compressed_writes=.. page_bytes_written=..` (the client's counts), then
-//! releases its streams (`heracles: remote: released, ...`). The app opens that session, makes the driver's window, binds a paged stretch
+//! netc=yes|no compressed_writes=.. page_bytes_written=..` (the client's counts) and
+//! `heracles: remote control grown=.. holds=.. waits=.. refilled=.. found_again=.. partial=..
+//! pages_moved=..` (its control plane's, `remote_client::ControlCounts`), then releases its
+//! streams (`heracles: remote: released, ...`). The app opens that session, makes the
+//! driver's window, binds a paged stretch
 //! driver ([`paged_driver::PagedDriver`]) to a stretch as large as the program needs, and runs
 //! the program in it:
 //! - `random`: `N` pages (default 64), `STEPS` seeded steps (default 2,000), after writing
@@ -30,7 +33,7 @@
 //!   check). `--resize-at STEP:BYTES` resizes the cache (the compressed pool or the eviction area) to
 //!   `BYTES` before step `STEP`, through the driver, and prints the result. `--mark STEP`
 //!   prints `heracles: step STEP` as the workload reaches that step, a line a cluster scenario
-//!   can act on (kill a server mid-run).
+//!   can act on (kill a server mid-run); it may be given more than once.
 //! - `compress`, `matmul`, `filter`: the thesis's programs (`paging_programs`), at the
 //!   default (1/16 of the thesis) or the test scale. They print their checksum.
 //!
@@ -131,8 +134,9 @@ struct Options {
     duration_ms: Option<u64>,
     /// `--lock N`: lock the stretch's first `N` pages before the run.
     lock: usize,
-    /// `--mark STEP`: print `heracles: step STEP` as the random workload reaches it.
-    mark: Option<usize>,
+    /// `--mark STEP` (repeatable): print `heracles: step STEP` as the random workload
+    /// reaches each.
+    mark: alloc::vec::Vec<usize>,
     seed: u64,
 }
 
@@ -145,7 +149,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
     let mut fill = false;
     let mut duration_ms = None;
     let mut lock = 0;
-    let mut mark = None;
+    let mut mark = alloc::vec::Vec::new();
     let mut args = env.args;
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or("an option lacks its value");
@@ -166,7 +170,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             "--seed" => seed = value()?.parse().map_err(|_| "bad --seed")?,
             "--fill" => fill = true,
             "--lock" => lock = value()?.parse().map_err(|_| "bad --lock")?,
-            "--mark" => mark = Some(value()?.parse().map_err(|_| "bad --mark")?),
+            "--mark" => mark.push(value()?.parse().map_err(|_| "bad --mark")?),
             "--duration" => duration_ms = Some(value()?.parse().map_err(|_| "bad --duration")?),
             "--resize-at" => {
                 let bad = "--resize-at STEP:BYTES";
@@ -302,7 +306,7 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
                 if until.is_some_and(|until| tessera::time_ns() >= until) {
                     return false;
                 }
-                if o.mark == Some(step) {
+                if o.mark.contains(&step) {
                     println!("heracles: step {step}");
                 }
                 if let Some((at, bytes)) = o.resize_at
@@ -419,6 +423,12 @@ fn report_remote(o: &Options, remote: &Remote) -> Result<(), &'static str> {
         if client.netc() { "yes" } else { "no" },
         r.compressed_writes,
         r.page_bytes_written,
+    );
+    let c = client.control_counts();
+    println!(
+        "heracles: remote control grown={} holds={} waits={} refilled={} found_again={} \
+         partial={} pages_moved={}",
+        c.grown, c.holds, c.waits, c.refilled, c.found_again, c.partial, c.pages_moved,
     );
     client.release();
     let closed = client.session().close();
