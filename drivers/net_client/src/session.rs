@@ -4,7 +4,7 @@ use alloc::collections::VecDeque;
 
 use net_interface::protocol::{RX_SLOT, Received};
 use net_interface::{
-    Endpoint, NetError, Request, Response, ServerMessage, SessionInfo, StreamAccounts,
+    Endpoint, LoanSend, NetError, Request, Response, ServerMessage, SessionInfo, StreamAccounts,
 };
 
 /// What a session needs of its channels and its data area.
@@ -111,6 +111,29 @@ impl<T: Transport> Session<T> {
         info.check_send(to, 0, len)?;
         self.transport.write(&info, 0, payload);
         self.call(Request::send(0, to, 0, len))?.status
+    }
+
+    /// Sends the `len` bytes of the range of a frame this domain has lent the driver that
+    /// `lent` names (the loan's handle, where the range starts, how it is cut), to `to`, in
+    /// datagrams whose heads are `heads` (`lent.head` bytes each, in order; written at the
+    /// start of the data area), then the SendLoan: the payloads leave from the frame itself,
+    /// never copied (see `net_interface::protocol`). Once the response came, the driver holds
+    /// the loan if it said Ok (and returns it when its device is done) and has returned or
+    /// never taken it otherwise: after [`NetError::BadLoan`] the client takes it back itself.
+    pub fn send_lent(
+        &mut self,
+        to: Endpoint,
+        heads: &[u8],
+        len: u32,
+        lent: LoanSend,
+    ) -> Result<(), NetError> {
+        let info = self.info.ok_or(NetError::UnknownClient)?;
+        let n = info.check_send_loan(to, 0, len, lent)?;
+        if heads.len() != n as usize * usize::from(lent.head) {
+            return Err(NetError::TooLarge);
+        }
+        self.transport.write(&info, 0, heads);
+        self.call(Request::send_loan(0, to, 0, len, lent))?.status
     }
 
     /// Waits for the next datagram, lets `read` look at it in its receive slot, then gives
