@@ -33,6 +33,20 @@ pub trait Transport {
     /// The stream's accounts as the driver last published them for the session `info`
     /// describes, if a consistent copy could be read.
     fn accounts(&mut self, info: &SessionInfo) -> Option<StreamAccounts>;
+    /// Lends the driver the frame behind this domain's page at `va` (page-aligned, of a
+    /// stretch the domain manages) for its device to read, for one SendLoan: the loan's
+    /// handle, or `None` if it cannot be lent (the default: a transport that lends nothing).
+    fn lend(&mut self, va: usize) -> Option<u64> {
+        let _ = va;
+        None
+    }
+    /// Takes back loan `loan` after its SendLoan was refused (a loan the driver returned
+    /// already, or never took, is no harm).
+    fn take_back(&mut self, loan: u64) {
+        let _ = loan;
+    }
+    /// Waits a little: the client waits for the driver to be done with its loans.
+    fn pause(&mut self) {}
 }
 
 /// A datagram received, read in place in its receive slot.
@@ -134,6 +148,20 @@ impl<T: Transport> Session<T> {
         }
         self.transport.write(&info, 0, heads);
         self.call(Request::send_loan(0, to, 0, len, lent))?.status
+    }
+
+    /// Waits until the driver is done with `n` of the session's SendLoans (its published
+    /// [`StreamAccounts::loans_done`]), pausing between looks at most `pauses` times: whether
+    /// it is. A page lent for a SendLoan is changed only after this, or the kernel refuses
+    /// the change while the loan is out.
+    pub fn wait_loans_done(&mut self, n: u64, pauses: u32) -> bool {
+        for _ in 0..=pauses {
+            if self.accounts().is_some_and(|a| a.loans_done >= n) {
+                return true;
+            }
+            self.transport.pause();
+        }
+        false
     }
 
     /// Waits for the next datagram, lets `read` look at it in its receive slot, then gives

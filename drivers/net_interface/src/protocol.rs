@@ -537,10 +537,13 @@ pub struct StreamAccounts {
     /// Of the datagrams sent, those whose payload the NIC gathered from a lent frame
     /// (SendLoan).
     pub lent_sent: u64,
+    /// SendLoans whose loan the driver is done with (returned, or about to be in the pass
+    /// that publishes this): a client waits for this before it changes a page it lent.
+    pub loans_done: u64,
 }
 
 impl StreamAccounts {
-    /// The accounts' words after the sequence number (the last reserved, zero).
+    /// The accounts' words after the sequence number.
     pub fn words(&self) -> [u64; ACCOUNT_WORDS - 1] {
         [
             self.packets_sent,
@@ -557,7 +560,7 @@ impl StreamAccounts {
             self.periods,
             self.deadlines_missed,
             self.lent_sent,
-            0,
+            self.loans_done,
         ]
     }
 
@@ -578,6 +581,7 @@ impl StreamAccounts {
             periods: w[11],
             deadlines_missed: w[12],
             lent_sent: w[13],
+            loans_done: w[14],
         }
     }
 }

@@ -437,9 +437,10 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
                         self.stats.rejected += 1;
                         refused_open(self.driver, c, msg, &response, domain);
                     }
-                    self.send(i, response, domain);
-                    // A SendLoan refused after its loan was taken gives it back at once.
+                    // A SendLoan refused after its loan was taken gives it back before the
+                    // client hears of it.
                     self.return_loans(domain);
+                    self.send(i, response, domain);
                 }
                 Ok(None) if !c.channels.sender_gone() => break,
                 // Its sender died and everything it published has been taken, or its ring is

@@ -94,6 +94,7 @@ struct Tail {
 #[derive(Clone, Copy, Debug)]
 struct LoanOut {
     loan: u64,
+    client: ClientId,
     outstanding: u32,
 }
 
@@ -451,7 +452,7 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
             client.tx_queue.push_back((to, head, slot, Some(Tail { range, loan: lent.loan })));
         }
         let (stream, first) = (client.stream, head + lent.piece(len, 0).1 as usize);
-        self.loans.push(LoanOut { loan: lent.loan, outstanding: n });
+        self.loans.push(LoanOut { loan: lent.loan, client: c, outstanding: n });
         if was_empty {
             self.arrive(stream, first, now.0);
         }
@@ -486,8 +487,11 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
         let Some(i) = self.loans.iter().position(|l| l.loan == loan) else { return };
         self.loans[i].outstanding -= 1;
         if self.loans[i].outstanding == 0 {
-            self.loans.swap_remove(i);
+            let l = self.loans.swap_remove(i);
             self.returned.push_back(loan);
+            if let Ok(c) = self.client_mut(l.client) {
+                c.accounts.loans_done += 1;
+            }
         }
     }
 
