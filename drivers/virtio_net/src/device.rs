@@ -234,10 +234,11 @@ impl<T: Transport> Nic for VirtioNic<T> {
         };
         let lent = self.tx[i].take().and_then(|t| t.lent);
         let buf: *const [u8] = self.buffer(i);
-        // SAFETY: the same parts as `transmit_begin` was given with this token (a buffer's
-        // length does not matter to the queue, which returns the descriptors it made).
         let done = match lent {
+            // SAFETY: the same buffer as `transmit_begin` was given with this token (its
+            // length does not matter to the queue, which returns the descriptors it made).
             None => unsafe { self.net.transmit_complete(token, &[&*buf]) },
+            // SAFETY: as above, with the same stand-in, still bound to the lent frame.
             Some((s, _)) => unsafe { self.net.transmit_complete(token, &[&*buf, s.as_ref()]) },
         };
         if done.is_err() {
