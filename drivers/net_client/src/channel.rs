@@ -101,4 +101,21 @@ impl Transport for ChannelTransport {
         };
         crate::accounts::read(words)
     }
+
+    fn lend(&mut self, va: usize) -> Option<u64> {
+        let (driver, endpoint) = self.tx.peer();
+        let access = abi::loan_access::DEVICE_READS;
+        tessera::syscall::frame_lend(va, driver, endpoint, access).ok()
+    }
+
+    fn take_back(&mut self, loan: u64) {
+        // A loan the driver returned already (or kept and will return) is NotFound or InUse
+        // here: nothing to do.
+        let _ = tessera::syscall::frame_return(loan);
+    }
+
+    fn pause(&mut self) {
+        // 20 us, or less if an endpoint changes.
+        let _ = tessera::syscall::block(tessera::clock::now_ns() + 20_000);
+    }
 }

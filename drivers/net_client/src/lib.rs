@@ -3,7 +3,9 @@
 //!
 //! - [`session`]: [`Session`], one UDP endpoint: [`Session::open`] on a port,
 //!   [`Session::send`] a datagram (its payload written into the data area's send bytes, then
-//!   the Send request), [`Session::receive`] the next datagram, read in place in its receive
+//!   the Send request), [`Session::send_lent`] the range of a frame the domain has lent the
+//!   driver (only the datagrams' heads written into the data area: the payload is never
+//!   copied), [`Session::receive`] the next datagram, read in place in its receive
 //!   slot and then given back (Release), or [`Session::receive_until`] the same with a
 //!   deadline on the domain's clock (`Ok(None)` when it passes first, for a client that
 //!   must not wait forever for a datagram that may be lost), [`Session::close`], and

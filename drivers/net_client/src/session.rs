@@ -4,7 +4,7 @@ use alloc::collections::VecDeque;
 
 use net_interface::protocol::{RX_SLOT, Received};
 use net_interface::{
-    Endpoint, NetError, Request, Response, ServerMessage, SessionInfo, StreamAccounts,
+    Endpoint, LoanSend, NetError, Request, Response, ServerMessage, SessionInfo, StreamAccounts,
 };
 
 /// What a session needs of its channels and its data area.
@@ -33,6 +33,20 @@ pub trait Transport {
     /// The stream's accounts as the driver last published them for the session `info`
     /// describes, if a consistent copy could be read.
     fn accounts(&mut self, info: &SessionInfo) -> Option<StreamAccounts>;
+    /// Lends the driver the frame behind this domain's page at `va` (page-aligned, of a
+    /// stretch the domain manages) for its device to read, for one SendLoan: the loan's
+    /// handle, or `None` if it cannot be lent (the default: a transport that lends nothing).
+    fn lend(&mut self, va: usize) -> Option<u64> {
+        let _ = va;
+        None
+    }
+    /// Takes back loan `loan` after its SendLoan was refused (a loan the driver returned
+    /// already, or never took, is no harm).
+    fn take_back(&mut self, loan: u64) {
+        let _ = loan;
+    }
+    /// Waits a little: the client waits for the driver to be done with its loans.
+    fn pause(&mut self) {}
 }
 
 /// A datagram received, read in place in its receive slot.
@@ -111,6 +125,43 @@ impl<T: Transport> Session<T> {
         info.check_send(to, 0, len)?;
         self.transport.write(&info, 0, payload);
         self.call(Request::send(0, to, 0, len))?.status
+    }
+
+    /// Sends the `len` bytes of the range of a frame this domain has lent the driver that
+    /// `lent` names (the loan's handle, where the range starts, how it is cut), to `to`, in
+    /// datagrams whose heads are `heads` (`lent.head` bytes each, in order; written at the
+    /// start of the data area), then the SendLoan: the payloads leave from the frame itself,
+    /// never copied (see `net_interface::protocol`). Once the response came, the driver holds
+    /// the loan if it said Ok (and returns it when its device is done) and has returned or
+    /// never taken it otherwise: after [`NetError::BadLoan`] the client takes it back itself.
+    pub fn send_lent(
+        &mut self,
+        to: Endpoint,
+        heads: &[u8],
+        len: u32,
+        lent: LoanSend,
+    ) -> Result<(), NetError> {
+        let info = self.info.ok_or(NetError::UnknownClient)?;
+        let n = info.check_send_loan(to, 0, len, lent)?;
+        if heads.len() != n as usize * usize::from(lent.head) {
+            return Err(NetError::TooLarge);
+        }
+        self.transport.write(&info, 0, heads);
+        self.call(Request::send_loan(0, to, 0, len, lent))?.status
+    }
+
+    /// Waits until the driver is done with `n` of the session's SendLoans (its published
+    /// [`StreamAccounts::loans_done`]), pausing between looks at most `pauses` times: whether
+    /// it is. A page lent for a SendLoan is changed only after this, or the kernel refuses
+    /// the change while the loan is out.
+    pub fn wait_loans_done(&mut self, n: u64, pauses: u32) -> bool {
+        for _ in 0..=pauses {
+            if self.accounts().is_some_and(|a| a.loans_done >= n) {
+                return true;
+            }
+            self.transport.pause();
+        }
+        false
     }
 
     /// Waits for the next datagram, lets `read` look at it in its receive slot, then gives

@@ -15,8 +15,11 @@
 //! back, and the driver grants the client a *data area*. The client opens a UDP endpoint on a
 //! port, sends datagrams whose payload it has written in its data area, receives datagrams that
 //! the driver has copied into receive slots of its data area (the one copy between the NIC's
-//! buffer and the client), gives each slot back once read, and closes. Requests carry
-//! client-chosen ids that responses echo. The wire format, fixed-size little-endian messages
+//! buffer and the client), gives each slot back once read, and closes. A page a client has
+//! lent the driver (the kernel's `frame_lend`) it sends with SendLoan, without a copy: the NIC
+//! gathers each datagram's head from the data area and its payload from the lent frame
+//! ([`nic::Nic::transmit_lent`]), and the driver returns the loan once the device is done.
+//! Requests carry client-chosen ids that responses echo. The wire format, fixed-size little-endian messages
 //! that fit one 64-byte slot, is in [`protocol`]; errors, with stable codes, are
 //! [`protocol::NetError`]; a stream's accounts (packets and bytes each way, drops by cause,
 //! link time used under its contract), which the driver publishes after the data area, are
@@ -28,11 +31,12 @@
 //! # Invariants
 //! - Decoding never panics on any bytes; whatever decodes re-encodes to the same bytes.
 //! - Error and op codes are stable (they are on the wire).
-//! - [`protocol::SessionInfo::check_send`] checks a send the same way on both sides.
+//! - [`protocol::SessionInfo::check_send`] and [`protocol::SessionInfo::check_send_loan`]
+//!   check a send the same way on both sides.
 //!
 //! The crate is `no_std` with `alloc` (for [`mem`] only), has no `unsafe` code and no system
-//! calls. Not implemented: TCP, IPv6, IP fragments, a send that names more than one buffer
-//! (scatter-gather), and checksum offload.
+//! calls. Not implemented: TCP, IPv6, IP fragments, a receive into a lent frame, and checksum
+//! offload.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -48,8 +52,8 @@ pub mod protocol;
 mod tests;
 
 pub use frame::{Endpoint, Ipv4Addr, MacAddr};
-pub use nic::{LinkState, Nic, NicError};
+pub use nic::{DeviceRange, LinkState, Nic, NicError};
 pub use protocol::{
-    NetContract, NetError, Op, Received, Request, Response, ServerMessage, SessionInfo,
+    LoanSend, NetContract, NetError, Op, Received, Request, Response, ServerMessage, SessionInfo,
     StreamAccounts,
 };

@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use crate::frame::{MAX_FRAME, MTU, MacAddr};
-use crate::nic::{LinkState, Nic, NicError};
+use crate::nic::{DeviceRange, LinkState, Nic, NicError};
 
 /// Which way a frame goes on a [`Wire`]: from the first NIC of [`pair`] to the second, or back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,16 +107,42 @@ impl Wire {
     }
 }
 
-/// One end of an in-memory link. Its transmitted frames complete when polled.
+/// One end of an in-memory link. Its transmitted frames complete when polled, in the order
+/// they were given. It gathers a frame's tail ([`Nic::transmit_lent`]) from its *device
+/// memory*: byte ranges at device addresses that a test puts there ([`MemNic::set_memory`]),
+/// standing for lent frames.
 pub struct MemNic {
     mac: MacAddr,
     wire: Wire,
     /// The direction this NIC transmits in.
     out: Direction,
     tx_capacity: usize,
-    tx_in_flight: usize,
+    /// The frames in flight, oldest first, with the tag of those with a lent tail.
+    in_flight: VecDeque<Option<u64>>,
+    /// The tags of lent tails the device is done with.
+    done: VecDeque<u64>,
+    /// Device memory: each range's device address and bytes.
+    memory: Vec<(u64, Vec<u8>)>,
     /// Frames transmitted, ever.
     pub transmitted: u64,
+    /// Of them, frames whose tail was gathered from device memory.
+    pub gathered: u64,
+}
+
+impl MemNic {
+    /// Puts `bytes` at device address `addr` (replacing a range there).
+    pub fn set_memory(&mut self, addr: u64, bytes: &[u8]) {
+        self.memory.retain(|(a, _)| *a != addr);
+        self.memory.push((addr, bytes.to_vec()));
+    }
+
+    /// The bytes of device memory at `addr .. addr + len`, if one range holds them.
+    fn memory_at(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        self.memory.iter().find_map(|(a, b)| {
+            let at = usize::try_from(addr.checked_sub(*a)?).ok()?;
+            b.get(at..at.checked_add(len)?)
+        })
+    }
 }
 
 /// Two NICs with MACs `a` and `b` joined by a wire, each with `tx_capacity` transmit buffers
@@ -139,8 +165,11 @@ pub fn pair(
         wire: wire.clone(),
         out,
         tx_capacity,
-        tx_in_flight: 0,
+        in_flight: VecDeque::new(),
+        done: VecDeque::new(),
+        memory: Vec::new(),
         transmitted: 0,
+        gathered: 0,
     };
     (nic(a, Direction::AtoB), nic(b, Direction::BtoA), wire.clone())
 }
@@ -163,7 +192,7 @@ impl Nic for MemNic {
     }
 
     fn tx_in_flight(&self) -> usize {
-        self.tx_in_flight
+        self.in_flight.len()
     }
 
     fn transmit<R>(
@@ -174,23 +203,55 @@ impl Nic for MemNic {
         if len == 0 || len > MAX_FRAME {
             return Err(NicError::BadLength);
         }
-        if self.tx_in_flight >= self.tx_capacity {
+        if self.in_flight.len() >= self.tx_capacity {
             return Err(NicError::Full);
         }
         let mut frame = vec![0; len];
         let r = fill(&mut frame);
-        self.tx_in_flight += 1;
+        self.in_flight.push_back(None);
         self.transmitted += 1;
         self.wire.carry(self.out, frame);
         Ok(r)
     }
 
     fn poll_transmit(&mut self) -> bool {
-        if self.tx_in_flight == 0 {
-            return false;
+        match self.in_flight.pop_front() {
+            None => false,
+            Some(tag) => {
+                self.done.extend(tag);
+                true
+            }
         }
-        self.tx_in_flight -= 1;
-        true
+    }
+
+    fn transmit_lent<R>(
+        &mut self,
+        head: usize,
+        fill: impl FnOnce(&mut [u8]) -> R,
+        tail: DeviceRange,
+        tag: u64,
+    ) -> Result<R, NicError> {
+        let len = head.saturating_add(tail.len);
+        if head == 0 || len > MAX_FRAME {
+            return Err(NicError::BadLength);
+        }
+        if self.in_flight.len() >= self.tx_capacity {
+            return Err(NicError::Full);
+        }
+        // A device reading an address nothing is at fails the transmission.
+        let bytes = self.memory_at(tail.addr, tail.len).ok_or(NicError::Io)?.to_vec();
+        let mut frame = vec![0; head];
+        let r = fill(&mut frame);
+        frame.extend_from_slice(&bytes);
+        self.in_flight.push_back(Some(tag));
+        self.transmitted += 1;
+        self.gathered += 1;
+        self.wire.carry(self.out, frame);
+        Ok(r)
+    }
+
+    fn lent_done(&mut self) -> Option<u64> {
+        self.done.pop_front()
     }
 
     fn receive<R>(&mut self, read: impl FnOnce(&[u8]) -> R) -> Option<R> {

@@ -11,11 +11,30 @@
 //! | 9..10  | reserved | zero                                                             |
 //! | 10..12 | `port`   | Open: the local port (0: any free one); Send: the remote port    |
 //! | 12..16 | `addr`   | Send: the remote IPv4 address                                    |
-//! | 16..20 | `len`    | Send: the payload's length in bytes                              |
-//! | 20..24 | reserved | zero                                                             |
-//! | 24..32 | `offset` | Send: the payload's offset in the data area; Release: the slot's |
+//! | 16..20 | `len`    | Send: the payload's length; SendLoan: the lent range's length    |
+//! | 20..22 | `head`   | SendLoan: the bytes of each datagram's head in the data area     |
+//! | 22..24 | `chunk`  | SendLoan: the most bytes of the lent range each datagram carries |
+//! | 24..32 | `offset` | Send: the payload's offset in the data area; Release: the slot's;|
+//! |        |          | SendLoan: the first head's offset in the data area               |
+//! | 32..40 | `loan`   | SendLoan: the loan's handle (the kernel's `frame_lend`)          |
+//! | 40..44 | `at`     | SendLoan: where the lent range starts in the frame               |
+//! | 44..48 | reserved | zero                                                             |
 //!
 //! Fields an op does not use are zero. Open and Close carry only `id`, `op` (and Open `port`).
+//!
+//! **SendLoan** sends a payload without copying it through the data area: the client lends the
+//! driver the frame behind a page of its own for the device to read (`frame_lend`) and names
+//! the loan and a range of it (`at`, `len`, within [`LOAN_MAX`] bytes). The range is cut into
+//! `ceil(len / chunk)` datagrams (at most [`MAX_LOAN_DATAGRAMS`]), all to `addr:port`;
+//! datagram `i` is the `head` bytes at `offset + i * head` in the data area (a protocol's own
+//! header, which the client writes there) followed by bytes `at + i * chunk ..` of the frame,
+//! so the NIC gathers the payload straight from the lent frame. The driver checks the loan is
+//! the client's (the kernel's `loan_address`) and returns it (`frame_return`) once every
+//! datagram of the request has left the device, or at once if it refuses the request after
+//! that check, whatever becomes of the client: a loan it accepted is never left out. A loan
+//! it cannot use ([`NetError::BadLoan`]) it leaves alone (the client takes it back). Such a
+//! datagram's UDP checksum is 0 ("none", which IPv4 allows): the driver never sees its bytes;
+//! the protocol above checks its own payload end to end (RPP's CRC-32 does).
 //!
 //! A [`ServerMessage`] (driver to client) is [`RESPONSE_LEN`] bytes, a response to a request or
 //! a datagram received:
@@ -55,7 +74,7 @@ use crate::frame::{Endpoint, Ipv4Addr, MAX_UDP_PAYLOAD};
 pub const MAX_PAYLOAD: usize = 64 - 8;
 
 /// The length of an encoded [`Request`].
-pub const REQUEST_LEN: usize = 32;
+pub const REQUEST_LEN: usize = 48;
 
 /// The length of an encoded [`ServerMessage`].
 pub const RESPONSE_LEN: usize = 48;
@@ -64,6 +83,12 @@ pub const RESPONSE_LEN: usize = 48;
 pub const RX_SLOT: usize = MAX_UDP_PAYLOAD;
 
 const _: () = assert!(RX_SLOT.is_multiple_of(64));
+
+/// The most bytes a SendLoan's range covers, and the frame's size: one page.
+pub const LOAN_MAX: u32 = 4096;
+
+/// The most datagrams one SendLoan sends.
+pub const MAX_LOAN_DATAGRAMS: u32 = 4;
 
 const _: () = assert!(REQUEST_LEN <= MAX_PAYLOAD && RESPONSE_LEN <= MAX_PAYLOAD);
 
@@ -78,6 +103,10 @@ io_protocol::wire_codes! {
         Release = 3,
         /// Close the endpoint: datagrams still queued either way are dropped (and counted).
         Close = 4,
+        /// Send the range `at .. at + len` of the frame lent as `loan`, in datagrams of `head`
+        /// bytes of the data area from `offset` on and up to `chunk` bytes of the frame each,
+        /// to `addr:port` (see the [module](self)).
+        SendLoan = 5,
     }
 }
 
@@ -108,6 +137,12 @@ io_protocol::wire_codes! {
         NotAdmitted = 10,
         /// The link is down.
         LinkDown = 11,
+        /// The loan a SendLoan names is not one this client lent the driver, its range goes
+        /// beyond the frame, or the driver takes no loans: the client takes it back.
+        BadLoan = 12,
+        /// A SendLoan's destination is not on the link or its hardware address is not known
+        /// yet (a Send through the data area resolves it): the client sends another way.
+        Unresolved = 13,
     }
 }
 
@@ -122,30 +157,66 @@ pub struct Request {
     pub remote: Endpoint,
     /// Send: the payload's offset; Release: the slot's offset (else 0).
     pub offset: u64,
-    /// Send: the payload's length (else 0).
+    /// Send: the payload's length; SendLoan: the lent range's (else 0).
     pub len: u32,
+    /// SendLoan: the loan and how its range is cut (else all zero).
+    pub lent: LoanSend,
+}
+
+/// What a SendLoan names besides the destination, the heads' offset and the range's length.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoanSend {
+    /// The loan's handle.
+    pub loan: u64,
+    /// Where the range starts in the lent frame.
+    pub at: u32,
+    /// Bytes of each datagram's head, from the data area.
+    pub head: u16,
+    /// The most bytes of the range each datagram carries.
+    pub chunk: u16,
+}
+
+impl LoanSend {
+    /// How many datagrams a range of `len` bytes is cut into.
+    pub fn datagrams(&self, len: u32) -> u32 {
+        if self.chunk == 0 { 0 } else { len.div_ceil(u32::from(self.chunk)) }
+    }
+
+    /// The range `(start, len)` in the frame of datagram `i` of a range of `len` bytes.
+    pub fn piece(&self, len: u32, i: u32) -> (u32, u32) {
+        let from = i * u32::from(self.chunk);
+        (self.at + from, len.saturating_sub(from).min(u32::from(self.chunk)))
+    }
 }
 
 impl Request {
     /// An Open of `port` (0: any free port).
     pub fn open(id: u64, port: u16) -> Request {
         let remote = Endpoint { addr: Ipv4Addr::UNSPECIFIED, port };
-        Request { id, op: Op::Open, remote, offset: 0, len: 0 }
+        Request { id, op: Op::Open, remote, offset: 0, len: 0, lent: LoanSend::default() }
     }
 
     /// A Send of the `len` bytes at `offset` to `to`.
     pub fn send(id: u64, to: Endpoint, offset: u64, len: u32) -> Request {
-        Request { id, op: Op::Send, remote: to, offset, len }
+        Request { id, op: Op::Send, remote: to, offset, len, lent: LoanSend::default() }
+    }
+
+    /// A SendLoan of `len` bytes of the loan `lent` names to `to`, each datagram's head at
+    /// `offset + i * lent.head` in the data area.
+    pub fn send_loan(id: u64, to: Endpoint, offset: u64, len: u32, lent: LoanSend) -> Request {
+        Request { id, op: Op::SendLoan, remote: to, offset, len, lent }
     }
 
     /// A Release of the receive slot at `offset`.
     pub fn release(id: u64, offset: u64) -> Request {
-        Request { id, op: Op::Release, remote: Endpoint::default(), offset, len: 0 }
+        let remote = Endpoint::default();
+        Request { id, op: Op::Release, remote, offset, len: 0, lent: LoanSend::default() }
     }
 
     /// A Close.
     pub fn close(id: u64) -> Request {
-        Request { id, op: Op::Close, remote: Endpoint::default(), offset: 0, len: 0 }
+        let (remote, lent) = (Endpoint::default(), LoanSend::default());
+        Request { id, op: Op::Close, remote, offset: 0, len: 0, lent }
     }
 
     /// The request's wire form.
@@ -156,7 +227,11 @@ impl Request {
         put_u16(&mut b, 10, self.remote.port);
         b[12..16].copy_from_slice(&self.remote.addr.0);
         put_u32(&mut b, 16, self.len);
+        put_u16(&mut b, 20, self.lent.head);
+        put_u16(&mut b, 22, self.lent.chunk);
         put_u64(&mut b, 24, self.offset);
+        put_u64(&mut b, 32, self.lent.loan);
+        put_u32(&mut b, 40, self.lent.at);
         b
     }
 
@@ -164,7 +239,7 @@ impl Request {
     pub fn decode(msg: &[u8]) -> Result<Request, NetError> {
         let b: &[u8; REQUEST_LEN] = msg.try_into().map_err(|_| NetError::Malformed)?;
         let op = Op::from_code(b[8]).ok_or(NetError::Malformed)?;
-        if b[9] != 0 || !is_zero(&b[20..24]) {
+        if b[9] != 0 || !is_zero(&b[44..48]) {
             return Err(NetError::Malformed);
         }
         let req = Request {
@@ -173,13 +248,23 @@ impl Request {
             remote: Endpoint { addr: Ipv4Addr([b[12], b[13], b[14], b[15]]), port: u16_at(b, 10) },
             len: u32_at(b, 16),
             offset: u64_at(b, 24),
+            lent: LoanSend {
+                loan: u64_at(b, 32),
+                at: u32_at(b, 40),
+                head: u16_at(b, 20),
+                chunk: u16_at(b, 22),
+            },
         };
+        let no_loan = req.lent == LoanSend::default();
         let zero_addr = req.remote.addr == Ipv4Addr::UNSPECIFIED;
         let well_formed = match op {
-            Op::Open => zero_addr && req.len == 0 && req.offset == 0,
-            Op::Send => true,
-            Op::Release => req.remote == Endpoint::default() && req.len == 0,
-            Op::Close => req.remote == Endpoint::default() && req.len == 0 && req.offset == 0,
+            Op::Open => zero_addr && req.len == 0 && req.offset == 0 && no_loan,
+            Op::Send => no_loan,
+            Op::Release => req.remote == Endpoint::default() && req.len == 0 && no_loan,
+            Op::Close => {
+                req.remote == Endpoint::default() && req.len == 0 && req.offset == 0 && no_loan
+            }
+            Op::SendLoan => req.len > 0 && req.lent.chunk > 0,
         };
         if !well_formed {
             return Err(NetError::Malformed);
@@ -236,6 +321,39 @@ impl SessionInfo {
             return Err(NetError::OutsideDataArea);
         }
         Ok(())
+    }
+
+    /// Checks a SendLoan of the `len` bytes of `lent`'s range, heads from `offset` on, to
+    /// `to`, in the order the errors are reported: [`NetError::BadAddress`],
+    /// [`NetError::TooLarge`] (a datagram's head and chunk beyond the largest payload, or more
+    /// than [`MAX_LOAN_DATAGRAMS`] datagrams), [`NetError::BadLoan`] (the range beyond
+    /// [`LOAN_MAX`]), [`NetError::OutsideDataArea`] (the heads beyond the send bytes). The
+    /// number of datagrams. Overflow-safe. Whether the loan is the client's is the kernel's
+    /// to say, to the driver.
+    pub fn check_send_loan(
+        &self,
+        to: Endpoint,
+        offset: u64,
+        len: u32,
+        lent: LoanSend,
+    ) -> Result<u32, NetError> {
+        self.check_send(to, 0, 0)?;
+        let n = lent.datagrams(len);
+        if u32::from(lent.head) + u32::from(lent.chunk) > self.max_payload
+            || n == 0
+            || n > MAX_LOAN_DATAGRAMS
+        {
+            return Err(NetError::TooLarge);
+        }
+        if lent.at.checked_add(len).is_none_or(|end| end > LOAN_MAX) {
+            return Err(NetError::BadLoan);
+        }
+        let heads = u64::from(n) * u64::from(lent.head);
+        let limit = u64::from(self.rx_offset).min(self.area_len);
+        if offset.checked_add(heads).is_none_or(|end| end > limit) {
+            return Err(NetError::OutsideDataArea);
+        }
+        Ok(n)
     }
 
     /// The receive slot at `offset` in the area, if it names one.
@@ -416,10 +534,16 @@ pub struct StreamAccounts {
     pub periods: u64,
     /// Periods that ended with slice left while it had datagrams queued.
     pub deadlines_missed: u64,
+    /// Of the datagrams sent, those whose payload the NIC gathered from a lent frame
+    /// (SendLoan).
+    pub lent_sent: u64,
+    /// SendLoans whose loan the driver is done with (returned, or about to be in the pass
+    /// that publishes this): a client waits for this before it changes a page it lent.
+    pub loans_done: u64,
 }
 
 impl StreamAccounts {
-    /// The accounts' words after the sequence number (the last two reserved, zero).
+    /// The accounts' words after the sequence number.
     pub fn words(&self) -> [u64; ACCOUNT_WORDS - 1] {
         [
             self.packets_sent,
@@ -435,8 +559,8 @@ impl StreamAccounts {
             self.extra_ns,
             self.periods,
             self.deadlines_missed,
-            0,
-            0,
+            self.lent_sent,
+            self.loans_done,
         ]
     }
 
@@ -456,6 +580,8 @@ impl StreamAccounts {
             extra_ns: w[10],
             periods: w[11],
             deadlines_missed: w[12],
+            lent_sent: w[13],
+            loans_done: w[14],
         }
     }
 }

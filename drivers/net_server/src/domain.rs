@@ -8,6 +8,9 @@
 //! for the targets only; no `unsafe` (the runtime's `dma` hands out the area's bytes and
 //! words).
 //!
+//! The kernel's loan calls serve SendLoan: `loan_address` checks a loan is the client's domain's
+//! and gives the frame's device address, `frame_return` gives it back once the NIC is done.
+//!
 //! A client's receive slots are lent to the stack at each Open and come back when the stack
 //! drops them at the Close ([`Lent`]), so a client may close and open again.
 //!
@@ -21,7 +24,7 @@ use core::cell::Cell;
 use core::sync::atomic::AtomicU64;
 
 use net_interface::protocol::{ACCOUNT_WORDS, RX_SLOT};
-use net_interface::{NetContract, Nic};
+use net_interface::{NetContract, NetError, Nic};
 use net_stack::{Area, Config, Instant, NetStack};
 use tessera::channel::{ChannelError, Receiver, Sender};
 use tessera::{driver, events, println, syscall};
@@ -125,6 +128,16 @@ impl NetDomain for Domain {
     fn die(&mut self) -> ! {
         tessera::fault::now()
     }
+
+    fn loan_address(&mut self, lender: u32, loan: u64, len: u32) -> Result<u64, NetError> {
+        syscall::loan_address(loan, lender, len as usize).map_err(|_| NetError::BadLoan)
+    }
+
+    fn loan_return(&mut self, loan: u64) {
+        if let Err(e) = syscall::frame_return(loan) {
+            println!("a loan could not be returned: {}", e.name());
+        }
+    }
 }
 
 /// A data area for the client in domain `peer` ([`driver::client_area`]): its send bytes,
@@ -173,7 +186,8 @@ fn clients(driver: &str) -> Vec<Client<Pair, DomainArea>> {
             None => println!("{driver}: client {name} (domain {peer}) served"),
         }
         let pair = Pair { rx: c.rx, tx: c.tx };
-        out.push(Client::new(name, pair, area, contract).with_records(own.is_some()));
+        let client = Client::new(name, pair, area, contract).with_records(own.is_some());
+        out.push(client.with_lender(peer as u32));
     }
     out
 }

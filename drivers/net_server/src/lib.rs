@@ -20,15 +20,20 @@
 //!    Close that comes while the client still has datagrams to send ([`NetStack::unsent`]) is
 //!    kept and answered at the first pass after they have left (each in its turn under the
 //!    client's contract), as a socket that lingers; the client's later requests wait behind it.
+//!    A SendLoan's loan is checked with the kernel ([`NetDomain::loan_address`], as the
+//!    client's domain's) after the request's own checks.
 //! 3. The stack is polled ([`NetStack::poll`]): transmissions completed, frames received and
 //!    demultiplexed, smoltcp's ARP and ICMP, the transmit streams' dispatches.
-//! 4. Each client's received datagrams ([`NetStack::next_message`]) are sent to it.
-//! 5. The completed periods of the streams of clients with a contract of their own
+//! 4. The loans the stack is done with ([`NetStack::take_returned`]: every datagram of the
+//!    request sent, or dropped, or the request refused after its loan was taken) are returned
+//!    ([`NetDomain::loan_return`]).
+//! 5. Each client's received datagrams ([`NetStack::next_message`]) are sent to it.
+//! 6. The completed periods of the streams of clients with a contract of their own
 //!    ([`Client::with_records`]) are printed, one line each:
 //!    `net period: stream=NAME start=NS end=NS guaranteed=NS extra=NS missed=BOOL` (NAME the
 //!    client's channel prefix; times in link time, by the domain's clock), which
 //!    `cargo xtask run --net-out` and `--net-svg` collect.
-//! 6. Each stream's accounts are published where its client reads them, with a sequence number
+//! 7. Each stream's accounts are published where its client reads them, with a sequence number
 //!    (odd while written), whenever they changed.
 //!
 //! [`serve`] repeats passes and, when a pass moved nothing, blocks until an endpoint changes
@@ -49,6 +54,9 @@
 //!   fails) is closed in the stack: the datagrams it had queued either way are dropped and
 //!   counted in its final published accounts and in [`ServeStats`]; no other client's
 //!   datagrams, slots or accounts are touched.
+//! - Every loan taken is returned exactly once, whatever becomes of its request and its
+//!   client (a client that dies is closed in the stack, whose queued datagrams of a loan are
+//!   dropped and the loan given back; those at the device are waited for).
 //! - A request with bad arguments gets its error code in its response and changes nothing;
 //!   an Open whose contract the stack does not admit ([`NetError::NotAdmitted`]) is also
 //!   printed, with the contract.
@@ -99,6 +107,18 @@ pub trait NetDomain {
     fn block(&mut self, until_ns: u64);
     /// Prints a line.
     fn print(&mut self, line: fmt::Arguments<'_>);
+    /// The device address of the frame `lender` (a client's domain) lent this domain as
+    /// `loan`, of which a request reaches the first `len` bytes (the kernel's
+    /// `loan_address`); [`NetError::BadLoan`] if it is no such loan. The default takes no
+    /// loans.
+    fn loan_address(&mut self, lender: u32, loan: u64, len: u32) -> Result<u64, NetError> {
+        let _ = (lender, loan, len);
+        Err(NetError::BadLoan)
+    }
+    /// Returns `loan` (the kernel's `frame_return`): the device is done with its frame.
+    fn loan_return(&mut self, loan: u64) {
+        let _ = loan;
+    }
     /// Ends the domain at once, as a fault would ([`ServeOptions::die_after`]: a test of what
     /// the clients and the other domains see). A domain faults; the default panics (the host).
     fn die(&mut self) -> ! {
@@ -172,6 +192,8 @@ pub struct Client<C, D> {
     pub contract: NetContract,
     /// Whether its stream's completed periods are printed (a contract of its own).
     records: bool,
+    /// Its domain, which lends frames for SendLoan.
+    lender: u32,
     session: Session,
     open: bool,
     /// A message its ring did not take, sent first.
@@ -194,6 +216,7 @@ impl<C: Channels, D: DataArea> Client<C, D> {
             area,
             contract,
             records: false,
+            lender: 0,
             session: Session::default(),
             open: true,
             held: None,
@@ -206,6 +229,12 @@ impl<C: Channels, D: DataArea> Client<C, D> {
     /// [crate] documentation) if `on`: for a client with a contract of its own.
     pub fn with_records(mut self, on: bool) -> Client<C, D> {
         self.records = on;
+        self
+    }
+
+    /// The client, its domain `lender` (whose loans its SendLoans name).
+    pub fn with_lender(mut self, lender: u32) -> Client<C, D> {
+        self.lender = lender;
         self
     }
 
@@ -260,6 +289,10 @@ pub struct ServeStats {
     pub dropped_rx_closed: u64,
     /// Times a message did not fit its client's ring and was held.
     pub held: u64,
+    /// Loans taken for SendLoans (the kernel's `loan_address` accepted them).
+    pub loans_taken: u64,
+    /// Loans returned (`frame_return`): every one taken, once the device is done with it.
+    pub loans_returned: u64,
 }
 
 /// What one pass did.
@@ -340,6 +373,7 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
             moved |= self.requests(i, now, domain);
         }
         let next = self.stack.poll(now);
+        moved |= self.return_loans(domain);
         for i in 0..self.clients.len() {
             moved |= self.messages(i, domain);
         }
@@ -381,7 +415,8 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
                         c.closing = Some((buf, n));
                         continue;
                     }
-                    let (area, data) = (c.area.area(), &c.area);
+                    let (area, data, lender) = (c.area.area(), &c.area, c.lender);
+                    let mut taken = false;
                     let response = self.stack.handle(
                         &mut c.session,
                         msg,
@@ -389,13 +424,22 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
                         area,
                         data.tx(),
                         || data.rx(),
+                        |loan, len| {
+                            let a = domain.loan_address(lender, loan, len);
+                            taken = a.is_ok();
+                            a
+                        },
                         now,
                     );
+                    self.stats.loans_taken += u64::from(taken);
                     self.stats.requests += 1;
                     if response[10..12] != [0, 0] {
                         self.stats.rejected += 1;
                         refused_open(self.driver, c, msg, &response, domain);
                     }
+                    // A SendLoan refused after its loan was taken gives it back before the
+                    // client hears of it.
+                    self.return_loans(domain);
                     self.send(i, response, domain);
                 }
                 Ok(None) if !c.channels.sender_gone() => break,
@@ -406,6 +450,17 @@ impl<N: Nic, C: Channels, D: DataArea> NetServer<N, C, D> {
                     self.gone(i, domain, "gone");
                 }
             }
+        }
+        moved
+    }
+
+    /// Returns the loans the stack is done with; whether any.
+    fn return_loans<P: NetDomain>(&mut self, domain: &mut P) -> bool {
+        let mut moved = false;
+        while let Some(loan) = self.stack.take_returned() {
+            domain.loan_return(loan);
+            self.stats.loans_returned += 1;
+            moved = true;
         }
         moved
     }
@@ -591,7 +646,7 @@ pub fn serve<N: Nic, C: Channels, D: DataArea, P: NetDomain>(
             let s = server.stats();
             let d = server.stack().drops();
             domain.print(format_args!(
-                "{}: every client gone: {} requests ({} rejected), {} datagrams delivered, {} interrupts, {} frames dropped, clients closed dropping {} to send and {} received",
+                "{}: every client gone: {} requests ({} rejected), {} datagrams delivered, {} interrupts, {} frames dropped, clients closed dropping {} to send and {} received, {} loans taken and {} returned",
                 server.driver,
                 s.requests,
                 s.rejected,
@@ -599,7 +654,9 @@ pub fn serve<N: Nic, C: Channels, D: DataArea, P: NetDomain>(
                 s.interrupts,
                 d.total(),
                 s.dropped_tx_closed,
-                s.dropped_rx_closed
+                s.dropped_rx_closed,
+                s.loans_taken,
+                s.loans_returned
             ));
             domain.print(format_args!("{}: frames dropped: {d}", server.driver));
             return 0;

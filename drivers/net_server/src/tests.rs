@@ -19,7 +19,8 @@ use net_client::{Session, Transport};
 use net_interface::mem::{self, Direction, MemNic, Wire};
 use net_interface::protocol::{ACCOUNT_WORDS, RX_SLOT};
 use net_interface::{
-    Endpoint, Ipv4Addr, MacAddr, NetContract, NetError, Request, SessionInfo, StreamAccounts,
+    Endpoint, Ipv4Addr, LoanSend, MacAddr, NetContract, NetError, Request, SessionInfo,
+    StreamAccounts,
 };
 use net_stack::{Area, Config, Instant, LinkModel, NetStack};
 
@@ -117,6 +118,10 @@ struct Dom {
     blocks: u64,
     /// A client whose domain dies while this domain blocks with no instant to wake at.
     dies_in_wait: Option<Rc<RefCell<Chan>>>,
+    /// The kernel's loans to this domain: handle, lender, the frame's device address.
+    loans: Vec<(u64, u32, u64)>,
+    /// The loans returned, in order.
+    returned: Vec<u64>,
 }
 
 impl NetDomain for Dom {
@@ -144,6 +149,17 @@ impl NetDomain for Dom {
     }
     fn print(&mut self, line: fmt::Arguments<'_>) {
         self.lines.push(format!("{line}"));
+    }
+    fn loan_address(&mut self, lender: u32, loan: u64, len: u32) -> Result<u64, NetError> {
+        match self.loans.iter().find(|l| l.0 == loan && l.1 == lender) {
+            Some(l) if len <= 4096 => Ok(l.2),
+            _ => Err(NetError::BadLoan),
+        }
+    }
+    fn loan_return(&mut self, loan: u64) {
+        let i = self.loans.iter().position(|l| l.0 == loan).expect("a loan returned twice");
+        self.loans.remove(i);
+        self.returned.push(loan);
     }
 }
 
@@ -288,6 +304,7 @@ fn world(a: usize, b: usize, room: usize) -> (Rc<RefCell<World>>, Vec<Rc<RefCell
                 chans.push(chan.clone());
                 let area = HostArea { tx: vec![0; TX as usize], words: words() };
                 Client::new(&format!("{side}{i}-req"), ServerEnd(chan), area, contract())
+                    .with_lender(40 + i as u32)
             })
             .collect::<Vec<_>>()
     };
@@ -304,6 +321,8 @@ fn world(a: usize, b: usize, room: usize) -> (Rc<RefCell<World>>, Vec<Rc<RefCell
         acks: 0,
         blocks: 0,
         dies_in_wait: None,
+        loans: Vec::new(),
+        returned: Vec::new(),
     };
     let doms = vec![dom(Direction::BtoA), dom(Direction::AtoB)];
     let w = World { servers, doms, now, steps: 0, idle_jumps: 0 };
@@ -751,4 +770,96 @@ fn a_contracted_stream_prints_its_periods_and_an_open_beyond_the_link_is_refused
     // Two full periods of 16 frames each.
     let full = periods.iter().filter(|l| l.contains(&format!("guaranteed={} ", 16 * frame)));
     assert!(full.count() >= 2, "{periods:?}");
+}
+
+/// A page lent by client a0 (domain 40) to driver A as loan `loan` at device address `addr`.
+fn lend_page(w: &Rc<RefCell<World>>, loan: u64, addr: u64) -> Vec<u8> {
+    let page: Vec<u8> = (0..4096).map(|i| (i * 29 + loan as usize) as u8).collect();
+    let mut w = w.borrow_mut();
+    w.servers[0].stack_mut().nic_mut().set_memory(addr, &page);
+    w.doms[0].loans.push((loan, 40, addr));
+    page
+}
+
+/// Runs the servers until driver A holds no loan (a hang fails in `World::step`).
+fn step_until_returned(w: &Rc<RefCell<World>>) {
+    while !w.borrow().doms[0].loans.is_empty() {
+        w.borrow_mut().step();
+    }
+}
+
+const CUT: LoanSend = LoanSend { loan: 0, at: 0, head: 28, chunk: 1421 };
+
+#[test]
+fn a_lent_page_crosses_from_its_frame_and_every_loan_taken_is_returned_once() {
+    let (w, ch) = world(1, 1, 8);
+    let mut a0 = session(&w, &ch[0], 0, 0);
+    let mut b0 = session(&w, &ch[1], 1, 0);
+    a0.open(5000).unwrap();
+    b0.open(7000).unwrap();
+    let heads: Vec<u8> = (0..84).collect();
+    // A loan that is not a0's: refused, nothing taken.
+    let foreign = LoanSend { loan: 99, ..CUT };
+    assert_eq!(a0.send_lent(at(B, 7000), &heads, 4096, foreign), Err(NetError::BadLoan));
+    // B is not known yet: the loan is taken, the request refused, the loan given back.
+    let page = lend_page(&w, 1, 0x8000_1000);
+    let lent = LoanSend { loan: 1, ..CUT };
+    assert_eq!(a0.send_lent(at(B, 7000), &heads, 4096, lent), Err(NetError::Unresolved));
+    assert_eq!(w.borrow().doms[0].returned, [1]);
+    // After a datagram from B, the page goes, from its frame.
+    b0.send(at(A, 5000), b"hello").unwrap();
+    assert_eq!(recv(&mut a0).1, b"hello");
+    let page = {
+        let _ = page;
+        lend_page(&w, 2, 0x8000_2000)
+    };
+    let lent = LoanSend { loan: 2, ..CUT };
+    a0.send_lent(at(B, 7000), &heads, 4096, lent).unwrap();
+    for i in 0..3u32 {
+        let (from, got) = recv(&mut b0);
+        let (start, len) = lent.piece(4096, i);
+        assert_eq!(from, at(A, 5000));
+        assert_eq!(&got[..28], &heads[i as usize * 28..][..28]);
+        assert_eq!(&got[28..], &page[start as usize..(start + len) as usize], "datagram {i}");
+    }
+    // Each loan returned once (the test kernel panics at a second return), none left out.
+    step_until_returned(&w);
+    let wb = w.borrow();
+    assert_eq!(wb.doms[0].returned, [1, 2]);
+    assert!(wb.doms[0].loans.is_empty());
+    let s = wb.servers[0].stats();
+    assert_eq!((s.loans_taken, s.loans_returned), (2, 2));
+    let id = wb.servers[0].clients()[0].session().client.unwrap();
+    assert_eq!(wb.servers[0].stack().accounts(id).unwrap().lent_sent, 3);
+}
+
+#[test]
+fn a_client_that_dies_with_pages_queued_gets_its_loans_back() {
+    let (w, ch) = world(1, 1, 8);
+    let mut a0 = session(&w, &ch[0], 0, 0);
+    let mut b0 = session(&w, &ch[1], 1, 0);
+    a0.open(5000).unwrap();
+    b0.open(7000).unwrap();
+    b0.send(at(A, 5000), b"hello").unwrap();
+    recv(&mut a0);
+    let heads = vec![7u8; 84];
+    // A full page of big datagrams ahead of two lent pages, then the client dies.
+    for seq in 0..2 {
+        a0.send(at(B, 7000), &payload(1, seq, 1472)).unwrap();
+    }
+    for loan in [3, 4] {
+        lend_page(&w, loan, 0x8000_0000 + loan * 0x1000);
+        a0.send_lent(at(B, 7000), &heads, 4096, LoanSend { loan, ..CUT }).unwrap();
+    }
+    ch[0].borrow_mut().dead = true;
+    drop(a0);
+    step_until_returned(&w);
+    let wb = w.borrow();
+    let mut returned = wb.doms[0].returned.clone();
+    returned.sort();
+    assert_eq!(returned, [3, 4]);
+    assert!(wb.doms[0].loans.is_empty());
+    let s = wb.servers[0].stats();
+    assert_eq!((s.clients_gone, s.loans_taken, s.loans_returned), (1, 2, 2));
+    assert!(s.dropped_tx_closed > 0, "nothing was queued when the client died");
 }

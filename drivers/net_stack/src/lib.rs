@@ -26,6 +26,12 @@
 //!   admission test. Each stream's completed periods (link time guaranteed and extra, a
 //!   missed deadline) are recorded on request ([`NetStack::record_periods`],
 //!   [`NetStack::take_periods`]).
+//! - **Pages from lent frames** ([`NetStack::send_lent`], a client's SendLoan): the stack
+//!   builds the Ethernet, IPv4 and UDP headers itself (UDP checksum 0), to a neighbour whose
+//!   hardware address it learnt from a datagram of its (else `Unresolved`), and the NIC
+//!   gathers each datagram's payload from the lent frame: no copy and no smoltcp on that path.
+//!   The loan is held until every datagram of it is done with (sent, or dropped at a Close),
+//!   then given back by [`NetStack::take_returned`] for the driver to return.
 //! - **Time is the caller's**: every call takes an [`Instant`]; nothing reads a clock.
 //!
 //! # Invariants
@@ -40,8 +46,8 @@
 //! TCP, IPv6, IP fragments (dropped and counted), receive-side contracts (a flood to one port
 //! fills that client's slots only, but classifying it costs the domain CPU time), a datagram
 //! that waits for ARP is charged link time when handed to smoltcp, not when it leaves, and the
-//! transmit path copies twice (the client's bytes into its queue, then into smoltcp's socket
-//! buffer, which smoltcp writes into the NIC's buffer). A closed client's USD stream stays
+//! Send path copies twice (the client's bytes into its queue, then into smoltcp's socket
+//! buffer, which smoltcp writes into the NIC's buffer; SendLoan copies none). A closed client's USD stream stays
 //! (blocked, no contract): the USD has no way to remove one.
 
 #![no_std]

@@ -37,8 +37,12 @@ pub struct Session {
 impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
     /// Handles the encoded request `msg` of the client on `session` at `now`: its contract is
     /// `contract`, its data area `area`, whose bytes before the receive slots are `tx` and
-    /// whose receive slots `rx` gives (asked once, on a successful Open's way). The encoded
-    /// response.
+    /// whose receive slots `rx` gives (asked once, on a successful Open's way); a SendLoan's
+    /// loan is checked by `loan`, asked once, after the request's own checks, with the loan's
+    /// handle and the bytes of the frame the request reaches from its start: the frame's
+    /// device address, or [`NetError::BadLoan`] if the loan is not the client's. A loan `loan`
+    /// accepted is the stack's from then on: it comes back by [`NetStack::take_returned`],
+    /// at once if the request is refused after all. The encoded response.
     #[allow(clippy::too_many_arguments)]
     pub fn handle(
         &mut self,
@@ -48,14 +52,46 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
         area: Area,
         tx: &[u8],
         rx: impl FnOnce() -> A,
+        loan: impl FnOnce(u64, u32) -> Result<u64, NetError>,
         now: Instant,
     ) -> [u8; RESPONSE_LEN] {
         let id = Request::id_of(msg);
         let response = match Request::decode(msg) {
             Err(e) => Response::plain(id, Err(e)),
+            Ok(req) if req.op == Op::SendLoan => {
+                Response::plain(id, self.request_lent(session, &req, tx, loan, now))
+            }
             Ok(req) => self.request(session, req, contract, area, tx, rx, now),
         };
         ServerMessage::Response(response).encode()
+    }
+
+    /// A SendLoan of the client on `session` (see [`NetStack::handle`]).
+    fn request_lent(
+        &mut self,
+        session: &Session,
+        req: &Request,
+        tx: &[u8],
+        loan: impl FnOnce(u64, u32) -> Result<u64, NetError>,
+        now: Instant,
+    ) -> Result<(), NetError> {
+        let c = session.client.ok_or(NetError::UnknownClient)?;
+        let n = session.info.check_send_loan(req.remote, req.offset, req.len, req.lent)?;
+        // Checked: the heads lie before the receive slots, within `tx`.
+        let at = req.offset as usize;
+        let heads = tx
+            .get(at..at + n as usize * usize::from(req.lent.head))
+            .ok_or(NetError::OutsideDataArea)?;
+        if self.holds_loan(req.lent.loan) {
+            // Lent for one request: a second would outlive the first's return.
+            return Err(NetError::BadLoan);
+        }
+        let frame = loan(req.lent.loan, req.lent.at + req.len)?;
+        let sent = self.send_lent(c, req.remote, heads, req.len, req.lent, frame, now);
+        if sent.is_err() {
+            self.give_back(req.lent.loan);
+        }
+        sent
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -109,6 +145,8 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
                 None => Err(NetError::OutsideDataArea),
             },
             (Op::Close, Some(c)) => self.close(c, now).map(|_| *session = Session::default()),
+            // Taken apart by `handle`.
+            (Op::SendLoan, Some(_)) => Err(NetError::BadLoan),
         };
         Response::plain(id, status)
     }

@@ -10,7 +10,8 @@ use disk_sched::{Decision, Pending};
 use net_interface::frame::{ETH_HEADER, IPV4_UDP_HEADERS, MAX_UDP_PAYLOAD};
 use net_interface::protocol::{RX_SLOT, Received};
 use net_interface::{
-    Endpoint, Ipv4Addr, LinkState, MacAddr, NetContract, NetError, Nic, StreamAccounts,
+    DeviceRange, Endpoint, Ipv4Addr, LinkState, LoanSend, MacAddr, NetContract, NetError, Nic,
+    NicError, StreamAccounts,
 };
 use smoltcp::iface::{Config as IfaceConfig, Interface, SocketHandle, SocketSet};
 use smoltcp::socket::{icmp, udp};
@@ -68,8 +69,9 @@ struct Client<A> {
     /// Its stream in the USD.
     stream: usize,
     contract: Contract,
-    /// Queued sends: destination, length, slot in `tx_bytes`.
-    tx_queue: VecDeque<(Endpoint, usize, usize)>,
+    /// Queued sends: destination, length, slot in `tx_bytes`, and for a datagram of a
+    /// SendLoan its tail in the lent frame (its bytes in the slot are then its head only).
+    tx_queue: VecDeque<(Endpoint, usize, usize, Option<Tail>)>,
     tx_free: Vec<usize>,
     tx_bytes: Vec<u8>,
     /// The receive slots' storage, and which slots are taken.
@@ -79,6 +81,30 @@ struct Client<A> {
     rx_ready: VecDeque<Received>,
     accounts: StreamAccounts,
 }
+
+/// A datagram's tail in a lent frame: where the device reads it, and the loan.
+#[derive(Clone, Copy, Debug)]
+struct Tail {
+    range: DeviceRange,
+    loan: u64,
+}
+
+/// A loan the stack holds for a SendLoan: its datagrams not yet done with (queued, or at the
+/// device).
+#[derive(Clone, Copy, Debug)]
+struct LoanOut {
+    loan: u64,
+    client: ClientId,
+    outstanding: u32,
+}
+
+/// How many neighbours' hardware addresses the stack remembers for SendLoan's frames, which
+/// it builds itself (learnt from the UDP datagrams they send, the oldest forgotten first).
+const NEIGHBOURS: usize = 16;
+
+/// The IPv4 header of the frames the stack builds itself: version 4, 20 bytes, don't fragment,
+/// TTL 64, UDP.
+const IP_TTL: u8 = 64;
 
 /// The first port an Open of port 0 may be given.
 pub const EPHEMERAL_PORTS: u16 = 49152;
@@ -113,6 +139,13 @@ pub struct NetStack<N: Nic, A: AsMut<[u8]> + AsRef<[u8]> = Vec<u8>> {
     to_stack: u64,
     /// The last poll left received frames on the NIC (its budget ran out).
     rx_more: bool,
+    /// Hosts on the link and their hardware addresses, most recent last.
+    neighbours: VecDeque<(Ipv4Addr, MacAddr)>,
+    /// Loans held for SendLoans, and those done with, to be returned.
+    loans: Vec<LoanOut>,
+    returned: VecDeque<u64>,
+    /// The identification of the next IPv4 header the stack builds.
+    ip_ident: u16,
 }
 
 impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
@@ -154,6 +187,10 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
             drops: Drops::default(),
             to_stack: 0,
             rx_more: false,
+            neighbours: VecDeque::with_capacity(NEIGHBOURS),
+            loans: Vec::new(),
+            returned: VecDeque::new(),
+            ip_ident: 0,
         }
     }
 
@@ -313,6 +350,9 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
         let client = self.clients[c.0 as usize].take().ok_or(NetError::UnknownClient)?;
         acc.dropped_tx_closed += client.tx_queue.len() as u64;
         acc.dropped_rx_closed += client.rx_taken.iter().filter(|t| **t).count() as u64;
+        for tail in client.tx_queue.iter().filter_map(|q| q.3) {
+            self.loan_done(tail.loan);
+        }
         self.sockets.remove(client.socket);
         // Its stream stays in the USD, blocked once its last pending datagram (if any) is
         // dispatched and skipped; it holds no contract any more.
@@ -348,13 +388,116 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
         };
         let at = slot * MAX_UDP_PAYLOAD;
         client.tx_bytes[at..at + payload.len()].copy_from_slice(payload);
-        client.tx_queue.push_back((to, payload.len(), slot));
+        client.tx_queue.push_back((to, payload.len(), slot, None));
         if client.tx_queue.len() == 1 {
             let stream = client.stream;
             self.arrive(stream, payload.len(), now.0);
         }
         self.pump_tx(now);
         Ok(())
+    }
+
+    /// Queues the datagrams of a SendLoan from client `c` to `to` at `now`: `lent` cuts the
+    /// `len` bytes at device address `frame + lent.at` on (a frame the client lent, whose
+    /// handle is `lent.loan`) into datagrams, datagram `i`'s head the `lent.head` bytes at
+    /// `i * lent.head` in `heads`. The NIC gathers each tail from the frame
+    /// ([`Nic::transmit_lent`]); the stack builds the frames' headers itself (UDP checksum 0),
+    /// so the destination must be a neighbour whose hardware address it has learnt from a
+    /// datagram of its ([`NetError::Unresolved`] otherwise, and for this node's own address).
+    /// Refused with [`NetError::Busy`] unless the client's queue has room for every datagram.
+    /// Once accepted, the loan is held until every datagram is done with (sent, or dropped
+    /// at a Close), then given by [`NetStack::take_returned`]; a refused request holds
+    /// nothing. The request is assumed checked ([`SessionInfo::check_send_loan`]).
+    ///
+    /// [`SessionInfo::check_send_loan`]: net_interface::SessionInfo::check_send_loan
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_lent(
+        &mut self,
+        c: ClientId,
+        to: Endpoint,
+        heads: &[u8],
+        len: u32,
+        lent: LoanSend,
+        frame: u64,
+        now: Instant,
+    ) -> Result<(), NetError> {
+        let link = self.dev.nic.link();
+        let n = lent.datagrams(len);
+        let head = usize::from(lent.head);
+        if n == 0
+            || heads.len() < n as usize * head
+            || head + usize::from(lent.chunk) > MAX_UDP_PAYLOAD
+        {
+            return Err(NetError::TooLarge);
+        }
+        if link == LinkState::Down {
+            return Err(NetError::LinkDown);
+        }
+        if to.addr == self.config.addr || self.neighbour(to.addr).is_none() {
+            return Err(NetError::Unresolved);
+        }
+        let client = self.client_mut(c)?;
+        if client.tx_free.len() < n as usize {
+            client.accounts.dropped_tx_full += 1;
+            return Err(NetError::Busy);
+        }
+        let was_empty = client.tx_queue.is_empty();
+        for i in 0..n {
+            let (at, piece) = lent.piece(len, i);
+            let slot = client.tx_free.pop().expect("room was checked");
+            let b = slot * MAX_UDP_PAYLOAD;
+            let h = i as usize * head;
+            client.tx_bytes[b..b + head].copy_from_slice(&heads[h..h + head]);
+            let range = DeviceRange { addr: frame + u64::from(at), len: piece as usize };
+            client.tx_queue.push_back((to, head, slot, Some(Tail { range, loan: lent.loan })));
+        }
+        let (stream, first) = (client.stream, head + lent.piece(len, 0).1 as usize);
+        self.loans.push(LoanOut { loan: lent.loan, client: c, outstanding: n });
+        if was_empty {
+            self.arrive(stream, first, now.0);
+        }
+        self.pump_tx(now);
+        Ok(())
+    }
+
+    /// A loan the stack holds for a SendLoan whose datagrams are all done with (sent, or
+    /// dropped at a Close): the driver returns it to the kernel now.
+    pub fn take_returned(&mut self) -> Option<u64> {
+        self.returned.pop_front()
+    }
+
+    /// Returns loan `loan`, which a request refused after taking it, through
+    /// [`NetStack::take_returned`].
+    pub(crate) fn give_back(&mut self, loan: u64) {
+        self.returned.push_back(loan);
+    }
+
+    /// Whether the stack holds loan `loan` for a SendLoan.
+    pub fn holds_loan(&self, loan: u64) -> bool {
+        self.loans.iter().any(|l| l.loan == loan)
+    }
+
+    /// How many loans the stack holds.
+    pub fn loans_held(&self) -> usize {
+        self.loans.len()
+    }
+
+    /// One datagram of loan `loan` is done with.
+    fn loan_done(&mut self, loan: u64) {
+        let Some(i) = self.loans.iter().position(|l| l.loan == loan) else { return };
+        self.loans[i].outstanding -= 1;
+        if self.loans[i].outstanding == 0 {
+            let l = self.loans.swap_remove(i);
+            self.returned.push_back(loan);
+            if let Ok(c) = self.client_mut(l.client) {
+                c.accounts.loans_done += 1;
+            }
+        }
+    }
+
+    /// The hardware address of neighbour `addr`, if known.
+    fn neighbour(&self, addr: Ipv4Addr) -> Option<MacAddr> {
+        self.neighbours.iter().rev().find(|(a, _)| *a == addr).map(|(_, m)| *m)
     }
 
     /// Puts the head of a stream's queue, of `len` payload bytes, in the USD.
@@ -465,6 +608,9 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
     /// again at the latest (besides on the NIC's interrupt and on new requests).
     pub fn poll(&mut self, now: Instant) -> Option<Instant> {
         while self.dev.nic.poll_transmit() {}
+        while let Some(loan) = self.dev.nic.lent_done() {
+            self.loan_done(loan);
+        }
         self.rx_more = true;
         for _ in 0..self.config.rx_budget {
             if !self.receive_one(now) {
@@ -491,6 +637,8 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
     /// Takes one received frame from the NIC and deals with it; `false` if there was none.
     fn receive_one(&mut self, now: Instant) -> bool {
         let (mac, ip) = (self.mac, self.config.addr);
+        let prefix = self.config.prefix_len;
+        let neighbours = &mut self.neighbours;
         let clients = &mut self.clients;
         let drops = &mut self.drops;
         let dev = &mut self.dev;
@@ -503,6 +651,7 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
                 true
             }
             Verdict::Udp { from, port, start, len } => {
+                learn(neighbours, from.addr, &frame[6..12], ip, prefix);
                 let owner = clients.iter_mut().flatten().find(|c| c.port == port);
                 match owner {
                     None => drops.count(DropReason::NoSuchPort),
@@ -565,10 +714,14 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
             self.usd.complete(now.0);
             return;
         };
-        let Some((to, len, slot)) = client.tx_queue.pop_front() else {
+        let Some((to, len, slot, tail)) = client.tx_queue.pop_front() else {
             self.usd.complete(now.0);
             return;
         };
+        if let Some(tail) = tail {
+            self.dispatch_lent(p, id, to, len, slot, tail, now);
+            return;
+        }
         let at = slot * MAX_UDP_PAYLOAD;
         let a = to.addr.0;
         if to.addr == self.config.addr {
@@ -579,7 +732,7 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
             client.accounts.packets_sent += 1;
             client.accounts.bytes_sent += len as u64;
             client.tx_free.push(slot);
-            let (next, stream) = (client.tx_queue.front().map(|(_, len, _)| *len), client.stream);
+            let (next, stream) = (client.tx_queue.front().map(queued_len), client.stream);
             let mut datagram = [0u8; MAX_UDP_PAYLOAD];
             datagram[..len].copy_from_slice(&client.tx_bytes[at..at + len]);
             match self.clients.iter_mut().flatten().find(|c| c.port == to.port) {
@@ -607,7 +760,7 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
             Err(_) => client.accounts.dropped_tx_error += 1,
         }
         client.tx_free.push(slot);
-        let next = client.tx_queue.front().map(|(_, len, _)| *len);
+        let next = client.tx_queue.front().map(queued_len);
         let stream = client.stream;
         self.tx_end = Some(now.0 + self.config.link.frame_ns(p.sectors as usize));
         if let Some(len) = next {
@@ -615,6 +768,136 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
         }
         self.iface.poll(now.smol(), &mut self.dev, &mut self.sockets);
     }
+
+    /// Sends a SendLoan's datagram of client `id`: its Ethernet, IPv4 and UDP headers and its
+    /// `head` bytes (in its slot) in a NIC buffer, its tail gathered from the lent frame.
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch_lent(
+        &mut self,
+        p: Pending,
+        id: ClientId,
+        to: Endpoint,
+        head: usize,
+        slot: usize,
+        tail: Tail,
+        now: Instant,
+    ) {
+        let (src_mac, src_ip) = (self.mac, self.config.addr);
+        let dst_mac = self.neighbour(to.addr);
+        let ident = self.ip_ident;
+        self.ip_ident = self.ip_ident.wrapping_add(1);
+        let Some(client) = self.clients.get_mut(id.0 as usize).and_then(Option::as_mut) else {
+            self.usd.complete(now.0);
+            self.loan_done(tail.loan);
+            return;
+        };
+        let at = slot * MAX_UDP_PAYLOAD;
+        let from = Endpoint { addr: src_ip, port: client.port };
+        let payload = head + tail.range.len;
+        let sent = match dst_mac {
+            // Forgotten since the request was taken (other neighbours learnt): lost, as on a
+            // wire, and sent again by the protocol above.
+            None => Err(NicError::Io),
+            Some(dst_mac) => {
+                let heads = &client.tx_bytes[at..at + head];
+                let hdr = ETH_HEADER + IPV4_UDP_HEADERS;
+                let fill = |buf: &mut [u8]| {
+                    headers(buf, src_mac, dst_mac, from, to, payload, ident);
+                    buf[hdr..].copy_from_slice(heads);
+                };
+                self.dev.nic.transmit_lent(hdr + head, fill, tail.range, tail.loan)
+            }
+        };
+        match sent {
+            Ok(()) => {
+                client.accounts.packets_sent += 1;
+                client.accounts.bytes_sent += payload as u64;
+                client.accounts.lent_sent += 1;
+            }
+            Err(_) => client.accounts.dropped_tx_error += 1,
+        }
+        client.tx_free.push(slot);
+        let next = client.tx_queue.front().map(queued_len);
+        let stream = client.stream;
+        self.tx_end = Some(now.0 + self.config.link.frame_ns(p.sectors as usize));
+        if let Some(len) = next {
+            self.arrive(stream, len, now.0);
+        }
+        if sent.is_err() {
+            // The device never saw it: done with at once.
+            self.loan_done(tail.loan);
+        }
+    }
+}
+
+/// The payload length of a queued datagram: its bytes in the slot, and its tail.
+fn queued_len(q: &(Endpoint, usize, usize, Option<Tail>)) -> usize {
+    q.1 + q.3.map_or(0, |t| t.range.len)
+}
+
+/// Remembers that neighbour `addr` has hardware address `mac` (a UDP datagram's source), if it
+/// is on the link of `ip`/`prefix`.
+fn learn(
+    neighbours: &mut VecDeque<(Ipv4Addr, MacAddr)>,
+    addr: Ipv4Addr,
+    mac: &[u8],
+    ip: Ipv4Addr,
+    prefix: u8,
+) {
+    let mask = u32::MAX.checked_shl(32 - u32::from(prefix.min(32))).unwrap_or(0);
+    let on_link = u32::from_be_bytes(addr.0) & mask == u32::from_be_bytes(ip.0) & mask;
+    let Ok(mac) = <[u8; 6]>::try_from(mac) else { return };
+    if !on_link || mac[0] & 1 != 0 || addr == ip {
+        return;
+    }
+    if let Some(i) = neighbours.iter().position(|(a, _)| *a == addr) {
+        if neighbours[i].1 == MacAddr(mac) {
+            return;
+        }
+        neighbours.remove(i);
+    } else if neighbours.len() == NEIGHBOURS {
+        neighbours.pop_front();
+    }
+    neighbours.push_back((addr, MacAddr(mac)));
+}
+
+/// Writes the Ethernet, IPv4 and UDP headers of a datagram of `payload` bytes from `from` to
+/// `to` at the start of `buf`; the UDP checksum is 0 ("none": the payload's tail is never in
+/// the driver's view).
+fn headers(
+    buf: &mut [u8],
+    src: MacAddr,
+    dst: MacAddr,
+    from: Endpoint,
+    to: Endpoint,
+    payload: usize,
+    ident: u16,
+) {
+    buf[0..6].copy_from_slice(&dst.0);
+    buf[6..12].copy_from_slice(&src.0);
+    buf[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip = &mut buf[ETH_HEADER..ETH_HEADER + 20];
+    let total = (IPV4_UDP_HEADERS + payload) as u16;
+    ip[0] = 0x45;
+    ip[1] = 0;
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip[4..6].copy_from_slice(&ident.to_be_bytes());
+    ip[6..8].copy_from_slice(&[0x40, 0]);
+    ip[8] = IP_TTL;
+    ip[9] = 17;
+    ip[10..12].fill(0);
+    ip[12..16].copy_from_slice(&from.addr.0);
+    ip[16..20].copy_from_slice(&to.addr.0);
+    let mut sum: u32 = ip.chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let udp = &mut buf[ETH_HEADER + 20..ETH_HEADER + IPV4_UDP_HEADERS];
+    udp[0..2].copy_from_slice(&from.port.to_be_bytes());
+    udp[2..4].copy_from_slice(&to.port.to_be_bytes());
+    udp[4..6].copy_from_slice(&((8 + payload) as u16).to_be_bytes());
+    udp[6..8].fill(0);
 }
 
 /// Copies a datagram's payload from `from` into a free receive slot of `c`; `false` if every

@@ -13,7 +13,7 @@ use rand_xoshiro::rand_core::{Rng as _, SeedableRng};
 use net_interface::frame::MAX_UDP_PAYLOAD;
 use net_interface::mem::{self, Direction, MemNic, Wire};
 use net_interface::protocol::RX_SLOT;
-use net_interface::{Endpoint, Ipv4Addr, MacAddr, NetContract, NetError};
+use net_interface::{Endpoint, Ipv4Addr, LoanSend, MacAddr, NetContract, NetError};
 use smoltcp::wire::{EthernetFrame, Ipv4Packet};
 
 use crate::{ClientId, Config, Drops, Instant, LinkModel, NetStack};
@@ -657,7 +657,7 @@ fn a_client_speaks_the_protocol_in_encoded_messages() {
     let c = contract(2, true);
     let call = |net: &mut Net, s: &mut Session, msg: &[u8], tx: &[u8]| {
         let now = Instant(net.now);
-        let r = net.a.handle(s, msg, c, area_, tx, || area(10), now);
+        let r = net.a.handle(s, msg, c, area_, tx, || area(10), |_, _| Err(NetError::BadLoan), now);
         match ServerMessage::decode(&r) {
             Ok(ServerMessage::Response(r)) => r,
             other => panic!("{other:?}"),
@@ -756,4 +756,102 @@ fn drops_are_listed_by_reason_in_order_and_total_every_reason() {
     );
     assert_eq!(d.total(), 66);
     assert_eq!(d.of(crate::DropReason::RxFull), 11);
+}
+
+/// A page as a lent frame at device address `FRAME` of A's NIC: byte `i` is `i * 13 + 5`.
+const FRAME: u64 = 0x8000_3000;
+
+fn lent_page() -> Vec<u8> {
+    (0..4096).map(|i| (i * 13 + 5) as u8).collect()
+}
+
+/// RPP's cut of a page: three datagrams of a 28-byte head and up to 1,421 bytes of the page.
+const PAGE_CUT: LoanSend = LoanSend { loan: 0x77_0000_0105, at: 0, head: 28, chunk: 1421 };
+
+#[test]
+fn a_lent_page_leaves_from_its_frame_and_its_loan_comes_back_only_once_sent() {
+    let mut net = Net::new();
+    net.a.nic_mut().set_memory(FRAME, &lent_page());
+    let (ca, pa) = net.a.open(5000, contract(5, true), area(4), Instant(0)).unwrap();
+    let (cb, pb) = net.b.open(7000, contract(5, true), area(8), Instant(0)).unwrap();
+    let to = Endpoint { addr: B, port: pb };
+    let heads: Vec<u8> = (0..3 * 28).map(|i| 200 - i as u8).collect();
+    // B's hardware address is not known yet: refused, and nothing held.
+    let r = net.a.send_lent(ca, to, &heads, 4096, PAGE_CUT, FRAME, Instant(0));
+    assert_eq!(r, Err(NetError::Unresolved));
+    // B's datagram teaches A its address.
+    net.b.send(cb, Endpoint { addr: A, port: pa }, b"hello", Instant(0)).unwrap();
+    net.run_until(MS);
+    assert_eq!(drain(&mut net.a, ca).len(), 1);
+    net.a.send_lent(ca, to, &heads, 4096, PAGE_CUT, FRAME, Instant(net.now)).unwrap();
+    assert_eq!(net.a.loans_held(), 1);
+    assert!(net.a.holds_loan(PAGE_CUT.loan));
+    // The first frame is at the device; the loan stays out until the device is done with all.
+    assert_eq!(net.a.take_returned(), None);
+    net.run_until(net.now + 5 * MS);
+    assert_eq!(net.a.take_returned(), Some(PAGE_CUT.loan));
+    assert_eq!((net.a.take_returned(), net.a.loans_held()), (None, 0));
+    // B got the three datagrams, each its head then its piece of the page, checksum 0 taken.
+    let got = drain(&mut net.b, cb);
+    let page = lent_page();
+    assert_eq!(got.len(), 3);
+    for (i, (from, bytes)) in got.iter().enumerate() {
+        let (at, len) = PAGE_CUT.piece(4096, i as u32);
+        assert_eq!(*from, Endpoint { addr: A, port: pa });
+        assert_eq!(&bytes[..28], &heads[i * 28..(i + 1) * 28], "datagram {i}");
+        assert_eq!(&bytes[28..], &page[at as usize..(at + len) as usize], "datagram {i}");
+    }
+    assert_eq!(net.b.drops(), Drops::default());
+    let acc = net.a.accounts(ca).unwrap();
+    assert_eq!((acc.packets_sent, acc.lent_sent, acc.bytes_sent), (3, 3, 3 * 28 + 4096));
+    assert_eq!(net.a.nic().gathered, 3);
+}
+
+#[test]
+fn a_lent_send_refused_or_dropped_at_a_close_gives_its_loan_back() {
+    let mut net = Net::new();
+    net.a.nic_mut().set_memory(FRAME, &lent_page());
+    let (ca, pa) = net.a.open(5000, contract(5, true), area(4), Instant(0)).unwrap();
+    let (cb, pb) = net.b.open(7000, contract(5, true), area(32), Instant(0)).unwrap();
+    net.b.send(cb, Endpoint { addr: A, port: pa }, b"hello", Instant(0)).unwrap();
+    net.run_until(MS);
+    drain(&mut net.a, ca);
+    let to = Endpoint { addr: B, port: pb };
+    let heads = vec![1u8; 3 * 28];
+    // Too few heads, and the node's own address: refused before anything is held.
+    let r = net.a.send_lent(ca, to, &heads[..50], 4096, PAGE_CUT, FRAME, Instant(net.now));
+    assert_eq!(r, Err(NetError::TooLarge));
+    let me = Endpoint { addr: A, port: pa };
+    let r = net.a.send_lent(ca, me, &heads, 4096, PAGE_CUT, FRAME, Instant(net.now));
+    assert_eq!(r, Err(NetError::Unresolved));
+    assert_eq!((net.a.loans_held(), net.a.take_returned()), (0, None));
+    // A queue without room for all three datagrams takes none.
+    let mut queued = 0;
+    while net.a.send(ca, to, &payload(1, queued, 64), Instant(net.now)).is_ok() {
+        queued += 1;
+    }
+    net.a.send(ca, to, &payload(1, queued, 64), Instant(net.now)).unwrap_err();
+    assert!(queued >= 16, "{queued}");
+    let r = net.a.send_lent(ca, to, &heads, 4096, PAGE_CUT, FRAME, Instant(net.now));
+    assert_eq!(r, Err(NetError::Busy));
+    assert_eq!((net.a.loans_held(), net.a.take_returned()), (0, None));
+    net.run_until(net.now + 5 * MS);
+    assert_eq!(drain(&mut net.b, cb).len(), queued as usize);
+    // A page behind another client's in the queue, closed before it leaves: its loan comes back.
+    let (cc, _) = net.a.open(5001, contract(2, true), area(4), Instant(0)).unwrap();
+    for seq in 0..8 {
+        net.a.send(cc, to, &payload(3, seq, MAX_UDP_PAYLOAD), Instant(net.now)).unwrap();
+    }
+    for seq in 0..8 {
+        net.a.send(ca, to, &payload(1, seq, MAX_UDP_PAYLOAD), Instant(net.now)).unwrap();
+    }
+    net.a.send_lent(ca, to, &heads, 4096, PAGE_CUT, FRAME, Instant(net.now)).unwrap();
+    // The same loan again, while held: refused by the protocol's server side (see `handle`).
+    assert!(net.a.holds_loan(PAGE_CUT.loan));
+    let acc = net.a.close(ca, Instant(net.now)).unwrap();
+    assert!(acc.dropped_tx_closed >= 3, "{acc:?}");
+    assert_eq!(acc.lent_sent, 0);
+    assert_eq!((net.a.take_returned(), net.a.loans_held()), (Some(PAGE_CUT.loan), 0));
+    net.run_until(net.now + 5 * MS);
+    assert_eq!(net.a.nic().gathered, 0);
 }

@@ -6,8 +6,9 @@
 //! kernel maps the device's registers into it, binds the device's interrupt to one of its
 //! endpoints and describes both in its control block (`abi::DeviceSlot`). The driver makes its
 //! DMA memory with `dma_alloc` (the virtqueues from a page pool, its frame buffers in one
-//! stretch), brings the device up with `VirtIONetRaw` (MMIO on RISC-V `virt`, PCI with MSI-X
-//! on q35; the transports and the HAL are `virtio_hal`'s, shared with `virtio-blk`), posts
+//! stretch), brings the device up on its two queues ([`raw`], over the crate's `VirtQueue`;
+//! MMIO on RISC-V `virt`, PCI with MSI-X on q35; the transports and the HAL are
+//! `virtio_hal`'s, shared with `virtio-blk`), posts
 //! all its receive buffers, and takes transmit and receive completions only after the
 //! interrupt, acknowledging each with `irq_ack`: it never polls ([`device`]). A frame to send
 //! is written straight into a free DMA transmit buffer; a received one is read in place and
@@ -29,8 +30,11 @@
 #![no_std]
 #![no_main]
 
+extern crate alloc;
+
 mod device;
 mod hostile;
+mod raw;
 mod self_test;
 
 use net_interface::{Ipv4Addr, LinkState, Nic};

@@ -84,6 +84,7 @@ use rpp::rtt::{RttConfig, RttEstimator};
 use rpp::wire::{self, Header, Message, Packet, Qos, RefuseReason, Role};
 
 mod control;
+mod lend;
 
 pub use control::ControlCounts;
 #[cfg(test)]
@@ -208,6 +209,8 @@ pub struct RemoteClient<T: Transport> {
     wkdm: Option<alloc::boxed::Box<Scratch>>,
     /// Revocations and servers found through traders ([`control`]).
     control: control::Control,
+    /// Pages written from their frames ([`lend`]).
+    lending: lend::Lending,
 }
 
 /// One server's answer to a control message, in [`RemoteClient::ask`].
@@ -264,6 +267,7 @@ impl<T: Transport> RemoteClient<T> {
             buf: vec![0; wire::MAX_PACKET],
             wkdm: None,
             control: control::Control::default(),
+            lending: lend::Lending::default(),
         };
         let mut refused = None;
         // Every server at once: the creations' answers are awaited together.
@@ -457,6 +461,16 @@ impl<T: Transport> RemoteClient<T> {
     /// Runs `ops` (server index, transfer) to their ends, all in flight at once: each one's
     /// transfer, finished, in the order given.
     fn run(&mut self, ops: Vec<(u8, Transfer)>) -> Result<Vec<Transfer>, NetError> {
+        self.run_lent(ops, None)
+    }
+
+    /// [`run`](Self::run), the first transmission of the first op (a page write) sent from
+    /// the frame of the page at `lent`, if it can be ([`lend`]).
+    fn run_lent(
+        &mut self,
+        ops: Vec<(u8, Transfer)>,
+        mut lent: Option<usize>,
+    ) -> Result<Vec<Transfer>, NetError> {
         let n = ops.len();
         let mut requests = Vec::with_capacity(n);
         let mut done: Vec<Option<Transfer>> = (0..n).map(|_| None).collect();
@@ -465,7 +479,17 @@ impl<T: Transport> RemoteClient<T> {
         let now = (self.clock)();
         for (i, t) in ops {
             requests.push((i, t.request()));
-            self.transfers.start(now, i, t, &mut |p, b| sends.push((p, b.to_vec())));
+            let Some(va) = lent.take() else {
+                self.transfers.start(now, i, t, &mut |p, b| sends.push((p, b.to_vec())));
+                continue;
+            };
+            let mut page = Vec::new();
+            self.transfers.start(now, i, t, &mut |p, b| page.push((p, b.to_vec())));
+            let to = servers[i as usize].data;
+            let chunk = self.config.params.chunk;
+            if !self.lending.send_page(&mut self.session, to, &page, va, chunk)? {
+                sends.extend(page);
+            }
         }
         self.flush(&servers, &mut sends)?;
         loop {
@@ -640,7 +664,12 @@ impl<T: Transport> RemoteClient<T> {
                 ops.push((m, self.transfer_write(m, vpn, data)));
             }
             let targets: Vec<u8> = ops.iter().map(|(i, _)| *i).collect();
-            let done = self.run(ops).map_err(|_| RemoteError::Unreachable)?;
+            // A whole page is in the pager's frame, which the driver may send from; a
+            // compressed one is in the client's own buffer.
+            let lent = (data.len() == PAGE_SIZE).then_some(data.as_ptr() as usize);
+            let done = self.run_lent(ops, lent).map_err(|_| RemoteError::Unreachable)?;
+            // The pager may change the page once this returns: the driver is done with it.
+            self.lending.settle(&mut self.session);
             self.count();
             let mut stored = Vec::new();
             let mut full = false;

@@ -88,6 +88,14 @@ struct Local {
     inbox: VecDeque<Vec<u8>>,
     /// Datagrams waiting for a free slot.
     backlog: VecDeque<(Endpoint, Vec<u8>)>,
+    /// Pages the client may lend: their addresses and bytes ([`Net::lendable`]).
+    lendable: Vec<(usize, Vec<u8>)>,
+    /// Loans out: handle and the page's address; the next handle.
+    loans: Vec<(u64, usize)>,
+    next_loan: u64,
+    /// SendLoans done with, and their datagrams.
+    loans_done: u64,
+    lent_sent: u64,
 }
 
 struct Remote {
@@ -153,8 +161,32 @@ impl Net {
             free: vec![true; SLOTS],
             inbox: VecDeque::new(),
             backlog: VecDeque::new(),
+            lendable: Vec::new(),
+            loans: Vec::new(),
+            next_loan: 1,
+            loans_done: 0,
+            lent_sent: 0,
         });
         SimTransport { net: net.clone(), me: n.locals.len() - 1 }
+    }
+
+    /// Lets the client of `t` lend the page at `va`, whose bytes are `bytes` (a frame its
+    /// driver reads by address, in this net: its bytes as they are now).
+    pub fn lendable(net: &SharedNet, t: usize, va: usize, bytes: &[u8]) {
+        let l = &mut net.borrow_mut().locals[t];
+        l.lendable.retain(|(a, _)| *a != va);
+        l.lendable.push((va, bytes.to_vec()));
+    }
+
+    /// The client of `t` may no longer lend the page at `va`.
+    pub fn not_lendable(net: &SharedNet, t: usize, va: usize) {
+        net.borrow_mut().locals[t].lendable.retain(|(a, _)| *a != va);
+    }
+
+    /// SendLoans done with for the client of `t`, and their datagrams.
+    pub fn lent(net: &SharedNet, t: usize) -> (u64, u64) {
+        let l = &net.borrow().locals[t];
+        (l.loans_done, l.lent_sent)
     }
 
     /// Kills the peer at `addr`: from now on it neither hears nor answers.
@@ -326,6 +358,33 @@ impl Transport for SimTransport {
                 n.deliver();
             }
             Op::Close => {}
+            Op::SendLoan => {
+                let l = &mut n.locals[me];
+                let page = l.loans.iter().position(|(h, _)| *h == req.lent.loan).and_then(|i| {
+                    let (_, va) = l.loans.swap_remove(i);
+                    l.lendable.iter().find(|(a, _)| *a == va).map(|(_, b)| b.clone())
+                });
+                match page {
+                    None => reply.status = Err(NetError::BadLoan),
+                    Some(page) => {
+                        let from = l.addr;
+                        let (lent, head) = (req.lent, usize::from(req.lent.head));
+                        let mut datagrams = Vec::new();
+                        for i in 0..lent.datagrams(req.len) {
+                            let (at, len) = lent.piece(req.len, i);
+                            let h = req.offset as usize + i as usize * head;
+                            let mut d = l.area[h..h + head].to_vec();
+                            d.extend_from_slice(&page[at as usize..(at + len) as usize]);
+                            datagrams.push(d);
+                        }
+                        l.loans_done += 1;
+                        l.lent_sent += datagrams.len() as u64;
+                        for d in datagrams {
+                            n.put(from, req.remote, d);
+                        }
+                    }
+                }
+            }
         }
         n.locals[me].inbox.push_front(ServerMessage::Response(reply).encode().to_vec());
         Ok(())
@@ -380,6 +439,29 @@ impl Transport for SimTransport {
     }
 
     fn accounts(&mut self, _: &SessionInfo) -> Option<StreamAccounts> {
-        None
+        let n = self.net.borrow();
+        let l = &n.locals[self.me];
+        Some(StreamAccounts {
+            loans_done: l.loans_done,
+            lent_sent: l.lent_sent,
+            ..Default::default()
+        })
+    }
+
+    fn lend(&mut self, va: usize) -> Option<u64> {
+        let mut n = self.net.borrow_mut();
+        let l = &mut n.locals[self.me];
+        let lendable = l.lendable.iter().any(|(a, _)| *a == va);
+        if !lendable || l.loans.iter().any(|(_, a)| *a == va) {
+            return None;
+        }
+        let h = l.next_loan;
+        l.next_loan += 1;
+        l.loans.push((h, va));
+        Some(h)
+    }
+
+    fn take_back(&mut self, loan: u64) {
+        self.net.borrow_mut().locals[self.me].loans.retain(|(h, _)| *h != loan);
     }
 }

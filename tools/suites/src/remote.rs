@@ -11,7 +11,10 @@
 //!   even, each server's count of whole pages stored half of it); reads came from the primary
 //!   alone; the backing store wrote nothing to the local disk and fell back for no page; each
 //!   server served one client, charged it CPU time, refused nothing, and ended when the client
-//!   released its stream; every domain exited 0; the run's virtual time is bounded on both
+//!   released its stream; each write's copy to its primary left from the page's frame lent to
+//!   the client's driver (a SendLoan: as many loans taken as remote writes of whole pages;
+//!   with `netc` a compressed page leaves from the client's buffer), and the driver
+//!   returned every loan it took; every domain exited 0; the run's virtual time is bounded on both
 //!   sides. Every page went whole: the client's page bytes are 4,096 per page written, and
 //!   each server stored half of them.
 //! - `remote::one_node_netc`: the same with `netc = true`
@@ -37,6 +40,16 @@ pub(crate) fn line_with<'a>(out: &'a Outcome, text: &str) -> Result<&'a str, Str
 /// The value of `key=` in `line`.
 pub(crate) fn get(line: &str, key: &str) -> Result<u64, String> {
     field(line, key).ok_or(format!("no `{key}=` in `{line}`"))
+}
+
+/// The number just before `text` in `line`.
+pub(crate) fn count_before(line: &str, text: &str) -> Result<u64, String> {
+    let at = line.find(text).ok_or(format!("no `{text}` in `{line}`"))?;
+    line[..at]
+        .rsplit(' ')
+        .next()
+        .and_then(|w| w.parse().ok())
+        .ok_or(format!("no number before `{text}` in `{line}`"))
 }
 
 /// The run's length in ns, from the kernel's idle line of the run summary.
@@ -123,6 +136,15 @@ fn one_node_with(out: &Outcome, netc: bool) -> Result<(), String> {
     }
     if get(store, "remote_writes")? * 2 != written {
         return Err(format!("each remote write should be two pages written: {store} / {remote}"));
+    }
+    // Each whole page's copy to its primary left from the page's frame, lent to drv-a
+    // (SendLoan), and drv-a returned every loan it took. A compressed page leaves from the
+    // client's buffer (`compressed_writes` counts both servers' copies).
+    let gone = line_with(out, "[drv-a] virtio-net: every client gone: ")?;
+    let (taken, returned) = (count_before(gone, " loans taken")?, count_before(gone, " returned")?);
+    let whole_writes = get(store, "remote_writes")? - get(wire, "compressed_writes")? / 2;
+    if taken != whole_writes || returned != taken {
+        return Err(format!("every page write should leave from its lent frame: {gone} / {store}"));
     }
     for (srv, role, reads_from) in [("srv-1", "primary", true), ("srv-2", "mirror", false)] {
         let client = line_with(out, &format!("[{srv}] paging-server: client 10.0.0.1:"))?;
