@@ -44,6 +44,7 @@
 
 extern crate alloc;
 
+pub mod link;
 pub mod revoke;
 pub mod sched;
 
@@ -57,10 +58,14 @@ use net_interface::Endpoint;
 use rpp::server::{DropReason, PageServer, PageStore, ServerStats, StoreError, Verdict};
 use rpp::wire::{self, Code, Header, Message, Packet, Qos, RefuseReason, Role};
 
+use link::Link;
 use sched::{Contract, Scheduler};
 
 /// Packets a stream may have queued for service.
 pub const QUEUE: usize = 64;
+
+/// Replies a stream may have waiting for the link (a read's page is 3 of them).
+pub const SEND_QUEUE: usize = 4 * QUEUE;
 
 /// The largest page size a stream may ask for.
 pub const MAX_PAGE_SIZE: u32 = 64 * 1024;
@@ -98,10 +103,24 @@ pub struct ClientReport {
     pub refused: u64,
     /// Packets dropped as its queue was full.
     pub queue_drops: u64,
+    /// Of `cpu_ns`, the receive work (decoding, the token check, queueing) of its packets.
+    pub receive_ns: u64,
+    /// Replies sent to it.
+    pub sent: u64,
+    /// Link time its replies took, ns.
+    pub net_ns: u64,
+    /// Of which in the link's slack time.
+    pub net_extra_ns: u64,
+    /// Periods in which its replies waited, its link time spent, for its next period.
+    pub net_throttled: u64,
+    /// Replies dropped as its send queue was full (its retransmission asks again).
+    pub send_drops: u64,
     /// Whether it released its stream.
     pub released: bool,
-    /// Its contract.
+    /// Its CPU contract.
     pub cpu: Qos,
+    /// Its network contract.
+    pub net: Qos,
 }
 
 /// A server's own counts, beyond the data path's ([`ServerStats`]).
@@ -109,10 +128,12 @@ pub struct ClientReport {
 pub struct Counts {
     /// Streams created.
     pub created: u64,
-    /// Streams refused, by reason: memory, CPU, a bad request.
+    /// Streams refused, by reason: memory, CPU, the network, a bad request.
     pub refused_memory: u64,
     /// See [`Counts::refused_memory`].
     pub refused_cpu: u64,
+    /// See [`Counts::refused_memory`].
+    pub refused_net: u64,
     /// See [`Counts::refused_memory`].
     pub refused_bad: u64,
     /// Packets refused for an unknown stream or a wrong token.
@@ -121,8 +142,12 @@ pub struct Counts {
     pub malformed: u64,
     /// Control messages a server does not take (or not from a stream), dropped.
     pub unexpected: u64,
-    /// CPU spent on packets of no stream (creations, refusals), ns.
+    /// CPU spent on packets of no stream (creations, refusals, packets that did not decode
+    /// or failed their token check, answers to forwarded pages), the server's own, ns.
     pub unattributed_ns: u64,
+    /// Link time of the server's own sends (answers to creations, refusals, replies to a
+    /// stream that has closed), ns.
+    pub unattributed_net_ns: u64,
 }
 
 /// One stream's pages and counts.
@@ -132,11 +157,11 @@ struct Stream {
     token: u64,
     /// When its client last sent an authenticated packet.
     last_contact: u64,
-    /// Its share of the server's network time, ppm.
-    net_ppm: u64,
     pages: BTreeMap<u64, Vec<u8>>,
     page_size: u32,
     queue: VecDeque<(Endpoint, Vec<u8>)>,
+    /// Its replies waiting for the link, released under its network contract.
+    send: VecDeque<(Endpoint, Vec<u8>)>,
 }
 
 /// The memory the server gives its clients' pages: [`PageStore`] over the open streams.
@@ -203,6 +228,15 @@ pub struct Server {
     data: PageServer,
     mem: Memory,
     sched: Scheduler,
+    /// The link among the clients: the same EDF over their network contracts, in link time.
+    net: Scheduler,
+    link: Link,
+    /// When the link is done with what the server has sent so far.
+    link_free: u64,
+    /// Whether the last [`Server::transmit`] stopped at the window with replies waiting.
+    link_blocked: bool,
+    /// The server's own replies waiting for the link (to streams that have closed).
+    loose: VecDeque<(Endpoint, Vec<u8>)>,
     /// Answers to creations, by (sender, request id), for retransmitted `CreateStream`s.
     created: BTreeMap<(Endpoint, u32), Vec<u8>>,
     /// Released streams' reports.
@@ -225,6 +259,11 @@ impl Server {
             data: PageServer::new(wire::MAX_CHUNK),
             mem: Memory { streams: BTreeMap::new(), used: 0 },
             sched: Scheduler::default(),
+            net: Scheduler::default(),
+            link: Link::default(),
+            link_free: 0,
+            link_blocked: false,
+            loose: VecDeque::new(),
             created: BTreeMap::new(),
             done: Vec::new(),
             next_stream: 1,
@@ -246,10 +285,17 @@ impl Server {
         t.max(1)
     }
 
+    /// Sets the link the clients' network contracts are measured on (by default
+    /// [`Link::FAST_ETHERNET`]).
+    pub fn set_link(&mut self, link: Link) {
+        self.link = link;
+    }
+
     /// Takes one datagram from `from` at `now`: a creation is answered at once, a packet
     /// that fails its stream's check is refused at once, anything else waits in its
-    /// stream's queue for [`Server::serve`]. `cpu` is the server's clock for what the
-    /// immediate answers cost.
+    /// stream's queue for [`Server::serve`]. `cpu` is the server's clock: what the receive
+    /// work cost is charged to the stream the packet was for, or to the server itself if it
+    /// names none or fails its check.
     pub fn receive(
         &mut self,
         now: u64,
@@ -259,6 +305,41 @@ impl Server {
         out: &mut dyn FnMut(Endpoint, &[u8]),
     ) {
         let start = cpu();
+        self.receive_since(now, start, cpu, from, bytes, out);
+    }
+
+    /// [`Server::receive`] for work that began at `start` by `cpu`'s clock (the domain's
+    /// copy of the datagram out of its receive slot), which is charged with it.
+    pub fn receive_since(
+        &mut self,
+        now: u64,
+        start: u64,
+        cpu: &mut dyn FnMut() -> u64,
+        from: Endpoint,
+        bytes: &[u8],
+        out: &mut dyn FnMut(Endpoint, &[u8]),
+    ) {
+        // What the server sends at once is its own link time.
+        let link = self.link;
+        let mut own_ns = 0;
+        let mut out = |to: Endpoint, b: &[u8]| {
+            own_ns += link.frame_ns(b.len());
+            out(to, b)
+        };
+        self.receive_inner(now, start, cpu, from, bytes, &mut out);
+        self.link_free = self.link_free.max(now).saturating_add(own_ns);
+        self.counts.unattributed_net_ns += own_ns;
+    }
+
+    fn receive_inner(
+        &mut self,
+        now: u64,
+        start: u64,
+        cpu: &mut dyn FnMut() -> u64,
+        from: Endpoint,
+        bytes: &[u8],
+        out: &mut dyn FnMut(Endpoint, &[u8]),
+    ) {
         let header = match wire::decode(bytes) {
             Ok(p) => p.header,
             Err(_) => {
@@ -284,6 +365,13 @@ impl Server {
                 self.sched.set_ready(header.stream as usize, true);
             }
             self.revoked_contact(now, header.stream);
+            // The receive work is the client's.
+            let spent = cpu().saturating_sub(start);
+            self.sched.charge_work(header.stream as usize, spent);
+            if let Some(s) = self.mem.streams.get_mut(&header.stream) {
+                s.report.receive_ns += spent;
+            }
+            return;
         } else {
             // Refused by the data path itself (BadToken), touching nothing.
             let verdict = self.data.on_packet(&mut self.mem, bytes, &mut |b| out(from, b));
@@ -311,17 +399,13 @@ impl Server {
                     out(from, answer);
                     return;
                 }
-                let net_ppm = net.slice_ns.saturating_mul(1_000_000) / net.period_ns.max(1);
-                let admitted = self.admit(pages, page_size, cpu).and_then(|c| {
-                    // The network beside the CPU (§10.3: a new client is checked against
-                    // memory, CPU and network).
-                    match self.net_committed().saturating_add(net_ppm) > 1_000_000 {
-                        true => Err(RefuseReason::Net),
-                        false => Ok(c),
-                    }
-                });
+                // The network beside the CPU (§10.3: a new client is checked against memory,
+                // CPU and network).
+                let admitted = self
+                    .admit(pages, page_size, cpu)
+                    .and_then(|c| self.admit_net(net).map(|n| (c, n)));
                 let message = match admitted {
-                    Ok(contract) => {
+                    Ok((contract, net_contract)) => {
                         let stream = self.next_stream;
                         self.next_stream += 1;
                         let token = self.token(now, stream);
@@ -334,18 +418,16 @@ impl Server {
                             page_size,
                             role,
                             has_local_disk,
-                            cpu,
-                            contract,
+                            (cpu, contract),
+                            (net, net_contract),
                         );
-                        if let Some(s) = self.mem.streams.get_mut(&stream) {
-                            s.net_ppm = net_ppm;
-                        }
                         Message::StreamCreated { stream, token, pages, data_port: 0 }
                     }
                     Err(reason) => {
                         match reason {
                             RefuseReason::Memory => self.counts.refused_memory += 1,
                             RefuseReason::Cpu => self.counts.refused_cpu += 1,
+                            RefuseReason::Net => self.counts.refused_net += 1,
                             _ => self.counts.refused_bad += 1,
                         }
                         Message::Refused { reason }
@@ -381,9 +463,24 @@ impl Server {
         if self.reserved_bytes.saturating_add(bytes) > self.memory_bytes {
             return Err(RefuseReason::Memory);
         }
-        let contract = Contract { period_ns: cpu.period_ns, slice_ns: cpu.slice_ns, extra: true };
+        let contract =
+            Contract { period_ns: cpu.period_ns, slice_ns: cpu.slice_ns, extra: cpu.extra };
         if self.sched.committed_ppm() + contract.ppm() > 1_000_000 {
             return Err(RefuseReason::Cpu);
+        }
+        Ok(contract)
+    }
+
+    /// Whether a new stream under the network contract `net` may be admitted: its share of
+    /// the link beside the other streams' within the whole.
+    pub fn admit_net(&self, net: Qos) -> Result<Contract, RefuseReason> {
+        if net.period_ns == 0 || net.slice_ns > net.period_ns {
+            return Err(RefuseReason::BadRequest);
+        }
+        let contract =
+            Contract { period_ns: net.period_ns, slice_ns: net.slice_ns, extra: net.extra };
+        if self.net.committed_ppm() + contract.ppm() > 1_000_000 {
+            return Err(RefuseReason::Net);
         }
         Ok(contract)
     }
@@ -399,11 +496,12 @@ impl Server {
         page_size: u32,
         role: Role,
         local_disk: bool,
-        cpu: Qos,
-        contract: Contract,
+        (cpu, contract): (Qos, Contract),
+        (net, net_contract): (Qos, Contract),
     ) {
         self.data.open_stream(stream, token, page_size);
         self.sched.admit(stream as usize, contract, now);
+        self.net.admit(stream as usize, net_contract, now);
         self.reserved_bytes += pages * u64::from(page_size);
         self.counts.created += 1;
         let report = ClientReport {
@@ -413,6 +511,7 @@ impl Server {
             local_disk,
             reserved: pages,
             cpu,
+            net,
             ..ClientReport::default()
         };
         self.mem.streams.insert(
@@ -421,10 +520,10 @@ impl Server {
                 report,
                 token,
                 last_contact: now,
-                net_ppm: 0,
                 pages: BTreeMap::new(),
                 page_size,
                 queue: VecDeque::new(),
+                send: VecDeque::new(),
             },
         );
     }
@@ -443,13 +542,9 @@ impl Server {
     }
 
     /// Serves the next queued packet of the client the scheduler picks at `now`, charging it
-    /// the time `cpu` measured; answers to `out`. False if no client may be served now.
-    pub fn serve(
-        &mut self,
-        now: u64,
-        cpu: &mut dyn FnMut() -> u64,
-        out: &mut dyn FnMut(Endpoint, &[u8]),
-    ) -> bool {
+    /// the time `cpu` measured. Its replies wait in the client's send queue for
+    /// [`Server::transmit`]. False if no client may be served now.
+    pub fn serve(&mut self, now: u64, cpu: &mut dyn FnMut() -> u64) -> bool {
         let Some((i, grant)) = self.sched.pick(now) else { return false };
         let stream = i as u32;
         let start = cpu();
@@ -459,11 +554,27 @@ impl Server {
             self.sched.set_ready(i, false);
             return true;
         };
+        let mut replies: Vec<(Endpoint, Vec<u8>)> = Vec::new();
+        let mut out = |to: Endpoint, b: &[u8]| replies.push((to, b.to_vec()));
         let verdict = self.data.on_packet(&mut self.mem, &bytes, &mut |b| out(from, b));
         if let Verdict::Control { packet, authenticated: true } = verdict {
-            self.control(now, from, packet, out);
+            self.control(now, from, packet, &mut out);
         } else if let Verdict::Control { .. } | Verdict::Dropped(DropReason::Unexpected) = verdict {
             self.counts.unexpected += 1;
+        }
+        match self.mem.streams.get_mut(&stream) {
+            Some(s) => {
+                for r in replies {
+                    if s.send.len() >= SEND_QUEUE {
+                        s.report.send_drops += 1;
+                    } else {
+                        s.send.push_back(r);
+                        self.net.set_ready(i, true);
+                    }
+                }
+            }
+            // Released: its last answers are the server's own.
+            None => self.loose.extend(replies),
         }
         let spent = cpu().saturating_sub(start);
         self.sched.charge(i, spent, grant);
@@ -472,6 +583,50 @@ impl Server {
             self.sched.set_ready(i, false);
         }
         true
+    }
+
+    /// Hands `out` the replies that may leave at `now`: while the link is busy less than the
+    /// window ahead of `now`, the next reply of the client the network scheduler picks (EDF
+    /// over the clients' network contracts, charged the reply's link time; the server's own
+    /// replies first). How many it sent; what waits is told by [`Server::next_wakeup`].
+    pub fn transmit(&mut self, now: u64, out: &mut dyn FnMut(Endpoint, &[u8])) -> usize {
+        let mut sent = 0;
+        self.link_blocked = false;
+        loop {
+            if self.link_free > now.saturating_add(self.link.window_ns) {
+                self.link_blocked = !self.loose.is_empty() || self.has_replies();
+                return sent;
+            }
+            let (to, bytes) = if let Some(r) = self.loose.pop_front() {
+                self.counts.unattributed_net_ns += self.link.frame_ns(r.1.len());
+                r
+            } else {
+                let Some((i, grant)) = self.net.pick(now) else { return sent };
+                let Some(s) = self.mem.streams.get_mut(&(i as u32)) else {
+                    self.net.set_ready(i, false);
+                    continue;
+                };
+                let Some(r) = s.send.pop_front() else {
+                    self.net.set_ready(i, false);
+                    continue;
+                };
+                s.report.sent += 1;
+                if s.send.is_empty() {
+                    self.net.set_ready(i, false);
+                }
+                self.net.charge(i, self.link.frame_ns(r.1.len()), grant);
+                r
+            };
+            out(to, &bytes);
+            self.link_free =
+                self.link_free.max(now).saturating_add(self.link.frame_ns(bytes.len()));
+            sent += 1;
+        }
+    }
+
+    /// Whether any stream has replies waiting for the link.
+    fn has_replies(&self) -> bool {
+        self.mem.streams.values().any(|s| !s.send.is_empty())
     }
 
     /// A control message on an open stream, its token checked.
@@ -528,9 +683,9 @@ impl Server {
         Message::StreamCreated { stream, token: s.token, pages: s.report.reserved, data_port: 0 }
     }
 
-    /// Network time committed to the open streams, ppm.
-    fn net_committed(&self) -> u64 {
-        self.mem.streams.values().map(|s| s.net_ppm).sum()
+    /// The link time committed to the open streams' network contracts, ppm.
+    pub fn net_committed_ppm(&self) -> u64 {
+        self.net.committed_ppm()
     }
 
     /// Sets the memory offered to clients' reservations (the advertising algorithm's room
@@ -562,19 +717,34 @@ impl Server {
             s.report.extra_ns = c.extra_ns;
             s.report.throttled = c.throttled;
         }
+        if let Some(c) = self.net.remove(stream as usize) {
+            s.report.net_ns = c.cpu_ns;
+            s.report.net_extra_ns = c.extra_ns;
+            s.report.net_throttled = c.throttled;
+        }
+        // Its replies not yet sent leave as the server's own.
+        self.loose.extend(s.send.drain(..));
         s.report.pages = 0;
         s.report.released = true;
         self.done.push(s.report);
     }
 
-    /// When a client that waits for its next period may be served (none: no such client).
+    /// When a client that waits for its next period of the CPU or of the link may be served,
+    /// or the link has room for replies that wait for it (none: no such client or reply).
     pub fn next_wakeup(&self) -> Option<u64> {
-        self.sched.next_start()
+        // Replies held back by the link wait for it alone (the network scheduler's periods
+        // were last brought up to date before the link stopped it).
+        let net = match self.link_blocked {
+            true => Some(self.link_free.saturating_sub(self.link.window_ns)),
+            false => self.net.next_start(),
+        };
+        [self.sched.next_start(), net].into_iter().flatten().min()
     }
 
-    /// Whether any stream has packets queued.
+    /// Whether any stream has packets queued, or replies waiting for the link.
     pub fn has_work(&self) -> bool {
-        self.mem.streams.values().any(|s| !s.queue.is_empty())
+        !self.loose.is_empty()
+            || self.mem.streams.values().any(|s| !s.queue.is_empty() || !s.send.is_empty())
     }
 
     /// Streams open now.
@@ -596,6 +766,11 @@ impl Server {
                 r.cpu_ns = c.cpu_ns;
                 r.extra_ns = c.extra_ns;
                 r.throttled = c.throttled;
+            }
+            if let Some(c) = self.net.charged(s.report.stream as usize) {
+                r.net_ns = c.cpu_ns;
+                r.net_extra_ns = c.extra_ns;
+                r.net_throttled = c.throttled;
             }
             all.push(r);
         }
