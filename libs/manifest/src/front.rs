@@ -590,6 +590,21 @@ struct RawPager {
     traders: Option<Spanned<Vec<String>>>,
     servers: Option<Spanned<Vec<String>>>,
     spread: Option<Spanned<bool>>,
+    svqos: Option<Spanned<RawQos>>,
+    netqos: Option<Spanned<RawQos>>,
+}
+
+/// A `pager` table's contract with a remote server's CPU or link (`svqos`, `netqos`), spelled
+/// in the spec as `PERIOD/SLICE[/x]`.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as { period = \"10ms\", slice = \"1ms\", extra = true }"
+)]
+struct RawQos {
+    period: Duration,
+    slice: Duration,
+    extra: Option<bool>,
 }
 
 /// One key of a `pager` table as written: its name, its value in the spec's form, the value
@@ -625,6 +640,17 @@ impl RawPager {
             let items = v?.into_inner();
             Some(PagerKey { key, value: items.join("+"), shown: format!("{items:?}"), span })
         }
+        fn qos(key: &'static str, v: Option<Spanned<RawQos>>) -> Option<PagerKey> {
+            let span = v.as_ref()?.span();
+            let q = v?.into_inner();
+            let value = pager_spec::Qos {
+                period_ns: q.period.0,
+                slice_ns: q.slice.0,
+                extra: q.extra.unwrap_or(false),
+            }
+            .to_string();
+            Some(PagerKey { key, shown: value.clone(), value, span })
+        }
         fn yes_no(key: &'static str, v: Option<Spanned<bool>>) -> Option<PagerKey> {
             let span = v.as_ref()?.span();
             let b = v?.into_inner();
@@ -650,6 +676,8 @@ impl RawPager {
             list("traders", self.traders),
             list("servers", self.servers),
             yes_no("spread", self.spread),
+            qos("svqos", self.svqos),
+            qos("netqos", self.netqos),
         ]
         .into_iter()
         .flatten()

@@ -5,7 +5,7 @@
 //!
 //! [`Server`] is sans-IO: the domain hands it each datagram received
 //! ([`Server::receive`]), lets it serve queued work one packet at a time
-//! ([`Server::serve`]), and sends what it gives to `out`.
+//! ([`Server::serve`]), and sends the replies [`Server::transmit`] releases to `out`.
 //!
 //! - **Streams.** A `CreateStream` (stream 0 in its header) is admitted by [`Server::admit`]
 //!   (the one place where a new stream is judged: memory, then CPU; the trader's admission
@@ -25,19 +25,30 @@
 //! - **CPU.** Authenticated packets wait in their stream's queue (bounded: beyond
 //!   [`QUEUE`] packets they are dropped and counted, and the client's retransmission brings
 //!   them back). [`Server::serve`] takes the next packet of the client [`sched::Scheduler`]
-//!   picks (EDF over the clients' `(period, slice)` contracts from their `CreateStream`, slack
-//!   time to clients that may use it) and charges that client the CPU the server's clock
-//!   measured handling it. A client over its slice waits for its next period
-//!   ([`Server::next_wakeup`]).
+//!   picks (EDF over the clients' `(period, slice, extra)` CPU contracts from their
+//!   `CreateStream`, slack time to clients whose contract says `extra`) and charges that client
+//!   the CPU the server's clock measured handling it. A client over its slice waits for its
+//!   next period ([`Server::next_wakeup`]). The receive work of an authenticated packet
+//!   (decoding, the token check, queueing; from the domain's copy out of the driver's slot
+//!   with [`Server::receive_since`]) is charged to its client too; a packet that fails before
+//!   a client is known is the server's own ([`Counts::unattributed_ns`]).
+//! - **Network.** Replies wait in their client's bounded send queue ([`SEND_QUEUE`]);
+//!   [`Server::transmit`] releases them by a second EDF, over the clients' network contracts,
+//!   charged in link time ([`link::Link`]: the reply's frame at the link's rate), while the
+//!   link is busy less than a window (0.5 ms) ahead. All replies share the server's one
+//!   session at the driver, which schedules sessions, not the clients behind one; so the server
+//!   decides whose reply goes next, and the driver's queue holds at most the window.
 //! - **Control plane.** A new client is checked against the network beside memory and CPU (the
-//!   link time of its `CreateStream` beside the others'); `AddResources` against memory only;
+//!   link share of its `CreateStream` beside the others', [`Server::admit_net`]); `AddResources`
+//!   against memory only;
 //!   the memory offered follows the advertising algorithm ([`Server::set_offer`], the domain's
 //!   `control` module). [`Server::revoke`] takes memory back from clients with their active
 //!   participation ([`revoke`]: victims by `remote_control`'s five rounds, their pages forwarded
 //!   to the new servers they name).
 //! - **Reports.** [`Server::reports`] gives, per client (open or released), its pages, reads,
-//!   writes, frees, CPU charged (and the part in slack time), periods throttled, refused
-//!   packets and queue drops.
+//!   writes, frees, CPU charged (the part in slack time, the receive work), periods throttled,
+//!   replies sent and their link time (the part in slack time, periods throttled, send queue
+//!   drops), refused packets and queue drops.
 
 #![no_std]
 #![forbid(unsafe_code)]
