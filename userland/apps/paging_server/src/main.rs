@@ -12,16 +12,17 @@
 //! clock without a datagram (`--idle`, counted from the open and then from each datagram), and
 //! prints a line per client,
 //! `paging-server: client A.B.C.D:Q stream=S role=primary|mirror disk=yes|no reserved=R
-//! pages=N peak=K reads=R writes=W frees=F cpu_ns=C extra_ns=E throttled=T receive_ns=V
-//! sent=P net_ns=L net_extra_ns=M net_throttled=U send_drops=Z refused=X queue_drops=D
-//! released=true|false` (`cpu_ns` includes `receive_ns`, the receive work of its packets from
-//! the copy out of the driver's slot on; `net_ns` is its replies' link time, released by EDF
-//! over the clients' network contracts at the link's 100 Mbit/s), then its totals,
-//! `paging-server: served streams=N refused_memory=.. refused_cpu=.. refused_net=..
+//! pages=N peak=K reads=R writes=W frees=F cpu_ns=C extra_ns=E throttled=T refused=X
+//! queue_drops=D released=true|false` and
+//! `paging-server: charged A.B.C.D:Q stream=S receive_ns=V sent=P net_ns=L net_extra_ns=M
+//! net_throttled=U send_drops=Z` (`cpu_ns` includes `receive_ns`, the receive work of its
+//! packets from the copy out of the driver's slot on; `net_ns` is its replies' link time,
+//! released by EDF over the clients' network contracts at the link's 100 Mbit/s), then its
+//! totals, `paging-server: served streams=N refused_memory=.. refused_cpu=.. refused_net=..
 //! refused_bad=.. bad_token=.. malformed=.. corrupted=.. unexpected=.. duplicates=..
-//! chunks_resent=.. stale_writes=.. unattributed_ns=.. unattributed_net_ns=..` (the server's
-//! own CPU and link time: creations, refusals, packets that failed before a client was
-//! known) and `paging-server: ended: WHY`.
+//! chunks_resent=.. stale_writes=.. unattributed_ns=..` and `paging-server: own net_ns=..`
+//! (the server's own CPU and link time: creations, refusals, packets that failed before a
+//! client was known) and `paging-server: ended: WHY`.
 //!
 //! **Control plane** (`--traders A.B.C.D:Q+...`, `--poll MS`, `--reclaim-at MS:BYTES`, module
 //! `control`): the server advertises its spare memory to the traders by the advertising
@@ -287,7 +288,7 @@ fn serve(
     for r in server.reports() {
         let role = if r.role == Role::Primary { "primary" } else { "mirror" };
         println!(
-            "paging-server: client {} stream={} role={role} disk={} reserved={} pages={} peak={} reads={} writes={} frees={} cpu_ns={} extra_ns={} throttled={} receive_ns={} sent={} net_ns={} net_extra_ns={} net_throttled={} send_drops={} refused={} queue_drops={} released={}",
+            "paging-server: client {} stream={} role={role} disk={} reserved={} pages={} peak={} reads={} writes={} frees={} cpu_ns={} extra_ns={} throttled={} refused={} queue_drops={} released={}",
             r.client,
             r.stream,
             if r.local_disk { "yes" } else { "no" },
@@ -300,15 +301,21 @@ fn serve(
             r.cpu_ns,
             r.extra_ns,
             r.throttled,
+            r.refused,
+            r.queue_drops,
+            r.released
+        );
+        // A line of its own: the console writes at most 256 bytes at once.
+        println!(
+            "paging-server: charged {} stream={} receive_ns={} sent={} net_ns={} net_extra_ns={} net_throttled={} send_drops={}",
+            r.client,
+            r.stream,
             r.receive_ns,
             r.sent,
             r.net_ns,
             r.net_extra_ns,
             r.net_throttled,
-            r.send_drops,
-            r.refused,
-            r.queue_drops,
-            r.released
+            r.send_drops
         );
     }
     if let Some(c) = control.as_ref() {
@@ -317,7 +324,7 @@ fn serve(
     let c = server.counts();
     let d = server.data_stats();
     println!(
-        "paging-server: served streams={} refused_memory={} refused_cpu={} refused_net={} refused_bad={} bad_token={} malformed={} corrupted={} unexpected={} duplicates={} chunks_resent={} stale_writes={} unattributed_ns={} unattributed_net_ns={}",
+        "paging-server: served streams={} refused_memory={} refused_cpu={} refused_net={} refused_bad={} bad_token={} malformed={} corrupted={} unexpected={} duplicates={} chunks_resent={} stale_writes={} unattributed_ns={}",
         c.created,
         c.refused_memory,
         c.refused_cpu,
@@ -330,9 +337,9 @@ fn serve(
         d.duplicates,
         d.chunks_resent,
         d.stale_writes,
-        c.unattributed_ns,
-        c.unattributed_net_ns
+        c.unattributed_ns
     );
+    println!("paging-server: own net_ns={}", c.unattributed_net_ns);
     println!("paging-server: ended: {why}");
     0
 }
