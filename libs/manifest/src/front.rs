@@ -686,6 +686,35 @@ struct RawPager {
     /// whole. Ignored under a compressed cache (as in the thesis): a WKdm cache's pages go to
     /// the server compressed anyway. Only with `store = "remote"`. Default: `false`.
     netc: Option<Spanned<bool>>,
+    /// The contract asked of each server's CPU (the thesis's `sv{p,s,x}`). Each server admits
+    /// the client only within what its CPU has left, serves its packets by EDF over these
+    /// contracts and charges it their CPU time, receive work included. Only with
+    /// `store = "remote"`. Default: 1 ms of every 10 ms, with extra. In the spec:
+    /// `svqos=10ms/1ms/x`.
+    svqos: Option<Spanned<RawQos>>,
+    /// The contract asked of each server's link (the thesis's `net{p,s,x}`): the link time its
+    /// replies may take in every period (at 100 Mbit/s, a page's three packets take about
+    /// 0.37 ms); each server admits the client only within what its link has left and sends
+    /// its replies by EDF over these contracts. Only with `store = "remote"`. Default: 1 ms of
+    /// every 10 ms, with extra. In the spec: `netqos=PERIOD/SLICE[/x]`.
+    netqos: Option<Spanned<RawQos>>,
+}
+
+/// A `pager` table's contract with a remote server's CPU or link (`svqos`, `netqos`), spelled
+/// in the spec as `PERIOD/SLICE[/x]`.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as { period = \"10ms\", slice = \"1ms\", extra = true }"
+)]
+struct RawQos {
+    /// The period, 1 µs to 10 s.
+    period: Duration,
+    /// The guaranteed time in each period, at most the period; 0 only with `extra`.
+    slice: Duration,
+    /// Whether the server's slack time may serve the client beyond its slice. Default:
+    /// `false` when the table is written.
+    extra: Option<bool>,
 }
 
 /// One key of a `pager` table as written: its name, its value in the spec's form, the value
@@ -721,6 +750,17 @@ impl RawPager {
             let items = v?.into_inner();
             Some(PagerKey { key, value: items.join("+"), shown: format!("{items:?}"), span })
         }
+        fn qos(key: &'static str, v: Option<Spanned<RawQos>>) -> Option<PagerKey> {
+            let span = v.as_ref()?.span();
+            let q = v?.into_inner();
+            let value = pager_spec::Qos {
+                period_ns: q.period.0,
+                slice_ns: q.slice.0,
+                extra: q.extra.unwrap_or(false),
+            }
+            .to_string();
+            Some(PagerKey { key, shown: value.clone(), value, span })
+        }
         fn yes_no(key: &'static str, v: Option<Spanned<bool>>) -> Option<PagerKey> {
             let span = v.as_ref()?.span();
             let b = v?.into_inner();
@@ -747,6 +787,8 @@ impl RawPager {
             list("servers", self.servers),
             yes_no("spread", self.spread),
             yes_no("netc", self.netc),
+            qos("svqos", self.svqos),
+            qos("netqos", self.netqos),
         ]
         .into_iter()
         .flatten()

@@ -1427,6 +1427,18 @@ fn each_of_the_ten_hierarchies_is_accepted_and_reaches_the_domain_as_itself() {
         "hierarchy=compressed,frames=256,cache=131072,policy=clock,disk=pg,swap_at=0,\
          swap=33554432,store=remote,net=nc,traders=10.0.2.1:7000"
     );
+    // The contracts asked of the servers, as tables of durations.
+    let text = REMOTE_PAGER.replace(
+        "traders = [\"10.0.2.1:7000\"] }",
+        "traders = [\"10.0.2.1:7000\"], svqos = { period = \"20ms\", slice = \"2ms\" }, \
+         netqos = { period = \"5ms\", slice = \"1500us\", extra = true } }",
+    );
+    let m = parse("t.toml", &text, APPS).unwrap();
+    let spec = pager_spec::PagerSpec::parse(&m.domains[1].args[3]).unwrap();
+    assert!(m.domains[1].args[3].ends_with(",svqos=20ms/2ms,netqos=5ms/1500us/x"));
+    let r = spec.store.remote().unwrap();
+    assert_eq!((r.server_qos.slice_ns, r.server_qos.extra), (2_000_000, false));
+    assert_eq!((r.net_qos.period_ns, r.net_qos.extra), (5_000_000, true));
 }
 
 #[test]
@@ -1512,6 +1524,29 @@ fn remote_pager_errors_name_their_key_and_line() {
             "traders = [\"10.0.2.1:7000\"]",
             "traders = [\"10.0.2.1:7000\"], netc = \"wkdm\"",
             "t.toml:15: domain[1].pager.netc: invalid type: string \"wkdm\", expected a boolean",
+        ),
+        (
+            "traders = [\"10.0.2.1:7000\"]",
+            "traders = [\"10.0.2.1:7000\"], svqos = { period = \"1ms\", slice = \"2ms\" }",
+            "t.toml:15: domain[1].pager.svqos: invalid pager svqos 1ms/2ms: the slice is \
+             longer than the period",
+        ),
+        (
+            "traders = [\"10.0.2.1:7000\"]",
+            "traders = [\"10.0.2.1:7000\"], netqos = { period = \"1ms\", slice = \"0s\" }",
+            "t.toml:15: domain[1].pager.netqos: invalid pager netqos 1ms/0ns: a slice of 0 \
+             without x would never be served",
+        ),
+        (
+            "traders = [\"10.0.2.1:7000\"]",
+            "traders = [\"10.0.2.1:7000\"], netqos = { period = \"1ms\", slice = 5 }",
+            "t.toml:15: domain[1].pager.netqos.slice: invalid duration 5: a duration needs a unit",
+        ),
+        (
+            "store = \"remote\", net = \"nc\", traders = [\"10.0.2.1:7000\"]",
+            "svqos = { period = \"10ms\", slice = \"1ms\", extra = true }",
+            "t.toml:15: domain[1].pager.svqos: invalid pager svqos 10ms/1ms/x: only with \
+             store=remote",
         ),
         (
             "net = \"nc\"",

@@ -21,4 +21,4 @@ pub mod store;
 
 pub use hierarchy::{Codec, Hierarchy, PolicyKind};
 pub use spec::{PagerSpec, SpecError};
-pub use store::{Backing, Combination, Endpoint, Mirror, RemoteSpec, Store};
+pub use store::{Backing, Combination, Endpoint, Mirror, Qos, RemoteSpec, Store};

@@ -38,6 +38,11 @@
 //!     sending it (the thesis's `netc`; a page that does not shrink goes whole). Ignored under
 //!     a compressed cache, as in the thesis: a WKdm cache's pages go compressed anyway
 //!     ([`PagerSpec::netc`]).
+//!   - `svqos`, `netqos`: the contract asked of each server's CPU and of its link (the link
+//!     time its replies take), `PERIOD/SLICE` or `PERIOD/SLICE/x` with `x` for the server's
+//!     slack time beyond the slice, times with a unit `ns`, `us`, `ms` or `s` (default
+//!     `10ms/1ms/x` each; [`crate::Qos`]); each server admits a client only within what it
+//!     has left of both.
 //!
 //! `disk` stays required with `store=remote`: it is the fallback and the local mirror. The
 //! ten hierarchies of the thesis (Heracles Fig 8.2) are the four `hierarchy` values with
@@ -50,7 +55,7 @@ use core::fmt;
 
 use abi::PAGE_SIZE;
 
-use crate::store::{Endpoint, MAX_SERVERS, MAX_TRADERS, Mirror, RemoteSpec, Store};
+use crate::store::{Endpoint, MAX_SERVERS, MAX_TRADERS, Mirror, Qos, RemoteSpec, Store};
 use crate::{Codec, Combination, Hierarchy, PolicyKind};
 
 /// A paged stretch's configuration; see the [module](self).
@@ -177,6 +182,7 @@ impl PagerSpec {
         let (mut traders, mut servers) = (Vec::new(), Vec::new());
         let mut spread = None;
         let mut netc = None;
+        let (mut server_qos, mut net_qos) = (Qos::DEFAULT, Qos::DEFAULT);
         let mut seen: Vec<&str> = Vec::new();
         for pair in text.split(',').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').ok_or_else(|| err(pair, "not key=value"))?;
@@ -257,6 +263,8 @@ impl PagerSpec {
                         _ => return Err(err(key, "not yes or no")),
                     })
                 }
+                "svqos" => server_qos = Qos::parse(value).map_err(|reason| err(key, reason))?,
+                "netqos" => net_qos = Qos::parse(value).map_err(|reason| err(key, reason))?,
                 "swap" => swap = number(key, value)?,
                 "swap_at" => swap_at = number(key, value)?,
                 "ahead" => ahead = number(key, value)? as usize,
@@ -320,9 +328,19 @@ impl PagerSpec {
             }
             let (mirror, spread) = (mirror.unwrap_or_default(), spread.unwrap_or(true));
             let netc = netc.unwrap_or(false);
-            Store::Remote(RemoteSpec { mirror, net, traders, servers, spread, netc })
+            Store::Remote(RemoteSpec {
+                mirror,
+                net,
+                traders,
+                servers,
+                spread,
+                netc,
+                server_qos,
+                net_qos,
+            })
         } else {
-            let only_remote = ["mirror", "net", "traders", "servers", "spread", "netc"];
+            let only_remote =
+                ["mirror", "net", "traders", "servers", "spread", "netc", "svqos", "netqos"];
             if let Some(key) = only_remote.into_iter().find(|k| seen.contains(k)) {
                 return Err(err(key, "only with store=remote"));
             }
@@ -348,8 +366,8 @@ impl PagerSpec {
 
 impl fmt::Display for PagerSpec {
     /// The spec in the form [`PagerSpec::parse`] reads, every key given but `codec`, `ahead`,
-    /// `harvest`, `store`, `mirror`, `spread` and `netc` when they are the default (and the remote
-    /// keys with `store=local`).
+    /// `harvest`, `store`, `mirror`, `spread`, `netc`, `svqos` and `netqos` when they are the
+    /// default (and the remote keys with `store=local`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "hierarchy={},frames={}", self.hierarchy.name(), self.frames)?;
         match self.hierarchy {
@@ -393,6 +411,12 @@ impl fmt::Display for PagerSpec {
             }
             if r.netc {
                 f.write_str(",netc=yes")?;
+            }
+            if r.server_qos != Qos::DEFAULT {
+                write!(f, ",svqos={}", r.server_qos)?;
+            }
+            if r.net_qos != Qos::DEFAULT {
+                write!(f, ",netqos={}", r.net_qos)?;
             }
         }
         Ok(())
@@ -546,6 +570,39 @@ mod tests {
     }
 
     #[test]
+    fn a_remote_spec_carries_its_contracts_with_the_servers() {
+        let s = PagerSpec::parse(&alloc::format!(
+            "hierarchy=local,frames=8,{REMOTE},svqos=20ms/2ms,netqos=5000us/1500us/x"
+        ))
+        .unwrap();
+        let r = s.store.remote().unwrap();
+        assert_eq!(r.server_qos, Qos { period_ns: 20_000_000, slice_ns: 2_000_000, extra: false });
+        assert_eq!(r.net_qos, Qos { period_ns: 5_000_000, slice_ns: 1_500_000, extra: true });
+        assert!(s.to_string().contains(",svqos=20ms/2ms,netqos=5ms/1500us/x"), "{s}");
+        assert_eq!(PagerSpec::parse(&s.to_string()), Ok(s.clone()));
+        // Left out: the default, and not written back.
+        let d = PagerSpec::parse(&alloc::format!("hierarchy=local,frames=8,{REMOTE}")).unwrap();
+        let r = d.store.remote().unwrap();
+        assert_eq!((r.server_qos, r.net_qos), (Qos::DEFAULT, Qos::DEFAULT));
+        let given = alloc::format!("hierarchy=local,frames=8,{REMOTE},svqos=10ms/1ms/x");
+        assert_eq!(PagerSpec::parse(&given).unwrap(), d);
+        assert!(!d.to_string().contains("qos"));
+        // Slack time only, and the edges.
+        for (text, want) in [
+            ("0ns/0ns/x", None),
+            ("1us/0s/x", Some(Qos { period_ns: 1_000, slice_ns: 0, extra: true })),
+            (
+                "10s/10s",
+                Some(Qos { period_ns: 10_000_000_000, slice_ns: 10_000_000_000, extra: false }),
+            ),
+            ("999ns/1ns", None),
+            ("11s/1s", None),
+        ] {
+            assert_eq!(Qos::parse(text).ok(), want, "{text}");
+        }
+    }
+
+    #[test]
     fn a_bad_remote_spec_names_its_key() {
         let bad = [
             // Prefetching only to the local disk.
@@ -570,6 +627,16 @@ mod tests {
             (alloc::format!("hierarchy=local,frames=4,{REMOTE},mirror=tape"), "mirror"),
             (alloc::format!("hierarchy=local,frames=4,{REMOTE},spread=maybe"), "spread"),
             (alloc::format!("hierarchy=local,frames=4,{REMOTE},netc=lz4"), "netc"),
+            ("hierarchy=local,frames=4,disk=d,svqos=10ms/1ms".into(), "svqos"),
+            ("hierarchy=local,frames=4,disk=d,netqos=10ms/1ms".into(), "netqos"),
+            (alloc::format!("hierarchy=local,frames=4,{REMOTE},svqos=10ms"), "svqos"),
+            (alloc::format!("hierarchy=local,frames=4,{REMOTE},svqos=10/1"), "svqos"),
+            (alloc::format!("hierarchy=local,frames=4,{REMOTE},svqos=10ms/1ms/y"), "svqos"),
+            (alloc::format!("hierarchy=local,frames=4,{REMOTE},svqos=10ms/1ms/x/x"), "svqos"),
+            (alloc::format!("hierarchy=local,frames=4,{REMOTE},netqos=1ms/2ms"), "netqos"),
+            (alloc::format!("hierarchy=local,frames=4,{REMOTE},netqos=10ms/0ms"), "netqos"),
+            (alloc::format!("hierarchy=local,frames=4,{REMOTE},netqos=20s/1s/x"), "netqos"),
+            (alloc::format!("hierarchy=local,frames=4,{REMOTE},netqos=-1ms/1ms"), "netqos"),
             ("hierarchy=local,frames=4,disk=d,store=remote,net=N,servers=1.2.3.4:5".into(), "net"),
             // Bad endpoints, and too many.
             (

@@ -4,6 +4,7 @@
 //! as a [`Hierarchy`] (the cache part) beside a [`Backing`] (the store part).
 
 use alloc::vec::Vec;
+use core::fmt;
 
 pub use net_interface::frame::Endpoint;
 
@@ -63,8 +64,8 @@ impl Backing {
     }
 }
 
-/// How to reach remote memory (`net=`, `traders=`, `servers=`, `spread=`), for the remote
-/// paging client.
+/// How to reach remote memory (`net=`, `traders=`, `servers=`, `spread=`) and what to ask of
+/// its servers (`svqos=`, `netqos=`), for the remote paging client.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RemoteSpec {
     /// The mirror.
@@ -81,6 +82,110 @@ pub struct RemoteSpec {
     /// Whether the client compresses pages before sending them (`netc=`, the thesis's
     /// `netc`); ignored under a compressed cache, whose pages go compressed anyway.
     pub netc: bool,
+    /// The contract asked of each server's CPU (`svqos=`).
+    pub server_qos: Qos,
+    /// The contract asked of each server's network (`netqos=`): link time for its replies.
+    pub net_qos: Qos,
+}
+
+/// A contract with a remote server's CPU (`svqos=`) or its link (`netqos=`): `slice_ns` of
+/// time in every `period_ns`, and with `extra` the server's slack time beyond it (Heracles
+/// Fig 12.9's `sv{p,s,x}` and `net{p,s,x}`; the thesis's latency hint `l` is not carried).
+/// Spelled `PERIOD/SLICE` or `PERIOD/SLICE/x`, each a whole number with a unit `ns`, `us`,
+/// `ms` or `s` (`10ms/1ms/x`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Qos {
+    /// The period, in nanoseconds (1 µs to 10 s).
+    pub period_ns: u64,
+    /// The guaranteed time in each period, in nanoseconds (at most the period).
+    pub slice_ns: u64,
+    /// Whether the server's slack time may serve it beyond its slice.
+    pub extra: bool,
+}
+
+impl Qos {
+    /// What a spec without the key asks for: 1 ms of every 10 ms, and the slack.
+    pub const DEFAULT: Qos = Qos { period_ns: 10_000_000, slice_ns: 1_000_000, extra: true };
+
+    /// The longest period.
+    pub const MAX_PERIOD_NS: u64 = 10_000_000_000;
+
+    /// Reads `PERIOD/SLICE[/x]`, or says what is wrong.
+    pub fn parse(value: &str) -> Result<Qos, &'static str> {
+        let mut parts = value.split('/');
+        let (Some(period), Some(slice)) = (parts.next(), parts.next()) else {
+            return Err("not PERIOD/SLICE or PERIOD/SLICE/x (e.g. 10ms/1ms/x)");
+        };
+        let extra = match parts.next() {
+            None => false,
+            Some("x") => true,
+            Some(_) => return Err("its third part is not x (the slack time)"),
+        };
+        if parts.next().is_some() {
+            return Err("not PERIOD/SLICE or PERIOD/SLICE/x (e.g. 10ms/1ms/x)");
+        }
+        let period_ns = duration(period)?;
+        let slice_ns = duration(slice)?;
+        if !(1_000..=Qos::MAX_PERIOD_NS).contains(&period_ns) {
+            return Err("the period must be 1us to 10s");
+        }
+        if slice_ns > period_ns {
+            return Err("the slice is longer than the period");
+        }
+        if slice_ns == 0 && !extra {
+            return Err("a slice of 0 without x would never be served");
+        }
+        Ok(Qos { period_ns, slice_ns, extra })
+    }
+}
+
+impl Default for Qos {
+    fn default() -> Qos {
+        Qos::DEFAULT
+    }
+}
+
+/// A whole number of `ns`, `us`, `ms` or `s`, in nanoseconds.
+fn duration(text: &str) -> Result<u64, &'static str> {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let (n, unit) = text.split_at(digits);
+    let scale = match unit {
+        "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => return Err("a time is a whole number with a unit ns, us, ms or s"),
+    };
+    n.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or("a time is a whole number with a unit ns, us, ms or s")
+}
+
+/// `ns` in the largest unit that divides it.
+struct Time(u64);
+
+impl fmt::Display for Time {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        for (scale, unit) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
+            if n != 0 && n.is_multiple_of(scale) {
+                return write!(f, "{}{unit}", n / scale);
+            }
+        }
+        write!(f, "{n}ns")
+    }
+}
+
+impl fmt::Display for Qos {
+    /// The form [`Qos::parse`] reads.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", Time(self.period_ns), Time(self.slice_ns))?;
+        if self.extra {
+            f.write_str("/x")?;
+        }
+        Ok(())
+    }
 }
 
 /// The backing store of a paged stretch (`store=`).

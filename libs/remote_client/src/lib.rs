@@ -81,7 +81,10 @@ use pager::remote::{RemoteError, RemoteNotice, RemoteStats, RemoteStore};
 use pager::{PAGE_SIZE, Page};
 use rpp::client::{Outcome, Params, StreamKey, Transfer, Transfers};
 use rpp::rtt::{RttConfig, RttEstimator};
-use rpp::wire::{self, Header, Message, Packet, Qos, RefuseReason, Role};
+use rpp::wire::{self, Header, Message, Packet, RefuseReason, Role};
+
+/// A contract asked of a server's CPU or network ([`Config::cpu`], [`Config::net`]).
+pub use rpp::wire::Qos;
 
 mod control;
 mod lend;
@@ -128,9 +131,10 @@ pub struct Config {
 
 impl Config {
     /// The defaults for `servers`: no mirror, spread, a local disk, 1 ms of every 10 ms of
-    /// each server's CPU and network, the protocol's default retries and timing.
+    /// each server's CPU and network with their slack time (a pager spec's `svqos` and
+    /// `netqos` when not given), the protocol's default retries and timing.
     pub fn new(servers: Vec<Endpoint>, pages: u64) -> Config {
-        let qos = Qos { period_ns: 10_000_000, slice_ns: 1_000_000 };
+        let qos = Qos { period_ns: 10_000_000, slice_ns: 1_000_000, extra: true };
         Config {
             servers,
             traders: Vec::new(),

@@ -76,7 +76,7 @@ fn the_simulated_net_delivers_loses_and_duplicates_by_its_seed() {
 }
 
 /// A paging server on the net: each datagram is taken and the queued work served at once,
-/// each packet costing the server 2 µs by its clock.
+/// each packet costing the server 2 µs by its clock, its replies sent as its link allows.
 struct ServerPeer {
     server: Server,
     cpu: u64,
@@ -91,7 +91,8 @@ impl ServerPeer {
             *cpu += 1_000;
             *cpu
         };
-        while self.server.serve(now, &mut clock, &mut |to, b| out.push((to, b.to_vec()))) {}
+        while self.server.serve(now, &mut clock) {}
+        self.server.transmit(now, &mut |to, b| out.push((to, b.to_vec())));
     }
 }
 

@@ -5,7 +5,7 @@
 //!
 //! [`Server`] is sans-IO: the domain hands it each datagram received
 //! ([`Server::receive`]), lets it serve queued work one packet at a time
-//! ([`Server::serve`]), and sends what it gives to `out`.
+//! ([`Server::serve`]), and sends the replies [`Server::transmit`] releases to `out`.
 //!
 //! - **Streams.** A `CreateStream` (stream 0 in its header) is admitted by [`Server::admit`]
 //!   (the one place where a new stream is judged: memory, then CPU; the trader's admission
@@ -25,25 +25,37 @@
 //! - **CPU.** Authenticated packets wait in their stream's queue (bounded: beyond
 //!   [`QUEUE`] packets they are dropped and counted, and the client's retransmission brings
 //!   them back). [`Server::serve`] takes the next packet of the client [`sched::Scheduler`]
-//!   picks (EDF over the clients' `(period, slice)` contracts from their `CreateStream`, slack
-//!   time to clients that may use it) and charges that client the CPU the server's clock
-//!   measured handling it. A client over its slice waits for its next period
-//!   ([`Server::next_wakeup`]).
+//!   picks (EDF over the clients' `(period, slice, extra)` CPU contracts from their
+//!   `CreateStream`, slack time to clients whose contract says `extra`) and charges that client
+//!   the CPU the server's clock measured handling it. A client over its slice waits for its
+//!   next period ([`Server::next_wakeup`]). The receive work of an authenticated packet
+//!   (decoding, the token check, queueing; from the domain's copy out of the driver's slot
+//!   with [`Server::receive_since`]) is charged to its client too; a packet that fails before
+//!   a client is known is the server's own ([`Counts::unattributed_ns`]).
+//! - **Network.** Replies wait in their client's bounded send queue ([`SEND_QUEUE`]);
+//!   [`Server::transmit`] releases them by a second EDF, over the clients' network contracts,
+//!   charged in link time ([`link::Link`]: the reply's frame at the link's rate), while the
+//!   link is busy less than a window (0.5 ms) ahead. All replies share the server's one
+//!   session at the driver, which schedules sessions, not the clients behind one; so the server
+//!   decides whose reply goes next, and the driver's queue holds at most the window.
 //! - **Control plane.** A new client is checked against the network beside memory and CPU (the
-//!   link time of its `CreateStream` beside the others'); `AddResources` against memory only;
+//!   link share of its `CreateStream` beside the others', [`Server::admit_net`]); `AddResources`
+//!   against memory only;
 //!   the memory offered follows the advertising algorithm ([`Server::set_offer`], the domain's
 //!   `control` module). [`Server::revoke`] takes memory back from clients with their active
 //!   participation ([`revoke`]: victims by `remote_control`'s five rounds, their pages forwarded
 //!   to the new servers they name).
 //! - **Reports.** [`Server::reports`] gives, per client (open or released), its pages, reads,
-//!   writes, frees, CPU charged (and the part in slack time), periods throttled, refused
-//!   packets and queue drops.
+//!   writes, frees, CPU charged (the part in slack time, the receive work), periods throttled,
+//!   replies sent and their link time (the part in slack time, periods throttled, send queue
+//!   drops), refused packets and queue drops.
 
 #![no_std]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
 
+pub mod link;
 pub mod revoke;
 pub mod sched;
 
@@ -57,10 +69,14 @@ use net_interface::Endpoint;
 use rpp::server::{DropReason, PageServer, PageStore, ServerStats, StoreError, Verdict};
 use rpp::wire::{self, Code, Header, Message, Packet, Qos, RefuseReason, Role};
 
+use link::Link;
 use sched::{Contract, Scheduler};
 
 /// Packets a stream may have queued for service.
 pub const QUEUE: usize = 64;
+
+/// Replies a stream may have waiting for the link (a read's page is 3 of them).
+pub const SEND_QUEUE: usize = 4 * QUEUE;
 
 /// The largest page size a stream may ask for.
 pub const MAX_PAGE_SIZE: u32 = 64 * 1024;
@@ -103,10 +119,24 @@ pub struct ClientReport {
     pub refused: u64,
     /// Packets dropped as its queue was full.
     pub queue_drops: u64,
+    /// Of `cpu_ns`, the receive work (decoding, the token check, queueing) of its packets.
+    pub receive_ns: u64,
+    /// Replies sent to it.
+    pub sent: u64,
+    /// Link time its replies took, ns.
+    pub net_ns: u64,
+    /// Of which in the link's slack time.
+    pub net_extra_ns: u64,
+    /// Periods in which its replies waited, its link time spent, for its next period.
+    pub net_throttled: u64,
+    /// Replies dropped as its send queue was full (its retransmission asks again).
+    pub send_drops: u64,
     /// Whether it released its stream.
     pub released: bool,
-    /// Its contract.
+    /// Its CPU contract.
     pub cpu: Qos,
+    /// Its network contract.
+    pub net: Qos,
 }
 
 /// A server's own counts, beyond the data path's ([`ServerStats`]).
@@ -114,10 +144,12 @@ pub struct ClientReport {
 pub struct Counts {
     /// Streams created.
     pub created: u64,
-    /// Streams refused, by reason: memory, CPU, a bad request.
+    /// Streams refused, by reason: memory, CPU, the network, a bad request.
     pub refused_memory: u64,
     /// See [`Counts::refused_memory`].
     pub refused_cpu: u64,
+    /// See [`Counts::refused_memory`].
+    pub refused_net: u64,
     /// See [`Counts::refused_memory`].
     pub refused_bad: u64,
     /// Packets refused for an unknown stream or a wrong token.
@@ -126,8 +158,12 @@ pub struct Counts {
     pub malformed: u64,
     /// Control messages a server does not take (or not from a stream), dropped.
     pub unexpected: u64,
-    /// CPU spent on packets of no stream (creations, refusals), ns.
+    /// CPU spent on packets of no stream (creations, refusals, packets that did not decode
+    /// or failed their token check, answers to forwarded pages), the server's own, ns.
     pub unattributed_ns: u64,
+    /// Link time of the server's own sends (answers to creations, refusals, replies to a
+    /// stream that has closed), ns.
+    pub unattributed_net_ns: u64,
 }
 
 /// One stream's pages and counts.
@@ -137,11 +173,11 @@ struct Stream {
     token: u64,
     /// When its client last sent an authenticated packet.
     last_contact: u64,
-    /// Its share of the server's network time, ppm.
-    net_ppm: u64,
     pages: BTreeMap<u64, Vec<u8>>,
     page_size: u32,
     queue: VecDeque<(Endpoint, Vec<u8>)>,
+    /// Its replies waiting for the link, released under its network contract.
+    send: VecDeque<(Endpoint, Vec<u8>)>,
 }
 
 /// The memory the server gives its clients' pages: [`PageStore`] over the open streams.
@@ -219,6 +255,15 @@ pub struct Server {
     data: PageServer,
     mem: Memory,
     sched: Scheduler,
+    /// The link among the clients: the same EDF over their network contracts, in link time.
+    net: Scheduler,
+    link: Link,
+    /// When the link is done with what the server has sent so far.
+    link_free: u64,
+    /// Whether the last [`Server::transmit`] stopped at the window with replies waiting.
+    link_blocked: bool,
+    /// The server's own replies waiting for the link (to streams that have closed).
+    loose: VecDeque<(Endpoint, Vec<u8>)>,
     /// Answers to creations, by (sender, request id), for retransmitted `CreateStream`s.
     created: BTreeMap<(Endpoint, u32), Vec<u8>>,
     /// Released streams' reports.
@@ -241,6 +286,11 @@ impl Server {
             data: PageServer::new(wire::MAX_CHUNK),
             mem: Memory { streams: BTreeMap::new(), used: 0 },
             sched: Scheduler::default(),
+            net: Scheduler::default(),
+            link: Link::default(),
+            link_free: 0,
+            link_blocked: false,
+            loose: VecDeque::new(),
             created: BTreeMap::new(),
             done: Vec::new(),
             next_stream: 1,
@@ -262,10 +312,17 @@ impl Server {
         t.max(1)
     }
 
+    /// Sets the link the clients' network contracts are measured on (by default
+    /// [`Link::FAST_ETHERNET`]).
+    pub fn set_link(&mut self, link: Link) {
+        self.link = link;
+    }
+
     /// Takes one datagram from `from` at `now`: a creation is answered at once, a packet
     /// that fails its stream's check is refused at once, anything else waits in its
-    /// stream's queue for [`Server::serve`]. `cpu` is the server's clock for what the
-    /// immediate answers cost.
+    /// stream's queue for [`Server::serve`]. `cpu` is the server's clock: what the receive
+    /// work cost is charged to the stream the packet was for, or to the server itself if it
+    /// names none or fails its check.
     pub fn receive(
         &mut self,
         now: u64,
@@ -275,6 +332,41 @@ impl Server {
         out: &mut dyn FnMut(Endpoint, &[u8]),
     ) {
         let start = cpu();
+        self.receive_since(now, start, cpu, from, bytes, out);
+    }
+
+    /// [`Server::receive`] for work that began at `start` by `cpu`'s clock (the domain's
+    /// copy of the datagram out of its receive slot), which is charged with it.
+    pub fn receive_since(
+        &mut self,
+        now: u64,
+        start: u64,
+        cpu: &mut dyn FnMut() -> u64,
+        from: Endpoint,
+        bytes: &[u8],
+        out: &mut dyn FnMut(Endpoint, &[u8]),
+    ) {
+        // What the server sends at once is its own link time.
+        let link = self.link;
+        let mut own_ns = 0;
+        let mut out = |to: Endpoint, b: &[u8]| {
+            own_ns += link.frame_ns(b.len());
+            out(to, b)
+        };
+        self.receive_inner(now, start, cpu, from, bytes, &mut out);
+        self.link_free = self.link_free.max(now).saturating_add(own_ns);
+        self.counts.unattributed_net_ns += own_ns;
+    }
+
+    fn receive_inner(
+        &mut self,
+        now: u64,
+        start: u64,
+        cpu: &mut dyn FnMut() -> u64,
+        from: Endpoint,
+        bytes: &[u8],
+        out: &mut dyn FnMut(Endpoint, &[u8]),
+    ) {
         let header = match wire::decode(bytes) {
             Ok(p) => p.header,
             Err(_) => {
@@ -300,6 +392,13 @@ impl Server {
                 self.sched.set_ready(header.stream as usize, true);
             }
             self.revoked_contact(now, header.stream);
+            // The receive work is the client's.
+            let spent = cpu().saturating_sub(start);
+            self.sched.charge_work(header.stream as usize, spent);
+            if let Some(s) = self.mem.streams.get_mut(&header.stream) {
+                s.report.receive_ns += spent;
+            }
+            return;
         } else {
             // Refused by the data path itself (BadToken), touching nothing.
             let verdict = self.data.on_packet(&mut self.mem, bytes, &mut |b| out(from, b));
@@ -327,17 +426,13 @@ impl Server {
                     out(from, answer);
                     return;
                 }
-                let net_ppm = net.slice_ns.saturating_mul(1_000_000) / net.period_ns.max(1);
-                let admitted = self.admit(pages, page_size, cpu).and_then(|c| {
-                    // The network beside the CPU (§10.3: a new client is checked against
-                    // memory, CPU and network).
-                    match self.net_committed().saturating_add(net_ppm) > 1_000_000 {
-                        true => Err(RefuseReason::Net),
-                        false => Ok(c),
-                    }
-                });
+                // The network beside the CPU (§10.3: a new client is checked against memory,
+                // CPU and network).
+                let admitted = self
+                    .admit(pages, page_size, cpu)
+                    .and_then(|c| self.admit_net(net).map(|n| (c, n)));
                 let message = match admitted {
-                    Ok(contract) => {
+                    Ok((contract, net_contract)) => {
                         let stream = self.next_stream;
                         self.next_stream += 1;
                         let token = self.token(now, stream);
@@ -350,18 +445,16 @@ impl Server {
                             page_size,
                             role,
                             has_local_disk,
-                            cpu,
-                            contract,
+                            (cpu, contract),
+                            (net, net_contract),
                         );
-                        if let Some(s) = self.mem.streams.get_mut(&stream) {
-                            s.net_ppm = net_ppm;
-                        }
                         Message::StreamCreated { stream, token, pages, data_port: 0 }
                     }
                     Err(reason) => {
                         match reason {
                             RefuseReason::Memory => self.counts.refused_memory += 1,
                             RefuseReason::Cpu => self.counts.refused_cpu += 1,
+                            RefuseReason::Net => self.counts.refused_net += 1,
                             _ => self.counts.refused_bad += 1,
                         }
                         Message::Refused { reason }
@@ -397,9 +490,24 @@ impl Server {
         if self.reserved_bytes.saturating_add(bytes) > self.memory_bytes {
             return Err(RefuseReason::Memory);
         }
-        let contract = Contract { period_ns: cpu.period_ns, slice_ns: cpu.slice_ns, extra: true };
+        let contract =
+            Contract { period_ns: cpu.period_ns, slice_ns: cpu.slice_ns, extra: cpu.extra };
         if self.sched.committed_ppm() + contract.ppm() > 1_000_000 {
             return Err(RefuseReason::Cpu);
+        }
+        Ok(contract)
+    }
+
+    /// Whether a new stream under the network contract `net` may be admitted: its share of
+    /// the link beside the other streams' within the whole.
+    pub fn admit_net(&self, net: Qos) -> Result<Contract, RefuseReason> {
+        if net.period_ns == 0 || net.slice_ns > net.period_ns {
+            return Err(RefuseReason::BadRequest);
+        }
+        let contract =
+            Contract { period_ns: net.period_ns, slice_ns: net.slice_ns, extra: net.extra };
+        if self.net.committed_ppm() + contract.ppm() > 1_000_000 {
+            return Err(RefuseReason::Net);
         }
         Ok(contract)
     }
@@ -415,11 +523,12 @@ impl Server {
         page_size: u32,
         role: Role,
         local_disk: bool,
-        cpu: Qos,
-        contract: Contract,
+        (cpu, contract): (Qos, Contract),
+        (net, net_contract): (Qos, Contract),
     ) {
         self.data.open_stream(stream, token, page_size);
         self.sched.admit(stream as usize, contract, now);
+        self.net.admit(stream as usize, net_contract, now);
         self.reserved_bytes += pages * u64::from(page_size);
         self.counts.created += 1;
         let report = ClientReport {
@@ -429,6 +538,7 @@ impl Server {
             local_disk,
             reserved: pages,
             cpu,
+            net,
             ..ClientReport::default()
         };
         self.mem.streams.insert(
@@ -437,10 +547,10 @@ impl Server {
                 report,
                 token,
                 last_contact: now,
-                net_ppm: 0,
                 pages: BTreeMap::new(),
                 page_size,
                 queue: VecDeque::new(),
+                send: VecDeque::new(),
             },
         );
     }
@@ -459,13 +569,9 @@ impl Server {
     }
 
     /// Serves the next queued packet of the client the scheduler picks at `now`, charging it
-    /// the time `cpu` measured; answers to `out`. False if no client may be served now.
-    pub fn serve(
-        &mut self,
-        now: u64,
-        cpu: &mut dyn FnMut() -> u64,
-        out: &mut dyn FnMut(Endpoint, &[u8]),
-    ) -> bool {
+    /// the time `cpu` measured. Its replies wait in the client's send queue for
+    /// [`Server::transmit`]. False if no client may be served now.
+    pub fn serve(&mut self, now: u64, cpu: &mut dyn FnMut() -> u64) -> bool {
         let Some((i, grant)) = self.sched.pick(now) else { return false };
         let stream = i as u32;
         let start = cpu();
@@ -475,11 +581,27 @@ impl Server {
             self.sched.set_ready(i, false);
             return true;
         };
+        let mut replies: Vec<(Endpoint, Vec<u8>)> = Vec::new();
+        let mut out = |to: Endpoint, b: &[u8]| replies.push((to, b.to_vec()));
         let verdict = self.data.on_packet(&mut self.mem, &bytes, &mut |b| out(from, b));
         if let Verdict::Control { packet, authenticated: true } = verdict {
-            self.control(now, from, packet, out);
+            self.control(now, from, packet, &mut out);
         } else if let Verdict::Control { .. } | Verdict::Dropped(DropReason::Unexpected) = verdict {
             self.counts.unexpected += 1;
+        }
+        match self.mem.streams.get_mut(&stream) {
+            Some(s) => {
+                for r in replies {
+                    if s.send.len() >= SEND_QUEUE {
+                        s.report.send_drops += 1;
+                    } else {
+                        s.send.push_back(r);
+                        self.net.set_ready(i, true);
+                    }
+                }
+            }
+            // Released: its last answers are the server's own.
+            None => self.loose.extend(replies),
         }
         let spent = cpu().saturating_sub(start);
         self.sched.charge(i, spent, grant);
@@ -488,6 +610,50 @@ impl Server {
             self.sched.set_ready(i, false);
         }
         true
+    }
+
+    /// Hands `out` the replies that may leave at `now`: while the link is busy less than the
+    /// window ahead of `now`, the next reply of the client the network scheduler picks (EDF
+    /// over the clients' network contracts, charged the reply's link time; the server's own
+    /// replies first). How many it sent; what waits is told by [`Server::next_wakeup`].
+    pub fn transmit(&mut self, now: u64, out: &mut dyn FnMut(Endpoint, &[u8])) -> usize {
+        let mut sent = 0;
+        self.link_blocked = false;
+        loop {
+            if self.link_free > now.saturating_add(self.link.window_ns) {
+                self.link_blocked = !self.loose.is_empty() || self.has_replies();
+                return sent;
+            }
+            let (to, bytes) = if let Some(r) = self.loose.pop_front() {
+                self.counts.unattributed_net_ns += self.link.frame_ns(r.1.len());
+                r
+            } else {
+                let Some((i, grant)) = self.net.pick(now) else { return sent };
+                let Some(s) = self.mem.streams.get_mut(&(i as u32)) else {
+                    self.net.set_ready(i, false);
+                    continue;
+                };
+                let Some(r) = s.send.pop_front() else {
+                    self.net.set_ready(i, false);
+                    continue;
+                };
+                s.report.sent += 1;
+                if s.send.is_empty() {
+                    self.net.set_ready(i, false);
+                }
+                self.net.charge(i, self.link.frame_ns(r.1.len()), grant);
+                r
+            };
+            out(to, &bytes);
+            self.link_free =
+                self.link_free.max(now).saturating_add(self.link.frame_ns(bytes.len()));
+            sent += 1;
+        }
+    }
+
+    /// Whether any stream has replies waiting for the link.
+    fn has_replies(&self) -> bool {
+        self.mem.streams.values().any(|s| !s.send.is_empty())
     }
 
     /// A control message on an open stream, its token checked.
@@ -546,9 +712,9 @@ impl Server {
         Message::StreamCreated { stream, token: s.token, pages: s.report.reserved, data_port: 0 }
     }
 
-    /// Network time committed to the open streams, ppm.
-    fn net_committed(&self) -> u64 {
-        self.mem.streams.values().map(|s| s.net_ppm).sum()
+    /// The link time committed to the open streams' network contracts, ppm.
+    pub fn net_committed_ppm(&self) -> u64 {
+        self.net.committed_ppm()
     }
 
     /// Sets the memory offered to clients' reservations (the advertising algorithm's room
@@ -579,20 +745,35 @@ impl Server {
             s.report.extra_ns = c.extra_ns;
             s.report.throttled = c.throttled;
         }
+        if let Some(c) = self.net.remove(stream as usize) {
+            s.report.net_ns = c.cpu_ns;
+            s.report.net_extra_ns = c.extra_ns;
+            s.report.net_throttled = c.throttled;
+        }
+        // Its replies not yet sent leave as the server's own.
+        self.loose.extend(s.send.drain(..));
         s.report.pages = 0;
         s.report.bytes = 0;
         s.report.released = true;
         self.done.push(s.report);
     }
 
-    /// When a client that waits for its next period may be served (none: no such client).
+    /// When a client that waits for its next period of the CPU or of the link may be served,
+    /// or the link has room for replies that wait for it (none: no such client or reply).
     pub fn next_wakeup(&self) -> Option<u64> {
-        self.sched.next_start()
+        // Replies held back by the link wait for it alone (the network scheduler's periods
+        // were last brought up to date before the link stopped it).
+        let net = match self.link_blocked {
+            true => Some(self.link_free.saturating_sub(self.link.window_ns)),
+            false => self.net.next_start(),
+        };
+        [self.sched.next_start(), net].into_iter().flatten().min()
     }
 
-    /// Whether any stream has packets queued.
+    /// Whether any stream has packets queued, or replies waiting for the link.
     pub fn has_work(&self) -> bool {
-        self.mem.streams.values().any(|s| !s.queue.is_empty())
+        !self.loose.is_empty()
+            || self.mem.streams.values().any(|s| !s.queue.is_empty() || !s.send.is_empty())
     }
 
     /// Streams open now.
@@ -614,6 +795,11 @@ impl Server {
                 r.cpu_ns = c.cpu_ns;
                 r.extra_ns = c.extra_ns;
                 r.throttled = c.throttled;
+            }
+            if let Some(c) = self.net.charged(s.report.stream as usize) {
+                r.net_ns = c.cpu_ns;
+                r.net_extra_ns = c.extra_ns;
+                r.net_throttled = c.throttled;
             }
             all.push(r);
         }

@@ -1,5 +1,7 @@
-//! The server's CPU among its clients: an earliest-deadline-first scheduler over each client's
-//! contract (`period`, `slice`, `extra`), charged with the time the server measured serving it.
+//! The server's CPU among its clients, and its link: an earliest-deadline-first scheduler over
+//! each client's contract (`period`, `slice`, `extra`), charged with the time the server
+//! measured serving it (for the CPU) or with its replies' link time (for the link; the
+//! server keeps one scheduler for each).
 //!
 //! Each client has a budget of `slice` ns of the server's CPU in every `period` ns, its
 //! periods counted from its admission. Work is taken from the client with budget left and work
@@ -174,6 +176,16 @@ impl Scheduler {
                 Grant::Extra => s.extra_ns = s.extra_ns.saturating_add(ns),
             }
         }
+    }
+
+    /// Charges client `i` `ns` of work done outside [`Scheduler::pick`]'s turns (its packets'
+    /// receive work): from its budget while it has some or has no claim on slack time, else
+    /// as slack time.
+    pub fn charge_work(&mut self, i: usize, ns: u64) {
+        let Some(Some(s)) = self.slots.get(i) else { return };
+        let grant =
+            if s.budget > 0 || !s.contract.extra { Grant::Guaranteed } else { Grant::Extra };
+        self.charge(i, ns, grant);
     }
 
     /// When a client with work queued and its slice spent (and no slack to use) may run again:

@@ -93,7 +93,13 @@ mod server {
         self, Code, Data, DataFlags, Header, Message, Packet, Qos, RefuseReason, Role,
     };
 
-    use crate::Server;
+    use alloc::collections::BTreeMap;
+
+    use crate::link::Link;
+    use crate::{ClientReport, Server};
+
+    const MS: u64 = 1_000_000;
+    const US: u64 = 1_000;
 
     const VICTIM: Endpoint = Endpoint { addr: Ipv4Addr([10, 0, 0, 1]), port: 5000 };
     const HOSTILE: Endpoint = Endpoint { addr: Ipv4Addr([10, 0, 0, 3]), port: 6000 };
@@ -121,8 +127,16 @@ mod server {
         };
         let mut out = Vec::new();
         s.receive(now, &mut cpu, from, bytes, &mut |to, b| out.push((to, b.to_vec())));
-        while s.serve(now, &mut cpu, &mut |to, b| out.push((to, b.to_vec()))) {}
-        out
+        // Served and sent, the clock moved on while replies wait for the link.
+        let mut now = now;
+        loop {
+            while s.serve(now, &mut cpu) {}
+            s.transmit(now, &mut |to, b| out.push((to, b.to_vec())));
+            if !s.has_work() {
+                return out;
+            }
+            now = s.next_wakeup().expect("waiting work has a wake-up").max(now + 1);
+        }
     }
 
     fn create(s: &mut Server, from: Endpoint, request: u32, pages: u64) -> Message<'static> {
@@ -131,8 +145,8 @@ mod server {
             page_size: PAGE as u32,
             role: Role::Primary,
             has_local_disk: true,
-            cpu: Qos { period_ns: 10_000_000, slice_ns: 1_000_000 },
-            net: Qos { period_ns: 10_000_000, slice_ns: 1_000_000 },
+            cpu: Qos { period_ns: 10_000_000, slice_ns: 1_000_000, extra: true },
+            net: Qos { period_ns: 10_000_000, slice_ns: 1_000_000, extra: true },
         };
         let out = exchange(s, 0, from, &packet(Header { request, ..Header::default() }, create));
         assert_eq!(out.len(), 1);
@@ -334,5 +348,194 @@ mod server {
         let r = s.reports();
         assert!(r[0].released && r[0].writes == 8 && r[0].cpu_ns > 0, "{:?}", r[0]);
         assert_eq!(s.counts().refused_memory, 1);
+    }
+
+    /// A stream of `pages` pages for `from` under the contracts `cpu` and `net`: its header
+    /// (request 0).
+    fn open(s: &mut Server, from: Endpoint, pages: u64, cpu: Qos, net: Qos) -> Header {
+        let create = Message::CreateStream {
+            pages,
+            page_size: PAGE as u32,
+            role: Role::Primary,
+            has_local_disk: true,
+            cpu,
+            net,
+        };
+        let out = exchange(s, 0, from, &packet(Header { request: 1, ..Header::default() }, create));
+        match wire::decode(&out[0].1).unwrap().message {
+            Message::StreamCreated { stream, token, .. } => Header { stream, token, request: 0 },
+            m => panic!("{m:?}"),
+        }
+    }
+
+    fn report(s: &Server, stream: u32) -> ClientReport {
+        s.reports().into_iter().find(|r| r.stream == stream).expect("a report")
+    }
+
+    /// What a run of [`contend`] showed.
+    struct Contended {
+        /// Each of the victim's pages: from its request to its last chunk off the link, and
+        /// the link time of its three chunks.
+        victim: Vec<(u64, u64)>,
+        /// The greedy client's report.
+        greedy: ClientReport,
+        /// The link time of a full chunk's reply.
+        frame: u64,
+    }
+
+    /// The run's length (requests are made in it; replies are awaited 5 ms more).
+    const RUN: u64 = 200 * MS;
+
+    /// A greedy client (4 reads every 100 µs, 12 times the link) beside a victim (a read every
+    /// millisecond, under a contract of 0.4 ms of link time per ms; its page takes 0.37 ms),
+    /// for [`RUN`] of virtual time, the server's replies leaving over a FIFO link of the
+    /// server's link model (the driver's queue and the wire).
+    fn contend(greedy_net: Qos, window_ns: u64) -> Contended {
+        let mut s = Server::new(1 << 20, 7);
+        let link = Link { window_ns, ..Link::FAST_ETHERNET };
+        s.set_link(link);
+        let cpu = Qos { period_ns: MS, slice_ns: 100 * US, extra: true };
+        let v =
+            open(&mut s, VICTIM, 8, cpu, Qos { period_ns: MS, slice_ns: 400 * US, extra: false });
+        let g = open(&mut s, HOSTILE, 8, cpu, greedy_net);
+        for vpn in 0..8 {
+            let request = 100 + vpn as u32;
+            assert_eq!(write(&mut s, VICTIM, Header { request, ..v }, vpn, 1), [Code::None]);
+            assert_eq!(write(&mut s, HOSTILE, Header { request, ..g }, vpn, 2), [Code::None]);
+        }
+        let t0 = 1_000 * MS;
+        let mut clock = 0;
+        let mut cpu = || {
+            clock += US;
+            clock
+        };
+        let (mut wire_free, mut request) = (t0, 1000u32);
+        // The victim's requests: when asked, chunks seen, their link time.
+        let mut asked: BTreeMap<u32, (u64, u32, u64)> = BTreeMap::new();
+        let mut victim = Vec::new();
+        let mut now = t0;
+        while now < t0 + RUN + 5 * MS {
+            let step = now - t0;
+            let read = |h: Header, request: u32| {
+                let vpn = u64::from(request % 8);
+                packet(Header { request, ..h }, Message::Read { vpn, page_size: PAGE as u32 })
+            };
+            if step < RUN && step.is_multiple_of(100 * US) {
+                for _ in 0..4 {
+                    s.receive(now, &mut cpu, HOSTILE, &read(g, request), &mut |_, _| {});
+                    request += 1;
+                }
+            }
+            if step < RUN && step.is_multiple_of(MS) {
+                s.receive(now, &mut cpu, VICTIM, &read(v, request), &mut |_, _| {});
+                asked.insert(request, (now, 0, 0));
+                request += 1;
+            }
+            while s.serve(now, &mut cpu) {}
+            s.transmit(now, &mut |to, b| {
+                let ns = link.frame_ns(b.len());
+                wire_free = wire_free.max(now) + ns;
+                let p = wire::decode(b).unwrap();
+                if to != VICTIM {
+                    return;
+                }
+                assert!(matches!(p.message, Message::Data(_)), "{:?}", p.message);
+                let a = asked.get_mut(&p.header.request).expect("a page asked for");
+                a.1 += 1;
+                a.2 += ns;
+                if a.1 == 3 {
+                    victim.push((wire_free - a.0, a.2));
+                }
+            });
+            now += 10 * US;
+        }
+        let frame = link.frame_ns(wire::MAX_PACKET);
+        Contended { victim, greedy: report(&s, g.stream), frame }
+    }
+
+    #[test]
+    fn a_greedy_client_cannot_push_another_clients_replies_beyond_its_contract() {
+        let frame = Link::FAST_ETHERNET.frame_ns(wire::MAX_PACKET);
+        let window = Link::FAST_ETHERNET.window_ns;
+        let periods = RUN / MS + 5;
+        for extra in [false, true] {
+            let greedy = Qos { period_ns: MS, slice_ns: 200 * US, extra };
+            let c = contend(greedy, window);
+            assert_eq!(c.frame, frame);
+            // Every page the victim asked for came, each no sooner than its three chunks'
+            // link time and no later than that after the window of replies handed over
+            // before it and a frame beyond the greedy client's slice (it may go first by
+            // EDF within its slice) and the 10 µs step of the run.
+            assert_eq!(c.victim.len() as u64, RUN / MS, "extra={extra}");
+            for &(latency, own) in &c.victim {
+                assert!(own > 2 * frame && own <= 3 * frame, "{own}");
+                let most = own + window + 200 * US + frame + 10 * US;
+                assert!((own..=most).contains(&latency), "extra={extra}: {latency} > {most}");
+            }
+            // The greedy client had its slice every period, and beyond it only the slack:
+            // without extra, never more than its slice and one frame of overdraft per period.
+            let g = c.greedy;
+            let guaranteed = g.net_ns - g.net_extra_ns;
+            assert!(
+                (periods - 10) * 200 * US <= guaranteed
+                    && guaranteed <= periods * (200 * US + frame),
+                "extra={extra}: {g:?}"
+            );
+            match extra {
+                false => assert_eq!(g.net_extra_ns, 0),
+                // The slack: the link less the victim's 37% and the greedy's slice.
+                true => assert!(g.net_extra_ns > RUN / 3 && g.net_ns <= RUN + 5 * MS, "{g:?}"),
+            }
+            assert!(g.net_throttled >= RUN / MS - 5, "{g:?}");
+            // What its contract could not carry was dropped (its retransmissions ask again).
+            assert!(g.send_drops > 0, "{g:?}");
+        }
+        // The same run with every reply handed to the driver at once (a server without
+        // network scheduling): the victim's pages wait behind the greedy client's backlog.
+        let greedy = Qos { period_ns: MS, slice_ns: 200 * US, extra: true };
+        let c = contend(greedy, RUN);
+        let worst = c.victim.iter().map(|&(l, _)| l).max().unwrap_or(u64::MAX);
+        assert!(c.victim.len() < (RUN / MS) as usize || worst > 10 * MS, "{worst}");
+    }
+
+    #[test]
+    fn receive_work_is_charged_to_the_client_it_was_for_and_the_rest_to_the_server() {
+        let mut s = Server::new(1 << 20, 3);
+        let qos = Qos { period_ns: 10 * MS, slice_ns: MS, extra: true };
+        let v = open(&mut s, VICTIM, 8, qos, qos);
+        let before = report(&s, v.stream);
+        let counts = s.counts();
+        // A clock that moves 1 µs at each reading: a receive reads it at its start and end.
+        let mut t = 0;
+        let mut cpu = move || {
+            t += US;
+            t
+        };
+        let read = Message::Read { vpn: 0, page_size: PAGE as u32 };
+        for i in 0..10 {
+            let p = packet(Header { request: 50 + i, ..v }, read);
+            s.receive(MS, &mut cpu, VICTIM, &p, &mut |_, _| panic!("queued, not answered"));
+        }
+        let r = report(&s, v.stream);
+        assert_eq!(r.receive_ns - before.receive_ns, 10 * US);
+        assert_eq!(r.cpu_ns - before.cpu_ns, 10 * US);
+        // Packets that name the victim's stream with a wrong token, and one that does not
+        // decode: the server's own, counted, not the victim's.
+        for i in 0..5 {
+            let p = packet(Header { request: 70 + i, token: v.token ^ 1, ..v }, read);
+            s.receive(MS, &mut cpu, HOSTILE, &p, &mut |_, _| {});
+        }
+        s.receive(MS, &mut cpu, HOSTILE, &[1, 2, 3], &mut |_, _| {});
+        let r = report(&s, v.stream);
+        assert_eq!(r.cpu_ns - before.cpu_ns, 10 * US);
+        let c = s.counts();
+        assert_eq!(c.unattributed_ns - counts.unattributed_ns, 6 * US);
+        assert_eq!((c.bad_token - counts.bad_token, c.malformed - counts.malformed), (5, 1));
+        // A receive that began earlier (the copy out of the driver's slot) is charged from
+        // then: 5 µs before the clock's last reading.
+        let start = cpu() - 5 * US;
+        let p = packet(Header { request: 90, ..v }, read);
+        s.receive_since(MS, start, &mut cpu, VICTIM, &p, &mut |_, _| {});
+        assert_eq!(report(&s, v.stream).receive_ns - r.receive_ns, 6 * US);
     }
 }

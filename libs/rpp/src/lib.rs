@@ -69,7 +69,7 @@
 //! | Advert | 16 | server endpoint, bytes u64, flags u8 (1: CPU committable, 2: network committable) |
 //! | TraderQuery | 17 | bytes u64 |
 //! | TraderAnswer | 18 | n u8 (≤ 5), n × (endpoint, bytes u64) |
-//! | CreateStream | 19 | pages u64, page size u32, role u8 (0 primary, 1 mirror), has local disk u8, CPU period u64, slice u64, network period u64, slice u64 |
+//! | CreateStream | 19 | pages u64, page size u32, role u8 (0 primary, 1 mirror), has local disk u8, CPU period u64, slice u64, extra u8, network period u64, slice u64, extra u8 |
 //! | StreamCreated | 20 | stream u32, token u64, pages u64, data port u16 |
 //! | Refused | 21 | reason u16 ([`wire::RefuseReason`]) |
 //! | AddResources | 22 | pages u64 |

@@ -311,13 +311,16 @@ pub enum Role {
 }
 
 /// A time contract: `slice_ns` of time every `period_ns` (slice 0: extra time only, no
-/// guarantee, which makes the client a likelier victim of revocation).
+/// guarantee, which makes the client a likelier victim of revocation), and with `extra` the
+/// server's slack time beyond it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Qos {
     /// The period, in nanoseconds.
     pub period_ns: u64,
     /// The guaranteed time per period, in nanoseconds.
     pub slice_ns: u64,
+    /// Whether the client may use the server's slack time beyond its slice.
+    pub extra: bool,
 }
 
 /// Where a revoked client's pages go: a new server and the client's stream on it, so that
@@ -756,6 +759,7 @@ fn encode_body(m: &Message<'_>, w: &mut Writer<'_>) -> Result<(), EncodeError> {
             for q in [cpu, net] {
                 w.u64(q.period_ns);
                 w.u64(q.slice_ns);
+                w.u8(q.extra as u8);
             }
         }
         Message::StreamCreated { stream, token, pages, data_port } => {
@@ -860,8 +864,8 @@ fn decode_body<'a>(op: Op, r: &mut Reader<'a>) -> Result<Message<'a>, DecodeErro
                 _ => return Err(DecodeError::BadField),
             };
             let has_local_disk = r.bool()?;
-            let cpu = Qos { period_ns: r.u64()?, slice_ns: r.u64()? };
-            let net = Qos { period_ns: r.u64()?, slice_ns: r.u64()? };
+            let cpu = Qos { period_ns: r.u64()?, slice_ns: r.u64()?, extra: r.bool()? };
+            let net = Qos { period_ns: r.u64()?, slice_ns: r.u64()?, extra: r.bool()? };
             Message::CreateStream { pages, page_size, role, has_local_disk, cpu, net }
         }
         Op::StreamCreated => Message::StreamCreated {

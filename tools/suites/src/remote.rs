@@ -10,8 +10,9 @@
 //!   mirror stream on the other and lost neither; every page it wrote went to both (its count
 //!   even, each server's count of whole pages stored half of it); reads came from the primary
 //!   alone; the backing store wrote nothing to the local disk and fell back for no page; each
-//!   server served one client, charged it CPU time, refused nothing, and ended when the client
-//!   released its stream; each write's copy to its primary left from the page's frame lent to
+//!   server served one client, charged it CPU time with its packets' receive work in it and
+//!   the link time of its replies (between a shortest and a longest frame's each), refused
+//!   nothing, and ended when the client released its stream; each write's copy to its primary left from the page's frame lent to
 //!   the client's driver (a SendLoan: as many loans taken as remote writes of whole pages;
 //!   with `netc` a compressed page leaves from the client's buffer), and the driver
 //!   returned every loan it took; every domain exited 0; the run's virtual time is bounded on both
@@ -159,6 +160,21 @@ fn one_node_with(out: &Outcome, netc: bool) -> Result<(), String> {
             || get(client, "cpu_ns")? == 0
         {
             return Err(format!("{srv} should have stored half the pages written: {client}"));
+        }
+        // Its packets' receive work is part of its charge, and its replies' link time is
+        // between a shortest and a longest Ethernet frame's each at 100 Mbit/s (84 and 1,538
+        // bytes on the wire).
+        let charged = line_with(out, &format!("[{srv}] paging-server: charged 10.0.0.1:"))?;
+        let (cpu, receive) = (get(client, "cpu_ns")?, get(charged, "receive_ns")?);
+        let (sent, net) = (get(charged, "sent")?, get(charged, "net_ns")?);
+        if receive == 0
+            || receive >= cpu
+            || sent == 0
+            || !(sent * 6_720..=sent * 123_040).contains(&net)
+        {
+            return Err(format!(
+                "{srv}: receive work or link time not charged: {client} {charged}"
+            ));
         }
         let reads = get(client, "reads")?;
         if reads_from != (reads >= read) || (!reads_from && reads != 0) {

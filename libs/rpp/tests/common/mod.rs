@@ -51,7 +51,7 @@ fn endpoint(r: &mut Rng) -> Endpoint {
 }
 
 fn qos(r: &mut Rng) -> Qos {
-    Qos { period_ns: r.field(), slice_ns: r.field() }
+    Qos { period_ns: r.field(), slice_ns: r.field(), extra: r.next() & 1 == 1 }
 }
 
 /// The number of message kinds [`message`] makes (every op).

@@ -92,7 +92,7 @@ use net_client::{ChannelTransport, Session};
 use pager::backing::Mirror;
 use pager::remote::RemoteStore;
 use pager_spec::RemoteSpec;
-use remote_client::{Config, RemoteClient, Shared};
+use remote_client::{Config, Qos, RemoteClient, Shared};
 
 tessera::main!(main);
 
@@ -350,8 +350,9 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
 type Remote = Shared<RemoteClient<ChannelTransport>>;
 
 /// The remote paging client of `r` (the spec's `net=`, `servers=`, `traders=`, `mirror=`,
-/// `spread=`), compressing the pages it sends if `netc` ([`pager_spec::PagerSpec::netc`]), for
-/// a stretch of `pages` pages: `None` (and a line saying why) if it has neither
+/// `spread=`, and the contracts `svqos=` and `netqos=` it asks of each server), compressing
+/// the pages it sends if `netc` ([`pager_spec::PagerSpec::netc`]), for a stretch of `pages`
+/// pages: `None` (and a line saying why) if it has neither
 /// static servers nor traders, or no server made a stream, so that the driver pages to the
 /// local disk.
 fn connect_remote(r: &RemoteSpec, netc: bool, pages: u64) -> Option<Remote> {
@@ -379,6 +380,10 @@ fn connect_remote(r: &RemoteSpec, netc: bool, pages: u64) -> Option<Remote> {
     config.netc = netc;
     config.traders = r.traders.clone();
     config.local_disk = true;
+    let qos =
+        |q: pager_spec::Qos| Qos { period_ns: q.period_ns, slice_ns: q.slice_ns, extra: q.extra };
+    config.cpu = qos(r.server_qos);
+    config.net = qos(r.net_qos);
     match RemoteClient::connect(session, tessera::time_ns, config) {
         Ok(client) => {
             for (addr, stream, role, _, _) in client.servers() {

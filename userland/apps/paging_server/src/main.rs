@@ -6,18 +6,24 @@
 //! protocol to any client, offering `BYTES` (`K`, `M` or `G` suffixes) of its heap to their
 //! pages (`remote_server::Server`: streams admitted within that memory and the server's CPU,
 //! every packet's stream and token checked, each client's work served by EDF over the CPU
-//! contracts of their `CreateStream` and charged to it by this domain's clock). It ends once
+//! contracts of their `CreateStream` and charged to it by this domain's clock, and its
+//! replies sent by EDF over their network contracts). It ends once
 //! N clients have created streams and released them all (`--clients`), or after MS ms of its
 //! clock without a datagram (`--idle`, counted from the open and then from each datagram), and
 //! prints a line per client,
 //! `paging-server: client A.B.C.D:Q stream=S role=primary|mirror disk=yes|no reserved=R
 //! pages=N peak=K reads=R writes=W frees=F cpu_ns=C extra_ns=E throttled=T refused=X
 //! queue_drops=D bytes_written=B released=true|false` (`bytes_written`: the bytes of the pages
-//! stored as they were sent, shorter than whole pages for a client that compresses), then its
-//! totals,
-//! `paging-server: served streams=N refused_memory=.. refused_cpu=.. refused_bad=..
-//! bad_token=.. malformed=.. corrupted=.. unexpected=.. duplicates=.. chunks_resent=..
-//! stale_writes=.. unattributed_ns=..` and `paging-server: ended: WHY`.
+//! stored as they were sent, shorter than whole pages for a client that compresses) and
+//! `paging-server: charged A.B.C.D:Q stream=S receive_ns=V sent=P net_ns=L net_extra_ns=M
+//! net_throttled=U send_drops=Z` (`cpu_ns` includes `receive_ns`, the receive work of its
+//! packets from the copy out of the driver's slot on; `net_ns` is its replies' link time,
+//! released by EDF over the clients' network contracts at the link's 100 Mbit/s), then its
+//! totals, `paging-server: served streams=N refused_memory=.. refused_cpu=.. refused_net=..
+//! refused_bad=.. bad_token=.. malformed=.. corrupted=.. unexpected=.. duplicates=..
+//! chunks_resent=.. stale_writes=.. unattributed_ns=..` and `paging-server: own net_ns=..`
+//! (the server's own CPU and link time: creations, refusals, packets that failed before a
+//! client was known) and `paging-server: ended: WHY`.
 //!
 //! **Control plane** (`--traders A.B.C.D:Q+...`, `--poll MS`, `--reclaim-at MS:BYTES`, module
 //! `control`): the server advertises its spare memory to the traders by the advertising
@@ -249,7 +255,9 @@ fn serve(
             c.tick(now, &mut server, &mut |to, b| outbox.push((to, b.to_vec())));
         }
         server.poll_revocations(now, &mut |to, b| outbox.push((to, b.to_vec())));
-        let served = server.serve(now, &mut cpu, &mut |to, b| outbox.push((to, b.to_vec())));
+        let served = server.serve(now, &mut cpu);
+        // Replies leave by the clients' network contracts, as the link has room.
+        server.transmit(now, &mut |to, b| outbox.push((to, b.to_vec())));
         for (to, b) in outbox.drain(..) {
             if send(session, to, &b).is_err() {
                 println!("paging-server: the driver is gone");
@@ -269,18 +277,20 @@ fn serve(
                 .min(control.as_ref().map_or(u64::MAX, |c| c.deadline())),
         };
         let got = session.receive_until(deadline, |d| {
+            // The receive work starts with the copy out of the slot.
+            let start = cpu();
             let len = d.payload.len().min(buf.len());
             buf[..len].copy_from_slice(&d.payload[..len]);
-            (d.from, len)
+            (d.from, len, start)
         });
         match got {
-            Ok(Some((from, len))) => {
+            Ok(Some((from, len, start))) => {
                 // A trader's answer is not a client's: it does not keep the server from idling.
                 if control.as_mut().is_some_and(|c| c.on_datagram(from, &buf[..len])) {
                     continue;
                 }
                 last = tessera::time_ns();
-                server.receive(last, &mut cpu, from, &buf[..len], &mut |to, b| {
+                server.receive_since(last, start, &mut cpu, from, &buf[..len], &mut |to, b| {
                     outbox.push((to, b.to_vec()))
                 });
             }
@@ -313,6 +323,18 @@ fn serve(
             r.bytes_written,
             r.released
         );
+        // A line of its own: the console writes at most 256 bytes at once.
+        println!(
+            "paging-server: charged {} stream={} receive_ns={} sent={} net_ns={} net_extra_ns={} net_throttled={} send_drops={}",
+            r.client,
+            r.stream,
+            r.receive_ns,
+            r.sent,
+            r.net_ns,
+            r.net_extra_ns,
+            r.net_throttled,
+            r.send_drops
+        );
     }
     if let Some(c) = control.as_ref() {
         c.report(&server);
@@ -320,10 +342,11 @@ fn serve(
     let c = server.counts();
     let d = server.data_stats();
     println!(
-        "paging-server: served streams={} refused_memory={} refused_cpu={} refused_bad={} bad_token={} malformed={} corrupted={} unexpected={} duplicates={} chunks_resent={} stale_writes={} unattributed_ns={}",
+        "paging-server: served streams={} refused_memory={} refused_cpu={} refused_net={} refused_bad={} bad_token={} malformed={} corrupted={} unexpected={} duplicates={} chunks_resent={} stale_writes={} unattributed_ns={}",
         c.created,
         c.refused_memory,
         c.refused_cpu,
+        c.refused_net,
         c.refused_bad,
         c.bad_token,
         c.malformed,
@@ -334,6 +357,7 @@ fn serve(
         d.stale_writes,
         c.unattributed_ns
     );
+    println!("paging-server: own net_ns={}", c.unattributed_net_ns);
     println!("paging-server: ended: {why}");
     0
 }
@@ -399,8 +423,8 @@ fn hostile(session: &mut Session<ChannelTransport>, server: Endpoint, rounds: u3
         page_size: 4096,
         role: Role::Primary,
         has_local_disk: false,
-        cpu: Qos { period_ns: 10_000_000, slice_ns: 500_000 },
-        net: Qos { period_ns: 10_000_000, slice_ns: 500_000 },
+        cpu: Qos { period_ns: 10_000_000, slice_ns: 500_000, extra: true },
+        net: Qos { period_ns: 10_000_000, slice_ns: 500_000, extra: true },
     };
     let header = Header { stream: 0, token: 0, request: 1 };
     let len = wire::encode(&Packet { header, message: create }, &mut buf).expect("fits");
