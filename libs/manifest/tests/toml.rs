@@ -1426,6 +1426,11 @@ fn each_of_the_ten_hierarchies_is_accepted_and_reaches_the_domain_as_itself() {
         "hierarchy=compressed,frames=256,cache=131072,policy=clock,disk=pg,swap_at=0,\
          swap=33554432,store=remote,net=nc,traders=10.0.2.1:7000"
     );
+    // Copies instead of frame loans, said as the spec says it.
+    let text = REMOTE_PAGER.replace("disk = \"pg\",", "disk = \"pg\", loans = false,");
+    let m = parse("t.toml", &text, APPS).unwrap();
+    assert!(m.domains[1].args[3].contains(",loans=no,"), "{}", m.domains[1].args[3]);
+    assert!(!pager_spec::PagerSpec::parse(&m.domains[1].args[3]).unwrap().loans);
 }
 
 #[test]
