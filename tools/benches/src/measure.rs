@@ -109,6 +109,12 @@ pub(crate) fn icount_runs(mode: Mode) -> usize {
     }
 }
 
+/// Domain `name`'s CPU in ns, from the run summary's accounts (whole µs).
+pub(crate) fn cpu_ns(out: &qemu::Outcome, name: &str) -> Option<u64> {
+    let a = qemu_run::cpu::summary_accounts(out).into_iter().find(|a| a.domain == name)?;
+    Some((a.guaranteed_us + a.extra_us) * 1000)
+}
+
 /// `(calls, calls_ns, loop_ns)` from the `nullcall: N calls in T ns, empty loop L ns` line.
 pub(crate) fn nullcall_figures(out: &qemu::Outcome) -> Option<(u64, u64, u64)> {
     let msg = &out.line(" calls in ")?.message;

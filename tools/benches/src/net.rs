@@ -202,8 +202,7 @@ fn idle_and_total(out: &Outcome) -> Option<(f64, f64)> {
 
 /// Domain `name`'s CPU in ns, from the run summary's accounts (whole µs).
 fn cpu_ns(out: &Outcome, name: &str) -> Option<f64> {
-    let a = qemu_run::cpu::summary_accounts(out).into_iter().find(|a| a.domain == name)?;
-    Some(((a.guaranteed_us + a.extra_us) * 1000) as f64)
+    crate::measure::cpu_ns(out, name).map(|ns| ns as f64)
 }
 
 /// What one round-trip boot's log says, in ns: the run's virtual time and the kernel's idle

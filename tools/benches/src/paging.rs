@@ -26,8 +26,12 @@
 //! Written to `target/bench/paging.{md,json}`; the generated manifests are kept under
 //! `target/bench/paging/`. Kept in the baseline ([`KEPT`]): compress's run time with
 //! prefetching (its best, in the thesis), matmul's with a WKdm cache of half its memory (its
-//! best), matmul's hit rate with a WKdm cache of an eighth (the thesis: 79%), and the median
-//! round trip of a fault served from the compressed cache.
+//! best), matmul's hit rate with a WKdm cache of an eighth (the thesis: 79%), the median
+//! round trip of a fault served from the compressed cache, and what frame loans save: filter's
+//! local paging run with loans (every page moved to or from the disk lends its frame to the
+//! disk driver) and again with `loans=no` (every page copied through the block session's data
+//! area), the paging domain's CPU per disk request beyond the program's own all in memory
+//! (its CPU account less that run's), with loans, with copies, and their ratio.
 
 use anyhow::{Context, Result, bail};
 use paging_programs::{Program, Scale};
@@ -57,6 +61,12 @@ struct Config {
     ahead: usize,
     /// Evictions between two harvests of the accessed bits (0: never).
     harvest: usize,
+    /// Whether pages to and from the disk lend their frames to the disk driver (`loans=no`:
+    /// copied through the block session's data area).
+    loans: bool,
+    /// Every page of the program in its frames: nothing paged (the program's own CPU, to
+    /// subtract).
+    resident: bool,
 }
 
 /// Pages of each of the eviction and fetch areas of the prefetching hierarchies.
@@ -64,7 +74,26 @@ const AREA_PAGES: usize = 8;
 
 impl Config {
     const fn new(program: Program, hierarchy: &'static str, cache_eighths: usize) -> Config {
-        Config { program, hierarchy, cache_eighths, codec: "lz4", ahead: 1, harvest: 0 }
+        Config {
+            program,
+            hierarchy,
+            cache_eighths,
+            codec: "lz4",
+            ahead: 1,
+            harvest: 0,
+            loans: true,
+            resident: false,
+        }
+    }
+
+    /// `program` with every page in its frames.
+    const fn resident(program: Program) -> Config {
+        Config { resident: true, ..Config::new(program, "local", 0) }
+    }
+
+    /// The same, copying pages through the data area instead of lending their frames.
+    const fn copies(self) -> Config {
+        Config { loans: false, ..self }
     }
 
     /// The same, its clock harvesting the accessed bits every `evictions` evictions.
@@ -94,8 +123,12 @@ impl Config {
         if self.compressed() { self.memory() * self.cache_eighths / 8 } else { 0 }
     }
 
-    /// The frames: the memory less the cache's bytes and areas.
+    /// The frames: the memory less the cache's bytes and areas (every page of the program
+    /// when it runs all in memory).
     fn frames(&self) -> usize {
+        if self.resident {
+            return self.program.bytes_needed(Scale::Default).div_ceil(4096);
+        }
         let areas = if self.hierarchy.starts_with("prefetching") { 2 * AREA_PAGES } else { 0 };
         (self.memory() - self.cache_bytes()) / 4096 - areas
     }
@@ -108,7 +141,12 @@ impl Config {
         if self.harvest > 0 {
             extra.push_str(&format!(", accessed bits every {}", self.harvest));
         }
-        if self.compressed() {
+        if !self.loans {
+            extra.push_str(", copies instead of loans");
+        }
+        if self.resident {
+            "all in memory".to_string()
+        } else if self.compressed() {
             format!(
                 "{} {} ({}% cache{extra})",
                 self.hierarchy,
@@ -137,18 +175,23 @@ impl Config {
         if self.harvest > 0 {
             s.push_str(&format!(",harvest={}", self.harvest));
         }
+        if !self.loans {
+            s.push_str(",loans=no");
+        }
         s
     }
 
     fn file(&self) -> String {
         format!(
-            "target/bench/paging/{}-{}-{}-{}-{}-{}.toml",
+            "target/bench/paging/{}-{}-{}-{}-{}-{}{}{}.toml",
             self.program.name(),
             self.hierarchy,
             self.cache_eighths,
             self.codec,
             self.ahead,
-            self.harvest
+            self.harvest,
+            if self.loans { "" } else { "-copies" },
+            if self.resident { "-resident" } else { "" },
         )
     }
 
@@ -221,8 +264,10 @@ to = "pager"
 /// thesis's codec); and compress's and matmul's caches evicting 16 pages at once, so that most
 /// faults the cache answers find a free frame (the distribution of a hit's own cost, on text
 /// and on integers); and a clock that harvests the hardware's accessed bits (a true
-/// second-chance clock) against the default one that hears of faults only.
-const CONFIGS: [Config; 30] = [
+/// second-chance clock) against the default one that hears of faults only; and filter's local
+/// paging copying its pages through the data area instead of lending their frames, with filter
+/// all in memory beside them (what frame loans save per disk transfer).
+const CONFIGS: [Config; 32] = [
     Config::new(Program::Compress, "local", 0),
     Config::new(Program::Compress, "compressed", 2),
     Config::new(Program::Compress, "compressed", 2).wkdm(),
@@ -253,6 +298,8 @@ const CONFIGS: [Config; 30] = [
     Config::new(Program::Filter, "prefetching-compressed", 2),
     Config::new(Program::Filter, "prefetching-compressed", 2).wkdm(),
     Config::new(Program::Filter, "prefetching", 0),
+    Config::new(Program::Filter, "local", 0).copies(),
+    Config::resident(Program::Filter),
 ];
 
 /// What one run measured.
@@ -293,6 +340,12 @@ struct Row {
     reuse_sum: u64,
     /// The most pages the compressed pool held at once.
     pool_peak_pages: u64,
+    /// Disk requests that moved a lent frame (no copy through the data area).
+    lent: u64,
+    /// CPU accounts, ns: the paging domain (the program, the paged driver, its disk
+    /// session) and the disk driver domain.
+    pager_cpu_ns: u64,
+    blk_cpu_ns: u64,
 }
 
 impl Row {
@@ -321,6 +374,11 @@ impl Row {
 
     fn seconds(&self) -> f64 {
         self.run_ns as f64 / 1e9
+    }
+
+    /// Disk requests, read and write.
+    fn transfers(&self) -> u64 {
+        self.device_reads + self.device_writes
     }
 }
 
@@ -374,6 +432,10 @@ fn boot(a: &Artifacts, c: &Config, round_trip: f64, want: u64) -> Result<Row> {
     let (fault_ns, kernel_ns, codec_ns, disk_ns) =
         (cost("fault_ns")?, cost("kernel_ns")?, cost("codec_ns")?, cost("disk_ns")?);
     let driver_ns = fault_ns.saturating_sub(kernel_ns + codec_ns + disk_ns);
+    let account = |domain: &str| {
+        crate::measure::cpu_ns(&out, domain)
+            .with_context(|| format!("{rel}: no CPU account of domain {domain}"))
+    };
     Ok(Row {
         program: c.program.name(),
         hierarchy: c.label(),
@@ -401,6 +463,9 @@ fn boot(a: &Artifacts, c: &Config, round_trip: f64, want: u64) -> Result<Row> {
         reuse_max: reuse("max")?,
         reuse_sum: reuse("sum")?,
         pool_peak_pages: reuse("pool_peak_pages")?,
+        lent: disk("lent")?,
+        pager_cpu_ns: account("pager")?,
+        blk_cpu_ns: account("blk")?,
     })
 }
 
@@ -420,14 +485,53 @@ const KEPT: [(&str, Program, &str); 5] = [
     ("compress_raw_hit_round_trip_p50", Program::Compress, "compressed wkdm (25% cache, 16 ahead)"),
 ];
 
+/// The runs of the frame-loan figures, filter's: local paging lending frames to the disk
+/// driver, the same copying pages through the data area, and the program all in memory.
+const LOAN_RUNS: [&str; 3] = ["local", "local (copies instead of loans)", "all in memory"];
+
 /// Whether `c` makes a kept figure.
 fn kept(c: &Config) -> bool {
     KEPT.iter().any(|(_, p, l)| *p == c.program && *l == c.label())
+        || (c.program == Program::Filter && LOAN_RUNS.contains(&c.label().as_str()))
+}
+
+/// The paging domain's instructions per disk request of `program`'s local paging beyond the
+/// program's own (its CPU account less the all-in-memory run's), with frame loans and with
+/// copies through the data area; `None` without the three runs.
+fn loan_costs(m: &Measured, program: &str) -> Option<(f64, f64)> {
+    let [loans, copies, resident] = LOAN_RUNS.map(|l| row(m, program, l));
+    let resident = resident?.pager_cpu_ns as f64;
+    let per = |r: &Row| (r.pager_cpu_ns as f64 - resident) / r.transfers().max(1) as f64;
+    Some((per(loans?), per(copies?)))
+}
+
+/// [`loan_costs`] of filter, checked: the run with loans lent every disk request's frame, the
+/// run with copies none, and the all-in-memory run used the disk not at all.
+fn checked_loan_costs(m: &Measured) -> Result<(f64, f64)> {
+    let [loans, copies, resident] =
+        LOAN_RUNS.map(|l| row(m, "filter", l).with_context(|| format!("no run filter {l}")));
+    let (loans, copies, resident) = (loans?, copies?, resident?);
+    if loans.transfers() == 0 || loans.lent != loans.transfers() {
+        bail!(
+            "filter local: {} of {} disk requests lent their frame (all should)",
+            loans.lent,
+            loans.transfers()
+        );
+    }
+    if copies.lent != 0 {
+        bail!("filter local with loans=no: {} disk requests lent their frame", copies.lent);
+    }
+    if resident.transfers() != 0 {
+        bail!("filter all in memory made {} disk requests", resident.transfers());
+    }
+    Ok(loan_costs(m, "filter").expect("the three runs"))
 }
 
 /// The kept figures of `m`.
 fn kept_figures(m: &Measured) -> Result<Vec<(String, f64)>> {
-    KEPT.iter()
+    let (loans, copies) = checked_loan_costs(m)?;
+    let mut figures = KEPT
+        .iter()
         .map(|(key, p, label)| {
             let r = row(m, p.name(), label).with_context(|| format!("no run {label}"))?;
             let v = match *key {
@@ -441,7 +545,13 @@ fn kept_figures(m: &Measured) -> Result<Vec<(String, f64)>> {
             };
             Ok((key.to_string(), v))
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    figures.extend([
+        ("filter_loans_instructions_per_transfer".to_string(), loans),
+        ("filter_copies_instructions_per_transfer".to_string(), copies),
+        ("filter_loans_to_copies_ratio".to_string(), loans / copies),
+    ]);
+    Ok(figures)
 }
 
 fn measure_on(arch: Arch, checksums: &[(Program, u64)], mode: Mode) -> Result<Measured> {
@@ -525,6 +635,45 @@ fn hits_table(m: &Measured) -> String {
             kind(r.hit_kinds[2]),
         ));
     }
+    md
+}
+
+/// What frame loans save: filter's local paging with loans and with copies, per disk request.
+fn loans_table(m: &Measured) -> String {
+    let (Some((loans, copies)), Some(resident)) =
+        (loan_costs(m, "filter"), row(m, "filter", "all in memory"))
+    else {
+        return String::new();
+    };
+    let mut md = format!(
+        "\n### {}: what frame loans save\n\nfilter under local paging, each page moved to or from \
+         the disk lending its frame to the disk driver (the device reads or writes it in place), \
+         against the same run copying every page through the block session's data area \
+         (`loans=no`). Per disk request: the paging domain's instructions (the program, the \
+         paged driver and its disk session) beyond the program's own all in memory ({} \
+         instructions), and the disk driver domain's.\n\n\
+         | filter, local paging | disk requests | lent | paging domain | disk driver |\n\
+         |---|---:|---:|---:|---:|\n",
+        m.arch.name(),
+        thousands(resident.pager_cpu_ns as f64),
+    );
+    for (label, per) in [("local", loans), ("local (copies instead of loans)", copies)] {
+        let Some(r) = row(m, "filter", label) else { continue };
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            r.hierarchy,
+            r.transfers(),
+            r.lent,
+            thousands(per),
+            thousands(r.blk_cpu_ns as f64 / r.transfers().max(1) as f64),
+        ));
+    }
+    md.push_str(&format!(
+        "\nWith loans the paging domain spends {:.3}× the instructions per request it spends \
+         copying: {} fewer.\n",
+        loans / copies,
+        thousands(copies - loans)
+    ));
     md
 }
 
@@ -920,6 +1069,7 @@ fn report(measured: &[Measured]) -> String {
         md.push_str(&hits_table(m));
         md.push_str(&reuse_table(m));
         md.push_str(&claims(m));
+        md.push_str(&loans_table(m));
         md.push('\n');
     }
     md.push_str(&divergences(measured));
@@ -1016,6 +1166,17 @@ mod tests {
                         reuse_max: n(100, 200),
                         reuse_sum: n(10_000, 90_000),
                         pool_peak_pages: n(1, 50),
+                        lent: n(10, 9_000),
+                        // The program's own CPU below any paged run's, and loans cheaper
+                        // than copies, so every render takes the same signs.
+                        pager_cpu_ns: if c.resident {
+                            n(1_000_000, 2_000_000)
+                        } else if c.loans {
+                            n(100_000_000, 200_000_000)
+                        } else {
+                            n(300_000_000, 900_000_000)
+                        },
+                        blk_cpu_ns: n(1_000_000, 90_000_000),
                     })
                     .collect(),
             })

@@ -350,10 +350,7 @@ fn numbers<'a>(lines: &'a [String], prefix: &str) -> Result<impl Fn(&str) -> Res
 
 /// Domain `name`'s CPU account in ns (0 if it has none).
 fn cpu_ns(out: &Outcome, name: &str) -> u64 {
-    qemu_run::cpu::summary_accounts(out)
-        .into_iter()
-        .find(|a| a.domain == name)
-        .map_or(0, |a| (a.guaranteed_us + a.extra_us) * 1000)
+    crate::measure::cpu_ns(out, name).unwrap_or(0)
 }
 
 /// Reads one boot of `c`: fails unless the program's checksum is `want` and, for a remote
