@@ -38,15 +38,112 @@ use paging_programs::{Program, Scale};
 use serde::Serialize;
 
 use crate::baseline::Table;
-use crate::measure::{Mode, environment, write_report};
+use crate::measure::Mode;
 use qemu_run::log::field;
-use qemu_run::qemu::Ending;
-use qemu_run::qemu::IcountBoot;
+use qemu_run::qemu::{Ending, IcountBoot, Outcome};
 use tool_base::artifacts::{self, Artifacts};
 use tool_base::{Arch, util};
 
 /// The seed of every run (the host's checksum uses it too).
 pub(crate) const SEED: u64 = 1;
+
+/// A run of `bench paging` or `bench remote`: one program under one configuration, booted
+/// from a manifest of its own.
+pub(crate) trait Run {
+    /// The program it runs.
+    fn program(&self) -> Program;
+    /// How the reports name it.
+    fn label(&self) -> String;
+    /// Whether a kept figure needs it (the check boots only these).
+    fn kept(&self) -> bool;
+    /// Its manifest's path, relative to the repository's root.
+    fn file(&self) -> String;
+    /// Its manifest.
+    fn manifest(&self) -> String;
+}
+
+/// The host's checksum of `program` at the default scale with [`SEED`], which every run of it
+/// must print (each computed once).
+pub(crate) fn host_checksum(program: Program) -> u64 {
+    static SUMS: std::sync::OnceLock<Vec<(Program, u64)>> = std::sync::OnceLock::new();
+    let sums = SUMS.get_or_init(|| {
+        Program::ALL
+            .iter()
+            .map(|p| {
+                let mut region = vec![0u8; p.bytes_needed(Scale::Default)];
+                (*p, p.run(Scale::Default, &mut region, SEED).checksum)
+            })
+            .collect()
+    });
+    sums.iter().find(|(p, _)| *p == program).expect("every program").1
+}
+
+/// Boots on `arch` each of `runs` that `mode` measures (every one in [`Mode::Full`], those
+/// [`Run::kept`] in the check), each from its manifest written under `target/bench/`, and
+/// reads it with `read`, which is given the prepared boot (600 s at most) and the host's
+/// checksum of its program.
+pub(crate) fn boot_each<C: Run, R>(
+    bench: &str,
+    arch: Arch,
+    a: &Artifacts,
+    runs: &[C],
+    mode: Mode,
+    mut read: impl FnMut(&C, IcountBoot, u64) -> Result<R>,
+) -> Result<Vec<R>> {
+    let mut rows = Vec::new();
+    for c in runs.iter().filter(|c| mode == Mode::Full || c.kept()) {
+        eprintln!("bench {bench}: {} {} {}", arch.name(), c.program().name(), c.label());
+        let rel = c.file();
+        let path = util::root().join(&rel);
+        std::fs::create_dir_all(path.parent().expect("a file in a directory"))?;
+        std::fs::write(&path, c.manifest())?;
+        let mut prepared =
+            IcountBoot::new(a, &rel, "").with_context(|| format!("preparing {rel}"))?;
+        prepared.boot.timeout = std::time::Duration::from_secs(600);
+        rows.push(read(c, prepared, host_checksum(c.program()))?);
+    }
+    Ok(rows)
+}
+
+/// The log lines of `out`, a boot of `rel` running `program`, once the boot ended cleanly and
+/// the program says it succeeded with the host's checksum `want`; else an error with the log.
+pub(crate) fn finished_lines(
+    out: &Outcome,
+    rel: &str,
+    program: Program,
+    want: u64,
+) -> Result<Vec<String>> {
+    let failed = |what: String| anyhow::anyhow!("{rel}: {what}:\n{}", out.log_text());
+    if out.ending != Ending::Kernel(0) {
+        return Err(failed(format!("the boot ended {:?}", out.ending)));
+    }
+    let lines: Vec<String> = out.log.iter().map(|l| l.message.clone()).collect();
+    let sum = lines
+        .iter()
+        .find(|l| l.contains(&format!("heracles: {} checksum=", program.name())))
+        .ok_or_else(|| failed("no checksum line".into()))?;
+    let got = sum
+        .split("checksum=0x")
+        .nth(1)
+        .and_then(|s| u64::from_str_radix(s.split_whitespace().next()?, 16).ok())
+        .ok_or_else(|| failed("a checksum that does not parse".into()))?;
+    if got != want || !sum.contains("ok=true") {
+        return Err(failed(format!(
+            "the program's result is wrong: {sum} (the host computes {want:#018x})"
+        )));
+    }
+    Ok(lines)
+}
+
+/// The fields of the first log line containing `prefix`.
+pub(crate) fn numbers<'a>(
+    lines: &'a [String],
+    prefix: &str,
+) -> Result<impl Fn(&str) -> Result<u64> + 'a> {
+    let line =
+        lines.iter().find(|l| l.contains(prefix)).with_context(|| format!("no line `{prefix}`"))?;
+    Ok(move |k: &str| field(line, k).with_context(|| format!("no `{k}=` in `{line}`")))
+}
 
 /// One run: a program under a hierarchy, with the share of its memory given to the cache.
 #[derive(Clone, Copy, Debug)]
@@ -133,33 +230,6 @@ impl Config {
         (self.memory() - self.cache_bytes()) / 4096 - areas
     }
 
-    fn label(&self) -> String {
-        let mut extra = String::new();
-        if self.ahead > 1 {
-            extra.push_str(&format!(", {} ahead", self.ahead));
-        }
-        if self.harvest > 0 {
-            extra.push_str(&format!(", accessed bits every {}", self.harvest));
-        }
-        if !self.loans {
-            extra.push_str(", copies instead of loans");
-        }
-        if self.resident {
-            "all in memory".to_string()
-        } else if self.compressed() {
-            format!(
-                "{} {} ({}% cache{extra})",
-                self.hierarchy,
-                self.codec,
-                self.cache_eighths * 100 / 8
-            )
-        } else if extra.is_empty() {
-            self.hierarchy.to_string()
-        } else {
-            format!("{} ({})", self.hierarchy, &extra[2..])
-        }
-    }
-
     fn spec(&self) -> String {
         let mut s = format!("hierarchy={},frames={}", self.hierarchy, self.frames());
         if self.compressed() {
@@ -179,31 +249,6 @@ impl Config {
             s.push_str(",loans=no");
         }
         s
-    }
-
-    fn file(&self) -> String {
-        format!(
-            "target/bench/paging/{}-{}-{}-{}-{}-{}{}{}.toml",
-            self.program.name(),
-            self.hierarchy,
-            self.cache_eighths,
-            self.codec,
-            self.ahead,
-            self.harvest,
-            if self.loans { "" } else { "-copies" },
-            if self.resident { "-resident" } else { "" },
-        )
-    }
-
-    fn manifest(&self) -> String {
-        pager_manifest(
-            "paging",
-            self.program.name(),
-            &self.label(),
-            self.memory(),
-            &self.spec(),
-            "5ms",
-        )
     }
 }
 
@@ -385,38 +430,11 @@ impl Row {
 /// How a hit's page was stored, as heracles names the kinds.
 const HIT_KINDS: [&str; 3] = ["zero", "raw", "compressed"];
 
-/// The fields of the first log line containing `prefix`.
-fn numbers<'a>(lines: &'a [String], prefix: &str) -> Result<impl Fn(&str) -> Result<u64> + 'a> {
-    let line =
-        lines.iter().find(|l| l.contains(prefix)).with_context(|| format!("no line `{prefix}`"))?;
-    Ok(move |k: &str| field(line, k).with_context(|| format!("no `{k}=` in `{line}`")))
-}
-
-/// Boots `c` once and reads its figures; `round_trip` is the null fault's round trip.
-fn boot(a: &Artifacts, c: &Config, round_trip: f64, want: u64) -> Result<Row> {
+/// Reads `out`, a boot of `c` whose program's checksum must be `want`; `round_trip` is the
+/// null fault's round trip.
+fn read(c: &Config, out: &Outcome, round_trip: f64, want: u64) -> Result<Row> {
     let rel = c.file();
-    let path = util::root().join(&rel);
-    std::fs::create_dir_all(path.parent().expect("a file in a directory"))?;
-    std::fs::write(&path, c.manifest())?;
-    let mut prepared = IcountBoot::new(a, &rel, "").with_context(|| format!("preparing {rel}"))?;
-    prepared.boot.timeout = std::time::Duration::from_secs(600);
-    let out = prepared.run(a)?;
-    if out.ending != Ending::Kernel(0) {
-        bail!("{rel}: the boot ended {:?}:\n{}", out.ending, out.log_text());
-    }
-    let lines: Vec<String> = out.log.iter().map(|l| l.message.clone()).collect();
-    let sum = lines
-        .iter()
-        .find(|l| l.contains(&format!("heracles: {} checksum=", c.program.name())))
-        .context("no checksum line")?;
-    let got = sum
-        .split("checksum=0x")
-        .nth(1)
-        .and_then(|s| u64::from_str_radix(s.split_whitespace().next()?, 16).ok())
-        .context("a checksum that does not parse")?;
-    if got != want || !sum.contains("ok=true") {
-        bail!("{rel}: the program's result is wrong: {sum} (the host computes {want:#018x})");
-    }
+    let lines = finished_lines(out, &rel, c.program, want)?;
     let done = numbers(&lines, "heracles: done program=")?;
     let cache = numbers(&lines, "heracles: cache hits=")?;
     let disk = numbers(&lines, "heracles: disk device_reads=")?;
@@ -433,7 +451,7 @@ fn boot(a: &Artifacts, c: &Config, round_trip: f64, want: u64) -> Result<Row> {
         (cost("fault_ns")?, cost("kernel_ns")?, cost("codec_ns")?, cost("disk_ns")?);
     let driver_ns = fault_ns.saturating_sub(kernel_ns + codec_ns + disk_ns);
     let account = |domain: &str| {
-        crate::measure::cpu_ns(&out, domain)
+        crate::measure::cpu_ns(out, domain)
             .with_context(|| format!("{rel}: no CPU account of domain {domain}"))
     };
     Ok(Row {
@@ -489,10 +507,67 @@ const KEPT: [(&str, Program, &str); 5] = [
 /// driver, the same copying pages through the data area, and the program all in memory.
 const LOAN_RUNS: [&str; 3] = ["local", "local (copies instead of loans)", "all in memory"];
 
-/// Whether `c` makes a kept figure.
-fn kept(c: &Config) -> bool {
-    KEPT.iter().any(|(_, p, l)| *p == c.program && *l == c.label())
-        || (c.program == Program::Filter && LOAN_RUNS.contains(&c.label().as_str()))
+impl Run for Config {
+    fn program(&self) -> Program {
+        self.program
+    }
+
+    fn label(&self) -> String {
+        let mut extra = String::new();
+        if self.ahead > 1 {
+            extra.push_str(&format!(", {} ahead", self.ahead));
+        }
+        if self.harvest > 0 {
+            extra.push_str(&format!(", accessed bits every {}", self.harvest));
+        }
+        if !self.loans {
+            extra.push_str(", copies instead of loans");
+        }
+        if self.resident {
+            "all in memory".to_string()
+        } else if self.compressed() {
+            format!(
+                "{} {} ({}% cache{extra})",
+                self.hierarchy,
+                self.codec,
+                self.cache_eighths * 100 / 8
+            )
+        } else if extra.is_empty() {
+            self.hierarchy.to_string()
+        } else {
+            format!("{} ({})", self.hierarchy, &extra[2..])
+        }
+    }
+
+    fn kept(&self) -> bool {
+        KEPT.iter().any(|(_, p, l)| *p == self.program && *l == self.label())
+            || (self.program == Program::Filter && LOAN_RUNS.contains(&self.label().as_str()))
+    }
+
+    fn file(&self) -> String {
+        format!(
+            "target/bench/paging/{}-{}-{}-{}-{}-{}{}{}.toml",
+            self.program.name(),
+            self.hierarchy,
+            self.cache_eighths,
+            self.codec,
+            self.ahead,
+            self.harvest,
+            if self.loans { "" } else { "-copies" },
+            if self.resident { "-resident" } else { "" },
+        )
+    }
+
+    fn manifest(&self) -> String {
+        pager_manifest(
+            "paging",
+            self.program.name(),
+            &self.label(),
+            self.memory(),
+            &self.spec(),
+            "5ms",
+        )
+    }
 }
 
 /// The paging domain's instructions per disk request of `program`'s local paging beyond the
@@ -554,17 +629,16 @@ fn kept_figures(m: &Measured) -> Result<Vec<(String, f64)>> {
     Ok(figures)
 }
 
-fn measure_on(arch: Arch, checksums: &[(Program, u64)], mode: Mode) -> Result<Measured> {
+fn measure_on(arch: Arch, mode: Mode) -> Result<(Measured, Table)> {
     let a = artifacts::build(arch)?;
     let null = IcountBoot::new(&a, "tests/manifests/paging/bench-fault.toml", "")?;
     let (round_trip, _) = super::fault::per_fault(&null.run(&a)?)?;
-    let mut rows = Vec::new();
-    for c in CONFIGS.iter().filter(|c| mode == Mode::Full || kept(c)) {
-        eprintln!("bench paging: {} {} {}", arch.name(), c.program.name(), c.label());
-        let want = checksums.iter().find(|(p, _)| *p == c.program).expect("every program").1;
-        rows.push(boot(&a, c, round_trip, want)?);
-    }
-    Ok(Measured { arch, round_trip, rows })
+    let rows = boot_each("paging", arch, &a, &CONFIGS, mode, |c, boot, want| {
+        read(c, &boot.run(&a)?, round_trip, want)
+    })?;
+    let m = Measured { arch, round_trip, rows };
+    let kept = crate::measure::table(arch, "paging", kept_figures(&m)?);
+    Ok((m, kept))
 }
 
 fn us(ns: f64) -> String {
@@ -756,7 +830,7 @@ fn claims(m: &Measured) -> String {
 }
 
 /// `v` rounded, with thousands separated by commas.
-fn thousands(v: f64) -> String {
+pub(crate) fn thousands(v: f64) -> String {
     let digits = format!("{:.0}", v.abs());
     let mut out = String::new();
     for (i, d) in digits.chars().enumerate() {
@@ -1080,36 +1154,18 @@ fn report(measured: &[Measured]) -> String {
 /// boots only the runs of the kept figures); returns the kept figures, a table per
 /// architecture.
 pub fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
-    let checksums: Vec<(Program, u64)> = Program::ALL
-        .iter()
-        .map(|p| {
-            let mut region = vec![0u8; p.bytes_needed(Scale::Default)];
-            (*p, p.run(Scale::Default, &mut region, SEED).checksum)
-        })
-        .collect();
-    let measured =
-        arches.iter().map(|a| measure_on(*a, &checksums, mode)).collect::<Result<Vec<_>>>()?;
-    let kept = measured
-        .iter()
-        .map(|m| Ok(crate::measure::table(m.arch, "paging", kept_figures(m)?)))
-        .collect::<Result<Vec<_>>>()?;
-    if mode == Mode::Check {
-        return Ok(kept);
-    }
-    let env = environment(arches);
-    let mut md = env.heading("paging");
-    md.push_str(&report(&measured));
-    let json = serde_json::json!({
-        "benchmark": "paging",
-        "environment": env,
-        "architectures": measured.iter().map(|m| serde_json::json!({
-            "arch": m.arch.name(),
-            "null_fault_round_trip_instructions": m.round_trip,
-            "runs": m.rows,
-        })).collect::<Vec<_>>(),
-    });
-    write_report("paging", &md, json)?;
-    Ok(kept)
+    let (measured, kept) = crate::measure::on_each(arches, mode, measure_on)?;
+    let json = serde_json::json!(
+        measured
+            .iter()
+            .map(|m| serde_json::json!({
+                "arch": m.arch.name(),
+                "null_fault_round_trip_instructions": m.round_trip,
+                "runs": m.rows,
+            }))
+            .collect::<Vec<_>>()
+    );
+    crate::measure::finish("paging", mode, arches, kept, || Ok(report(&measured)), json)
 }
 
 #[cfg(test)]
