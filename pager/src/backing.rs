@@ -41,6 +41,14 @@
 //!   (the thesis forked a thread; a Tessera driver has none of its own in a fault, like the
 //!   write-behind queue's). A diskless client ignores the notice and keeps paging remotely,
 //!   as the thesis's diskless clients do.
+//! - **Refilling.** After a fallback or the loss of every server, once the remote store takes
+//!   a page again (the remote client found a server), the pages whose current copy is only on
+//!   the disk go back to it (*refilling*, the thesis's "fill the new server from the disk"):
+//!   each is read from the disk and written remotely; with a local mirror it is then in both
+//!   places, without one its disk copy is freed. A page evicted meanwhile is not refilled
+//!   (its newer copy went where the route sent it). Refilling is bounded like population
+//!   ([`DEFAULT_POPULATE_PER_CALL`] pages a call); a remote write that fails stops it until
+//!   the next time the remote store takes a page.
 //!
 //! The remote store's [`RemoteStore::notice`] is read at every call into the manager.
 
@@ -104,6 +112,11 @@ pub struct BackingStore {
     populate_per_call: usize,
     /// Pages still to bring back from the remote store, while populating.
     to_populate: Vec<usize>,
+    /// Pages were kept on the disk alone (a fallback, every server lost): to refill to the
+    /// remote store once it takes pages again.
+    refill_pending: bool,
+    /// Pages still to copy from the disk to the remote store, while refilling.
+    to_refill: Vec<usize>,
     /// The last error population met (the disk full, or failing), for flush to report.
     populate_error: Option<PagerError>,
     buf: Option<Box<Page>>,
@@ -135,6 +148,8 @@ impl BackingStore {
             retry_every: DEFAULT_RETRY_EVERY,
             populate_per_call: DEFAULT_POPULATE_PER_CALL,
             to_populate: Vec::new(),
+            refill_pending: false,
+            to_refill: Vec::new(),
             populate_error: None,
             buf: None,
             populate_writes: 0,
@@ -198,6 +213,60 @@ impl BackingStore {
         if self.route == Route::Populating {
             self.populate(self.populate_per_call);
         }
+        if self.route == Route::Remote && !self.to_refill.is_empty() {
+            self.refill(self.populate_per_call);
+        }
+    }
+
+    /// Copies up to `most` pages whose only copy is on the disk to the remote store; a failed
+    /// remote write falls back again and waits for the next time it takes a page.
+    fn refill(&mut self, most: usize) {
+        let mut moved = 0;
+        while moved < most {
+            let Some(&page) = self.to_refill.last() else { break };
+            // Evicted or freed since: its copies are where they are.
+            if self.copies.get(&page) != Some(&Copies::Local) {
+                self.to_refill.pop();
+                continue;
+            }
+            let (Some(remote), Some(local)) = (self.remote.as_mut(), self.local.as_mut()) else {
+                break;
+            };
+            let buf = self.buf.get_or_insert_with(|| Box::new([0; PAGE_SIZE]));
+            if local.read(page, buf, 1, &mut Vec::new()).is_err() {
+                // The disk failed it: it stays where it is (read from there or reported lost).
+                self.to_refill.pop();
+                continue;
+            }
+            self.stats.refilled += 1;
+            if remote.write(page, buf).is_err() {
+                self.to_refill.clear();
+                self.refill_pending = true;
+                self.route = self.fallback_route();
+                return;
+            }
+            self.to_refill.pop();
+            moved += 1;
+            if self.backing.mirror() == Mirror::Disk {
+                self.copies.insert(page, Copies::Both);
+            } else {
+                self.copies.insert(page, Copies::Remote);
+                local.free(page);
+            }
+        }
+    }
+
+    /// The remote store took a page after pages were kept on the disk alone: they go back to
+    /// it, lowest first.
+    fn start_refill(&mut self) {
+        self.refill_pending = false;
+        self.to_refill = self
+            .copies
+            .iter()
+            .rev()
+            .filter(|(_, c)| **c == Copies::Local)
+            .map(|(&p, _)| p)
+            .collect();
     }
 
     /// Every server is lost: remote-only pages are lost, mirrored ones stay on the disk.
@@ -210,6 +279,8 @@ impl BackingStore {
             };
         }
         self.to_populate.clear();
+        self.to_refill.clear();
+        self.refill_pending = true;
         self.route = if self.route == Route::Populating {
             // The revocation is over: nothing is left to fetch.
             if let Some(r) = self.remote.as_mut() {
@@ -229,6 +300,8 @@ impl BackingStore {
             return;
         }
         self.to_populate.clear();
+        self.to_refill.clear();
+        self.refill_pending = false;
         for (&page, c) in self.copies.iter_mut() {
             match *c {
                 // The local mirror holds it: its remote copy is just dropped.
@@ -368,6 +441,10 @@ impl DiskManager for BackingStore {
             // With no disk to fall back to, the remote store is all there is.
             if remote_err.is_some() && self.local.is_some() {
                 self.route = self.fallback_route();
+                self.refill_pending = true;
+                self.to_refill.clear();
+            } else if self.refill_pending && remote.iter().any(|&r| r) {
+                self.start_refill();
             }
             if !mirror && !fallback.is_empty() {
                 let group: Vec<(usize, &Page)> = fallback.iter().map(|&i| pages[i]).collect();
@@ -420,6 +497,48 @@ impl DiskManager for BackingStore {
             self.count_local_writes(written_locally);
         }
         failed.map_or(Ok(()), Err)
+    }
+
+    /// A compressed page goes to the remote store as it is when the route is remote and the
+    /// disk takes no copy (`mirror=none` or `server`); else, or if the remote store does not
+    /// take compressed pages, `Ok(false)` and the caller writes it whole, as before. A remote
+    /// failure starts a fallback (with a disk) and returns `Ok(false)`: the caller's whole
+    /// page then goes to the disk.
+    fn write_compressed(&mut self, page: usize, wkdm: &[u8]) -> Result<bool, PagerError> {
+        if self.remote.is_none() {
+            return Ok(false);
+        }
+        self.poll();
+        if self.route != Route::Remote || self.backing.mirror() == Mirror::Disk {
+            return Ok(false);
+        }
+        let store = self.remote.as_mut().expect("a remote route has a remote store");
+        match store.write_compressed(page, wkdm) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(_) => {
+                // The client has dropped its copy, if any; the disk takes the page.
+                if self.local.is_some() {
+                    self.route = self.fallback_route();
+                    self.stats.fallbacks += 1;
+                }
+                if self.copies.get(&page) == Some(&Copies::Remote) {
+                    self.copies.remove(&page);
+                }
+                return Ok(false);
+            }
+        }
+        self.copies.insert(page, Copies::Remote);
+        self.stats.remote_writes += 1;
+        self.stats.compressed_writes += 1;
+        if let Some(l) = self.local.as_mut()
+            && l.location(page).is_some()
+        {
+            // An older local copy: never read again.
+            l.free(page);
+            self.stats.stale_freed += 1;
+        }
+        Ok(true)
     }
 
     fn read(

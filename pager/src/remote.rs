@@ -63,6 +63,11 @@ pub struct RemoteStats {
     pub pages_written: u64,
     /// Pages read back from servers.
     pub pages_read: u64,
+    /// Of the pages written, those sent compressed (WKdm: compressed by the client, `netc`, or
+    /// by a compressed cache above it).
+    pub compressed_writes: u64,
+    /// Bytes of the pages written as sent (compressed or whole), each server's copy counted.
+    pub page_bytes_written: u64,
     /// Packets sent (requests, payloads, acknowledgements).
     pub packets_sent: u64,
     /// Packets received.
@@ -81,6 +86,16 @@ pub struct RemoteStats {
 pub trait RemoteStore {
     /// Stores `page` on the servers (and on its mirror server, if the client mirrors).
     fn write(&mut self, page: usize, data: &Page) -> Result<(), RemoteError>;
+
+    /// Stores `page` given as its WKdm-compressed bytes ([`crate::cache::wkdm`], as a compressed
+    /// cache holds it): the compressed bytes go to the servers, which keep them, and a later
+    /// [`RemoteStore::read`] gives the page back whole. `Ok(false)` if this store does not take
+    /// compressed pages (the default): the caller decompresses and writes the page. Errors as
+    /// for [`RemoteStore::write`].
+    fn write_compressed(&mut self, page: usize, wkdm: &[u8]) -> Result<bool, RemoteError> {
+        let _ = (page, wkdm);
+        Ok(false)
+    }
 
     /// Reads `page` into `buf` from the server that holds its latest copy.
     fn read(&mut self, page: usize, buf: &mut Page) -> Result<(), RemoteError>;

@@ -13,6 +13,7 @@
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 
+// ANCHOR: policy
 /// A page-replacement policy over the resident pages of one stretch.
 pub trait ReplacementPolicy {
     /// `page` became resident.
@@ -41,6 +42,7 @@ pub trait ReplacementPolicy {
         let _ = (frames, pages);
     }
 }
+// ANCHOR_END: policy
 
 pub use pager_spec::PolicyKind;
 

@@ -3,8 +3,9 @@
 //! It installs what a fresh machine lacks (`setup`), builds the kernel and firmware for the
 //! bare-metal targets, boots them in QEMU and decodes the kernel's defmt log (`run`), runs
 //! several nodes joined by a virtual network (`cluster`), runs every test (`test`: clippy, host
-//! unit tests, QEMU suites), fuzzes for longer than the tests do (`fuzz`), measures (`bench`)
-//! and starts a new stretch driver from the template (`new-driver`).
+//! unit tests, QEMU suites), fuzzes for longer than the tests do (`fuzz`), measures
+//! (`bench`), builds the book from `docs/` (`book`) and starts a new stretch driver from the
+//! template (`new-driver`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -182,6 +183,11 @@ enum Command {
         #[arg(long)]
         manifest: Option<String>,
     },
+    /// Build the book (docs/, in the order of docs/SUMMARY.md) into target/book with mdBook,
+    /// installing the pinned mdbook under $CARGO_HOME/tessera-tools when it is missing, and check it: no
+    /// broken link or anchor between chapters, no missing include, no doc left out of
+    /// docs/SUMMARY.md.
+    Book,
     /// Make a new stretch driver from the template: the driver crate, an app that binds it, a
     /// manifest, and the QEMU test `user::NAME` that boots it (docs/stretch-driver-tutorial.md).
     NewDriver {
@@ -274,6 +280,7 @@ fn main() -> ExitCode {
                 fault_manifest: manifest,
             },
         ),
+        Command::Book => source_tree::book::run(),
         Command::NewDriver { name } => new_driver::run(&name),
     };
     match result {

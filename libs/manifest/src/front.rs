@@ -410,27 +410,39 @@ impl<'de> Deserialize<'de> for Duration {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawManifest {
+    /// The machine: its memory, disks and NICs.
     system: Spanned<RawSystem>,
     #[serde(default)]
+    /// The domains, `[[domain]]` once per domain (1 to 64), created in file order.
     domain: Vec<Spanned<RawDomain>>,
     #[serde(default)]
+    /// The IO channels between domains, `[[channel]]` once per channel (0 to 64), before or after
+    /// the domains they name.
     channel: Vec<Spanned<RawChannel>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table [system]")]
 struct RawSystem {
+    /// Guest RAM, QEMU's `-m`: 16M to 62G, and no more than the host has.
     memory: Spanned<Size>,
     #[serde(default)]
+    /// The machine's disks, `[[system.disk]]` once per disk (at most 8), written after `memory`.
+    /// Default: none.
     disk: Vec<Spanned<RawDisk>>,
     #[serde(default)]
+    /// The machine's network interfaces, `[[system.nic]]` once per NIC (at most 4). Default: none.
     nic: Vec<Spanned<RawNic>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table [[system.nic]]")]
 struct RawNic {
+    /// The NIC's unique name among NICs, `[a-z0-9-]`, 1 to 31 bytes; a driver domain is granted it
+    /// as `{ nic = "NAME" }`.
     name: Spanned<String>,
+    /// Its MAC address, six pairs of hex digits (`"52:54:00:aa:bb:cc"`): unicast, unique among the
+    /// NICs. Default: QEMU's prefix with the NIC's index last, `52:54:00:12:35:II`.
     mac: Option<Spanned<MacAddress>>,
 }
 
@@ -462,9 +474,17 @@ impl<'de> Deserialize<'de> for MacAddress {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table [[system.disk]]")]
 struct RawDisk {
+    /// The disk's unique name, `[a-z0-9-]`, 1 to 31 bytes; its image is
+    /// `target/disks/<arch>/<manifest>-<name>.img`.
     name: Spanned<String>,
+    /// The disk's size: a multiple of 512 bytes, 1M to 64G.
     size: Spanned<Size>,
+    /// How the machine attaches it: virtio-blk, or a SATA disk on an AHCI controller (x86_64 `q35`
+    /// only).
     bus: Spanned<RawBus>,
+    /// A mechanical drive the disk behaves like: its driver completes every request after the
+    /// model's seek, rotation and transfer time, deterministically under `-icount`, scaled to the
+    /// disk's size. Default: none, the disk's own speed.
     model: Option<Spanned<RawModel>>,
 }
 
@@ -495,12 +515,21 @@ enum RawBus {
                  unit = 0 }"
 )]
 struct RawGrant {
+    /// The device that serves disk NAME, wherever the machine has it (the usual form).
     disk: Option<Spanned<String>>,
+    /// The device of NIC NAME.
     nic: Option<Spanned<String>>,
+    /// The `index`-th PCI function (from 0, in bus:device.function order) with this vendor and
+    /// device ID.
     pci: Option<Spanned<PciIds>>,
+    /// The `index`-th PCI function of this class and subclass.
     pci_class: Option<Spanned<PciClass>>,
+    /// The `unit`-th device-tree node (from 0, by address) with this first `compatible` string:
+    /// RISC-V only.
     compatible: Option<Spanned<String>>,
+    /// Which of the PCI functions `pci` or `pci_class` matches, from 0; only with them.
     index: Option<Spanned<u16>>,
+    /// Which of the nodes `compatible` matches, from 0; only with it.
     unit: Option<Spanned<u16>>,
 }
 
@@ -549,16 +578,39 @@ impl<'de> Deserialize<'de> for PciClass {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table [[domain]]")]
 struct RawDomain {
+    /// The domain's unique name, `[a-z0-9-]`, 1 to 31 bytes.
     name: Spanned<String>,
+    /// The program it runs: an app in `userland/apps/` or a driver in `drivers/`.
     app: Spanned<String>,
+    /// The program's arguments, at most 16 of at most 256 bytes each. Default: `[]`.
     args: Option<Spanned<Vec<Spanned<String>>>>,
+    /// The CPU contract: in every `period` the domain is guaranteed `slice` of CPU time (Atropos,
+    /// `docs/cpu.md`). Default: best effort, `{ period = "100ms", slice = "1ms", extra = true,
+    /// latency = "10ms" }`.
     cpu: Option<Spanned<RawCpu>>,
+    /// The disk-time contract of the stream the domain opens on each block driver it has a channel
+    /// to, in disk time. One driver's clients' contracts are admitted together (at most 90% of the
+    /// disk; the rest serves best-effort streams). Default: no guarantee, the disk's slack time.
     disk: Option<Spanned<RawCpu>>,
+    /// The link-time contract of the transmit stream the domain opens on each network driver it has
+    /// a channel to, in the driver's model of a 100 Mbit/s link. One driver's clients' contracts
+    /// are admitted together, at most 90% of the link. Default: best effort, 1 ms of every 10 ms
+    /// with slack time (`manifest::NET_BEST_EFFORT`).
     net: Option<Spanned<RawCpu>>,
+    /// The memory contract: guaranteed and optimistic memory, and the address-space quota.
     memory: Spanned<RawMemory>,
+    /// The domain is meant to fail (exit non-zero or be terminated): `cargo xtask run` does not
+    /// count its failure. Default: `false`.
     expect_failure: Option<bool>,
+    /// The domain is a trusted driver domain: `true` exactly when it has `devices` (without an
+    /// IOMMU a device can write anywhere). Default: `false`.
     driver: Option<Spanned<bool>>,
+    /// The devices granted to the domain, at most 4 (the control block describes 4); a device to at
+    /// most one domain. Default: `[]`.
     devices: Option<Spanned<Vec<Spanned<RawGrant>>>>,
+    /// The domain pages a stretch with the paged stretch driver: the hierarchy, frames and swap
+    /// disk, checked with the paging domain's own parser and passed to it as `--pager SPEC`.
+    /// Default: none.
     pager: Option<Spanned<RawPager>>,
 }
 
@@ -572,25 +624,72 @@ struct RawDomain {
                  policy = \"clock\", disk = \"pg\", swap = \"32M\" }"
 )]
 struct RawPager {
+    /// The Heracles hierarchy: `"local"` (frames over the disk), `"compressed"` (a compressed pool
+    /// between them), `"prefetching-compressed"` (the pool over eviction and fetch areas) or
+    /// `"prefetching"` (eviction and fetch areas). Required.
     hierarchy: Option<Spanned<String>>,
+    /// Frames to page into, 1 to 1048576: `frames` × 4K at most the domain's guaranteed plus
+    /// optimistic memory (guaranteed frames are used first). Required.
     frames: Option<Spanned<u64>>,
+    /// The compressed pool's bytes, at least 4K; only with `compressed` and
+    /// `prefetching-compressed`. Default: a quarter of the frames' bytes.
     cache: Option<Spanned<Size>>,
+    /// The compressed pool's compressor: `"lz4"` or `"wkdm"` (Wilson and Kaplan's word-based one);
+    /// only with the hierarchies with a pool. Default: `"lz4"`.
     codec: Option<Spanned<String>>,
+    /// The eviction area's pages, 1 to 1024; only with `prefetching` and `prefetching-compressed`.
+    /// Default: `8`.
     evict: Option<Spanned<u64>>,
+    /// The fetch area's pages, 1 to 1024; only with `prefetching` and `prefetching-compressed`.
+    /// Default: `8`.
     fetch: Option<Spanned<u64>>,
+    /// The replacement policy: `"clock"` (second-chance FIFO) or `"lru"`. Default: `"clock"`.
     policy: Option<Spanned<String>>,
+    /// The block session's channel prefix, 1 to 27 bytes of `[a-z0-9-]`: the manifest must have a
+    /// channel `DISK-req` from this domain and `DISK-resp` to it, both joining it to the same block
+    /// driver domain. Required.
     disk: Option<Spanned<String>>,
+    /// The swap area's length on the disk, a non-zero multiple of 4K. Default: `"32M"`.
     swap: Option<Spanned<Size>>,
+    /// The swap area's offset on the disk, a multiple of 4K. Default: `0`.
     swap_at: Option<Spanned<Size>>,
+    /// Pages evicted at once when no frame is free (1 to 1024): the next faults find free frames
+    /// and skip eviction. Default: `1`.
     ahead: Option<Spanned<u64>>,
+    /// Evictions between two readings of the hardware's accessed bits for the replacement policy (0
+    /// to 1048576; 0: never, the policy hears of faults only). Harvesting makes the clock a true
+    /// second-chance clock; without it the clock evicts nearly in FIFO order, as the thesis's did,
+    /// which keeps the groups `prefetching` stores in the program's order (`cargo xtask bench
+    /// paging` measures both). Default: `0`.
     harvest: Option<Spanned<u64>>,
+    /// A page moved to or from the disk lends its frame to the disk driver for the request, so
+    /// the device reads or writes it in place; `false` copies every page through the block
+    /// session's data area instead (`cargo xtask bench paging` measures both). Default: `true`.
     loans: Option<Spanned<bool>>,
+    /// The backing store below the caches: `"local"` (the disk) or `"remote"` (other nodes' memory
+    /// through the remote paging client, the disk as fallback; only with `local` and `compressed`).
+    /// Default: `"local"`.
     store: Option<Spanned<String>>,
+    /// With `store = "remote"` only: `"none"`, `"server"` (each page on a second server too) or
+    /// `"disk"` (each page on the disk too). Default: `"none"`.
     mirror: Option<Spanned<String>>,
+    /// The network session's channel prefix, as `disk`'s (`NET-req` from this domain, `NET-resp` to
+    /// it, both joining it to the network driver domain), not the same as `disk`. Required with
+    /// `store = "remote"`.
     net: Option<Spanned<String>>,
+    /// The traders to ask for servers, 1 to 3 endpoints `"A.B.C.D:PORT"` (no port 0, no 0.0.0.0,
+    /// none twice); `store = "remote"` needs `traders` or `servers` or both.
     traders: Option<Spanned<Vec<String>>>,
+    /// Servers to try before asking a trader, 1 to 4 endpoints of the same form (for tests and
+    /// fixed clusters).
     servers: Option<Spanned<Vec<String>>>,
+    /// Spread pages over several servers, or grow one server's reservation. Default: `true`.
     spread: Option<Spanned<bool>>,
+    /// The remote client compresses every page it sends with WKdm (the thesis's `netc`): fewer
+    /// bytes and packets on the wire for the client's CPU; a page that does not shrink goes
+    /// whole. Ignored under a compressed cache (as in the thesis): a WKdm cache's pages go to
+    /// the server compressed anyway. Only with `store = "remote"`. Default: `false`.
+    netc: Option<Spanned<bool>>,
 }
 
 /// One key of a `pager` table as written: its name, its value in the spec's form, the value
@@ -652,6 +751,7 @@ impl RawPager {
             list("traders", self.traders),
             list("servers", self.servers),
             yes_no("spread", self.spread),
+            yes_no("netc", self.netc),
         ]
         .into_iter()
         .flatten()
@@ -666,9 +766,13 @@ impl RawPager {
                  latency = \"1ms\" }"
 )]
 struct RawCpu {
+    /// The contract's period: 100us to 10s.
     period: Spanned<Duration>,
+    /// The time guaranteed in every period: 10us up to the period.
     slice: Spanned<Duration>,
+    /// The domain may also use slack time that no contract claims. Default: `false`.
     extra: Option<bool>,
+    /// A hint: run within this long of a wake-up, 10us to 10s. Default: the period.
     latency: Option<Spanned<Duration>>,
 }
 
@@ -693,18 +797,29 @@ impl RawCpu {
                  address_space = \"1G\" }"
 )]
 struct RawMemory {
+    /// Memory always available to the domain; its stack, control block, heap, page tables and the
+    /// channels it sends on come out of it.
     guaranteed: Spanned<Size>,
+    /// Memory granted when free, and revoked by notice. Default: `0`.
     optimistic: Option<Spanned<Size>>,
+    /// The domain's partition of the 128G stretch region, which everything the kernel places for it
+    /// at run time comes out of. Default: an equal share of what the given quotas leave, rounded
+    /// down to 2M and at most 1G.
     address_space: Option<Spanned<Size>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table [[channel]]")]
 struct RawChannel {
+    /// The channel's unique name, `[a-z0-9-]`, 1 to 31 bytes.
     name: Spanned<String>,
+    /// The name of the sending domain, which the channel's memory is charged to.
     from: Spanned<String>,
+    /// The name of the receiving domain, not the sender.
     to: Spanned<String>,
+    /// The ring's length: a power of two, 2 to 4096. Default: `64`.
     slots: Option<Spanned<u32>>,
+    /// Bytes per message slot: a multiple of 8, 8 to 4096. Default: `64`.
     slot_size: Option<Spanned<SlotSize>>,
 }
 

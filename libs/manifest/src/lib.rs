@@ -224,8 +224,8 @@
 //! `guaranteed + optimistic`, and a `disk` without the block session's channels `DISK-req`
 //! from the domain and `DISK-resp` to it (joining it to one domain), and, with
 //! `store = "remote"`, a `net` without the network session's channels likewise. `traders` and
-//! `servers` are arrays of `"A.B.C.D:PORT"` strings, joined by `+` in the spec; `spread` is a
-//! boolean (`yes` or `no` in the spec). It then appends
+//! `servers` are arrays of `"A.B.C.D:PORT"` strings, joined by `+` in the spec; `spread` and
+//! `netc` are booleans (`yes` or `no` in the spec). It then appends
 //! `--pager` and the spec, every key written out, to the domain's `args`
 //! (`hierarchy=compressed,frames=256,cache=131072,policy=clock,disk=pg,swap_at=0,swap=33554432`
 //! here), within the limits of `args`: so the [`DomainSpec`] has no field of its own for it and

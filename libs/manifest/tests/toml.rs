@@ -1401,7 +1401,7 @@ fn each_of_the_ten_hierarchies_is_accepted_and_reaches_the_domain_as_itself() {
         if let pager_spec::Backing::Remote { mirror } = backing {
             keys += &format!(
                 ", store = \"remote\", mirror = \"{}\", net = \"nc\", \
-                 traders = [\"10.0.2.1:7000\", \"10.0.2.2:7000\"], spread = false",
+                 traders = [\"10.0.2.1:7000\", \"10.0.2.2:7000\"], spread = false, netc = true",
                 mirror.name()
             );
         }
@@ -1413,7 +1413,8 @@ fn each_of_the_ten_hierarchies_is_accepted_and_reaches_the_domain_as_itself() {
         assert_eq!(spec.combination(), c, "{}", args[3]);
         if backing.is_remote() {
             let r = spec.store.remote().unwrap();
-            assert_eq!((r.net.as_str(), r.traders.len(), r.spread), ("nc", 2, false));
+            assert_eq!((r.net.as_str(), r.traders.len(), r.spread, r.netc), ("nc", 2, false, true));
+            assert!(args[3].ends_with(",spread=no,netc=yes"), "{}", args[3]);
             assert!(args[3].contains("traders=10.0.2.1:7000+10.0.2.2:7000"), "{}", args[3]);
         }
         assert!(!specs.contains(&args[3]), "{}", args[3]);
@@ -1511,6 +1512,11 @@ fn remote_pager_errors_name_their_key_and_line() {
             "traders = [\"10.0.2.1:7000\"]",
             "traders = [\"10.0.2.1:7000\"], spread = \"no\"",
             "t.toml:15: domain[1].pager.spread: invalid type: string \"no\", expected a boolean",
+        ),
+        (
+            "traders = [\"10.0.2.1:7000\"]",
+            "traders = [\"10.0.2.1:7000\"], netc = \"wkdm\"",
+            "t.toml:15: domain[1].pager.netc: invalid type: string \"wkdm\", expected a boolean",
         ),
         (
             "net = \"nc\"",

@@ -36,7 +36,11 @@
 //!   - `servers`: 1 to 4 servers tried before asking a trader, the same form (for tests);
 //!     `traders` or `servers` or both must be given;
 //!   - `spread`: `yes` (default) or `no`: spread pages over several servers, or grow one
-//!     server's reservation.
+//!     server's reservation;
+//!   - `netc`: `no` (default) or `yes`: the client compresses each page with WKdm before
+//!     sending it (the thesis's `netc`; a page that does not shrink goes whole). Ignored under
+//!     a compressed cache, as in the thesis: a WKdm cache's pages go compressed anyway
+//!     ([`PagerSpec::netc`]).
 //!
 //! `disk` stays required with `store=remote`: it is the fallback and the local mirror. The
 //! ten hierarchies of the thesis (Heracles Fig 8.2) are the four `hierarchy` values with
@@ -187,6 +191,7 @@ impl PagerSpec {
         let (mut traders, mut servers) = (Vec::new(), Vec::new());
         let mut spread = None;
         let mut loans = true;
+        let mut netc = None;
         let mut seen: Vec<&str> = Vec::new();
         for pair in text.split(',').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').ok_or_else(|| err(pair, "not key=value"))?;
@@ -254,6 +259,7 @@ impl PagerSpec {
                 "traders" => traders = endpoints(key, value, MAX_TRADERS)?,
                 "servers" => servers = endpoints(key, value, MAX_SERVERS)?,
                 "spread" => spread = Some(yes_no(key, value)?),
+                "netc" => netc = Some(yes_no(key, value)?),
                 "loans" => loans = yes_no(key, value)?,
                 "swap" => swap = number(key, value)?,
                 "swap_at" => swap_at = number(key, value)?,
@@ -317,9 +323,10 @@ impl PagerSpec {
                 return Err(err("traders", "missing: store=remote needs traders or servers"));
             }
             let (mirror, spread) = (mirror.unwrap_or_default(), spread.unwrap_or(true));
-            Store::Remote(RemoteSpec { mirror, net, traders, servers, spread })
+            let netc = netc.unwrap_or(false);
+            Store::Remote(RemoteSpec { mirror, net, traders, servers, spread, netc })
         } else {
-            let only_remote = ["mirror", "net", "traders", "servers", "spread"];
+            let only_remote = ["mirror", "net", "traders", "servers", "spread", "netc"];
             if let Some(key) = only_remote.into_iter().find(|k| seen.contains(k)) {
                 return Err(err(key, "only with store=remote"));
             }
@@ -339,6 +346,15 @@ impl PagerSpec {
         })
     }
 
+    /// Whether the remote paging client compresses the pages it sends itself: `netc=yes`
+    /// over remote memory without a compressed cache (the thesis ignores `netc` under one).
+    pub fn netc(&self) -> bool {
+        match &self.store {
+            Store::Remote(r) => r.netc && self.hierarchy.codec().is_none(),
+            Store::Local => false,
+        }
+    }
+
     /// Which of the thesis's ten hierarchies this is (every spec that parses is one).
     pub fn combination(&self) -> Combination {
         Combination::of(&self.hierarchy, self.store.backing()).unwrap_or(Combination::LocalPaging)
@@ -347,8 +363,8 @@ impl PagerSpec {
 
 impl fmt::Display for PagerSpec {
     /// The spec in the form [`PagerSpec::parse`] reads, every key given but `codec`, `ahead`,
-    /// `harvest`, `loans`, `store`, `mirror` and `spread` when they are the default (and the
-    /// remote keys with `store=local`).
+    /// `harvest`, `loans`, `store`, `mirror`, `spread` and `netc` when they are the default (and
+    /// the remote keys with `store=local`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "hierarchy={},frames={}", self.hierarchy.name(), self.frames)?;
         match self.hierarchy {
@@ -392,6 +408,9 @@ impl fmt::Display for PagerSpec {
             write_endpoints(f, "servers", &r.servers)?;
             if !r.spread {
                 f.write_str(",spread=no")?;
+            }
+            if r.netc {
+                f.write_str(",netc=yes")?;
             }
         }
         Ok(())
@@ -531,6 +550,17 @@ mod tests {
         let r = d.store.remote().unwrap();
         assert_eq!((r.mirror, r.spread, r.servers.len()), (Mirror::None, true, 0));
         assert!(!d.to_string().contains("mirror") && !d.to_string().contains("spread"));
+        assert!(!r.netc && !d.netc() && !d.to_string().contains("netc"));
+        // netc: the client compresses, but not under a compressed cache (the thesis ignores
+        // it there).
+        let n = PagerSpec::parse(&alloc::format!("hierarchy=local,frames=8,{REMOTE},netc=yes"))
+            .unwrap();
+        assert!(n.store.remote().unwrap().netc && n.netc());
+        assert!(n.to_string().ends_with(",netc=yes"), "{n}");
+        assert_eq!(PagerSpec::parse(&n.to_string()), Ok(n.clone()));
+        let text = alloc::format!("hierarchy=compressed,frames=8,{REMOTE},netc=yes");
+        let under_cache = PagerSpec::parse(&text).unwrap();
+        assert!(under_cache.store.remote().unwrap().netc && !under_cache.netc());
         let servers_only = PagerSpec::parse(
             "hierarchy=local,frames=8,disk=d,store=remote,net=n,servers=1.2.3.4:5",
         )
@@ -554,6 +584,7 @@ mod tests {
             ("hierarchy=local,frames=4,disk=d,traders=1.2.3.4:5".into(), "traders"),
             ("hierarchy=local,frames=4,disk=d,servers=1.2.3.4:5".into(), "servers"),
             ("hierarchy=local,frames=4,disk=d,spread=no".into(), "spread"),
+            ("hierarchy=local,frames=4,disk=d,netc=yes".into(), "netc"),
             // A remote store without its network or its traders and servers.
             ("hierarchy=local,frames=4,disk=d,store=remote,traders=1.2.3.4:5".into(), "net"),
             ("hierarchy=local,frames=4,disk=d,store=remote,net=n".into(), "traders"),
@@ -564,6 +595,7 @@ mod tests {
             ("hierarchy=local,frames=4,disk=d,store=far".into(), "store"),
             (alloc::format!("hierarchy=local,frames=4,{REMOTE},mirror=tape"), "mirror"),
             (alloc::format!("hierarchy=local,frames=4,{REMOTE},spread=maybe"), "spread"),
+            (alloc::format!("hierarchy=local,frames=4,{REMOTE},netc=lz4"), "netc"),
             ("hierarchy=local,frames=4,disk=d,store=remote,net=N,servers=1.2.3.4:5".into(), "net"),
             // Bad endpoints, and too many.
             (

@@ -78,6 +78,9 @@ pub struct RemoteSpec {
     pub servers: Vec<Endpoint>,
     /// Whether pages are spread over several servers (else one server's reservation grows).
     pub spread: bool,
+    /// Whether the client compresses pages before sending them (`netc=`, the thesis's
+    /// `netc`); ignored under a compressed cache, whose pages go compressed anyway.
+    pub netc: bool,
 }
 
 /// The backing store of a paged stretch (`store=`).

@@ -10,9 +10,14 @@
 //!   mirroring client then finds its mirror the same way, its primary excluded. The second
 //!   question waits [`crate::Config::requery_ns`] (2 s by default) after the first answer,
 //!   so that servers still starting have advertised.
+//! - **Growing.** Not spreading (`spread=no`), the servers the client is connected to are
+//!   asked first to grow its reservation (`AddResources`, judged by the server against memory
+//!   only); spreading, only when no trader answers ([`Selection`], §10.4 steps 1 and 4).
 //! - **Revocation.** A server's `RevokeNotice` is taken between requests (never inside a
-//!   transfer): the client looks for a new server (the revoking one excluded; spreading, the
-//!   ones it has too), and replies `RevokeReply` naming the new server and its stream there.
+//!   transfer): the client answers `Hold(None)` (hold the pages), looks for a new server (the
+//!   revoking one excluded), and replies `RevokeReply` naming the new server and its stream
+//!   there. The server asks back meanwhile (its notice again): while the search goes on each
+//!   question is answered `Hold(None)` at once, from inside the search's waits.
 //!   The revoking server stops taking new pages; a page written again goes to the new server
 //!   and is recorded there (the page map is the tracking of §10.5: a fault on it goes to the
 //!   new server, a fault on any other to the old). When the old server says `OffloadDone`,
@@ -22,7 +27,15 @@
 //!   [`RemoteNotice::RevokedWithoutReplacement`]: its owner brings the pages back (reading
 //!   them from the servers that hold them) and releases. A revocation by the server that is
 //!   taking a move's pages (a double revocation) is answered so too: the client backs off
-//!   remote paging.
+//!   remote paging, taking its pages back from the second server only; a read of a page the
+//!   first has not forwarded yet waits for its offload to end.
+//! - **Partial revocation.** A notice that wants fewer pages than the server's reservation:
+//!   the client moves that many pages itself to another server (found as above, never one
+//!   holding another copy of them) and says `OffloadDone` on the old stream, whose reservation
+//!   shrinks; it places no more pages there than are left of it.
+//! - **Refilling.** A loss that leaves pages with one copy: the client finds a new mirror (a
+//!   server it neither uses nor lost) and copies them to it, a few between requests; with every
+//!   server lost, a write looks for new ones now and then (`find_again`).
 
 use alloc::vec::Vec;
 
@@ -33,6 +46,7 @@ use pager::remote::RemoteNotice;
 use remote_control::TraderAsk;
 use remote_control::revoke::ClientRevocation;
 use remote_control::select::{Selection, Step};
+use rpp::client::{Outcome, Transfer};
 use rpp::wire::{self, Message, OffloadTarget, Packet, RevokeAnswer, Role};
 
 use crate::{Placement, RemoteClient, Server};
@@ -43,6 +57,14 @@ const TRADER_RTO_NS: u64 = 100_000_000;
 /// trader still starting, whose first answer also waits for addresses to resolve).
 const TRADER_RETRIES: u32 = 6;
 
+/// Pages a call copies to a new mirror after a loss (between requests, so that no fault waits
+/// for the whole stretch to cross the network).
+const REFILL_PER_CALL: usize = 8;
+
+/// How long a read waits for the first server of a double revocation to finish offloading
+/// before it reads from that server after all (it may be gone).
+const OFFLOAD_WAIT_NS: u64 = 10_000_000_000;
+
 /// One revocation in progress: the old server's index and the machine.
 struct Move {
     old: u8,
@@ -51,16 +73,77 @@ struct Move {
     answer: RevokeAnswer,
 }
 
+/// What a client's control plane did, for reports and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ControlCounts {
+    /// Reservations grown on a connected server (`AddResources`) instead of a new server.
+    pub grown: u32,
+    /// `Hold(None)` answers to a revoking server that asked back while the client searched.
+    pub holds: u32,
+    /// Reads that waited for a double revocation's first server to finish offloading.
+    pub waits: u32,
+    /// Pages copied to a new mirror server after a loss left them with one copy.
+    pub refilled: u64,
+    /// Times the client found a server again after every server was lost.
+    pub found_again: u32,
+    /// Trader answers that came late (outside a query), dropped.
+    pub late_answers: u64,
+    /// Partial revocations answered by moving the pages wanted.
+    pub partial: u32,
+    /// Pages the client moved itself for partial revocations.
+    pub pages_moved: u64,
+}
+
 /// The client's control state.
 #[derive(Default)]
 pub(crate) struct Control {
-    /// Servers whose revocation notices came and are not taken yet.
-    notices: Vec<u8>,
+    /// Revocation notices that came and are not taken yet: the server, the pages it wants
+    /// back, the notice's request id.
+    notices: Vec<(u8, u64, u32)>,
+    /// Partial revocations answered (server, the notice's request id): a late copy of their
+    /// notice is not a new revocation.
+    partials_done: Vec<(u8, u32)>,
     /// Servers that said their offload is done.
     done: Vec<u8>,
     moves: Vec<Move>,
     /// Trader answers that came outside a query (late): dropped.
     pub(crate) late_answers: u64,
+    /// Reservations grown on a connected server (`AddResources`) instead of a new one taken.
+    pub(crate) grown: u32,
+    /// A loss left pages with one copy: the mirror is to be refilled.
+    pub(crate) refill: bool,
+    /// The server the lost mirror's copies are refilled to, once found.
+    pub(crate) mirror_to: Option<u8>,
+    /// No server for the refill, or for a client whose servers were all lost: when to look
+    /// again (the client's clock).
+    pub(crate) search_at: u64,
+    /// `Hold(None)` answers given to a revoking server that asked back during a search.
+    pub(crate) holds: u32,
+    /// Reads that waited for a double revocation's first offload to finish.
+    pub(crate) waits: u32,
+    /// Pages copied to a new mirror after a loss left them with one copy.
+    pub(crate) refilled: u64,
+    /// Times the client found a server again after every server was lost.
+    pub(crate) found_again: u32,
+    /// Partial revocations answered by moving the pages wanted.
+    pub(crate) partial: u32,
+    /// Pages the client moved itself for partial revocations.
+    pub(crate) pages_moved: u64,
+}
+
+impl Control {
+    pub(crate) fn counts(&self) -> ControlCounts {
+        ControlCounts {
+            grown: self.grown,
+            holds: self.holds,
+            waits: self.waits,
+            refilled: self.refilled,
+            found_again: self.found_again,
+            late_answers: self.late_answers,
+            partial: self.partial,
+            pages_moved: self.pages_moved,
+        }
+    }
 }
 
 impl<T: Transport> RemoteClient<T> {
@@ -75,9 +158,13 @@ impl<T: Transport> RemoteClient<T> {
             return false;
         };
         match packet.message {
-            Message::RevokeNotice { .. } => {
-                if !self.control.notices.contains(&i) {
-                    self.control.notices.push(i);
+            Message::RevokeNotice { pages } => {
+                let request = packet.header.request;
+                if self.control.partials_done.contains(&(i, request)) || self.hold_still(i) {
+                    return true;
+                }
+                if !self.control.notices.iter().any(|n| n.0 == i) {
+                    self.control.notices.push((i, pages, request));
                 }
                 true
             }
@@ -101,16 +188,116 @@ impl<T: Transport> RemoteClient<T> {
     /// Takes the notices and offload ends that came: see the [module](self) documentation.
     pub(crate) fn handle_control(&mut self) {
         while !self.control.notices.is_empty() {
-            let i = self.control.notices.remove(0);
-            if self.servers[i as usize].lost {
+            let (i, pages, request) = self.control.notices.remove(0);
+            if self.servers[i as usize].lost || self.control.partials_done.contains(&(i, request)) {
                 continue;
             }
-            self.revoked_by(i);
+            let part = pages > 0 && pages < self.servers[i as usize].reserved;
+            if part && !self.control.moves.iter().any(|m| m.old == i) {
+                self.revoked_in_part(i, pages, request);
+            } else {
+                self.revoked_by(i);
+            }
         }
         while !self.control.done.is_empty() {
             let i = self.control.done.remove(0);
             self.offload_done(i);
         }
+        if self.control.refill {
+            let _ = self.refill_mirror(REFILL_PER_CALL);
+        }
+    }
+
+    /// A loss left pages with one copy (their mirror lost, or their primary lost and the
+    /// mirror promoted): copies up to `most` of them to a new mirror server, found first
+    /// through the traders (never a server the client already uses: it holds the only
+    /// copies). Page-ins go on coming from the surviving copy meanwhile, and a page written
+    /// meanwhile is written to both, so that the refill only copies what nobody rewrote.
+    /// Once every page has two copies again, a second loss loses nothing.
+    pub(crate) fn refill_mirror(&mut self, most: usize) -> Result<(), NetError> {
+        if !self.control.refill || self.live() == 0 {
+            self.control.refill = false;
+            return Ok(());
+        }
+        let target = self.control.mirror_to.filter(|&m| !self.servers[m as usize].lost);
+        let m = match target {
+            Some(m) => m,
+            None => {
+                let now = (self.clock)();
+                if now < self.control.search_at || self.config.traders.is_empty() {
+                    return Ok(());
+                }
+                // Not a server it uses (it holds the only copies), nor one it lost (the
+                // trader may still name it).
+                let exclude: Vec<Endpoint> = self.servers.iter().map(|s| s.control).collect();
+                match self.acquire(Role::Mirror, &exclude)? {
+                    Some(m) => {
+                        self.control.mirror_to = Some(m);
+                        self.config.mirror = true;
+                        self.stats.servers = self.live() as u32;
+                        m
+                    }
+                    None => {
+                        self.control.search_at =
+                            (self.clock)().saturating_add(self.config.requery_ns);
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        let single: Vec<(u64, u8)> = self
+            .pages
+            .iter()
+            .filter(|(_, p)| p.mirror.is_none() && p.primary != m)
+            .take(most)
+            .map(|(&vpn, p)| (vpn, p.primary))
+            .collect();
+        if single.is_empty() {
+            self.control.refill = false;
+            return Ok(());
+        }
+        for (vpn, from) in single {
+            let key = self.servers[from as usize].key;
+            let r = self.request();
+            let read = Transfer::read(key, r, vpn, PAGE_SIZE as u32, self.config.params)
+                .expect("a page fits");
+            let t = self.run(alloc::vec![(from, read)])?.pop().expect("one transfer");
+            let data = match t.outcome() {
+                Some(Outcome::Done) if t.page().len() == PAGE_SIZE => t.page().to_vec(),
+                Some(Outcome::Unreachable) => {
+                    self.lose(from);
+                    continue;
+                }
+                _ => continue,
+            };
+            let key = self.servers[m as usize].key;
+            let r = self.request();
+            let write =
+                Transfer::write(key, r, vpn, data, self.config.params).expect("a page fits");
+            let t = self.run(alloc::vec![(m, write)])?.pop().expect("one transfer");
+            match t.outcome() {
+                Some(Outcome::Done) => {
+                    // Unless rewritten or freed meanwhile (then it has its copies already).
+                    if let Some(p) = self.pages.get_mut(&vpn)
+                        && p.primary == from
+                        && p.mirror.is_none()
+                    {
+                        p.mirror = Some(m);
+                        self.servers[m as usize].pages += 1;
+                        self.stats.pages_written += 1;
+                        self.control.refilled += 1;
+                    }
+                }
+                Some(Outcome::Unreachable) => {
+                    self.lose(m);
+                    self.control.mirror_to = None;
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
+        self.count();
+        Ok(())
     }
 
     /// Server `i` revoked the client.
@@ -121,29 +308,37 @@ impl<T: Transport> RemoteClient<T> {
             let _ = self.ask(&[(i, Message::RevokeReply { answer })]);
             return;
         }
-        // The server taking a move's pages revokes too: a double revocation.
+        // The server taking a move's pages revokes too: a double revocation. The client backs
+        // off remote paging and takes its pages back from this (the second) server only; the
+        // first keeps offloading to it ([`RemoteClient::await_offload`]).
         if let Some(m) = self
             .control
             .moves
             .iter_mut()
             .find(|m| m.machine.old() != i && self.servers[m.old as usize].moving_to == Some(i))
         {
-            m.machine.revoked_by_new();
+            // Revoked again by it (its notice came again): the same answer, counted once.
+            if m.machine.revoked_by_new() {
+                self.notice = Some(RemoteNotice::RevokedWithoutReplacement);
+                self.stats.revocations += 1;
+            }
             let _ = self.ask(&[(i, Message::RevokeReply { answer: RevokeAnswer::NoServer })]);
-            self.notice = Some(RemoteNotice::RevokedWithoutReplacement);
-            self.stats.revocations += 1;
             return;
         }
-        let mut machine = ClientRevocation::new(i);
+        // Hold the pages (thesis step 2): the server keeps them, and asks back for the new
+        // server's address until the search below ends; each time it is told to hold still.
+        let hold = RevokeAnswer::Hold(None);
+        self.control.moves.push(Move { old: i, machine: ClientRevocation::new(i), answer: hold });
+        let _ = self.ask(&[(i, Message::RevokeReply { answer: hold })]);
         let role = self.servers[i as usize].role;
-        let mut exclude = alloc::vec![self.servers[i as usize].control];
-        if self.config.spread {
-            exclude.extend(self.servers.iter().filter(|s| !s.lost).map(|s| s.control));
-        }
+        // Spreading, the servers the client has are not taken for a new stream but grown as
+        // a last resort, when no trader answers ([`Selection`]).
+        let exclude = alloc::vec![self.servers[i as usize].control];
         let found = self.acquire(role, &exclude).ok().flatten();
+        let Some(k) = self.control.moves.iter().position(|m| m.old == i) else { return };
         let answer = match found {
             Some(j) => {
-                machine.found(j);
+                self.control.moves[k].machine.found(j);
                 let s = &self.servers[j as usize];
                 let target =
                     OffloadTarget { server: s.data, stream: s.key.stream, token: s.key.token };
@@ -151,14 +346,178 @@ impl<T: Transport> RemoteClient<T> {
                 RevokeAnswer::Hold(Some(target))
             }
             None => {
-                machine.not_found();
+                self.control.moves[k].machine.not_found();
                 self.notice = Some(RemoteNotice::RevokedWithoutReplacement);
                 self.stats.revocations += 1;
                 RevokeAnswer::NoServer
             }
         };
+        self.control.moves[k].answer = answer;
         let _ = self.ask(&[(i, Message::RevokeReply { answer })]);
-        self.control.moves.push(Move { old: i, machine, answer });
+    }
+
+    /// Server `i` wants `want` pages of its reservation back, less than all (a partial
+    /// revocation): the client holds (answers `Hold(None)`), finds another server (growing a
+    /// connected one, or a new one through the traders; never one holding another copy of
+    /// the pages moved), moves that many of its pages there itself, the highest-numbered
+    /// first (read from `i`, written to the new server, freed on `i`), and tells `i` it is
+    /// done (`OffloadDone`): `i`'s reservation shrinks and the client places no more pages
+    /// there than are left of it. With no other server it answers `NoServer` and backs off
+    /// remote paging, as for a whole revocation.
+    fn revoked_in_part(&mut self, i: u8, want: u64, request: u32) {
+        let hold = RevokeAnswer::Hold(None);
+        self.control.moves.push(Move { old: i, machine: ClientRevocation::new(i), answer: hold });
+        let _ = self.ask(&[(i, Message::RevokeReply { answer: hold })]);
+        let chosen: Vec<u64> = self
+            .pages
+            .iter()
+            .rev()
+            .filter(|(_, p)| p.primary == i || p.mirror == Some(i))
+            .take(want as usize)
+            .map(|(&vpn, _)| vpn)
+            .collect();
+        let mut exclude = alloc::vec![self.servers[i as usize].control];
+        for vpn in &chosen {
+            let p = self.pages[vpn];
+            for k in [Some(p.primary), p.mirror].into_iter().flatten().filter(|&k| k != i) {
+                let a = self.servers[k as usize].control;
+                if !exclude.contains(&a) {
+                    exclude.push(a);
+                }
+            }
+        }
+        let role = self.servers[i as usize].role;
+        let found = self.acquire(role, &exclude).ok().flatten();
+        let moved = match found {
+            Some(j) => self.move_pages(i, j, &chosen).ok(),
+            None => None,
+        };
+        let Some(k) = self.control.moves.iter().position(|m| m.old == i) else { return };
+        if moved.is_none() {
+            // Nowhere to move them: back off remote paging, as for a whole revocation.
+            self.control.moves[k].machine.not_found();
+            self.control.moves[k].answer = RevokeAnswer::NoServer;
+            self.notice = Some(RemoteNotice::RevokedWithoutReplacement);
+            self.stats.revocations += 1;
+            let _ = self.ask(&[(i, Message::RevokeReply { answer: RevokeAnswer::NoServer })]);
+            return;
+        }
+        self.control.moves.remove(k);
+        self.control.partials_done.push((i, request));
+        if self.control.partials_done.len() > 16 {
+            self.control.partials_done.remove(0);
+        }
+        let _ = self.ask(&[(i, Message::OffloadDone { pages: want })]);
+        let s = &mut self.servers[i as usize];
+        s.reserved = s.reserved.saturating_sub(want);
+        self.control.partial += 1;
+        self.stats.revocations += 1;
+    }
+
+    /// Moves `pages` from server `i` to server `j`: each read from `i`, written to `j` and
+    /// freed on `i`. An error (`Err(())`) if `i` or `j` failed one; the pages moved before
+    /// stay moved.
+    fn move_pages(&mut self, i: u8, j: u8, pages: &[u64]) -> Result<(), ()> {
+        for &vpn in pages {
+            let Some(&p) = self.pages.get(&vpn) else { continue };
+            let key = self.servers[i as usize].key;
+            let r = self.request();
+            let read = Transfer::read(key, r, vpn, PAGE_SIZE as u32, self.config.params)
+                .expect("a page fits");
+            let t = self.run(alloc::vec![(i, read)]).map_err(|_| ())?.pop().expect("one");
+            let data = match t.outcome() {
+                Some(Outcome::Done) if t.page().len() == PAGE_SIZE => t.page().to_vec(),
+                Some(Outcome::Unreachable) => {
+                    self.lose(i);
+                    return Err(());
+                }
+                _ => return Err(()),
+            };
+            let key = self.servers[j as usize].key;
+            let r = self.request();
+            let write =
+                Transfer::write(key, r, vpn, data, self.config.params).expect("a page fits");
+            let t = self.run(alloc::vec![(j, write)]).map_err(|_| ())?.pop().expect("one");
+            match t.outcome() {
+                Some(Outcome::Done) => {}
+                Some(Outcome::Unreachable) => {
+                    self.lose(j);
+                    return Err(());
+                }
+                _ => return Err(()),
+            }
+            // The copy on `j` is the page's now; the one on `i` goes.
+            let moved = Placement {
+                primary: if p.primary == i { j } else { p.primary },
+                mirror: p.mirror.map(|m| if m == i { j } else { m }),
+            };
+            self.pages.insert(vpn, moved);
+            self.servers[j as usize].pages += 1;
+            let s = &mut self.servers[i as usize];
+            s.pages = s.pages.saturating_sub(1);
+            self.stats.pages_written += 1;
+            let key = self.servers[i as usize].key;
+            let r = self.request();
+            if let Ok(free) = Transfer::free(key, r, vpn, self.config.params) {
+                let t = self.run(alloc::vec![(i, free)]).map_err(|_| ())?;
+                if t[0].outcome() == Some(Outcome::Unreachable) {
+                    self.lose(i);
+                }
+            }
+            self.control.pages_moved += 1;
+        }
+        self.count();
+        Ok(())
+    }
+
+    /// A revoking server asked back while the client still looks for a new server: it is
+    /// told at once to hold the pages (`RevokeReply` with `Hold(None)`), without waiting for
+    /// the search. Whether it was such a question.
+    fn hold_still(&mut self, i: u8) -> bool {
+        let searching = self.control.moves.iter().any(|m| {
+            m.old == i && m.machine.phase() == remote_control::revoke::ClientPhase::Searching
+        });
+        if searching {
+            let s = self.servers[i as usize];
+            let request = self.request();
+            let header = wire::Header { stream: s.key.stream, token: s.key.token, request };
+            let reply = Message::RevokeReply { answer: RevokeAnswer::Hold(None) };
+            let _ = self.send_packet(s.data, &Packet { header, message: reply });
+            self.control.holds += 1;
+        }
+        searching
+    }
+
+    /// Whether a read of a page whose latest copy is on server `i` must wait: `i` revoked
+    /// the client, which moves its pages to a server that revoked it too (a double
+    /// revocation). The pages come back from that second server only, so a page not yet
+    /// forwarded waits for the first server's offload to finish.
+    pub(crate) fn must_wait(&self, i: u8) -> bool {
+        self.control.moves.iter().any(|m| {
+            m.old == i
+                && matches!(
+                    m.machine.phase(),
+                    remote_control::revoke::ClientPhase::DoubleRevoked(_)
+                )
+        })
+    }
+
+    /// Waits (at most [`OFFLOAD_WAIT_NS`]) for server `i` to finish offloading to the second
+    /// server of a double revocation, then switches the pages over: whether it finished.
+    pub(crate) fn await_offload(&mut self, i: u8) -> Result<bool, NetError> {
+        let until = (self.clock)().saturating_add(OFFLOAD_WAIT_NS);
+        self.control.waits += 1;
+        while !self.control.done.contains(&i) {
+            let Some((from, len)) = self.receive(until)? else { break };
+            let bytes = self.buf[..len].to_vec();
+            match (self.server_of(from), wire::decode(&bytes)) {
+                (Some(_), Ok(p)) => self.control(from, &p),
+                _ => self.strays += 1,
+            }
+        }
+        let finished = self.control.done.contains(&i);
+        self.handle_control();
+        Ok(finished)
     }
 
     /// Server `i` forwarded every page to the new server: switch over, release `i`.
@@ -190,6 +549,27 @@ impl<T: Transport> RemoteClient<T> {
         self.stats.servers = self.servers.iter().filter(|s| !s.lost).count() as u32;
     }
 
+    /// Every server was lost: looks for new ones through the traders, at most once every
+    /// [`crate::Config::requery_ns`]. Whether the client has a server again; its pages come
+    /// back to it as its owner writes them (the backing store manager refills the new server
+    /// from the disk).
+    pub(crate) fn find_again(&mut self) -> bool {
+        let now = (self.clock)();
+        // Not before the owner heard that the servers were lost (its pages with them).
+        let untold = self.notice == Some(RemoteNotice::ServersLost);
+        if self.config.traders.is_empty() || now < self.control.search_at || untold {
+            return false;
+        }
+        let _ = self.acquire_initial();
+        if self.live() == 0 {
+            self.control.search_at = (self.clock)().saturating_add(self.config.requery_ns);
+            return false;
+        }
+        self.told_lost = false;
+        self.control.found_again += 1;
+        true
+    }
+
     /// Finds the client's first servers through its traders when its static servers made no
     /// stream: a primary, and a mirror if it mirrors.
     pub(crate) fn acquire_initial(&mut self) -> Result<(), NetError> {
@@ -219,15 +599,12 @@ impl<T: Transport> RemoteClient<T> {
         role: Role,
         exclude: &[Endpoint],
     ) -> Result<Option<u8>, NetError> {
-        if self.servers.len() >= crate::MAX_SERVERS {
-            return Ok(None);
-        }
         let traders = self.config.traders.clone();
         let connected: Vec<Endpoint> =
             self.servers.iter().filter(|s| !s.lost).map(|s| s.control).collect();
-        // Growing an existing reservation is not needed here: each server reserves the whole
-        // stretch, so a new server is always what is wanted.
-        let mut sel = Selection::new(true, traders.len(), &[], &connected, exclude);
+        // Not spreading, a connected server is asked to grow first; spreading, only when no
+        // trader answers (§10.4 steps 1 and 4).
+        let mut sel = Selection::new(self.config.spread, traders.len(), &[], &connected, exclude);
         let bytes = self.config.pages.saturating_mul(PAGE_SIZE as u64);
         let mut answered = false;
         for _ in 0..64 {
@@ -245,7 +622,10 @@ impl<T: Transport> RemoteClient<T> {
                     let made = self.create_on(a, role)?;
                     sel.server_answered(made.is_some());
                 }
-                Step::Grow(_) => sel.server_answered(false),
+                Step::Grow(a) => {
+                    let grown = self.grow_on(a)?;
+                    sel.server_answered(grown);
+                }
                 Step::Done(a) => {
                     return Ok(self
                         .servers
@@ -316,16 +696,34 @@ impl<T: Transport> RemoteClient<T> {
     /// Creates the client's stream on `addr` in `role`: the new server's index, or `None` if
     /// it refused or did not answer.
     fn create_on(&mut self, addr: Endpoint, role: Role) -> Result<Option<u8>, NetError> {
-        let i = self.servers.len() as u8;
-        self.servers.push(Server {
+        let fresh = Server {
             control: addr,
             data: addr,
             key: Default::default(),
             role,
             lost: true,
             pages: 0,
+            reserved: self.config.pages,
             moving_to: None,
+        };
+        // A lost server's slot that nothing names any more is taken again.
+        let free = (0..self.servers.len() as u8).find(|&k| {
+            let s = &self.servers[k as usize];
+            s.lost
+                && s.moving_to.is_none()
+                && self.servers.iter().all(|o| o.moving_to != Some(k))
+                && self.control.moves.iter().all(|m| m.old != k)
+                && self.control.mirror_to != Some(k)
+                && self.pages.values().all(|p| p.primary != k && p.mirror != Some(k))
         });
+        let (i, reused) = match free {
+            Some(k) => (k, Some(core::mem::replace(&mut self.servers[k as usize], fresh))),
+            None if self.servers.len() < crate::MAX_SERVERS => {
+                self.servers.push(fresh);
+                (self.servers.len() as u8 - 1, None)
+            }
+            None => return Ok(None),
+        };
         let create = Message::CreateStream {
             pages: self.config.pages,
             page_size: PAGE_SIZE as u32,
@@ -346,9 +744,30 @@ impl<T: Transport> RemoteClient<T> {
                 Ok(Some(i))
             }
             _ => {
-                self.servers.pop();
+                match reused {
+                    Some(old) => self.servers[i as usize] = old,
+                    None => {
+                        self.servers.pop();
+                    }
+                }
                 Ok(None)
             }
         }
+    }
+
+    /// Asks connected server `addr` to grow the client's reservation there by the client's
+    /// pages (`AddResources`, checked by the server against memory only): whether it did.
+    fn grow_on(&mut self, addr: Endpoint) -> Result<bool, NetError> {
+        let Some(i) = self.servers.iter().position(|s| s.control == addr && !s.lost) else {
+            return Ok(false);
+        };
+        let grow = Message::AddResources { pages: self.config.pages };
+        let answers = self.ask(&[(i as u8, grow)])?;
+        let grown = matches!(answers.first(), Some(Some(crate::Answer::Created { .. })));
+        if grown {
+            self.control.grown += 1;
+            self.servers[i].reserved += self.config.pages;
+        }
+        Ok(grown)
     }
 }

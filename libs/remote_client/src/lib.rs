@@ -34,15 +34,31 @@
 //! servers are all lost tries the living servers once more as a new page. When every server
 //! is lost the client says so once ([`RemoteNotice::ServersLost`]) and answers every write
 //! with [`RemoteError::NoServer`]: the backing store manager pages to its local disk, which
-//! holds every page if it mirrored to it (`mirror=disk`).
+//! holds every page if it mirrored to it (`mirror=disk`). With traders, a write after that
+//! looks for new servers (at most once per [`Config::requery_ns`]); the backing store manager
+//! refills them from the disk. A loss that leaves pages with one copy makes the client find a
+//! new mirror and refill it (module `control`), so that a second loss loses nothing.
+//!
+//! # Compressed pages on the wire
+//! With [`Config::netc`] (the spec's `netc=yes`, the thesis's `netc`, §3.6) the client
+//! compresses every page it writes with WKdm (`pager::cache::wkdm`, the compressed cache's
+//! codec) and sends the compressed bytes, in fewer packets (a page compressed 2:1 is 2 data
+//! packets instead of 3); a page that does not shrink goes whole. A compressed cache above
+//! the client gives it its pages already compressed ([`RemoteStore::write_compressed`]); the
+//! client sends them as they are, whatever `netc` says (the spec turns `netc` off under a
+//! compressed cache, as the thesis ignores it there). The servers store the bytes they were
+//! sent; a page read back shorter than a page is decompressed by the client. A page's bytes
+//! are compressed exactly when they are shorter than a page, so nothing else marks them.
 //!
 //! # Control messages
 //! Packets from a server that are not part of a transfer (a revocation notice, an offload's
 //! end) are handed to [`RemoteClient::control`] and acted on between requests (module
-//! `control`): a revoked client finds a new server, names it to the revoking one, writes its
-//! pages there while the old server forwards the rest, and switches over at the offload's end;
-//! with no new server it raises [`RemoteNotice::RevokedWithoutReplacement`]. Anything else is
-//! counted and dropped.
+//! `control`): a revoked client holds the pages while it finds a new server (or grows a
+//! connected one), names it to the revoking one, writes its pages there while the old server
+//! forwards the rest, and switches over at the offload's end; revoked in part, it moves the
+//! pages wanted itself; with no new server, or revoked again by the new one, it raises
+//! [`RemoteNotice::RevokedWithoutReplacement`]. Anything else is counted and dropped. What the
+//! control plane did is [`RemoteClient::control_counts`].
 //!
 //! Time is the caller's clock (`fn() -> u64`, ns), the session's deadlines on the same clock.
 //! The crate is `no_std` (with `alloc`), has no `unsafe`, and is tested on the host against
@@ -60,6 +76,7 @@ use alloc::vec::Vec;
 
 use net_client::{Session, Transport};
 use net_interface::{Endpoint, NetError};
+use pager::cache::wkdm::Scratch;
 use pager::remote::{RemoteError, RemoteNotice, RemoteStats, RemoteStore};
 use pager::{PAGE_SIZE, Page};
 use rpp::client::{Outcome, Params, StreamKey, Transfer, Transfers};
@@ -67,6 +84,8 @@ use rpp::rtt::{RttConfig, RttEstimator};
 use rpp::wire::{self, Header, Message, Packet, Qos, RefuseReason, Role};
 
 mod control;
+
+pub use control::ControlCounts;
 #[cfg(test)]
 mod sim;
 #[cfg(test)]
@@ -90,6 +109,8 @@ pub struct Config {
     pub mirror: bool,
     /// Spread new pages over the servers (the spec's `spread=yes`).
     pub spread: bool,
+    /// Compress pages with WKdm before sending them (the spec's `netc=yes`).
+    pub netc: bool,
     /// Whether the client has a local disk to fall back to (told to the servers).
     pub local_disk: bool,
     /// Pages to reserve on each server.
@@ -115,6 +136,7 @@ impl Config {
             requery_ns: 2_000_000_000,
             mirror: false,
             spread: true,
+            netc: false,
             local_disk: true,
             pages,
             cpu: qos,
@@ -137,6 +159,8 @@ struct Server {
     lost: bool,
     /// Pages it holds a copy of (primary or mirror).
     pages: u64,
+    /// Pages reserved there (grown, or shrunk by a partial revocation).
+    reserved: u64,
     /// It revoked the client, which moves its pages to this server ([`control`]): no new page
     /// goes to it, and a page written again goes to the new server.
     moving_to: Option<u8>,
@@ -180,6 +204,8 @@ pub struct RemoteClient<T: Transport> {
     notice: Option<RemoteNotice>,
     told_lost: bool,
     buf: Vec<u8>,
+    /// WKdm's working memory, once a page was compressed or decompressed.
+    wkdm: Option<alloc::boxed::Box<Scratch>>,
     /// Revocations and servers found through traders ([`control`]).
     control: control::Control,
 }
@@ -216,6 +242,7 @@ impl<T: Transport> RemoteClient<T> {
                 role: if i < primaries { Role::Primary } else { Role::Mirror },
                 lost: true,
                 pages: 0,
+                reserved: config.pages,
                 moving_to: None,
             })
             .collect();
@@ -235,6 +262,7 @@ impl<T: Transport> RemoteClient<T> {
             notice: None,
             told_lost: false,
             buf: vec![0; wire::MAX_PACKET],
+            wkdm: None,
             control: control::Control::default(),
         };
         let mut refused = None;
@@ -296,6 +324,16 @@ impl<T: Transport> RemoteClient<T> {
     /// The servers, as `(address, stream, role, lost, pages held)`, for reports.
     pub fn servers(&self) -> impl Iterator<Item = (Endpoint, u32, Role, bool, u64)> + '_ {
         self.servers.iter().map(|s| (s.control, s.key.stream, s.role, s.lost, s.pages))
+    }
+
+    /// Whether the client compresses the pages it writes ([`Config::netc`]).
+    pub fn netc(&self) -> bool {
+        self.config.netc
+    }
+
+    /// What the control plane did (module `control`).
+    pub fn control_counts(&self) -> ControlCounts {
+        self.control.counts()
     }
 
     /// Whether every write goes to a mirror too.
@@ -507,6 +545,13 @@ impl<T: Transport> RemoteClient<T> {
         for page in gone {
             self.pages.remove(&page);
         }
+        if self.control.mirror_to == Some(i) {
+            self.control.mirror_to = None;
+        }
+        // Pages left with one copy get a new mirror (module `control`).
+        if self.config.mirror && self.pages.values().any(|p| p.mirror.is_none()) {
+            self.control.refill = true;
+        }
         for m in promoted {
             self.stats.failovers += 1;
             self.servers[m as usize].role = Role::Primary;
@@ -527,7 +572,10 @@ impl<T: Transport> RemoteClient<T> {
             let live: Vec<u8> = (0..self.servers.len() as u8)
                 .filter(|&i| {
                     let s = &self.servers[i as usize];
-                    !s.lost && s.moving_to.is_none() && s.role == role
+                    // A server that took part of its reservation back takes no more pages
+                    // than are left of it.
+                    let room = s.reserved >= self.config.pages || s.pages < s.reserved;
+                    !s.lost && s.moving_to.is_none() && s.role == role && room
                 })
                 .collect();
             match (live.len(), self.config.spread) {
@@ -549,48 +597,43 @@ impl<T: Transport> RemoteClient<T> {
         Some(Placement { primary, mirror })
     }
 
-    fn transfer_write(&mut self, i: u8, page: u64, data: &Page) -> Transfer {
+    fn transfer_write(&mut self, i: u8, page: u64, data: &[u8]) -> Transfer {
         let key = self.servers[i as usize].key;
         let r = self.request();
         Transfer::write(key, r, page, data.to_vec(), self.config.params).expect("a page fits")
     }
 
-    fn count(&mut self) {
-        let c = self.transfers.stats();
-        self.stats.packets_sent = c.packets_sent + self.control_sent;
-        self.stats.packets_received = c.packets_received + self.control_received;
-        self.stats.retransmits = c.retransmits;
+    fn scratch(&mut self) -> &mut Scratch {
+        self.wkdm.get_or_insert_with(|| alloc::boxed::Box::new(Scratch::new()))
     }
-}
 
-/// Sends one datagram, waiting while the driver's queue is full.
-fn send<T: Transport>(
-    session: &mut Session<T>,
-    to: Endpoint,
-    bytes: &[u8],
-) -> Result<(), NetError> {
-    loop {
-        match session.send(to, bytes) {
-            Ok(()) => return Ok(()),
-            // The client's transmit queue is full: the driver empties it under its contract.
-            Err(NetError::Busy) => continue,
-            // Lost like a datagram on the wire: the protocol sends it again.
-            Err(NetError::LinkDown) => return Ok(()),
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-impl<T: Transport> RemoteStore for RemoteClient<T> {
-    fn write(&mut self, page: usize, data: &Page) -> Result<(), RemoteError> {
+    /// Stores `page` as `bytes`: the whole page, or its WKdm compression (shorter), on the
+    /// page's servers; see [`RemoteStore::write`].
+    fn write_bytes(&mut self, page: usize, bytes: &[u8]) -> Result<(), RemoteError> {
         self.handle_control();
         let vpn = page as u64;
+        // Every server lost: look for new ones now and then (module `control`).
+        if self.live() == 0 && !self.find_again() {
+            return Err(RemoteError::NoServer);
+        }
+        let data = bytes;
         // Twice at most: where the page is, then (its servers lost meanwhile) a new place.
         for _ in 0..2 {
             let placement = match self.pages.get(&vpn) {
-                Some(p) => self.redirect(*p),
+                Some(p) => {
+                    let mut p = self.redirect(*p);
+                    // Its mirror was lost: the new mirror takes this copy at once.
+                    if p.mirror.is_none() && self.config.mirror {
+                        p.mirror = self.place(vpn).and_then(|n| n.mirror).filter(|&m| {
+                            m != p.primary && self.control.mirror_to.is_none_or(|t| t == m)
+                        });
+                    }
+                    p
+                }
                 None => self.place(vpn).ok_or(RemoteError::NoServer)?,
             };
+            let new_mirror = self.pages.get(&vpn).is_some_and(|p| p.mirror.is_none())
+                && placement.mirror.is_some();
             let mut ops =
                 vec![(placement.primary, self.transfer_write(placement.primary, vpn, data))];
             if let Some(m) = placement.mirror {
@@ -625,8 +668,15 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
                         for i in stored.iter() {
                             self.servers[*i as usize].pages += 1;
                         }
+                    } else if new_mirror && let Some(m) = p.mirror {
+                        self.servers[m as usize].pages += 1;
                     }
-                    self.stats.pages_written += stored.len() as u64;
+                    let copies = stored.len() as u64;
+                    self.stats.pages_written += copies;
+                    self.stats.page_bytes_written += copies * data.len() as u64;
+                    if data.len() < PAGE_SIZE {
+                        self.stats.compressed_writes += copies;
+                    }
                     self.pages.insert(vpn, p);
                     return Ok(());
                 }
@@ -645,11 +695,62 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
         Err(RemoteError::Unreachable)
     }
 
+    fn count(&mut self) {
+        let c = self.transfers.stats();
+        self.stats.packets_sent = c.packets_sent + self.control_sent;
+        self.stats.packets_received = c.packets_received + self.control_received;
+        self.stats.retransmits = c.retransmits;
+    }
+}
+
+/// Sends one datagram, waiting while the driver's queue is full.
+fn send<T: Transport>(
+    session: &mut Session<T>,
+    to: Endpoint,
+    bytes: &[u8],
+) -> Result<(), NetError> {
+    loop {
+        match session.send(to, bytes) {
+            Ok(()) => return Ok(()),
+            // The client's transmit queue is full: the driver empties it under its contract.
+            Err(NetError::Busy) => continue,
+            // Lost like a datagram on the wire: the protocol sends it again.
+            Err(NetError::LinkDown) => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+impl<T: Transport> RemoteStore for RemoteClient<T> {
+    /// With `netc`, the page goes WKdm-compressed if that makes it shorter.
+    fn write(&mut self, page: usize, data: &Page) -> Result<(), RemoteError> {
+        if self.config.netc
+            && let Some(bytes) = self.scratch().compress(data, PAGE_SIZE - 1)
+        {
+            let bytes = bytes.to_vec();
+            return self.write_bytes(page, &bytes);
+        }
+        self.write_bytes(page, data)
+    }
+
+    /// Sent as they are, if shorter than a page (else the caller writes the page whole).
+    fn write_compressed(&mut self, page: usize, wkdm: &[u8]) -> Result<bool, RemoteError> {
+        if wkdm.is_empty() || wkdm.len() >= PAGE_SIZE {
+            return Ok(false);
+        }
+        self.write_bytes(page, wkdm).map(|()| true)
+    }
+
     fn read(&mut self, page: usize, buf: &mut Page) -> Result<(), RemoteError> {
         self.handle_control();
         let vpn = page as u64;
         loop {
-            let p = *self.pages.get(&vpn).ok_or(RemoteError::NotHeld)?;
+            let mut p = *self.pages.get(&vpn).ok_or(RemoteError::NotHeld)?;
+            // Doubly revoked: not from the first server; after its offload, from the second.
+            if self.must_wait(p.primary) {
+                self.await_offload(p.primary).map_err(|_| RemoteError::Unreachable)?;
+                p = *self.pages.get(&vpn).ok_or(RemoteError::NotHeld)?;
+            }
             let key = self.servers[p.primary as usize].key;
             let r = self.request();
             let t = Transfer::read(key, r, vpn, PAGE_SIZE as u32, self.config.params)
@@ -660,6 +761,11 @@ impl<T: Transport> RemoteStore for RemoteClient<T> {
             match t.outcome() {
                 Some(Outcome::Done) if t.page().len() == PAGE_SIZE => {
                     buf.copy_from_slice(t.page());
+                    self.stats.pages_read += 1;
+                    return Ok(());
+                }
+                // Shorter: the page compressed (by `netc` or a compressed cache).
+                Some(Outcome::Done) if self.scratch().decompress(t.page(), buf).is_ok() => {
                     self.stats.pages_read += 1;
                     return Ok(());
                 }
@@ -750,6 +856,10 @@ impl<S> Clone for Shared<S> {
 impl<S: RemoteStore> RemoteStore for Shared<S> {
     fn write(&mut self, page: usize, data: &Page) -> Result<(), RemoteError> {
         self.0.borrow_mut().write(page, data)
+    }
+
+    fn write_compressed(&mut self, page: usize, wkdm: &[u8]) -> Result<bool, RemoteError> {
+        self.0.borrow_mut().write_compressed(page, wkdm)
     }
 
     fn read(&mut self, page: usize, buf: &mut Page) -> Result<(), RemoteError> {

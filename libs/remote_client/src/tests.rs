@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 
 use net_client::Session;
 use net_interface::{Endpoint, Ipv4Addr};
-use pager::remote::{RemoteError, RemoteNotice, RemoteStore};
+use pager::remote::{RemoteError, RemoteNotice, RemoteStats, RemoteStore};
 use pager::{PAGE_SIZE, Page};
 use remote_server::{ClientReport, Server};
 use rpp::wire::RefuseReason;
@@ -442,4 +442,108 @@ fn a_revoked_client_without_another_server_is_told_and_reads_its_pages_back() {
     assert!(r[0].released, "{:?}", r[0]);
     let counts = with_server(&net, server(1), |p| p.server.revoke_counts());
     assert_eq!((counts.revoked, counts.returned, counts.moved), (1, 1, 0), "{counts:?}");
+}
+
+mod control;
+
+/// Page `page`'s contents at `version`, which WKdm compresses (small integers, a few runs of
+/// zeros, some random words): about 2:1.
+fn word_contents(page: usize, version: u32) -> Box<Page> {
+    let random = contents(page, version);
+    let mut p = Box::new([0u8; PAGE_SIZE]);
+    for (i, w) in p.chunks_exact_mut(4).enumerate() {
+        let word = match i % 16 {
+            0 => u32::from_le_bytes(random[i * 4..i * 4 + 4].try_into().unwrap()),
+            1..=3 => 0,
+            _ => (page as u32 * 31 + version * 7 + i as u32) % 1000,
+        };
+        w.copy_from_slice(&word.to_le_bytes());
+    }
+    p
+}
+
+/// Writes compressible pages (version 1, every third again as version 2) and `raw` pages that
+/// do not compress after them, and reads every one back, every byte checked. The client's
+/// counts.
+fn netc_run(seed: u64, faults: Faults, netc: bool, pages: usize, raw: usize) -> RemoteStats {
+    let net = net_with(seed, faults, 2, 1 << 20);
+    let mut config = Config::new(vec![server(1), server(2)], 128);
+    config.netc = netc;
+    let mut c = client(&net, config).unwrap();
+    for page in 0..pages {
+        c.write(page, &word_contents(page, 1)).unwrap();
+    }
+    for page in (0..pages).step_by(3) {
+        c.write(page, &word_contents(page, 2)).unwrap();
+    }
+    for page in pages..pages + raw {
+        c.write(page, &contents(page, 1)).unwrap();
+    }
+    let mut buf = Box::new([0u8; PAGE_SIZE]);
+    for page in 0..pages + raw {
+        c.read(page, &mut buf).unwrap_or_else(|e| panic!("page {page}: {e}"));
+        let want = match page < pages {
+            true => word_contents(page, if page % 3 == 0 { 2 } else { 1 }),
+            false => contents(page, 1),
+        };
+        assert!(buf[..] == want[..], "page {page} differs");
+    }
+    // The servers hold what was sent: compressed pages in fewer bytes.
+    let held: u64 = [1, 2].iter().map(|&n| reports(&net, server(n))[0].bytes).sum();
+    let whole = ((pages + raw) * PAGE_SIZE) as u64;
+    if netc {
+        assert!(held < whole - (pages * PAGE_SIZE / 3) as u64, "{held} of {whole}");
+    } else {
+        assert_eq!(held, whole);
+    }
+    c.stats()
+}
+
+#[test]
+fn with_netc_pages_go_compressed_and_come_back_whole_under_loss_duplication_and_reordering() {
+    let faults =
+        Faults { loss: 100, dup: 50, reorder: 200, latency_ns: 50_000, jitter_ns: 300_000 };
+    let (pages, raw) = (48, 8);
+    let st = netc_run(21, faults, true, pages, raw);
+    // Every compressible write went compressed; the pages that do not shrink went whole.
+    let writes = (pages + pages.div_ceil(3) + raw) as u64;
+    assert_eq!((st.pages_written, st.compressed_writes), (writes, writes - raw as u64));
+    assert!(st.page_bytes_written < writes * PAGE_SIZE as u64 * 2 / 3, "{st:?}");
+    assert!(st.retransmits > 0, "10% loss and no retransmission: {st:?}");
+}
+
+#[test]
+fn compressed_pages_take_fewer_packets_than_whole_ones() {
+    let clean = Faults { loss: 0, dup: 0, reorder: 0, latency_ns: 50_000, jitter_ns: 0 };
+    let (pages, raw) = (48, 4);
+    let netc = netc_run(22, clean, true, pages, raw);
+    let whole = netc_run(22, clean, false, pages, raw);
+    assert_eq!(whole.compressed_writes, 0);
+    assert_eq!(whole.page_bytes_written, whole.pages_written * PAGE_SIZE as u64);
+    // A page of these compresses to about half: 2 data packets instead of 3, each write
+    // and each read of one.
+    let saved =
+        whole.packets_sent + whole.packets_received - netc.packets_sent - netc.packets_received;
+    assert_eq!(saved, netc.compressed_writes + pages as u64, "{netc:?} against {whole:?}");
+}
+
+#[test]
+fn a_page_given_compressed_is_sent_as_it_is_and_read_back_whole() {
+    let clean = Faults { loss: 0, dup: 0, reorder: 0, latency_ns: 50_000, jitter_ns: 0 };
+    let net = net_with(23, clean, 1, 1 << 20);
+    let mut c = client(&net, Config::new(vec![server(1)], 16)).unwrap();
+    let page = word_contents(3, 1);
+    let mut scratch = pager::cache::wkdm::Scratch::new();
+    let wkdm = scratch.compress(&page, PAGE_SIZE - 1).expect("it compresses").to_vec();
+    assert_eq!(c.write_compressed(3, &wkdm), Ok(true));
+    let r = reports(&net, server(1));
+    assert_eq!((r[0].pages, r[0].bytes), (1, wkdm.len() as u64));
+    let mut buf = Box::new([0u8; PAGE_SIZE]);
+    c.read(3, &mut buf).unwrap();
+    assert!(buf[..] == page[..]);
+    // Not shorter than a page: not taken (the caller writes the page whole).
+    assert_eq!(c.write_compressed(4, &[0u8; PAGE_SIZE]), Ok(false));
+    assert!(!c.holds(4));
+    let st = c.stats();
+    assert_eq!((st.compressed_writes, st.page_bytes_written), (1, wkdm.len() as u64));
 }

@@ -101,6 +101,8 @@ pub struct ServerRevocation<A> {
     tries: u32,
     /// Pages forwarded and acknowledged.
     forwarded: u64,
+    /// When the client first said to hold the pages without naming a new server.
+    held_since: Option<u64>,
 }
 
 impl<A: Copy + Eq> ServerRevocation<A> {
@@ -121,6 +123,7 @@ impl<A: Copy + Eq> ServerRevocation<A> {
             deadline: now,
             tries: 0,
             forwarded: 0,
+            held_since: None,
         }
     }
 
@@ -232,6 +235,22 @@ impl<A: Copy + Eq> ServerRevocation<A> {
                 self.phase = ServerPhase::Returning;
                 self.deadline = now.saturating_add(self.timers.idle_ns);
             }
+        }
+    }
+
+    /// The client answered the notice at `now` with "hold the pages" but no new server yet
+    /// (thesis step 3: the server asks the client back for the address). The notice is sent
+    /// again every retry to ask, the client's answers keeping the pages held, for at most
+    /// [`Timers::idle_ns`] from its first such answer: a client that never names a server
+    /// then is dropped as a silent one.
+    pub fn held(&mut self, now: u64) {
+        if self.phase != ServerPhase::Notified {
+            return;
+        }
+        let since = *self.held_since.get_or_insert(now);
+        if now.saturating_sub(since) < self.timers.idle_ns {
+            self.tries = 0;
+            self.deadline = self.deadline.max(now.saturating_add(self.timers.retry_ns));
         }
     }
 

@@ -82,6 +82,11 @@ pub struct ClientReport {
     pub pages: u64,
     /// The most pages held at once.
     pub peak: u64,
+    /// Bytes of the pages held now: a page the client compressed takes its compressed length
+    /// (the reservation counts whole pages).
+    pub bytes: u64,
+    /// Bytes of the pages stored, all writes together.
+    pub bytes_written: u64,
     /// Pages stored (whole writes).
     pub writes: u64,
     /// Pages read out (a read asked again, its answer lost, counts again).
@@ -147,47 +152,58 @@ struct Memory {
 }
 
 impl PageStore for Memory {
-    fn get(&mut self, stream: u32, vpn: u64, buf: &mut [u8]) -> Result<(), StoreError> {
+    fn get(&mut self, stream: u32, vpn: u64, buf: &mut [u8]) -> Result<usize, StoreError> {
         let s = self.streams.get_mut(&stream).ok_or(StoreError::NotHeld)?;
         let page = s.pages.get(&vpn).ok_or(StoreError::NotHeld)?;
-        if page.len() != buf.len() {
+        let n = page.len();
+        if n > buf.len() {
             return Err(StoreError::NotHeld);
         }
-        buf.copy_from_slice(page);
+        buf[..n].copy_from_slice(page);
         s.report.reads += 1;
-        Ok(())
+        Ok(n)
     }
 
+    /// A page is kept at the length it was sent (a compressed page in fewer bytes): its
+    /// bytes count in [`ClientReport::bytes`] and [`Server::memory`], while the client's
+    /// reservation counts whole pages (a page of any length takes one).
     fn put(&mut self, stream: u32, vpn: u64, data: &[u8]) -> Result<(), StoreError> {
         let s = self.streams.get_mut(&stream).ok_or(StoreError::Full)?;
-        if data.len() != s.page_size as usize {
+        if data.is_empty() || data.len() > s.page_size as usize {
             return Err(StoreError::Full);
         }
-        match s.pages.get_mut(&vpn) {
-            Some(page) => page.copy_from_slice(data),
+        let mut page = Vec::new();
+        page.try_reserve_exact(data.len()).map_err(|_| StoreError::Full)?;
+        page.extend_from_slice(data);
+        let new = data.len() as u64;
+        match s.pages.insert(vpn, page) {
+            Some(old) => {
+                s.report.bytes = s.report.bytes - old.len() as u64 + new;
+                self.used = self.used - old.len() as u64 + new;
+            }
             None => {
                 if s.report.pages >= s.report.reserved {
+                    s.pages.remove(&vpn);
                     return Err(StoreError::Full);
                 }
-                let mut page = Vec::new();
-                page.try_reserve_exact(data.len()).map_err(|_| StoreError::Full)?;
-                page.extend_from_slice(data);
-                s.pages.insert(vpn, page);
                 s.report.pages += 1;
                 s.report.peak = s.report.peak.max(s.report.pages);
-                self.used += u64::from(s.page_size);
+                s.report.bytes += new;
+                self.used += new;
             }
         }
         s.report.writes += 1;
+        s.report.bytes_written += new;
         Ok(())
     }
 
     fn free(&mut self, stream: u32, vpn: u64) {
         let Some(s) = self.streams.get_mut(&stream) else { return };
-        if s.pages.remove(&vpn).is_some() {
+        if let Some(page) = s.pages.remove(&vpn) {
             s.report.pages -= 1;
             s.report.frees += 1;
-            self.used -= u64::from(s.page_size);
+            s.report.bytes -= page.len() as u64;
+            self.used -= page.len() as u64;
         }
     }
 
@@ -501,8 +517,10 @@ impl Server {
                 self.answer(from, p.header, Message::Ack { vpn: 0, code: Code::None }, out);
             }
             // The client's word that its old server forwarded every page here: nothing to
-            // change (forwarded pages never replaced its own), acknowledged.
+            // change (forwarded pages never replaced its own), acknowledged. On a stream being
+            // revoked in part: the client moved the pages wanted, the reservation shrinks.
             Message::OffloadDone { .. } => {
+                self.partial_moved(stream);
                 self.answer(from, p.header, Message::Ack { vpn: 0, code: Code::None }, out)
             }
             Message::AddResources { pages } => {
@@ -554,15 +572,15 @@ impl Server {
     fn close(&mut self, stream: u32) {
         let Some(mut s) = self.mem.streams.remove(&stream) else { return };
         self.data.close_stream(stream);
-        let bytes = u64::from(s.page_size);
-        self.mem.used -= s.report.pages * bytes;
-        self.reserved_bytes -= s.report.reserved * bytes;
+        self.mem.used -= s.report.bytes;
+        self.reserved_bytes -= s.report.reserved * u64::from(s.page_size);
         if let Some(c) = self.sched.remove(stream as usize) {
             s.report.cpu_ns = c.cpu_ns;
             s.report.extra_ns = c.extra_ns;
             s.report.throttled = c.throttled;
         }
         s.report.pages = 0;
+        s.report.bytes = 0;
         s.report.released = true;
         self.done.push(s.report);
     }

@@ -11,10 +11,17 @@
 //!   (`RevokeAnswer::Hold(Some(target))`): the server forwards every page of the stream to it,
 //!   one at a time, each a write flagged `OFFLOAD` (the new server keeps the client's own copy
 //!   if it has one), and when all are acknowledged tells the client `OffloadDone`; the client
-//!   releases the stream and its memory is free. `RevokeAnswer::NoServer`: the client reads its
+//!   releases the stream and its memory is free. `RevokeAnswer::Hold(None)`: the client holds
+//!   the pages and is still looking for a new server; the server asks back (the notice again,
+//!   every retry) until it names one, for at most the revocation's idle time. `RevokeAnswer::NoServer`: the client reads its
 //!   pages back and releases the stream; the server keeps it while the client makes contact.
 //! - A client that never answers the notice is dropped after its retries (its memory freed:
 //!   a silent client is a dead one).
+//! - [`Server::revoke_part`] takes back part of one client's reservation: the notice names the
+//!   pages wanted, the client moves that many pages to another server itself (the server
+//!   forwards nothing), frees them here and says `OffloadDone` on its own stream; the
+//!   reservation then shrinks. `Hold` answers keep it waiting, `NoServer` makes it wait for
+//!   the client's release as in a whole revocation.
 //!
 //! The answers of the new server to the forwarded writes come to this server's port under the
 //! new server's stream and token: [`Server::receive`] gives them to the offload's transfers
@@ -43,6 +50,22 @@ pub(crate) struct Revoking {
     answered: bool,
 }
 
+/// Part of one client's reservation being revoked: the client moves that many pages off
+/// this server itself, then says so (`OffloadDone` on its stream) and the reservation shrinks.
+pub(crate) struct Partial {
+    stream: u32,
+    /// Pages of the reservation wanted back.
+    pages: u64,
+    /// The request id of every notice of this revocation (a late copy is the same question).
+    request: u32,
+    deadline: u64,
+    tries: u32,
+    /// When the client first said to hold (it moves the pages meanwhile).
+    held_since: Option<u64>,
+    /// The client found no server: it takes every page back and releases the stream.
+    returning: bool,
+}
+
 /// What the server's revocations did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RevokeCounts {
@@ -56,11 +79,20 @@ pub struct RevokeCounts {
     pub abandoned: u64,
     /// Pages forwarded and acknowledged.
     pub pages_forwarded: u64,
+    /// "Hold the pages" answers without a new server yet (each one asked back later).
+    pub held: u64,
+    /// Partial revocations started ([`Server::revoke_part`]).
+    pub partial: u64,
+    /// Of them, ended by the client moving the pages: the reservation shrank.
+    pub partial_done: u64,
+    /// Pages of reservations given back by partial revocations.
+    pub pages_given_back: u64,
 }
 
 /// The server's revocations in progress.
 pub(crate) struct Revocations {
     list: Vec<Revoking>,
+    partials: Vec<Partial>,
     transfers: Transfers<u32>,
     timers: Timers,
     pub(crate) counts: RevokeCounts,
@@ -71,6 +103,7 @@ impl Default for Revocations {
     fn default() -> Revocations {
         Revocations {
             list: Vec::new(),
+            partials: Vec::new(),
             transfers: Transfers::new(RttConfig::LAN),
             // Forwarded pages are retried by their transfers; the machine's own retry only
             // re-issues a page whose transfer gave up.
@@ -82,9 +115,10 @@ impl Default for Revocations {
 }
 
 impl Revocations {
-    /// Whether `stream` is being revoked.
+    /// Whether `stream` is being revoked, whole or in part.
     pub(crate) fn contains(&self, stream: u32) -> bool {
         self.list.iter().any(|r| r.stream == stream)
+            || self.partials.iter().any(|p| p.stream == stream)
     }
 
     fn get(&mut self, stream: u32) -> Option<&mut Revoking> {
@@ -162,8 +196,86 @@ impl Server {
         victims.len()
     }
 
+    /// Revokes `pages` pages of `stream`'s reservation at `now`, less than all of it: the
+    /// client is told (`RevokeNotice` with the pages wanted, sent again every retry until it
+    /// answers), moves that many of its pages to another server itself, frees them here and
+    /// says so (`OffloadDone` on its stream); the reservation then shrinks by `pages`. A client
+    /// that finds no server takes every page back and releases the stream; one that stays
+    /// silent is dropped as in a whole revocation. False (nothing done) for a stream that is
+    /// not open, is being revoked already, or whose whole reservation that would be.
+    pub fn revoke_part(
+        &mut self,
+        now: u64,
+        stream: u32,
+        pages: u64,
+        out: &mut dyn FnMut(Endpoint, &[u8]),
+    ) -> bool {
+        let Some(s) = self.mem.streams.get(&stream) else { return false };
+        if pages == 0 || pages >= s.report.reserved || self.revocations.contains(stream) {
+            return false;
+        }
+        let request = self.revocations.request();
+        self.revocations.partials.push(Partial {
+            stream,
+            pages,
+            request,
+            deadline: now,
+            tries: 0,
+            held_since: None,
+            returning: false,
+        });
+        self.revocations.counts.partial += 1;
+        self.poll_revocations(now, out);
+        true
+    }
+
+    /// Moves the partial revocations on at `now`: notices sent again, silent clients dropped.
+    fn poll_partials(&mut self, now: u64, out: &mut dyn FnMut(Endpoint, &[u8])) {
+        let timers = self.revocations.timers;
+        let mut k = 0;
+        while k < self.revocations.partials.len() {
+            let p = &mut self.revocations.partials[k];
+            if now < p.deadline {
+                k += 1;
+                continue;
+            }
+            if p.returning || p.tries >= timers.tries {
+                // Silent, or taking its pages back too long: its memory is freed.
+                let stream = p.stream;
+                self.revocations.partials.remove(k);
+                self.revocations.counts.abandoned += 1;
+                self.close(stream);
+                continue;
+            }
+            p.tries += 1;
+            p.deadline = now.saturating_add(timers.retry_ns);
+            let (stream, pages, request) = (p.stream, p.pages, p.request);
+            self.tell_as(stream, request, Message::RevokeNotice { pages }, out);
+            k += 1;
+        }
+    }
+
+    /// The client of `stream` says it moved `pages` pages off this server (`OffloadDone` on
+    /// its own stream): a partial revocation ends and the reservation shrinks by the pages
+    /// wanted. False if no partial revocation of `stream` is under way.
+    pub(crate) fn partial_moved(&mut self, stream: u32) -> bool {
+        let Some(k) = self.revocations.partials.iter().position(|p| p.stream == stream) else {
+            return false;
+        };
+        let p = self.revocations.partials.remove(k);
+        if let Some(s) = self.mem.streams.get_mut(&stream) {
+            let give = p.pages.min(s.report.reserved);
+            s.report.reserved -= give;
+            self.reserved_bytes = self.reserved_bytes.saturating_sub(give * u64::from(s.page_size));
+            self.revocations.counts.pages_given_back += give;
+        }
+        self.revocations.counts.partial_done += 1;
+        true
+    }
+
     /// Moves the revocations on at `now`: notices, forwarded pages, ends.
     pub fn poll_revocations(&mut self, now: u64, out: &mut dyn FnMut(Endpoint, &[u8])) {
+        self.poll_partials(now, out);
         // The forwarding transfers: timeouts, then ends.
         let targets: Vec<(u32, Endpoint)> = self
             .revocations
@@ -266,9 +378,20 @@ impl Server {
 
     /// Sends `message` to `stream`'s client under its stream's header.
     fn tell(&mut self, stream: u32, message: Message<'_>, out: &mut dyn FnMut(Endpoint, &[u8])) {
+        let request = self.revocations.request();
+        self.tell_as(stream, request, message, out);
+    }
+
+    /// Sends `message` to `stream`'s client under its stream's header and `request`.
+    fn tell_as(
+        &mut self,
+        stream: u32,
+        request: u32,
+        message: Message<'_>,
+        out: &mut dyn FnMut(Endpoint, &[u8]),
+    ) {
         let Some(s) = self.mem.streams.get(&stream) else { return };
         let (client, token) = (s.report.client, s.token);
-        let request = self.revocations.request();
         let header = Header { stream, token, request };
         if let Ok(len) = rpp::wire::encode(&Packet { header, message }, &mut self.buf) {
             out(client, &self.buf[..len]);
@@ -296,13 +419,40 @@ impl Server {
 
     /// A revoked client's answer on its stream, at `now`.
     pub(crate) fn revoke_reply(&mut self, now: u64, stream: u32, answer: RevokeAnswer) {
+        let timers = self.revocations.timers;
+        if let Some(p) = self.revocations.partials.iter_mut().find(|p| p.stream == stream) {
+            match answer {
+                // Moving the pages (a partial revocation is never forwarded by the server):
+                // asked back every retry, for at most the idle time.
+                RevokeAnswer::Hold(_) => {
+                    let since = *p.held_since.get_or_insert(now);
+                    if now.saturating_sub(since) < timers.idle_ns {
+                        p.tries = 0;
+                        p.deadline = p.deadline.max(now.saturating_add(timers.retry_ns));
+                    }
+                    self.revocations.counts.held += 1;
+                }
+                RevokeAnswer::NoServer => {
+                    if !p.returning {
+                        p.returning = true;
+                        p.deadline = now.saturating_add(timers.idle_ns);
+                        self.revocations.counts.returned += 1;
+                    }
+                }
+            }
+            return;
+        }
         let Some(r) = self.revocations.get(stream) else { return };
         r.answered = true;
         match answer {
             RevokeAnswer::Hold(Some(target)) => r.machine.replied(now, Some(target)),
-            // Without the new server's address the notice is sent again; the client answers
-            // with it.
-            RevokeAnswer::Hold(None) => {}
+            // Held, without the new server's address yet: the notice is sent again to ask
+            // for it (the client still searching answers "hold" again), for at most the
+            // machine's idle time.
+            RevokeAnswer::Hold(None) => {
+                r.machine.held(now);
+                self.revocations.counts.held += 1;
+            }
             RevokeAnswer::NoServer => {
                 let first = r.machine.phase() == ServerPhase::Notified;
                 r.machine.replied(now, None);
@@ -318,10 +468,17 @@ impl Server {
         if let Some(r) = self.revocations.get(stream) {
             r.machine.contact(now);
         }
+        let idle = self.revocations.timers.idle_ns;
+        if let Some(p) = self.revocations.partials.iter_mut().find(|p| p.stream == stream)
+            && p.returning
+        {
+            p.deadline = p.deadline.max(now.saturating_add(idle));
+        }
     }
 
     /// A revoked client released its stream.
     pub(crate) fn revoked_released(&mut self, stream: u32) {
+        self.revocations.partials.retain(|p| p.stream != stream);
         if let Some(i) = self.revocations.list.iter().position(|r| r.stream == stream) {
             self.revocations.list.remove(i);
             self.revocations.transfers.forget(stream);
@@ -333,9 +490,9 @@ impl Server {
         self.revocations.counts
     }
 
-    /// Clients being revoked now.
+    /// Clients being revoked now, whole or in part.
     pub fn revoking(&self) -> usize {
-        self.revocations.pending()
+        self.revocations.pending() + self.revocations.partials.len()
     }
 }
 
@@ -350,6 +507,7 @@ impl Server {
             .filter(|r| !r.machine.is_freed())
             .map(|r| r.machine.deadline());
         let transfers = self.revocations.transfers.next_deadline();
-        machines.chain(transfers).min()
+        let partials = self.revocations.partials.iter().map(|p| p.deadline);
+        machines.chain(transfers).chain(partials).min()
     }
 }

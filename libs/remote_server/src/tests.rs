@@ -148,16 +148,30 @@ mod server {
 
     /// Writes `page` filled with `byte` on (stream, token): the answers' messages' codes.
     fn write(s: &mut Server, from: Endpoint, h: Header, vpn: u64, byte: u8) -> Vec<Code> {
-        let page = [byte; PAGE];
+        write_len(s, from, h, vpn, byte, PAGE)
+    }
+
+    /// Writes a page of `len` bytes (a compressed page when shorter than a page) filled with
+    /// `byte`: the answers' codes.
+    fn write_len(
+        s: &mut Server,
+        from: Endpoint,
+        h: Header,
+        vpn: u64,
+        byte: u8,
+        len: usize,
+    ) -> Vec<Code> {
+        let page = vec![byte; len];
+        let tot = len.div_ceil(wire::MAX_CHUNK) as u16;
         let mut codes = Vec::new();
-        for num in 0..3u16 {
+        for num in 0..tot {
             let off = num as usize * wire::MAX_CHUNK;
-            let end = (off + wire::MAX_CHUNK).min(PAGE);
+            let end = (off + wire::MAX_CHUNK).min(len);
             let data = Data {
                 vpn,
-                page_size: PAGE as u32,
+                page_size: len as u32,
                 off: off as u32,
-                tot: 3,
+                tot,
                 num,
                 flags: DataFlags::NONE,
                 payload: &page[off..end],
@@ -237,6 +251,51 @@ mod server {
         // Of the refusals, those that named the victim's stream.
         assert_eq!((vr.refused, vr.writes, vr.pages, vr.released), (2 * 6, 1, 1, false));
         assert_eq!(reports.iter().find(|r| r.stream == h).unwrap().refused, 6);
+    }
+
+    /// Reads page `vpn`: the bytes of the chunks that came back, at the length they name.
+    fn read(s: &mut Server, from: Endpoint, h: Header, vpn: u64) -> Vec<u8> {
+        let out = exchange(s, 0, from, &packet(h, Message::Read { vpn, page_size: PAGE as u32 }));
+        let mut got = Vec::new();
+        for (_, b) in &out {
+            if let Message::Data(d) = wire::decode(b).unwrap().message {
+                got.resize(d.page_size as usize, 0);
+                got[d.off as usize..][..d.payload.len()].copy_from_slice(d.payload);
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn a_short_page_is_kept_and_read_back_at_its_length_and_counted_in_bytes() {
+        let mut s = Server::new(32 * PAGE as u64, 3);
+        let Message::StreamCreated { stream, token, .. } = create(&mut s, VICTIM, 1, 2) else {
+            panic!()
+        };
+        let h = Header { stream, token, request: 10 };
+        // 1,000 bytes (one chunk) and 2,000 (two): stored as sent, each a page of the
+        // reservation.
+        assert_eq!(write_len(&mut s, VICTIM, h, 0, 7, 1000), [Code::None]);
+        assert_eq!(
+            write_len(&mut s, VICTIM, Header { request: 11, ..h }, 1, 8, 2000),
+            [Code::None]
+        );
+        assert_eq!(s.memory().0, 3000);
+        assert_eq!(read(&mut s, VICTIM, Header { request: 12, ..h }, 0), vec![7u8; 1000]);
+        assert_eq!(read(&mut s, VICTIM, Header { request: 13, ..h }, 1), vec![8u8; 2000]);
+        // The reservation (2 pages) is full, whatever the bytes.
+        let full = write_len(&mut s, VICTIM, Header { request: 14, ..h }, 2, 9, 10);
+        assert_eq!(full, [Code::Full]);
+        // Rewritten whole: its bytes grow.
+        assert_eq!(write(&mut s, VICTIM, Header { request: 15, ..h }, 0, 5), [Code::None]);
+        assert_eq!(s.memory().0, 2000 + PAGE as u64);
+        assert_eq!(read(&mut s, VICTIM, Header { request: 16, ..h }, 0), vec![5u8; PAGE]);
+        let r = s.reports();
+        assert_eq!((r[0].bytes, r[0].bytes_written), (2000 + PAGE as u64, 3000 + PAGE as u64));
+        // Longer than the stream's page: refused.
+        let long = write_len(&mut s, VICTIM, Header { request: 17, ..h }, 1, 1, PAGE + 1);
+        assert!(long.iter().all(|&c| c == Code::BadRequest), "{long:?}");
+        assert_eq!(read(&mut s, VICTIM, Header { request: 18, ..h }, 1), vec![8u8; 2000]);
     }
 
     #[test]

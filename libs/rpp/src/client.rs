@@ -13,6 +13,10 @@
 //! timeout doubles the next one (from the server's [`RttEstimator`]); after
 //! [`Params::retries`] timeouts in a row without progress the server is unreachable. Only
 //! operations never retransmitted give round-trip samples (Karn's rule).
+//!
+//! A page written may be shorter than the stream's page size (a compressed page: fewer
+//! chunks). A read names the longest page it takes (the stream's page size) and ends with the
+//! page at the length the server stored ([`Transfer::page`]).
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec;
@@ -100,8 +104,12 @@ pub struct Transfer {
     vpn: u64,
     kind: Kind,
     params: Params,
-    /// The page written, then (read, exchange) the page read.
+    /// The page written, then (read, exchange) the page read, at its stored length.
     page: Vec<u8>,
+    /// Bytes of the written page.
+    write_len: u32,
+    /// The longest page the read takes.
+    read_max: u32,
     /// Chunks of the written page.
     tot: u16,
     write_acked: bool,
@@ -131,6 +139,7 @@ impl Transfer {
         vpn: u64,
         kind: Kind,
         page: Vec<u8>,
+        read_max: u32,
         params: Params,
     ) -> Result<Transfer, TransferError> {
         if params.chunk == 0 || params.chunk > MAX_CHUNK {
@@ -148,6 +157,8 @@ impl Transfer {
             vpn,
             kind,
             params,
+            write_len: page.len() as u32,
+            read_max,
             page,
             tot: chunks as u16,
             write_acked: false,
@@ -166,7 +177,8 @@ impl Transfer {
         })
     }
 
-    /// Reads page `vpn` (of `page_size` bytes) from the server.
+    /// Reads page `vpn` from the server: `page_size` is the stream's page size, the longest
+    /// page taken; the page read is as long as the server stored it.
     pub fn read(
         key: StreamKey,
         request: u32,
@@ -174,10 +186,12 @@ impl Transfer {
         page_size: u32,
         params: Params,
     ) -> Result<Transfer, TransferError> {
-        Transfer::new(key, request, vpn, Kind::Read, vec![0; page_size as usize], params)
+        let page = vec![0; page_size as usize];
+        Transfer::new(key, request, vpn, Kind::Read, page, page_size, params)
     }
 
-    /// Writes `page` (its length is the page size) as page `vpn`.
+    /// Writes `page` as page `vpn`: the stream's page size, or fewer bytes (a compressed page),
+    /// stored as sent.
     pub fn write(
         key: StreamKey,
         request: u32,
@@ -185,7 +199,7 @@ impl Transfer {
         page: Vec<u8>,
         params: Params,
     ) -> Result<Transfer, TransferError> {
-        Transfer::new(key, request, vpn, Kind::Write(DataFlags::NONE), page, params)
+        Transfer::new(key, request, vpn, Kind::Write(DataFlags::NONE), page, 0, params)
     }
 
     /// A server forwarding a revoked client's page `vpn` to the client's stream `key` on a
@@ -197,20 +211,23 @@ impl Transfer {
         page: Vec<u8>,
         params: Params,
     ) -> Result<Transfer, TransferError> {
-        Transfer::new(key, request, vpn, Kind::Write(DataFlags::OFFLOAD), page, params)
+        Transfer::new(key, request, vpn, Kind::Write(DataFlags::OFFLOAD), page, 0, params)
     }
 
-    /// Writes `page` as page `vpn`, then reads page `read_vpn` (same size) into the same
-    /// buffer ([`Transfer::page`]).
+    /// Writes `page` as page `vpn` (as [`Transfer::write`]), then reads page `read_vpn` (at
+    /// most `page_size` bytes, the stream's page size) into the same buffer
+    /// ([`Transfer::page`]).
     pub fn exchange(
         key: StreamKey,
         request: u32,
         vpn: u64,
         page: Vec<u8>,
         read_vpn: u64,
+        page_size: u32,
         params: Params,
     ) -> Result<Transfer, TransferError> {
-        Transfer::new(key, request, vpn, Kind::Exchange { read_vpn }, page, params)
+        let kind = Kind::Exchange { read_vpn };
+        Transfer::new(key, request, vpn, kind, page, page_size, params)
     }
 
     /// Frees page `vpn` on the server.
@@ -220,7 +237,7 @@ impl Transfer {
         vpn: u64,
         params: Params,
     ) -> Result<Transfer, TransferError> {
-        Transfer::new(key, request, vpn, Kind::Free, Vec::new(), params)
+        Transfer::new(key, request, vpn, Kind::Free, Vec::new(), 0, params)
     }
 
     /// The request id (every packet of the operation carries it).
@@ -242,8 +259,9 @@ impl Transfer {
         }
     }
 
+    /// The written page's length (what its requests and chunks name as the page size).
     fn page_size(&self) -> u32 {
-        self.page.len() as u32
+        self.write_len
     }
 
     /// Encodes `message` under this operation's header and sends it.
@@ -411,8 +429,17 @@ impl Transfer {
         rtt: &mut RttEstimator,
         out: &mut dyn FnMut(&[u8]),
     ) {
-        if d.page_size != self.page_size() || self.read_tot.is_some_and(|t| t != d.tot) {
+        // The read's length is the first chunk's page size (at most the stream's); every
+        // later chunk must agree with it.
+        let agrees = match self.read_tot {
+            Some(tot) => tot == d.tot && d.page_size as usize == self.page.len(),
+            None => (1..=self.read_max).contains(&d.page_size),
+        };
+        if !agrees {
             return;
+        }
+        if self.read_tot.is_none() {
+            self.page.resize(d.page_size as usize, 0);
         }
         if let Kind::Exchange { .. } = self.kind {
             // Read data of an exchange is sent only once its write is stored.
@@ -505,8 +532,9 @@ impl Transfer {
         self.write_acked
     }
 
-    /// The page buffer: the page read once a read or exchange is done; the page written
-    /// otherwise (empty for a free) (partly overwritten while an exchange's read is under way).
+    /// The page buffer: the page read (at the length the server stored it) once a read or
+    /// exchange is done; the page written otherwise (empty for a free) (partly overwritten
+    /// while an exchange's read is under way).
     pub fn page(&self) -> &[u8] {
         &self.page
     }

@@ -13,6 +13,12 @@
 //! A page is split into chunks of at most [`wire::MAX_CHUNK`] (1,421) bytes, so that a packet
 //! fits one Ethernet frame's UDP payload (1,472 bytes): a 4 KiB page is 3 data packets, as in
 //! the thesis. Every packet of one operation carries the same request id.
+//!
+//! A page written may be shorter than the stream's page size: a client that compresses its
+//! pages (Heracles §3.6) sends the compressed bytes, in fewer chunks (a 4 KiB page compressed
+//! 2:1 is 2 packets). Requests and chunks name the length sent as their `page size`; the
+//! server stores what it was sent and answers a read (which names the stream's page size, the
+//! longest it takes) at the stored length. The bytes' meaning is the client's.
 //! - **Write**: the client sends every chunk ([`wire::Message::Data`]). The server reassembles
 //!   the page in a buffer and stores it only once whole, then sends one ACK: one ACK per page.
 //!   When the page's last chunk arrives with gaps before it, the server sends a NACK whose
@@ -77,7 +83,8 @@
 //! | Alive | 30 | (none) |
 //!
 //! A data chunk obeys `1 <= tot <= 256`, `num < tot`, `off + size <= page size` and
-//! `size <= 1421`. The checksum is CRC-32 (`crc32fast`): UDP's own checksum is optional and
+//! `size <= 1421`. The `page size` of a Write, an Exchange and a data chunk is the length of
+//! the page sent (1 to the stream's page size); a Read's is the stream's page size. The checksum is CRC-32 (`crc32fast`): UDP's own checksum is optional and
 //! the tests corrupt packets above UDP, so RPP checks its own; a corrupted packet is dropped
 //! and counted like a lost one.
 //!

@@ -13,6 +13,10 @@
 //! A forwarded page ([`crate::wire::DataFlags::OFFLOAD`]) is stored only if the client has
 //! not written or freed that page on this server itself (the client's copy is the newer).
 //!
+//! Pages may be shorter than the stream's page size: a client that compresses sends the
+//! compressed bytes (fewer chunks), the store keeps what it was sent, and a read is answered
+//! at the stored length (its data chunks' `page_size`). What the bytes mean is the client's.
+//!
 //! What a server keeps per stream besides the pages is bounded: up to
 //! [`MAX_PARTIAL_WRITES`] writes in reassembly (a page buffer each), the last
 //! [`RECENT_WRITES`] finished writes, the last request id of each page held, and the last
@@ -38,10 +42,15 @@ pub enum StoreError {
 }
 
 /// The server domain's memory for its clients' pages, per (stream, page number).
+///
+/// A page is stored as it was sent: the stream's page size, or fewer bytes (a page the client
+/// compressed), and read back at that length.
 pub trait PageStore {
-    /// Copies page `vpn` of `stream` into `buf` (its length is the stream's page size).
-    fn get(&mut self, stream: u32, vpn: u64, buf: &mut [u8]) -> Result<(), StoreError>;
-    /// Stores `data` (the stream's page size) as page `vpn` of `stream`, replacing any copy.
+    /// Copies page `vpn` of `stream` into the start of `buf` (its length is the stream's page
+    /// size): the page's stored length (1 to `buf.len()`).
+    fn get(&mut self, stream: u32, vpn: u64, buf: &mut [u8]) -> Result<usize, StoreError>;
+    /// Stores `data` (1 byte to the stream's page size) as page `vpn` of `stream`, replacing
+    /// any copy.
     fn put(&mut self, stream: u32, vpn: u64, data: &[u8]) -> Result<(), StoreError>;
     /// Forgets page `vpn` of `stream` (nothing if not held).
     fn free(&mut self, stream: u32, vpn: u64);
@@ -113,7 +122,7 @@ pub const RECENT_WRITES: usize = 256;
 /// bring its page back). With the pages held, this bounds what a server keeps per stream.
 pub const FREES_REMEMBERED: usize = 1024;
 
-/// A write being reassembled.
+/// A write being reassembled (`buf` is as long as the page sent).
 #[derive(Debug)]
 struct Partial {
     vpn: u64,
@@ -294,11 +303,12 @@ impl PageServer {
         let Some(st) = streams.get_mut(&h.stream) else { return Verdict::Handled };
         st.packets += 1;
         let mut ctx = Ctx { chunk: *chunk, stream: h.stream, request: h.request, st, page, stats };
-        let page_ok = |ps: u32| {
-            ps == ctx.st.page_size
-                && ctx.st.page_size > 0
-                && (ps as usize).div_ceil(ctx.chunk) <= MAX_CHUNKS
-        };
+        // A page written may be shorter than the stream's page size (compressed); a read
+        // names the stream's page size, and is answered with the page's stored length.
+        let max = ctx.st.page_size;
+        let size_ok = max > 0 && (max as usize).div_ceil(ctx.chunk) <= MAX_CHUNKS;
+        let page_ok = |ps: u32| size_ok && ps == max;
+        let sent_ok = |ps: u32| size_ok && (1..=max).contains(&ps);
         match m {
             Message::Read { vpn, page_size } => {
                 if !page_ok(page_size) {
@@ -309,28 +319,28 @@ impl PageServer {
                 }
             }
             Message::Write { vpn, page_size, tot } => {
-                if !page_ok(page_size) {
+                if !sent_ok(page_size) {
                     reply.nack(vpn, Code::BadRequest);
                 } else {
                     ctx.write_probe(store, vpn, tot, reply);
                 }
             }
             Message::Exchange { vpn, page_size, tot, read_vpn } => {
-                if !page_ok(page_size) {
+                if !sent_ok(page_size) {
                     reply.nack(vpn, Code::BadRequest);
                 } else {
-                    ctx.exchange(store, vpn, tot, read_vpn, reply);
+                    ctx.exchange(store, vpn, page_size, tot, read_vpn, reply);
                 }
             }
             Message::Data(d) => {
-                if !page_ok(d.page_size) {
+                if !sent_ok(d.page_size) {
                     reply.nack(vpn, Code::BadRequest);
                 } else {
                     ctx.data(store, &d, reply);
                 }
             }
             Message::Nack { vpn, code: Code::Missing, missing } => {
-                if page_ok(ctx.st.page_size) {
+                if size_ok {
                     ctx.stats.chunks_resent += missing.len() as u64;
                     ctx.send_page(store, vpn, DataFlags::NONE, Some(&missing), reply);
                 }
@@ -363,7 +373,8 @@ struct Ctx<'s> {
 }
 
 impl Ctx<'_> {
-    /// Sends page `vpn`'s chunks (those in `only`, if given), or a NACK if it is not held.
+    /// Sends page `vpn`'s chunks (those in `only`, if given) at its stored length, or a NACK
+    /// if it is not held.
     fn send_page<S: PageStore + ?Sized>(
         &mut self,
         store: &mut S,
@@ -372,18 +383,18 @@ impl Ctx<'_> {
         only: Option<&ChunkSet>,
         reply: &mut Reply<'_>,
     ) {
-        let size = self.st.page_size as usize;
-        self.page.resize(size, 0);
-        if let Err(e) = store.get(self.stream, vpn, self.page) {
-            reply.nack(
-                vpn,
-                match e {
-                    StoreError::NotHeld => Code::NotHeld,
-                    StoreError::Full => Code::BadRequest,
-                },
-            );
-            return;
-        }
+        self.page.resize(self.st.page_size as usize, 0);
+        let size = match store.get(self.stream, vpn, self.page) {
+            Ok(n) if (1..=self.page.len()).contains(&n) => n,
+            Ok(_) | Err(StoreError::Full) => {
+                reply.nack(vpn, Code::BadRequest);
+                return;
+            }
+            Err(StoreError::NotHeld) => {
+                reply.nack(vpn, Code::NotHeld);
+                return;
+            }
+        };
         let tot = size.div_ceil(self.chunk);
         for num in 0..tot {
             if only.is_some_and(|o| !o.contains(num)) {
@@ -393,7 +404,7 @@ impl Ctx<'_> {
             let end = (off + self.chunk).min(size);
             reply.send(Message::Data(Data {
                 vpn,
-                page_size: self.st.page_size,
+                page_size: size as u32,
                 off: off as u32,
                 tot: tot as u16,
                 num: num as u16,
@@ -488,6 +499,7 @@ impl Ctx<'_> {
         &mut self,
         store: &mut S,
         vpn: u64,
+        size: u32,
         tot: u16,
         read_vpn: u64,
         reply: &mut Reply<'_>,
@@ -501,16 +513,13 @@ impl Ctx<'_> {
         } else if self.stale(vpn) {
             self.answer(store, vpn, Code::None, Some(read_vpn), reply);
         } else {
-            self.begin(vpn, tot).dest = Some(read_vpn);
+            self.begin(vpn, size, tot, false).dest = Some(read_vpn);
         }
     }
 
-    /// Starts reassembling a write, dropping the oldest one in progress if there are too many.
-    fn begin(&mut self, vpn: u64, tot: u16) -> &mut Partial {
-        self.begin_flagged(vpn, tot, false)
-    }
-
-    fn begin_flagged(&mut self, vpn: u64, tot: u16, offload: bool) -> &mut Partial {
+    /// Starts reassembling a write of `size` bytes in `tot` chunks (the client's, or a
+    /// forwarded one if `offload`), dropping the oldest one in progress if there are too many.
+    fn begin(&mut self, vpn: u64, size: u32, tot: u16, offload: bool) -> &mut Partial {
         if self.st.partial.len() >= MAX_PARTIAL_WRITES
             && let Some(oldest) =
                 self.st.partial.iter().min_by_key(|(_, p)| p.born).map(|(&k, _)| k)
@@ -518,7 +527,7 @@ impl Ctx<'_> {
             self.st.partial.remove(&oldest);
         }
         let born = self.st.packets;
-        let size = self.st.page_size as usize;
+        let size = size as usize;
         self.st.partial.entry((self.request, offload)).or_insert_with(|| Partial {
             vpn,
             tot,
@@ -541,8 +550,8 @@ impl Ctx<'_> {
             reply.ack(f.vpn, f.code);
             return;
         }
-        let p = self.begin_flagged(d.vpn, d.tot, offload);
-        if p.vpn != d.vpn || p.tot != d.tot {
+        let p = self.begin(d.vpn, d.page_size, d.tot, offload);
+        if p.vpn != d.vpn || p.tot != d.tot || p.buf.len() != d.page_size as usize {
             // Contradicts the write's earlier packets: ignored.
             return;
         }

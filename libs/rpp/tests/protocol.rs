@@ -155,7 +155,7 @@ fn an_exchange_piggybacks_the_write_ack() {
     let (old, new) = (r.bytes(PAGE), r.bytes(PAGE));
     s.1.pages.insert((3, 2), old.clone());
     let mut rtt = RttEstimator::new(RttConfig::LAN);
-    let mut t = Transfer::exchange(KEY, 12, 1, new.clone(), 2, params(1421)).unwrap();
+    let mut t = Transfer::exchange(KEY, 12, 1, new.clone(), 2, PAGE as u32, params(1421)).unwrap();
     let out = sent(|out| t.start(100, &rtt, out));
     assert!(matches!(messages(&out)[0], Message::Exchange { vpn: 1, read_vpn: 2, tot: 3, .. }));
     assert_eq!(chunk_nums(&out[1..]), [0, 1, 2]);
@@ -174,7 +174,7 @@ fn an_exchange_piggybacks_the_write_ack() {
     assert_eq!(s.1.pages[&(3, 1)], new);
     assert_eq!(rtt.srtt(), Some(5_000));
     // An exchange whose read page is not held stores the write and fails the read.
-    let mut t = Transfer::exchange(KEY, 13, 1, new.clone(), 99, params(1421)).unwrap();
+    let mut t = Transfer::exchange(KEY, 13, 1, new.clone(), 99, PAGE as u32, params(1421)).unwrap();
     let out = sent(|out| t.start(0, &rtt, out));
     let back = to_server(&mut s, &out);
     assert_eq!(

@@ -212,26 +212,71 @@ fn params(chunk: usize) -> Params {
     Params { chunk, retries: 10 }
 }
 
-/// What a workload did: packets sent (by client and servers), virtual time.
+/// What a workload did: packets sent (by client and servers), virtual time, and the packets
+/// the same operations take on a network without faults.
 #[derive(Debug)]
 struct Run {
     packets: u64,
     time_ns: u64,
+    ideal: u64,
 }
 
-/// The workload: `pages` pages of random contents written, half of them exchanged (a new
-/// version written, another page read), a few freed, every page read back; each result
-/// compared with a model. Panics on any lost or corrupted page.
+/// The pages' lengths: every page whole, or pages shorter than the stream's page size (as a
+/// compressing client sends them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lengths {
+    Whole,
+    Short,
+}
+
+/// Lengths at the chunks' edges, then any from 1 byte to a whole page.
+const EDGES: [usize; 9] = [1, 100, MAX_CHUNK, MAX_CHUNK + 1, 2048, 2 * MAX_CHUNK, 2843, 4095, 4096];
+
+impl Lengths {
+    fn pick(self, r: &mut Rng, i: u64) -> usize {
+        match self {
+            Lengths::Whole => PAGE,
+            Lengths::Short => match EDGES.get(i as usize) {
+                Some(&n) => n,
+                None => 1 + r.below(PAGE as u64) as usize,
+            },
+        }
+    }
+}
+
+/// The workload with whole pages: see [`workload_of`].
 fn workload(seed: u64, faults: Faults, pages: u64, chunk: usize, server_chunk: usize) -> Run {
+    let run = workload_of(seed, faults, pages, chunk, server_chunk, Lengths::Whole);
+    assert_eq!(run.ideal, ideal_packets(pages, chunk, server_chunk));
+    run
+}
+
+/// The workload: `pages` pages of random contents (and lengths, with [`Lengths::Short`])
+/// written, half of them exchanged (a new version written, another page read), a few freed,
+/// every page read back; each result compared with a model, lengths included. Panics on any
+/// lost or corrupted page.
+fn workload_of(
+    seed: u64,
+    faults: Faults,
+    pages: u64,
+    chunk: usize,
+    server_chunk: usize,
+    lengths: Lengths,
+) -> Run {
     let mut w = World::new(seed, faults, 1, server_chunk);
     let mut r = Rng::new(seed ^ 0xdead);
     let mut model: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let limit = 60_000_000_000;
+    let (out, back) =
+        (|n: usize| n.div_ceil(chunk) as u64, |n: usize| n.div_ceil(server_chunk) as u64);
+    let mut ideal = 0;
 
     // Write every page.
     let mut writes = Vec::new();
     for vpn in 0..pages {
-        let page = r.bytes(PAGE);
+        let len = lengths.pick(&mut r, vpn);
+        let page = r.bytes(len);
+        ideal += out(len) + 1;
         model.insert(vpn, page.clone());
         let req = w.client.next_request();
         writes.push((0, Transfer::write(key(), req, vpn, page, params(chunk)).unwrap()));
@@ -244,12 +289,15 @@ fn workload(seed: u64, faults: Faults, pages: u64, chunk: usize, server_chunk: u
     // Exchange: write a new version of page i, read page pages-1-i.
     let mut exchanges = Vec::new();
     for vpn in 0..pages / 2 {
-        let page = r.bytes(PAGE);
+        let len = lengths.pick(&mut r, pages / 2 - 1 - vpn);
+        let page = r.bytes(len);
         let req = w.client.next_request();
         let read = pages - 1 - vpn;
+        ideal += 1 + out(len) + back(model[&read].len()) + 1;
         exchanges.push((
             0,
-            Transfer::exchange(key(), req, vpn, page.clone(), read, params(chunk)).unwrap(),
+            Transfer::exchange(key(), req, vpn, page.clone(), read, PAGE as u32, params(chunk))
+                .unwrap(),
         ));
         model.insert(vpn, page);
     }
@@ -270,6 +318,7 @@ fn workload(seed: u64, faults: Faults, pages: u64, chunk: usize, server_chunk: u
         let req = w.client.next_request();
         frees.push((0, Transfer::free(key(), req, vpn, params(chunk)).unwrap()));
         model.remove(&vpn);
+        ideal += 2;
     }
     for f in w.run_ops(frees, 16, limit) {
         assert_eq!(f.transfer.outcome(), Some(Outcome::Done), "free of {}", f.transfer.vpn());
@@ -280,6 +329,7 @@ fn workload(seed: u64, faults: Faults, pages: u64, chunk: usize, server_chunk: u
     for vpn in 0..pages {
         let req = w.client.next_request();
         reads.push((0, Transfer::read(key(), req, vpn, PAGE as u32, params(chunk)).unwrap()));
+        ideal += model.get(&vpn).map_or(2, |p| 1 + back(p.len()) + 1);
     }
     for f in w.run_ops(reads, 16, limit) {
         let t = &f.transfer;
@@ -308,7 +358,7 @@ fn workload(seed: u64, faults: Faults, pages: u64, chunk: usize, server_chunk: u
         }
         println!("{h:?} client {:?} server {:?}", w.client.stats(), w.servers[0].data.stats());
     }
-    Run { packets: w.net.sent, time_ns: w.now }
+    Run { packets: w.net.sent, time_ns: w.now, ideal }
 }
 
 /// Packets of the workload without faults: a write is its chunks and one ACK, a read its
@@ -383,6 +433,38 @@ fn pages_intact_under_each_fault_alone() {
     }
 }
 
+#[test]
+fn short_pages_cost_their_chunks_on_a_clean_network() {
+    let run = workload_of(2, CLEAN, 64, MAX_CHUNK, MAX_CHUNK, Lengths::Short);
+    assert_eq!(run.packets, run.ideal, "{run:?}");
+    let whole = workload(2, CLEAN, 64, MAX_CHUNK, MAX_CHUNK);
+    assert!(run.ideal < whole.ideal, "{run:?} against {whole:?}");
+    let run = workload_of(2, CLEAN, 64, 512, 1000, Lengths::Short);
+    assert_eq!(run.packets, run.ideal, "{run:?}");
+}
+
+/// Short pages (compressed ones: 1 byte to a whole page, the chunks' edges first) under each
+/// fault alone and all together, with large and small chunks: every page back at its length
+/// and contents, within twice the ideal packets and 1 s of virtual time.
+#[test]
+fn short_pages_intact_under_loss_duplication_and_reordering() {
+    let all = Faults { loss: 0.1, dup: 0.1, corrupt: 0.1, delay_ns: 50_000, jitter_ns: 200_000 };
+    let cases = [
+        ("loss", Faults { loss: 0.1, ..CLEAN }),
+        ("duplication", Faults { dup: 0.1, ..CLEAN }),
+        ("reordering", Faults { jitter_ns: 200_000, ..CLEAN }),
+        ("all", all),
+    ];
+    for (name, faults) in cases {
+        for (seed, chunk, server_chunk) in [(31, MAX_CHUNK, MAX_CHUNK), (32, 512, 1000)] {
+            let run = workload_of(seed, faults, 64, chunk, server_chunk, Lengths::Short);
+            println!("{name}, chunks {chunk}/{server_chunk}: {run:?}");
+            assert!(run.packets <= run.ideal * 2, "{name}: {run:?}");
+            assert!(run.time_ns <= 1_000_000_000, "{name}: {run:?}");
+        }
+    }
+}
+
 /// Mirroring: every page written to two servers at once (two operations in flight per page),
 /// under the faults together; then every page read back from each server and compared.
 #[test]
@@ -430,7 +512,7 @@ fn total_loss_is_unreachable_in_bounded_time() {
     let ops = vec![
         (0, Transfer::write(key(), 1, 1, page.clone(), p).unwrap()),
         (0, Transfer::read(key(), 2, 2, PAGE as u32, p).unwrap()),
-        (0, Transfer::exchange(key(), 3, 3, page, 4, p).unwrap()),
+        (0, Transfer::exchange(key(), 3, 3, page, 4, PAGE as u32, p).unwrap()),
         (0, Transfer::free(key(), 4, 5, p).unwrap()),
     ];
     // RttConfig::LAN: 100 ms before any sample, doubled per timeout up to 2 s; 11 timeouts.
@@ -478,7 +560,7 @@ fn a_wrong_token_never_reads_or_overwrites_another_streams_page() {
     let hostile = vec![
         (0, Transfer::read(forged, 200, 0, PAGE as u32, p).unwrap()),
         (0, Transfer::write(forged, 201, 1, junk.clone(), p).unwrap()),
-        (0, Transfer::exchange(forged, 202, 2, junk.clone(), 3, p).unwrap()),
+        (0, Transfer::exchange(forged, 202, 2, junk.clone(), 3, PAGE as u32, p).unwrap()),
         (0, Transfer::free(forged, 203, 3, p).unwrap()),
         (0, Transfer::offload(forged, 204, 0, junk.clone(), p).unwrap()),
         (0, Transfer::read(own, 205, 0, PAGE as u32, p).unwrap()),

@@ -169,7 +169,7 @@ fn fuzz(seed: u64, mut more: impl FnMut(u64) -> bool) -> Fuzzed {
             let t = match r.below(4) {
                 0 => Transfer::read(FUZZ_KEY, request, vpn, 4096, p),
                 1 => Transfer::write(FUZZ_KEY, request, vpn, page, p),
-                2 => Transfer::exchange(FUZZ_KEY, request, vpn, page, r.below(4), p),
+                2 => Transfer::exchange(FUZZ_KEY, request, vpn, page, r.below(4), 4096, p),
                 _ => Transfer::free(FUZZ_KEY, request, vpn, p),
             };
             client.start(now, 0, t.unwrap(), &mut |_, b| {

@@ -108,6 +108,26 @@ impl CacheManager for BasicCache {
         Ok(())
     }
 
+    /// Only passing through (no eviction area) and only a dirty page: a clean one is dropped
+    /// by [`CacheManager::put`] as the backing store holds it.
+    fn put_compressed(
+        &mut self,
+        page: usize,
+        wkdm: &[u8],
+        dirty: bool,
+    ) -> Result<bool, PagerError> {
+        if self.evict_pages != 0 || !dirty {
+            return Ok(false);
+        }
+        self.remove_from_fetch_area(page);
+        if !self.disk.write_compressed(page, wkdm)? {
+            return Ok(false);
+        }
+        self.stats.puts += 1;
+        self.stats.group_writes += 1;
+        Ok(true)
+    }
+
     fn fetch(
         &mut self,
         page: usize,

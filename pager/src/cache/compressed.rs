@@ -252,8 +252,19 @@ impl CompressedCache {
             .or_else(|| live().find(|(_, e)| candidate(e)))
             .map(|(p, _)| p)
             .ok_or(PagerError::BadConfig("the compressed pool is full of nothing"))?;
-        let mut buf = Box::new([0u8; PAGE_SIZE]);
         let entry = &self.pool[&page];
+        // A WKdm page goes below as it is, if the layer below takes compressed pages (remote
+        // memory): no decompression, and fewer bytes on the wire.
+        if let Stored::Wkdm(bytes) = &entry.stored
+            && self.lower.put_compressed(page, bytes, entry.dirty)?
+        {
+            self.remove(page);
+            self.stats.expelled += 1;
+            self.stats.expelled_compressed += 1;
+            return Ok(());
+        }
+        let entry = &self.pool[&page];
+        let mut buf = Box::new([0u8; PAGE_SIZE]);
         let start = self.now();
         Self::restore(&mut self.wkdm, page, &entry.stored, &mut buf)?;
         let dirty = entry.dirty;

@@ -62,6 +62,8 @@ pub struct CacheStats {
     pub clean_dropped: u64,
     /// Pages it expelled to the layer below to make room.
     pub expelled: u64,
+    /// Of those, pages the layer below took compressed (remote memory: sent as they were).
+    pub expelled_compressed: u64,
     /// Group writes it issued to the backing store.
     pub group_writes: u64,
     /// Pages kept after being read beside a fetched one.
@@ -104,6 +106,21 @@ pub trait CacheManager {
     /// documentation. On an error the cache holds no copy of the page and the pager keeps it
     /// resident.
     fn put(&mut self, page: usize, data: &Page, dirty: bool) -> Result<(), PagerError>;
+
+    /// Takes `page`, just expelled from a compressed cache above, as its WKdm-compressed bytes:
+    /// `Ok(true)` once taken, `Ok(false)` (the default) if the caller must give it whole to
+    /// [`CacheManager::put`]. A cache that passes pages straight through hands them to its
+    /// backing store ([`crate::disk::DiskManager::write_compressed`]), so that a compressed
+    /// cache over remote memory sends its pages compressed.
+    fn put_compressed(
+        &mut self,
+        page: usize,
+        wkdm: &[u8],
+        dirty: bool,
+    ) -> Result<bool, PagerError> {
+        let _ = (page, wkdm, dirty);
+        Ok(false)
+    }
 
     /// Fills `buf` with `page`'s contents, from the cache or from below. `skip` names pages
     /// that must not be kept if they are read beside it (resident, or held higher up).

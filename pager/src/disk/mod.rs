@@ -109,6 +109,9 @@ pub struct StoreStats {
     pub remote_now: bool,
     /// Pages written to the remote store.
     pub remote_writes: u64,
+    /// Of those, pages a compressed cache gave compressed and the remote store took so
+    /// ([`DiskManager::write_compressed`]).
+    pub compressed_writes: u64,
     /// Pages read from the remote store (population included).
     pub remote_reads: u64,
     /// Pages the local disk stored (mirror copies, fallbacks and population included).
@@ -122,6 +125,9 @@ pub struct StoreStats {
     pub fallbacks: u64,
     /// Pages brought back from the remote store to the disk after a revocation.
     pub populated: u64,
+    /// Pages copied from the disk to the remote store once it took pages again after a
+    /// fallback or the loss of every server (each one disk read, no eviction's).
+    pub refilled: u64,
     /// Pages whose only copy was remote, lost with their servers (each reported lost).
     pub lost_remote: u64,
     /// Older copies freed because a newer one was written elsewhere.
@@ -146,6 +152,15 @@ pub trait DiskManager {
     /// not yet stored do not fit; with [`PagerError::WriteFailed`] naming a page whose write the
     /// device kept failing (every page of `pages` was tried; those stored are held).
     fn write_group(&mut self, pages: &[(usize, &Page)]) -> Result<(), PagerError>;
+
+    /// Stores `page` given as its WKdm-compressed bytes, if this manager takes compressed
+    /// pages: `Ok(true)` once stored, `Ok(false)` (the default: a disk stores whole pages) if
+    /// the caller must decompress it and [`DiskManager::write_group`] it. A backing store
+    /// manager passes it to its remote store ([`crate::remote::RemoteStore::write_compressed`]).
+    fn write_compressed(&mut self, page: usize, wkdm: &[u8]) -> Result<bool, PagerError> {
+        let _ = (page, wkdm);
+        Ok(false)
+    }
 
     /// Reads `page` into `buf`. A prefetching manager may read up to `max_pages` pages in all
     /// and pushes the others onto `prefetched`; the others never do. [`PagerError::PageLost`]

@@ -6,7 +6,7 @@ use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 
 use super::{RemoteError, RemoteNotice, RemoteStats, RemoteStore};
-use crate::Page;
+use crate::{PAGE_SIZE, Page};
 
 /// An in-memory remote store for tests, with faults injected: no server at all, every
 /// server lost (now or after so many operations), a primary lost with its mirror promoted, a
@@ -37,6 +37,8 @@ pub struct MemRemoteStore {
     fail_with: Option<RemoteError>,
     notice: Option<RemoteNotice>,
     released: bool,
+    /// It takes compressed pages ([`RemoteStore::write_compressed`]).
+    compressed: bool,
     /// Writes that reached a server (including failed ones).
     pub write_calls: u64,
     stats: RemoteStats,
@@ -51,6 +53,13 @@ impl MemRemoteStore {
     /// A store whose every page has a second copy on a mirror server (`mirror=server`).
     pub fn mirrored() -> MemRemoteStore {
         MemRemoteStore { mirrored: true, ..MemRemoteStore::default() }
+    }
+
+    /// Takes compressed pages ([`RemoteStore::write_compressed`]), as the remote paging client
+    /// does: each is decompressed here and counted in [`RemoteStats::compressed_writes`].
+    pub fn taking_compressed(mut self) -> MemRemoteStore {
+        self.compressed = true;
+        self
     }
 
     /// A store that can find no server: every write is `NoServer`.
@@ -152,8 +161,9 @@ impl MemRemoteStore {
     }
 }
 
-impl RemoteStore for MemRemoteStore {
-    fn write(&mut self, page: usize, data: &Page) -> Result<(), RemoteError> {
+impl MemRemoteStore {
+    /// A write of `data`, sent as `sent` bytes.
+    fn store(&mut self, page: usize, data: &Page, sent: usize) -> Result<(), RemoteError> {
         self.operation();
         self.write_calls += 1;
         if self.no_server {
@@ -173,11 +183,31 @@ impl RemoteStore for MemRemoteStore {
                 self.pages.insert(page, Box::new(*data));
             }
         }
-        self.stats.pages_written += 1 + u64::from(self.mirrored);
-        self.stats.packets_sent += 3 * (1 + u64::from(self.mirrored));
+        let copies = 1 + u64::from(self.mirrored);
+        self.stats.pages_written += copies;
+        self.stats.page_bytes_written += sent as u64 * copies;
+        self.stats.packets_sent += sent.div_ceil(1421) as u64 * copies;
         self.stats.packets_received += 1 + u64::from(self.mirrored);
         self.stats.servers = self.servers();
         Ok(())
+    }
+}
+
+impl RemoteStore for MemRemoteStore {
+    fn write(&mut self, page: usize, data: &Page) -> Result<(), RemoteError> {
+        self.store(page, data, PAGE_SIZE)
+    }
+
+    fn write_compressed(&mut self, page: usize, wkdm: &[u8]) -> Result<bool, RemoteError> {
+        if !self.compressed {
+            return Ok(false);
+        }
+        let mut data = Box::new([0u8; PAGE_SIZE]);
+        // Bytes that do not decompress never reach a server.
+        crate::cache::wkdm::decompress(wkdm, &mut data).map_err(|_| RemoteError::Unreachable)?;
+        self.store(page, &data, wkdm.len())?;
+        self.stats.compressed_writes += 1;
+        Ok(true)
     }
 
     fn read(&mut self, page: usize, buf: &mut Page) -> Result<(), RemoteError> {

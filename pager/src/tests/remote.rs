@@ -15,6 +15,7 @@ use crate::backing::{
     Backing, BackingStore, Copies, DEFAULT_POPULATE_PER_CALL, DEFAULT_RETRY_EVERY, Mirror, Route,
 };
 use crate::block::MemBlockDevice;
+use crate::cache::Codec;
 use crate::disk::{BasicDisk, DiskManager, Location};
 use crate::error::PagerError;
 use crate::frames::MemFrames;
@@ -42,6 +43,9 @@ impl Shared {
 impl RemoteStore for Shared {
     fn write(&mut self, page: usize, data: &Page) -> Result<(), RemoteError> {
         self.0.borrow_mut().write(page, data)
+    }
+    fn write_compressed(&mut self, page: usize, wkdm: &[u8]) -> Result<bool, RemoteError> {
+        self.0.borrow_mut().write_compressed(page, wkdm)
     }
     fn read(&mut self, page: usize, buf: &mut Page) -> Result<(), RemoteError> {
         self.0.borrow_mut().read(page, buf)
@@ -191,6 +195,77 @@ fn each_of_the_ten_hierarchies_keeps_every_byte() {
             }
         }
     }
+}
+
+/// A WKdm compressed cache over remote memory that takes compressed pages: its dirty pages go
+/// below compressed, never decompressed first (every one the pool expelled dirty, but with
+/// `mirror=disk`, where the disk needs whole pages), and every byte comes back.
+#[test]
+fn a_wkdm_cache_over_remote_memory_sends_its_pages_compressed_and_keeps_every_byte() {
+    for c in remote_combinations().filter(|c| c.parts().0 == "compressed") {
+        let mut spec = spec_of(c);
+        let Hierarchy::CompressedCache { codec, .. } = &mut spec.hierarchy else { panic!() };
+        *codec = Codec::Wkdm;
+        let backing = spec.store.backing();
+        let remote = Shared::new(store_for(backing).taking_compressed());
+        let below = Below::remote(backing, Some(Box::new(remote.clone())));
+        let pager = spec
+            .hierarchy
+            .build_over(
+                FRAMES,
+                MemBlockDevice::with_pages(2 * PAGES),
+                below,
+                PAGES,
+                PolicyKind::Clock.build(),
+                Box::new(crate::app::NoAppHandler),
+            )
+            .expect("pager");
+        let mut p = Paged::new(pager, MemFrames::new(FRAMES));
+        let mut shadow = zeroed_shadow();
+        run(&mut p, &mut shadow, 12, 4000);
+        verify_all(&mut p, &shadow);
+        p.flush_cache().expect("flush");
+        verify_all(&mut p, &shadow);
+        let s = p.stats();
+        let (st, r, name) = (s.store, remote.0.borrow().stats(), c.title());
+        assert_eq!((s.lost_pages, st.fallbacks), (0, 0), "{name}: {s:?}");
+        assert_eq!(r.compressed_writes, st.compressed_writes, "{name}: {st:?}");
+        assert_eq!(s.cache.expelled_compressed, st.compressed_writes, "{name}: {s:?}");
+        if backing.mirror() == Mirror::Disk {
+            assert_eq!(st.compressed_writes, 0, "{name}: {st:?}");
+        } else {
+            // The pages the pool expelled compressed went so (the others it held raw).
+            assert!(st.compressed_writes > 0, "{name}: {s:?}");
+            assert!(r.page_bytes_written < r.pages_written * PAGE_SIZE as u64, "{name}: {r:?}");
+        }
+    }
+}
+
+/// A compressed page the remote store fails goes to the disk whole, and nothing is lost.
+#[test]
+fn a_compressed_page_the_remote_store_fails_goes_to_the_disk_whole() {
+    let remote = Shared::new(MemRemoteStore::new().taking_compressed());
+    let mut s = store(Mirror::None, &remote);
+    // Small integers: WKdm's partial matches.
+    let mut page = Box::new([0u8; PAGE_SIZE]);
+    for (i, w) in page.chunks_exact_mut(4).enumerate() {
+        w.copy_from_slice(&(i as u32 % 700).to_le_bytes());
+    }
+    let mut scratch = crate::cache::wkdm::Scratch::new();
+    let wkdm = scratch.compress(&page, PAGE_SIZE - 1).expect("a pattern compresses").to_vec();
+    assert_eq!(s.write_compressed(5, &wkdm), Ok(true));
+    assert_eq!((s.copies(5), s.store_stats().compressed_writes), (Some(Copies::Remote), 1));
+    assert!(read(&mut s, 5).unwrap() == page);
+    remote.0.borrow_mut().fail_writes(1, RemoteError::Unreachable);
+    // Refused, so the caller writes the page whole: to the disk, the route falling back.
+    assert_eq!(s.write_compressed(5, &wkdm), Ok(false));
+    assert!(matches!(s.route(), Route::Fallback { .. }));
+    s.write_group(&[(5, &page)]).unwrap();
+    assert_eq!(s.copies(5), Some(Copies::Local));
+    assert!(read(&mut s, 5).unwrap() == page);
+    // While falling back, compressed pages are refused (the disk takes whole pages).
+    assert_eq!(s.write_compressed(6, &wkdm), Ok(false));
+    assert_eq!(s.store_stats().fallbacks, 1);
 }
 
 #[test]
@@ -441,4 +516,56 @@ fn a_remote_mode_over_the_prefetching_hierarchies_is_refused() {
     let below = Below::remote(Backing::Remote { mirror: Mirror::None }, None);
     let r = h.cache_over(MemBlockDevice::with_pages(8), None, below);
     assert!(matches!(r, Err(PagerError::BadConfig(_))));
+}
+
+#[test]
+fn pages_kept_on_the_disk_alone_are_refilled_to_the_remote_store_once_it_takes_pages() {
+    for mirror in [Mirror::Disk, Mirror::None] {
+        let remote = Shared::new(MemRemoteStore::new());
+        let mut s = store(mirror, &remote);
+        s.set_populate_per_call(2);
+        let v = |page: usize, version: usize| pattern(page * 16 + version);
+        for page in 0..8 {
+            s.write_group(&[(page, &v(page, 1))]).unwrap();
+        }
+        // Every server lost: the pages are the disk's alone (a disk mirror holds them; without
+        // one, the pages written from now on go to the disk).
+        remote.0.borrow_mut().lose_servers_after(0);
+        for page in 8..14 {
+            s.write_group(&[(page, &v(page, 1))]).unwrap();
+        }
+        assert!(matches!(s.route(), Route::Fallback { .. }));
+        // A server is found: after the next local write the store tries the remote store
+        // again; once it took a page the disk's pages follow, two a call, but the one written
+        // again meanwhile (its newer copy went remote).
+        remote.0.borrow_mut().heal();
+        s.set_retry_every(1);
+        s.write_group(&[(20, &v(20, 1))]).unwrap();
+        assert_eq!(s.route(), Route::Remote);
+        assert_eq!(s.copies(20), Some(Copies::Local));
+        s.write_group(&[(9, &v(9, 2))]).unwrap();
+        for _ in 0..20 {
+            read(&mut s, 20).unwrap();
+        }
+        let mut held: Vec<usize> = match mirror {
+            Mirror::Disk => (0..14).collect(),
+            _ => (8..14).collect(),
+        };
+        held.push(20);
+        let st = s.store_stats();
+        assert_eq!(st.refilled, held.len() as u64 - 1, "{mirror:?}: {st:?}");
+        for &page in &held {
+            let want = v(page, if page == 9 { 2 } else { 1 });
+            let copies = if mirror == Mirror::Disk { Copies::Both } else { Copies::Remote };
+            assert_eq!(s.copies(page), Some(copies), "{mirror:?}: page {page}");
+            // The remote copy is the page's own.
+            let mut buf = Box::new([0u8; PAGE_SIZE]);
+            remote.0.borrow_mut().read(page, &mut buf).unwrap();
+            assert_eq!(*buf, *want, "{mirror:?}: page {page}");
+            assert_eq!(*read(&mut s, page).unwrap(), *want, "{mirror:?}: page {page}");
+            // Without a mirror the disk's copy is freed.
+            let local = s.local().unwrap().location(page).is_some();
+            assert_eq!(local, mirror == Mirror::Disk, "{mirror:?}: page {page}");
+        }
+    }
 }

@@ -421,6 +421,24 @@ pub fn lookup(arch: &str, bench: &str, key: &str) -> Option<Spec> {
             "the thesis: remote paging mirrored to another host still beats the local disk",
             "",
         ),
+        (_, "remote", "matmul_netc_packets_per_page") => spec(
+            "matmul paging to one server, the client compressing every page it sends with WKdm \
+             (netc=yes), packets both ways per page moved",
+            "packets",
+            Lower,
+            Tolerance::Relative(0.02),
+            "the thesis: a page compressed 2:1 is 2 packets instead of 3 (netc, §3.6)",
+            "",
+        ),
+        (_, "remote", "matmul_compressed_remote_packets_per_page") => spec(
+            "matmul with a WKdm compressed cache of an eighth of its memory over remote paging \
+             (its pages sent as the cache holds them), packets both ways per page moved",
+            "packets",
+            Lower,
+            Tolerance::Relative(0.02),
+            "the thesis: the compressed cache's pages are 2 packets instead of 3",
+            "",
+        ),
         (_, "remote", "filter_compressed_remote_seconds") => spec(
             "filter with a WKdm compressed cache of an eighth of its memory over remote paging, \
              run time",

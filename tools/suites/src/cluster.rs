@@ -49,6 +49,8 @@
 //! - `remote_trader`, `remote_revoke`, `remote_revoke_alone`: remote paging's control plane
 //!   (servers found through a trader, revocation with and without another server)
 //!   ([`crate::cluster_control`]).
+//! - `remote_paging_refill`: a lost mirror refilled on a server found through a trader, so
+//!   that a second loss loses nothing ([`crate::cluster_moves`]).
 //! - `bad_manifest`: a malformed cluster manifest exits 1 with `FILE:LINE: KEY: REASON`.
 
 use std::io::{BufRead, BufReader, Read};

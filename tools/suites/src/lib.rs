@@ -2,7 +2,8 @@
 //!
 //! Order: formatting and clippy (warnings are errors) for the host and both bare-metal targets
 //! (the kernel, and libtessera with the apps), the userland of each architecture built and
-//! packed without booting it, host unit tests (`cargo test`), then the QEMU suites. Names are
+//! packed without booting it, the book built and its links checked, host unit tests (`cargo
+//! test`), then the QEMU suites. Names are
 //! namespaced (`host::...`, `qemu::<arch>::...`); each QEMU boot has a timeout and its log is
 //! kept under `target/qemu-logs/` when it fails. The last line is
 //! `N passed, N failed, N skipped`, where the skipped are the host tests marked `#[ignore]`
@@ -33,6 +34,7 @@ use tool_base::{Arch, Bios, setup, util};
 mod address_space;
 mod cluster;
 mod cluster_control;
+mod cluster_moves;
 mod cluster_remote;
 mod domains;
 mod drivers;
@@ -53,6 +55,9 @@ use net::net_tests;
 use paging::paging_tests;
 use remote::remote_tests;
 use user::user_tests;
+
+/// The test that builds and checks the book (`source_tree::book`).
+const BOOK_TEST: &str = "host::book";
 
 /// Results so far.
 #[derive(Default)]
@@ -166,6 +171,17 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
         tally.record(&name, system::check_userland(arch).map_err(|e| format!("{e:#}")));
     }
 
+    // The book: docs/ built by mdBook (installed under $CARGO_HOME/tessera-tools when missing), every link
+    // between its chapters and every include checked.
+    if wanted(BOOK_TEST) {
+        if list {
+            println!("{BOOK_TEST}");
+        } else {
+            let built = source_tree::book::build_and_check();
+            tally.record(BOOK_TEST, built.map(|_| ()).map_err(|e| format!("{e:#}")));
+        }
+    }
+
     // Host unit tests, package by package.
     let host_wanted = filter.is_none_or(|f| !f.starts_with("qemu"));
     for package in host_packages()?.into_iter().filter(|_| host_wanted) {
@@ -222,6 +238,7 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
         .iter()
         .chain(cluster_remote::TESTS)
         .chain(cluster_control::TESTS)
+        .chain(cluster_moves::TESTS)
         .filter(|_| both)
     {
         let full = format!("qemu::cluster::{name}");

@@ -12,7 +12,14 @@
 //!   alone; the backing store wrote nothing to the local disk and fell back for no page; each
 //!   server served one client, charged it CPU time, refused nothing, and ended when the client
 //!   released its stream; every domain exited 0; the run's virtual time is bounded on both
-//!   sides.
+//!   sides. Every page went whole: the client's page bytes are 4,096 per page written, and
+//!   each server stored half of them.
+//! - `remote::one_node_netc`: the same with `netc = true`
+//!   (`tests/manifests/remote/one-node-netc.toml`): the same checks, every byte included, and
+//!   the client compressed some pages but not all (the workload's random pages do not
+//!   shrink), its page bytes between what WKdm's smallest output (264 bytes) and one byte
+//!   short of a page per compressed page allow, and each server stored exactly half the bytes
+//!   the client sent (what it was sent, not whole pages).
 
 use std::time::Duration;
 
@@ -43,6 +50,38 @@ fn run_ns(out: &Outcome) -> Result<u64, String> {
 }
 
 fn one_node(out: &Outcome) -> Result<(), String> {
+    one_node_with(out, false)
+}
+
+fn one_node_netc(out: &Outcome) -> Result<(), String> {
+    one_node_with(out, true)
+}
+
+/// The smallest WKdm page (its header and tags).
+const WKDM_MIN: u64 = 264;
+
+/// The client's page bytes from its `remote wire` line, checked against `netc` and the pages
+/// written.
+fn check_netc(remote: &str, netc: bool, written: u64) -> Result<u64, String> {
+    let compressed = get(remote, "compressed_writes")?;
+    let bytes = get(remote, "page_bytes_written")?;
+    let whole = (written - compressed.min(written)) * 4096;
+    let ok = if netc {
+        remote.contains(" netc=yes ")
+            && compressed > 0
+            && compressed < written
+            && compressed % 2 == 0
+            && (whole + compressed * WKDM_MIN..=whole + compressed * 4095).contains(&bytes)
+    } else {
+        remote.contains(" netc=no ") && compressed == 0 && bytes == written * 4096
+    };
+    if !ok {
+        return Err(format!("page bytes do not fit netc={netc}: {remote}"));
+    }
+    Ok(bytes)
+}
+
+fn one_node_with(out: &Outcome, netc: bool) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     for d in ["pager", "srv-1", "srv-2", "drv-a", "drv-b", "blk"] {
         expect_exit(out, d, 0)?;
@@ -68,6 +107,8 @@ fn one_node(out: &Outcome) -> Result<(), String> {
     {
         return Err(format!("the client did not page to both servers, mirrored: {remote}"));
     }
+    let wire = line_with(out, "heracles: remote wire ")?;
+    let page_bytes = check_netc(wire, netc, written)?;
     let store = line_with(out, "heracles: store combination=")?;
     let events = line_with(out, "heracles: store events ")?;
     for (line, k) in [
@@ -91,6 +132,7 @@ fn one_node(out: &Outcome) -> Result<(), String> {
             return Err(format!("{srv}: {client}"));
         }
         if get(client, "writes")? * 2 != written
+            || get(client, "bytes_written")? * 2 != page_bytes
             || get(client, "refused")? != 0
             || get(client, "cpu_ns")? == 0
         {
@@ -123,11 +165,20 @@ pub(super) fn remote_tests(p: &str, arch: Arch) -> Vec<QemuTest> {
     let mut boot = Boot::new(arch);
     boot.icount = true;
     boot.timeout = Duration::from_secs(300);
-    vec![QemuTest {
-        name: format!("{p}remote::one_node"),
-        boot,
-        system: Some(("tests/manifests/remote/one-node.toml".into(), Spoil::Nothing)),
-        expected: &[],
-        check: Box::new(one_node),
-    }]
+    vec![
+        QemuTest {
+            name: format!("{p}remote::one_node"),
+            boot: boot.clone(),
+            system: Some(("tests/manifests/remote/one-node.toml".into(), Spoil::Nothing)),
+            expected: &[],
+            check: Box::new(one_node),
+        },
+        QemuTest {
+            name: format!("{p}remote::one_node_netc"),
+            boot,
+            system: Some(("tests/manifests/remote/one-node-netc.toml".into(), Spoil::Nothing)),
+            expected: &[],
+            check: Box::new(one_node_netc),
+        },
+    ]
 }

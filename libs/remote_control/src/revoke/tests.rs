@@ -378,3 +378,32 @@ fn pages_written_before_the_move_are_forwarded_too() {
     assert_eq!(s.poll(0), ServerAction::TellDone);
     assert_eq!(s.forwarded(), 2);
 }
+
+#[test]
+fn a_client_that_holds_is_asked_back_until_it_names_a_server_or_holds_too_long() {
+    let mut s = ServerRevocation::<u32>::new(7, &[1], 0, timers());
+    assert_eq!(s.poll(0), ServerAction::Notify);
+    // "Hold" without a server: asked back every retry, past the three tries...
+    for k in 0..8 {
+        let now = 5 * MS + k * 10 * MS;
+        s.held(now);
+        assert_eq!(s.poll(now + 9 * MS), ServerAction::Wait, "k {k}");
+        assert_eq!(s.poll(now + 10 * MS), ServerAction::Notify, "k {k}");
+    }
+    // ...then it names the new server, and the offload starts.
+    s.replied(90 * MS, Some(4));
+    assert_eq!(s.poll(90 * MS), ServerAction::Forward(1, 4));
+    // Holding forever is not allowed: after the idle time the holds count no more.
+    let mut s = ServerRevocation::<u32>::new(7, &[1], 0, timers());
+    s.poll(0);
+    let mut now = 0;
+    let freed = loop {
+        now += 10 * MS;
+        s.held(now);
+        if s.poll(now) == ServerAction::Free {
+            break now;
+        }
+        assert!(now < 500 * MS);
+    };
+    assert!((100 * MS..=140 * MS).contains(&freed), "{freed}");
+}

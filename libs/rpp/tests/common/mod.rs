@@ -182,11 +182,11 @@ impl MemStore {
 }
 
 impl PageStore for MemStore {
-    fn get(&mut self, stream: u32, vpn: u64, buf: &mut [u8]) -> Result<(), StoreError> {
+    fn get(&mut self, stream: u32, vpn: u64, buf: &mut [u8]) -> Result<usize, StoreError> {
         let page = self.pages.get(&(stream, vpn)).ok_or(StoreError::NotHeld)?;
-        buf.copy_from_slice(page);
+        buf[..page.len()].copy_from_slice(page);
         self.gets += 1;
-        Ok(())
+        Ok(page.len())
     }
     fn put(&mut self, stream: u32, vpn: u64, data: &[u8]) -> Result<(), StoreError> {
         if !self.pages.contains_key(&(stream, vpn)) && self.pages.len() >= self.capacity {

@@ -3,6 +3,7 @@
 //!
 //! Nothing more to implement; it is the template for new apps.
 
+// ANCHOR: app
 #![no_std]
 #![no_main]
 #![forbid(unsafe_code)]
@@ -18,3 +19,4 @@ fn main(env: Env) -> i32 {
     }
     0
 }
+// ANCHOR_END: app

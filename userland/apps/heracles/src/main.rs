@@ -9,13 +9,18 @@
 //! page to. With `store=remote` the app also opens a UDP session on the network
 //! driver of the spec's `net=` channels and makes a remote paging client
 //! ([`remote_client::RemoteClient`]) on the spec's `servers=` (`mirror=server` mirrors every
-//! page to a second server), printing `heracles: remote: server A.B.C.D:P stream S role
+//! page to a second server; `netc=yes` compresses every page it sends, but under a compressed
+//! cache, whose WKdm pages go compressed anyway), printing `heracles: remote: server A.B.C.D:P stream S role
 //! Primary|Mirror` for each server that made a stream, and hands it to the driver beside the
 //! disk; with no static server, or none that made a stream, it says so and pages to the
 //! disk. At the end it prints `heracles: remote program=... mirror=... servers=N
 //! pages_written=.. pages_read=.. packets_sent=.. packets_received=.. retransmits=..
-//! failovers=.. revocations=.. strays=.. control_ignored=..` (the client's counts), then
-//! releases its streams (`heracles: remote: released, ...`). The app opens that session, makes the driver's window, binds a paged stretch
+//! failovers=.. revocations=.. strays=.. control_ignored=..` and `heracles: remote wire
+//! netc=yes|no compressed_writes=.. page_bytes_written=..` (the client's counts) and
+//! `heracles: remote control grown=.. holds=.. waits=.. refilled=.. found_again=.. partial=..
+//! pages_moved=..` (its control plane's, `remote_client::ControlCounts`), then releases its
+//! streams (`heracles: remote: released, ...`). The app opens that session, makes the
+//! driver's window, binds a paged stretch
 //! driver ([`paged_driver::PagedDriver`]) to a stretch as large as the program needs, and runs
 //! the program in it:
 //! - `random`: `N` pages (default 64), `STEPS` seeded steps (default 2,000), after writing
@@ -28,7 +33,7 @@
 //!   check). `--resize-at STEP:BYTES` resizes the cache (the compressed pool or the eviction area) to
 //!   `BYTES` before step `STEP`, through the driver, and prints the result. `--mark STEP`
 //!   prints `heracles: step STEP` as the workload reaches that step, a line a cluster scenario
-//!   can act on (kill a server mid-run).
+//!   can act on (kill a server mid-run); it may be given more than once.
 //! - `compress`, `matmul`, `filter`: the thesis's programs (`paging_programs`), at the
 //!   default (1/16 of the thesis) or the test scale. They print their checksum.
 //!
@@ -129,8 +134,9 @@ struct Options {
     duration_ms: Option<u64>,
     /// `--lock N`: lock the stretch's first `N` pages before the run.
     lock: usize,
-    /// `--mark STEP`: print `heracles: step STEP` as the random workload reaches it.
-    mark: Option<usize>,
+    /// `--mark STEP` (repeatable): print `heracles: step STEP` as the random workload
+    /// reaches each.
+    mark: alloc::vec::Vec<usize>,
     seed: u64,
 }
 
@@ -143,7 +149,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
     let mut fill = false;
     let mut duration_ms = None;
     let mut lock = 0;
-    let mut mark = None;
+    let mut mark = alloc::vec::Vec::new();
     let mut args = env.args;
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or("an option lacks its value");
@@ -164,7 +170,7 @@ fn options(env: Env) -> Result<Options, alloc::string::String> {
             "--seed" => seed = value()?.parse().map_err(|_| "bad --seed")?,
             "--fill" => fill = true,
             "--lock" => lock = value()?.parse().map_err(|_| "bad --lock")?,
-            "--mark" => mark = Some(value()?.parse().map_err(|_| "bad --mark")?),
+            "--mark" => mark.push(value()?.parse().map_err(|_| "bad --mark")?),
             "--duration" => duration_ms = Some(value()?.parse().map_err(|_| "bad --duration")?),
             "--resize-at" => {
                 let bad = "--resize-at STEP:BYTES";
@@ -261,7 +267,7 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
         .map_err(|e| alloc::format!("window: {e:?}"))?;
     let bytes = o.work.bytes();
     let remote = match spec.store.remote() {
-        Some(r) => connect_remote(r, bytes.div_ceil(PAGE_SIZE) as u64),
+        Some(r) => connect_remote(r, spec.netc(), bytes.div_ceil(PAGE_SIZE) as u64),
         None => None,
     };
     let store: Option<Box<dyn RemoteStore>> =
@@ -301,7 +307,7 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
                 if until.is_some_and(|until| tessera::time_ns() >= until) {
                     return false;
                 }
-                if o.mark == Some(step) {
+                if o.mark.contains(&step) {
                     println!("heracles: step {step}");
                 }
                 if let Some((at, bytes)) = o.resize_at
@@ -345,10 +351,11 @@ fn run(o: &Options) -> Result<bool, alloc::string::String> {
 type Remote = Shared<RemoteClient<ChannelTransport>>;
 
 /// The remote paging client of `r` (the spec's `net=`, `servers=`, `traders=`, `mirror=`,
-/// `spread=`) for a stretch of `pages` pages: `None` (and a line saying why) if it has neither
+/// `spread=`), compressing the pages it sends if `netc` ([`pager_spec::PagerSpec::netc`]), for
+/// a stretch of `pages` pages: `None` (and a line saying why) if it has neither
 /// static servers nor traders, or no server made a stream, so that the driver pages to the
 /// local disk.
-fn connect_remote(r: &RemoteSpec, pages: u64) -> Option<Remote> {
+fn connect_remote(r: &RemoteSpec, netc: bool, pages: u64) -> Option<Remote> {
     if r.servers.is_empty() && r.traders.is_empty() {
         println!("heracles: remote: no servers or traders; paging to the local disk");
         return None;
@@ -370,6 +377,7 @@ fn connect_remote(r: &RemoteSpec, pages: u64) -> Option<Remote> {
     let mut config = Config::new(r.servers.clone(), pages);
     config.mirror = r.mirror == Mirror::Server;
     config.spread = r.spread;
+    config.netc = netc;
     config.traders = r.traders.clone();
     config.local_disk = true;
     match RemoteClient::connect(session, tessera::time_ns, config) {
@@ -409,6 +417,19 @@ fn report_remote(o: &Options, remote: &Remote) -> Result<(), &'static str> {
         r.revocations,
         strays,
         ignored,
+    );
+    // A line of its own: the one above is near the log's line length.
+    println!(
+        "heracles: remote wire netc={} compressed_writes={} page_bytes_written={}",
+        if client.netc() { "yes" } else { "no" },
+        r.compressed_writes,
+        r.page_bytes_written,
+    );
+    let c = client.control_counts();
+    println!(
+        "heracles: remote control grown={} holds={} waits={} refilled={} found_again={} \
+         partial={} pages_moved={}",
+        c.grown, c.holds, c.waits, c.refilled, c.found_again, c.partial, c.pages_moved,
     );
     client.release();
     let closed = client.session().close();

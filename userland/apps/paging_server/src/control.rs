@@ -31,6 +31,9 @@ pub struct Settings {
     pub poll_ns: u64,
     /// From when (ns after the start) the local domains hold how many bytes, in any order.
     pub reclaim: Vec<(u64, u64)>,
+    /// When (ns after the start) to take back how many pages of the first client's
+    /// reservation, in part (`--revoke-part`).
+    pub partial: Option<(u64, u64)>,
 }
 
 /// The control plane of a server; see the [module](self) documentation.
@@ -40,6 +43,8 @@ pub struct Control {
     local: u64,
     /// The local domains' changes still to come, the next last.
     reclaim: Vec<(u64, u64)>,
+    /// The partial revocation still to come: when, how many pages.
+    partial: Option<(u64, u64)>,
     created: u64,
     reserved: u64,
     revokes: u64,
@@ -49,7 +54,8 @@ impl Control {
     /// The control plane of a server at `me` offering `memory`, started at `now`; `None` when
     /// the settings ask for none.
     pub fn new(settings: Settings, me: Endpoint, memory: u64, now: u64) -> Option<Control> {
-        if settings.traders.is_empty() && settings.reclaim.is_empty() {
+        if settings.traders.is_empty() && settings.reclaim.is_empty() && settings.partial.is_none()
+        {
             return None;
         }
         let config =
@@ -58,13 +64,24 @@ impl Control {
         let mut reclaim: Vec<(u64, u64)> =
             settings.reclaim.iter().map(|&(at, bytes)| (now.saturating_add(at), bytes)).collect();
         reclaim.sort_by_key(|&(at, _)| core::cmp::Reverse(at));
-        Some(Control { link, memory, local: 0, reclaim, created: 0, reserved: 0, revokes: 0 })
+        let partial = settings.partial.map(|(at, pages)| (now.saturating_add(at), pages));
+        Some(Control {
+            link,
+            memory,
+            local: 0,
+            reclaim,
+            partial,
+            created: 0,
+            reserved: 0,
+            revokes: 0,
+        })
     }
 
     /// When it next has something to do.
     pub fn deadline(&self) -> u64 {
         let reclaim = self.reclaim.last().map_or(u64::MAX, |&(at, _)| at);
-        self.link.advertiser().next_poll().min(reclaim)
+        let partial = self.partial.map_or(u64::MAX, |(at, _)| at);
+        self.link.advertiser().next_poll().min(reclaim).min(partial)
     }
 
     /// A datagram from `from`: whether it was a trader's (taken here).
@@ -97,6 +114,20 @@ impl Control {
             self.local = bytes;
             // It is seen at once, not at the next poll.
             self.poll(now, server, out, true);
+        }
+        if let Some((at, pages)) = self.partial
+            && now >= at
+        {
+            self.partial = None;
+            // The first client still open, if its reservation is larger.
+            let stream = server.reports().iter().find(|r| !r.released).map(|r| r.stream);
+            let started = stream.is_some_and(|s| server.revoke_part(now, s, pages, out));
+            match (stream, started) {
+                (Some(s), true) => {
+                    println!("paging-server: revoking {pages} pages of stream {s} in part")
+                }
+                _ => println!("paging-server: no client to revoke {pages} pages of in part"),
+            }
         }
         let created = server.counts().created;
         let (_, reserved) = server.memory();
@@ -154,7 +185,7 @@ impl Control {
         let c = self.link.counts();
         let r = server.revoke_counts();
         println!(
-            "paging-server: adverts sent={} acked={} missed={} advert={} local={}; revocations revoked={} moved={} returned={} abandoned={} pages_forwarded={}",
+            "paging-server: adverts sent={} acked={} missed={} advert={} local={}; revocations revoked={} moved={} returned={} abandoned={} pages_forwarded={} held={} partial={} partial_done={} pages_given_back={}",
             c.sent,
             c.acked,
             c.missed,
@@ -164,7 +195,11 @@ impl Control {
             r.moved,
             r.returned,
             r.abandoned,
-            r.pages_forwarded
+            r.pages_forwarded,
+            r.held,
+            r.partial,
+            r.partial_done,
+            r.pages_given_back
         );
     }
 }

@@ -12,7 +12,9 @@
 //! prints a line per client,
 //! `paging-server: client A.B.C.D:Q stream=S role=primary|mirror disk=yes|no reserved=R
 //! pages=N peak=K reads=R writes=W frees=F cpu_ns=C extra_ns=E throttled=T refused=X
-//! queue_drops=D released=true|false`, then its totals,
+//! queue_drops=D bytes_written=B released=true|false` (`bytes_written`: the bytes of the pages
+//! stored as they were sent, shorter than whole pages for a client that compresses), then its
+//! totals,
 //! `paging-server: served streams=N refused_memory=.. refused_cpu=.. refused_bad=..
 //! bad_token=.. malformed=.. corrupted=.. unexpected=.. duplicates=.. chunks_resent=..
 //! stale_writes=.. unattributed_ns=..` and `paging-server: ended: WHY`.
@@ -26,7 +28,10 @@
 //! several options, a smaller BYTES a domain ending) pushes committed memory past `--memory`;
 //! it then prints
 //! `paging-server: adverts sent=.. acked=.. missed=.. advert=.. local=..; revocations
-//! revoked=.. moved=.. returned=.. abandoned=.. pages_forwarded=..` before its totals.
+//! revoked=.. moved=.. returned=.. abandoned=.. pages_forwarded=.. held=.. partial=..
+//! partial_done=.. pages_given_back=..` before its totals. `--revoke-part MS:PAGES` takes back
+//! PAGES pages of the first open client's reservation at MS ms, in part
+//! (`remote_server::Server::revoke_part`: the client moves that many pages elsewhere itself).
 //!
 //! **Hostile client** (`--net NAME --port P --hostile A.B.C.D:Q [--rounds N]`): creates a
 //! stream of its own on the server at A.B.C.D:Q (for its token), then plays N rounds (default
@@ -61,6 +66,7 @@ tessera::main!(main);
 
 const USAGE: &str = "usage: paging-server --net NAME --port P (--memory BYTES [--clients N] \
                      [--idle MS] [--traders A.B.C.D:Q+...] [--poll MS] [--reclaim-at MS:BYTES[+...]] \
+                     [--revoke-part MS:PAGES] \
                      | --hostile A.B.C.D:Q [--rounds N])";
 
 /// The error of a bad `--reclaim-at`.
@@ -96,8 +102,12 @@ fn size(s: &str) -> Option<u64> {
 fn parse(env: Env) -> Result<(&'static str, u16, Role_), &'static str> {
     let (mut net, mut port, mut memory, mut clients, mut idle) = (None, None, None, None, None);
     let (mut hostile, mut rounds) = (None, None);
-    let mut settings =
-        control::Settings { traders: Vec::new(), poll_ns: 10_000_000_000, reclaim: Vec::new() };
+    let mut settings = control::Settings {
+        traders: Vec::new(),
+        poll_ns: 10_000_000_000,
+        reclaim: Vec::new(),
+        partial: None,
+    };
     let mut control_given = false;
     let mut args = env.args;
     while let Some(a) = args.next() {
@@ -129,6 +139,14 @@ fn parse(env: Env) -> Result<(&'static str, u16, Role_), &'static str> {
                     .filter(|&ms| ms > 0)
                     .ok_or("--poll takes milliseconds")?;
                 settings.poll_ns = ms.saturating_mul(1_000_000);
+                control_given = true;
+            }
+            "--revoke-part" => {
+                let bad = "--revoke-part takes MS:PAGES";
+                let (ms, pages) = v.split_once(':').ok_or(bad)?;
+                let ms = ms.parse::<u64>().map_err(|_| bad)?;
+                let pages = pages.parse::<u64>().map_err(|_| bad)?;
+                settings.partial = Some((ms.saturating_mul(1_000_000), pages));
                 control_given = true;
             }
             "--reclaim-at" => {
@@ -277,7 +295,7 @@ fn serve(
     for r in server.reports() {
         let role = if r.role == Role::Primary { "primary" } else { "mirror" };
         println!(
-            "paging-server: client {} stream={} role={role} disk={} reserved={} pages={} peak={} reads={} writes={} frees={} cpu_ns={} extra_ns={} throttled={} refused={} queue_drops={} released={}",
+            "paging-server: client {} stream={} role={role} disk={} reserved={} pages={} peak={} reads={} writes={} frees={} cpu_ns={} extra_ns={} throttled={} refused={} queue_drops={} bytes_written={} released={}",
             r.client,
             r.stream,
             if r.local_disk { "yes" } else { "no" },
@@ -292,6 +310,7 @@ fn serve(
             r.throttled,
             r.refused,
             r.queue_drops,
+            r.bytes_written,
             r.released
         );
     }
