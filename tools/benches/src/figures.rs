@@ -376,34 +376,6 @@ pub fn lookup(arch: &str, bench: &str, key: &str) -> Option<Spec> {
             "",
             "at most 15,000 (issue 15)",
         ),
-        (_, "paging", "filter_loans_instructions_per_transfer") => spec(
-            "the paging domain's CPU per disk request beyond the program's own (filter, local \
-             paging), each page's frame lent to the disk driver",
-            "instructions",
-            Lower,
-            Tolerance::Relative(0.02),
-            "",
-            "",
-        ),
-        (_, "paging", "filter_copies_instructions_per_transfer") => spec(
-            "the same, every page copied through the block session's data area (`loans=no`)",
-            "instructions",
-            // The control that the loans' figures are read against: less is never worse (the
-            // saving is kept by the ratio).
-            Lower,
-            Tolerance::Relative(0.02),
-            "",
-            "",
-        ),
-        (_, "paging", "filter_loans_to_copies_ratio") => spec(
-            "the paging domain's instructions per disk request with loans over those with copies \
-             (filter, local paging)",
-            "ratio",
-            Lower,
-            Tolerance::Absolute(0.01),
-            "",
-            "below 1: a loan costs less than a copy",
-        ),
         (_, "remote", "filter_remote_seconds") => spec(
             "filter (three 256 KiB channels, 512 KiB of memory) paging to one server over the \
              100 Mbit/s link model, run time",
