@@ -3,8 +3,9 @@
 //! It installs what a fresh machine lacks (`setup`), builds the kernel and firmware for the
 //! bare-metal targets, boots them in QEMU and decodes the kernel's defmt log (`run`), runs
 //! several nodes joined by a virtual network (`cluster`), runs every test (`test`: clippy, host
-//! unit tests, QEMU suites), measures (`bench`), builds the book from `docs/` (`book`) and
-//! starts a new stretch driver from the template (`new-driver`).
+//! unit tests, QEMU suites), fuzzes for longer than the tests do (`fuzz`), measures
+//! (`bench`), builds the book from `docs/` (`book`) and starts a new stretch driver from the
+//! template (`new-driver`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -141,6 +142,22 @@ enum Command {
         #[arg(long, value_enum)]
         arch: Vec<Arch>,
     },
+    /// Run the host fuzz targets for longer than `test` does, in a release build: `rpp` (the
+    /// remote paging protocol's decoder, server and client) and `syscalls` (the kernel's
+    /// system-call dispatch on the mock machine); exits 1 if one found a failure.
+    Fuzz {
+        /// Which target (default: every one, in turn).
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(
+            test_suites::fuzz::TARGETS.map(|t| t.name)
+        ))]
+        target: Option<String>,
+        /// Seconds to fuzz each target for.
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+        seconds: u64,
+        /// The first seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Benchmarks; results as a table and as JSON under target/bench/, kept figures against
     /// bench/baseline.toml.
     Bench {
@@ -251,6 +268,9 @@ fn main() -> ExitCode {
         }
         Command::Cluster { file } => qemu_cluster::run(&file),
         Command::Test { filter, list, arch } => test_suites::run(filter.as_deref(), list, &arch),
+        Command::Fuzz { target, seconds, seed } => {
+            test_suites::fuzz::run(target.as_deref(), seconds, seed)
+        }
         Command::Bench { name, arch, update_baseline, quick, host_only, manifest } => benches::run(
             name,
             benches::Options {
@@ -269,5 +289,34 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fuzz(args: &[&str]) -> Result<(Option<String>, u64, u64), String> {
+        let argv = ["cargo xtask", "fuzz"].iter().chain(args);
+        match Cli::try_parse_from(argv).map_err(|e| e.kind().to_string())?.command {
+            Command::Fuzz { target, seconds, seed } => Ok((target, seconds, seed)),
+            _ => Err("another command".into()),
+        }
+    }
+
+    #[test]
+    fn fuzz_takes_a_target_seconds_and_a_seed() {
+        assert_eq!(fuzz(&[]), Ok((None, 60, 1)));
+        assert_eq!(fuzz(&["rpp"]), Ok((Some("rpp".into()), 60, 1)));
+        assert_eq!(
+            fuzz(&["syscalls", "--seconds", "600", "--seed", "7"]),
+            Ok((Some("syscalls".into()), 600, 7))
+        );
+        assert_eq!(fuzz(&["--seconds", "5"]), Ok((None, 5, 1)));
+        // No such target, no time, time that is not a number, two targets.
+        assert!(fuzz(&["nothing"]).is_err());
+        assert!(fuzz(&["--seconds", "0"]).is_err());
+        assert!(fuzz(&["--seconds", "ten"]).is_err());
+        assert!(fuzz(&["rpp", "syscalls"]).is_err());
     }
 }

@@ -80,6 +80,13 @@ impl StreamDisk {
         })
     }
 
+    /// The same, copying every page through the data area: no frame is lent to the driver
+    /// (the copies the loans save, measured by `cargo xtask bench paging`).
+    pub fn without_loans(mut self) -> StreamDisk {
+        self.lending = false;
+        self
+    }
+
     /// What went through the session, kept up to date (the pager owns the disk once bound,
     /// so the app keeps this handle to read them).
     pub fn counts(&self) -> Rc<Cell<StreamCounts>> {

@@ -662,6 +662,10 @@ struct RawPager {
     /// which keeps the groups `prefetching` stores in the program's order (`cargo xtask bench
     /// paging` measures both). Default: `0`.
     harvest: Option<Spanned<u64>>,
+    /// A page moved to or from the disk lends its frame to the disk driver for the request, so
+    /// the device reads or writes it in place; `false` copies every page through the block
+    /// session's data area instead (`cargo xtask bench paging` measures both). Default: `true`.
+    loans: Option<Spanned<bool>>,
     /// The backing store below the caches: `"local"` (the disk) or `"remote"` (other nodes' memory
     /// through the remote paging client, the disk as fallback; only with `local` and `compressed`).
     /// Default: `"local"`.
@@ -780,6 +784,7 @@ impl RawPager {
             size("swap_at", self.swap_at),
             number("ahead", self.ahead),
             number("harvest", self.harvest),
+            yes_no("loans", self.loans),
             text("store", self.store),
             text("mirror", self.mirror),
             text("net", self.net),

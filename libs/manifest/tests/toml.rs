@@ -1439,6 +1439,12 @@ fn each_of_the_ten_hierarchies_is_accepted_and_reaches_the_domain_as_itself() {
     let r = spec.store.remote().unwrap();
     assert_eq!((r.server_qos.slice_ns, r.server_qos.extra), (2_000_000, false));
     assert_eq!((r.net_qos.period_ns, r.net_qos.extra), (5_000_000, true));
+
+    // Copies instead of frame loans, said as the spec says it.
+    let text = REMOTE_PAGER.replace("disk = \"pg\",", "disk = \"pg\", loans = false,");
+    let m = parse("t.toml", &text, APPS).unwrap();
+    assert!(m.domains[1].args[3].contains(",loans=no,"), "{}", m.domains[1].args[3]);
+    assert!(!pager_spec::PagerSpec::parse(&m.domains[1].args[3]).unwrap().loans);
 }
 
 #[test]

@@ -19,6 +19,9 @@
 //!   replacement policy (default 0, never: the policy hears of faults only, so the clock evicts
 //!   nearly in FIFO order, as the thesis's did, and pages evicted together are the program's
 //!   neighbours, which friends need);
+//! - `loans`: `yes` (default) or `no`: whether a page moved to or from the disk lends its
+//!   frame to the disk driver (no copy through the block session's data area) or is copied
+//!   through the data area (to measure what the loans save: `cargo xtask bench paging`);
 //! - `swap`: the swap area's bytes (default 32 MiB), `swap_at`: its byte offset on the disk
 //!   (default 0), both whole pages;
 //! - `store`: `local` (default) or `remote`: pages go below the caches to the local disk, or
@@ -78,6 +81,9 @@ pub struct PagerSpec {
     pub ahead: usize,
     /// Evictions between two harvests of the accessed bits (0: never).
     pub harvest: usize,
+    /// Whether pages moved to and from the disk lend their frames to the disk driver (else
+    /// they are copied through the block session's data area).
+    pub loans: bool,
     /// The backing store below the caches.
     pub store: Store,
 }
@@ -111,6 +117,14 @@ fn number(key: &str, value: &str) -> Result<u64, SpecError> {
         key: key.to_string(),
         reason: "not a whole number (bytes or pages, no unit)",
     })
+}
+
+fn yes_no(key: &str, value: &str) -> Result<bool, SpecError> {
+    match value {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err(err(key, "not yes or no")),
+    }
 }
 
 fn err(key: &str, reason: &'static str) -> SpecError {
@@ -181,6 +195,7 @@ impl PagerSpec {
         let mut net = None;
         let (mut traders, mut servers) = (Vec::new(), Vec::new());
         let mut spread = None;
+        let mut loans = true;
         let mut netc = None;
         let (mut server_qos, mut net_qos) = (Qos::DEFAULT, Qos::DEFAULT);
         let mut seen: Vec<&str> = Vec::new();
@@ -249,20 +264,9 @@ impl PagerSpec {
                 }
                 "traders" => traders = endpoints(key, value, MAX_TRADERS)?,
                 "servers" => servers = endpoints(key, value, MAX_SERVERS)?,
-                "spread" => {
-                    spread = Some(match value {
-                        "yes" => true,
-                        "no" => false,
-                        _ => return Err(err(key, "not yes or no")),
-                    })
-                }
-                "netc" => {
-                    netc = Some(match value {
-                        "yes" => true,
-                        "no" => false,
-                        _ => return Err(err(key, "not yes or no")),
-                    })
-                }
+                "spread" => spread = Some(yes_no(key, value)?),
+                "netc" => netc = Some(yes_no(key, value)?),
+                "loans" => loans = yes_no(key, value)?,
                 "svqos" => server_qos = Qos::parse(value).map_err(|reason| err(key, reason))?,
                 "netqos" => net_qos = Qos::parse(value).map_err(|reason| err(key, reason))?,
                 "swap" => swap = number(key, value)?,
@@ -346,7 +350,18 @@ impl PagerSpec {
             }
             Store::Local
         };
-        Ok(PagerSpec { hierarchy, policy, frames, disk, swap_at, swap, ahead, harvest, store })
+        Ok(PagerSpec {
+            hierarchy,
+            policy,
+            frames,
+            disk,
+            swap_at,
+            swap,
+            ahead,
+            harvest,
+            loans,
+            store,
+        })
     }
 
     /// Whether the remote paging client compresses the pages it sends itself: `netc=yes`
@@ -366,8 +381,8 @@ impl PagerSpec {
 
 impl fmt::Display for PagerSpec {
     /// The spec in the form [`PagerSpec::parse`] reads, every key given but `codec`, `ahead`,
-    /// `harvest`, `store`, `mirror`, `spread`, `netc`, `svqos` and `netqos` when they are the
-    /// default (and the remote keys with `store=local`).
+    /// `harvest`, `loans`, `store`, `mirror`, `spread`, `netc`, `svqos` and `netqos` when they
+    /// are the default (and the remote keys with `store=local`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "hierarchy={},frames={}", self.hierarchy.name(), self.frames)?;
         match self.hierarchy {
@@ -397,6 +412,9 @@ impl fmt::Display for PagerSpec {
         }
         if self.harvest != 0 {
             write!(f, ",harvest={}", self.harvest)?;
+        }
+        if !self.loans {
+            f.write_str(",loans=no")?;
         }
         if let Store::Remote(r) = &self.store {
             f.write_str(",store=remote")?;
@@ -447,12 +465,20 @@ mod tests {
         assert_eq!((local.policy, local.swap), (PolicyKind::Lru, DEFAULT_SWAP));
         assert_eq!(local.harvest, 0, "never harvest unless asked");
         assert!(!local.to_string().contains("harvest"));
+        assert!(local.loans, "lend frames to the disk unless told not to");
+        assert!(!local.to_string().contains("loans"));
         assert_eq!(PagerSpec::parse(&local.to_string()), Ok(local));
         let harvesting = PagerSpec::parse("hierarchy=local,frames=4,disk=d,harvest=16").unwrap();
         assert_eq!(harvesting.harvest, 16);
         assert_eq!(PagerSpec::parse(&harvesting.to_string()), Ok(harvesting));
         let e = PagerSpec::parse("hierarchy=local,frames=4,disk=d,harvest=2000000").unwrap_err();
         assert_eq!(e.key, "harvest");
+        let copying = PagerSpec::parse("hierarchy=local,frames=4,disk=d,loans=no").unwrap();
+        assert!(!copying.loans);
+        assert!(copying.to_string().contains(",loans=no"), "{copying}");
+        assert_eq!(PagerSpec::parse(&copying.to_string()), Ok(copying));
+        let e = PagerSpec::parse("hierarchy=local,frames=4,disk=d,loans=off").unwrap_err();
+        assert_eq!((e.key.as_str(), e.reason), ("loans", "not yes or no"));
     }
 
     #[test]

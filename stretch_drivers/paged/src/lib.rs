@@ -59,7 +59,7 @@
 //! Pages go to and from the disk without a copy: a page read from disk is read straight into
 //! its frame at the window page, and one written back leaves from its frame there, the frame
 //! lent to the disk driver for the request (`blk_client::StreamDisk` lends every whole window
-//! page it is given; the kernel's `frame_lend`). A page decompressed from the compressed cache
+//! page it is given, unless the spec says `loans=no`; the kernel's `frame_lend`). A page decompressed from the compressed cache
 //! is written once, into its frame; pages the compressed pool or the prefetching disk manager
 //! keep in buffers of their own still cross the block session's data area by one copy.
 //!

@@ -100,6 +100,31 @@ pub(crate) fn write_report(name: &str, md: &str, json: serde_json::Value) -> Res
     Ok(())
 }
 
+/// The end of bench `name`'s run on `arches`: its kept figures, and outside [`Mode::Check`]
+/// its report written ([`write_report`]): the environment's heading and `report`'s markdown,
+/// and as JSON the environment beside `architectures`, what each architecture measured.
+pub(crate) fn finish(
+    name: &str,
+    mode: Mode,
+    arches: &[Arch],
+    kept: Vec<Table>,
+    report: impl FnOnce() -> Result<String>,
+    architectures: serde_json::Value,
+) -> Result<Vec<Table>> {
+    if mode == Mode::Check {
+        return Ok(kept);
+    }
+    let env = environment(arches);
+    let md = env.heading(name) + &report()?;
+    let json = serde_json::json!({
+        "benchmark": name,
+        "environment": env,
+        "architectures": architectures,
+    });
+    write_report(name, &md, json)?;
+    Ok(kept)
+}
+
 /// How many boots under `-icount` a figure is measured in: three (which must agree), or one
 /// for the check.
 pub(crate) fn icount_runs(mode: Mode) -> usize {
@@ -107,6 +132,12 @@ pub(crate) fn icount_runs(mode: Mode) -> usize {
         Mode::Full => 3,
         Mode::Check => 1,
     }
+}
+
+/// Domain `name`'s CPU in ns, from the run summary's accounts (whole µs).
+pub(crate) fn cpu_ns(out: &qemu::Outcome, name: &str) -> Option<u64> {
+    let a = qemu_run::cpu::summary_accounts(out).into_iter().find(|a| a.domain == name)?;
+    Some((a.guaranteed_us + a.extra_us) * 1000)
 }
 
 /// `(calls, calls_ns, loop_ns)` from the `nullcall: N calls in T ns, empty loop L ns` line.

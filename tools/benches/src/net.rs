@@ -49,7 +49,7 @@ use serde::Serialize;
 use super::by_arch::ByArch;
 use super::figures;
 use crate::baseline::Table;
-use crate::measure::{Mode, environment, icount_runs, table, write_report};
+use crate::measure::{Mode, icount_runs, table};
 use qemu_run::qemu::{Ending, IcountBoot, Outcome};
 use tool_base::{Arch, artifacts, util};
 
@@ -202,8 +202,7 @@ fn idle_and_total(out: &Outcome) -> Option<(f64, f64)> {
 
 /// Domain `name`'s CPU in ns, from the run summary's accounts (whole µs).
 fn cpu_ns(out: &Outcome, name: &str) -> Option<f64> {
-    let a = qemu_run::cpu::summary_accounts(out).into_iter().find(|a| a.domain == name)?;
-    Some(((a.guaranteed_us + a.extra_us) * 1000) as f64)
+    crate::measure::cpu_ns(out, name).map(|ns| ns as f64)
 }
 
 /// What one round-trip boot's log says, in ns: the run's virtual time and the kernel's idle
@@ -506,9 +505,8 @@ fn measure_on(arch: Arch, mode: Mode) -> Result<(Measured, Table)> {
 }
 
 /// The report's markdown for what each of `arches` measured.
-fn report(heading: String, arches: &[Arch], measured: &[Measured]) -> Result<String> {
-    let mut md = heading;
-    md.push_str("## A UDP round trip between two driver domains\n\n");
+fn report(arches: &[Arch], measured: &[Measured]) -> Result<String> {
+    let mut md = String::from("## A UDP round trip between two driver domains\n\n");
     let mut t = ByArch::new(
         &["payload"],
         arches,
@@ -615,15 +613,8 @@ fn report(heading: String, arches: &[Arch], measured: &[Measured]) -> Result<Str
 /// [`Mode::Check`]); returns its kept figures, a table per architecture.
 pub fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
     let (measured, kept) = crate::measure::on_each(arches, mode, measure_on)?;
-    if mode == Mode::Check {
-        return Ok(kept);
-    }
-    let env = environment(arches);
-    let md = report(env.heading("net"), arches, &measured)?;
-    let json =
-        serde_json::json!({ "benchmark": "net", "environment": env, "architectures": measured });
-    write_report("net", &md, json)?;
-    Ok(kept)
+    let json = serde_json::to_value(&measured)?;
+    crate::measure::finish("net", mode, arches, kept, || report(arches, &measured), json)
 }
 
 #[cfg(test)]

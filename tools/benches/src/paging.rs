@@ -26,23 +26,126 @@
 //! Written to `target/bench/paging.{md,json}`; the generated manifests are kept under
 //! `target/bench/paging/`. Kept in the baseline ([`KEPT`]): compress's run time with
 //! prefetching (its best, in the thesis), matmul's with a WKdm cache of half its memory (its
-//! best), matmul's hit rate with a WKdm cache of an eighth (the thesis: 79%), and the median
-//! round trip of a fault served from the compressed cache.
+//! best), matmul's hit rate with a WKdm cache of an eighth (the thesis: 79%), the median
+//! round trip of a fault served from the compressed cache. The report also shows what frame
+//! loans save: filter's local paging run with loans (every page moved to or from the disk
+//! lends its frame to the disk driver) and again with `loans=no` (every page copied through
+//! the block session's data area), the paging domain's CPU per disk request beyond the
+//! program's own all in memory (its CPU account less that run's), with loans, with copies, and
+//! their ratio. Not kept: the domains' CPU accounts differ between boots by about 60 µs,
+//! 1% of the figure.
 
 use anyhow::{Context, Result, bail};
 use paging_programs::{Program, Scale};
 use serde::Serialize;
 
 use crate::baseline::Table;
-use crate::measure::{Mode, environment, write_report};
+use crate::measure::Mode;
 use qemu_run::log::field;
-use qemu_run::qemu::Ending;
-use qemu_run::qemu::IcountBoot;
+use qemu_run::qemu::{Ending, IcountBoot, Outcome};
 use tool_base::artifacts::{self, Artifacts};
 use tool_base::{Arch, util};
 
 /// The seed of every run (the host's checksum uses it too).
 pub(crate) const SEED: u64 = 1;
+
+/// A run of `bench paging` or `bench remote`: one program under one configuration, booted
+/// from a manifest of its own.
+pub(crate) trait Run {
+    /// The program it runs.
+    fn program(&self) -> Program;
+    /// How the reports name it.
+    fn label(&self) -> String;
+    /// Whether a kept figure needs it (the check boots only these).
+    fn kept(&self) -> bool;
+    /// Its manifest's path, relative to the repository's root.
+    fn file(&self) -> String;
+    /// Its manifest.
+    fn manifest(&self) -> String;
+}
+
+/// The host's checksum of `program` at the default scale with [`SEED`], which every run of it
+/// must print (each computed once).
+pub(crate) fn host_checksum(program: Program) -> u64 {
+    static SUMS: std::sync::OnceLock<Vec<(Program, u64)>> = std::sync::OnceLock::new();
+    let sums = SUMS.get_or_init(|| {
+        Program::ALL
+            .iter()
+            .map(|p| {
+                let mut region = vec![0u8; p.bytes_needed(Scale::Default)];
+                (*p, p.run(Scale::Default, &mut region, SEED).checksum)
+            })
+            .collect()
+    });
+    sums.iter().find(|(p, _)| *p == program).expect("every program").1
+}
+
+/// Boots on `arch` each of `runs` that `mode` measures (every one in [`Mode::Full`], those
+/// [`Run::kept`] in the check), each from its manifest written under `target/bench/`, and
+/// reads it with `read`, which is given the prepared boot (600 s at most) and the host's
+/// checksum of its program.
+pub(crate) fn boot_each<C: Run, R>(
+    bench: &str,
+    arch: Arch,
+    a: &Artifacts,
+    runs: &[C],
+    mode: Mode,
+    mut read: impl FnMut(&C, IcountBoot, u64) -> Result<R>,
+) -> Result<Vec<R>> {
+    let mut rows = Vec::new();
+    for c in runs.iter().filter(|c| mode == Mode::Full || c.kept()) {
+        eprintln!("bench {bench}: {} {} {}", arch.name(), c.program().name(), c.label());
+        let rel = c.file();
+        let path = util::root().join(&rel);
+        std::fs::create_dir_all(path.parent().expect("a file in a directory"))?;
+        std::fs::write(&path, c.manifest())?;
+        let mut prepared =
+            IcountBoot::new(a, &rel, "").with_context(|| format!("preparing {rel}"))?;
+        prepared.boot.timeout = std::time::Duration::from_secs(600);
+        rows.push(read(c, prepared, host_checksum(c.program()))?);
+    }
+    Ok(rows)
+}
+
+/// The log lines of `out`, a boot of `rel` running `program`, once the boot ended cleanly and
+/// the program says it succeeded with the host's checksum `want`; else an error with the log.
+pub(crate) fn finished_lines(
+    out: &Outcome,
+    rel: &str,
+    program: Program,
+    want: u64,
+) -> Result<Vec<String>> {
+    let failed = |what: String| anyhow::anyhow!("{rel}: {what}:\n{}", out.log_text());
+    if out.ending != Ending::Kernel(0) {
+        return Err(failed(format!("the boot ended {:?}", out.ending)));
+    }
+    let lines: Vec<String> = out.log.iter().map(|l| l.message.clone()).collect();
+    let sum = lines
+        .iter()
+        .find(|l| l.contains(&format!("heracles: {} checksum=", program.name())))
+        .ok_or_else(|| failed("no checksum line".into()))?;
+    let got = sum
+        .split("checksum=0x")
+        .nth(1)
+        .and_then(|s| u64::from_str_radix(s.split_whitespace().next()?, 16).ok())
+        .ok_or_else(|| failed("a checksum that does not parse".into()))?;
+    if got != want || !sum.contains("ok=true") {
+        return Err(failed(format!(
+            "the program's result is wrong: {sum} (the host computes {want:#018x})"
+        )));
+    }
+    Ok(lines)
+}
+
+/// The fields of the first log line containing `prefix`.
+pub(crate) fn numbers<'a>(
+    lines: &'a [String],
+    prefix: &str,
+) -> Result<impl Fn(&str) -> Result<u64> + 'a> {
+    let line =
+        lines.iter().find(|l| l.contains(prefix)).with_context(|| format!("no line `{prefix}`"))?;
+    Ok(move |k: &str| field(line, k).with_context(|| format!("no `{k}=` in `{line}`")))
+}
 
 /// One run: a program under a hierarchy, with the share of its memory given to the cache.
 #[derive(Clone, Copy, Debug)]
@@ -57,6 +160,12 @@ struct Config {
     ahead: usize,
     /// Evictions between two harvests of the accessed bits (0: never).
     harvest: usize,
+    /// Whether pages to and from the disk lend their frames to the disk driver (`loans=no`:
+    /// copied through the block session's data area).
+    loans: bool,
+    /// Every page of the program in its frames: nothing paged (the program's own CPU, to
+    /// subtract).
+    resident: bool,
 }
 
 /// Pages of each of the eviction and fetch areas of the prefetching hierarchies.
@@ -64,7 +173,26 @@ const AREA_PAGES: usize = 8;
 
 impl Config {
     const fn new(program: Program, hierarchy: &'static str, cache_eighths: usize) -> Config {
-        Config { program, hierarchy, cache_eighths, codec: "lz4", ahead: 1, harvest: 0 }
+        Config {
+            program,
+            hierarchy,
+            cache_eighths,
+            codec: "lz4",
+            ahead: 1,
+            harvest: 0,
+            loans: true,
+            resident: false,
+        }
+    }
+
+    /// `program` with every page in its frames.
+    const fn resident(program: Program) -> Config {
+        Config { resident: true, ..Config::new(program, "local", 0) }
+    }
+
+    /// The same, copying pages through the data area instead of lending their frames.
+    const fn copies(self) -> Config {
+        Config { loans: false, ..self }
     }
 
     /// The same, its clock harvesting the accessed bits every `evictions` evictions.
@@ -94,32 +222,14 @@ impl Config {
         if self.compressed() { self.memory() * self.cache_eighths / 8 } else { 0 }
     }
 
-    /// The frames: the memory less the cache's bytes and areas.
+    /// The frames: the memory less the cache's bytes and areas (every page of the program
+    /// when it runs all in memory).
     fn frames(&self) -> usize {
+        if self.resident {
+            return self.program.bytes_needed(Scale::Default).div_ceil(4096);
+        }
         let areas = if self.hierarchy.starts_with("prefetching") { 2 * AREA_PAGES } else { 0 };
         (self.memory() - self.cache_bytes()) / 4096 - areas
-    }
-
-    fn label(&self) -> String {
-        let mut extra = String::new();
-        if self.ahead > 1 {
-            extra.push_str(&format!(", {} ahead", self.ahead));
-        }
-        if self.harvest > 0 {
-            extra.push_str(&format!(", accessed bits every {}", self.harvest));
-        }
-        if self.compressed() {
-            format!(
-                "{} {} ({}% cache{extra})",
-                self.hierarchy,
-                self.codec,
-                self.cache_eighths * 100 / 8
-            )
-        } else if extra.is_empty() {
-            self.hierarchy.to_string()
-        } else {
-            format!("{} ({})", self.hierarchy, &extra[2..])
-        }
     }
 
     fn spec(&self) -> String {
@@ -137,30 +247,10 @@ impl Config {
         if self.harvest > 0 {
             s.push_str(&format!(",harvest={}", self.harvest));
         }
+        if !self.loans {
+            s.push_str(",loans=no");
+        }
         s
-    }
-
-    fn file(&self) -> String {
-        format!(
-            "target/bench/paging/{}-{}-{}-{}-{}-{}.toml",
-            self.program.name(),
-            self.hierarchy,
-            self.cache_eighths,
-            self.codec,
-            self.ahead,
-            self.harvest
-        )
-    }
-
-    fn manifest(&self) -> String {
-        pager_manifest(
-            "paging",
-            self.program.name(),
-            &self.label(),
-            self.memory(),
-            &self.spec(),
-            "5ms",
-        )
     }
 }
 
@@ -221,8 +311,10 @@ to = "pager"
 /// thesis's codec); and compress's and matmul's caches evicting 16 pages at once, so that most
 /// faults the cache answers find a free frame (the distribution of a hit's own cost, on text
 /// and on integers); and a clock that harvests the hardware's accessed bits (a true
-/// second-chance clock) against the default one that hears of faults only.
-const CONFIGS: [Config; 30] = [
+/// second-chance clock) against the default one that hears of faults only; and filter's local
+/// paging copying its pages through the data area instead of lending their frames, with filter
+/// all in memory beside them (what frame loans save per disk transfer).
+const CONFIGS: [Config; 32] = [
     Config::new(Program::Compress, "local", 0),
     Config::new(Program::Compress, "compressed", 2),
     Config::new(Program::Compress, "compressed", 2).wkdm(),
@@ -253,6 +345,8 @@ const CONFIGS: [Config; 30] = [
     Config::new(Program::Filter, "prefetching-compressed", 2),
     Config::new(Program::Filter, "prefetching-compressed", 2).wkdm(),
     Config::new(Program::Filter, "prefetching", 0),
+    Config::new(Program::Filter, "local", 0).copies(),
+    Config::resident(Program::Filter),
 ];
 
 /// What one run measured.
@@ -293,6 +387,12 @@ struct Row {
     reuse_sum: u64,
     /// The most pages the compressed pool held at once.
     pool_peak_pages: u64,
+    /// Disk requests that moved a lent frame (no copy through the data area).
+    lent: u64,
+    /// CPU accounts, ns: the paging domain (the program, the paged driver, its disk
+    /// session) and the disk driver domain.
+    pager_cpu_ns: u64,
+    blk_cpu_ns: u64,
 }
 
 impl Row {
@@ -322,43 +422,21 @@ impl Row {
     fn seconds(&self) -> f64 {
         self.run_ns as f64 / 1e9
     }
+
+    /// Disk requests, read and write.
+    fn transfers(&self) -> u64 {
+        self.device_reads + self.device_writes
+    }
 }
 
 /// How a hit's page was stored, as heracles names the kinds.
 const HIT_KINDS: [&str; 3] = ["zero", "raw", "compressed"];
 
-/// The fields of the first log line containing `prefix`.
-fn numbers<'a>(lines: &'a [String], prefix: &str) -> Result<impl Fn(&str) -> Result<u64> + 'a> {
-    let line =
-        lines.iter().find(|l| l.contains(prefix)).with_context(|| format!("no line `{prefix}`"))?;
-    Ok(move |k: &str| field(line, k).with_context(|| format!("no `{k}=` in `{line}`")))
-}
-
-/// Boots `c` once and reads its figures; `round_trip` is the null fault's round trip.
-fn boot(a: &Artifacts, c: &Config, round_trip: f64, want: u64) -> Result<Row> {
+/// Reads `out`, a boot of `c` whose program's checksum must be `want`; `round_trip` is the
+/// null fault's round trip.
+fn read(c: &Config, out: &Outcome, round_trip: f64, want: u64) -> Result<Row> {
     let rel = c.file();
-    let path = util::root().join(&rel);
-    std::fs::create_dir_all(path.parent().expect("a file in a directory"))?;
-    std::fs::write(&path, c.manifest())?;
-    let mut prepared = IcountBoot::new(a, &rel, "").with_context(|| format!("preparing {rel}"))?;
-    prepared.boot.timeout = std::time::Duration::from_secs(600);
-    let out = prepared.run(a)?;
-    if out.ending != Ending::Kernel(0) {
-        bail!("{rel}: the boot ended {:?}:\n{}", out.ending, out.log_text());
-    }
-    let lines: Vec<String> = out.log.iter().map(|l| l.message.clone()).collect();
-    let sum = lines
-        .iter()
-        .find(|l| l.contains(&format!("heracles: {} checksum=", c.program.name())))
-        .context("no checksum line")?;
-    let got = sum
-        .split("checksum=0x")
-        .nth(1)
-        .and_then(|s| u64::from_str_radix(s.split_whitespace().next()?, 16).ok())
-        .context("a checksum that does not parse")?;
-    if got != want || !sum.contains("ok=true") {
-        bail!("{rel}: the program's result is wrong: {sum} (the host computes {want:#018x})");
-    }
+    let lines = finished_lines(out, &rel, c.program, want)?;
     let done = numbers(&lines, "heracles: done program=")?;
     let cache = numbers(&lines, "heracles: cache hits=")?;
     let disk = numbers(&lines, "heracles: disk device_reads=")?;
@@ -374,6 +452,10 @@ fn boot(a: &Artifacts, c: &Config, round_trip: f64, want: u64) -> Result<Row> {
     let (fault_ns, kernel_ns, codec_ns, disk_ns) =
         (cost("fault_ns")?, cost("kernel_ns")?, cost("codec_ns")?, cost("disk_ns")?);
     let driver_ns = fault_ns.saturating_sub(kernel_ns + codec_ns + disk_ns);
+    let account = |domain: &str| {
+        crate::measure::cpu_ns(out, domain)
+            .with_context(|| format!("{rel}: no CPU account of domain {domain}"))
+    };
     Ok(Row {
         program: c.program.name(),
         hierarchy: c.label(),
@@ -401,6 +483,9 @@ fn boot(a: &Artifacts, c: &Config, round_trip: f64, want: u64) -> Result<Row> {
         reuse_max: reuse("max")?,
         reuse_sum: reuse("sum")?,
         pool_peak_pages: reuse("pool_peak_pages")?,
+        lent: disk("lent")?,
+        pager_cpu_ns: account("pager")?,
+        blk_cpu_ns: account("blk")?,
     })
 }
 
@@ -420,9 +505,102 @@ const KEPT: [(&str, Program, &str); 5] = [
     ("compress_raw_hit_round_trip_p50", Program::Compress, "compressed wkdm (25% cache, 16 ahead)"),
 ];
 
-/// Whether `c` makes a kept figure.
-fn kept(c: &Config) -> bool {
-    KEPT.iter().any(|(_, p, l)| *p == c.program && *l == c.label())
+/// The runs of the frame-loan figures, filter's: local paging lending frames to the disk
+/// driver, the same copying pages through the data area, and the program all in memory.
+const LOAN_RUNS: [&str; 3] = ["local", "local (copies instead of loans)", "all in memory"];
+
+impl Run for Config {
+    fn program(&self) -> Program {
+        self.program
+    }
+
+    fn label(&self) -> String {
+        let mut extra = String::new();
+        if self.ahead > 1 {
+            extra.push_str(&format!(", {} ahead", self.ahead));
+        }
+        if self.harvest > 0 {
+            extra.push_str(&format!(", accessed bits every {}", self.harvest));
+        }
+        if !self.loans {
+            extra.push_str(", copies instead of loans");
+        }
+        if self.resident {
+            "all in memory".to_string()
+        } else if self.compressed() {
+            format!(
+                "{} {} ({}% cache{extra})",
+                self.hierarchy,
+                self.codec,
+                self.cache_eighths * 100 / 8
+            )
+        } else if extra.is_empty() {
+            self.hierarchy.to_string()
+        } else {
+            format!("{} ({})", self.hierarchy, &extra[2..])
+        }
+    }
+
+    fn kept(&self) -> bool {
+        KEPT.iter().any(|(_, p, l)| *p == self.program && *l == self.label())
+    }
+
+    fn file(&self) -> String {
+        format!(
+            "target/bench/paging/{}-{}-{}-{}-{}-{}{}{}.toml",
+            self.program.name(),
+            self.hierarchy,
+            self.cache_eighths,
+            self.codec,
+            self.ahead,
+            self.harvest,
+            if self.loans { "" } else { "-copies" },
+            if self.resident { "-resident" } else { "" },
+        )
+    }
+
+    fn manifest(&self) -> String {
+        pager_manifest(
+            "paging",
+            self.program.name(),
+            &self.label(),
+            self.memory(),
+            &self.spec(),
+            "5ms",
+        )
+    }
+}
+
+/// The paging domain's instructions per disk request of `program`'s local paging beyond the
+/// program's own (its CPU account less the all-in-memory run's), with frame loans and with
+/// copies through the data area; `None` without the three runs.
+fn loan_costs(m: &Measured, program: &str) -> Option<(f64, f64)> {
+    let [loans, copies, resident] = LOAN_RUNS.map(|l| row(m, program, l));
+    let resident = resident?.pager_cpu_ns as f64;
+    let per = |r: &Row| (r.pager_cpu_ns as f64 - resident) / r.transfers().max(1) as f64;
+    Some((per(loans?), per(copies?)))
+}
+
+/// [`loan_costs`] of filter, checked: the run with loans lent every disk request's frame, the
+/// run with copies none, and the all-in-memory run used the disk not at all.
+fn checked_loan_costs(m: &Measured) -> Result<(f64, f64)> {
+    let [loans, copies, resident] =
+        LOAN_RUNS.map(|l| row(m, "filter", l).with_context(|| format!("no run filter {l}")));
+    let (loans, copies, resident) = (loans?, copies?, resident?);
+    if loans.transfers() == 0 || loans.lent != loans.transfers() {
+        bail!(
+            "filter local: {} of {} disk requests lent their frame (all should)",
+            loans.lent,
+            loans.transfers()
+        );
+    }
+    if copies.lent != 0 {
+        bail!("filter local with loans=no: {} disk requests lent their frame", copies.lent);
+    }
+    if resident.transfers() != 0 {
+        bail!("filter all in memory made {} disk requests", resident.transfers());
+    }
+    Ok(loan_costs(m, "filter").expect("the three runs"))
 }
 
 /// The kept figures of `m`.
@@ -444,17 +622,19 @@ fn kept_figures(m: &Measured) -> Result<Vec<(String, f64)>> {
         .collect()
 }
 
-fn measure_on(arch: Arch, checksums: &[(Program, u64)], mode: Mode) -> Result<Measured> {
+fn measure_on(arch: Arch, mode: Mode) -> Result<(Measured, Table)> {
     let a = artifacts::build(arch)?;
     let null = IcountBoot::new(&a, "tests/manifests/paging/bench-fault.toml", "")?;
     let (round_trip, _) = super::fault::per_fault(&null.run(&a)?)?;
-    let mut rows = Vec::new();
-    for c in CONFIGS.iter().filter(|c| mode == Mode::Full || kept(c)) {
-        eprintln!("bench paging: {} {} {}", arch.name(), c.program.name(), c.label());
-        let want = checksums.iter().find(|(p, _)| *p == c.program).expect("every program").1;
-        rows.push(boot(&a, c, round_trip, want)?);
+    let rows = boot_each("paging", arch, &a, &CONFIGS, mode, |c, boot, want| {
+        read(c, &boot.run(&a)?, round_trip, want)
+    })?;
+    let m = Measured { arch, round_trip, rows };
+    if mode == Mode::Full {
+        checked_loan_costs(&m)?;
     }
-    Ok(Measured { arch, round_trip, rows })
+    let kept = crate::measure::table(arch, "paging", kept_figures(&m)?);
+    Ok((m, kept))
 }
 
 fn us(ns: f64) -> String {
@@ -525,6 +705,45 @@ fn hits_table(m: &Measured) -> String {
             kind(r.hit_kinds[2]),
         ));
     }
+    md
+}
+
+/// What frame loans save: filter's local paging with loans and with copies, per disk request.
+fn loans_table(m: &Measured) -> String {
+    let (Some((loans, copies)), Some(resident)) =
+        (loan_costs(m, "filter"), row(m, "filter", "all in memory"))
+    else {
+        return String::new();
+    };
+    let mut md = format!(
+        "\n### {}: what frame loans save\n\nfilter under local paging, each page moved to or from \
+         the disk lending its frame to the disk driver (the device reads or writes it in place), \
+         against the same run copying every page through the block session's data area \
+         (`loans=no`). Per disk request: the paging domain's instructions (the program, the \
+         paged driver and its disk session) beyond the program's own all in memory ({} \
+         instructions), and the disk driver domain's.\n\n\
+         | filter, local paging | disk requests | lent | paging domain | disk driver |\n\
+         |---|---:|---:|---:|---:|\n",
+        m.arch.name(),
+        thousands(resident.pager_cpu_ns as f64),
+    );
+    for (label, per) in [("local", loans), ("local (copies instead of loans)", copies)] {
+        let Some(r) = row(m, "filter", label) else { continue };
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            r.hierarchy,
+            r.transfers(),
+            r.lent,
+            thousands(per),
+            thousands(r.blk_cpu_ns as f64 / r.transfers().max(1) as f64),
+        ));
+    }
+    md.push_str(&format!(
+        "\nWith loans the paging domain spends {:.3}× the instructions per request it spends \
+         copying: {} fewer.\n",
+        loans / copies,
+        thousands(copies - loans)
+    ));
     md
 }
 
@@ -607,7 +826,7 @@ fn claims(m: &Measured) -> String {
 }
 
 /// `v` rounded, with thousands separated by commas.
-fn thousands(v: f64) -> String {
+pub(crate) fn thousands(v: f64) -> String {
     let digits = format!("{:.0}", v.abs());
     let mut out = String::new();
     for (i, d) in digits.chars().enumerate() {
@@ -920,6 +1139,7 @@ fn report(measured: &[Measured]) -> String {
         md.push_str(&hits_table(m));
         md.push_str(&reuse_table(m));
         md.push_str(&claims(m));
+        md.push_str(&loans_table(m));
         md.push('\n');
     }
     md.push_str(&divergences(measured));
@@ -930,36 +1150,18 @@ fn report(measured: &[Measured]) -> String {
 /// boots only the runs of the kept figures); returns the kept figures, a table per
 /// architecture.
 pub fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
-    let checksums: Vec<(Program, u64)> = Program::ALL
-        .iter()
-        .map(|p| {
-            let mut region = vec![0u8; p.bytes_needed(Scale::Default)];
-            (*p, p.run(Scale::Default, &mut region, SEED).checksum)
-        })
-        .collect();
-    let measured =
-        arches.iter().map(|a| measure_on(*a, &checksums, mode)).collect::<Result<Vec<_>>>()?;
-    let kept = measured
-        .iter()
-        .map(|m| Ok(crate::measure::table(m.arch, "paging", kept_figures(m)?)))
-        .collect::<Result<Vec<_>>>()?;
-    if mode == Mode::Check {
-        return Ok(kept);
-    }
-    let env = environment(arches);
-    let mut md = env.heading("paging");
-    md.push_str(&report(&measured));
-    let json = serde_json::json!({
-        "benchmark": "paging",
-        "environment": env,
-        "architectures": measured.iter().map(|m| serde_json::json!({
-            "arch": m.arch.name(),
-            "null_fault_round_trip_instructions": m.round_trip,
-            "runs": m.rows,
-        })).collect::<Vec<_>>(),
-    });
-    write_report("paging", &md, json)?;
-    Ok(kept)
+    let (measured, kept) = crate::measure::on_each(arches, mode, measure_on)?;
+    let json = serde_json::json!(
+        measured
+            .iter()
+            .map(|m| serde_json::json!({
+                "arch": m.arch.name(),
+                "null_fault_round_trip_instructions": m.round_trip,
+                "runs": m.rows,
+            }))
+            .collect::<Vec<_>>()
+    );
+    crate::measure::finish("paging", mode, arches, kept, || Ok(report(&measured)), json)
 }
 
 #[cfg(test)]
@@ -1016,6 +1218,17 @@ mod tests {
                         reuse_max: n(100, 200),
                         reuse_sum: n(10_000, 90_000),
                         pool_peak_pages: n(1, 50),
+                        lent: n(10, 9_000),
+                        // The program's own CPU below any paged run's, and loans cheaper
+                        // than copies, so every render takes the same signs.
+                        pager_cpu_ns: if c.resident {
+                            n(1_000_000, 2_000_000)
+                        } else if c.loans {
+                            n(100_000_000, 200_000_000)
+                        } else {
+                            n(300_000_000, 900_000_000)
+                        },
+                        blk_cpu_ns: n(1_000_000, 90_000_000),
                     })
                     .collect(),
             })

@@ -44,14 +44,12 @@ use paging_programs::{Program, Scale};
 use serde::Serialize;
 
 use crate::baseline::Table;
-use crate::measure::{Mode, environment, write_report};
+use crate::measure::Mode;
+use crate::paging::{Run, boot_each, finished_lines, numbers, thousands};
 use qemu_run::log::field;
-use qemu_run::qemu::{Ending, IcountBoot, Outcome};
-use tool_base::artifacts::{self, Artifacts};
-use tool_base::{Arch, util};
-
-/// The seed of every run: `bench paging`'s, since its manifests are the same.
-use crate::paging::SEED;
+use qemu_run::qemu::Outcome;
+use tool_base::Arch;
+use tool_base::artifacts;
 
 /// The memory each server offers its client's pages (the largest program, compress, needs
 /// 2.6 MiB).
@@ -137,16 +135,6 @@ impl Config {
         }
     }
 
-    fn label(&self) -> String {
-        if self.cache_eighths > 0 {
-            format!("compressed {}% over {}", self.cache_eighths * 100 / 8, self.below.name())
-        } else if self.netc {
-            format!("{}, netc", self.below.name())
-        } else {
-            self.below.name().to_string()
-        }
-    }
-
     fn spec(&self) -> String {
         let mut s = if self.cache_eighths > 0 {
             format!(
@@ -174,90 +162,6 @@ impl Config {
             }
         }
         s
-    }
-
-    fn file(&self) -> String {
-        format!(
-            "target/bench/remote/{}-{}-{}.toml",
-            self.program.name(),
-            self.label().replace([' ', ',', '='], "-").replace('%', ""),
-            self.cache_eighths
-        )
-    }
-
-    fn manifest(&self) -> String {
-        let mut m = crate::paging::pager_manifest(
-            "remote",
-            self.program.name(),
-            &self.label(),
-            self.memory(),
-            &self.spec(),
-            "2ms",
-        );
-        if !self.below.remote() {
-            return m;
-        }
-        m.push_str(
-            r#"
-[[system.nic]]
-name = "net-a"
-
-[[system.nic]]
-name = "net-b"
-
-[[domain]]
-name = "drv-a"
-app = "virtio-net"
-args = ["--ip", "10.0.0.1/24"]
-memory = { guaranteed = "2M" }
-cpu = { period = "10ms", slice = "1ms", extra = true, latency = "1ms" }
-driver = true
-devices = [{ nic = "net-a" }]
-
-[[domain]]
-name = "drv-b"
-app = "virtio-net"
-args = ["--ip", "10.0.0.2/24"]
-memory = { guaranteed = "2M" }
-cpu = { period = "10ms", slice = "1ms", extra = true, latency = "1ms" }
-driver = true
-devices = [{ nic = "net-b" }]
-
-[[channel]]
-name = "rn-req"
-from = "pager"
-to = "drv-a"
-
-[[channel]]
-name = "rn-resp"
-from = "drv-a"
-to = "pager"
-"#,
-        );
-        for n in 1..=self.below.servers() {
-            m.push_str(&format!(
-                r#"
-[[domain]]
-name = "srv-{n}"
-app = "paging-server"
-args = ["--net", "s{n}", "--port", "{port}", "--memory", "{SERVER_MEMORY}", "--clients", "1"]
-memory = {{ guaranteed = "8M" }}
-cpu = {{ period = "10ms", slice = "1ms", extra = true, latency = "1ms" }}
-
-[[channel]]
-name = "s{n}-req"
-from = "srv-{n}"
-to = "drv-b"
-
-[[channel]]
-name = "s{n}-resp"
-from = "drv-b"
-to = "srv-{n}"
-"#,
-                port = 7099 + n,
-            ));
-        }
-        m
     }
 }
 
@@ -377,19 +281,9 @@ impl Row {
     }
 }
 
-/// The fields of the first log line containing `prefix`.
-fn numbers<'a>(lines: &'a [String], prefix: &str) -> Result<impl Fn(&str) -> Result<u64> + 'a> {
-    let line =
-        lines.iter().find(|l| l.contains(prefix)).with_context(|| format!("no line `{prefix}`"))?;
-    Ok(move |k: &str| field(line, k).with_context(|| format!("no `{k}=` in `{line}`")))
-}
-
 /// Domain `name`'s CPU account in ns (0 if it has none).
 fn cpu_ns(out: &Outcome, name: &str) -> u64 {
-    qemu_run::cpu::summary_accounts(out)
-        .into_iter()
-        .find(|a| a.domain == name)
-        .map_or(0, |a| (a.guaranteed_us + a.extra_us) * 1000)
+    crate::measure::cpu_ns(out, name).unwrap_or(0)
 }
 
 /// Reads one boot of `c`: fails unless the program's checksum is `want` and, for a remote
@@ -397,24 +291,7 @@ fn cpu_ns(out: &Outcome, name: &str) -> u64 {
 fn read(c: &Config, out: &Outcome, want: u64) -> Result<Row> {
     let rel = c.file();
     let failed = |what: String| anyhow::anyhow!("{rel}: {what}:\n{}", out.log_text());
-    if out.ending != Ending::Kernel(0) {
-        return Err(failed(format!("the boot ended {:?}", out.ending)));
-    }
-    let lines: Vec<String> = out.log.iter().map(|l| l.message.clone()).collect();
-    let sum = lines
-        .iter()
-        .find(|l| l.contains(&format!("heracles: {} checksum=", c.program.name())))
-        .ok_or_else(|| failed("no checksum line".into()))?;
-    let got = sum
-        .split("checksum=0x")
-        .nth(1)
-        .and_then(|s| u64::from_str_radix(s.split_whitespace().next()?, 16).ok())
-        .ok_or_else(|| failed("a checksum that does not parse".into()))?;
-    if got != want || !sum.contains("ok=true") {
-        return Err(failed(format!(
-            "the program's result is wrong: {sum} (the host computes {want:#018x})"
-        )));
-    }
+    let lines = finished_lines(out, &rel, c.program, want)?;
     let done = numbers(&lines, "heracles: done program=")?;
     let cache = numbers(&lines, "heracles: cache hits=")?;
     let disk = numbers(&lines, "heracles: disk device_reads=")?;
@@ -487,18 +364,6 @@ fn read(c: &Config, out: &Outcome, want: u64) -> Result<Row> {
     Ok(row)
 }
 
-/// Boots `c` once and reads its figures.
-fn boot(a: &Artifacts, c: &Config, want: u64) -> Result<Row> {
-    let rel = c.file();
-    let path = util::root().join(&rel);
-    std::fs::create_dir_all(path.parent().expect("a file in a directory"))?;
-    std::fs::write(&path, c.manifest())?;
-    let mut prepared = IcountBoot::new(a, &rel, "").with_context(|| format!("preparing {rel}"))?;
-    prepared.boot.timeout = std::time::Duration::from_secs(600);
-    prepared.boot.nics_on_virtual_time = true;
-    read(c, &prepared.run(a)?, want)
-}
-
 /// What one architecture measured.
 #[derive(Serialize)]
 struct Measured {
@@ -547,12 +412,113 @@ const KEPT: [(&str, Program, &str); 7] = [
     ("filter_server_instructions_per_remote_fault", Program::Filter, "remote"),
 ];
 
-/// Whether `c` is needed for a kept figure (the all-in-memory run of a program with one, too).
-fn kept(c: &Config) -> bool {
-    KEPT.iter().any(|(key, p, l)| {
-        *p == c.program
-            && (*l == c.label() || (key.contains("per_remote_fault") && c.below == Below::Resident))
-    })
+impl Run for Config {
+    fn program(&self) -> Program {
+        self.program
+    }
+
+    fn label(&self) -> String {
+        if self.cache_eighths > 0 {
+            format!("compressed {}% over {}", self.cache_eighths * 100 / 8, self.below.name())
+        } else if self.netc {
+            format!("{}, netc", self.below.name())
+        } else {
+            self.below.name().to_string()
+        }
+    }
+
+    /// Needed for a kept figure (the all-in-memory run of a program with one, too).
+    fn kept(&self) -> bool {
+        KEPT.iter().any(|(key, p, l)| {
+            *p == self.program
+                && (*l == self.label()
+                    || (key.contains("per_remote_fault") && self.below == Below::Resident))
+        })
+    }
+
+    fn file(&self) -> String {
+        format!(
+            "target/bench/remote/{}-{}-{}.toml",
+            self.program.name(),
+            self.label().replace([' ', ',', '='], "-").replace('%', ""),
+            self.cache_eighths
+        )
+    }
+
+    fn manifest(&self) -> String {
+        let mut m = crate::paging::pager_manifest(
+            "remote",
+            self.program.name(),
+            &self.label(),
+            self.memory(),
+            &self.spec(),
+            "2ms",
+        );
+        if !self.below.remote() {
+            return m;
+        }
+        m.push_str(
+            r#"
+[[system.nic]]
+name = "net-a"
+
+[[system.nic]]
+name = "net-b"
+
+[[domain]]
+name = "drv-a"
+app = "virtio-net"
+args = ["--ip", "10.0.0.1/24"]
+memory = { guaranteed = "2M" }
+cpu = { period = "10ms", slice = "1ms", extra = true, latency = "1ms" }
+driver = true
+devices = [{ nic = "net-a" }]
+
+[[domain]]
+name = "drv-b"
+app = "virtio-net"
+args = ["--ip", "10.0.0.2/24"]
+memory = { guaranteed = "2M" }
+cpu = { period = "10ms", slice = "1ms", extra = true, latency = "1ms" }
+driver = true
+devices = [{ nic = "net-b" }]
+
+[[channel]]
+name = "rn-req"
+from = "pager"
+to = "drv-a"
+
+[[channel]]
+name = "rn-resp"
+from = "drv-a"
+to = "pager"
+"#,
+        );
+        for n in 1..=self.below.servers() {
+            m.push_str(&format!(
+                r#"
+[[domain]]
+name = "srv-{n}"
+app = "paging-server"
+args = ["--net", "s{n}", "--port", "{port}", "--memory", "{SERVER_MEMORY}", "--clients", "1"]
+memory = {{ guaranteed = "8M" }}
+cpu = {{ period = "10ms", slice = "1ms", extra = true, latency = "1ms" }}
+
+[[channel]]
+name = "s{n}-req"
+from = "srv-{n}"
+to = "drv-b"
+
+[[channel]]
+name = "s{n}-resp"
+from = "drv-b"
+to = "srv-{n}"
+"#,
+                port = 7099 + n,
+            ));
+        }
+        m
+    }
 }
 
 fn kept_figures(m: &Measured) -> Result<Vec<(String, f64)>> {
@@ -573,28 +539,15 @@ fn kept_figures(m: &Measured) -> Result<Vec<(String, f64)>> {
         .collect()
 }
 
-fn measure_on(arch: Arch, checksums: &[(Program, u64)], mode: Mode) -> Result<Measured> {
+fn measure_on(arch: Arch, mode: Mode) -> Result<(Measured, Table)> {
     let a = artifacts::build(arch)?;
-    let mut rows = Vec::new();
-    for c in CONFIGS.iter().filter(|c| mode == Mode::Full || kept(c)) {
-        eprintln!("bench remote: {} {} {}", arch.name(), c.program.name(), c.label());
-        let want = checksums.iter().find(|(p, _)| *p == c.program).expect("every program").1;
-        rows.push(boot(&a, c, want)?);
-    }
-    Ok(Measured { arch: arch.name(), rows })
-}
-
-/// `v` rounded, with thousands separated by commas.
-fn thousands(v: f64) -> String {
-    let digits = format!("{:.0}", v.abs());
-    let mut out = String::new();
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    if v < 0.0 && digits != "0" { format!("-{out}") } else { out }
+    let rows = boot_each("remote", arch, &a, &CONFIGS, mode, |c, mut boot, want| {
+        boot.boot.nics_on_virtual_time = true;
+        read(c, &boot.run(&a)?, want)
+    })?;
+    let m = Measured { arch: arch.name(), rows };
+    let kept = crate::measure::table(arch, "remote", kept_figures(&m)?);
+    Ok((m, kept))
 }
 
 fn table(m: &Measured) -> String {
@@ -994,49 +947,29 @@ fn report(measured: &[Measured]) -> String {
 /// boots only the runs of the kept figures); returns the kept figures, a table per
 /// architecture.
 pub fn run(mode: Mode, arches: &[Arch]) -> Result<Vec<Table>> {
-    let checksums: Vec<(Program, u64)> = Program::ALL
-        .iter()
-        .map(|p| {
-            let mut region = vec![0u8; p.bytes_needed(Scale::Default)];
-            (*p, p.run(Scale::Default, &mut region, SEED).checksum)
-        })
-        .collect();
-    let measured =
-        arches.iter().map(|a| measure_on(*a, &checksums, mode)).collect::<Result<Vec<_>>>()?;
-    let kept = measured
-        .iter()
-        .map(|m| {
-            let arch = arches.iter().find(|a| a.name() == m.arch).expect("measured");
-            Ok(crate::measure::table(*arch, "remote", kept_figures(m)?))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    if mode == Mode::Check {
-        return Ok(kept);
-    }
-    let env = environment(arches);
-    let mut md = env.heading("remote");
-    md.push_str(&report(&measured));
-    let json = serde_json::json!({
-        "benchmark": "remote",
-        "environment": env,
-        "architectures": measured.iter().map(|m| serde_json::json!({
-            "arch": m.arch,
-            "runs": m.rows,
-            "per_remote_fault": m.rows.iter().filter_map(|r| {
-                per_remote_fault(m, r).map(|p| serde_json::json!({
-                    "program": r.program, "label": r.label, "instructions": p,
-                }))
-            }).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    });
-    write_report("remote", &md, json)?;
-    Ok(kept)
+    let (measured, kept) = crate::measure::on_each(arches, mode, measure_on)?;
+    let json = serde_json::json!(
+        measured
+            .iter()
+            .map(|m| serde_json::json!({
+                "arch": m.arch,
+                "runs": m.rows,
+                "per_remote_fault": m.rows.iter().filter_map(|r| {
+                    per_remote_fault(m, r).map(|p| serde_json::json!({
+                        "program": r.program, "label": r.label, "instructions": p,
+                    }))
+                }).collect::<Vec<_>>(),
+            }))
+            .collect::<Vec<_>>()
+    );
+    crate::measure::finish("remote", mode, arches, kept, || Ok(report(&measured)), json)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use qemu_run::log::LogLine;
+    use qemu_run::qemu::Ending;
 
     fn outcome(lines: &[String]) -> Outcome {
         Outcome {
@@ -1181,8 +1114,8 @@ mod tests {
         );
         // Every kept figure's run is among the runs, with the all-in-memory run beside it.
         for (_, p, label) in KEPT {
-            assert!(CONFIGS.iter().any(|c| c.program == p && c.label() == label && kept(c)));
+            assert!(CONFIGS.iter().any(|c| c.program == p && c.label() == label && c.kept()));
         }
-        assert!(CONFIGS.iter().any(|c| c.below == Below::Resident && kept(c)));
+        assert!(CONFIGS.iter().any(|c| c.below == Below::Resident && c.kept()));
     }
 }

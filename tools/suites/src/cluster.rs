@@ -101,6 +101,25 @@ impl ClusterRun {
             .collect()
     }
 
+    /// The message of node `node`'s first line containing `text`.
+    pub(crate) fn line_of(&self, node: &str, text: &str) -> Result<String, String> {
+        self.log_of(node)
+            .into_iter()
+            .find(|l| l.message.contains(text))
+            .map(|l| l.message)
+            .ok_or(format!("node {node} logged no line containing `{text}`"))
+    }
+
+    /// Every one of the run's `nodes` nodes finished and none failed: exit status 0 and
+    /// `all N nodes finished`.
+    pub(crate) fn finished(&self, nodes: usize) -> Result<(), String> {
+        let all = format!("cluster: all {nodes} nodes finished");
+        if self.status != Some(0) || !self.stderr.contains(&all) {
+            return Err(format!("want exit status 0 and `{all}`"));
+        }
+        Ok(())
+    }
+
     /// The index in stdout of the first line containing `text`.
     fn position(&self, text: &str) -> Option<usize> {
         self.stdout.lines().position(|l| l.contains(text))
@@ -199,6 +218,16 @@ pub(crate) fn cluster(file: &str, nodes: &[&str]) -> Result<ClusterRun, String> 
     Ok(run)
 }
 
+/// [`cluster`] on nodes a, b and c, then `check` of the run; its error comes with the run
+/// described.
+pub(crate) fn three_checked(
+    file: &str,
+    check: impl FnOnce(&ClusterRun) -> Result<(), String>,
+) -> Result<(), String> {
+    let run = cluster(file, &["a", "b", "c"])?;
+    check(&run).map_err(|why| format!("{why}\n{}", run.describe()))
+}
+
 fn common_checks(run: &ClusterRun, nodes: &[&str]) -> Result<(), String> {
     let Some(dir) = socket_dir(&run.stdout) else {
         return Err(format!("the run names no socket folder\n{}", run.describe()));
@@ -260,8 +289,8 @@ fn three_nodes() -> Result<(), String> {
     let nodes = ["a", "b", "c"];
     let run = cluster("clusters/three.toml", &nodes)?;
     let fail = |why: String| Err(format!("{why}\n{}", run.describe()));
-    if run.status != Some(0) || !run.stderr.contains("cluster: all 3 nodes finished") {
-        return fail("want exit status 0 and `all 3 nodes finished`".into());
+    if let Err(why) = run.finished(3) {
+        return fail(why);
     }
     // Every line is the tool's own (`cluster: `) or a node's (`NAME | ...`).
     if let Some(stray) = run.stdout.lines().find(|l| {
@@ -491,8 +520,8 @@ fn binomial_bounds(n: u64, p: f64, tail: f64) -> (u64, u64) {
 fn mesh_without_loss() -> Result<(), String> {
     let run = cluster("clusters/mesh.toml", &["a", "b", "c"])?;
     let fail = |why: String| Err(format!("{why}\n{}", run.describe()));
-    if run.status != Some(0) || !run.stderr.contains("cluster: all 3 nodes finished") {
-        return fail("want exit status 0 and `all 3 nodes finished`".into());
+    if let Err(why) = run.finished(3) {
+        return fail(why);
     }
     if !run.stdout.contains("cluster: clock paced (-icount shift=0,sleep=on)") {
         return fail("the run does not say it ran on the paced clock".into());

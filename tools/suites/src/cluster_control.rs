@@ -20,7 +20,8 @@
 //!   locally afterwards), nothing lost, every byte right; b counts the client returned, not
 //!   moved; c served no one.
 
-use crate::cluster::{ClusterRun, ClusterTest, cluster};
+use crate::cluster::{ClusterRun, ClusterTest, three_checked};
+use crate::cluster_remote::{intact, served};
 use crate::remote::get;
 
 /// The tests, by name.
@@ -30,39 +31,15 @@ pub(super) const TESTS: &[(&str, ClusterTest)] = &[
     ("remote_revoke_alone", remote_revoke_alone),
 ];
 
-/// The message of node `node`'s first line containing `text`.
-fn line_of(run: &ClusterRun, node: &str, text: &str) -> Result<String, String> {
-    run.log_of(node)
-        .into_iter()
-        .find(|l| l.message.contains(text))
-        .map(|l| l.message)
-        .ok_or(format!("node {node} logged no line containing `{text}`"))
-}
-
-/// Every node finished and none failed.
-fn finished(run: &ClusterRun) -> Result<(), String> {
-    if run.status != Some(0) || !run.stderr.contains("cluster: all 3 nodes finished") {
-        return Err("want exit status 0 and `all 3 nodes finished`".into());
-    }
-    Ok(())
-}
-
 /// Node a's client: every byte right, a server found through the trader. Its remote line and
 /// the backing store's line.
 fn client(run: &ClusterRun) -> Result<(String, String), String> {
-    let random = line_of(run, "a", "[pager] heracles: random pages=")?;
-    if get(&random, "pages")? != 128
-        || get(&random, "steps")? != 6000
-        || get(&random, "mismatches")? != 0
-        || get(&random, "checked")? < 128
-    {
-        return Err(format!("a's contents wrong or unchecked: {random}"));
-    }
-    line_of(run, "a", "[pager] heracles: remote: server 10.0.0.")?;
-    let remote = line_of(run, "a", "[pager] heracles: remote program=random")?;
+    intact(run, 6000)?;
+    run.line_of("a", "[pager] heracles: remote: server 10.0.0.")?;
+    let remote = run.line_of("a", "[pager] heracles: remote program=random")?;
     // The backing store's counts: one line, or two (`store ...` and `store events ...`).
-    let mut store = line_of(run, "a", "[pager] heracles: store combination=")?;
-    if let Ok(events) = line_of(run, "a", "[pager] heracles: store events ") {
+    let mut store = run.line_of("a", "[pager] heracles: store combination=")?;
+    if let Ok(events) = run.line_of("a", "[pager] heracles: store events ") {
         store = format!("{store} {events}");
     }
     if get(&store, "lost_remote")? != 0 || get(&store, "servers_lost")? != 0 {
@@ -71,14 +48,9 @@ fn client(run: &ClusterRun) -> Result<(String, String), String> {
     Ok((remote, store))
 }
 
-/// Server `node`'s line of its client a.
-fn served(run: &ClusterRun, node: &str) -> Result<String, String> {
-    line_of(run, node, "[server] paging-server: client 10.0.0.1:")
-}
-
 /// Server `node`'s line of its adverts and revocations.
 fn control(run: &ClusterRun, node: &str) -> Result<String, String> {
-    line_of(run, node, "[server] paging-server: adverts sent=")
+    run.line_of(node, "[server] paging-server: adverts sent=")
 }
 
 /// Every page stayed remote.
@@ -92,13 +64,13 @@ fn all_remote(store: &str) -> Result<(), String> {
 }
 
 fn trader(run: &ClusterRun) -> Result<(), String> {
-    finished(run)?;
+    run.finished(3)?;
     let (remote, store) = client(run)?;
     all_remote(&store)?;
     if get(&remote, "servers")? != 1 || get(&remote, "revocations")? != 0 {
         return Err(format!("want one server, no revocation: {remote}"));
     }
-    let t = line_of(run, "b", "[trader] trader: ended (idle): ")?;
+    let t = run.line_of("b", "[trader] trader: ended (idle): ")?;
     if get(&t, "servers")? != 2 || get(&t, "answered")? == 0 || get(&t, "bad")? != 0 {
         return Err(format!("the trader did not hold both servers or answer with one: {t}"));
     }
@@ -124,19 +96,18 @@ fn trader(run: &ClusterRun) -> Result<(), String> {
 }
 
 pub(crate) fn remote_trader() -> Result<(), String> {
-    let run = cluster("tests/clusters/remote-trader.toml", &["a", "b", "c"])?;
-    trader(&run).map_err(|why| format!("{why}\n{}", run.describe()))
+    three_checked("tests/clusters/remote-trader.toml", trader)
 }
 
 fn revoke(run: &ClusterRun) -> Result<(), String> {
-    finished(run)?;
+    run.finished(3)?;
     let (remote, store) = client(run)?;
     all_remote(&store)?;
     if get(&remote, "revocations")? != 1 || get(&remote, "servers")? != 1 {
         return Err(format!("want one revocation and one server at the end: {remote}"));
     }
-    line_of(run, "a", "[pager] heracles: remote: server 10.0.0.2:7100")?;
-    line_of(run, "b", "[server] paging-server: revoking 1 clients for ")?;
+    run.line_of("a", "[pager] heracles: remote: server 10.0.0.2:7100")?;
+    run.line_of("b", "[server] paging-server: revoking 1 clients for ")?;
     let b = control(run, "b")?;
     let forwarded = get(&b, "pages_forwarded")?;
     if get(&b, "revoked")? != 1
@@ -151,13 +122,13 @@ fn revoke(run: &ClusterRun) -> Result<(), String> {
     if !old.ends_with("released=true") || get(&old, "pages")? != 0 {
         return Err(format!("b's stream of a not released: {old}"));
     }
-    line_of(run, "b", "ended: every client released its stream")?;
+    run.line_of("b", "ended: every client released its stream")?;
     let new = served(run, "c")?;
     if get(&new, "reads")? == 0 || !new.ends_with("released=true") || get(&new, "peak")? != 128 {
         return Err(format!("c did not take a's 128 pages and serve it: {new}"));
     }
     // c stored every page forwarded but those a had written there itself meanwhile.
-    let total = line_of(run, "c", "[server] paging-server: served streams=1 ")?;
+    let total = run.line_of("c", "[server] paging-server: served streams=1 ")?;
     if get(&total, "stale_writes")? > forwarded {
         return Err(format!("c discarded more forwarded pages than came: {total}"));
     }
@@ -165,12 +136,11 @@ fn revoke(run: &ClusterRun) -> Result<(), String> {
 }
 
 pub(crate) fn remote_revoke() -> Result<(), String> {
-    let run = cluster("tests/clusters/remote-revoke.toml", &["a", "b", "c"])?;
-    revoke(&run).map_err(|why| format!("{why}\n{}", run.describe()))
+    three_checked("tests/clusters/remote-revoke.toml", revoke)
 }
 
 fn revoke_alone(run: &ClusterRun) -> Result<(), String> {
-    finished(run)?;
+    run.finished(3)?;
     let (remote, store) = client(run)?;
     if get(&remote, "revocations")? != 1 || get(&remote, "servers")? != 0 {
         return Err(format!("want one revocation and no server left: {remote}"));
@@ -189,11 +159,10 @@ fn revoke_alone(run: &ClusterRun) -> Result<(), String> {
     if !served(run, "b")?.ends_with("released=true") {
         return Err("b's stream of a not released".into());
     }
-    line_of(run, "c", "[server] paging-server: served streams=0 ")?;
+    run.line_of("c", "[server] paging-server: served streams=0 ")?;
     Ok(())
 }
 
 pub(crate) fn remote_revoke_alone() -> Result<(), String> {
-    let run = cluster("tests/clusters/remote-revoke-alone.toml", &["a", "b", "c"])?;
-    revoke_alone(&run).map_err(|why| format!("{why}\n{}", run.describe()))
+    three_checked("tests/clusters/remote-revoke-alone.toml", revoke_alone)
 }

@@ -38,6 +38,7 @@ mod cluster_moves;
 mod cluster_remote;
 mod domains;
 mod drivers;
+pub mod fuzz;
 mod harness;
 mod net;
 mod paging;
@@ -302,8 +303,9 @@ fn command_check(cmd: &mut Command) -> Result<(), String> {
 /// `drivers/` (the portable halves of the device drivers) and every host tool crate under
 /// `tools/`.
 fn host_packages() -> Result<Vec<String>> {
-    // libtessera's portable parts (argument block, print chunking) are tested on the host too.
-    let mut packages = ["libtessera", "pager", "kernel_core"].map(String::from).to_vec();
+    // libtessera's portable parts (argument block, print chunking) are tested on the host too;
+    // xtask's own tests check its command line.
+    let mut packages = ["libtessera", "pager", "kernel_core", "xtask"].map(String::from).to_vec();
     let mut libs: Vec<_> = std::fs::read_dir(util::root().join("libs"))?
         .filter_map(|e| e.ok())
         .filter(|e| e.path().join("Cargo.toml").is_file())

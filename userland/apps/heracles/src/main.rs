@@ -254,6 +254,7 @@ fn lost_since(seen: usize) -> impl Iterator<Item = usize> {
 fn run(o: &Options) -> Result<bool, alloc::string::String> {
     let spec = &o.spec;
     let disk = StreamDisk::open(&spec.disk, spec.swap_at, spec.swap)?;
+    let disk = if spec.loans { disk } else { disk.without_loans() };
     let counts = disk.counts();
     let config = PagedConfig {
         hierarchy: spec.hierarchy,
@@ -483,13 +484,14 @@ fn report(
     );
     println!(
         "heracles: disk device_reads={} device_writes={} pages_read={} pages_written={} \
-         prefetched={} requests={} wait_ns={}",
+         prefetched={} requests={} lent={} wait_ns={}",
         s.disk.device_reads,
         s.disk.device_writes,
         s.disk.pages_read,
         s.disk.pages_written,
         s.disk.prefetched,
         stream.reads + stream.writes,
+        stream.lent,
         stream.wait_ns,
     );
     println!(
