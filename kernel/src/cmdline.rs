@@ -7,8 +7,10 @@
 //!   to show the trap report.
 //!
 //! - `trace=sched` logs every completed CPU period of every domain (a `sched period` record
-//!   with its guaranteed and extra time and whether it missed its deadline); xtask turns them
-//!   into live figures and CSV/JSON (`cargo xtask run --cpu`).
+//!   with its guaranteed and extra time and whether it missed its deadline) and every page
+//!   fault's service (a `fault served` record when the domain's handler resumes); xtask turns
+//!   them into live figures, CSV/JSON (`cargo xtask run --cpu`) and timelines (`--trace`,
+//!   docs/timelines.md, which lists the records).
 //! - `stop=TIME` (e.g. `stop=2s`, `stop=500ms`) ends the run at that instant of the kernel's
 //!   clock, with the run summary, even if domains are still running.
 //! - `softint=TIME[,TIME...]` (up to four, ascending) raises a software interrupt, which the

@@ -25,6 +25,8 @@ struct Cli {
     command: Command,
 }
 
+// Made once per invocation: the size of `Run`'s many options costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Install what is missing: bare-metal Rust targets, QEMU (and gdb-multiarch with --gdb).
@@ -120,6 +122,12 @@ enum Command {
         /// Plot each network stream's link time per period to FILE (SVG) when the run ends.
         #[arg(long, value_name = "FILE")]
         net_svg: Option<PathBuf>,
+        /// Write the run's timeline to FILE (`.json`, the Chrome trace event format that
+        /// https://ui.perfetto.dev and chrome://tracing open) when the run ends: each domain's
+        /// CPU periods and page faults, revocations, disk and network periods, on the kernel's
+        /// clock (adds `trace=sched` to the kernel command line; docs/debugging.md).
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
     },
     /// Run several nodes, each a QEMU booting a manifest, joined by VDE switches and links,
     /// with the scenario of the cluster manifest FILE (clusters/README.md); their logs are
@@ -242,6 +250,7 @@ fn main() -> ExitCode {
             disk_svg,
             net_out,
             net_svg,
+            trace,
         } => {
             let boot = qemu::Boot { bios, append, icount: !realtime, gdb, ..qemu::Boot::new(arch) };
             let live = (cpu || cpu_every.is_some())
@@ -261,6 +270,7 @@ fn main() -> ExitCode {
                         svg: disk_svg,
                     },
                     net: disk_trace::Options { trace: disk_trace::NET, out: net_out, svg: net_svg },
+                    trace,
                     keep_disk,
                     timeout: timeout.map(Duration::from_secs),
                 },

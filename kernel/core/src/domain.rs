@@ -109,6 +109,10 @@ pub struct Domain<P: Platform> {
     pub(crate) arena: P::Arena,
     /// Page faults delivered to it.
     pub(crate) faults: u64,
+    /// With `trace=sched`: the fault its activation handler is serving, `(address, access,
+    /// when it was delivered in ns)`, logged as a `fault served` record when the handler
+    /// resumes (see [`crate::paging`]).
+    pub(crate) fault_open: Option<(usize, u8, u64)>,
     /// The revocation notice it has to answer, if any.
     pub(crate) revocation: Option<Revocation>,
     /// Blocked in a system call that needs memory a revocation is freeing; the call runs
@@ -161,6 +165,7 @@ impl<P: Platform> Domain<P> {
             disk: None,
             arena,
             faults: 0,
+            fault_open: None,
             revocation: None,
             waiting_for_frames: false,
             address,

@@ -838,6 +838,9 @@ impl<P: Platform> World<P> {
         dcb.activations.store(0, Ordering::Release);
         dcb.upcalls.fetch_add(1, Ordering::Relaxed);
         d.faults += 1;
+        if self.sched.tracing() {
+            d.fault_open = Some((addr, access as u8, now_ns::<P>()));
+        }
         let mut reason = abi::activation::FAULT;
         if d.revocation.is_some() {
             reason |= abi::activation::REVOKE;

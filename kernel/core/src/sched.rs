@@ -115,6 +115,12 @@ impl Scheduler {
         [next, self.stop_at].into_iter().flatten().min()
     }
 
+    /// Whether `trace=sched` asked for the scheduler's and the faults' records.
+    #[inline]
+    pub(super) fn tracing(&self) -> bool {
+        self.policy.tracing()
+    }
+
     /// Logs the periods the scheduler completed since the last call (with `trace=sched`).
     pub(super) fn log_periods(&mut self) {
         if !self.policy.tracing() {

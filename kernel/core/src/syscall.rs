@@ -194,6 +194,16 @@ fn resume<P: Platform>(w: &mut World<P>, id: DomainId, ptr: usize) -> Result<(),
     if let Some(frame) = d.dcb {
         P::dcb(frame).activations.store(1, core::sync::atomic::Ordering::Release);
     }
+    if let Some((addr, access, start)) = d.fault_open.take() {
+        info!(
+            "fault served: domain={=usize} addr={=usize:#x} access={=u8} start={=u64} end={=u64}",
+            id.index(),
+            addr,
+            access,
+            start,
+            super::clock::now_ns::<P>()
+        );
+    }
     Ok(())
 }
 

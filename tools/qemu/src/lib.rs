@@ -2,8 +2,9 @@
 //! boot and its outcome ([`qemu`]), the kernel's defmt log decoded and symbolized ([`log`]), the
 //! typed records it prints (CPU periods and spin reports, [`cpu`]; disk periods, [`disk_trace`];
 //! their CSV, JSON and SVG forms, [`records`], [`cpu_trace`], [`plot`]), the ERROR and WARN lines
-//! a test expects ([`expected`]), device-tree changes ([`dtb`]), gdb scripts ([`gdb`]) and the
-//! interactive `cargo xtask run` with its verdict ([`run`]).
+//! a test expects ([`expected`]), device-tree changes ([`dtb`]), gdb scripts ([`gdb`]), the
+//! interactive `cargo xtask run` with its verdict ([`run`]) and its timeline in the Chrome trace
+//! event format ([`timeline`]).
 //!
 //! Invariants: a boot's log is read from the decoded defmt frames, never from QEMU's raw
 //! output; every boot has a timeout; an ERROR or WARN line that nobody expected fails the run
@@ -21,3 +22,4 @@ pub mod plot;
 pub mod qemu;
 pub mod records;
 pub mod run;
+pub mod timeline;

@@ -38,6 +38,8 @@ pub struct RunOptions {
     /// What to do with the network driver's per-period link-time records
     /// ([`disk_trace::NET`]).
     pub net: disk_trace::Options,
+    /// Write the run's timeline here, in the Chrome trace event format ([`crate::timeline`]).
+    pub trace: Option<PathBuf>,
     /// Keep the manifest's disk images from an earlier run rather than making them fresh.
     pub keep_disk: bool,
     /// Stop QEMU when the run has not ended after this long (of the host's clock); `None`:
@@ -51,6 +53,11 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     opts.cpu.check()?;
     opts.disk.check()?;
     opts.net.check()?;
+    if let Some(path) = &opts.trace
+        && !path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"))
+    {
+        anyhow::bail!("--trace {}: the timeline is JSON; name the file *.json", path.display());
+    }
     setup::ensure(setup::Needs { gdb: b.gdb, qemu: true, dtc: false, vde: false })?;
     let system = match &opts.manifest {
         Some(path) => {
@@ -92,7 +99,7 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     if b.gdb {
         crate::gdb::prepare(&b, &a, system.as_ref())?;
     }
-    let mut cpu = opts.cpu.wanted().then(|| {
+    let mut cpu = (opts.cpu.wanted() || opts.trace.is_some()).then(|| {
         b.append = cpu_trace::with_trace(&b.append);
         cpu_trace::Recorder::new(opts.cpu.clone(), system.as_ref().map(|s| &s.manifest))
     });
@@ -165,8 +172,19 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
         Some(name) => format!("{what} per period: {}", name.to_string_lossy()),
         None => format!("{what} per period"),
     };
-    if let Some(c) = &cpu {
+    if let Some(c) = cpu.as_ref().filter(|_| opts.cpu.wanted()) {
         c.save(&title("CPU"))?;
+    }
+    if let Some(path) = &opts.trace {
+        let domains = system
+            .as_ref()
+            .map(|s| cpu_trace::DomainInfo::from_manifest(&s.manifest))
+            .unwrap_or_default();
+        let n = crate::timeline::save(path, &domains, &out.log)?;
+        eprintln!(
+            "trace: {n} events written to {} (open it in https://ui.perfetto.dev or chrome://tracing)",
+            path.display()
+        );
     }
     if opts.disk.wanted() {
         opts.disk.save(&out.log, &title("disk time"))?;

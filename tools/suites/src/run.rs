@@ -9,6 +9,13 @@
 //!   [`DOMAIN_FAILED`], naming it; `--allow-failures` makes the same run exit 0.
 //! - `expected_failure_exits_0`: a fault demo, its faulty domain marked `expect_failure`,
 //!   exits 0 while the domain is terminated.
+//! - `default_trace`, `demand_zero_trace`: `--trace FILE.json` of the default manifest and of
+//!   `tests/manifests/paging/demand-zero.toml` (thousands of page faults) writes a timeline
+//!   whose structure [`qemu_run::timeline::check`] accepts (every event's fields and types,
+//!   every track named, timestamps monotone and complete events nested per track), with a
+//!   process named after every domain of the manifest holding its CPU periods (as many as the
+//!   run summary counts, give or take one) and every page fault the
+//!   run summary reports for the domain.
 //! - `hang_ends_at_timeout`: a run that never ends (a domain that spins forever, no `stop=`)
 //!   is stopped by `--timeout 10`, no sooner, with [`TIMED_OUT`] and a message saying so.
 //!
@@ -17,6 +24,7 @@
 //! child that outlives even that by [`GUARD_S`].
 
 use std::io::Read;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +37,7 @@ use qemu_run::expected::Expected;
 use qemu_run::log::LogLine;
 use qemu_run::qemu::{Ending, Outcome};
 use qemu_run::run::verdict::{DOMAIN_FAILED, DomainEnding, TIMED_OUT, endings, late_periods};
+use qemu_run::timeline;
 use tool_base::{Arch, util};
 
 /// The `--timeout` of every `cargo xtask run` child whose test sets none, in seconds: the
@@ -207,6 +216,8 @@ pub(super) const RUN_TESTS: &[(&str, RunTest, Expected)] = &[
     ("failing_domain_exit_status", failing_domain_exit_status, &[]),
     ("expected_failure_exits_0", expected_failure_exits_0, super::domains::FAULT_WRITE),
     ("hang_ends_at_timeout", hang_ends_at_timeout, &[]),
+    ("default_trace", default_trace, &[]),
+    ("demand_zero_trace", demand_zero_trace, &[]),
 ];
 
 fn default_busy_host(children: &mut Children) -> Result<(), String> {
@@ -343,4 +354,81 @@ fn hang_ends_at_timeout(children: &mut Children) -> Result<(), String> {
         return fail(&format!("ended after {:.1?}, before its timeout", out.wall));
     }
     Ok(())
+}
+
+/// Runs `manifest` with `--trace` and checks the timeline against the manifest and the run
+/// summary (see the module's docs).
+fn trace_of(children: &mut Children, manifest: &str) -> Result<(), String> {
+    let stem = Path::new(manifest).file_stem().and_then(|s| s.to_str()).unwrap_or("run");
+    let path = util::root().join(format!("target/trace/{}-{stem}.json", children.arch.name()));
+    let _ = std::fs::remove_file(&path);
+    let file = path.to_string_lossy().into_owned();
+    let out = children.run(&["--manifest", manifest, "--trace", &file])?;
+    let fail = |why: String| Err(format!("{why}\n{}", out.describe()));
+    if out.status != Some(0) {
+        return fail(format!("the run of {manifest} with --trace did not exit 0"));
+    }
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => return fail(format!("no timeline at {file}: {e}")),
+    };
+    let summary = match timeline::check(&text) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("{file}: {e:#}")),
+    };
+    let run = out.outcome();
+    let text = std::fs::read_to_string(util::root().join(manifest))
+        .map_err(|e| format!("reading {manifest}: {e}"))?;
+    let apps = system_image::apps::app_names();
+    let apps: Vec<&str> = apps.iter().map(String::as_str).collect();
+    let m = manifest::parse(manifest, &text, &apps).map_err(|e| format!("{manifest}: {e}"))?;
+    let accounts = cpu::summary_accounts(&run);
+    for d in &m.domains {
+        let Some(a) = accounts.iter().find(|a| a.domain == d.name) else {
+            return fail(format!("no CPU accounts for {} in the run summary", d.name));
+        };
+        if summary.pid(&d.name).is_none() {
+            return fail(format!("{file}: no process named {}", d.name));
+        }
+        // A domain that ends before its first period does (hello) has none.
+        let n = summary.count(&d.name, "period") as u64;
+        if (n == 0 && a.periods > 0) || n + 1 < a.periods || n > a.periods + 1 {
+            return fail(format!(
+                "{file}: {n} CPU periods of {}, the run summary counts {}",
+                d.name, a.periods
+            ));
+        }
+    }
+    let faults = timeline::reported_faults(&run.log);
+    for (name, n) in &faults {
+        let got = summary.count(name, "page fault") as u64;
+        if got != *n {
+            return fail(format!(
+                "{file}: {got} page faults of {name}, the run summary reports {n}"
+            ));
+        }
+    }
+    let total: u64 = summary
+        .complete
+        .iter()
+        .filter(|((_, name), _)| name == "page fault")
+        .map(|(_, n)| *n as u64)
+        .sum();
+    if total != faults.values().sum::<u64>() {
+        return fail(format!(
+            "{file}: {total} page faults in all, the run summary reports {faults:?}"
+        ));
+    }
+    if manifest.contains("demand-zero") && faults.values().sum::<u64>() < 1000 {
+        return fail(format!("the run summary reports too few page faults: {faults:?}"));
+    }
+    Ok(())
+}
+
+fn default_trace(children: &mut Children) -> Result<(), String> {
+    trace_of(children, "manifests/default.toml")
+}
+
+fn demand_zero_trace(children: &mut Children) -> Result<(), String> {
+    trace_of(children, "tests/manifests/paging/demand-zero.toml")
 }
