@@ -266,7 +266,7 @@ impl Intervals {
 }
 
 /// A log line's timestamp (seconds since boot with a fraction) in nanoseconds.
-fn timestamp_ns(line: &LogLine) -> Option<u64> {
+pub(crate) fn timestamp_ns(line: &LogLine) -> Option<u64> {
     let t = line.timestamp.as_deref()?;
     let (secs, frac) = t.split_once('.').unwrap_or((t, ""));
     if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {

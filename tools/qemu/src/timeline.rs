@@ -28,7 +28,7 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use crate::cpu::{self, Period};
-use crate::cpu_trace::{self, DomainInfo};
+use crate::cpu_trace::{self, DomainInfo, timestamp_ns};
 use crate::disk_trace::{self, DISK, NET};
 use crate::log::LogLine;
 use crate::records::{DiskPeriod, write};
@@ -90,21 +90,6 @@ pub fn reported_faults(log: &[LogLine]) -> BTreeMap<String, u64> {
 /// `ns` in µs, as a JSON number.
 fn us(ns: u64) -> Value {
     json!(ns as f64 / 1000.0)
-}
-
-/// A log line's timestamp in ns.
-fn timestamp_ns(line: &LogLine) -> Option<u64> {
-    let t = line.timestamp.as_deref()?;
-    let (secs, frac) = t.split_once('.').unwrap_or((t, ""));
-    if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let frac_ns = if frac.is_empty() {
-        0
-    } else {
-        frac.parse::<u64>().ok()? * 10u64.pow(9 - frac.len() as u32)
-    };
-    secs.parse::<u64>().ok()?.checked_mul(1_000_000_000)?.checked_add(frac_ns)
 }
 
 fn meta(kind: &str, pid: u64, tid: u64, name: &str) -> Value {
