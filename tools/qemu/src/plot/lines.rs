@@ -23,7 +23,7 @@ pub struct Series {
 }
 
 /// A round step (1, 2 or 5 times a power of ten) giving at most 8 ticks up to `max`.
-fn tick_step(max: f64) -> f64 {
+pub(super) fn tick_step(max: f64) -> f64 {
     let mut step = 10f64.powf((max.max(1e-9) / 8.0).log10().floor());
     for m in [1.0, 2.0, 5.0, 10.0] {
         if max / (step * m) <= 8.0 {
@@ -35,7 +35,7 @@ fn tick_step(max: f64) -> f64 {
 }
 
 /// A number for a tick label: no more decimals than it needs.
-fn label(v: f64) -> String {
+pub(super) fn label(v: f64) -> String {
     let s = format!("{v:.3}");
     let s = s.trim_end_matches('0');
     s.strip_suffix('.').unwrap_or(s).to_string()

@@ -1,9 +1,11 @@
 //! Plots as self-contained SVG, written by hand: the output depends only on the input, byte for
 //! byte, so plots can be compared and kept next to benchmark results. The per-period plots of
-//! CPU and of disk time are one drawing ([`Kind`] holds the words that differ); [`lines`] draws
-//! lines of points (the benches' curves). Both open the canvas ([`open`]) and close the frame
-//! with the axes' labels ([`frame`]) alike.
+//! CPU and of disk time are one drawing ([`Kind`] holds the words that differ), with each
+//! domain's contract if it is given ([`cpu_contract_svg`]); [`lines`] draws lines of points
+//! (the benches' curves) and [`histogram`] histograms of latencies on a log scale. They all open
+//! the canvas ([`open`]) and close the frame with the axes' labels ([`frame`]) alike.
 
+pub mod histogram;
 pub mod lines;
 
 use std::collections::BTreeMap;
@@ -27,6 +29,8 @@ const COLORS: [&str; 9] = [
     "#17becf",
 ];
 const MISSED: &str = "#d62728";
+/// The dash of a contract's line: dots.
+const CONTRACT_DASH: &str = "1.5 3";
 
 /// What a plot of per-period accounts is of: the words that differ between kinds of records.
 #[derive(Debug, PartialEq, Eq)]
@@ -56,6 +60,17 @@ pub struct Series<'a, A> {
     pub name: String,
     /// Its periods (none: in the legend only).
     pub periods: Vec<&'a A>,
+    /// Its contract's share of each period (slice / period), drawn as a dotted line.
+    pub contract: Option<f64>,
+}
+
+/// A domain of [`cpu_contract_svg`]: its name and its contract's share of the CPU.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Domain {
+    /// The name in the legend.
+    pub name: String,
+    /// Its slice / period (none: no line).
+    pub contract: Option<f64>,
 }
 
 /// Each domain's CPU per period over time: for every period, a step at the share of the period
@@ -64,16 +79,26 @@ pub struct Series<'a, A> {
 /// are called `#i`). The x axis is the kernel's time in ms, from the earliest period start to
 /// the latest end; the y axis 0-100% of the period.
 pub fn cpu_svg(title: &str, names: &[String], periods: &[Period]) -> String {
+    let domains: Vec<Domain> =
+        names.iter().map(|n| Domain { name: n.clone(), contract: None }).collect();
+    cpu_contract_svg(title, &domains, periods)
+}
+
+/// [`cpu_svg`] with each domain's contract (`domains[i]` is domain `i`): a dotted line in its
+/// colour at its slice's share of the period, over the time its periods span, to read each
+/// period's CPU against.
+pub fn cpu_contract_svg(title: &str, domains: &[Domain], periods: &[Period]) -> String {
     let mut by_domain: BTreeMap<usize, Vec<&Period>> = BTreeMap::new();
     for p in periods {
         by_domain.entry(p.domain).or_default().push(p);
     }
     // Every domain named or seen, in index order.
-    let count = names.len().max(by_domain.keys().next_back().map_or(0, |&d| d + 1));
+    let count = domains.len().max(by_domain.keys().next_back().map_or(0, |&d| d + 1));
     let series: Vec<Series<Period>> = (0..count)
         .map(|d| Series {
-            name: names.get(d).cloned().unwrap_or_else(|| format!("#{d}")),
+            name: domains.get(d).map_or_else(|| format!("#{d}"), |x| x.name.clone()),
             periods: by_domain.remove(&d).unwrap_or_default(),
+            contract: domains.get(d).and_then(|x| x.contract),
         })
         .collect();
     periods_svg(&CPU, title, series)
@@ -94,7 +119,7 @@ pub fn streams_svg(kind: &Kind, title: &str, periods: &[DiskPeriod]) -> String {
     }
     let series = by_stream
         .into_iter()
-        .map(|(name, periods)| Series { name: name.to_string(), periods })
+        .map(|(name, periods)| Series { name: name.to_string(), periods, contract: None })
         .collect();
     periods_svg(kind, title, series)
 }
@@ -129,6 +154,15 @@ fn periods_svg<A: Account>(kind: &Kind, title: &str, mut series: Vec<Series<A>>)
         let total = steps(&axes, list, |p| p.guaranteed() + p.extra());
         let _ =
             writeln!(svg, r#"<path d="{total}" fill="none" stroke="{color}" stroke-width="1.5"/>"#);
+        if let (Some(share), Some(first), Some(last)) = (s.contract, list.first(), list.last()) {
+            let y = axes.y(share);
+            let _ = writeln!(
+                svg,
+                r#"<path d="M{:.2},{y:.2}H{:.2}" fill="none" stroke="{color}" stroke-width="1.5" stroke-dasharray="{CONTRACT_DASH}"/>"#,
+                axes.x(first.start()),
+                axes.x(last.end())
+            );
+        }
         let _ = writeln!(svg, "</g>");
         missed.extend(list.iter().filter(|p| p.missed()).map(|p| {
             let x = axes.x(p.start() / 2 + p.end() / 2);
@@ -188,6 +222,20 @@ fn periods_svg<A: Account>(kind: &Kind, title: &str, mut series: Vec<Series<A>>)
     );
     let _ = writeln!(svg, r#"<text x="{:.2}" y="{:.2}">guaranteed</text>"#, lx + 30.0, ly + 4.0);
     ly += 20.0;
+    if series.iter().any(|s| s.contract.is_some()) {
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{lx:.2}" y1="{ly:.2}" x2="{:.2}" y2="{ly:.2}" stroke="#000000" stroke-width="1.5" stroke-dasharray="{CONTRACT_DASH}"/>"##,
+            lx + 24.0
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.2}" y="{:.2}">contract (slice)</text>"#,
+            lx + 30.0,
+            ly + 4.0
+        );
+        ly += 20.0;
+    }
     let _ = writeln!(svg, r#"<circle cx="{:.2}" cy="{ly:.2}" r="3" fill="{MISSED}"/>"#, lx + 12.0);
     let _ =
         writeln!(svg, r#"<text x="{:.2}" y="{:.2}">missed deadline</text>"#, lx + 30.0, ly + 4.0);
@@ -481,6 +529,31 @@ mod tests {
         );
         assert!(disk_svg("none", &[]).contains("no periods"));
         assert_eq!(svg, disk_svg("disk time per period: usd.toml", &periods));
+    }
+
+    #[test]
+    fn contracts_are_dotted_lines_over_each_domains_periods() {
+        let periods = [period(0, 0, 1, false), period(0, 10, 2, false), period(1, 10, 5, false)];
+        let domains = [
+            Domain { name: "one".into(), contract: Some(0.1) },
+            Domain { name: "two".into(), contract: None },
+        ];
+        let svg = cpu_contract_svg("t", &domains, &periods);
+        assert!(balanced(&svg) > 20);
+        // `one`'s 10% over 0-20 ms (the whole axis): y = 420 - 0.1 * 370; `two` has none.
+        assert!(
+            svg.contains(r#"<path d="M70.00,383.00H790.00" fill="none" stroke="#1f77b4" stroke-width="1.5" stroke-dasharray="1.5 3"/>"#),
+            "{svg}"
+        );
+        assert_eq!(svg.matches(CONTRACT_DASH).count(), 2, "one line and the legend's");
+        assert!(svg.contains(">contract (slice)</text>"));
+        // Without contracts the plot is cpu_svg's, and its legend has no contract.
+        let names = ["one".to_string(), "two".to_string()];
+        let plain = cpu_svg("t", &names, &periods);
+        assert!(!plain.contains(CONTRACT_DASH) && !plain.contains("contract"));
+        let none: Vec<Domain> =
+            names.iter().map(|n| Domain { name: n.clone(), contract: None }).collect();
+        assert_eq!(plain, cpu_contract_svg("t", &none, &periods));
     }
 
     #[test]
