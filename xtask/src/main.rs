@@ -167,11 +167,16 @@ enum Command {
         seed: u64,
     },
     /// Benchmarks; results as a table and as JSON under target/bench/, kept figures against
-    /// bench/baseline.toml.
+    /// bench/baseline.toml; `report` (or `--report`) draws the book's plots into docs/plots.
     Bench {
-        /// Which benchmark (`all`: every one; `check`: the kept figures against the baseline).
-        #[arg(value_enum)]
-        name: benches::Name,
+        /// Which benchmark (`all`: every one; `check`: the kept figures against the baseline;
+        /// `report`: the book's plots from real runs, with their data, into docs/plots).
+        #[arg(value_enum, required_unless_present = "report")]
+        name: Option<benches::Name>,
+        /// The same as `bench report`: runs what the book's plots need (on riscv64 unless
+        /// --arch names another) and writes them and their data into docs/plots.
+        #[arg(long, conflicts_with = "name")]
+        report: bool,
         /// Architectures to measure (repeatable), printed side by side. Default: both, or for
         /// `check` those in the baseline.
         #[arg(long, value_enum)]
@@ -281,15 +286,17 @@ fn main() -> ExitCode {
         Command::Fuzz { target, seconds, seed } => {
             test_suites::fuzz::run(target.as_deref(), seconds, seed)
         }
-        Command::Bench { name, arch, update_baseline, quick, host_only, manifest } => benches::run(
-            name,
-            benches::Options {
-                arches: arch,
-                update_baseline,
-                disk: benches::DiskOptions { quick, host_only },
-                fault_manifest: manifest,
-            },
-        ),
+        Command::Bench { name, report, arch, update_baseline, quick, host_only, manifest } => {
+            benches::run(
+                if report { benches::Name::Report } else { name.expect("required by clap") },
+                benches::Options {
+                    arches: arch,
+                    update_baseline,
+                    disk: benches::DiskOptions { quick, host_only },
+                    fault_manifest: manifest,
+                },
+            )
+        }
         Command::Book => source_tree::book::run(),
         Command::NewDriver { name } => new_driver::run(&name),
     };
@@ -312,6 +319,26 @@ mod tests {
             Command::Fuzz { target, seconds, seed } => Ok((target, seconds, seed)),
             _ => Err("another command".into()),
         }
+    }
+
+    fn bench(args: &[&str]) -> Result<(Option<benches::Name>, bool, Vec<Arch>), String> {
+        let argv = ["cargo xtask", "bench"].iter().chain(args);
+        match Cli::try_parse_from(argv).map_err(|e| e.kind().to_string())?.command {
+            Command::Bench { name, report, arch, .. } => Ok((name, report, arch)),
+            _ => Err("another command".into()),
+        }
+    }
+
+    #[test]
+    fn bench_report_is_a_name_or_a_flag() {
+        use benches::Name;
+        assert_eq!(bench(&["report"]), Ok((Some(Name::Report), false, vec![])));
+        assert_eq!(bench(&["--report"]), Ok((None, true, vec![])));
+        assert_eq!(bench(&["--report", "--arch", "x86_64"]), Ok((None, true, vec![Arch::X86_64])));
+        assert_eq!(bench(&["ipc"]), Ok((Some(Name::Ipc), false, vec![])));
+        // A bench or the flag, not both, not neither.
+        assert!(bench(&["ipc", "--report"]).is_err());
+        assert!(bench(&[]).is_err());
     }
 
     #[test]

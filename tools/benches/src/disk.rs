@@ -38,6 +38,7 @@ use manifests::Device;
 use qemu_run::qemu::Ending;
 use qemu_run::qemu::IcountBoot;
 use report::Source;
+pub(crate) use report::{THINK_TITLE, ThinkPoint, think_svg};
 use tool_base::{Arch, artifacts, util};
 
 /// What `bench disk` was asked for beside the architectures.
@@ -128,6 +129,31 @@ fn check(arches: &[Arch]) -> Result<Vec<Table>> {
         tables.extend(kept(arch, &results));
     }
     Ok(tables)
+}
+
+/// The think-time sweep (experiment c, every think time) booted on `arch`'s virtio-blk and
+/// simulated on the host (with Tessera's weighing of a wait, and with the paper's), as the
+/// points of its plot: what `bench report` draws for the book.
+pub(crate) fn think_sweep(arch: Arch) -> Result<Vec<ThinkPoint>> {
+    let (runs, experiments) = experiments::plan(Size::Full);
+    let e = experiments.iter().find(|e| e.key == "c-think").context("no think-time sweep")?;
+    let keys: Vec<&String> = e.rows.iter().flat_map(|r| r.with.iter().chain(&r.without)).collect();
+    let a = artifacts::build(arch)?;
+    let dev = &manifests::DEVICES[0];
+    let (mut booted, mut host, mut paper) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    for (i, &key) in keys.iter().enumerate() {
+        let run = runs.iter().find(|r| &r.key == key).context("an unplanned run")?;
+        eprintln!("bench report: {} {key} ({}/{})", source_name(arch, dev), i + 1, keys.len());
+        booted.insert(key.clone(), boot(&a, run, dev)?);
+        host.insert(key.clone(), host::simulate(run));
+        paper.insert(key.clone(), host::simulate_weighing(run, Weigh::Paper));
+    }
+    let sources = [
+        Source { name: source_name(arch, dev), runs: &booted, checked: true },
+        Source { name: report::NOTE_SOURCE.into(), runs: &host, checked: true },
+        Source { name: PAPER_RULE.into(), runs: &paper, checked: false },
+    ];
+    Ok(report::think_points(e, &sources))
 }
 
 /// Runs the bench on `arches`; writes its report and plots, and returns the kept figures

@@ -41,6 +41,11 @@
 //! Every bench runs on both architectures unless `--arch` names some, and prints their figures
 //! side by side, one column per architecture.
 //!
+//! `report` (also `bench --report`): the book's plots from real runs, written to `docs/plots/`
+//! beside the data each is drawn from (see [`plots`]): CPU per period against the contracts,
+//! page fault latencies, throughput against think time; on riscv64 unless `--arch` names
+//! another.
+//!
 //! `all`: every bench for the architectures given, then one table of the kept figures against
 //! the baseline (`--update-baseline` rewrites `bench/baseline.toml` and
 //! `docs/performance.md` from this run). `check`: the deterministic figures only, measured
@@ -66,6 +71,7 @@ mod measure;
 mod net;
 mod paging;
 mod performance_doc;
+pub mod plots;
 mod remote;
 mod sched;
 mod switch_scaling;
@@ -109,6 +115,8 @@ pub enum Name {
     All,
     /// The kept (deterministic) figures against bench/baseline.toml; fails if one got worse.
     Check,
+    /// The book's plots from real runs, with their data, into docs/plots (one architecture).
+    Report,
 }
 
 /// What `cargo xtask bench` was asked for beside the bench's name.
@@ -130,8 +138,11 @@ const ARCHES: [Arch; 2] = [Arch::Riscv64, Arch::X86_64];
 /// Runs benchmark `name`; returns the exit status (1: `check` found a figure worse or missing).
 pub fn run(name: Name, opts: Options) -> Result<u8> {
     setup::ensure(setup::Needs { gdb: false, qemu: !opts.disk.host_only, dtc: false, vde: false })?;
-    if opts.update_baseline && name == Name::Check {
-        bail!("--update-baseline goes with `bench all` or one bench, not `check`");
+    if opts.update_baseline && matches!(name, Name::Check | Name::Report) {
+        bail!("--update-baseline goes with `bench all` or one bench, not `{}`", bench_name(name));
+    }
+    if name == Name::Report {
+        return plots::run(&opts.arches);
     }
     if opts.update_baseline {
         let status = util::output(
@@ -232,6 +243,7 @@ fn bench_name(name: Name) -> &'static str {
         Name::Remote => "remote",
         Name::All => "all",
         Name::Check => "check",
+        Name::Report => "report",
     }
 }
 
@@ -252,7 +264,7 @@ fn one(bench: Name, mode: Mode, arches: &[Arch], opts: &Options) -> Result<Vec<T
         Name::Disk => disk::run(mode, arches, opts.disk)?,
         Name::Paging => paging::run(mode, arches)?,
         Name::Remote => remote::run(mode, arches)?,
-        Name::All | Name::Check => unreachable!("not a single bench"),
+        Name::All | Name::Check | Name::Report => unreachable!("not a single bench"),
     };
     Ok(tables)
 }

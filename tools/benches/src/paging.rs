@@ -349,6 +349,31 @@ const CONFIGS: [Config; 32] = [
     Config::resident(Program::Filter),
 ];
 
+/// A paging run whose faults `bench report` traces for the book's histogram of fault
+/// latencies: the series' name, its program, and its manifest's path and text.
+pub(crate) struct Traced {
+    /// The histogram's name for it.
+    pub name: &'static str,
+    /// The program it runs (its checksum is checked).
+    pub program: Program,
+    /// Its manifest's path, relative to the repository's root.
+    pub file: String,
+    /// Its manifest.
+    pub manifest: String,
+}
+
+/// matmul (whose faults the thesis's compressed cache serves best) paging to the disk alone,
+/// and with a WKdm cache of half its memory: the runs [`Traced`] describes.
+pub(crate) fn traced() -> Vec<Traced> {
+    [
+        (Config::new(Program::Matmul, "local", 0), "matmul, local: the disk"),
+        (Config::new(Program::Matmul, "compressed", 4).wkdm(), "matmul, compressed: WKdm cache"),
+    ]
+    .into_iter()
+    .map(|(c, name)| Traced { name, program: c.program, file: c.file(), manifest: c.manifest() })
+    .collect()
+}
+
 /// What one run measured.
 #[derive(Clone, Debug, Serialize)]
 struct Row {

@@ -52,7 +52,7 @@ const SHARED: [(&str, &str, Run); 5] = [
 ];
 
 /// Scenarios plotted from traced boots: (file stem, title, run with `trace=sched`).
-const PLOTS: [(&str, &str, Run); 2] = [
+pub(crate) const PLOTS: [(&str, &str, Run); 2] = [
     (
         "sched-slack",
         "CPU per period: one (1 of 10 ms, extra), two (2 of 10 ms, extra), five (5 of 10 ms)",

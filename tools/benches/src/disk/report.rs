@@ -352,38 +352,80 @@ pub fn waits(md: &mut String, sources: &[Source<'_>]) -> bool {
     ok
 }
 
+/// The title of the throughput against think time.
+pub const THINK_TITLE: &str =
+    "Two sequential readers: throughput against think time, with and without anticipation";
+
+/// One point of the throughput against think time: a source's total throughput, with
+/// anticipation or without, at one think time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThinkPoint {
+    /// The source's name (`riscv64 virtio`, `host sim`).
+    pub source: String,
+    /// With anticipation.
+    pub with: bool,
+    /// The readers' think time, ms.
+    pub think_ms: f64,
+    /// Both readers' bytes over the run, MB/s.
+    pub mbps: f64,
+}
+
+/// The points of the throughput against think time of experiment `e` on each of `sources`,
+/// in drawing order: each source with then without anticipation (without only once: for a
+/// source that is not checked the weighing does not matter without), by think time.
+pub fn think_points(e: &Experiment, sources: &[Source<'_>]) -> Vec<ThinkPoint> {
+    let mut points = Vec::new();
+    for s in sources {
+        for with in [true, false] {
+            if !with && !s.checked {
+                continue;
+            }
+            points.extend(e.rows.iter().filter_map(|r| {
+                let k = if with { r.with.as_ref() } else { r.without.as_ref() }?;
+                let mbps = value(e.metric, s.runs.get(k)?)?;
+                Some(ThinkPoint { source: s.name.clone(), with, think_ms: r.x, mbps })
+            }));
+        }
+    }
+    points
+}
+
+/// The plot of `points` ([`think_points`]): a line per source and anticipation in the order
+/// they first appear, a colour pair per source (with, without), the host's dashed.
+pub fn think_svg(title: &str, points: &[ThinkPoint]) -> String {
+    let mut sources: Vec<&str> = Vec::new();
+    let mut series: Vec<(usize, bool, Series)> = Vec::new();
+    for p in points {
+        let i = sources.iter().position(|s| *s == p.source).unwrap_or_else(|| {
+            sources.push(&p.source);
+            sources.len() - 1
+        });
+        let at = match series.iter().position(|(j, w, _)| *j == i && *w == p.with) {
+            Some(at) => at,
+            None => {
+                series.push((
+                    i,
+                    p.with,
+                    Series {
+                        name: format!("{}, {}", p.source, if p.with { "with" } else { "without" }),
+                        points: Vec::new(),
+                        dashed: p.source.starts_with("host"),
+                        color: 2 * i + usize::from(!p.with),
+                    },
+                ));
+                series.len() - 1
+            }
+        };
+        series[at].2.points.push((p.think_ms, p.mbps));
+    }
+    let series: Vec<Series> = series.into_iter().map(|(_, _, s)| s).collect();
+    svg::lines(title, "think time (ms)", "MB/s", &series)
+}
+
 /// The throughput against think time of experiment `e`: with and without, for each source
 /// (the host's dashed).
 pub fn think_plot(e: &Experiment, sources: &[Source<'_>]) -> String {
-    let mut series = Vec::new();
-    for (i, s) in sources.iter().enumerate() {
-        for (j, (which, name)) in [(true, "with"), (false, "without")].into_iter().enumerate() {
-            // Without anticipation the weighing does not matter: shown once.
-            if !which && !s.checked {
-                continue;
-            }
-            let points = e
-                .rows
-                .iter()
-                .filter_map(|r| {
-                    let k = if which { r.with.as_ref() } else { r.without.as_ref() }?;
-                    Some((r.x, value(e.metric, s.runs.get(k)?)?))
-                })
-                .collect();
-            series.push(Series {
-                name: format!("{}, {name}", s.name),
-                points,
-                dashed: s.name.starts_with("host"),
-                color: 2 * i + j,
-            });
-        }
-    }
-    svg::lines(
-        "Two sequential readers: throughput against think time, with and without anticipation",
-        "think time (ms)",
-        "MB/s",
-        &series,
-    )
+    think_svg(THINK_TITLE, &think_points(e, sources))
 }
 
 /// Each stream's disk time per USD period in `m` (as a share of the period, against time),
