@@ -144,6 +144,48 @@ pub struct PagedDriver<D: SyncDisk + 'static> {
     fault_ns: u64,
     hit_costs: HitCosts,
     hit_costs_by_kind: [HitCosts; 3],
+    latencies: [[u64; LATENCY_BINS]; 3],
+}
+
+/// Bins of [`PagedDriver::fault_latencies`]: quarter decades of ns from 1 µs (bin 0 holds
+/// everything under 1.78 µs, the last everything from 5.6 s), as the book's histograms bin.
+pub const LATENCY_BINS: usize = 28;
+
+/// Where the page of a timed fault came from ([`PagedDriver::fault_latencies`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultSource {
+    /// No contents yet (or lost): a zeroed frame.
+    Zero = 0,
+    /// A cache manager held it.
+    Cache = 1,
+    /// Read from the backing store: every cache missed.
+    Store = 2,
+}
+
+impl FaultSource {
+    /// Every source, in index order.
+    pub const ALL: [FaultSource; 3] = [FaultSource::Zero, FaultSource::Cache, FaultSource::Store];
+
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultSource::Zero => "zero",
+            FaultSource::Cache => "cache",
+            FaultSource::Store => "store",
+        }
+    }
+}
+
+/// The lower edge of latency bin `k` in ns: 10^(k/4) µs, rounded.
+pub fn latency_edge(k: usize) -> u64 {
+    const STEPS: [u64; 4] = [1000, 1778, 3162, 5623];
+    let k = k.min(LATENCY_BINS);
+    10u64.pow((k / 4) as u32) * STEPS[k % 4]
+}
+
+/// The latency bin of `ns`: the last whose lower edge is at most `ns`.
+pub fn latency_bin(ns: u64) -> usize {
+    (1..LATENCY_BINS).take_while(|&k| latency_edge(k) <= ns).last().unwrap_or(0)
 }
 
 /// The distribution of the driver's time in faults its top cache answered without the disk,
@@ -238,7 +280,16 @@ impl<D: SyncDisk + 'static> PagedDriver<D> {
             fault_ns: 0,
             hit_costs: HitCosts::default(),
             hit_costs_by_kind: Default::default(),
+            latencies: [[0; LATENCY_BINS]; 3],
         }
+    }
+
+    /// The driver's time in each fault by its clock, by where the fault's page came from
+    /// (indexed by [`FaultSource`]), in [`LATENCY_BINS`] bins ([`latency_bin`]): a fault that
+    /// waited for the disk (its read, or the write-back of the page it evicted) counts that
+    /// wait. Faults on resident pages (a write to a read-only page) are not counted.
+    pub fn fault_latencies(&self) -> &[[u64; LATENCY_BINS]; 3] {
+        &self.latencies
     }
 
     /// The driver's time in compressed-cache hits (faults the top cache answered without the
@@ -552,6 +603,15 @@ impl<D: SyncDisk + 'static> StretchDriver for PagedDriver<D> {
         let spent = clock() - start;
         self.fault_ns += spent;
         let outcome = result?;
+        let source = match outcome.source {
+            Source::ZeroFill | Source::Lost => Some(FaultSource::Zero),
+            Source::Hit { .. } => Some(FaultSource::Cache),
+            Source::Miss => Some(FaultSource::Store),
+            Source::Resident => None,
+        };
+        if let Some(source) = source {
+            self.latencies[source as usize][latency_bin(spent)] += 1;
+        }
         // A fault the top cache answered with no disk transfer: a compressed-cache hit.
         if let Source::Hit { top: true, found } = outcome.source
             && outcome.disk_writes == 0

@@ -18,7 +18,9 @@ use stretch_driver::{
     Access, FaultError, MemoryKernel, PAGE_SIZE, Rights, StretchDriver, StretchInfo,
 };
 
-use crate::{HitKind, PagedConfig, PagedDriver};
+use crate::{
+    FaultSource, HitKind, LATENCY_BINS, PagedConfig, PagedDriver, latency_bin, latency_edge,
+};
 
 const FRAMES: usize = 16;
 const PAGES: usize = 4 * FRAMES;
@@ -393,6 +395,15 @@ fn ticking_clock() -> u64 {
 }
 
 #[test]
+fn latency_bins_are_quarter_decades_from_one_microsecond() {
+    assert_eq!((0..5).map(latency_edge).collect::<Vec<_>>(), [1000, 1778, 3162, 5623, 10_000]);
+    assert_eq!((latency_bin(0), latency_bin(1_777), latency_bin(1_778)), (0, 0, 1));
+    assert_eq!((latency_bin(9_999), latency_bin(10_000), latency_bin(3_000_000)), (3, 4, 13));
+    assert_eq!(latency_bin(u64::MAX), LATENCY_BINS - 1);
+    assert_eq!(latency_edge(24), 1_000_000_000);
+}
+
+#[test]
 fn a_clock_times_faults_kernel_calls_and_the_codec() {
     let h = Hierarchy::CompressedCache { pool_bytes: 6 * PAGE_SIZE, codec: Codec::Wkdm };
     let mut d = Domain::with(config(h, PolicyKind::Clock), 2 * PAGES, FRAMES, 0, |driver| {
@@ -406,6 +417,13 @@ fn a_clock_times_faults_kernel_calls_and_the_codec() {
     // Each fault reads the clock at least twice around everything else it timed.
     assert!(c.fault_ns > c.kernel_ns + c.codec_ns, "{c:?}");
     assert!(c.kernel_ns > 0 && c.codec_ns > 0, "{c:?}");
+    // Every fault that brought a page in is in one bin of its source's latencies: the run
+    // zero-fills and hits the pool.
+    let bins = d.driver.fault_latencies();
+    let by_source: Vec<u64> = bins.iter().map(|b| b.iter().sum()).collect();
+    assert!(by_source.iter().sum::<u64>() <= c.faults && by_source.iter().sum::<u64>() > 0);
+    assert!(by_source[FaultSource::Zero as usize] > 0, "{by_source:?}");
+    assert!(by_source[FaultSource::Cache as usize] > 0, "{by_source:?}");
     // Without a clock nothing is timed.
     let mut plain = Domain::new(config(h, PolicyKind::Clock), 2 * PAGES, FRAMES, 0);
     random_run(&mut plain, 2, 100);

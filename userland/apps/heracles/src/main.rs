@@ -76,7 +76,7 @@ use alloc::vec;
 
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use paged_driver::{HitKind, PagedConfig, PagedDriver};
+use paged_driver::{FaultSource, HitKind, PagedConfig, PagedDriver};
 use pager::app::{AppHandler, GuaranteeChange};
 use pager::spec::PagerSpec;
 use paging_programs::{Program, Scale};
@@ -449,12 +449,22 @@ fn report(
     elapsed_ns: u64,
     stream: StreamCounts,
 ) -> Result<(), &'static str> {
-    let (s, costs, held, hits, by_kind, lost) = paging::with_driver::<Driver, _>(base, |d, _| {
-        let by_kind = HitKind::ALL.map(|k| d.hit_costs_of(k).clone());
-        let lost: alloc::vec::Vec<usize> = d.lost_pages().collect();
-        (d.pager_stats(), d.costs(), d.frames_held(), d.hit_costs().clone(), by_kind, lost)
-    })
-    .ok_or("the driver is busy")?;
+    let (s, costs, held, hits, by_kind, lost, latencies) =
+        paging::with_driver::<Driver, _>(base, |d, _| {
+            let by_kind = HitKind::ALL.map(|k| d.hit_costs_of(k).clone());
+            let lost: alloc::vec::Vec<usize> = d.lost_pages().collect();
+            let latencies = *d.fault_latencies();
+            (
+                d.pager_stats(),
+                d.costs(),
+                d.frames_held(),
+                d.hit_costs().clone(),
+                by_kind,
+                lost,
+                latencies,
+            )
+        })
+        .ok_or("the driver is busy")?;
     let s = s.ok_or("the driver is not bound")?;
     println!(
         "heracles: done program={} hierarchy={} frames={} elapsed_ns={} faults={} zero_fills={} \
@@ -568,6 +578,15 @@ fn report(
             p(900),
             hits.max_ns()
         );
+    }
+    // Each fault's time in the driver by where its page came from, as `BIN=FAULTS` for the
+    // bins that have any (quarter decades from 1 µs: `cargo xtask bench report` draws them).
+    for source in FaultSource::ALL {
+        let mut line = alloc::format!("heracles: latency source={}", source.name());
+        for (bin, n) in latencies[source as usize].iter().enumerate().filter(|(_, n)| **n > 0) {
+            line.push_str(&alloc::format!(" {bin}={n}"));
+        }
+        println!("{line}");
     }
     println!(
         "heracles: frames guaranteed={} optimistic={} revocations={} released={} revoked={}",
