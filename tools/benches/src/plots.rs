@@ -4,9 +4,11 @@
 //! The plots ([`PLOTS`], each shown by a chapter of the book):
 //! - `cpu-slack`, `cpu-mixed` (cpu.md): the sched bench's scenarios booted with `trace=sched`,
 //!   each domain's CPU per period (the kernel's `sched period` records) against its contract;
-//! - `fault-latency` (memory.md): a histogram of page-fault latencies from delivery to the
-//!   handler's resume (the kernel's `fault served` records under `trace=sched`), for a driver
-//!   that maps a zeroed frame (`faulter`), and matmul paging to the disk and to a WKdm cache;
+//! - `fault-latency` (memory.md): a histogram of page-fault latencies, the paged driver's time
+//!   in each fault by where the page came from (zero-filled, the compressed cache, the disk),
+//!   from matmul paging with a WKdm cache of an eighth of its memory (the `heracles` app's
+//!   `heracles: latency` lines; the kernel's `fault served` records end at the handler's first
+//!   `resume`, which for a fault that waits for the disk is the switch to another thread);
 //! - `think-time` (disk-scheduling.md): the anticipatory scheduler's think-time sweep, two
 //!   sequential readers booted on virtio-blk and simulated on the host, with and without
 //!   anticipation.
@@ -33,7 +35,6 @@ use crate::paging;
 use qemu_run::cpu::{self, Period};
 use qemu_run::plot::{self, histogram};
 use qemu_run::qemu::{Ending, IcountBoot};
-use qemu_run::timeline;
 use system_image::system;
 use test_suites::sched as scenarios;
 use tool_base::{Arch, artifacts, util};
@@ -74,12 +75,8 @@ pub const PLOTS: [Plot; 4] = [
 /// The CPU scenarios plotted, by stem: the sched bench's traced scenarios.
 const CPU_RUNS: [(&str, &str); 2] = [("cpu-slack", "sched-slack"), ("cpu-mixed", "sched-mixed")];
 
-/// The manifest of the demand-zero faults: `faulter`'s 2,000 faults, each answered by mapping
-/// a frame the kernel zeroed (`bench fault`'s round trip).
-const DEMAND_ZERO: &str = "tests/manifests/paging/bench-fault.toml";
-
 /// The histogram's x axis.
-const FAULT_AXIS: &str = "page fault latency: delivery to the handler's resume (virtual time)";
+const FAULT_AXIS: &str = "the paged driver's time in a fault (virtual time)";
 
 /// A plot's data: what it is, what measured it, and its rows.
 #[derive(Clone, Debug, PartialEq)]
@@ -367,70 +364,58 @@ fn cpu_data(
     ))
 }
 
-/// The latencies (delivery to resume, ns) of every page fault of domain `domain` in the boot
-/// of `manifest` (relative to the root) with `trace=sched`; `check` checks the boot's log.
-fn fault_latencies(
-    a: &artifacts::Artifacts,
-    manifest: &str,
-    domain: &str,
-    check: impl FnOnce(&qemu_run::qemu::Outcome) -> Result<()>,
-) -> Result<Vec<u64>> {
-    let mut prepared = IcountBoot::new(a, manifest, "trace=sched")
-        .with_context(|| format!("preparing {manifest}"))?;
-    prepared.boot.timeout = std::time::Duration::from_secs(600);
-    let out = prepared.run(a)?;
-    if out.ending != Ending::Kernel(0) {
-        bail!("{manifest}: the boot ended {:?}:\n{}", out.ending, out.log_text());
+/// The series of the fault-latency histogram: the `heracles: latency source=` line's source,
+/// and its name in the plot.
+const SOURCES: [(&str, &str); 3] = [
+    ("zero", "zero-filled (first touch)"),
+    ("cache", "from the WKdm cache"),
+    ("store", "from the disk"),
+];
+
+/// The faults of `lines` (the `heracles` app's report) by source and latency bin: the
+/// `heracles: latency source=S BIN=FAULTS ...` lines.
+fn latency_bins(lines: &[String]) -> Result<Vec<(&'static str, BTreeMap<usize, u64>)>> {
+    let mut series = Vec::new();
+    for (source, name) in SOURCES {
+        let prefix = format!("heracles: latency source={source}");
+        let line = lines
+            .iter()
+            .find_map(|l| l.split_once(&prefix).map(|(_, rest)| rest))
+            .with_context(|| format!("no `{prefix}` line"))?;
+        let mut counts = BTreeMap::new();
+        for word in line.split_whitespace() {
+            let parsed = word
+                .split_once('=')
+                .and_then(|(b, n)| Some((b.parse::<usize>().ok()?, n.parse::<u64>().ok()?)));
+            let (bin, n) = parsed.with_context(|| format!("`{word}` in `{prefix}{line}`"))?;
+            counts.insert(bin, n);
+        }
+        series.push((name, counts));
     }
-    check(&out)?;
-    let parsed = system::load_manifest(&util::root().join(manifest), a.arch)?;
-    let index = parsed
-        .domains
-        .iter()
-        .position(|d| d.name == domain)
-        .with_context(|| format!("{manifest}: no domain {domain}"))?;
-    let latencies: Vec<u64> = out
-        .log
-        .iter()
-        .filter_map(timeline::fault)
-        .filter(|f| f.domain == index)
-        .map(|f| f.end.saturating_sub(f.start))
-        .collect();
-    // Every fault the run summary counts has its record.
-    let reported = timeline::reported_faults(&out.log).get(domain).copied().unwrap_or(0);
-    ensure!(
-        !latencies.is_empty() && latencies.len() as u64 == reported,
-        "{manifest}: {} `fault served` records of {domain}, the run summary counts {reported}",
-        latencies.len()
-    );
-    Ok(latencies)
+    Ok(series)
 }
 
-/// The fault-latency histogram's data: the demand-zero faults of [`DEMAND_ZERO`] and the
-/// faults of [`paging::traced`]'s runs.
+/// The fault-latency histogram's data: [`paging::traced`]'s run, each fault's time in the
+/// paged driver by where its page came from.
 fn fault_data(m: &Measured, a: &artifacts::Artifacts) -> Result<Data> {
-    let mut series: Vec<(String, Vec<u64>)> = Vec::new();
-    eprintln!("bench report: {} {DEMAND_ZERO}", m.arch.name());
-    series.push((
-        "faulter: demand zero".to_string(),
-        fault_latencies(a, DEMAND_ZERO, "faulter", |_| Ok(()))?,
-    ));
-    for t in paging::traced() {
-        eprintln!("bench report: {} {}", m.arch.name(), t.name);
-        let path = util::root().join(&t.file);
-        std::fs::create_dir_all(path.parent().context("a file in a directory")?)?;
-        std::fs::write(&path, &t.manifest)?;
-        let want = paging::host_checksum(t.program);
-        let check = |out: &qemu_run::qemu::Outcome| {
-            paging::finished_lines(out, &t.file, t.program, want).map(|_| ())
-        };
-        series.push((t.name.to_string(), fault_latencies(a, &t.file, "pager", check)?));
-    }
+    let t = paging::traced();
+    eprintln!("bench report: {} {}", m.arch.name(), t.file);
+    let path = util::root().join(&t.file);
+    std::fs::create_dir_all(path.parent().context("a file in a directory")?)?;
+    std::fs::write(&path, &t.manifest)?;
+    let mut prepared =
+        IcountBoot::new(a, &t.file, "").with_context(|| format!("preparing {}", t.file))?;
+    prepared.boot.timeout = std::time::Duration::from_secs(600);
+    let out = prepared.run(a)?;
+    let lines = paging::finished_lines(&out, &t.file, t.program, paging::host_checksum(t.program))?;
+    let series = latency_bins(&lines)?;
+    let faults: u64 = series.iter().flat_map(|(_, c)| c.values()).sum();
+    ensure!(faults > 0, "{}: no faults timed:\n{}", t.file, out.log_text());
     let mut rows = Vec::new();
-    for (name, latencies) in &series {
-        for (bin, n) in histogram::counts(latencies.iter().copied()) {
+    for (name, counts) in &series {
+        for (&bin, &n) in counts {
             rows.push(vec![
-                name.clone(),
+                name.to_string(),
                 bin.to_string(),
                 histogram::edge(bin).to_string(),
                 histogram::edge(bin + 1).to_string(),
@@ -439,10 +424,15 @@ fn fault_data(m: &Measured, a: &artifacts::Artifacts) -> Result<Data> {
         }
     }
     Ok(m.data(
-        "Page faults by latency from delivery to the handler's resume (the kernel's `fault \
-         served` records with trace=sched), in quarter-decade bins: bin, its edges in ns, faults"
-            .to_string(),
-        format!("Page fault latency by where the page comes from ({})", m.arch.name()),
+        format!(
+            "Page faults of matmul ({}) by the paged driver's time in each, by its clock, and \
+             where the page came from, in quarter-decade bins: bin, its edges in ns, faults",
+            t.file
+        ),
+        format!(
+            "Page fault latency: matmul, WKdm cache of an eighth of its memory ({})",
+            m.arch.name()
+        ),
         &["series", "bin", "low_ns", "high_ns", "faults"],
         rows,
     ))
@@ -550,6 +540,28 @@ mod tests {
     }
 
     #[test]
+    fn latency_lines_give_each_source_its_bins() {
+        let lines: Vec<String> = [
+            "heracles: latency source=zero 1=300 2=8",
+            "heracles: latency source=cache",
+            "heracles: latency source=store 13=40 14=2",
+        ]
+        .map(String::from)
+        .to_vec();
+        let s = latency_bins(&lines).unwrap();
+        assert_eq!(s[0], (SOURCES[0].1, BTreeMap::from([(1, 300), (2, 8)])));
+        assert_eq!(s[1], (SOURCES[1].1, BTreeMap::new()));
+        assert_eq!(s[2], (SOURCES[2].1, BTreeMap::from([(13, 40), (14, 2)])));
+        assert!(latency_bins(&lines[..2]).is_err(), "a source missing");
+        let bad = vec![
+            "heracles: latency source=zero 1=x".to_string(),
+            lines[1].clone(),
+            lines[2].clone(),
+        ];
+        assert!(latency_bins(&bad).is_err());
+    }
+
+    #[test]
     fn csv_fields_round_trip_with_quotes() {
         for fields in [
             vec!["a".to_string(), "b c".into(), "".into()],
@@ -604,6 +616,7 @@ mod tests {
             &["zero,4,10000,17780,3", "\"disk, local\",13,1778000,3162000,1"],
         );
         let svg = draw(Kind::FaultLatency, &faults).unwrap();
+        assert!(svg.contains(">the paged driver&apos;s time in a fault (virtual time)</text>"));
         assert!(svg.contains(">3 samples</text>") && svg.contains(">disk, local</text>"));
         let think = data(
             "source,anticipation,think_ms,mb_per_s",

@@ -542,7 +542,7 @@ mod tests {
         assert!(balanced(&svg) > 20);
         // `one`'s 10% over 0-20 ms (the whole axis): y = 420 - 0.1 * 370; `two` has none.
         assert!(
-            svg.contains(r#"<path d="M70.00,383.00H790.00" fill="none" stroke="#1f77b4" stroke-width="1.5" stroke-dasharray="1.5 3"/>"#),
+            svg.contains(r##"<path d="M70.00,383.00H790.00" fill="none" stroke="#1f77b4" stroke-width="1.5" stroke-dasharray="1.5 3"/>"##),
             "{svg}"
         );
         assert_eq!(svg.matches(CONTRACT_DASH).count(), 2, "one line and the legend's");
