@@ -37,7 +37,8 @@
 //! the pager needs one at a time ([`pager::plan::Step`]), which [`frames::KernelFrames::run`]
 //! does over the kernel's frames and answers, and a fault ends in its outcome (where the page
 //! came from, the evictions done), from which the driver records its hit costs
-//! ([`PagedDriver::hit_costs`]). The pager never calls the driver.
+//! ([`PagedDriver::hit_costs`]) and every fault's time by where its page came from
+//! ([`PagedDriver::fault_latencies`]). The pager never calls the driver.
 //!
 //! Frames are filled and saved out of view through a window of managed pages the domain gives
 //! the driver ([`frames`]), so no thread sees a half-filled page or changes a page being

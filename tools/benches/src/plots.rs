@@ -671,7 +671,8 @@ mod tests {
                 if entry.path().is_file()
                     && !stem.is_some_and(|s| PLOTS.iter().any(|p| p.stem == s))
                 {
-                    problems.push(format!("{DIR}/{sub}/{name}: not a plot of the book"));
+                    let path = Path::new(DIR).join(sub).join(&name);
+                    problems.push(format!("{}: not a plot of the book", path.display()));
                 }
             }
         }
