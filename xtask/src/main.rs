@@ -399,6 +399,24 @@ mod tests {
         assert!(lab(&["submit", "syscall"]).is_err());
     }
 
+    /// The `cargo xtask` commands of the Gradescope script the labs' chapter shows, each
+    /// parsed as this command line parses it (`$LAB` as a lab's name).
+    #[test]
+    fn the_gradescope_script_names_commands_that_exist() {
+        let path = util::root().join("labs/gradescope/run_autograder");
+        let script = std::fs::read_to_string(&path).unwrap();
+        let commands: Vec<&str> =
+            script.lines().filter_map(|l| l.trim().strip_prefix("cargo xtask ")).collect();
+        assert!(!commands.is_empty(), "{} runs no cargo xtask command", path.display());
+        for c in commands {
+            let c = c.split("||").next().unwrap().replace("\"$LAB\"", "syscall");
+            let argv = std::iter::once("cargo xtask").chain(c.split_whitespace());
+            if let Err(e) = Cli::try_parse_from(argv) {
+                panic!("{}: `cargo xtask {c}` is not a command: {e}", path.display());
+            }
+        }
+    }
+
     #[test]
     fn fuzz_takes_a_target_seconds_and_a_seed() {
         assert_eq!(fuzz(&[]), Ok((None, 60, 1)));
