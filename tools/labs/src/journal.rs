@@ -92,19 +92,7 @@ impl Overlay {
         std::fs::write(&tmp, text)?;
         std::fs::rename(&tmp, dir.join("journal.json"))?;
         *ACTIVE.lock().unwrap_or_else(|e| e.into_inner()) = Some(root.to_path_buf());
-        HANDLER.call_once(|| {
-            // Another handler may be installed already (an interactive run): then a Ctrl-C
-            // leaves the journal for the next command to restore.
-            let _ = ctrlc::set_handler(|| {
-                if let Some(root) = ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                    match restore_journal(&root) {
-                        Ok(n) => eprintln!("\nlab: interrupted; {n} file(s) restored"),
-                        Err(e) => eprintln!("\nlab: interrupted; restoring failed: {e:#}"),
-                    }
-                }
-                std::process::exit(130);
-            });
-        });
+        on_interrupt();
         let overlay = Overlay { root: root.to_path_buf(), journal, done: false };
         for (at, content) in changes {
             if let Some(parent) = at.parent() {
@@ -138,6 +126,26 @@ impl Drop for Overlay {
             }
         }
     }
+}
+
+/// Installs the Ctrl-C handler of the grader (once): it stops the command a test runs (which
+/// leads its own process group, out of reach of the terminal's signal), restores the overlay
+/// in place, if any, and exits with 130. Another handler may be installed already (an
+/// interactive run in the same process): then a Ctrl-C leaves the journal for the next command
+/// to restore.
+pub fn on_interrupt() {
+    HANDLER.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            crate::runner::stop_running();
+            if let Some(root) = ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                match restore_journal(&root) {
+                    Ok(n) => eprintln!("\nlab: interrupted; {n} file(s) restored"),
+                    Err(e) => eprintln!("\nlab: interrupted; restoring failed: {e:#}"),
+                }
+            }
+            std::process::exit(130);
+        });
+    });
 }
 
 /// Whether process `pid` is alive (Linux: it has a `/proc` entry).
