@@ -89,7 +89,10 @@ impl Runner for Cargo {
 /// `cargo` in the tree at `root`, for commands that must leave the grader's overlay alone.
 fn cargo(root: &Path) -> Command {
     let mut cmd = tool_base::util::cargo();
-    cmd.current_dir(root).env(journal::OWNER_ENV, std::process::id().to_string());
+    // A failed assertion's message is what the student reads, not a backtrace.
+    cmd.current_dir(root)
+        .env(journal::OWNER_ENV, std::process::id().to_string())
+        .env("RUST_BACKTRACE", "0");
     cmd
 }
 
