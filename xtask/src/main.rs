@@ -4,8 +4,8 @@
 //! bare-metal targets, boots them in QEMU and decodes the kernel's defmt log (`run`), runs
 //! several nodes joined by a virtual network (`cluster`), runs every test (`test`: clippy, host
 //! unit tests, QEMU suites), fuzzes for longer than the tests do (`fuzz`), measures
-//! (`bench`), builds the book from `docs/` (`book`) and starts a new stretch driver from the
-//! template (`new-driver`).
+//! (`bench`), builds the book from `docs/` (`book`), hands out and grades the course labs
+//! (`lab`) and starts a new stretch driver from the template (`new-driver`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -201,12 +201,78 @@ enum Command {
     /// broken link or anchor between chapters, no missing include, no doc left out of
     /// docs/SUMMARY.md.
     Book,
+    /// The course labs (labs/NAME/lab.toml, docs/labs/index.md): list them, make a student's
+    /// hand-out, grade a lab with points and hints, check that every reference scores 100 and
+    /// every hand-out less.
+    Lab {
+        #[command(subcommand)]
+        command: LabCommand,
+    },
     /// Make a new stretch driver from the template: the driver crate, an app that binds it, a
     /// manifest, and the QEMU test `user::NAME` that boots it (docs/stretch-driver-tutorial.md).
     NewDriver {
         /// The driver's name: lowercase letters, digits and `-`, starting with a letter.
         name: String,
     },
+}
+
+/// `cargo xtask lab ...`.
+#[derive(Subcommand)]
+enum LabCommand {
+    /// Each lab: its hours, title and points.
+    List,
+    /// The student's tree for a lab: every tracked file, the lab's solution cut out at its
+    /// LAB(NAME) markers, the graded files' pristine copy in .lab/, a git repository.
+    Handout {
+        /// The lab.
+        name: String,
+        /// Where to write it (default: target/labs/handout/NAME, made afresh).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+    /// Run a lab's graded tests: a line per test with its points, each failure's hint and
+    /// first lines, `Score: N/100`; Gradescope and GitHub Classroom JSON. Exits 0 when every
+    /// test passed, 1 otherwise.
+    Grade {
+        /// The lab.
+        name: String,
+        /// Grade the student files of this tree (a student's submission) in this one: they
+        /// are put in place for the run and the tree's own put back afterwards.
+        #[arg(long, value_name = "DIR")]
+        submission: Option<PathBuf>,
+        /// Write Gradescope's results.json here (default target/labs/NAME/results.json);
+        /// GitHub Classroom's result goes beside it.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// The architecture of the lab's QEMU tests.
+        #[arg(long, value_enum, default_value = "riscv64")]
+        arch: Arch,
+    },
+    /// Check a lab (default: every lab): its reference solution scores 100, and its hand-out,
+    /// put in place of the student files for the run, builds and scores less with every
+    /// failure explained.
+    Check {
+        /// The lab.
+        name: Option<String>,
+    },
+}
+
+fn lab(command: LabCommand) -> anyhow::Result<u8> {
+    let root = util::root();
+    match command {
+        LabCommand::List => lab_grader::list(&root),
+        LabCommand::Handout { name, out } => lab_grader::handout(&root, &name, out.as_deref()),
+        LabCommand::Grade { name, submission, json, arch } => lab_grader::grade(
+            &root,
+            &name,
+            &lab_grader::GradeOptions {
+                submission: submission.map(|d| util::resolve(&d)),
+                json,
+                arch: Some(arch.name().to_string()),
+            },
+        ),
+        LabCommand::Check { name } => lab_grader::check(&root, name.as_deref()),
+    }
 }
 
 fn main() -> ExitCode {
@@ -298,6 +364,7 @@ fn main() -> ExitCode {
             )
         }
         Command::Book => source_tree::book::run(),
+        Command::Lab { command } => lab(command),
         Command::NewDriver { name } => new_driver::run(&name),
     };
     match result {
@@ -339,6 +406,42 @@ mod tests {
         // A bench or the flag, not both, not neither.
         assert!(bench(&["ipc", "--report"]).is_err());
         assert!(bench(&[]).is_err());
+    }
+
+    #[test]
+    fn lab_takes_its_subcommands() {
+        let lab = |args: &[&str]| {
+            let argv = ["cargo xtask", "lab"].iter().chain(args);
+            Cli::try_parse_from(argv).map(|_| ()).map_err(|e| e.kind().to_string())
+        };
+        assert!(lab(&["list"]).is_ok());
+        assert!(lab(&["handout", "syscall", "--out", "/tmp/x"]).is_ok());
+        assert!(lab(&["grade", "syscall", "--submission", "s", "--json", "r.json"]).is_ok());
+        assert!(lab(&["grade", "syscall", "--arch", "x86_64"]).is_ok());
+        assert!(lab(&["check"]).is_ok() && lab(&["check", "syscall"]).is_ok());
+        // No lab to hand out or grade, an unknown architecture, an unknown subcommand.
+        assert!(lab(&["handout"]).is_err());
+        assert!(lab(&["grade"]).is_err());
+        assert!(lab(&["grade", "syscall", "--arch", "arm"]).is_err());
+        assert!(lab(&["submit", "syscall"]).is_err());
+    }
+
+    /// The `cargo xtask` commands of the Gradescope script the labs' chapter shows, each
+    /// parsed as this command line parses it (`$LAB` as a lab's name).
+    #[test]
+    fn the_gradescope_script_names_commands_that_exist() {
+        let path = util::root().join("labs/gradescope/run_autograder");
+        let script = std::fs::read_to_string(&path).unwrap();
+        let commands: Vec<&str> =
+            script.lines().filter_map(|l| l.trim().strip_prefix("cargo xtask ")).collect();
+        assert!(!commands.is_empty(), "{} runs no cargo xtask command", path.display());
+        for c in commands {
+            let c = c.split("||").next().unwrap().replace("\"$LAB\"", "syscall");
+            let argv = std::iter::once("cargo xtask").chain(c.split_whitespace());
+            if let Err(e) = Cli::try_parse_from(argv) {
+                panic!("{}: `cargo xtask {c}` is not a command: {e}", path.display());
+            }
+        }
     }
 
     #[test]

@@ -722,10 +722,11 @@ impl<P: Platform> World<P> {
         Ok(0)
     }
 
+    // ANCHOR: may_write_now
     /// Can domain `id` write every byte of `[addr, addr + len)` now, without a fault: does it
     /// hold write access on each page, and is each page of a managed stretch there mapped
     /// writable?
-    fn may_write_now(&self, id: DomainId, addr: usize, len: usize) -> bool {
+    pub(crate) fn may_write_now(&self, id: DomainId, addr: usize, len: usize) -> bool {
         if !self.stretches.may_access(id, addr, len, Rights::WRITE) {
             return false;
         }
@@ -738,6 +739,7 @@ impl<P: Platform> World<P> {
             _ => true,
         })
     }
+    // ANCHOR_END: may_write_now
 
     /// `page_state`: writes the state of the `count` pages from `va` (pages of stretches
     /// domain `id` manages, mapped or not) to its memory at `out`, one byte a page

@@ -5,6 +5,8 @@
 use crate::domain::DomainId;
 use abi::{Call, Rights, SysError};
 
+mod domain_info;
+
 use super::jobs::CHUNK_PAGES;
 use super::paging::Shortage;
 use super::stretch::Kind;
@@ -99,6 +101,7 @@ pub fn dispatch<P: Platform>(w: &mut World<P>, id: DomainId, number: usize, a: [
         Call::FrameLend => Next::Return(w.frame_lend(id, a[0], a[1], a[2], a[3])),
         Call::LoanAddress => Next::Return(w.loan_address(id, a[0], a[1], a[2])),
         Call::FrameReturn => Next::Return(w.frame_return(id, a[0])),
+        Call::DomainInfo => Next::Return(domain_info::domain_info(w, id, a[0], a[1])),
         Call::Block => {
             let d = &mut w.domains[id];
             if d.pending {
@@ -130,6 +133,7 @@ fn memory_call(result: Result<usize, Shortage>) -> Next {
     }
 }
 
+// ANCHOR: console_write
 fn console_write<P: Platform>(
     w: &World<P>,
     id: DomainId,
@@ -154,6 +158,7 @@ fn console_write<P: Platform>(
     }
     Ok(len)
 }
+// ANCHOR_END: console_write
 
 fn activation_set<P: Platform>(
     w: &mut World<P>,

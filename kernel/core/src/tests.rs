@@ -12,6 +12,9 @@ use crate::stretch::Kind;
 use crate::syscall::{self, CONSOLE_MAX, Next, STRETCH_MAX};
 use crate::{DomainId, Ending, Platform, Termination, World, checks};
 
+// The graded tests of the course lab `syscall` (`labs/syscall/lab.toml`).
+mod lab_syscall;
+
 type W = World<Mock>;
 
 /// The first three domains of a test's world.

@@ -148,11 +148,16 @@ pub enum Call {
     /// are stopped first); if the lender dies first, the frame is freed only when the loan
     /// ends.
     FrameReturn = 29,
+    /// `domain_info(buf, len) -> bytes`: copies the caller's own record ([`DomainInfo`]: its
+    /// identifier, its name from the manifest and its memory accounts) to the caller's
+    /// writable memory at `buf`, which has room for `len` bytes (at least
+    /// [`DomainInfo::SIZE`]); returns the bytes written, [`DomainInfo::SIZE`].
+    DomainInfo = 30,
 }
 
 impl Call {
     /// Every call, in number order.
-    pub const ALL: [Call; 29] = [
+    pub const ALL: [Call; 30] = [
         Call::ConsoleWrite,
         Call::Exit,
         Call::Yield,
@@ -182,12 +187,108 @@ impl Call {
         Call::FrameLend,
         Call::LoanAddress,
         Call::FrameReturn,
+        Call::DomainInfo,
     ];
 
     /// The call with number `n`.
     #[inline]
     pub fn from_number(n: usize) -> Option<Call> {
         Call::ALL.into_iter().find(|c| *c as usize == n)
+    }
+}
+
+// ANCHOR: domain_info
+/// A domain's own record as `domain_info` copies it: [`DomainInfo::SIZE`] bytes,
+/// little-endian, in the order of the fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DomainInfo {
+    /// The domain's identifier (its index in the manifest).
+    pub id: u32,
+    /// How many bytes of `name` hold the name.
+    pub name_len: u32,
+    /// Its name from the manifest, UTF-8, cut at [`DomainInfo::NAME_MAX`] bytes (at a
+    /// character's boundary), zero-padded.
+    pub name: [u8; DomainInfo::NAME_MAX],
+    /// Frames its contract guarantees.
+    pub guaranteed_frames: u64,
+    /// Optimistic frames it may hold on top of them.
+    pub optimistic_frames: u64,
+    /// Frames charged to it now: its stretches, page tables, kernel objects and loose frames.
+    pub frames_held: u64,
+    /// Page faults delivered to it so far.
+    pub faults: u64,
+}
+// ANCHOR_END: domain_info
+
+impl DomainInfo {
+    /// The longest name the record holds, in bytes.
+    pub const NAME_MAX: usize = 32;
+    /// The record's size in bytes.
+    pub const SIZE: usize = 8 + Self::NAME_MAX + 4 * 8;
+
+    /// A record with `name` cut to [`Self::NAME_MAX`] bytes at a character's boundary.
+    pub fn new(
+        id: u32,
+        name: &str,
+        guaranteed: u64,
+        optimistic: u64,
+        held: u64,
+        faults: u64,
+    ) -> Self {
+        let mut len = name.len().min(Self::NAME_MAX);
+        while !name.is_char_boundary(len) {
+            len -= 1;
+        }
+        let mut bytes = [0; Self::NAME_MAX];
+        bytes[..len].copy_from_slice(&name.as_bytes()[..len]);
+        DomainInfo {
+            id,
+            name_len: len as u32,
+            name: bytes,
+            guaranteed_frames: guaranteed,
+            optimistic_frames: optimistic,
+            frames_held: held,
+            faults,
+        }
+    }
+
+    /// The name (empty if the bytes are not a valid name).
+    pub fn name(&self) -> &str {
+        let len = (self.name_len as usize).min(Self::NAME_MAX);
+        core::str::from_utf8(&self.name[..len]).unwrap_or("")
+    }
+
+    /// The record as `domain_info` writes it.
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let mut b = [0; Self::SIZE];
+        b[0..4].copy_from_slice(&self.id.to_le_bytes());
+        b[4..8].copy_from_slice(&self.name_len.to_le_bytes());
+        b[8..8 + Self::NAME_MAX].copy_from_slice(&self.name);
+        let words = [self.guaranteed_frames, self.optimistic_frames, self.frames_held, self.faults];
+        for (i, w) in words.iter().enumerate() {
+            let at = 8 + Self::NAME_MAX + i * 8;
+            b[at..at + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        b
+    }
+
+    /// The record `domain_info` wrote in `b`.
+    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
+        let word = |i: usize| {
+            let at = 8 + Self::NAME_MAX + i * 8;
+            u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]))
+        };
+        let mut name = [0; Self::NAME_MAX];
+        name.copy_from_slice(&b[8..8 + Self::NAME_MAX]);
+        DomainInfo {
+            id: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            name_len: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            name,
+            guaranteed_frames: word(0),
+            optimistic_frames: word(1),
+            frames_held: word(2),
+            faults: word(3),
+        }
     }
 }
 
@@ -784,6 +885,18 @@ mod tests {
             assert_eq!(SysError::from_code(e as usize), Some(e));
         }
         assert_eq!(SysError::from_code(0), None);
+    }
+
+    #[test]
+    fn a_domain_record_round_trips_and_cuts_its_name_at_a_character() {
+        let r = DomainInfo::new(3, "gold", 128, 16, 40, 7);
+        assert_eq!(DomainInfo::SIZE, 72);
+        assert_eq!(DomainInfo::from_bytes(&r.to_bytes()), r);
+        assert_eq!(r.name(), "gold");
+        assert_eq!(&r.to_bytes()[..12], &[3, 0, 0, 0, 4, 0, 0, 0, b'g', b'o', b'l', b'd']);
+        // 31 ASCII bytes and a two-byte character: the character does not fit.
+        let long = "a".repeat(31) + "é";
+        assert_eq!(DomainInfo::new(0, &long, 0, 0, 0, 0).name(), "a".repeat(31));
     }
 
     #[test]

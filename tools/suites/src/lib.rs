@@ -40,6 +40,7 @@ mod domains;
 mod drivers;
 pub mod fuzz;
 mod harness;
+mod labs;
 mod net;
 mod paging;
 mod remote;
@@ -101,6 +102,9 @@ impl Tally {
 /// (all when empty; tests of the host alone always run); returns the process exit code.
 pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
     setup::ensure(setup::Needs { gdb: false, qemu: true, dtc: true, vde: true })?;
+    // Student files a grade or lab check changed and left behind (interrupted) are put back
+    // before anything is built.
+    lab_grader::recover(&util::root())?;
     let wanted = |name: &str| filter.is_none_or(|f| name.contains(f));
     let arch_wanted = |arch: Arch| arches.is_empty() || arches.contains(&arch);
     let mut tally = Tally::default();
@@ -188,6 +192,11 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
         unit_tests(&package, &wanted, list, &mut tally)?;
     }
 
+    // Each lab's check: its reference scores 100, its hand-out builds and scores less.
+    if host_wanted {
+        lab_checks(&wanted, list, &mut tally)?;
+    }
+
     // QEMU suites.
     for arch in [Arch::Riscv64, Arch::X86_64] {
         let prefix = format!("qemu::{}::", arch.name());
@@ -266,6 +275,27 @@ pub fn run(filter: Option<&str>, list: bool, arches: &[Arch]) -> Result<u8> {
     }
     println!("{}", tally.summary());
     Ok(if tally.failed.is_empty() { 0 } else { 1 })
+}
+
+/// `cargo xtask lab check` of every lab (`labs/NAME/lab.toml`), as `host::labs::NAME`.
+fn lab_checks(wanted: &dyn Fn(&str) -> bool, list: bool, tally: &mut Tally) -> Result<()> {
+    let root = util::root();
+    for name in lab_grader::spec::names(&root)? {
+        let full = format!("{}{name}", lab_grader::CHECK_PREFIX);
+        if !wanted(&full) {
+            continue;
+        }
+        if list {
+            println!("{full}");
+            continue;
+        }
+        let checked = lab_grader::check_lab(&root, &name, &mut lab_grader::runner::Cargo);
+        if let Ok(summary) = &checked {
+            println!("lab {name}: {summary}");
+        }
+        tally.record(&full, checked.map(|_| ()));
+    }
+    Ok(())
 }
 
 /// Whether `filter` could match some QEMU test of `arch` (their names are
@@ -710,6 +740,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
     tests.extend(net_tests(&p, arch));
     tests.extend(remote_tests(&p, arch));
     tests.extend(user_tests(&p, arch));
+    tests.extend(labs::qemu_tests(arch));
     // ANCHOR_END: suites
     Ok(tests)
 }

@@ -104,7 +104,7 @@ pub mod syscall;
 #[cfg(target_os = "none")]
 pub mod thread;
 
-pub use abi::{PAGE_SIZE, Rights, SysError};
+pub use abi::{DomainInfo, PAGE_SIZE, Rights, SysError};
 pub use args::{Args, ArgsError};
 #[cfg(target_os = "none")]
 pub use control_block::dcb;
@@ -113,8 +113,8 @@ pub use print::_print;
 pub use print::{BUFFER_SIZE, ChunkWriter};
 #[cfg(target_os = "none")]
 pub use syscall::{
-    block, console_write, event_send, exit, null, stretch_create, stretch_destroy, stretch_rights,
-    time_ns, timer_alloc, timer_set, yield_now,
+    block, console_write, domain_info, event_send, exit, null, stretch_create, stretch_destroy,
+    stretch_rights, time_ns, timer_alloc, timer_set, yield_now,
 };
 
 /// Exit code of a domain whose code panicked.

@@ -10,7 +10,7 @@
 //! stretch memory (which needs `unsafe`) must keep the stretch alive and accessible for as
 //! long as the reference lives.
 
-use abi::{Call, MAP_BATCH_MAX, PageOp, Rights, SysError};
+use abi::{Call, DomainInfo, MAP_BATCH_MAX, PageOp, Rights, SysError};
 
 use crate::arch;
 
@@ -77,6 +77,27 @@ pub fn yield_now() {
 /// Nanoseconds since boot (0 if the kernel does not provide the call).
 pub fn time_ns() -> u64 {
     call(Call::Time, [0; 6]).map_or(0, |ns| ns as u64)
+}
+
+/// The calling domain's own record: its identifier, its name from the manifest and its memory
+/// accounts (`domain_info`).
+pub fn domain_info() -> Result<DomainInfo, SysError> {
+    let mut bytes = [0u8; DomainInfo::SIZE];
+    // SAFETY: the kernel writes at most `bytes.len()` bytes at `bytes`, which this function
+    // owns and no reference reads while the call runs.
+    unsafe { domain_info_raw(bytes.as_mut_ptr() as usize, bytes.len()) }?;
+    Ok(DomainInfo::from_bytes(&bytes))
+}
+
+/// `domain_info` with any buffer: the record written at `buf` if `len` holds it.
+///
+/// # Safety
+/// As for [`raw`]; the kernel writes up to [`DomainInfo::SIZE`] bytes at `buf` if it accepts
+/// the call: no Rust reference may be live to them.
+#[inline]
+pub unsafe fn domain_info_raw(buf: usize, len: usize) -> Result<usize, SysError> {
+    // SAFETY: this function's contract is `raw`'s, and the caller's for `buf`.
+    unsafe { raw(Call::DomainInfo as usize, [buf, len, 0, 0, 0, 0]) }
 }
 
 /// The empty system call, for measuring the bare call path.

@@ -401,6 +401,15 @@ impl Fuzzer {
                 a[2] = pools::size(rng);
             }
             Call::FrameReturn => {}
+            Call::DomainInfo => {
+                // Into memory that is not the fuzzer's: a record written over its own would
+                // change what it tracks.
+                a[0] = pools::addr(rng, own);
+                a[1] = pools::size(rng);
+                if own.may_be_own(a[0]) {
+                    a[0] = pools::foreign(rng, own);
+                }
+            }
             Call::ActivationSet => {
                 a[0] = if rng.one_in(4) { 0 } else { pools::addr(rng, own) };
                 a[1] = pools::addr(rng, own);

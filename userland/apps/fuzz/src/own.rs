@@ -134,6 +134,7 @@ impl Own {
     ///   ends only loans that were made.
     /// - `page_state` writes its states only to the buffer `held::STATES` (the count within
     ///   it), an unmapped page of a managed stretch it holds, or memory outside its own.
+    /// - `domain_info` writes its record only to memory outside its own.
     /// - unknown numbers: no argument points into its own memory, in case the kernel decoded
     ///   the number as some call after all.
     pub fn harmless(&self, n: usize, a: [usize; 6]) -> bool {
@@ -182,6 +183,7 @@ impl Own {
                     || !self.may_be_own(a[2])
             }
             Call::ActivationSet => a[0] == 0 || !self.may_be_own(a[0]),
+            Call::DomainInfo => !self.may_be_own(a[0]),
             Call::Resume => !self.may_be_own(a[0]) && !self.may_be_own(a[0].wrapping_add(263)),
         }
     }

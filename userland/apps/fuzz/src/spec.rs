@@ -97,6 +97,8 @@ pub const DOCUMENTED: &[Pair] = {
         (Some(PageState), InvalidArgument),
         (Some(PageState), BadAddress),
         (Some(PageState), NotManaged),
+        (Some(DomainInfo), InvalidArgument),
+        (Some(DomainInfo), BadAddress),
         (Some(FrameLend), InvalidArgument),
         (Some(FrameLend), NotFound),
         (Some(FrameLend), PermissionDenied),
@@ -285,6 +287,7 @@ pub fn kind_name(k: usize) -> &'static str {
         Some(Call::FrameLend) => "frame_lend",
         Some(Call::LoanAddress) => "loan_address",
         Some(Call::FrameReturn) => "frame_return",
+        Some(Call::DomainInfo) => "domain_info",
     }
 }
 

@@ -53,6 +53,50 @@ impl Tally {
     }
 }
 
+/// `domain_info`: this domain's record, printed for the host to compare with the manifest,
+/// and the call refused for a short buffer, a read-only one and a kernel address.
+fn domain_info_checks(t: &mut Tally, env: &Env) {
+    use SysError::*;
+    let size = tessera::DomainInfo::SIZE;
+    match tessera::domain_info() {
+        Ok(info) => {
+            println!(
+                "syscheck: domain_info id={} name={} guaranteed={} optimistic={} held={} faults={}",
+                info.id,
+                info.name(),
+                info.guaranteed_frames,
+                info.optimistic_frames,
+                info.frames_held,
+                info.faults
+            );
+            let own = if info.id as usize == env.domain_id { Ok(0) } else { Err(NotFound) };
+            t.expect("domain_info copies this domain's record", own, Ok(()));
+        }
+        Err(e) => t.expect("domain_info copies this domain's record", Err(e), Ok(())),
+    }
+    match tessera::stretch_create(tessera::PAGE_SIZE, Rights::READ) {
+        Ok(ro) => {
+            t.expect(
+                "domain_info into a read-only buffer",
+                raw_calls::domain_info(ro, size),
+                Err(BadAddress),
+            );
+            t.expect(
+                "domain_info into a buffer too short",
+                raw_calls::domain_info(ro, size - 1),
+                Err(InvalidArgument),
+            );
+            let _ = raw_calls::destroy(ro);
+        }
+        Err(e) => t.expect("a read-only stretch", Err(e), Ok(())),
+    }
+    t.expect(
+        "domain_info into the kernel",
+        raw_calls::domain_info(0xffff_ffff_c020_0000, size),
+        Err(BadAddress),
+    );
+}
+
 /// A result's name.
 fn name(r: Result<(), SysError>) -> &'static str {
     r.err().map_or("Ok", SysError::name)
@@ -189,6 +233,7 @@ fn main(env: Env) -> i32 {
     }
     t.expect("time", Ok(tessera::time_ns() as usize), Ok(()));
     t.expect("null", tessera::null().map(|()| 0), Ok(()));
+    domain_info_checks(&mut t, &env);
     println!("syscheck: {} checks, {} failed", t.checks, t.failed);
     t.failed as i32
 }

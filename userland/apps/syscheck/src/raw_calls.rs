@@ -15,6 +15,13 @@ pub fn console(ptr: usize, len: usize) -> Result<usize, SysError> {
     unsafe { raw(abi::Call::ConsoleWrite as usize, [ptr, len, 0, 0, 0, 0]) }
 }
 
+/// `domain_info(buf, len)` with any buffer.
+pub fn domain_info(buf: usize, len: usize) -> Result<usize, SysError> {
+    // SAFETY: the callers pass buffers the kernel must refuse (too short, read-only, the
+    // kernel's), so it writes nothing.
+    unsafe { tessera::syscall::domain_info_raw(buf, len) }
+}
+
 /// `stretch_create(bytes, rights)` with raw rights bits.
 pub fn create(bytes: usize, rights: usize) -> Result<usize, SysError> {
     // SAFETY: creating a stretch takes nothing away from the caller.
