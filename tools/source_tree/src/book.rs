@@ -14,6 +14,9 @@
 //! and a link of the built pages whose target page or `#anchor` does not exist (mdBook checks
 //! no link). mdBook's own errors and warnings fail the build.
 //!
+//! Chapters live in `docs/` and in its subdirectories one level down (`docs/labs/`); a
+//! chapter's includes and links are relative to its own directory, as mdBook reads them.
+//!
 //! `cargo xtask book` and the suite's `host::book` run both.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -86,9 +89,10 @@ pub fn build() -> Result<PathBuf> {
         bail!("mdbook build failed ({}):\n{}", output.status, log.trim_end());
     }
     let whole = whole_includes(&root)?;
-    for page in pages(&out)? {
+    for page in pages(&root, &out)? {
         let html = fs::read_to_string(&page)?;
-        let fixed = rewrite_links(&html, &root, &out, &whole);
+        let dir = page.parent().and_then(|d| d.strip_prefix(&out).ok()).unwrap_or(Path::new(""));
+        let fixed = rewrite_links(&html, &root, &out, &whole, dir);
         if fixed != html {
             fs::write(&page, fixed)?;
         }
@@ -185,12 +189,17 @@ fn whole_includes(root: &Path) -> Result<BTreeMap<PathBuf, String>> {
             .collect();
         if let [line] = body[..]
             && let [(path, None)] = &includes(line)[..]
-            && let Some(file) = normalize(&Path::new(SRC).join(path))
+            && let Some(file) = normalize(&chapter_dir(&chapter).join(path))
         {
             whole.insert(file, html_name(&chapter));
         }
     }
     Ok(whole)
+}
+
+/// The directory of `chapter` (relative to `docs/`), relative to the repository's root.
+fn chapter_dir(chapter: &str) -> PathBuf {
+    Path::new(SRC).join(chapter).parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
 /// A chapter's page: `x.md` is `x.html`.
@@ -216,13 +225,40 @@ fn normalize(path: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-/// The book's pages: the `.html` files at its top.
-fn pages(out: &Path) -> Result<Vec<PathBuf>> {
-    let mut pages: Vec<PathBuf> = fs::read_dir(out)
-        .with_context(|| format!("cannot read {}", out.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "html"))
+/// The subdirectories of `docs/` under `root` that hold chapters (`labs`).
+fn chapter_subdirs(root: &Path) -> Vec<String> {
+    let mut dirs: Vec<String> = fs::read_dir(root.join(SRC))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .filter(|e| {
+            fs::read_dir(e.path())
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.ok())
+                .any(|f| f.path().extension().is_some_and(|x| x == "md"))
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
+    dirs.sort();
+    dirs
+}
+
+/// The book's pages: the `.html` files at its top and in the directories of its chapters in
+/// subdirectories of `docs/`.
+fn pages(root: &Path, out: &Path) -> Result<Vec<PathBuf>> {
+    let mut pages = Vec::new();
+    let dirs = std::iter::once(out.to_path_buf())
+        .chain(chapter_subdirs(root).into_iter().map(|d| out.join(d)));
+    for dir in dirs {
+        pages.extend(
+            fs::read_dir(&dir)
+                .with_context(|| format!("cannot read {}", dir.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "html")),
+        );
+    }
     pages.sort();
     Ok(pages)
 }
@@ -249,9 +285,18 @@ fn hrefs(html: &str) -> Vec<(std::ops::Range<usize>, &str)> {
 }
 
 /// The page's links that leave the book pointed at what the reader can open: a doc's
-/// chapter, the chapter that includes a file whole, or the file in the repository.
-fn rewrite_links(html: &str, root: &Path, out: &Path, whole: &BTreeMap<PathBuf, String>) -> String {
-    let repo_from_book = relative_to(out, root);
+/// chapter, the chapter that includes a file whole, or the file in the repository. The page
+/// is in the directory `dir` of the book (`""` at its top, `labs` for `docs/labs/`).
+fn rewrite_links(
+    html: &str,
+    root: &Path,
+    out: &Path,
+    whole: &BTreeMap<PathBuf, String>,
+    dir: &Path,
+) -> String {
+    // From the page up to the book's top, and from there to the repository.
+    let up: PathBuf = dir.components().map(|_| Component::ParentDir).collect();
+    let repo_from_book = relative_to(out, root).map(|r| up.join(r));
     let mut fixed = String::with_capacity(html.len());
     let mut copied = 0;
     for (range, href) in hrefs(html) {
@@ -259,11 +304,11 @@ fn rewrite_links(html: &str, root: &Path, out: &Path, whole: &BTreeMap<PathBuf, 
             continue;
         }
         let (path, anchor) = href.split_once('#').map_or((href, None), |(p, a)| (p, Some(a)));
-        // The book's pages are at its top, and its top is `docs/` in the repository.
-        if normalize(Path::new(path)).is_some() {
+        // The book's top is `docs/` in the repository: a link that stays in it is the book's.
+        if normalize(&dir.join(path)).is_some() {
             continue;
         }
-        let Some(mut file) = normalize(&Path::new(SRC).join(path)) else { continue };
+        let Some(mut file) = normalize(&Path::new(SRC).join(dir).join(path)) else { continue };
         // mdBook writes a link to any `.md` file as one to `.html`.
         if file.extension().is_some_and(|e| e == "html") && !root.join(&file).exists() {
             file.set_extension("md");
@@ -271,9 +316,9 @@ fn rewrite_links(html: &str, root: &Path, out: &Path, whole: &BTreeMap<PathBuf, 
         let target = if let Ok(doc) = file.strip_prefix(SRC)
             && doc.extension().is_some_and(|e| e == "md")
         {
-            html_name(&doc.to_string_lossy())
+            up.join(html_name(&doc.to_string_lossy())).to_string_lossy().into_owned()
         } else if let Some(chapter) = whole.get(&file) {
-            chapter.clone()
+            up.join(chapter).to_string_lossy().into_owned()
         } else {
             match &repo_from_book {
                 Some(up) => up.join(&file).to_string_lossy().into_owned(),
@@ -319,11 +364,16 @@ pub fn check(root: &Path, out: &Path) -> Result<()> {
     let chapters = summary_chapters(root)?;
 
     // Every doc is a chapter.
-    let mut docs: Vec<String> = fs::read_dir(root.join(SRC))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".md") && n != "SUMMARY.md")
-        .collect();
+    let mut docs: Vec<String> = Vec::new();
+    for sub in std::iter::once(String::new()).chain(chapter_subdirs(root)) {
+        let prefix = if sub.is_empty() { sub.clone() } else { format!("{sub}/") };
+        docs.extend(
+            fs::read_dir(root.join(SRC).join(&sub))?
+                .filter_map(|e| e.ok())
+                .map(|e| format!("{prefix}{}", e.file_name().to_string_lossy()))
+                .filter(|n| n.ends_with(".md") && n != "SUMMARY.md"),
+        );
+    }
     docs.sort();
     for doc in &docs {
         if !chapters.contains(doc) {
@@ -340,7 +390,7 @@ pub fn check(root: &Path, out: &Path) -> Result<()> {
         for (path, anchor) in includes(&text) {
             let written = anchor.as_ref().map_or(path.clone(), |a| format!("{path}:{a}"));
             let shown = format!("{SRC}/{chapter}: {{{{#include {written}}}}}");
-            let Some(file) = normalize(&Path::new(SRC).join(&path)) else {
+            let Some(file) = normalize(&chapter_dir(chapter).join(&path)) else {
                 problems.push(format!("{shown}: the path leaves the repository"));
                 continue;
             };
@@ -357,7 +407,7 @@ pub fn check(root: &Path, out: &Path) -> Result<()> {
     }
 
     // Every link of the built pages reaches its page and anchor.
-    let pages = pages(out)?;
+    let pages = pages(root, out)?;
     let mut page_ids: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
     let mut texts = Vec::new();
     for page in &pages {
@@ -366,7 +416,7 @@ pub fn check(root: &Path, out: &Path) -> Result<()> {
         texts.push((page.clone(), html));
     }
     for (page, html) in &texts {
-        let name = page.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let name = page.strip_prefix(out).unwrap_or(page).to_string_lossy().into_owned();
         for marker in ["{{#include", "{{#rustdoc_include"] {
             if html.contains(marker) {
                 problems.push(format!("{name}: an include mdBook left as text ({marker} ...)"));
@@ -380,7 +430,7 @@ pub fn check(root: &Path, out: &Path) -> Result<()> {
             let target = if path.is_empty() {
                 page.clone()
             } else {
-                let joined = out.join(path);
+                let joined = page.parent().unwrap_or(out).join(path);
                 match normalize_abs(&joined) {
                     Some(t) => t,
                     None => {
@@ -488,10 +538,20 @@ mod tests {
                     <a href=\"../stretch_drivers/x/src/lib.rs\">s</a> \
                     <a href=\"cpu.html#rules\">c</a> <a href=\"https://x/y\">w</a>";
         assert_eq!(
-            rewrite_links(html, root, out, &whole),
+            rewrite_links(html, root, out, &whole, Path::new("")),
             "<a href=\"m.html#paging\">p</a> <a href=\"memory.html#address-space\">m</a> \
              <a href=\"../../stretch_drivers/x/src/lib.rs\">s</a> \
              <a href=\"cpu.html#rules\">c</a> <a href=\"https://x/y\">w</a>"
+        );
+        // From a chapter in docs/labs/: the same targets, one directory further up.
+        let nested = "<a href=\"../../kernel/core/src/lib.rs\">k</a> \
+                      <a href=\"../../docs/memory.html#x\">m</a> <a href=\"../cpu.html\">c</a> \
+                      <a href=\"clock.html\">l</a>";
+        assert_eq!(
+            rewrite_links(nested, root, out, &whole, Path::new("labs")),
+            "<a href=\"../../../kernel/core/src/lib.rs\">k</a> \
+             <a href=\"../memory.html#x\">m</a> <a href=\"../cpu.html\">c</a> \
+             <a href=\"clock.html\">l</a>"
         );
         assert_eq!(
             markdown_links("- [A](a.md)\n```\n[B](b.md)\n```\n  - [C](c.md#x) and [D](d.md)"),
