@@ -97,6 +97,7 @@ fn a_referenced_page_gets_a_second_chance_and_loses_its_bit() {
     );
 }
 
+// ANCHOR: hand
 #[test]
 fn the_hand_keeps_its_place_between_calls() {
     let mut c = clock_with(0..4);
@@ -115,6 +116,7 @@ fn the_hand_keeps_its_place_between_calls() {
     c.unmapped(3);
     assert_eq!(c.victim(), Some(0), "and only then 0, its second chance used");
 }
+// ANCHOR_END: hand
 
 #[test]
 fn new_pages_join_behind_the_hand() {

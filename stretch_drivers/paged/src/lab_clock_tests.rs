@@ -16,6 +16,7 @@ use stretch_driver::{Access, Rights, StretchInfo};
 
 use crate::{PagedConfig, PagedDriver};
 
+// ANCHOR: trace
 /// The frames the stretch is paged on.
 const FRAMES: usize = 16;
 /// The stretch's pages.
@@ -30,6 +31,8 @@ const ROUNDS: u64 = 12;
 const CLOCK_FAULTS: u64 = 316;
 /// The faults of the trace under FIFO.
 const FIFO_FAULTS: u64 = 396;
+
+// ANCHOR_END: trace
 
 /// First in, first out: the victim is the page resident longest, whatever its accesses.
 #[derive(Default)]
