@@ -5,13 +5,18 @@
 //! - [`Clock`]: second-chance FIFO with a single hand, the default. The reference bit is set
 //!   when the pager sees an access: a fault on the page, or an access the hardware marked in
 //!   the page tables, which the pager harvests before it chooses victims (frames that keep
-//!   accessed bits, [`crate::plan::FrameOp::Harvest`]).
+//!   accessed bits, [`crate::plan::FrameOp::Harvest`]). It has a file of its own
+//!   (`replace/clock.rs`), the lab `clock` (`docs/labs/clock.md`), whose graded tests are
+//!   `pager/src/lab_clock_tests.rs` and `stretch_drivers/paged/src/lab_clock_tests.rs`.
 //! - [`Lru`]: least recently used, by a logical clock stamped at each reported access.
 //! - An application supplies its own policy by implementing the trait and handing it to
 //!   [`crate::pager::Pager::new`].
 
-use alloc::collections::{BTreeMap, VecDeque};
-use alloc::vec::Vec;
+use alloc::collections::BTreeMap;
+
+mod clock;
+
+pub use clock::Clock;
 
 // ANCHOR: policy
 /// A page-replacement policy over the resident pages of one stretch.
@@ -58,118 +63,6 @@ impl BuildPolicy for PolicyKind {
             PolicyKind::Clock => alloc::boxed::Box::new(Clock::new()),
             PolicyKind::Lru => alloc::boxed::Box::new(Lru::new()),
         }
-    }
-}
-
-/// The clock's state of one page of the stretch.
-#[derive(Clone, Copy, Debug, Default)]
-struct ClockEntry {
-    /// Which of the ring's entries for the page is live (0: none, the page is not resident).
-    generation: u32,
-    referenced: bool,
-    locked: bool,
-}
-
-/// Second-chance FIFO with a single-hand clock. The ring is kept as a queue whose front is
-/// under the hand: a referenced or locked page at the hand loses its reference bit and moves
-/// to the back (its second chance); the first unreferenced, unlocked page is the victim.
-/// Newly mapped pages join at the back, referenced. A page's bits are found by its number in
-/// constant time (8 bytes a page of the stretch), so reporting the accesses the hardware
-/// marked costs little; a page that leaves other than as the victim leaves a stale entry in
-/// the ring, which the hand skips.
-#[derive(Clone, Debug, Default)]
-pub struct Clock {
-    /// Pages and generations, the hand at the front.
-    ring: VecDeque<(u32, u32)>,
-    /// By page.
-    pages: Vec<ClockEntry>,
-    resident: usize,
-    generation: u32,
-}
-
-impl Clock {
-    /// An empty clock.
-    pub fn new() -> Clock {
-        Clock::default()
-    }
-
-    fn entry(&mut self, page: usize) -> Option<&mut ClockEntry> {
-        self.pages.get_mut(page).filter(|e| e.generation != 0)
-    }
-
-    fn live(&self, (page, generation): (u32, u32)) -> bool {
-        self.pages.get(page as usize).is_some_and(|e| e.generation == generation)
-    }
-}
-
-impl ReplacementPolicy for Clock {
-    fn mapped(&mut self, page: usize) {
-        if page >= self.pages.len() {
-            self.pages.resize(page + 1, ClockEntry::default());
-        }
-        // Generation 0 marks a page that is not resident.
-        self.generation = self.generation.checked_add(1).unwrap_or(1);
-        self.pages[page] =
-            ClockEntry { generation: self.generation, referenced: true, locked: false };
-        self.resident += 1;
-        if self.ring.len() > 2 * self.resident + 16 {
-            let pages = &self.pages;
-            self.ring.retain(|&(p, g)| pages.get(p as usize).is_some_and(|e| e.generation == g));
-        }
-        self.ring.push_back((page as u32, self.generation));
-    }
-
-    fn accessed(&mut self, page: usize) {
-        if let Some(e) = self.entry(page) {
-            e.referenced = true;
-        }
-    }
-
-    fn unmapped(&mut self, page: usize) {
-        if let Some(e) = self.entry(page) {
-            *e = ClockEntry::default();
-            self.resident -= 1;
-            if self.ring.front().is_some_and(|f| f.0 as usize == page) {
-                self.ring.pop_front();
-            }
-        }
-    }
-
-    fn locked(&mut self, page: usize) {
-        if let Some(e) = self.entry(page) {
-            e.locked = true;
-        }
-    }
-
-    fn unlocked(&mut self, page: usize) {
-        if let Some(e) = self.entry(page) {
-            e.locked = false;
-        }
-    }
-
-    fn reserve(&mut self, frames: usize, pages: usize) {
-        self.ring.reserve_exact((2 * frames + 17).saturating_sub(self.ring.len()));
-        self.pages.resize(pages.max(self.pages.len()), ClockEntry::default());
-    }
-
-    fn victim(&mut self) -> Option<usize> {
-        // Two sweeps clear every reference bit, so an unlocked page is found by then.
-        let mut live_seen = 0;
-        while live_seen < 2 * self.resident {
-            let front = *self.ring.front()?;
-            if !self.live(front) {
-                self.ring.pop_front();
-                continue;
-            }
-            let e = &mut self.pages[front.0 as usize];
-            if !e.locked && !e.referenced {
-                return Some(front.0 as usize);
-            }
-            e.referenced = false;
-            self.ring.rotate_left(1);
-            live_seen += 1;
-        }
-        None
     }
 }
 
@@ -243,50 +136,6 @@ impl ReplacementPolicy for Lru {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn clock_gives_referenced_pages_a_second_chance() {
-        let mut c = Clock::new();
-        for p in [10, 11, 12] {
-            c.mapped(p);
-        }
-        // All referenced: the sweep clears them and comes back to the oldest.
-        assert_eq!(c.victim(), Some(10));
-        // 10 was not evicted; touching it again saves it, 11 goes next.
-        c.accessed(10);
-        assert_eq!(c.victim(), Some(11));
-        c.unmapped(11);
-        c.mapped(13);
-        // 12 lost its bit in the first sweep; 10 had it set again.
-        assert_eq!(c.victim(), Some(12));
-    }
-
-    #[test]
-    fn clock_is_fifo_without_references() {
-        let mut c = Clock::new();
-        for p in 0..4 {
-            c.mapped(p);
-        }
-        let mut order = alloc::vec::Vec::new();
-        while let Some(v) = c.victim() {
-            order.push(v);
-            c.unmapped(v);
-        }
-        assert_eq!(order, [0, 1, 2, 3]);
-    }
-
-    #[test]
-    fn clock_skips_locked_pages_and_gives_none_when_all_are_locked() {
-        let mut c = Clock::new();
-        c.mapped(1);
-        c.mapped(2);
-        c.locked(1);
-        assert_eq!(c.victim(), Some(2));
-        c.locked(2);
-        assert_eq!(c.victim(), None);
-        c.unlocked(1);
-        assert_eq!(c.victim(), Some(1));
-    }
 
     #[test]
     fn lru_evicts_the_least_recently_accessed() {

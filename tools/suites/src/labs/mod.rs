@@ -7,10 +7,12 @@ use tool_base::Arch;
 use crate::harness::QemuTest;
 
 mod syscall;
+mod clock;
 
 /// Every lab's QEMU tests on `arch`.
 pub(crate) fn qemu_tests(arch: Arch) -> Vec<QemuTest> {
     let mut tests = Vec::new();
     tests.extend(syscall::qemu_tests(arch));
+    tests.extend(clock::qemu_tests(arch));
     tests
 }
