@@ -340,7 +340,9 @@ pub fn check(root: &Path, out: &Path) -> Result<()> {
         for (path, anchor) in includes(&text) {
             let written = anchor.as_ref().map_or(path.clone(), |a| format!("{path}:{a}"));
             let shown = format!("{SRC}/{chapter}: {{{{#include {written}}}}}");
-            let Some(file) = normalize(&Path::new(SRC).join(&path)) else {
+            // mdBook reads an include's path from the chapter's own directory.
+            let dir = Path::new(SRC).join(chapter);
+            let Some(file) = normalize(&dir.parent().unwrap_or(Path::new(SRC)).join(&path)) else {
                 problems.push(format!("{shown}: the path leaves the repository"));
                 continue;
             };
