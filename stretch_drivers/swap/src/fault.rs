@@ -30,7 +30,6 @@ static ZEROS: [u8; PAGE_SIZE] = [0; PAGE_SIZE];
 // LAB(swap) END
 
 impl SwapDriver {
-    // ANCHOR: fault
     /// Resolves `fault`: maps its page with the stretch's rights and the page's contents, or
     /// fails it (a fault outside the stretch, an access the stretch does not allow, no frame
     /// or slot to be had).
@@ -51,9 +50,7 @@ impl SwapDriver {
         // todo!("lab swap: resolve the fault (find its page, then page_in); see docs/labs/swap.md")
         // LAB(swap) END
     }
-    // ANCHOR_END: fault
 
-    // ANCHOR: page_in
     /// Makes page `index` of `stretch` resident, with its contents: from its slot (which is
     /// then free) or zeros. On an error the page is not resident and keeps its slot, and no
     /// frame of the budget is lost.
@@ -96,9 +93,7 @@ impl SwapDriver {
         // todo!("lab swap: map the frame at the page and fill it; see docs/labs/swap.md")
         // LAB(swap) END
     }
-    // ANCHOR_END: page_in
 
-    // ANCHOR: evict
     /// Frees a frame: copies the oldest resident page that is not locked into a free slot,
     /// unmaps it and returns its frame, which the driver still holds.
     ///
@@ -134,5 +129,4 @@ impl SwapDriver {
         // todo!("lab swap: evict the oldest unlocked page to a slot; see docs/labs/swap.md")
         // LAB(swap) END
     }
-    // ANCHOR_END: evict
 }

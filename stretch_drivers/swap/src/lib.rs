@@ -208,6 +208,7 @@ fn lock_error(e: FaultError) -> DriverError {
 }
 
 impl StretchDriver for SwapDriver {
+    // ANCHOR: bind
     fn bind(&mut self, k: &mut dyn MemoryKernel, stretch: StretchInfo) -> Result<(), DriverError> {
         // Pages are copied in and out through their mappings: the stretch must allow both.
         if !stretch.page_rights().contains(Rights::READ.union(Rights::WRITE)) {
@@ -225,10 +226,14 @@ impl StretchDriver for SwapDriver {
         self.area.clear();
         Ok(())
     }
+    // ANCHOR_END: bind
 
+    // ANCHOR: fault
     fn fault(&mut self, k: &mut dyn MemoryKernel, fault: Fault) -> Result<(), FaultError> {
+        // The lab's fault path: src/fault.rs.
         self.swap_fault(k, fault)
     }
+    // ANCHOR_END: fault
 
     /// Brings each page of `range` in (from its slot, or zero-filled) and marks it locked, so
     /// that eviction passes it by. A failed lock unmarks the pages it marked (they stay

@@ -13,6 +13,7 @@ mod lab_swap {
     /// Words a page.
     const WORDS: usize = PAGE_SIZE / 8;
 
+    // ANCHOR: setup
     /// A domain whose contract holds `contract` guaranteed frames, a read-write stretch of
     /// `pages` pages, and a swap driver with a budget of `frames` frames and `slots` slots
     /// bound to it.
@@ -28,6 +29,7 @@ mod lab_swap {
         k.bind_driver(&mut d, s).expect("bind a swap driver with frames in the contract");
         (k, s, d)
     }
+    // ANCHOR_END: setup
 
     /// Touches `va` with `access` through the fault path, and panics with what went wrong
     /// unless the access succeeds.
@@ -203,7 +205,11 @@ mod lab_swap {
         // A second touch of a resident page does not fault at all.
         let faults = k.calls().faults;
         for page in 0..FRAMES {
-            assert_eq!(load(&mut k, &mut d, &s, s.page_addr(page)), pattern(page, 0, 1));
+            assert_eq!(
+                load(&mut k, &mut d, &s, s.page_addr(page)),
+                pattern(page, 0, 1),
+                "page {page} reads back wrong"
+            );
         }
         assert_eq!(k.calls().faults, faults, "resident pages faulted again");
         // From then on, each new page costs exactly one eviction.
@@ -233,7 +239,11 @@ mod lab_swap {
             );
         }
         // A page brought back gives its slot back.
-        assert_eq!(load(&mut k, &mut d, &s, s.page_addr(0)), pattern(0, 0, 1));
+        assert_eq!(
+            load(&mut k, &mut d, &s, s.page_addr(0)),
+            pattern(0, 0, 1),
+            "page 0 came back from its slot wrong"
+        );
         assert!(!d.is_swapped(0), "page 0 is resident again, but still holds a slot");
         assert_eq!(d.swap_stats().swap_ins, 1, "one page came back from the swap area");
         assert_eq!(d.swapped_out(), 16 - FRAMES, "one slot freed, one taken by the new victim");
@@ -306,7 +316,7 @@ mod lab_swap {
         assert_eq!(d.stats().failures, 3, "refused faults are counted as failures");
         // The same driver still serves good faults.
         store(&mut k, &mut d, &s, s.page_addr(7), 7);
-        assert_eq!(load(&mut k, &mut d, &s, s.page_addr(7)), 7);
+        assert_eq!(load(&mut k, &mut d, &s, s.page_addr(7)), 7, "page 7 after refused faults");
         // A stretch with more pages than the budget and the slots can hold (with a slot to
         // spare), and one that cannot be written, are refused at bind, holding nothing.
         let mut k2 = MockKernel::new(8, 0);
@@ -341,7 +351,7 @@ mod lab_swap {
                 );
             }
         }
-        assert_eq!(load(&mut k, &mut d, &s, s.page_addr(1)), 0x1111);
+        assert_eq!(load(&mut k, &mut d, &s, s.page_addr(1)), 0x1111, "locked page 1 reads wrong");
         // With every frame locked, a fault finds nothing to evict: an error, not a panic.
         d.lock(&mut k, s.page_addr(2)..s.page_addr(3)).expect("lock page 2");
         let refused = k.access(&mut d, &s, s.page_addr(9), Access::Read);
@@ -352,7 +362,11 @@ mod lab_swap {
         );
         // Unlocked, they can go again.
         d.unlock(&mut k, s.page_addr(0)..s.page_addr(3)).unwrap();
-        assert_eq!(load(&mut k, &mut d, &s, s.page_addr(9)), pattern(9, 0, 3));
+        assert_eq!(
+            load(&mut k, &mut d, &s, s.page_addr(9)),
+            pattern(9, 0, 3),
+            "page 9, once its frames are unlocked, reads back wrong"
+        );
         assert_eq!(d.lock(&mut k, s.end()..s.end() + 1), Err(DriverError::OutOfRange));
     }
 }
