@@ -19,6 +19,7 @@
 
 mod basic;
 mod compressed;
+pub mod expel;
 pub mod wkdm;
 
 use crate::Page;
