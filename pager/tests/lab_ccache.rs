@@ -221,13 +221,12 @@ mod lab_ccache {
     fn a_program_writes_to_disk_as_little_as_the_reference() {
         let s = run_program();
         eprintln!(
-            "disk writes {} reads {}; pool hits {} of {} fetches, expelled {}, clean dropped {}",
+            "disk writes {} reads {}; pool hits {} of {} fetches, expelled {}",
             s.disk.device_writes,
             s.disk.device_reads,
             s.cache.hits,
             s.cache.fetches,
             s.cache.expelled,
-            s.cache.clean_dropped
         );
         near_reference(
             "pages written to disk",
