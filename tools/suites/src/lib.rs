@@ -40,6 +40,7 @@ mod domains;
 mod drivers;
 pub mod fuzz;
 mod harness;
+mod labs;
 mod net;
 mod paging;
 mod remote;
@@ -710,6 +711,7 @@ fn qemu_tests(arch: Arch, _a: &Artifacts, _kernel: &Kernel) -> Result<Vec<QemuTe
     tests.extend(net_tests(&p, arch));
     tests.extend(remote_tests(&p, arch));
     tests.extend(user_tests(&p, arch));
+    tests.extend(labs::qemu_tests(arch));
     // ANCHOR_END: suites
     Ok(tests)
 }
