@@ -27,10 +27,11 @@ fn in_a_domain(out: &Outcome) -> Result<(), String> {
     expect_ending(out, Ending::Kernel(0))?;
     let Some(line) = out.line("swapdemo: ok ").map(|l| l.message.as_str()) else {
         // The app's own report of what went wrong, if it made one.
-        let report = ["swapdemo: page ", "swapdemo: bind failed", "swapdemo: the driver"]
-            .iter()
-            .find_map(|t| out.line(t))
-            .map_or("no report: did the domain end in a panic or a fault?", |l| l.message.as_str());
+        let report =
+            ["swapdemo: page ", "swapdemo: bind failed", "swapdemo: the driver", "panicked at"]
+                .iter()
+                .find_map(|t| out.line(t))
+                .map_or("no report: did the domain end in a fault?", |l| l.message.as_str());
         return Err(format!("swapdemo printed no `ok` line: {report}"));
     };
     let want = [
