@@ -9,6 +9,7 @@ use lz4_flex::block::{
     CompressTable, compress_into_with_table, decompress_into, get_maximum_output_size,
 };
 
+use super::expel::{Candidate, choose_victim};
 use super::wkdm::Scratch;
 use super::{BasicCache, CacheManager, CacheStats, Fetched};
 use crate::disk::{DiskManager, DiskStats, SwapSpace};
@@ -102,7 +103,8 @@ struct Entry {
 /// pool saves a disk read) is stored as a zero mark, compressed, or, when incompressible, as
 /// [`Incompressible`] says. When the pool is full, entries are expelled to the lower cache,
 /// *clean first*: the oldest clean entry (which the lower cache drops at no cost, the backing
-/// store holding it), else the oldest entry. A fetch that hits decompresses into the caller's
+/// store holding it), else the oldest entry ([`super::expel::choose_victim`], the
+/// compressed-cache lab's file). A fetch that hits decompresses into the caller's
 /// page and frees the entry; a miss goes to the lower cache.
 ///
 /// Zero marks take no pool space, so they are never expelled to make room, only by a flush.
@@ -237,21 +239,24 @@ impl CompressedCache {
         }
     }
 
-    /// Expels one entry to the lower cache: the oldest clean one, else the oldest; to make
-    /// room (`for_space`), only entries that take space. The entry leaves the pool only once
-    /// the lower cache has taken it.
+    /// Expels one entry to the lower cache, the one [`choose_victim`] chooses from the live
+    /// entries, oldest first (the oldest clean one, else the oldest; to make room,
+    /// `for_space`, only entries that take space). The entry leaves the pool only once the
+    /// lower cache has taken it.
     fn expel_one(&mut self, for_space: bool) -> Result<(), PagerError> {
         let pool = &self.pool;
-        let live = || {
-            let found = |&(p, g): &(usize, u64)| pool.get(&p).filter(|e| e.generation == g);
-            self.order.iter().filter_map(move |o| Some((o.0, found(o)?)))
-        };
-        let candidate = |e: &Entry| !for_space || e.size > 0;
-        let page = live()
-            .find(|(_, e)| candidate(e) && !e.dirty)
-            .or_else(|| live().find(|(_, e)| candidate(e)))
-            .map(|(p, _)| p)
+        let live = self.order.iter().filter_map(|&(page, generation)| {
+            let entry = pool.get(&page).filter(|e| e.generation == generation)?;
+            Some(Candidate { page, dirty: entry.dirty, size: entry.size })
+        });
+        let page = choose_victim(live, for_space)
             .ok_or(PagerError::BadConfig("the compressed pool is full of nothing"))?;
+        // A choice that frees nothing would make `make_room` expel for ever.
+        if !pool.get(&page).is_some_and(|e| !for_space || e.size > 0) {
+            return Err(PagerError::BadConfig(
+                "the expel policy chose a page that is not in the pool, or a zero mark to make room",
+            ));
+        }
         let entry = &self.pool[&page];
         // A WKdm page goes below as it is, if the layer below takes compressed pages (remote
         // memory): no decompression, and fewer bytes on the wire.

@@ -15,10 +15,12 @@
 //!   "no cache" of plain local paging.
 //! - [`CompressedCache`]: a bounded pool of pages compressed by lz4 or [`wkdm`] ([`Codec`]),
 //!   zero pages as marks, over a lower cache; [`CompressedCache::extended`] puts it over a [`BasicCache`] with fetch and
-//!   eviction areas, the thesis's extended compressed cache.
+//!   eviction areas, the thesis's extended compressed cache. Which entry a full pool expels
+//!   is [`expel::choose_victim`]'s choice (clean FIFO), the compressed-cache lab's file.
 
 mod basic;
 mod compressed;
+pub mod expel;
 pub mod wkdm;
 
 use crate::Page;
