@@ -8,11 +8,13 @@ use crate::harness::QemuTest;
 
 mod syscall;
 mod clock;
+mod swap;
 
 /// Every lab's QEMU tests on `arch`.
 pub(crate) fn qemu_tests(arch: Arch) -> Vec<QemuTest> {
     let mut tests = Vec::new();
     tests.extend(syscall::qemu_tests(arch));
     tests.extend(clock::qemu_tests(arch));
+    tests.extend(swap::qemu_tests(arch));
     tests
 }
