@@ -40,8 +40,9 @@ pub fn share_ppb(contract: &Contract) -> u64 {
 // ANCHOR: admit
 /// Admission control: checks every contract ([`Contract::validate`]) and that their shares
 /// ([`share_ppb`]) sum to at most [`CAPACITY_PPB`](crate::CAPACITY_PPB) (1 minus
-/// [`KERNEL_RESERVE_PERCENT`](crate::KERNEL_RESERVE_PERCENT)). Returns the total share in parts per billion; on failure names the first contract, in list
-/// order, that is invalid ([`AdmissionError::Invalid`]) or takes the sum over the capacity
+/// [`KERNEL_RESERVE_PERCENT`](crate::KERNEL_RESERVE_PERCENT)). Returns the total share in
+/// parts per billion; on failure names the first contract, in list order, that is invalid
+/// ([`AdmissionError::Invalid`]) or takes the sum over the capacity
 /// ([`AdmissionError::OverCapacity`], with the sum up to and including it).
 pub fn admit<'a>(contracts: impl IntoIterator<Item = &'a Contract>) -> Result<u64, AdmissionError> {
     // ANCHOR_END: admit
