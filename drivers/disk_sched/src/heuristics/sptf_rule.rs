@@ -10,18 +10,18 @@
 //! stands idle until LP's request comes. The answer is a wait in ns from now; 0 dispatches the
 //! candidate.
 
-use super::{EXTRA_WAIT_NS, Weigh};
+use super::Weigh;
 use crate::anticipation::Weighing;
 use crate::positioning::Positioning;
-use crate::stats;
 
 // ANCHOR: expected_think
 /// LP's median think time, if it is known and LP is expected within the histogram's range
-/// (below [`stats::MAX_THINK_NS`]: a median in the last bucket means "a long time").
+/// (below [`MAX_THINK_NS`](crate::stats::MAX_THINK_NS): a median in the last bucket means "a
+/// long time").
 pub(super) fn expected_think(w: &Weighing<'_>) -> Option<u64> {
     // ANCHOR_END: expected_think
     // LAB(disk) BEGIN
-    w.lp.median_think_ns().filter(|&m| m < stats::MAX_THINK_NS)
+    w.lp.median_think_ns().filter(|&m| m < crate::stats::MAX_THINK_NS)
     // LAB(disk) HANDOUT
     // // LP is never expected: nothing is ever waited for.
     // let _ = w;
@@ -31,15 +31,15 @@ pub(super) fn expected_think(w: &Weighing<'_>) -> Option<u64> {
 
 // ANCHOR: tail_wait
 /// How long to wait for LP once waiting is worth it: the rest of its 95th-percentile think
-/// time plus [`EXTRA_WAIT_NS`] (the time since its last completion, `w.elapsed_ns`, already
-/// went by), or 0 if LP is not expected soon ([`expected_think`]).
+/// time plus [`EXTRA_WAIT_NS`](super::EXTRA_WAIT_NS) (the time since its last completion,
+/// `w.elapsed_ns`, already went by), or 0 if LP is not expected soon ([`expected_think`]).
 pub(super) fn tail_wait(w: &Weighing<'_>) -> u64 {
     // ANCHOR_END: tail_wait
     // LAB(disk) BEGIN
     if expected_think(w).is_none() {
         return 0;
     }
-    w.lp.p95_think_ns().map_or(0, |p95| (p95 + EXTRA_WAIT_NS).saturating_sub(w.elapsed_ns))
+    w.lp.p95_think_ns().map_or(0, |p95| (p95 + super::EXTRA_WAIT_NS).saturating_sub(w.elapsed_ns))
     // LAB(disk) HANDOUT
     // let _ = w;
     // 0
@@ -80,7 +80,8 @@ pub(super) fn paper_rule<E: Positioning>(e: &E, w: &Weighing<'_>) -> u64 {
 
 /// The SPTF rule with the estimate `e`, weighed as `how` says: the paper's ([`paper_rule`]),
 /// or Tessera's, the wait with the most expected gain over LP's whole think-time histogram
-/// ([`stats::ClientStats::best_wait_ns`]) for the same [`benefit`], when LP is expected soon.
+/// ([`ClientStats::best_wait_ns`](crate::stats::ClientStats::best_wait_ns)) for the same
+/// [`benefit`], when LP is expected soon.
 pub(super) fn sptf_rule<E: Positioning>(e: &E, how: Weigh, w: &Weighing<'_>) -> u64 {
     match how {
         Weigh::Paper => paper_rule(e, w),
