@@ -31,6 +31,7 @@ use alloc::vec::Vec;
 use super::policy::{Full, Pending, Policy};
 use super::stats::ClientStats;
 
+// ANCHOR: weighing
 /// What the policy's heuristic sees when it weighs a candidate.
 #[derive(Clone, Copy, Debug)]
 pub struct Weighing<'a> {
@@ -47,6 +48,7 @@ pub struct Weighing<'a> {
     /// Time since LP's last request completed.
     pub elapsed_ns: u64,
 }
+// ANCHOR_END: weighing
 
 /// A policy-specific anticipation heuristic: how long to wait for LP rather than dispatch the
 /// candidate.

@@ -29,17 +29,23 @@
 //!   Stride rule's clock test relaxed to the least clock plus the policy's window; never wait
 //!   when LP's clock is beyond that (seek-driven waiting has let it run ahead).
 //!
-//! The Aged-SPTF, C-LOOK and combined rules take an [`SptfRule`] and weigh as it does.
+//! The Aged-SPTF, C-LOOK and combined rules take an [`SptfRule`] and weigh as it does. The
+//! SPTF rule's decision itself (LP's expected think time, the positioning a wait saves, the
+//! paper's weighing and its wait) is `heuristics/sptf_rule.rs`, which the course's lab `disk`
+//! has the student write (`labs/disk/lab.toml`).
 //!
 //! Every wait is bounded: a client whose median think time reaches the histogram's last bucket
 //! (14.5 ms on) is not waited for, and no wait is longer than 15 ms plus the extra 1 ms.
 
+mod sptf_rule;
+
+use super::Cscan;
 use super::anticipation::{Heuristic, Weighing};
 use super::fcfs::Sstf;
 use super::positioning::Positioning;
 use super::sptf::{AgedSptf, Sptf};
 use super::stride::Stride;
-use super::{Cscan, stats};
+use sptf_rule::{expected_think, sptf_rule, tail_wait};
 
 /// The thesis's extra wait beyond the 95th percentile.
 pub const EXTRA_WAIT_NS: u64 = 1_000_000;
@@ -50,20 +56,6 @@ pub const MOSTLY_BACKWARD: u64 = 300;
 /// See [`MOSTLY_BACKWARD`].
 pub const MOSTLY_FORWARD: u64 = 700;
 
-/// LP's median think time, if it is known and LP is expected within the histogram's range.
-fn expected_think(w: &Weighing<'_>) -> Option<u64> {
-    w.lp.median_think_ns().filter(|&m| m < stats::MAX_THINK_NS)
-}
-
-/// The rest of LP's 95th-percentile think time plus [`EXTRA_WAIT_NS`], or 0 if LP is not
-/// expected soon.
-fn tail_wait(w: &Weighing<'_>) -> u64 {
-    if expected_think(w).is_none() {
-        return 0;
-    }
-    w.lp.p95_think_ns().map_or(0, |p95| (p95 + EXTRA_WAIT_NS).saturating_sub(w.elapsed_ns))
-}
-
 /// How a seek-reducing rule weighs waiting for LP against dispatching the candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Weigh {
@@ -71,29 +63,10 @@ pub enum Weigh {
     /// for the rest of its 95th percentile plus 1 ms.
     Paper,
     /// Tessera's: the wait with the most expected gain over LP's whole think-time histogram
-    /// ([`stats::ClientStats::best_wait_ns`]), if any gains. Against the paper's, it never
+    /// ([`crate::stats::ClientStats::best_wait_ns`]), if any gains. Against the paper's, it never
     /// waits its 95th percentile for a client whose think times mix quick requests with
     /// pauses (the paper's adversary): it waits for the quick ones only.
     ExpectedGain,
-}
-
-/// The positioning LP's request would save against the candidate, by the estimate `e`.
-fn benefit<E: Positioning>(e: &E, w: &Weighing<'_>) -> u64 {
-    let candidate = e.positioning_ns(w.head, w.candidate.lbn);
-    candidate.saturating_sub(w.lp.expected_positioning_ns())
-}
-
-/// The SPTF rule with the estimate `e`, weighed as `how` says.
-fn sptf_rule<E: Positioning>(e: &E, how: Weigh, w: &Weighing<'_>) -> u64 {
-    let Some(median) = expected_think(w) else { return 0 };
-    let benefit = benefit(e, w);
-    match how {
-        Weigh::Paper => {
-            let cost = median.saturating_sub(w.elapsed_ns);
-            if benefit > cost { tail_wait(w) } else { 0 }
-        }
-        Weigh::ExpectedGain => w.lp.best_wait_ns(benefit, w.elapsed_ns).unwrap_or(0),
-    }
 }
 
 /// The SPTF rule, for the seek-reducing policies ([`Sptf`], [`Sstf`]) with the estimate `E`.

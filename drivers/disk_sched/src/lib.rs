@@ -69,3 +69,8 @@ pub use stride::Stride;
 
 #[cfg(test)]
 mod tests;
+
+/// The graded tests of the lab `disk` (`labs/disk/lab.toml`, docs/labs/disk.md).
+#[cfg(test)]
+#[path = "lab_disk_tests.rs"]
+mod lab_disk;

@@ -123,13 +123,10 @@ impl Contract {
         }
     }
 
-    /// `slice / period` in parts per billion, rounded up (0 for a zero period).
+    /// `slice / period` in parts per billion, rounded up (0 for a zero period):
+    /// [`crate::policy::share_ppb`].
     pub fn share_ppb(&self) -> u64 {
-        if self.period == 0 {
-            return 0;
-        }
-        let share = (u128::from(self.slice) * u128::from(PPB)).div_ceil(u128::from(self.period));
-        u64::try_from(share).unwrap_or(u64::MAX)
+        crate::policy::share_ppb(self)
     }
 }
 
@@ -153,24 +150,10 @@ pub enum AdmissionError {
     },
 }
 
-/// Admission control: checks every contract and that their shares sum to at most
-/// [`CAPACITY_PPB`] (1 minus [`KERNEL_RESERVE_PERCENT`]). Returns the total share in parts per
-/// billion; on failure names the first contract, in list order, that is invalid or does not fit.
-pub fn admit<'a>(contracts: impl IntoIterator<Item = &'a Contract>) -> Result<u64, AdmissionError> {
-    let mut total = 0u64;
-    for (index, c) in contracts.into_iter().enumerate() {
-        c.validate().map_err(|error| AdmissionError::Invalid { index, error })?;
-        total = total.saturating_add(c.share_ppb());
-        if total > CAPACITY_PPB {
-            return Err(AdmissionError::OverCapacity { index, total_ppb: total });
-        }
-    }
-    Ok(total)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admit;
 
     fn c(period_ms: u64, slice_ms: u64) -> Contract {
         Contract {

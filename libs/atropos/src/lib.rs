@@ -8,6 +8,10 @@
 //! it what to run ([`Atropos::dispatch`]); the answer says until when, so the kernel arms a
 //! one-shot timer for exactly that instant. There is no periodic tick.
 //!
+//! Its two policy decisions are in [`policy`], apart from the queues: which sets of contracts
+//! are admitted ([`admit`]) and who runs on slack time (the course's lab `edf` has them
+//! written by the student: `labs/edf/lab.toml`).
+//!
 //! # The rules
 //!
 //! - **Guaranteed time.** Among runnable clients with slice left, the one with the earliest
@@ -81,6 +85,7 @@ extern crate alloc;
 extern crate std;
 
 mod contract;
+pub mod policy;
 
 use alloc::collections::TryReserveError;
 use alloc::vec::Vec;
@@ -88,6 +93,8 @@ use alloc::vec::Vec;
 use indexed_heap::Heap;
 
 pub use contract::*;
+pub use policy::admit;
+use policy::{SlackTurn, takes_slack};
 
 /// Extra (slack) time is shared round robin in turns of this much each (1 ms).
 pub const EXTRA_QUANTUM: Nanos = MILLISECOND;
@@ -230,13 +237,12 @@ pub struct Atropos {
     runnable_changes: Heap,
     /// The blocked clients whose period has not ended, by deadline.
     blocked_changes: Heap,
-    /// The runnable clients with `extra = true`, in round-robin order from `turn`, whose turn
-    /// it is.
+    /// The runnable clients that take slack ([`policy::takes_slack`]), in round-robin order
+    /// from `slack.at`, whose turn it is.
     extra_ready: Vec<usize>,
-    /// The position in `extra_ready` of the client whose extra turn it is.
-    turn: usize,
-    /// Extra time the client whose turn it is used in its current turn.
-    turn_used: Nanos,
+    /// The position in `extra_ready` of the client whose extra turn it is, and the extra time
+    /// it used in its current turn.
+    slack: SlackTurn,
     /// Room for every client: the clients whose instant has come, during a replenishment.
     due: Vec<usize>,
     trace: bool,
@@ -266,7 +272,7 @@ impl Atropos {
         let n = self.clients.len() + 1;
         self.clients.try_reserve(1)?;
         self.due.try_reserve(n.saturating_sub(self.due.len()))?;
-        if contract.extra {
+        if takes_slack(&contract) {
             self.extra_ready.try_reserve(n.saturating_sub(self.extra_ready.len()))?;
         }
         self.ready.grow(n)?;
@@ -306,7 +312,7 @@ impl Atropos {
             }
         }
         self.running = None;
-        self.turn_used = 0;
+        self.slack.used = 0;
         self.records.clear();
     }
 
@@ -364,7 +370,7 @@ impl Atropos {
     fn make_runnable(&mut self, id: usize) {
         let c = &mut self.clients[id];
         c.state = State::Runnable;
-        if c.contract.extra {
+        if takes_slack(&c.contract) {
             c.extra_slot = self.extra_ready.len();
             self.extra_ready.push(id);
         }
@@ -372,10 +378,10 @@ impl Atropos {
 
     /// Takes runnable client `id` out of the ready heaps and the extra queue; it becomes `to`.
     fn make_unrunnable(&mut self, id: usize, to: State) {
-        if self.clients[id].contract.extra {
+        if takes_slack(&self.clients[id].contract) {
             let at = self.clients[id].extra_slot;
-            if at == self.turn {
-                self.turn_used = 0;
+            if at == self.slack.at {
+                self.slack.used = 0;
             }
             // The last in line takes its place (the order of a round robin does not matter,
             // only that every turn comes); the turn stays with its client, or passes on.
@@ -384,11 +390,11 @@ impl Atropos {
             if let Some(&moved) = self.extra_ready.get(at) {
                 self.clients[moved].extra_slot = at;
             }
-            if self.turn == last && at != last {
-                self.turn = at;
+            if self.slack.at == last && at != last {
+                self.slack.at = at;
             }
-            if self.turn >= self.extra_ready.len() {
-                self.turn = 0;
+            if self.slack.at >= self.extra_ready.len() {
+                self.slack.at = 0;
             }
         }
         let c = &mut self.clients[id];
@@ -455,7 +461,7 @@ impl Atropos {
             Mode::Extra => {
                 c.accounts.extra += used;
                 c.period_extra += used;
-                self.turn_used += used;
+                self.slack.used += used;
             }
         }
         self.running = Some((id, mode, now));
@@ -594,8 +600,8 @@ impl Atropos {
         let moved = c.remain > 0 || c.urgent.is_some();
         c.remain = 0;
         c.urgent = None;
-        if self.extra_ready.get(self.turn) == Some(&id) {
-            self.end_turn();
+        if self.extra_ready.get(self.slack.at) == Some(&id) {
+            self.slack.pass(self.extra_ready.len());
         }
         if moved {
             self.relink(id);
@@ -666,33 +672,15 @@ impl Atropos {
         let (client, mode, budget) = match guaranteed {
             Some((_, id)) => (id, Mode::Guaranteed, self.clients[id].remain),
             None => {
-                let id = self.next_extra()?;
-                // Alone on slack time, a turn ends only when something else can run.
-                let others = self.extra_ready.len() > 1;
-                let budget = if others { EXTRA_QUANTUM - self.turn_used } else { Nanos::MAX };
+                // ANCHOR: slack_dispatch
+                let (id, budget) = self.slack.pick(&self.extra_ready)?;
+                // ANCHOR_END: slack_dispatch
                 (id, Mode::Extra, budget)
             }
         };
         let until = change.min(now.saturating_add(budget)).max(now + 1);
         self.running = Some((client, mode, now));
         Some(Dispatch { client, mode, until })
-    }
-
-    /// Ends the extra turn of the head of the queue: it goes to the back.
-    fn end_turn(&mut self) {
-        self.turn += 1;
-        if self.turn >= self.extra_ready.len() {
-            self.turn = 0;
-        }
-        self.turn_used = 0;
-    }
-
-    /// The client whose extra turn it is, rotating past a finished turn.
-    fn next_extra(&mut self) -> Option<usize> {
-        if self.turn_used >= EXTRA_QUANTUM {
-            self.end_turn();
-        }
-        self.extra_ready.get(self.turn).copied()
     }
 
     /// When nothing is runnable: the next instant at which a period ends for a runnable
@@ -704,3 +692,8 @@ impl Atropos {
 
 #[cfg(test)]
 mod tests;
+
+/// The graded tests of the lab `edf` (`labs/edf/lab.toml`, docs/labs/edf.md).
+#[cfg(test)]
+#[path = "lab_edf_tests.rs"]
+mod lab_edf;
