@@ -593,9 +593,9 @@ fn a_full_transmit_queue_is_waited_out_and_one_that_stays_full_loses_datagrams_n
     // tries (time passes only while it pauses or waits), and loses nothing.
     let t0 = sim::now();
     Net::busy_until(&net, 0, t0 + 2_000_000);
-    for page in 0..16 {
+    for (page, v) in versions.iter_mut().enumerate() {
         c.write(page, &contents(page, 3)).unwrap();
-        versions[page] = 3;
+        *v = 3;
     }
     let refused = Net::busy_refused(&net, 0);
     assert!(refused > 0 && refused <= 100, "{refused} sends refused");
