@@ -524,7 +524,8 @@ pub struct StreamAccounts {
     pub dropped_tx_closed: u64,
     /// Datagrams received but not released when the endpoint closed.
     pub dropped_rx_closed: u64,
-    /// Datagrams the stack could not send (no route, NIC refused).
+    /// Datagrams the stack could not send (no route, NIC refused, its socket full, or waited
+    /// too long for its neighbour's hardware address).
     pub dropped_tx_error: u64,
     /// Link time used on its slices, in nanoseconds.
     pub guaranteed_ns: u64,

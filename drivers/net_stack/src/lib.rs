@@ -32,6 +32,11 @@
 //!   gathers each datagram's payload from the lent frame: no copy and no smoltcp on that path.
 //!   The loan is held until every datagram of it is done with (sent, or dropped at a Close),
 //!   then given back by [`NetStack::take_returned`] for the driver to return.
+//! - **A bounded wait for neighbours**: smoltcp sends a UDP socket's datagrams in order, so
+//!   one whose destination does not answer ARP holds back the client's later datagrams to
+//!   every destination. After [`UNRESOLVED_WAIT_NS`] (three ARP requests) the socket's
+//!   datagrams are dropped and counted (`dropped_tx_error`), as on a wire, for the protocol
+//!   above to send again; a Close waits for unsent datagrams at most that long.
 //! - **Time is the caller's**: every call takes an [`Instant`]; nothing reads a clock.
 //!
 //! # Invariants
@@ -68,4 +73,4 @@ pub use classify::{DropReason, Drops};
 pub use link::LinkModel;
 pub use net_interface::Nic;
 pub use serve::{Area, Session};
-pub use stack::{ClientId, Config, EPHEMERAL_PORTS, Instant, NetStack};
+pub use stack::{ClientId, Config, EPHEMERAL_PORTS, Instant, NetStack, UNRESOLVED_WAIT_NS};

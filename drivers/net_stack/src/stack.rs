@@ -79,6 +79,11 @@ struct Client<A> {
     rx_taken: Vec<bool>,
     /// Datagrams put in slots that the client has not been told of yet.
     rx_ready: VecDeque<Received>,
+    /// The payload lengths of the datagrams handed to its smoltcp socket and not yet seen
+    /// leaving it, oldest first, and since when the oldest has waited (its destination's
+    /// hardware address unresolved).
+    in_socket: VecDeque<usize>,
+    stuck_since: Option<u64>,
     accounts: StreamAccounts,
 }
 
@@ -112,6 +117,13 @@ pub const EPHEMERAL_PORTS: u16 = 49152;
 /// How many datagrams a client's smoltcp socket holds once dispatched: they wait there while
 /// their destination's address is being resolved (beyond, a dispatch is counted as an error).
 const SOCKET_TX_DATAGRAMS: usize = 4;
+
+/// How long a datagram may wait in a client's smoltcp socket for its destination's hardware
+/// address (smoltcp asks again every second: three ARP requests) before the socket's
+/// datagrams are dropped and counted as errors. smoltcp sends a socket's datagrams in order,
+/// so one waiting for a neighbour that never answers (a node that has ended) would otherwise
+/// hold back every later datagram of the client, to any destination, and its Close, forever.
+pub const UNRESOLVED_WAIT_NS: u64 = 3_000_000_000;
 
 /// The ICMP identifier of the stack's own echo requests.
 const PING_IDENT: u16 = 0x7e55;
@@ -319,6 +331,8 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
             rx_area,
             rx_taken: vec![false; slots],
             rx_ready: VecDeque::with_capacity(slots),
+            in_socket: VecDeque::with_capacity(SOCKET_TX_DATAGRAMS),
+            stuck_since: None,
             accounts: StreamAccounts::default(),
         }));
         if self.stream_owner.len() <= stream {
@@ -329,8 +343,9 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
     }
 
     /// Whether client `c` still has datagrams to send: queued for the link, or handed to
-    /// smoltcp and not yet written to the NIC (their destination's address being resolved).
-    /// A driver domain answers a client's Close once it has none (`net_server`).
+    /// smoltcp and not yet written to the NIC (their destination's address being resolved, for
+    /// at most [`UNRESOLVED_WAIT_NS`]). A driver domain answers a client's Close once it has
+    /// none (`net_server`), so a Close waits at most that long for an unresolved neighbour.
     pub fn unsent(&self, c: ClientId) -> Result<bool, NetError> {
         let client = self.client(c)?;
         let socket = self.sockets.get::<udp::Socket>(client.socket);
@@ -619,8 +634,51 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
             }
         }
         self.iface.poll(now.smol(), &mut self.dev, &mut self.sockets);
+        self.expire_unresolved(now);
         self.pump_tx(now);
         self.poll_at(now)
+    }
+
+    /// Follows the datagrams in the clients' smoltcp sockets at `now` (smoltcp sends them in
+    /// order, so the bytes left say which have left) and drops, counted as errors, those of
+    /// a socket whose oldest has waited [`UNRESOLVED_WAIT_NS`] for its neighbour.
+    fn expire_unresolved(&mut self, now: Instant) {
+        for client in self.clients.iter_mut().flatten() {
+            if client.in_socket.is_empty() {
+                continue;
+            }
+            let socket = self.sockets.get_mut::<udp::Socket>(client.socket);
+            let left = socket.send_queue();
+            let before = client.in_socket.len();
+            let mut queued: usize = client.in_socket.iter().sum();
+            while queued > left || (left == 0 && !client.in_socket.is_empty()) {
+                queued -= client.in_socket.pop_front().unwrap_or(0);
+            }
+            if client.in_socket.is_empty() {
+                client.stuck_since = None;
+                continue;
+            }
+            let since = match client.stuck_since {
+                Some(t) if client.in_socket.len() == before => t,
+                _ => {
+                    client.stuck_since = Some(now.0);
+                    continue;
+                }
+            };
+            if now.0.saturating_sub(since) >= UNRESOLVED_WAIT_NS {
+                // smoltcp can only empty a socket whole: reset it, bound to the same port.
+                client.accounts.dropped_tx_error += client.in_socket.len() as u64;
+                client.accounts.packets_sent =
+                    client.accounts.packets_sent.saturating_sub(client.in_socket.len() as u64);
+                client.accounts.bytes_sent =
+                    client.accounts.bytes_sent.saturating_sub(queued as u64);
+                client.in_socket.clear();
+                client.stuck_since = None;
+                socket.close();
+                // The port was bound to this socket a moment ago: it binds again.
+                let _ = socket.bind(client.port);
+            }
+        }
     }
 
     /// When the stack wants to be called again at the latest, as of `now`.
@@ -631,7 +689,15 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
             .map(|t| (t.total_micros().max(0) as u64).saturating_mul(1000));
         // Frames left on the NIC by the budget: at once.
         let more = self.rx_more.then_some(now.0);
-        [self.tx_end, self.wake, smol, more].into_iter().flatten().min().map(Instant)
+        // A socket's datagrams waiting for a neighbour: dropped at the end of their wait.
+        let stuck = self
+            .clients
+            .iter()
+            .flatten()
+            .filter_map(|c| c.stuck_since)
+            .map(|t| t.saturating_add(UNRESOLVED_WAIT_NS))
+            .min();
+        [self.tx_end, self.wake, smol, more, stuck].into_iter().flatten().min().map(Instant)
     }
 
     /// Takes one received frame from the NIC and deals with it; `false` if there was none.
@@ -756,6 +822,7 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
             Ok(()) => {
                 client.accounts.packets_sent += 1;
                 client.accounts.bytes_sent += len as u64;
+                client.in_socket.push_back(len);
             }
             Err(_) => client.accounts.dropped_tx_error += 1,
         }
@@ -767,6 +834,7 @@ impl<N: Nic, A: AsMut<[u8]> + AsRef<[u8]>> NetStack<N, A> {
             self.arrive(stream, len, now.0);
         }
         self.iface.poll(now.smol(), &mut self.dev, &mut self.sockets);
+        self.expire_unresolved(now);
     }
 
     /// Sends a SendLoan's datagram of client `id`: its Ethernet, IPv4 and UDP headers and its

@@ -855,3 +855,40 @@ fn a_lent_send_refused_or_dropped_at_a_close_gives_its_loan_back() {
     net.run_until(net.now + 5 * MS);
     assert_eq!(net.a.nic().gathered, 0);
 }
+
+#[test]
+fn a_neighbour_that_never_answers_holds_a_clients_datagrams_back_for_a_bounded_time() {
+    use crate::UNRESOLVED_WAIT_NS;
+    let mut net = Net::new();
+    let (c, _) = net.a.open(5001, contract(2, true), area(4), Instant(0)).unwrap();
+    let (d, _) = net.b.open(6001, contract(2, true), area(16), Instant(0)).unwrap();
+    net.a.ping(B, 0, b"", Instant(0)).unwrap();
+    net.run_until(MS);
+    // Nobody is at 10.0.0.3 (a node that has ended): its datagram waits for ARP in the
+    // client's socket, and the three to B behind it (smoltcp sends a socket's in order).
+    let gone = Endpoint { addr: Ipv4Addr([10, 0, 0, 3]), port: 7100 };
+    let to_b = Endpoint { addr: B, port: 6001 };
+    let t0 = net.now;
+    net.a.send(c, gone, b"create", Instant(t0)).unwrap();
+    for seq in 0..3 {
+        net.a.send(c, to_b, &payload(1, seq, 100), Instant(t0)).unwrap();
+    }
+    net.run_until(t0 + UNRESOLVED_WAIT_NS / 2);
+    assert!(drain(&mut net.b, d).is_empty());
+    assert_eq!(net.a.unsent(c), Ok(true));
+    // At the end of the wait the socket's four are dropped and counted, and nothing is left
+    // to send (a Close would be answered).
+    net.run_until(t0 + UNRESOLVED_WAIT_NS + MS);
+    assert_eq!(net.a.unsent(c), Ok(false), "still waiting at {} ns", net.now - t0);
+    let acc = net.a.accounts(c).unwrap();
+    assert_eq!((acc.dropped_tx_error, acc.packets_sent), (4, 0), "{acc:?}");
+    // The client's next datagrams to B leave (within smoltcp's one second of silence).
+    let t1 = net.now;
+    for seq in 3..6 {
+        net.a.send(c, to_b, &payload(1, seq, 100), Instant(t1)).unwrap();
+    }
+    net.run_until(t1 + 1_100 * MS);
+    let got: Vec<_> = drain(&mut net.b, d).into_iter().map(|(_, p)| p).collect();
+    assert_eq!(got, (3..6).map(|s| payload(1, s, 100)).collect::<Vec<_>>());
+    assert_eq!(net.a.accounts(c).unwrap().packets_sent, 3);
+}

@@ -388,6 +388,8 @@ impl<T: Transport> RemoteClient<T> {
         }
         let role = self.servers[i as usize].role;
         let found = self.acquire(role, &exclude).ok().flatten();
+        // The new server is one more in use (the old one keeps the rest of the pages).
+        self.stats.servers = self.live() as u32;
         let moved = match found {
             Some(j) => self.move_pages(i, j, &chosen).ok(),
             None => None,

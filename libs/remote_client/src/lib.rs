@@ -736,22 +736,30 @@ impl<T: Transport> RemoteClient<T> {
     }
 }
 
-/// Sends one datagram, waiting while the driver's queue is full.
+/// Sends refused `Busy` in a row after which a datagram is given up as lost: with the
+/// transport's pause between them (20 µs on the target), some 20 ms, a few of the client's
+/// network periods.
+const BUSY_TRIES: u32 = 1000;
+
+/// Sends one datagram, waiting a little while the driver's queue is full: the driver empties
+/// it under the client's network contract, and the client pauses between tries rather than
+/// asking again at once. A queue still full after [`BUSY_TRIES`] tries loses the datagram, as
+/// the wire may: the protocol's timeouts send it again, so a send never waits forever.
 fn send<T: Transport>(
     session: &mut Session<T>,
     to: Endpoint,
     bytes: &[u8],
 ) -> Result<(), NetError> {
-    loop {
+    for _ in 0..BUSY_TRIES {
         match session.send(to, bytes) {
             Ok(()) => return Ok(()),
-            // The client's transmit queue is full: the driver empties it under its contract.
-            Err(NetError::Busy) => continue,
+            Err(NetError::Busy) => session.transport().pause(),
             // Lost like a datagram on the wire: the protocol sends it again.
             Err(NetError::LinkDown) => return Ok(()),
             Err(e) => return Err(e),
         }
     }
+    Ok(())
 }
 
 impl<T: Transport> RemoteStore for RemoteClient<T> {

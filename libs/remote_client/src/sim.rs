@@ -96,7 +96,17 @@ struct Local {
     /// SendLoans done with, and their datagrams.
     loans_done: u64,
     lent_sent: u64,
+    /// The driver's transmit queue is full until the clock reaches this: Sends are refused
+    /// `Busy` ([`Net::busy_until`]).
+    busy_until: u64,
+    /// Sends refused `Busy` in a row, and in all.
+    busy_in_a_row: u64,
+    busy_refused: u64,
 }
+
+/// Sends refused `Busy` in a row after which the sim says the client spins: it asks again and
+/// again without letting time pass, so the queue it waits on never empties.
+const SPINNING: u64 = 100_000;
 
 struct Remote {
     addr: Endpoint,
@@ -166,6 +176,9 @@ impl Net {
             next_loan: 1,
             loans_done: 0,
             lent_sent: 0,
+            busy_until: 0,
+            busy_in_a_row: 0,
+            busy_refused: 0,
         });
         SimTransport { net: net.clone(), me: n.locals.len() - 1 }
     }
@@ -187,6 +200,18 @@ impl Net {
     pub fn lent(net: &SharedNet, t: usize) -> (u64, u64) {
         let l = &net.borrow().locals[t];
         (l.loans_done, l.lent_sent)
+    }
+
+    /// The transmit queue of the client of `t` is full until the clock reaches `at`: its Sends
+    /// are refused `Busy` until then (the driver empties the queue as time passes, and time
+    /// passes only while the client waits or pauses).
+    pub fn busy_until(net: &SharedNet, t: usize, at: u64) {
+        net.borrow_mut().locals[t].busy_until = at;
+    }
+
+    /// Sends of the client of `t` refused `Busy`.
+    pub fn busy_refused(net: &SharedNet, t: usize) -> u64 {
+        net.borrow().locals[t].busy_refused
     }
 
     /// Kills the peer at `addr`: from now on it neither hears nor answers.
@@ -345,6 +370,13 @@ impl Transport for SimTransport {
                     if req.remote.port == 0 { 40_000 + me as u16 } else { req.remote.port };
                 reply.info = info(l.addr);
             }
+            Op::Send | Op::SendLoan if n.now < n.locals[me].busy_until => {
+                let l = &mut n.locals[me];
+                l.busy_refused += 1;
+                l.busy_in_a_row += 1;
+                assert!(l.busy_in_a_row < SPINNING, "the client spins on a full transmit queue");
+                reply.status = Err(NetError::Busy);
+            }
             Op::Send => {
                 let (from, bytes) = {
                     let l = &n.locals[me];
@@ -386,8 +418,19 @@ impl Transport for SimTransport {
                 }
             }
         }
+        if reply.status != Err(NetError::Busy) {
+            n.locals[me].busy_in_a_row = 0;
+        }
         n.locals[me].inbox.push_front(ServerMessage::Response(reply).encode().to_vec());
         Ok(())
+    }
+
+    /// The client waits a little (20 µs, as on the target): the clock moves on.
+    fn pause(&mut self) {
+        let mut n = self.net.borrow_mut();
+        let t = n.now + 20_000;
+        n.set_now(t);
+        n.deliver();
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> Result<usize, NetError> {

@@ -583,3 +583,34 @@ fn a_page_written_from_a_lendable_frame_leaves_from_it_and_comes_back_intact() {
     assert_eq!(stored, 32);
     check_all(&mut c, &[1; 16]);
 }
+
+#[test]
+fn a_full_transmit_queue_is_waited_out_and_one_that_stays_full_loses_datagrams_not_the_client() {
+    let net = net_with(12, Faults::NONE, 1, 1 << 20);
+    let mut c = client(&net, Config::new(vec![server(1)], 64)).unwrap();
+    let mut versions = write_all_and_check(&mut c, 16);
+    // The driver's queue is full for the next 2 ms: the client waits it out, pausing between
+    // tries (time passes only while it pauses or waits), and loses nothing.
+    let t0 = sim::now();
+    Net::busy_until(&net, 0, t0 + 2_000_000);
+    for (page, v) in versions.iter_mut().enumerate() {
+        c.write(page, &contents(page, 3)).unwrap();
+        *v = 3;
+    }
+    let refused = Net::busy_refused(&net, 0);
+    assert!(refused > 0 && refused <= 100, "{refused} sends refused");
+    assert!(sim::now() >= t0 + 2_000_000);
+    // At most a timeout that passed during the wait.
+    assert!(c.stats().retransmits <= 2, "{:?}", c.stats());
+    check_all(&mut c, &versions);
+    // Full for 30 ms, past the tries of one datagram (some 20 ms): the first datagrams are
+    // given up as lost and sent again by the protocol; the page gets through.
+    let t1 = sim::now();
+    Net::busy_until(&net, 0, t1 + 30_000_000);
+    let before = c.stats().retransmits;
+    c.write(0, &contents(0, 4)).unwrap();
+    versions[0] = 4;
+    assert!(c.stats().retransmits > before, "{:?}", c.stats());
+    check_all(&mut c, &versions);
+    assert_eq!(c.notice(), None);
+}

@@ -46,9 +46,10 @@
 //! - `remote_paging`, `remote_paging_under_loss`, `remote_paging_failover`,
 //!   `remote_paging_servers_vanish`, `remote_paging_hostile_client`: remote paging across the
 //!   nodes ([`crate::cluster_remote`]).
-//! - `remote_trader`, `remote_revoke`, `remote_revoke_alone`: remote paging's control plane
-//!   (servers found through a trader, revocation with and without another server)
-//!   ([`crate::cluster_control`]).
+//! - `remote_trader`, `remote_revoke`, `remote_revoke_alone`,
+//!   `remote_paging_partial_revocation`: remote paging's control plane (servers found through
+//!   a trader, revocation with and without another server, revocation of part of a
+//!   reservation) ([`crate::cluster_control`]).
 //! - `remote_paging_refill`: a lost mirror refilled on a server found through a trader, so
 //!   that a second loss loses nothing ([`crate::cluster_moves`]).
 //! - `bad_manifest`: a malformed cluster manifest exits 1 with `FILE:LINE: KEY: REASON`.

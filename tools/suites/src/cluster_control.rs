@@ -1,6 +1,7 @@
-//! `qemu::cluster::remote_trader`, `remote_revoke`, `remote_revoke_alone`: remote paging's
-//! control plane across three nodes of both architectures (`tests/clusters/remote-trader.toml`,
-//! `remote-revoke.toml`, `remote-revoke-alone.toml`): heracles on node a (riscv64) has no
+//! `qemu::cluster::remote_trader`, `remote_revoke`, `remote_revoke_alone`,
+//! `remote_paging_partial_revocation`: remote paging's control plane across three nodes of both
+//! architectures (`tests/clusters/remote-trader.toml`, `remote-revoke.toml`,
+//! `remote-revoke-alone.toml`, `remote-revoke-part.toml`): heracles on node a (riscv64) has no
 //! static server and pages a stretch of 128 pages on 32 frames, 6,000 seeded steps of
 //! whole-page writes and reads, every byte checked, to a server it finds through the trader on
 //! b (x86_64), to which the paging servers of b (4M) and c (riscv64) advertise. Every test
@@ -19,6 +20,12 @@
 //!   other server, is told, and its pages come back to its local disk (populated, pages written
 //!   locally afterwards), nothing lost, every byte right; b counts the client returned, not
 //!   moved; c served no one.
+//! - `remote_paging_partial_revocation` (`tests/clusters/remote-revoke-part.toml`): b takes
+//!   back 48 pages of a's reservation of 128 at 8 s (`--revoke-part 8000:48`); a holds, finds
+//!   c through the trader, moves exactly 48 pages there itself (read from b, written to c,
+//!   freed on b) and tells b; b counts the partial revocation done and 48 pages given back,
+//!   forwards nothing and keeps a's other 80 pages to its release with a reservation of 80;
+//!   c took exactly the 48; every byte right, nothing to the local disk, nothing lost.
 
 use crate::cluster::{ClusterRun, ClusterTest, three_checked};
 use crate::cluster_remote::{intact, served};
@@ -29,6 +36,7 @@ pub(super) const TESTS: &[(&str, ClusterTest)] = &[
     ("remote_trader", remote_trader),
     ("remote_revoke", remote_revoke),
     ("remote_revoke_alone", remote_revoke_alone),
+    ("remote_paging_partial_revocation", remote_paging_partial_revocation),
 ];
 
 /// Node a's client: every byte right, a server found through the trader. Its remote line and
@@ -165,4 +173,49 @@ fn revoke_alone(run: &ClusterRun) -> Result<(), String> {
 
 pub(crate) fn remote_revoke_alone() -> Result<(), String> {
     three_checked("tests/clusters/remote-revoke-alone.toml", revoke_alone)
+}
+
+fn partial(run: &ClusterRun) -> Result<(), String> {
+    run.finished(3)?;
+    let (remote, store) = client(run)?;
+    all_remote(&store)?;
+    // The partial revocation counts as one; both servers still hold pages at the end.
+    if get(&remote, "revocations")? != 1 || get(&remote, "servers")? != 2 {
+        return Err(format!("want one revocation and two servers at the end: {remote}"));
+    }
+    let cc = run.line_of("a", "[pager] heracles: remote control ")?;
+    if get(&cc, "partial")? != 1 || get(&cc, "pages_moved")? != 48 {
+        return Err(format!("a did not move exactly 48 pages for one partial revocation: {cc}"));
+    }
+    run.line_of("b", "[server] paging-server: revoking 48 pages of stream 1 in part")?;
+    let b = control(run, "b")?;
+    if get(&b, "partial")? != 1
+        || get(&b, "partial_done")? != 1
+        || get(&b, "pages_given_back")? != 48
+        || get(&b, "revoked")? != 0
+        || get(&b, "abandoned")? != 0
+        || get(&b, "pages_forwarded")? != 0
+    {
+        return Err(format!("b did not end its partial revocation with 48 pages back: {b}"));
+    }
+    // b kept a's other 80 pages to the end, under a reservation of 80; the pages it freed are
+    // the 48 moved (heracles frees none itself).
+    let old = served(run, "b")?;
+    if get(&old, "reserved")? != 80
+        || get(&old, "peak")? != 128
+        || get(&old, "frees")? != 48
+        || !old.ends_with("released=true")
+    {
+        return Err(format!("b's stream of a did not shrink to 80 pages: {old}"));
+    }
+    // c took exactly the 48 pages moved, and a's rewrites of them.
+    let new = served(run, "c")?;
+    if get(&new, "peak")? != 48 || get(&new, "reads")? == 0 || !new.ends_with("released=true") {
+        return Err(format!("c did not take exactly a's 48 moved pages and serve them: {new}"));
+    }
+    Ok(())
+}
+
+pub(crate) fn remote_paging_partial_revocation() -> Result<(), String> {
+    three_checked("tests/clusters/remote-revoke-part.toml", partial)
 }

@@ -254,6 +254,8 @@ fn a_client_revoked_in_part_moves_only_the_pages_wanted() {
     assert_eq!(cc.pages_moved, 12, "{cc:?}");
     let held: Vec<(Endpoint, u64)> = c.servers().map(|s| (s.0, s.4)).collect();
     assert_eq!(held, [(server(1), 20), (server(2), 12)]);
+    // Both servers in use, and counted so.
+    assert_eq!((c.stats().servers, c.stats().revocations), (2, 1));
     check_all(&mut c, &versions);
     // New pages fill the rest of the stretch, none past server 1's smaller reservation.
     for page in 32..64 {

@@ -18,8 +18,10 @@
 //! failovers=.. revocations=.. strays=.. control_ignored=..` and `heracles: remote wire
 //! netc=yes|no compressed_writes=.. page_bytes_written=..` (the client's counts) and
 //! `heracles: remote control grown=.. holds=.. waits=.. refilled=.. found_again=.. partial=..
-//! pages_moved=..` (its control plane's, `remote_client::ControlCounts`), then releases its
-//! streams (`heracles: remote: released, ...`). The app opens that session, makes the
+//! pages_moved=..` (its control plane's, `remote_client::ControlCounts`) and `heracles: remote
+//! session sent=.. received=.. dropped_tx_full=.. dropped_tx_error=.. dropped_rx_full=..
+//! lent_sent=..` (the network driver's accounts of its session), then releases its streams
+//! (`heracles: remote: released, ...`). The app opens that session, makes the
 //! driver's window, binds a paged stretch
 //! driver ([`paged_driver::PagedDriver`]) to a stretch as large as the program needs, and runs
 //! the program in it:
@@ -436,6 +438,20 @@ fn report_remote(o: &Options, remote: &Remote) -> Result<(), &'static str> {
          partial={} pages_moved={}",
         c.grown, c.holds, c.waits, c.refilled, c.found_again, c.partial, c.pages_moved,
     );
+    // The driver's accounts of the client's session, before its release: what left and
+    // what the driver dropped.
+    if let Some(a) = client.session().accounts() {
+        println!(
+            "heracles: remote session sent={} received={} dropped_tx_full={} \
+             dropped_tx_error={} dropped_rx_full={} lent_sent={}",
+            a.packets_sent,
+            a.packets_received,
+            a.dropped_tx_full,
+            a.dropped_tx_error,
+            a.dropped_rx_full,
+            a.lent_sent,
+        );
+    }
     client.release();
     let closed = client.session().close();
     println!("heracles: remote: released, session closed: {closed:?}");
