@@ -6,9 +6,9 @@ use tool_base::Arch;
 
 use crate::harness::QemuTest;
 
-mod syscall;
 mod clock;
 mod swap;
+mod syscall;
 
 /// Every lab's QEMU tests on `arch`.
 pub(crate) fn qemu_tests(arch: Arch) -> Vec<QemuTest> {
