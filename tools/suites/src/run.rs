@@ -218,6 +218,7 @@ pub(super) const RUN_TESTS: &[(&str, RunTest, Expected)] = &[
     ("hang_ends_at_timeout", hang_ends_at_timeout, &[]),
     ("default_trace", default_trace, &[]),
     ("demand_zero_trace", demand_zero_trace, &[]),
+    ("anticipation_trace", anticipation_trace, &[]),
 ];
 
 fn default_busy_host(children: &mut Children) -> Result<(), String> {
@@ -422,6 +423,90 @@ fn trace_of(children: &mut Children, manifest: &str) -> Result<(), String> {
     if manifest.contains("demand-zero") && faults.values().sum::<u64>() < 1000 {
         return fail(format!("the run summary reports too few page faults: {faults:?}"));
     }
+    // Who ran when: each domain's running slices add up to the CPU time the run summary gives
+    // it (kernel work done for it while another domain had the CPU, and the µs the summary
+    // rounds away, make the difference).
+    for d in &m.domains {
+        let Some(a) = accounts.iter().find(|a| a.domain == d.name) else { continue };
+        let cpu_us = (a.guaranteed_us + a.extra_us) as f64;
+        let ran = summary.duration_us(&d.name, "running");
+        let bound = RUNNING_SLACK_US.max(cpu_us * RUNNING_SLACK_SHARE);
+        if (ran - cpu_us).abs() > bound {
+            return fail(format!(
+                "{file}: {} ran {ran:.1} us by its running slices, the run summary counts {cpu_us} us (at most {bound:.1} us apart)",
+                d.name
+            ));
+        }
+    }
+    let activations: usize =
+        summary.instants.iter().filter(|((_, n), _)| n == "activation").map(|(_, n)| n).sum();
+    if activations == 0 {
+        return fail(format!("{file}: no activation"));
+    }
+    // Events between domains: every event sent over each channel of the manifest, as many as
+    // the receiver's endpoint counted.
+    let channels: Vec<timeline::Channel> = run.log.iter().filter_map(timeline::channel).collect();
+    let received: Vec<timeline::Received> = run.log.iter().filter_map(timeline::received).collect();
+    for c in &m.channels {
+        let Some(k) = channels.iter().find(|k| k.name == c.name) else {
+            return fail(format!("no `event channel` record of {}", c.name));
+        };
+        let flows = summary.flows.get(&c.name).copied().unwrap_or(0) as u64;
+        let counted: u64 =
+            received.iter().filter(|r| (r.domain, r.ep) == (k.to, k.data)).map(|r| r.count).sum();
+        if flows == 0 || flows != counted {
+            return fail(format!(
+                "{file}: {flows} event flows over channel {}, its receiver counted {counted}",
+                c.name
+            ));
+        }
+    }
+    disk_in_trace(&run, &summary, manifest)
+        .map_err(|why| format!("{file}: {why}\n{}", out.describe()))
+}
+
+/// How far apart a domain's running slices and its CPU time in the run summary may be: this
+/// many µs, or this share of its CPU time if more.
+const RUNNING_SLACK_US: f64 = 1_000.0;
+/// See [`RUNNING_SLACK_US`].
+const RUNNING_SLACK_SHARE: f64 = 0.01;
+
+/// The disk's requests and anticipation waits in the timeline against the block driver's own
+/// statistics (`disk scheduler: ... requests=N`, `disk waits: count=N anticipated=N
+/// timed_out=N abandoned=N`), if it printed them; a manifest named `*anticipation*` must have
+/// requests and waits that came.
+fn disk_in_trace(run: &Outcome, summary: &timeline::Summary, manifest: &str) -> Result<(), String> {
+    let stat = |mark: &str| {
+        run.log.iter().find_map(|l| {
+            let at = l.message.find(mark)?;
+            Some(cpu::numbers(&l.message[at + mark.len()..]))
+        })
+    };
+    let requests = summary.count("disk", "request") as u64;
+    if let Some(n) = stat("disk scheduler: ") {
+        let want = n.get("requests").copied().unwrap_or(0);
+        if requests != want {
+            return Err(format!("{requests} disk requests, the driver dispatched {want}"));
+        }
+    }
+    let mut came = 0;
+    if let Some(n) = stat("disk waits: ") {
+        for (key, name) in [
+            ("anticipated", "wait: came"),
+            ("timed_out", "wait: timed out"),
+            ("abandoned", "wait: abandoned"),
+        ] {
+            let got = summary.count("disk", name) as u64;
+            let want = n.get(key).copied().unwrap_or(0);
+            if got != want {
+                return Err(format!("{got} `{name}` waits, the driver counts {key}={want}"));
+            }
+        }
+        came = n.get("anticipated").copied().unwrap_or(0);
+    }
+    if manifest.contains("anticipation") && (requests == 0 || came == 0) {
+        return Err(format!("{requests} disk requests and {came} waits that came: want some"));
+    }
     Ok(())
 }
 
@@ -431,4 +516,8 @@ fn default_trace(children: &mut Children) -> Result<(), String> {
 
 fn demand_zero_trace(children: &mut Children) -> Result<(), String> {
     trace_of(children, "tests/manifests/paging/demand-zero.toml")
+}
+
+fn anticipation_trace(children: &mut Children) -> Result<(), String> {
+    trace_of(children, "tests/manifests/drivers/anticipation-trace.toml")
 }
