@@ -660,6 +660,11 @@ pub fn save(path: &Path, domains: &[DomainInfo], log: &[LogLine]) -> Result<usiz
     Ok(n)
 }
 
+/// How far apart two times in µs may be and still be one: half the records' resolution (1 ns),
+/// far more than the rounding of a time in µs as a JSON number (`ts + dur` of a slice that ends
+/// where the next starts may differ from that start in the last bits).
+const ROUNDING_US: f64 = 0.0005;
+
 /// What [`check`] found in a timeline it accepted.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Summary {
@@ -762,7 +767,7 @@ pub fn check(text: &str) -> Result<Summary> {
             bail!(err(&format!("ts goes back on its track (after {last})")));
         }
         *last = ts;
-        while open.last().is_some_and(|&end| end <= ts) {
+        while open.last().is_some_and(|&end| end <= ts + ROUNDING_US) {
             open.pop();
         }
         match ph {
@@ -774,7 +779,7 @@ pub fn check(text: &str) -> Result<Summary> {
                 }
                 let end = ts + dur;
                 if let Some(&outer) = open.last()
-                    && end > outer
+                    && end > outer + ROUNDING_US
                 {
                     bail!(err(&format!(
                         "overlaps an event that ends at {outer} without nesting in it"
