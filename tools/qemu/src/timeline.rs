@@ -660,6 +660,9 @@ pub fn save(path: &Path, domains: &[DomainInfo], log: &[LogLine]) -> Result<usiz
     Ok(n)
 }
 
+/// A flow's start and finish `ts`, as [`check`] finds them.
+type FlowEnds = (Option<f64>, Option<f64>);
+
 /// How far apart two times in µs may be and still be one: half the records' resolution (1 ns),
 /// far more than the rounding of a time in µs as a JSON number (`ts + dur` of a slice that ends
 /// where the next starts may differ from that start in the last bits).
@@ -731,7 +734,7 @@ pub fn check(text: &str) -> Result<Summary> {
     let mut summary = Summary::default();
     let mut threads = BTreeMap::new();
     // Per flow `(cat, name, id)`: the start's `ts` and the finish's, as seen.
-    let mut flows: BTreeMap<(String, String, u64), (Option<f64>, Option<f64>)> = BTreeMap::new();
+    let mut flows: BTreeMap<(String, String, u64), FlowEnds> = BTreeMap::new();
     // Per track: the last start, and the ends of the X events open at it.
     let mut tracks: BTreeMap<(u64, u64), (f64, Vec<f64>)> = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
