@@ -159,6 +159,19 @@ impl Scheduler {
         }
     }
 
+    /// With `trace=sched`: domain `client` was dispatched at `at_ns`, activated for `reason`
+    /// ([`abi::activation`] bits; 0: not activated). Out of line, off the untraced path.
+    #[cold]
+    #[inline(never)]
+    fn log_dispatch(&mut self, client: usize, reason: u64, at_ns: u64) {
+        if self.on_cpu != Some(client) {
+            self.log_on_cpu(Some(client), at_ns);
+        }
+        if reason != 0 {
+            info!("activation: domain={=usize} reason={=u64} at={=u64}", client, reason, at_ns);
+        }
+    }
+
     /// Nothing timed happens before this instant, in timer ticks (`u64::MAX`: nothing).
     #[inline]
     pub(super) fn next_instant(&self) -> u64 {
@@ -358,9 +371,9 @@ fn switch<P: Platform>(w: &mut World<P>, save: bool) {
         w.publish_accounts(previous);
         w.sched.log_periods();
         if let Some(pick) = picked {
-            w.sched.note_on_cpu(Some(pick.client), at_ns);
             let picked = client_id(pick.client);
             if w.domains[picked].job.is_some() {
+                w.sched.note_on_cpu(Some(pick.client), at_ns);
                 // Kernel work for it, in chunks, on its time: to the end of its dispatch or the
                 // next timed event, then the scheduler is asked again.
                 let until = ticks_from_ns_up::<P>(pick.until);
@@ -376,8 +389,9 @@ fn switch<P: Platform>(w: &mut World<P>, save: bool) {
             if let Some(space) = &d.space {
                 space.activate();
             }
-            if reason != 0 && w.sched.tracing() {
-                log_activation(pick.client, reason, at_ns);
+            // One test of the trace flag on the way to user mode.
+            if w.sched.tracing() {
+                w.sched.log_dispatch(pick.client, reason, at_ns);
             }
             let until = ticks_from_ns_up::<P>(pick.until);
             P::arm_timer(w.sched.earliest_deadline().map_or(until, |t| t.min(until)));
@@ -515,14 +529,6 @@ fn upcall<P: Platform>(d: &mut super::Domain<P>) -> u64 {
     }
     d.ctx.enter_handler(entry, stack, [reason as usize, d.dcb_va]);
     reason
-}
-
-/// With `trace=sched`: domain `domain` was activated at `at_ns` for `reason`
-/// ([`abi::activation`] bits). Out of line, off the untraced path.
-#[cold]
-#[inline(never)]
-fn log_activation(domain: usize, reason: u64, at_ns: u64) {
-    info!("activation: domain={=usize} reason={=u64} at={=u64}", domain, reason, at_ns);
 }
 
 /// Entry from the arch trap handler (through the kernel, which holds the world `w`) for every
