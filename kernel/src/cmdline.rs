@@ -7,8 +7,11 @@
 //!   to show the trap report.
 //!
 //! - `trace=sched` logs every completed CPU period of every domain (a `sched period` record
-//!   with its guaranteed and extra time and whether it missed its deadline) and every page
-//!   fault's service (a `fault served` record when the domain's handler resumes); xtask turns
+//!   with its guaranteed and extra time and whether it missed its deadline), every page
+//!   fault's service (a `fault served` record when the domain's handler resumes), who has the
+//!   CPU (`sched run`, `sched idle`), activations, events sent between domains and their
+//!   counts, and tells the domains (`Dcb::trace`: a block driver prints its requests and
+//!   anticipation waits); xtask turns
 //!   them into live figures, CSV/JSON (`cargo xtask run --cpu`) and timelines (`--trace`,
 //!   docs/timelines.md, which lists the records).
 //! - `stop=TIME` (e.g. `stop=2s`, `stop=500ms`) ends the run at that instant of the kernel's

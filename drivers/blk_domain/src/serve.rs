@@ -194,7 +194,9 @@ pub fn serve<D: BlockDevice>(disk: D, options: ServeOptions) -> i32 {
         queue_len: 32,
         max_transfer,
     };
-    let loop_options = loop_::ServeOptions { driver, die_after, scheduler, anticipate };
+    // The kernel runs with `trace=sched`: the loop prints its requests and waits too.
+    let trace = tessera::dcb().trace != 0;
+    let loop_options = loop_::ServeOptions { driver, die_after, scheduler, anticipate, trace };
     let mut domain = Domain { device, irq };
     let (mut clients, peers) = clients(driver);
     let model = match tessera::dcb().devices[device].model {

@@ -22,7 +22,11 @@
 //! missed=`), publishes each stream's accounts after its data area
 //! ([`blk_interface::protocol::StreamAccounts`]), and at the end the scheduler's waits
 //! (`disk waits:`) and its own cost (`disk scheduler:`). [`stage`] builds that stage from the
-//! disk's model and the scheduler named.
+//! disk's model and the scheduler named. Asked to trace ([`ServeOptions::trace`]), it also
+//! prints each request the disk served as it completes (`disk request: stream=NAME sector=
+//! sectors= op=read|write arrived= dispatched= done=`) and each wait of the scheduler as it
+//! ends (`disk wait: stream=NAME since= until= ended= end=anticipated|timed_out|abandoned`),
+//! all times in ns of the domain's clock.
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -32,7 +36,7 @@ use atropos::Contract;
 use blk_interface::device::BlockDevice;
 use blk_interface::protocol::StreamAccounts;
 use disk_model::{DiskModel, DiskParams};
-use disk_sched::{PolicyName, scheduler};
+use disk_sched::{PolicyName, WaitEnd, scheduler};
 
 use crate::Server;
 use crate::stage::Stage;
@@ -157,6 +161,10 @@ pub struct ServeOptions {
     pub scheduler: Option<PolicyName>,
     /// Whether the scheduler anticipates (for the report).
     pub anticipate: bool,
+    /// Whether to print a record of every request the disk served and every wait of the
+    /// scheduler, as they end (`disk request:`, `disk wait:`; the kernel runs with
+    /// `trace=sched`). Only a stage that keeps time has them.
+    pub trace: bool,
 }
 
 /// What `--scheduler` accepts.
@@ -178,6 +186,10 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
     let mut wake_max_ns = 0u64;
     // Loans returned to the kernel.
     let mut returned = 0u64;
+    // The scheduler's waits printed so far (tracing).
+    let mut waits_printed = 0u64;
+    let tracing = options.trace && server.stage().keeps_time();
+    server.stage_mut().set_tracing(tracing);
     loop {
         let mut moved = false;
         if server.stage().keeps_time() {
@@ -202,6 +214,9 @@ pub fn serve<D: BlockDevice, P: DriverDomain, C: Channels>(
         return_loans(&mut server, domain, &mut returned);
         moved |= answered;
         account(domain, &mut server, clients, answered);
+        if tracing {
+            trace(domain, &mut server, clients, &mut waits_printed);
+        }
         if die_after.is_some_and(|n| server.stats().completed >= n) {
             domain.print(format_args!("{driver}: dying on purpose, requests in flight"));
             domain.die();
@@ -374,6 +389,51 @@ pub fn stage<P: DriverDomain, C: Channels>(
         if options.anticipate { "on" } else { "off" },
     ));
     Some(Stage::new(sched, model, per_client * clients.len().max(1), clock))
+}
+
+/// Prints a `disk request:` record of each request completed since the last call, and a
+/// `disk wait:` record of each of the scheduler's waits that ended since (`printed` of them
+/// were printed before; a wait the scheduler's trace no longer keeps is not printed, and the
+/// count in `disk waits:` tells).
+fn trace<D: BlockDevice, P: DriverDomain, C: Channels>(
+    domain: &mut P,
+    server: &mut Server<D>,
+    clients: &[Client<C>],
+    printed: &mut u64,
+) {
+    let stage = server.stage_mut();
+    let stream = |c: usize| clients.get(c).map_or("?", |c| c.stream());
+    for q in stage.take_requests() {
+        domain.print(format_args!(
+            "disk request: stream={} sector={} sectors={} op={} arrived={} dispatched={} done={}",
+            stream(q.r.client),
+            q.r.lbn,
+            q.r.sectors,
+            if q.r.read { "read" } else { "write" },
+            q.r.arrival_ns,
+            q.dispatched_ns,
+            q.done_ns
+        ));
+    }
+    let Some(waits) = stage.trace() else { return };
+    let ended = waits.totals().count;
+    let new = ended.saturating_sub(*printed) as usize;
+    *printed = ended;
+    let kept = waits.iter().count();
+    for w in waits.iter().skip(kept.saturating_sub(new)) {
+        let end = match w.end {
+            WaitEnd::Anticipated => "anticipated",
+            WaitEnd::TimedOut => "timed_out",
+            WaitEnd::Abandoned => "abandoned",
+        };
+        domain.print(format_args!(
+            "disk wait: stream={} since={} until={} ended={} end={end}",
+            stream(w.client),
+            w.since_ns,
+            w.until_ns,
+            w.ended_ns
+        ));
+    }
 }
 
 /// Prints the streams' completed periods and, when requests were answered or periods ended

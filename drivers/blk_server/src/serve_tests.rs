@@ -117,8 +117,13 @@ fn run(clients: &mut [Client<Mock>]) -> (i32, Vec<String>) {
         server.open(c as usize, area).unwrap();
     }
     let mut domain = Domain::default();
-    let options =
-        ServeOptions { driver: "test", die_after: None, scheduler: None, anticipate: true };
+    let options = ServeOptions {
+        driver: "test",
+        die_after: None,
+        scheduler: None,
+        anticipate: true,
+        trace: false,
+    };
     let status = serve::serve(server, clients, &mut domain, &options);
     (status, domain.lines)
 }

@@ -49,6 +49,18 @@ impl Dispatched {
     }
 }
 
+/// A request the disk served, from its arrival to its completion for its client, kept while
+/// the stage traces ([`Stage::set_tracing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestRecord {
+    /// As the scheduler knew it: its client, sectors, direction and arrival.
+    pub r: sched::Pending,
+    /// When it went to the device.
+    pub dispatched_ns: u64,
+    /// When it completed for its client (the model's time, if the disk has a model).
+    pub done_ns: u64,
+}
+
 /// What the stage did so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StageStats {
@@ -82,6 +94,8 @@ pub struct Stage {
     changed: bool,
     clock: Option<fn() -> u64>,
     stats: StageStats,
+    /// While tracing: the requests completed since they were last taken.
+    traced: Option<Vec<RequestRecord>>,
 }
 
 impl core::fmt::Debug for Stage {
@@ -117,7 +131,18 @@ impl Stage {
             changed: false,
             clock,
             stats: StageStats::default(),
+            traced: None,
         }
+    }
+
+    /// Keeps a [`RequestRecord`] of every request completed from now on (`on`), or none.
+    pub fn set_tracing(&mut self, on: bool) {
+        self.traced = on.then(Vec::new);
+    }
+
+    /// The requests completed since the last call, while tracing.
+    pub fn take_requests(&mut self) -> Vec<RequestRecord> {
+        self.traced.as_mut().map(core::mem::take).unwrap_or_default()
     }
 
     /// First come, first served, as many at the device as it holds, for at most `capacity`
@@ -296,5 +321,8 @@ impl Stage {
         let done_at = d.end_ns.unwrap_or(now_ns);
         self.timed(|s| s.complete(&d.r, service, done_at));
         self.changed = true;
+        if let Some(t) = &mut self.traced {
+            t.push(RequestRecord { r: d.r, dispatched_ns: d.start_ns, done_ns: done_at });
+        }
     }
 }

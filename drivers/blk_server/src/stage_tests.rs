@@ -174,3 +174,30 @@ fn usd_charges_each_stream_its_disk_time() {
         assert!(p.guaranteed + p.extra <= if p.client == 0 { 80 } else { 40 } * MILLISECOND);
     }
 }
+
+#[test]
+fn a_tracing_stage_keeps_every_request_it_completed() {
+    let mut s = server(PolicyName::Sptf, false, &[None]);
+    let mut t = 1_000_000;
+    s.set_now(t);
+    // Not traced: nothing kept.
+    let req = |id, sector| Request { id, op: Op::Read, sector, offset: 0, len: 4096 };
+    assert!(s.request(0, &req(1, 64).encode()).is_none());
+    settle(&mut s, &mut t);
+    assert!(s.stage_mut().take_requests().is_empty());
+    s.stage_mut().set_tracing(true);
+    let arrived = t;
+    for (id, sector) in [(2, 1 << 14), (3, 8)] {
+        assert!(s.request(0, &req(id, sector).encode()).is_none());
+    }
+    let done = settle(&mut s, &mut t);
+    let kept = s.stage_mut().take_requests();
+    assert_eq!(kept.len(), 2);
+    for (k, (_, _, at)) in kept.iter().zip(&done) {
+        assert!(k.r.read && k.r.sectors == 8 && k.r.arrival_ns == arrived, "{k:?}");
+        assert!(k.r.arrival_ns <= k.dispatched_ns && k.dispatched_ns < k.done_ns, "{k:?}");
+        assert_eq!(k.done_ns, *at, "completed when the model said");
+    }
+    // Taken: none left until the next completion.
+    assert!(s.stage_mut().take_requests().is_empty());
+}

@@ -248,6 +248,9 @@ impl<P: Platform> World<P> {
     /// learn of it, and its teardown is its job, run in chunks on what is left of its contract
     /// (see the module documentation).
     pub(super) fn begin_death(&mut self, id: DomainId, ending: Ending) {
+        if self.sched.tracing() {
+            self.log_events_received(id);
+        }
         self.close_endpoints_signalled_by(id);
         let stopped = self.devices.release_of::<P>(id);
         if stopped > 0 {

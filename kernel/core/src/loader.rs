@@ -204,6 +204,7 @@ fn populate<P: Platform>(
     let dcb = abi::Dcb {
         domain_id: u64::from(id.raw()),
         timebase_hz: P::frequency(),
+        trace: u64::from(w.sched.tracing()),
         ..Default::default()
     };
     P::write_dcb(frame, &dcb);
@@ -238,6 +239,16 @@ fn connect<P: Platform>(
     w.set_stretch_rights(base, to, rw)?;
     let space_event = w.alloc_endpoint(from, to.raw()).ok_or(abi::SysError::NoMemory)?;
     let data_event = w.alloc_endpoint(to, from.raw()).ok_or(abi::SysError::NoMemory)?;
+    if w.sched.tracing() {
+        info!(
+            "event channel: name={=str} from={=usize} to={=usize} data={=usize} space={=usize}",
+            channel.name.as_str(),
+            from.index(),
+            to.index(),
+            data_event,
+            space_event
+        );
+    }
     let mut name = [0u8; 32];
     let n = channel.name.len().min(32);
     name[..n].copy_from_slice(&channel.name.as_bytes()[..n]);

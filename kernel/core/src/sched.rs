@@ -59,6 +59,10 @@ pub(super) struct Scheduler {
     /// Time spent waiting for an interrupt with nothing to run, in timer ticks: the run
     /// summary reports it, and the disk benches count the busy time as the run's time less it.
     pub(super) idle_ticks: u64,
+    /// With `trace=sched`: who the last `sched run` or `sched idle` record said has the CPU
+    /// (`Some(index)` a domain, `None` idle or nothing yet), so that a record is printed only
+    /// when that changes.
+    on_cpu: Option<usize>,
 }
 
 impl Scheduler {
@@ -73,6 +77,7 @@ impl Scheduler {
             next: u64::MAX,
             frozen: None,
             idle_ticks: 0,
+            on_cpu: None,
         }
     }
 
@@ -131,6 +136,39 @@ impl Scheduler {
                 "sched period: domain={=usize} start={=u64} end={=u64} guaranteed={=u64} extra={=u64} missed={=bool}",
                 r.client, r.start, r.end, r.guaranteed, r.extra, r.missed
             );
+        }
+    }
+
+    /// With `trace=sched`, records that domain `client` (`None`: nobody, the CPU idles) has
+    /// the CPU from `at_ns`, if it did not already: a `sched run` or `sched idle` record.
+    #[inline(always)]
+    fn note_on_cpu(&mut self, client: Option<usize>, at_ns: u64) {
+        if self.policy.tracing() && self.on_cpu != client {
+            self.log_on_cpu(client, at_ns);
+        }
+    }
+
+    /// See [`Scheduler::note_on_cpu`]; out of line, off the untraced path.
+    #[cold]
+    #[inline(never)]
+    fn log_on_cpu(&mut self, client: Option<usize>, at_ns: u64) {
+        self.on_cpu = client;
+        match client {
+            Some(domain) => info!("sched run: domain={=usize} at={=u64}", domain, at_ns),
+            None => info!("sched idle: at={=u64}", at_ns),
+        }
+    }
+
+    /// With `trace=sched`: domain `client` was dispatched at `at_ns`, activated for `reason`
+    /// ([`abi::activation`] bits; 0: not activated). Out of line, off the untraced path.
+    #[cold]
+    #[inline(never)]
+    fn log_dispatch(&mut self, client: usize, reason: u64, at_ns: u64) {
+        if self.on_cpu != Some(client) {
+            self.log_on_cpu(Some(client), at_ns);
+        }
+        if reason != 0 {
+            info!("activation: domain={=usize} reason={=u64} at={=u64}", client, reason, at_ns);
         }
     }
 
@@ -318,17 +356,24 @@ fn switch<P: Platform>(w: &mut World<P>, save: bool) {
         let now = P::now_ticks();
         if w.sched.stop_at.is_some_and(|t| t <= now) {
             info!("stop: the time given by stop= has come");
+            if w.sched.tracing() {
+                for id in w.domains.ids() {
+                    w.log_events_received(id);
+                }
+            }
             w.reports.summary(&w.domains, w.sched.idle_ticks, &w.sched.policy);
             P::exit(crate::Exit::Success);
         }
         // After kernel work for other domains, charged to them, the dispatch is at its end.
         let at = w.expire(now);
-        let picked = w.sched.policy.dispatch(ns_from_ticks::<P>(at));
+        let at_ns = ns_from_ticks::<P>(at);
+        let picked = w.sched.policy.dispatch(at_ns);
         w.publish_accounts(previous);
         w.sched.log_periods();
         if let Some(pick) = picked {
             let picked = client_id(pick.client);
             if w.domains[picked].job.is_some() {
+                w.sched.note_on_cpu(Some(pick.client), at_ns);
                 // Kernel work for it, in chunks, on its time: to the end of its dispatch or the
                 // next timed event, then the scheduler is asked again.
                 let until = ticks_from_ns_up::<P>(pick.until);
@@ -340,9 +385,13 @@ fn switch<P: Platform>(w: &mut World<P>, save: bool) {
             w.publish_accounts(picked);
             let d = &mut w.domains[picked];
             P::restore_fp(&mut d.ctx, &d.fp);
-            upcall(d);
+            let reason = upcall(d);
             if let Some(space) = &d.space {
                 space.activate();
+            }
+            // One test of the trace flag on the way to user mode.
+            if w.sched.tracing() {
+                w.sched.log_dispatch(pick.client, reason, at_ns);
             }
             let until = ticks_from_ns_up::<P>(pick.until);
             P::arm_timer(w.sched.earliest_deadline().map_or(until, |t| t.min(until)));
@@ -352,6 +401,7 @@ fn switch<P: Platform>(w: &mut World<P>, save: bool) {
             w.reports.summary(&w.domains, w.sched.idle_ticks, &w.sched.policy);
             P::exit(crate::Exit::Success);
         }
+        w.sched.note_on_cpu(None, at_ns);
         if w.modelled_device_busy() {
             w.idle_for_modelled_device();
             continue;
@@ -456,12 +506,13 @@ pub(super) fn first<P: Platform>(w: &mut World<P>) -> NonNull<P::Context> {
 
 /// If domain `d` has activations on and a handler, turns its context (where it stopped) into
 /// an activation: the context goes to the control block's `saved`, activations go off, and the
-/// context enters the handler instead.
-fn upcall<P: Platform>(d: &mut super::Domain<P>) {
-    let (Some((entry, stack)), Some(dcb_frame)) = (d.handler, d.dcb) else { return };
+/// context enters the handler instead. Returns the activation's reason bits
+/// ([`abi::activation`]), 0 if there was none.
+fn upcall<P: Platform>(d: &mut super::Domain<P>) -> u64 {
+    let (Some((entry, stack)), Some(dcb_frame)) = (d.handler, d.dcb) else { return 0 };
     let dcb = P::dcb(dcb_frame);
     if dcb.activations.load(Ordering::Acquire) != 1 {
-        return;
+        return 0;
     }
     P::write_saved_context(dcb_frame, &d.ctx.saved());
     dcb.activations.store(0, Ordering::Release);
@@ -477,6 +528,7 @@ fn upcall<P: Platform>(d: &mut super::Domain<P>) {
         reason |= abi::activation::REVOKE;
     }
     d.ctx.enter_handler(entry, stack, [reason as usize, d.dcb_va]);
+    reason
 }
 
 /// Entry from the arch trap handler (through the kernel, which holds the world `w`) for every

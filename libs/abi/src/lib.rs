@@ -823,6 +823,10 @@ pub struct Dcb {
     /// run, the kernel idles with no timer armed, so that under `-icount` virtual time stands
     /// still while the host does the device's work, and the model alone sets the disk's time.
     pub device_busy: [AtomicU64; MAX_DEVICES],
+    /// Non-zero when the kernel was booted with `trace=sched` (`cargo xtask run --trace`): the
+    /// domain may print trace records of its own (a block driver prints its disk's requests and
+    /// its scheduler's waits). Written once, before the domain runs.
+    pub trace: u64,
 }
 
 /// A domain's CPU contract (from its manifest) and its accounts, in its control block.

@@ -107,8 +107,10 @@ pub fn run_interactive(mut b: Boot, opts: RunOptions) -> Result<u8> {
     let flag = stop.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("installing the Ctrl-C handler")?;
+    // The timeline's many records of who ran, activations, events and disk requests are left
+    // out of the log shown (they are in the timeline).
     let mut show = |line: &LogLine| {
-        if opts.show_raw || line.level != "RAW" {
+        if (opts.show_raw || line.level != "RAW") && !crate::timeline::hidden(line) {
             println!("{line}");
         }
     };

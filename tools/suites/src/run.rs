@@ -9,13 +9,19 @@
 //!   [`DOMAIN_FAILED`], naming it; `--allow-failures` makes the same run exit 0.
 //! - `expected_failure_exits_0`: a fault demo, its faulty domain marked `expect_failure`,
 //!   exits 0 while the domain is terminated.
-//! - `default_trace`, `demand_zero_trace`: `--trace FILE.json` of the default manifest and of
-//!   `tests/manifests/paging/demand-zero.toml` (thousands of page faults) writes a timeline
-//!   whose structure [`qemu_run::timeline::check`] accepts (every event's fields and types,
-//!   every track named, timestamps monotone and complete events nested per track), with a
-//!   process named after every domain of the manifest holding its CPU periods (as many as the
-//!   run summary counts, give or take one) and every page fault the
-//!   run summary reports for the domain.
+//! - `default_trace`, `demand_zero_trace`, `anticipation_trace`: `--trace FILE.json` of the
+//!   default manifest, of `tests/manifests/paging/demand-zero.toml` (thousands of page faults)
+//!   and of `tests/manifests/drivers/anticipation-trace.toml` (two disk readers under an
+//!   anticipating scheduler) writes a timeline whose structure [`qemu_run::timeline::check`]
+//!   accepts (every event's fields and types, every track named, timestamps monotone and
+//!   complete events nested per track, flows matched and bound to slices), with a process
+//!   named after every domain of the manifest holding its CPU periods (as many as the run
+//!   summary counts, give or take one), running slices that add up to its CPU time in the run
+//!   summary (within [`RUNNING_SLACK_US`] or [`RUNNING_SLACK_SHARE`]) and every page fault the
+//!   run summary reports for the domain; activations where a domain has a handler (one per
+//!   fault and more on dispatches), none where none has; as many event flows over each IO channel of the manifest as its
+//!   receiver's endpoint counted; and as many disk requests and anticipation waits of each
+//!   ending as the block driver counted.
 //! - `hang_ends_at_timeout`: a run that never ends (a domain that spins forever, no `stop=`)
 //!   is stopped by `--timeout 10`, no sooner, with [`TIMED_OUT`] and a message saying so.
 //!
@@ -218,6 +224,7 @@ pub(super) const RUN_TESTS: &[(&str, RunTest, Expected)] = &[
     ("hang_ends_at_timeout", hang_ends_at_timeout, &[]),
     ("default_trace", default_trace, &[]),
     ("demand_zero_trace", demand_zero_trace, &[]),
+    ("anticipation_trace", anticipation_trace, &[]),
 ];
 
 fn default_busy_host(children: &mut Children) -> Result<(), String> {
@@ -357,8 +364,9 @@ fn hang_ends_at_timeout(children: &mut Children) -> Result<(), String> {
 }
 
 /// Runs `manifest` with `--trace` and checks the timeline against the manifest and the run
-/// summary (see the module's docs).
-fn trace_of(children: &mut Children, manifest: &str) -> Result<(), String> {
+/// summary (see the module's docs); `handlers`: whether a domain of it has an activation
+/// handler.
+fn trace_of(children: &mut Children, manifest: &str, handlers: bool) -> Result<(), String> {
     let stem = Path::new(manifest).file_stem().and_then(|s| s.to_str()).unwrap_or("run");
     let path = util::root().join(format!("target/trace/{}-{stem}.json", children.arch.name()));
     let _ = std::fs::remove_file(&path);
@@ -422,13 +430,109 @@ fn trace_of(children: &mut Children, manifest: &str) -> Result<(), String> {
     if manifest.contains("demand-zero") && faults.values().sum::<u64>() < 1000 {
         return fail(format!("the run summary reports too few page faults: {faults:?}"));
     }
+    // Who ran when: each domain's running slices add up to the CPU time the run summary gives
+    // it (kernel work done for it while another domain had the CPU, and the µs the summary
+    // rounds away, make the difference).
+    for d in &m.domains {
+        let Some(a) = accounts.iter().find(|a| a.domain == d.name) else { continue };
+        let cpu_us = (a.guaranteed_us + a.extra_us) as f64;
+        let ran = summary.duration_us(&d.name, "running");
+        let bound = RUNNING_SLACK_US.max(cpu_us * RUNNING_SLACK_SHARE);
+        if (ran - cpu_us).abs() > bound {
+            return fail(format!(
+                "{file}: {} ran {ran:.1} us by its running slices, the run summary counts {cpu_us} us (at most {bound:.1} us apart)",
+                d.name
+            ));
+        }
+    }
+    // Activations: a pager's handler is entered at each fault's delivery, and again when it is
+    // dispatched with its activations on; domains without a handler (the default manifest's,
+    // the disk readers) have none.
+    let activations: usize =
+        summary.instants.iter().filter(|((_, n), _)| n == "activation").map(|(_, n)| *n).sum();
+    let fault_count = faults.values().sum::<u64>() as usize;
+    let good = if handlers { activations > fault_count } else { activations == 0 };
+    if !good {
+        return fail(format!(
+            "{file}: {activations} activations with {fault_count} page faults: want {}",
+            if handlers { "an activation per fault and some on dispatches" } else { "none" }
+        ));
+    }
+    // Events between domains: every event sent over each channel of the manifest, as many as
+    // the receiver's endpoint counted.
+    let channels: Vec<timeline::Channel> = run.log.iter().filter_map(timeline::channel).collect();
+    let received: Vec<timeline::Received> = run.log.iter().filter_map(timeline::received).collect();
+    for c in &m.channels {
+        let Some(k) = channels.iter().find(|k| k.name == c.name) else {
+            return fail(format!("no `event channel` record of {}", c.name));
+        };
+        let flows = summary.flows.get(&c.name).copied().unwrap_or(0) as u64;
+        let counted: u64 =
+            received.iter().filter(|r| (r.domain, r.ep) == (k.to, k.data)).map(|r| r.count).sum();
+        if flows == 0 || flows != counted {
+            return fail(format!(
+                "{file}: {flows} event flows over channel {}, its receiver counted {counted}",
+                c.name
+            ));
+        }
+    }
+    disk_in_trace(&run, &summary, manifest)
+        .map_err(|why| format!("{file}: {why}\n{}", out.describe()))
+}
+
+/// How far apart a domain's running slices and its CPU time in the run summary may be: this
+/// many µs, or this share of its CPU time if more.
+const RUNNING_SLACK_US: f64 = 1_000.0;
+/// See [`RUNNING_SLACK_US`].
+const RUNNING_SLACK_SHARE: f64 = 0.01;
+
+/// The disk's requests and anticipation waits in the timeline against the block driver's own
+/// statistics (`disk scheduler: ... requests=N`, `disk waits: count=N anticipated=N
+/// timed_out=N abandoned=N`), if it printed them; a manifest named `*anticipation*` must have
+/// requests and waits that came.
+fn disk_in_trace(run: &Outcome, summary: &timeline::Summary, manifest: &str) -> Result<(), String> {
+    let stat = |mark: &str| {
+        run.log.iter().find_map(|l| {
+            let at = l.message.find(mark)?;
+            Some(cpu::numbers(&l.message[at + mark.len()..]))
+        })
+    };
+    let requests = summary.count("disk", "request") as u64;
+    if let Some(n) = stat("disk scheduler: ") {
+        let want = n.get("requests").copied().unwrap_or(0);
+        if requests != want {
+            return Err(format!("{requests} disk requests, the driver dispatched {want}"));
+        }
+    }
+    let mut came = 0;
+    if let Some(n) = stat("disk waits: ") {
+        for (key, name) in [
+            ("anticipated", "wait: came"),
+            ("timed_out", "wait: timed out"),
+            ("abandoned", "wait: abandoned"),
+        ] {
+            let got = summary.count("disk", name) as u64;
+            let want = n.get(key).copied().unwrap_or(0);
+            if got != want {
+                return Err(format!("{got} `{name}` waits, the driver counts {key}={want}"));
+            }
+        }
+        came = n.get("anticipated").copied().unwrap_or(0);
+    }
+    if manifest.contains("anticipation") && (requests == 0 || came == 0) {
+        return Err(format!("{requests} disk requests and {came} waits that came: want some"));
+    }
     Ok(())
 }
 
 fn default_trace(children: &mut Children) -> Result<(), String> {
-    trace_of(children, "manifests/default.toml")
+    trace_of(children, "manifests/default.toml", false)
 }
 
 fn demand_zero_trace(children: &mut Children) -> Result<(), String> {
-    trace_of(children, "tests/manifests/paging/demand-zero.toml")
+    trace_of(children, "tests/manifests/paging/demand-zero.toml", true)
+}
+
+fn anticipation_trace(children: &mut Children) -> Result<(), String> {
+    trace_of(children, "tests/manifests/drivers/anticipation-trace.toml", false)
 }
