@@ -136,7 +136,7 @@ impl Drop for Overlay {
 pub fn on_interrupt() {
     HANDLER.call_once(|| {
         let _ = ctrlc::set_handler(|| {
-            crate::runner::stop_running();
+            crate::running::stop_running();
             if let Some(root) = ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 match restore_journal(&root) {
                     Ok(n) => eprintln!("\nlab: interrupted; {n} file(s) restored"),

@@ -29,6 +29,7 @@ pub mod journal;
 pub mod markers;
 pub mod report;
 pub mod runner;
+pub mod running;
 pub mod spec;
 #[cfg(test)]
 mod testing;

@@ -7,10 +7,10 @@
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::journal;
+use crate::running;
 use crate::spec::{Run, Test};
 
 /// How a test ended.
@@ -127,22 +127,6 @@ pub struct Ran {
     pub seconds: f64,
 }
 
-/// The process group of the command running now (0: none), for [`stop_running`].
-static RUNNING: AtomicU32 = AtomicU32::new(0);
-
-/// Kills the process group `pgid`.
-fn kill_group(pgid: u32) {
-    let _ = Command::new("kill").args(["-KILL", "--", &format!("-{pgid}")]).status();
-}
-
-/// Stops the command a test runs now, if any, with everything it started (on Ctrl-C).
-pub fn stop_running() {
-    let pgid = RUNNING.swap(0, Ordering::SeqCst);
-    if pgid != 0 {
-        kill_group(pgid);
-    }
-}
-
 /// Runs `cmd`, killing it (and what it started: it leads its own process group) after
 /// `limit`.
 fn run_bounded(mut cmd: Command, limit: Duration) -> Ran {
@@ -168,7 +152,7 @@ fn run_bounded(mut cmd: Command, limit: Duration) -> Ran {
             String::from_utf8_lossy(&s).into_owned()
         })
     };
-    RUNNING.store(child.id(), Ordering::SeqCst);
+    running::started(child.id());
     let out = read(Box::new(child.stdout.take().expect("piped")));
     let err = read(Box::new(child.stderr.take().expect("piped")));
     let success = loop {
@@ -176,7 +160,7 @@ fn run_bounded(mut cmd: Command, limit: Duration) -> Ran {
             Ok(Some(status)) => break Some(status.success()),
             Ok(None) if start.elapsed() >= limit => {
                 // The whole group: cargo and the test binary or QEMU it started.
-                kill_group(child.id());
+                running::kill_group(child.id());
                 let _ = child.kill();
                 let _ = child.wait();
                 break None;
@@ -185,7 +169,7 @@ fn run_bounded(mut cmd: Command, limit: Duration) -> Ran {
             Err(_) => break None,
         }
     };
-    RUNNING.store(0, Ordering::SeqCst);
+    running::ended();
     Ran {
         success,
         stdout: out.join().unwrap_or_default(),
